@@ -1,0 +1,66 @@
+#include "host/adapters/file_record_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace mesh::adapters {
+
+namespace {
+constexpr const char* kStateFile = "/state.json";
+constexpr uint64_t kMaxStateBytes = 512ull << 20;
+}  // namespace
+
+core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::string& state_dir,
+                                                                   bool create) {
+  if (!create && ::access(state_dir.c_str(), F_OK) != 0 && errno == ENOENT) {
+    return std::unique_ptr<FileRecordStore>(new FileRecordStore(nullptr));
+  }
+  auto fs = PosixFileSystem::Open(state_dir, create);
+  if (!fs) return std::unexpected(fs.error());
+  // The record names every managed path and unit: keep it to root.
+  if (create) ::chmod(state_dir.c_str(), 0700);
+  return std::unique_ptr<FileRecordStore>(new FileRecordStore(std::move(*fs)));
+}
+
+core::Result<std::optional<core::Record>> FileRecordStore::Load() {
+  if (fs_ == nullptr) return std::optional<core::Record>();
+  auto info = fs_->Stat(kStateFile);
+  if (!info) return std::unexpected(info.error());
+  if (info->type == core::FileType::kMissing) return std::optional<core::Record>();
+  auto text = fs_->ReadFile(kStateFile, kMaxStateBytes);
+  if (!text) return std::unexpected(text.error());
+  auto record = core::ParseRecord(*text);
+  if (!record) return std::unexpected(record.error());
+  return std::optional<core::Record>(std::move(*record));
+}
+
+core::Status FileRecordStore::Save(const core::Record& record) {
+  if (fs_ == nullptr) return core::Fail("no state directory");
+  ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()), static_cast<uint32_t>(::getegid())};
+  auto written = fs_->WriteFileAtomic(kStateFile, core::SerializeRecord(record), own);
+  if (!written) return std::unexpected(written.error());
+  return core::Ok();
+}
+
+core::Status FileRecordStore::Lock() {
+  if (fs_ == nullptr) return core::Ok();
+  std::string path = fs_->root() + "/lock";
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return core::Fail("open " + path + ": " + std::strerror(errno));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return core::Fail("another mesh-host process holds " + path +
+                        "; one apply at a time per state directory");
+    }
+    return core::Fail("lock " + path + ": " + std::strerror(errno));
+  }
+  lock_fd_ = std::move(fd);
+  return core::Ok();
+}
+
+}  // namespace mesh::adapters

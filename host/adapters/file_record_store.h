@@ -1,0 +1,35 @@
+// FileRecordStore: the record as <state-dir>/state.json, plus the lock that
+// keeps two mesh-host processes from applying to one machine at once.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "host/adapters/posix_file_system.h"
+#include "host/adapters/unique_fd.h"
+#include "host/ports/record_store.h"
+
+namespace mesh::adapters {
+
+class FileRecordStore : public ports::RecordStore {
+ public:
+  // With `create`, makes the state directory (0700) when missing; without,
+  // a missing directory is a machine with no record yet (what plan needs:
+  // it must not create anything).
+  static core::Result<std::unique_ptr<FileRecordStore>> Open(const std::string& state_dir,
+                                                             bool create);
+
+  core::Result<std::optional<core::Record>> Load() override;
+  core::Status Save(const core::Record& record) override;
+
+  // Takes an exclusive lock on <state-dir>/lock for the life of this object;
+  // fails at once, naming the holder's purpose, if another process has it.
+  core::Status Lock();
+
+ private:
+  explicit FileRecordStore(std::unique_ptr<PosixFileSystem> fs) : fs_(std::move(fs)) {}
+  std::unique_ptr<PosixFileSystem> fs_;
+  UniqueFd lock_fd_;
+};
+
+}  // namespace mesh::adapters

@@ -1,0 +1,466 @@
+#include "host/adapters/posix_file_system.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cerrno>
+#include <cstring>
+
+#include "host/core/sha256.h"
+
+namespace mesh::adapters {
+namespace {
+
+using core::Fail;
+using core::FileInfo;
+using core::FileType;
+using core::Result;
+using core::Status;
+using core::TreeEntry;
+
+constexpr int kMaxTreeDepth = 128;
+
+std::string Errno(std::string_view what, const std::string& path, int err = errno) {
+  return std::string(what) + " " + path + ": " + std::strerror(err);
+}
+
+FileInfo FromStat(const struct stat& st) {
+  FileInfo info;
+  if (S_ISREG(st.st_mode)) {
+    info.type = FileType::kRegular;
+  } else if (S_ISDIR(st.st_mode)) {
+    info.type = FileType::kDirectory;
+  } else if (S_ISLNK(st.st_mode)) {
+    info.type = FileType::kSymlink;
+  } else {
+    info.type = FileType::kOther;
+  }
+  info.size = static_cast<uint64_t>(st.st_size);
+  info.mode = st.st_mode & 07777;
+  info.uid = st.st_uid;
+  info.gid = st.st_gid;
+  info.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  info.ctime_ns = int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec;
+  info.inode = st.st_ino;
+  return info;
+}
+
+std::vector<std::string_view> Components(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start < path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (end > start) out.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// Temporary names are recognisable (".NAME.mesh-host-tmp.PID.N") and unique
+// per process, so a crashed run's leftovers can be told from real files.
+std::string TempName(std::string_view leaf) {
+  static std::atomic<uint64_t> counter{0};
+  std::string base(leaf.substr(0, 180));
+  return "." + base + ".mesh-host-tmp." + std::to_string(::getpid()) + "." +
+         std::to_string(counter.fetch_add(1));
+}
+
+Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Fail(Errno("write", path));
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return core::Ok();
+}
+
+Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, int depth) {
+  struct stat st;
+  if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return core::Ok();
+    return Fail(Errno("stat", shown));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    if (depth > kMaxTreeDepth) return Fail("remove " + shown + ": nested too deep");
+    UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return Fail(Errno("open", shown));
+    DIR* dir = ::fdopendir(fd.release());
+    if (dir == nullptr) return Fail(Errno("opendir", shown));
+    std::vector<std::string> names;
+    while (dirent* d = ::readdir(dir)) {
+      if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0) {
+        names.emplace_back(d->d_name);
+      }
+    }
+    int child_dir = ::dirfd(dir);
+    Status st_children = core::Ok();
+    for (const std::string& child : names) {
+      st_children = RemoveAt(child_dir, child, shown + "/" + child, depth + 1);
+      if (!st_children) break;
+    }
+    ::closedir(dir);
+    if (!st_children) return st_children;
+    if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      return Fail(Errno("rmdir", shown));
+    }
+    return core::Ok();
+  }
+  if (::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT) {
+    return Fail(Errno("unlink", shown));
+  }
+  return core::Ok();
+}
+
+Result<std::string> HashFileAt(int dirfd, const std::string& name, const std::string& shown) {
+  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return Fail(Errno("open", shown));
+  core::Sha256 h;
+  char buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Fail(Errno("read", shown));
+    }
+    if (n == 0) break;
+    h.Update(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  return h.HexDigest();
+}
+
+Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool hash,
+              int depth, std::vector<TreeEntry>& out) {
+  if (depth > kMaxTreeDepth) return Fail("scan " + shown + ": nested too deep");
+  UniqueFd fd(::openat(dirfd, rel.empty() ? "." : rel.c_str(),
+                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return Fail(Errno("open", shown));
+  DIR* dir = ::fdopendir(fd.release());
+  if (dir == nullptr) return Fail(Errno("opendir", shown));
+  std::vector<std::string> subdirs;
+  Status status = core::Ok();
+  int own = ::dirfd(dir);
+  while (dirent* d = ::readdir(dir)) {
+    std::string name = d->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (::fstatat(own, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      status = Fail(Errno("stat", shown + "/" + name));
+      break;
+    }
+    TreeEntry e;
+    e.info = FromStat(st);
+    e.type = e.info.type;
+    e.mode = e.info.mode;
+    e.relpath = rel.empty() ? name : rel + "/" + name;
+    if (hash && e.type == FileType::kRegular) {
+      auto digest = HashFileAt(own, name, shown + "/" + name);
+      if (!digest) {
+        status = std::unexpected(digest.error());
+        break;
+      }
+      e.content_sha256 = *digest;
+    }
+    if (e.type == FileType::kDirectory) subdirs.push_back(name);
+    out.push_back(std::move(e));
+  }
+  if (status) {
+    for (const std::string& sub : subdirs) {
+      // Recurse relative to this directory so every open stays O_NOFOLLOW.
+      std::vector<TreeEntry> children;
+      status = ScanAt(own, sub, shown + "/" + sub, hash, depth + 1, children);
+      if (!status) break;
+      for (TreeEntry& c : children) {
+        c.relpath = (rel.empty() ? "" : rel + "/") + c.relpath;
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  ::closedir(dir);
+  return status;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string& root,
+                                                               bool create) {
+  if (root.empty() || root[0] != '/') return Fail("root " + root + " is not an absolute path");
+  if (create) {
+    // Make each missing component; the root itself is the operator's flag,
+    // so following symlinks here is intended.
+    std::string prefix;
+    for (std::string_view comp : Components(root)) {
+      prefix += "/";
+      prefix += comp;
+      if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Fail(Errno("mkdir", prefix));
+      }
+    }
+  }
+  UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return Fail(Errno("open root", root));
+  return std::unique_ptr<PosixFileSystem>(new PosixFileSystem(root, std::move(fd)));
+}
+
+std::unique_ptr<PosixFileSystem> PosixFileSystem::OpenOrDeferError(const std::string& root) {
+  auto fs = Open(root);
+  if (fs) return std::move(*fs);
+  return std::unique_ptr<PosixFileSystem>(new PosixFileSystem(root, UniqueFd(), fs.error().message));
+}
+
+Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool create,
+                                             std::string* leaf) {
+  if (!root_fd_.valid()) return Fail(open_error_);
+  std::vector<std::string_view> comps = Components(path);
+  if (comps.empty()) return Fail("path " + path + " names the root itself");
+  for (std::string_view c : comps) {
+    if (c == "..") return Fail("path " + path + " contains ..");
+  }
+  *leaf = std::string(comps.back());
+  UniqueFd cur(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
+  if (!cur.valid()) return Fail(Errno("dup root", root_));
+  std::string walked;
+  for (size_t i = 0; i + 1 < comps.size(); ++i) {
+    std::string comp(comps[i]);
+    walked += "/" + comp;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      int fd = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd >= 0) {
+        cur = UniqueFd(fd);
+        break;
+      }
+      int err = errno;
+      if (err == ENOENT) {
+        if (!create) return UniqueFd();
+        if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) {
+          return Fail(Errno("mkdir", walked));
+        }
+        continue;
+      }
+      struct stat st;
+      if (::fstatat(cur.get(), comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(st.st_mode)) {
+        return Fail("path " + path + ": " + walked +
+                    " is a symlink; mesh-host does not follow symlinks under its root");
+      }
+      if (err == ENOTDIR) return Fail("path " + path + ": " + walked + " is not a directory");
+      return Fail(Errno("open", walked, err));
+    }
+  }
+  return cur;
+}
+
+Result<FileInfo> PosixFileSystem::Stat(const std::string& path) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return FileInfo{};
+  struct stat st;
+  if (::fstatat(parent->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return FileInfo{};
+    return Fail(Errno("stat", path));
+  }
+  return FromStat(st);
+}
+
+Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t limit) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return Fail("read " + path + ": no such file");
+  UniqueFd fd(::openat(parent->get(), leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return Fail(Errno("open", path));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
+  if (!S_ISREG(st.st_mode)) return Fail("read " + path + ": not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > limit) {
+    return Fail("read " + path + ": " + std::to_string(st.st_size) +
+                " bytes exceeds the limit of " + std::to_string(limit));
+  }
+  std::string out;
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Fail(Errno("read", path));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path,
+                                                  std::string_view content,
+                                                  const ports::Ownership& own) {
+  std::string leaf;
+  auto parent = OpenParent(path, true, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  int dir = parent->get();
+  struct stat st;
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+    return Fail("write " + path + ": a directory is in the way");
+  }
+  std::string tmp = TempName(leaf);
+  UniqueFd fd(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Fail(Errno("create temporary file for", path));
+  auto cleanup = [&](std::string message) -> Result<FileInfo> {
+    fd.Reset();
+    ::unlinkat(dir, tmp.c_str(), 0);
+    return Fail(std::move(message));
+  };
+  if (auto st_write = WriteAll(fd.get(), content, path); !st_write) {
+    return cleanup(st_write.error().message);
+  }
+  // chown before chmod: chown clears set-id bits.
+  if (::fchown(fd.get(), own.uid, own.gid) != 0) return cleanup(Errno("chown", path));
+  if (::fchmod(fd.get(), own.mode & 07777) != 0) return cleanup(Errno("chmod", path));
+  if (::fsync(fd.get()) != 0) return cleanup(Errno("fsync", path));
+  if (::close(fd.release()) != 0) return cleanup(Errno("close", path));
+  if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) return cleanup(Errno("rename onto", path));
+  ::fsync(dir);
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
+  return FromStat(st);
+}
+
+Status PosixFileSystem::ReplaceTree(const std::string& path, const std::vector<TreeEntry>& entries) {
+  std::string leaf;
+  auto parent = OpenParent(path, true, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  int dir = parent->get();
+  std::string tmp = TempName(leaf);
+  if (::mkdirat(dir, tmp.c_str(), 0700) != 0) return Fail(Errno("mkdir temporary tree for", path));
+  auto fail = [&](std::string message) -> Status {
+    RemoveAt(dir, tmp, path + " (temporary)", 0);
+    return Fail(std::move(message));
+  };
+  UniqueFd top(::openat(dir, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!top.valid()) return fail(Errno("open temporary tree for", path));
+
+  // Parents before children: sorted relpaths put "a" before "a/b".
+  std::vector<const TreeEntry*> order;
+  for (const TreeEntry& e : entries) order.push_back(&e);
+  std::sort(order.begin(), order.end(),
+            [](const TreeEntry* a, const TreeEntry* b) { return a->relpath < b->relpath; });
+  std::vector<std::pair<std::string, uint32_t>> dir_modes;
+  for (const TreeEntry* e : order) {
+    std::string shown = path + "/" + e->relpath;
+    std::vector<std::string_view> comps = Components(e->relpath);
+    UniqueFd cur(::fcntl(top.get(), F_DUPFD_CLOEXEC, 0));
+    for (size_t i = 0; i + 1 < comps.size(); ++i) {
+      std::string c(comps[i]);
+      if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST) {
+        return fail(Errno("mkdir", shown));
+      }
+      cur = UniqueFd(::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!cur.valid()) return fail(Errno("open", shown));
+    }
+    std::string name(comps.back());
+    if (e->type == FileType::kDirectory) {
+      if (::mkdirat(cur.get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
+        return fail(Errno("mkdir", shown));
+      }
+      // Modes applied last, so a read-only directory can still be filled.
+      dir_modes.emplace_back(e->relpath, e->mode & 07777);
+      continue;
+    }
+    if (e->type != FileType::kRegular) return fail("unpack " + shown + ": not a file or directory");
+    UniqueFd fd(::openat(cur.get(), name.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return fail(Errno("create", shown));
+    if (auto w = WriteAll(fd.get(), e->content, shown); !w) return fail(w.error().message);
+    if (::fchmod(fd.get(), e->mode & 07777) != 0) return fail(Errno("chmod", shown));
+    if (::fsync(fd.get()) != 0) return fail(Errno("fsync", shown));
+  }
+  for (auto it = dir_modes.rbegin(); it != dir_modes.rend(); ++it) {
+    if (::fchmodat(top.get(), it->first.c_str(), it->second, 0) != 0) {
+      return fail(Errno("chmod", path + "/" + it->first));
+    }
+  }
+  if (::fchmod(top.get(), 0755) != 0) return fail(Errno("chmod", path));
+  ::fsync(top.get());
+
+  struct stat st;
+  bool exists = ::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (exists) {
+    // One atomic step swaps the whole tree; readers never see a mix.
+    if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_EXCHANGE) != 0) {
+      return fail(Errno("swap in", path));
+    }
+    Status removed = RemoveAt(dir, tmp, path + " (old tree)", 0);
+    ::fsync(dir);
+    return removed;
+  }
+  if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) != 0) {
+    return fail(Errno("rename into", path));
+  }
+  ::fsync(dir);
+  return core::Ok();
+}
+
+Result<std::vector<TreeEntry>> PosixFileSystem::ScanTree(const std::string& path, bool hash) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  std::vector<TreeEntry> out;
+  if (!parent->valid()) return out;
+  struct stat st;
+  if (::fstatat(parent->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return out;
+    return Fail(Errno("stat", path));
+  }
+  if (!S_ISDIR(st.st_mode)) return Fail("scan " + path + ": not a directory");
+  UniqueFd top(::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!top.valid()) return Fail(Errno("open", path));
+  if (auto s = ScanAt(top.get(), "", path, hash, 0, out); !s) return std::unexpected(s.error());
+  return out;
+}
+
+Status PosixFileSystem::Remove(const std::string& path) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return core::Ok();
+  Status st = RemoveAt(parent->get(), leaf, path, 0);
+  ::fsync(parent->get());
+  return st;
+}
+
+Result<std::pair<uint32_t, uint32_t>> PosixFileSystem::LookupIds(const std::string& owner,
+                                                                 const std::string& group) {
+  // A name the machine does not know may still be a numeric id.
+  auto numeric = [](const std::string& s, uint32_t* out) {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    return ec == std::errc() && end == s.data() + s.size();
+  };
+  std::vector<char> buf(16384);
+  uint32_t uid = 0, gid = 0;
+  struct passwd pw, *pwp = nullptr;
+  if (::getpwnam_r(owner.c_str(), &pw, buf.data(), buf.size(), &pwp) == 0 && pwp != nullptr) {
+    uid = pw.pw_uid;
+  } else if (!numeric(owner, &uid)) {
+    return Fail("unknown user \"" + owner + "\"");
+  }
+  struct group gr, *grp = nullptr;
+  if (::getgrnam_r(group.c_str(), &gr, buf.data(), buf.size(), &grp) == 0 && grp != nullptr) {
+    gid = gr.gr_gid;
+  } else if (!numeric(group, &gid)) {
+    return Fail("unknown group \"" + group + "\"");
+  }
+  return std::make_pair(uid, gid);
+}
+
+}  // namespace mesh::adapters

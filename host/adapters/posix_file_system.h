@@ -1,0 +1,56 @@
+// PosixFileSystem: the FileSystem port on Linux, confined under a root.
+//
+// Paths are walked one component at a time from an open descriptor of the
+// root with openat(O_NOFOLLOW): a symlink in a directory position is refused,
+// never followed, so nothing a declaration names can land outside the root,
+// and ".." is refused outright. The last component is never followed either:
+// a symlink there is replaced, not written through.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "host/adapters/unique_fd.h"
+#include "host/ports/file_system.h"
+
+namespace mesh::adapters {
+
+class PosixFileSystem : public ports::FileSystem {
+ public:
+  // `root` must be an existing directory; with `create`, it is made (0755).
+  static core::Result<std::unique_ptr<PosixFileSystem>> Open(const std::string& root,
+                                                             bool create = false);
+  // For directories that may legitimately be absent (a plan on a fresh
+  // machine, no --artifacts yet): every call then fails naming the root.
+  static std::unique_ptr<PosixFileSystem> OpenOrDeferError(const std::string& root);
+
+  core::Result<core::FileInfo> Stat(const std::string& path) override;
+  core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override;
+  core::Result<core::FileInfo> WriteFileAtomic(const std::string& path,
+                                               std::string_view content,
+                                               const ports::Ownership& ownership) override;
+  core::Status ReplaceTree(const std::string& path,
+                           const std::vector<core::TreeEntry>& entries) override;
+  core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
+                                                      bool hash_contents) override;
+  core::Status Remove(const std::string& path) override;
+  core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,
+                                                        const std::string& group) override;
+
+  const std::string& root() const { return root_; }
+
+ private:
+  PosixFileSystem(std::string root, UniqueFd fd, std::string open_error = "")
+      : root_(std::move(root)), root_fd_(std::move(fd)), open_error_(std::move(open_error)) {}
+
+  // Opens the directory holding the last component of `path`, creating
+  // missing directories when `create`. *leaf receives the last component.
+  // A missing directory without `create` yields an invalid fd, not an error.
+  core::Result<UniqueFd> OpenParent(const std::string& path, bool create, std::string* leaf);
+
+  std::string root_;
+  UniqueFd root_fd_;
+  std::string open_error_;
+};
+
+}  // namespace mesh::adapters

@@ -1,0 +1,104 @@
+#include "host/cli/flags.h"
+
+#include <map>
+
+#include "host/core/time_format.h"
+
+namespace mesh::cli {
+
+std::string UsageText() {
+  return R"(usage: mesh-host VERB [flags]
+
+Makes this machine match its declaration, records what it wrote, and reports
+the truth about the result. A unit it starts or restarts is looked at twice
+(ADR 184): once when systemd's job is done, again after --settle.
+
+verbs:
+  run      the daemon: reconcile now, every --interval, when the declaration
+           file changes, and on SIGHUP; serves /status, /healthz, /metrics
+  apply    one reconcile; prints one line per resource: OUTCOME ID (KIND): DETAIL
+           exit 0 all good, 1 a resource failed, 2 declaration refused or bad usage
+  plan     what apply would do; writes nothing, restarts nothing; same exit codes
+  status   reads /status of a running host and prints a table
+           exit 0 healthy, 1 not healthy, 2 unreachable
+
+flags:
+  --declaration FILE   the declaration (default /etc/mesh-host/declaration.json)
+  --state-dir DIR      where the record state.json lives (default /var/lib/mesh-host)
+  --root DIR           every declared path is resolved under DIR and may not
+                       leave it (default /)
+  --artifacts DIR      where bundles named by `source` are found
+                       (default /var/lib/mesh-host/artifacts)
+  --unit-dir DIR       where unit_text is written (default /etc/systemd/system)
+  --listen HOST:PORT   HTTP address for run (default 127.0.0.1:9479; port 0
+                       picks a free one and the log says `listening on HOST:PORT`)
+  --interval DURATION  time between reconciles in run (default 5m)
+  --settle DURATION    pause between the two looks at a unit (default 1s)
+  --machine NAME       this machine's name, checked against the declaration
+                       (default: the host name)
+  --url URL            status: the host to ask (default http://127.0.0.1:9479)
+  --help               this text
+  --version            the version
+
+Durations read as 250ms, 1s, 5m, 1h. The service manager is the system bus
+(DBUS_SYSTEM_BUS_ADDRESS is honoured).
+)";
+}
+
+core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
+  Flags flags;
+  if (args.empty()) return core::Fail("no verb given (run, apply, plan or status)");
+  static const std::map<std::string, Verb> kVerbs = {
+      {"run", Verb::kRun},       {"apply", Verb::kApply},     {"plan", Verb::kPlan},
+      {"status", Verb::kStatus}, {"help", Verb::kHelp},       {"--help", Verb::kHelp},
+      {"-h", Verb::kHelp},       {"--version", Verb::kVersion}, {"version", Verb::kVersion}};
+  auto verb = kVerbs.find(args[0]);
+  if (verb == kVerbs.end()) {
+    return core::Fail("unknown verb \"" + args[0] + "\" (expected run, apply, plan or status)");
+  }
+  flags.verb = verb->second;
+  std::map<std::string, std::string*> strings = {
+      {"--declaration", &flags.declaration}, {"--state-dir", &flags.state_dir},
+      {"--root", &flags.root},               {"--artifacts", &flags.artifacts},
+      {"--unit-dir", &flags.unit_dir},       {"--listen", &flags.listen},
+      {"--machine", &flags.machine},         {"--url", &flags.url}};
+  std::map<std::string, std::chrono::nanoseconds*> durations = {
+      {"--interval", &flags.interval}, {"--settle", &flags.settle}};
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string name = args[i];
+    std::string value;
+    bool inline_value = false;
+    if (name == "--help" || name == "-h") {
+      flags.verb = Verb::kHelp;
+      return flags;
+    }
+    if (size_t eq = name.find('='); name.starts_with("--") && eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      inline_value = true;
+    }
+    bool is_string = strings.contains(name);
+    bool is_duration = durations.contains(name);
+    if (!is_string && !is_duration) return core::Fail("unknown flag \"" + name + "\"");
+    if (!inline_value) {
+      if (i + 1 >= args.size()) return core::Fail("flag " + name + " needs a value");
+      value = args[++i];
+    }
+    if (is_string) {
+      if (value.empty()) return core::Fail("flag " + name + " needs a non-empty value");
+      *strings[name] = value;
+    } else {
+      auto d = core::ParseDuration(value);
+      if (!d) return core::Fail("flag " + name + ": " + d.error().message);
+      if (d->count() <= 0 && name == "--interval") return core::Fail("flag --interval must be positive");
+      *durations[name] = *d;
+    }
+  }
+  for (const char* dir : {"--root", "--state-dir", "--artifacts", "--unit-dir"}) {
+    const std::string& v = *strings[dir];
+    if (v.empty() || v[0] != '/') return core::Fail("flag " + std::string(dir) + ": \"" + v + "\" is not an absolute path");
+  }
+  return flags;
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,33 @@
+// The command line of SPEC "Command line": verbs, flags and their defaults.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "host/core/result.h"
+
+namespace mesh::cli {
+
+enum class Verb { kRun, kApply, kPlan, kStatus, kHelp, kVersion };
+
+struct Flags {
+  Verb verb = Verb::kHelp;
+  std::string declaration = "/etc/mesh-host/declaration.json";
+  std::string state_dir = "/var/lib/mesh-host";
+  std::string root = "/";
+  std::string artifacts = "/var/lib/mesh-host/artifacts";
+  std::string unit_dir = "/etc/systemd/system";
+  std::string listen = "127.0.0.1:9479";
+  std::chrono::nanoseconds interval = std::chrono::minutes(5);
+  std::chrono::nanoseconds settle = std::chrono::seconds(1);
+  std::string machine;  // empty: the host name
+  std::string url = "http://127.0.0.1:9479";
+};
+
+// Parses argv (without argv[0]). Errors name the flag or verb at fault.
+core::Result<Flags> ParseFlags(const std::vector<std::string>& args);
+
+std::string UsageText();
+
+}  // namespace mesh::cli

@@ -1,0 +1,451 @@
+#include "host/core/declaration.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "host/core/sha256.h"
+
+namespace mesh::core {
+namespace {
+
+using json = nlohmann::json;
+
+struct KindSpec {
+  Kind kind;
+  std::string_view name;
+  std::set<std::string_view> fields;
+  std::set<std::string_view> required;
+};
+
+const std::vector<KindSpec>& Kinds() {
+  static const auto* specs = new std::vector<KindSpec>{
+      {Kind::kFile,
+       "file",
+       {"id", "kind", "path", "content", "content_base64", "mode", "owner",
+        "group"},
+       {"path"}},
+      {Kind::kCredential,
+       "credential",
+       {"id", "kind", "path", "content", "content_base64", "mode", "owner",
+        "group"},
+       {"path"}},
+      {Kind::kArchive,
+       "archive",
+       {"id", "kind", "path", "source", "sha256"},
+       {"path", "source", "sha256"}},
+      {Kind::kService,
+       "service",
+       {"id", "kind", "unit", "state", "unit_text", "restart_on", "reload_on"},
+       {"unit", "state"}},
+      {Kind::kProcess,
+       "process",
+       {"id", "kind", "path", "source", "sha256", "unit", "unit_text",
+        "restart_on"},
+       {"path", "source", "sha256", "unit", "unit_text"}},
+  };
+  return *specs;
+}
+
+// Every refusal reads "resource ID, field F: what is wrong".
+std::string Where(const std::string& id, size_t index, std::string_view field) {
+  std::string who = id.empty() ? "resource #" + std::to_string(index)
+                               : "resource " + id;
+  if (field.empty()) return who + ": ";
+  return who + ", field " + std::string(field) + ": ";
+}
+
+Result<std::string> GetString(const json& obj, std::string_view field,
+                              const std::string& where) {
+  const json& v = obj.at(std::string(field));
+  if (!v.is_string()) return Fail(where + "must be a string");
+  return v.get<std::string>();
+}
+
+Result<std::vector<std::string>> GetIdList(const json& obj,
+                                           std::string_view field,
+                                           const std::string& where) {
+  const json& v = obj.at(std::string(field));
+  if (!v.is_array()) return Fail(where + "must be a list of resource ids");
+  std::vector<std::string> out;
+  for (const json& item : v) {
+    if (!item.is_string()) return Fail(where + "must list resource ids as strings");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+bool IsHexDigest(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+Result<Resource> ParseResource(const json& obj, size_t index) {
+  if (!obj.is_object()) {
+    return Fail("resource #" + std::to_string(index) + ": must be an object");
+  }
+  Resource r;
+  std::string id;
+  if (obj.contains("id") && obj.at("id").is_string()) id = obj.at("id");
+  if (!obj.contains("id")) return Fail(Where(id, index, "id") + "missing");
+  if (!obj.at("id").is_string()) return Fail(Where(id, index, "id") + "must be a string");
+  if (auto st = CheckId(id); !st) return Fail(Where(id, index, "id") + st.error().message);
+  r.id = id;
+
+  if (!obj.contains("kind")) return Fail(Where(id, index, "kind") + "missing");
+  if (!obj.at("kind").is_string()) return Fail(Where(id, index, "kind") + "must be a string");
+  std::string kind = obj.at("kind");
+  const KindSpec* spec = nullptr;
+  for (const KindSpec& k : Kinds()) {
+    if (k.name == kind) spec = &k;
+  }
+  if (spec == nullptr) {
+    return Fail(Where(id, index, "kind") + "unknown kind \"" + kind +
+                "\" (expected file, credential, archive, service or process)");
+  }
+  r.kind = spec->kind;
+
+  for (const auto& [key, value] : obj.items()) {
+    if (!spec->fields.contains(key)) {
+      return Fail(Where(id, index, key) + "unknown field for kind " + kind);
+    }
+  }
+  for (std::string_view req : spec->required) {
+    if (!obj.contains(std::string(req))) return Fail(Where(id, index, req) + "missing");
+  }
+
+  if (r.HasFiles()) {
+    auto path = GetString(obj, "path", Where(id, index, "path"));
+    if (!path) return std::unexpected(path.error());
+    if (auto st = CheckPath(*path); !st) {
+      return Fail(Where(id, index, "path") + st.error().message);
+    }
+    r.path = *path;
+  }
+
+  if (r.kind == Kind::kFile || r.kind == Kind::kCredential) {
+    bool plain = obj.contains("content");
+    bool b64 = obj.contains("content_base64");
+    if (plain == b64) {
+      return Fail(Where(id, index, "content") +
+                  "exactly one of content and content_base64 is required");
+    }
+    std::string field = plain ? "content" : "content_base64";
+    auto text = GetString(obj, field, Where(id, index, field));
+    if (!text) return std::unexpected(text.error());
+    if (plain) {
+      r.content = std::move(*text);
+    } else {
+      auto decoded = DecodeBase64(*text);
+      if (!decoded) return Fail(Where(id, index, field) + decoded.error().message);
+      r.content = std::move(*decoded);
+    }
+    if (r.content.size() > kMaxContentBytes) {
+      return Fail(Where(id, index, field) + "content of " +
+                  std::to_string(r.content.size()) + " bytes exceeds the limit of " +
+                  std::to_string(kMaxContentBytes));
+    }
+    r.mode = r.kind == Kind::kCredential ? 0400 : 0644;
+    if (obj.contains("mode")) {
+      auto mode = GetString(obj, "mode", Where(id, index, "mode"));
+      if (!mode) return std::unexpected(mode.error());
+      auto parsed = ParseMode(*mode);
+      if (!parsed) return Fail(Where(id, index, "mode") + parsed.error().message);
+      r.mode = *parsed;
+    }
+    for (std::string_view f : {"owner", "group"}) {
+      if (!obj.contains(std::string(f))) continue;
+      auto name = GetString(obj, f, Where(id, index, f));
+      if (!name) return std::unexpected(name.error());
+      bool ok = !name->empty() && name->size() <= 32 &&
+                std::all_of(name->begin(), name->end(), [](char c) {
+                  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                         c == '.';
+                });
+      if (!ok) return Fail(Where(id, index, f) + "\"" + *name + "\" is not a user or group name");
+      (f == "owner" ? r.owner : r.group) = *name;
+    }
+  }
+
+  if (r.IsTree()) {
+    auto source = GetString(obj, "source", Where(id, index, "source"));
+    if (!source) return std::unexpected(source.error());
+    if (source->empty() || source->find('/') != std::string::npos ||
+        *source == "." || *source == ".." || source->find('\0') != std::string::npos) {
+      return Fail(Where(id, index, "source") + "\"" + *source +
+                  "\" must be a plain file name under --artifacts");
+    }
+    r.source = *source;
+    auto sha = GetString(obj, "sha256", Where(id, index, "sha256"));
+    if (!sha) return std::unexpected(sha.error());
+    std::string lower = *sha;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (!IsHexDigest(lower)) {
+      return Fail(Where(id, index, "sha256") + "must be 64 hex digits");
+    }
+    r.sha256 = lower;
+  }
+
+  if (r.HasUnit()) {
+    auto unit = GetString(obj, "unit", Where(id, index, "unit"));
+    if (!unit) return std::unexpected(unit.error());
+    if (auto st = CheckUnitName(*unit); !st) {
+      return Fail(Where(id, index, "unit") + st.error().message);
+    }
+    if (r.kind == Kind::kProcess && !unit->ends_with(".service")) {
+      return Fail(Where(id, index, "unit") + "a process runs as a .service unit");
+    }
+    r.unit = *unit;
+    if (obj.contains("state")) {
+      auto state = GetString(obj, "state", Where(id, index, "state"));
+      if (!state) return std::unexpected(state.error());
+      if (*state == "running") {
+        r.state = UnitState::kRunning;
+      } else if (*state == "stopped") {
+        r.state = UnitState::kStopped;
+      } else {
+        return Fail(Where(id, index, "state") + "\"" + *state +
+                    "\" is not running or stopped");
+      }
+    }
+    if (obj.contains("unit_text")) {
+      auto text = GetString(obj, "unit_text", Where(id, index, "unit_text"));
+      if (!text) return std::unexpected(text.error());
+      if (text->size() > kMaxContentBytes) {
+        return Fail(Where(id, index, "unit_text") + "exceeds the content limit");
+      }
+      if (text->find('\0') != std::string::npos) {
+        return Fail(Where(id, index, "unit_text") + "contains a NUL byte");
+      }
+      r.unit_text = *text;
+    }
+    for (std::string_view f : {"restart_on", "reload_on"}) {
+      if (!obj.contains(std::string(f))) continue;
+      auto list = GetIdList(obj, f, Where(id, index, f));
+      if (!list) return std::unexpected(list.error());
+      (f == "restart_on" ? r.restart_on : r.reload_on) = std::move(*list);
+    }
+  }
+  return r;
+}
+
+// The JSON parser recurses; a depth bound keeps a hostile nesting from
+// exhausting the stack.
+struct DepthExceeded {};
+
+}  // namespace
+
+std::string_view KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kFile: return "file";
+    case Kind::kCredential: return "credential";
+    case Kind::kArchive: return "archive";
+    case Kind::kService: return "service";
+    case Kind::kProcess: return "process";
+  }
+  return "unknown";
+}
+
+const Resource* Declaration::Find(std::string_view id) const {
+  for (const Resource& r : resources) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+Status CheckId(std::string_view id) {
+  if (id.empty()) return Fail("empty id");
+  if (id.size() > 128) return Fail("id longer than 128 characters");
+  auto lower_digit = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  };
+  if (!lower_digit(id[0])) {
+    return Fail("\"" + std::string(id) + "\" does not match [a-z0-9][a-z0-9._-]*");
+  }
+  for (char c : id) {
+    if (!lower_digit(c) && c != '.' && c != '_' && c != '-') {
+      return Fail("\"" + std::string(id) + "\" does not match [a-z0-9][a-z0-9._-]*");
+    }
+  }
+  return Ok();
+}
+
+Status CheckPath(std::string_view path) {
+  if (path.empty() || path[0] != '/') return Fail("\"" + std::string(path) + "\" is not absolute");
+  if (path.size() > kMaxPathBytes) return Fail("path longer than 4096 bytes");
+  if (path == "/") return Fail("\"/\" cannot be a resource's path");
+  if (path.find('\0') != std::string_view::npos) return Fail("path contains a NUL byte");
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view comp = path.substr(start, end - start);
+    if (comp == "..") return Fail("\"" + std::string(path) + "\" contains ..");
+    if (comp == "." || comp.empty()) {
+      return Fail("\"" + std::string(path) + "\" is not in normal form (empty or . component)");
+    }
+    if (comp.size() > 255) return Fail("a component of the path is longer than 255 bytes");
+    start = end + 1;
+  }
+  return Ok();
+}
+
+Status CheckUnitName(std::string_view unit) {
+  static constexpr std::string_view kSuffixes[] = {
+      ".service", ".socket", ".timer", ".path", ".target", ".mount"};
+  std::string quoted = "\"" + std::string(unit) + "\"";
+  if (unit.size() > 255) return Fail(quoted + " is longer than 255 characters");
+  size_t dot = unit.rfind('.');
+  if (dot == std::string_view::npos || dot == 0) {
+    return Fail(quoted + " is not a systemd unit name");
+  }
+  std::string_view suffix = unit.substr(dot);
+  if (std::find(std::begin(kSuffixes), std::end(kSuffixes), suffix) == std::end(kSuffixes)) {
+    return Fail(quoted + " has no supported unit suffix (.service, .socket, .timer, .path, .target, .mount)");
+  }
+  std::string_view prefix = unit.substr(0, dot);
+  size_t at = prefix.find('@');
+  if (at != std::string_view::npos &&
+      (at == 0 || at + 1 == prefix.size() || prefix.find('@', at + 1) != std::string_view::npos)) {
+    return Fail(quoted + " is a template without an instance");
+  }
+  for (char c : prefix) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == ':' || c == '_' || c == '.' ||
+              c == '-' || c == '\\' || c == '@';
+    if (!ok) return Fail(quoted + " contains a character systemd does not allow in unit names");
+  }
+  return Ok();
+}
+
+Result<uint32_t> ParseMode(std::string_view mode) {
+  if (mode.size() < 3 || mode.size() > 4) {
+    return Fail("\"" + std::string(mode) + "\" is not an octal mode such as \"0644\"");
+  }
+  uint32_t value = 0;
+  for (char c : mode) {
+    if (c < '0' || c > '7') {
+      return Fail("\"" + std::string(mode) + "\" is not an octal mode such as \"0644\"");
+    }
+    value = value * 8 + static_cast<uint32_t>(c - '0');
+  }
+  return value;
+}
+
+std::string FormatMode(uint32_t mode) {
+  char buf[8];
+  snprintf(buf, sizeof buf, "%04o", mode & 07777);
+  return buf;
+}
+
+bool PathWithin(std::string_view inner, std::string_view outer) {
+  if (!inner.starts_with(outer)) return false;
+  return inner.size() == outer.size() || inner[outer.size()] == '/';
+}
+
+Result<Declaration> ParseDeclaration(std::string_view text) {
+  if (text.size() > kMaxDeclarationBytes) {
+    return Fail("declaration: " + std::to_string(text.size()) +
+                " bytes exceeds the limit of " + std::to_string(kMaxDeclarationBytes));
+  }
+  json doc;
+  try {
+    doc = json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxJsonDepth) throw DepthExceeded{};
+      return true;
+    });
+  } catch (const DepthExceeded&) {
+    return Fail("declaration: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  } catch (const json::exception& e) {
+    return Fail(std::string("declaration: invalid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) return Fail("declaration: must be a JSON object");
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "machine" && key != "generation" && key != "resources") {
+      return Fail("declaration, field " + key + ": unknown field");
+    }
+  }
+  Declaration decl;
+  if (!doc.contains("machine")) return Fail("declaration, field machine: missing");
+  if (!doc["machine"].is_string() || doc["machine"].get<std::string>().empty()) {
+    return Fail("declaration, field machine: must be a non-empty string");
+  }
+  decl.machine = doc["machine"];
+  if (!doc.contains("generation")) return Fail("declaration, field generation: missing");
+  if (!doc["generation"].is_number_unsigned()) {
+    return Fail("declaration, field generation: must be a non-negative integer");
+  }
+  decl.generation = doc["generation"];
+  if (!doc.contains("resources")) return Fail("declaration, field resources: missing");
+  if (!doc["resources"].is_array()) return Fail("declaration, field resources: must be a list");
+  if (doc["resources"].size() > kMaxResources) {
+    return Fail("declaration, field resources: more than " + std::to_string(kMaxResources) +
+                " resources");
+  }
+
+  std::map<std::string, size_t> ids;
+  size_t index = 0;
+  for (const json& item : doc["resources"]) {
+    auto r = ParseResource(item, index);
+    if (!r) return std::unexpected(r.error());
+    if (!ids.emplace(r->id, index).second) {
+      return Fail(Where(r->id, index, "id") + "duplicate id (also resource #" +
+                  std::to_string(ids[r->id]) + ")");
+    }
+    decl.resources.push_back(std::move(*r));
+    ++index;
+  }
+
+  // Cross-resource rules.
+  std::map<std::string, std::string> paths;  // path -> id
+  std::map<std::string, std::string> tree_paths;
+  std::map<std::string, std::string> units;
+  for (size_t i = 0; i < decl.resources.size(); ++i) {
+    const Resource& r = decl.resources[i];
+    for (const auto* list : {&r.restart_on, &r.reload_on}) {
+      std::string_view field = list == &r.restart_on ? "restart_on" : "reload_on";
+      for (const std::string& ref : *list) {
+        if (ref == r.id) return Fail(Where(r.id, i, field) + "names the resource itself");
+        if (!ids.contains(ref)) {
+          return Fail(Where(r.id, i, field) + "names unknown resource \"" + ref + "\"");
+        }
+      }
+    }
+    if (r.HasFiles()) {
+      // Sorted paths make every clash a neighbour lookup: O(n log n), since
+      // declarations of 100,000 files are expected.
+      std::string_view clash;
+      if (auto it = paths.find(r.path); it != paths.end()) clash = it->second;
+      if (clash.empty() && r.IsTree()) {
+        auto it = paths.lower_bound(r.path + "/");
+        if (it != paths.end() && PathWithin(it->first, r.path)) clash = it->second;
+      }
+      for (size_t slash = r.path.rfind('/'); clash.empty() && slash > 0;
+           slash = r.path.rfind('/', slash - 1)) {
+        auto it = tree_paths.find(r.path.substr(0, slash));
+        if (it != tree_paths.end()) clash = it->second;
+      }
+      if (!clash.empty()) {
+        return Fail(Where(r.id, i, "path") + "\"" + r.path +
+                    "\" is also claimed by resource " + std::string(clash));
+      }
+      paths.emplace(r.path, r.id);
+      if (r.IsTree()) tree_paths.emplace(r.path, r.id);
+    }
+    if (r.HasUnit()) {
+      auto [it, fresh] = units.emplace(r.unit, r.id);
+      if (!fresh) {
+        return Fail(Where(r.id, i, "unit") + "\"" + r.unit +
+                    "\" is also claimed by resource " + it->second);
+      }
+    }
+  }
+  decl.digest = Sha256Hex(text);
+  return decl;
+}
+
+}  // namespace mesh::core

@@ -1,0 +1,86 @@
+// The declaration: what a machine must look like, as the mesh's link drops it.
+//
+// ParseDeclaration turns the JSON text into a validated model or refuses it
+// whole with a message naming the resource and the field. Every rule that can
+// be checked from the text alone lives here; the rules that need the machine
+// (this machine's name, the applied generation, the artifacts' digests) are
+// checked by the reconciler before anything is touched.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/result.h"
+
+namespace mesh::core {
+
+enum class Kind { kFile, kCredential, kArchive, kService, kProcess };
+
+std::string_view KindName(Kind kind);
+
+enum class UnitState { kRunning, kStopped };
+
+struct Resource {
+  std::string id;
+  Kind kind = Kind::kFile;
+
+  // file, credential, archive, process: the absolute path on the machine.
+  std::string path;
+  // file, credential: the exact bytes (content_base64 already decoded).
+  std::string content;
+  uint32_t mode = 0644;
+  std::string owner = "root";
+  std::string group = "root";
+
+  // archive, process: a file name under --artifacts and its SHA-256 (hex).
+  std::string source;
+  std::string sha256;
+
+  // service, process.
+  std::string unit;
+  UnitState state = UnitState::kRunning;
+  std::optional<std::string> unit_text;
+  std::vector<std::string> restart_on;
+  std::vector<std::string> reload_on;
+
+  bool HasFiles() const { return kind != Kind::kService; }
+  bool IsTree() const { return kind == Kind::kArchive || kind == Kind::kProcess; }
+  bool HasUnit() const {
+    return kind == Kind::kService || kind == Kind::kProcess;
+  }
+};
+
+struct Declaration {
+  std::string machine;
+  uint64_t generation = 0;
+  std::vector<Resource> resources;
+  // SHA-256 of the declaration's bytes, reported on /status.
+  std::string digest;
+
+  const Resource* Find(std::string_view id) const;
+};
+
+// Limits that keep a hostile declaration from taking the machine's memory or
+// stack. They are generous for real use and documented in docs/declaration.md.
+inline constexpr size_t kMaxDeclarationBytes = 64u << 20;
+inline constexpr size_t kMaxContentBytes = 16u << 20;
+inline constexpr int kMaxJsonDepth = 32;
+inline constexpr size_t kMaxResources = 100000;
+inline constexpr size_t kMaxPathBytes = 4096;
+
+Result<Declaration> ParseDeclaration(std::string_view text);
+
+// Individual rules, exposed for reuse (unit names on the CLI, paths in tests).
+Status CheckId(std::string_view id);
+Status CheckPath(std::string_view path);
+Status CheckUnitName(std::string_view unit);
+Result<uint32_t> ParseMode(std::string_view mode);
+std::string FormatMode(uint32_t mode);
+
+// True when `inner` equals `outer` or lies below it ("/a" and "/a/b").
+bool PathWithin(std::string_view inner, std::string_view outer);
+
+}  // namespace mesh::core

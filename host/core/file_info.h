@@ -1,0 +1,36 @@
+// What the host knows of a path on the machine, in its own words.
+//
+// Shared by the FileSystem port, the archive reader and the core's
+// fingerprint and tree-digest functions, so none of them needs <sys/stat.h>.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mesh::core {
+
+enum class FileType { kMissing, kRegular, kDirectory, kSymlink, kHardlink, kOther };
+
+struct FileInfo {
+  FileType type = FileType::kMissing;
+  uint64_t size = 0;
+  uint32_t mode = 0;  // permission bits only (07777)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t inode = 0;
+};
+
+// One entry of a tree: a bundle's member, or a file found under a directory.
+struct TreeEntry {
+  std::string relpath;  // "bin/serve", no leading slash
+  FileType type = FileType::kRegular;
+  uint32_t mode = 0;
+  std::string content;         // bundle members: the bytes of a regular file
+  std::string content_sha256;  // scanned trees: hex digest, when asked for
+  std::string link_target;     // symlink and hard-link members, for the refusal
+  FileInfo info;               // scanned trees: what stat said
+};
+
+}  // namespace mesh::core

@@ -1,0 +1,29 @@
+#include "host/core/outcome.h"
+
+namespace mesh::core {
+
+std::string_view OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kCreated: return "created";
+    case Outcome::kUpdated: return "updated";
+    case Outcome::kUnchanged: return "unchanged";
+    case Outcome::kStarted: return "started";
+    case Outcome::kRestarted: return "restarted";
+    case Outcome::kReloaded: return "reloaded";
+    case Outcome::kStopped: return "stopped";
+    case Outcome::kRemoved: return "removed";
+    case Outcome::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+std::string FormatOutcomeLine(const ResourceOutcome& o) {
+  std::string line;
+  line.reserve(32 + o.id.size() + o.detail.size());
+  line.append(OutcomeName(o.outcome)).append(" ").append(o.id);
+  line.append(" (").append(o.kind).append(")");
+  if (!o.detail.empty()) line.append(": ").append(o.detail);
+  return line;
+}
+
+}  // namespace mesh::core

@@ -1,0 +1,68 @@
+// What happened to one resource in one apply, and how it reads in the log.
+//
+// The outcome vocabulary is part of the contract (SPEC "Reconcile"): the log
+// line is `OUTCOME ID (KIND): DETAIL`, the same words appear on /status and as
+// the `outcome` label of mesh_host_resource_outcomes_total.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "host/core/declaration.h"
+
+namespace mesh::core {
+
+enum class Outcome {
+  kCreated,
+  kUpdated,
+  kUnchanged,
+  kStarted,
+  kRestarted,
+  kReloaded,
+  kStopped,
+  kRemoved,
+  kFailed,
+};
+
+inline constexpr std::array<Outcome, 9> kAllOutcomes = {
+    Outcome::kCreated,   Outcome::kUpdated,  Outcome::kUnchanged,
+    Outcome::kStarted,   Outcome::kRestarted, Outcome::kReloaded,
+    Outcome::kStopped,   Outcome::kRemoved,  Outcome::kFailed};
+
+std::string_view OutcomeName(Outcome outcome);
+
+// What the host saw of a unit, carried on /status for services and processes.
+struct UnitSnapshot {
+  std::string name;
+  std::string active_state;
+  std::string sub_state;
+  std::string result;
+  uint32_t n_restarts = 0;
+  uint64_t host_restarts = 0;
+};
+
+struct ResourceOutcome {
+  std::string id;
+  std::string kind;  // KindName() of the resource, or the record's kind for a pruned one
+  Outcome outcome = Outcome::kUnchanged;
+  std::string detail;
+  // The want digest that the record now holds for this resource; empty only
+  // for a removed resource. Issue 210: an unchanged outcome carries it too.
+  std::string digest;
+  std::string applied_at;
+  std::optional<UnitSnapshot> unit;
+  // Set when the host asked systemd to start or restart the unit in this
+  // apply: "declared", "restart_on" or "was_dead" (the metric's reason).
+  std::string restart_reason;
+  bool host_acted = false;
+  // The second look found the unit not running as asked.
+  bool confirm_failed = false;
+};
+
+// `OUTCOME ID (KIND): DETAIL`
+std::string FormatOutcomeLine(const ResourceOutcome& o);
+
+}  // namespace mesh::core

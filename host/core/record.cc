@@ -1,0 +1,79 @@
+#include "host/core/record.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mesh::core {
+namespace {
+
+using json = nlohmann::json;
+
+}  // namespace
+
+std::string SerializeRecord(const Record& record) {
+  json resources = json::object();
+  for (const auto& [id, e] : record.resources) {
+    json written = json::array();
+    for (const WrittenPath& w : e.written) {
+      json item = {{"path", w.path}, {"fingerprint", w.fingerprint}};
+      if (!w.content_digest.empty()) item["content_digest"] = w.content_digest;
+      if (w.file_count != 0) item["files"] = w.file_count;
+      if (w.preexisting) item["preexisting"] = true;
+      written.push_back(std::move(item));
+    }
+    json entry = {{"kind", e.kind},
+                  {"digest", e.digest},
+                  {"written", std::move(written)},
+                  {"applied_at", e.applied_at}};
+    if (!e.unit.empty()) {
+      entry["unit"] = e.unit;
+      if (!e.unit_file_fingerprint.empty()) entry["unit_file"] = e.unit_file_fingerprint;
+    }
+    resources[id] = std::move(entry);
+  }
+  json doc = {{"version", Record::kVersion},
+              {"machine", record.machine},
+              {"generation", record.generation},
+              {"declaration_digest", record.declaration_digest},
+              {"resources", std::move(resources)}};
+  return doc.dump(1) + "\n";
+}
+
+Result<Record> ParseRecord(std::string_view text) {
+  try {
+    json doc = json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > 8) throw json::other_error::create(501, "nested too deep", nullptr);
+      return true;
+    });
+    if (!doc.is_object()) return Fail("state: not a JSON object");
+    if (doc.value("version", 0) != Record::kVersion) {
+      return Fail("state: unknown version " + doc.value("version", json()).dump());
+    }
+    Record record;
+    record.machine = doc.at("machine").get<std::string>();
+    record.generation = doc.at("generation").get<uint64_t>();
+    record.declaration_digest = doc.at("declaration_digest").get<std::string>();
+    for (const auto& [id, e] : doc.at("resources").items()) {
+      RecordEntry entry;
+      entry.kind = e.at("kind").get<std::string>();
+      entry.digest = e.at("digest").get<std::string>();
+      entry.applied_at = e.at("applied_at").get<std::string>();
+      entry.unit = e.value("unit", "");
+      entry.unit_file_fingerprint = e.value("unit_file", "");
+      for (const json& w : e.at("written")) {
+        WrittenPath path;
+        path.path = w.at("path").get<std::string>();
+        path.fingerprint = w.at("fingerprint").get<std::string>();
+        path.content_digest = w.value("content_digest", "");
+        path.file_count = w.value("files", uint64_t{0});
+        path.preexisting = w.value("preexisting", false);
+        entry.written.push_back(std::move(path));
+      }
+      record.resources.emplace(id, std::move(entry));
+    }
+    return record;
+  } catch (const json::exception& e) {
+    return Fail(std::string("state: ") + e.what());
+  }
+}
+
+}  // namespace mesh::core

@@ -1,0 +1,56 @@
+// The record: what the host last wrote, kept in <state-dir>/state.json.
+//
+// It is how the host knows a resource is `unchanged` without re-reading it:
+// each entry holds the want digest it was applied at and a stat fingerprint
+// of every path written. Issue 210 is the reason every outcome, `unchanged`
+// included, writes its digest back here. Credential contents never appear:
+// only digests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/result.h"
+
+namespace mesh::core {
+
+struct WrittenPath {
+  std::string path;
+  // Cheap proof that the path is as the host left it: for a file
+  // "size:mtime_ns:ctime_ns:inode", for a tree "tree:" + a digest of every
+  // entry's fingerprint.
+  std::string fingerprint;
+  // For trees only: the digest of the tree's content (names, modes, bytes),
+  // compared when the fingerprint moved. Files compare with the declaration.
+  std::string content_digest;
+  uint64_t file_count = 0;
+  // The path was there before the host first managed it: pruning leaves it.
+  bool preexisting = false;
+};
+
+struct RecordEntry {
+  std::string kind;
+  std::string digest;
+  std::vector<WrittenPath> written;
+  std::string applied_at;
+  // service and process: the unit, and the fingerprint of the unit file the
+  // host wrote under --unit-dir (empty: the host does not own the unit file).
+  std::string unit;
+  std::string unit_file_fingerprint;
+};
+
+struct Record {
+  static constexpr int kVersion = 1;
+  std::string machine;
+  uint64_t generation = 0;
+  std::string declaration_digest;
+  std::map<std::string, RecordEntry> resources;
+};
+
+std::string SerializeRecord(const Record& record);
+Result<Record> ParseRecord(std::string_view text);
+
+}  // namespace mesh::core

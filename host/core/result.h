@@ -1,0 +1,29 @@
+// Errors as values for every mesh-host module.
+//
+// No exception crosses a module boundary: a function that can fail returns
+// Result<T> (a std::expected) whose error is a human-readable message naming
+// what is wrong. Adapters catch third-party exceptions and convert them here.
+#pragma once
+
+#include <expected>
+#include <string>
+#include <utility>
+
+namespace mesh::core {
+
+struct Error {
+  std::string message;
+};
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+using Status = std::expected<void, Error>;
+
+inline std::unexpected<Error> Fail(std::string message) {
+  return std::unexpected<Error>(Error{std::move(message)});
+}
+
+inline Status Ok() { return {}; }
+
+}  // namespace mesh::core

@@ -1,0 +1,80 @@
+#include "host/core/sha256.h"
+
+#include <openssl/evp.h>
+
+#include <cstring>
+
+namespace mesh::core {
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr);
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+Sha256& Sha256::Update(std::string_view bytes) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size());
+  return *this;
+}
+
+Sha256& Sha256::Field(std::string_view bytes) {
+  Field(static_cast<uint64_t>(bytes.size()));
+  return Update(bytes);
+}
+
+Sha256& Sha256::Field(uint64_t number) {
+  unsigned char le[8];
+  for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(number >> (8 * i));
+  return Update(std::string_view(reinterpret_cast<const char*>(le), sizeof le));
+}
+
+std::string Sha256::HexDigest() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(2 * len, '0');
+  for (unsigned int i = 0; i < len; ++i) {
+    out[2 * i] = kHex[md[i] >> 4];
+    out[2 * i + 1] = kHex[md[i] & 0xf];
+  }
+  return out;
+}
+
+std::string Sha256Hex(std::string_view bytes) {
+  Sha256 h;
+  h.Update(bytes);
+  return h.HexDigest();
+}
+
+Result<std::string> DecodeBase64(std::string_view text) {
+  // EVP_DecodeBlock ignores neither padding nor junk the way we want, so
+  // check the shape first and let OpenSSL do the decoding.
+  if (text.size() % 4 != 0) {
+    return Fail("base64 length " + std::to_string(text.size()) +
+                " is not a multiple of 4");
+  }
+  size_t pad = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                 (c >= '0' && c <= '9') || c == '+' || c == '/';
+    if (c == '=') {
+      if (i + 2 < text.size()) return Fail("base64 padding inside the text");
+      ++pad;
+    } else if (!alpha || pad > 0) {
+      return Fail("base64 has an invalid character at offset " +
+                  std::to_string(i));
+    }
+  }
+  std::string out(text.size() / 4 * 3, '\0');
+  if (text.empty()) return out;
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()),
+                          static_cast<int>(text.size()));
+  if (n < 0) return Fail("base64 does not decode");
+  out.resize(static_cast<size_t>(n) - pad);
+  return out;
+}
+
+}  // namespace mesh::core

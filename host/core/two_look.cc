@@ -1,0 +1,69 @@
+#include "host/core/two_look.h"
+
+#include "host/core/time_format.h"
+
+namespace mesh::core {
+namespace {
+
+std::string StateWords(const UnitStatus& u) {
+  std::string s = u.active_state.empty() ? "unknown" : u.active_state;
+  if (u.active_state == "failed" || u.active_state == "inactive") {
+    if (!u.result.empty() && u.result != "success") s += " (Result=" + u.result + ")";
+    else if (!u.sub_state.empty()) s += " (" + u.sub_state + ")";
+  } else if (!u.sub_state.empty()) {
+    s += " (" + u.sub_state + ")";
+  }
+  return s;
+}
+
+// Running, or still on its way: the job not done yet, or activating.
+bool RunningOrStarting(const Look& look) {
+  if (look.unit.sub_state == "auto-restart") return false;
+  return look.unit.Running() || look.job_pending;
+}
+
+}  // namespace
+
+std::string_view UnitActionVerb(UnitAction action) {
+  switch (action) {
+    case UnitAction::kStart: return "start";
+    case UnitAction::kRestart: return "restart";
+    case UnitAction::kReload: return "reload";
+  }
+  return "?";
+}
+
+Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
+                      const Look& first, const Look& second, std::chrono::nanoseconds elapsed) {
+  std::string when = FormatSeconds(elapsed) + " after " + std::string(UnitActionVerb(action));
+  if (job_result.has_value() && *job_result != "done") {
+    return {false, "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result +
+                       "\", unit " + StateWords(second.unit) + " " + when};
+  }
+  // A oneshot that ran to completion is what was asked for (Chef's lesson).
+  if (second.unit.type == "oneshot" && !second.job_pending && second.unit.result == "success" &&
+      (second.unit.active_state == "inactive" || second.unit.active_state == "active")) {
+    return {true, "finished (Result=success)"};
+  }
+  if (!RunningOrStarting(first) || !RunningOrStarting(second)) {
+    const UnitStatus& seen = RunningOrStarting(first) ? second.unit : first.unit;
+    return {false, StateWords(seen) + " " + when};
+  }
+  if (!first.unit.invocation_id.empty() && !second.unit.invocation_id.empty() &&
+      first.unit.invocation_id != second.unit.invocation_id) {
+    return {false, "died and was restarted by systemd (new InvocationID), " +
+                       StateWords(second.unit) + " " + when};
+  }
+  if (second.unit.n_restarts > first.unit.n_restarts) {
+    return {false, "died and was restarted by systemd (NRestarts " +
+                       std::to_string(first.unit.n_restarts) + " -> " +
+                       std::to_string(second.unit.n_restarts) + "), " + StateWords(second.unit) +
+                       " " + when};
+  }
+  if (second.job_pending || second.unit.active_state == "activating") {
+    return {true, "still starting (" + StateWords(second.unit) + ")"};
+  }
+  return {true, StateWords(second.unit)};
+}
+
+}  // namespace mesh::core

@@ -1,0 +1,42 @@
+// Want digests, stat fingerprints and tree digests: the pure arithmetic
+// behind `unchanged`.
+//
+// A resource is unchanged when the record's digest equals WantDigest() and
+// the disk still matches; the disk check compares a stat fingerprint first
+// and only re-reads content when the fingerprint moved (SPEC "Reconcile" 2).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/file_info.h"
+#include "host/core/result.h"
+
+namespace mesh::core {
+
+// "sha256:<hex>" over everything that defines the resource on the machine.
+// A credential's content is hashed in but never stored.
+std::string WantDigest(const Resource& resource);
+
+// "size:mtime_ns:ctime_ns:inode": moves on any write, chmod, chown or
+// replacement of the file.
+std::string FileFingerprint(const FileInfo& info);
+
+// "tree:<hex>" over every entry's relpath, type and fingerprint.
+std::string TreeFingerprint(const std::vector<TreeEntry>& scanned);
+
+// "sha256:<hex>" over every entry's relpath, type, mode and content digest;
+// equal for a bundle's members and for the tree they were unpacked into.
+// Entries need content_sha256 set (see HashContents).
+std::string TreeDigest(const std::vector<TreeEntry>& entries);
+
+// Fills content_sha256 from content for bundle members.
+void HashContents(std::vector<TreeEntry>& entries);
+
+// A bundle's members, normalised ("./a//b" -> "a/b") and checked: any entry
+// that is absolute, climbs with "..", is a symlink, a hard link or a device,
+// refuses the whole bundle with a message naming the entry.
+Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries);
+
+}  // namespace mesh::core

@@ -1,0 +1,60 @@
+// FileSystem: the machine's files as the reconciler needs them.
+//
+// Every path is absolute in the declaration's terms and is confined by the
+// implementation under a root directory: no path may leave it through ".."
+// or through a symlink on the machine. Writes are atomic (temporary file in
+// the same directory, fsync, rename, fsync of the directory), so a reader or
+// a crash sees the old content or the new, never a mix.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/file_info.h"
+#include "host/core/result.h"
+
+namespace mesh::ports {
+
+struct Ownership {
+  uint32_t mode = 0644;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // lstat: a missing path is FileType::kMissing, not an error.
+  virtual core::Result<core::FileInfo> Stat(const std::string& path) = 0;
+
+  // Regular files only; refuses files larger than `limit` bytes.
+  virtual core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) = 0;
+
+  // Creates missing parent directories (0755). Replaces whatever is at
+  // `path` except a directory. Returns the new file's stat.
+  virtual core::Result<core::FileInfo> WriteFileAtomic(const std::string& path,
+                                                       std::string_view content,
+                                                       const Ownership& ownership) = 0;
+
+  // Unpacks `entries` into a sibling temporary directory and swaps it in
+  // whole for `path` (a directory, 0755). The old tree is deleted after.
+  virtual core::Status ReplaceTree(const std::string& path,
+                                   const std::vector<core::TreeEntry>& entries) = 0;
+
+  // Every entry below `path` (not `path` itself), with stat info, and with
+  // content_sha256 when `hash_contents`. A missing `path` is an empty list.
+  virtual core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
+                                                              bool hash_contents) = 0;
+
+  // Deletes a file or a whole tree; a missing path is not an error.
+  virtual core::Status Remove(const std::string& path) = 0;
+
+  // Numeric ids for a user and group name, as the machine knows them.
+  virtual core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,
+                                                                const std::string& group) = 0;
+};
+
+}  // namespace mesh::ports

@@ -1,0 +1,23 @@
+// RecordStore: where the record lives between applies.
+//
+// Load distinguishes "no record yet" (nullopt) from a record that cannot be
+// read (an error), so the reconciler can say which it met; either way it
+// adopts files that already match rather than rewriting them.
+#pragma once
+
+#include <optional>
+
+#include "host/core/record.h"
+#include "host/core/result.h"
+
+namespace mesh::ports {
+
+class RecordStore {
+ public:
+  virtual ~RecordStore() = default;
+  virtual core::Result<std::optional<core::Record>> Load() = 0;
+  // Atomic: the old record or the new one survives a crash, never a mix.
+  virtual core::Status Save(const core::Record& record) = 0;
+};
+
+}  // namespace mesh::ports

@@ -1,0 +1,44 @@
+// ServiceManager: systemd as the reconciler needs it, in domain words.
+//
+// Asking is separated from waiting: the reconciler enqueues every job of an
+// apply first, then waits for all of them under one bound, so twelve restarts
+// cost one settle time, not twelve. Job results come from systemd's
+// JobRemoved signal, never from the method's return, which only says the job
+// was queued.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/core/result.h"
+#include "host/core/unit_status.h"
+
+namespace mesh::ports {
+
+enum class JobKind { kStart, kRestart, kReload, kStop };
+
+class ServiceManager {
+ public:
+  virtual ~ServiceManager() = default;
+
+  // systemd's daemon-reload: re-reads unit files; returns once done.
+  virtual core::Status ReloadDaemon() = 0;
+
+  // Queues a job and returns its id. A stop is queued and never waited on.
+  virtual core::Result<std::string> Enqueue(const std::string& unit, JobKind kind) = 0;
+
+  // Waits until every listed job has finished or `timeout` has passed.
+  // Returns the result ("done", "failed", "canceled", "timeout",
+  // "dependency", "skipped") of each job that finished; a job missing from
+  // the map was still pending.
+  virtual std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
+                                                         std::chrono::nanoseconds timeout) = 0;
+
+  // The unit's current state. A unit systemd does not know reads as
+  // load_state "not-found", active_state "inactive".
+  virtual core::Result<core::UnitStatus> ReadUnit(const std::string& unit) = 0;
+};
+
+}  // namespace mesh::ports

@@ -1,0 +1,756 @@
+#include "host/reconcile/reconciler.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include "host/core/declaration.h"
+#include "host/core/record.h"
+#include "host/core/sha256.h"
+#include "host/core/time_format.h"
+#include "host/core/two_look.h"
+#include "host/core/want.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using core::Declaration;
+using core::FileInfo;
+using core::FileType;
+using core::Kind;
+using core::Outcome;
+using core::RecordEntry;
+using core::Resource;
+using core::ResourceOutcome;
+using core::Result;
+using core::TreeEntry;
+using core::WrittenPath;
+
+constexpr uint64_t kMaxBundleBytes = 1ull << 30;
+constexpr uint64_t kMaxUnitFileBytes = 1ull << 20;
+
+// What the write phase did to one resource's files.
+struct FileStep {
+  Outcome outcome = Outcome::kUnchanged;  // created, updated, unchanged or failed
+  std::string detail;
+  bool changed = false;  // content on the machine changed in this apply
+  bool unit_file_changed = false;
+  std::optional<RecordEntry> entry;  // what the record now holds
+};
+
+// What the unit phase asks of systemd for one resource.
+struct UnitStep {
+  size_t index = 0;
+  core::UnitAction action = core::UnitAction::kStart;
+  std::string reason;  // declared, restart_on, was_dead, reload_on
+  std::string why;     // words for the detail: "restart_on fail2ban.jail changed"
+  std::string job;
+  core::Look first;
+  core::Look second;
+  std::optional<std::string> job_result;
+  bool enqueue_failed = false;
+};
+
+std::string Plural(uint64_t n, std::string_view word) {
+  return std::to_string(n) + " " + std::string(word) + "(s)";
+}
+
+core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s) {
+  core::UnitSnapshot snap;
+  snap.name = unit;
+  snap.active_state = s.active_state;
+  snap.sub_state = s.sub_state;
+  snap.result = s.result;
+  snap.n_restarts = s.n_restarts;
+  return snap;
+}
+
+class Pass {
+ public:
+  Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, ApplyReport& report)
+      : ports_(ports), options_(options), report_(report) {}
+
+  void Run(std::string_view text);
+
+ private:
+  bool Check(std::string_view text);
+  Result<std::vector<TreeEntry>> LoadBundle(const Resource& r);
+  FileStep ApplyFile(const Resource& r, const RecordEntry* old);
+  FileStep ApplyTree(const Resource& r, const RecordEntry* old);
+  // Writes or checks a unit text; fills entry->unit_file_fingerprint.
+  core::Status ApplyUnitFile(const Resource& r, const RecordEntry* old, FileStep& step);
+  void PlanUnits(std::vector<UnitStep>& steps);
+  void ConfirmUnits(std::vector<UnitStep>& steps);
+  void Prune();
+  // "wrote 22 byte(s)" in an apply, "would write 22 byte(s)" in a plan.
+  std::string Did(std::string_view past, std::string_view verb, std::string_view rest) const {
+    return (options_.dry_run ? "would " + std::string(verb) : std::string(past)) + " " +
+           std::string(rest);
+  }
+  bool PreexistingPath(const std::string& path) const {
+    return !old_paths_.contains(path);
+  }
+
+  const ReconcilerPorts& ports_;
+  const ReconcilerOptions& options_;
+  ApplyReport& report_;
+
+  Declaration decl_;
+  core::Record old_;
+  bool had_record_ = false;
+  core::Record next_;
+  std::set<std::string> old_paths_;
+  std::map<std::string, std::vector<TreeEntry>> bundles_;  // by resource id, checked
+  std::vector<FileStep> steps_;
+  std::vector<std::optional<core::UnitStatus>> unit_seen_;
+  std::string now_;
+  bool units_changed_ = false;
+  std::vector<size_t> outcome_of_;  // resource index -> report_.outcomes index
+};
+
+bool Pass::Check(std::string_view text) {
+  auto decl = core::ParseDeclaration(text);
+  if (!decl) {
+    report_.error = decl.error().message;
+    return false;
+  }
+  decl_ = std::move(*decl);
+  report_.machine = decl_.machine;
+  report_.generation = decl_.generation;
+  report_.declaration_digest = decl_.digest;
+
+  auto loaded = ports_.records->Load();
+  if (!loaded) {
+    report_.warnings.push_back(loaded.error().message +
+                               "; starting from an empty record: files that already match are "
+                               "adopted, not rewritten");
+  } else if (loaded->has_value()) {
+    old_ = std::move(**loaded);
+    had_record_ = true;
+  }
+  for (const auto& [id, e] : old_.resources) {
+    for (const WrittenPath& w : e.written) old_paths_.insert(w.path);
+  }
+
+  if (!options_.machine.empty() && decl_.machine != options_.machine) {
+    report_.error = "declaration, field machine: \"" + decl_.machine + "\" is not this machine (\"" +
+                    options_.machine + "\")";
+    return false;
+  }
+  if (had_record_ && decl_.generation < old_.generation) {
+    report_.error = "declaration, field generation: " + std::to_string(decl_.generation) +
+                    " is lower than the applied generation " + std::to_string(old_.generation);
+    return false;
+  }
+  // A bundle the record already holds at this digest was checked when it was
+  // applied; only new or changed bundles are read here, so a no-op apply does
+  // not re-hash every bundle.
+  for (const Resource& r : decl_.resources) {
+    if (!r.IsTree()) continue;
+    auto it = old_.resources.find(r.id);
+    if (it != old_.resources.end() && it->second.digest == core::WantDigest(r)) continue;
+    auto bundle = LoadBundle(r);
+    if (!bundle) {
+      report_.error = bundle.error().message;
+      return false;
+    }
+    bundles_.emplace(r.id, std::move(*bundle));
+  }
+  return true;
+}
+
+Result<std::vector<TreeEntry>> Pass::LoadBundle(const Resource& r) {
+  std::string where = "resource " + r.id + ", field ";
+  auto bytes = ports_.artifacts->ReadFile("/" + r.source, kMaxBundleBytes);
+  if (!bytes) return core::Fail(where + "source: " + bytes.error().message);
+  std::string actual = core::Sha256Hex(*bytes);
+  if (actual != r.sha256) {
+    return core::Fail(where + "sha256: source " + r.source + " has sha256 " + actual +
+                      ", the declaration says " + r.sha256);
+  }
+  auto entries = ports_.archives->Read(*bytes);
+  if (!entries) return core::Fail(where + "source: " + entries.error().message);
+  auto checked = core::CheckBundleEntries(std::move(*entries));
+  if (!checked) return core::Fail(where + "source: bundle " + r.source + " refused: " + checked.error().message);
+  core::HashContents(*checked);
+  return std::move(*checked);
+}
+
+FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
+  FileStep step;
+  std::string want = core::WantDigest(r);
+  bool secret = r.kind == Kind::kCredential;
+  auto fail = [&](const std::string& message) {
+    step.outcome = Outcome::kFailed;
+    step.detail = message;
+    if (old != nullptr) step.entry = *old;  // the old file is still what is on disk
+    return step;
+  };
+  auto ids = ports_.root->LookupIds(r.owner, r.group);
+  if (!ids) return fail(ids.error().message);
+  auto info = ports_.root->Stat(r.path);
+  if (!info) return fail(info.error().message);
+
+  // Does the disk hold exactly what is declared? Reads the content only when
+  // size, mode and ownership already agree.
+  auto matches = [&](const FileInfo& fi) -> Result<bool> {
+    if (fi.type != FileType::kRegular || fi.size != r.content.size() ||
+        fi.mode != (r.mode & 07777) || fi.uid != ids->first || fi.gid != ids->second) {
+      return false;
+    }
+    auto content = ports_.root->ReadFile(r.path, r.content.size());
+    if (!content) return std::unexpected(content.error());
+    return *content == r.content;
+  };
+
+  bool recorded = old != nullptr && old->digest == want && old->written.size() == 1 &&
+                  old->written[0].path == r.path;
+  std::string fingerprint = core::FileFingerprint(*info);
+  RecordEntry entry;
+  entry.kind = std::string(core::KindName(r.kind));
+  entry.digest = want;
+  entry.applied_at = old != nullptr && recorded ? old->applied_at : now_;
+  WrittenPath written{r.path, fingerprint, "", 0,
+                      old != nullptr && !old->written.empty() && old->written[0].path == r.path
+                          ? old->written[0].preexisting
+                          : (info->type != FileType::kMissing && PreexistingPath(r.path))};
+
+  Outcome outcome;
+  std::string why;
+  if (recorded && info->type == FileType::kRegular && old->written[0].fingerprint == fingerprint) {
+    // The hot path: nothing is read, nothing is hashed.
+    written.fingerprint = fingerprint;
+    entry.written.push_back(written);
+    step.entry = std::move(entry);
+    step.detail = "as declared";
+    return step;
+  }
+  auto same = matches(*info);
+  if (!same) return fail(same.error().message);
+  if (*same) {
+    // Content, mode and owner agree although the fingerprint moved (touched,
+    // copied back, or no record): adopt it without rewriting.
+    entry.written.push_back(written);
+    if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : now_;
+    step.entry = std::move(entry);
+    step.detail = recorded || old != nullptr ? "as declared" : "adopted: already as declared";
+    return step;
+  }
+  if (info->type == FileType::kMissing) {
+    outcome = old != nullptr ? Outcome::kUpdated : Outcome::kCreated;
+    why = old != nullptr && recorded ? "drifted: deleted on the machine, put back" : "";
+  } else {
+    outcome = Outcome::kUpdated;
+    if (recorded) {
+      std::string what = info->type != FileType::kRegular ? "replaced by something else"
+                         : info->mode != (r.mode & 07777)  ? "mode changed"
+                         : info->uid != ids->first || info->gid != ids->second ? "owner changed"
+                                                                               : "content changed";
+      why = "drifted: " + what + " on the machine, put back";
+    }
+  }
+  if (recorded && outcome == Outcome::kCreated) outcome = Outcome::kUpdated;
+  std::string wrote = secret ? "secret" : Plural(r.content.size(), "byte");
+  step.detail = (why.empty() ? "" : why + "; ") + Did("wrote", "write", wrote + ", mode " + core::FormatMode(r.mode));
+  step.outcome = outcome;
+  step.changed = true;
+  if (options_.dry_run) {
+    step.entry = old != nullptr ? std::optional<RecordEntry>(*old) : std::nullopt;
+    return step;
+  }
+  auto after = ports_.root->WriteFileAtomic(r.path, r.content,
+                                            ports::Ownership{r.mode, ids->first, ids->second});
+  if (!after) return fail(after.error().message);
+  written.fingerprint = core::FileFingerprint(*after);
+  entry.written.push_back(written);
+  entry.applied_at = now_;
+  step.entry = std::move(entry);
+  return step;
+}
+
+FileStep Pass::ApplyTree(const Resource& r, const RecordEntry* old) {
+  FileStep step;
+  std::string want = core::WantDigest(r);
+  auto fail = [&](const std::string& message) {
+    step.outcome = Outcome::kFailed;
+    step.detail = message;
+    if (old != nullptr) step.entry = *old;
+    return step;
+  };
+  bool recorded = old != nullptr && old->digest == want && !old->written.empty() &&
+                  old->written[0].path == r.path && !old->written[0].content_digest.empty();
+  auto info = ports_.root->Stat(r.path);
+  if (!info) return fail(info.error().message);
+
+  RecordEntry entry;
+  entry.kind = std::string(core::KindName(r.kind));
+  entry.digest = want;
+  entry.unit = r.HasUnit() ? r.unit : "";
+  entry.applied_at = recorded ? old->applied_at : now_;
+  WrittenPath written{r.path, "", "", 0,
+                      old != nullptr && !old->written.empty() && old->written[0].path == r.path
+                          ? old->written[0].preexisting
+                          : (info->type != FileType::kMissing && PreexistingPath(r.path))};
+
+  std::vector<TreeEntry> scanned;
+  if (info->type == FileType::kDirectory) {
+    auto scan = ports_.root->ScanTree(r.path, /*hash_contents=*/false);
+    if (!scan) return fail(scan.error().message);
+    scanned = std::move(*scan);
+  }
+  std::string fingerprint = core::TreeFingerprint(scanned);
+  if (recorded && info->type == FileType::kDirectory && old->written[0].fingerprint == fingerprint) {
+    written.fingerprint = fingerprint;
+    written.content_digest = old->written[0].content_digest;
+    written.file_count = old->written[0].file_count;
+    entry.written.push_back(written);
+    step.entry = std::move(entry);
+    step.detail = Plural(written.file_count, "file") + " as declared";
+    return step;
+  }
+  // The fingerprint moved or there is no record: compare content.
+  std::string on_disk;
+  if (info->type == FileType::kDirectory) {
+    auto hashed = ports_.root->ScanTree(r.path, /*hash_contents=*/true);
+    if (!hashed) return fail(hashed.error().message);
+    on_disk = core::TreeDigest(*hashed);
+    fingerprint = core::TreeFingerprint(*hashed);
+  }
+  std::string wanted_tree;
+  if (recorded) {
+    wanted_tree = old->written[0].content_digest;
+  }
+  const std::vector<TreeEntry>* bundle = nullptr;
+  auto ensure_bundle = [&]() -> core::Status {
+    if (bundle != nullptr) return core::Ok();
+    auto it = bundles_.find(r.id);
+    if (it == bundles_.end()) {
+      auto loaded = LoadBundle(r);
+      if (!loaded) return std::unexpected(loaded.error());
+      it = bundles_.emplace(r.id, std::move(*loaded)).first;
+    }
+    bundle = &it->second;
+    return core::Ok();
+  };
+  if (wanted_tree.empty()) {
+    if (auto st = ensure_bundle(); !st) return fail(st.error().message);
+    wanted_tree = core::TreeDigest(*bundle);
+  }
+  uint64_t files = 0;
+  if (!on_disk.empty() && on_disk == wanted_tree) {
+    if (auto st = ensure_bundle(); !st) return fail(st.error().message);
+    for (const TreeEntry& e : *bundle) files += e.type == FileType::kRegular;
+    written.fingerprint = fingerprint;
+    written.content_digest = wanted_tree;
+    written.file_count = files;
+    entry.written.push_back(written);
+    if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : now_;
+    step.entry = std::move(entry);
+    step.detail = Plural(files, "file") + (old != nullptr ? " as declared" : " adopted: already as declared");
+    return step;
+  }
+  if (auto st = ensure_bundle(); !st) return fail(st.error().message);
+  for (const TreeEntry& e : *bundle) files += e.type == FileType::kRegular;
+  step.outcome = old != nullptr || info->type != FileType::kMissing ? Outcome::kUpdated : Outcome::kCreated;
+  std::string why = recorded ? "drifted: the tree was changed on the machine, put back; " : "";
+  step.detail = why + Did("unpacked", "unpack", Plural(files, "file"));
+  step.changed = true;
+  if (options_.dry_run) {
+    step.entry = old != nullptr ? std::optional<RecordEntry>(*old) : std::nullopt;
+    return step;
+  }
+  if (auto st = ports_.root->ReplaceTree(r.path, *bundle); !st) return fail(st.error().message);
+  auto rescan = ports_.root->ScanTree(r.path, false);
+  if (!rescan) return fail(rescan.error().message);
+  written.fingerprint = core::TreeFingerprint(*rescan);
+  written.content_digest = wanted_tree;
+  written.file_count = files;
+  entry.written.push_back(written);
+  entry.applied_at = now_;
+  step.entry = std::move(entry);
+  return step;
+}
+
+core::Status Pass::ApplyUnitFile(const Resource& r, const RecordEntry* old, FileStep& step) {
+  RecordEntry& entry = *step.entry;
+  entry.unit = r.unit;
+  if (!r.unit_text.has_value()) {
+    // The unit is the machine's own; the host does not own its file.
+    return core::Ok();
+  }
+  const std::string path = "/" + r.unit;
+  const std::string& text = *r.unit_text;
+  auto info = ports_.units->Stat(path);
+  if (!info) return std::unexpected(info.error());
+  std::string fingerprint = core::FileFingerprint(*info);
+  bool recorded = old != nullptr && old->digest == entry.digest && old->unit == r.unit &&
+                  !old->unit_file_fingerprint.empty();
+  if (recorded && info->type == FileType::kRegular && old->unit_file_fingerprint == fingerprint) {
+    entry.unit_file_fingerprint = fingerprint;
+    return core::Ok();
+  }
+  if (info->type == FileType::kRegular && info->size == text.size()) {
+    auto content = ports_.units->ReadFile(path, kMaxUnitFileBytes);
+    if (!content) return std::unexpected(content.error());
+    if (*content == text && info->mode == 0644) {
+      entry.unit_file_fingerprint = fingerprint;
+      return core::Ok();
+    }
+  }
+  step.changed = true;
+  step.unit_file_changed = true;
+  if (recorded) {
+    step.detail = "drifted: unit file " + r.unit + " changed on the machine, put back; " + step.detail;
+  }
+  if (step.outcome == Outcome::kUnchanged) {
+    step.outcome = old != nullptr || info->type != FileType::kMissing ? Outcome::kUpdated : Outcome::kCreated;
+  }
+  if (options_.dry_run) {
+    entry.unit_file_fingerprint = "";
+    return core::Ok();
+  }
+  auto written = ports_.units->WriteFileAtomic(path, text, ports::Ownership{0644, 0, 0});
+  if (!written) return std::unexpected(written.error());
+  entry.unit_file_fingerprint = core::FileFingerprint(*written);
+  entry.applied_at = now_;
+  return core::Ok();
+}
+
+void Pass::PlanUnits(std::vector<UnitStep>& acts) {
+  for (size_t i = 0; i < decl_.resources.size(); ++i) {
+    const Resource& r = decl_.resources[i];
+    if (!r.HasUnit()) continue;
+    FileStep& fs = steps_[i];
+    ResourceOutcome& out = report_.outcomes[outcome_of_[i]];
+    if (fs.outcome == Outcome::kFailed) continue;
+    if (ports_.services == nullptr) {
+      out.outcome = Outcome::kFailed;
+      out.detail = "no service manager: cannot manage " + r.unit;
+      continue;
+    }
+    auto status = ports_.services->ReadUnit(r.unit);
+    if (!status) {
+      out.outcome = Outcome::kFailed;
+      out.detail = status.error().message;
+      continue;
+    }
+    unit_seen_[i] = *status;
+    out.unit = Snapshot(r.unit, *status);
+    std::string changed_dep, failed_dep, reload_dep;
+    for (const std::string& ref : r.restart_on) {
+      size_t j = static_cast<size_t>(decl_.Find(ref) - decl_.resources.data());
+      if (steps_[j].outcome == Outcome::kFailed || report_.outcomes[outcome_of_[j]].outcome == Outcome::kFailed) {
+        if (failed_dep.empty()) failed_dep = ref;
+      } else if (steps_[j].changed && changed_dep.empty()) {
+        changed_dep = ref;
+      }
+    }
+    for (const std::string& ref : r.reload_on) {
+      size_t j = static_cast<size_t>(decl_.Find(ref) - decl_.resources.data());
+      if (steps_[j].changed && reload_dep.empty()) reload_dep = ref;
+    }
+    if (r.state == core::UnitState::kStopped) {
+      if (status->Running()) {
+        out.outcome = fs.changed ? fs.outcome : Outcome::kStopped;
+        out.detail = (fs.changed ? fs.detail + "; " : "") + Did("stopped", "stop", r.unit) + " (not waited on)";
+        if (!options_.dry_run) {
+          auto job = ports_.services->Enqueue(r.unit, ports::JobKind::kStop);
+          if (!job) {
+            out.outcome = Outcome::kFailed;
+            out.detail = job.error().message;
+          }
+        }
+      } else {
+        out.detail = (fs.changed ? fs.detail + "; " : "") + r.unit + " stopped as declared";
+      }
+      continue;
+    }
+    if (!failed_dep.empty()) {
+      out.outcome = Outcome::kFailed;
+      out.detail = "not restarted: restart_on resource " + failed_dep +
+                   " failed; " + r.unit + " keeps its previous configuration";
+      continue;
+    }
+    UnitStep act;
+    act.index = i;
+    if (!status->Running()) {
+      act.action = core::UnitAction::kStart;
+      act.reason = fs.changed ? "declared" : "was_dead";
+      act.why = fs.changed ? "" : "was " + status->active_state + ", started";
+    } else if (fs.changed) {
+      act.action = core::UnitAction::kRestart;
+      act.reason = "declared";
+    } else if (!changed_dep.empty()) {
+      act.action = core::UnitAction::kRestart;
+      act.reason = "restart_on";
+      act.why = "restart_on " + changed_dep + " changed";
+    } else if (!reload_dep.empty()) {
+      act.action = core::UnitAction::kReload;
+      act.reason = "reload_on";
+      act.why = "reload_on " + reload_dep + " changed";
+    } else {
+      std::string state = status->active_state + " (" + status->sub_state + ")";
+      out.detail = fs.detail.empty() ? r.unit + " " + state : fs.detail + ", " + r.unit + " " + state;
+      continue;
+    }
+    if (options_.dry_run) {
+      out.outcome = fs.changed ? fs.outcome
+                    : act.action == core::UnitAction::kStart   ? Outcome::kStarted
+                    : act.action == core::UnitAction::kRestart ? Outcome::kRestarted
+                                                               : Outcome::kReloaded;
+      out.detail = (fs.changed ? fs.detail + ", " : act.why.empty() ? "" : act.why + "; ") +
+                   "would " + std::string(core::UnitActionVerb(act.action)) + " " + r.unit;
+      continue;
+    }
+    acts.push_back(std::move(act));
+  }
+}
+
+void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
+  if (acts.empty()) return;
+  auto& sm = *ports_.services;
+  auto t0 = ports_.clock->Monotonic();
+  std::vector<std::string> jobs;
+  for (UnitStep& a : acts) {
+    const Resource& r = decl_.resources[a.index];
+    ports::JobKind kind = a.action == core::UnitAction::kStart     ? ports::JobKind::kStart
+                          : a.action == core::UnitAction::kRestart ? ports::JobKind::kRestart
+                                                                   : ports::JobKind::kReload;
+    auto job = sm.Enqueue(r.unit, kind);
+    if (!job) {
+      a.enqueue_failed = true;
+      ResourceOutcome& out = report_.outcomes[outcome_of_[a.index]];
+      out.outcome = Outcome::kFailed;
+      out.detail = job.error().message;
+      continue;
+    }
+    a.job = *job;
+    jobs.push_back(*job);
+  }
+  // Wait for the jobs (bounded by one settle), look, pause once, look again.
+  auto finished = sm.WaitForJobs(jobs, options_.settle);
+  for (UnitStep& a : acts) {
+    if (a.enqueue_failed) continue;
+    auto status = sm.ReadUnit(decl_.resources[a.index].unit);
+    a.first.unit = status ? *status : core::UnitStatus{};
+    a.first.job_pending = !finished.contains(a.job);
+    if (!a.first.job_pending) a.job_result = finished[a.job];
+  }
+  ports_.clock->SleepFor(options_.settle);
+  std::vector<std::string> pending;
+  for (const UnitStep& a : acts) {
+    if (!a.enqueue_failed && a.first.job_pending) pending.push_back(a.job);
+  }
+  auto late = pending.empty() ? std::map<std::string, std::string>{}
+                              : sm.WaitForJobs(pending, std::chrono::nanoseconds(0));
+  auto elapsed = ports_.clock->Monotonic() - t0;
+  for (UnitStep& a : acts) {
+    if (a.enqueue_failed) continue;
+    const Resource& r = decl_.resources[a.index];
+    ResourceOutcome& out = report_.outcomes[outcome_of_[a.index]];
+    FileStep& fs = steps_[a.index];
+    if (a.first.job_pending && late.contains(a.job)) a.job_result = late[a.job];
+    auto status = sm.ReadUnit(r.unit);
+    a.second.unit = status ? *status : core::UnitStatus{};
+    a.second.job_pending = a.first.job_pending && !late.contains(a.job);
+    core::Verdict v = core::JudgeTwoLooks(a.action, a.job_result, a.first, a.second,
+                                          std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed));
+    out.unit = Snapshot(r.unit, a.second.unit);
+    out.restart_reason = a.action == core::UnitAction::kReload ? "" : a.reason;
+    out.host_acted = true;
+    if (!v.accepted) {
+      out.outcome = Outcome::kFailed;
+      out.confirm_failed = true;
+      out.detail = (r.unit != r.id ? r.unit + " " : "") + v.detail;
+      continue;
+    }
+    if (fs.changed) {
+      out.outcome = fs.outcome;
+      out.detail = fs.detail + ", running as " + r.unit + " (" + v.detail + ")";
+    } else {
+      out.outcome = a.action == core::UnitAction::kStart     ? Outcome::kStarted
+                    : a.action == core::UnitAction::kRestart ? Outcome::kRestarted
+                                                             : Outcome::kReloaded;
+      out.detail = (a.why.empty() ? "" : a.why + "; ") + r.unit + " " + v.detail;
+    }
+  }
+}
+
+void Pass::Prune() {
+  std::set<std::string> claimed_units;
+  for (const Resource& r : decl_.resources) {
+    if (r.HasUnit()) claimed_units.insert(r.unit);
+  }
+  auto claimed_path = [&](const std::string& path) {
+    for (const Resource& r : decl_.resources) {
+      if (r.HasFiles() && (core::PathWithin(path, r.path) || core::PathWithin(r.path, path))) return true;
+    }
+    return false;
+  };
+  for (const auto& [id, e] : old_.resources) {
+    if (decl_.Find(id) != nullptr) continue;
+    ResourceOutcome out;
+    out.id = id;
+    out.kind = e.kind;
+    out.outcome = Outcome::kRemoved;
+    std::vector<std::string> did;
+    std::string error;
+    bool owns_unit = !e.unit.empty() && !claimed_units.contains(e.unit);
+    if (owns_unit && ports_.services != nullptr) {
+      auto status = ports_.services->ReadUnit(e.unit);
+      if (status && status->Running()) {
+        did.push_back(Did("stopped", "stop", e.unit) + " (not waited on)");
+        if (!options_.dry_run) {
+          auto job = ports_.services->Enqueue(e.unit, ports::JobKind::kStop);
+          if (!job) error = job.error().message;
+        }
+      }
+    }
+    size_t deleted = 0, kept = 0;
+    for (const WrittenPath& w : e.written) {
+      if (w.preexisting || claimed_path(w.path)) {
+        ++kept;
+        continue;
+      }
+      if (!options_.dry_run) {
+        if (auto st = ports_.root->Remove(w.path); !st && error.empty()) error = st.error().message;
+      }
+      ++deleted;
+    }
+    if (deleted > 0) did.push_back(Did("deleted", "delete", Plural(deleted, "path")));
+    if (kept > 0) did.push_back("left " + Plural(kept, "path") + " the host did not create");
+    if (owns_unit && !e.unit_file_fingerprint.empty()) {
+      did.push_back(Did("deleted", "delete", "unit file " + e.unit));
+      if (!options_.dry_run) {
+        if (auto st = ports_.units->Remove("/" + e.unit); !st && error.empty()) error = st.error().message;
+        units_changed_ = true;
+      }
+    }
+    if (!error.empty()) {
+      out.outcome = Outcome::kFailed;
+      out.detail = "removing: " + error;
+      out.digest = e.digest;
+    } else {
+      for (size_t k = 0; k < did.size(); ++k) out.detail += (k ? ", " : "") + did[k];
+      if (out.detail.empty()) out.detail = "no longer declared";
+      if (!options_.dry_run) next_.resources.erase(id);
+    }
+    out.applied_at = now_;
+    report_.outcomes.push_back(std::move(out));
+  }
+}
+
+void Pass::Run(std::string_view text) {
+  now_ = core::FormatTimestamp(report_.started_at);
+  if (!Check(text)) {
+    report_.result = ApplyResult::kRefused;
+    return;
+  }
+  next_ = old_;
+  next_.machine = decl_.machine;
+  next_.generation = decl_.generation;
+  next_.declaration_digest = decl_.digest;
+
+  // 1. Files, credentials, bundles and unit texts.
+  steps_.resize(decl_.resources.size());
+  unit_seen_.resize(decl_.resources.size());
+  outcome_of_.resize(decl_.resources.size());
+  for (size_t i = 0; i < decl_.resources.size(); ++i) {
+    const Resource& r = decl_.resources[i];
+    auto it = old_.resources.find(r.id);
+    const RecordEntry* old = it != old_.resources.end() && it->second.kind == core::KindName(r.kind)
+                                 ? &it->second
+                                 : nullptr;
+    FileStep& step = steps_[i];
+    if (r.kind == Kind::kFile || r.kind == Kind::kCredential) {
+      step = ApplyFile(r, old);
+    } else if (r.IsTree()) {
+      step = ApplyTree(r, old);
+    } else {
+      step.entry = RecordEntry{};
+      step.entry->kind = "service";
+      step.entry->digest = core::WantDigest(r);
+      bool recorded = old != nullptr && old->digest == step.entry->digest;
+      step.entry->applied_at = recorded ? old->applied_at : now_;
+      // A changed state or unit alone changes nothing on disk; the unit
+      // phase acts on what systemd reports.
+    }
+    if (r.HasUnit() && step.outcome != Outcome::kFailed && step.entry.has_value()) {
+      if (auto st = ApplyUnitFile(r, old, step); !st) {
+        step.outcome = Outcome::kFailed;
+        step.detail = st.error().message;
+        step.changed = false;
+        step.entry = old != nullptr ? std::optional<RecordEntry>(*old) : std::nullopt;
+      }
+    }
+    if (step.unit_file_changed) units_changed_ = true;
+    if (step.entry.has_value()) {
+      next_.resources[r.id] = *step.entry;
+    } else if (!options_.dry_run) {
+      next_.resources.erase(r.id);
+    }
+    ResourceOutcome out;
+    out.id = r.id;
+    out.kind = std::string(core::KindName(r.kind));
+    out.outcome = step.outcome;
+    out.detail = step.detail;
+    out.digest = step.entry.has_value() ? step.entry->digest : "";
+    out.applied_at = step.entry.has_value() ? step.entry->applied_at : "";
+    outcome_of_[i] = report_.outcomes.size();
+    report_.outcomes.push_back(std::move(out));
+  }
+
+  // 2. Prune what is no longer declared (stops are queued, never waited on).
+  Prune();
+
+  // 3. One daemon-reload for every unit file written or deleted.
+  if (units_changed_ && !options_.dry_run) {
+    if (ports_.services == nullptr) {
+      report_.warnings.push_back("unit files changed but no service manager to reload");
+    } else if (auto st = ports_.services->ReloadDaemon(); !st) {
+      report_.warnings.push_back("daemon-reload: " + st.error().message);
+    } else {
+      report_.daemon_reloaded = true;
+    }
+  }
+
+  // 4. Units: decide, act, and confirm with two looks sharing one pause.
+  std::vector<UnitStep> acts;
+  PlanUnits(acts);
+  ConfirmUnits(acts);
+
+  // 5. The record, with every outcome's digest, unchanged ones included.
+  if (!options_.dry_run) {
+    if (auto st = ports_.records->Save(next_); !st) {
+      report_.error = "record not saved: " + st.error().message;
+      report_.result = ApplyResult::kFailed;
+    }
+  }
+  for (const ResourceOutcome& o : report_.outcomes) {
+    if (o.outcome == Outcome::kFailed) report_.result = ApplyResult::kFailed;
+  }
+}
+
+}  // namespace
+
+std::string_view ApplyResultName(ApplyResult result) {
+  switch (result) {
+    case ApplyResult::kOk: return "ok";
+    case ApplyResult::kFailed: return "failed";
+    case ApplyResult::kRefused: return "refused";
+  }
+  return "?";
+}
+
+ApplyReport Reconciler::Apply(std::string_view declaration_text) {
+  ApplyReport report;
+  report.started_at = ports_.clock->Now();
+  auto t0 = ports_.clock->Monotonic();
+  Pass pass(ports_, options_, report);
+  pass.Run(declaration_text);
+  report.finished_at = ports_.clock->Now();
+  report.duration = ports_.clock->Monotonic() - t0;
+  return report;
+}
+
+}  // namespace mesh::reconcile

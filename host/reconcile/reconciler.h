@@ -1,0 +1,76 @@
+// The reconciler: one apply (or plan) of a declaration onto the machine.
+//
+// It is the application core: it speaks only through the ports (FileSystem,
+// ArchiveReader, ServiceManager, RecordStore, Clock) and the pure functions of
+// host/core, so every rule is tested over fakes or a temporary root. The
+// order of an apply is the SPEC's: check the declaration whole; write files,
+// credentials, bundles and unit texts; one daemon-reload; act on units and
+// confirm them with two looks sharing one pause; prune what is no longer
+// declared; save the record. A resource that fails never stops the others.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/outcome.h"
+#include "host/ports/archive_reader.h"
+#include "host/ports/clock.h"
+#include "host/ports/file_system.h"
+#include "host/ports/record_store.h"
+#include "host/ports/service_manager.h"
+
+namespace mesh::reconcile {
+
+struct ReconcilerPorts {
+  ports::FileSystem* root = nullptr;       // declared paths, confined under --root
+  ports::FileSystem* artifacts = nullptr;  // bundles, under --artifacts
+  ports::FileSystem* units = nullptr;      // unit files, under --unit-dir
+  ports::ArchiveReader* archives = nullptr;
+  ports::ServiceManager* services = nullptr;  // may be null: units then fail
+  ports::RecordStore* records = nullptr;
+  ports::Clock* clock = nullptr;
+};
+
+struct ReconcilerOptions {
+  std::string machine;
+  std::chrono::nanoseconds settle = std::chrono::seconds(1);
+  // Plan: decide everything, write nothing, restart nothing, save nothing.
+  bool dry_run = false;
+};
+
+enum class ApplyResult { kOk, kFailed, kRefused };
+std::string_view ApplyResultName(ApplyResult result);  // "ok", "failed", "refused"
+
+struct ApplyReport {
+  ApplyResult result = ApplyResult::kOk;
+  // Why the declaration was refused, or a failure outside any one resource
+  // (the record could not be saved).
+  std::string error;
+  std::vector<std::string> warnings;
+  std::string machine;
+  uint64_t generation = 0;
+  std::string declaration_digest;
+  std::vector<core::ResourceOutcome> outcomes;
+  std::chrono::system_clock::time_point started_at;
+  std::chrono::system_clock::time_point finished_at;
+  std::chrono::nanoseconds duration{0};
+  bool daemon_reloaded = false;
+};
+
+class Reconciler {
+ public:
+  Reconciler(ReconcilerPorts ports, ReconcilerOptions options)
+      : ports_(ports), options_(std::move(options)) {}
+
+  ApplyReport Apply(std::string_view declaration_text);
+
+  const ReconcilerOptions& options() const { return options_; }
+
+ private:
+  ReconcilerPorts ports_;
+  ReconcilerOptions options_;
+};
+
+}  // namespace mesh::reconcile
