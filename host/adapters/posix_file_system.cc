@@ -261,6 +261,9 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
 }
 
 Result<FileInfo> PosixFileSystem::Stat(const std::string& path) {
+  // A root that does not exist yet holds nothing: everything under it is
+  // missing (a plan before the first apply).
+  if (!root_fd_.valid() && ::access(root_.c_str(), F_OK) != 0 && errno == ENOENT) return FileInfo{};
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);
   if (!parent) return std::unexpected(parent.error());

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The built binary on a temporary root: apply, re-apply (unchanged, nothing
+# written), a hand edit put back, a refused declaration that touches nothing,
+# and plan that writes nothing.
+set -euo pipefail
+BIN="$PWD/host/mesh-host"
+T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/e2e.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/root" "$T/art" "$T/bundle/bin"
+printf '#!/bin/sh\necho serve\n' > "$T/bundle/bin/serve"; chmod 755 "$T/bundle/bin/serve"
+tar -C "$T/bundle" -czf "$T/art/tools.tar.gz" .
+SHA=$(sha256sum "$T/art/tools.tar.gz" | cut -d' ' -f1)
+cat > "$T/decl.json" <<JSON
+{"machine": "e2e", "generation": 3, "resources": [
+  {"id": "app.conf", "kind": "file", "path": "/etc/app/app.conf", "content": "port = 80\n"},
+  {"id": "app.token", "kind": "credential", "path": "/etc/app/token", "content_base64": "czNjcjN0LVZhbHVl"},
+  {"id": "app.tools", "kind": "archive", "path": "/opt/tools", "source": "tools.tar.gz", "sha256": "$SHA"}]}
+JSON
+F=(--declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" --unit-dir "$T/units" --machine e2e)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+out=$("$BIN" plan "${F[@]}")
+[ ! -e "$T/root/etc" ] && [ ! -e "$T/state" ] || fail "plan wrote something"
+grep -q "^created app.conf (file): would write" <<<"$out" || fail "plan output: $out"
+
+out=$("$BIN" apply "${F[@]}") || fail "first apply exit $?"
+grep -q "^created app.conf (file): wrote 10 byte(s), mode 0644$" <<<"$out" || fail "apply output: $out"
+grep -q "^created app.tools (archive): unpacked 1 file(s)$" <<<"$out" || fail "apply output: $out"
+! grep -q s3cr3t <<<"$out" || fail "credential content printed"
+! grep -q s3cr3t "$T/state/state.json" || fail "credential content recorded"
+[ "$(stat -c %a "$T/root/etc/app/token")" = 400 ] || fail "credential mode"
+[ "$(stat -c %a "$T/state")" = 700 ] || fail "state dir mode"
+[ "$(stat -c %a "$T/state/state.json")" = 600 ] || fail "state file mode"
+
+m1=$(stat -c %Y.%y "$T/root/etc/app/app.conf" "$T/root/opt/tools/bin/serve")
+out=$("$BIN" apply "${F[@]}") || fail "second apply exit $?"
+[ "$(grep -c '^unchanged ' <<<"$out")" = 3 ] || fail "second apply not unchanged: $out"
+[ "$(stat -c %Y.%y "$T/root/etc/app/app.conf" "$T/root/opt/tools/bin/serve")" = "$m1" ] || fail "unchanged apply wrote"
+
+echo "port = 8080" > "$T/root/etc/app/app.conf"
+out=$("$BIN" apply "${F[@]}") || fail "drift apply exit $?"
+grep -q "^updated app.conf (file): drifted" <<<"$out" || fail "drift not reported: $out"
+[ "$(cat "$T/root/etc/app/app.conf")" = "port = 80" ] || fail "drift not put back"
+
+cp "$T/state/state.json" "$T/state.before"
+sed 's/"generation": 3/"generation": 3, "hooks": ["rm -rf \/"]/' "$T/decl.json" > "$T/bad.json"
+set +e
+err=$("$BIN" apply "${F[@]/$T\/decl.json/$T/bad.json}" 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] || fail "bad declaration exit $rc"
+grep -q "field hooks: unknown field" <<<"$err" || fail "refusal message: $err"
+cmp -s "$T/state/state.json" "$T/state.before" || fail "refusal touched the record"
+
+set +e
+"$BIN" apply "${F[@]}" --machine other >/dev/null 2>&1; rc=$?
+"$BIN" apply --no-such-flag >/dev/null 2>&1; rc2=$?
+set -e
+[ "$rc" = 2 ] && [ "$rc2" = 2 ] || fail "exit codes $rc $rc2"
+"$BIN" --help | grep -q -- "--settle DURATION" || fail "--help"
+echo "e2e: all checks passed"

@@ -1,0 +1,43 @@
+// FakeClock: time that moves only when a test (or a sleep) moves it.
+//
+// SleepFor advances the clock instead of blocking, so a test of the settle
+// pause runs in microseconds and can assert exactly how long was waited.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "host/ports/clock.h"
+
+namespace mesh::fakes {
+
+class FakeClock : public ports::Clock {
+ public:
+  std::chrono::system_clock::time_point Now() override { return wall_ + elapsed_; }
+  std::chrono::steady_clock::time_point Monotonic() override {
+    return std::chrono::steady_clock::time_point(elapsed_);
+  }
+  void SleepFor(std::chrono::nanoseconds d) override {
+    slept_ += d;
+    Advance(d);
+  }
+
+  void Advance(std::chrono::nanoseconds d) {
+    elapsed_ += d;
+    if (on_advance_) on_advance_(elapsed_);
+  }
+  // Called after every advance with the total elapsed time; the fake service
+  // manager uses it to let units die or come up "during" the pause.
+  void OnAdvance(std::function<void(std::chrono::nanoseconds)> f) { on_advance_ = std::move(f); }
+
+  std::chrono::nanoseconds elapsed() const { return elapsed_; }
+  std::chrono::nanoseconds slept() const { return slept_; }
+
+ private:
+  std::chrono::system_clock::time_point wall_{std::chrono::seconds(1796000000)};
+  std::chrono::nanoseconds elapsed_{0};
+  std::chrono::nanoseconds slept_{0};
+  std::function<void(std::chrono::nanoseconds)> on_advance_;
+};
+
+}  // namespace mesh::fakes

@@ -1,0 +1,147 @@
+#include "tests/fakes/fake_service_manager.h"
+
+#include <algorithm>
+
+namespace mesh::fakes {
+
+void FakeServiceManager::AddUnit(const std::string& name, UnitScript script) {
+  Unit u;
+  u.script = script;
+  u.invocation = next_invocation_++;
+  if (script.running_initially) {
+    // Up and healthy since before this test; the scripted behaviour applies
+    // from the host's first start or restart on.
+    u.started = true;
+    u.started_at = clock_.elapsed();
+    u.script.behavior = Behavior::kHealthy;
+    pending_behavior_[name] = script.behavior;
+  }
+  units_[name] = u;
+}
+
+void FakeServiceManager::Kill(const std::string& name) { units_[name].killed = true; }
+
+core::Status FakeServiceManager::ReloadDaemon() {
+  ++daemon_reloads_;
+  return core::Ok();
+}
+
+core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit, ports::JobKind kind) {
+  calls_.push_back({unit, kind, clock_.elapsed()});
+  auto it = units_.find(unit);
+  if (it == units_.end()) {
+    return core::Fail("StartUnit " + unit + ": org.freedesktop.systemd1.NoSuchUnit: Unit " + unit +
+                      " not found.");
+  }
+  Unit& u = it->second;
+  std::string id = "/org/freedesktop/systemd1/job/" + std::to_string(next_job_++);
+  auto now = clock_.elapsed();
+  if (kind == ports::JobKind::kStop) {
+    u.stopped = true;
+    u.started = false;
+    jobs_[id] = {unit, now, "done"};
+    return id;
+  }
+  if (auto p = pending_behavior_.find(unit); p != pending_behavior_.end()) {
+    u.script.behavior = p->second;
+    pending_behavior_.erase(p);
+  }
+  if (kind != ports::JobKind::kReload || !u.started) {
+    u.started = true;
+    u.stopped = false;
+    u.killed = false;
+    u.started_at = now;
+    u.invocation = next_invocation_++;
+  }
+  Job job{unit, now, "done"};
+  switch (u.script.behavior) {
+    case Behavior::kSlowStart: job.done_at = now + u.script.delay; break;
+    case Behavior::kJobFails: job.result = "failed"; break;
+    default: break;
+  }
+  jobs_[id] = job;
+  return id;
+}
+
+std::map<std::string, std::string> FakeServiceManager::WaitForJobs(const std::vector<std::string>& ids,
+                                                                   std::chrono::nanoseconds timeout) {
+  auto now = clock_.elapsed();
+  auto last = now;
+  for (const std::string& id : ids) last = std::max(last, jobs_[id].done_at);
+  clock_.Advance(std::min(last, now + timeout) - now);
+  std::map<std::string, std::string> done;
+  for (const std::string& id : ids) {
+    if (jobs_[id].done_at <= clock_.elapsed()) done[id] = jobs_[id].result;
+  }
+  return done;
+}
+
+core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& unit) {
+  if (fail_reads) return core::Fail("GetUnit " + unit + ": org.freedesktop.DBus.Error.NoReply");
+  core::UnitStatus s;
+  auto it = units_.find(unit);
+  if (it == units_.end()) {
+    s.load_state = "not-found";
+    s.active_state = "inactive";
+    s.sub_state = "dead";
+    return s;
+  }
+  const Unit& u = it->second;
+  s.load_state = "loaded";
+  s.type = u.script.behavior == Behavior::kOneshot ? "oneshot" : "simple";
+  s.result = "success";
+  s.invocation_id = "inv-" + std::to_string(u.invocation);
+  s.n_restarts = u.base_restarts;
+  auto since = clock_.elapsed() - u.started_at;
+  auto set = [&](const char* active, const char* sub) {
+    s.active_state = active;
+    s.sub_state = sub;
+  };
+  if (!u.started || u.stopped) {
+    set("inactive", "dead");
+    s.invocation_id.clear();
+    return s;
+  }
+  if (u.killed) {
+    set("failed", "failed");
+    s.result = "signal";
+    return s;
+  }
+  switch (u.script.behavior) {
+    case Behavior::kHealthy: set("active", "running"); break;
+    case Behavior::kDiesAfter:
+      if (since < u.script.delay) {
+        set("active", "running");
+      } else {
+        set("failed", "failed");
+        s.result = "exit-code";
+      }
+      break;
+    case Behavior::kCrashLoop: {
+      // Restart=always: reads active at every look, but dies every period.
+      auto n = static_cast<uint32_t>(since / u.script.delay);
+      set("active", "running");
+      s.n_restarts = u.base_restarts + n;
+      s.invocation_id = "inv-" + std::to_string(u.invocation) + "." + std::to_string(n);
+      break;
+    }
+    case Behavior::kSlowStart:
+      if (since < u.script.delay) set("activating", "start");
+      else set("active", "running");
+      break;
+    case Behavior::kOneshot: set("inactive", "dead"); break;
+    case Behavior::kJobFails:
+      set("failed", "failed");
+      s.result = "exit-code";
+      break;
+  }
+  return s;
+}
+
+int FakeServiceManager::StartsOf(const std::string& unit) const {
+  return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const Call& c) {
+    return c.unit == unit && (c.kind == ports::JobKind::kStart || c.kind == ports::JobKind::kRestart);
+  }));
+}
+
+}  // namespace mesh::fakes

@@ -1,0 +1,80 @@
+// FakeServiceManager: answers as systemd does, on a FakeClock.
+//
+// Each unit has a scripted behaviour after the host starts or restarts it
+// (healthy, dies after a delay, crash-loops under Restart=always, slow to
+// become ready, oneshot, job fails). States are computed from the fake time
+// since the request, so the two looks see what a real systemd would show at
+// those moments: "active" right after a restart, "failed" 221 ms later.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/ports/service_manager.h"
+#include "tests/fakes/fake_clock.h"
+
+namespace mesh::fakes {
+
+class FakeServiceManager : public ports::ServiceManager {
+ public:
+  enum class Behavior { kHealthy, kDiesAfter, kCrashLoop, kSlowStart, kOneshot, kJobFails };
+
+  struct UnitScript {
+    Behavior behavior = Behavior::kHealthy;
+    std::chrono::nanoseconds delay{0};  // die after / restart period / ready after
+    bool running_initially = false;
+  };
+
+  struct Call {
+    std::string unit;
+    ports::JobKind kind;
+    std::chrono::nanoseconds at;
+  };
+
+  explicit FakeServiceManager(FakeClock& clock) : clock_(clock) {}
+
+  void AddUnit(const std::string& name, UnitScript script);
+  // Kills a running unit now (as SIGKILL would), leaving it failed.
+  void Kill(const std::string& name);
+
+  core::Status ReloadDaemon() override;
+  core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
+  std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
+                                                 std::chrono::nanoseconds timeout) override;
+  core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
+
+  const std::vector<Call>& calls() const { return calls_; }
+  int daemon_reloads() const { return daemon_reloads_; }
+  // Start and restart requests for one unit.
+  int StartsOf(const std::string& unit) const;
+  bool fail_reads = false;
+
+ private:
+  struct Unit {
+    UnitScript script;
+    bool started = false;  // by the host, at started_at
+    bool stopped = false;
+    bool killed = false;
+    std::chrono::nanoseconds started_at{0};
+    uint32_t base_restarts = 0;
+    int invocation = 0;
+  };
+  struct Job {
+    std::string unit;
+    std::chrono::nanoseconds done_at;
+    std::string result;
+  };
+
+  FakeClock& clock_;
+  std::map<std::string, Unit> units_;
+  std::map<std::string, Job> jobs_;
+  std::map<std::string, Behavior> pending_behavior_;
+  std::vector<Call> calls_;
+  int daemon_reloads_ = 0;
+  int next_job_ = 1;
+  int next_invocation_ = 1;
+};
+
+}  // namespace mesh::fakes

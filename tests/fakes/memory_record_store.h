@@ -1,0 +1,34 @@
+// MemoryRecordStore: a RecordStore that keeps the serialized record in a
+// string, so tests see exactly the bytes state.json would hold.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "host/ports/record_store.h"
+
+namespace mesh::fakes {
+
+class MemoryRecordStore : public ports::RecordStore {
+ public:
+  core::Result<std::optional<core::Record>> Load() override {
+    ++loads;
+    if (!text.has_value()) return std::optional<core::Record>();
+    auto r = core::ParseRecord(*text);
+    if (!r) return std::unexpected(r.error());
+    return std::optional<core::Record>(std::move(*r));
+  }
+  core::Status Save(const core::Record& record) override {
+    ++saves;
+    if (fail_saves) return core::Fail("disk full (fake)");
+    text = core::SerializeRecord(record);
+    return core::Ok();
+  }
+
+  std::optional<std::string> text;
+  int loads = 0;
+  int saves = 0;
+  bool fail_saves = false;
+};
+
+}  // namespace mesh::fakes

@@ -1,0 +1,62 @@
+#include "host/adapters/libarchive_reader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "host/core/want.h"
+#include "tests/testing/tar_builder.h"
+
+namespace mesh::adapters {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::BuildTar;
+using testing::TarMember;
+
+TEST(LibarchiveReaderTest, ReadsFilesAndDirectories) {
+  LibarchiveReader reader;
+  auto entries = reader.Read(BuildTar({{TarMember::kDir, "bin", "", 0755},
+                                       {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}}));
+  ASSERT_TRUE(entries.has_value()) << entries.error().message;
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[1].content, "#!/bin/sh\n");
+  EXPECT_EQ((*entries)[1].mode, 0755u);
+}
+
+TEST(LibarchiveReaderTest, PlainTarToo) {
+  LibarchiveReader reader;
+  auto entries = reader.Read(BuildTar({{TarMember::kFile, "a", "x"}}, /*gzip=*/false));
+  ASSERT_TRUE(entries.has_value());
+  EXPECT_EQ(entries->size(), 1u);
+}
+
+// The reader reports hostile members faithfully; the core refuses them.
+TEST(LibarchiveReaderTest, HostileMembersAreRefusedByTheCore) {
+  LibarchiveReader reader;
+  struct Case {
+    TarMember member;
+    const char* why;
+  } cases[] = {
+      {{TarMember::kFile, "../escape", "x"}, "climbs out"},
+      {{TarMember::kFile, "/etc/passwd", "x"}, "is absolute"},
+      {{TarMember::kSymlink, "link", "/etc/shadow"}, "is a symlink"},
+      {{TarMember::kHardlink, "hard", "/etc/shadow"}, "is a hard link"},
+      {{TarMember::kFifo, "fifo", ""}, "device, fifo or socket"},
+  };
+  for (const Case& c : cases) {
+    auto entries = reader.Read(BuildTar({c.member}));
+    ASSERT_TRUE(entries.has_value()) << c.member.name;
+    auto checked = core::CheckBundleEntries(*entries);
+    ASSERT_FALSE(checked.has_value()) << c.member.name;
+    EXPECT_THAT(checked.error().message, HasSubstr(c.why));
+  }
+}
+
+TEST(LibarchiveReaderTest, GarbageIsAnError) {
+  LibarchiveReader reader;
+  auto entries = reader.Read("this is not a tar file at all, not even close........");
+  EXPECT_FALSE(entries.has_value());
+}
+
+}  // namespace
+}  // namespace mesh::adapters

@@ -1,0 +1,233 @@
+#include "host/core/declaration.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace mesh::core {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+json Base() {
+  return json::parse(R"({
+    "machine": "edge-1", "generation": 42,
+    "resources": [
+      {"id": "fail2ban.jail", "kind": "file", "path": "/etc/fail2ban/jail.d/mesh.conf",
+       "content": "[sshd]\nenabled = true\n", "mode": "0644"},
+      {"id": "node-tools.token", "kind": "credential", "path": "/etc/mesh/node-tools.token",
+       "content_base64": "c2VjcmV0", "mode": "0400"},
+      {"id": "fail2ban.service", "kind": "service", "unit": "fail2ban.service",
+       "state": "running", "restart_on": ["fail2ban.jail"]},
+      {"id": "node-tools.runtime", "kind": "process", "path": "/opt/node-tools",
+       "source": "node-tools-1.4.2.tar.gz",
+       "sha256": "0000000000000000000000000000000000000000000000000000000000000000",
+       "unit": "node-tools.service", "unit_text": "[Service]\nExecStart=/opt/node-tools/bin/serve\n",
+       "restart_on": ["node-tools.token"]}
+    ]})");
+}
+
+std::string Refusal(const json& doc) {
+  auto d = ParseDeclaration(doc.dump());
+  EXPECT_FALSE(d.has_value()) << "accepted: " << doc.dump();
+  return d ? "" : d.error().message;
+}
+
+TEST(DeclarationTest, ParsesTheSpecExample) {
+  auto d = ParseDeclaration(Base().dump());
+  ASSERT_TRUE(d.has_value()) << d.error().message;
+  EXPECT_EQ(d->machine, "edge-1");
+  EXPECT_EQ(d->generation, 42u);
+  ASSERT_EQ(d->resources.size(), 4u);
+  EXPECT_EQ(d->resources[1].content, "secret");
+  EXPECT_EQ(d->resources[1].mode, 0400u);
+  EXPECT_EQ(d->resources[2].restart_on, std::vector<std::string>{"fail2ban.jail"});
+  EXPECT_EQ(d->resources[3].kind, Kind::kProcess);
+  EXPECT_EQ(d->digest.size(), 64u);
+}
+
+TEST(DeclarationTest, DefaultModes) {
+  json doc = Base();
+  doc["resources"][0].erase("mode");
+  doc["resources"][1].erase("mode");
+  auto d = ParseDeclaration(doc.dump());
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->resources[0].mode, 0644u);
+  EXPECT_EQ(d->resources[1].mode, 0400u);
+  EXPECT_EQ(d->resources[0].owner, "root");
+}
+
+TEST(DeclarationTest, InvalidJson) {
+  auto d = ParseDeclaration("{\"machine\": ");
+  ASSERT_FALSE(d);
+  EXPECT_THAT(d.error().message, HasSubstr("invalid JSON"));
+}
+
+TEST(DeclarationTest, InvalidUtf8) {
+  auto d = ParseDeclaration("{\"machine\": \"\xff\xfe\", \"generation\": 1, \"resources\": []}");
+  ASSERT_FALSE(d);
+  EXPECT_THAT(d.error().message, HasSubstr("invalid JSON"));
+}
+
+TEST(DeclarationTest, DeepNesting) {
+  std::string deep(10000, '[');
+  auto d = ParseDeclaration("{\"machine\": " + deep);
+  ASSERT_FALSE(d);
+  EXPECT_THAT(d.error().message, HasSubstr("nested deeper"));
+}
+
+TEST(DeclarationTest, UnknownKind) {
+  json doc = Base();
+  doc["resources"][0]["kind"] = "command";
+  EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.jail, field kind: unknown kind \"command\""));
+}
+
+TEST(DeclarationTest, UnknownFieldCannotSmuggleACommand) {
+  json doc = Base();
+  doc["resources"][2]["exec"] = "rm -rf /";
+  EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.service, field exec: unknown field"));
+}
+
+TEST(DeclarationTest, UnknownTopLevelField) {
+  json doc = Base();
+  doc["hooks"] = json::array();
+  EXPECT_THAT(Refusal(doc), HasSubstr("field hooks: unknown field"));
+}
+
+TEST(DeclarationTest, MissingField) {
+  json doc = Base();
+  doc["resources"][0].erase("path");
+  EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.jail, field path: missing"));
+  doc = Base();
+  doc["resources"][3].erase("sha256");
+  EXPECT_THAT(Refusal(doc), HasSubstr("resource node-tools.runtime, field sha256: missing"));
+  doc = Base();
+  doc.erase("generation");
+  EXPECT_THAT(Refusal(doc), HasSubstr("field generation: missing"));
+}
+
+TEST(DeclarationTest, ContentAndBase64Together) {
+  json doc = Base();
+  doc["resources"][0]["content_base64"] = "eA==";
+  EXPECT_THAT(Refusal(doc), HasSubstr("exactly one of content and content_base64"));
+}
+
+TEST(DeclarationTest, BadBase64) {
+  json doc = Base();
+  doc["resources"][1]["content_base64"] = "c2Vj*mV0";
+  EXPECT_THAT(Refusal(doc), HasSubstr("resource node-tools.token, field content_base64"));
+}
+
+TEST(DeclarationTest, DuplicateId) {
+  json doc = Base();
+  doc["resources"][1]["id"] = "fail2ban.jail";
+  EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.jail, field id: duplicate id"));
+}
+
+TEST(DeclarationTest, IdPattern) {
+  for (const char* bad : {"Upper", "-lead", "sp ace", "a/b", ""}) {
+    json doc = Base();
+    doc["resources"][0]["id"] = bad;
+    EXPECT_THAT(Refusal(doc), HasSubstr("field id")) << bad;
+  }
+}
+
+TEST(DeclarationTest, RestartOnUnknownId) {
+  json doc = Base();
+  doc["resources"][2]["restart_on"] = {"nope"};
+  EXPECT_THAT(Refusal(doc),
+              HasSubstr("resource fail2ban.service, field restart_on: names unknown resource \"nope\""));
+  doc = Base();
+  doc["resources"][2]["reload_on"] = {"missing.too"};
+  EXPECT_THAT(Refusal(doc), HasSubstr("field reload_on: names unknown resource"));
+}
+
+TEST(DeclarationTest, PathNotAbsoluteOrWithDotDot) {
+  json doc = Base();
+  doc["resources"][0]["path"] = "etc/x";
+  EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.jail, field path: \"etc/x\" is not absolute"));
+  doc["resources"][0]["path"] = "/etc/../root/.ssh/authorized_keys";
+  EXPECT_THAT(Refusal(doc), HasSubstr("contains .."));
+  doc["resources"][0]["path"] = "/etc//x";
+  EXPECT_THAT(Refusal(doc), HasSubstr("not in normal form"));
+}
+
+TEST(DeclarationTest, TwoResourcesClaimOnePath) {
+  json doc = Base();
+  doc["resources"][1]["path"] = "/etc/fail2ban/jail.d/mesh.conf";
+  EXPECT_THAT(Refusal(doc), HasSubstr("resource node-tools.token, field path: \"/etc/fail2ban/jail.d/mesh.conf\" "
+                                      "is also claimed by resource fail2ban.jail"));
+}
+
+TEST(DeclarationTest, FileInsideABundleDirectoryClashes) {
+  json doc = Base();
+  doc["resources"][0]["path"] = "/opt/node-tools/bin/serve";
+  EXPECT_THAT(Refusal(doc), HasSubstr("is also claimed by resource fail2ban.jail"));
+  doc = Base();
+  doc["resources"][1]["path"] = "/opt/node-tools/extra";  // declared before the bundle
+  std::swap(doc["resources"][1], doc["resources"][3]);
+  EXPECT_THAT(Refusal(doc), HasSubstr("is also claimed by resource node-tools.runtime"));
+}
+
+TEST(DeclarationTest, InvalidUnitName) {
+  for (const char* bad : {"fail2ban", "fail2ban.exe", "foo@.service", "a b.service", "x/y.service"}) {
+    json doc = Base();
+    doc["resources"][2]["unit"] = bad;
+    EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.service, field unit")) << bad;
+  }
+}
+
+TEST(DeclarationTest, TwoResourcesClaimOneUnit) {
+  json doc = Base();
+  doc["resources"][3]["unit"] = "fail2ban.service";
+  EXPECT_THAT(Refusal(doc), HasSubstr("is also claimed by resource fail2ban.service"));
+}
+
+TEST(DeclarationTest, BadMode) {
+  for (const char* bad : {"0999", "rw-r--r--", "12", "07777a"}) {
+    json doc = Base();
+    doc["resources"][0]["mode"] = bad;
+    EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.jail, field mode")) << bad;
+  }
+  json doc = Base();
+  doc["resources"][0]["mode"] = 420;
+  EXPECT_THAT(Refusal(doc), HasSubstr("field mode: must be a string"));
+}
+
+TEST(DeclarationTest, BadState) {
+  json doc = Base();
+  doc["resources"][2]["state"] = "restarted";
+  EXPECT_THAT(Refusal(doc), HasSubstr("field state: \"restarted\" is not running or stopped"));
+}
+
+TEST(DeclarationTest, BadSha256AndSource) {
+  json doc = Base();
+  doc["resources"][3]["sha256"] = "abc";
+  EXPECT_THAT(Refusal(doc), HasSubstr("field sha256: must be 64 hex digits"));
+  doc = Base();
+  doc["resources"][3]["source"] = "../../etc/shadow";
+  EXPECT_THAT(Refusal(doc), HasSubstr("field source"));
+}
+
+TEST(DeclarationTest, NegativeGeneration) {
+  json doc = Base();
+  doc["generation"] = -1;
+  EXPECT_THAT(Refusal(doc), HasSubstr("field generation: must be a non-negative integer"));
+}
+
+TEST(DeclarationTest, ContentSizeLimit) {
+  json doc = Base();
+  doc["resources"][0]["content"] = std::string(kMaxContentBytes + 1, 'x');
+  EXPECT_THAT(Refusal(doc), HasSubstr("exceeds the limit"));
+}
+
+TEST(DeclarationTest, SelfReference) {
+  json doc = Base();
+  doc["resources"][2]["restart_on"] = {"fail2ban.service"};
+  EXPECT_THAT(Refusal(doc), HasSubstr("names the resource itself"));
+}
+
+}  // namespace
+}  // namespace mesh::core

@@ -1,0 +1,215 @@
+// Files, credentials and bundles: unchanged by fingerprint, drift, adoption,
+// prune, plan, refusals, and issue 210's regression.
+#include <gmock/gmock.h>
+#include <sys/stat.h>
+
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::Exists;
+using testing::ReadText;
+using testing::TarMember;
+using testing::WriteText;
+
+int64_t MtimeNs(const std::string& path) {
+  struct stat st;
+  ::stat(path.c_str(), &st);
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+class FilesTest : public ReconcilerTest {
+ protected:
+  json Resources() {
+    std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0755},
+                                              {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755},
+                                              {TarMember::kFile, "README", "tools\n", 0644}});
+    return json::array(
+        {{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app/app.conf"}, {"content", "a = 1\n"}},
+         {{"id", "app.token"}, {"kind", "credential"}, {"path", "/etc/app/token"}, {"content", "hunter2"}},
+         {{"id", "app.tools"}, {"kind", "archive"}, {"path", "/opt/tools"}, {"source", "tools.tar.gz"},
+          {"sha256", sha}}});
+  }
+};
+
+// Issue 210: the same declaration applied three times is created, then
+// unchanged, unchanged — and the record keeps every digest through the
+// unchanged applies. Dropping the digest on the unchanged path makes the
+// third apply re-create (and this test fail).
+TEST_F(FilesTest, Issue210UnchangedKeepsItsDigest) {
+  json decl = Decl(Resources());
+  ApplyReport first = Run(decl);
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  EXPECT_THAT(Outcomes(first), ElementsAre("created", "created", "created"));
+  json record_after_first = Record();
+
+  for (int i = 0; i < 2; ++i) {
+    ApplyReport again = Run(decl);
+    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "unchanged")) << "apply " << i + 2;
+    for (const auto& o : again.outcomes) {
+      EXPECT_EQ(o.digest, record_after_first["resources"][o.id]["digest"]) << o.id;
+      EXPECT_EQ(Record()["resources"][o.id]["digest"], o.digest) << o.id << " lost its digest";
+      EXPECT_EQ(Record()["resources"][o.id]["applied_at"],
+                record_after_first["resources"][o.id]["applied_at"]);
+    }
+  }
+}
+
+TEST_F(FilesTest, UnchangedWritesNothing) {
+  json decl = Decl(Resources());
+  Run(decl);
+  int64_t before = MtimeNs(Root("/etc/app/app.conf"));
+  int64_t tree_before = MtimeNs(Root("/opt/tools/bin/serve"));
+  clock_.Advance(std::chrono::minutes(5));
+  Run(decl);
+  EXPECT_EQ(MtimeNs(Root("/etc/app/app.conf")), before);
+  EXPECT_EQ(MtimeNs(Root("/opt/tools/bin/serve")), tree_before);
+}
+
+TEST_F(FilesTest, ContentModeAndTreeLandAsDeclared) {
+  Run(Decl(Resources()));
+  EXPECT_EQ(ReadText(Root("/etc/app/app.conf")), "a = 1\n");
+  EXPECT_EQ(ReadText(Root("/etc/app/token")), "hunter2");
+  struct stat st;
+  ::stat(Root("/etc/app/token").c_str(), &st);
+  EXPECT_EQ(st.st_mode & 07777, 0400u);
+  ::stat(Root("/opt/tools/bin/serve").c_str(), &st);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(ReadText(Root("/opt/tools/README")), "tools\n");
+}
+
+TEST_F(FilesTest, CredentialContentNeverInRecordOrOutput) {
+  ApplyReport r = Run(Decl(Resources()));
+  EXPECT_EQ(store_.text->find("hunter2"), std::string::npos);
+  for (const auto& o : r.outcomes) EXPECT_EQ(core::FormatOutcomeLine(o).find("hunter2"), std::string::npos);
+  WriteText(Root("/etc/app/token"), "hunter3", 0400);
+  r = Run(Decl(Resources()));
+  for (const auto& o : r.outcomes) EXPECT_EQ(core::FormatOutcomeLine(o).find("hunter"), std::string::npos);
+}
+
+TEST_F(FilesTest, HandEditIsDriftPutBack) {
+  json decl = Decl(Resources());
+  Run(decl);
+  WriteText(Root("/etc/app/app.conf"), "a = 2\n");
+  ::chmod(Root("/opt/tools/README").c_str(), 0600);
+  ApplyReport r = Run(decl);
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "unchanged", "updated"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("drifted"));
+  EXPECT_THAT(r.outcomes[2].detail, HasSubstr("drifted"));
+  EXPECT_EQ(ReadText(Root("/etc/app/app.conf")), "a = 1\n");
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged", "unchanged"));
+}
+
+TEST_F(FilesTest, TouchedButEqualIsUnchangedAfterRehash) {
+  json decl = Decl(Resources());
+  Run(decl);
+  WriteText(Root("/etc/app/app.conf"), "a = 1\n");  // same bytes, new mtime
+  ApplyReport r = Run(decl);
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged", "unchanged"));
+}
+
+TEST_F(FilesTest, MissingRecordAdoptsMatchingFilesWithoutRewriting) {
+  json decl = Decl(Resources());
+  Run(decl);
+  int64_t before = MtimeNs(Root("/etc/app/app.conf"));
+  store_.text.reset();  // the record is lost
+  ApplyReport r = Run(decl);
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged", "unchanged"));
+  EXPECT_EQ(MtimeNs(Root("/etc/app/app.conf")), before);
+  store_.text = "{ not json";  // or corrupt
+  r = Run(decl);
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged", "unchanged"));
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_THAT(r.warnings[0], HasSubstr("adopted"));
+}
+
+TEST_F(FilesTest, PruneRemovesOnlyWhatTheHostCreated) {
+  WriteText(Root("/etc/app/token"), "was here before");
+  json resources = Resources();
+  Run(Decl(resources));
+  ASSERT_EQ(ReadText(Root("/etc/app/token")), "hunter2");
+  ApplyReport r = Run(Decl(json::array({resources[0]}), 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "removed", "removed"));
+  EXPECT_TRUE(Exists(Root("/etc/app/token"))) << "a file that predates the host is left";
+  EXPECT_FALSE(Exists(Root("/opt/tools")));
+  EXPECT_FALSE(Record()["resources"].contains("app.tools"));
+  EXPECT_THAT(Outcomes(Run(Decl(json::array({resources[0]}), 2))), ElementsAre("unchanged"));
+}
+
+TEST_F(FilesTest, PlanWritesNothing) {
+  ApplyReport r = Run(Decl(Resources()), /*dry_run=*/true);
+  EXPECT_THAT(Outcomes(r), ElementsAre("created", "created", "created"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("would write"));
+  EXPECT_FALSE(Exists(Root("/etc")));
+  EXPECT_FALSE(Exists(Root("/opt")));
+  EXPECT_EQ(store_.saves, 0);
+}
+
+TEST_F(FilesTest, RefusedDeclarationTouchesNothing) {
+  json decl = Decl(Resources(), 5);
+  Run(decl);
+  std::string record = *store_.text;
+  WriteText(Root("/etc/app/app.conf"), "hand edit");
+  struct Case {
+    json decl;
+    const char* why;
+  };
+  json wrong_machine = decl;
+  wrong_machine["machine"] = "edge-2";
+  json older = decl;
+  older["generation"] = 4;
+  json bad_sha = decl;
+  bad_sha["resources"][2]["sha256"] = std::string(64, 'a');
+  bad_sha["resources"][2]["path"] = "/opt/other";
+  json missing_source = decl;
+  missing_source["resources"][2]["source"] = "nope.tar.gz";
+  missing_source["resources"][2]["path"] = "/opt/other";
+  json hostile = decl;
+  hostile["resources"][2]["sha256"] = Bundle("evil.tar.gz", {{TarMember::kFile, "../../etc/passwd", "x"}});
+  hostile["resources"][2]["source"] = "evil.tar.gz";
+  for (const Case& c : {Case{wrong_machine, "field machine: \"edge-2\" is not this machine"},
+                        Case{older, "field generation: 4 is lower than the applied generation 5"},
+                        Case{bad_sha, "resource app.tools, field sha256: source tools.tar.gz has sha256"},
+                        Case{missing_source, "resource app.tools, field source"},
+                        Case{hostile, "climbs out"}}) {
+    ApplyReport r = Run(c.decl);
+    EXPECT_EQ(r.result, ApplyResult::kRefused);
+    EXPECT_THAT(r.error, HasSubstr(c.why));
+    EXPECT_TRUE(r.outcomes.empty());
+    EXPECT_EQ(*store_.text, record);
+    EXPECT_EQ(ReadText(Root("/etc/app/app.conf")), "hand edit");
+    EXPECT_FALSE(Exists(Root("/opt/other")));
+  }
+}
+
+TEST_F(FilesTest, OneFailureDoesNotStopTheOthers) {
+  json resources = Resources();
+  resources[0]["owner"] = "no-such-user-here";
+  ApplyReport r = Run(Decl(resources));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "created", "created"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("unknown user \"no-such-user-here\""));
+  EXPECT_FALSE(Record()["resources"].contains("app.conf"));
+}
+
+TEST_F(FilesTest, SymlinkPlantedInRootFailsTheResourceNotTheMachine) {
+  std::filesystem::create_directories(dir_.Sub("outside"));
+  ::symlink(dir_.Sub("outside").c_str(), Root("/etc").c_str());
+  ApplyReport r = Run(Decl(Resources()));
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed", "created"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("symlink"));
+  EXPECT_FALSE(Exists(dir_.Sub("outside/app")));
+}
+
+TEST_F(FilesTest, RecordNotSavedIsAFailure) {
+  store_.fail_saves = true;
+  ApplyReport r = Run(Decl(Resources()));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.error, HasSubstr("record not saved"));
+}
+
+}  // namespace
+}  // namespace mesh::reconcile

@@ -1,0 +1,76 @@
+// A reconciler on a temporary root, real POSIX files and libarchive, over a
+// fake service manager, fake clock and in-memory record store.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "host/adapters/libarchive_reader.h"
+#include "host/adapters/posix_file_system.h"
+#include "host/core/sha256.h"
+#include "host/reconcile/reconciler.h"
+#include "tests/fakes/fake_clock.h"
+#include "tests/fakes/fake_service_manager.h"
+#include "tests/fakes/memory_record_store.h"
+#include "tests/testing/tar_builder.h"
+#include "tests/testing/temp_dir.h"
+
+namespace mesh::reconcile {
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  using json = nlohmann::json;
+
+  void SetUp() override {
+    for (const char* d : {"root", "artifacts", "units"}) {
+      std::filesystem::create_directories(dir_.Sub(d));
+    }
+    root_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root")));
+    artifacts_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("artifacts")));
+    units_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("units")));
+  }
+
+  ApplyReport Run(const json& decl, bool dry_run = false) {
+    ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
+                          &services_,  &store_,          &clock_};
+    ReconcilerOptions options;
+    options.machine = "edge-1";
+    options.settle = std::chrono::seconds(1);
+    options.dry_run = dry_run;
+    return Reconciler(ports, options).Apply(decl.dump());
+  }
+
+  // A bundle in --artifacts; returns its sha256.
+  std::string Bundle(const std::string& name, const std::vector<testing::TarMember>& members) {
+    std::string bytes = testing::BuildTar(members);
+    testing::WriteText(dir_.Sub("artifacts/" + name), bytes);
+    return core::Sha256Hex(bytes);
+  }
+
+  static json Decl(json resources, uint64_t generation = 1) {
+    return json{{"machine", "edge-1"}, {"generation", generation}, {"resources", std::move(resources)}};
+  }
+
+  static std::vector<std::string> Outcomes(const ApplyReport& r) {
+    std::vector<std::string> out;
+    for (const auto& o : r.outcomes) out.push_back(std::string(core::OutcomeName(o.outcome)));
+    return out;
+  }
+
+  std::string Root(const std::string& rel) const { return dir_.Sub("root") + rel; }
+
+  json Record() const { return json::parse(*store_.text); }
+
+  testing::TempDir dir_;
+  std::unique_ptr<adapters::PosixFileSystem> root_, artifacts_, units_;
+  adapters::LibarchiveReader archives_;
+  fakes::FakeClock clock_;
+  fakes::FakeServiceManager services_{clock_};
+  fakes::MemoryRecordStore store_;
+};
+
+}  // namespace mesh::reconcile
