@@ -10,6 +10,7 @@
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/posix_file_system.h"
+#include "host/adapters/sdbus_service_manager.h"
 #include "host/adapters/system_clock.h"
 #include "host/cli/apply_command.h"
 #include "host/cli/flags.h"
@@ -52,13 +53,14 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
     }
   }
   adapters::LibarchiveReader archives;
+  adapters::SdbusServiceManager services;
   adapters::SystemClock clock;
   reconcile::ReconcilerPorts ports;
   ports.root = root->get();
   ports.artifacts = artifacts.get();
   ports.units = units.get();
   ports.archives = &archives;
-  ports.services = nullptr;
+  ports.services = &services;
   ports.records = records->get();
   ports.clock = &clock;
   reconcile::ReconcilerOptions options;

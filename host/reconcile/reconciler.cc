@@ -399,6 +399,10 @@ core::Status Pass::ApplyUnitFile(const Resource& r, const RecordEntry* old, File
   }
   step.changed = true;
   step.unit_file_changed = true;
+  std::string wrote = Did("wrote", "write", "unit file " + r.unit);
+  step.detail = step.detail.empty() || step.outcome == Outcome::kUnchanged
+                    ? wrote
+                    : step.detail + ", " + wrote;
   if (recorded) {
     step.detail = "drifted: unit file " + r.unit + " changed on the machine, put back; " + step.detail;
   }

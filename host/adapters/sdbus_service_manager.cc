@@ -1,0 +1,221 @@
+#include "host/adapters/sdbus_service_manager.h"
+
+#include <systemd/sd-bus.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace mesh::adapters {
+namespace {
+
+constexpr const char* kDest = "org.freedesktop.systemd1";
+constexpr const char* kPath = "/org/freedesktop/systemd1";
+constexpr const char* kManager = "org.freedesktop.systemd1.Manager";
+constexpr const char* kUnitIface = "org.freedesktop.systemd1.Unit";
+constexpr const char* kServiceIface = "org.freedesktop.systemd1.Service";
+
+// RAII for the sd-bus objects this file touches.
+struct ErrorGuard {
+  sd_bus_error e = SD_BUS_ERROR_NULL;
+  ~ErrorGuard() { sd_bus_error_free(&e); }
+};
+struct MessageDeleter {
+  void operator()(sd_bus_message* m) const { sd_bus_message_unref(m); }
+};
+using Message = std::unique_ptr<sd_bus_message, MessageDeleter>;
+
+std::string Describe(std::string_view method, std::string_view unit, const sd_bus_error& e, int r) {
+  std::string s = std::string(method);
+  if (!unit.empty()) s += " " + std::string(unit);
+  s += ": ";
+  if (e.name != nullptr) {
+    s += e.name;
+    if (e.message != nullptr) s += std::string(": ") + e.message;
+  } else {
+    s += std::strerror(-r);
+  }
+  return s;
+}
+
+bool ConnectionLost(int r) {
+  return r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE || r == -ESHUTDOWN || r == -ECONNREFUSED;
+}
+
+}  // namespace
+
+struct SdbusServiceManager::Bus {
+  sd_bus* bus = nullptr;
+  sd_bus_slot* job_removed = nullptr;
+  ~Bus() {
+    sd_bus_slot_unref(job_removed);
+    sd_bus_flush_close_unref(bus);
+  }
+};
+
+SdbusServiceManager::SdbusServiceManager() = default;
+SdbusServiceManager::~SdbusServiceManager() = default;
+
+void SdbusServiceManager::Disconnect() { bus_.reset(); }
+
+core::Status SdbusServiceManager::Connect() {
+  if (bus_ != nullptr) return core::Ok();
+  auto bus = std::make_unique<Bus>();
+  int r = sd_bus_open_system(&bus->bus);
+  if (r < 0) return core::Fail(std::string("connect to the system bus: ") + std::strerror(-r));
+  // JobRemoved is recorded for every job, before any is asked for, so no
+  // result can be missed between a method's reply and the wait.
+  r = sd_bus_match_signal(
+      bus->bus, &bus->job_removed, kDest, kPath, kManager, "JobRemoved",
+      [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
+        uint32_t id;
+        const char *job, *unit, *result;
+        if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) >= 0) {
+          static_cast<std::map<std::string, std::string>*>(userdata)->insert_or_assign(job, result);
+        }
+        return 0;
+      },
+      &finished_jobs_);
+  if (r < 0) return core::Fail(std::string("subscribe to JobRemoved: ") + std::strerror(-r));
+  ErrorGuard err;
+  r = sd_bus_call_method(bus->bus, kDest, kPath, kManager, "Subscribe", &err.e, nullptr, "");
+  if (r < 0) return core::Fail(Describe("Subscribe", "", err.e, r));
+  bus_ = std::move(bus);
+  return core::Ok();
+}
+
+core::Status SdbusServiceManager::ReloadDaemon() {
+  if (auto st = Connect(); !st) return st;
+  ErrorGuard err;
+  // Reload returns once systemd has re-read its units; allow it time.
+  Message msg;
+  sd_bus_message* call = nullptr;
+  int r = sd_bus_message_new_method_call(bus_->bus, &call, kDest, kPath, kManager, "Reload");
+  msg.reset(call);
+  sd_bus_message* reply = nullptr;
+  if (r >= 0) r = sd_bus_call(bus_->bus, call, 90ull * 1000 * 1000, &err.e, &reply);
+  sd_bus_message_unref(reply);
+  if (r < 0) {
+    std::string what = Describe("Reload", "", err.e, r);
+    if (ConnectionLost(r)) Disconnect();
+    return core::Fail(what);
+  }
+  return core::Ok();
+}
+
+core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit, ports::JobKind kind) {
+  if (auto st = Connect(); !st) return std::unexpected(st.error());
+  const char* method = kind == ports::JobKind::kStart     ? "StartUnit"
+                       : kind == ports::JobKind::kRestart ? "RestartUnit"
+                       : kind == ports::JobKind::kReload  ? "ReloadUnit"
+                                                          : "StopUnit";
+  ErrorGuard err;
+  sd_bus_message* raw = nullptr;
+  int r = sd_bus_call_method(bus_->bus, kDest, kPath, kManager, method, &err.e, &raw, "ss",
+                             unit.c_str(), "replace");
+  Message reply(raw);
+  if (r < 0) {
+    std::string what = Describe(method, unit, err.e, r);
+    if (ConnectionLost(r)) Disconnect();
+    return core::Fail(what);
+  }
+  const char* job = nullptr;
+  r = sd_bus_message_read(reply.get(), "o", &job);
+  if (r < 0) return core::Fail(std::string(method) + " " + unit + ": unreadable reply");
+  return std::string(job);
+}
+
+std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(const std::vector<std::string>& jobs,
+                                                                    std::chrono::nanoseconds timeout) {
+  std::map<std::string, std::string> out;
+  if (jobs.empty() || !Connect()) return out;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    // Drain everything queued (signals may have arrived with method replies).
+    int r;
+    while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
+    }
+    if (r < 0 && ConnectionLost(r)) {
+      Disconnect();
+      break;
+    }
+    bool all = true;
+    for (const std::string& j : jobs) all = all && finished_jobs_.contains(j);
+    auto now = std::chrono::steady_clock::now();
+    if (all || now >= deadline) break;
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now);
+    sd_bus_wait(bus_->bus, static_cast<uint64_t>(left.count()));
+  }
+  for (const std::string& j : jobs) {
+    auto it = finished_jobs_.find(j);
+    if (it != finished_jobs_.end()) {
+      out[j] = it->second;
+      finished_jobs_.erase(it);
+    }
+  }
+  return out;
+}
+
+core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& unit) {
+  if (auto st = Connect(); !st) return std::unexpected(st.error());
+  ErrorGuard err;
+  sd_bus_message* raw = nullptr;
+  // LoadUnit answers for units systemd has unloaded too (GetUnit fails on a
+  // stopped unit that was garbage-collected).
+  int r = sd_bus_call_method(bus_->bus, kDest, kPath, kManager, "LoadUnit", &err.e, &raw, "s",
+                             unit.c_str());
+  Message reply(raw);
+  if (r < 0) {
+    std::string what = Describe("LoadUnit", unit, err.e, r);
+    if (ConnectionLost(r)) Disconnect();
+    return core::Fail(what);
+  }
+  const char* path_c = nullptr;
+  if (sd_bus_message_read(reply.get(), "o", &path_c) < 0) return core::Fail("LoadUnit " + unit + ": unreadable reply");
+  std::string path = path_c;
+
+  core::UnitStatus s;
+  auto get_string = [&](const char* iface, const char* prop, std::string* out) -> core::Status {
+    ErrorGuard e;
+    char* value = nullptr;
+    int rr = sd_bus_get_property_string(bus_->bus, kDest, path.c_str(), iface, prop, &e.e, &value);
+    if (rr < 0) return core::Fail(Describe(std::string("Get ") + prop, unit, e.e, rr));
+    *out = value;
+    free(value);
+    return core::Ok();
+  };
+  for (auto [prop, field] : {std::pair{"LoadState", &s.load_state}, std::pair{"ActiveState", &s.active_state},
+                             std::pair{"SubState", &s.sub_state}}) {
+    if (auto st = get_string(kUnitIface, prop, field); !st) return std::unexpected(st.error());
+  }
+  {
+    ErrorGuard e;
+    sd_bus_message* m = nullptr;
+    int rr = sd_bus_get_property(bus_->bus, kDest, path.c_str(), kUnitIface, "InvocationID", &e.e, &m, "ay");
+    Message msg(m);
+    if (rr >= 0) {
+      const void* bytes = nullptr;
+      size_t n = 0;
+      if (sd_bus_message_read_array(m, 'y', &bytes, &n) >= 0) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        for (size_t i = 0; i < n; ++i) {
+          unsigned char b = static_cast<const unsigned char*>(bytes)[i];
+          s.invocation_id += kHex[b >> 4];
+          s.invocation_id += kHex[b & 0xf];
+        }
+      }
+    }
+  }
+  if (unit.ends_with(".service") && s.load_state == "loaded") {
+    if (auto st = get_string(kServiceIface, "Result", &s.result); !st) return std::unexpected(st.error());
+    if (auto st = get_string(kServiceIface, "Type", &s.type); !st) return std::unexpected(st.error());
+    ErrorGuard e;
+    uint32_t n = 0;
+    int rr = sd_bus_get_property_trivial(bus_->bus, kDest, path.c_str(), kServiceIface, "NRestarts", &e.e, 'u', &n);
+    if (rr < 0) return core::Fail(Describe("Get NRestarts", unit, e.e, rr));
+    s.n_restarts = n;
+  }
+  return s;
+}
+
+}  // namespace mesh::adapters

@@ -1,0 +1,41 @@
+// SdbusServiceManager: the ServiceManager port over systemd's D-Bus API.
+//
+// The only file in mesh-host that includes <systemd/sd-bus.h>. It connects
+// to the system bus lazily (sd_bus_open_system honours
+// DBUS_SYSTEM_BUS_ADDRESS), subscribes to the manager's signals, and records
+// every JobRemoved it sees, so a job that finishes before its method reply is
+// read is not missed. A broken connection is dropped and re-opened on the
+// next call. Every error is a value naming the method, the unit and the
+// D-Bus error.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "host/ports/service_manager.h"
+
+namespace mesh::adapters {
+
+class SdbusServiceManager : public ports::ServiceManager {
+ public:
+  SdbusServiceManager();
+  ~SdbusServiceManager() override;
+  SdbusServiceManager(const SdbusServiceManager&) = delete;
+  SdbusServiceManager& operator=(const SdbusServiceManager&) = delete;
+
+  core::Status ReloadDaemon() override;
+  core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
+  std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
+                                                 std::chrono::nanoseconds timeout) override;
+  core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
+
+ private:
+  struct Bus;  // sd-bus state, kept out of this header
+  core::Status Connect();
+  void Disconnect();
+  std::unique_ptr<Bus> bus_;
+  std::map<std::string, std::string> finished_jobs_;  // job path -> result
+};
+
+}  // namespace mesh::adapters

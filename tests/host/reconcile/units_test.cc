@@ -1,0 +1,193 @@
+// Services and processes over the fake service manager and fake clock: the
+// ADR 184 table, restart_on, one shared pause, stops not waited on, and
+// issue 210 for a process.
+#include <gmock/gmock.h>
+
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+using Behavior = fakes::FakeServiceManager::Behavior;
+using testing::TarMember;
+
+class UnitsTest : public ReconcilerTest {
+ protected:
+  static json Service(const std::string& id, json extra = json::object()) {
+    json r = {{"id", id}, {"kind", "service"}, {"unit", id + ".service"}, {"state", "running"}};
+    r.update(extra);
+    return r;
+  }
+  static json Conf(const std::string& content) {
+    return {{"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", content}};
+  }
+};
+
+// ADR 184 row 1: running at the first look and dead at the second fails the
+// apply, naming the unit and its state.
+TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
+  services_.AddUnit("jail.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
+  json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
+  testing::WriteText(Root("/etc/jail.conf"), "good");
+  Run(Decl({Conf("good"), svc}));  // adopts the file and the running unit: no restart
+  EXPECT_EQ(services_.StartsOf("jail.service"), 0);
+  ApplyReport r = Run(Decl({Conf("bad"), svc}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "failed"));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "failed jail (service): jail.service failed (Result=exit-code) 1.0 s after restart");
+  EXPECT_TRUE(r.outcomes[1].confirm_failed);
+  EXPECT_EQ(r.outcomes[1].restart_reason, "restart_on");
+}
+
+// ADR 184 row 2: a unit still starting is accepted at both looks.
+TEST_F(UnitsTest, StillStartingIsAcceptedWithoutWaitingForIt) {
+  services_.AddUnit("slow.service", {Behavior::kSlowStart, 10s});
+  ApplyReport r = Run(Decl({Service("slow")}));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(r), ElementsAre("started"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("still starting"));
+  EXPECT_EQ(clock_.elapsed(), 2s) << "one bounded job wait plus one pause, not 10 s";
+}
+
+// ADR 184 row 3: a service asked to stop is not waited on.
+TEST_F(UnitsTest, StopIsNotWaitedOn) {
+  services_.AddUnit("old.service", {Behavior::kHealthy, 0s, true});
+  json svc = Service("old");
+  svc["state"] = "stopped";
+  ApplyReport r = Run(Decl({svc}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("stopped"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("not waited on"));
+  EXPECT_EQ(clock_.elapsed(), 0s);
+  EXPECT_EQ(clock_.slept(), 0s);
+}
+
+TEST_F(UnitsTest, TwelveRestartsShareOnePause) {
+  json resources = {Conf("v1")};
+  for (int i = 0; i < 12; ++i) {
+    std::string id = "svc" + std::to_string(i);
+    services_.AddUnit(id + ".service", {Behavior::kHealthy, 0s, true});
+    resources.push_back(Service(id, {{"restart_on", {"jail.conf"}}}));
+  }
+  Run(Decl(resources));
+  auto before = clock_.slept();
+  resources[0] = Conf("v2");
+  ApplyReport r = Run(Decl(resources, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  for (size_t i = 1; i < r.outcomes.size(); ++i) EXPECT_EQ(r.outcomes[i].outcome, core::Outcome::kRestarted);
+  EXPECT_EQ(clock_.slept() - before, 1s) << "one settle for all twelve";
+}
+
+TEST_F(UnitsTest, CrashLoopReadingActiveAtBothLooksFails) {
+  services_.AddUnit("flap.service", {Behavior::kCrashLoop, 300ms});
+  ApplyReport r = Run(Decl({Service("flap")}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("restarted by systemd"));
+}
+
+TEST_F(UnitsTest, FinishedOneshotAccepted) {
+  services_.AddUnit("once.service", {Behavior::kOneshot});
+  ApplyReport r = Run(Decl({Service("once")}));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.outcomes[0].detail;
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("finished (Result=success)"));
+}
+
+TEST_F(UnitsTest, JobFailureFails) {
+  services_.AddUnit("bad.service", {Behavior::kJobFails});
+  ApplyReport r = Run(Decl({Service("bad")}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("job start ended \"failed\""));
+}
+
+TEST_F(UnitsTest, DeadUnitIsStartedAsWasDead) {
+  services_.AddUnit("d.service", {Behavior::kHealthy, 0s, true});
+  Run(Decl({Service("d")}));
+  services_.Kill("d.service");
+  ApplyReport r = Run(Decl({Service("d")}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("started"));
+  EXPECT_EQ(r.outcomes[0].restart_reason, "was_dead");
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("was failed, started"));
+}
+
+TEST_F(UnitsTest, RestartOnAFailedResourceDoesNotRestart) {
+  services_.AddUnit("jail.service", {Behavior::kHealthy, 0s, true});
+  json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
+  testing::WriteText(Root("/etc/jail.conf"), "v1");
+  Run(Decl({Conf("v1"), svc}));
+  json conf = Conf("v2");
+  conf["owner"] = "no-such-user-xyz";
+  ApplyReport r = Run(Decl({conf, svc}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed"));
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("not restarted: restart_on resource jail.conf failed"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), 0);
+}
+
+TEST_F(UnitsTest, UnitTextWrittenWithOneDaemonReload) {
+  services_.AddUnit("a.service", {});
+  services_.AddUnit("b.service", {});
+  ApplyReport r = Run(Decl({Service("a", {{"unit_text", "[Service]\nExecStart=/bin/a\n"}}),
+                            Service("b", {{"unit_text", "[Service]\nExecStart=/bin/b\n"}})}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("created", "created"));
+  EXPECT_EQ(services_.daemon_reloads(), 1);
+  EXPECT_EQ(testing::ReadText(dir_.Sub("units/a.service")), "[Service]\nExecStart=/bin/a\n");
+  Run(Decl({Service("a", {{"unit_text", "[Service]\nExecStart=/bin/a\n"}}),
+            Service("b", {{"unit_text", "[Service]\nExecStart=/bin/b\n"}})}));
+  EXPECT_EQ(services_.daemon_reloads(), 1) << "no reload when nothing changed";
+}
+
+// Issue 210 for the process kind: created, unchanged, unchanged, and the
+// unit is started exactly once.
+TEST_F(UnitsTest, Issue210ProcessAppliedThreeTimesStartsOnce) {
+  services_.AddUnit("node-tools.service", {});
+  std::string sha = Bundle("rt.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  json decl = Decl({{{"id", "node-tools.runtime"}, {"kind", "process"}, {"path", "/opt/node-tools"},
+                     {"source", "rt.tar.gz"}, {"sha256", sha}, {"unit", "node-tools.service"},
+                     {"unit_text", "[Service]\nExecStart=/opt/node-tools/bin/serve\n"}}});
+  ApplyReport first = Run(decl);
+  EXPECT_EQ(core::FormatOutcomeLine(first.outcomes[0]).substr(0, 60),
+            std::string("created node-tools.runtime (process): unpacked 1 file(s), wr"));
+  std::string digest = Record()["resources"]["node-tools.runtime"]["digest"];
+  for (int i = 0; i < 2; ++i) {
+    ApplyReport again = Run(decl);
+    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged"));
+    EXPECT_EQ(Record()["resources"]["node-tools.runtime"]["digest"], digest);
+  }
+  EXPECT_EQ(services_.StartsOf("node-tools.service"), 1);
+}
+
+TEST_F(UnitsTest, MissingRecordNeverRestartsAUnitWhoseFilesMatch) {
+  services_.AddUnit("jail.service", {Behavior::kHealthy, 0s, true});
+  json decl = Decl({Conf("v1"), Service("jail", {{"restart_on", {"jail.conf"}},
+                                                 {"unit_text", "[Service]\nExecStart=/bin/j\n"}})});
+  Run(decl);
+  int starts = services_.StartsOf("jail.service");
+  store_.text.reset();
+  ApplyReport r = Run(decl);
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts);
+}
+
+TEST_F(UnitsTest, PruneStopsTheUnitAndDeletesItsUnitFile) {
+  services_.AddUnit("gone.service", {});
+  Run(Decl({Service("gone", {{"unit_text", "[Service]\nExecStart=/bin/g\n"}})}));
+  ASSERT_TRUE(testing::Exists(dir_.Sub("units/gone.service")));
+  ApplyReport r = Run(Decl(json::array(), 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("removed"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("stopped gone.service"));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/gone.service")));
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kStop);
+}
+
+TEST_F(UnitsTest, PlanActsOnNothing) {
+  services_.AddUnit("p.service", {});
+  ApplyReport r = Run(Decl({Service("p")}), /*dry_run=*/true);
+  EXPECT_THAT(Outcomes(r), ElementsAre("started"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("would start"));
+  EXPECT_TRUE(services_.calls().empty());
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
