@@ -16,7 +16,7 @@ constexpr uint64_t kMaxStateBytes = 512ull << 20;
 }  // namespace
 
 core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::string& state_dir,
-                                                                   bool create) {
+                                                                     bool create) {
   if (!create && ::access(state_dir.c_str(), F_OK) != 0 && errno == ENOENT) {
     return std::unique_ptr<FileRecordStore>(new FileRecordStore(nullptr));
   }
@@ -41,7 +41,8 @@ core::Result<std::optional<core::Record>> FileRecordStore::Load() {
 
 core::Status FileRecordStore::Save(const core::Record& record) {
   if (fs_ == nullptr) return core::Fail("no state directory");
-  ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()), static_cast<uint32_t>(::getegid())};
+  ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
+                       static_cast<uint32_t>(::getegid())};
   auto written = fs_->WriteFileAtomic(kStateFile, core::SerializeRecord(record), own);
   if (!written) return std::unexpected(written.error());
   return core::Ok();

@@ -13,7 +13,7 @@ using core::TreeEntry;
 
 core::Result<std::vector<TreeEntry>> LibarchiveReader::Read(std::string_view bytes) {
   std::unique_ptr<struct archive, decltype(&archive_read_free)> a(archive_read_new(),
-                                                                   &archive_read_free);
+                                                                  &archive_read_free);
   archive_read_support_filter_gzip(a.get());
   archive_read_support_filter_none(a.get());
   archive_read_support_format_tar(a.get());
@@ -43,13 +43,19 @@ core::Result<std::vector<TreeEntry>> LibarchiveReader::Read(std::string_view byt
       e.link_target = hard;
     } else {
       switch (archive_entry_filetype(entry)) {
-        case AE_IFREG: e.type = FileType::kRegular; break;
-        case AE_IFDIR: e.type = FileType::kDirectory; break;
+        case AE_IFREG:
+          e.type = FileType::kRegular;
+          break;
+        case AE_IFDIR:
+          e.type = FileType::kDirectory;
+          break;
         case AE_IFLNK:
           e.type = FileType::kSymlink;
           if (const char* t = archive_entry_symlink(entry)) e.link_target = t;
           break;
-        default: e.type = FileType::kOther; break;
+        default:
+          e.type = FileType::kOther;
+          break;
       }
     }
     if (e.type == FileType::kRegular) {

@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "host/core/sha256.h"
@@ -139,8 +139,8 @@ Result<std::string> HashFileAt(int dirfd, const std::string& name, const std::st
   return h.HexDigest();
 }
 
-Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool hash,
-              int depth, std::vector<TreeEntry>& out) {
+Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool hash, int depth,
+              std::vector<TreeEntry>& out) {
   if (depth > kMaxTreeDepth) return Fail("scan " + shown + ": nested too deep");
   UniqueFd fd(::openat(dirfd, rel.empty() ? "." : rel.c_str(),
                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -215,7 +215,8 @@ Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string
 std::unique_ptr<PosixFileSystem> PosixFileSystem::OpenOrDeferError(const std::string& root) {
   auto fs = Open(root);
   if (fs) return std::move(*fs);
-  return std::unique_ptr<PosixFileSystem>(new PosixFileSystem(root, UniqueFd(), fs.error().message));
+  return std::unique_ptr<PosixFileSystem>(
+      new PosixFileSystem(root, UniqueFd(), fs.error().message));
 }
 
 Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool create,
@@ -281,7 +282,8 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
   auto parent = OpenParent(path, false, &leaf);
   if (!parent) return std::unexpected(parent.error());
   if (!parent->valid()) return Fail("read " + path + ": no such file");
-  UniqueFd fd(::openat(parent->get(), leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(
+      ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return Fail(Errno("open", path));
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
@@ -306,8 +308,7 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
   return out;
 }
 
-Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path,
-                                                  std::string_view content,
+Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::string_view content,
                                                   const ports::Ownership& own) {
   std::string leaf;
   auto parent = OpenParent(path, true, &leaf);
@@ -318,7 +319,8 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path,
     return Fail("write " + path + ": a directory is in the way");
   }
   std::string tmp = TempName(leaf);
-  UniqueFd fd(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  UniqueFd fd(
+      ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) return Fail(Errno("create temporary file for", path));
   auto cleanup = [&](std::string message) -> Result<FileInfo> {
     fd.Reset();
@@ -333,13 +335,15 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path,
   if (::fchmod(fd.get(), own.mode & 07777) != 0) return cleanup(Errno("chmod", path));
   if (::fsync(fd.get()) != 0) return cleanup(Errno("fsync", path));
   if (::close(fd.release()) != 0) return cleanup(Errno("close", path));
-  if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) return cleanup(Errno("rename onto", path));
+  if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0)
+    return cleanup(Errno("rename onto", path));
   ::fsync(dir);
   if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
   return FromStat(st);
 }
 
-Status PosixFileSystem::ReplaceTree(const std::string& path, const std::vector<TreeEntry>& entries) {
+Status PosixFileSystem::ReplaceTree(const std::string& path,
+                                    const std::vector<TreeEntry>& entries) {
   std::string leaf;
   auto parent = OpenParent(path, true, &leaf);
   if (!parent) return std::unexpected(parent.error());
@@ -368,7 +372,8 @@ Status PosixFileSystem::ReplaceTree(const std::string& path, const std::vector<T
       if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST) {
         return fail(Errno("mkdir", shown));
       }
-      cur = UniqueFd(::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      cur =
+          UniqueFd(::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!cur.valid()) return fail(Errno("open", shown));
     }
     std::string name(comps.back());
@@ -426,7 +431,8 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ScanTree(const std::string& path
     return Fail(Errno("stat", path));
   }
   if (!S_ISDIR(st.st_mode)) return Fail("scan " + path + ": not a directory");
-  UniqueFd top(::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd top(
+      ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!top.valid()) return Fail(Errno("open", path));
   if (auto s = ScanAt(top.get(), "", path, hash, 0, out); !s) return std::unexpected(s.error());
   return out;

@@ -26,8 +26,7 @@ class PosixFileSystem : public ports::FileSystem {
 
   core::Result<core::FileInfo> Stat(const std::string& path) override;
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override;
-  core::Result<core::FileInfo> WriteFileAtomic(const std::string& path,
-                                               std::string_view content,
+  core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
                                                const ports::Ownership& ownership) override;
   core::Status ReplaceTree(const std::string& path,
                            const std::vector<core::TreeEntry>& entries) override;

@@ -103,7 +103,8 @@ core::Status SdbusServiceManager::ReloadDaemon() {
   return core::Ok();
 }
 
-core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit, ports::JobKind kind) {
+core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
+                                                       ports::JobKind kind) {
   if (auto st = Connect(); !st) return std::unexpected(st.error());
   const char* method = kind == ports::JobKind::kStart     ? "StartUnit"
                        : kind == ports::JobKind::kRestart ? "RestartUnit"
@@ -125,8 +126,8 @@ core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit, 
   return std::string(job);
 }
 
-std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(const std::vector<std::string>& jobs,
-                                                                    std::chrono::nanoseconds timeout) {
+std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
+    const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) {
   std::map<std::string, std::string> out;
   if (jobs.empty() || !Connect()) return out;
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -171,7 +172,8 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
     return core::Fail(what);
   }
   const char* path_c = nullptr;
-  if (sd_bus_message_read(reply.get(), "o", &path_c) < 0) return core::Fail("LoadUnit " + unit + ": unreadable reply");
+  if (sd_bus_message_read(reply.get(), "o", &path_c) < 0)
+    return core::Fail("LoadUnit " + unit + ": unreadable reply");
   std::string path = path_c;
 
   core::UnitStatus s;
@@ -184,14 +186,16 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
     free(value);
     return core::Ok();
   };
-  for (auto [prop, field] : {std::pair{"LoadState", &s.load_state}, std::pair{"ActiveState", &s.active_state},
-                             std::pair{"SubState", &s.sub_state}}) {
+  for (auto [prop, field] :
+       {std::pair{"LoadState", &s.load_state}, std::pair{"ActiveState", &s.active_state},
+        std::pair{"SubState", &s.sub_state}}) {
     if (auto st = get_string(kUnitIface, prop, field); !st) return std::unexpected(st.error());
   }
   {
     ErrorGuard e;
     sd_bus_message* m = nullptr;
-    int rr = sd_bus_get_property(bus_->bus, kDest, path.c_str(), kUnitIface, "InvocationID", &e.e, &m, "ay");
+    int rr = sd_bus_get_property(bus_->bus, kDest, path.c_str(), kUnitIface, "InvocationID", &e.e,
+                                 &m, "ay");
     Message msg(m);
     if (rr >= 0) {
       const void* bytes = nullptr;
@@ -207,11 +211,14 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
     }
   }
   if (unit.ends_with(".service") && s.load_state == "loaded") {
-    if (auto st = get_string(kServiceIface, "Result", &s.result); !st) return std::unexpected(st.error());
-    if (auto st = get_string(kServiceIface, "Type", &s.type); !st) return std::unexpected(st.error());
+    if (auto st = get_string(kServiceIface, "Result", &s.result); !st)
+      return std::unexpected(st.error());
+    if (auto st = get_string(kServiceIface, "Type", &s.type); !st)
+      return std::unexpected(st.error());
     ErrorGuard e;
     uint32_t n = 0;
-    int rr = sd_bus_get_property_trivial(bus_->bus, kDest, path.c_str(), kServiceIface, "NRestarts", &e.e, 'u', &n);
+    int rr = sd_bus_get_property_trivial(bus_->bus, kDest, path.c_str(), kServiceIface, "NRestarts",
+                                         &e.e, 'u', &n);
     if (rr < 0) return core::Fail(Describe("Get NRestarts", unit, e.e, rr));
     s.n_restarts = n;
   }

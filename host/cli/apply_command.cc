@@ -38,9 +38,10 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
   for (const core::ResourceOutcome& o : report.outcomes) out << core::FormatOutcomeLine(o) << "\n";
   if (!report.error.empty()) err << "mesh-host: " << report.error << "\n";
   size_t failed = 0;
-  for (const core::ResourceOutcome& o : report.outcomes) failed += o.outcome == core::Outcome::kFailed;
-  err << "mesh-host: " << (plan ? "plan" : "apply") << " of generation " << report.generation << ": "
-      << report.outcomes.size() << " resource(s), " << failed << " failed, "
+  for (const core::ResourceOutcome& o : report.outcomes)
+    failed += o.outcome == core::Outcome::kFailed;
+  err << "mesh-host: " << (plan ? "plan" : "apply") << " of generation " << report.generation
+      << ": " << report.outcomes.size() << " resource(s), " << failed << " failed, "
       << core::FormatSeconds(report.duration) << "\n";
   return report.result == reconcile::ApplyResult::kOk ? kExitOk : kExitFailed;
 }

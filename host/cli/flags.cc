@@ -49,21 +49,24 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
   Flags flags;
   if (args.empty()) return core::Fail("no verb given (run, apply, plan or status)");
   static const std::map<std::string, Verb> kVerbs = {
-      {"run", Verb::kRun},       {"apply", Verb::kApply},     {"plan", Verb::kPlan},
-      {"status", Verb::kStatus}, {"help", Verb::kHelp},       {"--help", Verb::kHelp},
+      {"run", Verb::kRun},       {"apply", Verb::kApply},       {"plan", Verb::kPlan},
+      {"status", Verb::kStatus}, {"help", Verb::kHelp},         {"--help", Verb::kHelp},
       {"-h", Verb::kHelp},       {"--version", Verb::kVersion}, {"version", Verb::kVersion}};
   auto verb = kVerbs.find(args[0]);
   if (verb == kVerbs.end()) {
     return core::Fail("unknown verb \"" + args[0] + "\" (expected run, apply, plan or status)");
   }
   flags.verb = verb->second;
-  std::map<std::string, std::string*> strings = {
-      {"--declaration", &flags.declaration}, {"--state-dir", &flags.state_dir},
-      {"--root", &flags.root},               {"--artifacts", &flags.artifacts},
-      {"--unit-dir", &flags.unit_dir},       {"--listen", &flags.listen},
-      {"--machine", &flags.machine},         {"--url", &flags.url}};
-  std::map<std::string, std::chrono::nanoseconds*> durations = {
-      {"--interval", &flags.interval}, {"--settle", &flags.settle}};
+  std::map<std::string, std::string*> strings = {{"--declaration", &flags.declaration},
+                                                 {"--state-dir", &flags.state_dir},
+                                                 {"--root", &flags.root},
+                                                 {"--artifacts", &flags.artifacts},
+                                                 {"--unit-dir", &flags.unit_dir},
+                                                 {"--listen", &flags.listen},
+                                                 {"--machine", &flags.machine},
+                                                 {"--url", &flags.url}};
+  std::map<std::string, std::chrono::nanoseconds*> durations = {{"--interval", &flags.interval},
+                                                                {"--settle", &flags.settle}};
   for (size_t i = 1; i < args.size(); ++i) {
     std::string name = args[i];
     std::string value;
@@ -90,13 +93,15 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
     } else {
       auto d = core::ParseDuration(value);
       if (!d) return core::Fail("flag " + name + ": " + d.error().message);
-      if (d->count() <= 0 && name == "--interval") return core::Fail("flag --interval must be positive");
+      if (d->count() <= 0 && name == "--interval")
+        return core::Fail("flag --interval must be positive");
       *durations[name] = *d;
     }
   }
   for (const char* dir : {"--root", "--state-dir", "--artifacts", "--unit-dir"}) {
     const std::string& v = *strings[dir];
-    if (v.empty() || v[0] != '/') return core::Fail("flag " + std::string(dir) + ": \"" + v + "\" is not an absolute path");
+    if (v.empty() || v[0] != '/')
+      return core::Fail("flag " + std::string(dir) + ": \"" + v + "\" is not an absolute path");
   }
   return flags;
 }

@@ -23,13 +23,11 @@ const std::vector<KindSpec>& Kinds() {
   static const auto* specs = new std::vector<KindSpec>{
       {Kind::kFile,
        "file",
-       {"id", "kind", "path", "content", "content_base64", "mode", "owner",
-        "group"},
+       {"id", "kind", "path", "content", "content_base64", "mode", "owner", "group"},
        {"path"}},
       {Kind::kCredential,
        "credential",
-       {"id", "kind", "path", "content", "content_base64", "mode", "owner",
-        "group"},
+       {"id", "kind", "path", "content", "content_base64", "mode", "owner", "group"},
        {"path"}},
       {Kind::kArchive,
        "archive",
@@ -41,8 +39,7 @@ const std::vector<KindSpec>& Kinds() {
        {"unit", "state"}},
       {Kind::kProcess,
        "process",
-       {"id", "kind", "path", "source", "sha256", "unit", "unit_text",
-        "restart_on"},
+       {"id", "kind", "path", "source", "sha256", "unit", "unit_text", "restart_on"},
        {"path", "source", "sha256", "unit", "unit_text"}},
   };
   return *specs;
@@ -50,21 +47,18 @@ const std::vector<KindSpec>& Kinds() {
 
 // Every refusal reads "resource ID, field F: what is wrong".
 std::string Where(const std::string& id, size_t index, std::string_view field) {
-  std::string who = id.empty() ? "resource #" + std::to_string(index)
-                               : "resource " + id;
+  std::string who = id.empty() ? "resource #" + std::to_string(index) : "resource " + id;
   if (field.empty()) return who + ": ";
   return who + ", field " + std::string(field) + ": ";
 }
 
-Result<std::string> GetString(const json& obj, std::string_view field,
-                              const std::string& where) {
+Result<std::string> GetString(const json& obj, std::string_view field, const std::string& where) {
   const json& v = obj.at(std::string(field));
   if (!v.is_string()) return Fail(where + "must be a string");
   return v.get<std::string>();
 }
 
-Result<std::vector<std::string>> GetIdList(const json& obj,
-                                           std::string_view field,
+Result<std::vector<std::string>> GetIdList(const json& obj, std::string_view field,
                                            const std::string& where) {
   const json& v = obj.at(std::string(field));
   if (!v.is_array()) return Fail(where + "must be a list of resource ids");
@@ -143,9 +137,8 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
       r.content = std::move(*decoded);
     }
     if (r.content.size() > kMaxContentBytes) {
-      return Fail(Where(id, index, field) + "content of " +
-                  std::to_string(r.content.size()) + " bytes exceeds the limit of " +
-                  std::to_string(kMaxContentBytes));
+      return Fail(Where(id, index, field) + "content of " + std::to_string(r.content.size()) +
+                  " bytes exceeds the limit of " + std::to_string(kMaxContentBytes));
     }
     r.mode = r.kind == Kind::kCredential ? 0400 : 0644;
     if (obj.contains("mode")) {
@@ -162,8 +155,7 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
       bool ok = !name->empty() && name->size() <= 32 &&
                 std::all_of(name->begin(), name->end(), [](char c) {
                   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                         (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-                         c == '.';
+                         (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
                 });
       if (!ok) return Fail(Where(id, index, f) + "\"" + *name + "\" is not a user or group name");
       (f == "owner" ? r.owner : r.group) = *name;
@@ -173,8 +165,8 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
   if (r.IsTree()) {
     auto source = GetString(obj, "source", Where(id, index, "source"));
     if (!source) return std::unexpected(source.error());
-    if (source->empty() || source->find('/') != std::string::npos ||
-        *source == "." || *source == ".." || source->find('\0') != std::string::npos) {
+    if (source->empty() || source->find('/') != std::string::npos || *source == "." ||
+        *source == ".." || source->find('\0') != std::string::npos) {
       return Fail(Where(id, index, "source") + "\"" + *source +
                   "\" must be a plain file name under --artifacts");
     }
@@ -208,8 +200,7 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
       } else if (*state == "stopped") {
         r.state = UnitState::kStopped;
       } else {
-        return Fail(Where(id, index, "state") + "\"" + *state +
-                    "\" is not running or stopped");
+        return Fail(Where(id, index, "state") + "\"" + *state + "\" is not running or stopped");
       }
     }
     if (obj.contains("unit_text")) {
@@ -241,11 +232,16 @@ struct DepthExceeded {};
 
 std::string_view KindName(Kind kind) {
   switch (kind) {
-    case Kind::kFile: return "file";
-    case Kind::kCredential: return "credential";
-    case Kind::kArchive: return "archive";
-    case Kind::kService: return "service";
-    case Kind::kProcess: return "process";
+    case Kind::kFile:
+      return "file";
+    case Kind::kCredential:
+      return "credential";
+    case Kind::kArchive:
+      return "archive";
+    case Kind::kService:
+      return "service";
+    case Kind::kProcess:
+      return "process";
   }
   return "unknown";
 }
@@ -260,9 +256,7 @@ const Resource* Declaration::Find(std::string_view id) const {
 Status CheckId(std::string_view id) {
   if (id.empty()) return Fail("empty id");
   if (id.size() > 128) return Fail("id longer than 128 characters");
-  auto lower_digit = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-  };
+  auto lower_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (!lower_digit(id[0])) {
     return Fail("\"" + std::string(id) + "\" does not match [a-z0-9][a-z0-9._-]*");
   }
@@ -295,8 +289,8 @@ Status CheckPath(std::string_view path) {
 }
 
 Status CheckUnitName(std::string_view unit) {
-  static constexpr std::string_view kSuffixes[] = {
-      ".service", ".socket", ".timer", ".path", ".target", ".mount"};
+  static constexpr std::string_view kSuffixes[] = {".service", ".socket", ".timer",
+                                                   ".path",    ".target", ".mount"};
   std::string quoted = "\"" + std::string(unit) + "\"";
   if (unit.size() > 255) return Fail(quoted + " is longer than 255 characters");
   size_t dot = unit.rfind('.');
@@ -305,7 +299,9 @@ Status CheckUnitName(std::string_view unit) {
   }
   std::string_view suffix = unit.substr(dot);
   if (std::find(std::begin(kSuffixes), std::end(kSuffixes), suffix) == std::end(kSuffixes)) {
-    return Fail(quoted + " has no supported unit suffix (.service, .socket, .timer, .path, .target, .mount)");
+    return Fail(
+        quoted +
+        " has no supported unit suffix (.service, .socket, .timer, .path, .target, .mount)");
   }
   std::string_view prefix = unit.substr(0, dot);
   size_t at = prefix.find('@');
@@ -314,9 +310,8 @@ Status CheckUnitName(std::string_view unit) {
     return Fail(quoted + " is a template without an instance");
   }
   for (char c : prefix) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == ':' || c == '_' || c == '.' ||
-              c == '-' || c == '\\' || c == '@';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == ':' || c == '_' || c == '.' || c == '-' || c == '\\' || c == '@';
     if (!ok) return Fail(quoted + " contains a character systemd does not allow in unit names");
   }
   return Ok();
@@ -349,8 +344,8 @@ bool PathWithin(std::string_view inner, std::string_view outer) {
 
 Result<Declaration> ParseDeclaration(std::string_view text) {
   if (text.size() > kMaxDeclarationBytes) {
-    return Fail("declaration: " + std::to_string(text.size()) +
-                " bytes exceeds the limit of " + std::to_string(kMaxDeclarationBytes));
+    return Fail("declaration: " + std::to_string(text.size()) + " bytes exceeds the limit of " +
+                std::to_string(kMaxDeclarationBytes));
   }
   json doc;
   try {
@@ -430,8 +425,8 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
         if (it != tree_paths.end()) clash = it->second;
       }
       if (!clash.empty()) {
-        return Fail(Where(r.id, i, "path") + "\"" + r.path +
-                    "\" is also claimed by resource " + std::string(clash));
+        return Fail(Where(r.id, i, "path") + "\"" + r.path + "\" is also claimed by resource " +
+                    std::string(clash));
       }
       paths.emplace(r.path, r.id);
       if (r.IsTree()) tree_paths.emplace(r.path, r.id);
@@ -439,8 +434,8 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     if (r.HasUnit()) {
       auto [it, fresh] = units.emplace(r.unit, r.id);
       if (!fresh) {
-        return Fail(Where(r.id, i, "unit") + "\"" + r.unit +
-                    "\" is also claimed by resource " + it->second);
+        return Fail(Where(r.id, i, "unit") + "\"" + r.unit + "\" is also claimed by resource " +
+                    it->second);
       }
     }
   }

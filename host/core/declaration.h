@@ -48,9 +48,7 @@ struct Resource {
 
   bool HasFiles() const { return kind != Kind::kService; }
   bool IsTree() const { return kind == Kind::kArchive || kind == Kind::kProcess; }
-  bool HasUnit() const {
-    return kind == Kind::kService || kind == Kind::kProcess;
-  }
+  bool HasUnit() const { return kind == Kind::kService || kind == Kind::kProcess; }
 };
 
 struct Declaration {

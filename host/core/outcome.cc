@@ -4,15 +4,24 @@ namespace mesh::core {
 
 std::string_view OutcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kCreated: return "created";
-    case Outcome::kUpdated: return "updated";
-    case Outcome::kUnchanged: return "unchanged";
-    case Outcome::kStarted: return "started";
-    case Outcome::kRestarted: return "restarted";
-    case Outcome::kReloaded: return "reloaded";
-    case Outcome::kStopped: return "stopped";
-    case Outcome::kRemoved: return "removed";
-    case Outcome::kFailed: return "failed";
+    case Outcome::kCreated:
+      return "created";
+    case Outcome::kUpdated:
+      return "updated";
+    case Outcome::kUnchanged:
+      return "unchanged";
+    case Outcome::kStarted:
+      return "started";
+    case Outcome::kRestarted:
+      return "restarted";
+    case Outcome::kReloaded:
+      return "reloaded";
+    case Outcome::kStopped:
+      return "stopped";
+    case Outcome::kRemoved:
+      return "removed";
+    case Outcome::kFailed:
+      return "failed";
   }
   return "unknown";
 }

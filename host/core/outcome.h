@@ -28,9 +28,9 @@ enum class Outcome {
 };
 
 inline constexpr std::array<Outcome, 9> kAllOutcomes = {
-    Outcome::kCreated,   Outcome::kUpdated,  Outcome::kUnchanged,
-    Outcome::kStarted,   Outcome::kRestarted, Outcome::kReloaded,
-    Outcome::kStopped,   Outcome::kRemoved,  Outcome::kFailed};
+    Outcome::kCreated, Outcome::kUpdated,   Outcome::kUnchanged,
+    Outcome::kStarted, Outcome::kRestarted, Outcome::kReloaded,
+    Outcome::kStopped, Outcome::kRemoved,   Outcome::kFailed};
 
 std::string_view OutcomeName(Outcome outcome);
 

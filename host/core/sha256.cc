@@ -51,20 +51,18 @@ Result<std::string> DecodeBase64(std::string_view text) {
   // EVP_DecodeBlock ignores neither padding nor junk the way we want, so
   // check the shape first and let OpenSSL do the decoding.
   if (text.size() % 4 != 0) {
-    return Fail("base64 length " + std::to_string(text.size()) +
-                " is not a multiple of 4");
+    return Fail("base64 length " + std::to_string(text.size()) + " is not a multiple of 4");
   }
   size_t pad = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
-    bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                 (c >= '0' && c <= '9') || c == '+' || c == '/';
+    bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '+' || c == '/';
     if (c == '=') {
       if (i + 2 < text.size()) return Fail("base64 padding inside the text");
       ++pad;
     } else if (!alpha || pad > 0) {
-      return Fail("base64 has an invalid character at offset " +
-                  std::to_string(i));
+      return Fail("base64 has an invalid character at offset " + std::to_string(i));
     }
   }
   std::string out(text.size() / 4 * 3, '\0');

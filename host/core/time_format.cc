@@ -8,7 +8,8 @@ namespace mesh::core {
 
 Result<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
   size_t split = 0;
-  while (split < text.size() && ((text[split] >= '0' && text[split] <= '9') || text[split] == '.')) {
+  while (split < text.size() &&
+         ((text[split] >= '0' && text[split] <= '9') || text[split] == '.')) {
     ++split;
   }
   std::string_view number = text.substr(0, split);
@@ -19,11 +20,16 @@ Result<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
     return Fail("\"" + std::string(text) + "\" is not a duration such as 250ms, 1s, 5m");
   }
   double scale = 0;
-  if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else if (unit == "m") scale = 60e9;
-  else if (unit == "h") scale = 3600e9;
-  else return Fail("\"" + std::string(text) + "\" needs a unit: ms, s, m or h");
+  if (unit == "ms")
+    scale = 1e6;
+  else if (unit == "s")
+    scale = 1e9;
+  else if (unit == "m")
+    scale = 60e9;
+  else if (unit == "h")
+    scale = 3600e9;
+  else
+    return Fail("\"" + std::string(text) + "\" needs a unit: ms, s, m or h");
   double ns = value * scale;
   if (ns > 1e18) return Fail("\"" + std::string(text) + "\" is too long");
   return std::chrono::nanoseconds(static_cast<int64_t>(ns));

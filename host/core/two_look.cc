@@ -8,8 +8,10 @@ namespace {
 std::string StateWords(const UnitStatus& u) {
   std::string s = u.active_state.empty() ? "unknown" : u.active_state;
   if (u.active_state == "failed" || u.active_state == "inactive") {
-    if (!u.result.empty() && u.result != "success") s += " (Result=" + u.result + ")";
-    else if (!u.sub_state.empty()) s += " (" + u.sub_state + ")";
+    if (!u.result.empty() && u.result != "success")
+      s += " (Result=" + u.result + ")";
+    else if (!u.sub_state.empty())
+      s += " (" + u.sub_state + ")";
   } else if (!u.sub_state.empty()) {
     s += " (" + u.sub_state + ")";
   }
@@ -26,9 +28,12 @@ bool RunningOrStarting(const Look& look) {
 
 std::string_view UnitActionVerb(UnitAction action) {
   switch (action) {
-    case UnitAction::kStart: return "start";
-    case UnitAction::kRestart: return "restart";
-    case UnitAction::kReload: return "reload";
+    case UnitAction::kStart:
+      return "start";
+    case UnitAction::kRestart:
+      return "restart";
+    case UnitAction::kReload:
+      return "reload";
   }
   return "?";
 }

@@ -17,8 +17,7 @@ struct UnitStatus {
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {
-    return active_state == "active" || active_state == "activating" ||
-           active_state == "reloading";
+    return active_state == "active" || active_state == "activating" || active_state == "reloading";
   }
 };
 

@@ -14,12 +14,18 @@ constexpr std::string_view kDigestVersion = "mesh-host/want/1";
 
 std::string_view TypeName(FileType t) {
   switch (t) {
-    case FileType::kMissing: return "missing";
-    case FileType::kRegular: return "file";
-    case FileType::kDirectory: return "dir";
-    case FileType::kSymlink: return "symlink";
-    case FileType::kHardlink: return "hardlink";
-    case FileType::kOther: return "other";
+    case FileType::kMissing:
+      return "missing";
+    case FileType::kRegular:
+      return "file";
+    case FileType::kDirectory:
+      return "dir";
+    case FileType::kSymlink:
+      return "symlink";
+    case FileType::kHardlink:
+      return "hardlink";
+    case FileType::kOther:
+      return "other";
   }
   return "?";
 }
@@ -112,11 +118,14 @@ Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries
     }
     switch (e.type) {
       case FileType::kSymlink:
-        return Fail(name + " is a symlink (to \"" + e.link_target + "\"); bundles may not carry links");
+        return Fail(name + " is a symlink (to \"" + e.link_target +
+                    "\"); bundles may not carry links");
       case FileType::kHardlink:
-        return Fail(name + " is a hard link (to \"" + e.link_target + "\"); bundles may not carry links");
+        return Fail(name + " is a hard link (to \"" + e.link_target +
+                    "\"); bundles may not carry links");
       case FileType::kOther:
-        return Fail(name + " is a device, fifo or socket; bundles carry files and directories only");
+        return Fail(name +
+                    " is a device, fifo or socket; bundles carry files and directories only");
       default:
         break;
     }

@@ -87,9 +87,7 @@ class Pass {
     return (options_.dry_run ? "would " + std::string(verb) : std::string(past)) + " " +
            std::string(rest);
   }
-  bool PreexistingPath(const std::string& path) const {
-    return !old_paths_.contains(path);
-  }
+  bool PreexistingPath(const std::string& path) const { return !old_paths_.contains(path); }
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -133,8 +131,8 @@ bool Pass::Check(std::string_view text) {
   }
 
   if (!options_.machine.empty() && decl_.machine != options_.machine) {
-    report_.error = "declaration, field machine: \"" + decl_.machine + "\" is not this machine (\"" +
-                    options_.machine + "\")";
+    report_.error = "declaration, field machine: \"" + decl_.machine +
+                    "\" is not this machine (\"" + options_.machine + "\")";
     return false;
   }
   if (had_record_ && decl_.generation < old_.generation) {
@@ -171,7 +169,9 @@ Result<std::vector<TreeEntry>> Pass::LoadBundle(const Resource& r) {
   auto entries = ports_.archives->Read(*bytes);
   if (!entries) return core::Fail(where + "source: " + entries.error().message);
   auto checked = core::CheckBundleEntries(std::move(*entries));
-  if (!checked) return core::Fail(where + "source: bundle " + r.source + " refused: " + checked.error().message);
+  if (!checked)
+    return core::Fail(where + "source: bundle " + r.source +
+                      " refused: " + checked.error().message);
   core::HashContents(*checked);
   return std::move(*checked);
 }
@@ -243,7 +243,7 @@ FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
     outcome = Outcome::kUpdated;
     if (recorded) {
       std::string what = info->type != FileType::kRegular ? "replaced by something else"
-                         : info->mode != (r.mode & 07777)  ? "mode changed"
+                         : info->mode != (r.mode & 07777) ? "mode changed"
                          : info->uid != ids->first || info->gid != ids->second ? "owner changed"
                                                                                : "content changed";
       why = "drifted: " + what + " on the machine, put back";
@@ -251,7 +251,8 @@ FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
   }
   if (recorded && outcome == Outcome::kCreated) outcome = Outcome::kUpdated;
   std::string wrote = secret ? "secret" : Plural(r.content.size(), "byte");
-  step.detail = (why.empty() ? "" : why + "; ") + Did("wrote", "write", wrote + ", mode " + core::FormatMode(r.mode));
+  step.detail = (why.empty() ? "" : why + "; ") +
+                Did("wrote", "write", wrote + ", mode " + core::FormatMode(r.mode));
   step.outcome = outcome;
   step.changed = true;
   if (options_.dry_run) {
@@ -299,7 +300,8 @@ FileStep Pass::ApplyTree(const Resource& r, const RecordEntry* old) {
     scanned = std::move(*scan);
   }
   std::string fingerprint = core::TreeFingerprint(scanned);
-  if (recorded && info->type == FileType::kDirectory && old->written[0].fingerprint == fingerprint) {
+  if (recorded && info->type == FileType::kDirectory &&
+      old->written[0].fingerprint == fingerprint) {
     written.fingerprint = fingerprint;
     written.content_digest = old->written[0].content_digest;
     written.file_count = old->written[0].file_count;
@@ -346,12 +348,14 @@ FileStep Pass::ApplyTree(const Resource& r, const RecordEntry* old) {
     entry.written.push_back(written);
     if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : now_;
     step.entry = std::move(entry);
-    step.detail = Plural(files, "file") + (old != nullptr ? " as declared" : " adopted: already as declared");
+    step.detail =
+        Plural(files, "file") + (old != nullptr ? " as declared" : " adopted: already as declared");
     return step;
   }
   if (auto st = ensure_bundle(); !st) return fail(st.error().message);
   for (const TreeEntry& e : *bundle) files += e.type == FileType::kRegular;
-  step.outcome = old != nullptr || info->type != FileType::kMissing ? Outcome::kUpdated : Outcome::kCreated;
+  step.outcome =
+      old != nullptr || info->type != FileType::kMissing ? Outcome::kUpdated : Outcome::kCreated;
   std::string why = recorded ? "drifted: the tree was changed on the machine, put back; " : "";
   step.detail = why + Did("unpacked", "unpack", Plural(files, "file"));
   step.changed = true;
@@ -404,10 +408,12 @@ core::Status Pass::ApplyUnitFile(const Resource& r, const RecordEntry* old, File
                     ? wrote
                     : step.detail + ", " + wrote;
   if (recorded) {
-    step.detail = "drifted: unit file " + r.unit + " changed on the machine, put back; " + step.detail;
+    step.detail =
+        "drifted: unit file " + r.unit + " changed on the machine, put back; " + step.detail;
   }
   if (step.outcome == Outcome::kUnchanged) {
-    step.outcome = old != nullptr || info->type != FileType::kMissing ? Outcome::kUpdated : Outcome::kCreated;
+    step.outcome =
+        old != nullptr || info->type != FileType::kMissing ? Outcome::kUpdated : Outcome::kCreated;
   }
   if (options_.dry_run) {
     entry.unit_file_fingerprint = "";
@@ -443,7 +449,8 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
     std::string changed_dep, failed_dep, reload_dep;
     for (const std::string& ref : r.restart_on) {
       size_t j = static_cast<size_t>(decl_.Find(ref) - decl_.resources.data());
-      if (steps_[j].outcome == Outcome::kFailed || report_.outcomes[outcome_of_[j]].outcome == Outcome::kFailed) {
+      if (steps_[j].outcome == Outcome::kFailed ||
+          report_.outcomes[outcome_of_[j]].outcome == Outcome::kFailed) {
         if (failed_dep.empty()) failed_dep = ref;
       } else if (steps_[j].changed && changed_dep.empty()) {
         changed_dep = ref;
@@ -456,7 +463,8 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
     if (r.state == core::UnitState::kStopped) {
       if (status->Running()) {
         out.outcome = fs.changed ? fs.outcome : Outcome::kStopped;
-        out.detail = (fs.changed ? fs.detail + "; " : "") + Did("stopped", "stop", r.unit) + " (not waited on)";
+        out.detail = (fs.changed ? fs.detail + "; " : "") + Did("stopped", "stop", r.unit) +
+                     " (not waited on)";
         if (!options_.dry_run) {
           auto job = ports_.services->Enqueue(r.unit, ports::JobKind::kStop);
           if (!job) {
@@ -471,8 +479,8 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
     }
     if (!failed_dep.empty()) {
       out.outcome = Outcome::kFailed;
-      out.detail = "not restarted: restart_on resource " + failed_dep +
-                   " failed; " + r.unit + " keeps its previous configuration";
+      out.detail = "not restarted: restart_on resource " + failed_dep + " failed; " + r.unit +
+                   " keeps its previous configuration";
       continue;
     }
     UnitStep act;
@@ -494,15 +502,18 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
       act.why = "reload_on " + reload_dep + " changed";
     } else {
       std::string state = status->active_state + " (" + status->sub_state + ")";
-      out.detail = fs.detail.empty() ? r.unit + " " + state : fs.detail + ", " + r.unit + " " + state;
+      out.detail =
+          fs.detail.empty() ? r.unit + " " + state : fs.detail + ", " + r.unit + " " + state;
       continue;
     }
     if (options_.dry_run) {
-      out.outcome = fs.changed ? fs.outcome
+      out.outcome = fs.changed                                 ? fs.outcome
                     : act.action == core::UnitAction::kStart   ? Outcome::kStarted
                     : act.action == core::UnitAction::kRestart ? Outcome::kRestarted
                                                                : Outcome::kReloaded;
-      out.detail = (fs.changed ? fs.detail + ", " : act.why.empty() ? "" : act.why + "; ") +
+      out.detail = (fs.changed        ? fs.detail + ", "
+                    : act.why.empty() ? ""
+                                      : act.why + "; ") +
                    "would " + std::string(core::UnitActionVerb(act.action)) + " " + r.unit;
       continue;
     }
@@ -557,8 +568,9 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
     auto status = sm.ReadUnit(r.unit);
     a.second.unit = status ? *status : core::UnitStatus{};
     a.second.job_pending = a.first.job_pending && !late.contains(a.job);
-    core::Verdict v = core::JudgeTwoLooks(a.action, a.job_result, a.first, a.second,
-                                          std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed));
+    core::Verdict v =
+        core::JudgeTwoLooks(a.action, a.job_result, a.first, a.second,
+                            std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed));
     out.unit = Snapshot(r.unit, a.second.unit);
     out.restart_reason = a.action == core::UnitAction::kReload ? "" : a.reason;
     out.host_acted = true;
@@ -587,7 +599,8 @@ void Pass::Prune() {
   }
   auto claimed_path = [&](const std::string& path) {
     for (const Resource& r : decl_.resources) {
-      if (r.HasFiles() && (core::PathWithin(path, r.path) || core::PathWithin(r.path, path))) return true;
+      if (r.HasFiles() && (core::PathWithin(path, r.path) || core::PathWithin(r.path, path)))
+        return true;
     }
     return false;
   };
@@ -626,7 +639,8 @@ void Pass::Prune() {
     if (owns_unit && !e.unit_file_fingerprint.empty()) {
       did.push_back(Did("deleted", "delete", "unit file " + e.unit));
       if (!options_.dry_run) {
-        if (auto st = ports_.units->Remove("/" + e.unit); !st && error.empty()) error = st.error().message;
+        if (auto st = ports_.units->Remove("/" + e.unit); !st && error.empty())
+          error = st.error().message;
         units_changed_ = true;
       }
     }
@@ -739,9 +753,12 @@ void Pass::Run(std::string_view text) {
 
 std::string_view ApplyResultName(ApplyResult result) {
   switch (result) {
-    case ApplyResult::kOk: return "ok";
-    case ApplyResult::kFailed: return "failed";
-    case ApplyResult::kRefused: return "refused";
+    case ApplyResult::kOk:
+      return "ok";
+    case ApplyResult::kFailed:
+      return "failed";
+    case ApplyResult::kRefused:
+      return "refused";
   }
   return "?";
 }

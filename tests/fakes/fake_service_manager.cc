@@ -26,7 +26,8 @@ core::Status FakeServiceManager::ReloadDaemon() {
   return core::Ok();
 }
 
-core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit, ports::JobKind kind) {
+core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
+                                                      ports::JobKind kind) {
   calls_.push_back({unit, kind, clock_.elapsed()});
   auto it = units_.find(unit);
   if (it == units_.end()) {
@@ -55,16 +56,21 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit, p
   }
   Job job{unit, now, "done"};
   switch (u.script.behavior) {
-    case Behavior::kSlowStart: job.done_at = now + u.script.delay; break;
-    case Behavior::kJobFails: job.result = "failed"; break;
-    default: break;
+    case Behavior::kSlowStart:
+      job.done_at = now + u.script.delay;
+      break;
+    case Behavior::kJobFails:
+      job.result = "failed";
+      break;
+    default:
+      break;
   }
   jobs_[id] = job;
   return id;
 }
 
-std::map<std::string, std::string> FakeServiceManager::WaitForJobs(const std::vector<std::string>& ids,
-                                                                   std::chrono::nanoseconds timeout) {
+std::map<std::string, std::string> FakeServiceManager::WaitForJobs(
+    const std::vector<std::string>& ids, std::chrono::nanoseconds timeout) {
   auto now = clock_.elapsed();
   auto last = now;
   for (const std::string& id : ids) last = std::max(last, jobs_[id].done_at);
@@ -108,7 +114,9 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
     return s;
   }
   switch (u.script.behavior) {
-    case Behavior::kHealthy: set("active", "running"); break;
+    case Behavior::kHealthy:
+      set("active", "running");
+      break;
     case Behavior::kDiesAfter:
       if (since < u.script.delay) {
         set("active", "running");
@@ -126,10 +134,14 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
       break;
     }
     case Behavior::kSlowStart:
-      if (since < u.script.delay) set("activating", "start");
-      else set("active", "running");
+      if (since < u.script.delay)
+        set("activating", "start");
+      else
+        set("active", "running");
       break;
-    case Behavior::kOneshot: set("inactive", "dead"); break;
+    case Behavior::kOneshot:
+      set("inactive", "dead");
+      break;
     case Behavior::kJobFails:
       set("failed", "failed");
       s.result = "exit-code";
@@ -140,7 +152,8 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
 
 int FakeServiceManager::StartsOf(const std::string& unit) const {
   return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const Call& c) {
-    return c.unit == unit && (c.kind == ports::JobKind::kStart || c.kind == ports::JobKind::kRestart);
+    return c.unit == unit &&
+           (c.kind == ports::JobKind::kStart || c.kind == ports::JobKind::kRestart);
   }));
 }
 

@@ -9,14 +9,14 @@
 namespace mesh::adapters {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::BuildTar;
+using ::testing::HasSubstr;
 using testing::TarMember;
 
 TEST(LibarchiveReaderTest, ReadsFilesAndDirectories) {
   LibarchiveReader reader;
-  auto entries = reader.Read(BuildTar({{TarMember::kDir, "bin", "", 0755},
-                                       {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}}));
+  auto entries = reader.Read(BuildTar(
+      {{TarMember::kDir, "bin", "", 0755}, {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}}));
   ASSERT_TRUE(entries.has_value()) << entries.error().message;
   ASSERT_EQ(entries->size(), 2u);
   EXPECT_EQ((*entries)[1].content, "#!/bin/sh\n");

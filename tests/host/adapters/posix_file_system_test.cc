@@ -14,8 +14,8 @@
 namespace mesh::adapters {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Exists;
+using ::testing::HasSubstr;
 using testing::ReadText;
 using testing::TempDir;
 using testing::WriteText;

@@ -81,7 +81,8 @@ TEST(DeclarationTest, DeepNesting) {
 TEST(DeclarationTest, UnknownKind) {
   json doc = Base();
   doc["resources"][0]["kind"] = "command";
-  EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.jail, field kind: unknown kind \"command\""));
+  EXPECT_THAT(Refusal(doc),
+              HasSubstr("resource fail2ban.jail, field kind: unknown kind \"command\""));
 }
 
 TEST(DeclarationTest, UnknownFieldCannotSmuggleACommand) {
@@ -137,8 +138,9 @@ TEST(DeclarationTest, IdPattern) {
 TEST(DeclarationTest, RestartOnUnknownId) {
   json doc = Base();
   doc["resources"][2]["restart_on"] = {"nope"};
-  EXPECT_THAT(Refusal(doc),
-              HasSubstr("resource fail2ban.service, field restart_on: names unknown resource \"nope\""));
+  EXPECT_THAT(
+      Refusal(doc),
+      HasSubstr("resource fail2ban.service, field restart_on: names unknown resource \"nope\""));
   doc = Base();
   doc["resources"][2]["reload_on"] = {"missing.too"};
   EXPECT_THAT(Refusal(doc), HasSubstr("field reload_on: names unknown resource"));
@@ -147,7 +149,8 @@ TEST(DeclarationTest, RestartOnUnknownId) {
 TEST(DeclarationTest, PathNotAbsoluteOrWithDotDot) {
   json doc = Base();
   doc["resources"][0]["path"] = "etc/x";
-  EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.jail, field path: \"etc/x\" is not absolute"));
+  EXPECT_THAT(Refusal(doc),
+              HasSubstr("resource fail2ban.jail, field path: \"etc/x\" is not absolute"));
   doc["resources"][0]["path"] = "/etc/../root/.ssh/authorized_keys";
   EXPECT_THAT(Refusal(doc), HasSubstr("contains .."));
   doc["resources"][0]["path"] = "/etc//x";
@@ -157,8 +160,9 @@ TEST(DeclarationTest, PathNotAbsoluteOrWithDotDot) {
 TEST(DeclarationTest, TwoResourcesClaimOnePath) {
   json doc = Base();
   doc["resources"][1]["path"] = "/etc/fail2ban/jail.d/mesh.conf";
-  EXPECT_THAT(Refusal(doc), HasSubstr("resource node-tools.token, field path: \"/etc/fail2ban/jail.d/mesh.conf\" "
-                                      "is also claimed by resource fail2ban.jail"));
+  EXPECT_THAT(Refusal(doc),
+              HasSubstr("resource node-tools.token, field path: \"/etc/fail2ban/jail.d/mesh.conf\" "
+                        "is also claimed by resource fail2ban.jail"));
 }
 
 TEST(DeclarationTest, FileInsideABundleDirectoryClashes) {
@@ -172,7 +176,8 @@ TEST(DeclarationTest, FileInsideABundleDirectoryClashes) {
 }
 
 TEST(DeclarationTest, InvalidUnitName) {
-  for (const char* bad : {"fail2ban", "fail2ban.exe", "foo@.service", "a b.service", "x/y.service"}) {
+  for (const char* bad :
+       {"fail2ban", "fail2ban.exe", "foo@.service", "a b.service", "x/y.service"}) {
     json doc = Base();
     doc["resources"][2]["unit"] = bad;
     EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.service, field unit")) << bad;

@@ -31,9 +31,10 @@ TEST(RecordTest, RoundTrips) {
 }
 
 TEST(RecordTest, CorruptIsAnErrorNotACrash) {
-  for (const char* bad : {"", "{", "[]", "{\"version\": 99}", "{\"version\":1,\"machine\":3}",
-                          "{\"version\":1,\"machine\":\"m\",\"generation\":1,\"declaration_digest\":\"\","
-                          "\"resources\":{\"a\":{\"kind\":\"file\"}}}"}) {
+  for (const char* bad :
+       {"", "{", "[]", "{\"version\": 99}", "{\"version\":1,\"machine\":3}",
+        "{\"version\":1,\"machine\":\"m\",\"generation\":1,\"declaration_digest\":\"\","
+        "\"resources\":{\"a\":{\"kind\":\"file\"}}}"}) {
     EXPECT_FALSE(ParseRecord(bad).has_value()) << bad;
   }
 }

@@ -23,7 +23,8 @@ Look L(std::string active, std::string sub, std::string inv = "a", uint32_t rest
 }
 
 TEST(TwoLookTest, RunningAtBothLooksWithTheSameInvocationIsAccepted) {
-  Verdict v = JudgeTwoLooks(UnitAction::kRestart, "done", L("active", "running"), L("active", "running"), 1s);
+  Verdict v = JudgeTwoLooks(UnitAction::kRestart, "done", L("active", "running"),
+                            L("active", "running"), 1s);
   EXPECT_TRUE(v.accepted);
   EXPECT_EQ(v.detail, "active (running)");
 }
@@ -37,15 +38,17 @@ TEST(TwoLookTest, DeadAtTheSecondLookFailsNamingTheState) {
 }
 
 TEST(TwoLookTest, StillStartingAtBothLooksIsAccepted) {
-  Verdict v = JudgeTwoLooks(UnitAction::kStart, std::nullopt, L("activating", "start", "a", 0, true),
-                            L("activating", "start", "a", 0, true), 2s);
+  Verdict v =
+      JudgeTwoLooks(UnitAction::kStart, std::nullopt, L("activating", "start", "a", 0, true),
+                    L("activating", "start", "a", 0, true), 2s);
   EXPECT_TRUE(v.accepted);
   EXPECT_THAT(v.detail, HasSubstr("still starting"));
 }
 
 TEST(TwoLookTest, JobResultOtherThanDoneFails) {
-  Verdict v = JudgeTwoLooks(UnitAction::kStart, "failed", L("failed", "failed", "a", 0, false, "exit-code"),
-                            L("failed", "failed", "a", 0, false, "exit-code"), 1s);
+  Verdict v =
+      JudgeTwoLooks(UnitAction::kStart, "failed", L("failed", "failed", "a", 0, false, "exit-code"),
+                    L("failed", "failed", "a", 0, false, "exit-code"), 1s);
   EXPECT_FALSE(v.accepted);
   EXPECT_THAT(v.detail, HasSubstr("job start ended \"failed\""));
 }

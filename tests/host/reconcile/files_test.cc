@@ -9,8 +9,8 @@ namespace mesh::reconcile {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::Exists;
+using ::testing::HasSubstr;
 using testing::ReadText;
 using testing::TarMember;
 using testing::WriteText;
@@ -27,11 +27,19 @@ class FilesTest : public ReconcilerTest {
     std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0755},
                                               {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755},
                                               {TarMember::kFile, "README", "tools\n", 0644}});
-    return json::array(
-        {{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app/app.conf"}, {"content", "a = 1\n"}},
-         {{"id", "app.token"}, {"kind", "credential"}, {"path", "/etc/app/token"}, {"content", "hunter2"}},
-         {{"id", "app.tools"}, {"kind", "archive"}, {"path", "/opt/tools"}, {"source", "tools.tar.gz"},
-          {"sha256", sha}}});
+    return json::array({{{"id", "app.conf"},
+                         {"kind", "file"},
+                         {"path", "/etc/app/app.conf"},
+                         {"content", "a = 1\n"}},
+                        {{"id", "app.token"},
+                         {"kind", "credential"},
+                         {"path", "/etc/app/token"},
+                         {"content", "hunter2"}},
+                        {{"id", "app.tools"},
+                         {"kind", "archive"},
+                         {"path", "/opt/tools"},
+                         {"source", "tools.tar.gz"},
+                         {"sha256", sha}}});
   }
 };
 
@@ -48,7 +56,8 @@ TEST_F(FilesTest, Issue210UnchangedKeepsItsDigest) {
 
   for (int i = 0; i < 2; ++i) {
     ApplyReport again = Run(decl);
-    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "unchanged")) << "apply " << i + 2;
+    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "unchanged"))
+        << "apply " << i + 2;
     for (const auto& o : again.outcomes) {
       EXPECT_EQ(o.digest, record_after_first["resources"][o.id]["digest"]) << o.id;
       EXPECT_EQ(Record()["resources"][o.id]["digest"], o.digest) << o.id << " lost its digest";
@@ -84,10 +93,12 @@ TEST_F(FilesTest, ContentModeAndTreeLandAsDeclared) {
 TEST_F(FilesTest, CredentialContentNeverInRecordOrOutput) {
   ApplyReport r = Run(Decl(Resources()));
   EXPECT_EQ(store_.text->find("hunter2"), std::string::npos);
-  for (const auto& o : r.outcomes) EXPECT_EQ(core::FormatOutcomeLine(o).find("hunter2"), std::string::npos);
+  for (const auto& o : r.outcomes)
+    EXPECT_EQ(core::FormatOutcomeLine(o).find("hunter2"), std::string::npos);
   WriteText(Root("/etc/app/token"), "hunter3", 0400);
   r = Run(Decl(Resources()));
-  for (const auto& o : r.outcomes) EXPECT_EQ(core::FormatOutcomeLine(o).find("hunter"), std::string::npos);
+  for (const auto& o : r.outcomes)
+    EXPECT_EQ(core::FormatOutcomeLine(o).find("hunter"), std::string::npos);
 }
 
 TEST_F(FilesTest, HandEditIsDriftPutBack) {
@@ -168,13 +179,14 @@ TEST_F(FilesTest, RefusedDeclarationTouchesNothing) {
   missing_source["resources"][2]["source"] = "nope.tar.gz";
   missing_source["resources"][2]["path"] = "/opt/other";
   json hostile = decl;
-  hostile["resources"][2]["sha256"] = Bundle("evil.tar.gz", {{TarMember::kFile, "../../etc/passwd", "x"}});
+  hostile["resources"][2]["sha256"] =
+      Bundle("evil.tar.gz", {{TarMember::kFile, "../../etc/passwd", "x"}});
   hostile["resources"][2]["source"] = "evil.tar.gz";
-  for (const Case& c : {Case{wrong_machine, "field machine: \"edge-2\" is not this machine"},
-                        Case{older, "field generation: 4 is lower than the applied generation 5"},
-                        Case{bad_sha, "resource app.tools, field sha256: source tools.tar.gz has sha256"},
-                        Case{missing_source, "resource app.tools, field source"},
-                        Case{hostile, "climbs out"}}) {
+  for (const Case& c :
+       {Case{wrong_machine, "field machine: \"edge-2\" is not this machine"},
+        Case{older, "field generation: 4 is lower than the applied generation 5"},
+        Case{bad_sha, "resource app.tools, field sha256: source tools.tar.gz has sha256"},
+        Case{missing_source, "resource app.tools, field source"}, Case{hostile, "climbs out"}}) {
     ApplyReport r = Run(c.decl);
     EXPECT_EQ(r.result, ApplyResult::kRefused);
     EXPECT_THAT(r.error, HasSubstr(c.why));

@@ -52,7 +52,8 @@ class ReconcilerTest : public ::testing::Test {
   }
 
   static json Decl(json resources, uint64_t generation = 1) {
-    return json{{"machine", "edge-1"}, {"generation", generation}, {"resources", std::move(resources)}};
+    return json{
+        {"machine", "edge-1"}, {"generation", generation}, {"resources", std::move(resources)}};
   }
 
   static std::vector<std::string> Outcomes(const ApplyReport& r) {

@@ -22,7 +22,8 @@ class UnitsTest : public ReconcilerTest {
     return r;
   }
   static json Conf(const std::string& content) {
-    return {{"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", content}};
+    return {
+        {"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", content}};
   }
 };
 
@@ -77,7 +78,8 @@ TEST_F(UnitsTest, TwelveRestartsShareOnePause) {
   resources[0] = Conf("v2");
   ApplyReport r = Run(Decl(resources, 2));
   EXPECT_EQ(r.result, ApplyResult::kOk);
-  for (size_t i = 1; i < r.outcomes.size(); ++i) EXPECT_EQ(r.outcomes[i].outcome, core::Outcome::kRestarted);
+  for (size_t i = 1; i < r.outcomes.size(); ++i)
+    EXPECT_EQ(r.outcomes[i].outcome, core::Outcome::kRestarted);
   EXPECT_EQ(clock_.slept() - before, 1s) << "one settle for all twelve";
 }
 
@@ -121,7 +123,8 @@ TEST_F(UnitsTest, RestartOnAFailedResourceDoesNotRestart) {
   conf["owner"] = "no-such-user-xyz";
   ApplyReport r = Run(Decl({conf, svc}, 2));
   EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed"));
-  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("not restarted: restart_on resource jail.conf failed"));
+  EXPECT_THAT(r.outcomes[1].detail,
+              HasSubstr("not restarted: restart_on resource jail.conf failed"));
   EXPECT_EQ(services_.StartsOf("jail.service"), 0);
 }
 
@@ -143,8 +146,12 @@ TEST_F(UnitsTest, UnitTextWrittenWithOneDaemonReload) {
 TEST_F(UnitsTest, Issue210ProcessAppliedThreeTimesStartsOnce) {
   services_.AddUnit("node-tools.service", {});
   std::string sha = Bundle("rt.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
-  json decl = Decl({{{"id", "node-tools.runtime"}, {"kind", "process"}, {"path", "/opt/node-tools"},
-                     {"source", "rt.tar.gz"}, {"sha256", sha}, {"unit", "node-tools.service"},
+  json decl = Decl({{{"id", "node-tools.runtime"},
+                     {"kind", "process"},
+                     {"path", "/opt/node-tools"},
+                     {"source", "rt.tar.gz"},
+                     {"sha256", sha},
+                     {"unit", "node-tools.service"},
                      {"unit_text", "[Service]\nExecStart=/opt/node-tools/bin/serve\n"}}});
   ApplyReport first = Run(decl);
   EXPECT_EQ(core::FormatOutcomeLine(first.outcomes[0]).substr(0, 60),
