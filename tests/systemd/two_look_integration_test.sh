@@ -56,7 +56,7 @@ apply incident "$(decl 1 "$(conf good),$(svc jail "$JAIL" ',"restart_on":["jail.
 check "jail starts on a good config" '[ $RC = 0 ]'
 apply incident "$(decl 2 "$(conf bad),$(svc jail "$JAIL" ',"restart_on":["jail.conf"]')")"
 check "incident: apply exits 1" '[ $RC = 1 ]'
-check "incident: names the unit and failed" 'grep -q "^failed jail (service): jail.service failed (Result=exit-code) 1\.[0-9] s after restart" <<<"$OUT"'
+check "incident: names the unit and failed" 'grep -Eq "^failed jail \(service\): jail\.service failed \(Result=exit-code\) [0-9]+\.[0-9] s after restart" <<<"$OUT"'
 
 # 3. Type=notify, not ready for 5 s: accepted without waiting for it.
 apply notify "$(decl 1 "$(svc slow $'[Service]\nType=notify\nNotifyAccess=all\nExecStart=/bin/sh -c \'sleep 5; systemd-notify --ready; exec sleep infinity\'\n')")"
