@@ -34,6 +34,9 @@ struct FileStep {
   Outcome outcome = Outcome::kUnchanged;  // created, updated, unchanged or failed
   std::string detail;
   bool changed = false;  // content on the machine changed in this apply
+  // The resource's want differs from the record (a service whose declared
+  // state changed): a start it causes is "declared", not "was_dead".
+  bool want_changed = false;
   bool unit_file_changed = false;
   std::optional<RecordEntry> entry;  // what the record now holds
 };
@@ -487,8 +490,9 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
     act.index = i;
     if (!status->Running()) {
       act.action = core::UnitAction::kStart;
-      act.reason = fs.changed ? "declared" : "was_dead";
-      act.why = fs.changed ? "" : "was " + status->active_state + ", started";
+      bool asked = fs.changed || fs.want_changed;
+      act.reason = asked ? "declared" : "was_dead";
+      act.why = asked ? "declared running" : "was " + status->active_state + ", started";
     } else if (fs.changed) {
       act.action = core::UnitAction::kRestart;
       act.reason = "declared";
@@ -690,6 +694,7 @@ void Pass::Run(std::string_view text) {
       step.entry->digest = core::WantDigest(r);
       bool recorded = old != nullptr && old->digest == step.entry->digest;
       step.entry->applied_at = recorded ? old->applied_at : now_;
+      step.want_changed = old != nullptr && !recorded;
       // A changed state or unit alone changes nothing on disk; the unit
       // phase acts on what systemd reports.
     }

@@ -114,6 +114,17 @@ TEST_F(UnitsTest, DeadUnitIsStartedAsWasDead) {
   EXPECT_THAT(r.outcomes[0].detail, HasSubstr("was failed, started"));
 }
 
+TEST_F(UnitsTest, StoppedThenDeclaredRunningIsADeclaredStart) {
+  services_.AddUnit("s.service", {});
+  json svc = Service("s");
+  svc["state"] = "stopped";
+  Run(Decl({svc}));
+  svc["state"] = "running";
+  ApplyReport r = Run(Decl({svc}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("started"));
+  EXPECT_EQ(r.outcomes[0].restart_reason, "declared");
+}
+
 TEST_F(UnitsTest, RestartOnAFailedResourceDoesNotRestart) {
   services_.AddUnit("jail.service", {Behavior::kHealthy, 0s, true});
   json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
