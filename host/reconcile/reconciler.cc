@@ -90,7 +90,22 @@ class Pass {
     return (options_.dry_run ? "would " + std::string(verb) : std::string(past)) + " " +
            std::string(rest);
   }
-  bool PreexistingPath(const std::string& path) const { return !old_paths_.contains(path); }
+  // Whether `path` was on the machine before the host first managed it: kept
+  // from the record, or found there now while no record entry names it.
+  bool Preexisting(const RecordEntry* old, const std::string& path, const FileInfo& info) const {
+    if (old != nullptr && !old->written.empty() && old->written[0].path == path) {
+      return old->written[0].preexisting;
+    }
+    return info.type != FileType::kMissing && !old_paths_.contains(path);
+  }
+  // Owner and group names resolved once per apply: the machine's user
+  // database is not read for every file.
+  Result<std::pair<uint32_t, uint32_t>> Ids(const Resource& r) {
+    auto key = std::make_pair(r.owner, r.group);
+    auto it = ids_.find(key);
+    if (it == ids_.end()) it = ids_.emplace(key, ports_.root->LookupIds(r.owner, r.group)).first;
+    return it->second;
+  }
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -107,6 +122,7 @@ class Pass {
   std::string now_;
   bool units_changed_ = false;
   std::vector<size_t> outcome_of_;  // resource index -> report_.outcomes index
+  std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
 };
 
 bool Pass::Check(std::string_view text) {
@@ -189,11 +205,30 @@ FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
     if (old != nullptr) step.entry = *old;  // the old file is still what is on disk
     return step;
   };
-  auto ids = ports_.root->LookupIds(r.owner, r.group);
-  if (!ids) return fail(ids.error().message);
   auto info = ports_.root->Stat(r.path);
   if (!info) return fail(info.error().message);
 
+  bool recorded = old != nullptr && old->digest == want && old->written.size() == 1 &&
+                  old->written[0].path == r.path;
+  std::string fingerprint = core::FileFingerprint(*info);
+  RecordEntry entry;
+  entry.kind = std::string(core::KindName(r.kind));
+  entry.digest = want;
+  entry.applied_at = old != nullptr && recorded ? old->applied_at : now_;
+  WrittenPath written{r.path, fingerprint, "", 0, Preexisting(old, r.path, *info)};
+
+  Outcome outcome;
+  std::string why;
+  if (recorded && info->type == FileType::kRegular && old->written[0].fingerprint == fingerprint) {
+    // The hot path: nothing is read, nothing is hashed.
+    written.fingerprint = fingerprint;
+    entry.written.push_back(written);
+    step.entry = std::move(entry);
+    step.detail = "as declared";
+    return step;
+  }
+  auto ids = Ids(r);
+  if (!ids) return fail(ids.error().message);
   // Does the disk hold exactly what is declared? Reads the content only when
   // size, mode and ownership already agree.
   auto matches = [&](const FileInfo& fi) -> Result<bool> {
@@ -206,28 +241,6 @@ FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
     return *content == r.content;
   };
 
-  bool recorded = old != nullptr && old->digest == want && old->written.size() == 1 &&
-                  old->written[0].path == r.path;
-  std::string fingerprint = core::FileFingerprint(*info);
-  RecordEntry entry;
-  entry.kind = std::string(core::KindName(r.kind));
-  entry.digest = want;
-  entry.applied_at = old != nullptr && recorded ? old->applied_at : now_;
-  WrittenPath written{r.path, fingerprint, "", 0,
-                      old != nullptr && !old->written.empty() && old->written[0].path == r.path
-                          ? old->written[0].preexisting
-                          : (info->type != FileType::kMissing && PreexistingPath(r.path))};
-
-  Outcome outcome;
-  std::string why;
-  if (recorded && info->type == FileType::kRegular && old->written[0].fingerprint == fingerprint) {
-    // The hot path: nothing is read, nothing is hashed.
-    written.fingerprint = fingerprint;
-    entry.written.push_back(written);
-    step.entry = std::move(entry);
-    step.detail = "as declared";
-    return step;
-  }
   auto same = matches(*info);
   if (!same) return fail(same.error().message);
   if (*same) {
@@ -291,10 +304,7 @@ FileStep Pass::ApplyTree(const Resource& r, const RecordEntry* old) {
   entry.digest = want;
   entry.unit = r.HasUnit() ? r.unit : "";
   entry.applied_at = recorded ? old->applied_at : now_;
-  WrittenPath written{r.path, "", "", 0,
-                      old != nullptr && !old->written.empty() && old->written[0].path == r.path
-                          ? old->written[0].preexisting
-                          : (info->type != FileType::kMissing && PreexistingPath(r.path))};
+  WrittenPath written{r.path, "", "", 0, Preexisting(old, r.path, *info)};
 
   std::vector<TreeEntry> scanned;
   if (info->type == FileType::kDirectory) {
