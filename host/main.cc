@@ -10,11 +10,18 @@
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/posix_file_system.h"
+#include "host/adapters/sd_notifier.h"
 #include "host/adapters/sdbus_service_manager.h"
 #include "host/adapters/system_clock.h"
 #include "host/cli/apply_command.h"
 #include "host/cli/flags.h"
+#include "host/cli/status_command.h"
+#include "host/daemon/daemon.h"
+#include "host/daemon/log.h"
 #include "host/reconcile/reconciler.h"
+#include "host/status/status_board.h"
+#include "http/server.h"
+#include "metrics/host_metrics.h"
 
 namespace {
 
@@ -26,49 +33,96 @@ std::string HostName() {
   return buf;
 }
 
+// Everything one reconciler needs, owned together.
+struct Machine {
+  std::unique_ptr<adapters::PosixFileSystem> root, artifacts, units;
+  std::unique_ptr<adapters::FileRecordStore> records;
+  adapters::LibarchiveReader archives;
+  adapters::SdbusServiceManager services;
+  adapters::SystemClock clock;
+  std::unique_ptr<reconcile::Reconciler> reconciler;
+};
+
+// Returns an error message for exit 2, or the wired machine.
+core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan) {
+  auto m = std::make_unique<Machine>();
+  auto root = adapters::PosixFileSystem::Open(flags.root);
+  if (!root) return core::Fail("--root: " + root.error().message);
+  m->root = std::move(*root);
+  m->artifacts = adapters::PosixFileSystem::OpenOrDeferError(flags.artifacts);
+  if (!plan) {
+    auto units = adapters::PosixFileSystem::Open(flags.unit_dir, /*create=*/true);
+    if (units) m->units = std::move(*units);
+  }
+  if (!m->units) m->units = adapters::PosixFileSystem::OpenOrDeferError(flags.unit_dir);
+  auto records = adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan);
+  if (!records) return core::Fail("--state-dir: " + records.error().message);
+  m->records = std::move(*records);
+  if (!plan) {
+    if (auto st = m->records->Lock(); !st) return core::Fail(st.error().message);
+  }
+  reconcile::ReconcilerPorts ports;
+  ports.root = m->root.get();
+  ports.artifacts = m->artifacts.get();
+  ports.units = m->units.get();
+  ports.archives = &m->archives;
+  ports.services = &m->services;
+  ports.records = m->records.get();
+  ports.clock = &m->clock;
+  reconcile::ReconcilerOptions options;
+  options.machine = flags.machine.empty() ? HostName() : flags.machine;
+  options.settle = flags.settle;
+  options.dry_run = plan;
+  m->reconciler = std::make_unique<reconcile::Reconciler>(ports, options);
+  return m;
+}
+
 int ApplyOrPlan(const cli::Flags& flags, bool plan) {
   auto text = cli::ReadDeclarationFile(flags.declaration);
   if (!text) {
     std::cerr << "mesh-host: " << text.error().message << "\n";
     return cli::kExitRefused;
   }
-  auto root = adapters::PosixFileSystem::Open(flags.root);
-  if (!root) {
-    std::cerr << "mesh-host: --root: " << root.error().message << "\n";
+  auto machine = Wire(flags, plan);
+  if (!machine) {
+    std::cerr << "mesh-host: " << machine.error().message << "\n";
     return cli::kExitRefused;
   }
-  auto artifacts = adapters::PosixFileSystem::OpenOrDeferError(flags.artifacts);
-  auto units = plan ? adapters::PosixFileSystem::OpenOrDeferError(flags.unit_dir)
-                    : adapters::PosixFileSystem::Open(flags.unit_dir, /*create=*/true)
-                          .value_or(adapters::PosixFileSystem::OpenOrDeferError(flags.unit_dir));
-  auto records = adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan);
-  if (!records) {
-    std::cerr << "mesh-host: --state-dir: " << records.error().message << "\n";
+  return cli::PrintReport((*machine)->reconciler->Apply(*text), plan, std::cout, std::cerr);
+}
+
+int Run(const cli::Flags& flags) {
+  daemon::BlockSignals();  // before any thread exists
+  daemon::Log log;
+  auto listen = http::ParseListen(flags.listen);
+  if (!listen) {
+    log.Line(daemon::Priority::kErr, "--listen: " + listen.error().message);
     return cli::kExitRefused;
   }
-  if (!plan) {
-    if (auto st = (*records)->Lock(); !st) {
-      std::cerr << "mesh-host: " << st.error().message << "\n";
-      return cli::kExitRefused;
-    }
+  auto machine = Wire(flags, /*plan=*/false);
+  if (!machine) {
+    log.Line(daemon::Priority::kErr, machine.error().message);
+    return cli::kExitRefused;
   }
-  adapters::LibarchiveReader archives;
-  adapters::SdbusServiceManager services;
-  adapters::SystemClock clock;
-  reconcile::ReconcilerPorts ports;
-  ports.root = root->get();
-  ports.artifacts = artifacts.get();
-  ports.units = units.get();
-  ports.archives = &archives;
-  ports.services = &services;
-  ports.records = records->get();
-  ports.clock = &clock;
-  reconcile::ReconcilerOptions options;
-  options.machine = flags.machine.empty() ? HostName() : flags.machine;
-  options.settle = flags.settle;
-  options.dry_run = plan;
-  reconcile::Reconciler reconciler(ports, options);
-  return cli::PrintReport(reconciler.Apply(*text), plan, std::cout, std::cerr);
+  status::StatusBoard board;
+  metrics::HostMetrics metrics(MESH_HOST_VERSION);
+  http::StatusServer server(board, [&metrics] { return metrics.Serialize(); });
+  auto bound = server.Start(*listen);
+  if (!bound) {
+    log.Line(daemon::Priority::kErr, bound.error().message);
+    return cli::kExitFailed;
+  }
+  log.Line(daemon::Priority::kNotice, "listening on " + *bound);
+  adapters::SdbusServiceManager watch;  // its own bus connection, for its own thread
+  adapters::SdNotifier notifier;
+  daemon::DaemonOptions options;
+  options.declaration = flags.declaration;
+  options.interval = flags.interval;
+  daemon::Daemon d(options, *(*machine)->reconciler, board, metrics, &watch, notifier,
+                   (*machine)->clock, log);
+  int code = d.Run();
+  server.Stop();
+  return code;
 }
 
 }  // namespace
@@ -92,9 +146,9 @@ int main(int argc, char** argv) {
     case mesh::cli::Verb::kPlan:
       return ApplyOrPlan(*flags, /*plan=*/true);
     case mesh::cli::Verb::kRun:
+      return Run(*flags);
     case mesh::cli::Verb::kStatus:
-      std::cerr << "mesh-host: this verb is not built yet\n";
-      return mesh::cli::kExitRefused;
+      return mesh::cli::RunStatus(flags->url, std::cout, std::cerr);
   }
   return mesh::cli::kExitRefused;
 }

@@ -2,6 +2,7 @@
 
 #include <systemd/sd-bus.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -47,7 +48,9 @@ bool ConnectionLost(int r) {
 struct SdbusServiceManager::Bus {
   sd_bus* bus = nullptr;
   sd_bus_slot* job_removed = nullptr;
+  sd_bus_slot* properties_changed = nullptr;
   ~Bus() {
+    sd_bus_slot_unref(properties_changed);
     sd_bus_slot_unref(job_removed);
     sd_bus_flush_close_unref(bus);
   }
@@ -77,6 +80,20 @@ core::Status SdbusServiceManager::Connect() {
       },
       &finished_jobs_);
   if (r < 0) return core::Fail(std::string("subscribe to JobRemoved: ") + std::strerror(-r));
+  // Unit state changes, for the live watch between applies.
+  r = sd_bus_match_signal(
+      bus->bus, &bus->properties_changed, kDest, nullptr, "org.freedesktop.DBus.Properties",
+      "PropertiesChanged",
+      [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
+        auto* self = static_cast<SdbusServiceManager*>(userdata);
+        const char* path = sd_bus_message_get_path(m);
+        if (path == nullptr) return 0;
+        auto it = self->watched_paths_.find(path);
+        if (it != self->watched_paths_.end()) self->changed_units_.push_back(it->second);
+        return 0;
+      },
+      this);
+  if (r < 0) return core::Fail(std::string("subscribe to PropertiesChanged: ") + std::strerror(-r));
   ErrorGuard err;
   r = sd_bus_call_method(bus->bus, kDest, kPath, kManager, "Subscribe", &err.e, nullptr, "");
   if (r < 0) return core::Fail(Describe("Subscribe", "", err.e, r));
@@ -157,8 +174,7 @@ std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
   return out;
 }
 
-core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& unit) {
-  if (auto st = Connect(); !st) return std::unexpected(st.error());
+core::Result<std::string> SdbusServiceManager::UnitPath(const std::string& unit) {
   ErrorGuard err;
   sd_bus_message* raw = nullptr;
   // LoadUnit answers for units systemd has unloaded too (GetUnit fails on a
@@ -172,9 +188,49 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
     return core::Fail(what);
   }
   const char* path_c = nullptr;
-  if (sd_bus_message_read(reply.get(), "o", &path_c) < 0)
+  if (sd_bus_message_read(reply.get(), "o", &path_c) < 0) {
     return core::Fail("LoadUnit " + unit + ": unreadable reply");
-  std::string path = path_c;
+  }
+  return std::string(path_c);
+}
+
+std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
+    const std::vector<std::string>& units, std::chrono::nanoseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (!Connect()) return {};
+  std::map<std::string, std::string> paths;
+  for (const std::string& u : units) {
+    auto path = UnitPath(u);
+    if (!path) return {};
+    paths[*path] = u;
+  }
+  watched_paths_ = std::move(paths);
+  for (;;) {
+    int r;
+    while (bus_ != nullptr && (r = sd_bus_process(bus_->bus, nullptr)) > 0) {
+    }
+    if (bus_ == nullptr || (r < 0 && ConnectionLost(r))) {
+      Disconnect();
+      return {};
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (!changed_units_.empty() || now >= deadline) break;
+    sd_bus_wait(bus_->bus,
+                static_cast<uint64_t>(
+                    std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count()));
+  }
+  std::vector<std::string> out;
+  out.swap(changed_units_);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& unit) {
+  if (auto st = Connect(); !st) return std::unexpected(st.error());
+  auto unit_path = UnitPath(unit);
+  if (!unit_path) return std::unexpected(unit_path.error());
+  std::string path = *unit_path;
 
   core::UnitStatus s;
   auto get_string = [&](const char* iface, const char* prop, std::string* out) -> core::Status {

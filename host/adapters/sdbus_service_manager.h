@@ -29,13 +29,19 @@ class SdbusServiceManager : public ports::ServiceManager {
   std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
                                                  std::chrono::nanoseconds timeout) override;
   core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
+  std::vector<std::string> WaitForUnitChanges(const std::vector<std::string>& units,
+                                              std::chrono::nanoseconds timeout) override;
 
  private:
   struct Bus;  // sd-bus state, kept out of this header
   core::Status Connect();
   void Disconnect();
   std::unique_ptr<Bus> bus_;
+  core::Result<std::string> UnitPath(const std::string& unit);
+
   std::map<std::string, std::string> finished_jobs_;  // job path -> result
+  std::map<std::string, std::string> watched_paths_;  // object path -> unit
+  std::vector<std::string> changed_units_;
 };
 
 }  // namespace mesh::adapters

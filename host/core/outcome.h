@@ -54,6 +54,10 @@ struct ResourceOutcome {
   std::string digest;
   std::string applied_at;
   std::optional<UnitSnapshot> unit;
+  // service and process: the declared unit and whether it is declared
+  // running (what /healthz and MeshHostDaemonDead hold it to).
+  std::string declared_unit;
+  bool unit_should_run = false;
   // Set when the host asked systemd to start or restart the unit in this
   // apply: "declared", "restart_on" or "was_dead" (the metric's reason).
   std::string restart_reason;

@@ -39,6 +39,12 @@ class ServiceManager {
   // The unit's current state. A unit systemd does not know reads as
   // load_state "not-found", active_state "inactive".
   virtual core::Result<core::UnitStatus> ReadUnit(const std::string& unit) = 0;
+
+  // The live watch: blocks until systemd reports a property change of one
+  // of `units` or `timeout` passes, and returns the units that changed
+  // (empty on timeout). Used from the watch thread with its own instance.
+  virtual std::vector<std::string> WaitForUnitChanges(const std::vector<std::string>& units,
+                                                      std::chrono::nanoseconds timeout) = 0;
 };
 
 }  // namespace mesh::ports

@@ -728,6 +728,10 @@ void Pass::Run(std::string_view text) {
     out.outcome = step.outcome;
     out.detail = step.detail;
     out.digest = step.entry.has_value() ? step.entry->digest : "";
+    if (r.HasUnit()) {
+      out.declared_unit = r.unit;
+      out.unit_should_run = r.state == core::UnitState::kRunning;
+    }
     out.applied_at = step.entry.has_value() ? step.entry->applied_at : "";
     outcome_of_[i] = report_.outcomes.size();
     report_.outcomes.push_back(std::move(out));

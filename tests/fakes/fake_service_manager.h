@@ -44,6 +44,13 @@ class FakeServiceManager : public ports::ServiceManager {
   std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
                                                  std::chrono::nanoseconds timeout) override;
   core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
+  // Advances the clock by `timeout` and reports every watched unit as
+  // changed: the fake has no signals, so the watcher re-reads all of them.
+  std::vector<std::string> WaitForUnitChanges(const std::vector<std::string>& units,
+                                              std::chrono::nanoseconds timeout) override {
+    clock_.Advance(timeout);
+    return units;
+  }
 
   const std::vector<Call>& calls() const { return calls_; }
   int daemon_reloads() const { return daemon_reloads_; }

@@ -1,0 +1,225 @@
+#include "host/daemon/daemon.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "host/cli/apply_command.h"
+#include "host/core/time_format.h"
+
+namespace mesh::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+sigset_t DaemonSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+std::pair<std::string, std::string> SplitPath(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+Priority PriorityOf(core::Outcome o) {
+  switch (o) {
+    case core::Outcome::kFailed:
+      return Priority::kErr;
+    case core::Outcome::kUnchanged:
+      return Priority::kInfo;
+    default:
+      return Priority::kNotice;
+  }
+}
+
+}  // namespace
+
+void BlockSignals() {
+  sigset_t set = DaemonSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+Daemon::Daemon(DaemonOptions options, reconcile::Reconciler& reconciler, status::StatusBoard& board,
+               metrics::HostMetrics& metrics, ports::ServiceManager* watch,
+               ports::Notifier& notifier, ports::Clock& clock, Log& log)
+    : options_(std::move(options)),
+      reconciler_(reconciler),
+      board_(board),
+      metrics_(metrics),
+      watch_(watch),
+      notifier_(notifier),
+      clock_(clock),
+      log_(log) {}
+
+Daemon::~Daemon() {
+  stopping_ = true;
+  if (watch_thread_.joinable()) watch_thread_.join();
+}
+
+void Daemon::ApplyOnce(const std::string& why) {
+  reconcile::ApplyReport report;
+  auto text = cli::ReadDeclarationFile(options_.declaration);
+  if (!text) {
+    report.result = reconcile::ApplyResult::kRefused;
+    report.error = text.error().message;
+    report.started_at = report.finished_at = clock_.Now();
+  } else {
+    report = reconciler_.Apply(*text);
+  }
+  for (const std::string& w : report.warnings) log_.Line(Priority::kWarning, "warning: " + w);
+  size_t failed = 0, changed = 0;
+  for (const core::ResourceOutcome& o : report.outcomes) {
+    log_.Line(PriorityOf(o.outcome), core::FormatOutcomeLine(o));
+    failed += o.outcome == core::Outcome::kFailed;
+    changed += o.outcome != core::Outcome::kUnchanged && o.outcome != core::Outcome::kFailed;
+  }
+  std::string summary;
+  if (report.result == reconcile::ApplyResult::kRefused) {
+    summary = "declaration refused: " + report.error + "; generation " +
+              std::to_string(board_.Get()->generation) + " stays in force";
+    log_.Line(Priority::kErr, summary);
+  } else {
+    if (!report.error.empty()) log_.Line(Priority::kErr, report.error);
+    summary = "generation " + std::to_string(report.generation) + ": " +
+              std::to_string(report.outcomes.size()) + " resource(s), " + std::to_string(changed) +
+              " changed, " + std::to_string(failed) + " failed (" + why + ", " +
+              core::FormatSeconds(report.duration) + ")";
+    log_.Line(failed > 0 ? Priority::kErr : Priority::kInfo,
+              "apply " + std::string(reconcile::ApplyResultName(report.result)) + ": " + summary);
+  }
+  board_.PublishApply(report);
+  metrics_.ObserveApply(report);
+  notifier_.Status(summary);
+}
+
+void Daemon::WatchLoop() {
+  auto last_full = clock_.Monotonic() - options_.watch_refresh;
+  while (!stopping_) {
+    std::vector<std::string> units = board_.WatchedUnits();
+    if (units.empty() || watch_ == nullptr) {
+      clock_.SleepFor(std::chrono::milliseconds(200));
+      continue;
+    }
+    std::vector<std::string> changed = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
+    bool full = clock_.Monotonic() - last_full >= options_.watch_refresh;
+    if (changed.empty() && !full) continue;
+    if (full) {
+      changed = units;
+      last_full = clock_.Monotonic();
+    }
+    for (const std::string& unit : changed) {
+      auto status = watch_->ReadUnit(unit);
+      if (!status) continue;
+      bool running = status->Running() && status->sub_state != "auto-restart";
+      auto was = unit_running_.find(unit);
+      if (was != unit_running_.end() && was->second && !running) {
+        log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +
+                                      status->sub_state + ", Result=" + status->result +
+                                      ") between applies");
+      }
+      unit_running_[unit] = running;
+      board_.PublishUnit(unit, *status);
+      metrics_.ObserveUnit(unit, *status);
+    }
+  }
+}
+
+int Daemon::Run() {
+  sigset_t set = DaemonSignals();
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+  if (sfd < 0) {
+    log_.Line(Priority::kErr, std::string("signalfd: ") + std::strerror(errno));
+    return 1;
+  }
+  auto [dir, name] = SplitPath(options_.declaration);
+  int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (ifd < 0 || inotify_add_watch(ifd, dir.c_str(),
+                                   IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE) < 0) {
+    log_.Line(Priority::kWarning, "cannot watch " + dir + " (" + std::strerror(errno) +
+                                      "); changes are seen at the next interval or SIGHUP");
+  }
+
+  ApplyOnce("start");
+  notifier_.Ready();
+  watch_thread_ = std::thread([this] { WatchLoop(); });
+
+  auto now = Clock::now();
+  auto next_apply = now + options_.interval;
+  std::optional<Clock::time_point> change_seen;
+  auto pet_every = notifier_.WatchdogInterval();
+  auto next_pet = pet_every.count() > 0 ? now : Clock::time_point::max();
+  int code = 0;
+  for (;;) {
+    now = Clock::now();
+    if (now >= next_pet) {
+      notifier_.Watchdog();
+      next_pet = now + pet_every;
+    }
+    auto wake = std::min(next_apply, next_pet);
+    if (change_seen) wake = std::min(wake, *change_seen + options_.debounce);
+    auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count();
+    pollfd fds[2] = {{sfd, POLLIN, 0}, {ifd, POLLIN, 0}};
+    int n = poll(fds, ifd >= 0 ? 2 : 1, static_cast<int>(std::clamp<long long>(wait_ms, 0, 60000)));
+    if (n < 0 && errno != EINTR) {
+      log_.Line(Priority::kErr, std::string("poll: ") + std::strerror(errno));
+      code = 1;
+      break;
+    }
+    bool stop = false;
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGHUP) {
+          ApplyOnce("SIGHUP");
+          next_apply = Clock::now() + options_.interval;
+        } else {
+          log_.Line(Priority::kNotice, std::string("stopping on ") + strsignal(si.ssi_signo));
+          stop = true;
+        }
+        break;
+      }
+    }
+    if (stop) break;
+    if (n > 0 && ifd >= 0 && (fds[1].revents & POLLIN)) {
+      alignas(inotify_event) char buf[4096];
+      ssize_t len;
+      while ((len = read(ifd, buf, sizeof buf)) > 0) {
+        for (char* p = buf; p < buf + len;) {
+          auto* ev = reinterpret_cast<inotify_event*>(p);
+          if (ev->len > 0 && name == ev->name) change_seen = Clock::now();
+          p += sizeof(inotify_event) + ev->len;
+        }
+      }
+    }
+    now = Clock::now();
+    if (change_seen && now >= *change_seen + options_.debounce) {
+      change_seen.reset();
+      ApplyOnce("declaration changed");
+      next_apply = Clock::now() + options_.interval;
+    } else if (now >= next_apply) {
+      ApplyOnce("interval");
+      next_apply = Clock::now() + options_.interval;
+    }
+  }
+  notifier_.Stopping();
+  stopping_ = true;
+  if (watch_thread_.joinable()) watch_thread_.join();
+  close(sfd);
+  if (ifd >= 0) close(ifd);
+  return code;
+}
+
+}  // namespace mesh::daemon

@@ -1,0 +1,69 @@
+// The daemon of `mesh-host run`: reconcile now, every --interval, when the
+// declaration file changes (inotify on its directory, so the link's atomic
+// rename is seen; debounced), and on SIGHUP — never two applies at once; and
+// between applies, follow the declared units live, so a daemon that dies
+// shows on /status, /healthz and /metrics within seconds.
+//
+// SIGTERM and SIGINT are read from a signalfd between applies: an apply in
+// progress always finishes (every file whole, the record saved) before the
+// daemon stops.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "host/daemon/log.h"
+#include "host/ports/clock.h"
+#include "host/ports/notifier.h"
+#include "host/ports/service_manager.h"
+#include "host/reconcile/reconciler.h"
+#include "host/status/status_board.h"
+#include "metrics/host_metrics.h"
+
+namespace mesh::daemon {
+
+struct DaemonOptions {
+  std::string declaration;
+  std::chrono::nanoseconds interval = std::chrono::minutes(5);
+  std::chrono::nanoseconds debounce = std::chrono::milliseconds(200);
+  // The watch re-reads every unit this often even without a signal.
+  std::chrono::nanoseconds watch_refresh = std::chrono::seconds(10);
+};
+
+// Blocks SIGHUP, SIGTERM and SIGINT in the calling thread and every thread
+// started after it, so that only the daemon's signalfd receives them. Call
+// first thing in main, before any thread exists.
+void BlockSignals();
+
+class Daemon {
+ public:
+  Daemon(DaemonOptions options, reconcile::Reconciler& reconciler, status::StatusBoard& board,
+         metrics::HostMetrics& metrics, ports::ServiceManager* watch, ports::Notifier& notifier,
+         ports::Clock& clock, Log& log);
+  ~Daemon();
+
+  // Runs until SIGTERM or SIGINT; returns the process exit code.
+  int Run();
+
+ private:
+  void ApplyOnce(const std::string& why);
+  void WatchLoop();
+
+  DaemonOptions options_;
+  reconcile::Reconciler& reconciler_;
+  status::StatusBoard& board_;
+  metrics::HostMetrics& metrics_;
+  ports::ServiceManager* watch_;
+  ports::Notifier& notifier_;
+  ports::Clock& clock_;
+  Log& log_;
+  std::atomic<bool> stopping_{false};
+  std::thread watch_thread_;
+  std::map<std::string, bool> unit_running_;  // watch thread only
+};
+
+}  // namespace mesh::daemon

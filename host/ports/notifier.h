@@ -1,0 +1,21 @@
+// Notifier: how the daemon tells its service manager it is ready, what it is
+// doing, and that it is alive (sd_notify's READY=1, STATUS=, WATCHDOG=1).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace mesh::ports {
+
+class Notifier {
+ public:
+  virtual ~Notifier() = default;
+  virtual void Ready() = 0;
+  virtual void Status(const std::string& line) = 0;
+  virtual void Watchdog() = 0;
+  virtual void Stopping() = 0;
+  // How often to pet the watchdog (half of WATCHDOG_USEC); zero when none.
+  virtual std::chrono::nanoseconds WatchdogInterval() = 0;
+};
+
+}  // namespace mesh::ports

@@ -1,0 +1,144 @@
+#include "host/status/status_board.h"
+
+#include "host/core/time_format.h"
+
+namespace mesh::status {
+
+StatusBoard::StatusBoard() : current_(std::make_shared<Snapshot>()) {}
+
+void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto next = std::make_shared<Snapshot>(*current_);
+  next->reconciled = true;
+  next->started_at = core::FormatTimestamp(report.started_at);
+  next->finished_at = core::FormatTimestamp(report.finished_at);
+  next->duration_seconds = std::chrono::duration<double>(report.duration).count();
+  next->result = std::string(reconcile::ApplyResultName(report.result));
+  next->counts.clear();
+  for (core::Outcome o : core::kAllOutcomes) next->counts[std::string(core::OutcomeName(o))] = 0;
+  if (report.result == reconcile::ApplyResult::kRefused) {
+    // The last applied state stays in force, and so does its picture.
+    next->error = report.error;
+    current_ = std::move(next);
+    return;
+  }
+  next->error.reset();
+  next->machine = report.machine;
+  next->generation = report.generation;
+  next->declaration_digest = report.declaration_digest;
+  next->resources.clear();
+  for (const core::ResourceOutcome& o : report.outcomes) {
+    next->counts[std::string(core::OutcomeName(o.outcome))]++;
+    if (o.outcome == core::Outcome::kRemoved) continue;
+    core::ResourceOutcome r = o;
+    if (!r.declared_unit.empty()) {
+      if (o.host_acted && !o.restart_reason.empty()) host_restarts_[r.declared_unit]++;
+      if (!r.unit.has_value()) {
+        r.unit = core::UnitSnapshot{};
+        r.unit->name = r.declared_unit;
+      }
+      r.unit->host_restarts = host_restarts_[r.declared_unit];
+    }
+    next->resources.push_back(std::move(r));
+  }
+  current_ = std::move(next);
+}
+
+void StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto next = std::make_shared<Snapshot>(*current_);
+  bool changed = false;
+  for (core::ResourceOutcome& r : next->resources) {
+    if (r.declared_unit != unit || !r.unit.has_value()) continue;
+    changed = changed || r.unit->active_state != status.active_state ||
+              r.unit->sub_state != status.sub_state || r.unit->n_restarts != status.n_restarts ||
+              r.unit->result != status.result;
+    r.unit->active_state = status.active_state;
+    r.unit->sub_state = status.sub_state;
+    r.unit->result = status.result;
+    r.unit->n_restarts = status.n_restarts;
+  }
+  if (changed) current_ = std::move(next);
+}
+
+std::vector<std::string> StatusBoard::WatchedUnits() const {
+  auto snap = Get();
+  std::vector<std::string> units;
+  for (const core::ResourceOutcome& r : snap->resources) {
+    if (!r.declared_unit.empty()) units.push_back(r.declared_unit);
+  }
+  return units;
+}
+
+std::shared_ptr<const Snapshot> StatusBoard::Get() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+nlohmann::json ToJson(const Snapshot& s) {
+  using json = nlohmann::json;
+  json resources = json::array();
+  for (const core::ResourceOutcome& r : s.resources) {
+    json item = {{"id", r.id},
+                 {"kind", r.kind},
+                 {"outcome", std::string(core::OutcomeName(r.outcome))},
+                 {"detail", r.detail},
+                 {"applied_at", r.applied_at.empty() ? json(nullptr) : json(r.applied_at)},
+                 {"digest", r.digest.empty() ? json(nullptr) : json(r.digest)}};
+    if (r.unit.has_value()) {
+      item["unit"] = {{"name", r.unit->name},
+                      {"active_state", r.unit->active_state},
+                      {"sub_state", r.unit->sub_state},
+                      {"result", r.unit->result},
+                      {"n_restarts", r.unit->n_restarts},
+                      {"host_restarts", r.unit->host_restarts},
+                      {"declared_state", r.unit_should_run ? "running" : "stopped"}};
+    }
+    resources.push_back(std::move(item));
+  }
+  Health h = Judge(s);
+  json last = nullptr;
+  if (s.reconciled) {
+    last = {{"started_at", s.started_at},
+            {"finished_at", s.finished_at},
+            {"duration_seconds", s.duration_seconds},
+            {"result", s.result},
+            {"counts", s.counts}};
+  }
+  return {{"machine", s.machine},
+          {"generation", s.generation},
+          {"declaration_digest", s.declaration_digest},
+          {"healthy", h.healthy},
+          {"last_reconcile", last},
+          {"error", s.error.has_value() ? json(*s.error) : json(nullptr)},
+          {"resources", std::move(resources)}};
+}
+
+Health Judge(const Snapshot& s) {
+  std::vector<std::string> wrong;
+  if (!s.reconciled) wrong.push_back("no reconcile has finished yet");
+  if (s.error.has_value()) wrong.push_back("declaration refused: " + *s.error);
+  for (const core::ResourceOutcome& r : s.resources) {
+    if (r.outcome == core::Outcome::kFailed) {
+      wrong.push_back("resource " + r.id + " (" + r.kind + ") failed: " + r.detail);
+    }
+    if (r.unit_should_run && r.unit.has_value() && !r.unit->active_state.empty()) {
+      core::UnitStatus u;
+      u.active_state = r.unit->active_state;
+      if (!u.Running() || r.unit->sub_state == "auto-restart") {
+        wrong.push_back("unit " + r.unit->name + " is " + r.unit->active_state + " (" +
+                        r.unit->sub_state + "), declared running");
+      }
+    }
+  }
+  Health h;
+  h.healthy = wrong.empty();
+  if (h.healthy) {
+    h.text = "ok\n";
+  } else {
+    for (const std::string& w : wrong) h.text += w + "\n";
+  }
+  return h;
+}
+
+}  // namespace mesh::status

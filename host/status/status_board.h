@@ -1,0 +1,62 @@
+// StatusBoard: the truth about this machine as /status, /healthz and
+// `mesh-host status` show it.
+//
+// Written by the apply loop and the live unit watch, read by HTTP handlers:
+// readers take an immutable snapshot and never wait on an apply in progress.
+// Credential contents never reach it; only digests.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/core/outcome.h"
+#include "host/core/unit_status.h"
+#include "host/reconcile/reconciler.h"
+
+namespace mesh::status {
+
+struct Snapshot {
+  std::string machine;
+  uint64_t generation = 0;
+  std::string declaration_digest;
+  bool reconciled = false;  // at least one reconcile has run
+  std::string started_at, finished_at;
+  double duration_seconds = 0;
+  std::string result;  // ok, failed, refused
+  std::map<std::string, int> counts;
+  std::optional<std::string> error;  // a refused declaration
+  std::vector<core::ResourceOutcome> resources;
+};
+
+struct Health {
+  bool healthy = false;
+  std::string text;  // "ok", or one line per thing wrong
+};
+
+class StatusBoard {
+ public:
+  StatusBoard();
+
+  void PublishApply(const reconcile::ApplyReport& report);
+  // The live watch: a declared unit's state between applies.
+  void PublishUnit(const std::string& unit, const core::UnitStatus& status);
+  // Units the watch should follow: declared in the last accepted apply.
+  std::vector<std::string> WatchedUnits() const;
+
+  std::shared_ptr<const Snapshot> Get() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const Snapshot> current_;
+  std::map<std::string, uint64_t> host_restarts_;  // by unit, since start
+};
+
+nlohmann::json ToJson(const Snapshot& snapshot);
+Health Judge(const Snapshot& snapshot);
+
+}  // namespace mesh::status

@@ -1,0 +1,91 @@
+#include "http/server.h"
+
+#include <httplib.h>
+
+#include <charconv>
+
+namespace mesh::http {
+
+core::Result<ListenAddress> ParseListen(const std::string& text) {
+  ListenAddress a;
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return core::Fail("listen address \"" + text + "\" is not HOST:PORT");
+  }
+  a.host = text.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']') {
+    a.host = a.host.substr(1, a.host.size() - 2);
+  }
+  std::string port = text.substr(colon + 1);
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), a.port);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || a.port < 0 ||
+      a.port > 65535) {
+    return core::Fail("listen address \"" + text + "\": port must be 0 to 65535");
+  }
+  return a;
+}
+
+StatusServer::StatusServer(const status::StatusBoard& board,
+                           std::function<std::string()> metrics_text)
+    : board_(board), metrics_text_(std::move(metrics_text)) {}
+
+StatusServer::~StatusServer() { Stop(); }
+
+core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
+  server_ = std::make_unique<httplib::Server>();
+  httplib::Server& s = *server_;
+  s.new_task_queue = [] { return new httplib::ThreadPool(8); };
+  s.set_read_timeout(std::chrono::seconds(5));
+  s.set_write_timeout(std::chrono::seconds(5));
+  s.set_keep_alive_max_count(20);
+  s.set_payload_max_length(64 * 1024);
+
+  s.Get("/status", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(status::ToJson(*board_.Get()).dump(2) + "\n", "application/json");
+  });
+  s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    status::Health h = status::Judge(*board_.Get());
+    res.status = h.healthy ? 200 : 503;
+    res.set_content(h.text, "text/plain; charset=utf-8");
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_text_(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  // Anything but GET (and the HEAD httplib derives from it) is refused
+  // before routing, whatever the path.
+  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD")
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 405;
+    res.set_header("Allow", "GET, HEAD");
+    res.set_content("method not allowed: only GET\n", "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) {
+      res.set_content(
+          res.status == 404 ? "not found: try /status, /healthz or /metrics\n" : "error\n",
+          "text/plain");
+    }
+  });
+
+  int port = address.port;
+  if (port == 0) {
+    port = s.bind_to_any_port(address.host);
+    if (port < 0) return core::Fail("listen on " + address.host + ":0: cannot bind");
+  } else if (!s.bind_to_port(address.host, port)) {
+    return core::Fail("listen on " + address.host + ":" + std::to_string(port) +
+                      ": cannot bind (in use, or not an address of this machine)");
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  std::string host =
+      address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host;
+  return host + ":" + std::to_string(port);
+}
+
+void StatusServer::Stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace mesh::http

@@ -1,0 +1,223 @@
+#include "metrics/host_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <chrono>
+
+namespace mesh::metrics {
+namespace {
+
+double Seconds(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// From a few milliseconds (a no-op apply) to minutes (large bundles).
+const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+
+}  // namespace
+
+HostMetrics::HostMetrics(const std::string& version)
+    : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  outcomes_ = &prometheus::BuildCounter()
+                   .Name("mesh_host_resource_outcomes_total")
+                   .Help("Outcomes of resources, per apply.")
+                   .Register(r);
+  failed_ = &prometheus::BuildGauge()
+                 .Name("mesh_host_resource_failed")
+                 .Help("1 when the resource failed in the last apply.")
+                 .Register(r);
+  unit_active_ = &prometheus::BuildGauge()
+                      .Name("mesh_host_unit_active")
+                      .Help(
+                          "1 when a unit declared running is running (active, activating or "
+                          "reloading), followed live between applies.")
+                      .Register(r);
+  unit_restarts_ = &prometheus::BuildCounter()
+                        .Name("mesh_host_unit_restarts_total")
+                        .Help("Starts and restarts the host asked systemd for, by reason.")
+                        .Register(r);
+  systemd_restarts_ = &prometheus::BuildCounter()
+                           .Name("mesh_host_unit_systemd_restarts_total")
+                           .Help("systemd's own automatic restarts of the unit (NRestarts).")
+                           .Register(r);
+  confirm_failures_ = &prometheus::BuildCounter()
+                           .Name("mesh_host_unit_confirm_failures_total")
+                           .Help("Second looks that found the unit not running as asked.")
+                           .Register(r);
+  reconciles_ = &prometheus::BuildCounter()
+                     .Name("mesh_host_reconciles_total")
+                     .Help("Reconciles, by result (ok, failed, refused).")
+                     .Register(r);
+  for (const char* result : {"ok", "failed", "refused"}) reconciles_->Add({{"result", result}});
+  duration_ = &prometheus::BuildHistogram()
+                   .Name("mesh_host_reconcile_duration_seconds")
+                   .Help("Time one reconcile took, the settle pause included.")
+                   .Register(r)
+                   .Add({}, kDurationBuckets);
+  last_reconcile_ = &prometheus::BuildGauge()
+                         .Name("mesh_host_last_reconcile_timestamp_seconds")
+                         .Help("When the last reconcile finished, in Unix seconds.")
+                         .Register(r)
+                         .Add({});
+  last_success_ = &prometheus::BuildGauge()
+                       .Name("mesh_host_last_success_timestamp_seconds")
+                       .Help("When the last reconcile with result ok finished, in Unix seconds.")
+                       .Register(r)
+                       .Add({});
+  generation_ = &prometheus::BuildGauge()
+                     .Name("mesh_host_declaration_generation")
+                     .Help("Generation of the last applied declaration.")
+                     .Register(r)
+                     .Add({});
+  prometheus::BuildGauge()
+      .Name("mesh_host_build_info")
+      .Help("Always 1; the version of mesh-host.")
+      .Register(r)
+      .Add({{"version", version}})
+      .Set(1);
+}
+
+HostMetrics::~HostMetrics() = default;
+
+void HostMetrics::ObserveApply(const reconcile::ApplyReport& report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reconciles_->Add({{"result", std::string(reconcile::ApplyResultName(report.result))}})
+      .Increment();
+  duration_->Observe(std::chrono::duration<double>(report.duration).count());
+  last_reconcile_->Set(Seconds(report.finished_at));
+  if (report.result == reconcile::ApplyResult::kOk) last_success_->Set(Seconds(report.finished_at));
+  if (report.result == reconcile::ApplyResult::kRefused) return;
+  generation_->Set(static_cast<double>(report.generation));
+
+  std::set<std::string> resources, units;
+  std::set<std::string> running;
+  for (const core::ResourceOutcome& o : report.outcomes) {
+    if (o.outcome == core::Outcome::kRemoved) continue;
+    resources.insert(o.id);
+    auto& c = outcomes_->Add({{"resource", o.id},
+                              {"kind", o.kind},
+                              {"outcome", std::string(core::OutcomeName(o.outcome))}});
+    c.Increment();
+    resource_counters_[o.id].insert(&c);
+    auto& g = failed_->Add({{"resource", o.id}, {"kind", o.kind}});
+    g.Set(o.outcome == core::Outcome::kFailed ? 1 : 0);
+    resource_failed_[o.id] = &g;
+    if (o.declared_unit.empty()) continue;
+    const std::string& unit = o.declared_unit;
+    units.insert(unit);
+    if (o.unit_should_run) running.insert(unit);
+    if (o.host_acted && !o.restart_reason.empty()) {
+      auto& rc = unit_restarts_->Add({{"unit", unit}, {"reason", o.restart_reason}});
+      rc.Increment();
+      unit_restart_counters_[unit].insert(&rc);
+    }
+    if (o.confirm_failed) {
+      auto& cf = confirm_failures_->Add({{"unit", unit}});
+      cf.Increment();
+      unit_confirm_counters_[unit] = &cf;
+    }
+  }
+  running_units_ = running;
+  ForgetExcept(resources, units);
+  for (const core::ResourceOutcome& o : report.outcomes) {
+    if (!o.unit.has_value() || !o.unit_should_run) continue;
+    core::UnitStatus s;
+    s.active_state = o.unit->active_state;
+    s.sub_state = o.unit->sub_state;
+    s.result = o.unit->result;
+    s.n_restarts = o.unit->n_restarts;
+    ObserveUnitLocked(o.unit->name, s);
+  }
+}
+
+void HostMetrics::ObserveUnit(const std::string& unit, const core::UnitStatus& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ObserveUnitLocked(unit, status);
+}
+
+void HostMetrics::ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status) {
+  if (!running_units_.contains(unit)) return;  // only units declared running
+  auto& g = unit_active_->Add({{"unit", unit}});
+  g.Set(status.Running() && status.sub_state != "auto-restart" ? 1 : 0);
+  unit_active_gauges_[unit] = &g;
+  auto& sr = systemd_restarts_->Add({{"unit", unit}});
+  unit_systemd_restarts_[unit] = &sr;
+  // A counter of systemd's NRestarts: the first sight sets the baseline,
+  // growth adds the difference, and a drop (reset-failed, reboot) means the
+  // new value counts restarts since the reset.
+  uint32_t n = status.n_restarts;
+  auto last = last_n_restarts_.find(unit);
+  if (last == last_n_restarts_.end() || n < last->second) {
+    sr.Increment(n);
+  } else {
+    sr.Increment(n - last->second);
+  }
+  last_n_restarts_[unit] = n;
+}
+
+void HostMetrics::ForgetExcept(const std::set<std::string>& resources,
+                               const std::set<std::string>& units) {
+  for (auto it = resource_counters_.begin(); it != resource_counters_.end();) {
+    if (resources.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    for (auto* c : it->second) outcomes_->Remove(c);
+    it = resource_counters_.erase(it);
+  }
+  for (auto it = resource_failed_.begin(); it != resource_failed_.end();) {
+    if (resources.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    failed_->Remove(it->second);
+    it = resource_failed_.erase(it);
+  }
+  for (auto it = unit_restart_counters_.begin(); it != unit_restart_counters_.end();) {
+    if (units.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    for (auto* c : it->second) unit_restarts_->Remove(c);
+    it = unit_restart_counters_.erase(it);
+  }
+  for (auto it = unit_confirm_counters_.begin(); it != unit_confirm_counters_.end();) {
+    if (units.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    confirm_failures_->Remove(it->second);
+    it = unit_confirm_counters_.erase(it);
+  }
+  for (auto it = unit_active_gauges_.begin(); it != unit_active_gauges_.end();) {
+    if (running_units_.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    unit_active_->Remove(it->second);
+    it = unit_active_gauges_.erase(it);
+  }
+  for (auto it = unit_systemd_restarts_.begin(); it != unit_systemd_restarts_.end();) {
+    if (running_units_.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    systemd_restarts_->Remove(it->second);
+    last_n_restarts_.erase(it->first);
+    it = unit_systemd_restarts_.erase(it);
+  }
+}
+
+std::string HostMetrics::Serialize() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace mesh::metrics

@@ -1,0 +1,74 @@
+// HostMetrics: mesh-host's Prometheus metrics (SPEC "Metrics"), fed by apply
+// reports and by the live unit watch.
+//
+// Metrics are fed, they never reach out. Label values are bounded to what is
+// declared: a resource or unit that is pruned has its series removed, so a
+// host that runs for months does not grow without end. Thread-safe: the
+// apply loop, the unit watch and /metrics scrapes may call it concurrently.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "host/core/unit_status.h"
+#include "host/reconcile/reconciler.h"
+
+namespace prometheus {
+class Registry;
+class Counter;
+class Gauge;
+class Histogram;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace mesh::metrics {
+
+class HostMetrics {
+ public:
+  explicit HostMetrics(const std::string& version);
+  ~HostMetrics();
+
+  // One apply (or a refusal). Afterwards only the resources and units of the
+  // last accepted declaration keep series.
+  void ObserveApply(const reconcile::ApplyReport& report);
+
+  // What the live watch saw of a unit declared running.
+  void ObserveUnit(const std::string& unit, const core::UnitStatus& status);
+
+  // Prometheus text exposition format.
+  std::string Serialize() const;
+
+ private:
+  void ForgetExcept(const std::set<std::string>& resources, const std::set<std::string>& units);
+  void ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status);
+
+  mutable std::mutex mu_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* outcomes_;
+  prometheus::Family<prometheus::Gauge>* failed_;
+  prometheus::Family<prometheus::Gauge>* unit_active_;
+  prometheus::Family<prometheus::Counter>* unit_restarts_;
+  prometheus::Family<prometheus::Counter>* systemd_restarts_;
+  prometheus::Family<prometheus::Counter>* confirm_failures_;
+  prometheus::Family<prometheus::Counter>* reconciles_;
+  prometheus::Histogram* duration_;
+  prometheus::Gauge* last_reconcile_;
+  prometheus::Gauge* last_success_;
+  prometheus::Gauge* generation_;
+
+  // Series handed out, by resource or unit, so they can be removed.
+  std::map<std::string, std::set<prometheus::Counter*>> resource_counters_;
+  std::map<std::string, prometheus::Gauge*> resource_failed_;
+  std::map<std::string, std::set<prometheus::Counter*>> unit_restart_counters_;
+  std::map<std::string, prometheus::Counter*> unit_confirm_counters_;
+  std::map<std::string, prometheus::Gauge*> unit_active_gauges_;
+  std::map<std::string, prometheus::Counter*> unit_systemd_restarts_;
+  std::map<std::string, uint32_t> last_n_restarts_;
+  std::set<std::string> running_units_;  // declared running, from the last accepted apply
+};
+
+}  // namespace mesh::metrics

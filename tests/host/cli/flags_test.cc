@@ -1,0 +1,43 @@
+#include "host/cli/flags.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace mesh::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+TEST(FlagsTest, DefaultsAreTheContract) {
+  auto f = ParseFlags({"apply"});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->declaration, "/etc/mesh-host/declaration.json");
+  EXPECT_EQ(f->state_dir, "/var/lib/mesh-host");
+  EXPECT_EQ(f->root, "/");
+  EXPECT_EQ(f->artifacts, "/var/lib/mesh-host/artifacts");
+  EXPECT_EQ(f->unit_dir, "/etc/systemd/system");
+  EXPECT_EQ(f->listen, "127.0.0.1:9479");
+  EXPECT_EQ(f->interval, 5min);
+  EXPECT_EQ(f->settle, 1s);
+}
+
+TEST(FlagsTest, BothSpellingsAndDurations) {
+  auto f = ParseFlags({"run", "--settle=250ms", "--interval", "1m", "--root", "/srv/r"});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->settle, 250ms);
+  EXPECT_EQ(f->interval, 1min);
+  EXPECT_EQ(f->root, "/srv/r");
+}
+
+TEST(FlagsTest, ErrorsNameTheFlag) {
+  EXPECT_THAT(ParseFlags({"apply", "--sette", "1s"}).error().message,
+              HasSubstr("unknown flag \"--sette\""));
+  EXPECT_THAT(ParseFlags({"apply", "--settle", "1"}).error().message, HasSubstr("--settle"));
+  EXPECT_THAT(ParseFlags({"apply", "--root", "rel"}).error().message, HasSubstr("--root"));
+  EXPECT_THAT(ParseFlags({"apply", "--root"}).error().message, HasSubstr("needs a value"));
+  EXPECT_THAT(ParseFlags({"frobnicate"}).error().message, HasSubstr("unknown verb"));
+}
+
+}  // namespace
+}  // namespace mesh::cli

@@ -1,0 +1,111 @@
+#include "host/status/status_board.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace mesh::status {
+namespace {
+
+using ::testing::HasSubstr;
+
+reconcile::ApplyReport Report() {
+  reconcile::ApplyReport r;
+  r.machine = "edge-1";
+  r.generation = 7;
+  r.declaration_digest = "abc";
+  core::ResourceOutcome cred;
+  cred.id = "tok";
+  cred.kind = "credential";
+  cred.outcome = core::Outcome::kCreated;
+  cred.detail = "wrote secret, mode 0400";
+  cred.digest = "sha256:1";
+  core::ResourceOutcome svc;
+  svc.id = "jail";
+  svc.kind = "service";
+  svc.outcome = core::Outcome::kRestarted;
+  svc.declared_unit = "fail2ban.service";
+  svc.unit_should_run = true;
+  svc.host_acted = true;
+  svc.restart_reason = "restart_on";
+  svc.unit = core::UnitSnapshot{"fail2ban.service", "active", "running", "success", 2, 0};
+  r.outcomes = {cred, svc};
+  return r;
+}
+
+TEST(StatusBoardTest, JsonShapeOfTheSpec) {
+  StatusBoard board;
+  board.PublishApply(Report());
+  nlohmann::json j = ToJson(*board.Get());
+  for (const char* key : {"machine", "generation", "declaration_digest", "healthy",
+                          "last_reconcile", "error", "resources"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["machine"], "edge-1");
+  EXPECT_TRUE(j["healthy"].get<bool>());
+  EXPECT_TRUE(j["error"].is_null());
+  for (const char* key : {"started_at", "finished_at", "duration_seconds", "result", "counts"}) {
+    EXPECT_TRUE(j["last_reconcile"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["last_reconcile"]["counts"]["restarted"], 1);
+  EXPECT_EQ(j["last_reconcile"]["counts"]["failed"], 0);
+  const auto& svc = j["resources"][1];
+  for (const char* key : {"id", "kind", "outcome", "detail", "applied_at", "digest", "unit"}) {
+    EXPECT_TRUE(svc.contains(key)) << key;
+  }
+  for (const char* key :
+       {"name", "active_state", "sub_state", "result", "n_restarts", "host_restarts"}) {
+    EXPECT_TRUE(svc["unit"].contains(key)) << key;
+  }
+  EXPECT_EQ(svc["unit"]["host_restarts"], 1);
+  EXPECT_FALSE(j["resources"][0].contains("unit"));
+}
+
+TEST(StatusBoardTest, DeadUnitBetweenAppliesTurnsUnhealthy) {
+  StatusBoard board;
+  board.PublishApply(Report());
+  core::UnitStatus dead;
+  dead.active_state = "failed";
+  dead.sub_state = "failed";
+  dead.result = "signal";
+  board.PublishUnit("fail2ban.service", dead);
+  Health h = Judge(*board.Get());
+  EXPECT_FALSE(h.healthy);
+  EXPECT_THAT(h.text, HasSubstr("unit fail2ban.service is failed (failed), declared running"));
+  EXPECT_EQ(ToJson(*board.Get())["resources"][1]["unit"]["active_state"], "failed");
+}
+
+TEST(StatusBoardTest, FailedResourceNamedInHealth) {
+  StatusBoard board;
+  auto r = Report();
+  r.outcomes[0].outcome = core::Outcome::kFailed;
+  r.outcomes[0].detail = "unknown user \"x\"";
+  r.result = reconcile::ApplyResult::kFailed;
+  board.PublishApply(r);
+  Health h = Judge(*board.Get());
+  EXPECT_FALSE(h.healthy);
+  EXPECT_THAT(h.text, HasSubstr("resource tok (credential) failed: unknown user"));
+}
+
+TEST(StatusBoardTest, RefusalKeepsTheLastStateAndShowsTheError) {
+  StatusBoard board;
+  board.PublishApply(Report());
+  reconcile::ApplyReport refused;
+  refused.result = reconcile::ApplyResult::kRefused;
+  refused.error = "resource x, field mode: bad";
+  board.PublishApply(refused);
+  nlohmann::json j = ToJson(*board.Get());
+  EXPECT_EQ(j["generation"], 7);
+  EXPECT_EQ(j["error"], "resource x, field mode: bad");
+  EXPECT_EQ(j["resources"].size(), 2u);
+  EXPECT_EQ(j["last_reconcile"]["result"], "refused");
+  EXPECT_FALSE(j["healthy"].get<bool>());
+}
+
+TEST(StatusBoardTest, NothingYetIsNotHealthy) {
+  StatusBoard board;
+  EXPECT_FALSE(Judge(*board.Get()).healthy);
+  EXPECT_TRUE(ToJson(*board.Get())["last_reconcile"].is_null());
+}
+
+}  // namespace
+}  // namespace mesh::status

@@ -1,0 +1,114 @@
+// The HTTP server on port 0 over loopback.
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace mesh::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto bound = server_.Start({"127.0.0.1", 0});
+    ASSERT_TRUE(bound.has_value()) << bound.error().message;
+    port_ = std::stoi(bound->substr(bound->rfind(':') + 1));
+  }
+  void Publish(bool failed) {
+    reconcile::ApplyReport r;
+    r.machine = "m";
+    core::ResourceOutcome o;
+    o.id = "jail.conf";
+    o.kind = "file";
+    o.outcome = failed ? core::Outcome::kFailed : core::Outcome::kUnchanged;
+    o.detail = "disk full";
+    r.outcomes = {o};
+    r.result = failed ? reconcile::ApplyResult::kFailed : reconcile::ApplyResult::kOk;
+    board_.PublishApply(r);
+  }
+  httplib::Client Client() {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(std::chrono::seconds(3));
+    return c;
+  }
+  status::StatusBoard board_;
+  StatusServer server_{board_, [] { return std::string("# metrics\nmesh_host_build_info 1\n"); }};
+  int port_ = 0;
+};
+
+TEST_F(ServerTest, ServesTheThreeEndpoints) {
+  Publish(false);
+  auto c = Client();
+  auto status = c.Get("/status");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(status->body)["machine"], "m");
+  auto health = c.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, "ok\n");
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("mesh_host_build_info 1"));
+  EXPECT_THAT(metrics->get_header_value("Content-Type"), HasSubstr("text/plain; version=0.0.4"));
+}
+
+TEST_F(ServerTest, UnhealthyNamesWhatIsWrong) {
+  Publish(true);
+  auto health = Client().Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_THAT(health->body, HasSubstr("resource jail.conf (file) failed: disk full"));
+}
+
+TEST_F(ServerTest, UnknownPathIs404OtherMethodsAre405) {
+  auto c = Client();
+  auto nope = c.Get("/nope");
+  ASSERT_TRUE(nope);
+  EXPECT_EQ(nope->status, 404);
+  auto post = c.Post("/status", "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  auto del = c.Delete("/metrics");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 405);
+}
+
+TEST_F(ServerTest, HalfARequestDoesNotBlockMetrics) {
+  // A client that sends half a request line and stalls.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const char half[] = "GET /metr";
+  ASSERT_GT(::write(fd, half, sizeof half - 1), 0);
+  auto metrics = Client().Get("/metrics");
+  ASSERT_TRUE(metrics) << "blocked behind a stalled client";
+  EXPECT_EQ(metrics->status, 200);
+  ::close(fd);
+}
+
+TEST(ParseListenTest, Forms) {
+  auto a = ParseListen("127.0.0.1:9479");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 9479);
+  auto v6 = ParseListen("[::1]:0");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_FALSE(ParseListen("9479"));
+  EXPECT_FALSE(ParseListen("host:99999"));
+  EXPECT_FALSE(ParseListen("host:x"));
+}
+
+}  // namespace
+}  // namespace mesh::http

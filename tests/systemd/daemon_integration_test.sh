@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# mesh-host run against a real systemd (tests/systemd/sdbox.sh): sd_notify
+# READY=1 and WATCHDOG=1 on a test socket; /healthz, /status, /metrics; a
+# unit killed with SIGKILL shows as dead within seconds (no reconcile); SIGHUP
+# applies; an atomic rename of a new declaration triggers exactly one apply; a
+# crash-looping unit's systemd restart counter rises; `mesh-host status`;
+# SIGTERM stops it cleanly with the record whole.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$PWD/host/mesh-host
+[ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
+SDBOX=$HERE/sdbox.sh
+[ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
+# Under /tmp, not TEST_TMPDIR: a unix socket path must stay short.
+T=$(mktemp -d /tmp/mesh-host-daemon.XXXXXX)
+export SDBOX_DIR=$T/box
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  "$SDBOX" down >/dev/null 2>&1 || true
+  [ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+"$SDBOX" up
+eval "$("$SDBOX" env)"
+export DBUS_SYSTEM_BUS_ADDRESS
+mkdir -p "$T/root" "$T/etc"
+
+fails=0
+check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
+# until SECONDS CONDITION: bounded wait, polling every 0.1 s.
+until_true() { local end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ "$(date +%s%N)" -lt "$end" ]; do eval "$2" && return 0; sleep 0.1; done; return 1; }
+svc() {
+  printf '{"id":"%s","kind":"service","unit":"%s.service","state":"running","unit_text":%s}' \
+    "$1" "$1" "$(printf '%s' "$2" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')"
+}
+WEB=$(svc web $'[Service]\nExecStart=/bin/sleep infinity\n')
+FLAP=$(svc flap $'[Unit]\nStartLimitIntervalSec=0\n[Service]\nRestart=always\nRestartSec=0\nExecStart=/bin/sh -c \'sleep 0.5; exit 1\'\n')
+CONF='{"id":"web.conf","kind":"file","path":"/etc/web.conf","content":"v1\n"}'
+printf '{"machine":"box","generation":1,"resources":[%s,%s]}' "$CONF" "$WEB" > "$T/etc/declaration.json"
+
+# A notify socket, as systemd would give a Type=notify service.
+python3 - "$T/notify.sock" "$T/notify.log" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        log.write(s.recv(4096).decode() + "\n")
+PY
+PIDS+=($!)
+until_true 5 '[ -S "$T/notify.sock" ]'
+
+NOTIFY_SOCKET=$T/notify.sock WATCHDOG_USEC=400000 "$BIN" run --declaration "$T/etc/declaration.json" \
+  --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" --unit-dir "$SDBOX_DIR/units" \
+  --machine box --settle 1s --interval 1h --listen 127.0.0.1:0 2> "$T/run.log" &
+HOST=$!
+PIDS+=($HOST)
+until_true 10 'grep -q "listening on" "$T/run.log"'
+PORT=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$T/run.log" | cut -d: -f2)
+URL=http://127.0.0.1:$PORT
+code() { curl -s -o /dev/null -w '%{http_code}' "$URL$1"; }
+applies() { grep -c '^apply ' "$T/run.log" || true; }
+
+check "healthy after the first apply" 'until_true 10 "[ \$(code /healthz) = 200 ]"'
+check "READY=1 sent" 'until_true 5 "grep -q READY=1 \"$T/notify.log\""'
+check "WATCHDOG=1 sent" 'until_true 5 "grep -q WATCHDOG=1 \"$T/notify.log\""'
+check "STATUS= summary sent" 'grep -q "STATUS=generation 1: 2 resource(s)" "$T/notify.log"'
+check "/status names the unit" 'curl -s $URL/status | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"resources\"][1][\"unit\"][\"name\"]==\"web.service\""'
+
+nsenter -t "$SDBOX_PID" -m -p systemctl kill --signal=KILL web.service
+check "killed unit: /healthz 503 within 5 s" 'until_true 5 "[ \$(code /healthz) = 503 ]"'
+check "killed unit: mesh_host_unit_active 0" 'curl -s $URL/metrics | grep -q "^mesh_host_unit_active{unit=\"web.service\"} 0"'
+check "killed unit: /healthz names it" 'curl -s $URL/healthz | grep -q "unit web.service is failed"'
+check "no reconcile ran for it" '[ "$(applies)" = 1 ]'
+
+kill -HUP $HOST
+check "SIGHUP applies (the unit is started again)" 'until_true 5 "[ \$(applies) = 2 ]" && grep -q "^started web (service): was failed, started" "$T/run.log"'
+check "healthy again" 'until_true 5 "[ \$(code /healthz) = 200 ]"'
+
+printf '{"machine":"box","generation":2,"resources":[%s,%s,%s]}' "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" > "$T/etc/.declaration.json.new"
+mv "$T/etc/.declaration.json.new" "$T/etc/declaration.json"
+check "atomic rename triggers an apply" 'until_true 5 "[ \$(applies) = 3 ]"'
+sleep 1.5
+check "... exactly one" '[ "$(applies)" = 3 ]'
+check "/status shows generation 2" 'curl -s $URL/status | grep -q "\"generation\": 2"'
+check "the crash-looping unit fails its two looks" 'grep -q "^failed flap (service): flap.service died and was restarted by systemd" "$T/run.log"'
+r1=$(curl -s $URL/metrics | sed -n 's/^mesh_host_unit_systemd_restarts_total{unit="flap.service"} //p')
+sleep 3
+r2=$(curl -s $URL/metrics | sed -n 's/^mesh_host_unit_systemd_restarts_total{unit="flap.service"} //p')
+check "crash-loop: systemd restart counter rises between applies ($r1 -> $r2)" '[ -n "$r1" ] && [ -n "$r2" ] && [ "${r2%.*}" -gt "${r1%.*}" ]'
+
+set +e
+"$BIN" status --url "$URL" > "$T/status.out"; src=$?
+"$BIN" status --url http://127.0.0.1:1 >/dev/null 2>&1; src2=$?
+set -e
+check "status: exit 1 when not healthy, table printed" '[ $src = 1 ] && grep -q "^flap  *service  *failed" "$T/status.out"'
+check "status: exit 2 when unreachable" '[ $src2 = 2 ]'
+
+kill -TERM $HOST
+set +e
+until_true 10 '! kill -0 $HOST 2>/dev/null'; wait $HOST; rc=$?
+set -e
+check "SIGTERM: exit 0" '[ $rc = 0 ]'
+check "SIGTERM: STOPPING=1 sent" 'grep -q STOPPING=1 "$T/notify.log"'
+check "record whole after stop" 'python3 -c "import json; json.load(open(\"$T/state/state.json\"))"'
+echo "daemon integration: $fails failed"
+[ "$fails" = 0 ]
