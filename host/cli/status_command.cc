@@ -20,6 +20,12 @@ std::string Str(const nlohmann::json& j, const char* key) {
   return j[key].dump();
 }
 
+std::string Seconds(const nlohmann::json& last) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", last.value("duration_seconds", 0.0));
+  return buf;
+}
+
 }  // namespace
 
 std::string FormatStatusTable(const nlohmann::json& s) {
@@ -31,7 +37,7 @@ std::string FormatStatusTable(const nlohmann::json& s) {
   out += "last apply " +
          (last.is_null() ? std::string("none yet")
                          : Str(last, "result") + " at " + Str(last, "finished_at") + " (" +
-                               Str(last, "duration_seconds") + " s)") +
+                               Seconds(last) + ")") +
          "\n";
   if (s.contains("error") && !s["error"].is_null()) {
     out += "declaration refused: " + s["error"].get<std::string>() + "\n";
