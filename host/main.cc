@@ -106,6 +106,8 @@ int Run(const cli::Flags& flags) {
   }
   status::StatusBoard board;
   metrics::HostMetrics metrics(MESH_HOST_VERSION);
+  metrics.SetReconcileInterval(flags.interval);
+  metrics.SetStartTime((*machine)->clock.Now());
   http::StatusServer server(board, [&metrics] { return metrics.Serialize(); });
   auto bound = server.Start(*listen);
   if (!bound) {

@@ -76,6 +76,16 @@ HostMetrics::HostMetrics(const std::string& version)
                      .Help("Generation of the last applied declaration.")
                      .Register(r)
                      .Add({});
+  interval_ = &prometheus::BuildGauge()
+                    .Name("mesh_host_reconcile_interval_seconds")
+                    .Help("The --interval between reconciles of mesh-host run.")
+                    .Register(r)
+                    .Add({});
+  start_time_ = &prometheus::BuildGauge()
+                      .Name("mesh_host_start_time_seconds")
+                      .Help("When this mesh-host process started, in Unix seconds.")
+                      .Register(r)
+                      .Add({});
   prometheus::BuildGauge()
       .Name("mesh_host_build_info")
       .Help("Always 1; the version of mesh-host.")
@@ -85,6 +95,14 @@ HostMetrics::HostMetrics(const std::string& version)
 }
 
 HostMetrics::~HostMetrics() = default;
+
+void HostMetrics::SetReconcileInterval(std::chrono::nanoseconds interval) {
+  interval_->Set(std::chrono::duration<double>(interval).count());
+}
+
+void HostMetrics::SetStartTime(std::chrono::system_clock::time_point start) {
+  start_time_->Set(Seconds(start));
+}
 
 void HostMetrics::ObserveApply(const reconcile::ApplyReport& report) {
   std::lock_guard<std::mutex> lock(mu_);

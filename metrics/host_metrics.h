@@ -7,6 +7,7 @@
 // apply loop, the unit watch and /metrics scrapes may call it concurrently.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,11 @@ namespace mesh::metrics {
 class HostMetrics {
  public:
   explicit HostMetrics(const std::string& version);
+
+  // Not in the SPEC's table but what MeshHostReconcileStale needs to be right
+  // for any --interval, and to tell "never succeeded" from "just started".
+  void SetReconcileInterval(std::chrono::nanoseconds interval);
+  void SetStartTime(std::chrono::system_clock::time_point start);
   ~HostMetrics();
 
   // One apply (or a refusal). Afterwards only the resources and units of the
@@ -59,6 +65,8 @@ class HostMetrics {
   prometheus::Gauge* last_reconcile_;
   prometheus::Gauge* last_success_;
   prometheus::Gauge* generation_;
+  prometheus::Gauge* interval_;
+  prometheus::Gauge* start_time_;
 
   // Series handed out, by resource or unit, so they can be removed.
   std::map<std::string, std::set<prometheus::Counter*>> resource_counters_;
