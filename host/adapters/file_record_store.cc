@@ -48,6 +48,30 @@ core::Status FileRecordStore::Save(const core::Record& record) {
   return core::Ok();
 }
 
+core::Result<bool> FileRecordStore::BeginApply() {
+  if (fs_ == nullptr) return core::Fail("no state directory");
+  auto info = fs_->Stat("/applying");
+  if (!info) return std::unexpected(info.error());
+  bool interrupted = info->type != core::FileType::kMissing;
+  if (interrupted) {
+    // The record's own temporary files are swept here; the reconciler
+    // sweeps the directories it writes into.
+    if (auto swept = fs_->RemoveStaleTemporaries("/"); !swept)
+      return std::unexpected(swept.error());
+    return true;
+  }
+  ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
+                       static_cast<uint32_t>(::getegid())};
+  auto written = fs_->WriteFileAtomic("/applying", "", own);
+  if (!written) return std::unexpected(written.error());
+  return false;
+}
+
+core::Status FileRecordStore::EndApply() {
+  if (fs_ == nullptr) return core::Ok();
+  return fs_->Remove("/applying");
+}
+
 core::Status FileRecordStore::Lock() {
   if (fs_ == nullptr) return core::Ok();
   std::string path = fs_->root() + "/lock";

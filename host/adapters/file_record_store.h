@@ -21,6 +21,8 @@ class FileRecordStore : public ports::RecordStore {
 
   core::Result<std::optional<core::Record>> Load() override;
   core::Status Save(const core::Record& record) override;
+  core::Result<bool> BeginApply() override;
+  core::Status EndApply() override;
 
   // Takes an exclusive lock on <state-dir>/lock for the life of this object;
   // fails at once, naming the holder's purpose, if another process has it.

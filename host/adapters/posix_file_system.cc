@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -446,6 +447,51 @@ Status PosixFileSystem::Remove(const std::string& path) {
   Status st = RemoveAt(parent->get(), leaf, path, 0);
   ::fsync(parent->get());
   return st;
+}
+
+Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
+  UniqueFd fd;
+  if (dir == "/" || dir.empty()) {
+    if (!root_fd_.valid()) return Fail(open_error_);
+    fd = UniqueFd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
+  } else {
+    std::string leaf;
+    auto parent = OpenParent(dir, false, &leaf);
+    if (!parent) return std::unexpected(parent.error());
+    if (!parent->valid()) return 0;
+    fd = UniqueFd(
+        ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid())
+      return errno == ENOENT || errno == ENOTDIR ? 0 : Result<int>(Fail(Errno("open", dir)));
+  }
+  int dup = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0);
+  DIR* d = ::fdopendir(dup);
+  if (d == nullptr) {
+    ::close(dup);
+    return Fail(Errno("opendir", dir));
+  }
+  std::vector<std::string> stale;
+  static constexpr std::string_view kMark = ".mesh-host-tmp.";
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    size_t at = name.rfind(kMark);
+    if (name.empty() || name[0] != '.' || at == std::string_view::npos) continue;
+    std::string_view rest = name.substr(at + kMark.size());  // "PID.N"
+    pid_t pid = 0;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+    if (ec != std::errc() || end == rest.data() + rest.size() || *end != '.') continue;
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // still someone's
+    stale.emplace_back(name);
+  }
+  ::closedir(d);
+  int removed = 0;
+  for (const std::string& name : stale) {
+    if (auto st = RemoveAt(fd.get(), name, dir + "/" + name, 0); !st)
+      return std::unexpected(st.error());
+    ++removed;
+  }
+  if (removed > 0) ::fsync(fd.get());
+  return removed;
 }
 
 Result<std::pair<uint32_t, uint32_t>> PosixFileSystem::LookupIds(const std::string& owner,

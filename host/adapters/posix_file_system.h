@@ -33,6 +33,7 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
                                                       bool hash_contents) override;
   core::Status Remove(const std::string& path) override;
+  core::Result<int> RemoveStaleTemporaries(const std::string& dir) override;
   core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,
                                                         const std::string& group) override;
 

@@ -52,6 +52,11 @@ class FileSystem {
   // Deletes a file or a whole tree; a missing path is not an error.
   virtual core::Status Remove(const std::string& path) = 0;
 
+  // After an interrupted apply: deletes the temporary files and trees a
+  // killed mesh-host left in `dir` (".NAME.mesh-host-tmp.PID.N" whose PID is
+  // no longer running). Returns how many. A missing `dir` holds none.
+  virtual core::Result<int> RemoveStaleTemporaries(const std::string& dir) = 0;
+
   // Numeric ids for a user and group name, as the machine knows them.
   virtual core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,
                                                                 const std::string& group) = 0;

@@ -18,6 +18,12 @@ class RecordStore {
   virtual core::Result<std::optional<core::Record>> Load() = 0;
   // Atomic: the old record or the new one survives a crash, never a mix.
   virtual core::Status Save(const core::Record& record) = 0;
+
+  // Marks an apply in progress (durably). Returns true when the mark was
+  // already there: the previous apply was interrupted (kill -9, power
+  // loss), and its temporary files need sweeping.
+  virtual core::Result<bool> BeginApply() = 0;
+  virtual core::Status EndApply() = 0;
 };
 
 }  // namespace mesh::ports

@@ -85,6 +85,7 @@ class Pass {
   void PlanUnits(std::vector<UnitStep>& steps);
   void ConfirmUnits(std::vector<UnitStep>& steps);
   void Prune();
+  void SweepIfInterrupted();
   // "wrote 22 byte(s)" in an apply, "would write 22 byte(s)" in a plan.
   std::string Did(std::string_view past, std::string_view verb, std::string_view rest) const {
     return (options_.dry_run ? "would " + std::string(verb) : std::string(past)) + " " +
@@ -672,12 +673,41 @@ void Pass::Prune() {
   }
 }
 
+void Pass::SweepIfInterrupted() {
+  auto interrupted = ports_.records->BeginApply();
+  if (!interrupted) {
+    report_.warnings.push_back("apply mark not set: " + interrupted.error().message);
+    return;
+  }
+  if (!*interrupted) return;
+  // Every directory the host writes into: parents of declared and recorded
+  // paths, and the unit directory.
+  std::set<std::string> dirs;
+  auto add_parent = [&](const std::string& path) {
+    size_t slash = path.rfind('/');
+    dirs.insert(slash == 0 ? "/" : path.substr(0, slash));
+  };
+  for (const Resource& r : decl_.resources) {
+    if (r.HasFiles()) add_parent(r.path);
+  }
+  for (const std::string& p : old_paths_) add_parent(p);
+  int removed = 0;
+  for (const std::string& dir : dirs) {
+    auto n = ports_.root->RemoveStaleTemporaries(dir);
+    if (n) removed += *n;
+  }
+  if (auto n = ports_.units->RemoveStaleTemporaries("/"); n) removed += *n;
+  report_.warnings.push_back("the previous apply was interrupted; removed " +
+                             std::to_string(removed) + " temporary file(s) it left");
+}
+
 void Pass::Run(std::string_view text) {
   now_ = core::FormatTimestamp(report_.started_at);
   if (!Check(text)) {
     report_.result = ApplyResult::kRefused;
     return;
   }
+  if (!options_.dry_run) SweepIfInterrupted();
   next_ = old_;
   next_.machine = decl_.machine;
   next_.generation = decl_.generation;
@@ -761,6 +791,8 @@ void Pass::Run(std::string_view text) {
     if (auto st = ports_.records->Save(next_); !st) {
       report_.error = "record not saved: " + st.error().message;
       report_.result = ApplyResult::kFailed;
+    } else if (auto end = ports_.records->EndApply(); !end) {
+      report_.warnings.push_back("apply mark not cleared: " + end.error().message);
     }
   }
   for (const ResourceOutcome& o : report_.outcomes) {

@@ -25,7 +25,18 @@ class MemoryRecordStore : public ports::RecordStore {
     return core::Ok();
   }
 
+  core::Result<bool> BeginApply() override {
+    bool was = applying;
+    applying = true;
+    return was;
+  }
+  core::Status EndApply() override {
+    applying = false;
+    return core::Ok();
+  }
+
   std::optional<std::string> text;
+  bool applying = false;
   int loads = 0;
   int saves = 0;
   bool fail_saves = false;

@@ -216,6 +216,26 @@ TEST_F(FilesTest, SymlinkPlantedInRootFailsTheResourceNotTheMachine) {
   EXPECT_FALSE(Exists(dir_.Sub("outside/app")));
 }
 
+TEST_F(FilesTest, InterruptedApplyLeavesNoTemporaryFilesBehind) {
+  json decl = Decl(Resources());
+  Run(decl);
+  // What kill -9 in the middle of a write leaves: a temporary file and a
+  // temporary tree of a process that is gone, and the apply mark still set.
+  WriteText(Root("/etc/app/.app.conf.mesh-host-tmp.999999.0"), "half");
+  WriteText(Root("/opt/.tools.mesh-host-tmp.999999.1/bin/serve"), "half");
+  WriteText(Root("/etc/app/.keep.mesh-host-tmp.notapid.0"), "not ours");
+  store_.applying = true;
+  ApplyReport r = Run(decl);
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged", "unchanged"));
+  EXPECT_FALSE(Exists(Root("/etc/app/.app.conf.mesh-host-tmp.999999.0")));
+  EXPECT_FALSE(Exists(Root("/opt/.tools.mesh-host-tmp.999999.1")));
+  EXPECT_TRUE(Exists(Root("/etc/app/.keep.mesh-host-tmp.notapid.0")));
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_THAT(r.warnings[0], HasSubstr("interrupted; removed 2 temporary file(s)"));
+  EXPECT_FALSE(store_.applying) << "a finished apply clears its mark";
+}
+
 TEST_F(FilesTest, RecordNotSavedIsAFailure) {
   store_.fail_saves = true;
   ApplyReport r = Run(Decl(Resources()));
