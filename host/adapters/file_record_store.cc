@@ -50,16 +50,12 @@ core::Status FileRecordStore::Save(const core::Record& record) {
 
 core::Result<bool> FileRecordStore::BeginApply() {
   if (fs_ == nullptr) return core::Fail("no state directory");
+  // The state directory is tiny: sweep it every time, so a kill while the
+  // mark itself or the record was being written leaves nothing either.
+  if (auto swept = fs_->RemoveStaleTemporaries("/"); !swept) return std::unexpected(swept.error());
   auto info = fs_->Stat("/applying");
   if (!info) return std::unexpected(info.error());
-  bool interrupted = info->type != core::FileType::kMissing;
-  if (interrupted) {
-    // The record's own temporary files are swept here; the reconciler
-    // sweeps the directories it writes into.
-    if (auto swept = fs_->RemoveStaleTemporaries("/"); !swept)
-      return std::unexpected(swept.error());
-    return true;
-  }
+  if (info->type != core::FileType::kMissing) return true;
   ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
                        static_cast<uint32_t>(::getegid())};
   auto written = fs_->WriteFileAtomic("/applying", "", own);
