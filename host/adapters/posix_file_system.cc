@@ -226,7 +226,7 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
   std::vector<std::string_view> comps = Components(path);
   if (comps.empty()) return Fail("path " + path + " names the root itself");
   for (std::string_view c : comps) {
-    if (c == "..") return Fail("path " + path + " contains ..");
+    if (c == "..") return Fail(core::ErrorKind::kOutsideRoot, "path " + path + " contains ..");
   }
   *leaf = std::string(comps.back());
   UniqueFd cur(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
@@ -252,8 +252,9 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
       struct stat st;
       if (::fstatat(cur.get(), comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
           S_ISLNK(st.st_mode)) {
-        return Fail("path " + path + ": " + walked +
-                    " is a symlink; mesh-host does not follow symlinks under its root");
+        return Fail(core::ErrorKind::kOutsideRoot,
+                    "path " + path + ": " + walked +
+                        " is a symlink; mesh-host does not follow symlinks under its root");
       }
       if (err == ENOTDIR) return Fail("path " + path + ": " + walked + " is not a directory");
       return Fail(Errno("open", walked, err));

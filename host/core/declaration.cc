@@ -1,6 +1,7 @@
 #include "host/core/declaration.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -224,6 +225,23 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
   return r;
 }
 
+// Parser messages quote the input; a hostile input must not put raw bytes
+// (invalid UTF-8, control characters) or megabytes into a log line.
+std::string Printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 300)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (text.size() > 300) out += "...";
+  return out;
+}
+
 // The JSON parser recurses; a depth bound keeps a hostile nesting from
 // exhausting the stack.
 struct DepthExceeded {};
@@ -356,7 +374,7 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   } catch (const DepthExceeded&) {
     return Fail("declaration: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   } catch (const json::exception& e) {
-    return Fail(std::string("declaration: invalid JSON: ") + e.what());
+    return Fail("declaration: invalid JSON: " + Printable(e.what()));
   }
   if (!doc.is_object()) return Fail("declaration: must be a JSON object");
   for (const auto& [key, value] : doc.items()) {

@@ -11,8 +11,17 @@
 
 namespace mesh::core {
 
+// What kind of failure, where callers must tell them apart.
+enum class ErrorKind {
+  kOther,
+  // A path would leave its root (a symlink on the way, ".."): the
+  // declaration is refused whole rather than applied in part.
+  kOutsideRoot,
+};
+
 struct Error {
   std::string message;
+  ErrorKind kind = ErrorKind::kOther;
 };
 
 template <typename T>
@@ -22,6 +31,10 @@ using Status = std::expected<void, Error>;
 
 inline std::unexpected<Error> Fail(std::string message) {
   return std::unexpected<Error>(Error{std::move(message)});
+}
+
+inline std::unexpected<Error> Fail(ErrorKind kind, std::string message) {
+  return std::unexpected<Error>(Error{std::move(message), kind});
 }
 
 inline Status Ok() { return {}; }

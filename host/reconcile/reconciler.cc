@@ -124,6 +124,7 @@ class Pass {
   bool units_changed_ = false;
   std::vector<size_t> outcome_of_;  // resource index -> report_.outcomes index
   std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
+  std::map<std::string, Result<FileInfo>> stats_;  // declared path -> its stat at check time
 };
 
 bool Pass::Check(std::string_view text) {
@@ -159,6 +160,18 @@ bool Pass::Check(std::string_view text) {
     report_.error = "declaration, field generation: " + std::to_string(decl_.generation) +
                     " is lower than the applied generation " + std::to_string(old_.generation);
     return false;
+  }
+  // Every declared path is looked at once here: one on which a symlink (or
+  // anything else) would lead out of the root refuses the declaration whole.
+  // The answers are kept, so the write phase does not stat twice.
+  for (const Resource& r : decl_.resources) {
+    if (!r.HasFiles()) continue;
+    auto info = ports_.root->Stat(r.path);
+    if (!info && info.error().kind == core::ErrorKind::kOutsideRoot) {
+      report_.error = "resource " + r.id + ", field path: " + info.error().message;
+      return false;
+    }
+    stats_.emplace(r.path, std::move(info));
   }
   // A bundle the record already holds at this digest was checked when it was
   // applied; only new or changed bundles are read here, so a no-op apply does
@@ -206,7 +219,8 @@ FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
     if (old != nullptr) step.entry = *old;  // the old file is still what is on disk
     return step;
   };
-  auto info = ports_.root->Stat(r.path);
+  auto cached = stats_.find(r.path);
+  auto info = cached != stats_.end() ? cached->second : ports_.root->Stat(r.path);
   if (!info) return fail(info.error().message);
 
   bool recorded = old != nullptr && old->digest == want && old->written.size() == 1 &&
@@ -297,7 +311,8 @@ FileStep Pass::ApplyTree(const Resource& r, const RecordEntry* old) {
   };
   bool recorded = old != nullptr && old->digest == want && !old->written.empty() &&
                   old->written[0].path == r.path && !old->written[0].content_digest.empty();
-  auto info = ports_.root->Stat(r.path);
+  auto cached = stats_.find(r.path);
+  auto info = cached != stats_.end() ? cached->second : ports_.root->Stat(r.path);
   if (!info) return fail(info.error().message);
 
   RecordEntry entry;

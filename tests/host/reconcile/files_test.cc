@@ -207,13 +207,16 @@ TEST_F(FilesTest, OneFailureDoesNotStopTheOthers) {
   EXPECT_FALSE(Record()["resources"].contains("app.conf"));
 }
 
-TEST_F(FilesTest, SymlinkPlantedInRootFailsTheResourceNotTheMachine) {
+TEST_F(FilesTest, SymlinkPlantedInRootRefusesTheDeclarationWhole) {
   std::filesystem::create_directories(dir_.Sub("outside"));
   ::symlink(dir_.Sub("outside").c_str(), Root("/etc").c_str());
   ApplyReport r = Run(Decl(Resources()));
-  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed", "created"));
-  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("symlink"));
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr("resource app.conf, field path: path /etc/app/app.conf: /etc is a symlink"));
+  EXPECT_TRUE(r.outcomes.empty());
   EXPECT_FALSE(Exists(dir_.Sub("outside/app")));
+  EXPECT_FALSE(Exists(Root("/opt/tools"))) << "nothing else was written either";
+  EXPECT_FALSE(store_.text.has_value());
 }
 
 TEST_F(FilesTest, InterruptedApplyLeavesNoTemporaryFilesBehind) {
