@@ -66,6 +66,9 @@ core::Status SdbusServiceManager::Connect() {
   auto bus = std::make_unique<Bus>();
   int r = sd_bus_open_system(&bus->bus);
   if (r < 0) return core::Fail(std::string("connect to the system bus: ") + std::strerror(-r));
+  // A hung systemd must not hang the host: every call is bounded (10 s; a
+  // daemon-reload gets its own, longer bound).
+  sd_bus_set_method_call_timeout(bus->bus, 10ull * 1000 * 1000);
   // JobRemoved is recorded for every job, before any is asked for, so no
   // result can be missed between a method's reply and the wait.
   r = sd_bus_match_signal(

@@ -22,12 +22,14 @@ void FakeServiceManager::AddUnit(const std::string& name, UnitScript script) {
 void FakeServiceManager::Kill(const std::string& name) { units_[name].killed = true; }
 
 core::Status FakeServiceManager::ReloadDaemon() {
+  if (bus_gone) return core::Fail("Reload: Transport endpoint is not connected");
   ++daemon_reloads_;
   return core::Ok();
 }
 
 core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
                                                       ports::JobKind kind) {
+  if (bus_gone) return core::Fail("RestartUnit " + unit + ": Transport endpoint is not connected");
   calls_.push_back({unit, kind, clock_.elapsed()});
   auto it = units_.find(unit);
   if (it == units_.end()) {
@@ -84,6 +86,7 @@ std::map<std::string, std::string> FakeServiceManager::WaitForJobs(
 
 core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& unit) {
   if (fail_reads) return core::Fail("GetUnit " + unit + ": org.freedesktop.DBus.Error.NoReply");
+  if (bus_gone) return core::Fail("LoadUnit " + unit + ": Transport endpoint is not connected");
   core::UnitStatus s;
   auto it = units_.find(unit);
   if (it == units_.end()) {

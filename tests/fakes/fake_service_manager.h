@@ -57,6 +57,8 @@ class FakeServiceManager : public ports::ServiceManager {
   // Start and restart requests for one unit.
   int StartsOf(const std::string& unit) const;
   bool fail_reads = false;
+  // The bus went away: every call fails as sd-bus reports a closed connection.
+  bool bus_gone = false;
 
  private:
   struct Unit {

@@ -1,0 +1,62 @@
+// FaultyFileSystem: a FileSystem that fails chosen writes with a chosen
+// errno (ENOSPC, EACCES, EIO), delegating everything else. Root bypasses
+// EACCES and a full disk is hard to arrange in a unit test; the failure
+// paths still need to be walked.
+#pragma once
+
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "host/ports/file_system.h"
+
+namespace mesh::fakes {
+
+class FaultyFileSystem : public ports::FileSystem {
+ public:
+  explicit FaultyFileSystem(ports::FileSystem& real) : real_(real) {}
+
+  void Heal() { failing_.clear(); }
+
+  // Writes to `path` fail with `err` from now on.
+  void FailWrites(const std::string& path, int err) {
+    failing_.insert(path);
+    errno_ = err;
+  }
+
+  core::Result<core::FileInfo> Stat(const std::string& path) override { return real_.Stat(path); }
+  core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override {
+    return real_.ReadFile(path, limit);
+  }
+  core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
+                                               const ports::Ownership& own) override {
+    if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
+    return real_.WriteFileAtomic(path, content, own);
+  }
+  core::Status ReplaceTree(const std::string& path,
+                           const std::vector<core::TreeEntry>& entries) override {
+    if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
+    return real_.ReplaceTree(path, entries);
+  }
+  core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path, bool hash) override {
+    return real_.ScanTree(path, hash);
+  }
+  core::Status Remove(const std::string& path) override {
+    if (failing_.contains(path)) return core::Fail("unlink " + path + ": " + std::strerror(errno_));
+    return real_.Remove(path);
+  }
+  core::Result<int> RemoveStaleTemporaries(const std::string& dir) override {
+    return real_.RemoveStaleTemporaries(dir);
+  }
+  core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,
+                                                        const std::string& group) override {
+    return real_.LookupIds(owner, group);
+  }
+
+ private:
+  ports::FileSystem& real_;
+  std::set<std::string> failing_;
+  int errno_ = EIO;
+};
+
+}  // namespace mesh::fakes

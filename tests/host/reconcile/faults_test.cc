@@ -1,0 +1,81 @@
+// Faults from the disk and from systemd: each becomes a failed resource with
+// a clear detail; the others are applied; nothing is half-written; the
+// record stays consistent.
+#include <gmock/gmock.h>
+
+#include <cerrno>
+
+#include "tests/fakes/faulty_file_system.h"
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::ReadText;
+
+class FaultsTest : public ReconcilerTest {
+ protected:
+  ApplyReport RunFaulty(const json& decl) {
+    ReconcilerPorts ports{faulty_.get(), artifacts_.get(), units_.get(), &archives_,
+                          &services_,    &store_,          &clock_};
+    ReconcilerOptions options;
+    options.machine = "edge-1";
+    return Reconciler(ports, options).Apply(decl.dump());
+  }
+  static json File(const std::string& id, const std::string& content) {
+    return {{"id", id}, {"kind", "file"}, {"path", "/etc/" + id}, {"content", content}};
+  }
+  void SetUp() override {
+    ReconcilerTest::SetUp();
+    faulty_ = std::make_unique<fakes::FaultyFileSystem>(*root_);
+  }
+  std::unique_ptr<fakes::FaultyFileSystem> faulty_;
+};
+
+TEST_F(FaultsTest, DiskFullFailsOneResourceAndKeepsItsOldContent) {
+  RunFaulty(Decl({File("a", "old a"), File("b", "old b")}));
+  faulty_->FailWrites("/etc/a", ENOSPC);
+  ApplyReport r = RunFaulty(Decl({File("a", "new a"), File("b", "new b")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "updated"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("write /etc/a: No space left on device"));
+  EXPECT_EQ(ReadText(Root("/etc/a")), "old a");
+  EXPECT_EQ(ReadText(Root("/etc/b")), "new b");
+  // The record still describes the disk: the next apply (disk freed) writes a.
+  faulty_->Heal();
+  EXPECT_THAT(Outcomes(RunFaulty(Decl({File("a", "new a"), File("b", "new b")}, 2))),
+              ElementsAre("updated", "unchanged"));
+}
+
+TEST_F(FaultsTest, PermissionDeniedIsNamed) {
+  faulty_->FailWrites("/etc/a", EACCES);
+  ApplyReport r = RunFaulty(Decl({File("a", "x")}));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("Permission denied"));
+  EXPECT_FALSE(testing::Exists(Root("/etc/a")));
+}
+
+TEST_F(FaultsTest, ServiceManagerGoneFailsUnitsButNotFiles) {
+  services_.AddUnit("jail.service", {fakes::FakeServiceManager::Behavior::kHealthy, {}, true});
+  services_.bus_gone = true;
+  json svc = {{"id", "jail"},
+              {"kind", "service"},
+              {"unit", "jail.service"},
+              {"state", "running"},
+              {"unit_text", "[Service]\nExecStart=/bin/jail\n"}};
+  ApplyReport r = RunFaulty(Decl({File("a", "x"), svc}));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Outcomes(r), ElementsAre("created", "failed"));
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("not connected"));
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_THAT(r.warnings.back(), HasSubstr("daemon-reload"));
+  EXPECT_TRUE(store_.text.has_value()) << "the record is saved all the same";
+  // The bus comes back: the next apply converges.
+  services_.bus_gone = false;
+  ApplyReport again = RunFaulty(Decl({File("a", "x"), svc}));
+  EXPECT_EQ(again.result, ApplyResult::kOk) << again.outcomes[1].detail;
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
