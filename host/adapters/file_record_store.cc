@@ -1,5 +1,7 @@
 #include "host/adapters/file_record_store.h"
 
+#include "host/core/want.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -32,10 +34,14 @@ core::Result<std::optional<core::Record>> FileRecordStore::Load() {
   auto info = fs_->Stat(kStateFile);
   if (!info) return std::unexpected(info.error());
   if (info->type == core::FileType::kMissing) return std::optional<core::Record>();
+  std::string fingerprint = core::FileFingerprint(*info);
+  if (cached_.has_value() && fingerprint == cached_fingerprint_) return cached_;
   auto text = fs_->ReadFile(kStateFile, kMaxStateBytes);
   if (!text) return std::unexpected(text.error());
   auto record = core::ParseRecord(*text);
   if (!record) return std::unexpected(record.error());
+  cached_ = *record;
+  cached_fingerprint_ = fingerprint;
   return std::optional<core::Record>(std::move(*record));
 }
 
@@ -44,7 +50,12 @@ core::Status FileRecordStore::Save(const core::Record& record) {
   ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
                        static_cast<uint32_t>(::getegid())};
   auto written = fs_->WriteFileAtomic(kStateFile, core::SerializeRecord(record), own);
-  if (!written) return std::unexpected(written.error());
+  if (!written) {
+    cached_.reset();
+    return std::unexpected(written.error());
+  }
+  cached_ = record;
+  cached_fingerprint_ = core::FileFingerprint(*written);
   return core::Ok();
 }
 

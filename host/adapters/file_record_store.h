@@ -32,6 +32,10 @@ class FileRecordStore : public ports::RecordStore {
   explicit FileRecordStore(std::unique_ptr<PosixFileSystem> fs) : fs_(std::move(fs)) {}
   std::unique_ptr<PosixFileSystem> fs_;
   UniqueFd lock_fd_;
+  // What state.json held when this process last read or wrote it, and its
+  // stat fingerprint: the daemon re-parses it only if someone else changed it.
+  std::optional<core::Record> cached_;
+  std::string cached_fingerprint_;
 };
 
 }  // namespace mesh::adapters

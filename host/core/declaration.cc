@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "host/core/json_depth.h"
 #include "host/core/sha256.h"
 
 namespace mesh::core {
@@ -242,9 +243,6 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
-// The JSON parser recurses; a depth bound keeps a hostile nesting from
-// exhausting the stack.
-struct DepthExceeded {};
 
 }  // namespace
 
@@ -265,10 +263,8 @@ std::string_view KindName(Kind kind) {
 }
 
 const Resource* Declaration::Find(std::string_view id) const {
-  for (const Resource& r : resources) {
-    if (r.id == id) return &r;
-  }
-  return nullptr;
+  auto it = index.find(id);
+  return it == index.end() ? nullptr : &resources[it->second];
 }
 
 Status CheckId(std::string_view id) {
@@ -365,14 +361,12 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     return Fail("declaration: " + std::to_string(text.size()) + " bytes exceeds the limit of " +
                 std::to_string(kMaxDeclarationBytes));
   }
+  if (!JsonDepthWithin(text, kMaxJsonDepth)) {
+    return Fail("declaration: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
   json doc;
   try {
-    doc = json::parse(text, [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxJsonDepth) throw DepthExceeded{};
-      return true;
-    });
-  } catch (const DepthExceeded&) {
-    return Fail("declaration: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    doc = json::parse(text);
   } catch (const json::exception& e) {
     return Fail("declaration: invalid JSON: " + Printable(e.what()));
   }
@@ -409,6 +403,7 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
       return Fail(Where(r->id, index, "id") + "duplicate id (also resource #" +
                   std::to_string(ids[r->id]) + ")");
     }
+    decl.index.emplace(r->id, decl.resources.size());
     decl.resources.push_back(std::move(*r));
     ++index;
   }

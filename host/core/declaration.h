@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,7 +59,10 @@ struct Declaration {
   // SHA-256 of the declaration's bytes, reported on /status.
   std::string digest;
 
+  // By id, in O(log n): the reconciler asks for every record entry.
   const Resource* Find(std::string_view id) const;
+
+  std::map<std::string, size_t, std::less<>> index;  // id -> position in resources
 };
 
 // Limits that keep a hostile declaration from taking the machine's memory or

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/core/json_depth.h"
+
 namespace mesh::core {
 namespace {
 
@@ -31,6 +33,8 @@ std::string SerializeRecord(const Record& record) {
     resources[id] = std::move(entry);
   }
   json doc = {{"version", Record::kVersion},
+              {"want_version", record.want_version},
+              {"settled_declaration_digest", record.settled_declaration_digest},
               {"machine", record.machine},
               {"generation", record.generation},
               {"declaration_digest", record.declaration_digest},
@@ -40,15 +44,15 @@ std::string SerializeRecord(const Record& record) {
 
 Result<Record> ParseRecord(std::string_view text) {
   try {
-    json doc = json::parse(text, [](int depth, json::parse_event_t, json&) {
-      if (depth > 8) throw json::other_error::create(501, "nested too deep", nullptr);
-      return true;
-    });
+    if (!JsonDepthWithin(text, 8)) return Fail("state: nested too deep");
+    json doc = json::parse(text);
     if (!doc.is_object()) return Fail("state: not a JSON object");
     if (doc.value("version", 0) != Record::kVersion) {
       return Fail("state: unknown version " + doc.value("version", json()).dump());
     }
     Record record;
+    record.want_version = doc.value("want_version", 0);
+    record.settled_declaration_digest = doc.value("settled_declaration_digest", "");
     record.machine = doc.at("machine").get<std::string>();
     record.generation = doc.at("generation").get<uint64_t>();
     record.declaration_digest = doc.at("declaration_digest").get<std::string>();

@@ -29,6 +29,8 @@ struct WrittenPath {
   uint64_t file_count = 0;
   // The path was there before the host first managed it: pruning leaves it.
   bool preexisting = false;
+
+  bool operator==(const WrittenPath&) const = default;
 };
 
 struct RecordEntry {
@@ -40,14 +42,26 @@ struct RecordEntry {
   // host wrote under --unit-dir (empty: the host does not own the unit file).
   std::string unit;
   std::string unit_file_fingerprint;
+
+  bool operator==(const RecordEntry&) const = default;
 };
 
 struct Record {
   static constexpr int kVersion = 1;
+  // Which WantDigest() wrote the digests; a new one never trusts old digests.
+  static constexpr int kWantVersion = 1;
+  int want_version = 0;
+  // The declaration every entry's digest was computed from, set only by an
+  // apply in which nothing failed (a failed resource keeps its older entry).
+  // When the next declaration has this digest, the recorded digests are the
+  // want digests and need no re-hashing.
+  std::string settled_declaration_digest;
   std::string machine;
   uint64_t generation = 0;
   std::string declaration_digest;
   std::map<std::string, RecordEntry> resources;
+
+  bool operator==(const Record&) const = default;
 };
 
 std::string SerializeRecord(const Record& record);

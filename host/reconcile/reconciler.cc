@@ -70,8 +70,9 @@ core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s) 
 
 class Pass {
  public:
-  Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, ApplyReport& report)
-      : ports_(ports), options_(options), report_(report) {}
+  Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, ApplyReport& report,
+       std::shared_ptr<const Declaration>& parsed)
+      : ports_(ports), options_(options), report_(report), parsed_(parsed) {}
 
   void Run(std::string_view text);
 
@@ -86,6 +87,13 @@ class Pass {
   void ConfirmUnits(std::vector<UnitStep>& steps);
   void Prune();
   void SweepIfInterrupted();
+  // The want digest; when the declaration is byte for byte the one the
+  // record was written from, the recorded digest is it (no re-hashing of
+  // every content on the no-op path).
+  std::string Want(const Resource& r, const RecordEntry* old) const {
+    if (same_declaration_ && old != nullptr && !old->digest.empty()) return old->digest;
+    return core::WantDigest(r);
+  }
   // "wrote 22 byte(s)" in an apply, "would write 22 byte(s)" in a plan.
   std::string Did(std::string_view past, std::string_view verb, std::string_view rest) const {
     return (options_.dry_run ? "would " + std::string(verb) : std::string(past)) + " " +
@@ -111,6 +119,7 @@ class Pass {
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
   ApplyReport& report_;
+  std::shared_ptr<const Declaration>& parsed_;
 
   Declaration decl_;
   core::Record old_;
@@ -122,18 +131,25 @@ class Pass {
   std::vector<std::optional<core::UnitStatus>> unit_seen_;
   std::string now_;
   bool units_changed_ = false;
+  bool same_declaration_ = false;
   std::vector<size_t> outcome_of_;  // resource index -> report_.outcomes index
   std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
   std::map<std::string, Result<FileInfo>> stats_;  // declared path -> its stat at check time
 };
 
 bool Pass::Check(std::string_view text) {
-  auto decl = core::ParseDeclaration(text);
-  if (!decl) {
-    report_.error = decl.error().message;
-    return false;
+  if (parsed_ != nullptr && text.size() <= core::kMaxDeclarationBytes &&
+      core::Sha256Hex(text) == parsed_->digest) {
+    decl_ = *parsed_;
+  } else {
+    auto decl = core::ParseDeclaration(text);
+    if (!decl) {
+      report_.error = decl.error().message;
+      return false;
+    }
+    decl_ = std::move(*decl);
+    parsed_ = std::make_shared<const Declaration>(decl_);
   }
-  decl_ = std::move(*decl);
   report_.machine = decl_.machine;
   report_.generation = decl_.generation;
   report_.declaration_digest = decl_.digest;
@@ -150,6 +166,8 @@ bool Pass::Check(std::string_view text) {
   for (const auto& [id, e] : old_.resources) {
     for (const WrittenPath& w : e.written) old_paths_.insert(w.path);
   }
+  same_declaration_ = had_record_ && old_.settled_declaration_digest == decl_.digest &&
+                      old_.want_version == core::Record::kWantVersion;
 
   if (!options_.machine.empty() && decl_.machine != options_.machine) {
     report_.error = "declaration, field machine: \"" + decl_.machine +
@@ -211,7 +229,7 @@ Result<std::vector<TreeEntry>> Pass::LoadBundle(const Resource& r) {
 
 FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
   FileStep step;
-  std::string want = core::WantDigest(r);
+  std::string want = Want(r, old);
   bool secret = r.kind == Kind::kCredential;
   auto fail = [&](const std::string& message) {
     step.outcome = Outcome::kFailed;
@@ -302,7 +320,7 @@ FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
 
 FileStep Pass::ApplyTree(const Resource& r, const RecordEntry* old) {
   FileStep step;
-  std::string want = core::WantDigest(r);
+  std::string want = Want(r, old);
   auto fail = [&](const std::string& message) {
     step.outcome = Outcome::kFailed;
     step.detail = message;
@@ -746,7 +764,7 @@ void Pass::Run(std::string_view text) {
     } else {
       step.entry = RecordEntry{};
       step.entry->kind = "service";
-      step.entry->digest = core::WantDigest(r);
+      step.entry->digest = Want(r, old);
       bool recorded = old != nullptr && old->digest == step.entry->digest;
       step.entry->applied_at = recorded ? old->applied_at : now_;
       step.want_changed = old != nullptr && !recorded;
@@ -801,8 +819,17 @@ void Pass::Run(std::string_view text) {
   PlanUnits(acts);
   ConfirmUnits(acts);
 
-  // 5. The record, with every outcome's digest, unchanged ones included.
-  if (!options_.dry_run) {
+  // 5. The record, with every outcome's digest, unchanged ones included. An
+  // apply that changed nothing leaves it as it is: no rewrite, no fsync.
+  next_.want_version = core::Record::kWantVersion;
+  bool any_failed = false;
+  for (const ResourceOutcome& o : report_.outcomes) any_failed |= o.outcome == Outcome::kFailed;
+  next_.settled_declaration_digest = any_failed ? "" : decl_.digest;
+  if (!options_.dry_run && had_record_ && next_ == old_) {
+    if (auto end = ports_.records->EndApply(); !end) {
+      report_.warnings.push_back("apply mark not cleared: " + end.error().message);
+    }
+  } else if (!options_.dry_run) {
     if (auto st = ports_.records->Save(next_); !st) {
       report_.error = "record not saved: " + st.error().message;
       report_.result = ApplyResult::kFailed;
@@ -833,7 +860,7 @@ ApplyReport Reconciler::Apply(std::string_view declaration_text) {
   ApplyReport report;
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
-  Pass pass(ports_, options_, report);
+  Pass pass(ports_, options_, report, last_declaration_);
   pass.Run(declaration_text);
   report.finished_at = ports_.clock->Now();
   report.duration = ports_.clock->Monotonic() - t0;

@@ -10,10 +10,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "host/core/declaration.h"
 #include "host/core/outcome.h"
 #include "host/ports/archive_reader.h"
 #include "host/ports/clock.h"
@@ -71,6 +73,9 @@ class Reconciler {
  private:
   ReconcilerPorts ports_;
   ReconcilerOptions options_;
+  // The daemon applies the same declaration every interval: the last one
+  // parsed is kept, by digest, so a no-op apply does not parse it again.
+  std::shared_ptr<const core::Declaration> last_declaration_;
 };
 
 }  // namespace mesh::reconcile
