@@ -279,6 +279,47 @@ Result<FileInfo> PosixFileSystem::Stat(const std::string& path) {
   return FromStat(st);
 }
 
+std::vector<Result<FileInfo>> PosixFileSystem::StatMany(const std::vector<std::string>& paths) {
+  std::vector<Result<FileInfo>> out;
+  out.reserve(paths.size());
+  std::string cached_dir;
+  UniqueFd cached_fd;
+  bool cached_missing = false;
+  for (const std::string& path : paths) {
+    size_t slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
+    std::string leaf = path.substr(slash + 1);
+    if (slash == std::string::npos || leaf.empty() || leaf == ".." || leaf == "." ||
+        dir != cached_dir || (!cached_fd.valid() && !cached_missing)) {
+      std::string walked_leaf;
+      auto parent = OpenParent(path, false, &walked_leaf);
+      if (!parent) {
+        out.push_back(std::unexpected(parent.error()));
+        cached_dir.clear();
+        cached_fd.Reset();
+        cached_missing = false;
+        continue;
+      }
+      cached_dir = dir;
+      cached_missing = !parent->valid();
+      cached_fd = std::move(*parent);
+      leaf = walked_leaf;
+    }
+    if (cached_missing) {
+      out.push_back(FileInfo{});
+      continue;
+    }
+    struct stat st;
+    if (::fstatat(cached_fd.get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      out.push_back(errno == ENOENT ? Result<FileInfo>(FileInfo{})
+                                    : Result<FileInfo>(Fail(Errno("stat", path))));
+    } else {
+      out.push_back(FromStat(st));
+    }
+  }
+  return out;
+}
+
 Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t limit) {
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);

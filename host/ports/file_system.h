@@ -30,6 +30,16 @@ class FileSystem {
   // lstat: a missing path is FileType::kMissing, not an error.
   virtual core::Result<core::FileInfo> Stat(const std::string& path) = 0;
 
+  // Stat of many paths at once, in order; an implementation may share the
+  // work of walking common parent directories within the call.
+  virtual std::vector<core::Result<core::FileInfo>> StatMany(
+      const std::vector<std::string>& paths) {
+    std::vector<core::Result<core::FileInfo>> out;
+    out.reserve(paths.size());
+    for (const std::string& p : paths) out.push_back(Stat(p));
+    return out;
+  }
+
   // Regular files only; refuses files larger than `limit` bytes.
   virtual core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) = 0;
 

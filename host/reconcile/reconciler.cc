@@ -121,7 +121,7 @@ class Pass {
   ApplyReport& report_;
   std::shared_ptr<const Declaration>& parsed_;
 
-  Declaration decl_;
+  std::shared_ptr<const Declaration> decl_;
   core::Record old_;
   bool had_record_ = false;
   core::Record next_;
@@ -140,19 +140,19 @@ class Pass {
 bool Pass::Check(std::string_view text) {
   if (parsed_ != nullptr && text.size() <= core::kMaxDeclarationBytes &&
       core::Sha256Hex(text) == parsed_->digest) {
-    decl_ = *parsed_;
+    decl_ = parsed_;
   } else {
     auto decl = core::ParseDeclaration(text);
     if (!decl) {
       report_.error = decl.error().message;
       return false;
     }
-    decl_ = std::move(*decl);
-    parsed_ = std::make_shared<const Declaration>(decl_);
+    decl_ = std::make_shared<const Declaration>(std::move(*decl));
+    parsed_ = decl_;
   }
-  report_.machine = decl_.machine;
-  report_.generation = decl_.generation;
-  report_.declaration_digest = decl_.digest;
+  report_.machine = decl_->machine;
+  report_.generation = decl_->generation;
+  report_.declaration_digest = decl_->digest;
 
   auto loaded = ports_.records->Load();
   if (!loaded) {
@@ -166,35 +166,41 @@ bool Pass::Check(std::string_view text) {
   for (const auto& [id, e] : old_.resources) {
     for (const WrittenPath& w : e.written) old_paths_.insert(w.path);
   }
-  same_declaration_ = had_record_ && old_.settled_declaration_digest == decl_.digest &&
+  same_declaration_ = had_record_ && old_.settled_declaration_digest == decl_->digest &&
                       old_.want_version == core::Record::kWantVersion;
 
-  if (!options_.machine.empty() && decl_.machine != options_.machine) {
-    report_.error = "declaration, field machine: \"" + decl_.machine +
+  if (!options_.machine.empty() && decl_->machine != options_.machine) {
+    report_.error = "declaration, field machine: \"" + decl_->machine +
                     "\" is not this machine (\"" + options_.machine + "\")";
     return false;
   }
-  if (had_record_ && decl_.generation < old_.generation) {
-    report_.error = "declaration, field generation: " + std::to_string(decl_.generation) +
+  if (had_record_ && decl_->generation < old_.generation) {
+    report_.error = "declaration, field generation: " + std::to_string(decl_->generation) +
                     " is lower than the applied generation " + std::to_string(old_.generation);
     return false;
   }
   // Every declared path is looked at once here: one on which a symlink (or
   // anything else) would lead out of the root refuses the declaration whole.
   // The answers are kept, so the write phase does not stat twice.
-  for (const Resource& r : decl_.resources) {
+  std::vector<std::string> paths;
+  std::vector<const Resource*> owners;
+  for (const Resource& r : decl_->resources) {
     if (!r.HasFiles()) continue;
-    auto info = ports_.root->Stat(r.path);
-    if (!info && info.error().kind == core::ErrorKind::kOutsideRoot) {
-      report_.error = "resource " + r.id + ", field path: " + info.error().message;
+    paths.push_back(r.path);
+    owners.push_back(&r);
+  }
+  std::vector<Result<FileInfo>> infos = ports_.root->StatMany(paths);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!infos[i] && infos[i].error().kind == core::ErrorKind::kOutsideRoot) {
+      report_.error = "resource " + owners[i]->id + ", field path: " + infos[i].error().message;
       return false;
     }
-    stats_.emplace(r.path, std::move(info));
+    stats_.emplace(std::move(paths[i]), std::move(infos[i]));
   }
   // A bundle the record already holds at this digest was checked when it was
   // applied; only new or changed bundles are read here, so a no-op apply does
   // not re-hash every bundle.
-  for (const Resource& r : decl_.resources) {
+  for (const Resource& r : decl_->resources) {
     if (!r.IsTree()) continue;
     auto it = old_.resources.find(r.id);
     if (it != old_.resources.end() && it->second.digest == core::WantDigest(r)) continue;
@@ -474,8 +480,8 @@ core::Status Pass::ApplyUnitFile(const Resource& r, const RecordEntry* old, File
 }
 
 void Pass::PlanUnits(std::vector<UnitStep>& acts) {
-  for (size_t i = 0; i < decl_.resources.size(); ++i) {
-    const Resource& r = decl_.resources[i];
+  for (size_t i = 0; i < decl_->resources.size(); ++i) {
+    const Resource& r = decl_->resources[i];
     if (!r.HasUnit()) continue;
     FileStep& fs = steps_[i];
     ResourceOutcome& out = report_.outcomes[outcome_of_[i]];
@@ -495,7 +501,7 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
     out.unit = Snapshot(r.unit, *status);
     std::string changed_dep, failed_dep, reload_dep;
     for (const std::string& ref : r.restart_on) {
-      size_t j = static_cast<size_t>(decl_.Find(ref) - decl_.resources.data());
+      size_t j = static_cast<size_t>(decl_->Find(ref) - decl_->resources.data());
       if (steps_[j].outcome == Outcome::kFailed ||
           report_.outcomes[outcome_of_[j]].outcome == Outcome::kFailed) {
         if (failed_dep.empty()) failed_dep = ref;
@@ -504,7 +510,7 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
       }
     }
     for (const std::string& ref : r.reload_on) {
-      size_t j = static_cast<size_t>(decl_.Find(ref) - decl_.resources.data());
+      size_t j = static_cast<size_t>(decl_->Find(ref) - decl_->resources.data());
       if (steps_[j].changed && reload_dep.empty()) reload_dep = ref;
     }
     if (r.state == core::UnitState::kStopped) {
@@ -575,7 +581,7 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
   auto t0 = ports_.clock->Monotonic();
   std::vector<std::string> jobs;
   for (UnitStep& a : acts) {
-    const Resource& r = decl_.resources[a.index];
+    const Resource& r = decl_->resources[a.index];
     ports::JobKind kind = a.action == core::UnitAction::kStart     ? ports::JobKind::kStart
                           : a.action == core::UnitAction::kRestart ? ports::JobKind::kRestart
                                                                    : ports::JobKind::kReload;
@@ -594,7 +600,7 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
   auto finished = sm.WaitForJobs(jobs, options_.settle);
   for (UnitStep& a : acts) {
     if (a.enqueue_failed) continue;
-    auto status = sm.ReadUnit(decl_.resources[a.index].unit);
+    auto status = sm.ReadUnit(decl_->resources[a.index].unit);
     a.first.unit = status ? *status : core::UnitStatus{};
     a.first.job_pending = !finished.contains(a.job);
     if (!a.first.job_pending) a.job_result = finished[a.job];
@@ -609,7 +615,7 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
   auto elapsed = ports_.clock->Monotonic() - t0;
   for (UnitStep& a : acts) {
     if (a.enqueue_failed) continue;
-    const Resource& r = decl_.resources[a.index];
+    const Resource& r = decl_->resources[a.index];
     ResourceOutcome& out = report_.outcomes[outcome_of_[a.index]];
     FileStep& fs = steps_[a.index];
     if (a.first.job_pending && late.contains(a.job)) a.job_result = late[a.job];
@@ -642,18 +648,18 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
 
 void Pass::Prune() {
   std::set<std::string> claimed_units;
-  for (const Resource& r : decl_.resources) {
+  for (const Resource& r : decl_->resources) {
     if (r.HasUnit()) claimed_units.insert(r.unit);
   }
   auto claimed_path = [&](const std::string& path) {
-    for (const Resource& r : decl_.resources) {
+    for (const Resource& r : decl_->resources) {
       if (r.HasFiles() && (core::PathWithin(path, r.path) || core::PathWithin(r.path, path)))
         return true;
     }
     return false;
   };
   for (const auto& [id, e] : old_.resources) {
-    if (decl_.Find(id) != nullptr) continue;
+    if (decl_->Find(id) != nullptr) continue;
     ResourceOutcome out;
     out.id = id;
     out.kind = e.kind;
@@ -720,7 +726,7 @@ void Pass::SweepIfInterrupted() {
     size_t slash = path.rfind('/');
     dirs.insert(slash == 0 ? "/" : path.substr(0, slash));
   };
-  for (const Resource& r : decl_.resources) {
+  for (const Resource& r : decl_->resources) {
     if (r.HasFiles()) add_parent(r.path);
   }
   for (const std::string& p : old_paths_) add_parent(p);
@@ -742,16 +748,16 @@ void Pass::Run(std::string_view text) {
   }
   if (!options_.dry_run) SweepIfInterrupted();
   next_ = old_;
-  next_.machine = decl_.machine;
-  next_.generation = decl_.generation;
-  next_.declaration_digest = decl_.digest;
+  next_.machine = decl_->machine;
+  next_.generation = decl_->generation;
+  next_.declaration_digest = decl_->digest;
 
   // 1. Files, credentials, bundles and unit texts.
-  steps_.resize(decl_.resources.size());
-  unit_seen_.resize(decl_.resources.size());
-  outcome_of_.resize(decl_.resources.size());
-  for (size_t i = 0; i < decl_.resources.size(); ++i) {
-    const Resource& r = decl_.resources[i];
+  steps_.resize(decl_->resources.size());
+  unit_seen_.resize(decl_->resources.size());
+  outcome_of_.resize(decl_->resources.size());
+  for (size_t i = 0; i < decl_->resources.size(); ++i) {
+    const Resource& r = decl_->resources[i];
     auto it = old_.resources.find(r.id);
     const RecordEntry* old = it != old_.resources.end() && it->second.kind == core::KindName(r.kind)
                                  ? &it->second
@@ -824,7 +830,7 @@ void Pass::Run(std::string_view text) {
   next_.want_version = core::Record::kWantVersion;
   bool any_failed = false;
   for (const ResourceOutcome& o : report_.outcomes) any_failed |= o.outcome == Outcome::kFailed;
-  next_.settled_declaration_digest = any_failed ? "" : decl_.digest;
+  next_.settled_declaration_digest = any_failed ? "" : decl_->digest;
   if (!options_.dry_run && had_record_ && next_ == old_) {
     if (auto end = ports_.records->EndApply(); !end) {
       report_.warnings.push_back("apply mark not cleared: " + end.error().message);
