@@ -1,5 +1,6 @@
 // mesh-host's entry point: parses flags and wires adapters into the core.
 // Nothing else names a concrete adapter.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -93,6 +94,9 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
 
 int Run(const cli::Flags& flags) {
   daemon::BlockSignals();  // before any thread exists
+  // One malloc arena per thread would keep each thread's freed memory: the
+  // daemon is idle most of its life and should stay small.
+  mallopt(M_ARENA_MAX, 2);
   daemon::Log log;
   auto listen = http::ParseListen(flags.listen);
   if (!listen) {

@@ -34,10 +34,14 @@ StatusServer::~StatusServer() { Stop(); }
 core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
   server_ = std::make_unique<httplib::Server>();
   httplib::Server& s = *server_;
-  s.new_task_queue = [] { return new httplib::ThreadPool(8); };
+  // A kept-alive connection holds a worker while it idles: sixteen workers,
+  // and idle connections closed after 2 s, keep scrapes from queueing behind
+  // dashboards; 5 s read/write timeouts bound a stalled client.
+  s.new_task_queue = [] { return new httplib::ThreadPool(16); };
   s.set_read_timeout(std::chrono::seconds(5));
   s.set_write_timeout(std::chrono::seconds(5));
-  s.set_keep_alive_max_count(20);
+  s.set_keep_alive_timeout(2);
+  s.set_keep_alive_max_count(100);
   s.set_payload_max_length(64 * 1024);
 
   s.Get("/status", [this](const httplib::Request&, httplib::Response& res) {

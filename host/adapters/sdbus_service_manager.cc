@@ -236,50 +236,62 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
   std::string path = *unit_path;
 
   core::UnitStatus s;
-  auto get_string = [&](const char* iface, const char* prop, std::string* out) -> core::Status {
+  // One GetAll per interface: two round trips per look instead of seven, so
+  // the looks at twelve units fit inside one settle.
+  auto read_all = [&](const char* iface) -> core::Status {
     ErrorGuard e;
-    char* value = nullptr;
-    int rr = sd_bus_get_property_string(bus_->bus, kDest, path.c_str(), iface, prop, &e.e, &value);
-    if (rr < 0) return core::Fail(Describe(std::string("Get ") + prop, unit, e.e, rr));
-    *out = value;
-    free(value);
-    return core::Ok();
-  };
-  for (auto [prop, field] :
-       {std::pair{"LoadState", &s.load_state}, std::pair{"ActiveState", &s.active_state},
-        std::pair{"SubState", &s.sub_state}}) {
-    if (auto st = get_string(kUnitIface, prop, field); !st) return std::unexpected(st.error());
-  }
-  {
-    ErrorGuard e;
-    sd_bus_message* m = nullptr;
-    int rr = sd_bus_get_property(bus_->bus, kDest, path.c_str(), kUnitIface, "InvocationID", &e.e,
-                                 &m, "ay");
-    Message msg(m);
-    if (rr >= 0) {
-      const void* bytes = nullptr;
-      size_t n = 0;
-      if (sd_bus_message_read_array(m, 'y', &bytes, &n) >= 0) {
+    sd_bus_message* raw_reply = nullptr;
+    int rr = sd_bus_call_method(bus_->bus, kDest, path.c_str(), "org.freedesktop.DBus.Properties",
+                                "GetAll", &e.e, &raw_reply, "s", iface);
+    Message m(raw_reply);
+    if (rr < 0) {
+      std::string what = Describe(std::string("GetAll ") + iface, unit, e.e, rr);
+      if (ConnectionLost(rr)) Disconnect();
+      return core::Fail(what);
+    }
+    auto bad = [&] {
+      return core::Fail("GetAll " + std::string(iface) + " " + unit + ": unreadable reply");
+    };
+    if (sd_bus_message_enter_container(m.get(), 'a', "{sv}") < 0) return bad();
+    while ((rr = sd_bus_message_enter_container(m.get(), 'e', "sv")) > 0) {
+      const char* name = nullptr;
+      if (sd_bus_message_read(m.get(), "s", &name) < 0) return bad();
+      std::string_view n = name;
+      std::string* text = n == "LoadState"     ? &s.load_state
+                          : n == "ActiveState" ? &s.active_state
+                          : n == "SubState"    ? &s.sub_state
+                          : n == "Result"      ? &s.result
+                          : n == "Type"        ? &s.type
+                                               : nullptr;
+      if (text != nullptr) {
+        const char* v = nullptr;
+        if (sd_bus_message_read(m.get(), "v", "s", &v) < 0) return bad();
+        *text = v;
+      } else if (n == "NRestarts") {
+        if (sd_bus_message_read(m.get(), "v", "u", &s.n_restarts) < 0) return bad();
+      } else if (n == "InvocationID") {
+        if (sd_bus_message_enter_container(m.get(), 'v', "ay") < 0) return bad();
+        const void* bytes = nullptr;
+        size_t len = 0;
+        if (sd_bus_message_read_array(m.get(), 'y', &bytes, &len) < 0) return bad();
         static constexpr char kHex[] = "0123456789abcdef";
-        for (size_t i = 0; i < n; ++i) {
+        for (size_t i = 0; i < len; ++i) {
           unsigned char b = static_cast<const unsigned char*>(bytes)[i];
           s.invocation_id += kHex[b >> 4];
           s.invocation_id += kHex[b & 0xf];
         }
+        if (sd_bus_message_exit_container(m.get()) < 0) return bad();
+      } else if (sd_bus_message_skip(m.get(), "v") < 0) {
+        return bad();
       }
+      if (sd_bus_message_exit_container(m.get()) < 0) return bad();
     }
-  }
+    if (rr < 0) return bad();
+    return core::Ok();
+  };
+  if (auto st = read_all(kUnitIface); !st) return std::unexpected(st.error());
   if (unit.ends_with(".service") && s.load_state == "loaded") {
-    if (auto st = get_string(kServiceIface, "Result", &s.result); !st)
-      return std::unexpected(st.error());
-    if (auto st = get_string(kServiceIface, "Type", &s.type); !st)
-      return std::unexpected(st.error());
-    ErrorGuard e;
-    uint32_t n = 0;
-    int rr = sd_bus_get_property_trivial(bus_->bus, kDest, path.c_str(), kServiceIface, "NRestarts",
-                                         &e.e, 'u', &n);
-    if (rr < 0) return core::Fail(Describe("Get NRestarts", unit, e.e, rr));
-    s.n_restarts = n;
+    if (auto st = read_all(kServiceIface); !st) return std::unexpected(st.error());
   }
   return s;
 }
