@@ -1,5 +1,6 @@
 #include "host/core/record.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "host/core/json_depth.h"
@@ -8,6 +9,22 @@ namespace mesh::core {
 namespace {
 
 using json = nlohmann::json;
+
+// Numbers are checked for kind before conversion: nlohmann converts a
+// double like 1e10 to int by a cast, which is undefined behaviour (found by
+// the record fuzzer).
+uint64_t Unsigned(const json& obj, const char* key, uint64_t fallback, bool required) {
+  if (!obj.contains(key)) {
+    if (required)
+      throw json::out_of_range::create(403, std::string("key '") + key + "' not found", &obj);
+    return fallback;
+  }
+  const json& v = obj.at(key);
+  if (!v.is_number_unsigned()) {
+    throw json::type_error::create(302, std::string(key) + " must be a non-negative integer", &v);
+  }
+  return v.get<uint64_t>();
+}
 
 }  // namespace
 
@@ -47,14 +64,16 @@ Result<Record> ParseRecord(std::string_view text) {
     if (!JsonDepthWithin(text, 8)) return Fail("state: nested too deep");
     json doc = json::parse(text);
     if (!doc.is_object()) return Fail("state: not a JSON object");
-    if (doc.value("version", 0) != Record::kVersion) {
+    if (!doc.contains("version") || !doc["version"].is_number_unsigned() ||
+        doc["version"].get<uint64_t>() != Record::kVersion) {
       return Fail("state: unknown version " + doc.value("version", json()).dump());
     }
     Record record;
-    record.want_version = doc.value("want_version", 0);
+    record.want_version =
+        static_cast<int>(std::min<uint64_t>(Unsigned(doc, "want_version", 0, false), 1u << 20));
     record.settled_declaration_digest = doc.value("settled_declaration_digest", "");
     record.machine = doc.at("machine").get<std::string>();
-    record.generation = doc.at("generation").get<uint64_t>();
+    record.generation = Unsigned(doc, "generation", 0, true);
     record.declaration_digest = doc.at("declaration_digest").get<std::string>();
     for (const auto& [id, e] : doc.at("resources").items()) {
       RecordEntry entry;
@@ -68,7 +87,7 @@ Result<Record> ParseRecord(std::string_view text) {
         path.path = w.at("path").get<std::string>();
         path.fingerprint = w.at("fingerprint").get<std::string>();
         path.content_digest = w.value("content_digest", "");
-        path.file_count = w.value("files", uint64_t{0});
+        path.file_count = Unsigned(w, "files", 0, false);
         path.preexisting = w.value("preexisting", false);
         entry.written.push_back(std::move(path));
       }

@@ -39,5 +39,18 @@ TEST(RecordTest, CorruptIsAnErrorNotACrash) {
   }
 }
 
+// Found by tools/fuzz: a huge float where an integer belongs made nlohmann
+// cast it to int, undefined behaviour (caught by --config=ubsan).
+TEST(RecordTest, HugeNumbersAreErrorsNotUndefinedBehaviour) {
+  for (
+      const char* bad :
+      {R"({"version":10080802379.81177,"x":"abc"})", R"({"version":-1})",
+       R"({"version":1,"want_version":1e300,"machine":"m","generation":1,"declaration_digest":"","resources":{}})",
+       R"({"version":1,"machine":"m","generation":-5e40,"declaration_digest":"","resources":{}})",
+       R"({"version":1,"machine":"m","generation":1,"declaration_digest":"","resources":{"a":{"kind":"file","digest":"d","applied_at":"t","written":[{"path":"/a","fingerprint":"f","files":1e99}]}}})"}) {
+    EXPECT_FALSE(ParseRecord(bad).has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace mesh::core
