@@ -16,6 +16,19 @@ double Seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
+// Removes, with `remove`, every series of `series` whose key is not in `keep`.
+template <typename Map, typename Remove>
+void EraseUnlisted(Map& series, const std::set<std::string>& keep, Remove remove) {
+  for (auto it = series.begin(); it != series.end();) {
+    if (keep.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    remove(it->second);
+    it = series.erase(it);
+  }
+}
+
 // From a few milliseconds (a no-op apply) to minutes (large bundles).
 const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
@@ -77,15 +90,15 @@ HostMetrics::HostMetrics(const std::string& version)
                      .Register(r)
                      .Add({});
   interval_ = &prometheus::BuildGauge()
-                    .Name("mesh_host_reconcile_interval_seconds")
-                    .Help("The --interval between reconciles of mesh-host run.")
-                    .Register(r)
-                    .Add({});
+                   .Name("mesh_host_reconcile_interval_seconds")
+                   .Help("The --interval between reconciles of mesh-host run.")
+                   .Register(r)
+                   .Add({});
   start_time_ = &prometheus::BuildGauge()
-                      .Name("mesh_host_start_time_seconds")
-                      .Help("When this mesh-host process started, in Unix seconds.")
-                      .Register(r)
-                      .Add({});
+                     .Name("mesh_host_start_time_seconds")
+                     .Help("When this mesh-host process started, in Unix seconds.")
+                     .Register(r)
+                     .Add({});
   prometheus::BuildGauge()
       .Name("mesh_host_build_info")
       .Help("Always 1; the version of mesh-host.")
@@ -182,54 +195,19 @@ void HostMetrics::ObserveUnitLocked(const std::string& unit, const core::UnitSta
 
 void HostMetrics::ForgetExcept(const std::set<std::string>& resources,
                                const std::set<std::string>& units) {
-  for (auto it = resource_counters_.begin(); it != resource_counters_.end();) {
-    if (resources.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    for (auto* c : it->second) outcomes_->Remove(c);
-    it = resource_counters_.erase(it);
-  }
-  for (auto it = resource_failed_.begin(); it != resource_failed_.end();) {
-    if (resources.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    failed_->Remove(it->second);
-    it = resource_failed_.erase(it);
-  }
-  for (auto it = unit_restart_counters_.begin(); it != unit_restart_counters_.end();) {
-    if (units.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    for (auto* c : it->second) unit_restarts_->Remove(c);
-    it = unit_restart_counters_.erase(it);
-  }
-  for (auto it = unit_confirm_counters_.begin(); it != unit_confirm_counters_.end();) {
-    if (units.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    confirm_failures_->Remove(it->second);
-    it = unit_confirm_counters_.erase(it);
-  }
-  for (auto it = unit_active_gauges_.begin(); it != unit_active_gauges_.end();) {
-    if (running_units_.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    unit_active_->Remove(it->second);
-    it = unit_active_gauges_.erase(it);
-  }
-  for (auto it = unit_systemd_restarts_.begin(); it != unit_systemd_restarts_.end();) {
-    if (running_units_.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    systemd_restarts_->Remove(it->second);
-    last_n_restarts_.erase(it->first);
-    it = unit_systemd_restarts_.erase(it);
+  EraseUnlisted(resource_counters_, resources, [&](auto& counters) {
+    for (auto* c : counters) outcomes_->Remove(c);
+  });
+  EraseUnlisted(resource_failed_, resources, [&](auto* g) { failed_->Remove(g); });
+  EraseUnlisted(unit_restart_counters_, units, [&](auto& counters) {
+    for (auto* c : counters) unit_restarts_->Remove(c);
+  });
+  EraseUnlisted(unit_confirm_counters_, units, [&](auto* c) { confirm_failures_->Remove(c); });
+  EraseUnlisted(unit_active_gauges_, running_units_, [&](auto* g) { unit_active_->Remove(g); });
+  EraseUnlisted(unit_systemd_restarts_, running_units_,
+                [&](auto* c) { systemd_restarts_->Remove(c); });
+  for (auto it = last_n_restarts_.begin(); it != last_n_restarts_.end();) {
+    it = running_units_.contains(it->first) ? std::next(it) : last_n_restarts_.erase(it);
   }
 }
 
