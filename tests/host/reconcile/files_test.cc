@@ -150,6 +150,21 @@ TEST_F(FilesTest, PruneRemovesOnlyWhatTheHostCreated) {
   EXPECT_THAT(Outcomes(Run(Decl(json::array({resources[0]}), 2))), ElementsAre("unchanged"));
 }
 
+TEST_F(FilesTest, PruneKeepsAPathANewResourceClaims) {
+  json a = {{"id", "old.name"}, {"kind", "file"}, {"path", "/etc/app/x.conf"}, {"content", "x"}};
+  Run(Decl(json::array({a})));
+  json b = a;
+  b["id"] = "new.name";  // renamed: same path, same content
+  ApplyReport r = Run(Decl(json::array({b}), 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "removed"));
+  EXPECT_EQ(ReadText(Root("/etc/app/x.conf")), "x") << "the renamed resource's file stays";
+  // A path inside a bundle directory that is now declared is kept too.
+  json tree = Resources()[2];
+  tree["path"] = "/etc/app";
+  r = Run(Decl(json::array({tree}), 3));
+  EXPECT_TRUE(Exists(Root("/etc/app/bin/serve")));
+}
+
 TEST_F(FilesTest, PlanWritesNothing) {
   ApplyReport r = Run(Decl(Resources()), /*dry_run=*/true);
   EXPECT_THAT(Outcomes(r), ElementsAre("created", "created", "created"));
@@ -212,7 +227,9 @@ TEST_F(FilesTest, SymlinkPlantedInRootRefusesTheDeclarationWhole) {
   ::symlink(dir_.Sub("outside").c_str(), Root("/etc").c_str());
   ApplyReport r = Run(Decl(Resources()));
   EXPECT_EQ(r.result, ApplyResult::kRefused);
-  EXPECT_THAT(r.error, HasSubstr("resource app.conf, field path: path /etc/app/app.conf: /etc is a symlink"));
+  EXPECT_THAT(
+      r.error,
+      HasSubstr("resource app.conf, field path: path /etc/app/app.conf: /etc is a symlink"));
   EXPECT_TRUE(r.outcomes.empty());
   EXPECT_FALSE(Exists(dir_.Sub("outside/app")));
   EXPECT_FALSE(Exists(Root("/opt/tools"))) << "nothing else was written either";
