@@ -1,7 +1,5 @@
 #include "host/adapters/file_record_store.h"
 
-#include "host/core/want.h"
-
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -9,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include "host/core/want.h"
 
 namespace mesh::adapters {
 
@@ -29,20 +29,20 @@ core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::
   return std::unique_ptr<FileRecordStore>(new FileRecordStore(std::move(*fs)));
 }
 
-core::Result<std::optional<core::Record>> FileRecordStore::Load() {
-  if (fs_ == nullptr) return std::optional<core::Record>();
+core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
+  if (fs_ == nullptr) return std::shared_ptr<const core::Record>();
   auto info = fs_->Stat(kStateFile);
   if (!info) return std::unexpected(info.error());
-  if (info->type == core::FileType::kMissing) return std::optional<core::Record>();
+  if (info->type == core::FileType::kMissing) return std::shared_ptr<const core::Record>();
   std::string fingerprint = core::FileFingerprint(*info);
-  if (cached_.has_value() && fingerprint == cached_fingerprint_) return cached_;
+  if (cached_ != nullptr && fingerprint == cached_fingerprint_) return cached_;
   auto text = fs_->ReadFile(kStateFile, kMaxStateBytes);
   if (!text) return std::unexpected(text.error());
   auto record = core::ParseRecord(*text);
   if (!record) return std::unexpected(record.error());
-  cached_ = *record;
+  cached_ = std::make_shared<const core::Record>(std::move(*record));
   cached_fingerprint_ = fingerprint;
-  return std::optional<core::Record>(std::move(*record));
+  return cached_;
 }
 
 core::Status FileRecordStore::Save(const core::Record& record) {
@@ -54,7 +54,7 @@ core::Status FileRecordStore::Save(const core::Record& record) {
     cached_.reset();
     return std::unexpected(written.error());
   }
-  cached_ = record;
+  cached_ = std::make_shared<const core::Record>(record);
   cached_fingerprint_ = core::FileFingerprint(*written);
   return core::Ok();
 }

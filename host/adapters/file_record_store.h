@@ -19,7 +19,7 @@ class FileRecordStore : public ports::RecordStore {
   static core::Result<std::unique_ptr<FileRecordStore>> Open(const std::string& state_dir,
                                                              bool create);
 
-  core::Result<std::optional<core::Record>> Load() override;
+  core::Result<std::shared_ptr<const core::Record>> Load() override;
   core::Status Save(const core::Record& record) override;
   core::Result<bool> BeginApply() override;
   core::Status EndApply() override;
@@ -34,7 +34,7 @@ class FileRecordStore : public ports::RecordStore {
   UniqueFd lock_fd_;
   // What state.json held when this process last read or wrote it, and its
   // stat fingerprint: the daemon re-parses it only if someone else changed it.
-  std::optional<core::Record> cached_;
+  std::shared_ptr<const core::Record> cached_;
   std::string cached_fingerprint_;
 };
 

@@ -1,11 +1,13 @@
 // RecordStore: where the record lives between applies.
 //
-// Load distinguishes "no record yet" (nullopt) from a record that cannot be
+// Load distinguishes "no record yet" (nullptr) from a record that cannot be
 // read (an error), so the reconciler can say which it met; either way it
-// adopts files that already match rather than rewriting them.
+// adopts files that already match rather than rewriting them. The record is
+// shared and immutable: a store may hand out the same one again (the
+// daemon's no-op copies nothing).
 #pragma once
 
-#include <optional>
+#include <memory>
 
 #include "host/core/record.h"
 #include "host/core/result.h"
@@ -15,7 +17,7 @@ namespace mesh::ports {
 class RecordStore {
  public:
   virtual ~RecordStore() = default;
-  virtual core::Result<std::optional<core::Record>> Load() = 0;
+  virtual core::Result<std::shared_ptr<const core::Record>> Load() = 0;
   // Atomic: the old record or the new one survives a crash, never a mix.
   virtual core::Status Save(const core::Record& record) = 0;
 

@@ -122,9 +122,19 @@ class Pass {
   std::shared_ptr<const Declaration>& parsed_;
 
   std::shared_ptr<const Declaration> decl_;
-  core::Record old_;
+  // The loaded record, shared with the store; read-only during the pass.
+  std::shared_ptr<const core::Record> old_holder_ = std::make_shared<const core::Record>();
   bool had_record_ = false;
-  core::Record next_;
+  // What this apply changes in the record, by id (nullopt: erase). The
+  // record itself is not copied: on a no-op nothing is, and nothing saved.
+  std::map<std::string, std::optional<RecordEntry>> changes_;
+  void Keep(const std::string& id, const RecordEntry& entry) {
+    auto it = old_holder_->resources.find(id);
+    if (it == old_holder_->resources.end() || !(it->second == entry)) changes_[id] = entry;
+  }
+  void Drop(const std::string& id) {
+    if (old_holder_->resources.contains(id)) changes_[id] = std::nullopt;
+  }
   std::set<std::string> old_paths_;
   std::map<std::string, std::vector<TreeEntry>> bundles_;  // by resource id, checked
   std::vector<FileStep> steps_;
@@ -159,24 +169,25 @@ bool Pass::Check(std::string_view text) {
     report_.warnings.push_back(loaded.error().message +
                                "; starting from an empty record: files that already match are "
                                "adopted, not rewritten");
-  } else if (loaded->has_value()) {
-    old_ = std::move(**loaded);
+  } else if (*loaded != nullptr) {
+    old_holder_ = std::move(*loaded);
     had_record_ = true;
   }
-  for (const auto& [id, e] : old_.resources) {
+  for (const auto& [id, e] : old_holder_->resources) {
     for (const WrittenPath& w : e.written) old_paths_.insert(w.path);
   }
-  same_declaration_ = had_record_ && old_.settled_declaration_digest == decl_->digest &&
-                      old_.want_version == core::Record::kWantVersion;
+  same_declaration_ = had_record_ && old_holder_->settled_declaration_digest == decl_->digest &&
+                      old_holder_->want_version == core::Record::kWantVersion;
 
   if (!options_.machine.empty() && decl_->machine != options_.machine) {
     report_.error = "declaration, field machine: \"" + decl_->machine +
                     "\" is not this machine (\"" + options_.machine + "\")";
     return false;
   }
-  if (had_record_ && decl_->generation < old_.generation) {
+  if (had_record_ && decl_->generation < old_holder_->generation) {
     report_.error = "declaration, field generation: " + std::to_string(decl_->generation) +
-                    " is lower than the applied generation " + std::to_string(old_.generation);
+                    " is lower than the applied generation " +
+                    std::to_string(old_holder_->generation);
     return false;
   }
   // Every declared path is looked at once here: one on which a symlink (or
@@ -202,8 +213,8 @@ bool Pass::Check(std::string_view text) {
   // not re-hash every bundle.
   for (const Resource& r : decl_->resources) {
     if (!r.IsTree()) continue;
-    auto it = old_.resources.find(r.id);
-    if (it != old_.resources.end() && it->second.digest == core::WantDigest(r)) continue;
+    auto it = old_holder_->resources.find(r.id);
+    if (it != old_holder_->resources.end() && it->second.digest == core::WantDigest(r)) continue;
     auto bundle = LoadBundle(r);
     if (!bundle) {
       report_.error = bundle.error().message;
@@ -668,7 +679,7 @@ void Pass::Prune() {
     }
     return false;
   };
-  for (const auto& [id, e] : old_.resources) {
+  for (const auto& [id, e] : old_holder_->resources) {
     if (decl_->Find(id) != nullptr) continue;
     ResourceOutcome out;
     out.id = id;
@@ -715,7 +726,7 @@ void Pass::Prune() {
     } else {
       for (size_t k = 0; k < did.size(); ++k) out.detail += (k ? ", " : "") + did[k];
       if (out.detail.empty()) out.detail = "no longer declared";
-      if (!options_.dry_run) next_.resources.erase(id);
+      if (!options_.dry_run) Drop(id);
     }
     out.applied_at = now_;
     report_.outcomes.push_back(std::move(out));
@@ -757,10 +768,6 @@ void Pass::Run(std::string_view text) {
     return;
   }
   if (!options_.dry_run) SweepIfInterrupted();
-  next_ = old_;
-  next_.machine = decl_->machine;
-  next_.generation = decl_->generation;
-  next_.declaration_digest = decl_->digest;
 
   // 1. Files, credentials, bundles and unit texts.
   steps_.resize(decl_->resources.size());
@@ -768,10 +775,11 @@ void Pass::Run(std::string_view text) {
   outcome_of_.resize(decl_->resources.size());
   for (size_t i = 0; i < decl_->resources.size(); ++i) {
     const Resource& r = decl_->resources[i];
-    auto it = old_.resources.find(r.id);
-    const RecordEntry* old = it != old_.resources.end() && it->second.kind == core::KindName(r.kind)
-                                 ? &it->second
-                                 : nullptr;
+    auto it = old_holder_->resources.find(r.id);
+    const RecordEntry* old =
+        it != old_holder_->resources.end() && it->second.kind == core::KindName(r.kind)
+            ? &it->second
+            : nullptr;
     FileStep& step = steps_[i];
     if (r.kind == Kind::kFile || r.kind == Kind::kCredential) {
       step = ApplyFile(r, old);
@@ -797,9 +805,9 @@ void Pass::Run(std::string_view text) {
     }
     if (step.unit_file_changed) units_changed_ = true;
     if (step.entry.has_value()) {
-      next_.resources[r.id] = *step.entry;
+      Keep(r.id, *step.entry);
     } else if (!options_.dry_run) {
-      next_.resources.erase(r.id);
+      Drop(r.id);
     }
     ResourceOutcome out;
     out.id = r.id;
@@ -837,16 +845,36 @@ void Pass::Run(std::string_view text) {
 
   // 5. The record, with every outcome's digest, unchanged ones included. An
   // apply that changed nothing leaves it as it is: no rewrite, no fsync.
-  next_.want_version = core::Record::kWantVersion;
   bool any_failed = false;
   for (const ResourceOutcome& o : report_.outcomes) any_failed |= o.outcome == Outcome::kFailed;
-  next_.settled_declaration_digest = any_failed ? "" : decl_->digest;
-  if (!options_.dry_run && had_record_ && next_ == old_) {
+  std::string settled = any_failed ? "" : decl_->digest;
+  bool same = had_record_ && changes_.empty() && old_holder_->machine == decl_->machine &&
+              old_holder_->generation == decl_->generation &&
+              old_holder_->declaration_digest == decl_->digest &&
+              old_holder_->want_version == core::Record::kWantVersion &&
+              old_holder_->settled_declaration_digest == settled;
+  core::Record next;
+  if (!options_.dry_run && !same) {
+    next = *old_holder_;
+    for (auto& [id, change] : changes_) {
+      if (change.has_value()) {
+        next.resources[id] = std::move(*change);
+      } else {
+        next.resources.erase(id);
+      }
+    }
+    next.machine = decl_->machine;
+    next.generation = decl_->generation;
+    next.declaration_digest = decl_->digest;
+    next.want_version = core::Record::kWantVersion;
+    next.settled_declaration_digest = settled;
+  }
+  if (!options_.dry_run && same) {
     if (auto end = ports_.records->EndApply(); !end) {
       report_.warnings.push_back("apply mark not cleared: " + end.error().message);
     }
   } else if (!options_.dry_run) {
-    if (auto st = ports_.records->Save(next_); !st) {
+    if (auto st = ports_.records->Save(next); !st) {
       report_.error = "record not saved: " + st.error().message;
       report_.result = ApplyResult::kFailed;
     } else if (auto end = ports_.records->EndApply(); !end) {

@@ -2,6 +2,7 @@
 // string, so tests see exactly the bytes state.json would hold.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -11,12 +12,12 @@ namespace mesh::fakes {
 
 class MemoryRecordStore : public ports::RecordStore {
  public:
-  core::Result<std::optional<core::Record>> Load() override {
+  core::Result<std::shared_ptr<const core::Record>> Load() override {
     ++loads;
-    if (!text.has_value()) return std::optional<core::Record>();
+    if (!text.has_value()) return std::shared_ptr<const core::Record>();
     auto r = core::ParseRecord(*text);
     if (!r) return std::unexpected(r.error());
-    return std::optional<core::Record>(std::move(*r));
+    return std::make_shared<const core::Record>(std::move(*r));
   }
   core::Status Save(const core::Record& record) override {
     ++saves;
