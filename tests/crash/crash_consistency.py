@@ -9,7 +9,7 @@ left behind.
 usage: crash_consistency.py MESH_HOST_BINARY [--kills N] [--files N] [--size BYTES] [--seed S]
 Prints "kills survived: N" and, for the test runner, "N passed, N failed".
 """
-import argparse, base64, hashlib, io, json, os, random, signal, subprocess, sys, tarfile, tempfile, time
+import argparse, atexit, base64, shutil, hashlib, io, json, os, random, signal, subprocess, sys, tarfile, tempfile, time
 
 
 def bundle(version, files=20):
@@ -33,6 +33,7 @@ def main():
     a = ap.parse_args()
     rng = random.Random(a.seed)
     t = tempfile.mkdtemp(prefix="mesh-host-crash.")
+    atexit.register(shutil.rmtree, t, True)  # also when a check raises
     root, art, state, units = (os.path.join(t, d) for d in ("root", "art", "state", "units"))
     for d in (root, art):
         os.makedirs(d)

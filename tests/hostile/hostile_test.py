@@ -7,10 +7,11 @@ applied state kept), and bounded memory for the absurd sizes.
 
 usage: hostile_test.py MESH_HOST_BINARY
 """
-import base64, hashlib, io, json, os, resource, subprocess, sys, tarfile, tempfile
+import atexit, base64, hashlib, shutil, io, json, os, resource, subprocess, sys, tarfile, tempfile
 
 BIN = sys.argv[1]
 T = tempfile.mkdtemp(prefix="mesh-host-hostile.")
+atexit.register(shutil.rmtree, T, True)  # also when a case raises
 ROOT, ART, STATE, UNITS = (os.path.join(T, d) for d in ("root", "art", "state", "units"))
 OUTSIDE = os.path.join(T, "outside")
 for d in (ROOT, ART, OUTSIDE):
