@@ -59,7 +59,10 @@ struct SdbusServiceManager::Bus {
 SdbusServiceManager::SdbusServiceManager() = default;
 SdbusServiceManager::~SdbusServiceManager() = default;
 
-void SdbusServiceManager::Disconnect() { bus_.reset(); }
+void SdbusServiceManager::Disconnect() {
+  bus_.reset();
+  watched_paths_.clear();  // object paths are re-resolved on the new connection
+}
 
 core::Status SdbusServiceManager::Connect() {
   if (bus_ != nullptr) return core::Ok();
@@ -201,13 +204,18 @@ std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
     const std::vector<std::string>& units, std::chrono::nanoseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   if (!Connect()) return {};
-  std::map<std::string, std::string> paths;
-  for (const std::string& u : units) {
-    auto path = UnitPath(u);
-    if (!path) return {};
-    paths[*path] = u;
+  // The watch calls this every second: resolve object paths only when the
+  // set of units changed (or the connection was re-made), not per call.
+  if (units != watched_units_ || watched_paths_.empty()) {
+    std::map<std::string, std::string> paths;
+    for (const std::string& u : units) {
+      auto path = UnitPath(u);
+      if (!path) return {};
+      paths[*path] = u;
+    }
+    watched_paths_ = std::move(paths);
+    watched_units_ = units;
   }
-  watched_paths_ = std::move(paths);
   for (;;) {
     int r;
     while (bus_ != nullptr && (r = sd_bus_process(bus_->bus, nullptr)) > 0) {

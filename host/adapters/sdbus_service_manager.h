@@ -41,6 +41,7 @@ class SdbusServiceManager : public ports::ServiceManager {
 
   std::map<std::string, std::string> finished_jobs_;  // job path -> result
   std::map<std::string, std::string> watched_paths_;  // object path -> unit
+  std::vector<std::string> watched_units_;
   std::vector<std::string> changed_units_;
 };
 

@@ -138,7 +138,6 @@ class Pass {
   std::set<std::string> old_paths_;
   std::map<std::string, std::vector<TreeEntry>> bundles_;  // by resource id, checked
   std::vector<FileStep> steps_;
-  std::vector<std::optional<core::UnitStatus>> unit_seen_;
   std::string now_;
   bool units_changed_ = false;
   bool same_declaration_ = false;
@@ -508,7 +507,6 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
       out.detail = status.error().message;
       continue;
     }
-    unit_seen_[i] = *status;
     out.unit = Snapshot(r.unit, *status);
     std::string changed_dep, failed_dep, reload_dep;
     for (const std::string& ref : r.restart_on) {
@@ -771,7 +769,6 @@ void Pass::Run(std::string_view text) {
 
   // 1. Files, credentials, bundles and unit texts.
   steps_.resize(decl_->resources.size());
-  unit_seen_.resize(decl_->resources.size());
   outcome_of_.resize(decl_->resources.size());
   for (size_t i = 0; i < decl_->resources.size(); ++i) {
     const Resource& r = decl_->resources[i];

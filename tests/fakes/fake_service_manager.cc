@@ -85,7 +85,6 @@ std::map<std::string, std::string> FakeServiceManager::WaitForJobs(
 }
 
 core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& unit) {
-  if (fail_reads) return core::Fail("GetUnit " + unit + ": org.freedesktop.DBus.Error.NoReply");
   if (bus_gone) return core::Fail("LoadUnit " + unit + ": Transport endpoint is not connected");
   core::UnitStatus s;
   auto it = units_.find(unit);

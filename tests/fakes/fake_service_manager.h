@@ -56,7 +56,6 @@ class FakeServiceManager : public ports::ServiceManager {
   int daemon_reloads() const { return daemon_reloads_; }
   // Start and restart requests for one unit.
   int StartsOf(const std::string& unit) const;
-  bool fail_reads = false;
   // The bus went away: every call fails as sd-bus reports a closed connection.
   bool bus_gone = false;
 
