@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "host/core/json_depth.h"
+#include "host/core/json_stream.h"
 #include "host/core/sha256.h"
 
 namespace mesh::core {
@@ -243,7 +245,6 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
-
 }  // namespace
 
 std::string_view KindName(Kind kind) {
@@ -364,19 +365,40 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   if (!JsonDepthWithin(text, kMaxJsonDepth)) {
     return Fail("declaration: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    return Fail("declaration: invalid JSON: " + Printable(e.what()));
-  }
+  // Resources are checked as they stream by; the first refusal is kept and
+  // reported after the document's own fields, so the order of messages is
+  // that of a whole parse (syntax, then the top level, then resources).
+  Declaration decl;
+  std::optional<Error> resource_error;
+  auto on_resource = [&](std::string&, size_t index, json& item) {
+    if (index == 0) {
+      decl.resources.clear();
+      decl.index.clear();
+      resource_error.reset();
+    }
+    if (resource_error || index >= kMaxResources) return;
+    auto r = ParseResource(item, index);
+    if (!r) {
+      resource_error = r.error();
+      return;
+    }
+    auto [it, fresh] = decl.index.emplace(r->id, decl.resources.size());
+    if (!fresh) {
+      resource_error = Error{Where(r->id, index, "id") + "duplicate id (also resource #" +
+                             std::to_string(it->second) + ")"};
+      return;
+    }
+    decl.resources.push_back(std::move(*r));
+  };
+  auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_resource);
+  if (!streamed) return Fail("declaration: invalid JSON: " + Printable(streamed.error().message));
+  json& doc = streamed->document;
   if (!doc.is_object()) return Fail("declaration: must be a JSON object");
   for (const auto& [key, value] : doc.items()) {
     if (key != "machine" && key != "generation" && key != "resources") {
       return Fail("declaration, field " + key + ": unknown field");
     }
   }
-  Declaration decl;
   if (!doc.contains("machine")) return Fail("declaration, field machine: missing");
   if (!doc["machine"].is_string() || doc["machine"].get<std::string>().empty()) {
     return Fail("declaration, field machine: must be a non-empty string");
@@ -389,36 +411,24 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   decl.generation = doc["generation"];
   if (!doc.contains("resources")) return Fail("declaration, field resources: missing");
   if (!doc["resources"].is_array()) return Fail("declaration, field resources: must be a list");
-  if (doc["resources"].size() > kMaxResources) {
+  if (streamed->members > kMaxResources) {
     return Fail("declaration, field resources: more than " + std::to_string(kMaxResources) +
                 " resources");
   }
-
-  std::map<std::string, size_t> ids;
-  size_t index = 0;
-  for (const json& item : doc["resources"]) {
-    auto r = ParseResource(item, index);
-    if (!r) return std::unexpected(r.error());
-    if (!ids.emplace(r->id, index).second) {
-      return Fail(Where(r->id, index, "id") + "duplicate id (also resource #" +
-                  std::to_string(ids[r->id]) + ")");
-    }
-    decl.index.emplace(r->id, decl.resources.size());
-    decl.resources.push_back(std::move(*r));
-    ++index;
-  }
+  if (resource_error) return std::unexpected(*resource_error);
 
   // Cross-resource rules.
-  std::map<std::string, std::string> paths;  // path -> id
-  std::map<std::string, std::string> tree_paths;
-  std::map<std::string, std::string> units;
+  // Views into decl.resources, which no longer grows.
+  std::map<std::string_view, std::string_view> paths;  // path -> id
+  std::map<std::string_view, std::string_view> tree_paths;
+  std::map<std::string_view, std::string_view> units;
   for (size_t i = 0; i < decl.resources.size(); ++i) {
     const Resource& r = decl.resources[i];
     for (const auto* list : {&r.restart_on, &r.reload_on}) {
       std::string_view field = list == &r.restart_on ? "restart_on" : "reload_on";
       for (const std::string& ref : *list) {
         if (ref == r.id) return Fail(Where(r.id, i, field) + "names the resource itself");
-        if (!ids.contains(ref)) {
+        if (!decl.index.contains(ref)) {
           return Fail(Where(r.id, i, field) + "names unknown resource \"" + ref + "\"");
         }
       }
@@ -448,7 +458,7 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
       auto [it, fresh] = units.emplace(r.unit, r.id);
       if (!fresh) {
         return Fail(Where(r.id, i, "unit") + "\"" + r.unit + "\" is also claimed by resource " +
-                    it->second);
+                    std::string(it->second));
       }
     }
   }

@@ -2,6 +2,11 @@
 //
 // Thin wrappers over OpenSSL's libcrypto so the rest of the code never
 // includes OpenSSL headers and never hand-rolls a hash or a codec.
+//
+// The hash uses libcrypto's direct SHA-256 functions, not EVP: EVP in
+// OpenSSL 3 loads the provider machinery on first use, about 2 MiB of
+// resident pages in a daemon whose whole idle size is measured in MiB
+// (docs/performance.md), and costs an allocation and a fetch per digest.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +33,9 @@ class Sha256 {
   std::string HexDigest();
 
  private:
-  void* ctx_;  // EVP_MD_CTX*, kept opaque to keep OpenSSL out of this header.
+  // SHA256_CTX, stored inline (no allocation per digest) but opaque, to keep
+  // OpenSSL out of this header; its size is checked in sha256.cc.
+  alignas(8) unsigned char ctx_[112];
 };
 
 std::string Sha256Hex(std::string_view bytes);

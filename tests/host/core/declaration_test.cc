@@ -71,6 +71,37 @@ TEST(DeclarationTest, InvalidUtf8) {
   EXPECT_THAT(d.error().message, HasSubstr("invalid JSON"));
 }
 
+// Resources are checked while the text streams by; the messages still come
+// in the order of a whole parse: syntax first, then the top level, then the
+// resources.
+TEST(DeclarationTest, SyntaxErrorAfterABadResourceIsReportedAsSyntax) {
+  json doc = Base();
+  doc["resources"][0]["kind"] = "command";
+  std::string text = doc.dump();
+  text.pop_back();  // the closing brace
+  auto d = ParseDeclaration(text);
+  ASSERT_FALSE(d);
+  EXPECT_THAT(d.error().message, HasSubstr("invalid JSON"));
+}
+
+TEST(DeclarationTest, TopLevelRefusalComesBeforeAResourceRefusal) {
+  json doc = Base();
+  doc["resources"][0]["kind"] = "command";
+  doc["machine"] = "";
+  EXPECT_THAT(Refusal(doc), HasSubstr("field machine: must be a non-empty string"));
+}
+
+TEST(DeclarationTest, RepeatedResourcesKeyKeepsTheLastAsAWholeParseDoes) {
+  std::string text = R"({"machine": "m", "generation": 1,
+    "resources": [{"id": "bad", "kind": "command"}],
+    "resources": [{"id": "a", "kind": "file", "path": "/a", "content": ""}]})";
+  auto d = ParseDeclaration(text);
+  ASSERT_TRUE(d.has_value()) << d.error().message;
+  ASSERT_EQ(d->resources.size(), 1u);
+  EXPECT_EQ(d->resources[0].id, "a");
+  EXPECT_NE(d->Find("a"), nullptr);
+}
+
 TEST(DeclarationTest, DeepNesting) {
   std::string deep(10000, '[');
   auto d = ParseDeclaration("{\"machine\": " + deep);

@@ -1,0 +1,131 @@
+#include "host/core/json_stream.h"
+
+#include <utility>
+#include <vector>
+
+namespace mesh::core {
+namespace {
+
+using json = nlohmann::json;
+
+class Handler final : public nlohmann::json_sax<json> {
+ public:
+  Handler(std::string_view key, bool want_array, const MemberCallback& on_member)
+      : key_(key), want_array_(want_array), on_member_(on_member) {}
+
+  bool null() override { return Scalar(json(nullptr)); }
+  bool boolean(bool v) override { return Scalar(json(v)); }
+  bool number_integer(number_integer_t v) override { return Scalar(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return Scalar(json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return Scalar(json(v)); }
+  bool string(string_t& v) override { return Scalar(json(std::move(v))); }
+  bool binary(binary_t& v) override { return Scalar(json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return Open(json::object()); }
+  bool start_array(std::size_t) override { return Open(json::array()); }
+  bool end_object() override { return Close(); }
+  bool end_array() override { return Close(); }
+  bool key(string_t& k) override {
+    Level& top = levels_.back();
+    if (top.streamed) {
+      member_key_ = std::move(k);
+    } else {
+      top.key = std::move(k);
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    error_ = e.what();
+    return false;
+  }
+
+  StreamedJson Take() { return StreamedJson{std::move(root_), members_}; }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Level {
+    json* value = nullptr;  // the container being built; null for the streamed one
+    bool streamed = false;
+    std::string key;  // the key whose value comes next (objects)
+  };
+
+  // Where a new value goes: the root, the current member, or its container.
+  json* Place(json&& v) {
+    if (levels_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Level& top = levels_.back();
+    if (top.streamed) {
+      member_ = std::move(v);
+      return &member_;
+    }
+    if (top.value->is_array()) {
+      top.value->push_back(std::move(v));
+      return &top.value->back();
+    }
+    json& slot = (*top.value)[top.key];
+    slot = std::move(v);
+    return &slot;
+  }
+
+  bool Scalar(json&& v) {
+    Place(std::move(v));
+    if (!levels_.empty() && levels_.back().streamed) Emit();
+    return true;
+  }
+
+  bool Open(json&& container) {
+    bool is_array = container.is_array();
+    if (levels_.size() == 1 && levels_[0].value == &root_ && root_.is_object() &&
+        levels_[0].key == key_ && is_array == want_array_) {
+      // The streamed collection: an empty one stands in for it.
+      Place(std::move(container));
+      levels_.push_back(Level{nullptr, true, {}});
+      members_ = 0;
+      return true;
+    }
+    levels_.push_back(Level{Place(std::move(container)), false, {}});
+    return true;
+  }
+
+  bool Close() {
+    levels_.pop_back();
+    if (!levels_.empty() && levels_.back().streamed) Emit();
+    return true;
+  }
+
+  void Emit() {
+    on_member_(member_key_, members_++, member_);
+    member_ = json();
+    member_key_.clear();
+  }
+
+  std::string_view key_;
+  bool want_array_;
+  const MemberCallback& on_member_;
+  json root_;
+  std::vector<Level> levels_;
+  json member_;
+  std::string member_key_;
+  size_t members_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
+                                   const MemberCallback& on_member) {
+  Handler handler(key, want_array, on_member);
+  try {
+    if (!json::sax_parse(text.begin(), text.end(), &handler)) {
+      return Fail(handler.error().empty() ? "parse stopped" : handler.error());
+    }
+  } catch (const json::exception& e) {
+    return Fail(e.what());
+  } catch (const std::bad_alloc&) {
+    return Fail("out of memory");
+  }
+  return handler.Take();
+}
+
+}  // namespace mesh::core

@@ -1,0 +1,96 @@
+#include "host/core/json_stream.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace mesh::core {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+struct Seen {
+  std::vector<std::string> keys;
+  std::vector<size_t> positions;
+  std::vector<json> values;
+  MemberCallback Callback() {
+    return [this](std::string& key, size_t position, json& value) {
+      keys.push_back(key);
+      positions.push_back(position);
+      values.push_back(std::move(value));
+    };
+  }
+};
+
+TEST(JsonStreamTest, HandsOverEachMemberAndKeepsTheRest) {
+  Seen seen;
+  auto cb = seen.Callback();
+  auto r = ParseStreamed(R"({"a": 1, "items": [{"x": [1, {"y": 2}]}, "s", 3], "b": {"c": null}})",
+                         "items", /*want_array=*/true, cb);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->members, 3u);
+  EXPECT_THAT(seen.positions, ElementsAre(0, 1, 2));
+  EXPECT_EQ(seen.values[0], json::parse(R"({"x": [1, {"y": 2}]})"));
+  EXPECT_EQ(seen.values[1], "s");
+  EXPECT_EQ(seen.values[2], 3);
+  // The streamed list is an empty list in the document, the rest is whole.
+  EXPECT_EQ(r->document, json::parse(R"({"a": 1, "items": [], "b": {"c": null}})"));
+}
+
+TEST(JsonStreamTest, ObjectMembersComeWithTheirKeys) {
+  Seen seen;
+  auto cb = seen.Callback();
+  auto r = ParseStreamed(R"({"resources": {"p": {"k": 1}, "q": [2]}, "v": 1})", "resources",
+                         /*want_array=*/false, cb);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_THAT(seen.keys, ElementsAre("p", "q"));
+  EXPECT_EQ(seen.values[1], json::parse("[2]"));
+  EXPECT_EQ(r->document, json::parse(R"({"resources": {}, "v": 1})"));
+}
+
+TEST(JsonStreamTest, OnlyTheTopLevelKeyOfTheWantedTypeIsStreamed) {
+  Seen seen;
+  auto cb = seen.Callback();
+  // Nested "items" and a top-level "items" that is not a list stay whole.
+  auto r = ParseStreamed(R"({"o": {"items": [1, 2]}, "items": {"n": 1}})", "items",
+                         /*want_array=*/true, cb);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_TRUE(seen.values.empty());
+  EXPECT_EQ(r->document, json::parse(R"({"o": {"items": [1, 2]}, "items": {"n": 1}})"));
+}
+
+TEST(JsonStreamTest, ARepeatedKeyStartsOverAsAWholeParseKeepsTheLast) {
+  Seen seen;
+  auto cb = seen.Callback();
+  auto r = ParseStreamed(R"({"items": [1, 2], "items": [3]})", "items", true, cb);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_THAT(seen.positions, ElementsAre(0, 1, 0));
+  EXPECT_EQ(r->members, 1u);
+}
+
+TEST(JsonStreamTest, SyntaxErrorsAreTheParsersMessageEvenAfterMembers) {
+  Seen seen;
+  auto cb = seen.Callback();
+  auto r = ParseStreamed(R"({"items": [1, 2, }])", "items", true, cb);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_THAT(r.error().message, HasSubstr("syntax error"));
+  auto trailing = ParseStreamed(R"({"items": []} x)", "items", true, cb);
+  ASSERT_FALSE(trailing.has_value());
+  EXPECT_THAT(trailing.error().message, HasSubstr("parse error"));
+}
+
+TEST(JsonStreamTest, AWholeDocumentThatIsNotAnObject) {
+  Seen seen;
+  auto cb = seen.Callback();
+  auto r = ParseStreamed(R"([{"items": [1]}])", "items", true, cb);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(seen.values.empty());
+  EXPECT_EQ(r->document, json::parse(R"([{"items": [1]}])"));
+}
+
+}  // namespace
+}  // namespace mesh::core
