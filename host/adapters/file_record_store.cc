@@ -59,19 +59,23 @@ core::Status FileRecordStore::Save(const core::Record& record) {
   return core::Ok();
 }
 
-core::Result<bool> FileRecordStore::BeginApply() {
-  if (fs_ == nullptr) return core::Fail("no state directory");
+core::Result<bool> FileRecordStore::Interrupted() {
+  if (fs_ == nullptr) return false;
   // The state directory is tiny: sweep it every time, so a kill while the
   // mark itself or the record was being written leaves nothing either.
   if (auto swept = fs_->RemoveStaleTemporaries("/"); !swept) return std::unexpected(swept.error());
   auto info = fs_->Stat("/applying");
   if (!info) return std::unexpected(info.error());
-  if (info->type != core::FileType::kMissing) return true;
+  return info->type != core::FileType::kMissing;
+}
+
+core::Status FileRecordStore::BeginApply() {
+  if (fs_ == nullptr) return core::Fail("no state directory");
   ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
                        static_cast<uint32_t>(::getegid())};
   auto written = fs_->WriteFileAtomic("/applying", "", own);
   if (!written) return std::unexpected(written.error());
-  return false;
+  return core::Ok();
 }
 
 core::Status FileRecordStore::EndApply() {

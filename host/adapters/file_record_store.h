@@ -21,7 +21,8 @@ class FileRecordStore : public ports::RecordStore {
 
   core::Result<std::shared_ptr<const core::Record>> Load() override;
   core::Status Save(const core::Record& record) override;
-  core::Result<bool> BeginApply() override;
+  core::Result<bool> Interrupted() override;
+  core::Status BeginApply() override;
   core::Status EndApply() override;
 
   // Takes an exclusive lock on <state-dir>/lock for the life of this object;

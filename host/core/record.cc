@@ -45,6 +45,8 @@ json EntryJson(const RecordEntry& e) {
     entry["unit"] = e.unit;
     if (!e.unit_file_fingerprint.empty()) entry["unit_file"] = e.unit_file_fingerprint;
   }
+  if (e.position.has_value()) entry["position"] = *e.position;
+  if (!e.state.empty()) entry["state"] = e.state;
   return entry;
 }
 
@@ -55,6 +57,8 @@ RecordEntry EntryFromJson(const json& e) {
   entry.applied_at = e.at("applied_at").get<std::string>();
   entry.unit = e.value("unit", "");
   entry.unit_file_fingerprint = e.value("unit_file", "");
+  if (e.contains("position")) entry.position = Unsigned(e, "position", 0, true);
+  entry.state = e.value("state", "");
   for (const json& w : e.at("written")) {
     WrittenPath path;
     path.path = w.at("path").get<std::string>();

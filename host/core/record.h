@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,12 @@ struct RecordEntry {
   // host wrote under --unit-dir (empty: the host does not own the unit file).
   std::string unit;
   std::string unit_file_fingerprint;
+  // What a no-op needs to be proven from the record alone, without parsing
+  // the declaration (reconciler.cc, ConfirmFromRecord): the resource's place
+  // in the declaration (outcomes are reported in that order) and, for a
+  // unit, its declared state ("running" or "stopped").
+  std::optional<uint64_t> position;
+  std::string state;
 
   bool operator==(const RecordEntry&) const = default;
 };

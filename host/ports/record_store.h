@@ -21,10 +21,13 @@ class RecordStore {
   // Atomic: the old record or the new one survives a crash, never a mix.
   virtual core::Status Save(const core::Record& record) = 0;
 
-  // Marks an apply in progress (durably). Returns true when the mark was
-  // already there: the previous apply was interrupted (kill -9, power
-  // loss), and its temporary files need sweeping.
-  virtual core::Result<bool> BeginApply() = 0;
+  // True when an earlier apply was interrupted (kill -9, power loss) after
+  // it began writing: its temporary files need sweeping. Removes the
+  // store's own leftovers (a half-written record or mark) either way.
+  virtual core::Result<bool> Interrupted() = 0;
+  // Marks an apply in progress, durably, before its first write. An apply
+  // that writes nothing never calls it: the no-op costs no fsync.
+  virtual core::Status BeginApply() = 0;
   virtual core::Status EndApply() = 0;
 };
 

@@ -77,7 +77,11 @@ class Pass {
   void Run(std::string_view text);
 
  private:
+  void LoadRecord();
+  bool ConfirmFromRecord();
   bool Check(std::string_view text);
+  // Sets the apply mark before the first write (once per apply).
+  void MarkBeforeWrite();
   Result<std::vector<TreeEntry>> LoadBundle(const Resource& r);
   FileStep ApplyFile(const Resource& r, const RecordEntry* old);
   FileStep ApplyTree(const Resource& r, const RecordEntry* old);
@@ -86,7 +90,7 @@ class Pass {
   void PlanUnits(std::vector<UnitStep>& steps);
   void ConfirmUnits(std::vector<UnitStep>& steps);
   void Prune();
-  void SweepIfInterrupted();
+  void Sweep();
   // The want digest; when the declaration is byte for byte the one the
   // record was written from, the recorded digest is it (no re-hashing of
   // every content on the no-op path).
@@ -122,6 +126,10 @@ class Pass {
   std::shared_ptr<const Declaration>& parsed_;
 
   std::shared_ptr<const Declaration> decl_;
+  std::string digest_;  // SHA-256 of the declaration's bytes (empty: too large)
+  bool interrupted_ = false;
+  bool interrupt_checked_ = false;
+  bool marked_ = false;
   // The loaded record, shared with the store; read-only during the pass.
   std::shared_ptr<const core::Record> old_holder_ = std::make_shared<const core::Record>();
   bool had_record_ = false;
@@ -146,9 +154,120 @@ class Pass {
   std::map<std::string, Result<FileInfo>> stats_;  // declared path -> its stat at check time
 };
 
+void Pass::LoadRecord() {
+  auto loaded = ports_.records->Load();
+  if (!loaded) {
+    report_.warnings.push_back(loaded.error().message +
+                               "; starting from an empty record: files that already match are "
+                               "adopted, not rewritten");
+  } else if (*loaded != nullptr) {
+    old_holder_ = std::move(*loaded);
+    had_record_ = true;
+  }
+}
+
+// The no-op, proven from the record alone. The record was written from these
+// very bytes by an apply in which nothing failed (settled), so it holds what
+// the full pass would compare for every resource: kind, want digest, paths
+// and their fingerprints, unit, unit file and declared state, and position.
+// When every fingerprint still holds and every unit is in its declared
+// state, the full pass would find each resource unchanged and do nothing; so
+// the declaration is not even parsed. At the first difference this returns
+// false and the full pass decides everything from scratch. The details are
+// the full pass's words (tests/host/reconcile/noop_test.cc holds the two to
+// the same report).
+bool Pass::ConfirmFromRecord() {
+  const core::Record& rec = *old_holder_;
+  if (rec.declaration_digest != digest_ || rec.want_version != core::Record::kWantVersion) {
+    return false;
+  }
+  if (!options_.machine.empty() && rec.machine != options_.machine) return false;
+  using Item = std::pair<const std::string, RecordEntry>;
+  const size_t n = rec.resources.size();
+  std::vector<const Item*> order(n, nullptr);
+  for (const Item& item : rec.resources) {
+    const std::optional<uint64_t>& at = item.second.position;
+    if (!at.has_value() || *at >= n || order[*at] != nullptr) return false;
+    order[*at] = &item;
+  }
+  auto is_file = [](const RecordEntry& e) { return e.kind == "file" || e.kind == "credential"; };
+  auto is_tree = [](const RecordEntry& e) { return e.kind == "archive" || e.kind == "process"; };
+  std::vector<std::string> paths;
+  paths.reserve(n);
+  for (const Item* item : order) {
+    const RecordEntry& e = item->second;
+    if (is_file(e) || is_tree(e)) {
+      if (e.written.size() != 1 || (is_tree(e) && e.written[0].content_digest.empty())) {
+        return false;
+      }
+      paths.push_back(e.written[0].path);
+    } else if (e.kind != "service" || !e.written.empty()) {
+      return false;
+    }
+    bool unit = e.kind == "service" || e.kind == "process";
+    if (unit != !e.unit.empty() || (unit && e.state != "running" && e.state != "stopped")) {
+      return false;
+    }
+  }
+  std::vector<Result<FileInfo>> infos = ports_.root->StatMany(paths);
+  std::vector<ResourceOutcome> outcomes;
+  outcomes.reserve(n);
+  size_t next = 0;
+  for (const Item* item : order) {
+    const auto& [id, e] = *item;
+    ResourceOutcome out;
+    out.id = id;
+    out.kind = e.kind;
+    out.digest = e.digest;
+    out.applied_at = e.applied_at;
+    if (is_file(e)) {
+      const Result<FileInfo>& info = infos[next++];
+      if (!info || info->type != FileType::kRegular ||
+          core::FileFingerprint(*info) != e.written[0].fingerprint) {
+        return false;
+      }
+      out.detail = "as declared";
+    } else if (is_tree(e)) {
+      const Result<FileInfo>& info = infos[next++];
+      if (!info || info->type != FileType::kDirectory) return false;
+      auto scan = ports_.root->ScanTree(e.written[0].path, /*hash_contents=*/false);
+      if (!scan || core::TreeFingerprint(*scan) != e.written[0].fingerprint) return false;
+      out.detail = Plural(e.written[0].file_count, "file") + " as declared";
+    }
+    if (!e.unit.empty()) {
+      if (!e.unit_file_fingerprint.empty()) {
+        auto info = ports_.units->Stat("/" + e.unit);
+        if (!info || info->type != FileType::kRegular ||
+            core::FileFingerprint(*info) != e.unit_file_fingerprint) {
+          return false;
+        }
+      }
+      if (ports_.services == nullptr) return false;
+      auto status = ports_.services->ReadUnit(e.unit);
+      bool run = e.state == "running";
+      if (!status || status->Running() != run) return false;
+      out.unit = Snapshot(e.unit, *status);
+      out.declared_unit = e.unit;
+      out.unit_should_run = run;
+      if (!run) {
+        out.detail = e.unit + " stopped as declared";
+      } else {
+        std::string state = e.unit + " " + status->active_state + " (" + status->sub_state + ")";
+        out.detail = out.detail.empty() ? state : out.detail + ", " + state;
+      }
+    }
+    outcomes.push_back(std::move(out));
+  }
+  report_.machine = rec.machine;
+  report_.generation = rec.generation;
+  report_.declaration_digest = digest_;
+  report_.outcomes = std::move(outcomes);
+  report_.from_record = true;
+  return true;
+}
+
 bool Pass::Check(std::string_view text) {
-  if (parsed_ != nullptr && text.size() <= core::kMaxDeclarationBytes &&
-      core::Sha256Hex(text) == parsed_->digest) {
+  if (parsed_ != nullptr && !digest_.empty() && digest_ == parsed_->digest) {
     decl_ = parsed_;
   } else {
     auto decl = core::ParseDeclaration(text);
@@ -163,15 +282,6 @@ bool Pass::Check(std::string_view text) {
   report_.generation = decl_->generation;
   report_.declaration_digest = decl_->digest;
 
-  auto loaded = ports_.records->Load();
-  if (!loaded) {
-    report_.warnings.push_back(loaded.error().message +
-                               "; starting from an empty record: files that already match are "
-                               "adopted, not rewritten");
-  } else if (*loaded != nullptr) {
-    old_holder_ = std::move(*loaded);
-    had_record_ = true;
-  }
   for (const auto& [id, e] : old_holder_->resources) {
     for (const WrittenPath& w : e.written) old_paths_.insert(w.path);
   }
@@ -324,6 +434,7 @@ FileStep Pass::ApplyFile(const Resource& r, const RecordEntry* old) {
     step.entry = old != nullptr ? std::optional<RecordEntry>(*old) : std::nullopt;
     return step;
   }
+  MarkBeforeWrite();
   auto after = ports_.root->WriteFileAtomic(r.path, r.content,
                                             ports::Ownership{r.mode, ids->first, ids->second});
   if (!after) return fail(after.error().message);
@@ -426,6 +537,7 @@ FileStep Pass::ApplyTree(const Resource& r, const RecordEntry* old) {
     step.entry = old != nullptr ? std::optional<RecordEntry>(*old) : std::nullopt;
     return step;
   }
+  MarkBeforeWrite();
   if (auto st = ports_.root->ReplaceTree(r.path, *bundle); !st) return fail(st.error().message);
   auto rescan = ports_.root->ScanTree(r.path, false);
   if (!rescan) return fail(rescan.error().message);
@@ -482,6 +594,7 @@ core::Status Pass::ApplyUnitFile(const Resource& r, const RecordEntry* old, File
     entry.unit_file_fingerprint = "";
     return core::Ok();
   }
+  MarkBeforeWrite();
   auto written = ports_.units->WriteFileAtomic(path, text, ports::Ownership{0644, 0, 0});
   if (!written) return std::unexpected(written.error());
   entry.unit_file_fingerprint = core::FileFingerprint(*written);
@@ -731,13 +844,17 @@ void Pass::Prune() {
   }
 }
 
-void Pass::SweepIfInterrupted() {
-  auto interrupted = ports_.records->BeginApply();
-  if (!interrupted) {
-    report_.warnings.push_back("apply mark not set: " + interrupted.error().message);
-    return;
+void Pass::MarkBeforeWrite() {
+  if (marked_ || options_.dry_run) return;
+  marked_ = true;
+  // An interrupted apply's mark stands until this apply ends.
+  if (interrupted_) return;
+  if (auto st = ports_.records->BeginApply(); !st) {
+    report_.warnings.push_back("apply mark not set: " + st.error().message);
   }
-  if (!*interrupted) return;
+}
+
+void Pass::Sweep() {
   // Every directory the host writes into: parents of declared and recorded
   // paths, and the unit directory.
   std::set<std::string> dirs;
@@ -761,15 +878,34 @@ void Pass::SweepIfInterrupted() {
 
 void Pass::Run(std::string_view text) {
   now_ = core::FormatTimestamp(report_.started_at);
+  if (text.size() <= core::kMaxDeclarationBytes) digest_ = core::Sha256Hex(text);
+  LoadRecord();
+  auto check_interrupted = [&] {
+    if (interrupt_checked_ || options_.dry_run) return;
+    interrupt_checked_ = true;
+    auto interrupted = ports_.records->Interrupted();
+    if (!interrupted) {
+      report_.warnings.push_back("apply mark not readable: " + interrupted.error().message);
+    } else {
+      interrupted_ = *interrupted;
+    }
+  };
+  if (options_.confirm_from_record && had_record_ && !digest_.empty() &&
+      old_holder_->settled_declaration_digest == digest_) {
+    check_interrupted();
+    if (!interrupted_ && ConfirmFromRecord()) return;
+  }
   if (!Check(text)) {
     report_.result = ApplyResult::kRefused;
     return;
   }
-  if (!options_.dry_run) SweepIfInterrupted();
+  check_interrupted();
+  if (interrupted_) Sweep();
 
   // 1. Files, credentials, bundles and unit texts.
   steps_.resize(decl_->resources.size());
   outcome_of_.resize(decl_->resources.size());
+  report_.outcomes.reserve(decl_->resources.size());
   for (size_t i = 0; i < decl_->resources.size(); ++i) {
     const Resource& r = decl_->resources[i];
     auto it = old_holder_->resources.find(r.id);
@@ -801,6 +937,12 @@ void Pass::Run(std::string_view text) {
       }
     }
     if (step.unit_file_changed) units_changed_ = true;
+    if (step.entry.has_value() && step.outcome != Outcome::kFailed) {
+      step.entry->position = i;
+      step.entry->state = !r.HasUnit()                          ? ""
+                          : r.state == core::UnitState::kRunning ? "running"
+                                                                 : "stopped";
+    }
     if (step.entry.has_value()) {
       Keep(r.id, *step.entry);
     } else if (!options_.dry_run) {
@@ -866,15 +1008,17 @@ void Pass::Run(std::string_view text) {
     next.want_version = core::Record::kWantVersion;
     next.settled_declaration_digest = settled;
   }
-  if (!options_.dry_run && same) {
-    if (auto end = ports_.records->EndApply(); !end) {
-      report_.warnings.push_back("apply mark not cleared: " + end.error().message);
-    }
-  } else if (!options_.dry_run) {
+  bool saved = true;
+  if (!options_.dry_run && !same) {
+    MarkBeforeWrite();
     if (auto st = ports_.records->Save(next); !st) {
       report_.error = "record not saved: " + st.error().message;
       report_.result = ApplyResult::kFailed;
-    } else if (auto end = ports_.records->EndApply(); !end) {
+      saved = false;  // the mark stays: the next apply sweeps
+    }
+  }
+  if (saved && (marked_ || interrupted_)) {
+    if (auto end = ports_.records->EndApply(); !end) {
       report_.warnings.push_back("apply mark not cleared: " + end.error().message);
     }
   }

@@ -40,6 +40,10 @@ struct ReconcilerOptions {
   std::chrono::nanoseconds settle = std::chrono::seconds(1);
   // Plan: decide everything, write nothing, restart nothing, save nothing.
   bool dry_run = false;
+  // Prove a no-op from the record alone when it can (see ApplyReport::
+  // from_record). Off only where the full pass must run regardless: the
+  // tests that hold the two to the same report, and the benchmark.
+  bool confirm_from_record = true;
 };
 
 enum class ApplyResult { kOk, kFailed, kRefused };
@@ -59,6 +63,10 @@ struct ApplyReport {
   std::chrono::system_clock::time_point finished_at;
   std::chrono::nanoseconds duration{0};
   bool daemon_reloaded = false;
+  // The declaration was byte for byte the one the record was settled from,
+  // and every recorded fingerprint and unit state still held: the no-op was
+  // proven from the record without parsing the declaration.
+  bool from_record = false;
 };
 
 class Reconciler {

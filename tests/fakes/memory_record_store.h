@@ -26,10 +26,11 @@ class MemoryRecordStore : public ports::RecordStore {
     return core::Ok();
   }
 
-  core::Result<bool> BeginApply() override {
-    bool was = applying;
+  core::Result<bool> Interrupted() override { return applying; }
+  core::Status BeginApply() override {
+    ++marks;
     applying = true;
-    return was;
+    return core::Ok();
   }
   core::Status EndApply() override {
     applying = false;
@@ -40,6 +41,7 @@ class MemoryRecordStore : public ports::RecordStore {
   bool applying = false;
   int loads = 0;
   int saves = 0;
+  int marks = 0;  // BeginApply calls: an apply that writes nothing makes none
   bool fail_saves = false;
 };
 

@@ -34,13 +34,16 @@ class ReconcilerTest : public ::testing::Test {
     units_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("units")));
   }
 
-  ApplyReport Run(const json& decl, bool dry_run = false) {
+  // `from_record`: let a no-op be proven from the record (the default, as
+  // in production); false forces the full pass.
+  ApplyReport Run(const json& decl, bool dry_run = false, bool from_record = true) {
     ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
                           &services_,  &store_,          &clock_};
     ReconcilerOptions options;
     options.machine = "edge-1";
     options.settle = std::chrono::seconds(1);
     options.dry_run = dry_run;
+    options.confirm_from_record = from_record;
     return Reconciler(ports, options).Apply(decl.dump());
   }
 

@@ -1,0 +1,179 @@
+// The no-op proven from the record alone (reconciler.cc, ConfirmFromRecord)
+// against the full pass: the same report, word for word, for every kind;
+// and the full pass as soon as anything differs. Also: an apply that writes
+// nothing sets no apply mark (no fsync on the hot path).
+#include <gmock/gmock.h>
+
+#include <chrono>
+
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+using Behavior = fakes::FakeServiceManager::Behavior;
+using testing::TarMember;
+
+class NoopTest : public ReconcilerTest {
+ protected:
+  json Everything() {
+    std::string sha = Bundle("tools.tar", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755},
+                                           {TarMember::kFile, "README", "x", 0644}});
+    services_.AddUnit("web.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+    services_.AddUnit("old.service", {Behavior::kHealthy, 0s, false});
+    services_.AddUnit("tools.service", {Behavior::kHealthy, 0s, false});
+    return Decl({
+        {{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", "a=1\n"}},
+        {{"id", "app.token"},
+         {"kind", "credential"},
+         {"path", "/etc/app.token"},
+         {"content", "s3cret"}},
+        {{"id", "web"},
+         {"kind", "service"},
+         {"unit", "web.service"},
+         {"state", "running"},
+         {"restart_on", {"app.conf"}}},
+        {{"id", "old"}, {"kind", "service"}, {"unit", "old.service"}, {"state", "stopped"}},
+        {{"id", "data"},
+         {"kind", "archive"},
+         {"path", "/srv/data"},
+         {"source", "tools.tar"},
+         {"sha256", sha}},
+        {{"id", "tools"},
+         {"kind", "process"},
+         {"path", "/opt/tools"},
+         {"source", "tools.tar"},
+         {"sha256", sha},
+         {"unit", "tools.service"},
+         {"unit_text", "[Service]\nExecStart=/opt/tools/bin/serve\n"}},
+    });
+  }
+
+  // Every field an operator or a metric reads.
+  static std::vector<std::string> Rows(const ApplyReport& r) {
+    std::vector<std::string> rows;
+    for (const core::ResourceOutcome& o : r.outcomes) {
+      std::string unit = o.unit.has_value() ? o.unit->name + "/" + o.unit->active_state + "/" +
+                                                  o.unit->sub_state + "/" + o.unit->result + "/" +
+                                                  std::to_string(o.unit->n_restarts)
+                                            : "-";
+      rows.push_back(core::FormatOutcomeLine(o) + " | " + o.digest + " | " + o.applied_at +
+                     " | " + unit + " | " + o.declared_unit + " | " +
+                     (o.unit_should_run ? "run" : "-") + " | " + o.restart_reason + " | " +
+                     (o.host_acted ? "acted" : "-"));
+    }
+    rows.push_back(r.machine + " " + std::to_string(r.generation) + " " + r.declaration_digest +
+                   " " + std::string(ApplyResultName(r.result)));
+    return rows;
+  }
+};
+
+TEST_F(NoopTest, FromTheRecordReportsExactlyWhatTheFullPassReports) {
+  json decl = Everything();
+  ApplyReport first = Run(decl);
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  EXPECT_FALSE(first.from_record);
+  clock_.Advance(5min);  // applied_at must be the recorded one, not now
+
+  ApplyReport full = Run(decl, false, /*from_record=*/false);
+  ApplyReport quick = Run(decl);
+  EXPECT_FALSE(full.from_record);
+  EXPECT_TRUE(quick.from_record);
+  EXPECT_THAT(Outcomes(quick), ElementsAre("unchanged", "unchanged", "unchanged", "unchanged",
+                                           "unchanged", "unchanged"));
+  EXPECT_EQ(Rows(quick), Rows(full));
+  // A plan proves it the same way, and writes nothing.
+  ApplyReport plan = Run(decl, /*dry_run=*/true);
+  EXPECT_TRUE(plan.from_record);
+  EXPECT_EQ(Rows(plan), Rows(full));
+}
+
+TEST_F(NoopTest, AnyDifferenceRunsTheFullPass) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_TRUE(Run(decl).from_record);
+
+  // A touched file (fingerprint moved, same bytes): the full pass adopts it.
+  std::filesystem::last_write_time(Root("/etc/app.conf"),
+                                   std::filesystem::file_time_type::clock::now() + 1h);
+  ApplyReport touched = Run(decl);
+  EXPECT_FALSE(touched.from_record);
+  EXPECT_EQ(touched.outcomes[0].outcome, core::Outcome::kUnchanged);
+  ASSERT_TRUE(Run(decl).from_record) << "the adopted fingerprint is recorded again";
+
+  // A unit declared running found dead: started again, not reported unchanged.
+  services_.Kill("web.service");
+  ApplyReport dead = Run(decl);
+  EXPECT_FALSE(dead.from_record);
+  EXPECT_EQ(dead.outcomes[2].outcome, core::Outcome::kStarted);
+  EXPECT_EQ(dead.outcomes[2].restart_reason, "was_dead");
+
+  // A file in a tree edited by hand: put back.
+  testing::WriteText(Root("/opt/tools/README"), "edited");
+  ApplyReport drift = Run(decl);
+  EXPECT_FALSE(drift.from_record);
+  EXPECT_EQ(drift.outcomes[5].outcome, core::Outcome::kUpdated);
+
+  // A unit file edited by hand: put back.
+  testing::WriteText(dir_.Sub("units/tools.service"), "[Service]\nExecStart=/bin/false\n");
+  ApplyReport unit_file = Run(decl);
+  EXPECT_FALSE(unit_file.from_record);
+  EXPECT_EQ(unit_file.outcomes[5].outcome, core::Outcome::kUpdated);
+  EXPECT_THAT(unit_file.outcomes[5].detail, HasSubstr("drifted: unit file tools.service"));
+}
+
+TEST_F(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  // Another machine's name on the command line: refused, as the full pass does.
+  ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
+                        &services_,  &store_,          &clock_};
+  ReconcilerOptions other;
+  other.machine = "edge-2";
+  ApplyReport refused = Reconciler(ports, other).Apply(decl.dump());
+  EXPECT_EQ(refused.result, ApplyResult::kRefused);
+  EXPECT_THAT(refused.error, HasSubstr("is not this machine"));
+  // One byte more in the declaration (same meaning): the full pass, which
+  // settles the new bytes; then the record proves the no-op again.
+  std::string spaced = decl.dump() + " ";
+  ReconcilerOptions same;
+  same.machine = "edge-1";
+  Reconciler r(ports, same);
+  EXPECT_FALSE(r.Apply(spaced).from_record);
+  EXPECT_TRUE(r.Apply(spaced).from_record);
+}
+
+TEST_F(NoopTest, NotAfterAFailure) {
+  json decl = Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"},
+                     {"content", "a"}},
+                    {{"id", "gone"}, {"kind", "service"}, {"unit", "gone.service"},
+                     {"state", "running"}}});
+  services_.AddUnit("gone.service", {Behavior::kJobFails, 0s});
+  EXPECT_EQ(Run(decl).result, ApplyResult::kFailed);
+  ApplyReport again = Run(decl);
+  EXPECT_FALSE(again.from_record) << "a failed apply settles nothing: the failure is retried";
+  EXPECT_EQ(again.outcomes[1].outcome, core::Outcome::kFailed);
+}
+
+// The apply mark is written (and fsynced) only by an apply that writes; it
+// used to be written and removed by every apply, the no-op included.
+TEST_F(NoopTest, AnApplyThatWritesNothingSetsNoMark) {
+  json decl = Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"},
+                     {"content", "a"}}});
+  Run(decl);
+  EXPECT_EQ(store_.marks, 1);
+  Run(decl);                                 // proven from the record
+  Run(decl, false, /*from_record=*/false);  // the full pass, no writes either
+  EXPECT_EQ(store_.marks, 1);
+  EXPECT_FALSE(store_.applying);
+  testing::WriteText(Root("/etc/app.conf"), "changed by hand");
+  Run(decl);
+  EXPECT_EQ(store_.marks, 2);
+  EXPECT_FALSE(store_.applying);
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
