@@ -36,9 +36,11 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   if (info->type == core::FileType::kMissing) return std::shared_ptr<const core::Record>();
   std::string fingerprint = core::FileFingerprint(*info);
   if (cached_ != nullptr && fingerprint == cached_fingerprint_) return cached_;
-  auto text = fs_->ReadFile(kStateFile, kMaxStateBytes);
+  // Mapped, not read: the record is megabytes at 10,000 resources, and only
+  // this host replaces it, always by rename, so the mapping cannot shrink.
+  auto text = fs_->MapFile(kStateFile, kMaxStateBytes);
   if (!text) return std::unexpected(text.error());
-  auto record = core::ParseRecord(*text);
+  auto record = core::ParseRecord(text->view());
   if (!record) return std::unexpected(record.error());
   cached_ = std::make_shared<const core::Record>(std::move(*record));
   cached_fingerprint_ = fingerprint;

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -335,20 +336,51 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
     return Fail("read " + path + ": " + std::to_string(st.st_size) +
                 " bytes exceeds the limit of " + std::to_string(limit));
   }
+  // Read straight into the string, without zero-filling it first: the
+  // record of 10,000 files is megabytes, read by every `mesh-host apply`.
   std::string out;
-  out.resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Fail(Errno("read", path));
+  int error = 0;
+  out.resize_and_overwrite(static_cast<size_t>(st.st_size), [&](char* buf, size_t size) {
+    size_t got = 0;
+    while (got < size) {
+      ssize_t n = ::read(fd.get(), buf + got, size - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) error = errno;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
     }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
+    return got;
+  });
+  if (error != 0) {
+    errno = error;
+    return Fail(Errno("read", path));
   }
-  out.resize(got);
   return out;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+Result<MappedFile> PosixFileSystem::MapFile(const std::string& path, uint64_t limit) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return Fail("read " + path + ": no such file");
+  UniqueFd fd(::openat(parent->get(), leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return Fail(Errno("open", path));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
+  if (!S_ISREG(st.st_mode)) return Fail("read " + path + ": not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > limit) {
+    return Fail("read " + path + ": " + std::to_string(st.st_size) +
+                " bytes exceeds the limit of " + std::to_string(limit));
+  }
+  if (st.st_size == 0) return MappedFile();
+  void* data =
+      ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (data == MAP_FAILED) return Fail(Errno("map", path));
+  return MappedFile(data, static_cast<size_t>(st.st_size));
 }
 
 Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::string_view content,

@@ -9,11 +9,33 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "host/adapters/unique_fd.h"
 #include "host/ports/file_system.h"
 
 namespace mesh::adapters {
+
+// A file's bytes mapped read-only; unmapped when destroyed.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(void* data, size_t size) : data_(data), size_(size) {}
+  MappedFile(MappedFile&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  MappedFile& operator=(MappedFile&&) = delete;
+  MappedFile(const MappedFile&) = delete;
+  ~MappedFile();
+  std::string_view view() const {
+    return data_ == nullptr ? std::string_view()
+                            : std::string_view(static_cast<char*>(data_), size_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 class PosixFileSystem : public ports::FileSystem {
  public:
@@ -27,8 +49,14 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<core::FileInfo> Stat(const std::string& path) override;
   // Keeps the parent directory of the previous path open while the next one
   // shares it: one fstatat per file in a directory, not a walk per file.
-  std::vector<core::Result<core::FileInfo>> StatMany(const std::vector<std::string>& paths) override;
+  std::vector<core::Result<core::FileInfo>> StatMany(
+      const std::vector<std::string>& paths) override;
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override;
+  // A read-only private mapping of a regular file: no copy and no fresh
+  // pages to fault in. Only for files the host alone replaces, and only by
+  // rename (its record): a file truncated in place under a mapping would
+  // fault the reader (SIGBUS).
+  core::Result<MappedFile> MapFile(const std::string& path, uint64_t limit);
   core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
                                                const ports::Ownership& ownership) override;
   core::Status ReplaceTree(const std::string& path,

@@ -18,7 +18,9 @@ class Handler final : public nlohmann::json_sax<json> {
   bool number_integer(number_integer_t v) override { return Scalar(json(v)); }
   bool number_unsigned(number_unsigned_t v) override { return Scalar(json(v)); }
   bool number_float(number_float_t v, const string_t&) override { return Scalar(json(v)); }
-  bool string(string_t& v) override { return Scalar(json(std::move(v))); }
+  // Copied, not moved: a moved-from token buffer makes the lexer grow a new
+  // one char by char for the next token.
+  bool string(string_t& v) override { return Scalar(json(v)); }
   bool binary(binary_t& v) override { return Scalar(json::binary(std::move(v))); }
   bool start_object(std::size_t) override { return Open(json::object()); }
   bool start_array(std::size_t) override { return Open(json::array()); }
@@ -26,11 +28,7 @@ class Handler final : public nlohmann::json_sax<json> {
   bool end_array() override { return Close(); }
   bool key(string_t& k) override {
     Level& top = levels_.back();
-    if (top.streamed) {
-      member_key_ = std::move(k);
-    } else {
-      top.key = std::move(k);
-    }
+    (top.streamed ? member_key_ : top.key).assign(k);
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {

@@ -4,29 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "host/core/json_depth.h"
-#include "host/core/json_stream.h"
-
 namespace mesh::core {
 namespace {
 
 using json = nlohmann::json;
-
-// Numbers are checked for kind before conversion: nlohmann converts a
-// double like 1e10 to int by a cast, which is undefined behaviour (found by
-// the record fuzzer).
-uint64_t Unsigned(const json& obj, const char* key, uint64_t fallback, bool required) {
-  if (!obj.contains(key)) {
-    if (required)
-      throw json::out_of_range::create(403, std::string("key '") + key + "' not found", &obj);
-    return fallback;
-  }
-  const json& v = obj.at(key);
-  if (!v.is_number_unsigned()) {
-    throw json::type_error::create(302, std::string(key) + " must be a non-negative integer", &v);
-  }
-  return v.get<uint64_t>();
-}
 
 json EntryJson(const RecordEntry& e) {
   json written = json::array();
@@ -47,27 +28,6 @@ json EntryJson(const RecordEntry& e) {
   }
   if (e.position.has_value()) entry["position"] = *e.position;
   if (!e.state.empty()) entry["state"] = e.state;
-  return entry;
-}
-
-RecordEntry EntryFromJson(const json& e) {
-  RecordEntry entry;
-  entry.kind = e.at("kind").get<std::string>();
-  entry.digest = e.at("digest").get<std::string>();
-  entry.applied_at = e.at("applied_at").get<std::string>();
-  entry.unit = e.value("unit", "");
-  entry.unit_file_fingerprint = e.value("unit_file", "");
-  if (e.contains("position")) entry.position = Unsigned(e, "position", 0, true);
-  entry.state = e.value("state", "");
-  for (const json& w : e.at("written")) {
-    WrittenPath path;
-    path.path = w.at("path").get<std::string>();
-    path.fingerprint = w.at("fingerprint").get<std::string>();
-    path.content_digest = w.value("content_digest", "");
-    path.file_count = Unsigned(w, "files", 0, false);
-    path.preexisting = w.value("preexisting", false);
-    entry.written.push_back(std::move(path));
-  }
   return entry;
 }
 
@@ -98,47 +58,295 @@ std::string SerializeRecord(const Record& record) {
   return out;
 }
 
-Result<Record> ParseRecord(std::string_view text) {
-  if (!JsonDepthWithin(text, 8)) return Fail("state: nested too deep");
-  // Entries are converted as they stream by (one entry's tree in memory at
-  // a time); a bad one is reported after the version check, as before.
-  Record record;
-  std::optional<std::string> entry_error;
-  auto on_entry = [&](std::string& id, size_t position, json& e) {
-    if (position == 0) {
-      record.resources.clear();
-      entry_error.reset();
+namespace {
+
+// Reads the record straight into the model, event by event: no tree of the
+// document or of an entry is built. The record is the one file every fresh
+// `mesh-host apply` must parse before it can prove a no-op, and it holds an
+// entry per resource (megabytes at 10,000 files). Unknown fields are skipped,
+// so a newer host's record still reads.
+class RecordReader final : public nlohmann::json_sax<json> {
+ public:
+  explicit RecordReader(Record& record) : rec_(record) {}
+
+  bool null() override { return Scalar(Value{}); }
+  bool boolean(bool v) override { return Scalar(Value{.kind = Value::kBool, .flag = v}); }
+  bool number_integer(number_integer_t) override { return Scalar(Value{.kind = Value::kOther}); }
+  bool number_unsigned(number_unsigned_t v) override {
+    return Scalar(Value{.kind = Value::kUnsigned, .number = v});
+  }
+  bool number_float(number_float_t, const string_t&) override {
+    return Scalar(Value{.kind = Value::kOther});
+  }
+  bool string(string_t& v) override { return Scalar(Value{.kind = Value::kString, .text = &v}); }
+  bool binary(binary_t&) override { return Scalar(Value{.kind = Value::kOther}); }
+
+  bool start_object(std::size_t) override {
+    if (skip_ > 0) return ++skip_, true;
+    if (stack_.empty()) return Push(kRoot);
+    switch (stack_.back()) {
+      case kRoot:
+        if (key_ == "resources") {
+          rec_.resources.clear();
+          return Push(kResources);
+        }
+        break;
+      case kResources: {
+        // Sorted as written: the hint makes each insert constant time. A
+        // repeated id starts over (the last wins, as in a whole parse).
+        auto it = rec_.resources.try_emplace(rec_.resources.end(), key_);
+        it->second = RecordEntry{};
+        entry_ = &it->second;
+        entry_id_ = key_;
+        seen_ = 0;
+        return Push(kEntry);
+      }
+      case kWritten:
+        entry_->written.emplace_back();
+        path_seen_ = 0;
+        return Push(kWrittenItem);
+      default:
+        break;
     }
-    if (entry_error) return;
-    try {
-      record.resources.insert_or_assign(record.resources.end(), std::move(id), EntryFromJson(e));
-    } catch (const json::exception& ex) {
-      entry_error = std::string("state: ") + ex.what();
+    return Unexpected("an object");
+  }
+  bool start_array(std::size_t) override {
+    if (skip_ > 0) return ++skip_, true;
+    if (stack_.empty()) return Fail("not a JSON object");
+    if (stack_.back() == kEntry && key_ == "written") {
+      seen_ |= kSeenWritten;
+      return Push(kWritten);
     }
+    return Unexpected("a list");
+  }
+  bool end_object() override { return End(); }
+  bool end_array() override { return End(); }
+  // Keys and values are copied, not moved: a moved-from token buffer makes
+  // the lexer grow a new one char by char for the next token.
+  bool key(string_t& k) override {
+    key_.assign(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    if (error_.empty()) error_ = e.what();
+    return false;
+  }
+
+  const std::string& error() const { return error_; }
+  // Called after the parse: what the whole document must have had.
+  bool Finish(uint64_t* version) {
+    if (root_seen_ & kSeenVersion) *version = version_;
+    if (!(root_seen_ & kSeenVersion) || version_ != Record::kVersion) return false;
+    for (auto [bit, name] : {std::pair{kSeenMachine, "machine"},
+                             {kSeenGeneration, "generation"},
+                             {kSeenDigest, "declaration_digest"},
+                             {kSeenResources, "resources"}}) {
+      if (!(root_seen_ & bit)) return Fail(std::string(name) + " missing");
+    }
+    return true;
+  }
+
+ private:
+  enum Context { kRoot, kResources, kEntry, kWritten, kWrittenItem };
+  enum Seen : unsigned {
+    kSeenVersion = 1,
+    kSeenMachine = 2,
+    kSeenGeneration = 4,
+    kSeenDigest = 8,
+    kSeenResources = 16,
+    kSeenKind = 1,
+    kSeenEntryDigest = 2,
+    kSeenAppliedAt = 4,
+    kSeenWritten = 8,
+    kSeenPath = 1,
+    kSeenFingerprint = 2,
   };
-  auto streamed = ParseStreamed(text, "resources", /*want_array=*/false, on_entry);
-  if (!streamed) return Fail("state: " + streamed.error().message);
+  struct Value {
+    enum Kind { kNull, kBool, kUnsigned, kString, kOther } kind = kNull;
+    bool flag = false;
+    uint64_t number = 0;
+    std::string* text = nullptr;
+  };
+
+  bool Push(Context c) {
+    if (c == kRoot) root_open_ = true;
+    if (c == kResources) root_seen_ |= kSeenResources;
+    stack_.push_back(c);
+    return true;
+  }
+
+  bool End() {
+    if (skip_ > 0) return --skip_, true;
+    Context c = stack_.back();
+    stack_.pop_back();
+    if (c == kEntry) {
+      for (auto [bit, name] : {std::pair{kSeenKind, "kind"},
+                               {kSeenEntryDigest, "digest"},
+                               {kSeenAppliedAt, "applied_at"},
+                               {kSeenWritten, "written"}}) {
+        if (!(seen_ & bit)) return Fail("resource " + entry_id_ + ", field " + name + ": missing");
+      }
+    }
+    if (c == kWrittenItem &&
+        (path_seen_ & (kSeenPath | kSeenFingerprint)) != (kSeenPath | kSeenFingerprint)) {
+      return Fail("resource " + entry_id_ + ", field written: path and fingerprint are required");
+    }
+    return true;
+  }
+
+  bool Scalar(Value v) {
+    if (skip_ > 0) return true;
+    if (stack_.empty()) return Fail("not a JSON object");
+    switch (stack_.back()) {
+      case kRoot:
+        if (key_ == "version") return Unsigned(v, &version_, &root_seen_, kSeenVersion);
+        if (key_ == "want_version") {
+          uint64_t w = 0;
+          if (!Unsigned(v, &w, nullptr, 0)) return false;
+          rec_.want_version = static_cast<int>(std::min<uint64_t>(w, 1u << 20));
+          return true;
+        }
+        if (key_ == "generation") {
+          return Unsigned(v, &rec_.generation, &root_seen_, kSeenGeneration);
+        }
+        if (key_ == "machine") return Text(v, &rec_.machine, &root_seen_, kSeenMachine);
+        if (key_ == "declaration_digest") {
+          return Text(v, &rec_.declaration_digest, &root_seen_, kSeenDigest);
+        }
+        if (key_ == "settled_declaration_digest") {
+          return Text(v, &rec_.settled_declaration_digest, nullptr, 0);
+        }
+        if (key_ == "resources") return Unexpected("a scalar");
+        return true;  // an unknown field
+      case kEntry:
+        if (key_ == "kind") return Text(v, &entry_->kind, &seen_, kSeenKind);
+        if (key_ == "digest") return Text(v, &entry_->digest, &seen_, kSeenEntryDigest);
+        if (key_ == "applied_at") return Text(v, &entry_->applied_at, &seen_, kSeenAppliedAt);
+        if (key_ == "unit") return Text(v, &entry_->unit, nullptr, 0);
+        if (key_ == "unit_file") return Text(v, &entry_->unit_file_fingerprint, nullptr, 0);
+        if (key_ == "state") return Text(v, &entry_->state, nullptr, 0);
+        if (key_ == "position") {
+          uint64_t at = 0;
+          if (!Unsigned(v, &at, nullptr, 0)) return false;
+          entry_->position = at;
+          return true;
+        }
+        if (key_ == "written") return Unexpected("a scalar");
+        return true;
+      case kWrittenItem: {
+        WrittenPath& w = entry_->written.back();
+        if (key_ == "path") return Text(v, &w.path, &path_seen_, kSeenPath);
+        if (key_ == "fingerprint") return Text(v, &w.fingerprint, &path_seen_, kSeenFingerprint);
+        if (key_ == "content_digest") return Text(v, &w.content_digest, nullptr, 0);
+        if (key_ == "files") return Unsigned(v, &w.file_count, nullptr, 0);
+        if (key_ == "preexisting") {
+          if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
+          w.preexisting = v.flag;
+          return true;
+        }
+        return true;
+      }
+      default:
+        return Unexpected("a scalar");
+    }
+  }
+
+  std::string Where() const {
+    if (stack_.back() == kRoot) return "field " + key_ + ": ";
+    return "resource " + entry_id_ + ", field " + key_ + ": ";
+  }
+  bool Text(const Value& v, std::string* out, unsigned* seen, unsigned bit) {
+    if (v.kind != Value::kString) return Fail(Where() + "must be a string");
+    out->assign(*v.text);
+    if (seen != nullptr) *seen |= bit;
+    return true;
+  }
+  // Numbers are checked for kind: a float or a negative number where a
+  // count belongs is an error (the record fuzzer once found a huge float
+  // cast to an integer: undefined behaviour).
+  bool Unsigned(const Value& v, uint64_t* out, unsigned* seen, unsigned bit) {
+    if (v.kind != Value::kUnsigned) return Fail(Where() + "must be a non-negative integer");
+    *out = v.number;
+    if (seen != nullptr) *seen |= bit;
+    return true;
+  }
+  // A value of a shape the record does not have there: skipped when it is
+  // a container under an unknown field (a newer host's), else an error.
+  bool Unexpected(const char* what) {
+    static constexpr std::string_view kKnown[] = {"version",
+                                                  "want_version",
+                                                  "generation",
+                                                  "machine",
+                                                  "declaration_digest",
+                                                  "settled_declaration_digest",
+                                                  "resources",
+                                                  "kind",
+                                                  "digest",
+                                                  "applied_at",
+                                                  "unit",
+                                                  "unit_file",
+                                                  "state",
+                                                  "position",
+                                                  "written",
+                                                  "path",
+                                                  "fingerprint",
+                                                  "content_digest",
+                                                  "files",
+                                                  "preexisting"};
+    switch (stack_.back()) {
+      case kResources:
+        return Fail("resource " + key_ + ": must be an object");
+      case kWritten:
+        return Fail("resource " + entry_id_ + ", field written: must list objects");
+      default:
+        break;
+    }
+    bool known = std::find(std::begin(kKnown), std::end(kKnown), key_) != std::end(kKnown);
+    if (!known) {
+      skip_ = 1;
+      return true;
+    }
+    return Fail(Where() + "must not be " + what);
+  }
+  bool Fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+    return false;
+  }
+
+  Record& rec_;
+  std::vector<Context> stack_;
+  std::string key_;
+  int skip_ = 0;  // depth inside a skipped (unknown) container
+  bool root_open_ = false;
+  unsigned root_seen_ = 0;
+  uint64_t version_ = 0;
+  RecordEntry* entry_ = nullptr;
+  std::string entry_id_;
+  unsigned seen_ = 0;
+  unsigned path_seen_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+// No depth pre-check: the SAX parser keeps its own stack, and the reader
+// refuses nesting where the record has none and counts it where it skips.
+Result<Record> ParseRecord(std::string_view text) {
+  Record record;
+  RecordReader reader(record);
+  bool parsed = false;
   try {
-    json& doc = streamed->document;
-    if (!doc.is_object()) return Fail("state: not a JSON object");
-    if (!doc.contains("version") || !doc["version"].is_number_unsigned() ||
-        doc["version"].get<uint64_t>() != Record::kVersion) {
-      return Fail("state: unknown version " + doc.value("version", json()).dump());
-    }
-    record.want_version =
-        static_cast<int>(std::min<uint64_t>(Unsigned(doc, "want_version", 0, false), 1u << 20));
-    record.settled_declaration_digest = doc.value("settled_declaration_digest", "");
-    record.machine = doc.at("machine").get<std::string>();
-    record.generation = Unsigned(doc, "generation", 0, true);
-    record.declaration_digest = doc.at("declaration_digest").get<std::string>();
-    if (!doc.at("resources").is_object()) {
-      return Fail("state: resources must be an object");
-    }
-    if (entry_error) return Fail(*entry_error);
-    return record;
+    parsed = json::sax_parse(text.begin(), text.end(), &reader);
   } catch (const json::exception& e) {
     return Fail(std::string("state: ") + e.what());
   }
+  if (!parsed) return Fail("state: " + (reader.error().empty() ? "unreadable" : reader.error()));
+  uint64_t version = 0;
+  if (!reader.Finish(&version)) {
+    if (!reader.error().empty()) return Fail("state: " + reader.error());
+    return Fail("state: unknown version " + std::to_string(version));
+  }
+  return record;
 }
 
 }  // namespace mesh::core

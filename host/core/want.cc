@@ -1,6 +1,7 @@
 #include "host/core/want.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include "host/core/sha256.h"
@@ -64,9 +65,33 @@ std::string WantDigest(const Resource& r) {
   return "sha256:" + h.HexDigest();
 }
 
+namespace {
+// Four integers of at most 20 characters and three colons.
+struct FingerprintText {
+  char buf[96];
+  size_t size = 0;
+  explicit FingerprintText(const FileInfo& info) {
+    char* p = buf;
+    char* end = buf + sizeof buf;
+    p = std::to_chars(p, end, info.size).ptr;
+    *p++ = ':';
+    p = std::to_chars(p, end, info.mtime_ns).ptr;
+    *p++ = ':';
+    p = std::to_chars(p, end, info.ctime_ns).ptr;
+    *p++ = ':';
+    p = std::to_chars(p, end, info.inode).ptr;
+    size = static_cast<size_t>(p - buf);
+  }
+  std::string_view view() const { return std::string_view(buf, size); }
+};
+}  // namespace
+
 std::string FileFingerprint(const FileInfo& info) {
-  return std::to_string(info.size) + ":" + std::to_string(info.mtime_ns) + ":" +
-         std::to_string(info.ctime_ns) + ":" + std::to_string(info.inode);
+  return std::string(FingerprintText(info).view());
+}
+
+bool FingerprintMatches(const FileInfo& info, std::string_view recorded) {
+  return FingerprintText(info).view() == recorded;
 }
 
 std::string TreeFingerprint(const std::vector<TreeEntry>& scanned) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "host/core/declaration.h"
@@ -22,6 +23,10 @@ std::string WantDigest(const Resource& resource);
 // "size:mtime_ns:ctime_ns:inode": moves on any write, chmod, chown or
 // replacement of the file.
 std::string FileFingerprint(const FileInfo& info);
+
+// FileFingerprint(info) == recorded, without building the string: the
+// no-op compares one per declared file.
+bool FingerprintMatches(const FileInfo& info, std::string_view recorded);
 
 // "tree:<hex>" over every entry's relpath, type and fingerprint.
 std::string TreeFingerprint(const std::vector<TreeEntry>& scanned);

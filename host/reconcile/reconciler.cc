@@ -223,7 +223,7 @@ bool Pass::ConfirmFromRecord() {
     if (is_file(e)) {
       const Result<FileInfo>& info = infos[next++];
       if (!info || info->type != FileType::kRegular ||
-          core::FileFingerprint(*info) != e.written[0].fingerprint) {
+          !core::FingerprintMatches(*info, e.written[0].fingerprint)) {
         return false;
       }
       out.detail = "as declared";
@@ -238,7 +238,7 @@ bool Pass::ConfirmFromRecord() {
       if (!e.unit_file_fingerprint.empty()) {
         auto info = ports_.units->Stat("/" + e.unit);
         if (!info || info->type != FileType::kRegular ||
-            core::FileFingerprint(*info) != e.unit_file_fingerprint) {
+            !core::FingerprintMatches(*info, e.unit_file_fingerprint)) {
           return false;
         }
       }
@@ -939,7 +939,7 @@ void Pass::Run(std::string_view text) {
     if (step.unit_file_changed) units_changed_ = true;
     if (step.entry.has_value() && step.outcome != Outcome::kFailed) {
       step.entry->position = i;
-      step.entry->state = !r.HasUnit()                          ? ""
+      step.entry->state = !r.HasUnit()                           ? ""
                           : r.state == core::UnitState::kRunning ? "running"
                                                                  : "stopped";
     }

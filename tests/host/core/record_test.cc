@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 namespace mesh::core {
 namespace {
 
@@ -50,6 +53,85 @@ TEST(RecordTest, HugeNumbersAreErrorsNotUndefinedBehaviour) {
        R"({"version":1,"machine":"m","generation":1,"declaration_digest":"","resources":{"a":{"kind":"file","digest":"d","applied_at":"t","written":[{"path":"/a","fingerprint":"f","files":1e99}]}}})"}) {
     EXPECT_FALSE(ParseRecord(bad).has_value()) << bad;
   }
+}
+
+TEST(RecordTest, EveryBadShapeNamesWhatIsWrong) {
+  const std::string head =
+      R"({"version":1,"machine":"m","generation":1,"declaration_digest":"d","resources":)";
+  struct Case {
+    std::string text;
+    std::string says;
+  } cases[] = {
+      {"[]", "not a JSON object"},
+      {R"({"version":2})", "unknown version 2"},
+      {R"({"version":1,"machine":"m","generation":1,"declaration_digest":"d"})",
+       "resources missing"},
+      {R"({"version":1,"machine":{},"generation":1})", "field machine: must not be an object"},
+      {head + "[]}", "field resources: must not be a list"},
+      {head + R"({"a":1}})", "resource a: must be an object"},
+      {head + R"({"a":{"kind":"file","digest":"d","applied_at":"t","written":[1]}}})",
+       "resource a, field written: must list objects"},
+      {head + R"({"a":{"kind":"file","digest":"d","applied_at":"t"}}})",
+       "resource a, field written: missing"},
+      {head + R"({"a":{"kind":"file","digest":"d","applied_at":"t","written":[{"path":"/a"}]}}})",
+       "path and fingerprint are required"},
+      {head + R"({"a":{"kind":7,"digest":"d","applied_at":"t","written":[]}}})",
+       "resource a, field kind: must be a string"},
+      {head + R"({"a":{"kind":"f","digest":"d","applied_at":"t","written":[],"position":-1}}})",
+       "resource a, field position: must be a non-negative integer"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseRecord(c.text);
+    ASSERT_FALSE(r.has_value()) << c.text;
+    EXPECT_THAT(r.error().message, ::testing::HasSubstr(c.says)) << c.text;
+    EXPECT_EQ(r.error().message.rfind("state: ", 0), 0u) << r.error().message;
+  }
+}
+
+// A newer host may add fields; this one reads what it knows and skips the
+// rest, containers included. A repeated key keeps the last, as JSON readers do.
+TEST(RecordTest, UnknownFieldsAreSkippedAndTheLastOfARepeatedKeyWins) {
+  auto r = ParseRecord(
+      R"({"version":1,"future":{"x":[1,{"y":2}]},"machine":"m","generation":3,)"
+      R"("declaration_digest":"d","resources":{"a":{"kind":"file","digest":"old",)"
+      R"("applied_at":"t","written":[],"labels":["l"]},"a":{"kind":"file","digest":"new",)"
+      R"("applied_at":"t","written":[{"path":"/a","fingerprint":"f","extra":{}}],)"
+      R"("position":4,"state":"running"}}})");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->generation, 3u);
+  ASSERT_EQ(r->resources.size(), 1u);
+  const RecordEntry& a = r->resources.at("a");
+  EXPECT_EQ(a.digest, "new");
+  EXPECT_EQ(a.position, 4u);
+  EXPECT_EQ(a.state, "running");
+  ASSERT_EQ(a.written.size(), 1u);
+  EXPECT_EQ(a.written[0].fingerprint, "f");
+}
+
+// One entry per line: readable, greppable by id, and what the parser reads
+// back (round trip of every field, the new ones included).
+TEST(RecordTest, OneResourcePerLineAndEveryFieldRoundTrips) {
+  Record r;
+  r.want_version = Record::kWantVersion;
+  r.machine = "m";
+  r.generation = 2;
+  r.declaration_digest = "d";
+  r.settled_declaration_digest = "d";
+  for (int i = 0; i < 3; ++i) {
+    RecordEntry e;
+    e.kind = "service";
+    e.digest = "x" + std::to_string(i);
+    e.applied_at = "t";
+    e.unit = "u" + std::to_string(i) + ".service";
+    e.position = static_cast<uint64_t>(i);
+    e.state = i == 1 ? "stopped" : "running";
+    r.resources["s" + std::to_string(i)] = e;
+  }
+  std::string text = SerializeRecord(r);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 5) << text;
+  auto back = ParseRecord(text);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(*back, r);
 }
 
 }  // namespace

@@ -56,14 +56,13 @@ class NoopTest : public ReconcilerTest {
   static std::vector<std::string> Rows(const ApplyReport& r) {
     std::vector<std::string> rows;
     for (const core::ResourceOutcome& o : r.outcomes) {
-      std::string unit = o.unit.has_value() ? o.unit->name + "/" + o.unit->active_state + "/" +
-                                                  o.unit->sub_state + "/" + o.unit->result + "/" +
-                                                  std::to_string(o.unit->n_restarts)
-                                            : "-";
-      rows.push_back(core::FormatOutcomeLine(o) + " | " + o.digest + " | " + o.applied_at +
-                     " | " + unit + " | " + o.declared_unit + " | " +
-                     (o.unit_should_run ? "run" : "-") + " | " + o.restart_reason + " | " +
-                     (o.host_acted ? "acted" : "-"));
+      std::string unit = o.unit.has_value()
+                             ? o.unit->name + "/" + o.unit->active_state + "/" + o.unit->sub_state +
+                                   "/" + o.unit->result + "/" + std::to_string(o.unit->n_restarts)
+                             : "-";
+      rows.push_back(core::FormatOutcomeLine(o) + " | " + o.digest + " | " + o.applied_at + " | " +
+                     unit + " | " + o.declared_unit + " | " + (o.unit_should_run ? "run" : "-") +
+                     " | " + o.restart_reason + " | " + (o.host_acted ? "acted" : "-"));
     }
     rows.push_back(r.machine + " " + std::to_string(r.generation) + " " + r.declaration_digest +
                    " " + std::string(ApplyResultName(r.result)));
@@ -147,10 +146,9 @@ TEST_F(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
 }
 
 TEST_F(NoopTest, NotAfterAFailure) {
-  json decl = Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"},
-                     {"content", "a"}},
-                    {{"id", "gone"}, {"kind", "service"}, {"unit", "gone.service"},
-                     {"state", "running"}}});
+  json decl =
+      Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", "a"}},
+            {{"id", "gone"}, {"kind", "service"}, {"unit", "gone.service"}, {"state", "running"}}});
   services_.AddUnit("gone.service", {Behavior::kJobFails, 0s});
   EXPECT_EQ(Run(decl).result, ApplyResult::kFailed);
   ApplyReport again = Run(decl);
@@ -161,11 +159,11 @@ TEST_F(NoopTest, NotAfterAFailure) {
 // The apply mark is written (and fsynced) only by an apply that writes; it
 // used to be written and removed by every apply, the no-op included.
 TEST_F(NoopTest, AnApplyThatWritesNothingSetsNoMark) {
-  json decl = Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"},
-                     {"content", "a"}}});
+  json decl =
+      Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", "a"}}});
   Run(decl);
   EXPECT_EQ(store_.marks, 1);
-  Run(decl);                                 // proven from the record
+  Run(decl);                                // proven from the record
   Run(decl, false, /*from_record=*/false);  // the full pass, no writes either
   EXPECT_EQ(store_.marks, 1);
   EXPECT_FALSE(store_.applying);
