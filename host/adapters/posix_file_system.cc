@@ -280,15 +280,17 @@ Result<FileInfo> PosixFileSystem::Stat(const std::string& path) {
   return FromStat(st);
 }
 
-std::vector<Result<FileInfo>> PosixFileSystem::StatMany(const std::vector<std::string>& paths) {
+std::vector<Result<FileInfo>> PosixFileSystem::StatMany(std::span<const std::string_view> paths) {
   std::vector<Result<FileInfo>> out;
   out.reserve(paths.size());
   std::string cached_dir;
   UniqueFd cached_fd;
   bool cached_missing = false;
-  for (const std::string& path : paths) {
+  std::string path;
+  for (std::string_view view : paths) {
+    path.assign(view);
     size_t slash = path.rfind('/');
-    std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
+    std::string_view dir = slash == std::string::npos ? "" : view.substr(0, slash);
     std::string leaf = path.substr(slash + 1);
     if (slash == std::string::npos || leaf.empty() || leaf == ".." || leaf == "." ||
         dir != cached_dir || (!cached_fd.valid() && !cached_missing)) {

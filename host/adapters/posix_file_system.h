@@ -50,7 +50,7 @@ class PosixFileSystem : public ports::FileSystem {
   // Keeps the parent directory of the previous path open while the next one
   // shares it: one fstatat per file in a directory, not a walk per file.
   std::vector<core::Result<core::FileInfo>> StatMany(
-      const std::vector<std::string>& paths) override;
+      std::span<const std::string_view> paths) override;
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override;
   // A read-only private mapping of a regular file: no copy and no fresh
   // pages to fault in. Only for files the host alone replaces, and only by

@@ -94,8 +94,9 @@ class RecordReader final : public nlohmann::json_sax<json> {
       case kResources: {
         // Sorted as written: the hint makes each insert constant time. A
         // repeated id starts over (the last wins, as in a whole parse).
+        size_t before = rec_.resources.size();
         auto it = rec_.resources.try_emplace(rec_.resources.end(), key_);
-        it->second = RecordEntry{};
+        if (rec_.resources.size() == before) it->second = RecordEntry{};
         entry_ = &it->second;
         entry_id_ = key_;
         seen_ = 0;

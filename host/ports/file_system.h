@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,10 +34,10 @@ class FileSystem {
   // Stat of many paths at once, in order; an implementation may share the
   // work of walking common parent directories within the call.
   virtual std::vector<core::Result<core::FileInfo>> StatMany(
-      const std::vector<std::string>& paths) {
+      std::span<const std::string_view> paths) {
     std::vector<core::Result<core::FileInfo>> out;
     out.reserve(paths.size());
-    for (const std::string& p : paths) out.push_back(Stat(p));
+    for (std::string_view p : paths) out.push_back(Stat(std::string(p)));
     return out;
   }
 

@@ -151,7 +151,8 @@ class Pass {
   bool same_declaration_ = false;
   std::vector<size_t> outcome_of_;  // resource index -> report_.outcomes index
   std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
-  std::map<std::string, Result<FileInfo>> stats_;  // declared path -> its stat at check time
+  // Declared path (a view into decl_) -> its stat at check time.
+  std::map<std::string_view, Result<FileInfo>> stats_;
 };
 
 void Pass::LoadRecord() {
@@ -192,7 +193,7 @@ bool Pass::ConfirmFromRecord() {
   }
   auto is_file = [](const RecordEntry& e) { return e.kind == "file" || e.kind == "credential"; };
   auto is_tree = [](const RecordEntry& e) { return e.kind == "archive" || e.kind == "process"; };
-  std::vector<std::string> paths;
+  std::vector<std::string_view> paths;
   paths.reserve(n);
   for (const Item* item : order) {
     const RecordEntry& e = item->second;
@@ -302,7 +303,7 @@ bool Pass::Check(std::string_view text) {
   // Every declared path is looked at once here: one on which a symlink (or
   // anything else) would lead out of the root refuses the declaration whole.
   // The answers are kept, so the write phase does not stat twice.
-  std::vector<std::string> paths;
+  std::vector<std::string_view> paths;
   std::vector<const Resource*> owners;
   for (const Resource& r : decl_->resources) {
     if (!r.HasFiles()) continue;
@@ -315,7 +316,7 @@ bool Pass::Check(std::string_view text) {
       report_.error = "resource " + owners[i]->id + ", field path: " + infos[i].error().message;
       return false;
     }
-    stats_.emplace(std::move(paths[i]), std::move(infos[i]));
+    stats_.emplace(paths[i], std::move(infos[i]));
   }
   // A bundle the record already holds at this digest was checked when it was
   // applied; only new or changed bundles are read here, so a no-op apply does

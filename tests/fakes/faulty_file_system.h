@@ -26,7 +26,7 @@ class FaultyFileSystem : public ports::FileSystem {
 
   core::Result<core::FileInfo> Stat(const std::string& path) override { return real_.Stat(path); }
   std::vector<core::Result<core::FileInfo>> StatMany(
-      const std::vector<std::string>& paths) override {
+      std::span<const std::string_view> paths) override {
     return real_.StatMany(paths);
   }
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override {
