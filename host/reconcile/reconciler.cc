@@ -70,9 +70,8 @@ core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s) 
 
 class Pass {
  public:
-  Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, ApplyReport& report,
-       std::shared_ptr<const Declaration>& parsed)
-      : ports_(ports), options_(options), report_(report), parsed_(parsed) {}
+  Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, ApplyReport& report)
+      : ports_(ports), options_(options), report_(report) {}
 
   void Run(std::string_view text);
 
@@ -123,7 +122,6 @@ class Pass {
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
   ApplyReport& report_;
-  std::shared_ptr<const Declaration>& parsed_;
 
   std::shared_ptr<const Declaration> decl_;
   std::string digest_;  // SHA-256 of the declaration's bytes (empty: too large)
@@ -268,17 +266,12 @@ bool Pass::ConfirmFromRecord() {
 }
 
 bool Pass::Check(std::string_view text) {
-  if (parsed_ != nullptr && !digest_.empty() && digest_ == parsed_->digest) {
-    decl_ = parsed_;
-  } else {
-    auto decl = core::ParseDeclaration(text);
-    if (!decl) {
-      report_.error = decl.error().message;
-      return false;
-    }
-    decl_ = std::make_shared<const Declaration>(std::move(*decl));
-    parsed_ = decl_;
+  auto decl = core::ParseDeclaration(text);
+  if (!decl) {
+    report_.error = decl.error().message;
+    return false;
   }
+  decl_ = std::make_shared<const Declaration>(std::move(*decl));
   report_.machine = decl_->machine;
   report_.generation = decl_->generation;
   report_.declaration_digest = decl_->digest;
@@ -1046,7 +1039,7 @@ ApplyReport Reconciler::Apply(std::string_view declaration_text) {
   ApplyReport report;
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
-  Pass pass(ports_, options_, report, last_declaration_);
+  Pass pass(ports_, options_, report);
   pass.Run(declaration_text);
   report.finished_at = ports_.clock->Now();
   report.duration = ports_.clock->Monotonic() - t0;

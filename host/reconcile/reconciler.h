@@ -81,9 +81,9 @@ class Reconciler {
  private:
   ReconcilerPorts ports_;
   ReconcilerOptions options_;
-  // The daemon applies the same declaration every interval: the last one
-  // parsed is kept, by digest, so a no-op apply does not parse it again.
-  std::shared_ptr<const core::Declaration> last_declaration_;
+  // No parsed declaration is kept between applies: a no-op is proven from
+  // the record without one, and keeping it cost the idle daemon megabytes
+  // (about 6 MiB at 10,000 files) to save a parse only when something moved.
 };
 
 }  // namespace mesh::reconcile
