@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   }
   char tmpl[] = "/tmp/mesh-host-bench.XXXXXX";
   std::string dir = mkdtemp(tmpl);
-  for (const char* d : {"/root", "/artifacts", "/units"}) std::filesystem::create_directories(dir + d);
+  for (const char* d : {"/root", "/artifacts", "/units"})
+    std::filesystem::create_directories(dir + d);
 
   std::string decl = R"({"machine":"bench","generation":1,"resources":[)";
   std::vector<std::string> paths;
@@ -120,9 +121,8 @@ int main(int argc, char** argv) {
   size_t unchanged = 0;
   double daemon_ms = MedianMs(repeat, [&] {
     auto r = daemon.Apply(decl);
-    unchanged = std::count_if(r.outcomes.begin(), r.outcomes.end(), [](const auto& o) {
-      return o.outcome == core::Outcome::kUnchanged;
-    });
+    unchanged = std::count_if(r.outcomes.begin(), r.outcomes.end(),
+                              [](const auto& o) { return o.outcome == core::Outcome::kUnchanged; });
   });
   // The same no-op through the full pass (declaration compared resource by
   // resource, as when the record cannot prove it): what the proof saves.
@@ -144,8 +144,9 @@ int main(int argc, char** argv) {
   auto t1 = Clock::now();
   auto touched = daemon.Apply(decl);
   double touched_ms = Ms(Clock::now() - t1);
-  size_t still_unchanged = std::count_if(touched.outcomes.begin(), touched.outcomes.end(),
-                                         [](const auto& o) { return o.outcome == core::Outcome::kUnchanged; });
+  size_t still_unchanged =
+      std::count_if(touched.outcomes.begin(), touched.outcomes.end(),
+                    [](const auto& o) { return o.outcome == core::Outcome::kUnchanged; });
 
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -160,5 +161,7 @@ int main(int argc, char** argv) {
   Row("sha256 sweep of the same files", sha_ms, "ms", stat_ms, "lstat sweep");
   Row("peak RSS of this process", ru.ru_maxrss / 1024.0, "MiB");
   std::filesystem::remove_all(dir);
-  return unchanged == static_cast<size_t>(files) && still_unchanged == static_cast<size_t>(files) ? 0 : 1;
+  return unchanged == static_cast<size_t>(files) && still_unchanged == static_cast<size_t>(files)
+             ? 0
+             : 1;
 }

@@ -86,20 +86,6 @@ core::Status SdbusServiceManager::Connect() {
       },
       &finished_jobs_);
   if (r < 0) return core::Fail(std::string("subscribe to JobRemoved: ") + std::strerror(-r));
-  // Unit state changes, for the live watch between applies.
-  r = sd_bus_match_signal(
-      bus->bus, &bus->properties_changed, kDest, nullptr, "org.freedesktop.DBus.Properties",
-      "PropertiesChanged",
-      [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
-        auto* self = static_cast<SdbusServiceManager*>(userdata);
-        const char* path = sd_bus_message_get_path(m);
-        if (path == nullptr) return 0;
-        auto it = self->watched_paths_.find(path);
-        if (it != self->watched_paths_.end()) self->changed_units_.push_back(it->second);
-        return 0;
-      },
-      this);
-  if (r < 0) return core::Fail(std::string("subscribe to PropertiesChanged: ") + std::strerror(-r));
   ErrorGuard err;
   r = sd_bus_call_method(bus->bus, kDest, kPath, kManager, "Subscribe", &err.e, nullptr, "");
   if (r < 0) return core::Fail(Describe("Subscribe", "", err.e, r));
@@ -204,6 +190,24 @@ std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
     const std::vector<std::string>& units, std::chrono::nanoseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   if (!Connect()) return {};
+  // Property changes are subscribed to only here, by the watch's own
+  // connection: an apply's connection would otherwise receive every
+  // PropertiesChanged of every unit systemd touches while it restarts.
+  if (bus_->properties_changed == nullptr) {
+    int r = sd_bus_match_signal(
+        bus_->bus, &bus_->properties_changed, kDest, nullptr, "org.freedesktop.DBus.Properties",
+        "PropertiesChanged",
+        [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
+          auto* self = static_cast<SdbusServiceManager*>(userdata);
+          const char* path = sd_bus_message_get_path(m);
+          if (path == nullptr) return 0;
+          auto it = self->watched_paths_.find(path);
+          if (it != self->watched_paths_.end()) self->changed_units_.push_back(it->second);
+          return 0;
+        },
+        this);
+    if (r < 0) return {};
+  }
   // The watch calls this every second: resolve object paths only when the
   // set of units changed (or the connection was re-made), not per call.
   if (units != watched_units_ || watched_paths_.empty()) {
@@ -237,71 +241,228 @@ std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
   return out;
 }
 
-core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& unit) {
-  if (auto st = Connect(); !st) return std::unexpected(st.error());
-  auto unit_path = UnitPath(unit);
-  if (!unit_path) return std::unexpected(unit_path.error());
-  std::string path = *unit_path;
+struct SdbusServiceManager::Reply {
+  Message message;  // the reply, when it was not an error
+  std::string error;
+};
 
-  core::UnitStatus s;
-  // One GetAll per interface: two round trips per look instead of seven, so
-  // the looks at twelve units fit inside one settle.
-  auto read_all = [&](const char* iface) -> core::Status {
-    ErrorGuard e;
-    sd_bus_message* raw_reply = nullptr;
-    int rr = sd_bus_call_method(bus_->bus, kDest, path.c_str(), "org.freedesktop.DBus.Properties",
-                                "GetAll", &e.e, &raw_reply, "s", iface);
-    Message m(raw_reply);
-    if (rr < 0) {
-      std::string what = Describe(std::string("GetAll ") + iface, unit, e.e, rr);
-      if (ConnectionLost(rr)) Disconnect();
-      return core::Fail(what);
-    }
-    auto bad = [&] {
-      return core::Fail("GetAll " + std::string(iface) + " " + unit + ": unreadable reply");
-    };
-    if (sd_bus_message_enter_container(m.get(), 'a', "{sv}") < 0) return bad();
-    while ((rr = sd_bus_message_enter_container(m.get(), 'e', "sv")) > 0) {
-      const char* name = nullptr;
-      if (sd_bus_message_read(m.get(), "s", &name) < 0) return bad();
-      std::string_view n = name;
-      std::string* text = n == "LoadState"     ? &s.load_state
-                          : n == "ActiveState" ? &s.active_state
-                          : n == "SubState"    ? &s.sub_state
-                          : n == "Result"      ? &s.result
-                          : n == "Type"        ? &s.type
-                                               : nullptr;
-      if (text != nullptr) {
-        const char* v = nullptr;
-        if (sd_bus_message_read(m.get(), "v", "s", &v) < 0) return bad();
-        *text = v;
-      } else if (n == "NRestarts") {
-        if (sd_bus_message_read(m.get(), "v", "u", &s.n_restarts) < 0) return bad();
-      } else if (n == "InvocationID") {
-        if (sd_bus_message_enter_container(m.get(), 'v', "ay") < 0) return bad();
-        const void* bytes = nullptr;
-        size_t len = 0;
-        if (sd_bus_message_read_array(m.get(), 'y', &bytes, &len) < 0) return bad();
-        static constexpr char kHex[] = "0123456789abcdef";
-        for (size_t i = 0; i < len; ++i) {
-          unsigned char b = static_cast<const unsigned char*>(bytes)[i];
-          s.invocation_id += kHex[b >> 4];
-          s.invocation_id += kHex[b & 0xf];
-        }
-        if (sd_bus_message_exit_container(m.get()) < 0) return bad();
-      } else if (sd_bus_message_skip(m.get(), "v") < 0) {
-        return bad();
-      }
-      if (sd_bus_message_exit_container(m.get()) < 0) return bad();
-    }
-    if (rr < 0) return bad();
-    return core::Ok();
+std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
+    std::vector<void*> calls, const std::vector<std::string>& what) {
+  struct Pending {
+    sd_bus_message* reply = nullptr;
+    bool done = false;
   };
-  if (auto st = read_all(kUnitIface); !st) return std::unexpected(st.error());
-  if (unit.ends_with(".service") && s.load_state == "loaded") {
-    if (auto st = read_all(kServiceIface); !st) return std::unexpected(st.error());
+  std::vector<Reply> out(calls.size());
+  std::vector<Pending> pending(calls.size());
+  std::vector<sd_bus_slot*> slots(calls.size(), nullptr);
+  bool lost = false;
+  constexpr uint64_t kCallTimeoutUsec = 10ull * 1000 * 1000;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Message call(static_cast<sd_bus_message*>(calls[i]));
+    int r = call == nullptr ? -ENOMEM
+                            : sd_bus_call_async(
+                                  bus_->bus, &slots[i], call.get(),
+                                  [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
+                                    auto* p = static_cast<Pending*>(userdata);
+                                    p->reply = sd_bus_message_ref(m);
+                                    p->done = true;
+                                    return 0;
+                                  },
+                                  &pending[i], kCallTimeoutUsec);
+    if (r < 0) {
+      pending[i].done = true;
+      out[i].error = what[i] + ": " + std::strerror(-r);
+      lost = lost || ConnectionLost(r);
+    }
   }
-  return s;
+  // sd-bus answers a call that times out with an error reply of its own;
+  // the deadline only guards against a bus that stops answering at all.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(11);
+  int r = 0;
+  for (;;) {
+    if (lost) break;
+    while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
+    }
+    bool all = std::all_of(pending.begin(), pending.end(), [](const Pending& p) { return p.done; });
+    auto now = std::chrono::steady_clock::now();
+    if (all || r < 0 || now >= deadline) break;
+    sd_bus_wait(bus_->bus,
+                static_cast<uint64_t>(
+                    std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count()));
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    sd_bus_slot_unref(slots[i]);
+    Message reply(pending[i].reply);
+    if (!out[i].error.empty()) continue;
+    if (reply == nullptr) {
+      out[i].error = what[i] + ": " + (r < 0 ? std::strerror(-r) : "no reply");
+    } else if (sd_bus_message_is_method_error(reply.get(), nullptr)) {
+      const sd_bus_error* e = sd_bus_message_get_error(reply.get());
+      out[i].error = Describe(what[i], "", *e, -EIO);
+    } else {
+      out[i].message = std::move(reply);
+    }
+  }
+  if (lost || (r < 0 && ConnectionLost(r))) Disconnect();
+  return out;
+}
+
+namespace {
+
+sd_bus_message* NewCall(sd_bus* bus, const char* path, const char* iface, const char* member) {
+  sd_bus_message* m = nullptr;
+  if (sd_bus_message_new_method_call(bus, &m, kDest, path, iface, member) < 0) return nullptr;
+  return m;
+}
+
+// Reads one GetAll reply into `s`.
+core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::string& what) {
+  auto bad = [&] { return core::Fail(what + ": unreadable reply"); };
+  int rr;
+  if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0) return bad();
+  while ((rr = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+    const char* name = nullptr;
+    if (sd_bus_message_read(m, "s", &name) < 0) return bad();
+    std::string_view n = name;
+    std::string* text = n == "LoadState"     ? &s.load_state
+                        : n == "ActiveState" ? &s.active_state
+                        : n == "SubState"    ? &s.sub_state
+                        : n == "Result"      ? &s.result
+                        : n == "Type"        ? &s.type
+                                             : nullptr;
+    if (text != nullptr) {
+      const char* v = nullptr;
+      if (sd_bus_message_read(m, "v", "s", &v) < 0) return bad();
+      *text = v;
+    } else if (n == "NRestarts") {
+      if (sd_bus_message_read(m, "v", "u", &s.n_restarts) < 0) return bad();
+    } else if (n == "InvocationID") {
+      if (sd_bus_message_enter_container(m, 'v', "ay") < 0) return bad();
+      const void* bytes = nullptr;
+      size_t len = 0;
+      if (sd_bus_message_read_array(m, 'y', &bytes, &len) < 0) return bad();
+      static constexpr char kHex[] = "0123456789abcdef";
+      s.invocation_id.clear();
+      for (size_t i = 0; i < len; ++i) {
+        unsigned char b = static_cast<const unsigned char*>(bytes)[i];
+        s.invocation_id += kHex[b >> 4];
+        s.invocation_id += kHex[b & 0xf];
+      }
+      if (sd_bus_message_exit_container(m) < 0) return bad();
+    } else if (sd_bus_message_skip(m, "v") < 0) {
+      return bad();
+    }
+    if (sd_bus_message_exit_container(m) < 0) return bad();
+  }
+  if (rr < 0) return bad();
+  return core::Ok();
+}
+
+}  // namespace
+
+core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& unit) {
+  return std::move(ReadUnits({unit})[0]);
+}
+
+// Three pipelined rounds, whatever the number of units: LoadUnit (object
+// paths; it answers for units systemd has unloaded too, where GetUnit
+// fails), then one GetAll of the Unit interface each, then one of the
+// Service interface for loaded services.
+std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
+    const std::vector<std::string>& units) {
+  std::vector<core::Result<core::UnitStatus>> out(units.size());
+  if (units.empty()) return out;
+  if (auto st = Connect(); !st) {
+    for (auto& o : out) o = std::unexpected(st.error());
+    return out;
+  }
+  std::vector<void*> calls;
+  std::vector<std::string> what;
+  for (const std::string& u : units) {
+    sd_bus_message* m = NewCall(bus_->bus, kPath, kManager, "LoadUnit");
+    if (m != nullptr && sd_bus_message_append(m, "s", u.c_str()) < 0) m = sd_bus_message_unref(m);
+    calls.push_back(m);
+    what.push_back("LoadUnit " + u);
+  }
+  std::vector<Reply> loaded = CallAll(std::move(calls), what);
+  std::vector<std::string> paths(units.size());
+  for (size_t i = 0; i < units.size(); ++i) {
+    const char* path = nullptr;
+    if (!loaded[i].error.empty()) {
+      out[i] = core::Fail(loaded[i].error);
+    } else if (sd_bus_message_read(loaded[i].message.get(), "o", &path) < 0) {
+      out[i] = core::Fail(what[i] + ": unreadable reply");
+    } else {
+      paths[i] = path;
+      out[i] = core::UnitStatus{};
+    }
+  }
+  for (const char* iface : {kUnitIface, kServiceIface}) {
+    if (bus_ == nullptr) break;  // the connection was lost: the errors say so
+    calls.clear();
+    what.clear();
+    std::vector<size_t> index;
+    for (size_t i = 0; i < units.size(); ++i) {
+      if (!out[i]) continue;
+      if (iface == kServiceIface &&
+          (!units[i].ends_with(".service") || out[i]->load_state != "loaded")) {
+        continue;
+      }
+      sd_bus_message* m =
+          NewCall(bus_->bus, paths[i].c_str(), "org.freedesktop.DBus.Properties", "GetAll");
+      if (m != nullptr && sd_bus_message_append(m, "s", iface) < 0) m = sd_bus_message_unref(m);
+      calls.push_back(m);
+      what.push_back(std::string("GetAll ") + iface + " " + units[i]);
+      index.push_back(i);
+    }
+    if (calls.empty()) continue;
+    std::vector<Reply> replies = CallAll(std::move(calls), what);
+    for (size_t k = 0; k < index.size(); ++k) {
+      size_t i = index[k];
+      if (!replies[k].error.empty()) {
+        out[i] = core::Fail(replies[k].error);
+      } else if (auto st = ParseProperties(replies[k].message.get(), *out[i], what[k]); !st) {
+        out[i] = std::unexpected(st.error());
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
+    const std::vector<std::pair<std::string, ports::JobKind>>& jobs) {
+  std::vector<core::Result<std::string>> out(jobs.size());
+  if (jobs.empty()) return out;
+  if (auto st = Connect(); !st) {
+    for (auto& o : out) o = std::unexpected(st.error());
+    return out;
+  }
+  std::vector<void*> calls;
+  std::vector<std::string> what;
+  for (const auto& [unit, kind] : jobs) {
+    const char* method = kind == ports::JobKind::kStart     ? "StartUnit"
+                         : kind == ports::JobKind::kRestart ? "RestartUnit"
+                         : kind == ports::JobKind::kReload  ? "ReloadUnit"
+                                                            : "StopUnit";
+    sd_bus_message* m = NewCall(bus_->bus, kPath, kManager, method);
+    if (m != nullptr && sd_bus_message_append(m, "ss", unit.c_str(), "replace") < 0) {
+      m = sd_bus_message_unref(m);
+    }
+    calls.push_back(m);
+    what.push_back(std::string(method) + " " + unit);
+  }
+  std::vector<Reply> replies = CallAll(std::move(calls), what);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const char* job = nullptr;
+    if (!replies[i].error.empty()) {
+      out[i] = core::Fail(replies[i].error);
+    } else if (sd_bus_message_read(replies[i].message.get(), "o", &job) < 0) {
+      out[i] = core::Fail(what[i] + ": unreadable reply");
+    } else {
+      out[i] = std::string(job);
+    }
+  }
+  return out;
 }
 
 }  // namespace mesh::adapters

@@ -29,6 +29,10 @@ class SdbusServiceManager : public ports::ServiceManager {
   std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
                                                  std::chrono::nanoseconds timeout) override;
   core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
+  std::vector<core::Result<core::UnitStatus>> ReadUnits(
+      const std::vector<std::string>& units) override;
+  std::vector<core::Result<std::string>> EnqueueAll(
+      const std::vector<std::pair<std::string, ports::JobKind>>& jobs) override;
   std::vector<std::string> WaitForUnitChanges(const std::vector<std::string>& units,
                                               std::chrono::nanoseconds timeout) override;
 
@@ -38,6 +42,10 @@ class SdbusServiceManager : public ports::ServiceManager {
   void Disconnect();
   std::unique_ptr<Bus> bus_;
   core::Result<std::string> UnitPath(const std::string& unit);
+  // Sends every call, then collects every reply (each bounded by 10 s).
+  // `what[i]` names call i in an error ("GetAll u.service").
+  struct Reply;
+  std::vector<Reply> CallAll(std::vector<void*> calls, const std::vector<std::string>& what);
 
   std::map<std::string, std::string> finished_jobs_;  // job path -> result
   std::map<std::string, std::string> watched_paths_;  // object path -> unit

@@ -209,9 +209,19 @@ bool Pass::ConfirmFromRecord() {
     }
   }
   std::vector<Result<FileInfo>> infos = ports_.root->StatMany(paths);
+  std::vector<std::string> unit_names;
+  for (const Item* item : order) {
+    if (!item->second.unit.empty()) unit_names.push_back(item->second.unit);
+  }
+  std::vector<Result<core::UnitStatus>> statuses;
+  if (!unit_names.empty()) {
+    if (ports_.services == nullptr) return false;
+    statuses = ports_.services->ReadUnits(unit_names);
+  }
   std::vector<ResourceOutcome> outcomes;
   outcomes.reserve(n);
   size_t next = 0;
+  size_t next_unit = 0;
   for (const Item* item : order) {
     const auto& [id, e] = *item;
     ResourceOutcome out;
@@ -241,8 +251,7 @@ bool Pass::ConfirmFromRecord() {
           return false;
         }
       }
-      if (ports_.services == nullptr) return false;
-      auto status = ports_.services->ReadUnit(e.unit);
+      const Result<core::UnitStatus>& status = statuses[next_unit++];
       bool run = e.state == "running";
       if (!status || status->Running() != run) return false;
       out.unit = Snapshot(e.unit, *status);
@@ -597,6 +606,19 @@ core::Status Pass::ApplyUnitFile(const Resource& r, const RecordEntry* old, File
 }
 
 void Pass::PlanUnits(std::vector<UnitStep>& acts) {
+  // Every unit is read at once (pipelined by the adapter).
+  std::vector<std::string> names;
+  std::vector<size_t> read_at(decl_->resources.size(), 0);
+  if (ports_.services != nullptr) {
+    for (size_t i = 0; i < decl_->resources.size(); ++i) {
+      const Resource& r = decl_->resources[i];
+      if (!r.HasUnit() || steps_[i].outcome == Outcome::kFailed) continue;
+      read_at[i] = names.size();
+      names.push_back(r.unit);
+    }
+  }
+  std::vector<Result<core::UnitStatus>> statuses =
+      names.empty() ? std::vector<Result<core::UnitStatus>>{} : ports_.services->ReadUnits(names);
   for (size_t i = 0; i < decl_->resources.size(); ++i) {
     const Resource& r = decl_->resources[i];
     if (!r.HasUnit()) continue;
@@ -608,7 +630,7 @@ void Pass::PlanUnits(std::vector<UnitStep>& acts) {
       out.detail = "no service manager: cannot manage " + r.unit;
       continue;
     }
-    auto status = ports_.services->ReadUnit(r.unit);
+    const Result<core::UnitStatus>& status = statuses[read_at[i]];
     if (!status) {
       out.outcome = Outcome::kFailed;
       out.detail = status.error().message;
@@ -696,12 +718,17 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
   auto& sm = *ports_.services;
   auto t0 = ports_.clock->Monotonic();
   std::vector<std::string> jobs;
-  for (UnitStep& a : acts) {
-    const Resource& r = decl_->resources[a.index];
+  std::vector<std::pair<std::string, ports::JobKind>> asks;
+  for (const UnitStep& a : acts) {
     ports::JobKind kind = a.action == core::UnitAction::kStart     ? ports::JobKind::kStart
                           : a.action == core::UnitAction::kRestart ? ports::JobKind::kRestart
                                                                    : ports::JobKind::kReload;
-    auto job = sm.Enqueue(r.unit, kind);
+    asks.emplace_back(decl_->resources[a.index].unit, kind);
+  }
+  std::vector<Result<std::string>> queued = sm.EnqueueAll(asks);
+  for (size_t k = 0; k < acts.size(); ++k) {
+    UnitStep& a = acts[k];
+    Result<std::string>& job = queued[k];
     if (!job) {
       a.enqueue_failed = true;
       ResourceOutcome& out = report_.outcomes[outcome_of_[a.index]];
@@ -714,9 +741,19 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
   }
   // Wait for the jobs (bounded by one settle), look, pause once, look again.
   auto finished = sm.WaitForJobs(jobs, options_.settle);
+  // Both looks read every acted-on unit at once.
+  auto look = [&] {
+    std::vector<std::string> names;
+    for (const UnitStep& a : acts) {
+      if (!a.enqueue_failed) names.push_back(decl_->resources[a.index].unit);
+    }
+    return sm.ReadUnits(names);
+  };
+  std::vector<Result<core::UnitStatus>> first = look();
+  size_t seen = 0;
   for (UnitStep& a : acts) {
     if (a.enqueue_failed) continue;
-    auto status = sm.ReadUnit(decl_->resources[a.index].unit);
+    const Result<core::UnitStatus>& status = first[seen++];
     a.first.unit = status ? *status : core::UnitStatus{};
     a.first.job_pending = !finished.contains(a.job);
     if (!a.first.job_pending) a.job_result = finished[a.job];
@@ -729,13 +766,15 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
   auto late = pending.empty() ? std::map<std::string, std::string>{}
                               : sm.WaitForJobs(pending, std::chrono::nanoseconds(0));
   auto elapsed = ports_.clock->Monotonic() - t0;
+  std::vector<Result<core::UnitStatus>> second = look();
+  seen = 0;
   for (UnitStep& a : acts) {
     if (a.enqueue_failed) continue;
     const Resource& r = decl_->resources[a.index];
     ResourceOutcome& out = report_.outcomes[outcome_of_[a.index]];
     FileStep& fs = steps_[a.index];
     if (a.first.job_pending && late.contains(a.job)) a.job_result = late[a.job];
-    auto status = sm.ReadUnit(r.unit);
+    const Result<core::UnitStatus>& status = second[seen++];
     a.second.unit = status ? *status : core::UnitStatus{};
     a.second.job_pending = a.first.job_pending && !late.contains(a.job);
     core::Verdict v =
