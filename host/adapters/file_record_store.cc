@@ -52,6 +52,9 @@ core::Status FileRecordStore::Save(const core::Record& record) {
   ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
                        static_cast<uint32_t>(::getegid())};
   auto written = fs_->WriteFileAtomic(kStateFile, core::SerializeRecord(record), own);
+  if (written) {
+    if (auto flushed = fs_->Flush(); !flushed) written = std::unexpected(flushed.error());
+  }
   if (!written) {
     cached_.reset();
     return std::unexpected(written.error());
@@ -77,12 +80,13 @@ core::Status FileRecordStore::BeginApply() {
                        static_cast<uint32_t>(::getegid())};
   auto written = fs_->WriteFileAtomic("/applying", "", own);
   if (!written) return std::unexpected(written.error());
-  return core::Ok();
+  return fs_->Flush();  // durable before the apply's first write
 }
 
 core::Status FileRecordStore::EndApply() {
   if (fs_ == nullptr) return core::Ok();
-  return fs_->Remove("/applying");
+  if (auto st = fs_->Remove("/applying"); !st) return st;
+  return fs_->Flush();
 }
 
 core::Status FileRecordStore::Lock() {

@@ -414,7 +414,7 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::
   if (::close(fd.release()) != 0) return cleanup(Errno("close", path));
   if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0)
     return cleanup(Errno("rename onto", path));
-  ::fsync(dir);
+  Unsynced(path);
   if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
   return FromStat(st);
 }
@@ -486,13 +486,13 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
       return fail(Errno("swap in", path));
     }
     Status removed = RemoveAt(dir, tmp, path + " (old tree)", 0);
-    ::fsync(dir);
+    Unsynced(path);
     return removed;
   }
   if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) != 0) {
     return fail(Errno("rename into", path));
   }
-  ::fsync(dir);
+  Unsynced(path);
   return core::Ok();
 }
 
@@ -521,8 +521,27 @@ Status PosixFileSystem::Remove(const std::string& path) {
   if (!parent) return std::unexpected(parent.error());
   if (!parent->valid()) return core::Ok();
   Status st = RemoveAt(parent->get(), leaf, path, 0);
-  ::fsync(parent->get());
+  Unsynced(path);
   return st;
+}
+
+void PosixFileSystem::Unsynced(const std::string& path) {
+  size_t slash = path.rfind('/');
+  unsynced_.insert(slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash));
+}
+
+Status PosixFileSystem::Flush() {
+  std::set<std::string> dirs;
+  dirs.swap(unsynced_);
+  for (const std::string& dir : dirs) {
+    std::string leaf;
+    // The directory is the parent of a name inside it.
+    auto fd = OpenParent(dir == "/" ? "/x" : dir + "/x", false, &leaf);
+    if (!fd) return std::unexpected(fd.error());
+    if (!fd->valid()) continue;  // removed since: nothing of it to keep
+    if (::fsync(fd->get()) != 0) return Fail(Errno("fsync", dir));
+  }
+  return core::Ok();
 }
 
 Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {

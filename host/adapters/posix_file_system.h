@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -64,6 +65,7 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
                                                       bool hash_contents) override;
   core::Status Remove(const std::string& path) override;
+  core::Status Flush() override;
   core::Result<int> RemoveStaleTemporaries(const std::string& dir) override;
   core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,
                                                         const std::string& group) override;
@@ -79,8 +81,12 @@ class PosixFileSystem : public ports::FileSystem {
   // A missing directory without `create` yields an invalid fd, not an error.
   core::Result<UniqueFd> OpenParent(const std::string& path, bool create, std::string* leaf);
 
+  // Marks the directory holding `path` as needing an fsync at Flush.
+  void Unsynced(const std::string& path);
+
   std::string root_;
   UniqueFd root_fd_;
+  std::set<std::string> unsynced_;  // directories with renames not yet fsynced
   std::string open_error_;
 };
 

@@ -63,6 +63,14 @@ class FileSystem {
   // Deletes a file or a whole tree; a missing path is not an error.
   virtual core::Status Remove(const std::string& path) = 0;
 
+  // Makes durable every rename and removal since the last Flush. Writes are
+  // atomic without it (a reader sees the old file or the new one), but the
+  // directory entries reach the disk only here: one fsync per directory
+  // touched, not one per file written. The reconciler flushes before it
+  // saves the record, the apply's commit point, so after a power loss the
+  // record never claims a file the disk lost.
+  virtual core::Status Flush() = 0;
+
   // After an interrupted apply: deletes the temporary files and trees a
   // killed mesh-host left in `dir` (".NAME.mesh-host-tmp.PID.N" whose PID is
   // no longer running). Returns how many. A missing `dir` holds none.

@@ -1044,7 +1044,14 @@ void Pass::Run(std::string_view text) {
   bool saved = true;
   if (!options_.dry_run && !same) {
     MarkBeforeWrite();
-    if (auto st = ports_.records->Save(next); !st) {
+    // What was renamed and removed reaches the disk before the record says so.
+    core::Status flushed = ports_.root->Flush();
+    if (flushed) flushed = ports_.units->Flush();
+    if (!flushed) {
+      report_.error = "record not saved: " + flushed.error().message;
+      report_.result = ApplyResult::kFailed;
+      saved = false;
+    } else if (auto st = ports_.records->Save(next); !st) {
       report_.error = "record not saved: " + st.error().message;
       report_.result = ApplyResult::kFailed;
       saved = false;  // the mark stays: the next apply sweeps

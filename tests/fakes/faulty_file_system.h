@@ -16,7 +16,14 @@ class FaultyFileSystem : public ports::FileSystem {
  public:
   explicit FaultyFileSystem(ports::FileSystem& real) : real_(real) {}
 
-  void Heal() { failing_.clear(); }
+  void Heal() {
+    failing_.clear();
+    fail_flush_ = false;
+  }
+
+  // Flush fails with EIO (the disk lost what was written) from now on.
+  void FailFlush() { fail_flush_ = true; }
+  int flushes() const { return flushes_; }
 
   // Writes to `path` fail with `err` from now on.
   void FailWrites(const std::string& path, int err) {
@@ -28,6 +35,11 @@ class FaultyFileSystem : public ports::FileSystem {
   std::vector<core::Result<core::FileInfo>> StatMany(
       std::span<const std::string_view> paths) override {
     return real_.StatMany(paths);
+  }
+  core::Status Flush() override {
+    ++flushes_;
+    if (fail_flush_) return core::Fail(std::string("fsync: ") + std::strerror(EIO));
+    return real_.Flush();
   }
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override {
     return real_.ReadFile(path, limit);
@@ -61,6 +73,8 @@ class FaultyFileSystem : public ports::FileSystem {
   ports::FileSystem& real_;
   std::set<std::string> failing_;
   int errno_ = EIO;
+  bool fail_flush_ = false;
+  int flushes_ = 0;
 };
 
 }  // namespace mesh::fakes

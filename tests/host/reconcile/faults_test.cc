@@ -49,6 +49,30 @@ TEST_F(FaultsTest, DiskFullFailsOneResourceAndKeepsItsOldContent) {
               ElementsAre("updated", "unchanged"));
 }
 
+// Directory fsyncs are batched into one Flush before the record is saved:
+// a flush that fails (EIO) must keep the record from claiming the writes,
+// so the next apply looks at the disk again instead of trusting it.
+TEST_F(FaultsTest, ARecordIsSavedOnlyAfterTheWritesAreFlushed) {
+  RunFaulty(Decl({File("a", "old a")}));
+  EXPECT_EQ(faulty_->flushes(), 1);
+  std::string before = *store_.text;
+  faulty_->FailFlush();
+  ApplyReport r = RunFaulty(Decl({File("a", "new a")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.error, HasSubstr("record not saved: fsync"));
+  EXPECT_EQ(*store_.text, before) << "the record still describes generation 1";
+  EXPECT_TRUE(store_.applying) << "the mark stays: the next apply sweeps and re-checks";
+  faulty_->Heal();
+  ApplyReport again = RunFaulty(Decl({File("a", "new a")}, 2));
+  EXPECT_EQ(again.result, ApplyResult::kOk) << again.error;
+  EXPECT_THAT(Outcomes(again), ElementsAre("unchanged"));
+  EXPECT_THAT(*store_.text, HasSubstr("\"generation\":2"));
+  // A no-op writes nothing and flushes nothing.
+  int flushes = faulty_->flushes();
+  RunFaulty(Decl({File("a", "new a")}, 2));
+  EXPECT_EQ(faulty_->flushes(), flushes);
+}
+
 TEST_F(FaultsTest, PermissionDeniedIsNamed) {
   faulty_->FailWrites("/etc/a", EACCES);
   ApplyReport r = RunFaulty(Decl({File("a", "x")}));
