@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 namespace mesh::adapters {
@@ -364,10 +365,9 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
   return std::move(ReadUnits({unit})[0]);
 }
 
-// Three pipelined rounds, whatever the number of units: LoadUnit (object
-// paths; it answers for units systemd has unloaded too, where GetUnit
-// fails), then one GetAll of the Unit interface each, then one of the
-// Service interface for loaded services.
+// Two pipelined rounds, whatever the number of units: one GetAll of the
+// Unit interface each, then one of the Service interface for loaded
+// services.
 std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     const std::vector<std::string>& units) {
   std::vector<core::Result<core::UnitStatus>> out(units.size());
@@ -376,27 +376,23 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     for (auto& o : out) o = std::unexpected(st.error());
     return out;
   }
-  std::vector<void*> calls;
-  std::vector<std::string> what;
-  for (const std::string& u : units) {
-    sd_bus_message* m = NewCall(bus_->bus, kPath, kManager, "LoadUnit");
-    if (m != nullptr && sd_bus_message_append(m, "s", u.c_str()) < 0) m = sd_bus_message_unref(m);
-    calls.push_back(m);
-    what.push_back("LoadUnit " + u);
-  }
-  std::vector<Reply> loaded = CallAll(std::move(calls), what);
+  // A unit's object path is its name, escaped as systemd escapes it; an
+  // access to that path loads the unit as LoadUnit would (an unknown unit
+  // reads as "not-found"), so no round trip is spent asking for paths.
   std::vector<std::string> paths(units.size());
   for (size_t i = 0; i < units.size(); ++i) {
-    const char* path = nullptr;
-    if (!loaded[i].error.empty()) {
-      out[i] = core::Fail(loaded[i].error);
-    } else if (sd_bus_message_read(loaded[i].message.get(), "o", &path) < 0) {
-      out[i] = core::Fail(what[i] + ": unreadable reply");
-    } else {
-      paths[i] = path;
-      out[i] = core::UnitStatus{};
+    char* path = nullptr;
+    int r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", units[i].c_str(), &path);
+    if (r < 0) {
+      out[i] = core::Fail("unit path of " + units[i] + ": " + std::strerror(-r));
+      continue;
     }
+    paths[i] = path;
+    free(path);
+    out[i] = core::UnitStatus{};
   }
+  std::vector<void*> calls;
+  std::vector<std::string> what;
   for (const char* iface : {kUnitIface, kServiceIface}) {
     if (bus_ == nullptr) break;  // the connection was lost: the errors say so
     calls.clear();

@@ -739,6 +739,7 @@ void Pass::ConfirmUnits(std::vector<UnitStep>& acts) {
     a.job = *job;
     jobs.push_back(*job);
   }
+  if (jobs.empty()) return;  // nothing was queued: nothing to look at, no pause
   // Wait for the jobs (bounded by one settle), look, pause once, look again.
   auto finished = sm.WaitForJobs(jobs, options_.settle);
   // Both looks read every acted-on unit at once.

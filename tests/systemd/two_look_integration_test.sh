@@ -106,5 +106,14 @@ sleep 0.3
 apply rt "$(decl 1 "$RT")"
 check "dead unit started again" '[ $RC = 0 ] && grep -q "^started node-tools.runtime (process): was failed, started; rt.service" <<<"$OUT"'
 
+# 10. A unit systemd does not know: read as not-found (the looks address
+# units by their escaped object path, which loads them on demand), and the
+# start fails naming it.
+apply ghost '{"machine":"box","generation":1,"resources":[{"id":"ghost","kind":"service","unit":"no-such-unit@x-y.service","state":"running"}]}'
+check "unknown unit fails, named" '[ $RC = 1 ] && grep -q "^failed ghost (service): .*no-such-unit@x-y.service" <<<"$OUT"'
+# A unit declared stopped that systemd does not know is stopped as declared.
+apply ghost2 '{"machine":"box","generation":1,"resources":[{"id":"ghost","kind":"service","unit":"no-such-unit.service","state":"stopped"}]}'
+check "unknown unit declared stopped is stopped" '[ $RC = 0 ] && grep -q "^unchanged ghost (service): no-such-unit.service stopped as declared" <<<"$OUT"'
+
 echo "two-look integration: $fails failed"
 [ "$fails" = 0 ]

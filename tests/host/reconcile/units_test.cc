@@ -44,6 +44,15 @@ TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
   EXPECT_EQ(r.outcomes[1].restart_reason, "restart_on");
 }
 
+// A unit systemd does not know fails at once, named, and costs no pause:
+// there is nothing to look at twice.
+TEST_F(UnitsTest, UnknownUnitFailsNamedWithoutAPause) {
+  ApplyReport r = Run(Decl({Service("ghost")}));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("Unit ghost.service not found"));
+  EXPECT_EQ(clock_.elapsed(), 0s) << "no settle spent when no job was queued";
+}
+
 // ADR 184 row 2: a unit still starting is accepted at both looks.
 TEST_F(UnitsTest, StillStartingIsAcceptedWithoutWaitingForIt) {
   services_.AddUnit("slow.service", {Behavior::kSlowStart, 10s});
