@@ -323,11 +323,13 @@ std::vector<Result<FileInfo>> PosixFileSystem::StatMany(std::span<const std::str
   return out;
 }
 
-Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t limit) {
+Result<std::pair<UniqueFd, size_t>> PosixFileSystem::OpenRegular(const std::string& path,
+                                                                 uint64_t limit) {
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);
   if (!parent) return std::unexpected(parent.error());
   if (!parent->valid()) return Fail("read " + path + ": no such file");
+  // O_NONBLOCK: a FIFO planted at the path must not hang the open.
   UniqueFd fd(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return Fail(Errno("open", path));
@@ -338,11 +340,18 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
     return Fail("read " + path + ": " + std::to_string(st.st_size) +
                 " bytes exceeds the limit of " + std::to_string(limit));
   }
+  return std::pair<UniqueFd, size_t>(std::move(fd), static_cast<size_t>(st.st_size));
+}
+
+Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t limit) {
+  auto opened = OpenRegular(path, limit);
+  if (!opened) return std::unexpected(opened.error());
+  auto& [fd, file_size] = *opened;
   // Read straight into the string, without zero-filling it first: the
   // record of 10,000 files is megabytes, read by every `mesh-host apply`.
   std::string out;
   int error = 0;
-  out.resize_and_overwrite(static_cast<size_t>(st.st_size), [&](char* buf, size_t size) {
+  out.resize_and_overwrite(file_size, [&](char* buf, size_t size) {
     size_t got = 0;
     while (got < size) {
       ssize_t n = ::read(fd.get(), buf + got, size - got);
@@ -365,24 +374,13 @@ MappedFile::~MappedFile() {
 }
 
 Result<MappedFile> PosixFileSystem::MapFile(const std::string& path, uint64_t limit) {
-  std::string leaf;
-  auto parent = OpenParent(path, false, &leaf);
-  if (!parent) return std::unexpected(parent.error());
-  if (!parent->valid()) return Fail("read " + path + ": no such file");
-  UniqueFd fd(::openat(parent->get(), leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return Fail(Errno("open", path));
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
-  if (!S_ISREG(st.st_mode)) return Fail("read " + path + ": not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > limit) {
-    return Fail("read " + path + ": " + std::to_string(st.st_size) +
-                " bytes exceeds the limit of " + std::to_string(limit));
-  }
-  if (st.st_size == 0) return MappedFile();
-  void* data =
-      ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  auto opened = OpenRegular(path, limit);
+  if (!opened) return std::unexpected(opened.error());
+  auto& [fd, size] = *opened;
+  if (size == 0) return MappedFile();
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (data == MAP_FAILED) return Fail(Errno("map", path));
-  return MappedFile(data, static_cast<size_t>(st.st_size));
+  return MappedFile(data, size);
 }
 
 Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::string_view content,

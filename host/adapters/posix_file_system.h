@@ -81,6 +81,9 @@ class PosixFileSystem : public ports::FileSystem {
   // A missing directory without `create` yields an invalid fd, not an error.
   core::Result<UniqueFd> OpenParent(const std::string& path, bool create, std::string* leaf);
 
+  // A regular file under the root, opened for reading, and its size; fails
+  // naming the path for anything else or anything over `limit` bytes.
+  core::Result<std::pair<UniqueFd, size_t>> OpenRegular(const std::string& path, uint64_t limit);
   // Marks the directory holding `path` as needing an fsync at Flush.
   void Unsynced(const std::string& path);
 

@@ -127,6 +127,23 @@ TEST_F(PosixFileSystemTest, ReplaceTreeSwapsWholeAndScans) {
   EXPECT_EQ((*scan)[0].content_sha256.size(), 64u);
 }
 
+// The record is read through a mapping; a FIFO planted where a file is
+// expected is refused at once by both readers, never waited on.
+TEST_F(PosixFileSystemTest, MapAndReadRefuseAFifoWithoutBlocking) {
+  ASSERT_EQ(::mkfifo(dir_.Sub("root/state.json").c_str(), 0600), 0);
+  auto mapped = fs_->MapFile("/state.json", 1 << 20);
+  ASSERT_FALSE(mapped.has_value());
+  EXPECT_THAT(mapped.error().message, HasSubstr("not a regular file"));
+  auto read = fs_->ReadFile("/state.json", 1 << 20);
+  ASSERT_FALSE(read.has_value());
+  EXPECT_THAT(read.error().message, HasSubstr("not a regular file"));
+  WriteText(dir_.Sub("root/record"), "{\"a\": 1}");
+  auto ok = fs_->MapFile("/record", 1 << 20);
+  ASSERT_TRUE(ok.has_value()) << ok.error().message;
+  EXPECT_EQ(ok->view(), "{\"a\": 1}");
+  EXPECT_FALSE(fs_->MapFile("/record", 3).has_value()) << "over the limit";
+}
+
 TEST_F(PosixFileSystemTest, RemoveDeletesTreesAndToleratesMissing) {
   WriteText(dir_.Sub("root/a/b/c"), "x");
   ASSERT_TRUE(fs_->Remove("/a").has_value());
