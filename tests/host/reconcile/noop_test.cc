@@ -145,6 +145,29 @@ TEST_F(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
   EXPECT_TRUE(r.Apply(spaced).from_record);
 }
 
+// A record written before positions and states were recorded (an older
+// host, or an indented state.json) is read, the full pass runs once and
+// adds them without touching the machine, and the next no-op is proven.
+TEST_F(NoopTest, AnOlderRecordIsUpgradedByOneFullPass) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  json old = Record();
+  for (auto& [id, entry] : old["resources"].items()) {
+    entry.erase("position");
+    entry.erase("state");
+  }
+  store_.text = old.dump(1);  // indented, as the first host wrote it
+  int starts = services_.StartsOf("web.service") + services_.StartsOf("tools.service");
+  ApplyReport upgrade = Run(decl);
+  EXPECT_FALSE(upgrade.from_record);
+  EXPECT_EQ(upgrade.result, ApplyResult::kOk) << upgrade.error;
+  EXPECT_THAT(Outcomes(upgrade), ElementsAre("unchanged", "unchanged", "unchanged", "unchanged",
+                                             "unchanged", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("web.service") + services_.StartsOf("tools.service"), starts);
+  EXPECT_TRUE(Record()["resources"]["tools"].contains("position"));
+  EXPECT_TRUE(Run(decl).from_record);
+}
+
 TEST_F(NoopTest, NotAfterAFailure) {
   json decl =
       Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", "a"}},
