@@ -1,6 +1,7 @@
 // Parses a JSON document whose bulk is one collection under a top-level key
-// (a declaration's "resources" list, a record's "resources" object), handing
-// that collection's members to a callback one at a time.
+// (the declaration's "resources" list), handing that collection's members to
+// a callback one at a time. (The record, whose shape is fixed, has its own
+// reader straight into the model: record.cc.)
 //
 // A whole-document parse holds every member's tree at once: for a
 // declaration of 10,000 files that is tens of MiB of fresh pages, and a
