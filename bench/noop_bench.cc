@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.h"
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/posix_file_system.h"
@@ -30,21 +31,9 @@
 namespace {
 
 using namespace mesh;
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-template <typename F>
-double MedianMs(int repeat, F f) {
-  std::vector<double> runs;
-  for (int i = 0; i < repeat; ++i) {
-    auto t0 = Clock::now();
-    f();
-    runs.push_back(Ms(Clock::now() - t0));
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
-}
+using bench::Clock;
+using bench::MedianMs;
+using bench::Ms;
 
 void Row(const char* name, double value, const char* unit, double floor = 0,
          const char* floor_name = "") {
@@ -59,12 +48,8 @@ void Row(const char* name, double value, const char* unit, double floor = 0,
 }  // namespace
 
 int main(int argc, char** argv) {
-  int files = 10000, repeat = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--files") files = std::atoi(argv[i + 1]);
-    if (flag == "--repeat") repeat = std::atoi(argv[i + 1]);
-  }
+  int files = bench::IntFlag(argc, argv, "--files", 10000);
+  int repeat = bench::IntFlag(argc, argv, "--repeat", 5);
   char tmpl[] = "/tmp/mesh-host-bench.XXXXXX";
   std::string dir = mkdtemp(tmpl);
   for (const char* d : {"/root", "/artifacts", "/units"})

@@ -13,23 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.h"
 #include "host/core/record.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-template <typename F>
-double MedianMs(int repeat, F f) {
-  std::vector<double> runs;
-  for (int i = 0; i < repeat; ++i) {
-    auto t0 = Clock::now();
-    f();
-    runs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
-}
+using mesh::bench::MedianMs;
 
 // Counts events and nothing else: what lexing alone costs.
 struct NullHandler : nlohmann::json_sax<nlohmann::json> {
@@ -54,12 +43,8 @@ struct NullHandler : nlohmann::json_sax<nlohmann::json> {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int entries = 10000, repeat = 9;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--entries") entries = std::atoi(argv[i + 1]);
-    if (flag == "--repeat") repeat = std::atoi(argv[i + 1]);
-  }
+  int entries = mesh::bench::IntFlag(argc, argv, "--entries", 10000);
+  int repeat = mesh::bench::IntFlag(argc, argv, "--repeat", 9);
   mesh::core::Record record;
   record.want_version = mesh::core::Record::kWantVersion;
   record.machine = "bench";

@@ -38,67 +38,45 @@ const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
 HostMetrics::HostMetrics(const std::string& version)
     : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
-  outcomes_ = &prometheus::BuildCounter()
-                   .Name("mesh_host_resource_outcomes_total")
-                   .Help("Outcomes of resources, per apply.")
-                   .Register(r);
-  failed_ = &prometheus::BuildGauge()
-                 .Name("mesh_host_resource_failed")
-                 .Help("1 when the resource failed in the last apply.")
-                 .Register(r);
-  unit_active_ = &prometheus::BuildGauge()
-                      .Name("mesh_host_unit_active")
-                      .Help(
-                          "1 when a unit declared running is running (active, activating or "
-                          "reloading), followed live between applies.")
-                      .Register(r);
-  unit_restarts_ = &prometheus::BuildCounter()
-                        .Name("mesh_host_unit_restarts_total")
-                        .Help("Starts and restarts the host asked systemd for, by reason.")
-                        .Register(r);
-  systemd_restarts_ = &prometheus::BuildCounter()
-                           .Name("mesh_host_unit_systemd_restarts_total")
-                           .Help("systemd's own automatic restarts of the unit (NRestarts).")
-                           .Register(r);
-  confirm_failures_ = &prometheus::BuildCounter()
-                           .Name("mesh_host_unit_confirm_failures_total")
-                           .Help("Second looks that found the unit not running as asked.")
-                           .Register(r);
-  reconciles_ = &prometheus::BuildCounter()
-                     .Name("mesh_host_reconciles_total")
-                     .Help("Reconciles, by result (ok, failed, refused).")
-                     .Register(r);
+  auto counters = [&r](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(r);
+  };
+  auto gauges = [&r](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(r);
+  };
+  // A family of one series without labels.
+  auto gauge = [&gauges](const char* name, const char* help) {
+    return &gauges(name, help)->Add({});
+  };
+  outcomes_ = counters("mesh_host_resource_outcomes_total", "Outcomes of resources, per apply.");
+  failed_ = gauges("mesh_host_resource_failed", "1 when the resource failed in the last apply.");
+  unit_active_ = gauges("mesh_host_unit_active",
+                        "1 when a unit declared running is running (active, activating or "
+                        "reloading), followed live between applies.");
+  unit_restarts_ = counters("mesh_host_unit_restarts_total",
+                            "Starts and restarts the host asked systemd for, by reason.");
+  systemd_restarts_ = counters("mesh_host_unit_systemd_restarts_total",
+                               "systemd's own automatic restarts of the unit (NRestarts).");
+  confirm_failures_ = counters("mesh_host_unit_confirm_failures_total",
+                               "Second looks that found the unit not running as asked.");
+  reconciles_ =
+      counters("mesh_host_reconciles_total", "Reconciles, by result (ok, failed, refused).");
   for (const char* result : {"ok", "failed", "refused"}) reconciles_->Add({{"result", result}});
   duration_ = &prometheus::BuildHistogram()
                    .Name("mesh_host_reconcile_duration_seconds")
                    .Help("Time one reconcile took, the settle pause included.")
                    .Register(r)
                    .Add({}, kDurationBuckets);
-  last_reconcile_ = &prometheus::BuildGauge()
-                         .Name("mesh_host_last_reconcile_timestamp_seconds")
-                         .Help("When the last reconcile finished, in Unix seconds.")
-                         .Register(r)
-                         .Add({});
-  last_success_ = &prometheus::BuildGauge()
-                       .Name("mesh_host_last_success_timestamp_seconds")
-                       .Help("When the last reconcile with result ok finished, in Unix seconds.")
-                       .Register(r)
-                       .Add({});
-  generation_ = &prometheus::BuildGauge()
-                     .Name("mesh_host_declaration_generation")
-                     .Help("Generation of the last applied declaration.")
-                     .Register(r)
-                     .Add({});
-  interval_ = &prometheus::BuildGauge()
-                   .Name("mesh_host_reconcile_interval_seconds")
-                   .Help("The --interval between reconciles of mesh-host run.")
-                   .Register(r)
-                   .Add({});
-  start_time_ = &prometheus::BuildGauge()
-                     .Name("mesh_host_start_time_seconds")
-                     .Help("When this mesh-host process started, in Unix seconds.")
-                     .Register(r)
-                     .Add({});
+  last_reconcile_ = gauge("mesh_host_last_reconcile_timestamp_seconds",
+                          "When the last reconcile finished, in Unix seconds.");
+  last_success_ = gauge("mesh_host_last_success_timestamp_seconds",
+                        "When the last reconcile with result ok finished, in Unix seconds.");
+  generation_ =
+      gauge("mesh_host_declaration_generation", "Generation of the last applied declaration.");
+  interval_ = gauge("mesh_host_reconcile_interval_seconds",
+                    "The --interval between reconciles of mesh-host run.");
+  start_time_ = gauge("mesh_host_start_time_seconds",
+                      "When this mesh-host process started, in Unix seconds.");
   prometheus::BuildGauge()
       .Name("mesh_host_build_info")
       .Help("Always 1; the version of mesh-host.")

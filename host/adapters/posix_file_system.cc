@@ -347,26 +347,9 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
   auto opened = OpenRegular(path, limit);
   if (!opened) return std::unexpected(opened.error());
   auto& [fd, file_size] = *opened;
-  // Read straight into the string, without zero-filling it first: the
-  // record of 10,000 files is megabytes, read by every `mesh-host apply`.
-  std::string out;
-  int error = 0;
-  out.resize_and_overwrite(file_size, [&](char* buf, size_t size) {
-    size_t got = 0;
-    while (got < size) {
-      ssize_t n = ::read(fd.get(), buf + got, size - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) error = errno;
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    return got;
-  });
-  if (error != 0) {
-    errno = error;
-    return Fail(Errno("read", path));
-  }
-  return out;
+  auto bytes = ReadUpTo(fd.get(), file_size);
+  if (!bytes) return Fail(Errno("read", path, bytes.error()));
+  return std::move(*bytes);
 }
 
 MappedFile::~MappedFile() {
@@ -529,15 +512,24 @@ void PosixFileSystem::Unsynced(const std::string& path) {
 }
 
 Status PosixFileSystem::Flush() {
-  std::set<std::string> dirs;
-  dirs.swap(unsynced_);
-  for (const std::string& dir : dirs) {
-    std::string leaf;
-    // The directory is the parent of a name inside it.
-    auto fd = OpenParent(dir == "/" ? "/x" : dir + "/x", false, &leaf);
-    if (!fd) return std::unexpected(fd.error());
-    if (!fd->valid()) continue;  // removed since: nothing of it to keep
-    if (::fsync(fd->get()) != 0) return Fail(Errno("fsync", dir));
+  // A directory leaves the set only once fsynced: after a failure the next
+  // Flush tries it again, so a later record still waits for it.
+  for (auto it = unsynced_.begin(); it != unsynced_.end(); it = unsynced_.erase(it)) {
+    const std::string& dir = *it;
+    UniqueFd fd;
+    if (dir == "/") {
+      fd = UniqueFd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
+    } else {
+      std::string leaf;
+      auto parent = OpenParent(dir, false, &leaf);
+      if (!parent) return std::unexpected(parent.error());
+      if (!parent->valid()) continue;  // removed since: nothing of it to keep
+      fd = UniqueFd(::openat(parent->get(), leaf.c_str(),
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd.valid() && errno == ENOENT) continue;
+    }
+    if (!fd.valid()) return Fail(Errno("open", dir));
+    if (::fsync(fd.get()) != 0) return Fail(Errno("fsync", dir));
   }
   return core::Ok();
 }

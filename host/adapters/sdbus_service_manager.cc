@@ -167,24 +167,16 @@ std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
   return out;
 }
 
+// A unit's object path is its name, escaped as systemd escapes it; an access
+// to that path loads the unit as LoadUnit would (an unknown unit reads as
+// "not-found"), so no round trip is spent asking systemd for paths.
 core::Result<std::string> SdbusServiceManager::UnitPath(const std::string& unit) {
-  ErrorGuard err;
-  sd_bus_message* raw = nullptr;
-  // LoadUnit answers for units systemd has unloaded too (GetUnit fails on a
-  // stopped unit that was garbage-collected).
-  int r = sd_bus_call_method(bus_->bus, kDest, kPath, kManager, "LoadUnit", &err.e, &raw, "s",
-                             unit.c_str());
-  Message reply(raw);
-  if (r < 0) {
-    std::string what = Describe("LoadUnit", unit, err.e, r);
-    if (ConnectionLost(r)) Disconnect();
-    return core::Fail(what);
-  }
-  const char* path_c = nullptr;
-  if (sd_bus_message_read(reply.get(), "o", &path_c) < 0) {
-    return core::Fail("LoadUnit " + unit + ": unreadable reply");
-  }
-  return std::string(path_c);
+  char* path = nullptr;
+  int r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", unit.c_str(), &path);
+  if (r < 0) return core::Fail("unit path of " + unit + ": " + std::strerror(-r));
+  std::string out = path;
+  free(path);
+  return out;
 }
 
 std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
@@ -248,7 +240,7 @@ struct SdbusServiceManager::Reply {
 };
 
 std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
-    std::vector<void*> calls, const std::vector<std::string>& what) {
+    std::vector<sd_bus_message*> calls, const std::vector<std::string>& what) {
   struct Pending {
     sd_bus_message* reply = nullptr;
     bool done = false;
@@ -259,7 +251,7 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
   bool lost = false;
   constexpr uint64_t kCallTimeoutUsec = 10ull * 1000 * 1000;
   for (size_t i = 0; i < calls.size(); ++i) {
-    Message call(static_cast<sd_bus_message*>(calls[i]));
+    Message call(calls[i]);
     int r = call == nullptr ? -ENOMEM
                             : sd_bus_call_async(
                                   bus_->bus, &slots[i], call.get(),
@@ -376,22 +368,17 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     for (auto& o : out) o = std::unexpected(st.error());
     return out;
   }
-  // A unit's object path is its name, escaped as systemd escapes it; an
-  // access to that path loads the unit as LoadUnit would (an unknown unit
-  // reads as "not-found"), so no round trip is spent asking for paths.
   std::vector<std::string> paths(units.size());
   for (size_t i = 0; i < units.size(); ++i) {
-    char* path = nullptr;
-    int r = sd_bus_path_encode("/org/freedesktop/systemd1/unit", units[i].c_str(), &path);
-    if (r < 0) {
-      out[i] = core::Fail("unit path of " + units[i] + ": " + std::strerror(-r));
+    auto path = UnitPath(units[i]);
+    if (!path) {
+      out[i] = std::unexpected(path.error());
       continue;
     }
-    paths[i] = path;
-    free(path);
+    paths[i] = std::move(*path);
     out[i] = core::UnitStatus{};
   }
-  std::vector<void*> calls;
+  std::vector<sd_bus_message*> calls;
   std::vector<std::string> what;
   for (const char* iface : {kUnitIface, kServiceIface}) {
     if (bus_ == nullptr) break;  // the connection was lost: the errors say so
@@ -433,7 +420,7 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
     for (auto& o : out) o = std::unexpected(st.error());
     return out;
   }
-  std::vector<void*> calls;
+  std::vector<sd_bus_message*> calls;
   std::vector<std::string> what;
   for (const auto& [unit, kind] : jobs) {
     const char* method = kind == ports::JobKind::kStart     ? "StartUnit"

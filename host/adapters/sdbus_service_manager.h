@@ -15,6 +15,9 @@
 
 #include "host/ports/service_manager.h"
 
+// sd-bus's message type, declared so this header need not include sd-bus.
+struct sd_bus_message;
+
 namespace mesh::adapters {
 
 class SdbusServiceManager : public ports::ServiceManager {
@@ -41,11 +44,13 @@ class SdbusServiceManager : public ports::ServiceManager {
   core::Status Connect();
   void Disconnect();
   std::unique_ptr<Bus> bus_;
+  // The unit's object path (computed, not asked for).
   core::Result<std::string> UnitPath(const std::string& unit);
-  // Sends every call, then collects every reply (each bounded by 10 s).
-  // `what[i]` names call i in an error ("GetAll u.service").
+  // Sends every call (taking them), then collects every reply, each bounded
+  // by 10 s. `what[i]` names call i in an error ("GetAll … u.service").
   struct Reply;
-  std::vector<Reply> CallAll(std::vector<void*> calls, const std::vector<std::string>& what);
+  std::vector<Reply> CallAll(std::vector<sd_bus_message*> calls,
+                             const std::vector<std::string>& what);
 
   std::map<std::string, std::string> finished_jobs_;  // job path -> result
   std::map<std::string, std::string> watched_paths_;  // object path -> unit

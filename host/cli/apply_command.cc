@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
+#include <string>
+#include <string_view>
 
 #include "host/adapters/unique_fd.h"
 #include "host/core/declaration.h"
@@ -16,49 +16,23 @@
 namespace mesh::cli {
 
 core::Result<std::string> ReadDeclarationFile(const std::string& path) {
-  adapters::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return core::Fail("declaration " + path + ": " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
-    return core::Fail("declaration " + path + ": " + std::strerror(errno));
-  }
-  auto too_large = [&] {
-    return core::Fail("declaration " + path + ": larger than the limit of " +
-                      std::to_string(core::kMaxDeclarationBytes) + " bytes");
+  auto fail = [&](std::string_view why) {
+    return core::Fail("declaration " + path + ": " + std::string(why));
   };
-  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > core::kMaxDeclarationBytes) {
-    return too_large();
+  // O_NONBLOCK: a FIFO at the path is refused below, not waited on forever
+  // (the daemon would hang there until its watchdog killed it).
+  adapters::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return fail(std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > core::kMaxDeclarationBytes) {
+    return fail("larger than the limit of " + std::to_string(core::kMaxDeclarationBytes) +
+                " bytes");
   }
-  // One allocation of the file's size, read straight into (a pipe has no
-  // size and is read in chunks, to the limit).
-  std::string text;
-  int error = 0;
-  if (S_ISREG(st.st_mode)) {
-    text.resize_and_overwrite(static_cast<size_t>(st.st_size), [&](char* p, size_t size) {
-      size_t got = 0;
-      while (got < size) {
-        ssize_t n = ::read(fd.get(), p + got, size - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) error = errno;
-        if (n <= 0) break;
-        got += static_cast<size_t>(n);
-      }
-      return got;
-    });
-  }
-  char buf[65536];
-  while (error == 0) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) error = errno;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > core::kMaxDeclarationBytes) return too_large();
-  }
-  if (error != 0) {
-    return core::Fail("declaration " + path + ": read error: " + std::strerror(error));
-  }
-  return text;
+  auto text = adapters::ReadUpTo(fd.get(), static_cast<size_t>(st.st_size));
+  if (!text) return fail(std::string("read error: ") + std::strerror(text.error()));
+  return std::move(*text);
 }
 
 int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& out,

@@ -149,7 +149,7 @@ class Pass {
   bool same_declaration_ = false;
   std::vector<size_t> outcome_of_;  // resource index -> report_.outcomes index
   std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
-  // Declared path (a view into decl_) -> its stat at check time.
+  // Path (a view into decl_ or the record) -> its stat at check time.
   std::map<std::string_view, Result<FileInfo>> stats_;
 };
 
@@ -209,13 +209,19 @@ bool Pass::ConfirmFromRecord() {
     }
   }
   std::vector<Result<FileInfo>> infos = ports_.root->StatMany(paths);
+  // When the proof fails, the full pass reuses these answers rather than
+  // stat every declared path a second time.
+  auto give_up = [&] {
+    for (size_t k = 0; k < paths.size(); ++k) stats_.emplace(paths[k], std::move(infos[k]));
+    return false;
+  };
   std::vector<std::string> unit_names;
   for (const Item* item : order) {
     if (!item->second.unit.empty()) unit_names.push_back(item->second.unit);
   }
   std::vector<Result<core::UnitStatus>> statuses;
   if (!unit_names.empty()) {
-    if (ports_.services == nullptr) return false;
+    if (ports_.services == nullptr) return give_up();
     statuses = ports_.services->ReadUnits(unit_names);
   }
   std::vector<ResourceOutcome> outcomes;
@@ -233,14 +239,14 @@ bool Pass::ConfirmFromRecord() {
       const Result<FileInfo>& info = infos[next++];
       if (!info || info->type != FileType::kRegular ||
           !core::FingerprintMatches(*info, e.written[0].fingerprint)) {
-        return false;
+        return give_up();
       }
       out.detail = "as declared";
     } else if (is_tree(e)) {
       const Result<FileInfo>& info = infos[next++];
-      if (!info || info->type != FileType::kDirectory) return false;
+      if (!info || info->type != FileType::kDirectory) return give_up();
       auto scan = ports_.root->ScanTree(e.written[0].path, /*hash_contents=*/false);
-      if (!scan || core::TreeFingerprint(*scan) != e.written[0].fingerprint) return false;
+      if (!scan || core::TreeFingerprint(*scan) != e.written[0].fingerprint) return give_up();
       out.detail = Plural(e.written[0].file_count, "file") + " as declared";
     }
     if (!e.unit.empty()) {
@@ -248,12 +254,12 @@ bool Pass::ConfirmFromRecord() {
         auto info = ports_.units->Stat("/" + e.unit);
         if (!info || info->type != FileType::kRegular ||
             !core::FingerprintMatches(*info, e.unit_file_fingerprint)) {
-          return false;
+          return give_up();
         }
       }
       const Result<core::UnitStatus>& status = statuses[next_unit++];
       bool run = e.state == "running";
-      if (!status || status->Running() != run) return false;
+      if (!status || status->Running() != run) return give_up();
       out.unit = Snapshot(e.unit, *status);
       out.declared_unit = e.unit;
       out.unit_should_run = run;
@@ -305,20 +311,20 @@ bool Pass::Check(std::string_view text) {
   // Every declared path is looked at once here: one on which a symlink (or
   // anything else) would lead out of the root refuses the declaration whole.
   // The answers are kept, so the write phase does not stat twice.
+  // Paths a failed record proof already looked at are not looked at again.
   std::vector<std::string_view> paths;
-  std::vector<const Resource*> owners;
   for (const Resource& r : decl_->resources) {
-    if (!r.HasFiles()) continue;
-    paths.push_back(r.path);
-    owners.push_back(&r);
+    if (r.HasFiles() && !stats_.contains(r.path)) paths.push_back(r.path);
   }
   std::vector<Result<FileInfo>> infos = ports_.root->StatMany(paths);
-  for (size_t i = 0; i < paths.size(); ++i) {
-    if (!infos[i] && infos[i].error().kind == core::ErrorKind::kOutsideRoot) {
-      report_.error = "resource " + owners[i]->id + ", field path: " + infos[i].error().message;
+  for (size_t i = 0; i < paths.size(); ++i) stats_.emplace(paths[i], std::move(infos[i]));
+  for (const Resource& r : decl_->resources) {
+    if (!r.HasFiles()) continue;
+    const Result<FileInfo>& info = stats_.find(r.path)->second;
+    if (!info && info.error().kind == core::ErrorKind::kOutsideRoot) {
+      report_.error = "resource " + r.id + ", field path: " + info.error().message;
       return false;
     }
-    stats_.emplace(paths[i], std::move(infos[i]));
   }
   // A bundle the record already holds at this digest was checked when it was
   // applied; only new or changed bundles are read here, so a no-op apply does

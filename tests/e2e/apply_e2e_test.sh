@@ -57,4 +57,13 @@ set +e
 set -e
 [ "$rc" = 2 ] && [ "$rc2" = 2 ] || fail "exit codes $rc $rc2"
 "$BIN" --help | grep -q -- "--settle DURATION" || fail "--help"
+# A FIFO (or a directory) where the declaration belongs is refused at once,
+# never waited on, and leaves the record as it was.
+mkfifo "$T/fifo.json"
+set +e
+err=$(timeout 10 "$BIN" apply "${F[@]/$T\/decl.json/$T/fifo.json}" 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] || fail "FIFO declaration exit $rc (124: it hung)"
+grep -q "fifo.json: not a regular file" <<<"$err" || fail "FIFO refusal message: $err"
+cmp -s "$T/state/state.json" "$T/state.before" || fail "FIFO refusal touched the record"
 echo "e2e: all checks passed"

@@ -24,6 +24,8 @@ class FaultyFileSystem : public ports::FileSystem {
   // Flush fails with EIO (the disk lost what was written) from now on.
   void FailFlush() { fail_flush_ = true; }
   int flushes() const { return flushes_; }
+  // Paths looked at, through Stat and StatMany.
+  size_t stats() const { return stats_; }
 
   // Writes to `path` fail with `err` from now on.
   void FailWrites(const std::string& path, int err) {
@@ -31,9 +33,13 @@ class FaultyFileSystem : public ports::FileSystem {
     errno_ = err;
   }
 
-  core::Result<core::FileInfo> Stat(const std::string& path) override { return real_.Stat(path); }
+  core::Result<core::FileInfo> Stat(const std::string& path) override {
+    ++stats_;
+    return real_.Stat(path);
+  }
   std::vector<core::Result<core::FileInfo>> StatMany(
       std::span<const std::string_view> paths) override {
+    stats_ += paths.size();
     return real_.StatMany(paths);
   }
   core::Status Flush() override {
@@ -75,6 +81,7 @@ class FaultyFileSystem : public ports::FileSystem {
   int errno_ = EIO;
   bool fail_flush_ = false;
   int flushes_ = 0;
+  size_t stats_ = 0;
 };
 
 }  // namespace mesh::fakes

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 
 #include <cerrno>
+#include <chrono>
+#include <filesystem>
 
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -71,6 +73,21 @@ TEST_F(FaultsTest, ARecordIsSavedOnlyAfterTheWritesAreFlushed) {
   int flushes = faulty_->flushes();
   RunFaulty(Decl({File("a", "new a")}, 2));
   EXPECT_EQ(faulty_->flushes(), flushes);
+}
+
+// When a touched file makes the record proof fail, the full pass uses the
+// stats the proof already took: each declared path is looked at once.
+TEST_F(FaultsTest, AFailedRecordProofDoesNotStatEveryPathAgain) {
+  json decl = Decl({File("a", "1"), File("b", "2"), File("c", "3")});
+  RunFaulty(decl);
+  ASSERT_TRUE(RunFaulty(decl).from_record);
+  std::filesystem::last_write_time(Root("/etc/b"),
+                                   std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  size_t before = faulty_->stats();
+  ApplyReport r = RunFaulty(decl);
+  EXPECT_FALSE(r.from_record);
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged", "unchanged"));
+  EXPECT_EQ(faulty_->stats() - before, 3u) << "three paths, each stat'ed once";
 }
 
 TEST_F(FaultsTest, PermissionDeniedIsNamed) {
