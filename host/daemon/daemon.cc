@@ -9,8 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <optional>
+#include <stop_token>
+#include <thread>
 
 #include "host/cli/apply_command.h"
 #include "host/core/time_format.h"
@@ -71,6 +75,23 @@ Daemon::~Daemon() {
 }
 
 void Daemon::ApplyOnce(const std::string& why) {
+  // An apply may rightly outlast the watchdog's period (the first apply of
+  // 100,000 files takes over a minute; a restart's settle pause alone can
+  // exceed a short WatchdogSec), and the main loop cannot pet while it runs:
+  // systemd would kill the daemon mid-apply, and again after every restart.
+  // Every call an apply makes is bounded, so it is kept alive while it runs.
+  std::jthread keepalive;
+  if (auto every = notifier_.WatchdogInterval(); every.count() > 0) {
+    keepalive = std::jthread([this, every](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      do {
+        notifier_.Watchdog();
+        cv.wait_for(lock, stop, every, [] { return false; });  // wakes on stop
+      } while (!stop.stop_requested());
+    });
+  }
   reconcile::ApplyReport report;
   auto text = cli::ReadDeclarationFile(options_.declaration);
   if (!text) {
@@ -124,8 +145,11 @@ void Daemon::WatchLoop() {
       changed = units;
       last_full = clock_.Monotonic();
     }
-    for (const std::string& unit : changed) {
-      auto status = watch_->ReadUnit(unit);
+    // Read at once (pipelined): the full refresh reads every declared unit.
+    std::vector<core::Result<core::UnitStatus>> statuses = watch_->ReadUnits(changed);
+    for (size_t i = 0; i < changed.size(); ++i) {
+      const std::string& unit = changed[i];
+      const core::Result<core::UnitStatus>& status = statuses[i];
       if (!status) continue;
       bool running = status->Running() && status->sub_state != "auto-restart";
       auto was = unit_running_.find(unit);

@@ -64,6 +64,10 @@ applies() { grep -c '^apply ' "$T/run.log" || true; }
 check "healthy after the first apply" 'until_true 10 "[ \$(code /healthz) = 200 ]"'
 check "READY=1 sent" 'until_true 5 "grep -q READY=1 \"$T/notify.log\""'
 check "WATCHDOG=1 sent" 'until_true 5 "grep -q WATCHDOG=1 \"$T/notify.log\""'
+# The first apply (a start, then a 1 s settle) outlasts the 0.4 s watchdog:
+# it must be petted while the apply runs, before READY=1, or systemd would
+# kill the daemon in the middle of it.
+check "watchdog petted during an apply longer than its period" '[ "$(sed -n "1,/READY=1/p" "$T/notify.log" | grep -c WATCHDOG=1)" -ge 3 ]'
 check "STATUS= summary sent" 'grep -q "STATUS=generation 1: 2 resource(s)" "$T/notify.log"'
 check "/status names the unit" 'curl -s $URL/status | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"resources\"][1][\"unit\"][\"name\"]==\"web.service\""'
 
