@@ -10,6 +10,7 @@
 
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
+#include "host/adapters/one_shot_heap.h"
 #include "host/adapters/posix_file_system.h"
 #include "host/adapters/sd_notifier.h"
 #include "host/adapters/sdbus_service_manager.h"
@@ -79,6 +80,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan) 
 }
 
 int ApplyOrPlan(const cli::Flags& flags, bool plan) {
+  adapters::PrepareOneShotHeap();
   auto text = cli::ReadDeclarationFile(flags.declaration);
   if (!text) {
     std::cerr << "mesh-host: " << text.error().message << "\n";
