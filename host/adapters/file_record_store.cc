@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <istream>
 
 #include "host/core/want.h"
 
@@ -36,11 +37,17 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   if (info->type == core::FileType::kMissing) return std::shared_ptr<const core::Record>();
   std::string fingerprint = core::FileFingerprint(*info);
   if (cached_ != nullptr && fingerprint == cached_fingerprint_) return cached_;
-  // Mapped, not read: the record is megabytes at 10,000 resources, and only
-  // this host replaces it, always by rename, so the mapping cannot shrink.
-  auto text = fs_->MapFile(kStateFile, kMaxStateBytes);
-  if (!text) return std::unexpected(text.error());
-  auto record = core::ParseRecord(text->view());
+  // Streamed, not read whole or mapped: the record is 28 MB at 100,000
+  // resources, and a whole copy of it would sit beside the parsed record at
+  // the apply's peak.
+  auto opened = fs_->OpenRegular(kStateFile, kMaxStateBytes);
+  if (!opened) return std::unexpected(opened.error());
+  FdStreamBuf buffer(opened->first.get());
+  std::istream in(&buffer);
+  auto record = core::ParseRecord(in);
+  if (buffer.error() != 0) {
+    return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(buffer.error()));
+  }
   if (!record) return std::unexpected(record.error());
   cached_ = std::make_shared<const core::Record>(std::move(*record));
   cached_fingerprint_ = fingerprint;

@@ -352,20 +352,6 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
   return std::move(*bytes);
 }
 
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(data_, size_);
-}
-
-Result<MappedFile> PosixFileSystem::MapFile(const std::string& path, uint64_t limit) {
-  auto opened = OpenRegular(path, limit);
-  if (!opened) return std::unexpected(opened.error());
-  auto& [fd, size] = *opened;
-  if (size == 0) return MappedFile();
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  if (data == MAP_FAILED) return Fail(Errno("map", path));
-  return MappedFile(data, size);
-}
-
 Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::string_view content,
                                                   const ports::Ownership& own) {
   std::string leaf;

@@ -18,26 +18,6 @@
 
 namespace mesh::adapters {
 
-// A file's bytes mapped read-only; unmapped when destroyed.
-class MappedFile {
- public:
-  MappedFile() = default;
-  MappedFile(void* data, size_t size) : data_(data), size_(size) {}
-  MappedFile(MappedFile&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  MappedFile& operator=(MappedFile&&) = delete;
-  MappedFile(const MappedFile&) = delete;
-  ~MappedFile();
-  std::string_view view() const {
-    return data_ == nullptr ? std::string_view()
-                            : std::string_view(static_cast<char*>(data_), size_);
-  }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 class PosixFileSystem : public ports::FileSystem {
  public:
   // `root` must be an existing directory; with `create`, it is made (0755).
@@ -53,11 +33,11 @@ class PosixFileSystem : public ports::FileSystem {
   std::vector<core::Result<core::FileInfo>> StatMany(
       std::span<const std::string_view> paths) override;
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override;
-  // A read-only private mapping of a regular file: no copy and no fresh
-  // pages to fault in. Only for files the host alone replaces, and only by
-  // rename (its record): a file truncated in place under a mapping would
-  // fault the reader (SIGBUS).
-  core::Result<MappedFile> MapFile(const std::string& path, uint64_t limit);
+  // A regular file under the root, opened for reading, and its size; fails
+  // naming the path for anything else (a FIFO is refused, not waited on) or
+  // anything over `limit` bytes. For a reader that streams a large file
+  // rather than holding it whole (the record).
+  core::Result<std::pair<UniqueFd, size_t>> OpenRegular(const std::string& path, uint64_t limit);
   core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
                                                const ports::Ownership& ownership) override;
   core::Status ReplaceTree(const std::string& path,
@@ -81,9 +61,6 @@ class PosixFileSystem : public ports::FileSystem {
   // A missing directory without `create` yields an invalid fd, not an error.
   core::Result<UniqueFd> OpenParent(const std::string& path, bool create, std::string* leaf);
 
-  // A regular file under the root, opened for reading, and its size; fails
-  // naming the path for anything else or anything over `limit` bytes.
-  core::Result<std::pair<UniqueFd, size_t>> OpenRegular(const std::string& path, uint64_t limit);
   // Marks the directory holding `path` as needing an fsync at Flush.
   void Unsynced(const std::string& path);
 

@@ -1,11 +1,14 @@
 // A file descriptor that closes itself: the POSIX adapters' RAII handle;
-// and the one loop that reads a file of known size through one.
+// the one loop that reads a file of known size through one; and a stream
+// buffer over one, for parsers that read a large file a chunk at a time.
 #pragma once
 
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <expected>
+#include <streambuf>
 #include <string>
 #include <utility>
 
@@ -59,5 +62,33 @@ inline std::expected<std::string, int> ReadUpTo(int fd, size_t size) {
   if (error != 0) return std::unexpected(error);
   return out;
 }
+
+// An input stream buffer reading `fd` 64 KiB at a time: a parser pulls a
+// file of tens of megabytes through it (the record at 100,000 resources)
+// without the file ever being resident whole. error() is the errno of a
+// failed read, which ends the stream early.
+class FdStreamBuf : public std::streambuf {
+ public:
+  explicit FdStreamBuf(int fd) : fd_(fd) {}
+  int error() const { return error_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    ssize_t r;
+    do {
+      r = ::read(fd_, buffer_.data(), buffer_.size());
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) error_ = errno;
+    if (r <= 0) return traits_type::eof();
+    setg(buffer_.data(), buffer_.data(), buffer_.data() + r);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  int fd_;
+  int error_ = 0;
+  std::array<char, 64 << 10> buffer_;
+};
 
 }  // namespace mesh::adapters

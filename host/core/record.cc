@@ -332,12 +332,15 @@ class RecordReader final : public nlohmann::json_sax<json> {
 
 // No depth pre-check: the SAX parser keeps its own stack, and the reader
 // refuses nesting where the record has none and counts it where it skips.
-Result<Record> ParseRecord(std::string_view text) {
+namespace {
+
+template <typename Input>
+Result<Record> ParseRecordFrom(Input& input) {
   Record record;
   RecordReader reader(record);
   bool parsed = false;
   try {
-    parsed = json::sax_parse(text.begin(), text.end(), &reader);
+    parsed = json::sax_parse(input, &reader);
   } catch (const json::exception& e) {
     return Fail(std::string("state: ") + e.what());
   }
@@ -348,6 +351,16 @@ Result<Record> ParseRecord(std::string_view text) {
     return Fail("state: unknown version " + std::to_string(version));
   }
   return record;
+}
+
+}  // namespace
+
+Result<Record> ParseRecord(std::string_view text) {
+  return ParseRecordFrom(text);
+}
+
+Result<Record> ParseRecord(std::istream& text) {
+  return ParseRecordFrom(text);
 }
 
 }  // namespace mesh::core

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <map>
 #include <optional>
 #include <string>
@@ -73,5 +74,8 @@ struct Record {
 
 std::string SerializeRecord(const Record& record);
 Result<Record> ParseRecord(std::string_view text);
+// The same, pulling the text from a stream: a large record is never held
+// whole (the record store reads state.json a chunk at a time).
+Result<Record> ParseRecord(std::istream& text);
 
 }  // namespace mesh::core

@@ -8,6 +8,8 @@
 
 #include <csignal>
 #include <filesystem>
+#include <iterator>
+#include <string>
 
 #include "tests/testing/temp_dir.h"
 
@@ -127,21 +129,38 @@ TEST_F(PosixFileSystemTest, ReplaceTreeSwapsWholeAndScans) {
   EXPECT_EQ((*scan)[0].content_sha256.size(), 64u);
 }
 
-// The record is read through a mapping; a FIFO planted where a file is
-// expected is refused at once by both readers, never waited on.
-TEST_F(PosixFileSystemTest, MapAndReadRefuseAFifoWithoutBlocking) {
+// The record is streamed from an open descriptor; a FIFO planted where a
+// file is expected is refused at once by both readers, never waited on.
+TEST_F(PosixFileSystemTest, OpenAndReadRefuseAFifoWithoutBlocking) {
   ASSERT_EQ(::mkfifo(dir_.Sub("root/state.json").c_str(), 0600), 0);
-  auto mapped = fs_->MapFile("/state.json", 1 << 20);
-  ASSERT_FALSE(mapped.has_value());
-  EXPECT_THAT(mapped.error().message, HasSubstr("not a regular file"));
+  auto opened = fs_->OpenRegular("/state.json", 1 << 20);
+  ASSERT_FALSE(opened.has_value());
+  EXPECT_THAT(opened.error().message, HasSubstr("not a regular file"));
   auto read = fs_->ReadFile("/state.json", 1 << 20);
   ASSERT_FALSE(read.has_value());
   EXPECT_THAT(read.error().message, HasSubstr("not a regular file"));
   WriteText(dir_.Sub("root/record"), "{\"a\": 1}");
-  auto ok = fs_->MapFile("/record", 1 << 20);
+  auto ok = fs_->OpenRegular("/record", 1 << 20);
   ASSERT_TRUE(ok.has_value()) << ok.error().message;
-  EXPECT_EQ(ok->view(), "{\"a\": 1}");
-  EXPECT_FALSE(fs_->MapFile("/record", 3).has_value()) << "over the limit";
+  EXPECT_EQ(ok->second, 8u);
+  FdStreamBuf buffer(ok->first.get());
+  std::string text(std::istreambuf_iterator<char>(&buffer), {});
+  EXPECT_EQ(text, "{\"a\": 1}");
+  EXPECT_EQ(buffer.error(), 0);
+  EXPECT_FALSE(fs_->OpenRegular("/record", 3).has_value()) << "over the limit";
+}
+
+// The stream buffer refills across its 64 KiB chunks and loses no byte.
+TEST_F(PosixFileSystemTest, AStreamedFileArrivesWholeAcrossChunks) {
+  std::string big;
+  for (int i = 0; big.size() < (200u << 10); ++i) big += std::to_string(i) + ",";
+  WriteText(dir_.Sub("root/big"), big);
+  auto opened = fs_->OpenRegular("/big", 1 << 20);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  FdStreamBuf buffer(opened->first.get());
+  std::string text(std::istreambuf_iterator<char>(&buffer), {});
+  EXPECT_EQ(text, big);
+  EXPECT_EQ(buffer.error(), 0);
 }
 
 TEST_F(PosixFileSystemTest, RemoveDeletesTreesAndToleratesMissing) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 namespace mesh::core {
@@ -85,6 +86,11 @@ TEST(RecordTest, EveryBadShapeNamesWhatIsWrong) {
     ASSERT_FALSE(r.has_value()) << c.text;
     EXPECT_THAT(r.error().message, ::testing::HasSubstr(c.says)) << c.text;
     EXPECT_EQ(r.error().message.rfind("state: ", 0), 0u) << r.error().message;
+    // The store streams the record: the same words from a stream.
+    std::istringstream in(c.text);
+    auto streamed = ParseRecord(in);
+    ASSERT_FALSE(streamed.has_value()) << c.text;
+    EXPECT_EQ(streamed.error().message, r.error().message);
   }
 }
 
@@ -132,6 +138,10 @@ TEST(RecordTest, OneResourcePerLineAndEveryFieldRoundTrips) {
   auto back = ParseRecord(text);
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ(*back, r);
+  std::istringstream in(text);
+  auto streamed = ParseRecord(in);
+  ASSERT_TRUE(streamed.has_value()) << streamed.error().message;
+  EXPECT_EQ(*streamed, r);
 }
 
 }  // namespace
