@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "host/adapters/file_declaration.h"
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/one_shot_heap.h"
@@ -81,9 +82,9 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan) 
 
 int ApplyOrPlan(const cli::Flags& flags, bool plan) {
   adapters::PrepareOneShotHeap();
-  auto text = cli::ReadDeclarationFile(flags.declaration);
-  if (!text) {
-    std::cerr << "mesh-host: " << text.error().message << "\n";
+  auto declaration = adapters::FileDeclaration::Open(flags.declaration);
+  if (!declaration) {
+    std::cerr << "mesh-host: " << declaration.error().message << "\n";
     return cli::kExitRefused;
   }
   auto machine = Wire(flags, plan);
@@ -91,7 +92,7 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
     std::cerr << "mesh-host: " << machine.error().message << "\n";
     return cli::kExitRefused;
   }
-  return cli::PrintReport((*machine)->reconciler->Apply(*text), plan, std::cout, std::cerr);
+  return cli::PrintReport((*machine)->reconciler->Apply(**declaration), plan, std::cout, std::cerr);
 }
 
 int Run(const cli::Flags& flags) {

@@ -13,10 +13,6 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitRefused = 2;
 
-// Reads the declaration, a regular file (a FIFO or a directory is refused,
-// never waited on), bounded by core::kMaxDeclarationBytes.
-core::Result<std::string> ReadDeclarationFile(const std::string& path);
-
 // Prints one outcome line per resource to `out`, warnings and a refusal to
 // `err`, and returns the exit code of SPEC "Command line".
 int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& out,

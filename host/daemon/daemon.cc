@@ -16,7 +16,7 @@
 #include <stop_token>
 #include <thread>
 
-#include "host/cli/apply_command.h"
+#include "host/adapters/file_declaration.h"
 #include "host/core/time_format.h"
 
 namespace mesh::daemon {
@@ -93,13 +93,13 @@ void Daemon::ApplyOnce(const std::string& why) {
     });
   }
   reconcile::ApplyReport report;
-  auto text = cli::ReadDeclarationFile(options_.declaration);
-  if (!text) {
+  auto declaration = adapters::FileDeclaration::Open(options_.declaration);
+  if (!declaration) {
     report.result = reconcile::ApplyResult::kRefused;
-    report.error = text.error().message;
+    report.error = declaration.error().message;
     report.started_at = report.finished_at = clock_.Now();
   } else {
-    report = reconciler_.Apply(*text);
+    report = reconciler_.Apply(**declaration);
   }
   for (const std::string& w : report.warnings) log_.Line(Priority::kWarning, "warning: " + w);
   size_t failed = 0, changed = 0;

@@ -73,7 +73,7 @@ class Pass {
   Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, ApplyReport& report)
       : ports_(ports), options_(options), report_(report) {}
 
-  void Run(std::string_view text);
+  void Run(ports::DeclarationSource& source);
 
  private:
   void LoadRecord();
@@ -916,9 +916,17 @@ void Pass::Sweep() {
                              std::to_string(removed) + " temporary file(s) it left");
 }
 
-void Pass::Run(std::string_view text) {
+void Pass::Run(ports::DeclarationSource& source) {
   now_ = core::FormatTimestamp(report_.started_at);
-  if (text.size() <= core::kMaxDeclarationBytes) digest_ = core::Sha256Hex(text);
+  auto refuse = [&](const core::Error& error) {
+    report_.error = error.message;
+    report_.result = ApplyResult::kRefused;
+  };
+  // Only the digest at first: a no-op proven from the record never reads
+  // the text.
+  auto digest = source.Digest();
+  if (!digest) return refuse(digest.error());
+  digest_ = std::move(*digest);
   LoadRecord();
   auto check_interrupted = [&] {
     if (interrupt_checked_ || options_.dry_run) return;
@@ -935,7 +943,9 @@ void Pass::Run(std::string_view text) {
     check_interrupted();
     if (!interrupted_ && ConfirmFromRecord()) return;
   }
-  if (!Check(text)) {
+  auto text = source.Text();
+  if (!text) return refuse(text.error());
+  if (!Check(*text)) {
     report_.result = ApplyResult::kRefused;
     return;
   }
@@ -1088,12 +1098,35 @@ std::string_view ApplyResultName(ApplyResult result) {
   return "?";
 }
 
+namespace {
+
+// A declaration already in memory.
+class TextSource : public ports::DeclarationSource {
+ public:
+  explicit TextSource(std::string_view text) : text_(text) {}
+  Result<std::string> Digest() override {
+    if (text_.size() > core::kMaxDeclarationBytes) return std::string();
+    return core::Sha256Hex(text_);
+  }
+  Result<std::string_view> Text() override { return text_; }
+
+ private:
+  std::string_view text_;
+};
+
+}  // namespace
+
 ApplyReport Reconciler::Apply(std::string_view declaration_text) {
+  TextSource source(declaration_text);
+  return Apply(source);
+}
+
+ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration) {
   ApplyReport report;
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
   Pass pass(ports_, options_, report);
-  pass.Run(declaration_text);
+  pass.Run(declaration);
   report.finished_at = ports_.clock->Now();
   report.duration = ports_.clock->Monotonic() - t0;
   return report;

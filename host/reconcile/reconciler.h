@@ -19,6 +19,7 @@
 #include "host/core/outcome.h"
 #include "host/ports/archive_reader.h"
 #include "host/ports/clock.h"
+#include "host/ports/declaration_source.h"
 #include "host/ports/file_system.h"
 #include "host/ports/record_store.h"
 #include "host/ports/service_manager.h"
@@ -74,6 +75,8 @@ class Reconciler {
   Reconciler(ReconcilerPorts ports, ReconcilerOptions options)
       : ports_(ports), options_(std::move(options)) {}
 
+  ApplyReport Apply(ports::DeclarationSource& declaration);
+  // The same for a declaration already in memory (tests, benchmarks).
   ApplyReport Apply(std::string_view declaration_text);
 
   const ReconcilerOptions& options() const { return options_; }

@@ -124,6 +124,46 @@ TEST_F(NoopTest, AnyDifferenceRunsTheFullPass) {
   EXPECT_THAT(unit_file.outcomes[5].detail, HasSubstr("drifted: unit file tools.service"));
 }
 
+// A declaration that counts what is asked of it.
+class CountingSource : public ports::DeclarationSource {
+ public:
+  explicit CountingSource(std::string text) : text_(std::move(text)) {}
+  core::Result<std::string> Digest() override {
+    ++digests;
+    return core::Sha256Hex(text_);
+  }
+  core::Result<std::string_view> Text() override {
+    ++texts;
+    return std::string_view(text_);
+  }
+  int digests = 0, texts = 0;
+
+ private:
+  std::string text_;
+};
+
+// At 100,000 resources the text is 24 MB: a proven no-op must not read it.
+TEST_F(NoopTest, AProvenNoOpNeverReadsTheDeclarationText) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
+                        &services_,  &store_,          &clock_};
+  ReconcilerOptions options;
+  options.machine = "edge-1";
+  CountingSource quiet(decl.dump());
+  ApplyReport proven = Reconciler(ports, options).Apply(quiet);
+  EXPECT_TRUE(proven.from_record);
+  EXPECT_EQ(quiet.digests, 1);
+  EXPECT_EQ(quiet.texts, 0);
+  // Anything to decide from the declaration: the text is read, once.
+  services_.Kill("web.service");
+  CountingSource moved(decl.dump());
+  ApplyReport full = Reconciler(ports, options).Apply(moved);
+  EXPECT_FALSE(full.from_record);
+  EXPECT_EQ(full.outcomes[2].outcome, core::Outcome::kStarted);
+  EXPECT_EQ(moved.texts, 1);
+}
+
 TEST_F(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);

@@ -1,0 +1,73 @@
+#include "host/adapters/file_declaration.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "host/core/declaration.h"
+#include "host/core/sha256.h"
+
+namespace mesh::adapters {
+
+std::unexpected<core::Error> FileDeclaration::Failure(std::string_view why) const {
+  return core::Fail("declaration " + path_ + ": " + std::string(why));
+}
+
+core::Result<std::unique_ptr<FileDeclaration>> FileDeclaration::Open(const std::string& path) {
+  auto fail = [&](std::string_view why) {
+    return core::Fail("declaration " + path + ": " + std::string(why));
+  };
+  // O_NONBLOCK: a FIFO at the path is refused below, not waited on forever
+  // (the daemon would hang there until its watchdog killed it).
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return fail(std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > core::kMaxDeclarationBytes) {
+    return fail("larger than the limit of " + std::to_string(core::kMaxDeclarationBytes) +
+                " bytes");
+  }
+  return std::unique_ptr<FileDeclaration>(
+      new FileDeclaration(path, std::move(fd), static_cast<size_t>(st.st_size)));
+}
+
+core::Result<std::string> FileDeclaration::Digest() {
+  if (text_.has_value()) return core::Sha256Hex(*text_);
+  core::Sha256 hash;
+  std::array<char, 64 << 10> buffer;
+  uint64_t total = 0;
+  for (off_t at = 0;;) {
+    ssize_t r = ::pread(fd_.get(), buffer.data(), buffer.size(), at);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Failure(std::string("read error: ") + std::strerror(errno));
+    if (r == 0) break;
+    total += static_cast<uint64_t>(r);
+    // Grown in place past the limit since it was opened: the parse would
+    // refuse it, so its digest must not prove anything.
+    if (total > core::kMaxDeclarationBytes) return std::string();
+    hash.Update(std::string_view(buffer.data(), static_cast<size_t>(r)));
+    at += r;
+  }
+  return hash.HexDigest();
+}
+
+core::Result<std::string_view> FileDeclaration::Text() {
+  if (!text_.has_value()) {
+    if (::lseek(fd_.get(), 0, SEEK_SET) != 0) {
+      return Failure(std::string("read error: ") + std::strerror(errno));
+    }
+    auto text = ReadUpTo(fd_.get(), size_);
+    if (!text) {
+      return Failure(std::string("read error: ") + std::strerror(text.error()));
+    }
+    text_ = std::move(*text);
+  }
+  return std::string_view(*text_);
+}
+
+}  // namespace mesh::adapters

@@ -1,0 +1,40 @@
+// FileDeclaration: the declaration file on disk, as a DeclarationSource.
+//
+// Opened once: the digest and the text are read through the same
+// descriptor, so a file renamed over the path in between is not mixed in.
+// The digest is hashed 64 KiB at a time; the text is read only when asked.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "host/adapters/unique_fd.h"
+#include "host/core/result.h"
+#include "host/ports/declaration_source.h"
+
+namespace mesh::adapters {
+
+class FileDeclaration : public ports::DeclarationSource {
+ public:
+  // The declaration must be a regular file (a FIFO or a directory is refused,
+  // never waited on) of at most core::kMaxDeclarationBytes. Errors read
+  // "declaration PATH: why".
+  static core::Result<std::unique_ptr<FileDeclaration>> Open(const std::string& path);
+
+  core::Result<std::string> Digest() override;
+  core::Result<std::string_view> Text() override;
+
+ private:
+  FileDeclaration(std::string path, UniqueFd fd, size_t size)
+      : path_(std::move(path)), fd_(std::move(fd)), size_(size) {}
+  std::unexpected<core::Error> Failure(std::string_view why) const;
+
+  std::string path_;
+  UniqueFd fd_;
+  size_t size_;
+  std::optional<std::string> text_;
+};
+
+}  // namespace mesh::adapters

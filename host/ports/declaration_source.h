@@ -1,0 +1,27 @@
+// DeclarationSource: where an apply's declaration bytes come from.
+//
+// An apply asks for the digest first: when it matches the digest the record
+// was settled from, the no-op is proven from the record and the text is never
+// needed — and at 100,000 resources the text is 24 MB that would otherwise
+// sit in memory for nothing. The text is read only to be parsed.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "host/core/result.h"
+
+namespace mesh::ports {
+
+class DeclarationSource {
+ public:
+  virtual ~DeclarationSource() = default;
+  // Lower-case hex SHA-256 of the bytes; empty when they are over
+  // core::kMaxDeclarationBytes (the parse then refuses them by name).
+  virtual core::Result<std::string> Digest() = 0;
+  // The whole text, valid as long as the source. The full pass parses this
+  // and takes the declaration's digest from it, not from Digest().
+  virtual core::Result<std::string_view> Text() = 0;
+};
+
+}  // namespace mesh::ports

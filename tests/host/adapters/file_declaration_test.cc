@@ -1,0 +1,71 @@
+// The declaration file as the apply reads it: hashed in chunks without being
+// held, read whole only when asked, and refused by name when it is not a
+// regular file of bounded size.
+#include "host/adapters/file_declaration.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "host/core/declaration.h"
+#include "host/core/sha256.h"
+#include "tests/testing/temp_dir.h"
+
+namespace mesh::adapters {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+using testing::WriteText;
+
+TEST(FileDeclarationTest, TheStreamedDigestIsTheDigestOfTheWholeText) {
+  TempDir dir;
+  std::string text;  // several 64 KiB chunks and a partial one
+  for (int i = 0; text.size() < (300u << 10); ++i)
+    text += "{\"line\": " + std::to_string(i) + "}\n";
+  WriteText(dir.Sub("decl.json"), text);
+  auto decl = FileDeclaration::Open(dir.Sub("decl.json"));
+  ASSERT_TRUE(decl.has_value()) << decl.error().message;
+  auto digest = (*decl)->Digest();
+  ASSERT_TRUE(digest.has_value());
+  EXPECT_EQ(*digest, core::Sha256Hex(text));
+  auto read = (*decl)->Text();
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(*read, text);
+  EXPECT_EQ((*decl)->Digest().value(), *digest) << "asked again after the text";
+}
+
+// Opened once: a new file renamed over the path is not mixed into this apply.
+TEST(FileDeclarationTest, DigestAndTextComeFromTheFileThatWasOpened) {
+  TempDir dir;
+  WriteText(dir.Sub("decl.json"), "first");
+  auto decl = FileDeclaration::Open(dir.Sub("decl.json"));
+  ASSERT_TRUE(decl.has_value());
+  WriteText(dir.Sub("next.json"), "second");
+  ASSERT_EQ(::rename(dir.Sub("next.json").c_str(), dir.Sub("decl.json").c_str()), 0);
+  EXPECT_EQ((*decl)->Digest().value(), core::Sha256Hex("first"));
+  EXPECT_EQ((*decl)->Text().value(), "first");
+}
+
+TEST(FileDeclarationTest, RefusesWhatIsNotABoundedRegularFile) {
+  TempDir dir;
+  auto missing = FileDeclaration::Open(dir.Sub("none.json"));
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_THAT(missing.error().message, HasSubstr("declaration " + dir.Sub("none.json") + ": "));
+  ASSERT_EQ(::mkfifo(dir.Sub("fifo").c_str(), 0600), 0);
+  auto fifo = FileDeclaration::Open(dir.Sub("fifo"));  // refused, not waited on
+  ASSERT_FALSE(fifo.has_value());
+  EXPECT_THAT(fifo.error().message, HasSubstr("not a regular file"));
+  EXPECT_FALSE(FileDeclaration::Open(dir.path()).has_value()) << "a directory";
+  WriteText(dir.Sub("huge.json"), "");
+  ASSERT_EQ(::truncate(dir.Sub("huge.json").c_str(), core::kMaxDeclarationBytes + 1), 0);
+  auto huge = FileDeclaration::Open(dir.Sub("huge.json"));
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_THAT(huge.error().message, HasSubstr("larger than the limit"));
+}
+
+}  // namespace
+}  // namespace mesh::adapters
