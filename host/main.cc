@@ -92,7 +92,8 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
     std::cerr << "mesh-host: " << machine.error().message << "\n";
     return cli::kExitRefused;
   }
-  return cli::PrintReport((*machine)->reconciler->Apply(**declaration), plan, std::cout, std::cerr);
+  auto report = (*machine)->reconciler->Apply(**declaration, cli::PrintOutcomes(std::cout));
+  return cli::PrintReport(report, plan, std::cout, std::cerr);
 }
 
 int Run(const cli::Flags& flags) {

@@ -7,6 +7,10 @@
 
 namespace mesh::cli {
 
+reconcile::OutcomeSink PrintOutcomes(std::ostream& out) {
+  return [&out](const core::ResourceOutcome& o) { out << core::FormatOutcomeLine(o) << "\n"; };
+}
+
 int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& out,
                 std::ostream& err) {
   for (const std::string& w : report.warnings) err << "mesh-host: warning: " << w << "\n";
@@ -17,11 +21,8 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
   }
   for (const core::ResourceOutcome& o : report.outcomes) out << core::FormatOutcomeLine(o) << "\n";
   if (!report.error.empty()) err << "mesh-host: " << report.error << "\n";
-  size_t failed = 0;
-  for (const core::ResourceOutcome& o : report.outcomes)
-    failed += o.outcome == core::Outcome::kFailed;
   err << "mesh-host: " << (plan ? "plan" : "apply") << " of generation " << report.generation
-      << ": " << report.outcomes.size() << " resource(s), " << failed << " failed, "
+      << ": " << report.resources << " resource(s), " << report.failed << " failed, "
       << core::FormatSeconds(report.duration) << "\n";
   return report.result == reconcile::ApplyResult::kOk ? kExitOk : kExitFailed;
 }

@@ -70,8 +70,9 @@ core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s) 
 
 class Pass {
  public:
-  Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, ApplyReport& report)
-      : ports_(ports), options_(options), report_(report) {}
+  Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
+       ApplyReport& report)
+      : ports_(ports), options_(options), sink_(sink), report_(report) {}
 
   void Run(ports::DeclarationSource& source);
 
@@ -121,6 +122,7 @@ class Pass {
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
+  const OutcomeSink& sink_;
   ApplyReport& report_;
 
   std::shared_ptr<const Declaration> decl_;
@@ -224,30 +226,23 @@ bool Pass::ConfirmFromRecord() {
     if (ports_.services == nullptr) return give_up();
     statuses = ports_.services->ReadUnits(unit_names);
   }
-  std::vector<ResourceOutcome> outcomes;
-  outcomes.reserve(n);
+  // Every fingerprint and unit state first: nothing is reported until all
+  // hold, so a sink never receives a line the full pass would take back.
   size_t next = 0;
   size_t next_unit = 0;
   for (const Item* item : order) {
-    const auto& [id, e] = *item;
-    ResourceOutcome out;
-    out.id = id;
-    out.kind = e.kind;
-    out.digest = e.digest;
-    out.applied_at = e.applied_at;
+    const RecordEntry& e = item->second;
     if (is_file(e)) {
       const Result<FileInfo>& info = infos[next++];
       if (!info || info->type != FileType::kRegular ||
           !core::FingerprintMatches(*info, e.written[0].fingerprint)) {
         return give_up();
       }
-      out.detail = "as declared";
     } else if (is_tree(e)) {
       const Result<FileInfo>& info = infos[next++];
       if (!info || info->type != FileType::kDirectory) return give_up();
       auto scan = ports_.root->ScanTree(e.written[0].path, /*hash_contents=*/false);
       if (!scan || core::TreeFingerprint(*scan) != e.written[0].fingerprint) return give_up();
-      out.detail = Plural(e.written[0].file_count, "file") + " as declared";
     }
     if (!e.unit.empty()) {
       if (!e.unit_file_fingerprint.empty()) {
@@ -258,25 +253,47 @@ bool Pass::ConfirmFromRecord() {
         }
       }
       const Result<core::UnitStatus>& status = statuses[next_unit++];
+      if (!status || status->Running() != (e.state == "running")) return give_up();
+    }
+  }
+  report_.machine = rec.machine;
+  report_.generation = rec.generation;
+  report_.declaration_digest = digest_;
+  report_.from_record = true;
+  if (!sink_) report_.outcomes.reserve(n);
+  next_unit = 0;
+  for (const Item* item : order) {
+    const auto& [id, e] = *item;
+    ResourceOutcome out;
+    out.id = id;
+    out.kind = e.kind;
+    out.digest = e.digest;
+    out.applied_at = e.applied_at;
+    if (is_file(e)) {
+      out.detail = "as declared";
+    } else if (is_tree(e)) {
+      out.detail = Plural(e.written[0].file_count, "file") + " as declared";
+    }
+    if (!e.unit.empty()) {
+      const core::UnitStatus& status = *statuses[next_unit++];
       bool run = e.state == "running";
-      if (!status || status->Running() != run) return give_up();
-      out.unit = Snapshot(e.unit, *status);
+      out.unit = Snapshot(e.unit, status);
       out.declared_unit = e.unit;
       out.unit_should_run = run;
       if (!run) {
         out.detail = e.unit + " stopped as declared";
       } else {
-        std::string state = e.unit + " " + status->active_state + " (" + status->sub_state + ")";
+        std::string state = e.unit + " " + status.active_state + " (" + status.sub_state + ")";
         out.detail = out.detail.empty() ? state : out.detail + ", " + state;
       }
     }
-    outcomes.push_back(std::move(out));
+    if (sink_) {
+      ++report_.resources;
+      sink_(out);
+    } else {
+      report_.outcomes.push_back(std::move(out));
+    }
   }
-  report_.machine = rec.machine;
-  report_.generation = rec.generation;
-  report_.declaration_digest = digest_;
-  report_.outcomes = std::move(outcomes);
-  report_.from_record = true;
   return true;
 }
 
@@ -1116,17 +1133,25 @@ class TextSource : public ports::DeclarationSource {
 
 }  // namespace
 
-ApplyReport Reconciler::Apply(std::string_view declaration_text) {
+ApplyReport Reconciler::Apply(std::string_view declaration_text, const OutcomeSink& sink) {
   TextSource source(declaration_text);
-  return Apply(source);
+  return Apply(source, sink);
 }
 
-ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration) {
+ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const OutcomeSink& sink) {
   ApplyReport report;
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
-  Pass pass(ports_, options_, report);
+  Pass pass(ports_, options_, sink, report);
   pass.Run(declaration);
+  // What the pass still holds (the full pass needs every outcome until its
+  // end: the unit phase and the record amend them).
+  for (const ResourceOutcome& o : report.outcomes) {
+    ++report.resources;
+    report.failed += o.outcome == Outcome::kFailed;
+    if (sink) sink(o);
+  }
+  if (sink) report.outcomes = {};
   report.finished_at = ports_.clock->Now();
   report.duration = ports_.clock->Monotonic() - t0;
   return report;

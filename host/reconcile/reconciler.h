@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,7 +60,12 @@ struct ApplyReport {
   std::string machine;
   uint64_t generation = 0;
   std::string declaration_digest;
+  // Every resource's outcome in declaration order — unless the apply was
+  // given an OutcomeSink, which received them instead.
   std::vector<core::ResourceOutcome> outcomes;
+  // Counted either way.
+  uint64_t resources = 0;
+  uint64_t failed = 0;
   std::chrono::system_clock::time_point started_at;
   std::chrono::system_clock::time_point finished_at;
   std::chrono::nanoseconds duration{0};
@@ -70,14 +76,20 @@ struct ApplyReport {
   bool from_record = false;
 };
 
+// Receives each resource's outcome, in declaration order, once the apply has
+// decided it; the report then keeps none. `mesh-host apply` prints each line
+// and forgets it: a no-op proven from the record hands them over one at a
+// time, so 100,000 outcomes (40 MB) are never held at once.
+using OutcomeSink = std::function<void(const core::ResourceOutcome&)>;
+
 class Reconciler {
  public:
   Reconciler(ReconcilerPorts ports, ReconcilerOptions options)
       : ports_(ports), options_(std::move(options)) {}
 
-  ApplyReport Apply(ports::DeclarationSource& declaration);
+  ApplyReport Apply(ports::DeclarationSource& declaration, const OutcomeSink& sink = nullptr);
   // The same for a declaration already in memory (tests, benchmarks).
-  ApplyReport Apply(std::string_view declaration_text);
+  ApplyReport Apply(std::string_view declaration_text, const OutcomeSink& sink = nullptr);
 
   const ReconcilerOptions& options() const { return options_; }
 

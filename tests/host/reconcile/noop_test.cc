@@ -164,6 +164,34 @@ TEST_F(NoopTest, AProvenNoOpNeverReadsTheDeclarationText) {
   EXPECT_EQ(moved.texts, 1);
 }
 
+// `mesh-host apply` prints each outcome and forgets it: the sink receives
+// what the report would have held, in order, and the report keeps none.
+TEST_F(NoopTest, ASinkReceivesEveryOutcomeAndTheReportKeepsNone) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ApplyReport held = Run(decl);
+  ASSERT_TRUE(held.from_record);
+  EXPECT_EQ(held.resources, 6u);
+  ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
+                        &services_,  &store_,          &clock_};
+  ReconcilerOptions options;
+  options.machine = "edge-1";
+  for (bool proven : {true, false}) {
+    options.confirm_from_record = proven;
+    std::vector<core::ResourceOutcome> received;
+    ApplyReport streamed =
+        Reconciler(ports, options).Apply(decl.dump(), [&](const core::ResourceOutcome& o) {
+          received.push_back(o);
+        });
+    EXPECT_EQ(streamed.from_record, proven);
+    EXPECT_TRUE(streamed.outcomes.empty());
+    EXPECT_EQ(streamed.resources, 6u);
+    EXPECT_EQ(streamed.failed, 0u);
+    streamed.outcomes = received;
+    EXPECT_EQ(Rows(streamed), Rows(held)) << (proven ? "proven" : "full pass");
+  }
+}
+
 TEST_F(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
