@@ -47,7 +47,9 @@ struct Machine {
 };
 
 // Returns an error message for exit 2, or the wired machine.
-core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan) {
+// `daemon`: the record is kept in memory between applies (a one-shot apply
+// streams it instead).
+core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, bool daemon) {
   auto m = std::make_unique<Machine>();
   auto root = adapters::PosixFileSystem::Open(flags.root);
   if (!root) return core::Fail("--root: " + root.error().message);
@@ -58,7 +60,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan) 
     if (units) m->units = std::move(*units);
   }
   if (!m->units) m->units = adapters::PosixFileSystem::OpenOrDeferError(flags.unit_dir);
-  auto records = adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan);
+  auto records = adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan, daemon);
   if (!records) return core::Fail("--state-dir: " + records.error().message);
   m->records = std::move(*records);
   if (!plan) {
@@ -87,7 +89,7 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
     std::cerr << "mesh-host: " << declaration.error().message << "\n";
     return cli::kExitRefused;
   }
-  auto machine = Wire(flags, plan);
+  auto machine = Wire(flags, plan, /*daemon=*/false);
   if (!machine) {
     std::cerr << "mesh-host: " << machine.error().message << "\n";
     return cli::kExitRefused;
@@ -107,7 +109,7 @@ int Run(const cli::Flags& flags) {
     log.Line(daemon::Priority::kErr, "--listen: " + listen.error().message);
     return cli::kExitRefused;
   }
-  auto machine = Wire(flags, /*plan=*/false);
+  auto machine = Wire(flags, /*plan=*/false, /*daemon=*/true);
   if (!machine) {
     log.Line(daemon::Priority::kErr, machine.error().message);
     return cli::kExitRefused;

@@ -19,15 +19,15 @@ constexpr uint64_t kMaxStateBytes = 512ull << 20;
 }  // namespace
 
 core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::string& state_dir,
-                                                                     bool create) {
+                                                                     bool create, bool keep) {
   if (!create && ::access(state_dir.c_str(), F_OK) != 0 && errno == ENOENT) {
-    return std::unique_ptr<FileRecordStore>(new FileRecordStore(nullptr));
+    return std::unique_ptr<FileRecordStore>(new FileRecordStore(nullptr, keep));
   }
   auto fs = PosixFileSystem::Open(state_dir, create);
   if (!fs) return std::unexpected(fs.error());
   // The record names every managed path and unit: keep it to root.
   if (create) ::chmod(state_dir.c_str(), 0700);
-  return std::unique_ptr<FileRecordStore>(new FileRecordStore(std::move(*fs)));
+  return std::unique_ptr<FileRecordStore>(new FileRecordStore(std::move(*fs), keep));
 }
 
 core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
@@ -49,9 +49,30 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
     return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(buffer.error()));
   }
   if (!record) return std::unexpected(record.error());
-  cached_ = std::make_shared<const core::Record>(std::move(*record));
-  cached_fingerprint_ = fingerprint;
-  return cached_;
+  auto loaded = std::make_shared<const core::Record>(std::move(*record));
+  if (keep_) {
+    cached_ = loaded;
+    cached_fingerprint_ = fingerprint;
+  }
+  return loaded;
+}
+
+core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
+  if (keep_) return RecordStore::Scan(visitor);
+  if (fs_ == nullptr) return false;
+  auto opened = fs_->OpenRegular(kStateFile, kMaxStateBytes);
+  if (!opened) {
+    auto info = fs_->Stat(kStateFile);
+    if (info && info->type == core::FileType::kMissing) return false;
+    return std::unexpected(opened.error());
+  }
+  FdStreamBuf buffer(opened->first.get());
+  std::istream in(&buffer);
+  auto scanned = core::ScanRecord(in, visitor);
+  if (buffer.error() != 0) {
+    return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(buffer.error()));
+  }
+  return scanned;
 }
 
 core::Status FileRecordStore::Save(const core::Record& record) {
@@ -66,8 +87,10 @@ core::Status FileRecordStore::Save(const core::Record& record) {
     cached_.reset();
     return std::unexpected(written.error());
   }
-  cached_ = std::make_shared<const core::Record>(record);
-  cached_fingerprint_ = core::FileFingerprint(*written);
+  if (keep_) {
+    cached_ = std::make_shared<const core::Record>(record);
+    cached_fingerprint_ = core::FileFingerprint(*written);
+  }
   return core::Ok();
 }
 

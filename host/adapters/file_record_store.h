@@ -15,11 +15,16 @@ class FileRecordStore : public ports::RecordStore {
  public:
   // With `create`, makes the state directory (0700) when missing; without,
   // a missing directory is a machine with no record yet (what plan needs:
-  // it must not create anything).
+  // it must not create anything). `keep`: hold the last record read or
+  // written in memory, re-reading state.json only when someone else changed
+  // it (the daemon: its no-op then parses nothing); without, Scan streams
+  // the file (a one-shot apply, which never needs the record whole when
+  // nothing changed).
   static core::Result<std::unique_ptr<FileRecordStore>> Open(const std::string& state_dir,
-                                                             bool create);
+                                                             bool create, bool keep = false);
 
   core::Result<std::shared_ptr<const core::Record>> Load() override;
+  core::Result<bool> Scan(core::RecordVisitor& visitor) override;
   core::Status Save(const core::Record& record) override;
   core::Result<bool> Interrupted() override;
   core::Status BeginApply() override;
@@ -30,8 +35,10 @@ class FileRecordStore : public ports::RecordStore {
   core::Status Lock();
 
  private:
-  explicit FileRecordStore(std::unique_ptr<PosixFileSystem> fs) : fs_(std::move(fs)) {}
+  FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool keep)
+      : fs_(std::move(fs)), keep_(keep) {}
   std::unique_ptr<PosixFileSystem> fs_;
+  bool keep_;
   UniqueFd lock_fd_;
   // What state.json held when this process last read or wrote it, and its
   // stat fingerprint: the daemon re-parses it only if someone else changed it.

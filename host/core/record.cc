@@ -67,7 +67,9 @@ namespace {
 // so a newer host's record still reads.
 class RecordReader final : public nlohmann::json_sax<json> {
  public:
-  explicit RecordReader(Record& record) : rec_(record) {}
+  // With a visitor, entries are handed to it one at a time and not kept.
+  explicit RecordReader(Record& record, RecordVisitor* visitor = nullptr)
+      : rec_(record), visitor_(visitor) {}
 
   bool null() override { return Scalar(Value{}); }
   bool boolean(bool v) override { return Scalar(Value{.kind = Value::kBool, .flag = v}); }
@@ -88,10 +90,18 @@ class RecordReader final : public nlohmann::json_sax<json> {
       case kRoot:
         if (key_ == "resources") {
           rec_.resources.clear();
+          if (visitor_ != nullptr && !visitor_->Header(rec_)) return Stop();
           return Push(kResources);
         }
         break;
       case kResources: {
+        if (visitor_ != nullptr) {
+          scratch_ = RecordEntry{};
+          entry_ = &scratch_;
+          entry_id_ = key_;
+          seen_ = 0;
+          return Push(kEntry);
+        }
         // Sorted as written: the hint makes each insert constant time. A
         // repeated id starts over (the last wins, as in a whole parse).
         size_t before = rec_.resources.size();
@@ -134,6 +144,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
   }
 
   const std::string& error() const { return error_; }
+  bool stopped() const { return stopped_; }
   // Called after the parse: what the whole document must have had.
   bool Finish(uint64_t* version) {
     if (root_seen_ & kSeenVersion) *version = version_;
@@ -187,6 +198,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
                                {kSeenWritten, "written"}}) {
         if (!(seen_ & bit)) return Fail("resource " + entry_id_ + ", field " + name + ": missing");
       }
+      if (visitor_ != nullptr && !visitor_->Entry(entry_id_, *entry_)) return Stop();
     }
     if (c == kWrittenItem &&
         (path_seen_ & (kSeenPath | kSeenFingerprint)) != (kSeenPath | kSeenFingerprint)) {
@@ -313,8 +325,15 @@ class RecordReader final : public nlohmann::json_sax<json> {
     if (error_.empty()) error_ = std::move(message);
     return false;
   }
+  bool Stop() {
+    stopped_ = true;
+    return false;
+  }
 
   Record& rec_;
+  RecordVisitor* visitor_;
+  RecordEntry scratch_;  // the entry being read, when a visitor takes them
+  bool stopped_ = false;
   std::vector<Context> stack_;
   std::string key_;
   int skip_ = 0;  // depth inside a skipped (unknown) container
@@ -334,33 +353,58 @@ class RecordReader final : public nlohmann::json_sax<json> {
 // refuses nesting where the record has none and counts it where it skips.
 namespace {
 
+// Into `record`, or, with a visitor, through it. True: read whole and well
+// formed; false: the visitor stopped it.
 template <typename Input>
-Result<Record> ParseRecordFrom(Input& input) {
-  Record record;
-  RecordReader reader(record);
+Result<bool> ReadRecord(Input& input, Record& record, RecordVisitor* visitor) {
+  RecordReader reader(record, visitor);
   bool parsed = false;
   try {
     parsed = json::sax_parse(input, &reader);
   } catch (const json::exception& e) {
     return Fail(std::string("state: ") + e.what());
   }
+  if (reader.stopped()) return false;
   if (!parsed) return Fail("state: " + (reader.error().empty() ? "unreadable" : reader.error()));
   uint64_t version = 0;
   if (!reader.Finish(&version)) {
     if (!reader.error().empty()) return Fail("state: " + reader.error());
     return Fail("state: unknown version " + std::to_string(version));
   }
+  return true;
+}
+
+template <typename Input>
+Result<Record> ParseRecordFrom(Input& input) {
+  Record record;
+  auto read = ReadRecord(input, record, nullptr);
+  if (!read) return std::unexpected(read.error());
   return record;
 }
 
 }  // namespace
 
-Result<Record> ParseRecord(std::string_view text) {
-  return ParseRecordFrom(text);
+Result<Record> ParseRecord(std::string_view text) { return ParseRecordFrom(text); }
+
+Result<Record> ParseRecord(std::istream& text) { return ParseRecordFrom(text); }
+
+Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor) {
+  Record header;
+  return ReadRecord(text, header, &visitor);
 }
 
-Result<Record> ParseRecord(std::istream& text) {
-  return ParseRecordFrom(text);
+bool VisitRecord(const Record& record, RecordVisitor& visitor) {
+  Record header;
+  header.want_version = record.want_version;
+  header.settled_declaration_digest = record.settled_declaration_digest;
+  header.machine = record.machine;
+  header.generation = record.generation;
+  header.declaration_digest = record.declaration_digest;
+  if (!visitor.Header(header)) return false;
+  for (const auto& [id, entry] : record.resources) {
+    if (!visitor.Entry(id, entry)) return false;
+  }
+  return true;
 }
 
 }  // namespace mesh::core

@@ -72,10 +72,29 @@ struct Record {
   bool operator==(const Record&) const = default;
 };
 
+// Receives a record a piece at a time (ports::RecordStore::Scan): its header
+// — every field but the resources — then each entry, in the order written
+// (by id). Returning false stops the reading. A no-op at 100,000 resources
+// is proven this way without the record ever being held whole.
+class RecordVisitor {
+ public:
+  virtual ~RecordVisitor() = default;
+  // `header` has no resources. Called once, before the first entry, with the
+  // fields read so far: the host writes all of them before "resources".
+  virtual bool Header(const Record& header) = 0;
+  virtual bool Entry(const std::string& id, const RecordEntry& entry) = 0;
+};
+
 std::string SerializeRecord(const Record& record);
 Result<Record> ParseRecord(std::string_view text);
 // The same, pulling the text from a stream: a large record is never held
 // whole (the record store reads state.json a chunk at a time).
 Result<Record> ParseRecord(std::istream& text);
+// Reads the record from a stream, handing each entry to `visitor` instead of
+// keeping it: true when the whole record was read and is well formed, false
+// when the visitor stopped it, an error (as ParseRecord's) when it is not.
+Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor);
+// The same for a record already in memory.
+bool VisitRecord(const Record& record, RecordVisitor& visitor);
 
 }  // namespace mesh::core

@@ -18,6 +18,17 @@ class RecordStore {
  public:
   virtual ~RecordStore() = default;
   virtual core::Result<std::shared_ptr<const core::Record>> Load() = 0;
+  // Hands the record to `visitor` — its header, then each entry — without
+  // holding it whole where the store can (a one-shot apply streams
+  // state.json; a store that keeps the record in memory walks it). False
+  // when there is no record or the visitor stopped; an error when the
+  // record cannot be read (Load then says why).
+  virtual core::Result<bool> Scan(core::RecordVisitor& visitor) {
+    auto loaded = Load();
+    if (!loaded) return std::unexpected(loaded.error());
+    if (*loaded == nullptr) return false;
+    return core::VisitRecord(**loaded, visitor);
+  }
   // Atomic: the old record or the new one survives a crash, never a mix.
   virtual core::Status Save(const core::Record& record) = 0;
 

@@ -1,5 +1,6 @@
 #include "host/reconcile/reconciler.h"
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,6 +11,8 @@
 #include "host/core/time_format.h"
 #include "host/core/two_look.h"
 #include "host/core/want.h"
+#include "host/reconcile/record_proof.h"
+#include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
 namespace {
@@ -54,20 +57,6 @@ struct UnitStep {
   bool enqueue_failed = false;
 };
 
-std::string Plural(uint64_t n, std::string_view word) {
-  return std::to_string(n) + " " + std::string(word) + "(s)";
-}
-
-core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s) {
-  core::UnitSnapshot snap;
-  snap.name = unit;
-  snap.active_state = s.active_state;
-  snap.sub_state = s.sub_state;
-  snap.result = s.result;
-  snap.n_restarts = s.n_restarts;
-  return snap;
-}
-
 class Pass {
  public:
   Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
@@ -79,6 +68,8 @@ class Pass {
  private:
   void LoadRecord();
   bool ConfirmFromRecord();
+  // Whether an earlier apply was interrupted (once per apply; not in a plan).
+  void CheckInterrupted();
   bool Check(std::string_view text);
   // Sets the apply mark before the first write (once per apply).
   void MarkBeforeWrite();
@@ -151,9 +142,21 @@ class Pass {
   bool same_declaration_ = false;
   std::vector<size_t> outcome_of_;  // resource index -> report_.outcomes index
   std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
-  // Path (a view into decl_ or the record) -> its stat at check time.
+  // Path (a view into decl_, the record or looked_) -> its stat at check time.
   std::map<std::string_view, Result<FileInfo>> stats_;
+  std::deque<std::string> looked_;  // paths a failed record proof looked at
 };
+
+void Pass::CheckInterrupted() {
+  if (interrupt_checked_ || options_.dry_run) return;
+  interrupt_checked_ = true;
+  auto interrupted = ports_.records->Interrupted();
+  if (!interrupted) {
+    report_.warnings.push_back("apply mark not readable: " + interrupted.error().message);
+  } else {
+    interrupted_ = *interrupted;
+  }
+}
 
 void Pass::LoadRecord() {
   auto loaded = ports_.records->Load();
@@ -167,133 +170,38 @@ void Pass::LoadRecord() {
   }
 }
 
-// The no-op, proven from the record alone. The record was written from these
-// very bytes by an apply in which nothing failed (settled), so it holds what
-// the full pass would compare for every resource: kind, want digest, paths
-// and their fingerprints, unit, unit file and declared state, and position.
-// When every fingerprint still holds and every unit is in its declared
-// state, the full pass would find each resource unchanged and do nothing; so
-// the declaration is not even parsed. At the first difference this returns
-// false and the full pass decides everything from scratch. The details are
-// the full pass's words (tests/host/reconcile/noop_test.cc holds the two to
-// the same report).
+// The no-op, proven from the record alone (record_proof.h): the record is
+// visited, not loaded, so a one-shot apply never holds it whole.
 bool Pass::ConfirmFromRecord() {
-  const core::Record& rec = *old_holder_;
-  if (rec.declaration_digest != digest_ || rec.want_version != core::Record::kWantVersion) {
+  RecordProof proof({ports_.root, ports_.units, ports_.services}, digest_, options_.machine);
+  auto scanned = ports_.records->Scan(proof);
+  bool proven = scanned.has_value() && *scanned && proof.Finish();
+  if (proven) {
+    // An interrupted apply leaves temporary files only the full pass sweeps.
+    CheckInterrupted();
+    proven = !interrupted_;
+  }
+  if (!proven) {
+    // The full pass reuses what the proof just looked at rather than stat
+    // those paths a second time.
+    for (auto& [path, info] : proof.TakeLooks()) {
+      const std::string& kept = looked_.emplace_back(std::move(path));
+      stats_.emplace(kept, std::move(info));
+    }
     return false;
   }
-  if (!options_.machine.empty() && rec.machine != options_.machine) return false;
-  using Item = std::pair<const std::string, RecordEntry>;
-  const size_t n = rec.resources.size();
-  std::vector<const Item*> order(n, nullptr);
-  for (const Item& item : rec.resources) {
-    const std::optional<uint64_t>& at = item.second.position;
-    if (!at.has_value() || *at >= n || order[*at] != nullptr) return false;
-    order[*at] = &item;
-  }
-  auto is_file = [](const RecordEntry& e) { return e.kind == "file" || e.kind == "credential"; };
-  auto is_tree = [](const RecordEntry& e) { return e.kind == "archive" || e.kind == "process"; };
-  std::vector<std::string_view> paths;
-  paths.reserve(n);
-  for (const Item* item : order) {
-    const RecordEntry& e = item->second;
-    if (is_file(e) || is_tree(e)) {
-      if (e.written.size() != 1 || (is_tree(e) && e.written[0].content_digest.empty())) {
-        return false;
-      }
-      paths.push_back(e.written[0].path);
-    } else if (e.kind != "service" || !e.written.empty()) {
-      return false;
-    }
-    bool unit = e.kind == "service" || e.kind == "process";
-    if (unit != !e.unit.empty() || (unit && e.state != "running" && e.state != "stopped")) {
-      return false;
-    }
-  }
-  std::vector<Result<FileInfo>> infos = ports_.root->StatMany(paths);
-  // When the proof fails, the full pass reuses these answers rather than
-  // stat every declared path a second time.
-  auto give_up = [&] {
-    for (size_t k = 0; k < paths.size(); ++k) stats_.emplace(paths[k], std::move(infos[k]));
-    return false;
-  };
-  std::vector<std::string> unit_names;
-  for (const Item* item : order) {
-    if (!item->second.unit.empty()) unit_names.push_back(item->second.unit);
-  }
-  std::vector<Result<core::UnitStatus>> statuses;
-  if (!unit_names.empty()) {
-    if (ports_.services == nullptr) return give_up();
-    statuses = ports_.services->ReadUnits(unit_names);
-  }
-  // Every fingerprint and unit state first: nothing is reported until all
-  // hold, so a sink never receives a line the full pass would take back.
-  size_t next = 0;
-  size_t next_unit = 0;
-  for (const Item* item : order) {
-    const RecordEntry& e = item->second;
-    if (is_file(e)) {
-      const Result<FileInfo>& info = infos[next++];
-      if (!info || info->type != FileType::kRegular ||
-          !core::FingerprintMatches(*info, e.written[0].fingerprint)) {
-        return give_up();
-      }
-    } else if (is_tree(e)) {
-      const Result<FileInfo>& info = infos[next++];
-      if (!info || info->type != FileType::kDirectory) return give_up();
-      auto scan = ports_.root->ScanTree(e.written[0].path, /*hash_contents=*/false);
-      if (!scan || core::TreeFingerprint(*scan) != e.written[0].fingerprint) return give_up();
-    }
-    if (!e.unit.empty()) {
-      if (!e.unit_file_fingerprint.empty()) {
-        auto info = ports_.units->Stat("/" + e.unit);
-        if (!info || info->type != FileType::kRegular ||
-            !core::FingerprintMatches(*info, e.unit_file_fingerprint)) {
-          return give_up();
-        }
-      }
-      const Result<core::UnitStatus>& status = statuses[next_unit++];
-      if (!status || status->Running() != (e.state == "running")) return give_up();
-    }
-  }
-  report_.machine = rec.machine;
-  report_.generation = rec.generation;
+  report_.machine = proof.header().machine;
+  report_.generation = proof.header().generation;
   report_.declaration_digest = digest_;
   report_.from_record = true;
-  if (!sink_) report_.outcomes.reserve(n);
-  next_unit = 0;
-  for (const Item* item : order) {
-    const auto& [id, e] = *item;
-    ResourceOutcome out;
-    out.id = id;
-    out.kind = e.kind;
-    out.digest = e.digest;
-    out.applied_at = e.applied_at;
-    if (is_file(e)) {
-      out.detail = "as declared";
-    } else if (is_tree(e)) {
-      out.detail = Plural(e.written[0].file_count, "file") + " as declared";
-    }
-    if (!e.unit.empty()) {
-      const core::UnitStatus& status = *statuses[next_unit++];
-      bool run = e.state == "running";
-      out.unit = Snapshot(e.unit, status);
-      out.declared_unit = e.unit;
-      out.unit_should_run = run;
-      if (!run) {
-        out.detail = e.unit + " stopped as declared";
-      } else {
-        std::string state = e.unit + " " + status.active_state + " (" + status.sub_state + ")";
-        out.detail = out.detail.empty() ? state : out.detail + ", " + state;
-      }
-    }
+  proof.Report([&](ResourceOutcome&& out) {
     if (sink_) {
       ++report_.resources;
       sink_(out);
     } else {
       report_.outcomes.push_back(std::move(out));
     }
-  }
+  });
   return true;
 }
 
@@ -944,29 +852,15 @@ void Pass::Run(ports::DeclarationSource& source) {
   auto digest = source.Digest();
   if (!digest) return refuse(digest.error());
   digest_ = std::move(*digest);
+  if (options_.confirm_from_record && !digest_.empty() && ConfirmFromRecord()) return;
   LoadRecord();
-  auto check_interrupted = [&] {
-    if (interrupt_checked_ || options_.dry_run) return;
-    interrupt_checked_ = true;
-    auto interrupted = ports_.records->Interrupted();
-    if (!interrupted) {
-      report_.warnings.push_back("apply mark not readable: " + interrupted.error().message);
-    } else {
-      interrupted_ = *interrupted;
-    }
-  };
-  if (options_.confirm_from_record && had_record_ && !digest_.empty() &&
-      old_holder_->settled_declaration_digest == digest_) {
-    check_interrupted();
-    if (!interrupted_ && ConfirmFromRecord()) return;
-  }
   auto text = source.Text();
   if (!text) return refuse(text.error());
   if (!Check(*text)) {
     report_.result = ApplyResult::kRefused;
     return;
   }
-  check_interrupted();
+  CheckInterrupted();
   if (interrupted_) Sweep();
 
   // 1. Files, credentials, bundles and unit texts.

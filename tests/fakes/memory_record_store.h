@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "host/ports/record_store.h"
@@ -18,6 +19,15 @@ class MemoryRecordStore : public ports::RecordStore {
     auto r = core::ParseRecord(*text);
     if (!r) return std::unexpected(r.error());
     return std::make_shared<const core::Record>(std::move(*r));
+  }
+  // Streams the text as a one-shot apply streams state.json; with `stream`
+  // false, walks a loaded record as the daemon's store does.
+  core::Result<bool> Scan(core::RecordVisitor& visitor) override {
+    if (!stream) return RecordStore::Scan(visitor);
+    ++scans;
+    if (!text.has_value()) return false;
+    std::istringstream in(*text);
+    return core::ScanRecord(in, visitor);
   }
   core::Status Save(const core::Record& record) override {
     ++saves;
@@ -39,7 +49,9 @@ class MemoryRecordStore : public ports::RecordStore {
 
   std::optional<std::string> text;
   bool applying = false;
+  bool stream = true;
   int loads = 0;
+  int scans = 0;
   int saves = 0;
   int marks = 0;  // BeginApply calls: an apply that writes nothing makes none
   bool fail_saves = false;

@@ -17,8 +17,15 @@ using namespace std::chrono_literals;
 using Behavior = fakes::FakeServiceManager::Behavior;
 using testing::TarMember;
 
-class NoopTest : public ReconcilerTest {
+// Every test runs twice: with the record streamed, as `mesh-host apply`
+// reads it, and walked in memory, as the daemon's store keeps it.
+class NoopTest : public ReconcilerTest, public ::testing::WithParamInterface<bool> {
  protected:
+  void SetUp() override {
+    ReconcilerTest::SetUp();
+    store_.stream = GetParam();
+  }
+
   json Everything() {
     std::string sha = Bundle("tools.tar", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755},
                                            {TarMember::kFile, "README", "x", 0644}});
@@ -70,7 +77,7 @@ class NoopTest : public ReconcilerTest {
   }
 };
 
-TEST_F(NoopTest, FromTheRecordReportsExactlyWhatTheFullPassReports) {
+TEST_P(NoopTest, FromTheRecordReportsExactlyWhatTheFullPassReports) {
   json decl = Everything();
   ApplyReport first = Run(decl);
   ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
@@ -90,7 +97,7 @@ TEST_F(NoopTest, FromTheRecordReportsExactlyWhatTheFullPassReports) {
   EXPECT_EQ(Rows(plan), Rows(full));
 }
 
-TEST_F(NoopTest, AnyDifferenceRunsTheFullPass) {
+TEST_P(NoopTest, AnyDifferenceRunsTheFullPass) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   ASSERT_TRUE(Run(decl).from_record);
@@ -143,7 +150,7 @@ class CountingSource : public ports::DeclarationSource {
 };
 
 // At 100,000 resources the text is 24 MB: a proven no-op must not read it.
-TEST_F(NoopTest, AProvenNoOpNeverReadsTheDeclarationText) {
+TEST_P(NoopTest, AProvenNoOpNeverReadsTheDeclarationText) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
@@ -166,7 +173,7 @@ TEST_F(NoopTest, AProvenNoOpNeverReadsTheDeclarationText) {
 
 // `mesh-host apply` prints each outcome and forgets it: the sink receives
 // what the report would have held, in order, and the report keeps none.
-TEST_F(NoopTest, ASinkReceivesEveryOutcomeAndTheReportKeepsNone) {
+TEST_P(NoopTest, ASinkReceivesEveryOutcomeAndTheReportKeepsNone) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   ApplyReport held = Run(decl);
@@ -192,7 +199,7 @@ TEST_F(NoopTest, ASinkReceivesEveryOutcomeAndTheReportKeepsNone) {
   }
 }
 
-TEST_F(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
+TEST_P(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   // Another machine's name on the command line: refused, as the full pass does.
@@ -216,7 +223,7 @@ TEST_F(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
 // A record written before positions and states were recorded (an older
 // host, or an indented state.json) is read, the full pass runs once and
 // adds them without touching the machine, and the next no-op is proven.
-TEST_F(NoopTest, AnOlderRecordIsUpgradedByOneFullPass) {
+TEST_P(NoopTest, AnOlderRecordIsUpgradedByOneFullPass) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   json old = Record();
@@ -236,7 +243,7 @@ TEST_F(NoopTest, AnOlderRecordIsUpgradedByOneFullPass) {
   EXPECT_TRUE(Run(decl).from_record);
 }
 
-TEST_F(NoopTest, NotAfterAFailure) {
+TEST_P(NoopTest, NotAfterAFailure) {
   json decl =
       Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", "a"}},
             {{"id", "gone"}, {"kind", "service"}, {"unit", "gone.service"}, {"state", "running"}}});
@@ -249,7 +256,7 @@ TEST_F(NoopTest, NotAfterAFailure) {
 
 // The apply mark is written (and fsynced) only by an apply that writes; it
 // used to be written and removed by every apply, the no-op included.
-TEST_F(NoopTest, AnApplyThatWritesNothingSetsNoMark) {
+TEST_P(NoopTest, AnApplyThatWritesNothingSetsNoMark) {
   json decl =
       Decl({{{"id", "app.conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", "a"}}});
   Run(decl);
@@ -263,6 +270,11 @@ TEST_F(NoopTest, AnApplyThatWritesNothingSetsNoMark) {
   EXPECT_EQ(store_.marks, 2);
   EXPECT_FALSE(store_.applying);
 }
+
+INSTANTIATE_TEST_SUITE_P(StreamedAndKept, NoopTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Streamed" : "Kept";
+                         });
 
 }  // namespace
 }  // namespace mesh::reconcile

@@ -1,0 +1,180 @@
+#include "host/reconcile/record_proof.h"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+
+#include "host/core/want.h"
+#include "host/reconcile/words.h"
+
+namespace mesh::reconcile {
+namespace {
+
+constexpr std::array<std::string_view, 5> kKinds = {"file", "credential", "archive", "process",
+                                                    "service"};
+constexpr uint8_t kArchive = 2, kProcess = 3, kService = 4;
+
+}  // namespace
+
+bool RecordProof::Header(const core::Record& header) {
+  if (header_seen_) return false;
+  header_seen_ = true;
+  header_ = header;
+  return header.declaration_digest == digest_ && header.settled_declaration_digest == digest_ &&
+         header.want_version == core::Record::kWantVersion &&
+         (machine_.empty() || header.machine == machine_);
+}
+
+bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
+  // The host writes entries sorted by id: anything else (a repeated id, a
+  // hand-edited file) is left to the full pass.
+  if (!header_seen_ || (!proven_.empty() && id <= last_id_)) return false;
+  if (checked_) {
+    batch_.clear();
+    seen_.clear();
+    checked_ = false;
+  }
+  last_id_ = id;
+  if (!e.position.has_value()) return false;
+  auto kind = std::find(kKinds.begin(), kKinds.end(), e.kind);
+  if (kind == kKinds.end()) return false;
+  Proven p;
+  p.kind = static_cast<uint8_t>(kind - kKinds.begin());
+  bool tree = p.kind == kArchive || p.kind == kProcess;
+  bool unit = p.kind == kService || p.kind == kProcess;
+  if (p.kind == kService) {
+    if (!e.written.empty()) return false;
+  } else if (e.written.size() != 1 || (tree && e.written[0].content_digest.empty())) {
+    return false;
+  }
+  if (unit != !e.unit.empty() || (unit && e.state != "running" && e.state != "stopped")) {
+    return false;
+  }
+  if (unit) {
+    if (ports_.services == nullptr) return false;
+    p.unit = static_cast<int32_t>(units_.size());
+    units_.push_back(Unit{e.unit, e.unit_file_fingerprint, e.state == "running", {}});
+  }
+  if (p.kind != kService) {
+    batch_.push_back(Look{e.written[0].path, e.written[0].fingerprint, tree});
+    p.file_count = e.written[0].file_count;
+  }
+  p.id = id;
+  p.digest = e.digest;
+  p.position = *e.position;
+  p.applied_at = AppliedAt(e.applied_at);
+  proven_.push_back(std::move(p));
+  return batch_.size() < batch_size_ || CheckBatch();
+}
+
+uint32_t RecordProof::AppliedAt(const std::string& text) {
+  if (!applied_at_.empty() && applied_at_.back() == text) {
+    return static_cast<uint32_t>(applied_at_.size() - 1);
+  }
+  auto [it, added] = applied_at_index_.try_emplace(text, static_cast<uint32_t>(applied_at_.size()));
+  if (added) applied_at_.push_back(text);
+  return it->second;
+}
+
+bool RecordProof::CheckBatch() {
+  std::vector<size_t> order(batch_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return batch_[a].path < batch_[b].path; });
+  std::vector<Look> sorted;
+  sorted.reserve(batch_.size());
+  for (size_t i : order) sorted.push_back(std::move(batch_[i]));
+  batch_ = std::move(sorted);
+  std::vector<std::string_view> paths;
+  paths.reserve(batch_.size());
+  for (const Look& look : batch_) paths.push_back(look.path);
+  seen_ = ports_.root->StatMany(paths);
+  for (size_t k = 0; k < batch_.size(); ++k) {
+    const Look& look = batch_[k];
+    const core::Result<core::FileInfo>& info = seen_[k];
+    if (!info) return false;
+    if (!look.tree) {
+      if (info->type != core::FileType::kRegular ||
+          !core::FingerprintMatches(*info, look.fingerprint)) {
+        return false;
+      }
+      continue;
+    }
+    if (info->type != core::FileType::kDirectory) return false;
+    auto scan = ports_.root->ScanTree(look.path, /*hash_contents=*/false);
+    if (!scan || core::TreeFingerprint(*scan) != look.fingerprint) return false;
+  }
+  checked_ = true;
+  return true;
+}
+
+bool RecordProof::Finish() {
+  if (!header_seen_ || (!checked_ && !CheckBatch())) return false;
+  // Positions are the declaration's order: each exactly once.
+  std::vector<bool> taken(proven_.size(), false);
+  for (const Proven& p : proven_) {
+    if (p.position >= proven_.size() || taken[p.position]) return false;
+    taken[p.position] = true;
+  }
+  std::vector<std::string> names;
+  for (const Unit& u : units_) {
+    if (!u.unit_file_fingerprint.empty()) {
+      auto info = ports_.units->Stat("/" + u.name);
+      if (!info || info->type != core::FileType::kRegular ||
+          !core::FingerprintMatches(*info, u.unit_file_fingerprint)) {
+        return false;
+      }
+    }
+    names.push_back(u.name);
+  }
+  if (names.empty()) return true;
+  std::vector<core::Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
+  for (size_t k = 0; k < units_.size(); ++k) {
+    if (!statuses[k] || statuses[k]->Running() != units_[k].run) return false;
+    units_[k].status = std::move(*statuses[k]);
+  }
+  return true;
+}
+
+void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& deliver) const {
+  std::vector<uint32_t> order(proven_.size());
+  for (size_t k = 0; k < proven_.size(); ++k) order[proven_[k].position] = static_cast<uint32_t>(k);
+  for (uint32_t k : order) {
+    const Proven& p = proven_[k];
+    core::ResourceOutcome out;
+    out.id = p.id;
+    out.kind = std::string(kKinds[p.kind]);
+    out.digest = p.digest;
+    out.applied_at = applied_at_[p.applied_at];
+    if (p.kind == kArchive || p.kind == kProcess) {
+      out.detail = Plural(p.file_count, "file") + " as declared";
+    } else if (p.kind != kService) {
+      out.detail = "as declared";
+    }
+    if (p.unit >= 0) {
+      const Unit& u = units_[static_cast<size_t>(p.unit)];
+      out.unit = Snapshot(u.name, u.status);
+      out.declared_unit = u.name;
+      out.unit_should_run = u.run;
+      if (!u.run) {
+        out.detail = u.name + " stopped as declared";
+      } else {
+        std::string state = u.name + " " + u.status.active_state + " (" + u.status.sub_state + ")";
+        out.detail = out.detail.empty() ? state : out.detail + ", " + state;
+      }
+    }
+    deliver(std::move(out));
+  }
+}
+
+std::vector<std::pair<std::string, core::Result<core::FileInfo>>> RecordProof::TakeLooks() {
+  std::vector<std::pair<std::string, core::Result<core::FileInfo>>> looks;
+  for (size_t k = 0; k < seen_.size() && k < batch_.size(); ++k) {
+    looks.emplace_back(std::move(batch_[k].path), std::move(seen_[k]));
+  }
+  batch_.clear();
+  seen_.clear();
+  return looks;
+}
+
+}  // namespace mesh::reconcile

@@ -1,0 +1,122 @@
+// The record proof on its own, fed entry by entry as a streamed record feeds
+// it: batches of paths checked as they fill, the report in declaration order
+// whatever the record's order, and the looks of a failed batch handed over.
+#include "host/reconcile/record_proof.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/adapters/posix_file_system.h"
+#include "host/core/want.h"
+#include "tests/fakes/faulty_file_system.h"
+#include "tests/testing/temp_dir.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+
+class RecordProofTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir_.Sub("root"));
+    std::filesystem::create_directories(dir_.Sub("units"));
+    root_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root")));
+    units_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("units")));
+    record_.declaration_digest = record_.settled_declaration_digest = "d";
+    record_.want_version = core::Record::kWantVersion;
+    record_.machine = "m";
+    record_.generation = 3;
+    // Five files, ids in the opposite order of their declaration.
+    for (int i = 0; i < 5; ++i) {
+      std::string path = "/etc/f" + std::to_string(i);
+      testing::WriteText(dir_.Sub("root") + path, "x");
+      core::RecordEntry e;
+      e.kind = "file";
+      e.digest = "sha256:" + std::to_string(i);
+      e.applied_at = i < 3 ? "2026-11-30T00:00:00.000Z" : "2026-11-30T01:00:00.000Z";
+      e.position = static_cast<uint64_t>(4 - i);
+      e.written.push_back({path, core::FileFingerprint(*root_->Stat(path)), "", 0, false});
+      record_.resources["r" + std::to_string(i)] = e;
+    }
+  }
+
+  bool Prove(RecordProof& proof) { return core::VisitRecord(record_, proof) && proof.Finish(); }
+
+  testing::TempDir dir_;
+  std::unique_ptr<adapters::PosixFileSystem> root_, units_;
+  core::Record record_;
+};
+
+TEST_F(RecordProofTest, ChecksInBatchesAndReportsInDeclarationOrder) {
+  fakes::FaultyFileSystem counted(*root_);
+  RecordProof proof({&counted, units_.get(), nullptr}, "d", "m", /*batch=*/2);
+  ASSERT_TRUE(Prove(proof));
+  EXPECT_EQ(counted.stats(), 5u);
+  std::vector<std::string> lines;
+  proof.Report([&](core::ResourceOutcome&& o) {
+    lines.push_back(core::FormatOutcomeLine(o) + " " + o.digest + " " + o.applied_at);
+  });
+  EXPECT_THAT(lines,
+              ElementsAre("unchanged r4 (file): as declared sha256:4 2026-11-30T01:00:00.000Z",
+                          "unchanged r3 (file): as declared sha256:3 2026-11-30T01:00:00.000Z",
+                          "unchanged r2 (file): as declared sha256:2 2026-11-30T00:00:00.000Z",
+                          "unchanged r1 (file): as declared sha256:1 2026-11-30T00:00:00.000Z",
+                          "unchanged r0 (file): as declared sha256:0 2026-11-30T00:00:00.000Z"));
+  EXPECT_EQ(proof.header().generation, 3u);
+}
+
+TEST_F(RecordProofTest, AMovedFileStopsTheProofAtItsBatchAndHandsItsLooksOver) {
+  std::filesystem::last_write_time(
+      dir_.Sub("root/etc/f3"),
+      std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  RecordProof proof({root_.get(), units_.get(), nullptr}, "d", "m", /*batch=*/2);
+  // r0, r1: first batch holds; r2, r3: the second does not, and the visit stops.
+  EXPECT_FALSE(core::VisitRecord(record_, proof));
+  auto looks = proof.TakeLooks();
+  ASSERT_EQ(looks.size(), 2u);
+  EXPECT_EQ(looks[0].first, "/etc/f2");
+  EXPECT_EQ(looks[1].first, "/etc/f3");
+  EXPECT_TRUE(looks[1].second.has_value());
+}
+
+TEST_F(RecordProofTest, ProvesNothingForAnotherDeclarationOrMachineOrABrokenOrder) {
+  RecordProof other_digest({root_.get(), units_.get(), nullptr}, "e", "m");
+  EXPECT_FALSE(Prove(other_digest));
+  RecordProof other_machine({root_.get(), units_.get(), nullptr}, "d", "n");
+  EXPECT_FALSE(Prove(other_machine));
+  record_.resources["r3"].position = 0;  // two resources at position 0
+  RecordProof twice({root_.get(), units_.get(), nullptr}, "d", "m");
+  EXPECT_FALSE(Prove(twice));
+  record_.resources["r3"].position = 7;  // a gap
+  RecordProof gap({root_.get(), units_.get(), nullptr}, "d", "m");
+  EXPECT_FALSE(Prove(gap));
+  record_.resources["r3"].position = 1;
+  RecordProof whole({root_.get(), units_.get(), nullptr}, "d", "m");
+  EXPECT_TRUE(Prove(whole)) << "the record as written";
+  record_.resources["r4"].kind = "future-kind";
+  RecordProof unknown({root_.get(), units_.get(), nullptr}, "d", "m");
+  EXPECT_FALSE(Prove(unknown));
+}
+
+// A unit needs a service manager to be proven running or stopped.
+TEST_F(RecordProofTest, AUnitWithoutAServiceManagerIsNotProven) {
+  core::RecordEntry& e = record_.resources["s"];
+  e.kind = "service";
+  e.digest = "sha256:s";
+  e.applied_at = "t";
+  e.unit = "s.service";
+  e.state = "running";
+  e.position = 5;
+  RecordProof proof({root_.get(), units_.get(), nullptr}, "d", "m");
+  EXPECT_FALSE(Prove(proof));
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
