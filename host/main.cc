@@ -129,6 +129,12 @@ int Run(const cli::Flags& flags) {
   adapters::SdNotifier notifier;
   daemon::DaemonOptions options;
   options.declaration = flags.declaration;
+  options.open_declaration =
+      [path = flags.declaration]() -> core::Result<std::unique_ptr<ports::DeclarationSource>> {
+    auto opened = adapters::FileDeclaration::Open(path);
+    if (!opened) return std::unexpected(opened.error());
+    return std::move(*opened);
+  };
   options.interval = flags.interval;
   daemon::Daemon d(options, *(*machine)->reconciler, board, metrics, &watch, notifier,
                    (*machine)->clock, log);

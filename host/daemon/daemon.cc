@@ -16,7 +16,6 @@
 #include <stop_token>
 #include <thread>
 
-#include "host/adapters/file_declaration.h"
 #include "host/core/time_format.h"
 
 namespace mesh::daemon {
@@ -93,7 +92,7 @@ void Daemon::ApplyOnce(const std::string& why) {
     });
   }
   reconcile::ApplyReport report;
-  auto declaration = adapters::FileDeclaration::Open(options_.declaration);
+  auto declaration = options_.open_declaration();
   if (!declaration) {
     report.result = reconcile::ApplyResult::kRefused;
     report.error = declaration.error().message;

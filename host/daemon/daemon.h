@@ -13,11 +13,14 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 
+#include "host/core/result.h"
 #include "host/daemon/log.h"
 #include "host/ports/clock.h"
+#include "host/ports/declaration_source.h"
 #include "host/ports/notifier.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/reconciler.h"
@@ -27,7 +30,10 @@
 namespace mesh::daemon {
 
 struct DaemonOptions {
+  // The declaration's path (its directory is watched) and how one apply
+  // opens it (main.cc: adapters::FileDeclaration).
   std::string declaration;
+  std::function<core::Result<std::unique_ptr<ports::DeclarationSource>>()> open_declaration;
   std::chrono::nanoseconds interval = std::chrono::minutes(5);
   std::chrono::nanoseconds debounce = std::chrono::milliseconds(200);
   // The watch re-reads every unit this often even without a signal.
