@@ -24,7 +24,6 @@ class MemoryRecordStore : public ports::RecordStore {
   // false, walks a loaded record as the daemon's store does.
   core::Result<bool> Scan(core::RecordVisitor& visitor) override {
     if (!stream) return RecordStore::Scan(visitor);
-    ++scans;
     if (!text.has_value()) return false;
     std::istringstream in(*text);
     return core::ScanRecord(in, visitor);
@@ -51,7 +50,6 @@ class MemoryRecordStore : public ports::RecordStore {
   bool applying = false;
   bool stream = true;
   int loads = 0;
-  int scans = 0;
   int saves = 0;
   int marks = 0;  // BeginApply calls: an apply that writes nothing makes none
   bool fail_saves = false;

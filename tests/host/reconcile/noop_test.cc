@@ -153,19 +153,15 @@ class CountingSource : public ports::DeclarationSource {
 TEST_P(NoopTest, AProvenNoOpNeverReadsTheDeclarationText) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
-  ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
-                        &services_,  &store_,          &clock_};
-  ReconcilerOptions options;
-  options.machine = "edge-1";
   CountingSource quiet(decl.dump());
-  ApplyReport proven = Reconciler(ports, options).Apply(quiet);
+  ApplyReport proven = Reconciler(Ports(), Options()).Apply(quiet);
   EXPECT_TRUE(proven.from_record);
   EXPECT_EQ(quiet.digests, 1);
   EXPECT_EQ(quiet.texts, 0);
   // Anything to decide from the declaration: the text is read, once.
   services_.Kill("web.service");
   CountingSource moved(decl.dump());
-  ApplyReport full = Reconciler(ports, options).Apply(moved);
+  ApplyReport full = Reconciler(Ports(), Options()).Apply(moved);
   EXPECT_FALSE(full.from_record);
   EXPECT_EQ(full.outcomes[2].outcome, core::Outcome::kStarted);
   EXPECT_EQ(moved.texts, 1);
@@ -179,15 +175,12 @@ TEST_P(NoopTest, ASinkReceivesEveryOutcomeAndTheReportKeepsNone) {
   ApplyReport held = Run(decl);
   ASSERT_TRUE(held.from_record);
   EXPECT_EQ(held.resources, 6u);
-  ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
-                        &services_,  &store_,          &clock_};
-  ReconcilerOptions options;
-  options.machine = "edge-1";
+  ReconcilerOptions options = Options();
   for (bool proven : {true, false}) {
     options.confirm_from_record = proven;
     std::vector<core::ResourceOutcome> received;
     ApplyReport streamed =
-        Reconciler(ports, options).Apply(decl.dump(), [&](const core::ResourceOutcome& o) {
+        Reconciler(Ports(), options).Apply(decl.dump(), [&](const core::ResourceOutcome& o) {
           received.push_back(o);
         });
     EXPECT_EQ(streamed.from_record, proven);
@@ -203,19 +196,15 @@ TEST_P(NoopTest, TheDeclarationStillDecidesWhatTheRecordCannotKnow) {
   json decl = Everything();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   // Another machine's name on the command line: refused, as the full pass does.
-  ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
-                        &services_,  &store_,          &clock_};
-  ReconcilerOptions other;
+  ReconcilerOptions other = Options();
   other.machine = "edge-2";
-  ApplyReport refused = Reconciler(ports, other).Apply(decl.dump());
+  ApplyReport refused = Reconciler(Ports(), other).Apply(decl.dump());
   EXPECT_EQ(refused.result, ApplyResult::kRefused);
   EXPECT_THAT(refused.error, HasSubstr("is not this machine"));
   // One byte more in the declaration (same meaning): the full pass, which
   // settles the new bytes; then the record proves the no-op again.
   std::string spaced = decl.dump() + " ";
-  ReconcilerOptions same;
-  same.machine = "edge-1";
-  Reconciler r(ports, same);
+  Reconciler r(Ports(), Options());
   EXPECT_FALSE(r.Apply(spaced).from_record);
   EXPECT_TRUE(r.Apply(spaced).from_record);
 }

@@ -37,14 +37,21 @@ class ReconcilerTest : public ::testing::Test {
   // `from_record`: let a no-op be proven from the record (the default, as
   // in production); false forces the full pass.
   ApplyReport Run(const json& decl, bool dry_run = false, bool from_record = true) {
-    ReconcilerPorts ports{root_.get(), artifacts_.get(), units_.get(), &archives_,
-                          &services_,  &store_,          &clock_};
+    ReconcilerOptions options = Options();
+    options.dry_run = dry_run;
+    options.confirm_from_record = from_record;
+    return Reconciler(Ports(), options).Apply(decl.dump());
+  }
+
+  // The fixture's machine, for a test that drives a Reconciler itself.
+  ReconcilerPorts Ports() {
+    return {root_.get(), artifacts_.get(), units_.get(), &archives_, &services_, &store_, &clock_};
+  }
+  static ReconcilerOptions Options() {
     ReconcilerOptions options;
     options.machine = "edge-1";
     options.settle = std::chrono::seconds(1);
-    options.dry_run = dry_run;
-    options.confirm_from_record = from_record;
-    return Reconciler(ports, options).Apply(decl.dump());
+    return options;
   }
 
   // A bundle in --artifacts; returns its sha256.
