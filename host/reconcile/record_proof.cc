@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <numeric>
 
 #include "host/core/want.h"
 #include "host/reconcile/words.h"
@@ -16,6 +15,26 @@ constexpr uint8_t kArchive = 2, kProcess = 3, kService = 4;
 
 }  // namespace
 
+std::string_view RecordProof::Text::Keep(std::string_view s) {
+  constexpr size_t kBlock = 64 << 10;
+  if (s.empty()) return {};
+  if (blocks_.empty() || s.size() > capacity_ - used_) {
+    size_t size = std::max(kBlock, s.size());
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(size));
+    used_ = 0;
+    capacity_ = size;
+  }
+  char* at = blocks_.back().get() + used_;
+  std::copy(s.begin(), s.end(), at);
+  used_ += s.size();
+  return std::string_view(at, s.size());
+}
+
+void RecordProof::Text::Clear() {
+  if (blocks_.size() > 1) blocks_.erase(blocks_.begin(), blocks_.end() - 1);
+  used_ = 0;
+}
+
 bool RecordProof::Header(const core::Record& header) {
   if (header_seen_) return false;
   header_seen_ = true;
@@ -28,13 +47,13 @@ bool RecordProof::Header(const core::Record& header) {
 bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
   // The host writes entries sorted by id: anything else (a repeated id, a
   // hand-edited file) is left to the full pass.
-  if (!header_seen_ || (!proven_.empty() && id <= last_id_)) return false;
+  if (!header_seen_ || (!proven_.empty() && id <= proven_.back().id)) return false;
   if (checked_) {
     batch_.clear();
+    batch_text_.Clear();
     seen_.clear();
     checked_ = false;
   }
-  last_id_ = id;
   if (!e.position.has_value()) return false;
   auto kind = std::find(kKinds.begin(), kKinds.end(), e.kind);
   if (kind == kKinds.end()) return false;
@@ -56,11 +75,12 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     units_.push_back(Unit{e.unit, e.unit_file_fingerprint, e.state == "running", {}});
   }
   if (p.kind != kService) {
-    batch_.push_back(Look{e.written[0].path, e.written[0].fingerprint, tree});
+    batch_.push_back(Look{batch_text_.Keep(e.written[0].path),
+                          batch_text_.Keep(e.written[0].fingerprint), tree});
     p.file_count = e.written[0].file_count;
   }
-  p.id = id;
-  p.digest = e.digest;
+  p.id = kept_text_.Keep(id);
+  p.digest = kept_text_.Keep(e.digest);
   p.position = *e.position;
   p.applied_at = AppliedAt(e.applied_at);
   proven_.push_back(std::move(p));
@@ -77,14 +97,8 @@ uint32_t RecordProof::AppliedAt(const std::string& text) {
 }
 
 bool RecordProof::CheckBatch() {
-  std::vector<size_t> order(batch_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return batch_[a].path < batch_[b].path; });
-  std::vector<Look> sorted;
-  sorted.reserve(batch_.size());
-  for (size_t i : order) sorted.push_back(std::move(batch_[i]));
-  batch_ = std::move(sorted);
+  std::sort(batch_.begin(), batch_.end(),
+            [](const Look& a, const Look& b) { return a.path < b.path; });
   std::vector<std::string_view> paths;
   paths.reserve(batch_.size());
   for (const Look& look : batch_) paths.push_back(look.path);
@@ -101,7 +115,7 @@ bool RecordProof::CheckBatch() {
       continue;
     }
     if (info->type != core::FileType::kDirectory) return false;
-    auto scan = ports_.root->ScanTree(look.path, /*hash_contents=*/false);
+    auto scan = ports_.root->ScanTree(std::string(look.path), /*hash_contents=*/false);
     if (!scan || core::TreeFingerprint(*scan) != look.fingerprint) return false;
   }
   checked_ = true;
@@ -142,9 +156,9 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
   for (uint32_t k : order) {
     const Proven& p = proven_[k];
     core::ResourceOutcome out;
-    out.id = p.id;
+    out.id = std::string(p.id);
     out.kind = std::string(kKinds[p.kind]);
-    out.digest = p.digest;
+    out.digest = std::string(p.digest);
     out.applied_at = applied_at_[p.applied_at];
     if (p.kind == kArchive || p.kind == kProcess) {
       out.detail = Plural(p.file_count, "file") + " as declared";
@@ -170,9 +184,10 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
 std::vector<std::pair<std::string, core::Result<core::FileInfo>>> RecordProof::TakeLooks() {
   std::vector<std::pair<std::string, core::Result<core::FileInfo>>> looks;
   for (size_t k = 0; k < seen_.size() && k < batch_.size(); ++k) {
-    looks.emplace_back(std::move(batch_[k].path), std::move(seen_[k]));
+    looks.emplace_back(std::string(batch_[k].path), std::move(seen_[k]));
   }
   batch_.clear();
+  batch_text_.Clear();
   seen_.clear();
   return looks;
 }

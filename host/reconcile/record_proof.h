@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,8 +47,7 @@ class RecordProof : public core::RecordVisitor {
   static constexpr size_t kBatch = 8192;
 
   // `digest`: the declaration's; `machine`: --machine (empty: any).
-  RecordProof(Ports ports, std::string_view digest, std::string_view machine,
-              size_t batch = kBatch)
+  RecordProof(Ports ports, std::string_view digest, std::string_view machine, size_t batch = kBatch)
       : ports_(ports), digest_(digest), machine_(machine), batch_size_(batch) {}
 
   bool Header(const core::Record& header) override;
@@ -64,16 +64,30 @@ class RecordProof : public core::RecordVisitor {
   std::vector<std::pair<std::string, core::Result<core::FileInfo>>> TakeLooks();
 
  private:
-  // A path to check, held until its batch is looked at.
+  // Text copied out of entries that last only as long as their visit (a
+  // streamed record), in 64 KiB blocks: one allocation per block, not one
+  // per string — the proof's no-op is the host's hot path.
+  class Text {
+   public:
+    std::string_view Keep(std::string_view s);
+    void Clear();
+
+   private:
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    size_t used_ = 0;
+    size_t capacity_ = 0;
+  };
+  // A path to check, held until its batch is looked at (views into batch_text_).
   struct Look {
-    std::string path;
-    std::string fingerprint;
+    std::string_view path;
+    std::string_view fingerprint;
     bool tree = false;
   };
-  // What the report says of one resource, kept until the end.
+  // What the report says of one resource, kept until the end (views into
+  // kept_text_).
   struct Proven {
-    std::string id;
-    std::string digest;
+    std::string_view id;
+    std::string_view digest;
     uint64_t position = 0;
     uint64_t file_count = 0;
     uint32_t applied_at = 0;  // index into applied_at_: most entries share one
@@ -96,7 +110,8 @@ class RecordProof : public core::RecordVisitor {
   size_t batch_size_;
   core::Record header_;
   bool header_seen_ = false;
-  std::string last_id_;
+  Text batch_text_;
+  Text kept_text_;
   std::vector<Look> batch_;
   // What StatMany answered for batch_, kept after a batch held (until the
   // next entry) for TakeLooks.

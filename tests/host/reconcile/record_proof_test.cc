@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,43 @@ TEST_F(RecordProofTest, ProvesNothingForAnotherDeclarationOrMachineOrABrokenOrde
   record_.resources["r4"].kind = "future-kind";
   RecordProof unknown({root_.get(), units_.get(), nullptr}, "d", "m");
   EXPECT_FALSE(Prove(unknown));
+}
+
+// Streamed, each entry lives only for its visit: what the proof keeps of it
+// must be its own copy, across many batches and many blocks of text (under
+// AddressSanitizer a kept view into the parser's entry would be caught).
+TEST_F(RecordProofTest, AStreamedRecordOfThousandsIsProvenFromItsOwnCopies) {
+  record_.resources.clear();
+  std::filesystem::create_directories(dir_.Sub("root/many"));
+  constexpr int kFiles = 3000;
+  for (int i = 0; i < kFiles; ++i) {
+    std::string path = "/many/file-with-a-rather-long-name-" + std::to_string(i);
+    testing::WriteText(dir_.Sub("root") + path, "x");
+    core::RecordEntry e;
+    e.kind = "credential";
+    e.digest = "sha256:" + std::string(64, static_cast<char>('a' + i % 26));
+    e.applied_at = "2026-11-30T00:00:0" + std::to_string(i % 3) + ".000Z";
+    e.position = static_cast<uint64_t>(kFiles - 1 - i);
+    e.written.push_back({path, core::FileFingerprint(*root_->Stat(path)), "", 0, false});
+    record_.resources["resource-with-a-long-identifier-" + std::to_string(i)] = e;
+  }
+  RecordProof proof({root_.get(), units_.get(), nullptr}, "d", "m", /*batch=*/256);
+  std::istringstream text(core::SerializeRecord(record_));
+  auto scanned = core::ScanRecord(text, proof);
+  ASSERT_TRUE(scanned.has_value()) << scanned.error().message;
+  ASSERT_TRUE(*scanned);
+  ASSERT_TRUE(proof.Finish());
+  int k = kFiles - 1;
+  proof.Report([&](core::ResourceOutcome&& o) {
+    const core::RecordEntry& e =
+        record_.resources.at("resource-with-a-long-identifier-" + std::to_string(k));
+    EXPECT_EQ(o.id, "resource-with-a-long-identifier-" + std::to_string(k));
+    EXPECT_EQ(o.digest, e.digest);
+    EXPECT_EQ(o.applied_at, e.applied_at);
+    EXPECT_EQ(o.kind, "credential");
+    --k;
+  });
+  EXPECT_EQ(k, -1);
 }
 
 // A unit needs a service manager to be proven running or stopped.
