@@ -16,10 +16,12 @@ constexpr uint8_t kArchive = 2, kProcess = 3, kService = 4;
 }  // namespace
 
 std::string_view RecordProof::Text::Keep(std::string_view s) {
-  constexpr size_t kBlock = 64 << 10;
+  // Blocks grow from 4 KiB to 64 KiB: a small record's proof allocates
+  // little, a large one's few blocks.
+  constexpr size_t kFirstBlock = 4 << 10, kLargestBlock = 64 << 10;
   if (s.empty()) return {};
   if (blocks_.empty() || s.size() > capacity_ - used_) {
-    size_t size = std::max(kBlock, s.size());
+    size_t size = std::max(std::min(std::max(kFirstBlock, capacity_ * 2), kLargestBlock), s.size());
     blocks_.push_back(std::make_unique_for_overwrite<char[]>(size));
     used_ = 0;
     capacity_ = size;
