@@ -13,14 +13,17 @@
 
 namespace mesh::adapters {
 
-std::unexpected<core::Error> FileDeclaration::Failure(std::string_view why) const {
-  return core::Fail("declaration " + path_ + ": " + std::string(why));
+namespace {
+
+// "declaration PATH: why", the words of every refusal of the file.
+std::unexpected<core::Error> Refuse(const std::string& path, std::string_view why) {
+  return core::Fail("declaration " + path + ": " + std::string(why));
 }
 
+}  // namespace
+
 core::Result<std::unique_ptr<FileDeclaration>> FileDeclaration::Open(const std::string& path) {
-  auto fail = [&](std::string_view why) {
-    return core::Fail("declaration " + path + ": " + std::string(why));
-  };
+  auto fail = [&](std::string_view why) { return Refuse(path, why); };
   // O_NONBLOCK: a FIFO at the path is refused below, not waited on forever
   // (the daemon would hang there until its watchdog killed it).
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
@@ -44,7 +47,7 @@ core::Result<std::string> FileDeclaration::Digest() {
   for (off_t at = 0;;) {
     ssize_t r = ::pread(fd_.get(), buffer.data(), buffer.size(), at);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Failure(std::string("read error: ") + std::strerror(errno));
+    if (r < 0) return Refuse(path_, std::string("read error: ") + std::strerror(errno));
     if (r == 0) break;
     total += static_cast<uint64_t>(r);
     // Grown in place past the limit since it was opened: the parse would
@@ -59,11 +62,11 @@ core::Result<std::string> FileDeclaration::Digest() {
 core::Result<std::string_view> FileDeclaration::Text() {
   if (!text_.has_value()) {
     if (::lseek(fd_.get(), 0, SEEK_SET) != 0) {
-      return Failure(std::string("read error: ") + std::strerror(errno));
+      return Refuse(path_, std::string("read error: ") + std::strerror(errno));
     }
     auto text = ReadUpTo(fd_.get(), size_);
     if (!text) {
-      return Failure(std::string("read error: ") + std::strerror(text.error()));
+      return Refuse(path_, std::string("read error: ") + std::strerror(text.error()));
     }
     text_ = std::move(*text);
   }

@@ -29,7 +29,6 @@ class FileDeclaration : public ports::DeclarationSource {
  private:
   FileDeclaration(std::string path, UniqueFd fd, size_t size)
       : path_(std::move(path)), fd_(std::move(fd)), size_(size) {}
-  std::unexpected<core::Error> Failure(std::string_view why) const;
 
   std::string path_;
   UniqueFd fd_;

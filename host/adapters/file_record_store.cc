@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <istream>
+#include <type_traits>
 
 #include "host/core/want.h"
 
@@ -37,17 +38,7 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   if (info->type == core::FileType::kMissing) return std::shared_ptr<const core::Record>();
   std::string fingerprint = core::FileFingerprint(*info);
   if (cached_ != nullptr && fingerprint == cached_fingerprint_) return cached_;
-  // Streamed, not read whole or mapped: the record is 28 MB at 100,000
-  // resources, and a whole copy of it would sit beside the parsed record at
-  // the apply's peak.
-  auto opened = fs_->OpenRegular(kStateFile, kMaxStateBytes);
-  if (!opened) return std::unexpected(opened.error());
-  FdStreamBuf buffer(opened->first.get());
-  std::istream in(&buffer);
-  auto record = core::ParseRecord(in);
-  if (buffer.error() != 0) {
-    return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(buffer.error()));
-  }
+  auto record = Stream([](std::istream& in) { return core::ParseRecord(in); });
   if (!record) return std::unexpected(record.error());
   auto loaded = std::make_shared<const core::Record>(std::move(*record));
   if (keep_) {
@@ -60,19 +51,25 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
 core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
   if (keep_) return RecordStore::Scan(visitor);
   if (fs_ == nullptr) return false;
+  auto info = fs_->Stat(kStateFile);
+  if (info && info->type == core::FileType::kMissing) return false;
+  return Stream([&](std::istream& in) { return core::ScanRecord(in, visitor); });
+}
+
+// Streamed, not read whole or mapped: the record is 28 MB at 100,000
+// resources, and a whole copy of it would sit beside what is parsed from it
+// at the apply's peak. A read error wins over the parse error it causes.
+template <typename Parse>
+std::invoke_result_t<Parse, std::istream&> FileRecordStore::Stream(Parse parse) {
   auto opened = fs_->OpenRegular(kStateFile, kMaxStateBytes);
-  if (!opened) {
-    auto info = fs_->Stat(kStateFile);
-    if (info && info->type == core::FileType::kMissing) return false;
-    return std::unexpected(opened.error());
-  }
+  if (!opened) return std::unexpected(opened.error());
   FdStreamBuf buffer(opened->first.get());
   std::istream in(&buffer);
-  auto scanned = core::ScanRecord(in, visitor);
+  auto parsed = parse(in);
   if (buffer.error() != 0) {
     return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(buffer.error()));
   }
-  return scanned;
+  return parsed;
 }
 
 core::Status FileRecordStore::Save(const core::Record& record) {

@@ -2,8 +2,10 @@
 // keeps two mesh-host processes from applying to one machine at once.
 #pragma once
 
+#include <istream>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "host/adapters/posix_file_system.h"
 #include "host/adapters/unique_fd.h"
@@ -37,6 +39,10 @@ class FileRecordStore : public ports::RecordStore {
  private:
   FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool keep)
       : fs_(std::move(fs)), keep_(keep) {}
+  // Opens state.json and runs `parse` over it as a stream.
+  template <typename Parse>
+  std::invoke_result_t<Parse, std::istream&> Stream(Parse parse);
+
   std::unique_ptr<PosixFileSystem> fs_;
   bool keep_;
   UniqueFd lock_fd_;

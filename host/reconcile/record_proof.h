@@ -65,8 +65,8 @@ class RecordProof : public core::RecordVisitor {
 
  private:
   // Text copied out of entries that last only as long as their visit (a
-  // streamed record), in 64 KiB blocks: one allocation per block, not one
-  // per string — the proof's no-op is the host's hot path.
+  // streamed record), in blocks growing from 4 to 64 KiB: one allocation per
+  // block, not one per string — the proof's no-op is the host's hot path.
   class Text {
    public:
     std::string_view Keep(std::string_view s);
