@@ -16,19 +16,24 @@ namespace mesh::adapters {
 
 namespace {
 constexpr const char* kStateFile = "/state.json";
+constexpr const char* kIntentFile = "/intent.json";
+// The bare apply mark of hosts before the intent: still read as "an apply
+// was interrupted" (with nothing known to be owed), removed on commit.
+constexpr const char* kLegacyMark = "/applying";
 constexpr uint64_t kMaxStateBytes = 512ull << 20;
+constexpr uint64_t kMaxIntentBytes = 64ull << 20;
 }  // namespace
 
 core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::string& state_dir,
                                                                      bool create, bool keep) {
   if (!create && ::access(state_dir.c_str(), F_OK) != 0 && errno == ENOENT) {
-    return std::unique_ptr<FileRecordStore>(new FileRecordStore(nullptr, keep));
+    return std::unique_ptr<FileRecordStore>(new FileRecordStore(nullptr, false, keep));
   }
   auto fs = PosixFileSystem::Open(state_dir, create);
   if (!fs) return std::unexpected(fs.error());
   // The record names every managed path and unit: keep it to root.
   if (create) ::chmod(state_dir.c_str(), 0700);
-  return std::unique_ptr<FileRecordStore>(new FileRecordStore(std::move(*fs), keep));
+  return std::unique_ptr<FileRecordStore>(new FileRecordStore(std::move(*fs), create, keep));
 }
 
 core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
@@ -72,14 +77,19 @@ std::invoke_result_t<Parse, std::istream&> FileRecordStore::Stream(Parse parse) 
   return parsed;
 }
 
-core::Status FileRecordStore::Save(const core::Record& record) {
-  if (fs_ == nullptr) return core::Fail("no state directory");
+core::Result<core::FileInfo> FileRecordStore::WriteDurably(const std::string& path,
+                                                           std::string_view text) {
+  if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
   ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
                        static_cast<uint32_t>(::getegid())};
-  auto written = fs_->WriteFileAtomic(kStateFile, core::SerializeRecord(record), own);
-  if (written) {
-    if (auto flushed = fs_->Flush(); !flushed) written = std::unexpected(flushed.error());
-  }
+  auto written = fs_->WriteFileAtomic(path, text, own);
+  if (!written) return std::unexpected(written.error());
+  if (auto flushed = fs_->Flush(); !flushed) return std::unexpected(flushed.error());
+  return written;
+}
+
+core::Status FileRecordStore::Save(const core::Record& record) {
+  auto written = WriteDurably(kStateFile, core::SerializeRecord(record));
   if (!written) {
     cached_.reset();
     return std::unexpected(written.error());
@@ -91,28 +101,42 @@ core::Status FileRecordStore::Save(const core::Record& record) {
   return core::Ok();
 }
 
-core::Result<bool> FileRecordStore::Interrupted() {
-  if (fs_ == nullptr) return false;
+core::Result<core::Intent> FileRecordStore::LoadIntent() {
+  if (fs_ == nullptr) return core::Intent{};
   // The state directory is tiny: sweep it every time, so a kill while the
-  // mark itself or the record was being written leaves nothing either.
-  if (auto swept = fs_->RemoveStaleTemporaries("/"); !swept) return std::unexpected(swept.error());
-  auto info = fs_->Stat("/applying");
+  // intent itself or the record was being written leaves nothing either.
+  if (writable_) {
+    if (auto swept = fs_->RemoveStaleTemporaries("/"); !swept) {
+      return std::unexpected(swept.error());
+    }
+  }
+  core::Intent intent;
+  auto info = fs_->Stat(kIntentFile);
   if (!info) return std::unexpected(info.error());
-  return info->type != core::FileType::kMissing;
+  if (info->type != core::FileType::kMissing) {
+    auto text = fs_->ReadFile(kIntentFile, kMaxIntentBytes);
+    if (!text) return std::unexpected(text.error());
+    auto parsed = core::ParseIntent(*text);
+    if (!parsed) return std::unexpected(parsed.error());
+    intent = std::move(*parsed);
+  }
+  if (!intent.applying) {
+    auto legacy = fs_->Stat(kLegacyMark);
+    if (!legacy) return std::unexpected(legacy.error());
+    intent.applying = legacy->type != core::FileType::kMissing;
+  }
+  return intent;
 }
 
-core::Status FileRecordStore::BeginApply() {
-  if (fs_ == nullptr) return core::Fail("no state directory");
-  ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
-                       static_cast<uint32_t>(::getegid())};
-  auto written = fs_->WriteFileAtomic("/applying", "", own);
-  if (!written) return std::unexpected(written.error());
-  return fs_->Flush();  // durable before the apply's first write
-}
-
-core::Status FileRecordStore::EndApply() {
-  if (fs_ == nullptr) return core::Ok();
-  if (auto st = fs_->Remove("/applying"); !st) return st;
+core::Status FileRecordStore::SaveIntent(const core::Intent& intent) {
+  if (!intent.empty()) {
+    auto written = WriteDurably(kIntentFile, core::SerializeIntent(intent));
+    if (!written) return std::unexpected(written.error());
+    return core::Ok();
+  }
+  if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
+  if (auto st = fs_->Remove(kIntentFile); !st) return st;
+  if (auto st = fs_->Remove(kLegacyMark); !st) return st;
   return fs_->Flush();
 }
 

@@ -1,5 +1,6 @@
-// FileRecordStore: the record as <state-dir>/state.json, plus the lock that
-// keeps two mesh-host processes from applying to one machine at once.
+// FileRecordStore: the record as <state-dir>/state.json, the intent as
+// <state-dir>/intent.json, and the lock that keeps two mesh-host processes
+// from applying to one machine at once.
 #pragma once
 
 #include <istream>
@@ -15,35 +16,36 @@ namespace mesh::adapters {
 
 class FileRecordStore : public ports::RecordStore {
  public:
-  // With `create`, makes the state directory (0700) when missing; without,
-  // a missing directory is a machine with no record yet (what plan needs:
-  // it must not create anything). `keep`: hold the last record read or
-  // written in memory, re-reading state.json only when someone else changed
-  // it (the daemon: its no-op then parses nothing); without, Scan streams
-  // the file (a one-shot apply, which never needs the record whole when
-  // nothing changed).
+  // With `create`, makes the state directory (0700) when missing and may
+  // write in it; without, it only reads, and a missing directory is a
+  // machine with no record yet (what plan needs: it must not write). `keep`: hold the last record
+  // read or written in memory, re-reading state.json only when someone else changed it (the daemon:
+  // its no-op then parses nothing); without, Scan streams the file (a one-shot apply, which never
+  // needs the record whole when nothing changed).
   static core::Result<std::unique_ptr<FileRecordStore>> Open(const std::string& state_dir,
                                                              bool create, bool keep = false);
 
   core::Result<std::shared_ptr<const core::Record>> Load() override;
   core::Result<bool> Scan(core::RecordVisitor& visitor) override;
   core::Status Save(const core::Record& record) override;
-  core::Result<bool> Interrupted() override;
-  core::Status BeginApply() override;
-  core::Status EndApply() override;
+  core::Result<core::Intent> LoadIntent() override;
+  core::Status SaveIntent(const core::Intent& intent) override;
 
   // Takes an exclusive lock on <state-dir>/lock for the life of this object;
   // fails at once, naming the holder's purpose, if another process has it.
   core::Status Lock();
 
  private:
-  FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool keep)
-      : fs_(std::move(fs)), keep_(keep) {}
+  FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool writable, bool keep)
+      : fs_(std::move(fs)), writable_(writable), keep_(keep) {}
   // Opens state.json and runs `parse` over it as a stream.
   template <typename Parse>
   std::invoke_result_t<Parse, std::istream&> Stream(Parse parse);
 
+  core::Result<core::FileInfo> WriteDurably(const std::string& path, std::string_view text);
+
   std::unique_ptr<PosixFileSystem> fs_;
+  bool writable_;
   bool keep_;
   UniqueFd lock_fd_;
   // What state.json held when this process last read or wrote it, and its

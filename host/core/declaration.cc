@@ -199,13 +199,11 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
     if (obj.contains("state")) {
       auto state = GetString(obj, "state", Where(id, index, "state"));
       if (!state) return std::unexpected(state.error());
-      if (*state == "running") {
-        r.state = UnitState::kRunning;
-      } else if (*state == "stopped") {
-        r.state = UnitState::kStopped;
-      } else {
+      auto parsed = ParseUnitState(*state);
+      if (!parsed) {
         return Fail(Where(id, index, "state") + "\"" + *state + "\" is not running or stopped");
       }
+      r.state = *parsed;
     }
     if (obj.contains("unit_text")) {
       auto text = GetString(obj, "unit_text", Where(id, index, "unit_text"));
@@ -261,6 +259,23 @@ std::string_view KindName(Kind kind) {
       return "process";
   }
   return "unknown";
+}
+
+std::optional<Kind> ParseKind(std::string_view name) {
+  for (const KindSpec& k : Kinds()) {
+    if (k.name == name) return k.kind;
+  }
+  return std::nullopt;
+}
+
+std::string_view UnitStateName(UnitState state) {
+  return state == UnitState::kRunning ? "running" : "stopped";
+}
+
+std::optional<UnitState> ParseUnitState(std::string_view name) {
+  if (name == "running") return UnitState::kRunning;
+  if (name == "stopped") return UnitState::kStopped;
+  return std::nullopt;
 }
 
 const Resource* Declaration::Find(std::string_view id) const {
@@ -442,10 +457,12 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
         auto it = paths.lower_bound(r.path + "/");
         if (it != paths.end() && PathWithin(it->first, r.path)) clash = it->second;
       }
-      for (size_t slash = r.path.rfind('/'); clash.empty() && slash > 0;
-           slash = r.path.rfind('/', slash - 1)) {
-        auto it = tree_paths.find(r.path.substr(0, slash));
-        if (it != tree_paths.end()) clash = it->second;
+      if (clash.empty()) {
+        AnyAncestor(r.path, [&](std::string_view parent) {
+          auto it = tree_paths.find(parent);
+          if (it != tree_paths.end()) clash = it->second;
+          return !clash.empty();
+        });
       }
       if (!clash.empty()) {
         return Fail(Where(r.id, i, "path") + "\"" + r.path + "\" is also claimed by resource " +

@@ -21,8 +21,15 @@ namespace mesh::core {
 enum class Kind { kFile, kCredential, kArchive, kService, kProcess };
 
 std::string_view KindName(Kind kind);
+// The inverse of KindName (a record names kinds by these words).
+std::optional<Kind> ParseKind(std::string_view name);
 
 enum class UnitState { kRunning, kStopped };
+
+// "running" or "stopped": the words of the declaration, the record and
+// /status.
+std::string_view UnitStateName(UnitState state);
+std::optional<UnitState> ParseUnitState(std::string_view name);
 
 struct Resource {
   std::string id;
@@ -84,5 +91,17 @@ std::string FormatMode(uint32_t mode);
 
 // True when `inner` equals `outer` or lies below it ("/a" and "/a/b").
 bool PathWithin(std::string_view inner, std::string_view outer);
+
+// Calls `visit` with each proper ancestor of the absolute `path`, nearest
+// first ("/a/b/c": "/a/b", then "/a"), until it returns true; says whether
+// one did.
+template <typename Visit>
+bool AnyAncestor(std::string_view path, Visit visit) {
+  for (size_t slash = path.rfind('/'); slash != std::string_view::npos && slash > 0;
+       slash = path.rfind('/', slash - 1)) {
+    if (visit(path.substr(0, slash))) return true;
+  }
+  return false;
+}
 
 }  // namespace mesh::core

@@ -26,18 +26,6 @@ bool RunningOrStarting(const Look& look) {
 
 }  // namespace
 
-std::string_view UnitActionVerb(UnitAction action) {
-  switch (action) {
-    case UnitAction::kStart:
-      return "start";
-    case UnitAction::kRestart:
-      return "restart";
-    case UnitAction::kReload:
-      return "reload";
-  }
-  return "?";
-}
-
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
                       const Look& first, const Look& second, std::chrono::nanoseconds elapsed) {
   std::string when = FormatSeconds(elapsed) + " after " + std::string(UnitActionVerb(action));

@@ -12,13 +12,10 @@
 #include <string>
 #include <string_view>
 
+#include "host/core/intent.h"
 #include "host/core/unit_status.h"
 
 namespace mesh::core {
-
-enum class UnitAction { kStart, kRestart, kReload };
-
-std::string_view UnitActionVerb(UnitAction action);  // "start", "restart", "reload"
 
 struct Look {
   UnitStatus unit;

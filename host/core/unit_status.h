@@ -1,24 +1,54 @@
-// What systemd says of a unit, in the words the two-look rule needs.
+// What systemd says of a unit, in the words the two-look rule needs, and the
+// one rule for whether a unit declared running is as declared ("up").
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 namespace mesh::core {
 
 struct UnitStatus {
-  std::string load_state;    // loaded, not-found, ...
+  std::string load_state;    // loaded, not-found, masked, bad-setting, ...
   std::string active_state;  // active, activating, reloading, inactive, failed, deactivating
-  std::string sub_state;     // running, exited, dead, auto-restart, ...
+  std::string sub_state;     // running, exited, dead, auto-restart, stop-sigterm, ...
   std::string result;        // success, exit-code, signal, ...
   std::string invocation_id;
   std::string type;  // Service Type=: simple, notify, oneshot, forking, ...
   uint32_t n_restarts = 0;
+  // The unit's files changed since systemd last loaded them.
+  bool need_daemon_reload = false;
+  // How long systemd lets the unit's stop phase take (TimeoutStopUSec); zero
+  // when unknown or infinite.
+  std::chrono::nanoseconds timeout_stop{0};
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {
     return active_state == "active" || active_state == "activating" || active_state == "reloading";
   }
+  // A Type=oneshot unit whose last run ended well and left nothing running.
+  bool FinishedOneshot() const {
+    return type == "oneshot" && active_state == "inactive" && result == "success";
+  }
 };
+
+// A unit declared running is up when it runs and is not waiting to be
+// restarted by systemd after a death (SubState auto-restart reads
+// "activating"), or when it is a oneshot that finished well. This is the
+// one rule for the verdicts, the record proof, /healthz and
+// mesh_host_unit_active. What it cannot see from one look — NRestarts grown
+// since the host last looked, a oneshot that never ran — the callers that
+// hold a baseline add (see UpSince).
+inline bool UnitUp(const UnitStatus& s) {
+  if (s.sub_state == "auto-restart") return false;
+  return s.Running() || s.FinishedOneshot();
+}
+
+// UnitUp, and systemd has not restarted it on its own since `baseline`
+// (the NRestarts the host saw at its last look; a lower count now is a
+// reset, not a restart).
+inline bool UpSince(const UnitStatus& s, uint32_t baseline) {
+  return UnitUp(s) && s.n_restarts <= baseline;
+}
 
 }  // namespace mesh::core

@@ -54,7 +54,7 @@ std::string WantDigest(const Resource& r) {
       h.Field(r.path).Field(r.sha256);
       break;
     case Kind::kService:
-      h.Field(r.unit).Field(r.state == UnitState::kRunning ? "running" : "stopped");
+      h.Field(r.unit).Field(UnitStateName(r.state));
       h.Field(r.unit_text.has_value() ? 1 : 0).Field(r.unit_text.value_or(""));
       break;
     case Kind::kProcess:

@@ -1,4 +1,4 @@
-// RecordStore: where the record lives between applies.
+// RecordStore: where the record and the intent live between applies.
 //
 // Load distinguishes "no record yet" (nullptr) from a record that cannot be
 // read (an error), so the reconciler can say which it met; either way it
@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "host/core/intent.h"
 #include "host/core/record.h"
 #include "host/core/result.h"
 
@@ -32,14 +33,15 @@ class RecordStore {
   // Atomic: the old record or the new one survives a crash, never a mix.
   virtual core::Status Save(const core::Record& record) = 0;
 
-  // True when an earlier apply was interrupted (kill -9, power loss) after
-  // it began writing: its temporary files need sweeping. Removes the
-  // store's own leftovers (a half-written record or mark) either way.
-  virtual core::Result<bool> Interrupted() = 0;
-  // Marks an apply in progress, durably, before its first write. An apply
-  // that writes nothing never calls it: the no-op costs no fsync.
-  virtual core::Status BeginApply() = 0;
-  virtual core::Status EndApply() = 0;
+  // What earlier applies still owe, and whether one was interrupted after
+  // it began changing the machine (its temporary files need sweeping). No
+  // intent yet is an empty one. A store that may write removes its own
+  // leftovers (a half-written record or intent) here.
+  virtual core::Result<core::Intent> LoadIntent() = 0;
+  // Atomic and durable before it returns: the apply calls it before its
+  // first write or unit action, and again when it commits. An empty intent
+  // (nothing owed, not applying) leaves no file: the no-op costs no fsync.
+  virtual core::Status SaveIntent(const core::Intent& intent) = 0;
 };
 
 }  // namespace mesh::ports

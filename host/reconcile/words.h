@@ -1,11 +1,13 @@
-// The few phrases the full pass and the record proof both put in a detail,
-// kept in one place so the two reports stay word for word the same.
+// The phrases of outcome details that more than one phase or path writes —
+// the full pass and the record proof must say the same words for the same
+// machine (tests/host/reconcile/noop_test.cc holds them to it).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "host/core/intent.h"
 #include "host/core/outcome.h"
 #include "host/core/unit_status.h"
 
@@ -13,6 +15,55 @@ namespace mesh::reconcile {
 
 inline std::string Plural(uint64_t n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + "(s)";
+}
+
+inline constexpr std::string_view kAsDeclared = "as declared";
+
+// A tree whose files hold.
+inline std::string FilesAsDeclared(uint64_t files) {
+  return Plural(files, "file") + " " + std::string(kAsDeclared);
+}
+
+inline std::string StoppedAsDeclared(std::string_view unit) {
+  return std::string(unit) + " stopped " + std::string(kAsDeclared);
+}
+
+// "web.service active (running)": a unit as the host last saw it.
+inline std::string UnitStatePhrase(std::string_view unit, const core::UnitStatus& s) {
+  return std::string(unit) + " " + s.active_state + " (" + s.sub_state + ")";
+}
+
+// "a, b" — or whichever of the two is not empty.
+inline std::string Then(std::string_view first, std::string_view second) {
+  if (first.empty()) return std::string(second);
+  if (second.empty()) return std::string(first);
+  return std::string(first) + ", " + std::string(second);
+}
+
+// An action an earlier apply asked for and could not confirm.
+inline std::string OwedSince(uint64_t generation) {
+  return "owed since generation " + std::to_string(generation);
+}
+
+// "restarted", "started", "reloaded".
+inline core::Outcome OutcomeOf(core::UnitAction action) {
+  switch (action) {
+    case core::UnitAction::kStart:
+      return core::Outcome::kStarted;
+    case core::UnitAction::kRestart:
+      return core::Outcome::kRestarted;
+    case core::UnitAction::kReload:
+      return core::Outcome::kReloaded;
+  }
+  return core::Outcome::kFailed;
+}
+
+// "not restarted: restart_on resource app.conf failed; web.service keeps
+// its previous configuration": an action the host held back, and why.
+inline std::string NotActed(std::string_view past, std::string_view cause, std::string_view unit,
+                            std::string_view what) {
+  return "not " + std::string(past) + ": " + std::string(cause) + "; " + std::string(unit) +
+         " keeps its previous " + std::string(what);
 }
 
 inline core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s) {

@@ -35,24 +35,40 @@ class MemoryRecordStore : public ports::RecordStore {
     return core::Ok();
   }
 
-  core::Result<bool> Interrupted() override { return applying; }
-  core::Status BeginApply() override {
-    ++marks;
-    applying = true;
+  core::Result<core::Intent> LoadIntent() override {
+    if (!intent.has_value()) return core::Intent{};
+    return core::ParseIntent(*intent);
+  }
+  core::Status SaveIntent(const core::Intent& next) override {
+    ++intent_saves;
+    if (next.applying) ++marks;
+    if (fail_intent_saves) return core::Fail("disk full (fake)");
+    if (next.empty()) {
+      intent.reset();
+    } else {
+      intent = core::SerializeIntent(next);
+    }
     return core::Ok();
   }
-  core::Status EndApply() override {
-    applying = false;
-    return core::Ok();
+  // What the last SaveIntent left (empty: no intent file).
+  core::Intent Owed() const { return intent ? *core::ParseIntent(*intent) : core::Intent{}; }
+  bool Applying() const { return Owed().applying; }
+  // What kill -9 after an apply's first write leaves.
+  void SetApplying() {
+    core::Intent i = Owed();
+    i.applying = true;
+    intent = core::SerializeIntent(i);
   }
 
   std::optional<std::string> text;
-  bool applying = false;
+  std::optional<std::string> intent;  // intent.json's bytes
   bool stream = true;
   int loads = 0;
   int saves = 0;
-  int marks = 0;  // BeginApply calls: an apply that writes nothing makes none
+  int marks = 0;  // intents saved as applying: an apply that writes nothing makes none
+  int intent_saves = 0;
   bool fail_saves = false;
+  bool fail_intent_saves = false;
 };
 
 }  // namespace mesh::fakes

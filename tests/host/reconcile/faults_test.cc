@@ -63,7 +63,7 @@ TEST_F(FaultsTest, ARecordIsSavedOnlyAfterTheWritesAreFlushed) {
   EXPECT_EQ(r.result, ApplyResult::kFailed);
   EXPECT_THAT(r.error, HasSubstr("record not saved: fsync"));
   EXPECT_EQ(*store_.text, before) << "the record still describes generation 1";
-  EXPECT_TRUE(store_.applying) << "the mark stays: the next apply sweeps and re-checks";
+  EXPECT_TRUE(store_.Applying()) << "the mark stays: the next apply sweeps and re-checks";
   faulty_->Heal();
   ApplyReport again = RunFaulty(Decl({File("a", "new a")}, 2));
   EXPECT_EQ(again.result, ApplyResult::kOk) << again.error;
@@ -109,13 +109,20 @@ TEST_F(FaultsTest, ServiceManagerGoneFailsUnitsButNotFiles) {
   EXPECT_EQ(r.result, ApplyResult::kFailed);
   EXPECT_THAT(Outcomes(r), ElementsAre("created", "failed"));
   EXPECT_THAT(r.outcomes[1].detail, HasSubstr("not connected"));
-  ASSERT_FALSE(r.warnings.empty());
-  EXPECT_THAT(r.warnings.back(), HasSubstr("daemon-reload"));
   EXPECT_TRUE(store_.text.has_value()) << "the record is saved all the same";
-  // The bus comes back: the next apply converges.
+  // The unit file was written but never loaded, nor the unit restarted onto
+  // it: both stay owed although the unit could not even be read.
+  core::Owed owed = store_.Owed().owed.at("jail");
+  EXPECT_TRUE(owed.daemon_reload);
+  EXPECT_EQ(owed.action, core::UnitAction::kRestart);
+  // The bus comes back: the next apply pays what is owed and converges.
   services_.bus_gone = false;
   ApplyReport again = RunFaulty(Decl({File("a", "x"), svc}));
   EXPECT_EQ(again.result, ApplyResult::kOk) << again.outcomes[1].detail;
+  EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "restarted"));
+  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("owed since generation 1"));
+  EXPECT_EQ(services_.daemon_reloads(), 1);
+  EXPECT_TRUE(store_.Owed().empty());
 }
 
 }  // namespace

@@ -244,7 +244,7 @@ TEST_F(FilesTest, InterruptedApplyLeavesNoTemporaryFilesBehind) {
   WriteText(Root("/etc/app/.app.conf.mesh-host-tmp.999999.0"), "half");
   WriteText(Root("/opt/.tools.mesh-host-tmp.999999.1/bin/serve"), "half");
   WriteText(Root("/etc/app/.keep.mesh-host-tmp.notapid.0"), "not ours");
-  store_.applying = true;
+  store_.SetApplying();
   ApplyReport r = Run(decl);
   EXPECT_EQ(r.result, ApplyResult::kOk);
   EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged", "unchanged"));
@@ -253,7 +253,7 @@ TEST_F(FilesTest, InterruptedApplyLeavesNoTemporaryFilesBehind) {
   EXPECT_TRUE(Exists(Root("/etc/app/.keep.mesh-host-tmp.notapid.0")));
   ASSERT_FALSE(r.warnings.empty());
   EXPECT_THAT(r.warnings[0], HasSubstr("interrupted; removed 2 temporary file(s)"));
-  EXPECT_FALSE(store_.applying) << "a finished apply clears its mark";
+  EXPECT_FALSE(store_.Applying()) << "a finished apply clears its mark";
 }
 
 TEST_F(FilesTest, RecordNotSavedIsAFailure) {

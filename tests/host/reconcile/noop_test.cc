@@ -253,11 +253,11 @@ TEST_P(NoopTest, AnApplyThatWritesNothingSetsNoMark) {
   Run(decl);                                // proven from the record
   Run(decl, false, /*from_record=*/false);  // the full pass, no writes either
   EXPECT_EQ(store_.marks, 1);
-  EXPECT_FALSE(store_.applying);
+  EXPECT_FALSE(store_.Applying());
   testing::WriteText(Root("/etc/app.conf"), "changed by hand");
   Run(decl);
   EXPECT_EQ(store_.marks, 2);
-  EXPECT_FALSE(store_.applying);
+  EXPECT_FALSE(store_.Applying());
 }
 
 INSTANTIATE_TEST_SUITE_P(StreamedAndKept, NoopTest, ::testing::Bool(),

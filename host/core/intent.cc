@@ -1,0 +1,101 @@
+#include "host/core/intent.h"
+
+#include <nlohmann/json.hpp>
+
+#include "host/core/json_depth.h"
+
+namespace mesh::core {
+namespace {
+
+using json = nlohmann::json;
+constexpr int kIntentVersion = 1;
+
+std::optional<UnitAction> ParseAction(std::string_view verb) {
+  for (UnitAction a : {UnitAction::kStart, UnitAction::kRestart, UnitAction::kReload}) {
+    if (UnitActionVerb(a) == verb) return a;
+  }
+  return std::nullopt;
+}
+
+Result<Owed> ParseOwed(const std::string& id, const json& j) {
+  std::string where = "intent: resource " + id + ", field ";
+  if (!j.is_object()) return Fail("intent: resource " + id + ": must be an object");
+  Owed owed;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "action") {
+      if (!value.is_string() || !(owed.action = ParseAction(value.get<std::string>()))) {
+        return Fail(where + "action: must be start, restart or reload");
+      }
+    } else if (key == "daemon_reload") {
+      if (!value.is_boolean()) return Fail(where + "daemon_reload: must be true or false");
+      owed.daemon_reload = value.get<bool>();
+    } else if (key == "reason" || key == "why") {
+      if (!value.is_string()) return Fail(where + key + ": must be a string");
+      (key == "reason" ? owed.reason : owed.why) = value.get<std::string>();
+    } else if (key == "since") {
+      if (!value.is_number_unsigned()) return Fail(where + "since: must be a generation");
+      owed.since = value.get<uint64_t>();
+    }
+  }
+  if (!owed.action.has_value() && !owed.daemon_reload) {
+    return Fail("intent: resource " + id + ": owes nothing");
+  }
+  return owed;
+}
+
+}  // namespace
+
+std::string_view UnitActionVerb(UnitAction action) {
+  switch (action) {
+    case UnitAction::kStart:
+      return "start";
+    case UnitAction::kRestart:
+      return "restart";
+    case UnitAction::kReload:
+      return "reload";
+  }
+  return "?";
+}
+
+std::string SerializeIntent(const Intent& intent) {
+  json owed = json::object();
+  for (const auto& [id, o] : intent.owed) {
+    json item = {{"daemon_reload", o.daemon_reload},
+                 {"reason", o.reason},
+                 {"why", o.why},
+                 {"since", o.since}};
+    if (o.action.has_value()) item["action"] = std::string(UnitActionVerb(*o.action));
+    owed[id] = std::move(item);
+  }
+  json j = {{"version", kIntentVersion}, {"applying", intent.applying}, {"owed", std::move(owed)}};
+  return j.dump() + "\n";
+}
+
+Result<Intent> ParseIntent(std::string_view text) {
+  // Only this host writes it, but it is read before anything else is
+  // trusted: its nesting is bounded like the declaration's.
+  if (!JsonDepthWithin(text, 4)) return Fail("intent: nested too deeply");
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Fail("intent: not a JSON object");
+  auto version = j.find("version");
+  if (version == j.end() || !version->is_number_unsigned() ||
+      version->get<uint64_t>() != kIntentVersion) {
+    return Fail("intent: unknown version");
+  }
+  Intent intent;
+  auto applying = j.find("applying");
+  if (applying == j.end() || !applying->is_boolean()) {
+    return Fail("intent: field applying: must be true or false");
+  }
+  intent.applying = applying->get<bool>();
+  auto owed = j.find("owed");
+  if (owed == j.end() || !owed->is_object()) return Fail("intent: field owed: must be an object");
+  for (const auto& [id, item] : owed->items()) {
+    auto parsed = ParseOwed(id, item);
+    if (!parsed) return std::unexpected(parsed.error());
+    intent.owed.emplace(id, std::move(*parsed));
+  }
+  return intent;
+}
+
+}  // namespace mesh::core

@@ -1,0 +1,57 @@
+// The intent: the unit actions the host owes, kept durably between applies.
+//
+// SPEC "Reconcile" 7: the start, restart, reload and daemon-reload an apply
+// owes are written down before its first write, and each is cleared only
+// when it was done and its two looks passed. Whatever ends an apply in
+// between (SIGKILL, power loss, a job systemd refuses, a failed
+// daemon-reload, a lost bus, a failed second look), the next apply reads
+// what is still owed here and does it. docs/record.md describes the file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "host/core/result.h"
+
+namespace mesh::core {
+
+enum class UnitAction { kStart, kRestart, kReload };
+
+std::string_view UnitActionVerb(UnitAction action);  // "start", "restart", "reload"
+
+// What one resource's unit is owed.
+struct Owed {
+  // Absent when only the daemon-reload is owed (a unit declared stopped
+  // whose definition changed).
+  std::optional<UnitAction> action;
+  // Its definition changed on disk and systemd has not loaded it yet.
+  bool daemon_reload = false;
+  // The metric's reason (declared, restart_on, reload_on, was_dead) and the
+  // words of the outcome ("restart_on app.conf changed").
+  std::string reason;
+  std::string why;
+  // The generation of the apply that first owed it.
+  uint64_t since = 0;
+
+  bool operator==(const Owed&) const = default;
+};
+
+struct Intent {
+  // An apply began changing the machine and has not finished: its
+  // temporary files may be left behind.
+  bool applying = false;
+  // By resource id.
+  std::map<std::string, Owed> owed;
+
+  bool empty() const { return !applying && owed.empty(); }
+  bool operator==(const Intent&) const = default;
+};
+
+std::string SerializeIntent(const Intent& intent);
+// Refuses anything that is not an intent this host wrote, naming the field.
+Result<Intent> ParseIntent(std::string_view text);
+
+}  // namespace mesh::core

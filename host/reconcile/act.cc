@@ -1,0 +1,97 @@
+#include "host/reconcile/act.h"
+
+#include "host/reconcile/words.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using core::Resource;
+using State = Acted::State;
+
+ports::JobKind JobOf(core::UnitAction action) {
+  switch (action) {
+    case core::UnitAction::kStart:
+      return ports::JobKind::kStart;
+    case core::UnitAction::kRestart:
+      return ports::JobKind::kRestart;
+    case core::UnitAction::kReload:
+      return ports::JobKind::kReload;
+  }
+  return ports::JobKind::kStart;
+}
+
+// A restart_on or reload_on resource that failed in this apply: the unit is
+// not acted on, so it never runs a half-applied change.
+std::optional<std::string> FailedDependency(const core::Declaration& decl, const Plan& plan,
+                                            const Writes& writes, const Resource& r) {
+  for (const auto* list : {&r.restart_on, &r.reload_on}) {
+    for (const std::string& ref : *list) {
+      size_t j = decl.index.find(ref)->second;
+      if (!plan.steps[j].failed() && writes.Ok(j)) continue;
+      bool restart = list == &r.restart_on;
+      return NotActed(
+          restart ? "restarted" : "reloaded",
+          std::string(restart ? "restart_on" : "reload_on") + " resource " + ref + " failed",
+          r.unit, "configuration");
+    }
+  }
+  return std::nullopt;
+}
+
+// What becomes of one unit short of queueing its job; nullopt: its start,
+// restart or reload is to be queued.
+std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, const Writes& writes,
+                            const std::optional<core::Status>& reloaded, const UnitPlan& u,
+                            ports::ServiceManager* services, bool dry_run) {
+  const Resource& r = decl.resources[u.index];
+  if (plan.steps[u.index].failed() || !writes.Ok(u.index) || !u.failed.empty()) return Acted{};
+  Acted acted;
+  if (u.stop && !dry_run) {
+    auto job = services->Enqueue(r.unit, ports::JobKind::kStop);
+    acted =
+        job ? Acted{State::kStopQueued, "", *job} : Acted{State::kRefused, job.error().message, ""};
+  }
+  if (r.state == core::UnitState::kRunning) {
+    if (auto failed = FailedDependency(decl, plan, writes, r)) {
+      return Acted{State::kBlocked, *failed, ""};
+    }
+  }
+  if (u.daemon_reload && reloaded.has_value() && !reloaded->has_value()) {
+    std::string past = u.action ? std::string(core::OutcomeName(OutcomeOf(*u.action))) : "loaded";
+    return Acted{State::kBlocked,
+                 NotActed(past, "daemon-reload failed (" + reloaded->error().message + ")", r.unit,
+                          "definition"),
+                 ""};
+  }
+  if (!u.action.has_value() || dry_run) return acted;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Writes& writes,
+                       const std::optional<core::Status>& reloaded, ports::ServiceManager* services,
+                       bool dry_run) {
+  std::vector<Acted> acts;
+  std::vector<std::pair<std::string, ports::JobKind>> asks;
+  std::vector<size_t> asked;
+  for (size_t k = 0; k < plan.units.size(); ++k) {
+    const UnitPlan& u = plan.units[k];
+    std::optional<Acted> decided = Decide(decl, plan, writes, reloaded, u, services, dry_run);
+    acts.push_back(decided.value_or(Acted{}));
+    if (decided.has_value()) continue;
+    asks.emplace_back(decl.resources[u.index].unit, JobOf(*u.action));
+    asked.push_back(k);
+  }
+  if (asks.empty()) return acts;
+  // Every job of the apply is sent at once; each answer is only "queued".
+  std::vector<core::Result<std::string>> queued = services->EnqueueAll(asks);
+  for (size_t n = 0; n < asked.size(); ++n) {
+    Acted& a = acts[asked[n]];
+    a = queued[n] ? Acted{State::kQueued, "", *queued[n]}
+                  : Acted{State::kRefused, queued[n].error().message, ""};
+  }
+  return acts;
+}
+
+}  // namespace mesh::reconcile

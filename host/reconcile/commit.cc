@@ -1,0 +1,256 @@
+#include "host/reconcile/commit.h"
+
+#include "host/reconcile/words.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using core::Outcome;
+using core::ResourceOutcome;
+using State = Acted::State;
+
+std::string Did(bool dry_run, std::string_view past, std::string_view verb, std::string_view rest) {
+  return (dry_run ? "would " + std::string(verb) : std::string(past)) + " " + std::string(rest);
+}
+
+// Why the unit was acted on, with the generation that first owed it.
+std::string WhyOf(const UnitPlan& u) {
+  if (!u.owed_since.has_value()) return u.why;
+  std::string owed = OwedSince(*u.owed_since);
+  return u.why.empty() ? owed : u.why + " (" + owed + ")";
+}
+
+// An action held back or refused, when an earlier apply already owed it.
+std::string StillOwed(const UnitPlan& u) {
+  if (!u.owed_since.has_value() || !u.action.has_value()) return "";
+  return " (" + std::string(core::UnitActionVerb(*u.action)) + " " + OwedSince(*u.owed_since) + ")";
+}
+
+void Fail(ResourceOutcome& o, std::string detail) {
+  o.outcome = Outcome::kFailed;
+  o.detail = std::move(detail);
+}
+
+void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& step,
+                   const UnitPlan& u, ResourceOutcome& o) {
+  std::string before = step.changes() ? step.detail + "; " : "";
+  if (u.stop) {
+    o.outcome = step.changes() ? step.outcome : Outcome::kStopped;
+    o.detail = before + Did(in.dry_run, "stopped", "stop", r.unit) + " (not waited on)";
+  } else {
+    o.detail = before + StoppedAsDeclared(r.unit);
+  }
+}
+
+void SettleActed(const SettleInputs& in, const core::Resource& r, const Step& step,
+                 const UnitPlan& u, const std::optional<Confirmation>& c, ResourceOutcome& o) {
+  std::string why = WhyOf(u);
+  if (in.dry_run || !c.has_value()) {
+    o.outcome = step.changes() ? step.outcome : OutcomeOf(*u.action);
+    o.detail = (step.changes() ? step.detail + ", "
+                : why.empty()  ? ""
+                               : why + "; ") +
+               "would " + std::string(core::UnitActionVerb(*u.action)) + " " + r.unit;
+    return;
+  }
+  o.unit = Snapshot(r.unit, c->last);
+  o.restart_reason = *u.action == core::UnitAction::kReload ? "" : u.reason;
+  o.host_acted = true;
+  if (!c->verdict.accepted) {
+    Fail(o, (r.unit != r.id ? r.unit + " " : "") + c->verdict.detail + StillOwed(u));
+    o.confirm_failed = true;
+  } else if (step.changes()) {
+    o.outcome = step.outcome;
+    o.detail = step.detail + ", running as " + r.unit + " (" + c->verdict.detail + ")";
+  } else {
+    o.outcome = OutcomeOf(*u.action);
+    o.detail = (why.empty() ? "" : why + "; ") + r.unit + " " + c->verdict.detail;
+  }
+}
+
+// The unit's part of a service's or process's outcome.
+void SettleUnit(const SettleInputs& in, size_t k, ResourceOutcome& o) {
+  const UnitPlan& u = in.plan->units[k];
+  const core::Resource& r = in.declaration->resources[u.index];
+  const Step& step = in.plan->steps[u.index];
+  const Acted& a = (*in.acts)[k];
+  if (!u.failed.empty()) return Fail(o, u.failed);
+  o.unit = Snapshot(r.unit, u.status);
+  if (a.state == State::kBlocked || a.state == State::kRefused) {
+    return Fail(o, a.detail + StillOwed(u));
+  }
+  if (r.state == core::UnitState::kStopped) return SettleStopped(in, r, step, u, o);
+  if (!u.action.has_value()) {
+    o.detail = Then(step.detail, UnitStatePhrase(r.unit, u.status));
+    return;
+  }
+  SettleActed(in, r, step, u, (*in.confirmed)[k], o);
+}
+
+ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k, Settled& out) {
+  const core::Resource& r = in.declaration->resources[i];
+  const Step& step = in.plan->steps[i];
+  const Written& written = in.writes->steps[i];
+  ResourceOutcome o;
+  o.id = r.id;
+  o.kind = std::string(core::KindName(r.kind));
+  if (r.HasUnit()) {
+    o.declared_unit = r.unit;
+    o.unit_should_run = r.state == core::UnitState::kRunning;
+  }
+  // What the record holds of it now: the new entry, or the old one when it
+  // failed (writes are atomic: the old entry still describes the disk) or
+  // in a plan that would change it.
+  const core::RecordEntry* entry = step.entry ? &*step.entry : nullptr;
+  std::optional<core::RecordEntry> filled;
+  if (step.failed() || !written.status) {
+    Fail(o, step.failed() ? step.detail : written.status.error().message);
+    entry = step.old;
+  } else {
+    o.outcome = step.outcome;
+    o.detail = step.detail;
+    if (in.dry_run && step.changes()) {
+      entry = step.old;
+    } else if (step.changes()) {
+      filled = *step.entry;
+      if (step.write_files) filled->written[0].fingerprint = written.fingerprint;
+      if (step.write_unit_file) filled->unit_file_fingerprint = written.unit_file_fingerprint;
+      entry = &*filled;
+    }
+  }
+  if (r.HasUnit()) {
+    if (o.outcome != Outcome::kFailed) SettleUnit(in, *unit_k, o);
+    ++*unit_k;
+  }
+  o.digest = entry != nullptr ? entry->digest : "";
+  o.applied_at = entry != nullptr ? entry->applied_at : "";
+  // Only what differs from the record is kept: a no-op copies nothing.
+  auto recorded = in.record->resources.find(r.id);
+  bool in_record = recorded != in.record->resources.end();
+  if (entry != nullptr) {
+    if (!in_record || !(recorded->second == *entry)) out.entries[r.id] = *entry;
+  } else if (!in.dry_run && in_record) {
+    out.entries[r.id] = std::nullopt;
+  }
+  return o;
+}
+
+ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
+  const Removal& rm = in.plan->removals[k];
+  const core::Status& done = in.writes->removals[k];
+  ResourceOutcome o;
+  o.id = rm.id;
+  o.kind = rm.entry.kind;
+  o.outcome = Outcome::kRemoved;
+  o.applied_at = in.now;
+  if (!done) {
+    Fail(o, "removing: " + done.error().message);
+    o.digest = rm.entry.digest;
+    return o;
+  }
+  if (rm.stop) o.detail = Did(in.dry_run, "stopped", "stop", rm.entry.unit) + " (not waited on)";
+  if (!rm.delete_paths.empty()) {
+    o.detail = Then(o.detail,
+                    Did(in.dry_run, "deleted", "delete", Plural(rm.delete_paths.size(), "path")));
+  }
+  if (rm.kept > 0)
+    o.detail = Then(o.detail, "left " + Plural(rm.kept, "path") + " the host did not create");
+  if (rm.delete_unit_file) {
+    o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit));
+  }
+  if (o.detail.empty()) o.detail = "no longer declared";
+  if (!in.dry_run) out.entries[rm.id] = std::nullopt;  // recorded: it is a removal
+  return o;
+}
+
+bool WritesFailed(const SettleInputs& in, size_t i) {
+  return in.plan->steps[i].failed() || !in.writes->Ok(i);
+}
+
+// What is still owed: the plan's intent, less what was done and confirmed,
+// less what this apply newly asked for on writes that all failed (the next
+// apply asks again when it writes them).
+core::Intent StillOwedAfter(const SettleInputs& in) {
+  core::Intent next = in.plan->intent;
+  next.applying = false;
+  bool reloaded = in.reloaded->has_value() && (*in.reloaded)->has_value();
+  for (size_t k = 0; k < in.plan->units.size(); ++k) {
+    const UnitPlan& u = in.plan->units[k];
+    const std::string& id = in.declaration->resources[u.index].id;
+    auto it = next.owed.find(id);
+    if (it == next.owed.end()) continue;
+    core::Owed& owed = it->second;
+    bool carried = in.owed->owed.contains(id);
+    bool causes_failed = !u.causes.empty();
+    for (size_t c : u.causes) causes_failed = causes_failed && WritesFailed(in, c);
+    if (!carried && causes_failed) {
+      next.owed.erase(it);
+      continue;
+    }
+    if (reloaded) owed.daemon_reload = false;
+    const auto& c = (*in.confirmed)[k];
+    if (c.has_value() && c->verdict.accepted) owed.action.reset();
+    if (!owed.action.has_value() && !owed.daemon_reload) next.owed.erase(it);
+  }
+  return next;
+}
+
+}  // namespace
+
+Settled Settle(const SettleInputs& in) {
+  Settled out;
+  size_t n = in.declaration->resources.size();
+  out.outcomes.reserve(n + in.plan->removals.size());
+  size_t unit_k = 0;
+  for (size_t i = 0; i < n; ++i) out.outcomes.push_back(SettleResource(in, i, &unit_k, out));
+  for (size_t k = 0; k < in.plan->removals.size(); ++k) {
+    out.outcomes.push_back(SettleRemoval(in, k, out));
+  }
+  for (const ResourceOutcome& o : out.outcomes) out.failed |= o.outcome == Outcome::kFailed;
+  out.intent = in.dry_run ? in.plan->intent : StillOwedAfter(in);
+  return out;
+}
+
+core::Status Commit(const CommitInputs& in, const Settled& settled) {
+  const core::Record& old = *in.record;
+  const core::Declaration& decl = *in.declaration;
+  // Settled only when nothing failed and nothing is owed: the next apply of
+  // these same bytes may then be proven from the record alone.
+  std::string settled_digest = settled.failed || !settled.intent.owed.empty() ? "" : decl.digest;
+  bool same_record = in.had_record && settled.entries.empty() && old.machine == decl.machine &&
+                     old.generation == decl.generation && old.declaration_digest == decl.digest &&
+                     old.want_version == core::Record::kWantVersion &&
+                     old.settled_declaration_digest == settled_digest;
+  bool same_intent = settled.intent == *in.saved;
+  if (same_record && same_intent) return core::Ok();
+  // What was renamed and removed reaches the disk before the intent or the
+  // record says so.
+  core::Status flushed = in.root->Flush();
+  if (flushed) flushed = in.units->Flush();
+  if (!flushed) return core::Fail("record not saved: " + flushed.error().message);
+  if (!same_intent) {
+    if (auto st = in.records->SaveIntent(settled.intent); !st) {
+      return core::Fail("intent not saved: " + st.error().message);
+    }
+  }
+  if (same_record) return core::Ok();
+  core::Record next = old;
+  for (const auto& [id, entry] : settled.entries) {
+    if (entry.has_value()) {
+      next.resources[id] = *entry;
+    } else {
+      next.resources.erase(id);
+    }
+  }
+  next.machine = decl.machine;
+  next.generation = decl.generation;
+  next.declaration_digest = decl.digest;
+  next.want_version = core::Record::kWantVersion;
+  next.settled_declaration_digest = settled_digest;
+  if (auto st = in.records->Save(next); !st) {
+    return core::Fail("record not saved: " + st.error().message);
+  }
+  return core::Ok();
+}
+
+}  // namespace mesh::reconcile

@@ -1,0 +1,69 @@
+// Commit: the last phase of an apply. What the phases did becomes each
+// resource's outcome (the words of its log line), the record's changes and
+// what is still owed (Settle, pure); then it is made durable (Commit), in
+// this order: the writes flushed, the intent, the record.
+//
+// The order is what makes a kill anywhere safe. The intent is cleared of an
+// action only after the action was confirmed; the record is saved after the
+// intent, so a kill between the two leaves an old record (the next apply
+// finds the files matching and adopts them) and no debt that was paid.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/intent.h"
+#include "host/core/outcome.h"
+#include "host/core/record.h"
+#include "host/core/result.h"
+#include "host/ports/file_system.h"
+#include "host/ports/record_store.h"
+#include "host/reconcile/act.h"
+#include "host/reconcile/confirm.h"
+#include "host/reconcile/plan.h"
+#include "host/reconcile/write.h"
+
+namespace mesh::reconcile {
+
+struct SettleInputs {
+  const core::Declaration* declaration = nullptr;
+  const core::Record* record = nullptr;  // as loaded
+  const Plan* plan = nullptr;
+  const core::Intent* owed = nullptr;  // what earlier applies left owed
+  const Writes* writes = nullptr;
+  const std::optional<core::Status>* reloaded = nullptr;
+  const std::vector<Acted>* acts = nullptr;
+  const std::vector<std::optional<Confirmation>>* confirmed = nullptr;
+  std::string now;
+  bool dry_run = false;
+};
+
+struct Settled {
+  // The declared resources in declaration order, then the removed ones.
+  std::vector<core::ResourceOutcome> outcomes;
+  // The record's entries that differ from it (nullopt: to erase), by id.
+  std::map<std::string, std::optional<core::RecordEntry>> entries;
+  core::Intent intent;  // what is still owed
+  bool failed = false;  // some resource failed
+};
+
+Settled Settle(const SettleInputs& in);
+
+struct CommitInputs {
+  ports::FileSystem* root = nullptr;
+  ports::FileSystem* units = nullptr;
+  ports::RecordStore* records = nullptr;
+  const core::Declaration* declaration = nullptr;
+  const core::Record* record = nullptr;  // as loaded
+  bool had_record = false;
+  const core::Intent* saved = nullptr;  // the intent as it stands on disk now
+};
+
+// Flushes, saves the intent when it changed and the record when it changed.
+// An error names what could not be saved; the apply then fails.
+core::Status Commit(const CommitInputs& in, const Settled& settled);
+
+}  // namespace mesh::reconcile

@@ -1,0 +1,33 @@
+// Confirm: ADR 184's two looks at every unit the apply started, restarted
+// or reloaded — wait for the jobs (bounded), look once, one pause of the
+// settle time shared by every unit, look again — and the verdict of each
+// (host/core/two_look.h decides it from the looks alone).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/two_look.h"
+#include "host/core/unit_status.h"
+#include "host/ports/clock.h"
+#include "host/ports/service_manager.h"
+#include "host/reconcile/act.h"
+#include "host/reconcile/plan.h"
+
+namespace mesh::reconcile {
+
+struct Confirmation {
+  core::Verdict verdict;
+  core::UnitStatus last;  // the second look
+};
+
+// One per plan.units entry: set where a job was queued.
+std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& declaration,
+                                                 const Plan& plan, const std::vector<Acted>& acts,
+                                                 ports::ServiceManager* services,
+                                                 ports::Clock& clock,
+                                                 std::chrono::nanoseconds settle);
+
+}  // namespace mesh::reconcile

@@ -1,0 +1,26 @@
+// Daemon-reload: the phase between the writes and the unit actions — one
+// daemon-reload when a unit file was written or deleted, or when an earlier
+// apply owes one (its unit file changed and systemd never loaded it).
+//
+// A unit is never started or restarted onto a definition systemd has not
+// loaded: when the daemon-reload fails, the units that needed it fail, and
+// it stays owed (commit.h) for the next apply to try again.
+#pragma once
+
+#include <optional>
+
+#include "host/core/result.h"
+#include "host/ports/service_manager.h"
+#include "host/reconcile/plan.h"
+#include "host/reconcile/write.h"
+
+namespace mesh::reconcile {
+
+// Whether the plan and its writes call for a daemon-reload.
+bool DaemonReloadNeeded(const Plan& plan, const Writes& writes);
+
+// nullopt when none was needed; else systemd's answer.
+std::optional<core::Status> DaemonReload(const Plan& plan, const Writes& writes,
+                                         ports::ServiceManager* services);
+
+}  // namespace mesh::reconcile

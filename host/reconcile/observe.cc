@@ -1,0 +1,324 @@
+#include "host/reconcile/observe.h"
+
+#include <set>
+
+#include "host/core/sha256.h"
+#include "host/core/want.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using core::FileInfo;
+using core::FileType;
+using core::RecordEntry;
+using core::Resource;
+using core::Result;
+using core::TreeEntry;
+
+constexpr uint64_t kMaxBundleBytes = 1ull << 30;
+constexpr uint64_t kMaxUnitFileBytes = 1ull << 20;
+
+FilesSeen Error(std::string message) {
+  FilesSeen seen;
+  seen.found = Found::kError;
+  seen.error = std::move(message);
+  return seen;
+}
+
+class Observer {
+ public:
+  Observer(const core::Declaration& decl, const core::Record& record,
+           const std::vector<std::string>& wants, const ObservePorts& ports, StatCache& cache)
+      : decl_(decl), record_(record), wants_(wants), ports_(ports), cache_(cache) {}
+
+  Result<Observation> Run();
+
+ private:
+  core::Status StatAll();
+  core::Status LoadChangedBundles();
+  Result<std::vector<TreeEntry>> LoadBundle(const Resource& r) const;
+  const Result<FileInfo>& StatOf(const std::string& path);
+  FilesSeen File(const Resource& r, const RecordEntry* old, const std::string& want);
+  FilesSeen Tree(const Resource& r, const RecordEntry* old, const std::string& want);
+  Result<const std::vector<TreeEntry>*> Bundle(const Resource& r);
+  UnitFileSeen UnitFile(const Resource& r, const RecordEntry* old, const std::string& want);
+  void Units();
+  // Whether `path` was on the machine before the host first managed it:
+  // kept from the record, or found there now while no record entry names it.
+  bool Preexisting(const RecordEntry* old, const std::string& path, const FileInfo& info) const;
+  // Owner and group names resolved once per apply: the machine's user
+  // database is not read for every file.
+  Result<std::pair<uint32_t, uint32_t>> Ids(const Resource& r);
+
+  const core::Declaration& decl_;
+  const core::Record& record_;
+  const std::vector<std::string>& wants_;
+  const ObservePorts& ports_;
+  StatCache& cache_;
+  Observation out_;
+  std::set<std::string_view> recorded_paths_;
+  std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
+};
+
+Result<Observation> Observer::Run() {
+  if (auto st = StatAll(); !st) return std::unexpected(st.error());
+  if (auto st = LoadChangedBundles(); !st) return std::unexpected(st.error());
+  for (const auto& [id, e] : record_.resources) {
+    for (const core::WrittenPath& w : e.written) recorded_paths_.insert(w.path);
+  }
+  size_t n = decl_.resources.size();
+  out_.seen.files.resize(n);
+  out_.seen.unit_files.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Resource& r = decl_.resources[i];
+    const RecordEntry* old = OldEntry(record_, r);
+    if (r.kind == core::Kind::kFile || r.kind == core::Kind::kCredential) {
+      out_.seen.files[i] = File(r, old, wants_[i]);
+    } else if (r.IsTree()) {
+      out_.seen.files[i] = Tree(r, old, wants_[i]);
+    }
+    if (r.HasUnit()) out_.seen.unit_files[i] = UnitFile(r, old, wants_[i]);
+  }
+  Units();
+  return std::move(out_);
+}
+
+// Every declared path is looked at once, in one batch: one on which a
+// symlink (or anything else) would lead out of the root refuses the
+// declaration whole.
+core::Status Observer::StatAll() {
+  std::vector<std::string_view> paths;
+  for (const Resource& r : decl_.resources) {
+    if (r.HasFiles() && !cache_.stats.contains(r.path)) paths.push_back(r.path);
+  }
+  std::vector<Result<FileInfo>> infos = ports_.root->StatMany(paths);
+  for (size_t i = 0; i < paths.size(); ++i) cache_.stats.emplace(paths[i], std::move(infos[i]));
+  for (const Resource& r : decl_.resources) {
+    if (!r.HasFiles()) continue;
+    const Result<FileInfo>& info = StatOf(r.path);
+    if (!info && info.error().kind == core::ErrorKind::kOutsideRoot) {
+      return core::Fail("resource " + r.id + ", field path: " + info.error().message);
+    }
+  }
+  return core::Ok();
+}
+
+// A bundle the record already holds at this digest was checked when it was
+// applied; only new or changed bundles are read here, so a no-op apply does
+// not re-hash every bundle. One that cannot be used refuses the declaration.
+core::Status Observer::LoadChangedBundles() {
+  for (size_t i = 0; i < decl_.resources.size(); ++i) {
+    const Resource& r = decl_.resources[i];
+    if (!r.IsTree()) continue;
+    const RecordEntry* old = OldEntry(record_, r);
+    if (old != nullptr && old->digest == wants_[i]) continue;
+    auto bundle = LoadBundle(r);
+    if (!bundle) return std::unexpected(bundle.error());
+    out_.bundles.emplace(r.id, std::move(*bundle));
+  }
+  return core::Ok();
+}
+
+Result<std::vector<TreeEntry>> Observer::LoadBundle(const Resource& r) const {
+  std::string where = "resource " + r.id + ", field ";
+  auto bytes = ports_.artifacts->ReadFile("/" + r.source, kMaxBundleBytes);
+  if (!bytes) return core::Fail(where + "source: " + bytes.error().message);
+  std::string actual = core::Sha256Hex(*bytes);
+  if (actual != r.sha256) {
+    return core::Fail(where + "sha256: source " + r.source + " has sha256 " + actual +
+                      ", the declaration says " + r.sha256);
+  }
+  auto entries = ports_.archives->Read(*bytes);
+  if (!entries) return core::Fail(where + "source: " + entries.error().message);
+  auto checked = core::CheckBundleEntries(std::move(*entries));
+  if (!checked) {
+    return core::Fail(where + "source: bundle " + r.source +
+                      " refused: " + checked.error().message);
+  }
+  core::HashContents(*checked);
+  return std::move(*checked);
+}
+
+Result<const std::vector<TreeEntry>*> Observer::Bundle(const Resource& r) {
+  auto it = out_.bundles.find(r.id);
+  if (it == out_.bundles.end()) {
+    auto loaded = LoadBundle(r);
+    if (!loaded) return std::unexpected(loaded.error());
+    it = out_.bundles.emplace(r.id, std::move(*loaded)).first;
+  }
+  return &it->second;
+}
+
+const Result<FileInfo>& Observer::StatOf(const std::string& path) {
+  auto it = cache_.stats.find(path);
+  if (it == cache_.stats.end()) {
+    cache_.Add(path, ports_.root->Stat(path));
+    it = cache_.stats.find(path);
+  }
+  return it->second;
+}
+
+bool Observer::Preexisting(const RecordEntry* old, const std::string& path,
+                           const FileInfo& info) const {
+  if (old != nullptr && !old->written.empty() && old->written[0].path == path) {
+    return old->written[0].preexisting;
+  }
+  return info.type != FileType::kMissing && !recorded_paths_.contains(path);
+}
+
+Result<std::pair<uint32_t, uint32_t>> Observer::Ids(const Resource& r) {
+  auto key = std::make_pair(r.owner, r.group);
+  auto it = ids_.find(key);
+  if (it == ids_.end()) it = ids_.emplace(key, ports_.root->LookupIds(r.owner, r.group)).first;
+  return it->second;
+}
+
+FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::string& want) {
+  const Result<FileInfo>& info = StatOf(r.path);
+  if (!info) return Error(info.error().message);
+  FilesSeen seen;
+  seen.preexisting = Preexisting(old, r.path, *info);
+  seen.missing = info->type == FileType::kMissing;
+  if (RecordedAt(r, old, want) && info->type == FileType::kRegular &&
+      core::FingerprintMatches(*info, old->written[0].fingerprint)) {
+    seen.fingerprint = old->written[0].fingerprint;  // the hot path: nothing read
+    return seen;
+  }
+  auto ids = Ids(r);
+  if (!ids) return Error(ids.error().message);
+  std::tie(seen.uid, seen.gid) = *ids;
+  seen.fingerprint = core::FileFingerprint(*info);
+  // The bytes are read only when size, mode and ownership already agree.
+  const FileInfo& fi = *info;
+  bool owner = fi.uid == seen.uid && fi.gid == seen.gid;
+  bool mode = fi.mode == (r.mode & 07777);
+  seen.found = Found::kDiffers;
+  seen.drift = seen.missing                    ? "deleted"
+               : fi.type != FileType::kRegular ? "replaced by something else"
+               : !mode                         ? "mode changed"
+               : !owner                        ? "owner changed"
+                                               : "content changed";
+  if (fi.type == FileType::kRegular && fi.size == r.content.size() && mode && owner) {
+    auto content = ports_.root->ReadFile(r.path, r.content.size());
+    if (!content) return Error(content.error().message);
+    if (*content == r.content) seen.found = Found::kAsDeclared;
+  }
+  return seen;
+}
+
+FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::string& want) {
+  const Result<FileInfo>& info = StatOf(r.path);
+  if (!info) return Error(info.error().message);
+  FilesSeen seen;
+  seen.preexisting = Preexisting(old, r.path, *info);
+  seen.missing = info->type == FileType::kMissing;
+  bool dir = info->type == FileType::kDirectory;
+  bool recorded = RecordedAt(r, old, want);
+  if (dir) {
+    auto scan = ports_.root->ScanTree(r.path, /*hash_contents=*/false);
+    if (!scan) return Error(scan.error().message);
+    seen.fingerprint = core::TreeFingerprint(*scan);
+    if (recorded && old->written[0].fingerprint == seen.fingerprint) {
+      seen.content_digest = old->written[0].content_digest;
+      seen.file_count = old->written[0].file_count;
+      return seen;
+    }
+  }
+  // The fingerprint moved or there is no record: compare content.
+  std::string on_disk;
+  if (dir) {
+    auto hashed = ports_.root->ScanTree(r.path, /*hash_contents=*/true);
+    if (!hashed) return Error(hashed.error().message);
+    on_disk = core::TreeDigest(*hashed);
+    seen.fingerprint = core::TreeFingerprint(*hashed);
+  }
+  if (recorded && on_disk == old->written[0].content_digest) {
+    seen.found = Found::kAsDeclared;
+    seen.content_digest = on_disk;
+    seen.file_count = old->written[0].file_count;
+    return seen;
+  }
+  auto bundle = Bundle(r);
+  if (!bundle) return Error(bundle.error().message);
+  seen.content_digest = core::TreeDigest(**bundle);
+  for (const TreeEntry& e : **bundle) seen.file_count += e.type == FileType::kRegular;
+  seen.found = dir && on_disk == seen.content_digest ? Found::kAsDeclared : Found::kDiffers;
+  return seen;
+}
+
+UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
+                                const std::string& want) {
+  UnitFileSeen seen;
+  if (!r.unit_text.has_value()) return seen;  // the machine's own unit file
+  const std::string path = "/" + r.unit;
+  auto info = ports_.units->Stat(path);
+  if (!info) {
+    seen.found = Found::kError;
+    seen.error = info.error().message;
+    return seen;
+  }
+  seen.fingerprint = core::FileFingerprint(*info);
+  seen.missing = info->type == FileType::kMissing;
+  bool recorded = old != nullptr && old->digest == want && old->unit == r.unit &&
+                  !old->unit_file_fingerprint.empty();
+  if (recorded && info->type == FileType::kRegular &&
+      old->unit_file_fingerprint == seen.fingerprint) {
+    return seen;
+  }
+  seen.found = Found::kDiffers;
+  if (info->type == FileType::kRegular && info->size == r.unit_text->size()) {
+    auto content = ports_.units->ReadFile(path, kMaxUnitFileBytes);
+    if (!content) {
+      seen.found = Found::kError;
+      seen.error = content.error().message;
+    } else if (*content == *r.unit_text && info->mode == 0644) {
+      seen.found = Found::kAsDeclared;
+    }
+  }
+  return seen;
+}
+
+// Every declared unit, and every unit of a recorded resource no longer
+// declared, in one pipelined round.
+void Observer::Units() {
+  size_t n = decl_.resources.size();
+  out_.seen.units.resize(n);
+  if (ports_.services == nullptr) return;
+  std::vector<std::string> names;
+  std::set<std::string_view> declared;
+  for (const Resource& r : decl_.resources) {
+    if (!r.HasUnit()) continue;
+    names.push_back(r.unit);
+    declared.insert(r.unit);
+  }
+  size_t first_dropped = names.size();
+  for (const auto& [id, e] : record_.resources) {
+    if (!e.unit.empty() && decl_.Find(id) == nullptr && !declared.contains(e.unit)) {
+      names.push_back(e.unit);
+    }
+  }
+  if (names.empty()) return;
+  std::vector<Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (decl_.resources[i].HasUnit()) out_.seen.units[i] = std::move(statuses[k++]);
+  }
+  for (k = first_dropped; k < names.size(); ++k) {
+    out_.seen.dropped_units.emplace(names[k], std::move(statuses[k]));
+  }
+}
+
+}  // namespace
+
+void StatCache::Add(std::string path, core::Result<core::FileInfo> info) {
+  const std::string& kept = paths.emplace_back(std::move(path));
+  stats.emplace(kept, std::move(info));
+}
+
+core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,
+                                  const std::vector<std::string>& wants, const ObservePorts& ports,
+                                  StatCache& cache) {
+  return Observer(declaration, record, wants, ports, cache).Run();
+}
+
+}  // namespace mesh::reconcile

@@ -1,0 +1,59 @@
+// Observe: the first phase of an apply — what the machine holds of every
+// declared resource, looked at only as deep as needed to know whether it
+// matches, before anything is written.
+//
+// A file whose recorded fingerprint still holds is not read; one whose
+// fingerprint moved is compared (size, mode and owner first, then bytes); a
+// tree is scanned and hashed only when its fingerprint moved; bundles are
+// read only when new or changed. Every declared unit (and every unit of a
+// resource no longer declared) is read in one pipelined round. A path that
+// would lead out of the root, or a bundle that cannot be used, refuses the
+// declaration whole: the error is the refusal.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/file_info.h"
+#include "host/core/record.h"
+#include "host/core/result.h"
+#include "host/ports/archive_reader.h"
+#include "host/ports/file_system.h"
+#include "host/ports/service_manager.h"
+#include "host/reconcile/plan.h"
+
+namespace mesh::reconcile {
+
+struct ObservePorts {
+  ports::FileSystem* root = nullptr;
+  ports::FileSystem* artifacts = nullptr;
+  ports::FileSystem* units = nullptr;
+  ports::ArchiveReader* archives = nullptr;
+  ports::ServiceManager* services = nullptr;  // may be null
+};
+
+// Stats already taken this apply (a failed record proof's), by path: not
+// taken again. Keys are views into `paths`.
+struct StatCache {
+  std::deque<std::string> paths;
+  std::map<std::string_view, core::Result<core::FileInfo>> stats;
+
+  void Add(std::string path, core::Result<core::FileInfo> info);
+};
+
+struct Observation {
+  Seen seen;
+  // The checked members of every bundle this apply may unpack, by id.
+  std::map<std::string, std::vector<core::TreeEntry>> bundles;
+};
+
+core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,
+                                  const std::vector<std::string>& wants, const ObservePorts& ports,
+                                  StatCache& cache);
+
+}  // namespace mesh::reconcile

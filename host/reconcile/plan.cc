@@ -1,0 +1,389 @@
+#include "host/reconcile/plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "host/core/want.h"
+#include "host/reconcile/words.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using core::Outcome;
+using core::RecordEntry;
+using core::Resource;
+using core::UnitAction;
+
+// "wrote 22 byte(s)" in an apply, "would write 22 byte(s)" in a plan.
+std::string Did(bool dry_run, std::string_view past, std::string_view verb, std::string_view rest) {
+  return (dry_run ? "would " + std::string(verb) : std::string(past)) + " " + std::string(rest);
+}
+
+Step Failed(Step step, std::string detail) {
+  step.outcome = Outcome::kFailed;
+  step.detail = std::move(detail);
+  step.write_files = step.write_unit_file = false;
+  step.entry.reset();
+  return step;
+}
+
+Step PlanFile(const PlanInputs& in, const Resource& r, const RecordEntry* old,
+              const std::string& want, const FilesSeen& seen) {
+  Step step;
+  step.old = old;
+  if (seen.found == Found::kError) return Failed(std::move(step), seen.error);
+  bool recorded = RecordedAt(r, old, want);
+  RecordEntry entry;
+  entry.kind = std::string(core::KindName(r.kind));
+  entry.digest = want;
+  entry.applied_at = recorded ? old->applied_at : in.now;
+  entry.written.push_back({r.path, seen.fingerprint, "", 0, seen.preexisting});
+  if (seen.found == Found::kAsRecorded) {
+    step.detail = kAsDeclared;
+  } else if (seen.found == Found::kAsDeclared) {
+    // Content, mode and owner agree although the fingerprint moved
+    // (touched, copied back, or no record): adopted without a rewrite.
+    if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : in.now;
+    step.detail = old != nullptr ? std::string(kAsDeclared) : "adopted: already as declared";
+  } else {
+    step.outcome = seen.missing && old == nullptr ? Outcome::kCreated : Outcome::kUpdated;
+    std::string why = recorded ? "drifted: " + seen.drift + " on the machine, put back; " : "";
+    std::string wrote =
+        r.kind == core::Kind::kCredential ? "secret" : Plural(r.content.size(), "byte");
+    step.detail =
+        why + Did(in.dry_run, "wrote", "write", wrote + ", mode " + core::FormatMode(r.mode));
+    step.write_files = true;
+    entry.applied_at = in.now;
+  }
+  step.entry = std::move(entry);
+  return step;
+}
+
+Step PlanTree(const PlanInputs& in, const Resource& r, const RecordEntry* old,
+              const std::string& want, const FilesSeen& seen) {
+  Step step;
+  step.old = old;
+  if (seen.found == Found::kError) return Failed(std::move(step), seen.error);
+  bool recorded = RecordedAt(r, old, want);
+  RecordEntry entry;
+  entry.kind = std::string(core::KindName(r.kind));
+  entry.digest = want;
+  entry.unit = r.HasUnit() ? r.unit : "";
+  entry.applied_at = recorded ? old->applied_at : in.now;
+  entry.written.push_back(
+      {r.path, seen.fingerprint, seen.content_digest, seen.file_count, seen.preexisting});
+  if (seen.found == Found::kAsRecorded) {
+    step.detail = FilesAsDeclared(seen.file_count);
+  } else if (seen.found == Found::kAsDeclared) {
+    if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : in.now;
+    step.detail = old != nullptr
+                      ? FilesAsDeclared(seen.file_count)
+                      : Plural(seen.file_count, "file") + " adopted: already as declared";
+  } else {
+    step.outcome = seen.missing && old == nullptr ? Outcome::kCreated : Outcome::kUpdated;
+    std::string why = recorded ? "drifted: the tree was changed on the machine, put back; " : "";
+    step.detail = why + Did(in.dry_run, "unpacked", "unpack", Plural(seen.file_count, "file"));
+    step.write_files = true;
+    entry.applied_at = in.now;
+  }
+  step.entry = std::move(entry);
+  return step;
+}
+
+Step PlanService(const PlanInputs& in, const Resource& r, const RecordEntry* old,
+                 const std::string& want) {
+  Step step;
+  step.old = old;
+  RecordEntry entry;
+  entry.kind = std::string(core::KindName(r.kind));
+  entry.digest = want;
+  bool recorded = old != nullptr && old->digest == want;
+  entry.applied_at = recorded ? old->applied_at : in.now;
+  // A changed state or unit alone changes nothing on disk; the unit phase
+  // acts on what systemd reports.
+  step.want_changed = old != nullptr && !recorded;
+  step.entry = std::move(entry);
+  return step;
+}
+
+// The unit file of a service or process, when the declaration gives its text.
+void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& seen, Step& step) {
+  RecordEntry& entry = *step.entry;
+  entry.unit = r.unit;
+  if (!r.unit_text.has_value()) return;  // the machine's own unit file
+  if (seen.found == Found::kError) {
+    step = Failed(std::move(step), seen.error);
+    return;
+  }
+  if (seen.found != Found::kDiffers) {
+    entry.unit_file_fingerprint = seen.fingerprint;
+    return;
+  }
+  const RecordEntry* old = step.old;
+  bool recorded = old != nullptr && old->digest == entry.digest && old->unit == r.unit &&
+                  !old->unit_file_fingerprint.empty();
+  std::string wrote = Did(in.dry_run, "wrote", "write", "unit file " + r.unit);
+  step.detail = step.detail.empty() || step.outcome == Outcome::kUnchanged
+                    ? wrote
+                    : step.detail + ", " + wrote;
+  if (recorded) {
+    step.detail =
+        "drifted: unit file " + r.unit + " changed on the machine, put back; " + step.detail;
+  }
+  if (step.outcome == Outcome::kUnchanged) {
+    step.outcome = old != nullptr || !seen.missing ? Outcome::kUpdated : Outcome::kCreated;
+  }
+  step.write_unit_file = true;
+  entry.unit_file_fingerprint.clear();  // the write phase's
+  entry.applied_at = in.now;
+}
+
+Step PlanResource(const PlanInputs& in, size_t i) {
+  const Resource& r = in.declaration->resources[i];
+  const RecordEntry* old = OldEntry(*in.record, r);
+  const std::string& want = (*in.wants)[i];
+  Step step = r.kind == core::Kind::kFile || r.kind == core::Kind::kCredential
+                  ? PlanFile(in, r, old, want, in.seen->files[i])
+              : r.IsTree() ? PlanTree(in, r, old, want, in.seen->files[i])
+                           : PlanService(in, r, old, want);
+  if (r.HasUnit() && !step.failed()) PlanUnitFile(in, r, in.seen->unit_files[i], step);
+  if (!step.failed() && step.entry.has_value()) {
+    step.entry->position = i;
+    step.entry->state = r.HasUnit() ? std::string(core::UnitStateName(r.state)) : "";
+  }
+  return step;
+}
+
+int Rank(UnitAction a) {
+  switch (a) {
+    case UnitAction::kReload:
+      return 0;
+    case UnitAction::kStart:
+      return 1;
+    case UnitAction::kRestart:
+      return 2;
+  }
+  return 0;
+}
+
+// What this apply's own view asks of a unit declared running.
+void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps, bool up,
+                UnitPlan& u) {
+  const Resource& r = in.declaration->resources[i];
+  const Step& step = steps[i];
+  std::vector<size_t> restart_deps, reload_deps;
+  for (const auto* list : {&r.restart_on, &r.reload_on}) {
+    for (const std::string& ref : *list) {
+      size_t j = in.declaration->index.find(ref)->second;
+      if (steps[j].changes()) (list == &r.restart_on ? restart_deps : reload_deps).push_back(j);
+    }
+  }
+  auto ask = [&](UnitAction action, std::string reason, std::string why) {
+    u.action = action;
+    u.reason = std::move(reason);
+    u.why = std::move(why);
+  };
+  if (!up) {
+    bool asked = step.changes() || step.want_changed;
+    ask(UnitAction::kStart, asked ? "declared" : "was_dead",
+        asked ? "declared running" : "was " + u.status.active_state + ", started");
+    if (step.changes()) u.causes = {i};
+  } else if (step.changes()) {
+    ask(UnitAction::kRestart, "declared", "");
+    u.causes = {i};
+  } else if (!restart_deps.empty()) {
+    ask(UnitAction::kRestart, "restart_on",
+        "restart_on " + in.declaration->resources[restart_deps[0]].id + " changed");
+    u.causes = restart_deps;
+  } else if (!reload_deps.empty()) {
+    ask(UnitAction::kReload, "reload_on",
+        "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed");
+    u.causes = reload_deps;
+  } else if (u.daemon_reload) {
+    // Its unit file changed before this apply and systemd has not loaded it.
+    ask(UnitAction::kRestart, "declared", "unit file " + r.unit + " changed but was not loaded");
+  }
+}
+
+UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps) {
+  const Resource& r = in.declaration->resources[i];
+  UnitPlan u;
+  u.index = i;
+  if (steps[i].failed()) return u;  // the step's failure is the outcome
+  auto carried = in.owed->owed.find(r.id);
+  const core::Owed* owed = carried != in.owed->owed.end() ? &carried->second : nullptr;
+  u.daemon_reload = (owed != nullptr && owed->daemon_reload) || steps[i].write_unit_file;
+  const auto& status = in.seen->units[i];
+  if (!in.services || !status.has_value()) {
+    u.failed = "no service manager: cannot manage " + r.unit;
+  } else if (!*status) {
+    u.failed = status->error().message;
+  } else {
+    u.status = **status;
+    // systemd's own NeedDaemonReload is a cross-check on what the intent says.
+    u.daemon_reload |= u.status.need_daemon_reload && r.unit_text.has_value();
+  }
+  if (r.state == core::UnitState::kStopped) {
+    // Declared stopped: whatever start or restart was owed is moot.
+    u.stop = u.failed.empty() && u.status.Running();
+    return u;
+  }
+  // A unit that cannot be read is owed what this apply's writes ask of it.
+  PlanAction(in, i, steps, /*up=*/!u.failed.empty() || u.status.Running(), u);
+  // What was owed wins unless this apply's own writes ask for as much.
+  if (owed != nullptr && owed->action.has_value() &&
+      (!u.action.has_value() || Rank(*owed->action) > Rank(*u.action) ||
+       (Rank(*owed->action) == Rank(*u.action) && u.causes.empty()))) {
+    u.action = owed->action;
+    u.reason = owed->reason;
+    u.why = owed->why;
+    u.owed_since = owed->since;
+    u.causes.clear();
+  }
+  return u;
+}
+
+// A recorded path is still claimed when a declared path equals it, lies
+// under it, or contains it. Sorted, each test is a few lookups, so
+// replacing a declaration of 10,000 files is not 10^8 comparisons.
+class Claims {
+ public:
+  explicit Claims(const core::Declaration& decl) {
+    for (const Resource& r : decl.resources) {
+      if (r.HasFiles()) paths_.insert(r.path);
+      if (r.HasUnit()) units_.insert(r.unit);
+    }
+  }
+  bool Path(const std::string& path) const {
+    if (paths_.contains(path)) return true;
+    auto below = paths_.lower_bound(path + "/");
+    if (below != paths_.end() && core::PathWithin(*below, path)) return true;
+    return core::AnyAncestor(path, [&](std::string_view up) { return paths_.contains(up); });
+  }
+  bool Unit(const std::string& unit) const { return units_.contains(unit); }
+
+ private:
+  std::set<std::string, std::less<>> paths_;
+  std::set<std::string, std::less<>> units_;
+};
+
+std::vector<Removal> PlanRemovals(const PlanInputs& in) {
+  std::vector<Removal> removals;
+  Claims claims(*in.declaration);
+  for (const auto& [id, e] : in.record->resources) {
+    if (in.declaration->Find(id) != nullptr) continue;
+    Removal rm;
+    rm.id = id;
+    rm.entry = e;
+    bool owns_unit = !e.unit.empty() && !claims.Unit(e.unit);
+    if (owns_unit) {
+      auto status = in.seen->dropped_units.find(e.unit);
+      rm.stop =
+          status != in.seen->dropped_units.end() && status->second && status->second->Running();
+      rm.delete_unit_file = !e.unit_file_fingerprint.empty();
+    }
+    for (const core::WrittenPath& w : e.written) {
+      if (w.preexisting || claims.Path(w.path)) {
+        ++rm.kept;
+      } else {
+        rm.delete_paths.push_back(w.path);
+      }
+    }
+    removals.push_back(std::move(rm));
+  }
+  return removals;
+}
+
+// What is owed once this apply is under way: every action it plans, and
+// what earlier applies owed for resources it cannot act on now.
+core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
+  core::Intent intent;
+  intent.applying = plan.ChangesMachine();
+  for (const UnitPlan& u : plan.units) {
+    const std::string& id = in.declaration->resources[u.index].id;
+    auto carried = in.owed->owed.find(id);
+    if (plan.steps[u.index].failed()) {
+      if (carried != in.owed->owed.end()) intent.owed.emplace(id, carried->second);
+      continue;
+    }
+    if (!u.action.has_value() && !u.daemon_reload) continue;
+    core::Owed owed{u.action, u.daemon_reload, u.reason, u.why, in.declaration->generation};
+    if (carried != in.owed->owed.end()) owed.since = carried->second.since;
+    intent.owed.emplace(id, std::move(owed));
+  }
+  return intent;
+}
+
+}  // namespace
+
+bool Plan::ChangesMachine() const {
+  for (const Step& s : steps) {
+    if (s.changes()) return true;
+  }
+  for (const UnitPlan& u : units) {
+    if (u.action.has_value() || u.stop || u.daemon_reload) return true;
+  }
+  for (const Removal& rm : removals) {
+    if (rm.stop || rm.delete_unit_file || !rm.delete_paths.empty()) return true;
+  }
+  return false;
+}
+
+const UnitPlan* Plan::UnitOf(size_t index) const {
+  auto it = std::lower_bound(units.begin(), units.end(), index,
+                             [](const UnitPlan& u, size_t i) { return u.index < i; });
+  return it != units.end() && it->index == index ? &*it : nullptr;
+}
+
+core::Status CheckDeclaration(const core::Declaration& decl, const core::Record& record,
+                              bool had_record, std::string_view machine) {
+  if (!machine.empty() && decl.machine != machine) {
+    return core::Fail("declaration, field machine: \"" + decl.machine +
+                      "\" is not this machine (\"" + std::string(machine) + "\")");
+  }
+  if (had_record && decl.generation < record.generation) {
+    return core::Fail("declaration, field generation: " + std::to_string(decl.generation) +
+                      " is lower than the applied generation " + std::to_string(record.generation));
+  }
+  return core::Ok();
+}
+
+std::vector<std::string> Wants(const core::Declaration& decl, const core::Record& record,
+                               bool had_record) {
+  bool same = had_record && record.settled_declaration_digest == decl.digest &&
+              record.want_version == core::Record::kWantVersion;
+  std::vector<std::string> wants;
+  wants.reserve(decl.resources.size());
+  for (const Resource& r : decl.resources) {
+    const RecordEntry* old = OldEntry(record, r);
+    wants.push_back(same && old != nullptr && !old->digest.empty() ? old->digest
+                                                                   : core::WantDigest(r));
+  }
+  return wants;
+}
+
+const RecordEntry* OldEntry(const core::Record& record, const Resource& r) {
+  auto it = record.resources.find(r.id);
+  return it != record.resources.end() && it->second.kind == core::KindName(r.kind) ? &it->second
+                                                                                   : nullptr;
+}
+
+bool RecordedAt(const Resource& r, const RecordEntry* old, const std::string& want) {
+  return old != nullptr && old->digest == want && old->written.size() == 1 &&
+         old->written[0].path == r.path && (!r.IsTree() || !old->written[0].content_digest.empty());
+}
+
+Plan MakePlan(const PlanInputs& in) {
+  Plan plan;
+  const auto& resources = in.declaration->resources;
+  plan.steps.reserve(resources.size());
+  for (size_t i = 0; i < resources.size(); ++i) plan.steps.push_back(PlanResource(in, i));
+  for (size_t i = 0; i < resources.size(); ++i) {
+    if (resources[i].HasUnit()) plan.units.push_back(PlanUnit(in, i, plan.steps));
+  }
+  plan.removals = PlanRemovals(in);
+  plan.intent = IntentOf(in, plan);
+  return plan;
+}
+
+}  // namespace mesh::reconcile

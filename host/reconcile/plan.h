@@ -1,0 +1,157 @@
+// One apply, planned: from the declaration, the record, what earlier applies
+// still owe (the intent) and what the machine showed (observe.h), the
+// writes and unit actions this apply will take, each with its reason.
+//
+// Pure: nothing here calls a port, so every decision of an apply is tested
+// with values (tests/host/reconcile/plan_test.cc). The phases that follow
+// take the plan as it is — write.h, daemon_reload.h, act.h, confirm.h —
+// and commit.h turns their results into outcomes, the record and what is
+// still owed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/intent.h"
+#include "host/core/outcome.h"
+#include "host/core/record.h"
+#include "host/core/result.h"
+#include "host/core/unit_status.h"
+
+namespace mesh::reconcile {
+
+// How a resource's files, or its unit file, compare with the declaration.
+enum class Found {
+  kAsRecorded,  // the recorded fingerprint still holds: nothing was read
+  kAsDeclared,  // the fingerprint moved (or there is no record), the content matches
+  kDiffers,     // it must be written
+  kError,       // it could not be looked at: the resource fails
+};
+
+struct FilesSeen {
+  Found found = Found::kAsRecorded;
+  std::string error;           // kError
+  std::string drift;           // kDiffers: what is different ("content changed", "deleted", ...)
+  bool missing = false;        // nothing at the path
+  bool preexisting = false;    // there before the host first managed it
+  std::string fingerprint;     // as found (kAsRecorded, kAsDeclared)
+  std::string content_digest;  // trees: what the tree holds once as declared
+  uint64_t file_count = 0;     // trees
+  uint32_t uid = 0, gid = 0;   // files: the declared owner and group, resolved
+};
+
+struct UnitFileSeen {
+  Found found = Found::kAsRecorded;  // also when the unit file is not the host's
+  std::string error;
+  bool missing = false;
+  std::string fingerprint;
+};
+
+// What observe.h saw of the machine, by resource index.
+struct Seen {
+  std::vector<FilesSeen> files;          // resources with files
+  std::vector<UnitFileSeen> unit_files;  // resources with a unit
+  // Resources with a unit, read before anything was written (nullopt: no
+  // service manager).
+  std::vector<std::optional<core::Result<core::UnitStatus>>> units;
+  // The units of recorded resources no longer declared, by unit name.
+  std::map<std::string, core::Result<core::UnitStatus>> dropped_units;
+};
+
+// What one declared resource's writes make of it.
+struct Step {
+  core::Outcome outcome = core::Outcome::kUnchanged;  // created, updated, unchanged, failed
+  std::string detail;
+  bool write_files = false;  // a file to write or a tree to unpack
+  bool write_unit_file = false;
+  bool want_changed = false;  // the record held another want (a service's state)
+  // What the record holds once the writes are done (their fingerprints are
+  // the write phase's; none when the resource failed), and what it held
+  // before, in the loaded record (kept when the resource fails: writes are
+  // atomic, so the old entry still describes the disk).
+  std::optional<core::RecordEntry> entry;
+  const core::RecordEntry* old = nullptr;
+
+  bool failed() const { return outcome == core::Outcome::kFailed; }
+  bool changes() const { return write_files || write_unit_file; }
+};
+
+// What one declared unit is asked for.
+struct UnitPlan {
+  size_t index = 0;         // the resource
+  core::UnitStatus status;  // as read before anything was written
+  std::optional<core::UnitAction> action;
+  bool stop = false;           // declared stopped and running: stopped, never waited on
+  bool daemon_reload = false;  // its definition must be loaded first
+  std::string reason;          // the metric's: declared, restart_on, reload_on, was_dead
+  std::string why;             // the words: "restart_on app.conf changed"
+  // Set when the action is one an earlier apply owed (the words say so).
+  std::optional<uint64_t> owed_since;
+  // The resources whose writes in this apply ask for the action: when all of
+  // them fail to write, the action is not owed (the next apply asks again).
+  std::vector<size_t> causes;
+  // Could not be planned (no service manager, unit unreadable): the detail.
+  std::string failed;
+};
+
+// A recorded resource that is no longer declared.
+struct Removal {
+  std::string id;
+  core::RecordEntry entry;
+  bool stop = false;  // its unit is the host's and runs
+  std::vector<std::string> delete_paths;
+  uint64_t kept = 0;  // paths the host did not create, or still claimed
+  bool delete_unit_file = false;
+};
+
+struct Plan {
+  std::vector<Step> steps;      // by resource index
+  std::vector<UnitPlan> units;  // declared units, in declaration order
+  std::vector<Removal> removals;
+  // What is owed once the apply is under way: saved before its first write
+  // or unit action.
+  core::Intent intent;
+
+  // Whether the apply changes the machine at all (writes, deletes, asks
+  // systemd for anything): only then is the intent saved first.
+  bool ChangesMachine() const;
+  const UnitPlan* UnitOf(size_t index) const;
+};
+
+struct PlanInputs {
+  const core::Declaration* declaration = nullptr;
+  const core::Record* record = nullptr;
+  const core::Intent* owed = nullptr;  // what earlier applies left owed
+  const Seen* seen = nullptr;
+  const std::vector<std::string>* wants = nullptr;  // by resource index
+  std::string now;                                  // applied_at of what this apply writes
+  bool dry_run = false;
+  bool services = true;  // a service manager is there
+};
+
+// The refusals that need only the record: another machine's declaration,
+// an older generation than the one applied.
+core::Status CheckDeclaration(const core::Declaration& declaration, const core::Record& record,
+                              bool had_record, std::string_view machine);
+
+// Every resource's want digest. When the declaration is byte for byte the
+// one the record was settled from, the recorded digests are the wants and
+// nothing is re-hashed.
+std::vector<std::string> Wants(const core::Declaration& declaration, const core::Record& record,
+                               bool had_record);
+
+// The record's entry for `r` when it is of the same kind (else none: a
+// resource whose kind changed starts afresh).
+const core::RecordEntry* OldEntry(const core::Record& record, const core::Resource& r);
+
+// Whether the record's entry describes `r` at `want` (its path and digest).
+bool RecordedAt(const core::Resource& r, const core::RecordEntry* old, const std::string& want);
+
+Plan MakePlan(const PlanInputs& in);
+
+}  // namespace mesh::reconcile

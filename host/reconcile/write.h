@@ -1,0 +1,52 @@
+// Write: the phase that changes the machine's files — every file,
+// credential, bundle and unit file the plan says differs, written
+// atomically; and what is no longer declared, removed (its unit's stop
+// queued first, never waited on).
+//
+// It runs only after the intent is saved (intent: what is owed), so a kill
+// at any write leaves the next apply knowing what it still owes. A write
+// that fails fails its resource and no other.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/file_info.h"
+#include "host/core/result.h"
+#include "host/ports/file_system.h"
+#include "host/ports/service_manager.h"
+#include "host/reconcile/plan.h"
+
+namespace mesh::reconcile {
+
+struct WritePorts {
+  ports::FileSystem* root = nullptr;
+  ports::FileSystem* units = nullptr;
+  ports::ServiceManager* services = nullptr;  // may be null: removals then stop nothing
+};
+
+// What the writes of one declared resource did.
+struct Written {
+  core::Status status;      // the first write that failed
+  std::string fingerprint;  // of the file written or the tree unpacked
+  std::string unit_file_fingerprint;
+};
+
+struct Writes {
+  std::vector<Written> steps;          // by resource index
+  std::vector<core::Status> removals;  // by plan.removals index
+  bool unit_files_changed = false;     // a unit file was written or deleted
+
+  bool Ok(size_t index) const { return steps.empty() || steps[index].status.has_value(); }
+};
+
+// Nothing written (a plan): every write "succeeded" in the plan's words.
+Writes NoWrites(const Plan& plan);
+
+Writes Write(const core::Declaration& declaration, const Plan& plan,
+             const std::map<std::string, std::vector<core::TreeEntry>>& bundles, const Seen& seen,
+             const WritePorts& ports);
+
+}  // namespace mesh::reconcile
