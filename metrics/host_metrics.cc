@@ -142,19 +142,20 @@ void HostMetrics::ObserveApply(const reconcile::ApplyReport& report) {
     s.sub_state = o.unit->sub_state;
     s.result = o.unit->result;
     s.n_restarts = o.unit->n_restarts;
-    ObserveUnitLocked(o.unit->name, s);
+    ObserveUnitLocked(o.unit->name, s, o.unit->up);
   }
 }
 
-void HostMetrics::ObserveUnit(const std::string& unit, const core::UnitStatus& status) {
+void HostMetrics::ObserveUnit(const std::string& unit, const core::UnitStatus& status, bool up) {
   std::lock_guard<std::mutex> lock(mu_);
-  ObserveUnitLocked(unit, status);
+  ObserveUnitLocked(unit, status, up);
 }
 
-void HostMetrics::ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status) {
+void HostMetrics::ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status,
+                                    bool up) {
   if (!running_units_.contains(unit)) return;  // only units declared running
   auto& g = unit_active_->Add({{"unit", unit}});
-  g.Set(status.Running() && status.sub_state != "auto-restart" ? 1 : 0);
+  g.Set(up ? 1 : 0);
   unit_active_gauges_[unit] = &g;
   auto& sr = systemd_restarts_->Add({{"unit", unit}});
   unit_systemd_restarts_[unit] = &sr;

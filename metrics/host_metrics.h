@@ -43,14 +43,15 @@ class HostMetrics {
   void ObserveApply(const reconcile::ApplyReport& report);
 
   // What the live watch saw of a unit declared running.
-  void ObserveUnit(const std::string& unit, const core::UnitStatus& status);
+  // `up`: the unit is as declared (status::StatusBoard::PublishUnit says).
+  void ObserveUnit(const std::string& unit, const core::UnitStatus& status, bool up);
 
   // Prometheus text exposition format.
   std::string Serialize() const;
 
  private:
   void ForgetExcept(const std::set<std::string>& resources, const std::set<std::string>& units);
-  void ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status);
+  void ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status, bool up);
 
   mutable std::mutex mu_;
   std::shared_ptr<prometheus::Registry> registry_;

@@ -42,6 +42,10 @@ struct UnitSnapshot {
   std::string result;
   uint32_t n_restarts = 0;
   uint64_t host_restarts = 0;
+  // Declared running and as declared at that look (core::UnitUp, and not
+  // restarted by systemd since the host's look before): what /healthz and
+  // mesh_host_unit_active hold the unit to.
+  bool up = false;
 };
 
 struct ResourceOutcome {

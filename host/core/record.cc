@@ -28,6 +28,8 @@ json EntryJson(const RecordEntry& e) {
   }
   if (e.position.has_value()) entry["position"] = *e.position;
   if (!e.state.empty()) entry["state"] = e.state;
+  if (e.n_restarts.has_value()) entry["n_restarts"] = *e.n_restarts;
+  if (e.finished) entry["finished"] = true;
   return entry;
 }
 
@@ -244,6 +246,18 @@ class RecordReader final : public nlohmann::json_sax<json> {
           entry_->position = at;
           return true;
         }
+        if (key_ == "n_restarts") {
+          uint64_t n = 0;
+          if (!Unsigned(v, &n, nullptr, 0)) return false;
+          if (n > UINT32_MAX) return Fail(Where() + "out of range");
+          entry_->n_restarts = static_cast<uint32_t>(n);
+          return true;
+        }
+        if (key_ == "finished") {
+          if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
+          entry_->finished = v.flag;
+          return true;
+        }
         if (key_ == "written") return Unexpected("a scalar");
         return true;
       case kWrittenItem: {
@@ -300,6 +314,8 @@ class RecordReader final : public nlohmann::json_sax<json> {
                                                   "unit_file",
                                                   "state",
                                                   "position",
+                                                  "n_restarts",
+                                                  "finished",
                                                   "written",
                                                   "path",
                                                   "fingerprint",

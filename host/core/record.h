@@ -50,6 +50,13 @@ struct RecordEntry {
   // unit, its declared state ("running" or "stopped").
   std::optional<uint64_t> position;
   std::string state;
+  // A unit declared running, as the host last found it as declared: the
+  // NRestarts it saw then (a count grown since means systemd restarted the
+  // daemon on its own: not as declared), and whether it was a oneshot whose
+  // run had ended well (systemd unloads it after; this is the only memory
+  // that it ran).
+  std::optional<uint32_t> n_restarts;
+  bool finished = false;
 
   bool operator==(const RecordEntry&) const = default;
 };

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mesh::core {
@@ -49,6 +50,25 @@ inline bool UnitUp(const UnitStatus& s) {
 // reset, not a restart).
 inline bool UpSince(const UnitStatus& s, uint32_t baseline) {
   return UnitUp(s) && s.n_restarts <= baseline;
+}
+
+// What the host last recorded of a unit it found as declared (the record's
+// n_restarts and finished).
+struct UnitBaseline {
+  std::optional<uint32_t> n_restarts;  // none: never looked (a lost record)
+  bool finished = false;               // a oneshot whose run ended well
+};
+
+// Whether a unit declared running is as declared between actions, against
+// what the host recorded: up, not restarted by systemd since, and — for a
+// finished oneshot — known from the record to have run under this want. A
+// oneshot that never ran reads exactly like one that ran (systemd unloads
+// it after), so without the record's word it is run: once more after a
+// lost record rather than never.
+inline bool UpAsRecorded(const UnitStatus& s, const UnitBaseline& b) {
+  if (!UnitUp(s)) return false;
+  if (b.n_restarts.has_value() && s.n_restarts > *b.n_restarts) return false;
+  return !s.FinishedOneshot() || b.finished;
 }
 
 }  // namespace mesh::core

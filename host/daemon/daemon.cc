@@ -150,16 +150,16 @@ void Daemon::WatchLoop() {
       const std::string& unit = changed[i];
       const core::Result<core::UnitStatus>& status = statuses[i];
       if (!status) continue;
-      bool running = status->Running() && status->sub_state != "auto-restart";
-      auto was = unit_running_.find(unit);
-      if (was != unit_running_.end() && was->second && !running) {
+      bool up = board_.PublishUnit(unit, *status);
+      auto was = unit_up_.find(unit);
+      if (was != unit_up_.end() && was->second && !up) {
         log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +
                                       status->sub_state + ", Result=" + status->result +
+                                      ", NRestarts " + std::to_string(status->n_restarts) +
                                       ") between applies");
       }
-      unit_running_[unit] = running;
-      board_.PublishUnit(unit, *status);
-      metrics_.ObserveUnit(unit, *status);
+      unit_up_[unit] = up;
+      metrics_.ObserveUnit(unit, *status, up);
     }
   }
 }

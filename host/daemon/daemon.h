@@ -69,7 +69,7 @@ class Daemon {
   Log& log_;
   std::atomic<bool> stopping_{false};
   std::thread watch_thread_;
-  std::map<std::string, bool> unit_running_;  // watch thread only
+  std::map<std::string, bool> unit_up_;  // watch thread only
 };
 
 }  // namespace mesh::daemon

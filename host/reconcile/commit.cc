@@ -42,8 +42,9 @@ void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& 
   }
 }
 
-void SettleActed(const SettleInputs& in, const core::Resource& r, const Step& step,
-                 const UnitPlan& u, const std::optional<Confirmation>& c, ResourceOutcome& o) {
+const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource& r,
+                                    const Step& step, const UnitPlan& u,
+                                    const std::optional<Confirmation>& c, ResourceOutcome& o) {
   std::string why = WhyOf(u);
   if (in.dry_run || !c.has_value()) {
     o.outcome = step.changes() ? step.outcome : OutcomeOf(*u.action);
@@ -51,9 +52,9 @@ void SettleActed(const SettleInputs& in, const core::Resource& r, const Step& st
                 : why.empty()  ? ""
                                : why + "; ") +
                "would " + std::string(core::UnitActionVerb(*u.action)) + " " + r.unit;
-    return;
+    return nullptr;
   }
-  o.unit = Snapshot(r.unit, c->last);
+  o.unit = Snapshot(r.unit, c->last, c->verdict.accepted);
   o.restart_reason = *u.action == core::UnitAction::kReload ? "" : u.reason;
   o.host_acted = true;
   if (!c->verdict.accepted) {
@@ -66,25 +67,52 @@ void SettleActed(const SettleInputs& in, const core::Resource& r, const Step& st
     o.outcome = OutcomeOf(*u.action);
     o.detail = (why.empty() ? "" : why + "; ") + r.unit + " " + c->verdict.detail;
   }
+  return c->verdict.accepted ? &c->last : nullptr;
 }
 
-// The unit's part of a service's or process's outcome.
-void SettleUnit(const SettleInputs& in, size_t k, ResourceOutcome& o) {
+// The unit's part of a service's or process's outcome. Returns the look at
+// which a unit declared running was found as declared (none: it was not).
+const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOutcome& o) {
   const UnitPlan& u = in.plan->units[k];
   const core::Resource& r = in.declaration->resources[u.index];
   const Step& step = in.plan->steps[u.index];
   const Acted& a = (*in.acts)[k];
-  if (!u.failed.empty()) return Fail(o, u.failed);
-  o.unit = Snapshot(r.unit, u.status);
-  if (a.state == State::kBlocked || a.state == State::kRefused) {
-    return Fail(o, a.detail + StillOwed(u));
+  if (!u.failed.empty()) {
+    Fail(o, u.failed);
+    return nullptr;
   }
-  if (r.state == core::UnitState::kStopped) return SettleStopped(in, r, step, u, o);
+  o.unit = Snapshot(r.unit, u.status, u.up);
+  if (a.state == State::kBlocked || a.state == State::kRefused) {
+    Fail(o, a.detail + StillOwed(u));
+    return nullptr;
+  }
+  if (r.state == core::UnitState::kStopped) {
+    SettleStopped(in, r, step, u, o);
+    return nullptr;
+  }
   if (!u.action.has_value()) {
     o.detail = Then(step.detail, UnitStatePhrase(r.unit, u.status));
-    return;
+    return u.up ? &u.status : nullptr;
   }
-  SettleActed(in, r, step, u, (*in.confirmed)[k], o);
+  return SettleActed(in, r, step, u, (*in.confirmed)[k], o);
+}
+
+// The record remembers the look at which a unit declared running was last
+// found as declared: its NRestarts, and whether it was a finished oneshot.
+// A unit not found as declared keeps what was remembered before.
+void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
+              const core::RecordEntry*& entry, std::optional<core::RecordEntry>& filled) {
+  std::optional<uint32_t> n_restarts = old != nullptr ? old->n_restarts : std::nullopt;
+  bool finished = old != nullptr && old->finished;
+  if (up != nullptr) {
+    n_restarts = up->n_restarts;
+    finished = up->FinishedOneshot();
+  }
+  if (entry->n_restarts == n_restarts && entry->finished == finished) return;
+  if (!filled.has_value()) filled = *entry;
+  filled->n_restarts = n_restarts;
+  filled->finished = finished;
+  entry = &*filled;
 }
 
 ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k, Settled& out) {
@@ -119,7 +147,11 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
     }
   }
   if (r.HasUnit()) {
-    if (o.outcome != Outcome::kFailed) SettleUnit(in, *unit_k, o);
+    if (o.outcome != Outcome::kFailed) {
+      const core::UnitStatus* up = SettleUnit(in, *unit_k, o);
+      bool running = r.state == core::UnitState::kRunning;
+      if (running && entry != nullptr && !in.dry_run) Remember(up, step.old, entry, filled);
+    }
     ++*unit_k;
   }
   o.digest = entry != nullptr ? entry->digest : "";

@@ -166,6 +166,16 @@ int Rank(UnitAction a) {
   return 0;
 }
 
+// Why a unit declared running is not as declared, in the outcome's words.
+std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
+  if (core::UnitUp(s) && old != nullptr && old->n_restarts.has_value()) {
+    return "was restarted by systemd since the host last looked (NRestarts " +
+           std::to_string(*old->n_restarts) + " -> " + std::to_string(s.n_restarts) + ")";
+  }
+  if (s.sub_state == "auto-restart") return "was " + s.active_state + " (auto-restart)";
+  return "was " + s.active_state;
+}
+
 // What this apply's own view asks of a unit declared running.
 void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps, bool up,
                 UnitPlan& u) {
@@ -186,7 +196,7 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps, 
   if (!up) {
     bool asked = step.changes() || step.want_changed;
     ask(UnitAction::kStart, asked ? "declared" : "was_dead",
-        asked ? "declared running" : "was " + u.status.active_state + ", started");
+        asked ? "declared running" : WasDown(u.status, step.old) + ", started");
     if (step.changes()) u.causes = {i};
   } else if (step.changes()) {
     ask(UnitAction::kRestart, "declared", "");
@@ -222,6 +232,10 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     u.status = **status;
     // systemd's own NeedDaemonReload is a cross-check on what the intent says.
     u.daemon_reload |= u.status.need_daemon_reload && r.unit_text.has_value();
+    const RecordEntry* old = steps[i].old;
+    u.up = r.state == core::UnitState::kRunning &&
+           core::UpAsRecorded(u.status, {old != nullptr ? old->n_restarts : std::nullopt,
+                                         old != nullptr && old->finished});
   }
   if (r.state == core::UnitState::kStopped) {
     // Declared stopped: whatever start or restart was owed is moot.
@@ -229,7 +243,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     return u;
   }
   // A unit that cannot be read is owed what this apply's writes ask of it.
-  PlanAction(in, i, steps, /*up=*/!u.failed.empty() || u.status.Running(), u);
+  PlanAction(in, i, steps, /*up=*/!u.failed.empty() || u.up, u);
   // What was owed wins unless this apply's own writes ask for as much.
   if (owed != nullptr && owed->action.has_value() &&
       (!u.action.has_value() || Rank(*owed->action) > Rank(*u.action) ||

@@ -85,6 +85,8 @@ struct Step {
 struct UnitPlan {
   size_t index = 0;         // the resource
   core::UnitStatus status;  // as read before anything was written
+  // Declared running and as declared against the record (core::UpAsRecorded).
+  bool up = false;
   std::optional<core::UnitAction> action;
   bool stop = false;           // declared stopped and running: stopped, never waited on
   bool daemon_reload = false;  // its definition must be loaded first

@@ -7,13 +7,6 @@
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
-namespace {
-
-constexpr std::array<std::string_view, 5> kKinds = {"file", "credential", "archive", "process",
-                                                    "service"};
-constexpr uint8_t kArchive = 2, kProcess = 3, kService = 4;
-
-}  // namespace
 
 std::string_view RecordProof::Text::Keep(std::string_view s) {
   // Blocks grow from 4 KiB to 64 KiB: a small record's proof allocates
@@ -57,29 +50,36 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     checked_ = false;
   }
   if (!e.position.has_value()) return false;
-  auto kind = std::find(kKinds.begin(), kKinds.end(), e.kind);
-  if (kind == kKinds.end()) return false;
+  auto kind = core::ParseKind(e.kind);
+  if (!kind.has_value()) return false;
+  // What a resource of this kind has: its shape is checked, not trusted.
+  core::Resource shape;
+  shape.kind = *kind;
   Proven p;
-  p.kind = static_cast<uint8_t>(kind - kKinds.begin());
-  bool tree = p.kind == kArchive || p.kind == kProcess;
-  bool unit = p.kind == kService || p.kind == kProcess;
-  if (p.kind == kService) {
+  p.kind = *kind;
+  if (!shape.HasFiles()) {
     if (!e.written.empty()) return false;
-  } else if (e.written.size() != 1 || (tree && e.written[0].content_digest.empty())) {
+  } else if (e.written.size() != 1 || (shape.IsTree() && e.written[0].content_digest.empty())) {
     return false;
   }
-  if (unit != !e.unit.empty() || (unit && e.state != "running" && e.state != "stopped")) {
+  auto state = core::ParseUnitState(e.state);
+  if (shape.HasUnit() != !e.unit.empty() || (shape.HasUnit() && !state.has_value())) {
     return false;
   }
-  if (unit) {
+  if (shape.HasUnit()) {
     if (ports_.services == nullptr) return false;
     p.unit = static_cast<int32_t>(units_.size());
-    units_.push_back(Unit{e.unit, e.unit_file_fingerprint, e.state == "running", {}});
+    units_.push_back(Unit{e.unit,
+                          e.unit_file_fingerprint,
+                          *state == core::UnitState::kRunning,
+                          {e.n_restarts, e.finished},
+                          {}});
   }
-  if (p.kind != kService) {
+  if (shape.HasFiles()) {
     batch_.push_back(Look{batch_text_.Keep(e.written[0].path),
-                          batch_text_.Keep(e.written[0].fingerprint), tree});
+                          batch_text_.Keep(e.written[0].fingerprint), shape.IsTree()});
     p.file_count = e.written[0].file_count;
+    p.tree = shape.IsTree();
   }
   p.id = kept_text_.Keep(id);
   p.digest = kept_text_.Keep(e.digest);
@@ -146,7 +146,17 @@ bool RecordProof::Finish() {
   if (names.empty()) return true;
   std::vector<core::Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
   for (size_t k = 0; k < units_.size(); ++k) {
-    if (!statuses[k] || statuses[k]->Running() != units_[k].run) return false;
+    if (!statuses[k]) return false;
+    const Unit& u = units_[k];
+    // The full pass's rule (plan.cc): up against the record, or stopped.
+    if (u.run ? !core::UpAsRecorded(*statuses[k], u.baseline) : statuses[k]->Running()) {
+      return false;
+    }
+    // A baseline the full pass would record anew is a change to the record.
+    if (u.run && (u.baseline.n_restarts != statuses[k]->n_restarts ||
+                  u.baseline.finished != statuses[k]->FinishedOneshot())) {
+      return false;
+    }
     units_[k].status = std::move(*statuses[k]);
   }
   return true;
@@ -159,25 +169,19 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
     const Proven& p = proven_[k];
     core::ResourceOutcome out;
     out.id = std::string(p.id);
-    out.kind = std::string(kKinds[p.kind]);
+    out.kind = std::string(core::KindName(p.kind));
     out.digest = std::string(p.digest);
     out.applied_at = applied_at_[p.applied_at];
-    if (p.kind == kArchive || p.kind == kProcess) {
-      out.detail = Plural(p.file_count, "file") + " as declared";
-    } else if (p.kind != kService) {
-      out.detail = "as declared";
+    if (p.kind != core::Kind::kService) {
+      out.detail = p.tree ? FilesAsDeclared(p.file_count) : std::string(kAsDeclared);
     }
     if (p.unit >= 0) {
       const Unit& u = units_[static_cast<size_t>(p.unit)];
-      out.unit = Snapshot(u.name, u.status);
+      out.unit = Snapshot(u.name, u.status, u.run);
       out.declared_unit = u.name;
       out.unit_should_run = u.run;
-      if (!u.run) {
-        out.detail = u.name + " stopped as declared";
-      } else {
-        std::string state = u.name + " " + u.status.active_state + " (" + u.status.sub_state + ")";
-        out.detail = out.detail.empty() ? state : out.detail + ", " + state;
-      }
+      out.detail =
+          u.run ? Then(out.detail, UnitStatePhrase(u.name, u.status)) : StoppedAsDeclared(u.name);
     }
     deliver(std::move(out));
   }

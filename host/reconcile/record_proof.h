@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/core/declaration.h"
 #include "host/core/file_info.h"
 #include "host/core/outcome.h"
 #include "host/core/record.h"
@@ -92,12 +93,14 @@ class RecordProof : public core::RecordVisitor {
     uint64_t file_count = 0;
     uint32_t applied_at = 0;  // index into applied_at_: most entries share one
     int32_t unit = -1;        // index into units_
-    uint8_t kind = 0;         // index into kKinds
+    core::Kind kind = core::Kind::kFile;
+    bool tree = false;
   };
   struct Unit {
     std::string name;
     std::string unit_file_fingerprint;
     bool run = false;
+    core::UnitBaseline baseline;
     core::UnitStatus status;
   };
 

@@ -66,8 +66,9 @@ inline std::string NotActed(std::string_view past, std::string_view cause, std::
          " keeps its previous " + std::string(what);
 }
 
-inline core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s) {
+inline core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s, bool up) {
   core::UnitSnapshot snap;
+  snap.up = up;
   snap.name = unit;
   snap.active_state = s.active_state;
   snap.sub_state = s.sub_state;

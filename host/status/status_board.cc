@@ -44,21 +44,25 @@ void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
   current_ = std::move(next);
 }
 
-void StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& status) {
+bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& status) {
   std::lock_guard<std::mutex> lock(mu_);
   auto next = std::make_shared<Snapshot>(*current_);
   bool changed = false;
+  bool up = false;
   for (core::ResourceOutcome& r : next->resources) {
     if (r.declared_unit != unit || !r.unit.has_value()) continue;
-    changed = changed || r.unit->active_state != status.active_state ||
-              r.unit->sub_state != status.sub_state || r.unit->n_restarts != status.n_restarts ||
-              r.unit->result != status.result;
-    r.unit->active_state = status.active_state;
-    r.unit->sub_state = status.sub_state;
-    r.unit->result = status.result;
-    r.unit->n_restarts = status.n_restarts;
+    core::UnitSnapshot& u = *r.unit;
+    up = core::UpSince(status, u.n_restarts);
+    changed = changed || u.active_state != status.active_state || u.sub_state != status.sub_state ||
+              u.n_restarts != status.n_restarts || u.result != status.result || u.up != up;
+    u.active_state = status.active_state;
+    u.sub_state = status.sub_state;
+    u.result = status.result;
+    u.n_restarts = status.n_restarts;
+    u.up = up;
   }
   if (changed) current_ = std::move(next);
+  return up;
 }
 
 std::vector<std::string> StatusBoard::WatchedUnits() const {
@@ -86,13 +90,15 @@ nlohmann::json ToJson(const Snapshot& s) {
                  {"applied_at", r.applied_at.empty() ? json(nullptr) : json(r.applied_at)},
                  {"digest", r.digest.empty() ? json(nullptr) : json(r.digest)}};
     if (r.unit.has_value()) {
-      item["unit"] = {{"name", r.unit->name},
-                      {"active_state", r.unit->active_state},
-                      {"sub_state", r.unit->sub_state},
-                      {"result", r.unit->result},
-                      {"n_restarts", r.unit->n_restarts},
-                      {"host_restarts", r.unit->host_restarts},
-                      {"declared_state", r.unit_should_run ? "running" : "stopped"}};
+      item["unit"] = {
+          {"name", r.unit->name},
+          {"active_state", r.unit->active_state},
+          {"sub_state", r.unit->sub_state},
+          {"result", r.unit->result},
+          {"n_restarts", r.unit->n_restarts},
+          {"host_restarts", r.unit->host_restarts},
+          {"declared_state", core::UnitStateName(r.unit_should_run ? core::UnitState::kRunning
+                                                                   : core::UnitState::kStopped)}};
     }
     resources.push_back(std::move(item));
   }
@@ -122,13 +128,15 @@ Health Judge(const Snapshot& s) {
     if (r.outcome == core::Outcome::kFailed) {
       wrong.push_back("resource " + r.id + " (" + r.kind + ") failed: " + r.detail);
     }
-    if (r.unit_should_run && r.unit.has_value() && !r.unit->active_state.empty()) {
-      core::UnitStatus u;
-      u.active_state = r.unit->active_state;
-      if (!u.Running() || r.unit->sub_state == "auto-restart") {
-        wrong.push_back("unit " + r.unit->name + " is " + r.unit->active_state + " (" +
-                        r.unit->sub_state + "), declared running");
-      }
+    if (r.unit_should_run && r.unit.has_value() && !r.unit->active_state.empty() && !r.unit->up) {
+      core::UnitStatus seen;
+      seen.active_state = r.unit->active_state;
+      seen.sub_state = r.unit->sub_state;
+      std::string restarted = core::UnitUp(seen) ? " and was restarted by systemd (NRestarts " +
+                                                       std::to_string(r.unit->n_restarts) + ")"
+                                                 : "";
+      wrong.push_back("unit " + r.unit->name + " is " + r.unit->active_state + " (" +
+                      r.unit->sub_state + ")" + restarted + ", declared running");
     }
   }
   Health h;

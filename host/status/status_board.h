@@ -43,8 +43,11 @@ class StatusBoard {
   StatusBoard();
 
   void PublishApply(const reconcile::ApplyReport& report);
-  // The live watch: a declared unit's state between applies.
-  void PublishUnit(const std::string& unit, const core::UnitStatus& status);
+  // The live watch: a declared unit's state between applies. Returns
+  // whether it is up: core::UnitUp, and its NRestarts has not grown since
+  // the host's look before (the apply's or the watch's) — a crash loop that
+  // reads "active" at every look is not up.
+  bool PublishUnit(const std::string& unit, const core::UnitStatus& status);
   // Units the watch should follow: declared in the last accepted apply.
   std::vector<std::string> WatchedUnits() const;
 

@@ -18,7 +18,7 @@ core::ResourceOutcome Out(std::string id, std::string kind, core::Outcome outcom
   if (!unit.empty()) {
     o.declared_unit = unit;
     o.unit_should_run = true;
-    o.unit = core::UnitSnapshot{unit, "active", "running", "success", 0, 0};
+    o.unit = core::UnitSnapshot{unit, "active", "running", "success", 0, 0, /*up=*/true};
   }
   return o;
 }
@@ -46,6 +46,7 @@ TEST(HostMetricsTest, EveryMetricOfTheSpecAfterAScriptedSequence) {
   failed.restart_reason = "restart_on";
   failed.confirm_failed = true;
   failed.unit->active_state = "failed";
+  failed.unit->up = false;
   failed.unit->sub_state = "failed";
   m.ObserveApply(Report({Out("jail.conf", "file", core::Outcome::kUpdated), failed},
                         reconcile::ApplyResult::kFailed));
@@ -87,7 +88,7 @@ TEST(HostMetricsTest, SystemdRestartsCountedAcrossResets) {
   s.sub_state = "running";
   for (uint32_t n : {3u, 5u, 1u, 2u}) {  // 5 -> 1: reset-failed in between
     s.n_restarts = n;
-    m.ObserveUnit("d.service", s);
+    m.ObserveUnit("d.service", s, true);
   }
   // 3 (first sight) + 2 + 1 (after the reset) + 1 = 7
   EXPECT_THAT(m.Serialize(),
@@ -101,9 +102,9 @@ TEST(HostMetricsTest, LiveWatchMovesUnitActive) {
   core::UnitStatus dead;
   dead.active_state = "failed";
   dead.sub_state = "failed";
-  m.ObserveUnit("d.service", dead);
+  m.ObserveUnit("d.service", dead, false);
   EXPECT_THAT(m.Serialize(), HasSubstr(R"(mesh_host_unit_active{unit="d.service"} 0)"));
-  m.ObserveUnit("undeclared.service", dead);
+  m.ObserveUnit("undeclared.service", dead, false);
   EXPECT_THAT(m.Serialize(), Not(HasSubstr("undeclared.service")));
 }
 

@@ -58,8 +58,8 @@ TEST(ConcurrencyTest, ReadersSeeWholeSnapshotsWhileWritersPublish) {
     for (uint32_t i = 0; !done; ++i) {
       s.active_state = i % 2 ? "active" : "failed";
       s.n_restarts = i;
-      board.PublishUnit("svc3.service", s);
-      metrics.ObserveUnit("svc3.service", s);
+      bool up = board.PublishUnit("svc3.service", s);
+      metrics.ObserveUnit("svc3.service", s, up);
     }
   });
   std::atomic<int> bad{0};

@@ -27,7 +27,7 @@ reconcile::ApplyReport Report() {
   svc.unit_should_run = true;
   svc.host_acted = true;
   svc.restart_reason = "restart_on";
-  svc.unit = core::UnitSnapshot{"fail2ban.service", "active", "running", "success", 2, 0};
+  svc.unit = core::UnitSnapshot{"fail2ban.service", "active", "running", "success", 2, 0, true};
   r.outcomes = {cred, svc};
   return r;
 }
