@@ -199,7 +199,11 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps, 
         asked ? "declared running" : WasDown(u.status, step.old) + ", started");
     if (step.changes()) u.causes = {i};
   } else if (step.changes()) {
-    ask(UnitAction::kRestart, "declared", "");
+    // The outcome's words are the step's; these are for an owed restart.
+    ask(UnitAction::kRestart, "declared",
+        step.write_unit_file && step.write_files ? "its files and unit file changed"
+        : step.write_unit_file                   ? "unit file " + r.unit + " changed"
+                                                 : "its files changed");
     u.causes = {i};
   } else if (!restart_deps.empty()) {
     ask(UnitAction::kRestart, "restart_on",

@@ -148,6 +148,8 @@ bool RecordProof::Finish() {
   for (size_t k = 0; k < units_.size(); ++k) {
     if (!statuses[k]) return false;
     const Unit& u = units_[k];
+    // A unit file of the host's that systemd has not loaded: owed a reload.
+    if (!u.unit_file_fingerprint.empty() && statuses[k]->need_daemon_reload) return false;
     // The full pass's rule (plan.cc): up against the record, or stopped.
     if (u.run ? !core::UpAsRecorded(*statuses[k], u.baseline) : statuses[k]->Running()) {
       return false;

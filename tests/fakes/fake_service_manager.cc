@@ -22,13 +22,19 @@ void FakeServiceManager::AddUnit(const std::string& name, UnitScript script) {
 void FakeServiceManager::Kill(const std::string& name) { units_[name].killed = true; }
 
 core::Status FakeServiceManager::ReloadDaemon() {
+  if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
   if (bus_gone) return core::Fail("Reload: Transport endpoint is not connected");
+  if (!refuse_daemon_reload.empty()) {
+    return core::Fail("Reload: org.freedesktop.DBus.Error.Failed: " + refuse_daemon_reload);
+  }
   ++daemon_reloads_;
+  for (auto& [name, u] : units_) u.need_daemon_reload = false;
   return core::Ok();
 }
 
 core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
                                                       ports::JobKind kind) {
+  if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
   if (bus_gone) return core::Fail("RestartUnit " + unit + ": Transport endpoint is not connected");
   calls_.push_back({unit, kind, clock_.elapsed()});
   auto it = units_.find(unit);
@@ -44,6 +50,12 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     u.started = false;
     jobs_[id] = {unit, now, "done"};
     return id;
+  }
+  if (kind == ports::JobKind::kReload && no_reload_.contains(unit)) {
+    return core::Fail("ReloadUnit " + unit +
+                      ": org.freedesktop.systemd1.JobTypeNotApplicable: Job type reload is not "
+                      "applicable for unit " +
+                      unit + ".");
   }
   if (auto p = pending_behavior_.find(unit); p != pending_behavior_.end()) {
     u.script.behavior = p->second;
@@ -68,6 +80,7 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
       break;
   }
   jobs_[id] = job;
+  if (on_load) on_load(unit);
   return id;
 }
 
@@ -100,6 +113,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.result = "success";
   s.invocation_id = "inv-" + std::to_string(u.invocation);
   s.n_restarts = u.base_restarts;
+  s.need_daemon_reload = u.need_daemon_reload;
   auto since = clock_.elapsed() - u.started_at;
   auto set = [&](const char* active, const char* sub) {
     s.active_state = active;

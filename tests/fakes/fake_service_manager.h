@@ -8,12 +8,15 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "host/ports/service_manager.h"
 #include "tests/fakes/fake_clock.h"
+#include "tests/fakes/kill_switch.h"
 
 namespace mesh::fakes {
 
@@ -38,6 +41,10 @@ class FakeServiceManager : public ports::ServiceManager {
   void AddUnit(const std::string& name, UnitScript script);
   // Kills a running unit now (as SIGKILL would), leaving it failed.
   void Kill(const std::string& name);
+  // The unit has no ExecReload: ReloadUnit is refused as systemd refuses it.
+  void RefuseReload(const std::string& name) { no_reload_.insert(name); }
+  // Its unit file changed on disk since the last daemon-reload.
+  void SetNeedDaemonReload(const std::string& name) { units_[name].need_daemon_reload = true; }
 
   core::Status ReloadDaemon() override;
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
@@ -58,6 +65,12 @@ class FakeServiceManager : public ports::ServiceManager {
   int StartsOf(const std::string& unit) const;
   // The bus went away: every call fails as sd-bus reports a closed connection.
   bool bus_gone = false;
+  // systemd refuses the daemon-reload with this message (empty: it does not).
+  std::string refuse_daemon_reload;
+  // Called whenever a unit (re)starts or reloads, i.e. (re)reads its
+  // configuration: a test records what the daemon loaded.
+  std::function<void(const std::string& unit)> on_load;
+  KillSwitch* kill = nullptr;
 
  private:
   struct Unit {
@@ -68,6 +81,7 @@ class FakeServiceManager : public ports::ServiceManager {
     std::chrono::nanoseconds started_at{0};
     uint32_t base_restarts = 0;
     int invocation = 0;
+    bool need_daemon_reload = false;
   };
   struct Job {
     std::string unit;
@@ -80,6 +94,7 @@ class FakeServiceManager : public ports::ServiceManager {
   std::map<std::string, Job> jobs_;
   std::map<std::string, Behavior> pending_behavior_;
   std::vector<Call> calls_;
+  std::set<std::string> no_reload_;
   int daemon_reloads_ = 0;
   int next_job_ = 1;
   int next_invocation_ = 1;

@@ -1,14 +1,18 @@
 // FaultyFileSystem: a FileSystem that fails chosen writes with a chosen
 // errno (ENOSPC, EACCES, EIO), delegating everything else. Root bypasses
 // EACCES and a full disk is hard to arrange in a unit test; the failure
-// paths still need to be walked.
+// paths still need to be walked. With a KillSwitch, nothing is written
+// once the switch has killed the apply; `before_write` sees every write
+// before it lands (a test checks what was saved by then).
 #pragma once
 
 #include <cstring>
+#include <functional>
 #include <set>
 #include <string>
 
 #include "host/ports/file_system.h"
+#include "tests/fakes/kill_switch.h"
 
 namespace mesh::fakes {
 
@@ -43,6 +47,7 @@ class FaultyFileSystem : public ports::FileSystem {
     return real_.StatMany(paths);
   }
   core::Status Flush() override {
+    if (!Alive()) return core::Fail("killed");
     ++flushes_;
     if (fail_flush_) return core::Fail(std::string("fsync: ") + std::strerror(EIO));
     return real_.Flush();
@@ -52,11 +57,15 @@ class FaultyFileSystem : public ports::FileSystem {
   }
   core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
                                                const ports::Ownership& own) override {
+    if (!Alive()) return core::Fail("killed");
+    if (before_write) before_write(path);
     if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
     return real_.WriteFileAtomic(path, content, own);
   }
   core::Status ReplaceTree(const std::string& path,
                            const std::vector<core::TreeEntry>& entries) override {
+    if (!Alive()) return core::Fail("killed");
+    if (before_write) before_write(path);
     if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
     return real_.ReplaceTree(path, entries);
   }
@@ -64,6 +73,7 @@ class FaultyFileSystem : public ports::FileSystem {
     return real_.ScanTree(path, hash);
   }
   core::Status Remove(const std::string& path) override {
+    if (!Alive()) return core::Fail("killed");
     if (failing_.contains(path)) return core::Fail("unlink " + path + ": " + std::strerror(errno_));
     return real_.Remove(path);
   }
@@ -75,7 +85,12 @@ class FaultyFileSystem : public ports::FileSystem {
     return real_.LookupIds(owner, group);
   }
 
+  KillSwitch* kill = nullptr;
+  std::function<void(const std::string& path)> before_write;
+
  private:
+  bool Alive() { return kill == nullptr || kill->Alive(); }
+
   ports::FileSystem& real_;
   std::set<std::string> failing_;
   int errno_ = EIO;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "host/ports/record_store.h"
+#include "tests/fakes/kill_switch.h"
 
 namespace mesh::fakes {
 
@@ -29,6 +30,7 @@ class MemoryRecordStore : public ports::RecordStore {
     return core::ScanRecord(in, visitor);
   }
   core::Status Save(const core::Record& record) override {
+    if (kill != nullptr && !kill->Alive()) return core::Ok();  // dead: nothing lands
     ++saves;
     if (fail_saves) return core::Fail("disk full (fake)");
     text = core::SerializeRecord(record);
@@ -40,6 +42,7 @@ class MemoryRecordStore : public ports::RecordStore {
     return core::ParseIntent(*intent);
   }
   core::Status SaveIntent(const core::Intent& next) override {
+    if (kill != nullptr && !kill->Alive()) return core::Ok();
     ++intent_saves;
     if (next.applying) ++marks;
     if (fail_intent_saves) return core::Fail("disk full (fake)");
@@ -69,6 +72,7 @@ class MemoryRecordStore : public ports::RecordStore {
   int intent_saves = 0;
   bool fail_saves = false;
   bool fail_intent_saves = false;
+  KillSwitch* kill = nullptr;
 };
 
 }  // namespace mesh::fakes

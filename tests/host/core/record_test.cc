@@ -51,7 +51,9 @@ TEST(RecordTest, HugeNumbersAreErrorsNotUndefinedBehaviour) {
       {R"({"version":10080802379.81177,"x":"abc"})", R"({"version":-1})",
        R"({"version":1,"want_version":1e300,"machine":"m","generation":1,"declaration_digest":"","resources":{}})",
        R"({"version":1,"machine":"m","generation":-5e40,"declaration_digest":"","resources":{}})",
-       R"({"version":1,"machine":"m","generation":1,"declaration_digest":"","resources":{"a":{"kind":"file","digest":"d","applied_at":"t","written":[{"path":"/a","fingerprint":"f","files":1e99}]}}})"}) {
+       R"({"version":1,"machine":"m","generation":1,"declaration_digest":"","resources":{"a":{"kind":"file","digest":"d","applied_at":"t","written":[{"path":"/a","fingerprint":"f","files":1e99}]}}})",
+       R"({"version":1,"machine":"m","generation":1,"declaration_digest":"","resources":{"a":{"kind":"service","digest":"d","applied_at":"t","written":[],"n_restarts":4294967296}}})",
+       R"({"version":1,"machine":"m","generation":1,"declaration_digest":"","resources":{"a":{"kind":"service","digest":"d","applied_at":"t","written":[],"finished":1}}})"}) {
     EXPECT_FALSE(ParseRecord(bad).has_value()) << bad;
   }
 }
@@ -131,6 +133,8 @@ TEST(RecordTest, OneResourcePerLineAndEveryFieldRoundTrips) {
     e.unit = "u" + std::to_string(i) + ".service";
     e.position = static_cast<uint64_t>(i);
     e.state = i == 1 ? "stopped" : "running";
+    if (i != 1) e.n_restarts = static_cast<uint32_t>(3 * i);
+    e.finished = i == 2;
     r.resources["s" + std::to_string(i)] = e;
   }
   std::string text = SerializeRecord(r);

@@ -1,0 +1,55 @@
+#include "host/core/intent.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace mesh::core {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(IntentTest, RoundTripsEveryField) {
+  Intent intent;
+  intent.applying = true;
+  intent.owed["web"] = {UnitAction::kRestart, true, "restart_on", "restart_on web.conf changed", 41};
+  intent.owed["cache"] = {UnitAction::kReload, false, "reload_on", "reload_on c changed", 7};
+  intent.owed["idle"] = {std::nullopt, true, "declared", "", 3};  // a daemon-reload alone
+  auto back = ParseIntent(SerializeIntent(intent));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(*back, intent);
+  EXPECT_FALSE(back->empty());
+  EXPECT_TRUE(Intent{}.empty());
+}
+
+// Only this host writes it; anything else is refused, naming what is wrong,
+// so the apply can say it and sweep rather than trust it.
+TEST(IntentTest, EveryBadShapeIsNamed) {
+  struct Case {
+    const char* text;
+    const char* says;
+  } cases[] = {
+      {"", "not a JSON object"},
+      {"[]", "not a JSON object"},
+      {R"({"version":2,"applying":false,"owed":{}})", "unknown version"},
+      {R"({"version":1,"owed":{}})", "field applying"},
+      {R"({"version":1,"applying":false,"owed":[]})", "field owed"},
+      {R"({"version":1,"applying":false,"owed":{"a":3}})", "resource a: must be an object"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"action":"kill"}}})", "field action"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","since":-1}}})",
+       "field since"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":"yes"}}})",
+       "field daemon_reload"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":false}}})", "owes nothing"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"why":[]}}})", "field why"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"x":{"y":{"z":{"w":1}}}}}})",
+       "nested too deeply"},
+  };
+  for (const Case& c : cases) {
+    auto parsed = ParseIntent(c.text);
+    ASSERT_FALSE(parsed.has_value()) << c.text;
+    EXPECT_THAT(parsed.error().message, HasSubstr(c.says)) << c.text;
+  }
+}
+
+}  // namespace
+}  // namespace mesh::core

@@ -1,0 +1,339 @@
+// SPEC "Reconcile" 7, nothing owed is forgotten: an apply cut short at any
+// step, a job systemd refuses, a failed daemon-reload, a lost bus, a failed
+// second look — the next apply still owes what was not confirmed, does it
+// and says so. Judged by what each fake daemon loaded (the configuration
+// on disk when systemd last started, restarted or reloaded it), not by
+// what the host reports.
+#include <gmock/gmock.h>
+
+#include <map>
+
+#include "tests/fakes/faulty_file_system.h"
+#include "tests/fakes/kill_switch.h"
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+using Behavior = fakes::FakeServiceManager::Behavior;
+
+class OwedTest : public ReconcilerTest {
+ protected:
+  void SetUp() override {
+    ReconcilerTest::SetUp();
+    root_faulty_ = std::make_unique<fakes::FaultyFileSystem>(*root_);
+    units_faulty_ = std::make_unique<fakes::FaultyFileSystem>(*units_);
+    for (auto* f : {root_faulty_.get(), units_faulty_.get()}) f->kill = &kill_;
+    store_.kill = &kill_;
+    services_.kill = &kill_;
+    // What a daemon loaded: its config file and its unit file, as they were
+    // on disk when systemd (re)started or reloaded it.
+    services_.on_load = [this](const std::string& unit) { loaded_[unit] = OnDisk(unit); };
+  }
+
+  ApplyReport Apply(const json& decl, bool dry_run = false) {
+    ReconcilerPorts ports{root_faulty_.get(), artifacts_.get(), units_faulty_.get(), &archives_,
+                          &services_,         &store_,          &clock_};
+    ReconcilerOptions options = Options();
+    options.dry_run = dry_run;
+    return Reconciler(ports, options).Apply(decl.dump());
+  }
+
+  std::string OnDisk(const std::string& unit) const {
+    std::string conf = Root("/etc/" + unit.substr(0, unit.find('.')) + ".conf");
+    std::string text = dir_.Sub("units/" + unit);
+    return (testing::Exists(conf) ? testing::ReadText(conf) : "-") + "|" +
+           (testing::Exists(text) ? testing::ReadText(text) : "-");
+  }
+
+  // `web` restarts on its config and `cache` reloads on its; both have unit
+  // texts that change with the version too.
+  static json Versioned(const std::string& v, uint64_t generation, bool web_text_changes = true) {
+    auto conf = [&](const std::string& name) {
+      return json{{"id", name + ".conf"},
+                  {"kind", "file"},
+                  {"path", "/etc/" + name + ".conf"},
+                  {"content", name + " " + v}};
+    };
+    auto svc = [&](const std::string& name, const char* on, bool text_changes) {
+      return json{{"id", name},
+                  {"kind", "service"},
+                  {"unit", name + ".service"},
+                  {"state", "running"},
+                  {"unit_text", "[Service]\nExecStart=/bin/" + name +
+                                    (text_changes ? " --v=" + v : std::string()) + "\n"},
+                  {on, {name + ".conf"}}};
+    };
+    return Decl({conf("web"), svc("web", "restart_on", web_text_changes), conf("cache"),
+                 svc("cache", "reload_on", false)},
+                generation);
+  }
+
+  std::unique_ptr<fakes::FaultyFileSystem> root_faulty_, units_faulty_;
+  fakes::KillSwitch kill_;
+  std::map<std::string, std::string> loaded_;
+};
+
+// The intent is on disk before the first byte of the apply is: a kill at
+// the first write cannot lose the restart that write makes owed.
+TEST_F(OwedTest, WhatIsOwedIsSavedBeforeTheFirstWrite) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  bool checked = false;
+  root_faulty_->before_write = [&](const std::string&) {
+    if (checked) return;
+    checked = true;
+    core::Intent saved = store_.Owed();
+    EXPECT_TRUE(saved.applying);
+    ASSERT_TRUE(saved.owed.contains("web"));
+    EXPECT_EQ(saved.owed["web"].action, core::UnitAction::kRestart);
+    EXPECT_TRUE(saved.owed["web"].daemon_reload);
+    ASSERT_TRUE(saved.owed.contains("cache"));
+    EXPECT_EQ(saved.owed["cache"].action, core::UnitAction::kReload);
+    EXPECT_EQ(saved.owed["cache"].since, 2u);
+  };
+  ASSERT_EQ(Apply(Versioned("b", 2)).result, ApplyResult::kOk);
+  EXPECT_TRUE(checked);
+  EXPECT_TRUE(store_.Owed().empty()) << "everything confirmed: nothing owed, no file";
+}
+
+// The apply killed before each of its steps in turn (writes, flushes,
+// intent and record saves, daemon-reload, every job): the next apply leaves
+// every daemon running the declared configuration, and the one after finds
+// nothing to do.
+TEST_F(OwedTest, KilledAtEveryStepTheNextApplyPaysWhatIsOwed) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  uint64_t generation = 1;
+  int kills = 0;
+  for (int step = 0;; ++step) {
+    std::string v = step % 2 == 0 ? "b" : "a";
+    json decl = Versioned(v, ++generation);
+    kill_.KillAt(step);
+    Apply(decl);
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    ApplyReport next = Apply(decl);
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    EXPECT_EQ(next.result, ApplyResult::kOk) << next.error;
+    for (const char* unit : {"web.service", "cache.service"}) {
+      EXPECT_EQ(loaded_[unit], OnDisk(unit)) << unit << " runs a configuration it never loaded";
+    }
+    EXPECT_THAT(OnDisk("web.service"), HasSubstr("web " + v));
+    EXPECT_THAT(Outcomes(Apply(decl)), ElementsAre("unchanged", "unchanged", "unchanged",
+                                                   "unchanged"));
+    if (!killed) break;  // the apply outlived every step: all were tried
+    ++kills;
+  }
+  EXPECT_GE(kills, 8) << "writes, flushes, intent, reload, jobs, record";
+}
+
+// The kill that issue 13 reproduced: config written, restart never asked.
+// The next apply finds the file matching and still restarts, saying why.
+TEST_F(OwedTest, KilledBetweenWriteAndRestartIsNotUnchanged) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1, false)).result, ApplyResult::kOk);
+  root_faulty_->before_write = [&](const std::string& path) {
+    if (path == "/etc/web.conf") kill_.KillAt(0);  // this write lands; nothing after
+  };
+  Apply(Versioned("b", 2, false));
+  root_faulty_->before_write = nullptr;
+  kill_.Disarm();
+  EXPECT_EQ(testing::ReadText(Root("/etc/web.conf")), "web b");
+  EXPECT_THAT(loaded_["web.service"], HasSubstr("web a"));
+  ApplyReport r = Apply(Versioned("b", 2, false));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "restarted", "updated", "reloaded"));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "restarted web (service): restart_on web.conf changed (owed since generation 2); "
+            "web.service active (running)");
+  EXPECT_THAT(loaded_["web.service"], HasSubstr("web b"));
+}
+
+// A reload systemd refuses (no ExecReload) fails the apply — and the next
+// one, until it is done: never `unchanged` while the daemon runs the old
+// configuration.
+TEST_F(OwedTest, ARefusedReloadStaysOwed) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  services_.RefuseReload("cache.service");
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  for (int i = 0; i < 2; ++i) {
+    ApplyReport r = Apply(Versioned("b", 2));
+    EXPECT_EQ(r.result, ApplyResult::kFailed);
+    EXPECT_EQ(r.outcomes[3].outcome, core::Outcome::kFailed);
+    EXPECT_THAT(r.outcomes[3].detail, HasSubstr("JobTypeNotApplicable"));
+    if (i == 1) EXPECT_THAT(r.outcomes[3].detail, HasSubstr("reload owed since generation 2"));
+  }
+  EXPECT_EQ(store_.Owed().owed.at("cache").action, core::UnitAction::kReload);
+}
+
+// A daemon-reload systemd refuses (a full /run, say) fails every unit whose
+// new definition it was to load — none is restarted onto the old one — and
+// is tried again by the next apply, which then restarts.
+TEST_F(OwedTest, AFailedDaemonReloadFailsTheUnitsAndIsRetried) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("web.service");
+  services_.refuse_daemon_reload = "Refusing to reload, not enough space available on /run";
+  ApplyReport r = Apply(Versioned("b", 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_FALSE(r.daemon_reloaded);
+  EXPECT_EQ(r.outcomes[1].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(r.outcomes[1].detail,
+              HasSubstr("not restarted: daemon-reload failed (Reload: "
+                        "org.freedesktop.DBus.Error.Failed: Refusing to reload"));
+  EXPECT_EQ(services_.StartsOf("web.service"), starts);
+  EXPECT_TRUE(store_.Owed().owed.at("web").daemon_reload);
+
+  services_.refuse_daemon_reload.clear();
+  ApplyReport again = Apply(Versioned("b", 2));
+  EXPECT_EQ(again.result, ApplyResult::kOk);
+  EXPECT_TRUE(again.daemon_reloaded);
+  EXPECT_EQ(again.outcomes[1].outcome, core::Outcome::kRestarted);
+  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("owed since generation 2"));
+  EXPECT_EQ(loaded_["web.service"], OnDisk("web.service"));
+  EXPECT_TRUE(store_.Owed().empty());
+}
+
+// reload_on follows restart_on's rule: never onto a write that failed. The
+// reload waits for the write; it is not owed on a write that never landed.
+TEST_F(OwedTest, ReloadOnNeverFiresOntoAFailedWrite) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  root_faulty_->FailWrites("/etc/cache.conf", ENOSPC);
+  ApplyReport r = Apply(Versioned("b", 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "updated", "failed", "failed"));
+  EXPECT_EQ(r.outcomes[3].detail,
+            "not reloaded: reload_on resource cache.conf failed; cache.service keeps its "
+            "previous configuration");
+  EXPECT_THAT(loaded_["cache.service"], HasSubstr("cache a"));
+  EXPECT_FALSE(store_.Owed().owed.contains("cache")) << "nothing landed: nothing owed";
+  root_faulty_->Heal();
+  ApplyReport again = Apply(Versioned("b", 2));
+  EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "updated", "reloaded"));
+  EXPECT_EQ(loaded_["cache.service"], OnDisk("cache.service"));
+}
+
+// A restart whose second look fails stays owed: the next apply restarts
+// again (and fails again, naming the debt) until the daemon stays up.
+TEST_F(OwedTest, AFailedSecondLookStaysOwed) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  services_.AddUnit("web.service", {Behavior::kDiesAfter, 221ms, true});
+  ApplyReport r = Apply(Versioned("b", 2));
+  EXPECT_EQ(r.outcomes[1].outcome, core::Outcome::kFailed);
+  EXPECT_TRUE(r.outcomes[1].confirm_failed);
+  ApplyReport again = Apply(Versioned("b", 2));
+  EXPECT_EQ(again.outcomes[1].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("(restart owed since generation 2)"));
+  services_.AddUnit("web.service", {Behavior::kHealthy, 0s, true});  // the daemon is fixed
+  ApplyReport fixed = Apply(Versioned("b", 2));
+  EXPECT_EQ(fixed.outcomes[1].outcome, core::Outcome::kRestarted);
+  EXPECT_THAT(fixed.outcomes[1].detail, HasSubstr("owed since generation 2"));
+  EXPECT_THAT(Outcomes(Apply(Versioned("b", 2))),
+              ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));
+}
+
+// The bus goes away after the files were written: the restart is owed and
+// done once the bus is back.
+TEST_F(OwedTest, ABusLostAfterTheWritesStaysOwed) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  root_faulty_->before_write = [&](const std::string&) { services_.bus_gone = true; };
+  ApplyReport r = Apply(Versioned("b", 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("Transport endpoint is not connected"));
+  root_faulty_->before_write = nullptr;
+  services_.bus_gone = false;
+  ApplyReport back = Apply(Versioned("b", 2));
+  EXPECT_EQ(back.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(back), ElementsAre("unchanged", "restarted", "unchanged", "reloaded"));
+  EXPECT_EQ(loaded_["web.service"], OnDisk("web.service"));
+  EXPECT_EQ(loaded_["cache.service"], OnDisk("cache.service"));
+}
+
+// systemd's own NeedDaemonReload is a cross-check: a host-written unit file
+// that systemd never loaded (whatever lost the intent) is reloaded and the
+// unit restarted onto it.
+TEST_F(OwedTest, NeedDaemonReloadIsACrossCheck) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  services_.SetNeedDaemonReload("web.service");
+  int reloads = services_.daemon_reloads();
+  ApplyReport r = Apply(Versioned("a", 1));
+  EXPECT_FALSE(r.from_record);
+  EXPECT_EQ(services_.daemon_reloads(), reloads + 1);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "restarted web (service): unit file web.service changed but was not loaded; "
+            "web.service active (running)");
+}
+
+// What was owed goes with what it was owed for: a unit now declared stopped
+// is stopped, not restarted; a resource no longer declared owes nothing.
+TEST_F(OwedTest, ADebtEndsWithWhatItWasFor) {
+  services_.AddUnit("web.service", {Behavior::kHealthy, 0s, true});
+  services_.AddUnit("cache.service", {Behavior::kHealthy, 0s, true});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  core::Intent owed;
+  owed.owed["web"] = {core::UnitAction::kRestart, false, "restart_on", "web.conf changed", 1};
+  owed.owed["gone"] = {core::UnitAction::kRestart, false, "declared", "", 1};
+  store_.intent = core::SerializeIntent(owed);
+  json decl = Versioned("a", 2);
+  decl["resources"][1]["state"] = "stopped";
+  int starts = services_.StartsOf("web.service");
+  ApplyReport r = Apply(decl);
+  EXPECT_EQ(r.outcomes[1].outcome, core::Outcome::kStopped);
+  EXPECT_EQ(services_.StartsOf("web.service"), starts);
+  EXPECT_TRUE(store_.Owed().empty());
+}
+
+// A plan says what an apply would pay, and pays nothing.
+TEST_F(OwedTest, APlanShowsWhatIsOwed) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  core::Intent owed;
+  owed.owed["cache"] = {core::UnitAction::kReload, false, "reload_on", "reload_on cache.conf "
+                                                                       "changed", 1};
+  store_.intent = core::SerializeIntent(owed);
+  ApplyReport plan = Apply(Versioned("a", 1), /*dry_run=*/true);
+  EXPECT_EQ(core::FormatOutcomeLine(plan.outcomes[3]),
+            "reloaded cache (service): reload_on cache.conf changed (owed since generation 1); "
+            "would reload cache.service");
+  EXPECT_EQ(store_.Owed(), owed);
+}
+
+// The no-op proven from the record never hides a debt; a lost record does
+// not forgive one either.
+TEST_F(OwedTest, NeitherTheRecordProofNorALostRecordForgetsADebt) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  ASSERT_TRUE(Apply(Versioned("a", 1)).from_record);
+  core::Intent owed;
+  owed.owed["web"] = {core::UnitAction::kRestart, false, "restart_on", "restart_on web.conf "
+                                                                       "changed", 1};
+  store_.intent = core::SerializeIntent(owed);
+  ApplyReport r = Apply(Versioned("a", 1));
+  EXPECT_FALSE(r.from_record);
+  EXPECT_EQ(r.outcomes[1].outcome, core::Outcome::kRestarted);
+
+  store_.intent = core::SerializeIntent(owed);
+  store_.text.reset();
+  ApplyReport lost = Apply(Versioned("a", 1));
+  EXPECT_THAT(Outcomes(lost), ElementsAre("unchanged", "restarted", "unchanged", "unchanged"));
+}
+
+}  // namespace
+}  // namespace mesh::reconcile

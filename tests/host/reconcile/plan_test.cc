@@ -1,0 +1,275 @@
+// The plan is pure: every decision of an apply, from values alone — what
+// the machine showed (Seen), the record, and what earlier applies owe.
+#include "host/reconcile/plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "host/core/declaration.h"
+#include "host/core/want.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using core::UnitAction;
+
+core::UnitStatus Unit(const char* active, const char* sub, uint32_t n_restarts = 0,
+                      const char* type = "simple") {
+  core::UnitStatus s;
+  s.load_state = "loaded";
+  s.active_state = active;
+  s.sub_state = sub;
+  s.result = "success";
+  s.type = type;
+  s.n_restarts = n_restarts;
+  return s;
+}
+
+class PlanTest : public ::testing::Test {
+ protected:
+  // conf (a file) and web (a service restarted on conf), at generation 5.
+  void Declare(json web_extra = json::object(), json more = json::array()) {
+    json web = {{"id", "web"},
+                {"kind", "service"},
+                {"unit", "web.service"},
+                {"state", "running"},
+                {"restart_on", {"conf"}}};
+    web.update(web_extra);
+    json resources = {{{"id", "conf"}, {"kind", "file"}, {"path", "/etc/conf"}, {"content", "v"}},
+                      web};
+    for (auto& r : more) resources.push_back(r);
+    auto parsed = core::ParseDeclaration(
+        json{{"machine", "m"}, {"generation", 5}, {"resources", resources}}.dump());
+    ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+    decl_ = std::move(*parsed);
+    seen_ = Seen{};
+    seen_.files.resize(decl_.resources.size());
+    seen_.unit_files.resize(decl_.resources.size());
+    seen_.units.resize(decl_.resources.size());
+    wants_.clear();
+    for (const core::Resource& r : decl_.resources) {
+      wants_.push_back(core::WantDigest(r));
+      if (r.HasUnit()) seen_.units[&r - decl_.resources.data()] = Unit("active", "running");
+    }
+  }
+  // Records every declared resource as applied at its want.
+  void RecordAll() {
+    for (size_t i = 0; i < decl_.resources.size(); ++i) {
+      const core::Resource& r = decl_.resources[i];
+      core::RecordEntry e;
+      e.kind = std::string(core::KindName(r.kind));
+      e.digest = wants_[i];
+      e.applied_at = "then";
+      if (r.HasFiles()) e.written.push_back({r.path, "fp", "", 0, false});
+      if (r.HasUnit()) {
+        e.unit = r.unit;
+        e.n_restarts = 0;
+      }
+      record_.resources[r.id] = e;
+    }
+  }
+  Plan Make(bool dry_run = false) {
+    return MakePlan({&decl_, &record_, &owed_, &seen_, &wants_, "now", dry_run, true});
+  }
+  core::UnitStatus& UnitSeen(size_t i) { return *seen_.units[i]->operator->(); }
+
+  core::Declaration decl_;
+  core::Record record_;
+  core::Intent owed_;
+  Seen seen_;
+  std::vector<std::string> wants_;
+};
+
+TEST_F(PlanTest, AMachineAsRecordedChangesNothingAndOwesNothing) {
+  Declare();
+  RecordAll();
+  Plan plan = Make();
+  EXPECT_EQ(plan.steps[0].outcome, core::Outcome::kUnchanged);
+  EXPECT_EQ(plan.steps[0].detail, "as declared");
+  ASSERT_EQ(plan.units.size(), 1u);
+  EXPECT_FALSE(plan.units[0].action.has_value());
+  EXPECT_TRUE(plan.units[0].up);
+  EXPECT_FALSE(plan.ChangesMachine());
+  EXPECT_TRUE(plan.intent.empty());
+}
+
+TEST_F(PlanTest, ADriftedFileIsWrittenAndItsRestartOwedBeforehand) {
+  Declare();
+  RecordAll();
+  seen_.files[0].found = Found::kDiffers;
+  seen_.files[0].drift = "content changed";
+  Plan plan = Make();
+  EXPECT_EQ(plan.steps[0].outcome, core::Outcome::kUpdated);
+  EXPECT_EQ(plan.steps[0].detail,
+            "drifted: content changed on the machine, put back; wrote 1 byte(s), mode 0644");
+  EXPECT_TRUE(plan.steps[0].write_files);
+  const UnitPlan& u = plan.units[0];
+  EXPECT_EQ(u.action, UnitAction::kRestart);
+  EXPECT_EQ(u.reason, "restart_on");
+  EXPECT_EQ(u.why, "restart_on conf changed");
+  EXPECT_THAT(u.causes, ElementsAre(0u));
+  EXPECT_TRUE(plan.intent.applying);
+  ASSERT_TRUE(plan.intent.owed.contains("web"));
+  EXPECT_EQ(plan.intent.owed["web"].action, UnitAction::kRestart);
+  EXPECT_EQ(plan.intent.owed["web"].since, 5u);
+}
+
+// Crash loops (issue 14): auto-restart reads "activating", NRestarts grown
+// since the host's last look reads "active" — neither is as declared.
+TEST_F(PlanTest, AUnitSystemdKeepsRestartingIsNotUp) {
+  Declare();
+  RecordAll();
+  UnitSeen(1) = Unit("activating", "auto-restart", 3);
+  Plan plan = Make();
+  EXPECT_FALSE(plan.units[0].up);
+  EXPECT_EQ(plan.units[0].action, UnitAction::kStart);
+  EXPECT_EQ(plan.units[0].why, "was activating (auto-restart), started");
+
+  record_.resources["web"].n_restarts = 2;
+  UnitSeen(1) = Unit("active", "running", 5);
+  plan = Make();
+  EXPECT_FALSE(plan.units[0].up);
+  EXPECT_EQ(plan.units[0].reason, "was_dead");
+  EXPECT_EQ(plan.units[0].why,
+            "was restarted by systemd since the host last looked (NRestarts 2 -> 5), started");
+
+  UnitSeen(1) = Unit("active", "running", 1);  // reset-failed: a lower count is no restart
+  EXPECT_TRUE(Make().units[0].up);
+}
+
+// Oneshots (issue 14): finished with Result=success is as declared only
+// when the record knows it ran — systemd forgets a finished oneshot.
+TEST_F(PlanTest, AFinishedOneshotIsUpOnlyWhenTheRecordSaysItRan) {
+  Declare();
+  RecordAll();
+  UnitSeen(1) = Unit("inactive", "dead", 0, "oneshot");
+  EXPECT_EQ(Make().units[0].action, UnitAction::kStart) << "never known to have run";
+  record_.resources["web"].finished = true;
+  Plan plan = Make();
+  EXPECT_TRUE(plan.units[0].up);
+  EXPECT_FALSE(plan.units[0].action.has_value());
+  UnitSeen(1).result = "exit-code";
+  EXPECT_EQ(Make().units[0].action, UnitAction::kStart) << "its last run failed";
+}
+
+TEST_F(PlanTest, AnOwedActionIsCarriedWithItsGeneration) {
+  Declare();
+  RecordAll();
+  owed_.owed["web"] = {UnitAction::kRestart, false, "restart_on", "restart_on conf changed", 3};
+  Plan plan = Make();
+  const UnitPlan& u = plan.units[0];
+  EXPECT_EQ(u.action, UnitAction::kRestart);
+  EXPECT_EQ(u.owed_since, 3u);
+  EXPECT_EQ(u.why, "restart_on conf changed");
+  EXPECT_EQ(plan.intent.owed["web"].since, 3u);
+  EXPECT_TRUE(plan.ChangesMachine());
+}
+
+// The stronger action wins (restart > start > reload); an owed one keeps
+// its first generation even when this apply asks for it anew.
+TEST_F(PlanTest, OwedAndNewActionsMerge) {
+  Declare({{"restart_on", json::array()}, {"reload_on", {"conf"}}});
+  RecordAll();
+  seen_.files[0].found = Found::kDiffers;
+  owed_.owed["web"] = {UnitAction::kRestart, false, "declared", "its files changed", 2};
+  Plan plan = Make();
+  EXPECT_EQ(plan.units[0].action, UnitAction::kRestart);
+  EXPECT_EQ(plan.units[0].owed_since, 2u);
+  EXPECT_EQ(plan.intent.owed["web"].since, 2u);
+
+  owed_.owed["web"] = {UnitAction::kReload, false, "reload_on", "reload_on conf changed", 2};
+  UnitSeen(1) = Unit("failed", "failed");
+  plan = Make();
+  EXPECT_EQ(plan.units[0].action, UnitAction::kStart) << "a dead unit is started, not reloaded";
+  EXPECT_EQ(plan.intent.owed["web"].since, 2u);
+}
+
+TEST_F(PlanTest, DeclaredStoppedDropsTheOwedActionButNotTheDaemonReload) {
+  Declare({{"state", "stopped"}});
+  RecordAll();
+  owed_.owed["web"] = {UnitAction::kRestart, true, "declared", "", 2};
+  Plan plan = Make();
+  EXPECT_TRUE(plan.units[0].stop);
+  EXPECT_FALSE(plan.units[0].action.has_value());
+  EXPECT_TRUE(plan.units[0].daemon_reload);
+  EXPECT_FALSE(plan.intent.owed["web"].action.has_value());
+  EXPECT_TRUE(plan.intent.owed["web"].daemon_reload);
+}
+
+TEST_F(PlanTest, NeedDaemonReloadOnAHostUnitFileOwesReloadAndRestart) {
+  Declare({{"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  RecordAll();
+  UnitSeen(1).need_daemon_reload = true;
+  Plan plan = Make();
+  EXPECT_TRUE(plan.units[0].daemon_reload);
+  EXPECT_EQ(plan.units[0].action, UnitAction::kRestart);
+  EXPECT_EQ(plan.units[0].why, "unit file web.service changed but was not loaded");
+  // The machine's own unit file: not the host's to reload for.
+  Declare();
+  RecordAll();
+  UnitSeen(1).need_daemon_reload = true;
+  EXPECT_FALSE(Make().units[0].daemon_reload);
+}
+
+// A unit systemd cannot be asked about still owes what this apply's writes
+// ask of it.
+TEST_F(PlanTest, AnUnreadableUnitStillOwesWhatItsWritesAsk) {
+  Declare({{"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  seen_.unit_files[1].found = Found::kDiffers;
+  seen_.units[1] = core::Result<core::UnitStatus>(core::Fail("GetAll web.service: gone"));
+  Plan plan = Make();
+  EXPECT_EQ(plan.units[0].failed, "GetAll web.service: gone");
+  EXPECT_EQ(plan.intent.owed["web"].action, UnitAction::kRestart);
+  EXPECT_TRUE(plan.intent.owed["web"].daemon_reload);
+}
+
+TEST_F(PlanTest, AResourceThatCannotBeLookedAtKeepsWhatWasOwed) {
+  Declare();
+  RecordAll();
+  seen_.files[0] = {Found::kError, "stat /etc/conf: Permission denied"};
+  owed_.owed["web"] = {UnitAction::kRestart, false, "restart_on", "restart_on conf changed", 4};
+  owed_.owed["gone"] = {UnitAction::kStart, false, "declared", "", 4};
+  Plan plan = Make();
+  EXPECT_TRUE(plan.steps[0].failed());
+  EXPECT_EQ(plan.steps[0].old, &record_.resources["conf"]);
+  EXPECT_TRUE(plan.intent.owed.contains("web"));
+  EXPECT_FALSE(plan.intent.owed.contains("gone")) << "no longer declared: owes nothing";
+}
+
+TEST_F(PlanTest, WhatIsNoLongerDeclaredIsRemovedOnlyWhereTheHostMadeIt) {
+  Declare();
+  RecordAll();
+  core::RecordEntry old;
+  old.kind = "process";
+  old.unit = "old.service";
+  old.unit_file_fingerprint = "1:2:3:4";
+  old.written = {{"/opt/old", "tree:x", "sha256:y", 3, false}, {"/etc/kept", "f", "", 0, true}};
+  record_.resources["old"] = old;
+  seen_.dropped_units["old.service"] = Unit("active", "running");
+  Plan plan = Make();
+  ASSERT_EQ(plan.removals.size(), 1u);
+  const Removal& rm = plan.removals[0];
+  EXPECT_TRUE(rm.stop);
+  EXPECT_THAT(rm.delete_paths, ElementsAre("/opt/old"));
+  EXPECT_EQ(rm.kept, 1u);
+  EXPECT_TRUE(rm.delete_unit_file);
+  EXPECT_TRUE(plan.ChangesMachine());
+}
+
+TEST_F(PlanTest, TheDeclarationIsCheckedAgainstTheRecord) {
+  Declare();
+  record_.generation = 6;
+  EXPECT_THAT(CheckDeclaration(decl_, record_, true, "m").error().message,
+              HasSubstr("generation: 5 is lower than the applied generation 6"));
+  EXPECT_THAT(CheckDeclaration(decl_, record_, false, "other").error().message,
+              HasSubstr("\"m\" is not this machine (\"other\")"));
+  EXPECT_TRUE(CheckDeclaration(decl_, record_, false, "m").has_value());
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
