@@ -11,7 +11,8 @@ using ::testing::HasSubstr;
 TEST(IntentTest, RoundTripsEveryField) {
   Intent intent;
   intent.applying = true;
-  intent.owed["web"] = {UnitAction::kRestart, true, "restart_on", "restart_on web.conf changed", 41};
+  intent.owed["web"] = {UnitAction::kRestart, true, "restart_on", "restart_on web.conf changed",
+                        41};
   intent.owed["cache"] = {UnitAction::kReload, false, "reload_on", "reload_on c changed", 7};
   intent.owed["idle"] = {std::nullopt, true, "declared", "", 3};  // a daemon-reload alone
   auto back = ParseIntent(SerializeIntent(intent));

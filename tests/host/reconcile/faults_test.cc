@@ -81,8 +81,8 @@ TEST_F(FaultsTest, AFailedRecordProofDoesNotStatEveryPathAgain) {
   json decl = Decl({File("a", "1"), File("b", "2"), File("c", "3")});
   RunFaulty(decl);
   ASSERT_TRUE(RunFaulty(decl).from_record);
-  std::filesystem::last_write_time(Root("/etc/b"),
-                                   std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  std::filesystem::last_write_time(
+      Root("/etc/b"), std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
   size_t before = faulty_->stats();
   ApplyReport r = RunFaulty(decl);
   EXPECT_FALSE(r.from_record);

@@ -35,8 +35,13 @@ class OwedTest : public ReconcilerTest {
   }
 
   ApplyReport Apply(const json& decl, bool dry_run = false) {
-    ReconcilerPorts ports{root_faulty_.get(), artifacts_.get(), units_faulty_.get(), &archives_,
-                          &services_,         &store_,          &clock_};
+    ReconcilerPorts ports{root_faulty_.get(),
+                          artifacts_.get(),
+                          units_faulty_.get(),
+                          &archives_,
+                          &services_,
+                          &store_,
+                          &clock_};
     ReconcilerOptions options = Options();
     options.dry_run = dry_run;
     return Reconciler(ports, options).Apply(decl.dump());
@@ -125,8 +130,8 @@ TEST_F(OwedTest, KilledAtEveryStepTheNextApplyPaysWhatIsOwed) {
       EXPECT_EQ(loaded_[unit], OnDisk(unit)) << unit << " runs a configuration it never loaded";
     }
     EXPECT_THAT(OnDisk("web.service"), HasSubstr("web " + v));
-    EXPECT_THAT(Outcomes(Apply(decl)), ElementsAre("unchanged", "unchanged", "unchanged",
-                                                   "unchanged"));
+    EXPECT_THAT(Outcomes(Apply(decl)),
+                ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));
     if (!killed) break;  // the apply outlived every step: all were tried
     ++kills;
   }
@@ -304,8 +309,10 @@ TEST_F(OwedTest, APlanShowsWhatIsOwed) {
   services_.AddUnit("cache.service", {});
   ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
   core::Intent owed;
-  owed.owed["cache"] = {core::UnitAction::kReload, false, "reload_on", "reload_on cache.conf "
-                                                                       "changed", 1};
+  owed.owed["cache"] = {core::UnitAction::kReload, false, "reload_on",
+                        "reload_on cache.conf "
+                        "changed",
+                        1};
   store_.intent = core::SerializeIntent(owed);
   ApplyReport plan = Apply(Versioned("a", 1), /*dry_run=*/true);
   EXPECT_EQ(core::FormatOutcomeLine(plan.outcomes[3]),
@@ -322,8 +329,10 @@ TEST_F(OwedTest, NeitherTheRecordProofNorALostRecordForgetsADebt) {
   ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
   ASSERT_TRUE(Apply(Versioned("a", 1)).from_record);
   core::Intent owed;
-  owed.owed["web"] = {core::UnitAction::kRestart, false, "restart_on", "restart_on web.conf "
-                                                                       "changed", 1};
+  owed.owed["web"] = {core::UnitAction::kRestart, false, "restart_on",
+                      "restart_on web.conf "
+                      "changed",
+                      1};
   store_.intent = core::SerializeIntent(owed);
   ApplyReport r = Apply(Versioned("a", 1));
   EXPECT_FALSE(r.from_record);

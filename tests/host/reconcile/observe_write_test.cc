@@ -1,0 +1,165 @@
+// The observe and write phases on a real temporary root: what is found,
+// in which words, and what a write reports back.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "host/adapters/libarchive_reader.h"
+#include "host/adapters/posix_file_system.h"
+#include "host/core/want.h"
+#include "host/reconcile/observe.h"
+#include "host/reconcile/write.h"
+#include "tests/fakes/fake_clock.h"
+#include "tests/fakes/fake_service_manager.h"
+#include "tests/fakes/faulty_file_system.h"
+#include "tests/testing/temp_dir.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+class PhaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* d : {"root/etc", "artifacts", "units"}) {
+      std::filesystem::create_directories(dir_.Sub(d));
+    }
+    root_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root")));
+    units_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("units")));
+    artifacts_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("artifacts")));
+  }
+  void Declare(json resources) {
+    decl_ = *core::ParseDeclaration(
+        json{{"machine", "m"}, {"generation", 1}, {"resources", resources}}.dump());
+    wants_.clear();
+    for (const core::Resource& r : decl_.resources) wants_.push_back(core::WantDigest(r));
+  }
+  core::Result<Observation> Look() {
+    return Observe(decl_, record_, wants_,
+                   {root_.get(), artifacts_.get(), units_.get(), &archives_, &services_}, cache_);
+  }
+  static json File(const char* content) {
+    return {{"id", "f"}, {"kind", "file"}, {"path", "/etc/f"}, {"content", content}};
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<adapters::PosixFileSystem> root_, units_, artifacts_;
+  adapters::LibarchiveReader archives_;
+  fakes::FakeClock clock_;
+  fakes::FakeServiceManager services_{clock_};
+  core::Declaration decl_;
+  core::Record record_;
+  std::vector<std::string> wants_;
+  StatCache cache_;
+};
+
+TEST_F(PhaseTest, ObserveSaysWhatDiffers) {
+  Declare({File("abc")});
+  EXPECT_EQ(Look()->seen.files[0].drift, "deleted");
+  EXPECT_TRUE(Look()->seen.files[0].missing);
+  testing::WriteText(dir_.Sub("root/etc/f"), "abd");
+  cache_ = {};
+  EXPECT_EQ(Look()->seen.files[0].drift, "content changed");
+  ::chmod(dir_.Sub("root/etc/f").c_str(), 0600);
+  cache_ = {};
+  EXPECT_EQ(Look()->seen.files[0].drift, "mode changed");
+  testing::WriteText(dir_.Sub("root/etc/f"), "abc");
+  ::chmod(dir_.Sub("root/etc/f").c_str(), 0644);
+  cache_ = {};
+  auto seen = Look();
+  EXPECT_EQ(seen->seen.files[0].found, Found::kAsDeclared) << "no record: compared, matches";
+  EXPECT_TRUE(seen->seen.files[0].preexisting);
+}
+
+// The hot path: a recorded fingerprint that holds is taken as it is.
+TEST_F(PhaseTest, ARecordedFingerprintThatHoldsIsNotRead) {
+  Declare({File("abc")});
+  testing::WriteText(dir_.Sub("root/etc/f"), "something else entirely");
+  auto info = root_->Stat("/etc/f");
+  core::RecordEntry e;
+  e.kind = "file";
+  e.digest = wants_[0];
+  e.written.push_back({"/etc/f", core::FileFingerprint(*info), "", 0, false});
+  record_.resources["f"] = e;
+  auto seen = Look();
+  EXPECT_EQ(seen->seen.files[0].found, Found::kAsRecorded);
+  EXPECT_FALSE(seen->seen.files[0].preexisting);
+}
+
+TEST_F(PhaseTest, APathThatLeavesTheRootRefusesTheDeclaration) {
+  Declare({{{"id", "f"}, {"kind", "file"}, {"path", "/out/f"}, {"content", "x"}}});
+  std::filesystem::create_directory_symlink("/", dir_.Sub("root/out"));
+  auto seen = Look();
+  ASSERT_FALSE(seen.has_value());
+  EXPECT_THAT(seen.error().message, HasSubstr("resource f, field path: "));
+}
+
+TEST_F(PhaseTest, UnitFilesAndUnitsAreLookedAt) {
+  services_.AddUnit("s.service", {});
+  Declare({{{"id", "s"},
+            {"kind", "service"},
+            {"unit", "s.service"},
+            {"state", "running"},
+            {"unit_text", "[Service]\nExecStart=/bin/s\n"}}});
+  auto seen = Look();
+  EXPECT_EQ(seen->seen.unit_files[0].found, Found::kDiffers);
+  EXPECT_TRUE(seen->seen.unit_files[0].missing);
+  ASSERT_TRUE(seen->seen.units[0].has_value());
+  EXPECT_EQ((*seen->seen.units[0])->active_state, "inactive");
+  testing::WriteText(dir_.Sub("units/s.service"), "[Service]\nExecStart=/bin/s\n");
+  ::chmod(dir_.Sub("units/s.service").c_str(), 0644);
+  EXPECT_EQ(Look()->seen.unit_files[0].found, Found::kAsDeclared);
+}
+
+TEST_F(PhaseTest, WriteReportsWhatLandedAndStopsAtTheFirstFailure) {
+  Declare({File("new"),
+           {{"id", "s"},
+            {"kind", "service"},
+            {"unit", "s.service"},
+            {"state", "running"},
+            {"unit_text", "[Service]\nExecStart=/bin/s\n"}}});
+  Plan plan;
+  plan.steps.resize(2);
+  plan.steps[0].write_files = true;
+  plan.steps[1].write_unit_file = true;
+  Seen seen;
+  seen.files.resize(2);
+  fakes::FaultyFileSystem root(*root_);
+  Writes w = Write(decl_, plan, {}, seen, {&root, units_.get(), &services_});
+  ASSERT_TRUE(w.steps[0].status.has_value());
+  EXPECT_EQ(w.steps[0].fingerprint, core::FileFingerprint(*root_->Stat("/etc/f")));
+  EXPECT_EQ(w.steps[1].unit_file_fingerprint, core::FileFingerprint(*units_->Stat("/s.service")));
+  EXPECT_TRUE(w.unit_files_changed);
+  root.FailWrites("/etc/f", ENOSPC);
+  w = Write(decl_, plan, {}, seen, {&root, units_.get(), &services_});
+  EXPECT_THAT(w.steps[0].status.error().message, HasSubstr("No space left on device"));
+  EXPECT_TRUE(w.steps[1].status.has_value()) << "one failure stops no other resource";
+}
+
+TEST_F(PhaseTest, ARemovalStopsItsUnitAndDeletesOnlyItsPaths) {
+  services_.AddUnit("old.service", {fakes::FakeServiceManager::Behavior::kHealthy, {}, true});
+  testing::WriteText(dir_.Sub("root/etc/old"), "x");
+  testing::WriteText(dir_.Sub("units/old.service"), "[Service]\n");
+  Declare(json::array());
+  Plan plan;
+  Removal rm;
+  rm.id = "old";
+  rm.entry.unit = "old.service";
+  rm.stop = true;
+  rm.delete_paths = {"/etc/old"};
+  rm.delete_unit_file = true;
+  plan.removals.push_back(rm);
+  Writes w = Write(decl_, plan, {}, Seen{}, {root_.get(), units_.get(), &services_});
+  EXPECT_TRUE(w.removals[0].has_value());
+  EXPECT_FALSE(testing::Exists(dir_.Sub("root/etc/old")));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/old.service")));
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kStop);
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
