@@ -329,6 +329,17 @@ core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::
       *text = v;
     } else if (n == "NRestarts") {
       if (sd_bus_message_read(m, "v", "u", &s.n_restarts) < 0) return bad();
+    } else if (n == "NeedDaemonReload") {
+      int need = 0;
+      if (sd_bus_message_read(m, "v", "b", &need) < 0) return bad();
+      s.need_daemon_reload = need != 0;
+    } else if (n == "TimeoutStopUSec") {
+      uint64_t usec = 0;
+      if (sd_bus_message_read(m, "v", "t", &usec) < 0) return bad();
+      // UINT64_MAX is "infinity"; past a day it is as good as one: zero,
+      // unknown to the host.
+      constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
+      if (usec <= kDayUsec) s.timeout_stop = std::chrono::microseconds(usec);
     } else if (n == "InvocationID") {
       if (sd_bus_message_enter_container(m, 'v', "ay") < 0) return bad();
       const void* bytes = nullptr;

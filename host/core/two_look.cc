@@ -26,9 +26,39 @@ bool RunningOrStarting(const Look& look) {
 
 }  // namespace
 
+FirstLookWait::FirstLookWait(UnitAction action, std::string invocation_before,
+                             std::chrono::nanoseconds settle, std::chrono::nanoseconds stop_timeout)
+    : action_(action),
+      before_(std::move(invocation_before)),
+      settle_(settle),
+      stop_bound_((stop_timeout.count() > 0 ? stop_timeout
+                                            : std::chrono::nanoseconds(kDefaultStopTimeout)) +
+                  settle) {}
+
+bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitStatus& now) {
+  if (job_done) return true;
+  if (!up_at_.has_value()) {
+    bool came_up = action_ == UnitAction::kReload ||
+                   (now.Running() && now.sub_state != "auto-restart" &&
+                    !now.invocation_id.empty() && now.invocation_id != before_);
+    if (came_up) up_at_ = at;
+  }
+  if (up_at_.has_value()) return at - *up_at_ >= settle_;
+  stopping_ = at >= stop_bound_;
+  return stopping_;
+}
+
+std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const {
+  if (up_at_.has_value()) return std::max(std::chrono::nanoseconds(0), *up_at_ + settle_ - at);
+  return std::max(std::chrono::nanoseconds(0), stop_bound_ - at);
+}
+
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
                       const Look& first, const Look& second, std::chrono::nanoseconds elapsed) {
   std::string when = FormatSeconds(elapsed) + " after " + std::string(UnitActionVerb(action));
+  if (first.stopping) {
+    return {false, "still stopping, " + StateWords(first.unit) + ", past its stop timeout " + when};
+  }
   if (job_result.has_value() && *job_result != "done") {
     return {false, "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result +
                        "\", unit " + StateWords(second.unit) + " " + when};

@@ -1,29 +1,91 @@
 #include "host/reconcile/confirm.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
 namespace mesh::reconcile {
 namespace {
 
+using std::chrono::nanoseconds;
+
+// How often a unit still in the stop phase of its restart is looked at:
+// its first look is taken within this much of the stop phase ending.
+constexpr nanoseconds kPoll = std::chrono::milliseconds(50);
+
 // A unit being confirmed: where it sits in the plan, and what was seen.
 struct Watch {
   size_t unit = 0;  // plan.units index
   std::string name;
   std::string job;
+  core::FirstLookWait wait;
+  bool looked = false;
   core::Look first, second;
   std::optional<std::string> job_result;
 };
 
-std::vector<core::Look> LookAt(ports::ServiceManager& sm, const std::vector<Watch>& watches) {
-  std::vector<std::string> names;
-  for (const Watch& w : watches) names.push_back(w.name);
-  std::vector<core::Look> looks;
-  for (auto& status : sm.ReadUnits(names)) {
-    looks.push_back({status ? std::move(*status) : core::UnitStatus{}, false});
+// Takes each unit's first look when it is due (core::FirstLookWait): its
+// job done, or the settle time after it came up, or its stop bound passed.
+class FirstLooks {
+ public:
+  FirstLooks(ports::ServiceManager& sm, ports::Clock& clock, std::vector<Watch>& watches)
+      : sm_(sm), clock_(clock), watches_(watches), t0_(clock.Monotonic()) {}
+
+  void Take() {
+    for (;;) {
+      Look();
+      if (std::all_of(watches_.begin(), watches_.end(), [](const Watch& w) { return w.looked; })) {
+        return;
+      }
+      Wait();
+    }
   }
-  return looks;
-}
+  nanoseconds Since() const { return clock_.Monotonic() - t0_; }
+  const std::map<std::string, std::string>& finished() const { return finished_; }
+
+ private:
+  // For the open jobs, as long as the nearest first look allows and never
+  // longer than one poll: a unit whose job is done is looked at promptly.
+  void Wait() {
+    std::vector<std::string> pending;
+    nanoseconds wait = kPoll;
+    for (const Watch& w : watches_) {
+      if (w.looked || finished_.contains(w.job)) continue;
+      pending.push_back(w.job);
+      wait = std::min(wait, w.wait.Next(Since()));
+    }
+    if (pending.empty()) return;
+    for (auto& [job, result] : sm_.WaitForJobs(pending, std::max(wait, nanoseconds(1000000)))) {
+      finished_[job] = result;
+    }
+  }
+  void Look() {
+    std::vector<Watch*> open;
+    std::vector<std::string> names;
+    for (Watch& w : watches_) {
+      if (w.looked) continue;
+      open.push_back(&w);
+      names.push_back(w.name);
+    }
+    std::vector<core::Result<core::UnitStatus>> statuses = sm_.ReadUnits(names);
+    nanoseconds at = Since();
+    for (size_t k = 0; k < open.size(); ++k) {
+      Watch& w = *open[k];
+      core::UnitStatus seen = statuses[k] ? std::move(*statuses[k]) : core::UnitStatus{};
+      auto done = finished_.find(w.job);
+      if (!w.wait.Due(at, done != finished_.end(), seen)) continue;
+      w.looked = true;
+      w.first = {std::move(seen), done == finished_.end(), w.wait.stopping()};
+      if (done != finished_.end()) w.job_result = done->second;
+    }
+  }
+
+  ports::ServiceManager& sm_;
+  ports::Clock& clock_;
+  std::vector<Watch>& watches_;
+  std::chrono::steady_clock::time_point t0_;
+  std::map<std::string, std::string> finished_;
+};
 
 }  // namespace
 
@@ -34,37 +96,32 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
                                                  std::chrono::nanoseconds settle) {
   std::vector<std::optional<Confirmation>> out(plan.units.size());
   std::vector<Watch> watches;
-  std::vector<std::string> jobs;
   for (size_t k = 0; k < plan.units.size(); ++k) {
     if (acts[k].state != Acted::State::kQueued) continue;
-    watches.push_back({k, decl.resources[plan.units[k].index].unit, acts[k].job, {}, {}, {}});
-    jobs.push_back(acts[k].job);
+    const UnitPlan& u = plan.units[k];
+    watches.push_back(
+        {k, decl.resources[u.index].unit, acts[k].job,
+         core::FirstLookWait(*u.action, u.status.invocation_id, settle, u.status.timeout_stop)});
   }
   if (watches.empty()) return out;  // nothing queued: nothing to look at, no pause
-  auto t0 = clock.Monotonic();
-  // Wait for the jobs (bounded by one settle), look, pause once, look again.
-  std::map<std::string, std::string> finished = services->WaitForJobs(jobs, settle);
-  std::vector<core::Look> first = LookAt(*services, watches);
-  std::vector<std::string> pending;
-  for (size_t n = 0; n < watches.size(); ++n) {
-    Watch& w = watches[n];
-    w.first = std::move(first[n]);
-    w.first.job_pending = !finished.contains(w.job);
-    if (w.first.job_pending) {
-      pending.push_back(w.job);
-    } else {
-      w.job_result = finished[w.job];
-    }
-  }
+  FirstLooks firsts(*services, clock, watches);
+  firsts.Take();
+  // The one pause, shared by every unit, from the last first look.
   clock.SleepFor(settle);
+  std::vector<std::string> pending;
+  std::vector<std::string> names;
+  for (const Watch& w : watches) {
+    if (w.first.job_pending) pending.push_back(w.job);
+    names.push_back(w.name);
+  }
   auto late = pending.empty() ? std::map<std::string, std::string>{}
-                              : services->WaitForJobs(pending, std::chrono::nanoseconds(0));
-  auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(clock.Monotonic() - t0);
-  std::vector<core::Look> second = LookAt(*services, watches);
+                              : services->WaitForJobs(pending, nanoseconds(0));
+  nanoseconds elapsed = firsts.Since();
+  std::vector<core::Result<core::UnitStatus>> second = services->ReadUnits(names);
   for (size_t n = 0; n < watches.size(); ++n) {
     Watch& w = watches[n];
     if (w.first.job_pending && late.contains(w.job)) w.job_result = late[w.job];
-    w.second = std::move(second[n]);
+    w.second.unit = second[n] ? std::move(*second[n]) : core::UnitStatus{};
     w.second.job_pending = w.first.job_pending && !late.contains(w.job);
     const UnitPlan& u = plan.units[w.unit];
     out[w.unit] = Confirmation{

@@ -61,17 +61,24 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     u.script.behavior = p->second;
     pending_behavior_.erase(p);
   }
+  bool was_running = u.started && !u.stopped && !u.killed;
+  auto start = now;
+  if (kind == ports::JobKind::kRestart && was_running && u.script.stop_delay.count() > 0) {
+    u.stopping_until = now + u.script.stop_delay;
+    u.stopping_invocation = u.invocation;
+    start = u.stopping_until;
+  }
   if (kind != ports::JobKind::kReload || !u.started) {
     u.started = true;
     u.stopped = false;
     u.killed = false;
-    u.started_at = now;
+    u.started_at = start;
     u.invocation = next_invocation_++;
   }
-  Job job{unit, now, "done"};
+  Job job{unit, start, "done"};
   switch (u.script.behavior) {
     case Behavior::kSlowStart:
-      job.done_at = now + u.script.delay;
+      job.done_at = start + u.script.delay;
       break;
     case Behavior::kJobFails:
       job.result = "failed";
@@ -114,6 +121,13 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.invocation_id = "inv-" + std::to_string(u.invocation);
   s.n_restarts = u.base_restarts;
   s.need_daemon_reload = u.need_daemon_reload;
+  s.timeout_stop = u.script.timeout_stop;
+  if (clock_.elapsed() < u.stopping_until) {
+    s.active_state = "deactivating";
+    s.sub_state = "stop-sigterm";
+    s.invocation_id = "inv-" + std::to_string(u.stopping_invocation);
+    return s;
+  }
   auto since = clock_.elapsed() - u.started_at;
   auto set = [&](const char* active, const char* sub) {
     s.active_state = active;

@@ -28,6 +28,11 @@ class FakeServiceManager : public ports::ServiceManager {
     Behavior behavior = Behavior::kHealthy;
     std::chrono::nanoseconds delay{0};  // die after / restart period / ready after
     bool running_initially = false;
+    // A restart first stops the running daemon, which takes this long
+    // (deactivating, stop-sigterm, under its old InvocationID); the
+    // behaviour then applies from the new start.
+    std::chrono::nanoseconds stop_delay{0};
+    std::chrono::nanoseconds timeout_stop = std::chrono::seconds(90);
   };
 
   struct Call {
@@ -82,6 +87,8 @@ class FakeServiceManager : public ports::ServiceManager {
     uint32_t base_restarts = 0;
     int invocation = 0;
     bool need_daemon_reload = false;
+    std::chrono::nanoseconds stopping_until{0};
+    int stopping_invocation = 0;
   };
   struct Job {
     std::string unit;

@@ -1,0 +1,156 @@
+// The confirm phase on a fake clock: one shared pause, from the last first
+// look; a restart's stop phase is not the unit coming up (issue 14); a stop
+// that outlasts its own timeout is named.
+#include "host/reconcile/confirm.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/fakes/fake_clock.h"
+#include "tests/fakes/fake_service_manager.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+using Behavior = fakes::FakeServiceManager::Behavior;
+
+class ConfirmTest : public ::testing::Test {
+ protected:
+  // Restarts every unit named, as the act phase would, and confirms.
+  std::vector<std::optional<Confirmation>> Restart(const std::vector<std::string>& names,
+                                                   std::chrono::nanoseconds settle = 1s) {
+    json resources = json::array();
+    for (const std::string& n : names) {
+      resources.push_back(
+          {{"id", n}, {"kind", "service"}, {"unit", n + ".service"}, {"state", "running"}});
+    }
+    decl_ = *core::ParseDeclaration(
+        json{{"machine", "m"}, {"generation", 1}, {"resources", resources}}.dump());
+    plan_ = Plan{};
+    acts_.clear();
+    for (size_t i = 0; i < names.size(); ++i) {
+      UnitPlan u;
+      u.index = i;
+      u.action = core::UnitAction::kRestart;
+      u.status = *services_.ReadUnit(names[i] + ".service");
+      plan_.units.push_back(u);
+      acts_.push_back({Acted::State::kQueued, "",
+                       *services_.Enqueue(names[i] + ".service", ports::JobKind::kRestart)});
+    }
+    t0_ = clock_.elapsed();
+    return Confirm(decl_, plan_, acts_, &services_, clock_, settle);
+  }
+  std::chrono::nanoseconds Took() const { return clock_.elapsed() - t0_; }
+
+  fakes::FakeClock clock_;
+  fakes::FakeServiceManager services_{clock_};
+  core::Declaration decl_;
+  Plan plan_;
+  std::vector<Acted> acts_;
+  std::chrono::nanoseconds t0_{0};
+};
+
+TEST_F(ConfirmTest, TwelveUnitsShareOnePause) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) {
+    names.push_back("u" + std::to_string(i));
+    services_.AddUnit(names.back() + ".service", {Behavior::kHealthy, 0s, true});
+  }
+  auto confirmed = Restart(names);
+  for (const auto& c : confirmed) EXPECT_TRUE(c->verdict.accepted) << c->verdict.detail;
+  EXPECT_EQ(clock_.slept(), 1s);
+  EXPECT_EQ(Took(), 1s);
+}
+
+// Issue 14: a daemon that drains for 1.5 s on SIGTERM reads "deactivating"
+// under its old InvocationID, then "active" under a new one. Its first look
+// waits for the stop phase to end; it is not "died and was restarted".
+TEST_F(ConfirmTest, ASlowStopIsNotADeath) {
+  for (auto drain : {1500ms, 3000ms}) {
+    services_.AddUnit("slow.service", {Behavior::kHealthy, 0s, true, drain});
+    auto confirmed = Restart({"slow"});
+    ASSERT_TRUE(confirmed[0].has_value());
+    EXPECT_TRUE(confirmed[0]->verdict.accepted) << confirmed[0]->verdict.detail;
+    EXPECT_EQ(confirmed[0]->verdict.detail, "active (running)");
+    EXPECT_EQ(Took(), drain + 1s) << "the stop, then one settle";
+  }
+}
+
+// ... and the same slow stop onto a configuration the daemon refuses is
+// still caught.
+TEST_F(ConfirmTest, ASlowStopOntoARefusedConfigIsStillCaught) {
+  services_.AddUnit("slow.service", {Behavior::kDiesAfter, 221ms, true, 1500ms});
+  auto confirmed = Restart({"slow"});
+  EXPECT_FALSE(confirmed[0]->verdict.accepted);
+  EXPECT_THAT(confirmed[0]->verdict.detail, HasSubstr("failed (Result=exit-code)"));
+}
+
+// The pause starts at the last first look: a fast unit waits for a slow
+// one's stop, and both share the one settle after it.
+TEST_F(ConfirmTest, ThePauseStartsAtTheLastFirstLook) {
+  services_.AddUnit("fast.service", {Behavior::kDiesAfter, 1200ms, true});
+  services_.AddUnit("slow.service", {Behavior::kHealthy, 0s, true, 1500ms});
+  auto confirmed = Restart({"fast", "slow"});
+  EXPECT_FALSE(confirmed[0]->verdict.accepted)
+      << "fast died 1.2 s in, after its first look and before its second";
+  EXPECT_TRUE(confirmed[1]->verdict.accepted) << confirmed[1]->verdict.detail;
+  EXPECT_EQ(clock_.slept(), 1s);
+}
+
+// A stop phase that outlasts the unit's own stop timeout (and the settle
+// after it) is not waited on forever: named, and failed.
+TEST_F(ConfirmTest, AStopPastItsTimeoutIsNamed) {
+  services_.AddUnit("stuck.service", {Behavior::kHealthy, 0s, true, 30s, 5s});
+  auto confirmed = Restart({"stuck"});
+  EXPECT_FALSE(confirmed[0]->verdict.accepted);
+  EXPECT_THAT(confirmed[0]->verdict.detail,
+              HasSubstr("still stopping, deactivating (stop-sigterm), past its stop timeout"));
+  EXPECT_LT(Took(), 8s) << "the unit's 5 s timeout and the settle bound it, not its 30 s stop";
+}
+
+TEST_F(ConfirmTest, NothingQueuedNothingWaited) {
+  Plan plan;
+  plan.units.push_back(UnitPlan{});
+  std::vector<Acted> acts(1);
+  auto confirmed = Confirm(core::Declaration{}, plan, acts, &services_, clock_, 1s);
+  EXPECT_FALSE(confirmed[0].has_value());
+  EXPECT_EQ(clock_.elapsed(), 0s);
+}
+
+TEST(FirstLookWaitTest, DueWhenTheJobIsDoneOrASettleAfterTheUnitCameUp) {
+  core::UnitStatus old;
+  old.active_state = "deactivating";
+  old.sub_state = "stop-sigterm";
+  old.invocation_id = "a";
+  core::UnitStatus up = old;
+  up.active_state = "active";
+  up.sub_state = "running";
+  up.invocation_id = "b";
+  core::FirstLookWait w(core::UnitAction::kRestart, "a", 1s, 10s);
+  EXPECT_FALSE(w.Due(0s, false, old));
+  EXPECT_FALSE(w.Due(2s, false, old)) << "stopping: not up";
+  EXPECT_FALSE(w.Due(2500ms, false, up));
+  EXPECT_EQ(w.Next(2500ms), 1s);
+  EXPECT_TRUE(w.Due(3500ms, false, up)) << "a settle after it came up";
+  EXPECT_FALSE(w.stopping());
+  core::FirstLookWait job(core::UnitAction::kRestart, "a", 1s, 10s);
+  EXPECT_TRUE(job.Due(0s, true, old));
+  core::FirstLookWait stuck(core::UnitAction::kRestart, "a", 1s, 10s);
+  EXPECT_FALSE(stuck.Due(10900ms, false, old));
+  EXPECT_TRUE(stuck.Due(11s, false, old));
+  EXPECT_TRUE(stuck.stopping());
+  core::UnitStatus loop = up;
+  loop.active_state = "activating";
+  loop.sub_state = "auto-restart";
+  core::FirstLookWait restarting(core::UnitAction::kRestart, "a", 1s, 10s);
+  EXPECT_FALSE(restarting.Due(0s, false, loop));
+  EXPECT_FALSE(restarting.Due(1500ms, false, loop)) << "auto-restart is not coming up";
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
