@@ -73,19 +73,21 @@ core::Status SdbusServiceManager::Connect() {
   // A hung systemd must not hang the host: every call is bounded (10 s; a
   // daemon-reload gets its own, longer bound).
   sd_bus_set_method_call_timeout(bus->bus, 10ull * 1000 * 1000);
-  // JobRemoved is recorded for every job, before any is asked for, so no
-  // result can be missed between a method's reply and the wait.
+  // JobRemoved is subscribed to before any job is asked for, so no result of
+  // the host's can be missed between a method's reply and the wait.
   r = sd_bus_match_signal(
       bus->bus, &bus->job_removed, kDest, kPath, kManager, "JobRemoved",
       [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
+        auto* self = static_cast<SdbusServiceManager*>(userdata);
         uint32_t id;
         const char *job, *unit, *result;
-        if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) >= 0) {
-          static_cast<std::map<std::string, std::string>*>(userdata)->insert_or_assign(job, result);
+        if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) >= 0 &&
+            (self->calls_in_flight_ > 0 || self->expected_jobs_.contains(job))) {
+          self->finished_jobs_.insert_or_assign(job, result);
         }
         return 0;
       },
-      &finished_jobs_);
+      this);
   if (r < 0) return core::Fail(std::string("subscribe to JobRemoved: ") + std::strerror(-r));
   ErrorGuard err;
   r = sd_bus_call_method(bus->bus, kDest, kPath, kManager, "Subscribe", &err.e, nullptr, "");
@@ -120,20 +122,41 @@ core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
                        : kind == ports::JobKind::kRestart ? "RestartUnit"
                        : kind == ports::JobKind::kReload  ? "ReloadUnit"
                                                           : "StopUnit";
+  // A stop is never waited on: its result is not kept.
+  bool waited = kind != ports::JobKind::kStop;
+  if (waited) ExpectJobs(1);
   ErrorGuard err;
   sd_bus_message* raw = nullptr;
   int r = sd_bus_call_method(bus_->bus, kDest, kPath, kManager, method, &err.e, &raw, "ss",
                              unit.c_str(), "replace");
   Message reply(raw);
+  const char* job = nullptr;
+  if (r >= 0 && sd_bus_message_read(reply.get(), "o", &job) < 0) job = nullptr;
+  if (waited) KeepJobs(job != nullptr ? std::vector<std::string>{job} : std::vector<std::string>{});
   if (r < 0) {
     std::string what = Describe(method, unit, err.e, r);
     if (ConnectionLost(r)) Disconnect();
     return core::Fail(what);
   }
-  const char* job = nullptr;
-  r = sd_bus_message_read(reply.get(), "o", &job);
-  if (r < 0) return core::Fail(std::string(method) + " " + unit + ": unreadable reply");
+  if (job == nullptr) return core::Fail(std::string(method) + " " + unit + ": unreadable reply");
   return std::string(job);
+}
+
+void SdbusServiceManager::ExpectJobs(size_t calls) {
+  if (calls_in_flight_ == 0) {
+    // A new batch: no apply waits for an earlier one's jobs any more.
+    finished_jobs_.clear();
+    expected_jobs_.clear();
+  }
+  calls_in_flight_ += calls;
+}
+
+void SdbusServiceManager::KeepJobs(const std::vector<std::string>& jobs) {
+  calls_in_flight_ = 0;
+  expected_jobs_.insert(jobs.begin(), jobs.end());
+  // What arrived while the calls were in flight and is not the host's.
+  std::erase_if(finished_jobs_,
+                [&](const auto& entry) { return !expected_jobs_.contains(entry.first); });
 }
 
 std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
@@ -162,6 +185,7 @@ std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
     if (it != finished_jobs_.end()) {
       out[j] = it->second;
       finished_jobs_.erase(it);
+      expected_jobs_.erase(j);
     }
   }
   return out;
@@ -431,6 +455,9 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
     for (auto& o : out) o = std::unexpected(st.error());
     return out;
   }
+  size_t waited = std::count_if(jobs.begin(), jobs.end(),
+                                [](const auto& j) { return j.second != ports::JobKind::kStop; });
+  if (waited > 0) ExpectJobs(waited);
   std::vector<sd_bus_message*> calls;
   std::vector<std::string> what;
   for (const auto& [unit, kind] : jobs) {
@@ -446,6 +473,7 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
     what.push_back(std::string(method) + " " + unit);
   }
   std::vector<Reply> replies = CallAll(std::move(calls), what);
+  std::vector<std::string> kept;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const char* job = nullptr;
     if (!replies[i].error.empty()) {
@@ -454,8 +482,10 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
       out[i] = core::Fail(what[i] + ": unreadable reply");
     } else {
       out[i] = std::string(job);
+      if (jobs[i].second != ports::JobKind::kStop) kept.push_back(job);
     }
   }
+  if (waited > 0) KeepJobs(kept);
   return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "host/ports/service_manager.h"
@@ -39,6 +40,10 @@ class SdbusServiceManager : public ports::ServiceManager {
   std::vector<std::string> WaitForUnitChanges(const std::vector<std::string>& units,
                                               std::chrono::nanoseconds timeout) override;
 
+  // Job results held (tests): only the host's own jobs of the current apply,
+  // however many jobs the rest of the machine runs.
+  size_t jobs_held() const { return finished_jobs_.size() + expected_jobs_.size(); }
+
  private:
   struct Bus;  // sd-bus state, kept out of this header
   core::Status Connect();
@@ -52,7 +57,18 @@ class SdbusServiceManager : public ports::ServiceManager {
   std::vector<Reply> CallAll(std::vector<sd_bus_message*> calls,
                              const std::vector<std::string>& what);
 
-  std::map<std::string, std::string> finished_jobs_;  // job path -> result
+  // Before queueing a batch of jobs: what earlier applies left is dropped.
+  void ExpectJobs(size_t calls);
+  // The batch's replies are in: their job paths are the ones kept.
+  void KeepJobs(const std::vector<std::string>& jobs);
+
+  // JobRemoved results of the host's own jobs (job path -> result). Kept
+  // only for jobs it queued and will wait for, and while its calls are in
+  // flight (a job may finish before its reply is read); every other job on
+  // the machine is ignored.
+  std::map<std::string, std::string> finished_jobs_;
+  std::set<std::string> expected_jobs_;
+  size_t calls_in_flight_ = 0;
   std::map<std::string, std::string> watched_paths_;  // object path -> unit
   std::vector<std::string> watched_units_;
   std::vector<std::string> changed_units_;

@@ -33,7 +33,7 @@ flags:
   --listen HOST:PORT   HTTP address for run (default 127.0.0.1:9479; port 0
                        picks a free one and the log says `listening on HOST:PORT`)
   --interval DURATION  time between reconciles in run (default 5m)
-  --settle DURATION    pause between the two looks at a unit (default 1s)
+  --settle DURATION    pause between the two looks at a unit (default 1s, at least 100ms)
   --machine NAME       this machine's name, checked against the declaration
                        (default: the host name)
   --url URL            status: the host to ask (default http://127.0.0.1:9479)
@@ -95,6 +95,12 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
       if (!d) return core::Fail("flag " + name + ": " + d.error().message);
       if (d->count() <= 0 && name == "--interval")
         return core::Fail("flag --interval must be positive");
+      // Shorter, the second look is the first look again: ADR 184 off.
+      if (name == "--settle" && *d < kMinSettle) {
+        return core::Fail("flag --settle: " + value +
+                          " is below 100ms, too short for the second look to see a daemon "
+                          "that refuses its configuration");
+      }
       *durations[name] = *d;
     }
   }

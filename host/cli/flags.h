@@ -9,6 +9,9 @@
 
 namespace mesh::cli {
 
+// SPEC: a shorter --settle would switch the second look off.
+inline constexpr std::chrono::milliseconds kMinSettle{100};
+
 enum class Verb { kRun, kApply, kPlan, kStatus, kHelp, kVersion };
 
 struct Flags {

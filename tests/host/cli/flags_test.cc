@@ -34,6 +34,12 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
   EXPECT_THAT(ParseFlags({"apply", "--sette", "1s"}).error().message,
               HasSubstr("unknown flag \"--sette\""));
   EXPECT_THAT(ParseFlags({"apply", "--settle", "1"}).error().message, HasSubstr("--settle"));
+  // ADR 184 cannot be switched off: the second look needs a pause.
+  for (const char* too_short : {"0s", "0ms", "99ms"}) {
+    EXPECT_THAT(ParseFlags({"apply", "--settle", too_short}).error().message,
+                HasSubstr("--settle: " + std::string(too_short) + " is below 100ms"));
+  }
+  EXPECT_EQ(ParseFlags({"apply", "--settle", "100ms"})->settle, 100ms);
   EXPECT_THAT(ParseFlags({"apply", "--root", "rel"}).error().message, HasSubstr("--root"));
   EXPECT_THAT(ParseFlags({"apply", "--root"}).error().message, HasSubstr("needs a value"));
   EXPECT_THAT(ParseFlags({"frobnicate"}).error().message, HasSubstr("unknown verb"));

@@ -1,0 +1,91 @@
+// The sd-bus adapter against a real systemd (run by sdbus_adapter_test.sh
+// inside the project's sandboxed systemd): what it reads of a unit, and
+// that it keeps no job result but the host's own.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "host/adapters/sdbus_service_manager.h"
+
+namespace mesh::adapters {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SdbusAdapterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* dir = std::getenv("SDBOX_DIR");
+    if (dir == nullptr || std::getenv("DBUS_SYSTEM_BUS_ADDRESS") == nullptr) {
+      GTEST_SKIP() << "run by sdbus_adapter_test.sh inside the sandboxed systemd";
+    }
+    units_ = std::string(dir) + "/units/";
+  }
+  void Unit(const std::string& name, const std::string& text) {
+    std::ofstream(units_ + name) << text;
+  }
+  static void Busctl(const std::string& args) {
+    std::string cmd =
+        "busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 "
+        "org.freedesktop.systemd1.Manager " +
+        args + " >/dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  std::string units_;
+};
+
+// Issue 14: the adapter kept every JobRemoved on the machine and erased
+// only the host's own: the daemon grew without bound.
+TEST_F(SdbusAdapterTest, JobsOfOthersAreNotKept) {
+  Unit("other.service", "[Service]\nExecStart=/bin/sleep infinity\n");
+  SdbusServiceManager host;
+  ASSERT_TRUE(host.ReloadDaemon().has_value());
+  for (int i = 0; i < 20; ++i) {
+    Busctl("StartUnit ss other.service replace");
+    Busctl("StopUnit ss other.service replace");
+  }
+  // The signals are read while the host waits on the bus for anything.
+  host.WaitForUnitChanges({"other.service"}, 500ms);
+  host.WaitForUnitChanges({"other.service"}, 200ms);
+  EXPECT_EQ(host.jobs_held(), 0u);
+}
+
+TEST_F(SdbusAdapterTest, TheHostsOwnJobsAreWaitedForThenForgotten) {
+  Unit("mine.service", "[Service]\nExecStart=/bin/sleep infinity\n");
+  SdbusServiceManager host;
+  ASSERT_TRUE(host.ReloadDaemon().has_value());
+  auto queued = host.EnqueueAll({{"mine.service", ports::JobKind::kStart}});
+  ASSERT_TRUE(queued[0].has_value()) << queued[0].error().message;
+  auto done = host.WaitForJobs({*queued[0]}, 5s);
+  EXPECT_EQ(done[*queued[0]], "done");
+  EXPECT_EQ(host.jobs_held(), 0u);
+  // A stop is never waited on; its result is not kept either.
+  ASSERT_TRUE(host.Enqueue("mine.service", ports::JobKind::kStop).has_value());
+  host.WaitForUnitChanges({"mine.service"}, 500ms);
+  EXPECT_EQ(host.jobs_held(), 0u);
+}
+
+TEST_F(SdbusAdapterTest, ReadsWhatTheVerdictsNeed) {
+  Unit("t.service", "[Service]\nExecStart=/bin/sleep infinity\nTimeoutStopSec=7\n");
+  SdbusServiceManager host;
+  ASSERT_TRUE(host.ReloadDaemon().has_value());
+  auto s = host.ReadUnit("t.service");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->timeout_stop, 7s);
+  EXPECT_FALSE(s->need_daemon_reload);
+  // Running, so systemd keeps it loaded (an idle unit is unloaded and read
+  // afresh: it never needs a reload).
+  Busctl("StartUnit ss t.service replace");
+  std::this_thread::sleep_for(1100ms);  // a new mtime, by the second
+  Unit("t.service", "[Service]\nExecStart=/bin/sleep 1000\nTimeoutStopSec=7\n");
+  EXPECT_TRUE(host.ReadUnit("t.service")->need_daemon_reload);
+  ASSERT_TRUE(host.ReloadDaemon().has_value());
+  EXPECT_FALSE(host.ReadUnit("t.service")->need_daemon_reload);
+}
+
+}  // namespace
+}  // namespace mesh::adapters
