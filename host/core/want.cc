@@ -164,8 +164,10 @@ Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries
   }
   // A file that is also the parent of another entry cannot be unpacked.
   std::set<std::string_view> non_dirs;
+  std::set<std::string> dirs;
   for (const TreeEntry& e : out) {
     if (e.type != FileType::kDirectory) non_dirs.insert(e.relpath);
+    if (e.type == FileType::kDirectory) dirs.insert(e.relpath);
   }
   for (const TreeEntry& e : out) {
     for (size_t slash = e.relpath.find('/'); slash != std::string::npos;
@@ -176,6 +178,25 @@ Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries
                     "\", which is not a directory");
       }
     }
+  }
+  // Directories the entries imply are part of the tree exactly as if listed
+  // (SPEC): `tar czf x bin/serve` and a tar that lists bin/ unpack to the
+  // same tree and must have one digest, or the tree scanned from disk never
+  // matches the bundle's (issue 14: a lost record re-unpacked and restarted).
+  std::vector<std::string> implied;
+  for (const TreeEntry& e : out) {
+    for (size_t slash = e.relpath.find('/'); slash != std::string::npos;
+         slash = e.relpath.find('/', slash + 1)) {
+      std::string parent = e.relpath.substr(0, slash);
+      if (dirs.insert(parent).second) implied.push_back(std::move(parent));
+    }
+  }
+  for (std::string& dir : implied) {
+    TreeEntry d;
+    d.relpath = std::move(dir);
+    d.type = FileType::kDirectory;
+    d.mode = 0755;
+    out.push_back(std::move(d));
   }
   return out;
 }

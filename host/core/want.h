@@ -41,7 +41,8 @@ void HashContents(std::vector<TreeEntry>& entries);
 
 // A bundle's members, normalised ("./a//b" -> "a/b") and checked: any entry
 // that is absolute, climbs with "..", is a symlink, a hard link or a device,
-// refuses the whole bundle with a message naming the entry.
+// refuses the whole bundle with a message naming the entry. Directories the
+// entries imply but the bundle does not list are added (mode 0755).
 Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries);
 
 }  // namespace mesh::core

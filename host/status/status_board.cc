@@ -23,6 +23,8 @@ void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
     return;
   }
   next->error.reset();
+  next->apply_error.reset();
+  if (!report.error.empty()) next->apply_error = report.error;
   next->machine = report.machine;
   next->generation = report.generation;
   next->declaration_digest = report.declaration_digest;
@@ -109,7 +111,8 @@ nlohmann::json ToJson(const Snapshot& s) {
             {"finished_at", s.finished_at},
             {"duration_seconds", s.duration_seconds},
             {"result", s.result},
-            {"counts", s.counts}};
+            {"counts", s.counts},
+            {"error", s.apply_error.has_value() ? json(*s.apply_error) : json(nullptr)}};
   }
   return {{"machine", s.machine},
           {"generation", s.generation},
@@ -124,6 +127,7 @@ Health Judge(const Snapshot& s) {
   std::vector<std::string> wrong;
   if (!s.reconciled) wrong.push_back("no reconcile has finished yet");
   if (s.error.has_value()) wrong.push_back("declaration refused: " + *s.error);
+  if (s.apply_error.has_value()) wrong.push_back("the last apply failed: " + *s.apply_error);
   for (const core::ResourceOutcome& r : s.resources) {
     if (r.outcome == core::Outcome::kFailed) {
       wrong.push_back("resource " + r.id + " (" + r.kind + ") failed: " + r.detail);

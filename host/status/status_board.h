@@ -30,6 +30,9 @@ struct Snapshot {
   std::string result;  // ok, failed, refused
   std::map<std::string, int> counts;
   std::optional<std::string> error;  // a refused declaration
+  // A failure of the last apply outside any one resource (its record or
+  // intent could not be saved): the machine is not known to be as reported.
+  std::optional<std::string> apply_error;
   std::vector<core::ResourceOutcome> resources;
 };
 

@@ -48,6 +48,8 @@ class FakeServiceManager : public ports::ServiceManager {
   void Kill(const std::string& name);
   // The unit has no ExecReload: ReloadUnit is refused as systemd refuses it.
   void RefuseReload(const std::string& name) { no_reload_.insert(name); }
+  // systemd restarted the unit on its own `n` more times (Restart=).
+  void RestartedBySystemd(const std::string& name, uint32_t n) { units_[name].base_restarts += n; }
   // Its unit file changed on disk since the last daemon-reload.
   void SetNeedDaemonReload(const std::string& name) { units_[name].need_daemon_reload = true; }
 

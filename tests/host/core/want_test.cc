@@ -65,8 +65,36 @@ TEST(WantTest, BundleEntriesNormalised) {
   in.push_back(dot);
   auto out = CheckBundleEntries(in);
   ASSERT_TRUE(out.has_value()) << out.error().message;
-  ASSERT_EQ(out->size(), 2u);
+  ASSERT_EQ(out->size(), 3u) << "the two files and the bin/ they imply";
   EXPECT_EQ((*out)[0].relpath, "bin/serve");
+  EXPECT_EQ((*out)[2].relpath, "bin");
+  EXPECT_EQ((*out)[2].type, FileType::kDirectory);
+}
+
+// Issue 14: `tar czf x bin/serve` lists no bin/, the tree on disk has it.
+// Implied directories are part of the tree as if listed (0755): the bundle
+// has one digest with or without directory entries, and it is the digest
+// of the tree it unpacks to.
+TEST(WantTest, ImpliedDirectoriesAreAsIfListed) {
+  TreeEntry bin;
+  bin.relpath = "bin";
+  bin.type = FileType::kDirectory;
+  bin.mode = 0755;
+  TreeEntry lib = bin;
+  lib.relpath = "lib";
+  TreeEntry deep = bin;
+  deep.relpath = "lib/x";
+  auto without = CheckBundleEntries({File("bin/serve"), File("lib/x/y.so")});
+  auto with = CheckBundleEntries({bin, File("bin/serve"), lib, deep, File("lib/x/y.so")});
+  ASSERT_TRUE(without.has_value() && with.has_value());
+  HashContents(*without);
+  HashContents(*with);
+  EXPECT_EQ(TreeDigest(*without), TreeDigest(*with));
+  // A directory the bundle lists keeps its own mode.
+  bin.mode = 0700;
+  auto listed = CheckBundleEntries({bin, File("bin/serve"), File("lib/x/y.so")});
+  HashContents(*listed);
+  EXPECT_NE(TreeDigest(*listed), TreeDigest(*without));
 }
 
 TEST(WantTest, BundleEscapesRefused) {

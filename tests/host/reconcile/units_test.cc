@@ -99,6 +99,55 @@ TEST_F(UnitsTest, CrashLoopReadingActiveAtBothLooksFails) {
   EXPECT_THAT(r.outcomes[0].detail, HasSubstr("restarted by systemd"));
 }
 
+// Issue 14: a crash loop reads "active" at many looks. Once the host found
+// the unit failing, it never reads unchanged again: the restart stays owed.
+TEST_F(UnitsTest, ACrashLoopIsNeverUnchanged) {
+  services_.AddUnit("loop.service", {Behavior::kCrashLoop, 100ms});
+  for (int i = 0; i < 3; ++i) {
+    ApplyReport r = Run(Decl({Service("loop")}));
+    EXPECT_EQ(r.result, ApplyResult::kFailed) << i;
+    EXPECT_THAT(r.outcomes[0].detail, HasSubstr("restarted by systemd"));
+    EXPECT_FALSE(r.outcomes[0].unit->up);
+    clock_.Advance(5min);
+  }
+}
+
+// ... and a daemon systemd restarted on its own since the host last found
+// it as declared is not as declared either — in the full pass and in the
+// no-op proven from the record. The host starts it (a no-op job when it is
+// running) and looks twice.
+TEST_F(UnitsTest, NRestartsGrownSinceTheLastLookIsNotUnchanged) {
+  services_.AddUnit("d.service", {Behavior::kHealthy, 0s, true});
+  ASSERT_THAT(Outcomes(Run(Decl({Service("d")}))), ElementsAre("unchanged"));
+  ASSERT_TRUE(Run(Decl({Service("d")})).from_record);
+  services_.RestartedBySystemd("d.service", 3);
+  ApplyReport r = Run(Decl({Service("d")}));
+  EXPECT_FALSE(r.from_record);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "started d (service): was restarted by systemd since the host last looked "
+            "(NRestarts 0 -> 3), started; d.service active (running)");
+  EXPECT_EQ(r.outcomes[0].restart_reason, "was_dead");
+  EXPECT_TRUE(Run(Decl({Service("d")})).from_record) << "confirmed at 3: the new baseline";
+}
+
+// Issue 14: a oneshot without RemainAfterExit, declared running, ran at
+// every apply. Once it ended well under this want it is as declared: run
+// once, then unchanged, up (what /healthz and mesh_host_unit_active read).
+TEST_F(UnitsTest, AOneshotThatRanWellIsNotRunAgain) {
+  services_.AddUnit("once.service", {Behavior::kOneshot});
+  json once = Service("once", {{"unit_text", "[Service]\nType=oneshot\nExecStart=/bin/true\n"}});
+  ApplyReport first = Run(Decl({once}));
+  EXPECT_THAT(Outcomes(first), ElementsAre("created"));
+  EXPECT_TRUE(first.outcomes[0].unit->up);
+  for (int i = 0; i < 2; ++i) {
+    ApplyReport again = Run(Decl({once}));
+    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged"));
+    EXPECT_TRUE(again.outcomes[0].unit->up);
+  }
+  EXPECT_EQ(services_.StartsOf("once.service"), 1);
+  EXPECT_THAT(Record()["resources"]["once"]["finished"], true);
+}
+
 TEST_F(UnitsTest, FinishedOneshotAccepted) {
   services_.AddUnit("once.service", {Behavior::kOneshot});
   ApplyReport r = Run(Decl({Service("once")}));
@@ -183,6 +232,31 @@ TEST_F(UnitsTest, Issue210ProcessAppliedThreeTimesStartsOnce) {
     EXPECT_EQ(Record()["resources"]["node-tools.runtime"]["digest"], digest);
   }
   EXPECT_EQ(services_.StartsOf("node-tools.service"), 1);
+}
+
+// Issue 14, issue 210's shape: a bundle made as most are (`tar czf x
+// bin/serve`, no directory entries). After a lost record, or a chmod to the
+// same mode, its tree must still read as declared: not re-unpacked, the
+// process not restarted.
+TEST_F(UnitsTest, ABundleWithoutDirectoryEntriesDoesNotChurn) {
+  services_.AddUnit("rt.service", {});
+  std::string sha = Bundle("rt.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755},
+                                         {TarMember::kFile, "lib/deep/x.so", "x", 0644}});
+  json decl = Decl({{{"id", "rt"},
+                     {"kind", "process"},
+                     {"path", "/opt/rt"},
+                     {"source", "rt.tar.gz"},
+                     {"sha256", sha},
+                     {"unit", "rt.service"},
+                     {"unit_text", "[Service]\nExecStart=/opt/rt/bin/serve\n"}}});
+  ASSERT_THAT(Outcomes(Run(decl)), ElementsAre("created"));
+  store_.text.reset();
+  ApplyReport lost = Run(decl);
+  EXPECT_THAT(Outcomes(lost), ElementsAre("unchanged")) << lost.outcomes[0].detail;
+  EXPECT_THAT(lost.outcomes[0].detail, HasSubstr("2 file(s) adopted: already as declared"));
+  std::filesystem::permissions(Root("/opt/rt/bin"), std::filesystem::perms(0755));
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged"));
+  EXPECT_EQ(services_.StartsOf("rt.service"), 1);
 }
 
 TEST_F(UnitsTest, MissingRecordNeverRestartsAUnitWhoseFilesMatch) {

@@ -74,6 +74,23 @@ TEST(StatusBoardTest, DeadUnitBetweenAppliesTurnsUnhealthy) {
   EXPECT_EQ(ToJson(*board.Get())["resources"][1]["unit"]["active_state"], "failed");
 }
 
+// Issue 14: a record that could not be saved failed the apply, but
+// /healthz stayed 200 — the apply's own failure is not health.
+TEST(StatusBoardTest, TheApplysOwnFailureIsNotHealthy) {
+  StatusBoard board;
+  auto r = Report();
+  r.result = reconcile::ApplyResult::kFailed;
+  r.error = "record not saved: write /state.json: No space left on device";
+  board.PublishApply(r);
+  Health h = Judge(*board.Get());
+  EXPECT_FALSE(h.healthy);
+  EXPECT_THAT(h.text, HasSubstr("the last apply failed: record not saved"));
+  EXPECT_EQ(ToJson(*board.Get())["last_reconcile"]["error"], r.error);
+  EXPECT_TRUE(ToJson(*board.Get())["error"].is_null()) << "not a refused declaration";
+  board.PublishApply(Report());
+  EXPECT_TRUE(Judge(*board.Get()).healthy) << "the next good apply clears it";
+}
+
 TEST(StatusBoardTest, FailedResourceNamedInHealth) {
   StatusBoard board;
   auto r = Report();
