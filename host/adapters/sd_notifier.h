@@ -12,6 +12,7 @@ class SdNotifier : public ports::Notifier {
   void Status(const std::string& line) override;
   void Watchdog() override;
   void Stopping() override;
+  void ExtendStart(std::chrono::nanoseconds by) override;
   std::chrono::nanoseconds WatchdogInterval() override;
 };
 

@@ -23,6 +23,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// While the first apply runs, the start timeout is pushed this far out,
+// this often.
+constexpr std::chrono::seconds kExtendBy{30};
+constexpr std::chrono::seconds kExtendEvery{10};
+
 sigset_t DaemonSignals() {
   sigset_t set;
   sigemptyset(&set);
@@ -73,20 +78,27 @@ Daemon::~Daemon() {
   if (watch_thread_.joinable()) watch_thread_.join();
 }
 
-void Daemon::ApplyOnce(const std::string& why) {
+void Daemon::ApplyOnce(const std::string& why, bool starting) {
   // An apply may rightly outlast the watchdog's period (the first apply of
   // 100,000 files takes over a minute; a restart's settle pause alone can
   // exceed a short WatchdogSec), and the main loop cannot pet while it runs:
   // systemd would kill the daemon mid-apply, and again after every restart.
   // Every call an apply makes is bounded, so it is kept alive while it runs.
+  // The first apply runs before READY=1, under systemd's start timeout: it
+  // is extended the same way, so a machine's first convergence at boot is
+  // not killed half-way (units ordered after mesh-host start once it is).
   std::jthread keepalive;
-  if (auto every = notifier_.WatchdogInterval(); every.count() > 0) {
-    keepalive = std::jthread([this, every](std::stop_token stop) {
+  auto pet = notifier_.WatchdogInterval();
+  if (pet.count() > 0 || starting) {
+    auto every = pet.count() > 0 ? std::min<std::chrono::nanoseconds>(pet, kExtendEvery)
+                                 : std::chrono::nanoseconds(kExtendEvery);
+    keepalive = std::jthread([this, every, pet, starting](std::stop_token stop) {
       std::mutex m;
       std::condition_variable_any cv;
       std::unique_lock lock(m);
       do {
-        notifier_.Watchdog();
+        if (starting) notifier_.ExtendStart(kExtendBy);
+        if (pet.count() > 0) notifier_.Watchdog();
         cv.wait_for(lock, stop, every, [] { return false; });  // wakes on stop
       } while (!stop.stop_requested());
     });
@@ -179,7 +191,7 @@ int Daemon::Run() {
                                       "); changes are seen at the next interval or SIGHUP");
   }
 
-  ApplyOnce("start");
+  ApplyOnce("start", /*starting=*/true);
   notifier_.Ready();
   watch_thread_ = std::thread([this] { WatchLoop(); });
 

@@ -56,7 +56,8 @@ class Daemon {
   int Run();
 
  private:
-  void ApplyOnce(const std::string& why);
+  // `starting`: the first apply, before READY=1.
+  void ApplyOnce(const std::string& why, bool starting = false);
   void WatchLoop();
 
   DaemonOptions options_;

@@ -1,5 +1,6 @@
 // Notifier: how the daemon tells its service manager it is ready, what it is
-// doing, and that it is alive (sd_notify's READY=1, STATUS=, WATCHDOG=1).
+// doing, and that it is alive (sd_notify's READY=1, STATUS=, WATCHDOG=1,
+// EXTEND_TIMEOUT_USEC=).
 #pragma once
 
 #include <chrono>
@@ -14,6 +15,9 @@ class Notifier {
   virtual void Status(const std::string& line) = 0;
   virtual void Watchdog() = 0;
   virtual void Stopping() = 0;
+  // Still starting: the start timeout is pushed out to `by` from now (the
+  // first apply may rightly take longer than TimeoutStartSec).
+  virtual void ExtendStart(std::chrono::nanoseconds by) = 0;
   // How often to pet the watchdog (half of WATCHDOG_USEC); zero when none.
   virtual std::chrono::nanoseconds WatchdogInterval() = 0;
 };
