@@ -114,7 +114,7 @@ int Run(const cli::Flags& flags) {
     log.Line(daemon::Priority::kErr, machine.error().message);
     return cli::kExitRefused;
   }
-  status::StatusBoard board;
+  status::StatusBoard board(flags.settle);
   metrics::HostMetrics metrics(MESH_HOST_VERSION);
   metrics.SetReconcileInterval(flags.interval);
   metrics.SetStartTime((*machine)->clock.Now());

@@ -162,7 +162,7 @@ void Daemon::WatchLoop() {
       const std::string& unit = changed[i];
       const core::Result<core::UnitStatus>& status = statuses[i];
       if (!status) continue;
-      bool up = board_.PublishUnit(unit, *status);
+      bool up = board_.PublishUnit(unit, *status, clock_.Monotonic());
       auto was = unit_up_.find(unit);
       if (was != unit_up_.end() && was->second && !up) {
         log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +

@@ -4,7 +4,8 @@
 
 namespace mesh::status {
 
-StatusBoard::StatusBoard() : current_(std::make_shared<Snapshot>()) {}
+StatusBoard::StatusBoard(std::chrono::nanoseconds settle)
+    : settle_(settle), current_(std::make_shared<Snapshot>()) {}
 
 void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -35,6 +36,7 @@ void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
     core::ResourceOutcome r = o;
     if (!r.declared_unit.empty()) {
       if (o.host_acted && !o.restart_reason.empty()) host_restarts_[r.declared_unit]++;
+      streaks_[r.declared_unit] = {o.unit.has_value() && o.unit->up, std::nullopt};
       if (!r.unit.has_value()) {
         r.unit = core::UnitSnapshot{};
         r.unit->name = r.declared_unit;
@@ -46,7 +48,8 @@ void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
   current_ = std::move(next);
 }
 
-bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& status) {
+bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& status,
+                              std::chrono::steady_clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   auto next = std::make_shared<Snapshot>(*current_);
   bool changed = false;
@@ -54,7 +57,14 @@ bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& s
   for (core::ResourceOutcome& r : next->resources) {
     if (r.declared_unit != unit || !r.unit.has_value()) continue;
     core::UnitSnapshot& u = *r.unit;
-    up = core::UpSince(status, u.n_restarts);
+    Streak& streak = streaks_[unit];
+    if (!core::UpSince(status, u.n_restarts)) {
+      streak = {};
+    } else if (!streak.confirmed) {
+      if (!streak.since.has_value()) streak.since = now;
+      streak.confirmed = now - *streak.since >= settle_;
+    }
+    up = streak.confirmed;
     changed = changed || u.active_state != status.active_state || u.sub_state != status.sub_state ||
               u.n_restarts != status.n_restarts || u.result != status.result || u.up != up;
     u.active_state = status.active_state;

@@ -6,6 +6,7 @@
 // Credential contents never reach it; only digests.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,22 +44,34 @@ struct Health {
 
 class StatusBoard {
  public:
-  StatusBoard();
+  // `settle`: how long a unit must have stayed up, between applies, before
+  // the live view calls it up again (--settle, as for the two looks).
+  explicit StatusBoard(std::chrono::nanoseconds settle = std::chrono::seconds(1));
 
   void PublishApply(const reconcile::ApplyReport& report);
-  // The live watch: a declared unit's state between applies. Returns
-  // whether it is up: core::UnitUp, and its NRestarts has not grown since
-  // the host's look before (the apply's or the watch's) — a crash loop that
-  // reads "active" at every look is not up.
-  bool PublishUnit(const std::string& unit, const core::UnitStatus& status);
+  // The live watch: a declared unit's state between applies, looked at
+  // `now`. Returns whether it is up: core::UnitUp, its NRestarts not grown
+  // since the host's look before (the apply's or the watch's), and — once a
+  // look found it down — up again for a settle since, as two looks would
+  // say: a crash loop whose every run reads "active" for a moment is not up.
+  bool PublishUnit(const std::string& unit, const core::UnitStatus& status,
+                   std::chrono::steady_clock::time_point now);
   // Units the watch should follow: declared in the last accepted apply.
   std::vector<std::string> WatchedUnits() const;
 
   std::shared_ptr<const Snapshot> Get() const;
 
  private:
+  // Per unit: up since the apply confirmed it, or since when it has been.
+  struct Streak {
+    bool confirmed = false;
+    std::optional<std::chrono::steady_clock::time_point> since;
+  };
+
+  const std::chrono::nanoseconds settle_;
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> current_;
+  std::map<std::string, Streak> streaks_;
   std::map<std::string, uint64_t> host_restarts_;  // by unit, since start
 };
 

@@ -58,7 +58,7 @@ TEST(ConcurrencyTest, ReadersSeeWholeSnapshotsWhileWritersPublish) {
     for (uint32_t i = 0; !done; ++i) {
       s.active_state = i % 2 ? "active" : "failed";
       s.n_restarts = i;
-      bool up = board.PublishUnit("svc3.service", s);
+      bool up = board.PublishUnit("svc3.service", s, std::chrono::steady_clock::now());
       metrics.ObserveUnit("svc3.service", s, up);
     }
   });

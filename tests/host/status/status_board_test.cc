@@ -67,7 +67,7 @@ TEST(StatusBoardTest, DeadUnitBetweenAppliesTurnsUnhealthy) {
   dead.active_state = "failed";
   dead.sub_state = "failed";
   dead.result = "signal";
-  board.PublishUnit("fail2ban.service", dead);
+  board.PublishUnit("fail2ban.service", dead, std::chrono::steady_clock::now());
   Health h = Judge(*board.Get());
   EXPECT_FALSE(h.healthy);
   EXPECT_THAT(h.text, HasSubstr("unit fail2ban.service is failed (failed), declared running"));
@@ -89,6 +89,31 @@ TEST(StatusBoardTest, TheApplysOwnFailureIsNotHealthy) {
   EXPECT_TRUE(ToJson(*board.Get())["error"].is_null()) << "not a refused declaration";
   board.PublishApply(Report());
   EXPECT_TRUE(Judge(*board.Get()).healthy) << "the next good apply clears it";
+}
+
+// Issue 14: a crash loop reads "active" for a moment in every run. Once a
+// look found the unit down (NRestarts grown, auto-restart, failed), it is
+// up again only after staying up a settle, as two looks would say.
+TEST(StatusBoardTest, ACrashLoopIsNeverUpBetweenApplies) {
+  using namespace std::chrono_literals;
+  StatusBoard board(1s);
+  board.PublishApply(Report());  // confirmed up at NRestarts 2
+  auto t = std::chrono::steady_clock::time_point{} + 100s;
+  core::UnitStatus s;
+  s.active_state = "active";
+  s.sub_state = "running";
+  s.n_restarts = 2;
+  EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t)) << "as the apply confirmed it";
+  for (uint32_t run = 3; run < 8; ++run) {
+    s.n_restarts = run;  // systemd restarted it
+    EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 10ms));
+    EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 100ms)) << "active for a moment";
+    EXPECT_FALSE(Judge(*board.Get()).healthy);
+  }
+  // It stays up now: up again once a settle has passed.
+  EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 900ms));
+  EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t += 200ms));
+  EXPECT_TRUE(Judge(*board.Get()).healthy);
 }
 
 TEST(StatusBoardTest, FailedResourceNamedInHealth) {

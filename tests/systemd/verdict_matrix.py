@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""The verdict matrix (issue 14, docs/two-looks.md): units people run, each
+under its own `mesh-host run` against the sandboxed systemd, over three
+consecutive applies (the daemon's start, then a changed declaration or
+SIGHUP) and a fourth, one-shot `mesh-host apply`. After every apply it
+asserts the resource's outcome word, the apply's result (the daemon's
+"apply ok"/"apply failed" line, the one-shot's exit code), /healthz and
+mesh_host_unit_active.
+
+usage: verdict_matrix.py MESH_HOST SDBOX_SH [CASE ...]
+Prints one line per check and "N passed, N failed" (cases).
+"""
+import concurrent.futures
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+SETTLE = "1s"
+
+# What each apply must show: (outcome word, result, /healthz, unit_active).
+OK, FAILED = "ok", "failed"
+
+
+def service(unit_text, on=None):
+    return {"unit_text": unit_text, "on": on}
+
+
+def refuses(ms, stop=""):
+    """Refuses any config but 'good', dying MS after start; with `stop`, also
+    drains that long on SIGTERM."""
+    trap = f'trap "sleep {stop}; exit 0" TERM; ' if stop else ""
+    return ("[Service]\nExecStart=/bin/sh -c '" + trap +
+            f"grep -q good CONF || {{ sleep {ms / 1000}; exit 1; }}; "
+            "while :; do sleep 0.1; done'\n")
+
+
+def drains(seconds):
+    return ("[Service]\nExecStart=/bin/sh -c 'trap \"sleep " + str(seconds) +
+            "; exit 0\" TERM; while :; do sleep 0.1; done'\n")
+
+
+def crash_loop(restart_sec):
+    return ("[Unit]\nStartLimitIntervalSec=0\n[Service]\nRestart=always\n"
+            f"RestartSec={restart_sec}\nExecStart=/bin/sh -c 'sleep 0.1; exit 1'\n")
+
+
+def oneshot(remain, code):
+    return (f"[Service]\nType=oneshot\nRemainAfterExit={'yes' if remain else 'no'}\n"
+            f"ExecStart=/bin/sh -c 'echo >> RUNS; exit {code}'\n")
+
+
+HEALTHY = "[Service]\nExecStart=/bin/sleep infinity\n"
+# Each case: the unit, then the steps. A step: (what is done before the
+# apply, expected outcome, result, /healthz, unit_active). "start" starts
+# the daemon on generation 1 (config "good"); "good"/"bad" declare a new
+# generation with that config (restart_on it); "hup" re-applies as it is;
+# "lose" deletes the record first; "wait" lets 5 s pass first.
+GOOD_CYCLE = [("start", "created", OK, 200, 1), ("bad2", "restarted", OK, 200, 1),
+              ("hup", "unchanged", OK, 200, 1)]
+REFUSED = [("start", "created", OK, 200, 1), ("bad", "failed", FAILED, 503, 0),
+           ("hup", "failed", FAILED, 503, 0)]
+LOOPING = [("start", "failed", FAILED, 503, 0), ("hup", "failed", FAILED, 503, 0),
+           ("hup", "failed", FAILED, 503, 0)]
+ONESHOT_OK = [("start", "created", OK, 200, 1), ("hup", "unchanged", OK, 200, 1),
+              ("hup", "unchanged", OK, 200, 1)]
+LOST = [("start", "created", OK, 200, 1), ("lose", "unchanged", OK, 200, 1),
+        ("hup", "unchanged", OK, 200, 1)]
+CASES = {
+    # case: (unit text, a bundle or None for a missing unit; the steps; the
+    # one-shot apply's outcome and exit code)
+    "healthy restart": (HEALTHY, GOOD_CYCLE, "unchanged", 0),
+    "refused config, dies at 50 ms": (refuses(50), REFUSED, "failed", 1),
+    "refused config, dies at 221 ms": (refuses(221), REFUSED, "failed", 1),
+    "refused config, dies at 900 ms": (refuses(900), REFUSED, "failed", 1),
+    "slow stop 1.5 s": (drains(1.5), GOOD_CYCLE, "unchanged", 0),
+    "slow stop 3 s": (drains(3), GOOD_CYCLE, "unchanged", 0),
+    "slow stop 1.5 s, refused config": (refuses(221, "1.5"), REFUSED, "failed", 1),
+    "crash loop, RestartSec=100ms": (crash_loop("100ms"), LOOPING, "failed", 1),
+    "crash loop, RestartSec=1s": (crash_loop("1s"), LOOPING, "failed", 1),
+    "crash loop, RestartSec=3s": (crash_loop("3s"), LOOPING, "failed", 1),
+    "oneshot, succeeds": (oneshot(False, 0), ONESHOT_OK, "unchanged", 0),
+    "oneshot, RemainAfterExit, succeeds": (oneshot(True, 0), ONESHOT_OK, "unchanged", 0),
+    "oneshot, fails": (oneshot(False, 1), LOOPING, "failed", 1),
+    "oneshot, RemainAfterExit, fails": (oneshot(True, 1), LOOPING, "failed", 1),
+    "Type=notify, not ready for 5 s": (
+        "[Service]\nType=notify\nNotifyAccess=all\n"
+        "ExecStart=/bin/sh -c 'sleep 5; systemd-notify --ready; exec sleep infinity'\n",
+        [("start", "created", OK, 200, 1), ("hup", "unchanged", OK, 200, 1),
+         ("wait", "unchanged", OK, 200, 1)], "unchanged", 0),
+    "start job fails (ExecStartPre=/bin/false)": (
+        "[Service]\nExecStartPre=/bin/false\nExecStart=/bin/sleep infinity\n", LOOPING, "failed",
+        1),
+    "missing unit": (None, LOOPING, "failed", 1),
+    "bundle with directory entries, record lost": ("bundle+dirs", LOST, "unchanged", 0),
+    "bundle without directory entries, record lost": ("bundle", LOST, "unchanged", 0),
+}
+
+
+class Case:
+    def __init__(self, name, spec, binary, tmp, index):
+        self.name, self.binary = name, binary
+        self.text, self.steps, self.last_outcome, self.last_exit = spec
+        self.dir = os.path.join(tmp, f"case{index}")
+        self.unit = f"m{index}.service"
+        self.id = f"m{index}"
+        self.units = os.path.join(os.environ["SDBOX_DIR"], "units")
+        os.makedirs(os.path.join(self.dir, "root", "etc"))
+        os.makedirs(os.path.join(self.dir, "art"))
+        self.decl = os.path.join(self.dir, "decl.json")
+        self.flags = ["--declaration", self.decl, "--root", os.path.join(self.dir, "root"),
+                      "--state-dir", os.path.join(self.dir, "state"),
+                      "--artifacts", os.path.join(self.dir, "art"), "--unit-dir", self.units,
+                      "--machine", "box", "--settle", SETTLE]
+        self.generation = 0
+        self.lines = []
+
+    def bundle(self, with_dirs):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            if with_dirs:
+                info = tarfile.TarInfo("bin")
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            data = b"#!/bin/sh\nexec sleep infinity\n"
+            info = tarfile.TarInfo("bin/serve")
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+        path = os.path.join(self.dir, "art", "rt.tar.gz")
+        with open(path, "wb") as f:
+            f.write(buf.getvalue())
+        return hashlib.sha256(buf.getvalue()).hexdigest()
+
+    def declare(self, config):
+        self.generation += 1
+        conf = {"id": "conf", "kind": "file", "path": "/etc/conf", "content": config + "\n"}
+        if self.text in ("bundle", "bundle+dirs"):
+            sha = self.bundle(self.text == "bundle+dirs")
+            res = {"id": self.id, "kind": "process", "path": "/opt/rt", "source": "rt.tar.gz",
+                   "sha256": sha, "unit": self.unit,
+                   "unit_text": f"[Service]\nExecStart={self.dir}/root/opt/rt/bin/serve\n"}
+        elif self.text is None:
+            res = {"id": self.id, "kind": "service", "unit": f"no-such-{self.unit}",
+                   "state": "running"}
+        else:
+            text = (self.text.replace("CONF", f"{self.dir}/root/etc/conf")
+                    .replace("RUNS", f"{self.dir}/runs"))
+            res = {"id": self.id, "kind": "service", "unit": self.unit, "state": "running",
+                   "unit_text": text, "restart_on": ["conf"]}
+        with open(self.decl + ".new", "w") as f:
+            json.dump({"machine": "box", "generation": self.generation,
+                       "resources": [conf, res]}, f)
+        os.rename(self.decl + ".new", self.decl)
+
+    def say(self, ok, what):
+        self.lines.append(("ok   - " if ok else "FAIL - ") + f"{self.name}: {what}")
+        return ok
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def applied(self, count, timeout=60):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with open(self.log) as f:
+                text = f.read()
+            applies = re.findall(r"^apply (?:ok|failed|refused): .*$", text, re.M)
+            if len(applies) >= count:
+                return text, applies[count - 1]
+            time.sleep(0.05)
+        return text, None
+
+    def run(self):
+        ok = True
+        self.log = os.path.join(self.dir, "run.log")
+        self.declare("good")
+        daemon = subprocess.Popen([self.binary, "run", *self.flags, "--interval", "1h",
+                                   "--listen", "127.0.0.1:0"], stderr=open(self.log, "w"))
+        try:
+            for k, (before, outcome, result, health, active) in enumerate(self.steps, 1):
+                if before in ("bad", "bad2"):
+                    self.declare("bad" if before == "bad" else "good, again")
+                elif before in ("hup", "lose", "wait"):
+                    if before == "lose":
+                        os.remove(os.path.join(self.dir, "state", "state.json"))
+                    if before == "wait":
+                        time.sleep(5)
+                    daemon.send_signal(signal.SIGHUP)
+                text, summary = self.applied(k)
+                if k == 1:
+                    self.port = re.search(r"listening on 127.0.0.1:(\d+)", text).group(1)
+                got = re.findall(rf"^(\w+) {self.id} \(.*$", text, re.M)
+                ok &= self.say(summary is not None and summary.startswith(f"apply {result}")
+                               and len(got) >= k and got[k - 1] == outcome,
+                               f"apply {k} ({before}): {got[k - 1] if len(got) >= k else None}"
+                               f", {summary and summary.split(':')[0]}"
+                               f" — want {outcome}, apply {result}")
+                code, body = self.get("/healthz")
+                ok &= self.say(code == health, f"apply {k}: /healthz {code} (want {health})"
+                               + ("" if code == health else f": {body.strip()[:200]}"))
+                _, metrics = self.get("/metrics")
+                m = re.search(r'^mesh_host_unit_active\{unit="[^"]+"\} (\S+)$', metrics, re.M)
+                value = m and int(float(m.group(1)))
+                ok &= self.say(value == active,
+                               f"apply {k}: mesh_host_unit_active {value} (want {active})")
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+        r = subprocess.run([self.binary, "apply", *self.flags], capture_output=True, text=True,
+                           timeout=120)
+        got = re.findall(rf"^(\w+) {self.id} \(.*$", r.stdout, re.M)
+        ok &= self.say(r.returncode == self.last_exit and got == [self.last_outcome],
+                       f"one-shot apply: {got}, exit {r.returncode} "
+                       f"(want {self.last_outcome}, exit {self.last_exit})")
+        runs = os.path.join(self.dir, "runs")
+        if "oneshot" in self.name and "succeeds" in self.name:
+            count = sum(1 for _ in open(runs)) if os.path.exists(runs) else 0
+            ok &= self.say(count == 1, f"ran {count} time(s) over four applies (want 1)")
+        if not ok:
+            self.lines.append(f"     {self.name}: log\n" + open(self.log).read()[-2000:] +
+                              f"\n     one-shot: {r.stdout}{r.stderr}")
+        return ok
+
+
+def main():
+    binary, sdbox = sys.argv[1], sys.argv[2]
+    wanted = sys.argv[3:] or list(CASES)
+    tmp = tempfile.mkdtemp(prefix="mesh-host-matrix.")
+    os.environ["SDBOX_DIR"] = os.path.join(tmp, "matrix-box")
+    passed = failed = 0
+    try:
+        subprocess.run([sdbox, "up"], check=True)
+        env = dict(line.split("=", 1) for line in subprocess.run(
+            [sdbox, "env"], check=True, capture_output=True, text=True).stdout.split())
+        os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = env["DBUS_SYSTEM_BUS_ADDRESS"]
+        cases = [Case(n, CASES[n], binary, tmp, i) for i, n in enumerate(wanted)]
+        # The applies mostly wait (stops, settles): four cases at a time.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(Case.run, cases))
+        for case, ok in zip(cases, results):
+            print("\n".join(case.lines))
+            passed += ok
+            failed += not ok
+    finally:
+        subprocess.run([sdbox, "down"], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
