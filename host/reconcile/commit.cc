@@ -9,10 +9,6 @@ using core::Outcome;
 using core::ResourceOutcome;
 using State = Acted::State;
 
-std::string Did(bool dry_run, std::string_view past, std::string_view verb, std::string_view rest) {
-  return (dry_run ? "would " + std::string(verb) : std::string(past)) + " " + std::string(rest);
-}
-
 // Why the unit was acted on, with the generation that first owed it.
 std::string WhyOf(const UnitPlan& u) {
   if (!u.owed_since.has_value()) return u.why;
@@ -36,7 +32,7 @@ void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& 
   std::string before = step.changes() ? step.detail + "; " : "";
   if (u.stop) {
     o.outcome = step.changes() ? step.outcome : Outcome::kStopped;
-    o.detail = before + Did(in.dry_run, "stopped", "stop", r.unit) + " (not waited on)";
+    o.detail = before + StoppedNotWaited(in.dry_run, r.unit);
   } else {
     o.detail = before + StoppedAsDeclared(r.unit);
   }
@@ -180,7 +176,7 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.digest = rm.entry.digest;
     return o;
   }
-  if (rm.stop) o.detail = Did(in.dry_run, "stopped", "stop", rm.entry.unit) + " (not waited on)";
+  if (rm.stop) o.detail = StoppedNotWaited(in.dry_run, rm.entry.unit);
   if (!rm.delete_paths.empty()) {
     o.detail = Then(o.detail,
                     Did(in.dry_run, "deleted", "delete", Plural(rm.delete_paths.size(), "path")));

@@ -14,11 +14,6 @@ using core::RecordEntry;
 using core::Resource;
 using core::UnitAction;
 
-// "wrote 22 byte(s)" in an apply, "would write 22 byte(s)" in a plan.
-std::string Did(bool dry_run, std::string_view past, std::string_view verb, std::string_view rest) {
-  return (dry_run ? "would " + std::string(verb) : std::string(past)) + " " + std::string(rest);
-}
-
 Step Failed(Step step, std::string detail) {
   step.outcome = Outcome::kFailed;
   step.detail = std::move(detail);

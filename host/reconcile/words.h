@@ -19,6 +19,17 @@ inline std::string Plural(uint64_t n, std::string_view word) {
 
 inline constexpr std::string_view kAsDeclared = "as declared";
 
+// "wrote 22 byte(s)" in an apply, "would write 22 byte(s)" in a plan.
+inline std::string Did(bool dry_run, std::string_view past, std::string_view verb,
+                       std::string_view rest) {
+  return (dry_run ? "would " + std::string(verb) : std::string(past)) + " " + std::string(rest);
+}
+
+// A stop is queued and never waited on (ADR 184 §2).
+inline std::string StoppedNotWaited(bool dry_run, std::string_view unit) {
+  return Did(dry_run, "stopped", "stop", unit) + " (not waited on)";
+}
+
 // A tree whose files hold.
 inline std::string FilesAsDeclared(uint64_t files) {
   return Plural(files, "file") + " " + std::string(kAsDeclared);
