@@ -105,11 +105,8 @@ core::Result<core::Intent> FileRecordStore::LoadIntent() {
   if (fs_ == nullptr) return core::Intent{};
   // The state directory is tiny: sweep it every time, so a kill while the
   // intent itself or the record was being written leaves nothing either.
-  if (writable_) {
-    if (auto swept = fs_->RemoveStaleTemporaries("/"); !swept) {
-      return std::unexpected(swept.error());
-    }
-  }
+  // Best effort: a leftover that cannot be removed now is removed later.
+  if (writable_) (void)fs_->RemoveStaleTemporaries("/");
   core::Intent intent;
   auto info = fs_->Stat(kIntentFile);
   if (!info) return std::unexpected(info.error());
@@ -129,14 +126,15 @@ core::Result<core::Intent> FileRecordStore::LoadIntent() {
 }
 
 core::Status FileRecordStore::SaveIntent(const core::Intent& intent) {
+  if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
+  // The intent supersedes the old mark, whatever it says.
+  if (auto st = fs_->Remove(kLegacyMark); !st) return st;
   if (!intent.empty()) {
     auto written = WriteDurably(kIntentFile, core::SerializeIntent(intent));
     if (!written) return std::unexpected(written.error());
     return core::Ok();
   }
-  if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
   if (auto st = fs_->Remove(kIntentFile); !st) return st;
-  if (auto st = fs_->Remove(kLegacyMark); !st) return st;
   return fs_->Flush();
 }
 

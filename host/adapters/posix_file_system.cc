@@ -510,8 +510,8 @@ Status PosixFileSystem::Flush() {
       auto parent = OpenParent(dir, false, &leaf);
       if (!parent) return std::unexpected(parent.error());
       if (!parent->valid()) continue;  // removed since: nothing of it to keep
-      fd = UniqueFd(::openat(parent->get(), leaf.c_str(),
-                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      fd = UniqueFd(
+          ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!fd.valid() && errno == ENOENT) continue;
     }
     if (!fd.valid()) return Fail(Errno("open", dir));

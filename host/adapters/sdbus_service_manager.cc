@@ -124,7 +124,7 @@ core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
                                                           : "StopUnit";
   // A stop is never waited on: its result is not kept.
   bool waited = kind != ports::JobKind::kStop;
-  if (waited) ExpectJobs(1);
+  if (waited) ExpectJobs(1, /*new_batch=*/false);
   ErrorGuard err;
   sd_bus_message* raw = nullptr;
   int r = sd_bus_call_method(bus_->bus, kDest, kPath, kManager, method, &err.e, &raw, "ss",
@@ -132,7 +132,8 @@ core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
   Message reply(raw);
   const char* job = nullptr;
   if (r >= 0 && sd_bus_message_read(reply.get(), "o", &job) < 0) job = nullptr;
-  if (waited) KeepJobs(job != nullptr ? std::vector<std::string>{job} : std::vector<std::string>{});
+  if (waited)
+    KeepJobs(1, job != nullptr ? std::vector<std::string>{job} : std::vector<std::string>{});
   if (r < 0) {
     std::string what = Describe(method, unit, err.e, r);
     if (ConnectionLost(r)) Disconnect();
@@ -142,21 +143,22 @@ core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
   return std::string(job);
 }
 
-void SdbusServiceManager::ExpectJobs(size_t calls) {
-  if (calls_in_flight_ == 0) {
-    // A new batch: no apply waits for an earlier one's jobs any more.
+void SdbusServiceManager::ExpectJobs(size_t calls, bool new_batch) {
+  if (new_batch && calls_in_flight_ == 0) {
     finished_jobs_.clear();
     expected_jobs_.clear();
   }
   calls_in_flight_ += calls;
 }
 
-void SdbusServiceManager::KeepJobs(const std::vector<std::string>& jobs) {
-  calls_in_flight_ = 0;
+void SdbusServiceManager::KeepJobs(size_t calls, const std::vector<std::string>& jobs) {
+  calls_in_flight_ -= std::min(calls, calls_in_flight_);
   expected_jobs_.insert(jobs.begin(), jobs.end());
-  // What arrived while the calls were in flight and is not the host's.
-  std::erase_if(finished_jobs_,
-                [&](const auto& entry) { return !expected_jobs_.contains(entry.first); });
+  // What arrived while calls were in flight and is not the host's.
+  if (calls_in_flight_ == 0) {
+    std::erase_if(finished_jobs_,
+                  [&](const auto& entry) { return !expected_jobs_.contains(entry.first); });
+  }
 }
 
 std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
@@ -457,7 +459,7 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
   }
   size_t waited = std::count_if(jobs.begin(), jobs.end(),
                                 [](const auto& j) { return j.second != ports::JobKind::kStop; });
-  if (waited > 0) ExpectJobs(waited);
+  if (waited > 0) ExpectJobs(waited, /*new_batch=*/true);
   std::vector<sd_bus_message*> calls;
   std::vector<std::string> what;
   for (const auto& [unit, kind] : jobs) {
@@ -485,7 +487,7 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
       if (jobs[i].second != ports::JobKind::kStop) kept.push_back(job);
     }
   }
-  if (waited > 0) KeepJobs(kept);
+  if (waited > 0) KeepJobs(waited, kept);
   return out;
 }
 

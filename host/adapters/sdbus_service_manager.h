@@ -57,10 +57,11 @@ class SdbusServiceManager : public ports::ServiceManager {
   std::vector<Reply> CallAll(std::vector<sd_bus_message*> calls,
                              const std::vector<std::string>& what);
 
-  // Before queueing a batch of jobs: what earlier applies left is dropped.
-  void ExpectJobs(size_t calls);
-  // The batch's replies are in: their job paths are the ones kept.
-  void KeepJobs(const std::vector<std::string>& jobs);
+  // Before `calls` job requests are sent. A new batch (an apply's act phase)
+  // first drops what earlier applies left: no one waits for those any more.
+  void ExpectJobs(size_t calls, bool new_batch);
+  // Their replies are in (`calls` of them): their job paths are kept.
+  void KeepJobs(size_t calls, const std::vector<std::string>& jobs);
 
   // JobRemoved results of the host's own jobs (job path -> result). Kept
   // only for jobs it queued and will wait for, and while its calls are in

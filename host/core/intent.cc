@@ -1,5 +1,6 @@
 #include "host/core/intent.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "host/core/json_depth.h"
@@ -31,7 +32,11 @@ Result<Owed> ParseOwed(const std::string& id, const json& j) {
       owed.daemon_reload = value.get<bool>();
     } else if (key == "reason" || key == "why") {
       if (!value.is_string()) return Fail(where + key + ": must be a string");
-      (key == "reason" ? owed.reason : owed.why) = value.get<std::string>();
+      std::string text = value.get<std::string>();
+      if (std::any_of(text.begin(), text.end(), [](unsigned char c) { return c < 0x20; })) {
+        return Fail(where + key + ": has a control character");
+      }
+      (key == "reason" ? owed.reason : owed.why) = std::move(text);
     } else if (key == "since") {
       if (!value.is_number_unsigned()) return Fail(where + "since: must be a generation");
       owed.since = value.get<uint64_t>();

@@ -51,7 +51,9 @@ struct Intent {
 };
 
 std::string SerializeIntent(const Intent& intent);
-// Refuses anything that is not an intent this host wrote, naming the field.
+// Refuses, naming the field, what this host cannot trust: a wrong shape, an
+// entry that owes nothing, control characters in the words (they go into
+// log lines). Fields it does not know are skipped, as in the record.
 Result<Intent> ParseIntent(std::string_view text);
 
 }  // namespace mesh::core

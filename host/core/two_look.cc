@@ -1,5 +1,7 @@
 #include "host/core/two_look.h"
 
+#include <algorithm>
+
 #include "host/core/time_format.h"
 
 namespace mesh::core {
@@ -26,36 +28,48 @@ bool RunningOrStarting(const Look& look) {
 
 }  // namespace
 
-FirstLookWait::FirstLookWait(UnitAction action, std::string invocation_before,
-                             std::chrono::nanoseconds settle, std::chrono::nanoseconds stop_timeout)
+FirstLookWait::FirstLookWait(UnitAction action, const UnitStatus& before,
+                             std::chrono::nanoseconds settle)
     : action_(action),
-      before_(std::move(invocation_before)),
+      before_(before.invocation_id),
       settle_(settle),
-      stop_bound_((stop_timeout.count() > 0 ? stop_timeout
-                                            : std::chrono::nanoseconds(kDefaultStopTimeout)) +
-                  settle) {}
+      stop_phase_(action != UnitAction::kReload &&
+                  (before.active_state == "deactivating" ||
+                   (action == UnitAction::kRestart && before.Running()))) {
+  std::chrono::nanoseconds stop = before.timeout_stop.count() > 0
+                                      ? before.timeout_stop
+                                      : std::chrono::nanoseconds(kDefaultStopTimeout);
+  bound_ = stop_phase_ ? std::min<std::chrono::nanoseconds>(stop, kLongestStop) + settle : settle;
+}
 
 bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitStatus& now) {
   if (job_done) return true;
+  bool fresh = !now.invocation_id.empty() && now.invocation_id != before_;
   if (!up_at_.has_value()) {
-    bool came_up = action_ == UnitAction::kReload ||
-                   (now.Running() && now.sub_state != "auto-restart" &&
-                    !now.invocation_id.empty() && now.invocation_id != before_);
-    if (came_up) up_at_ = at;
+    if (action_ == UnitAction::kReload ||
+        (now.Running() && now.sub_state != "auto-restart" && fresh)) {
+      up_at_ = at;
+    } else if (fresh && !now.Running()) {
+      return true;  // it ran and ended: nothing left to wait for
+    }
   }
   if (up_at_.has_value()) return at - *up_at_ >= settle_;
-  stopping_ = at >= stop_bound_;
-  return stopping_;
+  if (at < bound_) return false;
+  stopping_ = stop_phase_;
+  return true;
 }
 
 std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const {
   if (up_at_.has_value()) return std::max(std::chrono::nanoseconds(0), *up_at_ + settle_ - at);
-  return std::max(std::chrono::nanoseconds(0), stop_bound_ - at);
+  return std::max(std::chrono::nanoseconds(0), bound_ - at);
 }
 
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
                       const Look& first, const Look& second, std::chrono::nanoseconds elapsed) {
   std::string when = FormatSeconds(elapsed) + " after " + std::string(UnitActionVerb(action));
+  for (const Look* look : {&first, &second}) {
+    if (!look->error.empty()) return {false, "not looked at (" + look->error + ") " + when};
+  }
   if (first.stopping) {
     return {false, "still stopping, " + StateWords(first.unit) + ", past its stop timeout " + when};
   }

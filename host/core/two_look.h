@@ -24,6 +24,9 @@ struct Look {
   // The unit was still in the stop phase of its restart when its stop
   // bound ran out (FirstLookWait::Due).
   bool stopping = false;
+  // The look could not be taken (the bus lost): why. Nothing is accepted
+  // on a look not taken.
+  std::string error;
 };
 
 // When the first look at one unit is due (SPEC, Two looks). A restart's
@@ -34,14 +37,17 @@ struct Look {
 // finished; or, while the job still runs, the settle time after the unit
 // came up (activating or active under an InvocationID other than the one
 // it ran under when asked) — ADR 184: never a wait for a unit to come up;
-// or, a stop that outlasts the unit's own stop timeout, when that bound has
-// passed. Times run from the request. A reload has no stop phase.
+// or at once when it already ran and ended under a new InvocationID (its
+// JobRemoved was missed); or, a stop that outlasts the unit's own stop
+// timeout (at most five minutes), when that bound and a settle have
+// passed. A unit with no stop phase to go through (a reload, a start or
+// restart of a unit that runs nothing) is bounded by one settle, as the job
+// wait always was. Times run from when the jobs were queued.
 class FirstLookWait {
  public:
-  // `invocation_before`: the unit's InvocationID when the host asked.
-  // `stop_timeout`: its TimeoutStopUSec (zero: unknown, systemd's default).
-  FirstLookWait(UnitAction action, std::string invocation_before, std::chrono::nanoseconds settle,
-                std::chrono::nanoseconds stop_timeout);
+  // `before`: the unit as the host saw it when it asked (its InvocationID,
+  // whether a stop phase is ahead, its TimeoutStopUSec).
+  FirstLookWait(UnitAction action, const UnitStatus& before, std::chrono::nanoseconds settle);
 
   // What was seen at `at`: true when the first look is due now.
   bool Due(std::chrono::nanoseconds at, bool job_done, const UnitStatus& now);
@@ -51,12 +57,14 @@ class FirstLookWait {
   std::chrono::nanoseconds Next(std::chrono::nanoseconds at) const;
 
   static constexpr std::chrono::seconds kDefaultStopTimeout{90};
+  static constexpr std::chrono::minutes kLongestStop{5};
 
  private:
   UnitAction action_;
   std::string before_;
   std::chrono::nanoseconds settle_;
-  std::chrono::nanoseconds stop_bound_;
+  bool stop_phase_;
+  std::chrono::nanoseconds bound_;
   std::optional<std::chrono::nanoseconds> up_at_;
   bool stopping_ = false;
 };

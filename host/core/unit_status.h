@@ -57,7 +57,13 @@ inline bool UpSince(const UnitStatus& s, uint32_t baseline) {
 struct UnitBaseline {
   std::optional<uint32_t> n_restarts;  // none: never looked (a lost record)
   bool finished = false;               // a oneshot whose run ended well
+  bool operator==(const UnitBaseline&) const = default;
 };
+
+// What the host records of a look that found a unit as declared. A oneshot
+// accepted then ran, or runs, under this want (one still running, such as a
+// migration, finishes later; if it ends badly its Result says so).
+inline UnitBaseline BaselineOf(const UnitStatus& s) { return {s.n_restarts, s.type == "oneshot"}; }
 
 // Whether a unit declared running is as declared between actions, against
 // what the host recorded: up, not restarted by systemd since, and — for a

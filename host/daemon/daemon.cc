@@ -27,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 // this often.
 constexpr std::chrono::seconds kExtendBy{30};
 constexpr std::chrono::seconds kExtendEvery{10};
+// ... but not for ever: a first apply that never ends (a local file system
+// that hangs) lets systemd's start timeout act rather than block the boot.
+constexpr std::chrono::minutes kExtendAtMost{30};
 
 sigset_t DaemonSignals() {
   sigset_t set;
@@ -92,12 +95,13 @@ void Daemon::ApplyOnce(const std::string& why, bool starting) {
   if (pet.count() > 0 || starting) {
     auto every = pet.count() > 0 ? std::min<std::chrono::nanoseconds>(pet, kExtendEvery)
                                  : std::chrono::nanoseconds(kExtendEvery);
-    keepalive = std::jthread([this, every, pet, starting](std::stop_token stop) {
+    auto extend_until = clock_.Monotonic() + kExtendAtMost;
+    keepalive = std::jthread([this, every, pet, starting, extend_until](std::stop_token stop) {
       std::mutex m;
       std::condition_variable_any cv;
       std::unique_lock lock(m);
       do {
-        if (starting) notifier_.ExtendStart(kExtendBy);
+        if (starting && clock_.Monotonic() < extend_until) notifier_.ExtendStart(kExtendBy);
         if (pet.count() > 0) notifier_.Watchdog();
         cv.wait_for(lock, stop, every, [] { return false; });  // wakes on stop
       } while (!stop.stop_requested());

@@ -94,20 +94,17 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
 }
 
 // The record remembers the look at which a unit declared running was last
-// found as declared: its NRestarts, and whether it was a finished oneshot.
+// found as declared: its NRestarts, and whether it was a oneshot.
 // A unit not found as declared keeps what was remembered before.
 void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
               const core::RecordEntry*& entry, std::optional<core::RecordEntry>& filled) {
-  std::optional<uint32_t> n_restarts = old != nullptr ? old->n_restarts : std::nullopt;
-  bool finished = old != nullptr && old->finished;
-  if (up != nullptr) {
-    n_restarts = up->n_restarts;
-    finished = up->FinishedOneshot();
-  }
-  if (entry->n_restarts == n_restarts && entry->finished == finished) return;
+  core::UnitBaseline base{old != nullptr ? old->n_restarts : std::nullopt,
+                          old != nullptr && old->finished};
+  if (up != nullptr) base = core::BaselineOf(*up);
+  if (entry->n_restarts == base.n_restarts && entry->finished == base.finished) return;
   if (!filled.has_value()) filled = *entry;
-  filled->n_restarts = n_restarts;
-  filled->finished = finished;
+  filled->n_restarts = base.n_restarts;
+  filled->finished = base.finished;
   entry = &*filled;
 }
 
@@ -191,30 +188,20 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   return o;
 }
 
-bool WritesFailed(const SettleInputs& in, size_t i) {
-  return in.plan->steps[i].failed() || !in.writes->Ok(i);
-}
-
-// What is still owed: the plan's intent, less what was done and confirmed,
-// less what this apply newly asked for on writes that all failed (the next
-// apply asks again when it writes them).
+// What is still owed: the plan's intent, less what was done and confirmed.
+// An action held back because a write failed stays owed until the write
+// succeeds: a write that "failed" may still have landed (a tree swapped in
+// whose old copy could not be deleted, a file renamed then not re-read),
+// and the next apply could find it matching and never restart.
 core::Intent StillOwedAfter(const SettleInputs& in) {
   core::Intent next = in.plan->intent;
   next.applying = false;
   bool reloaded = in.reloaded->has_value() && (*in.reloaded)->has_value();
   for (size_t k = 0; k < in.plan->units.size(); ++k) {
     const UnitPlan& u = in.plan->units[k];
-    const std::string& id = in.declaration->resources[u.index].id;
-    auto it = next.owed.find(id);
+    auto it = next.owed.find(in.declaration->resources[u.index].id);
     if (it == next.owed.end()) continue;
     core::Owed& owed = it->second;
-    bool carried = in.owed->owed.contains(id);
-    bool causes_failed = !u.causes.empty();
-    for (size_t c : u.causes) causes_failed = causes_failed && WritesFailed(in, c);
-    if (!carried && causes_failed) {
-      next.owed.erase(it);
-      continue;
-    }
     if (reloaded) owed.daemon_reload = false;
     const auto& c = (*in.confirmed)[k];
     if (c.has_value() && c->verdict.accepted) owed.action.reset();

@@ -55,9 +55,15 @@ class FirstLooks {
       wait = std::min(wait, w.wait.Next(Since()));
     }
     if (pending.empty()) return;
-    for (auto& [job, result] : sm_.WaitForJobs(pending, std::max(wait, nanoseconds(1000000)))) {
-      finished_[job] = result;
-    }
+    wait = std::max(wait, nanoseconds(1000000));
+    auto began = clock_.Monotonic();
+    std::map<std::string, std::string> got = sm_.WaitForJobs(pending, wait);
+    bool all = got.size() == pending.size();
+    for (auto& [job, result] : got) finished_[job] = std::move(result);
+    // A wait that came back early with jobs still open (a lost bus answers
+    // at once) is made up: the loop never spins.
+    nanoseconds spent = clock_.Monotonic() - began;
+    if (!all && spent < wait) clock_.SleepFor(wait - spent);
   }
   void Look() {
     std::vector<Watch*> open;
@@ -73,9 +79,11 @@ class FirstLooks {
       Watch& w = *open[k];
       core::UnitStatus seen = statuses[k] ? std::move(*statuses[k]) : core::UnitStatus{};
       auto done = finished_.find(w.job);
-      if (!w.wait.Due(at, done != finished_.end(), seen)) continue;
+      // A unit that cannot be read is looked at now: waiting would not help.
+      if (statuses[k] && !w.wait.Due(at, done != finished_.end(), seen)) continue;
       w.looked = true;
-      w.first = {std::move(seen), done == finished_.end(), w.wait.stopping()};
+      w.first = {std::move(seen), done == finished_.end(), w.wait.stopping(),
+                 statuses[k] ? "" : statuses[k].error().message};
       if (done != finished_.end()) w.job_result = done->second;
     }
   }
@@ -99,9 +107,14 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   for (size_t k = 0; k < plan.units.size(); ++k) {
     if (acts[k].state != Acted::State::kQueued) continue;
     const UnitPlan& u = plan.units[k];
-    watches.push_back(
-        {k, decl.resources[u.index].unit, acts[k].job,
-         core::FirstLookWait(*u.action, u.status.invocation_id, settle, u.status.timeout_stop)});
+    watches.push_back({k,
+                       decl.resources[u.index].unit,
+                       acts[k].job,
+                       core::FirstLookWait(*u.action, u.status, settle),
+                       false,
+                       {},
+                       {},
+                       {}});
   }
   if (watches.empty()) return out;  // nothing queued: nothing to look at, no pause
   FirstLooks firsts(*services, clock, watches);
@@ -122,6 +135,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     Watch& w = watches[n];
     if (w.first.job_pending && late.contains(w.job)) w.job_result = late[w.job];
     w.second.unit = second[n] ? std::move(*second[n]) : core::UnitStatus{};
+    if (!second[n]) w.second.error = second[n].error().message;
     w.second.job_pending = w.first.job_pending && !late.contains(w.job);
     const UnitPlan& u = plan.units[w.unit];
     out[w.unit] = Confirmation{

@@ -149,18 +149,6 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   return step;
 }
 
-int Rank(UnitAction a) {
-  switch (a) {
-    case UnitAction::kReload:
-      return 0;
-    case UnitAction::kStart:
-      return 1;
-    case UnitAction::kRestart:
-      return 2;
-  }
-  return 0;
-}
-
 // Why a unit declared running is not as declared, in the outcome's words.
 std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
   if (core::UnitUp(s) && old != nullptr && old->n_restarts.has_value()) {
@@ -171,9 +159,14 @@ std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
   return "was " + s.active_state;
 }
 
-// What this apply's own view asks of a unit declared running.
-void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps, bool up,
-                UnitPlan& u) {
+// Whether a unit runs a process: a start of it is a job systemd finishes at
+// once without touching the daemon.
+bool Runs(const core::UnitStatus& s) { return s.Running() && s.sub_state != "auto-restart"; }
+
+// What this apply's own changes ask of a unit declared running: a restart
+// for its own files, a restart_on resource or a definition not loaded; a
+// reload for a reload_on resource.
+void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& steps, UnitPlan& u) {
   const Resource& r = in.declaration->resources[i];
   const Step& step = steps[i];
   std::vector<size_t> restart_deps, reload_deps;
@@ -183,35 +176,58 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps, 
       if (steps[j].changes()) (list == &r.restart_on ? restart_deps : reload_deps).push_back(j);
     }
   }
-  auto ask = [&](UnitAction action, std::string reason, std::string why) {
+  auto ask = [&](UnitAction action, std::string reason, std::string why,
+                 std::vector<size_t> causes) {
     u.action = action;
     u.reason = std::move(reason);
     u.why = std::move(why);
+    u.causes = std::move(causes);
   };
-  if (!up) {
-    bool asked = step.changes() || step.want_changed;
-    ask(UnitAction::kStart, asked ? "declared" : "was_dead",
-        asked ? "declared running" : WasDown(u.status, step.old) + ", started");
-    if (step.changes()) u.causes = {i};
-  } else if (step.changes()) {
+  if (step.changes()) {
     // The outcome's words are the step's; these are for an owed restart.
     ask(UnitAction::kRestart, "declared",
         step.write_unit_file && step.write_files ? "its files and unit file changed"
         : step.write_unit_file                   ? "unit file " + r.unit + " changed"
-                                                 : "its files changed");
-    u.causes = {i};
+                                                 : "its files changed",
+        {i});
   } else if (!restart_deps.empty()) {
     ask(UnitAction::kRestart, "restart_on",
-        "restart_on " + in.declaration->resources[restart_deps[0]].id + " changed");
-    u.causes = restart_deps;
+        "restart_on " + in.declaration->resources[restart_deps[0]].id + " changed", restart_deps);
   } else if (!reload_deps.empty()) {
     ask(UnitAction::kReload, "reload_on",
-        "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed");
-    u.causes = reload_deps;
+        "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
   } else if (u.daemon_reload) {
     // Its unit file changed before this apply and systemd has not loaded it.
-    ask(UnitAction::kRestart, "declared", "unit file " + r.unit + " changed but was not loaded");
+    ask(UnitAction::kRestart, "declared", "unit file " + r.unit + " changed but was not loaded",
+        {});
   }
+}
+
+// What a unit declared running is asked for: what the changes ask; and when
+// it is not up, a start if it runs no process (the start loads every
+// change too), else — a start would do nothing to a running daemon — what
+// the changes ask, or a start that only has it looked at twice.
+void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps, bool up,
+                UnitPlan& u) {
+  AskForChanges(in, i, steps, u);
+  if (up || (Runs(u.status) && u.action.has_value())) return;
+  const Step& step = steps[i];
+  bool asked = step.changes() || step.want_changed;
+  u.action = UnitAction::kStart;
+  u.reason = asked ? "declared" : "was_dead";
+  u.why = asked ? "declared running" : WasDown(u.status, step.old) + ", started";
+}
+
+// An action owed from before and one this apply asks for, as one: a restart
+// is all of them; a unit that runs no process is started (which loads
+// everything); a running one is reloaded if either asks for it (a start
+// would not touch it), else started.
+UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
+  if (!now.has_value() || owed == *now) return owed;
+  if (owed == UnitAction::kRestart || *now == UnitAction::kRestart) return UnitAction::kRestart;
+  if (!runs) return UnitAction::kStart;
+  return owed == UnitAction::kReload || *now == UnitAction::kReload ? UnitAction::kReload
+                                                                    : UnitAction::kStart;
 }
 
 UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps) {
@@ -243,15 +259,16 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   }
   // A unit that cannot be read is owed what this apply's writes ask of it.
   PlanAction(in, i, steps, /*up=*/!u.failed.empty() || u.up, u);
-  // What was owed wins unless this apply's own writes ask for as much.
-  if (owed != nullptr && owed->action.has_value() &&
-      (!u.action.has_value() || Rank(*owed->action) > Rank(*u.action) ||
-       (Rank(*owed->action) == Rank(*u.action) && u.causes.empty()))) {
-    u.action = owed->action;
-    u.reason = owed->reason;
-    u.why = owed->why;
+  if (owed != nullptr && owed->action.has_value()) {
+    UnitAction merged = Merge(*owed->action, u.action, u.failed.empty() && Runs(u.status));
+    // The words are this apply's when its own writes ask for the action.
+    if (!u.action.has_value() || *u.action != merged || u.causes.empty()) {
+      u.reason = owed->reason;
+      u.why = owed->why;
+      u.causes.clear();
+    }
+    u.action = merged;
     u.owed_since = owed->since;
-    u.causes.clear();
   }
   return u;
 }

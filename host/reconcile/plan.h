@@ -94,8 +94,9 @@ struct UnitPlan {
   std::string why;             // the words: "restart_on app.conf changed"
   // Set when the action is one an earlier apply owed (the words say so).
   std::optional<uint64_t> owed_since;
-  // The resources whose writes in this apply ask for the action: when all of
-  // them fail to write, the action is not owed (the next apply asks again).
+  // The resources whose writes in this apply ask for the action (empty when
+  // it is owed from before, or not caused by a write): the outcome then
+  // speaks of this apply's change rather than of the debt.
   std::vector<size_t> causes;
   // Could not be planned (no service manager, unit unreadable): the detail.
   std::string failed;

@@ -34,7 +34,8 @@ class Pass {
  private:
   bool Prove(const std::string& digest);
   void LoadRecord();
-  void LoadIntent();
+  // False when the intent cannot be read (the apply then changes nothing).
+  bool LoadIntent();
   void Refuse(const core::Error& error) {
     report_.error = error.message;
     report_.result = ApplyResult::kRefused;
@@ -54,6 +55,7 @@ class Pass {
   std::shared_ptr<const core::Record> record_ = std::make_shared<const core::Record>();
   bool had_record_ = false;
   std::optional<core::Intent> intent_;  // what earlier applies owe (loaded once)
+  std::string intent_unreadable_;       // why it could not be read
   core::Intent saved_;                  // the intent as it stands on disk
   StatCache stats_;                     // paths a failed record proof looked at
 };
@@ -70,19 +72,22 @@ void Pass::LoadRecord() {
   }
 }
 
-void Pass::LoadIntent() {
-  if (intent_.has_value()) return;
+bool Pass::LoadIntent() {
+  if (intent_.has_value()) return intent_unreadable_.empty();
   auto loaded = ports_.records->LoadIntent();
   if (loaded) {
     intent_ = std::move(*loaded);
   } else {
-    // Nothing is known to be owed; an apply may have been cut short, so its
-    // leftovers are swept, and the next commit replaces the unreadable file.
-    report_.warnings.push_back(loaded.error().message + "; nothing is known to be owed");
+    // What is owed cannot be known: guessing "nothing" could report a
+    // daemon on its old config as unchanged for ever. The apply changes
+    // nothing and says why, until the file is readable or removed.
+    intent_unreadable_ = "intent not readable: " + loaded.error().message +
+                         "; nothing was changed (remove the intent file to forget what it "
+                         "owed, or restore it)";
     intent_ = core::Intent{};
-    intent_->applying = true;
   }
   saved_ = *intent_;
+  return intent_unreadable_.empty();
 }
 
 // The no-op, proven from the record alone (record_proof.h): the record is
@@ -92,10 +97,7 @@ bool Pass::Prove(const std::string& digest) {
   RecordProof proof({ports_.root, ports_.units, ports_.services}, digest, options_.machine);
   auto scanned = ports_.records->Scan(proof);
   bool proven = scanned.has_value() && *scanned && proof.Finish();
-  if (proven) {
-    LoadIntent();
-    proven = intent_->empty();
-  }
+  if (proven) proven = LoadIntent() && intent_->empty();
   if (!proven) {
     // The full pass reuses what the proof just looked at rather than stat
     // those paths a second time.
@@ -176,7 +178,11 @@ void Pass::Run(ports::DeclarationSource& source) {
 // act, confirm, commit.
 void Pass::Apply(const Declaration& decl) {
   bool dry_run = options_.dry_run;
-  LoadIntent();
+  if (!LoadIntent()) {
+    report_.error = intent_unreadable_;
+    report_.result = ApplyResult::kFailed;
+    dry_run = true;
+  }
   std::vector<std::string> wants = Wants(decl, *record_, had_record_);
   auto observed = Observe(
       decl, *record_, wants,
@@ -187,7 +193,7 @@ void Pass::Apply(const Declaration& decl) {
       MakePlan({&decl, record_.get(), &*intent_, &observed->seen, &wants,
                 core::FormatTimestamp(report_.started_at), dry_run, ports_.services != nullptr});
   // Nothing is written unless what it will owe is written down first.
-  if (!SaveIntent(plan)) dry_run = true;
+  if (!dry_run && !SaveIntent(plan)) dry_run = true;
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed->bundles, observed->seen,
                                   {ports_.root, ports_.units, ports_.services});

@@ -155,10 +155,7 @@ bool RecordProof::Finish() {
       return false;
     }
     // A baseline the full pass would record anew is a change to the record.
-    if (u.run && (u.baseline.n_restarts != statuses[k]->n_restarts ||
-                  u.baseline.finished != statuses[k]->FinishedOneshot())) {
-      return false;
-    }
+    if (u.run && !(u.baseline == core::BaselineOf(*statuses[k]))) return false;
     units_[k].status = std::move(*statuses[k]);
   }
   return true;

@@ -30,6 +30,7 @@ void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
   next->generation = report.generation;
   next->declaration_digest = report.declaration_digest;
   next->resources.clear();
+  streaks_.clear();  // only the units of this declaration are followed
   for (const core::ResourceOutcome& o : report.outcomes) {
     next->counts[std::string(core::OutcomeName(o.outcome))]++;
     if (o.outcome == core::Outcome::kRemoved) continue;
@@ -146,9 +147,10 @@ Health Judge(const Snapshot& s) {
       core::UnitStatus seen;
       seen.active_state = r.unit->active_state;
       seen.sub_state = r.unit->sub_state;
-      std::string restarted = core::UnitUp(seen) ? " and was restarted by systemd (NRestarts " +
-                                                       std::to_string(r.unit->n_restarts) + ")"
-                                                 : "";
+      std::string restarted = core::UnitUp(seen)
+                                  ? ", NRestarts " + std::to_string(r.unit->n_restarts) +
+                                        ", not up a settle since it was down"
+                                  : "";
       wrong.push_back("unit " + r.unit->name + " is " + r.unit->active_state + " (" +
                       r.unit->sub_state + ")" + restarted + ", declared running");
     }

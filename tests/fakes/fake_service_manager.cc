@@ -57,6 +57,15 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
                       "applicable for unit " +
                       unit + ".");
   }
+  // As systemd: a start of a unit that runs is a job done at once that
+  // changes nothing (no new invocation, nothing re-read).
+  if (kind == ports::JobKind::kStart) {
+    auto before = ReadUnit(unit);
+    if (before && before->Running()) {
+      jobs_[id] = {unit, now, "done"};
+      return id;
+    }
+  }
   if (auto p = pending_behavior_.find(unit); p != pending_behavior_.end()) {
     u.script.behavior = p->second;
     pending_behavior_.erase(p);
@@ -78,6 +87,7 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
   Job job{unit, start, "done"};
   switch (u.script.behavior) {
     case Behavior::kSlowStart:
+    case Behavior::kSlowOneshot:
       job.done_at = start + u.script.delay;
       break;
     case Behavior::kJobFails:
@@ -116,7 +126,9 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   }
   const Unit& u = it->second;
   s.load_state = "loaded";
-  s.type = u.script.behavior == Behavior::kOneshot ? "oneshot" : "simple";
+  s.type = u.script.behavior == Behavior::kOneshot || u.script.behavior == Behavior::kSlowOneshot
+               ? "oneshot"
+               : "simple";
   s.result = "success";
   s.invocation_id = "inv-" + std::to_string(u.invocation);
   s.n_restarts = u.base_restarts;
@@ -171,6 +183,13 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
       break;
     case Behavior::kOneshot:
       set("inactive", "dead");
+      break;
+    case Behavior::kSlowOneshot:
+      if (since < u.script.delay) {
+        set("activating", "start");
+      } else {
+        set("inactive", "dead");
+      }
       break;
     case Behavior::kJobFails:
       set("failed", "failed");

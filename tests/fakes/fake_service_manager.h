@@ -22,7 +22,15 @@ namespace mesh::fakes {
 
 class FakeServiceManager : public ports::ServiceManager {
  public:
-  enum class Behavior { kHealthy, kDiesAfter, kCrashLoop, kSlowStart, kOneshot, kJobFails };
+  enum class Behavior {
+    kHealthy,
+    kDiesAfter,
+    kCrashLoop,
+    kSlowStart,
+    kOneshot,
+    kSlowOneshot,  // runs for `delay` (activating), then finishes well
+    kJobFails,
+  };
 
   struct UnitScript {
     Behavior behavior = Behavior::kHealthy;

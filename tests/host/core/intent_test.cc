@@ -42,6 +42,8 @@ TEST(IntentTest, EveryBadShapeIsNamed) {
        "field daemon_reload"},
       {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":false}}})", "owes nothing"},
       {R"({"version":1,"applying":false,"owed":{"a":{"why":[]}}})", "field why"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","why":"x\ny"}}})",
+       "field why: has a control character"},
       {R"({"version":1,"applying":false,"owed":{"a":{"x":{"y":{"z":{"w":1}}}}}})",
        "nested too deeply"},
   };

@@ -123,33 +123,84 @@ TEST_F(ConfirmTest, NothingQueuedNothingWaited) {
 }
 
 TEST(FirstLookWaitTest, DueWhenTheJobIsDoneOrASettleAfterTheUnitCameUp) {
-  core::UnitStatus old;
+  core::UnitStatus running;
+  running.active_state = "active";
+  running.sub_state = "running";
+  running.invocation_id = "a";
+  running.timeout_stop = 10s;
+  core::UnitStatus old = running;
   old.active_state = "deactivating";
   old.sub_state = "stop-sigterm";
-  old.invocation_id = "a";
-  core::UnitStatus up = old;
-  up.active_state = "active";
-  up.sub_state = "running";
+  core::UnitStatus up = running;
   up.invocation_id = "b";
-  core::FirstLookWait w(core::UnitAction::kRestart, "a", 1s, 10s);
+  core::FirstLookWait w(core::UnitAction::kRestart, running, 1s);
   EXPECT_FALSE(w.Due(0s, false, old));
   EXPECT_FALSE(w.Due(2s, false, old)) << "stopping: not up";
   EXPECT_FALSE(w.Due(2500ms, false, up));
   EXPECT_EQ(w.Next(2500ms), 1s);
   EXPECT_TRUE(w.Due(3500ms, false, up)) << "a settle after it came up";
   EXPECT_FALSE(w.stopping());
-  core::FirstLookWait job(core::UnitAction::kRestart, "a", 1s, 10s);
+  core::FirstLookWait job(core::UnitAction::kRestart, running, 1s);
   EXPECT_TRUE(job.Due(0s, true, old));
-  core::FirstLookWait stuck(core::UnitAction::kRestart, "a", 1s, 10s);
+  core::FirstLookWait stuck(core::UnitAction::kRestart, running, 1s);
   EXPECT_FALSE(stuck.Due(10900ms, false, old));
   EXPECT_TRUE(stuck.Due(11s, false, old));
   EXPECT_TRUE(stuck.stopping());
   core::UnitStatus loop = up;
   loop.active_state = "activating";
   loop.sub_state = "auto-restart";
-  core::FirstLookWait restarting(core::UnitAction::kRestart, "a", 1s, 10s);
+  core::FirstLookWait restarting(core::UnitAction::kRestart, running, 1s);
   EXPECT_FALSE(restarting.Due(0s, false, loop));
   EXPECT_FALSE(restarting.Due(1500ms, false, loop)) << "auto-restart is not coming up";
+}
+
+TEST(FirstLookWaitTest, NoStopPhaseNoStopBound) {
+  core::UnitStatus dead;
+  dead.active_state = "failed";
+  dead.sub_state = "failed";
+  dead.invocation_id = "a";
+  // A start held behind an ordering dependency: one settle, and no word of
+  // a stop that never was.
+  core::FirstLookWait start(core::UnitAction::kStart, dead, 1s);
+  EXPECT_FALSE(start.Due(900ms, false, dead));
+  EXPECT_TRUE(start.Due(1s, false, dead));
+  EXPECT_FALSE(start.stopping());
+  // It ran and ended already under a new invocation: looked at at once.
+  core::UnitStatus ended = dead;
+  ended.invocation_id = "b";
+  core::FirstLookWait missed(core::UnitAction::kStart, dead, 1s);
+  EXPECT_TRUE(missed.Due(10ms, false, ended));
+  // A stop timeout of a day is bounded at five minutes.
+  core::UnitStatus slow;
+  slow.active_state = "active";
+  slow.invocation_id = "a";
+  slow.timeout_stop = 24h;
+  core::FirstLookWait capped(core::UnitAction::kRestart, slow, 1s);
+  EXPECT_TRUE(capped.Due(5min + 1s, false, slow));
+}
+
+// A bus that answers every wait at once (it is gone) does not make the wait
+// for the first looks spin: every unit is looked at, and time passes.
+TEST_F(ConfirmTest, ALostBusEndsTheWaitWithoutSpinning) {
+  services_.AddUnit("slow.service", {Behavior::kHealthy, 0s, true, 30s});
+  json resources = {
+      {{"id", "slow"}, {"kind", "service"}, {"unit", "slow.service"}, {"state", "running"}}};
+  decl_ = *core::ParseDeclaration(
+      json{{"machine", "m"}, {"generation", 1}, {"resources", resources}}.dump());
+  UnitPlan u;
+  u.action = core::UnitAction::kRestart;
+  u.status = *services_.ReadUnit("slow.service");
+  plan_.units = {u};
+  acts_ = {
+      {Acted::State::kQueued, "", *services_.Enqueue("slow.service", ports::JobKind::kRestart)}};
+  services_.bus_gone = true;
+  auto confirmed = Confirm(decl_, plan_, acts_, &services_, clock_, 1s);
+  ASSERT_TRUE(confirmed[0].has_value());
+  EXPECT_FALSE(confirmed[0]->verdict.accepted) << "nothing is accepted on looks not taken";
+  EXPECT_THAT(confirmed[0]->verdict.detail,
+              HasSubstr("not looked at (LoadUnit slow.service: Transport endpoint is not "
+                        "connected)"));
+  EXPECT_LT(clock_.elapsed(), 3s) << "an unreadable unit is looked at, not waited on";
 }
 
 }  // namespace

@@ -173,7 +173,9 @@ TEST_F(OwedTest, ARefusedReloadStaysOwed) {
     EXPECT_EQ(r.result, ApplyResult::kFailed);
     EXPECT_EQ(r.outcomes[3].outcome, core::Outcome::kFailed);
     EXPECT_THAT(r.outcomes[3].detail, HasSubstr("JobTypeNotApplicable"));
-    if (i == 1) EXPECT_THAT(r.outcomes[3].detail, HasSubstr("reload owed since generation 2"));
+    if (i == 1) {
+      EXPECT_THAT(r.outcomes[3].detail, HasSubstr("reload owed since generation 2"));
+    }
   }
   EXPECT_EQ(store_.Owed().owed.at("cache").action, core::UnitAction::kReload);
 }
@@ -207,8 +209,8 @@ TEST_F(OwedTest, AFailedDaemonReloadFailsTheUnitsAndIsRetried) {
   EXPECT_TRUE(store_.Owed().empty());
 }
 
-// reload_on follows restart_on's rule: never onto a write that failed. The
-// reload waits for the write; it is not owed on a write that never landed.
+// reload_on follows restart_on's rule: never onto a write that failed; the
+// reload stays owed until the write succeeds.
 TEST_F(OwedTest, ReloadOnNeverFiresOntoAFailedWrite) {
   services_.AddUnit("web.service", {});
   services_.AddUnit("cache.service", {});
@@ -220,7 +222,7 @@ TEST_F(OwedTest, ReloadOnNeverFiresOntoAFailedWrite) {
             "not reloaded: reload_on resource cache.conf failed; cache.service keeps its "
             "previous configuration");
   EXPECT_THAT(loaded_["cache.service"], HasSubstr("cache a"));
-  EXPECT_FALSE(store_.Owed().owed.contains("cache")) << "nothing landed: nothing owed";
+  EXPECT_EQ(store_.Owed().owed.at("cache").action, core::UnitAction::kReload);
   root_faulty_->Heal();
   ApplyReport again = Apply(Versioned("b", 2));
   EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "updated", "reloaded"));
@@ -301,6 +303,26 @@ TEST_F(OwedTest, ADebtEndsWithWhatItWasFor) {
   EXPECT_EQ(r.outcomes[1].outcome, core::Outcome::kStopped);
   EXPECT_EQ(services_.StartsOf("web.service"), starts);
   EXPECT_TRUE(store_.Owed().empty());
+}
+
+// An intent that cannot be read is not taken for "nothing owed": the apply
+// changes nothing, says why (and what it would do), and leaves the file.
+TEST_F(OwedTest, AnUnreadableIntentChangesNothing) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  store_.intent = "{\"version\":1,\"applying\":";  // torn
+  int starts = services_.StartsOf("web.service");
+  ApplyReport r = Apply(Versioned("b", 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.error, HasSubstr("intent not readable: intent: not a JSON object; nothing was "
+                                 "changed"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("would write"));
+  EXPECT_EQ(testing::ReadText(Root("/etc/web.conf")), "web a");
+  EXPECT_EQ(services_.StartsOf("web.service"), starts);
+  EXPECT_EQ(*store_.intent, "{\"version\":1,\"applying\":");
+  store_.intent.reset();  // the operator forgets it
+  EXPECT_EQ(Apply(Versioned("b", 2)).result, ApplyResult::kOk);
 }
 
 // A plan says what an apply would pay, and pays nothing.

@@ -231,7 +231,8 @@ TEST_F(PlanTest, AnUnreadableUnitStillOwesWhatItsWritesAsk) {
 TEST_F(PlanTest, AResourceThatCannotBeLookedAtKeepsWhatWasOwed) {
   Declare();
   RecordAll();
-  seen_.files[0] = {Found::kError, "stat /etc/conf: Permission denied"};
+  seen_.files[0].found = Found::kError;
+  seen_.files[0].error = "stat /etc/conf: Permission denied";
   owed_.owed["web"] = {UnitAction::kRestart, false, "restart_on", "restart_on conf changed", 4};
   owed_.owed["gone"] = {UnitAction::kStart, false, "declared", "", 4};
   Plan plan = Make();

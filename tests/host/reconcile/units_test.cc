@@ -130,6 +130,20 @@ TEST_F(UnitsTest, NRestartsGrownSinceTheLastLookIsNotUnchanged) {
   EXPECT_TRUE(Run(Decl({Service("d")})).from_record) << "confirmed at 3: the new baseline";
 }
 
+// A start of a unit that runs is a job systemd finishes at once without
+// touching the daemon: a change must still restart it, even when the unit
+// is not up for another reason (systemd restarted it on its own).
+TEST_F(UnitsTest, AChangeToAUnitSystemdRestartedIsStillARestart) {
+  services_.AddUnit("jail.service", {Behavior::kHealthy, 0s, true});
+  json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
+  testing::WriteText(Root("/etc/jail.conf"), "v1");
+  ASSERT_THAT(Outcomes(Run(Decl({Conf("v1"), svc}))), ElementsAre("unchanged", "unchanged"));
+  services_.RestartedBySystemd("jail.service", 2);
+  ApplyReport r = Run(Decl({Conf("v2"), svc}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted"));
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kRestart);
+}
+
 // Issue 14: a oneshot without RemainAfterExit, declared running, ran at
 // every apply. Once it ended well under this want it is as declared: run
 // once, then unchanged, up (what /healthz and mesh_host_unit_active read).
@@ -146,6 +160,18 @@ TEST_F(UnitsTest, AOneshotThatRanWellIsNotRunAgain) {
   }
   EXPECT_EQ(services_.StartsOf("once.service"), 1);
   EXPECT_THAT(Record()["resources"]["once"]["finished"], true);
+}
+
+// A oneshot still running at the second look (a migration) is accepted as
+// still starting; once it finished well it is not run again.
+TEST_F(UnitsTest, AOneshotLongerThanTheSettleRunsOnce) {
+  services_.AddUnit("migrate.service", {Behavior::kSlowOneshot, 5s});
+  json svc = Service("migrate");
+  ApplyReport first = Run(Decl({svc}));
+  EXPECT_THAT(first.outcomes[0].detail, HasSubstr("still starting"));
+  clock_.Advance(10s);
+  for (int i = 0; i < 2; ++i) EXPECT_THAT(Outcomes(Run(Decl({svc}))), ElementsAre("unchanged"));
+  EXPECT_EQ(services_.StartsOf("migrate.service"), 1);
 }
 
 TEST_F(UnitsTest, FinishedOneshotAccepted) {
