@@ -2,11 +2,13 @@
 //
 // It is the application core: it speaks only through the ports (FileSystem,
 // ArchiveReader, ServiceManager, RecordStore, Clock) and the pure functions of
-// host/core, so every rule is tested over fakes or a temporary root. The
-// order of an apply is the SPEC's: check the declaration whole; write files,
-// credentials, bundles and unit texts; one daemon-reload; act on units and
-// confirm them with two looks sharing one pause; prune what is no longer
-// declared; save the record. A resource that fails never stops the others.
+// host/core, so every rule is tested over fakes or a temporary root. A no-op
+// is proven from the record alone when it can be (record_proof.h); else the
+// declaration is checked whole and the apply runs as its phases, each in its
+// own file: observe, plan (pure), intent (what is owed, saved before the
+// first write), write, daemon-reload, act, confirm (two looks sharing one
+// pause), commit (outcomes, then intent and record). A resource that fails
+// never stops the others; what it owes is never forgotten.
 #pragma once
 
 #include <chrono>
