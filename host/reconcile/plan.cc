@@ -22,44 +22,15 @@ Step Failed(Step step, std::string detail) {
   return step;
 }
 
-Step PlanFile(const PlanInputs& in, const Resource& r, const RecordEntry* old,
-              const std::string& want, const FilesSeen& seen) {
+// A file, a credential or a tree: as recorded, adopted (the fingerprint
+// moved, or there is no record, but the content matches), or to be written.
+Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
+               const std::string& want, const FilesSeen& seen) {
   Step step;
   step.old = old;
   if (seen.found == Found::kError) return Failed(std::move(step), seen.error);
   bool recorded = RecordedAt(r, old, want);
-  RecordEntry entry;
-  entry.kind = std::string(core::KindName(r.kind));
-  entry.digest = want;
-  entry.applied_at = recorded ? old->applied_at : in.now;
-  entry.written.push_back({r.path, seen.fingerprint, "", 0, seen.preexisting});
-  if (seen.found == Found::kAsRecorded) {
-    step.detail = kAsDeclared;
-  } else if (seen.found == Found::kAsDeclared) {
-    // Content, mode and owner agree although the fingerprint moved
-    // (touched, copied back, or no record): adopted without a rewrite.
-    if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : in.now;
-    step.detail = old != nullptr ? std::string(kAsDeclared) : "adopted: already as declared";
-  } else {
-    step.outcome = seen.missing && old == nullptr ? Outcome::kCreated : Outcome::kUpdated;
-    std::string why = recorded ? "drifted: " + seen.drift + " on the machine, put back; " : "";
-    std::string wrote =
-        r.kind == core::Kind::kCredential ? "secret" : Plural(r.content.size(), "byte");
-    step.detail =
-        why + Did(in.dry_run, "wrote", "write", wrote + ", mode " + core::FormatMode(r.mode));
-    step.write_files = true;
-    entry.applied_at = in.now;
-  }
-  step.entry = std::move(entry);
-  return step;
-}
-
-Step PlanTree(const PlanInputs& in, const Resource& r, const RecordEntry* old,
-              const std::string& want, const FilesSeen& seen) {
-  Step step;
-  step.old = old;
-  if (seen.found == Found::kError) return Failed(std::move(step), seen.error);
-  bool recorded = RecordedAt(r, old, want);
+  bool tree = r.IsTree();
   RecordEntry entry;
   entry.kind = std::string(core::KindName(r.kind));
   entry.digest = want;
@@ -67,17 +38,24 @@ Step PlanTree(const PlanInputs& in, const Resource& r, const RecordEntry* old,
   entry.applied_at = recorded ? old->applied_at : in.now;
   entry.written.push_back(
       {r.path, seen.fingerprint, seen.content_digest, seen.file_count, seen.preexisting});
+  std::string as_declared = tree ? FilesAsDeclared(seen.file_count) : std::string(kAsDeclared);
   if (seen.found == Found::kAsRecorded) {
-    step.detail = FilesAsDeclared(seen.file_count);
+    step.detail = as_declared;
   } else if (seen.found == Found::kAsDeclared) {
     if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : in.now;
-    step.detail = old != nullptr
-                      ? FilesAsDeclared(seen.file_count)
-                      : Plural(seen.file_count, "file") + " adopted: already as declared";
+    step.detail = old != nullptr ? as_declared
+                                 : (tree ? Plural(seen.file_count, "file") + " " : std::string()) +
+                                       "adopted: already as declared";
   } else {
     step.outcome = seen.missing && old == nullptr ? Outcome::kCreated : Outcome::kUpdated;
-    std::string why = recorded ? "drifted: the tree was changed on the machine, put back; " : "";
-    step.detail = why + Did(in.dry_run, "unpacked", "unpack", Plural(seen.file_count, "file"));
+    std::string what = tree ? "the tree was changed" : seen.drift;
+    std::string why = recorded ? "drifted: " + what + " on the machine, put back; " : "";
+    std::string wrote =
+        r.kind == core::Kind::kCredential ? "secret" : Plural(r.content.size(), "byte");
+    step.detail =
+        why +
+        (tree ? Did(in.dry_run, "unpacked", "unpack", Plural(seen.file_count, "file"))
+              : Did(in.dry_run, "wrote", "write", wrote + ", mode " + core::FormatMode(r.mode)));
     step.write_files = true;
     entry.applied_at = in.now;
   }
@@ -137,10 +115,8 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   const Resource& r = in.declaration->resources[i];
   const RecordEntry* old = OldEntry(*in.record, r);
   const std::string& want = (*in.wants)[i];
-  Step step = r.kind == core::Kind::kFile || r.kind == core::Kind::kCredential
-                  ? PlanFile(in, r, old, want, in.seen->files[i])
-              : r.IsTree() ? PlanTree(in, r, old, want, in.seen->files[i])
-                           : PlanService(in, r, old, want);
+  Step step =
+      r.HasFiles() ? PlanFiles(in, r, old, want, in.seen->files[i]) : PlanService(in, r, old, want);
   if (r.HasUnit() && !step.failed()) PlanUnitFile(in, r, in.seen->unit_files[i], step);
   if (!step.failed() && step.entry.has_value()) {
     step.entry->position = i;
