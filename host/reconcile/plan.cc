@@ -236,7 +236,13 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   // A unit that cannot be read is owed what this apply's writes ask of it.
   PlanAction(in, i, steps, /*up=*/!u.failed.empty() || u.up, u);
   if (owed != nullptr && owed->action.has_value()) {
-    UnitAction merged = Merge(*owed->action, u.action, u.failed.empty() && Runs(u.status));
+    // A reload owed to a unit that no longer reloads on anything (its
+    // dependency moved to restart_on, say, after systemd refused the
+    // reload): the change it was for is now paid with a restart.
+    UnitAction carried = *owed->action == UnitAction::kReload && r.reload_on.empty()
+                             ? UnitAction::kRestart
+                             : *owed->action;
+    UnitAction merged = Merge(carried, u.action, u.failed.empty() && Runs(u.status));
     // The words are this apply's when its own writes ask for the action.
     if (!u.action.has_value() || *u.action != merged || u.causes.empty()) {
       u.reason = owed->reason;

@@ -178,6 +178,16 @@ TEST_F(OwedTest, ARefusedReloadStaysOwed) {
     }
   }
   EXPECT_EQ(store_.Owed().owed.at("cache").action, core::UnitAction::kReload);
+  // The way out: the operator moves the dependency to restart_on; the debt
+  // is paid with a restart.
+  json decl = Versioned("b", 3);
+  decl["resources"][3].erase("reload_on");
+  decl["resources"][3]["restart_on"] = {"cache.conf"};
+  ApplyReport fixed = Apply(decl);
+  EXPECT_EQ(fixed.outcomes[3].outcome, core::Outcome::kRestarted) << fixed.outcomes[3].detail;
+  EXPECT_THAT(fixed.outcomes[3].detail, HasSubstr("owed since generation 2"));
+  EXPECT_EQ(loaded_["cache.service"], OnDisk("cache.service"));
+  EXPECT_TRUE(store_.Owed().empty());
 }
 
 // A daemon-reload systemd refuses (a full /run, say) fails every unit whose
