@@ -341,12 +341,6 @@ bool Plan::ChangesMachine() const {
   return false;
 }
 
-const UnitPlan* Plan::UnitOf(size_t index) const {
-  auto it = std::lower_bound(units.begin(), units.end(), index,
-                             [](const UnitPlan& u, size_t i) { return u.index < i; });
-  return it != units.end() && it->index == index ? &*it : nullptr;
-}
-
 core::Status CheckDeclaration(const core::Declaration& decl, const core::Record& record,
                               bool had_record, std::string_view machine) {
   if (!machine.empty() && decl.machine != machine) {

@@ -123,7 +123,6 @@ struct Plan {
   // Whether the apply changes the machine at all (writes, deletes, asks
   // systemd for anything): only then is the intent saved first.
   bool ChangesMachine() const;
-  const UnitPlan* UnitOf(size_t index) const;
 };
 
 struct PlanInputs {

@@ -189,11 +189,18 @@ void Pass::Apply(const Declaration& decl) {
       {ports_.root, ports_.artifacts, ports_.units, ports_.archives, ports_.services}, stats_);
   if (!observed) return Refuse(observed.error());
   if (intent_->applying && !dry_run) Sweep(decl);
-  Plan plan =
-      MakePlan({&decl, record_.get(), &*intent_, &observed->seen, &wants,
-                core::FormatTimestamp(report_.started_at), dry_run, ports_.services != nullptr});
-  // Nothing is written unless what it will owe is written down first.
-  if (!dry_run && !SaveIntent(plan)) dry_run = true;
+  auto make_plan = [&](bool plan_only) {
+    return MakePlan({&decl, record_.get(), &*intent_, &observed->seen, &wants,
+                     core::FormatTimestamp(report_.started_at), plan_only,
+                     ports_.services != nullptr});
+  };
+  Plan plan = make_plan(dry_run);
+  // Nothing is written unless what it will owe is written down first; if
+  // it cannot be, the apply says what it would have done.
+  if (!dry_run && !SaveIntent(plan)) {
+    dry_run = true;
+    plan = make_plan(dry_run);
+  }
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed->bundles, observed->seen,
                                   {ports_.root, ports_.units, ports_.services});

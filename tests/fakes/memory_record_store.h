@@ -43,7 +43,6 @@ class MemoryRecordStore : public ports::RecordStore {
   }
   core::Status SaveIntent(const core::Intent& next) override {
     if (kill != nullptr && !kill->Alive()) return core::Ok();
-    ++intent_saves;
     if (next.applying) ++marks;
     if (fail_intent_saves) return core::Fail("disk full (fake)");
     if (next.empty()) {
@@ -69,7 +68,6 @@ class MemoryRecordStore : public ports::RecordStore {
   int loads = 0;
   int saves = 0;
   int marks = 0;  // intents saved as applying: an apply that writes nothing makes none
-  int intent_saves = 0;
   bool fail_saves = false;
   bool fail_intent_saves = false;
   KillSwitch* kill = nullptr;

@@ -335,6 +335,25 @@ TEST_F(OwedTest, AnUnreadableIntentChangesNothing) {
   EXPECT_EQ(Apply(Versioned("b", 2)).result, ApplyResult::kOk);
 }
 
+// What will be owed cannot be written down (a full state disk): nothing is
+// written or asked of systemd, and the apply says so.
+TEST_F(OwedTest, AnIntentThatCannotBeSavedChangesNothing) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("web.service");
+  store_.fail_intent_saves = true;
+  ApplyReport r = Apply(Versioned("b", 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(r.error, "intent not saved: disk full (fake); nothing was changed");
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("would write"));
+  EXPECT_EQ(testing::ReadText(Root("/etc/web.conf")), "web a");
+  EXPECT_EQ(services_.StartsOf("web.service"), starts);
+  store_.fail_intent_saves = false;
+  EXPECT_EQ(Apply(Versioned("b", 2)).result, ApplyResult::kOk);
+  EXPECT_EQ(loaded_["web.service"], OnDisk("web.service"));
+}
+
 // A plan says what an apply would pay, and pays nothing.
 TEST_F(OwedTest, APlanShowsWhatIsOwed) {
   services_.AddUnit("web.service", {});
