@@ -58,10 +58,11 @@ std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, con
   }
   if (u.daemon_reload && reloaded.has_value() && !reloaded->has_value()) {
     std::string past = u.action ? std::string(core::OutcomeName(OutcomeOf(*u.action))) : "loaded";
-    return Acted{State::kBlocked,
-                 NotActed(past, "daemon-reload failed (" + reloaded->error().message + ")", r.unit,
-                          "definition"),
-                 ""};
+    // A stop queued already stands: the words say it too.
+    std::string stopped =
+        acted.state == State::kStopQueued ? StoppedNotWaited(false, r.unit) + "; " : "";
+    std::string cause = "daemon-reload failed (" + reloaded->error().message + ")";
+    return Acted{State::kBlocked, stopped + NotActed(past, cause, r.unit, "definition"), ""};
   }
   if (!u.action.has_value() || dry_run) return acted;
   return std::nullopt;

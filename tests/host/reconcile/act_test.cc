@@ -86,6 +86,22 @@ TEST_F(ActTest, AFailedDaemonReloadHoldsBackTheUnitsThatNeededIt) {
   EXPECT_EQ(acts[1].state, State::kQueued) << "b's definition did not change";
 }
 
+// A unit declared stopped whose new definition systemd would not load: it
+// is stopped all the same, and the words say both.
+TEST_F(ActTest, AStopStandsWhenTheDaemonReloadFails) {
+  plan_.units[0].action.reset();
+  plan_.units[0].stop = true;
+  plan_.units[0].daemon_reload = true;
+  decl_.resources[1].state = core::UnitState::kStopped;
+  std::vector<Acted> acts = Run(core::Status(core::Fail("Reload: refused")));
+  EXPECT_EQ(acts[0].state, State::kBlocked);
+  EXPECT_EQ(acts[0].detail,
+            "stopped a.service (not waited on); not loaded: daemon-reload failed (Reload: "
+            "refused); a.service keeps its previous definition");
+  EXPECT_EQ(services_.calls()[0].unit, "a.service");
+  EXPECT_EQ(services_.calls()[0].kind, ports::JobKind::kStop);
+}
+
 TEST_F(ActTest, AJobSystemdRefusesIsNamed) {
   plan_.units[1].action = core::UnitAction::kReload;
   services_.RefuseReload("b.service");

@@ -7,31 +7,24 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "host/adapters/libarchive_reader.h"
-#include "host/adapters/posix_file_system.h"
 #include "host/core/want.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/write.h"
-#include "tests/fakes/fake_clock.h"
-#include "tests/fakes/fake_service_manager.h"
 #include "tests/fakes/faulty_file_system.h"
-#include "tests/testing/temp_dir.h"
+#include "tests/host/reconcile/reconciler_fixture.h"
 
 namespace mesh::reconcile {
 namespace {
 
 using ::testing::HasSubstr;
-using json = nlohmann::json;
 
-class PhaseTest : public ::testing::Test {
+// The reconciler's temporary root, artifacts, unit dir and fakes, driven
+// one phase at a time.
+class PhaseTest : public ReconcilerTest {
  protected:
   void SetUp() override {
-    for (const char* d : {"root/etc", "artifacts", "units"}) {
-      std::filesystem::create_directories(dir_.Sub(d));
-    }
-    root_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root")));
-    units_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("units")));
-    artifacts_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("artifacts")));
+    ReconcilerTest::SetUp();
+    std::filesystem::create_directories(dir_.Sub("root/etc"));
   }
   void Declare(json resources) {
     decl_ = *core::ParseDeclaration(
@@ -47,11 +40,6 @@ class PhaseTest : public ::testing::Test {
     return {{"id", "f"}, {"kind", "file"}, {"path", "/etc/f"}, {"content", content}};
   }
 
-  testing::TempDir dir_;
-  std::unique_ptr<adapters::PosixFileSystem> root_, units_, artifacts_;
-  adapters::LibarchiveReader archives_;
-  fakes::FakeClock clock_;
-  fakes::FakeServiceManager services_{clock_};
   core::Declaration decl_;
   core::Record record_;
   std::vector<std::string> wants_;
