@@ -45,7 +45,10 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
   s.set_payload_max_length(64 * 1024);
 
   s.Get("/status", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(status::ToJson(*board_.Get()).dump(2) + "\n", "application/json");
+    res.set_content(status::ToJson(*board_.Get())
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                        "\n",
+                    "application/json");
   });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     status::Health h = status::Judge(*board_.Get());

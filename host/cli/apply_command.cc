@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "host/core/printable.h"
 #include "host/core/time_format.h"
 
 namespace mesh::cli {
@@ -13,14 +14,15 @@ reconcile::OutcomeSink PrintOutcomes(std::ostream& out) {
 
 int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& out,
                 std::ostream& err) {
-  for (const std::string& w : report.warnings) err << "mesh-host: warning: " << w << "\n";
+  for (const std::string& w : report.warnings)
+    err << "mesh-host: warning: " << core::Printable(w) << "\n";
   if (report.result == reconcile::ApplyResult::kRefused) {
-    err << "mesh-host: declaration refused: " << report.error << "\n"
+    err << "mesh-host: declaration refused: " << core::Printable(report.error) << "\n"
         << "mesh-host: nothing was written; the last applied state stays in force\n";
     return kExitRefused;
   }
   for (const core::ResourceOutcome& o : report.outcomes) out << core::FormatOutcomeLine(o) << "\n";
-  if (!report.error.empty()) err << "mesh-host: " << report.error << "\n";
+  if (!report.error.empty()) err << "mesh-host: " << core::Printable(report.error) << "\n";
   err << "mesh-host: " << (plan ? "plan" : "apply") << " of generation " << report.generation
       << ": " << report.resources << " resource(s), " << report.failed << " failed, "
       << core::FormatSeconds(report.duration) << "\n";

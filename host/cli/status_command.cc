@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "host/core/printable.h"
+
 namespace mesh::cli {
 namespace {
 
@@ -14,15 +16,30 @@ std::string Fit(std::string s, size_t width) {
   return s.substr(0, width - 1) + "~";
 }
 
+// The document comes from the network: any member may be missing or of
+// another type, and what it says reaches a terminal.
+const nlohmann::json* Member(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
 std::string Str(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "";
-  if (j[key].is_string()) return j[key].get<std::string>();
-  return j[key].dump();
+  const nlohmann::json* v = Member(j, key);
+  if (v == nullptr) return "";
+  if (v->is_string()) return core::Printable(v->get_ref<const std::string&>(), 300);
+  return core::Printable(v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 300);
+}
+
+bool Healthy(const nlohmann::json& s) {
+  const nlohmann::json* v = Member(s, "healthy");
+  return v != nullptr && v->is_boolean() && v->get<bool>();
 }
 
 std::string Seconds(const nlohmann::json& last) {
+  const nlohmann::json* v = Member(last, "duration_seconds");
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", last.value("duration_seconds", 0.0));
+  std::snprintf(buf, sizeof buf, "%.1f s", v != nullptr && v->is_number() ? v->get<double>() : 0.0);
   return buf;
 }
 
@@ -30,26 +47,27 @@ std::string Seconds(const nlohmann::json& last) {
 
 std::string FormatStatusTable(const nlohmann::json& s) {
   std::string out;
-  const nlohmann::json& last =
-      s.contains("last_reconcile") ? s["last_reconcile"] : nlohmann::json();
+  static const nlohmann::json kNone;
+  const nlohmann::json* last_member = Member(s, "last_reconcile");
+  const nlohmann::json& last = last_member != nullptr ? *last_member : kNone;
   out += "machine " + Str(s, "machine") + "  generation " + Str(s, "generation") + "  " +
-         (s.value("healthy", false) ? "HEALTHY" : "NOT HEALTHY") + "\n";
+         (Healthy(s) ? "HEALTHY" : "NOT HEALTHY") + "\n";
   out += "last apply " +
-         (last.is_null() ? std::string("none yet")
-                         : Str(last, "result") + " at " + Str(last, "finished_at") + " (" +
-                               Seconds(last) + ")") +
+         (!last.is_object() ? std::string("none yet")
+                            : Str(last, "result") + " at " + Str(last, "finished_at") + " (" +
+                                  Seconds(last) + ")") +
          "\n";
-  if (s.contains("error") && !s["error"].is_null()) {
-    out += "declaration refused: " + s["error"].get<std::string>() + "\n";
-  }
+  if (Member(s, "error") != nullptr) out += "declaration refused: " + Str(s, "error") + "\n";
   // Fixed columns fit 80; the detail follows on its own indented line,
   // because it is the part worth reading whole.
   out += Fit("RESOURCE", 22) + " " + Fit("KIND", 10) + " " + Fit("OUTCOME", 9) + " " +
          Fit("UNIT STATE", 18) + " RESTARTS sd/host\n";
-  for (const nlohmann::json& r : s.value("resources", nlohmann::json::array())) {
+  const nlohmann::json* resources = Member(s, "resources");
+  for (const nlohmann::json& r :
+       resources != nullptr && resources->is_array() ? *resources : nlohmann::json::array()) {
     std::string state, restarts;
-    if (r.contains("unit") && r["unit"].is_object()) {
-      const nlohmann::json& u = r["unit"];
+    if (const nlohmann::json* unit = Member(r, "unit"); unit != nullptr && unit->is_object()) {
+      const nlohmann::json& u = *unit;
       state = Str(u, "active_state") + "/" + Str(u, "sub_state");
       restarts = Str(u, "n_restarts") + "/" + Str(u, "host_restarts");
     }
@@ -85,12 +103,13 @@ int RunStatus(const std::string& url, std::ostream& out, std::ostream& err) {
     return 2;
   }
   nlohmann::json doc = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("healthy")) {
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("healthy") ||
+      !doc["healthy"].is_boolean()) {
     err << "mesh-host: " << url << "/status is not a mesh-host status document\n";
     return 2;
   }
   out << FormatStatusTable(doc);
-  return doc.value("healthy", false) ? 0 : 1;
+  return Healthy(doc) ? 0 : 1;
 }
 
 }  // namespace mesh::cli

@@ -226,23 +226,6 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
   return r;
 }
 
-// Parser messages quote the input; a hostile input must not put raw bytes
-// (invalid UTF-8, control characters) or megabytes into a log line.
-std::string Printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 300)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (text.size() > 300) out += "...";
-  return out;
-}
-
 }  // namespace
 
 std::string_view KindName(Kind kind) {
@@ -406,7 +389,7 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     decl.resources.push_back(std::move(*r));
   };
   auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_resource);
-  if (!streamed) return Fail("declaration: invalid JSON: " + Printable(streamed.error().message));
+  if (!streamed) return Fail("declaration: invalid JSON: " + streamed.error().message);
   json& doc = streamed->document;
   if (!doc.is_object()) return Fail("declaration: must be a JSON object");
   for (const auto& [key, value] : doc.items()) {

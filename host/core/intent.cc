@@ -73,7 +73,7 @@ std::string SerializeIntent(const Intent& intent) {
     owed[id] = std::move(item);
   }
   json j = {{"version", kIntentVersion}, {"applying", intent.applying}, {"owed", std::move(owed)}};
-  return j.dump() + "\n";
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 Result<Intent> ParseIntent(std::string_view text) {

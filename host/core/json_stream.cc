@@ -3,6 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "host/core/printable.h"
+
 namespace mesh::core {
 namespace {
 
@@ -31,8 +33,13 @@ class Handler final : public nlohmann::json_sax<json> {
     (top.streamed ? member_key_ : top.key).assign(k);
     return true;
   }
+  // The parser's message names the place and quotes the token it read: the
+  // token goes (it may be a credential's bytes), the member it was in stays.
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    error_ = e.what();
+    error_ = JsonErrorWithoutBytes(e.what());
+    if (levels_.size() >= 2 && levels_[1].streamed) {
+      error_ += " (in " + std::string(key_) + "[" + std::to_string(members_) + "])";
+    }
     return false;
   }
 
@@ -119,7 +126,7 @@ Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, 
       return Fail(handler.error().empty() ? "parse stopped" : handler.error());
     }
   } catch (const json::exception& e) {
-    return Fail(e.what());
+    return Fail(JsonErrorWithoutBytes(e.what()));
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");
   }

@@ -1,5 +1,7 @@
 #include "host/core/outcome.h"
 
+#include "host/core/printable.h"
+
 namespace mesh::core {
 
 std::string_view OutcomeName(Outcome outcome) {
@@ -29,9 +31,12 @@ std::string_view OutcomeName(Outcome outcome) {
 std::string FormatOutcomeLine(const ResourceOutcome& o) {
   std::string line;
   line.reserve(32 + o.id.size() + o.detail.size());
-  line.append(OutcomeName(o.outcome)).append(" ").append(o.id);
+  line.append(OutcomeName(o.outcome))
+      .append(" ")
+      .append(IsPrintable(o.id) ? o.id : Printable(o.id));
   line.append(" (").append(o.kind).append(")");
-  if (!o.detail.empty()) line.append(": ").append(o.detail);
+  if (!o.detail.empty())
+    line.append(": ").append(IsPrintable(o.detail) ? o.detail : Printable(o.detail));
   return line;
 }
 

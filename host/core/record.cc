@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "host/core/printable.h"
+
 namespace mesh::core {
 namespace {
 
@@ -45,15 +47,15 @@ std::string SerializeRecord(const Record& record) {
                {"machine", record.machine},
                {"generation", record.generation},
                {"declaration_digest", record.declaration_digest}};
-  std::string out = head.dump();
+  std::string out = head.dump(-1, ' ', false, json::error_handler_t::replace);
   out.pop_back();  // the closing brace: "resources" comes last
   out += ",\"resources\":{";
   const char* sep = "\n";
   for (const auto& [id, e] : record.resources) {
     out += sep;
-    out += json(id).dump();
+    out += json(id).dump(-1, ' ', false, json::error_handler_t::replace);
     out += ':';
-    out += EntryJson(e).dump();
+    out += EntryJson(e).dump(-1, ' ', false, json::error_handler_t::replace);
     sep = ",\n";
   }
   out += "\n}}\n";
@@ -141,7 +143,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    if (error_.empty()) error_ = e.what();
+    if (error_.empty()) error_ = JsonErrorWithoutBytes(e.what());
     return false;
   }
 
@@ -378,7 +380,7 @@ Result<bool> ReadRecord(Input& input, Record& record, RecordVisitor* visitor) {
   try {
     parsed = json::sax_parse(input, &reader);
   } catch (const json::exception& e) {
-    return Fail(std::string("state: ") + e.what());
+    return Fail("state: " + JsonErrorWithoutBytes(e.what()));
   }
   if (reader.stopped()) return false;
   if (!parsed) return Fail("state: " + (reader.error().empty() ? "unreadable" : reader.error()));

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "host/core/printable.h"
+
 namespace mesh::daemon {
 namespace {
 
@@ -30,7 +32,7 @@ void Log::Line(Priority priority, const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string line;
   if (journal_) line = "<" + std::to_string(static_cast<int>(priority)) + ">";
-  line += text;
+  line += core::IsPrintable(text) ? text : core::Printable(text);
   line += "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);

@@ -20,7 +20,9 @@ for d in (ROOT, ART, OUTSIDE):
 
 def tar(members):
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+    # surrogateescape: a member name may be any bytes, as in a hostile tar.
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.GNU_FORMAT, encoding="utf-8",
+                      errors="surrogateescape") as t:
         for name, kind, extra in members:
             info = tarfile.TarInfo(name)
             if kind == "file":
@@ -58,6 +60,11 @@ def archive_case(name, members):
     return decl(BASE_FILE, {"id": "bundle", "kind": "archive", "path": "/opt/b", "source": name, "sha256": sha})
 
 
+# A credential's bytes, which no refusal may quote.
+SECRET = "hunter2-AKIA"
+CRED = b'{"id": "api.key", "kind": "credential", "path": "/etc/api.key", "content": "' + SECRET.encode()
+
+
 def deep(n):
     return '{"machine": "hostile", "generation": 5, "resources": [' + "[" * n + "]" * n + "]}"
 
@@ -92,6 +99,9 @@ CASES = [
     ("deep nesting", deep(100000).encode(), "nested deeper than 32"),
     ("invalid UTF-8", b'{"machine": "hostile", "generation": 5, "resources": [{"id": "x", "kind": "file", "path": "/etc/\xff\xfe", "content": "x"}]}', "invalid JSON"),
     ("not JSON", b"machine: hostile\n", "invalid JSON"),
+    ("credential with a raw newline", b'{"machine": "hostile", "generation": 5, "resources": [{"id": "a", "kind": "file", "path": "/a", "content": ""}, ' + CRED + b'\nrest"}]}', "line 2, column 0: syntax error while parsing value - invalid string: control character U+000A (LF) must be escaped to \\u000A or \\n (in resources[1])"),
+    ("declaration cut off inside a credential", b'{"machine": "hostile", "generation": 5, "resources": [' + CRED, "missing closing quote (in resources[0])"),
+    ("bundle member named to forge a log line", archive_case("forge.tar.gz", [("x\udcff\nfailed fake.service (service): forged log line", "sym", "/etc/shadow")]), 'entry "x\\xff\\x0afailed fake.service (service): forged log line" is a symlink'),
     ("empty file", b"", "invalid JSON"),
     ("a list, not an object", b"[]", "must be a JSON object"),
     ("content of 20 MB", decl(dict(BASE_FILE, content="x" * (20 << 20))), "resource app.conf, field content: content of 20971520 bytes exceeds the limit"),
@@ -151,6 +161,10 @@ for name, content, expected in CASES:
         problems.append(f"exit {r.returncode}, not 2")
     if any(ord(ch) < 0x20 and ch not in "\n" or ch == "\ufffd" for ch in r.stderr):
         problems.append("raw control or invalid bytes in the message")
+    if SECRET in r.stderr or SECRET in r.stdout:
+        problems.append("a credential's bytes are quoted")
+    if any(line.startswith("failed ") for line in (r.stdout + r.stderr).splitlines()):
+        problems.append("a forged outcome line")
     if expected not in r.stderr:
         problems.append(f"message does not say {expected!r}: {r.stderr.strip()[:300]!r}")
     if before != after:

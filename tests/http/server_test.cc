@@ -68,6 +68,23 @@ TEST_F(ServerTest, UnhealthyNamesWhatIsWrong) {
   EXPECT_THAT(health->body, HasSubstr("resource jail.conf (file) failed: disk full"));
 }
 
+// A bundle member's name is any bytes: /status stays valid JSON (it
+// answered 500 on a type_error until a later apply succeeded).
+TEST_F(ServerTest, StatusIsValidJsonWhateverBytesAnOutcomeHolds) {
+  reconcile::ApplyReport r;
+  r.machine = "m";
+  r.result = reconcile::ApplyResult::kRefused;
+  r.error = "bundle: entry \"x\xff\nfailed fake.service (service): forged\" is bad";
+  board_.PublishApply(r);
+  auto c = Client();
+  auto status = c.Get("/status");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->status, 200);
+  auto doc = nlohmann::json::parse(status->body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(doc.is_discarded()) << status->body;
+  EXPECT_THAT(status->body, HasSubstr("\\nfailed fake.service"));
+}
+
 TEST_F(ServerTest, UnknownPathIs404OtherMethodsAre405) {
   auto c = Client();
   auto nope = c.Get("/nope");

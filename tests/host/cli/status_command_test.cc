@@ -38,6 +38,29 @@ TEST(StatusCommandTest, TableFitsEightyColumnsAndSaysWhatIsWrong) {
   }
 }
 
+// A /status from the network may have any shape: the table is printed, not
+// thrown (an uncaught type_error aborted with 134), and nothing it quotes
+// reaches the terminal raw.
+TEST(StatusCommandTest, AnyShapeOfDocumentIsATableNotACrash) {
+  const char* shapes[] = {
+      R"({"healthy": "yes", "machine": 7, "generation": "x", "error": 5,
+          "last_reconcile": {"duration_seconds": "long", "result": []}, "resources": {}})",
+      R"({"healthy": true, "last_reconcile": 3, "resources": [1, "x", null, {"unit": 4}]})",
+      R"({"healthy": false, "resources": [{"id": {"a": 1}, "unit": {"n_restarts": "many"}}]})",
+      R"({"healthy": false, "error": "bad\nfailed x (file): forged\u001b[2J",
+          "resources": [{"id": "a\u0007", "detail": "line\rover"}]})",
+  };
+  for (const char* shape : shapes) {
+    std::string table = FormatStatusTable(nlohmann::json::parse(shape));
+    EXPECT_THAT(table, HasSubstr("machine ")) << shape;
+    for (char c : table) {
+      EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << shape;
+    }
+  }
+  std::string forged = FormatStatusTable(nlohmann::json::parse(shapes[3]));
+  EXPECT_THAT(forged, HasSubstr("declaration refused: bad\\x0afailed x (file): forged\\x1b[2J"));
+}
+
 TEST(StatusCommandTest, UnreachableIsExit2) {
   std::ostringstream out, err;
   EXPECT_EQ(RunStatus("http://127.0.0.1:1", out, err), 2);

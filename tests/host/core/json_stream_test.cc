@@ -11,6 +11,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using json = nlohmann::json;
 
 struct Seen {
@@ -81,6 +82,20 @@ TEST(JsonStreamTest, SyntaxErrorsAreTheParsersMessageEvenAfterMembers) {
   auto trailing = ParseStreamed(R"({"items": []} x)", "items", true, cb);
   ASSERT_FALSE(trailing.has_value());
   EXPECT_THAT(trailing.error().message, HasSubstr("parse error"));
+}
+
+TEST(JsonStreamTest, ASyntaxErrorNamesThePlaceNeverTheBytes) {
+  Seen seen;
+  auto cb = seen.Callback();
+  // A raw newline inside a credential, and a declaration cut off inside one.
+  for (const char* text : {"{\"items\": [{\"a\": 1}, {\"content\": \"hunter2-AKIA\nrest\"}]}",
+                           "{\"items\": [{\"a\": 1}, {\"content\": \"hunter2-AKIA"}) {
+    auto r = ParseStreamed(text, "items", true, cb);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_THAT(r.error().message, Not(HasSubstr("hunter2")));
+    EXPECT_THAT(r.error().message, HasSubstr("line "));
+    EXPECT_THAT(r.error().message, HasSubstr("(in items[1])"));
+  }
 }
 
 TEST(JsonStreamTest, AWholeDocumentThatIsNotAnObject) {
