@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <istream>
 #include <type_traits>
@@ -22,7 +23,36 @@ constexpr const char* kIntentFile = "/intent.json";
 constexpr const char* kLegacyMark = "/applying";
 constexpr uint64_t kMaxStateBytes = 512ull << 20;
 constexpr uint64_t kMaxIntentBytes = 64ull << 20;
+
+// The record decides what the host deletes: one planted by another user
+// (a state.json naming /etc/shadow) would have the host delete for them.
+// So the directory and what the host reads from it must be this process's
+// own, and writable by nobody else.
+core::Status CheckTrusted(const core::FileInfo& info, const std::string& shown) {
+  auto euid = static_cast<uint32_t>(::geteuid());
+  if (info.uid != euid) {
+    return core::Fail(shown + " is owned by uid " + std::to_string(info.uid) +
+                      ", not by this process (uid " + std::to_string(euid) +
+                      "); a record another user could have written is not trusted");
+  }
+  if ((info.mode & 022) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", info.mode);
+    return core::Fail(shown + " has mode " + mode +
+                      ", writable by group or others; a record another user could have "
+                      "written is not trusted (chmod go-w)");
+  }
+  return core::Ok();
+}
+
 }  // namespace
+
+core::Status FileRecordStore::CheckFile(const char* name) {
+  auto info = fs_->Stat(name);
+  if (!info) return std::unexpected(info.error());
+  if (info->type == core::FileType::kMissing) return core::Ok();
+  return CheckTrusted(*info, fs_->root() + name);
+}
 
 core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::string& state_dir,
                                                                      bool create, bool keep) {
@@ -31,9 +61,18 @@ core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::
   }
   auto fs = PosixFileSystem::Open(state_dir, create);
   if (!fs) return std::unexpected(fs.error());
+  auto dir = (*fs)->StatRoot();
+  if (!dir) return std::unexpected(dir.error());
+  if (auto st = CheckTrusted(*dir, state_dir); !st) return std::unexpected(st.error());
   // The record names every managed path and unit: keep it to root.
-  if (create) ::chmod(state_dir.c_str(), 0700);
-  return std::unique_ptr<FileRecordStore>(new FileRecordStore(std::move(*fs), create, keep));
+  if (create) {
+    if (auto st = (*fs)->ChmodRoot(0700); !st) return std::unexpected(st.error());
+  }
+  std::unique_ptr<FileRecordStore> store(new FileRecordStore(std::move(*fs), create, keep));
+  for (const char* name : {kStateFile, kIntentFile, kLegacyMark}) {
+    if (auto st = store->CheckFile(name); !st) return std::unexpected(st.error());
+  }
+  return store;
 }
 
 core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
@@ -41,6 +80,9 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   auto info = fs_->Stat(kStateFile);
   if (!info) return std::unexpected(info.error());
   if (info->type == core::FileType::kMissing) return std::shared_ptr<const core::Record>();
+  if (auto st = CheckTrusted(*info, fs_->root() + kStateFile); !st) {
+    return std::unexpected(st.error());
+  }
   std::string fingerprint = core::FileFingerprint(*info);
   if (cached_ != nullptr && fingerprint == cached_fingerprint_) return cached_;
   auto record = Stream([](std::istream& in) { return core::ParseRecord(in); });
@@ -58,6 +100,11 @@ core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
   if (fs_ == nullptr) return false;
   auto info = fs_->Stat(kStateFile);
   if (info && info->type == core::FileType::kMissing) return false;
+  if (info) {
+    if (auto st = CheckTrusted(*info, fs_->root() + kStateFile); !st) {
+      return std::unexpected(st.error());
+    }
+  }
   return Stream([&](std::istream& in) { return core::ScanRecord(in, visitor); });
 }
 
@@ -111,6 +158,9 @@ core::Result<core::Intent> FileRecordStore::LoadIntent() {
   auto info = fs_->Stat(kIntentFile);
   if (!info) return std::unexpected(info.error());
   if (info->type != core::FileType::kMissing) {
+    if (auto st = CheckTrusted(*info, fs_->root() + kIntentFile); !st) {
+      return std::unexpected(st.error());
+    }
     auto text = fs_->ReadFile(kIntentFile, kMaxIntentBytes);
     if (!text) return std::unexpected(text.error());
     auto parsed = core::ParseIntent(*text);

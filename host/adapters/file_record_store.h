@@ -16,7 +16,9 @@ namespace mesh::adapters {
 
 class FileRecordStore : public ports::RecordStore {
  public:
-  // With `create`, makes the state directory (0700) when missing and may
+  // Refuses a state directory, record or intent owned by another user or
+  // writable by group or others. With `create`, makes the state directory
+  // (0700) when missing and may
   // write in it; without, it only reads, and a missing directory is a
   // machine with no record yet (what plan needs: it must not write). `keep`: hold the last record
   // read or written in memory, re-reading state.json only when someone else changed it (the daemon:
@@ -41,6 +43,9 @@ class FileRecordStore : public ports::RecordStore {
   // Opens state.json and runs `parse` over it as a stream.
   template <typename Parse>
   std::invoke_result_t<Parse, std::istream&> Stream(Parse parse);
+
+  // Fails when <state-dir>/NAME exists and is not this process's own.
+  core::Status CheckFile(const char* name);
 
   core::Result<core::FileInfo> WriteDurably(const std::string& path, std::string_view text);
 

@@ -214,6 +214,19 @@ Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string
   return std::unique_ptr<PosixFileSystem>(new PosixFileSystem(root, std::move(fd)));
 }
 
+Result<core::FileInfo> PosixFileSystem::StatRoot() {
+  if (!root_fd_.valid()) return Fail(open_error_);
+  struct stat st;
+  if (::fstat(root_fd_.get(), &st) != 0) return Fail(Errno("stat", root_));
+  return FromStat(st);
+}
+
+core::Status PosixFileSystem::ChmodRoot(uint32_t mode) {
+  if (!root_fd_.valid()) return Fail(open_error_);
+  if (::fchmod(root_fd_.get(), mode) != 0) return Fail(Errno("chmod", root_));
+  return core::Ok();
+}
+
 std::unique_ptr<PosixFileSystem> PosixFileSystem::OpenOrDeferError(const std::string& root) {
   auto fs = Open(root);
   if (fs) return std::move(*fs);

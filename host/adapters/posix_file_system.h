@@ -51,6 +51,11 @@ class PosixFileSystem : public ports::FileSystem {
                                                         const std::string& group) override;
 
   const std::string& root() const { return root_; }
+  // What the root directory itself is, read from its open descriptor (so it
+  // is the directory every path is walked from, not whatever the name now
+  // points at); and its mode changed the same way.
+  core::Result<core::FileInfo> StatRoot();
+  core::Status ChmodRoot(uint32_t mode);
 
  private:
   PosixFileSystem(std::string root, UniqueFd fd, std::string open_error = "")
