@@ -28,6 +28,9 @@ using core::Status;
 using core::TreeEntry;
 
 constexpr int kMaxTreeDepth = 128;
+// Missing parents of a declared path are made with this mode (documented in
+// docs/declaration.md), whatever the process's umask.
+constexpr mode_t kCreatedDirMode = 0755;
 
 std::string Errno(std::string_view what, const std::string& path, int err = errno) {
   return std::string(what) + " " + path + ": " + std::strerror(err);
@@ -249,17 +252,23 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
   for (size_t i = 0; i + 1 < comps.size(); ++i) {
     std::string comp(comps[i]);
     walked += "/" + comp;
+    bool made = false;
     for (int attempt = 0; attempt < 2; ++attempt) {
       int fd = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd >= 0) {
         cur = UniqueFd(fd);
+        // mkdirat's mode passes through the umask (the shipped unit's 0077
+        // would make it 0700, unreadable to a service user): set it whole.
+        if (made && ::fchmod(cur.get(), kCreatedDirMode) != 0) return Fail(Errno("chmod", walked));
         break;
       }
       int err = errno;
       if (err == ENOENT) {
         if (!create) return UniqueFd();
-        if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) {
-          return Fail(Errno("mkdir", walked));
+        if (::mkdirat(cur.get(), comp.c_str(), kCreatedDirMode) != 0) {
+          if (errno != EEXIST) return Fail(Errno("mkdir", walked));
+        } else {
+          made = true;
         }
         continue;
       }

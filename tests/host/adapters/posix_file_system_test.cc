@@ -47,6 +47,18 @@ TEST_F(PosixFileSystemTest, WritesAtomicallyWithModeAndCreatesParents) {
             1);
 }
 
+TEST_F(PosixFileSystemTest, MissingParentsAre0755WhateverTheUmask) {
+  mode_t old = ::umask(077);  // the shipped unit's UMask
+  auto info = fs_->WriteFileAtomic("/srv/app/conf", "x", {0644, 0, 0});
+  ::umask(old);
+  ASSERT_TRUE(info.has_value()) << info.error().message;
+  for (const char* dir : {"root/srv", "root/srv/app"}) {
+    struct stat st;
+    ASSERT_EQ(::stat(dir_.Sub(dir).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0755u) << dir;
+  }
+}
+
 TEST_F(PosixFileSystemTest, SymlinkPlantedInRootIsNotFollowed) {
   // root/etc -> <outside>: a write to /etc/passwd must not land outside.
   ASSERT_EQ(::symlink(dir_.Sub("outside").c_str(), dir_.Sub("root/etc").c_str()), 0);
