@@ -127,9 +127,17 @@ Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, in
   return core::Ok();
 }
 
+// The stat that called this file regular is not the open: a user who can
+// write in the tree may swap in a FIFO between the two (RENAME_EXCHANGE),
+// and a blocking open of a FIFO waits for a writer forever. So the open
+// never blocks, and the type is checked again on the descriptor: no longer
+// a regular file is an empty digest, the tree as it now is (drifted).
 Result<std::string> HashFileAt(int dirfd, const std::string& name, const std::string& shown) {
-  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return Fail(Errno("open", shown));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", shown));
+  if (!S_ISREG(st.st_mode)) return std::string();
   core::Sha256 h;
   char buf[64 * 1024];
   for (;;) {
@@ -175,6 +183,7 @@ Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool 
         break;
       }
       e.content_sha256 = *digest;
+      if (digest->empty()) e.type = e.info.type = FileType::kOther;
     }
     if (e.type == FileType::kDirectory) subdirs.push_back(name);
     out.push_back(std::move(e));
