@@ -27,6 +27,7 @@ json EntryJson(const RecordEntry& e) {
   if (!e.unit.empty()) {
     entry["unit"] = e.unit;
     if (!e.unit_file_fingerprint.empty()) entry["unit_file"] = e.unit_file_fingerprint;
+    if (e.unit_file_preexisting) entry["unit_file_preexisting"] = true;
   }
   if (e.position.has_value()) entry["position"] = *e.position;
   if (!e.state.empty()) entry["state"] = e.state;
@@ -255,9 +256,9 @@ class RecordReader final : public nlohmann::json_sax<json> {
           entry_->n_restarts = static_cast<uint32_t>(n);
           return true;
         }
-        if (key_ == "finished") {
+        if (key_ == "finished" || key_ == "unit_file_preexisting") {
           if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-          entry_->finished = v.flag;
+          (key_ == "finished" ? entry_->finished : entry_->unit_file_preexisting) = v.flag;
           return true;
         }
         if (key_ == "written") return Unexpected("a scalar");
@@ -318,6 +319,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
                                                   "position",
                                                   "n_restarts",
                                                   "finished",
+                                                  "unit_file_preexisting",
                                                   "written",
                                                   "path",
                                                   "fingerprint",

@@ -44,6 +44,10 @@ struct RecordEntry {
   // host wrote under --unit-dir (empty: the host does not own the unit file).
   std::string unit;
   std::string unit_file_fingerprint;
+  // The unit file was there before the host first wrote it (an operator's
+  // own, overwritten by a unit_text): prune neither deletes it nor stops
+  // the unit.
+  bool unit_file_preexisting = false;
   // What a no-op needs to be proven from the record alone, without parsing
   // the declaration (reconciler.cc, ConfirmFromRecord): the resource's place
   // in the declaration (outcomes are reported in that order) and, for a

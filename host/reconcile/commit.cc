@@ -180,6 +180,7 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   }
   if (rm.kept > 0)
     o.detail = Then(o.detail, "left " + Plural(rm.kept, "path") + " the host did not create");
+  for (const std::string& left : rm.left) o.detail = Then(o.detail, "left " + left);
   if (rm.delete_unit_file) {
     o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit));
   }

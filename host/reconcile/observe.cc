@@ -43,6 +43,8 @@ class Observer {
   Result<const std::vector<TreeEntry>*> Bundle(const Resource& r);
   UnitFileSeen UnitFile(const Resource& r, const RecordEntry* old, const std::string& want);
   void Units();
+  void Dropped();
+  DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded);
   // Whether `path` was on the machine before the host first managed it:
   // kept from the record, or found there now while no record entry names it.
   bool Preexisting(const RecordEntry* old, const std::string& path, const FileInfo& info) const;
@@ -80,7 +82,49 @@ Result<Observation> Observer::Run() {
     if (r.HasUnit()) out_.seen.unit_files[i] = UnitFile(r, old, wants_[i]);
   }
   Units();
+  Dropped();
   return std::move(out_);
+}
+
+DroppedSeen Observer::DroppedAt(ports::FileSystem& fs, const std::string& path,
+                                std::string_view recorded) {
+  DroppedSeen seen;
+  auto info = &fs == ports_.root ? StatOf(path) : fs.Stat(path);
+  if (!info) {
+    seen.error = info.error().message;
+    return seen;
+  }
+  seen.type = info->type;
+  seen.missing = info->type == FileType::kMissing;
+  if (recorded.starts_with("tree:") && info->type == FileType::kDirectory) {
+    auto scan = fs.ScanTree(path, /*hash_contents=*/false);
+    if (!scan) {
+      seen.error = scan.error().message;
+      return seen;
+    }
+    seen.fingerprint = core::TreeFingerprint(*scan);
+  } else if (info->type == FileType::kRegular) {
+    seen.fingerprint = core::FileFingerprint(*info);
+  }
+  return seen;
+}
+
+// What prune would delete, looked at: the paths and unit files of recorded
+// resources no longer declared (a preexisting path is never deleted, so it
+// is not looked at).
+void Observer::Dropped() {
+  for (const auto& [id, e] : record_.resources) {
+    if (decl_.Find(id) != nullptr) continue;
+    for (const core::WrittenPath& w : e.written) {
+      if (w.preexisting || out_.seen.dropped_paths.contains(w.path)) continue;
+      out_.seen.dropped_paths.emplace(w.path, DroppedAt(*ports_.root, w.path, w.fingerprint));
+    }
+    if (!e.unit_file_fingerprint.empty() && ports_.units != nullptr &&
+        !out_.seen.dropped_unit_files.contains(e.unit)) {
+      out_.seen.dropped_unit_files.emplace(
+          e.unit, DroppedAt(*ports_.units, "/" + e.unit, e.unit_file_fingerprint));
+    }
+  }
 }
 
 // Every declared path is looked at once, in one batch: one on which a
@@ -259,8 +303,9 @@ UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
   }
   seen.fingerprint = core::FileFingerprint(*info);
   seen.missing = info->type == FileType::kMissing;
-  bool recorded = old != nullptr && old->digest == want && old->unit == r.unit &&
-                  !old->unit_file_fingerprint.empty();
+  bool ours = old != nullptr && old->unit == r.unit && !old->unit_file_fingerprint.empty();
+  seen.preexisting = ours ? old->unit_file_preexisting : !seen.missing;
+  bool recorded = ours && old->digest == want;
   if (recorded && info->type == FileType::kRegular &&
       old->unit_file_fingerprint == seen.fingerprint) {
     return seen;

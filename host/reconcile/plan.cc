@@ -88,6 +88,7 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
     step = Failed(std::move(step), seen.error);
     return;
   }
+  entry.unit_file_preexisting = seen.preexisting;
   if (seen.found != Found::kDiffers) {
     entry.unit_file_fingerprint = seen.fingerprint;
     return;
@@ -279,6 +280,29 @@ class Claims {
   std::set<std::string, std::less<>> units_;
 };
 
+// Why what prune found at a path the host wrote is no longer the host's to
+// delete; empty when it is (or nothing is there).
+std::string NotAsWritten(const DroppedSeen* seen, std::string_view recorded) {
+  if (seen == nullptr) return "not looked at";
+  if (!seen->error.empty()) return seen->error;
+  if (seen->missing) return "";
+  bool tree = recorded.starts_with("tree:");
+  if (tree && seen->type != core::FileType::kDirectory) return "no longer a directory";
+  if (!tree && seen->type != core::FileType::kRegular) {
+    return seen->type == core::FileType::kDirectory ? "now a directory" : "no longer a file";
+  }
+  if (seen->fingerprint != recorded) return "changed since the host wrote it";
+  return "";
+}
+
+template <typename Map>
+const DroppedSeen* Find(const Map& map, const std::string& key) {
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+// Only what the host itself created, and still as it wrote it, is deleted;
+// a unit is stopped only when its unit file is the host's and untouched.
 std::vector<Removal> PlanRemovals(const PlanInputs& in) {
   std::vector<Removal> removals;
   Claims claims(*in.declaration);
@@ -287,7 +311,18 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     Removal rm;
     rm.id = id;
     rm.entry = e;
-    bool owns_unit = !e.unit.empty() && !claims.Unit(e.unit);
+    bool owns_unit = !e.unit.empty() && !claims.Unit(e.unit) && !e.unit_file_preexisting;
+    if (!e.unit.empty() && e.unit_file_preexisting && !claims.Unit(e.unit)) {
+      rm.left.push_back("unit " + e.unit + " and its unit file, there before the host wrote it");
+    }
+    if (owns_unit && !e.unit_file_fingerprint.empty()) {
+      std::string why =
+          NotAsWritten(Find(in.seen->dropped_unit_files, e.unit), e.unit_file_fingerprint);
+      if (!why.empty()) {
+        rm.left.push_back("unit " + e.unit + " and its unit file: " + why);
+        owns_unit = false;
+      }
+    }
     if (owns_unit) {
       auto status = in.seen->dropped_units.find(e.unit);
       rm.stop =
@@ -297,7 +332,13 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     for (const core::WrittenPath& w : e.written) {
       if (w.preexisting || claims.Path(w.path)) {
         ++rm.kept;
-      } else {
+        continue;
+      }
+      const DroppedSeen* seen = Find(in.seen->dropped_paths, w.path);
+      std::string why = NotAsWritten(seen, w.fingerprint);
+      if (!why.empty()) {
+        rm.left.push_back(w.path + ": " + why);
+      } else if (!seen->missing) {
         rm.delete_paths.push_back(w.path);
       }
     }

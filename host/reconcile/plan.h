@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "host/core/declaration.h"
+#include "host/core/file_info.h"
 #include "host/core/intent.h"
 #include "host/core/outcome.h"
 #include "host/core/record.h"
@@ -49,7 +50,17 @@ struct UnitFileSeen {
   Found found = Found::kAsRecorded;  // also when the unit file is not the host's
   std::string error;
   bool missing = false;
+  bool preexisting = false;  // there before the host first wrote it
   std::string fingerprint;
+};
+
+// A path the record says the host wrote, for a resource no longer declared:
+// what is there now, so that prune deletes only what is still the host's.
+struct DroppedSeen {
+  std::string error;     // could not be looked at: left
+  bool missing = false;  // already gone
+  core::FileType type = core::FileType::kMissing;
+  std::string fingerprint;  // as found: a file's stat fingerprint, a tree's
 };
 
 // What observe.h saw of the machine, by resource index.
@@ -61,6 +72,9 @@ struct Seen {
   std::vector<std::optional<core::Result<core::UnitStatus>>> units;
   // The units of recorded resources no longer declared, by unit name.
   std::map<std::string, core::Result<core::UnitStatus>> dropped_units;
+  // Their written paths (under --root) and unit files (by unit name).
+  std::map<std::string, DroppedSeen> dropped_paths;
+  std::map<std::string, DroppedSeen> dropped_unit_files;
 };
 
 // What one declared resource's writes make of it.
@@ -109,6 +123,9 @@ struct Removal {
   bool stop = false;  // its unit is the host's and runs
   std::vector<std::string> delete_paths;
   uint64_t kept = 0;  // paths the host did not create, or still claimed
+  // Paths and unit files the host wrote that are no longer what it wrote:
+  // left, each with why ("/srv/db: now a directory").
+  std::vector<std::string> left;
   bool delete_unit_file = false;
 };
 

@@ -135,6 +135,8 @@ TEST(RecordTest, OneResourcePerLineAndEveryFieldRoundTrips) {
     e.state = i == 1 ? "stopped" : "running";
     if (i != 1) e.n_restarts = static_cast<uint32_t>(3 * i);
     e.finished = i == 2;
+    if (i == 0) e.unit_file_fingerprint = "1:2:3:4";
+    e.unit_file_preexisting = i == 0;
     r.resources["s" + std::to_string(i)] = e;
   }
   std::string text = SerializeRecord(r);

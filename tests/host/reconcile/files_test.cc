@@ -150,6 +150,31 @@ TEST_F(FilesTest, PruneRemovesOnlyWhatTheHostCreated) {
   EXPECT_THAT(Outcomes(Run(Decl(json::array({resources[0]}), 2))), ElementsAre("unchanged"));
 }
 
+// Issue 15: a host-written file an operator replaced by a directory of
+// their own, and a bundle tree someone wrote into, are left when the
+// resources are dropped; before, the whole directory went.
+TEST_F(FilesTest, PruneLeavesWhatNoLongerMatchesWhatTheHostWrote) {
+  json db = {
+      {"id", "db"}, {"kind", "file"}, {"path", "/srv/data/db/important.db"}, {"content", "x"}};
+  json resources = Resources();
+  resources.push_back(db);
+  Run(Decl(resources));
+  std::filesystem::remove(Root("/srv/data/db/important.db"));
+  std::filesystem::create_directories(Root("/srv/data/db/important.db"));
+  WriteText(Root("/srv/data/db/important.db/000001.log"), "the operator's data");
+  WriteText(Root("/opt/tools/bin/cache"), "written by the service");
+  ApplyReport r = Run(Decl(json::array({resources[0]}), 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "removed", "removed", "removed"));
+  EXPECT_EQ(ReadText(Root("/srv/data/db/important.db/000001.log")), "the operator's data");
+  EXPECT_TRUE(Exists(Root("/opt/tools/bin/serve")));
+  std::string details;
+  for (const auto& o : r.outcomes) details += o.detail + "\n";
+  EXPECT_THAT(details, HasSubstr("left /srv/data/db/important.db: now a directory"));
+  EXPECT_THAT(details, HasSubstr("left /opt/tools: changed since the host wrote it"));
+  EXPECT_FALSE(Exists(Root("/etc/app/token"))) << "the untouched credential is deleted";
+  EXPECT_FALSE(Record()["resources"].contains("db")) << "left, and forgotten";
+}
+
 TEST_F(FilesTest, PruneKeepsAPathANewResourceClaims) {
   json a = {{"id", "old.name"}, {"kind", "file"}, {"path", "/etc/app/x.conf"}, {"content", "x"}};
   Run(Decl(json::array({a})));

@@ -252,6 +252,8 @@ TEST_F(PlanTest, WhatIsNoLongerDeclaredIsRemovedOnlyWhereTheHostMadeIt) {
   old.written = {{"/opt/old", "tree:x", "sha256:y", 3, false}, {"/etc/kept", "f", "", 0, true}};
   record_.resources["old"] = old;
   seen_.dropped_units["old.service"] = Unit("active", "running");
+  seen_.dropped_paths["/opt/old"] = {"", false, core::FileType::kDirectory, "tree:x"};
+  seen_.dropped_unit_files["old.service"] = {"", false, core::FileType::kRegular, "1:2:3:4"};
   Plan plan = Make();
   ASSERT_EQ(plan.removals.size(), 1u);
   const Removal& rm = plan.removals[0];
@@ -259,7 +261,62 @@ TEST_F(PlanTest, WhatIsNoLongerDeclaredIsRemovedOnlyWhereTheHostMadeIt) {
   EXPECT_THAT(rm.delete_paths, ElementsAre("/opt/old"));
   EXPECT_EQ(rm.kept, 1u);
   EXPECT_TRUE(rm.delete_unit_file);
+  EXPECT_THAT(rm.left, ElementsAre());
   EXPECT_TRUE(plan.ChangesMachine());
+}
+
+// Prune deletes only what is still as the host wrote it: a file replaced by
+// an operator's directory, an edited tree, an edited unit file (and so its
+// unit), an operator's own unit file are left, each with why.
+TEST_F(PlanTest, WhatNoLongerMatchesWhatTheHostWroteIsLeft) {
+  Declare();
+  RecordAll();
+  core::RecordEntry db;
+  db.kind = "file";
+  db.written = {{"/srv/data/db/important.db", "1:2:3:4", "", 0, false}};
+  record_.resources["db"] = db;
+  seen_.dropped_paths["/srv/data/db/important.db"] = {"", false, core::FileType::kDirectory, ""};
+  core::RecordEntry tree;
+  tree.kind = "process";
+  tree.unit = "tree.service";
+  tree.unit_file_fingerprint = "5:6:7:8";
+  tree.written = {{"/opt/tree", "tree:x", "sha256:y", 3, false}};
+  record_.resources["tree"] = tree;
+  seen_.dropped_paths["/opt/tree"] = {"", false, core::FileType::kDirectory, "tree:other"};
+  seen_.dropped_unit_files["tree.service"] = {"", false, core::FileType::kRegular, "9:9:9:9"};
+  seen_.dropped_units["tree.service"] = Unit("active", "running");
+  core::RecordEntry theirs;
+  theirs.kind = "service";
+  theirs.unit = "theirs.service";
+  theirs.unit_file_fingerprint = "1:1:1:1";
+  theirs.unit_file_preexisting = true;
+  record_.resources["theirs"] = theirs;
+  seen_.dropped_unit_files["theirs.service"] = {"", false, core::FileType::kRegular, "1:1:1:1"};
+  seen_.dropped_units["theirs.service"] = Unit("active", "running");
+  core::RecordEntry gone;
+  gone.kind = "file";
+  gone.written = {{"/etc/gone", "1:2:3:4", "", 0, false}};
+  record_.resources["gone"] = gone;
+  seen_.dropped_paths["/etc/gone"] = {"", true, core::FileType::kMissing, ""};
+
+  Plan plan = Make();
+  ASSERT_EQ(plan.removals.size(), 4u);
+  std::map<std::string, const Removal*> by_id;
+  for (const Removal& rm : plan.removals) by_id[rm.id] = &rm;
+  EXPECT_THAT(by_id["db"]->delete_paths, ElementsAre());
+  EXPECT_THAT(by_id["db"]->left, ElementsAre("/srv/data/db/important.db: now a directory"));
+  EXPECT_THAT(by_id["tree"]->delete_paths, ElementsAre());
+  EXPECT_FALSE(by_id["tree"]->stop);
+  EXPECT_FALSE(by_id["tree"]->delete_unit_file);
+  EXPECT_THAT(by_id["tree"]->left,
+              ElementsAre("unit tree.service and its unit file: changed since the host wrote it",
+                          "/opt/tree: changed since the host wrote it"));
+  EXPECT_FALSE(by_id["theirs"]->stop);
+  EXPECT_FALSE(by_id["theirs"]->delete_unit_file);
+  EXPECT_THAT(by_id["theirs"]->left,
+              ElementsAre("unit theirs.service and its unit file, there before the host wrote it"));
+  EXPECT_THAT(by_id["gone"]->delete_paths, ElementsAre()) << "already gone: nothing to delete";
+  EXPECT_THAT(by_id["gone"]->left, ElementsAre());
 }
 
 TEST_F(PlanTest, TheDeclarationIsCheckedAgainstTheRecord) {

@@ -308,6 +308,30 @@ TEST_F(UnitsTest, PruneStopsTheUnitAndDeletesItsUnitFile) {
   EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kStop);
 }
 
+// Issue 15: an operator's own unit file that a unit_text once overwrote,
+// and a unit file edited after the host wrote it: dropping the service
+// neither stops the unit nor deletes the file.
+TEST_F(UnitsTest, PruneLeavesAUnitFileTheHostDidNotCreateOrNoLongerMatches) {
+  testing::WriteText(dir_.Sub("units/theirs.service"), "[Service]\nExecStart=/bin/theirs\n");
+  services_.AddUnit("theirs.service", {});
+  services_.AddUnit("edited.service", {});
+  Run(Decl({Service("theirs", {{"unit_text", "[Service]\nExecStart=/bin/t\n"}}),
+            Service("edited", {{"unit_text", "[Service]\nExecStart=/bin/e\n"}})}));
+  testing::WriteText(dir_.Sub("units/edited.service"), "[Service]\nExecStart=/bin/mine\n");
+  size_t calls = services_.calls().size();
+  ApplyReport r = Run(Decl(json::array(), 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("removed", "removed"));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/theirs.service")));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/edited.service")));
+  for (size_t i = calls; i < services_.calls().size(); ++i) {
+    EXPECT_NE(services_.calls()[i].kind, ports::JobKind::kStop) << services_.calls()[i].unit;
+  }
+  std::string details = r.outcomes[0].detail + "\n" + r.outcomes[1].detail;
+  EXPECT_THAT(details, HasSubstr("left unit theirs.service and its unit file, there before"));
+  EXPECT_THAT(details,
+              HasSubstr("left unit edited.service and its unit file: changed since the host"));
+}
+
 TEST_F(UnitsTest, PlanActsOnNothing) {
   services_.AddUnit("p.service", {});
   ApplyReport r = Run(Decl({Service("p")}), /*dry_run=*/true);
