@@ -77,6 +77,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   reconcile::ReconcilerOptions options;
   options.machine = flags.machine.empty() ? HostName() : flags.machine;
   options.settle = flags.settle;
+  options.dirs = {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts};
   options.dry_run = plan;
   m->reconciler = std::make_unique<reconcile::Reconciler>(ports, options);
   return m;

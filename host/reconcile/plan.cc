@@ -382,8 +382,60 @@ bool Plan::ChangesMachine() const {
   return false;
 }
 
+namespace {
+
+std::string WithoutTrailingSlash(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// One is the other, or inside it.
+bool Overlap(std::string_view a, std::string_view b) {
+  auto inside = [](std::string_view in, std::string_view dir) {
+    return in.size() > dir.size() && in.starts_with(dir) && (dir == "/" || in[dir.size()] == '/');
+  };
+  return a == b || inside(a, b) || inside(b, a);
+}
+
+core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
+  std::string root = WithoutTrailingSlash(dirs.root);
+  if (root == "/") root.clear();
+  std::string units = WithoutTrailingSlash(dirs.units);
+  std::map<std::string, const Resource*> unit_files;  // what unit_text writes, by real path
+  if (!units.empty()) {
+    for (const Resource& r : decl.resources) {
+      if (r.unit_text.has_value()) unit_files.emplace(units + "/" + r.unit, &r);
+    }
+  }
+  const std::pair<std::string, std::string_view> own[] = {
+      {WithoutTrailingSlash(dirs.state), "the host's state directory (--state-dir "},
+      {WithoutTrailingSlash(dirs.artifacts), "the artifacts directory (--artifacts "},
+  };
+  for (const Resource& r : decl.resources) {
+    if (!r.HasFiles()) continue;
+    std::string real = root + r.path;
+    auto refuse = [&](std::string_view what) {
+      return core::Fail("resource " + r.id + ", field path: \"" + r.path + "\" (" + real +
+                        ") overlaps " + std::string(what));
+    };
+    for (const auto& [dir, name] : own) {
+      if (!dir.empty() && Overlap(real, dir)) return refuse(std::string(name) + dir + ")");
+    }
+    if (units.empty()) continue;
+    if (r.IsTree() && Overlap(real, units)) {
+      return refuse("the unit directory (--unit-dir " + units + ")");
+    }
+    if (auto it = unit_files.find(real); it != unit_files.end()) {
+      return refuse("the unit file that resource " + it->second->id + "'s unit_text writes");
+    }
+  }
+  return core::Ok();
+}
+
+}  // namespace
+
 core::Status CheckDeclaration(const core::Declaration& decl, const core::Record& record,
-                              bool had_record, std::string_view machine) {
+                              bool had_record, std::string_view machine, const HostDirs& dirs) {
   if (!machine.empty() && decl.machine != machine) {
     return core::Fail("declaration, field machine: \"" + decl.machine +
                       "\" is not this machine (\"" + std::string(machine) + "\")");
@@ -392,7 +444,7 @@ core::Status CheckDeclaration(const core::Declaration& decl, const core::Record&
     return core::Fail("declaration, field generation: " + std::to_string(decl.generation) +
                       " is lower than the applied generation " + std::to_string(record.generation));
   }
-  return core::Ok();
+  return CheckPlaces(decl, dirs);
 }
 
 std::vector<std::string> Wants(const core::Declaration& decl, const core::Record& record,

@@ -153,10 +153,24 @@ struct PlanInputs {
   bool services = true;  // a service manager is there
 };
 
-// The refusals that need only the record: another machine's declaration,
-// an older generation than the one applied.
+// Where the host itself lives on this machine, as absolute paths: what a
+// declared path must not overlap. Empty members are not checked.
+struct HostDirs {
+  std::string root = "/";  // --root: declared paths are under it
+  std::string units;       // --unit-dir: unit_text lands here
+  std::string state;       // --state-dir: the record
+  std::string artifacts;   // --artifacts: bundles' sources
+};
+
+// The refusals that need only the record and the host's own places:
+// another machine's declaration, an older generation than the one applied,
+// a declared path over the host's state or artifacts, over the unit
+// directory (a tree), or on a unit file a unit_text writes (a file): two
+// writers of one file fight forever, and a tree unpacked over the state
+// directory destroys the record. Paths are compared as written (symlinks
+// in the flags are not resolved).
 core::Status CheckDeclaration(const core::Declaration& declaration, const core::Record& record,
-                              bool had_record, std::string_view machine);
+                              bool had_record, std::string_view machine, const HostDirs& dirs = {});
 
 // Every resource's want digest. When the declaration is byte for byte the
 // one the record was settled from, the recorded digests are the wants and

@@ -168,7 +168,7 @@ void Pass::Run(ports::DeclarationSource& source) {
   report_.machine = decl->machine;
   report_.generation = decl->generation;
   report_.declaration_digest = decl->digest;
-  if (auto st = CheckDeclaration(*decl, *record_, had_record_, options_.machine); !st) {
+  if (auto st = CheckDeclaration(*decl, *record_, had_record_, options_.machine, options_.dirs); !st) {
     return Refuse(st.error());
   }
   Apply(*decl);

@@ -26,6 +26,7 @@
 #include "host/ports/file_system.h"
 #include "host/ports/record_store.h"
 #include "host/ports/service_manager.h"
+#include "host/reconcile/plan.h"
 
 namespace mesh::reconcile {
 
@@ -41,6 +42,7 @@ struct ReconcilerPorts {
 
 struct ReconcilerOptions {
   std::string machine;
+  HostDirs dirs;  // where the host lives: no declared path may overlap it
   std::chrono::nanoseconds settle = std::chrono::seconds(1);
   // Plan: decide everything, write nothing, restart nothing, save nothing.
   bool dry_run = false;

@@ -329,5 +329,54 @@ TEST_F(PlanTest, TheDeclarationIsCheckedAgainstTheRecord) {
   EXPECT_TRUE(CheckDeclaration(decl_, record_, false, "m").has_value());
 }
 
+// Issue 15: a file resource and a unit_text on one unit file fought
+// forever (updated, drifted, a new InvocationID every apply); an archive at
+// --state-dir destroyed the record.
+TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
+  HostDirs dirs{"/", "/etc/systemd/system", "/var/lib/mesh-host", "/var/lib/mesh-host/artifacts"};
+  auto check = [&](json web_extra, json more) {
+    Declare(web_extra, more);
+    return CheckDeclaration(decl_, record_, false, "m", dirs);
+  };
+  json unit_text = {{"unit_text", "[Service]\nExecStart=/bin/web\n"}};
+  json clash = {{"id", "twin"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/web.service"},
+                {"content", "[Service]\nExecStart=/bin/other\n"}};
+  EXPECT_THAT(check(unit_text, {clash}).error().message,
+              HasSubstr("resource twin, field path: \"/etc/systemd/system/web.service\" "
+                        "(/etc/systemd/system/web.service) overlaps the unit file that resource "
+                        "web's unit_text writes"));
+  json drop_in = clash;
+  drop_in["path"] = "/etc/systemd/system/web.service.d/override.conf";
+  EXPECT_TRUE(check(unit_text, {drop_in}).has_value()) << "a drop-in beside it is fine";
+  EXPECT_TRUE(check(json::object(), {clash}).has_value()) << "no unit_text: one writer";
+
+  auto archive = [](std::string path) {
+    return json{{"id", "b"},
+                {"kind", "archive"},
+                {"path", path},
+                {"source", "b.tar.gz"},
+                {"sha256", std::string(64, 'a')}};
+  };
+  EXPECT_THAT(check(json::object(), {archive("/var/lib/mesh-host")}).error().message,
+              HasSubstr("overlaps the host's state directory (--state-dir /var/lib/mesh-host)"));
+  EXPECT_THAT(check(json::object(), {archive("/var/lib")}).error().message,
+              HasSubstr("overlaps the host's state directory"));
+  EXPECT_THAT(check(json::object(), {archive("/var/lib/mesh-host/artifacts/x")}).error().message,
+              HasSubstr("overlaps the host's state directory"));
+  EXPECT_THAT(check(json::object(), {archive("/etc/systemd")}).error().message,
+              HasSubstr("overlaps the unit directory (--unit-dir /etc/systemd/system)"));
+  EXPECT_TRUE(check(json::object(), {archive("/var/lib/mesh-host-data")}).has_value())
+      << "a prefix only";
+  EXPECT_TRUE(check(json::object(), {archive("/opt/b")}).has_value());
+
+  // Under another --root, paths are compared where they land.
+  dirs = {"/srv/root/", "/srv/root/units", "/srv/state", "/srv/art"};
+  EXPECT_THAT(check(unit_text, {archive("/units")}).error().message,
+              HasSubstr("\"/units\" (/srv/root/units) overlaps the unit directory"));
+  EXPECT_TRUE(check(json::object(), {archive("/srv/state")}).has_value()) << "/srv/root/srv/state";
+}
+
 }  // namespace
 }  // namespace mesh::reconcile
