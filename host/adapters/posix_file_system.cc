@@ -27,7 +27,7 @@ using core::Result;
 using core::Status;
 using core::TreeEntry;
 
-constexpr int kMaxTreeDepth = 128;
+using core::kMaxTreeDepth;
 // Missing parents of a declared path are made with this mode (documented in
 // docs/declaration.md), whatever the process's umask.
 constexpr mode_t kCreatedDirMode = 0755;
@@ -596,24 +596,52 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
   return removed;
 }
 
+namespace {
+
+// getpwnam_r and getgrnam_r answer ERANGE when the entry does not fit the
+// buffer (a group with thousands of members does not fit 16 KiB): grow it,
+// up to a bound. The buffer must outlive the entry the call fills.
+thread_local std::vector<char> lookup_buffer(16384);
+
+template <typename Lookup>
+int RetryOnRange(Lookup lookup) {
+  for (;;) {
+    int err = lookup(lookup_buffer);
+    if (err != ERANGE || lookup_buffer.size() >= (16u << 20)) return err;
+    lookup_buffer.resize(lookup_buffer.size() * 4);
+  }
+}
+
+}  // namespace
+
 Result<std::pair<uint32_t, uint32_t>> PosixFileSystem::LookupIds(const std::string& owner,
                                                                  const std::string& group) {
-  // A name the machine does not know may still be a numeric id.
+  // A name the machine does not know may still be a numeric id; not
+  // 4294967295, which chown reads as "leave unchanged".
   auto numeric = [](const std::string& s, uint32_t* out) {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-    return ec == std::errc() && end == s.data() + s.size();
+    return ec == std::errc() && end == s.data() + s.size() && *out != UINT32_MAX;
   };
-  std::vector<char> buf(16384);
   uint32_t uid = 0, gid = 0;
   struct passwd pw, *pwp = nullptr;
-  if (::getpwnam_r(owner.c_str(), &pw, buf.data(), buf.size(), &pwp) == 0 && pwp != nullptr) {
+  int err = RetryOnRange([&](std::vector<char>& buf) {
+    return ::getpwnam_r(owner.c_str(), &pw, buf.data(), buf.size(), &pwp);
+  });
+  if (err == 0 && pwp != nullptr) {
     uid = pw.pw_uid;
+  } else if (err != 0 && err != ENOENT && err != ESRCH) {
+    return Fail("look up user \"" + owner + "\": " + std::strerror(err));
   } else if (!numeric(owner, &uid)) {
     return Fail("unknown user \"" + owner + "\"");
   }
   struct group gr, *grp = nullptr;
-  if (::getgrnam_r(group.c_str(), &gr, buf.data(), buf.size(), &grp) == 0 && grp != nullptr) {
+  err = RetryOnRange([&](std::vector<char>& buf) {
+    return ::getgrnam_r(group.c_str(), &gr, buf.data(), buf.size(), &grp);
+  });
+  if (err == 0 && grp != nullptr) {
     gid = gr.gr_gid;
+  } else if (err != 0 && err != ENOENT && err != ESRCH) {
+    return Fail("look up group \"" + group + "\": " + std::strerror(err));
   } else if (!numeric(group, &gid)) {
     return Fail("unknown group \"" + group + "\"");
   }

@@ -4,10 +4,18 @@
 // fingerprint and tree-digest functions, so none of them needs <sys/stat.h>.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace mesh::core {
+
+// How deep a tree may nest (components below its root): the scan and the
+// removal walk stop there, so a bundle that nests deeper is refused up front
+// rather than failing every apply and being orphaned when dropped.
+inline constexpr int kMaxTreeDepth = 128;
+// The longest file name component Linux takes (NAME_MAX).
+inline constexpr size_t kMaxNameBytes = 255;
 
 enum class FileType { kMissing, kRegular, kDirectory, kSymlink, kHardlink, kOther };
 

@@ -130,12 +130,21 @@ Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries
     // Normalise: drop "." and empty components; refuse "..".
     std::string norm;
     size_t start = 0;
+    int depth = 0;
     while (start <= e.relpath.size()) {
       size_t end = e.relpath.find('/', start);
       if (end == std::string::npos) end = e.relpath.size();
       std::string_view comp(e.relpath.data() + start, end - start);
       if (comp == "..") return Fail(name + " climbs out of its directory with ..");
+      if (comp.size() > kMaxNameBytes) {
+        return Fail(name + " has a name component of " + std::to_string(comp.size()) +
+                    " bytes; at most " + std::to_string(kMaxNameBytes));
+      }
       if (!comp.empty() && comp != ".") {
+        if (++depth > kMaxTreeDepth) {
+          return Fail(name + " nests deeper than " + std::to_string(kMaxTreeDepth) +
+                      " directories");
+        }
         if (!norm.empty()) norm.push_back('/');
         norm.append(comp);
       }

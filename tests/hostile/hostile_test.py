@@ -101,6 +101,8 @@ CASES = [
     ("not JSON", b"machine: hostile\n", "invalid JSON"),
     ("credential with a raw newline", b'{"machine": "hostile", "generation": 5, "resources": [{"id": "a", "kind": "file", "path": "/a", "content": ""}, ' + CRED + b'\nrest"}]}', "line 2, column 0: syntax error while parsing value - invalid string: control character U+000A (LF) must be escaped to \\u000A or \\n (in resources[1])"),
     ("declaration cut off inside a credential", b'{"machine": "hostile", "generation": 5, "resources": [' + CRED, "missing closing quote (in resources[0])"),
+    ("bundle nested 200 levels", archive_case("deep.tar.gz", [("d/" * 200 + "f", "file", "x")]), "nests deeper than 128 directories"),
+    ("bundle member name of 300 bytes", archive_case("long.tar.gz", [("n" * 300, "file", "x")]), "has a name component of 300 bytes; at most 255"),
     ("bundle member named to forge a log line", archive_case("forge.tar.gz", [("x\udcff\nfailed fake.service (service): forged log line", "sym", "/etc/shadow")]), 'entry "x\\xff\\x0afailed fake.service (service): forged log line" is a symlink'),
     ("empty file", b"", "invalid JSON"),
     ("a list, not an object", b"[]", "must be a JSON object"),

@@ -190,6 +190,9 @@ TEST_F(PosixFileSystemTest, LookupIds) {
   auto numeric = fs_->LookupIds("4242", "4243");
   ASSERT_TRUE(numeric.has_value());
   EXPECT_EQ(numeric->second, 4243u);
+  // chown reads (uid_t)-1 as "leave unchanged": not an id to declare.
+  EXPECT_FALSE(fs_->LookupIds("4294967295", "root").has_value());
+  EXPECT_FALSE(fs_->LookupIds("root", "4294967295").has_value());
 }
 
 }  // namespace
