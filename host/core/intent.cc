@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
+#include "host/core/declaration.h"
 #include "host/core/json_depth.h"
 
 namespace mesh::core {
@@ -73,6 +75,8 @@ std::string SerializeIntent(const Intent& intent) {
     owed[id] = std::move(item);
   }
   json j = {{"version", kIntentVersion}, {"applying", intent.applying}, {"owed", std::move(owed)}};
+  if (!intent.creating.empty()) j["creating"] = intent.creating;
+  if (!intent.creating_unit_files.empty()) j["creating_unit_files"] = intent.creating_unit_files;
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -99,6 +103,23 @@ Result<Intent> ParseIntent(std::string_view text) {
     auto parsed = ParseOwed(id, item);
     if (!parsed) return std::unexpected(parsed.error());
     intent.owed.emplace(id, std::move(*parsed));
+  }
+  // The host removes what these name: each must be what a declaration
+  // could have named (an absolute path in normal form, a unit name).
+  for (auto [key, out, check] :
+       {std::tuple{"creating", &intent.creating, &CheckPath},
+        std::tuple{"creating_unit_files", &intent.creating_unit_files, &CheckUnitName}}) {
+    auto list = j.find(key);
+    if (list == j.end()) continue;
+    if (!list->is_array()) return Fail(std::string("intent: field ") + key + ": must be a list");
+    for (const json& item : *list) {
+      if (!item.is_string()) return Fail(std::string("intent: field ") + key + ": not a string");
+      const std::string& text = item.get_ref<const std::string&>();
+      if (auto st = check(text); !st) {
+        return Fail(std::string("intent: field ") + key + ": " + st.error().message);
+      }
+      out->push_back(text);
+    }
   }
   return intent;
 }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/core/result.h"
 
@@ -45,8 +46,17 @@ struct Intent {
   bool applying = false;
   // By resource id.
   std::map<std::string, Owed> owed;
+  // What the apply creates (nothing was there when it planned): declared
+  // paths under --root and the unit files a unit_text writes, by unit name.
+  // Were it cut short, a later apply whose declaration no longer holds them
+  // finds them neither declared nor recorded: it removes them, and sweeps
+  // their directories of the temporary files a killed write leaves.
+  std::vector<std::string> creating;
+  std::vector<std::string> creating_unit_files;
 
-  bool empty() const { return !applying && owed.empty(); }
+  bool empty() const {
+    return !applying && owed.empty() && creating.empty() && creating_unit_files.empty();
+  }
   bool operator==(const Intent&) const = default;
 };
 

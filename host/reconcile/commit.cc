@@ -266,6 +266,16 @@ core::Status Commit(const CommitInputs& in, const Settled& settled) {
   if (auto st = in.records->Save(next); !st) {
     return core::Fail("record not saved: " + st.error().message);
   }
+  // What this apply created stayed named in the intent until the record
+  // holds it: a kill in between leaves it named, not orphaned.
+  if (!settled.intent.creating.empty() || !settled.intent.creating_unit_files.empty()) {
+    core::Intent done = settled.intent;
+    done.creating.clear();
+    done.creating_unit_files.clear();
+    if (auto st = in.records->SaveIntent(done); !st) {
+      return core::Fail("intent not saved: " + st.error().message);
+    }
+  }
   return core::Ok();
 }
 

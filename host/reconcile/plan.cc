@@ -352,6 +352,14 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
 core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
   core::Intent intent;
   intent.applying = plan.ChangesMachine();
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& step = plan.steps[i];
+    const Resource& r = in.declaration->resources[i];
+    if (step.write_files && in.seen->files[i].missing) intent.creating.push_back(r.path);
+    if (step.write_unit_file && in.seen->unit_files[i].missing) {
+      intent.creating_unit_files.push_back(r.unit);
+    }
+  }
   for (const UnitPlan& u : plan.units) {
     const std::string& id = in.declaration->resources[u.index].id;
     auto carried = in.owed->owed.find(id);
@@ -433,6 +441,39 @@ core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
 }
 
 }  // namespace
+
+std::vector<std::string> Orphans(const core::Intent& intent, const core::Declaration& decl,
+                                 const core::Record& record) {
+  std::vector<std::string> out;
+  if (intent.creating.empty()) return out;
+  std::set<std::string_view> recorded;
+  for (const auto& [id, e] : record.resources) {
+    for (const core::WrittenPath& w : e.written) recorded.insert(w.path);
+  }
+  for (const std::string& path : intent.creating) {
+    if (recorded.contains(path)) continue;
+    bool declared = false;
+    for (const Resource& r : decl.resources) {
+      declared |= r.HasFiles() && Overlap(r.path, path);
+    }
+    if (!declared) out.push_back(path);
+  }
+  return out;
+}
+
+std::vector<std::string> OrphanUnitFiles(const core::Intent& intent, const core::Declaration& decl,
+                                         const core::Record& record) {
+  std::vector<std::string> out;
+  for (const std::string& unit : intent.creating_unit_files) {
+    bool kept = false;
+    for (const Resource& r : decl.resources) kept |= r.unit_text.has_value() && r.unit == unit;
+    for (const auto& [id, e] : record.resources) {
+      kept |= e.unit == unit && !e.unit_file_fingerprint.empty();
+    }
+    if (!kept) out.push_back(unit);
+  }
+  return out;
+}
 
 core::Status CheckDeclaration(const core::Declaration& decl, const core::Record& record,
                               bool had_record, std::string_view machine, const HostDirs& dirs) {

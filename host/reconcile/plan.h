@@ -172,6 +172,16 @@ struct HostDirs {
 core::Status CheckDeclaration(const core::Declaration& declaration, const core::Record& record,
                               bool had_record, std::string_view machine, const HostDirs& dirs = {});
 
+// What an apply cut short created (its intent's `creating`) that is now
+// neither recorded nor declared, nor over or under a declared path: the
+// host's own leftovers, which nothing else would ever remove. And the same
+// for the unit files it created.
+std::vector<std::string> Orphans(const core::Intent& intent, const core::Declaration& declaration,
+                                 const core::Record& record);
+std::vector<std::string> OrphanUnitFiles(const core::Intent& intent,
+                                         const core::Declaration& declaration,
+                                         const core::Record& record);
+
 // Every resource's want digest. When the declaration is byte for byte the
 // one the record was settled from, the recorded digests are the wants and
 // nothing is re-hashed.

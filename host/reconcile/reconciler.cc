@@ -1,5 +1,6 @@
 #include "host/reconcile/reconciler.h"
 
+#include <algorithm>
 #include <set>
 
 #include "host/core/declaration.h"
@@ -131,27 +132,47 @@ bool Pass::SaveIntent(const Plan& plan) {
 }
 
 // After an apply cut short: the temporary files it left in every directory
-// the host writes into (parents of declared and recorded paths, the unit
-// directory).
+// the host writes into (parents of declared, recorded and in-flight paths,
+// the unit directory), and what it created that is now neither declared
+// nor recorded (nothing else would ever remove it).
 void Pass::Sweep(const Declaration& decl) {
-  std::set<std::string> dirs;
-  auto add_parent = [&](const std::string& path) {
-    size_t slash = path.rfind('/');
-    dirs.insert(slash == 0 ? "/" : path.substr(0, slash));
-  };
-  for (const Resource& r : decl.resources) {
-    if (r.HasFiles()) add_parent(r.path);
+  const core::Intent& intent = *intent_;
+  if (intent.applying) {
+    std::set<std::string> dirs;
+    auto add_parent = [&](const std::string& path) {
+      size_t slash = path.rfind('/');
+      dirs.insert(slash == 0 ? "/" : path.substr(0, slash));
+    };
+    for (const Resource& r : decl.resources) {
+      if (r.HasFiles()) add_parent(r.path);
+    }
+    for (const auto& [id, e] : record_->resources) {
+      for (const core::WrittenPath& w : e.written) add_parent(w.path);
+    }
+    for (const std::string& path : intent.creating) add_parent(path);
+    int removed = 0;
+    for (const std::string& dir : dirs) {
+      if (auto n = ports_.root->RemoveStaleTemporaries(dir); n) removed += *n;
+    }
+    if (auto n = ports_.units->RemoveStaleTemporaries("/"); n) removed += *n;
+    report_.warnings.push_back("the previous apply was interrupted; removed " +
+                               std::to_string(removed) + " temporary file(s) it left");
   }
-  for (const auto& [id, e] : record_->resources) {
-    for (const core::WrittenPath& w : e.written) add_parent(w.path);
+  for (const std::string& path : Orphans(intent, decl, *record_)) {
+    auto removed = ports_.root->Remove(path);
+    report_.warnings.push_back(
+        removed ? "removed " + path + ": created by an apply cut short, and no longer declared"
+                : "could not remove " + path +
+                      " (created by an apply cut short): " + removed.error().message);
   }
-  int removed = 0;
-  for (const std::string& dir : dirs) {
-    if (auto n = ports_.root->RemoveStaleTemporaries(dir); n) removed += *n;
+  for (const std::string& unit : OrphanUnitFiles(intent, decl, *record_)) {
+    auto removed = ports_.units->Remove("/" + unit);
+    report_.warnings.push_back(
+        removed ? "removed unit file " + unit +
+                      ": created by an apply cut short, and no longer declared"
+                : "could not remove unit file " + unit +
+                      " (created by an apply cut short): " + removed.error().message);
   }
-  if (auto n = ports_.units->RemoveStaleTemporaries("/"); n) removed += *n;
-  report_.warnings.push_back("the previous apply was interrupted; removed " +
-                             std::to_string(removed) + " temporary file(s) it left");
 }
 
 void Pass::Run(ports::DeclarationSource& source) {
@@ -168,7 +189,8 @@ void Pass::Run(ports::DeclarationSource& source) {
   report_.machine = decl->machine;
   report_.generation = decl->generation;
   report_.declaration_digest = decl->digest;
-  if (auto st = CheckDeclaration(*decl, *record_, had_record_, options_.machine, options_.dirs); !st) {
+  if (auto st = CheckDeclaration(*decl, *record_, had_record_, options_.machine, options_.dirs);
+      !st) {
     return Refuse(st.error());
   }
   Apply(*decl);
@@ -188,7 +210,21 @@ void Pass::Apply(const Declaration& decl) {
       decl, *record_, wants,
       {ports_.root, ports_.artifacts, ports_.units, ports_.archives, ports_.services}, stats_);
   if (!observed) return Refuse(observed.error());
-  if (intent_->applying && !dry_run) Sweep(decl);
+  if (!dry_run) Sweep(decl);
+  // What an apply cut short created is the host's, though it is on disk
+  // and not in the record: never "there before the host".
+  for (size_t i = 0; i < decl.resources.size(); ++i) {
+    const Resource& r = decl.resources[i];
+    if (r.HasFiles() && std::find(intent_->creating.begin(), intent_->creating.end(), r.path) !=
+                            intent_->creating.end()) {
+      observed->seen.files[i].preexisting = false;
+    }
+    if (r.unit_text.has_value() &&
+        std::find(intent_->creating_unit_files.begin(), intent_->creating_unit_files.end(),
+                  r.unit) != intent_->creating_unit_files.end()) {
+      observed->seen.unit_files[i].preexisting = false;
+    }
+  }
   auto make_plan = [&](bool plan_only) {
     return MakePlan({&decl, record_.get(), &*intent_, &observed->seen, &wants,
                      core::FormatTimestamp(report_.started_at), plan_only,

@@ -15,6 +15,8 @@ TEST(IntentTest, RoundTripsEveryField) {
                         41};
   intent.owed["cache"] = {UnitAction::kReload, false, "reload_on", "reload_on c changed", 7};
   intent.owed["idle"] = {std::nullopt, true, "declared", "", 3};  // a daemon-reload alone
+  intent.creating = {"/etc/cron.d/job", "/opt/tree"};
+  intent.creating_unit_files = {"new.service"};
   auto back = ParseIntent(SerializeIntent(intent));
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ(*back, intent);
@@ -46,6 +48,14 @@ TEST(IntentTest, EveryBadShapeIsNamed) {
        "field why: has a control character"},
       {R"({"version":1,"applying":false,"owed":{"a":{"x":{"y":{"z":{"w":1}}}}}})",
        "nested too deeply"},
+      // The host removes what these name: only what a declaration could.
+      {R"({"version":1,"applying":true,"owed":{},"creating":"/etc/x"})",
+       "creating: must be a list"},
+      {R"({"version":1,"applying":true,"owed":{},"creating":["etc/x"]})", "is not absolute"},
+      {R"({"version":1,"applying":true,"owed":{},"creating":["/etc/../x"]})", "contains .."},
+      {R"({"version":1,"applying":true,"owed":{},"creating":[1]})", "not a string"},
+      {R"({"version":1,"applying":true,"owed":{},"creating_unit_files":["../x.service"]})",
+       "creating_unit_files"},
   };
   for (const Case& c : cases) {
     auto parsed = ParseIntent(c.text);

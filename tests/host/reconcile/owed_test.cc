@@ -106,6 +106,65 @@ TEST_F(OwedTest, WhatIsOwedIsSavedBeforeTheFirstWrite) {
   EXPECT_TRUE(store_.Owed().empty()) << "everything confirmed: nothing owed, no file";
 }
 
+// Issue 15: killed after a new cron job and a credential's temporary file
+// landed, then a generation that no longer declares them. Before, the
+// cron job stayed for ever (never recorded, never pruned) and the
+// temporary holding the secret was never swept (its directory was neither
+// declared nor recorded).
+TEST_F(OwedTest, AnApplyCutShortLeavesNoOrphans) {
+  json conf = {{"id", "a.conf"}, {"kind", "file"}, {"path", "/etc/a.conf"}, {"content", "a"}};
+  ASSERT_EQ(Apply(Decl({conf}, 1)).result, ApplyResult::kOk);
+  json cron = {{"id", "job"}, {"kind", "file"}, {"path", "/etc/cron.d/job"}, {"content", "* * *"}};
+  json key = {
+      {"id", "key"}, {"kind", "credential"}, {"path", "/etc/app/key"}, {"content", "hunter2"}};
+  json svc = {{"id", "svc"},
+              {"kind", "service"},
+              {"unit", "new.service"},
+              {"state", "stopped"},
+              {"unit_text", "[Service]\nExecStart=/bin/new\n"}};
+  services_.AddUnit("new.service", {});
+  std::string temporary = Root("/etc/app/.key.mesh-host-tmp.4242.0");
+  root_faulty_->before_write = [&](const std::string& path) {
+    if (path != "/etc/cron.d/job") return;  // this write lands; the key's does not
+    // What a SIGKILL inside the key's write leaves: its temporary.
+    std::filesystem::create_directories(Root("/etc/app"));
+    testing::WriteText(temporary, "hunter2", 0600);
+    kill_.KillAt(0);
+  };
+  Apply(Decl({conf, svc, cron, key}, 2));
+  root_faulty_->before_write = nullptr;
+  kill_.Disarm();
+  ASSERT_TRUE(testing::Exists(Root("/etc/cron.d/job")));
+  ASSERT_TRUE(testing::Exists(dir_.Sub("units/new.service")));
+  ASSERT_FALSE(testing::Exists(Root("/etc/app/key")));
+
+  ApplyReport r = Apply(Decl({conf}, 3));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.error;
+  EXPECT_FALSE(testing::Exists(Root("/etc/cron.d/job")));
+  EXPECT_FALSE(testing::Exists(temporary)) << "the secret's temporary is swept";
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/new.service")));
+  EXPECT_THAT(r.warnings, ::testing::Contains(
+                              HasSubstr("removed /etc/cron.d/job: created by an apply cut short")));
+  EXPECT_TRUE(store_.Owed().empty());
+}
+
+// Killed after the record was saved but before the intent forgot what the
+// apply created: the created file is recorded, so it is the host's (pruned
+// when dropped), not "there before the host".
+TEST_F(OwedTest, ACreatedFileIsTheHostsThoughTheRecordWasLost) {
+  json conf = {{"id", "a.conf"}, {"kind", "file"}, {"path", "/etc/a.conf"}, {"content", "a"}};
+  json cron = {{"id", "job"}, {"kind", "file"}, {"path", "/etc/cron.d/job"}, {"content", "* * *"}};
+  ASSERT_EQ(Apply(Decl({conf}, 1)).result, ApplyResult::kOk);
+  store_.fail_saves = true;  // written, then the record not saved
+  Apply(Decl({conf, cron}, 2));
+  store_.fail_saves = false;
+  ASSERT_TRUE(testing::Exists(Root("/etc/cron.d/job")));
+  ASSERT_EQ(Apply(Decl({conf, cron}, 2)).result, ApplyResult::kOk);
+  ApplyReport r = Apply(Decl({conf}, 3));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "removed"));
+  EXPECT_FALSE(testing::Exists(Root("/etc/cron.d/job"))) << "created by the host: pruned";
+}
+
 // The apply killed before each of its steps in turn (writes, flushes,
 // intent and record saves, daemon-reload, every job): the next apply leaves
 // every daemon running the declared configuration, and the one after finds
