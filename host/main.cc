@@ -13,6 +13,7 @@
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/one_shot_heap.h"
 #include "host/adapters/posix_file_system.h"
+#include "host/adapters/process_guard.h"
 #include "host/adapters/sd_notifier.h"
 #include "host/adapters/sdbus_service_manager.h"
 #include "host/adapters/system_clock.h"
@@ -84,6 +85,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
 }
 
 int ApplyOrPlan(const cli::Flags& flags, bool plan) {
+  adapters::KeepSecretsOutOfCoreFiles();
   adapters::PrepareOneShotHeap();
   auto declaration = adapters::FileDeclaration::Open(flags.declaration);
   if (!declaration) {
@@ -104,6 +106,8 @@ int Run(const cli::Flags& flags) {
   // One malloc arena per thread would keep each thread's freed memory: the
   // daemon is idle most of its life and should stay small.
   mallopt(M_ARENA_MAX, 2);
+  adapters::KeepSecretsOutOfCoreFiles();
+  adapters::RaiseOpenFileLimit();
   daemon::Log log;
   auto listen = http::ParseListen(flags.listen);
   if (!listen) {

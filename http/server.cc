@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "http/bounded_server.h"
+
 namespace mesh::http {
 
 core::Result<ListenAddress> ParseListen(const std::string& text) {
@@ -32,16 +34,11 @@ StatusServer::StatusServer(const status::StatusBoard& board,
 StatusServer::~StatusServer() { Stop(); }
 
 core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
-  server_ = std::make_unique<httplib::Server>();
+  // Sixteen workers, at most 64 connections, a request head within 2 s and
+  // 64 KiB per connection (bounded_server.h): no client, slow, large or
+  // many, keeps /healthz unanswered or takes the reconcile's descriptors.
+  server_ = std::make_unique<BoundedServer>();
   httplib::Server& s = *server_;
-  // A kept-alive connection holds a worker while it idles: sixteen workers,
-  // and idle connections closed after 2 s, keep scrapes from queueing behind
-  // dashboards; 5 s read/write timeouts bound a stalled client.
-  s.new_task_queue = [] { return new httplib::ThreadPool(16); };
-  s.set_read_timeout(std::chrono::seconds(5));
-  s.set_write_timeout(std::chrono::seconds(5));
-  s.set_keep_alive_timeout(2);
-  s.set_keep_alive_max_count(100);
   s.set_payload_max_length(64 * 1024);
 
   s.Get("/status", [this](const httplib::Request&, httplib::Response& res) {

@@ -1,0 +1,214 @@
+#include "http/bounded_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mesh::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Set while the accepting thread runs a connection it has no room for: the
+// job httplib hands the queue is opaque, so the connection learns it is to
+// be closed unserved from here.
+thread_local bool turning_away = false;
+
+// Waits for `events` on `sock` until `deadline`; false on timeout or error.
+bool WaitFor(int sock, short events, Clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{sock, events, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 60000)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    return (p.revents & (events | POLLHUP)) != 0 && (p.revents & POLLNVAL) == 0;
+  }
+}
+
+void Address(int sock, bool peer, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  int rc = peer ? ::getpeername(sock, reinterpret_cast<sockaddr*>(&addr), &len)
+                : ::getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (rc != 0) return;
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
+    port = ntohs(in->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
+    port = ntohs(in6->sin6_port);
+  }
+  ip = buf;
+}
+
+}  // namespace
+
+// A fixed pool of workers that counts every connection it holds, queued or
+// served; one over the limit is run at once on the accepting thread, as
+// "turning away" (closed unserved), so it never waits holding a descriptor.
+class BoundedServer::Queue : public httplib::TaskQueue {
+ public:
+  explicit Queue(const ConnectionLimits& limits) : max_(limits.max_connections) {
+    for (size_t i = 0; i < limits.workers; ++i) threads_.emplace_back([this] { Work(); });
+  }
+  void enqueue(std::function<void()> fn) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (open_ < max_) {
+        ++open_;
+        jobs_.push_back(std::move(fn));
+        cv_.notify_one();
+        return;
+      }
+    }
+    turning_away = true;
+    fn();
+    turning_away = false;
+  }
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  void Work() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // stopping, and every accepted one served
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      fn();
+      std::lock_guard<std::mutex> lock(mu_);
+      --open_;
+    }
+  }
+
+  const size_t max_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  size_t open_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// The socket as httplib's parser reads it, within the connection's budget.
+class BoundedServer::LimitedStream : public httplib::Stream {
+ public:
+  LimitedStream(int sock, const ConnectionLimits& limits)
+      : sock_(sock),
+        limits_(limits),
+        ends_(Clock::now() + limits.connection),
+        budget_(limits.bytes_per_connection) {}
+
+  // Waits for the next request's first byte; then it has `request_head` to
+  // arrive whole.
+  bool NextRequest(std::chrono::milliseconds wait) {
+    if (!WaitFor(sock_, POLLIN, std::min(Clock::now() + wait, ends_))) return false;
+    head_ends_ = std::min(Clock::now() + limits_.request_head, ends_);
+    return true;
+  }
+  bool exhausted() const { return exhausted_; }
+
+  bool is_readable() const override { return WaitFor(sock_, POLLIN, head_ends_); }
+  bool is_writable() const override {
+    return WaitFor(sock_, POLLOUT, Clock::now() + limits_.write);
+  }
+  ssize_t read(char* ptr, size_t size) override {
+    if (budget_ == 0 || !WaitFor(sock_, POLLIN, head_ends_)) {
+      exhausted_ = true;
+      return -1;
+    }
+    for (;;) {
+      ssize_t n = ::recv(sock_, ptr, std::min(size, budget_), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n > 0) budget_ -= static_cast<size_t>(n);
+      return n;
+    }
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!WaitFor(sock_, POLLOUT, Clock::now() + limits_.write)) return -1;
+    for (;;) {
+      ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      return n;
+    }
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    Address(sock_, true, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    Address(sock_, false, ip, port);
+  }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  int sock_;
+  const ConnectionLimits& limits_;
+  Clock::time_point ends_;
+  Clock::time_point head_ends_ = Clock::time_point::min();
+  size_t budget_;
+  bool exhausted_ = false;
+};
+
+BoundedServer::BoundedServer(ConnectionLimits limits) : limits_(limits) {
+  new_task_queue = [this] { return new Queue(limits_); };
+  // Not httplib's default, which adds SO_REUSEPORT: with it, a second
+  // daemon binds the same port and the kernel splits requests between the
+  // two. A port in use must be an error at start.
+  set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+}
+
+bool BoundedServer::process_and_close_socket(socket_t sock) {
+  bool served = false;
+  if (turning_away) {
+    ++turned_away_;
+  } else {
+    LimitedStream stream(sock, limits_);
+    for (size_t n = 0; n < limits_.requests_per_connection; ++n) {
+      if (!stream.NextRequest(n == 0 ? limits_.request_head : limits_.idle)) break;
+      bool closed = false;
+      bool last = n + 1 == limits_.requests_per_connection;
+      bool answered = process_request(stream, last, closed, nullptr);
+      // A request cut short is answered 400 by httplib, which would then
+      // wait for the next one on the same connection: that is the slow
+      // client's way back in, so the connection ends here.
+      if (!answered || closed || stream.exhausted()) break;
+      served = true;
+    }
+    if (stream.exhausted()) ++cut_;
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return served;
+}
+
+}  // namespace mesh::http
