@@ -3,7 +3,10 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <algorithm>
 #include <memory>
+#include <new>
+#include <stdexcept>
 
 namespace mesh::adapters {
 
@@ -11,7 +14,21 @@ using core::Fail;
 using core::FileType;
 using core::TreeEntry;
 
-core::Result<std::vector<TreeEntry>> LibarchiveReader::Read(std::string_view bytes) {
+core::Result<std::vector<TreeEntry>> LibarchiveReader::Read(std::string_view bytes,
+                                                            uint64_t max_expanded) {
+  // A bundle is unpacked into memory: under a memory limit an allocation
+  // may fail, and that is a refusal of this bundle, not an abort.
+  try {
+    return ReadInMemory(bytes, std::min(max_expanded, kMaxExpandedBytes));
+  } catch (const std::bad_alloc&) {
+    return Fail("out of memory unpacking the bundle");
+  } catch (const std::length_error&) {
+    return Fail("out of memory unpacking the bundle");
+  }
+}
+
+core::Result<std::vector<TreeEntry>> LibarchiveReader::ReadInMemory(std::string_view bytes,
+                                                                    uint64_t max_expanded) {
   std::unique_ptr<struct archive, decltype(&archive_read_free)> a(archive_read_new(),
                                                                   &archive_read_free);
   archive_read_support_filter_gzip(a.get());
@@ -60,8 +77,8 @@ core::Result<std::vector<TreeEntry>> LibarchiveReader::Read(std::string_view byt
     }
     if (e.type == FileType::kRegular) {
       la_int64_t size = archive_entry_size(entry);
-      if (size < 0 || expanded + static_cast<uint64_t>(size) > kMaxExpandedBytes) {
-        return Fail("bundle expands beyond " + std::to_string(kMaxExpandedBytes) + " bytes");
+      if (size < 0 || expanded + static_cast<uint64_t>(size) > max_expanded) {
+        return Fail("bundle expands beyond " + std::to_string(max_expanded) + " bytes");
       }
       e.content.resize(static_cast<size_t>(size));
       la_ssize_t got = archive_read_data(a.get(), e.content.data(), e.content.size());

@@ -15,7 +15,13 @@ class LibarchiveReader : public ports::ArchiveReader {
   static constexpr uint64_t kMaxExpandedBytes = 1ull << 30;
   static constexpr size_t kMaxEntries = 200000;
 
-  core::Result<std::vector<core::TreeEntry>> Read(std::string_view bytes) override;
+  // At most min(max_expanded, kMaxExpandedBytes) of contents.
+  core::Result<std::vector<core::TreeEntry>> Read(std::string_view bytes,
+                                                  uint64_t max_expanded) override;
+
+ private:
+  static core::Result<std::vector<core::TreeEntry>> ReadInMemory(std::string_view bytes,
+                                                                 uint64_t max_expanded);
 };
 
 }  // namespace mesh::adapters

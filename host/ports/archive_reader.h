@@ -5,6 +5,7 @@
 // apart from the format library.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -16,7 +17,10 @@ namespace mesh::ports {
 class ArchiveReader {
  public:
   virtual ~ArchiveReader() = default;
-  virtual core::Result<std::vector<core::TreeEntry>> Read(std::string_view bytes) = 0;
+  // Fails, allocating no more, as soon as the members' contents would pass
+  // `max_expanded` bytes: what one apply holds of all its bundles is bounded.
+  virtual core::Result<std::vector<core::TreeEntry>> Read(std::string_view bytes,
+                                                          uint64_t max_expanded) = 0;
 };
 
 }  // namespace mesh::ports

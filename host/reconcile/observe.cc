@@ -16,6 +16,10 @@ using core::Result;
 using core::TreeEntry;
 
 constexpr uint64_t kMaxBundleBytes = 1ull << 30;
+// What the bundles of one declaration may expand to in all: the host holds
+// them unpacked while it applies (and one artifact named by several
+// resources once).
+constexpr uint64_t kMaxHeldBundleBytes = 1ull << 30;
 constexpr uint64_t kMaxUnitFileBytes = 1ull << 20;
 
 FilesSeen Error(std::string message) {
@@ -36,7 +40,7 @@ class Observer {
  private:
   core::Status StatAll();
   core::Status LoadChangedBundles();
-  Result<std::vector<TreeEntry>> LoadBundle(const Resource& r) const;
+  Result<std::shared_ptr<const std::vector<TreeEntry>>> LoadBundle(const Resource& r);
   const Result<FileInfo>& StatOf(const std::string& path);
   FilesSeen File(const Resource& r, const RecordEntry* old, const std::string& want);
   FilesSeen Tree(const Resource& r, const RecordEntry* old, const std::string& want);
@@ -59,6 +63,10 @@ class Observer {
   StatCache& cache_;
   Observation out_;
   std::set<std::string_view> recorded_paths_;
+  // Bundles unpacked this apply, by (source, sha256), and their bytes.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const std::vector<TreeEntry>>>
+      by_source_;
+  uint64_t held_bytes_ = 0;
   std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
 };
 
@@ -163,8 +171,10 @@ core::Status Observer::LoadChangedBundles() {
   return core::Ok();
 }
 
-Result<std::vector<TreeEntry>> Observer::LoadBundle(const Resource& r) const {
+Result<std::shared_ptr<const std::vector<TreeEntry>>> Observer::LoadBundle(const Resource& r) {
   std::string where = "resource " + r.id + ", field ";
+  auto key = std::make_pair(r.source, r.sha256);
+  if (auto it = by_source_.find(key); it != by_source_.end()) return it->second;
   auto bytes = ports_.artifacts->ReadFile("/" + r.source, kMaxBundleBytes);
   if (!bytes) return core::Fail(where + "source: " + bytes.error().message);
   std::string actual = core::Sha256Hex(*bytes);
@@ -172,15 +182,24 @@ Result<std::vector<TreeEntry>> Observer::LoadBundle(const Resource& r) const {
     return core::Fail(where + "sha256: source " + r.source + " has sha256 " + actual +
                       ", the declaration says " + r.sha256);
   }
-  auto entries = ports_.archives->Read(*bytes);
-  if (!entries) return core::Fail(where + "source: " + entries.error().message);
+  auto entries = ports_.archives->Read(*bytes, kMaxHeldBundleBytes - held_bytes_);
+  if (!entries) {
+    std::string also = held_bytes_ == 0 ? ""
+                                        : " (what the declaration's other bundles leave of the " +
+                                              std::to_string(kMaxHeldBundleBytes) +
+                                              " bytes all of them may expand to)";
+    return core::Fail(where + "source: " + entries.error().message + also);
+  }
   auto checked = core::CheckBundleEntries(std::move(*entries));
   if (!checked) {
     return core::Fail(where + "source: bundle " + r.source +
                       " refused: " + checked.error().message);
   }
+  for (const TreeEntry& e : *checked) held_bytes_ += e.content.size();
   core::HashContents(*checked);
-  return std::move(*checked);
+  auto held = std::make_shared<const std::vector<TreeEntry>>(std::move(*checked));
+  by_source_.emplace(std::move(key), held);
+  return held;
 }
 
 Result<const std::vector<TreeEntry>*> Observer::Bundle(const Resource& r) {
@@ -190,7 +209,7 @@ Result<const std::vector<TreeEntry>*> Observer::Bundle(const Resource& r) {
     if (!loaded) return std::unexpected(loaded.error());
     it = out_.bundles.emplace(r.id, std::move(*loaded)).first;
   }
-  return &it->second;
+  return it->second.get();
 }
 
 const Result<FileInfo>& Observer::StatOf(const std::string& path) {

@@ -13,6 +13,7 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,7 +50,7 @@ struct StatCache {
 struct Observation {
   Seen seen;
   // The checked members of every bundle this apply may unpack, by id.
-  std::map<std::string, std::vector<core::TreeEntry>> bundles;
+  BundlesById bundles;
 };
 
 core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,

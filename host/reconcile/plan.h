@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,6 +77,10 @@ struct Seen {
   std::map<std::string, DroppedSeen> dropped_paths;
   std::map<std::string, DroppedSeen> dropped_unit_files;
 };
+
+// Bundles read this apply, unpacked and checked, by resource id; two
+// resources naming one artifact share one copy.
+using BundlesById = std::map<std::string, std::shared_ptr<const std::vector<core::TreeEntry>>>;
 
 // What one declared resource's writes make of it.
 struct Step {

@@ -1,6 +1,7 @@
 #include "host/reconcile/reconciler.h"
 
 #include <algorithm>
+#include <new>
 #include <set>
 
 #include "host/core/declaration.h"
@@ -303,7 +304,15 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
   Pass pass(ports_, options_, sink, report);
-  pass.Run(declaration);
+  // Under a memory limit an allocation may fail anywhere in the pass: the
+  // apply fails and says so, and whatever it wrote is already covered by
+  // the intent saved before its first write.
+  try {
+    pass.Run(declaration);
+  } catch (const std::bad_alloc&) {
+    report.result = ApplyResult::kFailed;
+    report.error = "out of memory during the apply; the next apply finishes what it owed";
+  }
   // What the pass still holds (the full pass needs every outcome until its
   // end: the unit phase and the record amend them).
   for (const ResourceOutcome& o : report.outcomes) {

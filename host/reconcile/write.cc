@@ -7,12 +7,11 @@ namespace {
 
 using core::Resource;
 
-Written WriteResource(const Resource& r, const Step& step,
-                      const std::map<std::string, std::vector<core::TreeEntry>>& bundles,
+Written WriteResource(const Resource& r, const Step& step, const BundlesById& bundles,
                       const FilesSeen& seen, const WritePorts& ports) {
   Written w;
   if (step.write_files && r.IsTree()) {
-    const std::vector<core::TreeEntry>& bundle = bundles.at(r.id);
+    const std::vector<core::TreeEntry>& bundle = *bundles.at(r.id);
     if (auto st = ports.root->ReplaceTree(r.path, bundle); !st) return {st, "", ""};
     auto rescan = ports.root->ScanTree(r.path, /*hash_contents=*/false);
     if (!rescan) return {std::unexpected(rescan.error()), "", ""};
@@ -55,9 +54,8 @@ Writes NoWrites(const Plan& plan) {
   return writes;
 }
 
-Writes Write(const core::Declaration& decl, const Plan& plan,
-             const std::map<std::string, std::vector<core::TreeEntry>>& bundles, const Seen& seen,
-             const WritePorts& ports) {
+Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById& bundles,
+             const Seen& seen, const WritePorts& ports) {
   Writes writes = NoWrites(plan);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];

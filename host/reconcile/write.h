@@ -45,8 +45,7 @@ struct Writes {
 // Nothing written (a plan): every write "succeeded" in the plan's words.
 Writes NoWrites(const Plan& plan);
 
-Writes Write(const core::Declaration& declaration, const Plan& plan,
-             const std::map<std::string, std::vector<core::TreeEntry>>& bundles, const Seen& seen,
-             const WritePorts& ports);
+Writes Write(const core::Declaration& declaration, const Plan& plan, const BundlesById& bundles,
+             const Seen& seen, const WritePorts& ports);
 
 }  // namespace mesh::reconcile

@@ -15,8 +15,9 @@ using testing::TarMember;
 
 TEST(LibarchiveReaderTest, ReadsFilesAndDirectories) {
   LibarchiveReader reader;
-  auto entries = reader.Read(BuildTar(
-      {{TarMember::kDir, "bin", "", 0755}, {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}}));
+  auto entries = reader.Read(BuildTar({{TarMember::kDir, "bin", "", 0755},
+                                       {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}}),
+                             1ull << 30);
   ASSERT_TRUE(entries.has_value()) << entries.error().message;
   ASSERT_EQ(entries->size(), 2u);
   EXPECT_EQ((*entries)[1].content, "#!/bin/sh\n");
@@ -25,7 +26,7 @@ TEST(LibarchiveReaderTest, ReadsFilesAndDirectories) {
 
 TEST(LibarchiveReaderTest, PlainTarToo) {
   LibarchiveReader reader;
-  auto entries = reader.Read(BuildTar({{TarMember::kFile, "a", "x"}}, /*gzip=*/false));
+  auto entries = reader.Read(BuildTar({{TarMember::kFile, "a", "x"}}, /*gzip=*/false), 1ull << 30);
   ASSERT_TRUE(entries.has_value());
   EXPECT_EQ(entries->size(), 1u);
 }
@@ -44,7 +45,7 @@ TEST(LibarchiveReaderTest, HostileMembersAreRefusedByTheCore) {
       {{TarMember::kFifo, "fifo", ""}, "device, fifo or socket"},
   };
   for (const Case& c : cases) {
-    auto entries = reader.Read(BuildTar({c.member}));
+    auto entries = reader.Read(BuildTar({c.member}), 1ull << 30);
     ASSERT_TRUE(entries.has_value()) << c.member.name;
     auto checked = core::CheckBundleEntries(*entries);
     ASSERT_FALSE(checked.has_value()) << c.member.name;
@@ -54,8 +55,20 @@ TEST(LibarchiveReaderTest, HostileMembersAreRefusedByTheCore) {
 
 TEST(LibarchiveReaderTest, GarbageIsAnError) {
   LibarchiveReader reader;
-  auto entries = reader.Read("this is not a tar file at all, not even close........");
+  auto entries = reader.Read("this is not a tar file at all, not even close........", 1ull << 30);
   EXPECT_FALSE(entries.has_value());
+}
+
+// What an apply holds of its bundles is bounded: the reader stops at the
+// budget it is given, before allocating past it.
+TEST(LibarchiveReaderTest, StopsAtTheBudgetItIsGiven) {
+  LibarchiveReader reader;
+  std::string tar = BuildTar({{TarMember::kFile, "a", std::string(3000, 'a')},
+                              {TarMember::kFile, "b", std::string(3000, 'b')}});
+  EXPECT_TRUE(reader.Read(tar, 6000).has_value());
+  auto over = reader.Read(tar, 5999);
+  ASSERT_FALSE(over.has_value());
+  EXPECT_EQ(over.error().message, "bundle expands beyond 5999 bytes");
 }
 
 }  // namespace

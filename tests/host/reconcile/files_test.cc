@@ -175,6 +175,44 @@ TEST_F(FilesTest, PruneLeavesWhatNoLongerMatchesWhatTheHostWrote) {
   EXPECT_FALSE(Record()["resources"].contains("db")) << "left, and forgotten";
 }
 
+// Issue 15: four archives naming one artifact that expands to 1,000 MiB
+// held four copies (4.1 GB). One artifact is unpacked once, and each
+// bundle is read within what the ones before it left of the apply's budget.
+TEST_F(FilesTest, BundlesShareOneCopyAndOneBudget) {
+  struct Counting : ports::ArchiveReader {
+    explicit Counting(ports::ArchiveReader& real) : real(real) {}
+    core::Result<std::vector<core::TreeEntry>> Read(std::string_view bytes,
+                                                    uint64_t max_expanded) override {
+      budgets.push_back(max_expanded);
+      return real.Read(bytes, max_expanded);
+    }
+    ports::ArchiveReader& real;
+    std::vector<uint64_t> budgets;
+  } counting(archives_);
+  std::string same = Bundle("same.tar.gz", {{TarMember::kFile, "f", std::string(1000, 'x')}});
+  std::string other = Bundle("other.tar.gz", {{TarMember::kFile, "g", std::string(500, 'y')}});
+  json resources = json::array();
+  for (int i = 0; i < 4; ++i) {
+    resources.push_back({{"id", "b" + std::to_string(i)},
+                         {"kind", "archive"},
+                         {"path", "/opt/b" + std::to_string(i)},
+                         {"source", "same.tar.gz"},
+                         {"sha256", same}});
+  }
+  resources.push_back({{"id", "c"},
+                       {"kind", "archive"},
+                       {"path", "/opt/c"},
+                       {"source", "other.tar.gz"},
+                       {"sha256", other}});
+  ReconcilerPorts ports = Ports();
+  ports.archives = &counting;
+  ApplyReport r = Reconciler(ports, Options()).Apply(Decl(resources).dump());
+  ASSERT_EQ(r.result, ApplyResult::kOk) << r.error;
+  EXPECT_EQ(ReadText(Root("/opt/b3/f")), std::string(1000, 'x'));
+  ASSERT_EQ(counting.budgets.size(), 2u) << "the shared artifact is unpacked once";
+  EXPECT_EQ(counting.budgets[0] - counting.budgets[1], 1000u) << "the second gets what is left";
+}
+
 TEST_F(FilesTest, PruneKeepsAPathANewResourceClaims) {
   json a = {{"id", "old.name"}, {"kind", "file"}, {"path", "/etc/app/x.conf"}, {"content", "x"}};
   Run(Decl(json::array({a})));
