@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "host/core/time_format.h"
+#include "host/daemon/stall_watch.h"
 
 namespace mesh::daemon {
 namespace {
@@ -100,9 +101,23 @@ void Daemon::ApplyOnce(const std::string& why, bool starting) {
       std::mutex m;
       std::condition_variable_any cv;
       std::unique_lock lock(m);
+      StallWatch stall(options_.stall_after, reconciler_.progress().steps(), clock_.Monotonic());
+      bool told = false;
       do {
-        if (starting && clock_.Monotonic() < extend_until) notifier_.ExtendStart(kExtendBy);
-        if (pet.count() > 0) notifier_.Watchdog();
+        auto now = clock_.Monotonic();
+        if (stall.Progressing(reconciler_.progress().steps(), now)) {
+          if (starting && now < extend_until) notifier_.ExtendStart(kExtendBy);
+          if (pet.count() > 0) notifier_.Watchdog();
+          if (told) board_.SetStalled(std::nullopt);
+          told = false;
+        } else if (!told) {
+          std::string why = "the apply under way has made no progress for " +
+                            core::FormatSeconds(stall.Still(now)) +
+                            "; no longer telling systemd's watchdog the host is alive";
+          log_.Line(Priority::kErr, why);
+          board_.SetStalled(why);
+          told = true;
+        }
         cv.wait_for(lock, stop, every, [] { return false; });  // wakes on stop
       } while (!stop.stop_requested());
     });

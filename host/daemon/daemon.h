@@ -38,6 +38,8 @@ struct DaemonOptions {
   std::chrono::nanoseconds debounce = std::chrono::milliseconds(200);
   // The watch re-reads every unit this often even without a signal.
   std::chrono::nanoseconds watch_refresh = std::chrono::seconds(10);
+  // An apply that takes no step for this long is stuck (stall_watch.h).
+  std::chrono::nanoseconds stall_after = std::chrono::minutes(2);
 };
 
 // Blocks SIGHUP, SIGTERM and SIGINT in the calling thread and every thread

@@ -28,12 +28,14 @@ struct Watch {
 // job done, or the settle time after it came up, or its stop bound passed.
 class FirstLooks {
  public:
-  FirstLooks(ports::ServiceManager& sm, ports::Clock& clock, std::vector<Watch>& watches)
-      : sm_(sm), clock_(clock), watches_(watches), t0_(clock.Monotonic()) {}
+  FirstLooks(ports::ServiceManager& sm, ports::Clock& clock, std::vector<Watch>& watches,
+             Progress* progress)
+      : sm_(sm), clock_(clock), watches_(watches), progress_(progress), t0_(clock.Monotonic()) {}
 
   void Take() {
     for (;;) {
       Look();
+      if (progress_ != nullptr) progress_->Step();
       if (std::all_of(watches_.begin(), watches_.end(), [](const Watch& w) { return w.looked; })) {
         return;
       }
@@ -91,6 +93,7 @@ class FirstLooks {
   ports::ServiceManager& sm_;
   ports::Clock& clock_;
   std::vector<Watch>& watches_;
+  Progress* progress_;
   std::chrono::steady_clock::time_point t0_;
   std::map<std::string, std::string> finished_;
 };
@@ -101,7 +104,8 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
                                                  const std::vector<Acted>& acts,
                                                  ports::ServiceManager* services,
                                                  ports::Clock& clock,
-                                                 std::chrono::nanoseconds settle) {
+                                                 std::chrono::nanoseconds settle,
+                                                 Progress* progress) {
   std::vector<std::optional<Confirmation>> out(plan.units.size());
   std::vector<Watch> watches;
   for (size_t k = 0; k < plan.units.size(); ++k) {
@@ -117,7 +121,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
                        {}});
   }
   if (watches.empty()) return out;  // nothing queued: nothing to look at, no pause
-  FirstLooks firsts(*services, clock, watches);
+  FirstLooks firsts(*services, clock, watches, progress);
   firsts.Take();
   // The one pause, shared by every unit, from the last first look.
   clock.SleepFor(settle);

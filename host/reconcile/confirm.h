@@ -15,6 +15,7 @@
 #include "host/ports/service_manager.h"
 #include "host/reconcile/act.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
 
@@ -28,6 +29,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& declar
                                                  const Plan& plan, const std::vector<Acted>& acts,
                                                  ports::ServiceManager* services,
                                                  ports::Clock& clock,
-                                                 std::chrono::nanoseconds settle);
+                                                 std::chrono::nanoseconds settle,
+                                                 Progress* progress = nullptr);
 
 }  // namespace mesh::reconcile

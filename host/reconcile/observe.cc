@@ -88,6 +88,7 @@ Result<Observation> Observer::Run() {
       out_.seen.files[i] = Tree(r, old, wants_[i]);
     }
     if (r.HasUnit()) out_.seen.unit_files[i] = UnitFile(r, old, wants_[i]);
+    if (ports_.progress != nullptr) ports_.progress->Step();
   }
   Units();
   Dropped();

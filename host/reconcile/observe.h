@@ -27,6 +27,7 @@
 #include "host/ports/file_system.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
 
@@ -36,6 +37,7 @@ struct ObservePorts {
   ports::FileSystem* units = nullptr;
   ports::ArchiveReader* archives = nullptr;
   ports::ServiceManager* services = nullptr;  // may be null
+  Progress* progress = nullptr;               // may be null
 };
 
 // Stats already taken this apply (a failed record proof's), by path: not

@@ -28,8 +28,8 @@ using core::Result;
 class Pass {
  public:
   Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
-       ApplyReport& report)
-      : ports_(ports), options_(options), sink_(sink), report_(report) {}
+       ApplyReport& report, Progress& progress)
+      : ports_(ports), options_(options), sink_(sink), report_(report), progress_(progress) {}
 
   void Run(ports::DeclarationSource& source);
 
@@ -52,6 +52,7 @@ class Pass {
   const ReconcilerOptions& options_;
   const OutcomeSink& sink_;
   ApplyReport& report_;
+  Progress& progress_;
 
   // The loaded record, shared with the store; read-only during the pass.
   std::shared_ptr<const core::Record> record_ = std::make_shared<const core::Record>();
@@ -182,7 +183,9 @@ void Pass::Run(ports::DeclarationSource& source) {
   auto digest = source.Digest();
   if (!digest) return Refuse(digest.error());
   if (options_.confirm_from_record && !digest->empty() && Prove(*digest)) return;
+  progress_.Step();
   LoadRecord();
+  progress_.Step();
   auto text = source.Text();
   if (!text) return Refuse(text.error());
   auto decl = core::ParseDeclaration(*text);
@@ -209,7 +212,8 @@ void Pass::Apply(const Declaration& decl) {
   std::vector<std::string> wants = Wants(decl, *record_, had_record_);
   auto observed = Observe(
       decl, *record_, wants,
-      {ports_.root, ports_.artifacts, ports_.units, ports_.archives, ports_.services}, stats_);
+      {ports_.root, ports_.artifacts, ports_.units, ports_.archives, ports_.services, &progress_},
+      stats_);
   if (!observed) return Refuse(observed.error());
   if (!dry_run) Sweep(decl);
   // What an apply cut short created is the host's, though it is on disk
@@ -240,16 +244,20 @@ void Pass::Apply(const Declaration& decl) {
   }
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed->bundles, observed->seen,
-                                  {ports_.root, ports_.units, ports_.services});
+                                  {ports_.root, ports_.units, ports_.services, &progress_});
+  progress_.Step();
   std::optional<core::Status> reloaded;
   if (!dry_run) reloaded = DaemonReload(plan, writes, ports_.services);
+  progress_.Step();
   report_.daemon_reloaded = reloaded.has_value() && reloaded->has_value();
   std::vector<Acted> acts = Act(decl, plan, writes, reloaded, ports_.services, dry_run);
   std::vector<std::optional<Confirmation>> confirmed =
-      dry_run ? std::vector<std::optional<Confirmation>>(plan.units.size())
-              : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle);
+      dry_run
+          ? std::vector<std::optional<Confirmation>>(plan.units.size())
+          : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle, &progress_);
   Settled settled = Settle({&decl, record_.get(), &plan, &*intent_, &writes, &reloaded, &acts,
                             &confirmed, core::FormatTimestamp(report_.started_at), dry_run});
+  progress_.Step();
   if (settled.failed) report_.result = ApplyResult::kFailed;
   report_.outcomes = std::move(settled.outcomes);
   if (dry_run) return;
@@ -303,7 +311,7 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
   ApplyReport report;
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
-  Pass pass(ports_, options_, sink, report);
+  Pass pass(ports_, options_, sink, report, progress_);
   // Under a memory limit an allocation may fail anywhere in the pass: the
   // apply fails and says so, and whatever it wrote is already covered by
   // the intent saved before its first write.

@@ -27,6 +27,7 @@
 #include "host/ports/record_store.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
 
@@ -96,10 +97,13 @@ class Reconciler {
   ApplyReport Apply(std::string_view declaration_text, const OutcomeSink& sink = nullptr);
 
   const ReconcilerOptions& options() const { return options_; }
+  // Advanced as applies make progress; read from any thread.
+  const Progress& progress() const { return progress_; }
 
  private:
   ReconcilerPorts ports_;
   ReconcilerOptions options_;
+  Progress progress_;
   // No parsed declaration is kept between applies: a no-op is proven from
   // the record without one, and keeping it cost the idle daemon megabytes
   // (about 6 MiB at 10,000 files) to save a parse only when something moved.

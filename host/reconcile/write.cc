@@ -61,6 +61,7 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
     const Step& step = plan.steps[i];
     if (!step.changes()) continue;
     writes.steps[i] = WriteResource(decl.resources[i], step, bundles, seen.files[i], ports);
+    if (ports.progress != nullptr) ports.progress->Step();
     writes.unit_files_changed |= step.write_unit_file && writes.steps[i].status.has_value();
   }
   for (size_t k = 0; k < plan.removals.size(); ++k) {

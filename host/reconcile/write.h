@@ -18,6 +18,7 @@
 #include "host/ports/file_system.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
 
@@ -25,6 +26,7 @@ struct WritePorts {
   ports::FileSystem* root = nullptr;
   ports::FileSystem* units = nullptr;
   ports::ServiceManager* services = nullptr;  // may be null: removals then stop nothing
+  Progress* progress = nullptr;               // may be null
 };
 
 // What the writes of one declared resource did.

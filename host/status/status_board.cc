@@ -10,6 +10,7 @@ StatusBoard::StatusBoard(std::chrono::nanoseconds settle)
 void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
   auto next = std::make_shared<Snapshot>(*current_);
+  next->stalled.reset();
   next->reconciled = true;
   next->started_at = core::FormatTimestamp(report.started_at);
   next->finished_at = core::FormatTimestamp(report.finished_at);
@@ -131,11 +132,20 @@ nlohmann::json ToJson(const Snapshot& s) {
           {"healthy", h.healthy},
           {"last_reconcile", last},
           {"error", s.error.has_value() ? json(*s.error) : json(nullptr)},
+          {"apply_stalled", s.stalled.has_value() ? json(*s.stalled) : json(nullptr)},
           {"resources", std::move(resources)}};
+}
+
+void StatusBoard::SetStalled(std::optional<std::string> why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto next = std::make_shared<Snapshot>(*current_);
+  next->stalled = std::move(why);
+  current_ = std::move(next);
 }
 
 Health Judge(const Snapshot& s) {
   std::vector<std::string> wrong;
+  if (s.stalled.has_value()) wrong.push_back(*s.stalled);
   if (!s.reconciled) wrong.push_back("no reconcile has finished yet");
   if (s.error.has_value()) wrong.push_back("declaration refused: " + *s.error);
   if (s.apply_error.has_value()) wrong.push_back("the last apply failed: " + *s.apply_error);

@@ -35,6 +35,9 @@ struct Snapshot {
   // intent could not be saved): the machine is not known to be as reported.
   std::optional<std::string> apply_error;
   std::vector<core::ResourceOutcome> resources;
+  // The apply under way is stuck: it has taken no step for longer than the
+  // daemon allows (daemon/stall_watch.h).
+  std::optional<std::string> stalled;
 };
 
 struct Health {
@@ -56,6 +59,9 @@ class StatusBoard {
   // say: a crash loop whose every run reads "active" for a moment is not up.
   bool PublishUnit(const std::string& unit, const core::UnitStatus& status,
                    std::chrono::steady_clock::time_point now);
+  // Set while the apply under way is stuck, cleared when it moves again or
+  // ends (PublishApply).
+  void SetStalled(std::optional<std::string> why);
   // Units the watch should follow: declared in the last accepted apply.
   std::vector<std::string> WatchedUnits() const;
 

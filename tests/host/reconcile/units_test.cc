@@ -332,6 +332,21 @@ TEST_F(UnitsTest, PruneLeavesAUnitFileTheHostDidNotCreateOrNoLongerMatches) {
               HasSubstr("left unit edited.service and its unit file: changed since the host"));
 }
 
+// The daemon's keepalive pets the watchdog only while the apply moves: a
+// slow stop (here 20 s on the fake clock) advances it at every look.
+TEST_F(UnitsTest, ProgressMovesWhileTheApplyWaitsOnSystemd) {
+  services_.AddUnit("slow.service", {Behavior::kHealthy, {}, true, std::chrono::seconds(20)});
+  Reconciler reconciler(Ports(), Options());
+  ASSERT_EQ(reconciler.Apply(Decl({Service("slow")}).dump()).result, ApplyResult::kOk);
+  json conf = Conf("a");
+  json svc = Service("slow", {{"restart_on", {"jail.conf"}}});
+  reconciler.Apply(Decl({conf, svc}, 2).dump());
+  uint64_t before = reconciler.progress().steps();
+  ApplyReport r = reconciler.Apply(Decl({Conf("b"), svc}, 3).dump());
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted"));
+  EXPECT_GT(reconciler.progress().steps() - before, 20u * 10) << "a step per 50 ms look";
+}
+
 TEST_F(UnitsTest, PlanActsOnNothing) {
   services_.AddUnit("p.service", {});
   ApplyReport r = Run(Decl({Service("p")}), /*dry_run=*/true);

@@ -91,6 +91,25 @@ TEST(StatusBoardTest, TheApplysOwnFailureIsNotHealthy) {
   EXPECT_TRUE(Judge(*board.Get()).healthy) << "the next good apply clears it";
 }
 
+// Issue 15: an apply frozen in one call kept /healthz at 200 for ever.
+TEST(StatusBoardTest, AStuckApplyIsNotHealthy) {
+  StatusBoard board;
+  board.PublishApply(Report());
+  ASSERT_TRUE(Judge(*board.Get()).healthy);
+  board.SetStalled("the apply under way has made no progress for 120.0 s");
+  Health h = Judge(*board.Get());
+  EXPECT_FALSE(h.healthy);
+  EXPECT_THAT(h.text, HasSubstr("no progress for 120.0 s"));
+  EXPECT_EQ(ToJson(*board.Get())["apply_stalled"],
+            "the apply under way has made no progress for 120.0 s");
+  board.SetStalled(std::nullopt);
+  EXPECT_TRUE(Judge(*board.Get()).healthy) << "moving again";
+  board.SetStalled("stuck");
+  board.PublishApply(Report());
+  EXPECT_TRUE(Judge(*board.Get()).healthy) << "the apply ended";
+  EXPECT_TRUE(ToJson(*board.Get())["apply_stalled"].is_null());
+}
+
 // Issue 14: a crash loop reads "active" for a moment in every run. Once a
 // look found the unit down (NRestarts grown, auto-restart, failed), it is
 // up again only after staying up a settle, as two looks would say.
