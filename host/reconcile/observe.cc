@@ -288,13 +288,18 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
       return seen;
     }
   }
-  // The fingerprint moved or there is no record: compare content.
+  // The fingerprint moved or there is no record: compare content, and
+  // ownership: the host unpacks a tree as itself, so every entry belongs to
+  // whoever owns the tree's root (which the host created).
   std::string on_disk;
   if (dir) {
     auto hashed = ports_.root->ScanTree(r.path, /*hash_contents=*/true);
     if (!hashed) return Error(hashed.error().message);
     on_disk = core::TreeDigest(*hashed);
     seen.fingerprint = core::TreeFingerprint(*hashed);
+    for (const TreeEntry& e : *hashed) {
+      if (e.info.uid != info->uid || e.info.gid != info->gid) on_disk = "owner changed inside";
+    }
   }
   if (recorded && on_disk == old->written[0].content_digest) {
     seen.found = Found::kAsDeclared;

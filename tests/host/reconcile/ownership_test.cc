@@ -1,0 +1,47 @@
+// Who owns what the host wrote: needs root and the machine's real user
+// table (chown to another uid), so it runs outside Bazel's sandbox.
+#include <gmock/gmock.h>
+#include <unistd.h>
+
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::TarMember;
+
+constexpr uid_t kNobody = 65534;
+
+class OwnershipTest : public ReconcilerTest {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+    ReconcilerTest::SetUp();
+  }
+};
+
+// Issue 15: a file inside an unpacked tree given to another user was
+// `unchanged` for ever; the tree is the host's, entry by entry.
+TEST_F(OwnershipTest, AnOwnerChangedInsideATreeIsDrift) {
+  std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0755},
+                                            {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  json decl = Decl(json::array({{{"id", "tools"},
+                                 {"kind", "archive"},
+                                 {"path", "/opt/tools"},
+                                 {"source", "tools.tar.gz"},
+                                 {"sha256", sha}}}));
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(::chown(Root("/opt/tools/bin/serve").c_str(), kNobody, kNobody), 0);
+  ApplyReport r = Run(decl);
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("drifted"));
+  struct stat st;
+  ASSERT_EQ(::stat(Root("/opt/tools/bin/serve").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid()) << "put back";
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged"));
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
