@@ -374,6 +374,17 @@ Result<std::pair<UniqueFd, size_t>> PosixFileSystem::OpenRegular(const std::stri
   return std::pair<UniqueFd, size_t>(std::move(fd), static_cast<size_t>(st.st_size));
 }
 
+Result<std::string> PosixFileSystem::ReadLink(const std::string& path) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return Fail("readlink " + path + ": no such file");
+  char buf[PATH_MAX];
+  ssize_t n = ::readlinkat(parent->get(), leaf.c_str(), buf, sizeof buf);
+  if (n < 0) return Fail(Errno("readlink", path));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
 Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t limit) {
   auto opened = OpenRegular(path, limit);
   if (!opened) return std::unexpected(opened.error());

@@ -44,6 +44,7 @@ class PosixFileSystem : public ports::FileSystem {
                            const std::vector<core::TreeEntry>& entries) override;
   core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
                                                       bool hash_contents) override;
+  core::Result<std::string> ReadLink(const std::string& path) override;
   core::Status Remove(const std::string& path) override;
   core::Status Flush() override;
   core::Result<int> RemoveStaleTemporaries(const std::string& dir) override;

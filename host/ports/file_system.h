@@ -60,6 +60,11 @@ class FileSystem {
   virtual core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
                                                               bool hash_contents) = 0;
 
+  // Where the symlink at `path` points (not followed); fails for anything
+  // that is not a symlink. How an operator's mask (a link to /dev/null at a
+  // unit file's place) is told apart from a unit file.
+  virtual core::Result<std::string> ReadLink(const std::string& path) = 0;
+
   // Deletes a file or a whole tree; a missing path is not an error.
   virtual core::Status Remove(const std::string& path) = 0;
 

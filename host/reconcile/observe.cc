@@ -318,7 +318,6 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
 UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
                                 const std::string& want) {
   UnitFileSeen seen;
-  if (!r.unit_text.has_value()) return seen;  // the machine's own unit file
   const std::string path = "/" + r.unit;
   auto info = ports_.units->Stat(path);
   if (!info) {
@@ -326,6 +325,11 @@ UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
     seen.error = info.error().message;
     return seen;
   }
+  if (info->type == FileType::kSymlink) {
+    auto target = ports_.units->ReadLink(path);
+    seen.masked = target.has_value() && *target == "/dev/null";
+  }
+  if (!r.unit_text.has_value()) return seen;  // the machine's own unit file
   seen.fingerprint = core::FileFingerprint(*info);
   seen.missing = info->type == FileType::kMissing;
   bool ours = old != nullptr && old->unit == r.unit && !old->unit_file_fingerprint.empty();

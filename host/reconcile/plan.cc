@@ -112,10 +112,29 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
   entry.applied_at = in.now;
 }
 
+// An operator's mask wins (SPEC "Reconcile" 8): the unit systemd reports
+// masked, or a link to /dev/null where its unit file would go.
+std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
+  const Resource& r = in.declaration->resources[i];
+  const auto& status = in.seen->units[i];
+  bool loaded_masked =
+      status.has_value() && status->has_value() && (*status)->load_state == "masked";
+  if (!loaded_masked && !in.seen->unit_files[i].masked) return std::nullopt;
+  return "masked: " + r.unit + " is masked on this machine; the host leaves it alone (" +
+         "no unit file, no start, restart or reload) until `systemctl unmask " + r.unit + "`";
+}
+
 Step PlanResource(const PlanInputs& in, size_t i) {
   const Resource& r = in.declaration->resources[i];
   const RecordEntry* old = OldEntry(*in.record, r);
   const std::string& want = (*in.wants)[i];
+  if (r.HasUnit()) {
+    if (auto masked = Masked(in, i)) {
+      Step step;
+      step.old = old;
+      return Failed(std::move(step), *masked);
+    }
+  }
   Step step =
       r.HasFiles() ? PlanFiles(in, r, old, want, in.seen->files[i]) : PlanService(in, r, old, want);
   if (r.HasUnit() && !step.failed()) PlanUnitFile(in, r, in.seen->unit_files[i], step);

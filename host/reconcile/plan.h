@@ -52,6 +52,9 @@ struct UnitFileSeen {
   std::string error;
   bool missing = false;
   bool preexisting = false;  // there before the host first wrote it
+  // A link to /dev/null at the unit file's place: an operator's mask,
+  // whether or not systemd has loaded it yet.
+  bool masked = false;
   std::string fingerprint;
 };
 

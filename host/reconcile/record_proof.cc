@@ -134,19 +134,22 @@ bool RecordProof::Finish() {
   }
   std::vector<std::string> names;
   for (const Unit& u : units_) {
-    if (!u.unit_file_fingerprint.empty()) {
-      auto info = ports_.units->Stat("/" + u.name);
-      if (!info || info->type != core::FileType::kRegular ||
-          !core::FingerprintMatches(*info, u.unit_file_fingerprint)) {
-        return false;
-      }
+    // A unit file of the host's still as written; a unit of the machine's
+    // with nothing linked at its place (a mask the full pass must report).
+    auto info = ports_.units->Stat("/" + u.name);
+    if (!info) return false;
+    if (!u.unit_file_fingerprint.empty() &&
+        (info->type != core::FileType::kRegular ||
+         !core::FingerprintMatches(*info, u.unit_file_fingerprint))) {
+      return false;
     }
+    if (info->type == core::FileType::kSymlink) return false;
     names.push_back(u.name);
   }
   if (names.empty()) return true;
   std::vector<core::Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
   for (size_t k = 0; k < units_.size(); ++k) {
-    if (!statuses[k]) return false;
+    if (!statuses[k] || statuses[k]->load_state == "masked") return false;
     const Unit& u = units_[k];
     // A unit file of the host's that systemd has not loaded: owed a reload.
     if (!u.unit_file_fingerprint.empty() && statuses[k]->need_daemon_reload) return false;

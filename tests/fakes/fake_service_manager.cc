@@ -43,6 +43,10 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
                       " not found.");
   }
   Unit& u = it->second;
+  if (u.masked && kind != ports::JobKind::kStop) {
+    return core::Fail("StartUnit " + unit + ": org.freedesktop.systemd1.UnitMasked: Unit " + unit +
+                      " is masked.");
+  }
   std::string id = "/org/freedesktop/systemd1/job/" + std::to_string(next_job_++);
   auto now = clock_.elapsed();
   if (kind == ports::JobKind::kStop) {
@@ -125,7 +129,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
     return s;
   }
   const Unit& u = it->second;
-  s.load_state = "loaded";
+  s.load_state = u.masked ? "masked" : "loaded";
   s.type = u.script.behavior == Behavior::kOneshot || u.script.behavior == Behavior::kSlowOneshot
                ? "oneshot"
                : "simple";

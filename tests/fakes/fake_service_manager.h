@@ -58,6 +58,9 @@ class FakeServiceManager : public ports::ServiceManager {
   void RefuseReload(const std::string& name) { no_reload_.insert(name); }
   // systemd restarted the unit on its own `n` more times (Restart=).
   void RestartedBySystemd(const std::string& name, uint32_t n) { units_[name].base_restarts += n; }
+  // Masked as `systemctl mask` and a daemon-reload leave it: it keeps
+  // running, and systemd refuses to start, restart or reload it.
+  void Mask(const std::string& name, bool masked = true) { units_[name].masked = masked; }
   // Its unit file changed on disk since the last daemon-reload.
   void SetNeedDaemonReload(const std::string& name) { units_[name].need_daemon_reload = true; }
 
@@ -97,6 +100,7 @@ class FakeServiceManager : public ports::ServiceManager {
     uint32_t base_restarts = 0;
     int invocation = 0;
     bool need_daemon_reload = false;
+    bool masked = false;
     std::chrono::nanoseconds stopping_until{0};
     int stopping_invocation = 0;
   };

@@ -55,6 +55,9 @@ class FaultyFileSystem : public ports::FileSystem {
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override {
     return real_.ReadFile(path, limit);
   }
+  core::Result<std::string> ReadLink(const std::string& path) override {
+    return real_.ReadLink(path);
+  }
   core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
                                                const ports::Ownership& own) override {
     if (!Alive()) return core::Fail("killed");

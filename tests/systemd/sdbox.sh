@@ -4,8 +4,10 @@
 # files in $SDBOX_DIR/units. Clients on the host: DBUS_SYSTEM_BUS_ADDRESS from `sdbox.sh env`,
 # then sd_bus_open_system(), busctl, or inside: nsenter -t $SDBOX_PID -m -p systemctl ...
 # Needs root. Safety, kept on purpose:
-#  - SYSTEMD_UNIT_PATH is only $SDBOX_DIR/units: the machine's sysinit.target (tmpfiles wiping
-#    /tmp, sysctl, udev, remount-fs) is never pulled in;
+#  - SYSTEMD_UNIT_PATH is only the box's own /etc/systemd/system (a private $SDBOX_DIR/config
+#    bound over it in the box's mount namespace: systemctl enable/mask inside the box write
+#    there, never to the machine's) and $SDBOX_DIR/units: the machine's sysinit.target
+#    (tmpfiles wiping /tmp, sysctl, udev, remount-fs) is never pulled in;
 #  - container= set (no read-only remount at shutdown), /sys and /proc/sys read-only inside,
 #    generators off, a valid /etc/machine-id required (no first-boot presets);
 #  - its own dbus-daemon with a root-only policy; teardown stops every unit, then SIGKILLs the
@@ -22,7 +24,7 @@ up() {
   [ -n "$CG2" ] || { echo "sdbox: no cgroup2 mount" >&2; exit 1; }
   [ ! -e "$CG" ] || { echo "sdbox: $CG exists; run '$0 down' first" >&2; exit 1; }
   grep -Eqx '[0-9a-f]{32}' /etc/machine-id || { echo "sdbox: /etc/machine-id invalid (run systemd-machine-id-setup)" >&2; exit 1; }
-  mkdir -p "$D/units" "$D/empty"
+  mkdir -p "$D/units" "$D/empty" "$D/config"
   for t in sysinit basic shutdown sockets timers paths; do
     printf '[Unit]\nDefaultDependencies=no\n' > "$D/units/$t.target"; done
   printf '[Unit]\nWants=dbus.service\nAllowIsolate=yes\n' > "$D/units/ci.target"
@@ -41,7 +43,8 @@ mount -o remount,bind,ro /sys
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys
 mount --bind "\$(tty)" /dev/console
-exec env -i container=sdbox SYSTEMD_UNIT_PATH=$D/units SYSTEMD_GENERATOR_PATH=$D/empty \
+mount --bind $D/config /etc/systemd/system   # enable links and masks land in the box, not the machine
+exec env -i container=sdbox SYSTEMD_UNIT_PATH=/etc/systemd/system:$D/units SYSTEMD_GENERATOR_PATH=$D/empty \
   SYSTEMD_ENVIRONMENT_GENERATOR_PATH=$D/empty /lib/systemd/systemd --unit=ci.target --log-target=console --show-status=no --default-standard-output=tty
 EOF
   mkdir "$CG"

@@ -347,6 +347,55 @@ TEST_F(UnitsTest, ProgressMovesWhileTheApplyWaitsOnSystemd) {
   EXPECT_GT(reconciler.progress().steps() - before, 20u * 10) << "a step per 50 ms look";
 }
 
+// SPEC "Reconcile" 8, an operator's mask wins: a unit systemd reports
+// masked, or a link to /dev/null at its unit file's place (before any
+// daemon-reload), gets no unit file, no start, restart or reload; the
+// resource fails with `masked`. Before, unit_text was renamed over the mask
+// and the unit started.
+TEST_F(UnitsTest, AMaskedUnitIsLeftAlone) {
+  services_.AddUnit("jail.service", {});
+  json v1 = Service("jail", {{"unit_text", "[Service]\nExecStart=/bin/j --v1\n"}});
+  ASSERT_EQ(Run(Decl({v1})).result, ApplyResult::kOk);
+  services_.Mask("jail.service");
+  json v2 = Service("jail", {{"unit_text", "[Service]\nExecStart=/bin/j --v2\n"}});
+  size_t calls = services_.calls().size();
+  ApplyReport r = Run(Decl({v2}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed jail (service): masked: jail.service is masked on this machine; the host "
+            "leaves it alone (no unit file, no start, restart or reload) until `systemctl unmask "
+            "jail.service`");
+  EXPECT_EQ(testing::ReadText(dir_.Sub("units/jail.service")),
+            "[Service]\nExecStart=/bin/j --v1\n");
+  EXPECT_EQ(services_.calls().size(), calls) << "nothing asked of systemd";
+  services_.Mask("jail.service", false);
+  EXPECT_THAT(Outcomes(Run(Decl({v2}, 2))), ElementsAre("updated"));
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kRestart) << "unmasked: restarted";
+  EXPECT_EQ(testing::ReadText(dir_.Sub("units/jail.service")),
+            "[Service]\nExecStart=/bin/j --v2\n");
+}
+
+TEST_F(UnitsTest, ALinkToDevNullAtTheUnitFilesPlaceIsAMask) {
+  services_.AddUnit("cron.service", {});
+  ASSERT_EQ(::symlink("/dev/null", dir_.Sub("units/cron.service").c_str()), 0);
+  ApplyReport r = Run(Decl(
+      {Service("cron", {{"unit_text", "[Service]\nExecStart=/bin/c\n"}}), Service("other.cron")}));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("masked: cron.service is masked"));
+  char target[64] = {};
+  ASSERT_GT(::readlink(dir_.Sub("units/cron.service").c_str(), target, sizeof target - 1), 0);
+  EXPECT_STREQ(target, "/dev/null") << "the mask stays";
+  for (const auto& call : services_.calls()) EXPECT_NE(call.unit, "cron.service");
+  // A machine's unit (no unit_text) masked the same way, after a no-op
+  // proven from the record: the full pass reports it.
+  services_.AddUnit("ntp.service", {});
+  ASSERT_EQ(Run(Decl({Service("ntp")}, 2)).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(Decl({Service("ntp")}, 2)).from_record, true);
+  ASSERT_EQ(::symlink("/dev/null", dir_.Sub("units/ntp.service").c_str()), 0);
+  ApplyReport again = Run(Decl({Service("ntp")}, 2));
+  EXPECT_FALSE(again.from_record);
+  EXPECT_THAT(again.outcomes[0].detail, HasSubstr("masked: ntp.service is masked"));
+}
+
 TEST_F(UnitsTest, PlanActsOnNothing) {
   services_.AddUnit("p.service", {});
   ApplyReport r = Run(Decl({Service("p")}), /*dry_run=*/true);

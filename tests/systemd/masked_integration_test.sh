@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPEC "Reconcile" 8 against a real systemd: an operator's mask wins. The box
+# keeps its own /etc/systemd/system (sdbox.sh), so `systemctl mask` inside it
+# links there, never on the machine. A unit masked by systemctl (loaded
+# masked) and one masked by a link to /dev/null at its unit file's place
+# (not yet loaded) get no unit file, no start, restart or reload; the
+# resource fails with `masked`; unmasked, the host manages it again.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$PWD/host/mesh-host
+[ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
+SDBOX=$HERE/sdbox.sh
+[ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
+T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/masked.XXXXXX")
+export SDBOX_DIR=$T/masked-box
+cleanup() {
+  "$SDBOX" down >/dev/null 2>&1 || true
+  rm -rf "$T"
+}
+trap cleanup EXIT
+"$SDBOX" up
+eval "$("$SDBOX" env)"
+export DBUS_SYSTEM_BUS_ADDRESS SDBOX_PID
+UNITS=$SDBOX_DIR/units
+mkdir -p "$T/root"
+fails=0
+check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
+apply() {  # apply GENERATION VERSION: the declaration of two services, then apply
+  python3 - "$T/decl.json" "$1" "$2" <<'PY'
+import json, sys
+path, gen, v = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+svc = lambda n: {"id": n, "kind": "service", "unit": f"mh-{n}.service", "state": "running",
+                 "unit_text": f"[Service]\nExecStart=/bin/sleep 1000{v}\n"}
+json.dump({"machine": "box", "generation": gen, "resources": [svc("web"), svc("cron")]}, open(path, "w"))
+PY
+  set +e
+  OUT=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
+        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
+inside() { nsenter -t "$SDBOX_PID" -m -p "$@"; }
+prop() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/mh_2d$1_2eservice" \
+           org.freedesktop.systemd1.Unit "$2" | cut -d' ' -f2- | tr -d '"'; }
+invocation() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/mh_2d$1_2eservice" \
+                 org.freedesktop.systemd1.Unit InvocationID | cut -d' ' -f3-; }
+
+apply 1 0
+check "both start" '[ $RC = 0 ] && [ "$(prop web ActiveState)" = active ] && [ "$(prop cron ActiveState)" = active ]'
+web_inv=$(invocation web)
+
+# web: masked the operator's way, inside the box. cron: a link to /dev/null
+# at its unit file's place, not yet loaded by systemd.
+inside systemctl mask mh-web.service >/dev/null 2>&1
+ln -sf /dev/null "$UNITS/mh-cron.service"
+check "the mask is in the box's own /etc/systemd/system, not the machine's" \
+  '[ -L "$SDBOX_DIR/config/mh-web.service" ] && [ ! -e /etc/systemd/system/mh-web.service ]'
+check "systemd reports web masked" '[ "$(prop web LoadState)" = masked ]'
+
+apply 2 1
+check "the apply fails, exit 1" '[ $RC = 1 ]'
+check "web fails with masked" 'grep -q "^failed web (service): masked: mh-web.service is masked" <<<"$OUT"'
+check "cron fails with masked" 'grep -q "^failed cron (service): masked: mh-cron.service is masked" <<<"$OUT"'
+check "no unit file written over either" \
+  'grep -q "sleep 10000$" "$UNITS/mh-web.service" && [ "$(readlink "$UNITS/mh-cron.service")" = /dev/null ]'
+check "web not restarted (same InvocationID), still running" \
+  '[ "$(invocation web)" = "$web_inv" ] && [ "$(prop web ActiveState)" = active ]'
+
+# web's mask's daemon-reload loaded cron's link as well: systemd holds cron
+# masked until it reloads without the link, as `systemctl unmask` would.
+inside systemctl unmask mh-web.service >/dev/null 2>&1
+rm "$UNITS/mh-cron.service"
+inside systemctl daemon-reload
+apply 2 1
+check "unmasked: the apply succeeds" '[ $RC = 0 ]'
+check "web's unit file is written and web restarted onto it" \
+  'grep -q "sleep 10001$" "$UNITS/mh-web.service" && [ "$(invocation web)" != "$web_inv" ] && [ "$(prop web ActiveState)" = active ]'
+check "cron's unit file is written and cron runs" \
+  'grep -q "sleep 10001$" "$UNITS/mh-cron.service" && [ "$(prop cron ActiveState)" = active ]'
+
+echo "$fails failed"
+[ "$fails" = 0 ]
