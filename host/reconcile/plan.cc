@@ -124,6 +124,29 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
          "no unit file, no start, restart or reload) until `systemctl unmask " + r.unit + "`";
 }
 
+}  // namespace
+
+std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_view path) {
+  std::string root = dirs.root;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root == "/") root.clear();
+  std::string units = dirs.units;
+  while (units.size() > 1 && units.back() == '/') units.pop_back();
+  if (units.empty()) return std::nullopt;
+  std::string real = root + std::string(path);
+  if (real.size() <= units.size() + 1 || !real.starts_with(units) || real[units.size()] != '/') {
+    return std::nullopt;
+  }
+  std::string rel = real.substr(units.size() + 1);
+  size_t slash = rel.find('/');
+  if (slash == std::string::npos) return rel;
+  std::string first = rel.substr(0, slash);
+  if (first.size() > 2 && first.ends_with(".d")) return first.substr(0, first.size() - 2);
+  return std::string();
+}
+
+namespace {
+
 Step PlanResource(const PlanInputs& in, size_t i) {
   const Resource& r = in.declaration->resources[i];
   const RecordEntry* old = OldEntry(*in.record, r);
@@ -138,6 +161,12 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   Step step =
       r.HasFiles() ? PlanFiles(in, r, old, want, in.seen->files[i]) : PlanService(in, r, old, want);
   if (r.HasUnit() && !step.failed()) PlanUnitFile(in, r, in.seen->unit_files[i], step);
+  if (!r.IsTree() && r.HasFiles() && in.dirs != nullptr) {
+    if (auto unit = UnitDefinitionAt(*in.dirs, r.path)) {
+      step.unit_definition = true;
+      step.defines = std::move(*unit);
+    }
+  }
   if (!step.failed() && step.entry.has_value()) {
     step.entry->position = i;
     step.entry->state = r.HasUnit() ? std::string(core::UnitStateName(r.state)) : "";
@@ -159,10 +188,53 @@ std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
 // once without touching the daemon.
 bool Runs(const core::UnitStatus& s) { return s.Running() && s.sub_state != "auto-restart"; }
 
+// The declared files that define `r`'s unit (its unit file or a drop-in,
+// declared as files) and change in this apply.
+std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
+                              const std::vector<Step>& steps) {
+  std::vector<size_t> out;
+  for (size_t j = 0; j < steps.size(); ++j) {
+    if (steps[j].unit_definition && steps[j].changes() && steps[j].defines == r.unit) {
+      out.push_back(j);
+    }
+  }
+  return out;
+}
+
+// A unit definition of `r`'s unit that this apply deletes (a drop-in no
+// longer declared).
+std::optional<std::string> RemovedDefinition(const PlanInputs& in, const Resource& r,
+                                             const std::vector<Removal>& removals) {
+  if (in.dirs == nullptr) return std::nullopt;
+  for (const Removal& rm : removals) {
+    if (!rm.deletes_unit_definition) continue;
+    for (const std::string& path : rm.delete_paths) {
+      if (UnitDefinitionAt(*in.dirs, path) == r.unit) return path;
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether a change this apply makes to a unit definition (declared as a
+// file) concerns `r`: one of its own, or one its restart_on or reload_on
+// names. Then systemd must load it before `r` is acted on.
+bool DefinitionChangesFor(const PlanInputs& in, const Resource& r, const std::vector<Step>& steps,
+                          const std::vector<Removal>& removals) {
+  if (!DefinedBy(in, r, steps).empty() || RemovedDefinition(in, r, removals)) return true;
+  for (const auto* list : {&r.restart_on, &r.reload_on}) {
+    for (const std::string& ref : *list) {
+      const Step& dep = steps[in.declaration->index.find(ref)->second];
+      if (dep.unit_definition && dep.changes()) return true;
+    }
+  }
+  return false;
+}
+
 // What this apply's own changes ask of a unit declared running: a restart
 // for its own files, a restart_on resource or a definition not loaded; a
 // reload for a reload_on resource.
-void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& steps, UnitPlan& u) {
+void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+                   const std::vector<Removal>& removals, UnitPlan& u) {
   const Resource& r = in.declaration->resources[i];
   const Step& step = steps[i];
   std::vector<size_t> restart_deps, reload_deps;
@@ -172,6 +244,7 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
       if (steps[j].changes()) (list == &r.restart_on ? restart_deps : reload_deps).push_back(j);
     }
   }
+  std::vector<size_t> defined_by = DefinedBy(in, r, steps);
   auto ask = [&](UnitAction action, std::string reason, std::string why,
                  std::vector<size_t> causes) {
     u.action = action;
@@ -186,6 +259,12 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
         : step.write_unit_file                   ? "unit file " + r.unit + " changed"
                                                  : "its files changed",
         {i});
+  } else if (!defined_by.empty()) {
+    ask(UnitAction::kRestart, "declared",
+        "unit definition " + in.declaration->resources[defined_by[0]].path + " changed",
+        defined_by);
+  } else if (auto removed = RemovedDefinition(in, r, removals)) {
+    ask(UnitAction::kRestart, "declared", "unit definition " + *removed + " removed", {});
   } else if (!restart_deps.empty()) {
     ask(UnitAction::kRestart, "restart_on",
         "restart_on " + in.declaration->resources[restart_deps[0]].id + " changed", restart_deps);
@@ -203,9 +282,9 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
 // it is not up, a start if it runs no process (the start loads every
 // change too), else — a start would do nothing to a running daemon — what
 // the changes ask, or a start that only has it looked at twice.
-void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps, bool up,
-                UnitPlan& u) {
-  AskForChanges(in, i, steps, u);
+void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+                const std::vector<Removal>& removals, bool up, UnitPlan& u) {
+  AskForChanges(in, i, steps, removals, u);
   if (up || (Runs(u.status) && u.action.has_value())) return;
   const Step& step = steps[i];
   bool asked = step.changes() || step.want_changed;
@@ -226,14 +305,16 @@ UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
                                                                     : UnitAction::kStart;
 }
 
-UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps) {
+UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+                  const std::vector<Removal>& removals) {
   const Resource& r = in.declaration->resources[i];
   UnitPlan u;
   u.index = i;
   if (steps[i].failed()) return u;  // the step's failure is the outcome
   auto carried = in.owed->owed.find(r.id);
   const core::Owed* owed = carried != in.owed->owed.end() ? &carried->second : nullptr;
-  u.daemon_reload = (owed != nullptr && owed->daemon_reload) || steps[i].write_unit_file;
+  u.daemon_reload = (owed != nullptr && owed->daemon_reload) || steps[i].write_unit_file ||
+                    DefinitionChangesFor(in, r, steps, removals);
   const auto& status = in.seen->units[i];
   if (!in.services || !status.has_value()) {
     u.failed = "no service manager: cannot manage " + r.unit;
@@ -254,7 +335,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     return u;
   }
   // A unit that cannot be read is owed what this apply's writes ask of it.
-  PlanAction(in, i, steps, /*up=*/!u.failed.empty() || u.up, u);
+  PlanAction(in, i, steps, removals, /*up=*/!u.failed.empty() || u.up, u);
   if (owed != nullptr && owed->action.has_value()) {
     // A reload owed to a unit that no longer reloads on anything (its
     // dependency moved to restart_on, say, after systemd refused the
@@ -359,6 +440,8 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
         rm.left.push_back(w.path + ": " + why);
       } else if (!seen->missing) {
         rm.delete_paths.push_back(w.path);
+        rm.deletes_unit_definition |=
+            in.dirs != nullptr && UnitDefinitionAt(*in.dirs, w.path).has_value();
       }
     }
     removals.push_back(std::move(rm));
@@ -537,10 +620,10 @@ Plan MakePlan(const PlanInputs& in) {
   const auto& resources = in.declaration->resources;
   plan.steps.reserve(resources.size());
   for (size_t i = 0; i < resources.size(); ++i) plan.steps.push_back(PlanResource(in, i));
-  for (size_t i = 0; i < resources.size(); ++i) {
-    if (resources[i].HasUnit()) plan.units.push_back(PlanUnit(in, i, plan.steps));
-  }
   plan.removals = PlanRemovals(in);
+  for (size_t i = 0; i < resources.size(); ++i) {
+    if (resources[i].HasUnit()) plan.units.push_back(PlanUnit(in, i, plan.steps, plan.removals));
+  }
   plan.intent = IntentOf(in, plan);
   return plan;
 }

@@ -92,6 +92,12 @@ struct Step {
   bool write_files = false;  // a file to write or a tree to unpack
   bool write_unit_file = false;
   bool want_changed = false;  // the record held another want (a service's state)
+  // A declared file inside --unit-dir (a unit file, a drop-in): writing it
+  // changes what systemd must load, as a unit_text does. `defines` is the
+  // unit it belongs to ("foo.service" for foo.service or
+  // foo.service.d/x.conf), empty when it is no one unit's.
+  bool unit_definition = false;
+  std::string defines;
   // What the record holds once the writes are done (their fingerprints are
   // the write phase's; none when the resource failed), and what it held
   // before, in the loaded record (kept when the resource fails: writes are
@@ -135,6 +141,7 @@ struct Removal {
   // left, each with why ("/srv/db: now a directory").
   std::vector<std::string> left;
   bool delete_unit_file = false;
+  bool deletes_unit_definition = false;  // a deleted path lies inside --unit-dir
 };
 
 struct Plan {
@@ -150,6 +157,15 @@ struct Plan {
   bool ChangesMachine() const;
 };
 
+// Where the host itself lives on this machine, as absolute paths: what a
+// declared path must not overlap. Empty members are not checked.
+struct HostDirs {
+  std::string root = "/";  // --root: declared paths are under it
+  std::string units;       // --unit-dir: unit_text lands here
+  std::string state;       // --state-dir: the record
+  std::string artifacts;   // --artifacts: bundles' sources
+};
+
 struct PlanInputs {
   const core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;
@@ -159,15 +175,9 @@ struct PlanInputs {
   std::string now;                                  // applied_at of what this apply writes
   bool dry_run = false;
   bool services = true;  // a service manager is there
-};
-
-// Where the host itself lives on this machine, as absolute paths: what a
-// declared path must not overlap. Empty members are not checked.
-struct HostDirs {
-  std::string root = "/";  // --root: declared paths are under it
-  std::string units;       // --unit-dir: unit_text lands here
-  std::string state;       // --state-dir: the record
-  std::string artifacts;   // --artifacts: bundles' sources
+  // Where --unit-dir lies under --root: a declared file there is a unit
+  // definition (null: none is).
+  const HostDirs* dirs = nullptr;
 };
 
 // The refusals that need only the record and the host's own places:
@@ -189,6 +199,10 @@ std::vector<std::string> Orphans(const core::Intent& intent, const core::Declara
 std::vector<std::string> OrphanUnitFiles(const core::Intent& intent,
                                          const core::Declaration& declaration,
                                          const core::Record& record);
+
+// Whether `path` (declared, under dirs.root) lies inside dirs.units; then
+// the unit it defines ("" when none: a .wants link, say).
+std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_view path);
 
 // Every resource's want digest. When the declaration is byte for byte the
 // one the record was settled from, the recorded digests are the wants and

@@ -233,7 +233,7 @@ void Pass::Apply(const Declaration& decl) {
   auto make_plan = [&](bool plan_only) {
     return MakePlan({&decl, record_.get(), &*intent_, &observed->seen, &wants,
                      core::FormatTimestamp(report_.started_at), plan_only,
-                     ports_.services != nullptr});
+                     ports_.services != nullptr, &options_.dirs});
   };
   Plan plan = make_plan(dry_run);
   // Nothing is written unless what it will owe is written down first; if

@@ -62,11 +62,14 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
     if (!step.changes()) continue;
     writes.steps[i] = WriteResource(decl.resources[i], step, bundles, seen.files[i], ports);
     if (ports.progress != nullptr) ports.progress->Step();
-    writes.unit_files_changed |= step.write_unit_file && writes.steps[i].status.has_value();
+    writes.unit_files_changed |=
+        (step.write_unit_file || (step.unit_definition && step.write_files)) &&
+        writes.steps[i].status.has_value();
   }
   for (size_t k = 0; k < plan.removals.size(); ++k) {
     writes.removals[k] = Remove(plan.removals[k], ports);
-    writes.unit_files_changed |= plan.removals[k].delete_unit_file;
+    writes.unit_files_changed |=
+        plan.removals[k].delete_unit_file || plan.removals[k].deletes_unit_definition;
   }
   return writes;
 }

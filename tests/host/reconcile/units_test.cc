@@ -396,6 +396,51 @@ TEST_F(UnitsTest, ALinkToDevNullAtTheUnitFilesPlaceIsAMask) {
   EXPECT_THAT(again.outcomes[0].detail, HasSubstr("masked: ntp.service is masked"));
 }
 
+// Issue 20: a drop-in (or a unit file) declared as a `file` is a unit
+// definition. Before, restart_on on it restarted the unit with no
+// daemon-reload: systemd ran the old setting and the host said restarted.
+TEST_F(UnitsTest, AUnitDefinitionDeclaredAsAFileIsLoadedBeforeTheUnitIsActedOn) {
+  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
+  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
+  ReconcilerPorts ports = Ports();
+  ports.units = units.get();
+  ReconcilerOptions options = Options();
+  options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
+  auto apply = [&](const json& decl) { return Reconciler(ports, options).Apply(decl.dump()); };
+  auto drop_in = [](const std::string& v) {
+    return json{{"id", "web.env"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/web.service.d/env.conf"},
+                {"content", "[Service]\nEnvironment=V=" + v + "\n"}};
+  };
+  auto timer_conf = [](const std::string& v) {
+    return json{{"id", "other.conf"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/other.timer.d/at.conf"},
+                {"content", "[Timer]\nOnCalendar=" + v + "\n"}};
+  };
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("api.service", {});
+  json web = Service("web");
+  json api = Service("api", {{"restart_on", {"other.conf"}}});
+  ASSERT_EQ(apply(Decl({drop_in("1"), web, timer_conf("daily"), api})).result, ApplyResult::kOk);
+  int reloads = services_.daemon_reloads();
+  size_t calls = services_.calls().size();
+  ApplyReport r = apply(Decl({drop_in("2"), web, timer_conf("hourly"), api}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted", "updated", "restarted"));
+  EXPECT_EQ(services_.daemon_reloads(), reloads + 1) << "one daemon-reload, before the restarts";
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "restarted web (service): unit definition /etc/systemd/system/web.service.d/env.conf "
+            "changed; web.service active (running)");
+  ASSERT_EQ(services_.calls().size(), calls + 2);
+  // Dropped, the drop-in is deleted and systemd loads its absence.
+  reloads = services_.daemon_reloads();
+  ApplyReport dropped = apply(Decl({web, timer_conf("hourly"), api}, 3));
+  EXPECT_THAT(Outcomes(dropped), ElementsAre("restarted", "unchanged", "unchanged", "removed"));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("root/etc/systemd/system/web.service.d/env.conf")));
+  EXPECT_EQ(services_.daemon_reloads(), reloads + 1);
+}
+
 TEST_F(UnitsTest, PlanActsOnNothing) {
   services_.AddUnit("p.service", {});
   ApplyReport r = Run(Decl({Service("p")}), /*dry_run=*/true);
