@@ -141,6 +141,7 @@ int Run(const cli::Flags& flags) {
     return std::move(*opened);
   };
   options.interval = flags.interval;
+  options.verbose = flags.verbose;
   daemon::Daemon d(options, *(*machine)->reconciler, board, metrics, &watch, notifier,
                    (*machine)->clock, log);
   int code = d.Run();
@@ -154,7 +155,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   auto flags = mesh::cli::ParseFlags(args);
   if (!flags) {
-    std::cerr << "mesh-host: " << flags.error().message << "\n\n" << mesh::cli::UsageText();
+    std::cerr << "mesh-host: " << flags.error().message << "\n"
+              << "usage: mesh-host run|apply|plan|status [flags]; mesh-host --help lists them\n";
     return mesh::cli::kExitRefused;
   }
   switch (flags->verb) {

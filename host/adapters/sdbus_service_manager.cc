@@ -69,7 +69,14 @@ core::Status SdbusServiceManager::Connect() {
   if (bus_ != nullptr) return core::Ok();
   auto bus = std::make_unique<Bus>();
   int r = sd_bus_open_system(&bus->bus);
-  if (r < 0) return core::Fail(std::string("connect to the system bus: ") + std::strerror(-r));
+  if (r < 0) {
+    const char* address = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+    return core::Fail(std::string("no systemd answers on the system bus (") +
+                      (address != nullptr ? std::string("DBUS_SYSTEM_BUS_ADDRESS=") + address
+                                          : std::string("/run/dbus/system_bus_socket; "
+                                                        "DBUS_SYSTEM_BUS_ADDRESS is not set")) +
+                      "): " + std::strerror(-r));
+  }
   // A hung systemd must not hang the host: every call is bounded (10 s; a
   // daemon-reload gets its own, longer bound).
   sd_bus_set_method_call_timeout(bus->bus, 10ull * 1000 * 1000);

@@ -18,7 +18,8 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
     err << "mesh-host: warning: " << core::Printable(w) << "\n";
   if (report.result == reconcile::ApplyResult::kRefused) {
     err << "mesh-host: declaration refused: " << core::Printable(report.error) << "\n"
-        << "mesh-host: nothing was written; the last applied state stays in force\n";
+        << (plan ? "mesh-host: apply would refuse it too; a plan writes nothing\n"
+                 : "mesh-host: nothing was written; the last applied state stays in force\n");
     return kExitRefused;
   }
   for (const core::ResourceOutcome& o : report.outcomes) out << core::FormatOutcomeLine(o) << "\n";

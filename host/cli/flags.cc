@@ -37,6 +37,8 @@ flags:
   --machine NAME       this machine's name, checked against the declaration
                        (default: the host name)
   --url URL            status: the host to ask (default http://127.0.0.1:9479)
+  -v, --verbose        run: log every outcome, unchanged ones too (default:
+                       changes, failures and one summary line per apply)
   --help               this text
   --version            the version
 
@@ -74,6 +76,10 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
     if (name == "--help" || name == "-h") {
       flags.verb = Verb::kHelp;
       return flags;
+    }
+    if (name == "--verbose" || name == "-v") {
+      flags.verbose = true;
+      continue;
     }
     if (size_t eq = name.find('='); name.starts_with("--") && eq != std::string::npos) {
       value = name.substr(eq + 1);

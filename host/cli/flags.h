@@ -26,6 +26,9 @@ struct Flags {
   std::chrono::nanoseconds settle = std::chrono::seconds(1);
   std::string machine;  // empty: the host name
   std::string url = "http://127.0.0.1:9479";
+  // run: log every outcome at every apply, `unchanged` ones included
+  // (default: changes, failures and one summary line per apply).
+  bool verbose = false;
 };
 
 // Parses argv (without argv[0]). Errors name the flag or verb at fault.

@@ -89,13 +89,28 @@ std::string FormatStatusTable(const nlohmann::json& s) {
   return trimmed;
 }
 
-int RunStatus(const std::string& url, std::ostream& out, std::ostream& err) {
+int RunStatus(const std::string& given, std::ostream& out, std::ostream& err) {
+  // The host's base URL; a trailing "/" or the path of /status itself
+  // (what one copies from a browser) means the same host.
+  std::string url = given;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.ends_with("/status")) url.resize(url.size() - std::string_view("/status").size());
+  if (url.find("://") == std::string::npos) {
+    err << "mesh-host: --url " << given << ": not a URL; it takes http://HOST:PORT\n";
+    return 2;
+  }
   httplib::Client client(url);
   client.set_connection_timeout(std::chrono::seconds(3));
   client.set_read_timeout(std::chrono::seconds(5));
   auto res = client.Get("/status");
   if (!res) {
-    err << "mesh-host: " << url << " unreachable: " << httplib::to_string(res.error()) << "\n";
+    std::string why = res.error() == httplib::Error::Connection
+                          ? "nothing answers there (is `mesh-host run` listening on that address "
+                            "and port?)"
+                      : res.error() == httplib::Error::Read
+                          ? "it accepted the connection but sent no answer in time"
+                          : httplib::to_string(res.error());
+    err << "mesh-host: " << url << " unreachable: " << why << "\n";
     return 2;
   }
   if (res->status != 200) {

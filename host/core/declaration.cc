@@ -308,7 +308,9 @@ Status CheckUnitName(std::string_view unit) {
   if (unit.size() > 255) return Fail(quoted + " is longer than 255 characters");
   size_t dot = unit.rfind('.');
   if (dot == std::string_view::npos || dot == 0) {
-    return Fail(quoted + " is not a systemd unit name");
+    return Fail(quoted + " has no unit type suffix: say which unit, such as \"" +
+                std::string(unit) +
+                ".service\" (.service, .socket, .timer, .path, .target, .mount)");
   }
   std::string_view suffix = unit.substr(dot);
   if (std::find(std::begin(kSuffixes), std::end(kSuffixes), suffix) == std::end(kSuffixes)) {

@@ -134,7 +134,9 @@ void Daemon::ApplyOnce(const std::string& why, bool starting) {
   for (const std::string& w : report.warnings) log_.Line(Priority::kWarning, "warning: " + w);
   size_t failed = 0, changed = 0;
   for (const core::ResourceOutcome& o : report.outcomes) {
-    log_.Line(PriorityOf(o.outcome), core::FormatOutcomeLine(o));
+    if (options_.verbose || o.outcome != core::Outcome::kUnchanged) {
+      log_.Line(PriorityOf(o.outcome), core::FormatOutcomeLine(o));
+    }
     failed += o.outcome == core::Outcome::kFailed;
     changed += o.outcome != core::Outcome::kUnchanged && o.outcome != core::Outcome::kFailed;
   }

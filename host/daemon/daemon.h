@@ -40,6 +40,9 @@ struct DaemonOptions {
   std::chrono::nanoseconds watch_refresh = std::chrono::seconds(10);
   // An apply that takes no step for this long is stuck (stall_watch.h).
   std::chrono::nanoseconds stall_after = std::chrono::minutes(2);
+  // Log `unchanged` outcomes too (--verbose); else a quiet interval leaves
+  // one summary line, not one per resource.
+  bool verbose = false;
 };
 
 // Blocks SIGHUP, SIGTERM and SIGINT in the calling thread and every thread

@@ -178,13 +178,21 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.detail = Then(o.detail,
                     Did(in.dry_run, "deleted", "delete", Plural(rm.delete_paths.size(), "path")));
   }
-  if (rm.kept > 0)
-    o.detail = Then(o.detail, "left " + Plural(rm.kept, "path") + " the host did not create");
-  for (const std::string& left : rm.left) o.detail = Then(o.detail, "left " + left);
+  // Named, at most a few: a tree left whole is one path.
+  for (size_t k = 0; k < rm.left.size() && k < 3; ++k)
+    o.detail = Then(o.detail, "left " + rm.left[k]);
+  if (rm.left.size() > 3) {
+    o.detail = Then(o.detail, "left " + Plural(rm.left.size() - 3, "more path") + " the host kept");
+  }
   if (rm.delete_unit_file) {
     o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit));
   }
   if (o.detail.empty()) o.detail = "no longer declared";
+  // What was deleted or stopped is said first; a removal that deleted
+  // nothing says that the host let go, not that something went.
+  if (!rm.stop && rm.delete_paths.empty() && !rm.delete_unit_file && !rm.left.empty()) {
+    o.detail = "no longer managed; " + o.detail;
+  }
   if (!in.dry_run) out.entries[rm.id] = std::nullopt;  // recorded: it is a removal
   return o;
 }

@@ -177,7 +177,10 @@ Result<std::shared_ptr<const std::vector<TreeEntry>>> Observer::LoadBundle(const
   auto key = std::make_pair(r.source, r.sha256);
   if (auto it = by_source_.find(key); it != by_source_.end()) return it->second;
   auto bytes = ports_.artifacts->ReadFile("/" + r.source, kMaxBundleBytes);
-  if (!bytes) return core::Fail(where + "source: " + bytes.error().message);
+  if (!bytes) {
+    return core::Fail(where + "source: cannot read " + r.source +
+                      " from the artifacts directory (--artifacts): " + bytes.error().message);
+  }
   std::string actual = core::Sha256Hex(*bytes);
   if (actual != r.sha256) {
     return core::Fail(where + "sha256: source " + r.source + " has sha256 " + actual +

@@ -432,6 +432,8 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     for (const core::WrittenPath& w : e.written) {
       if (w.preexisting || claims.Path(w.path)) {
         ++rm.kept;
+        rm.left.push_back(w.path + (w.preexisting ? ", there before the host managed it"
+                                                  : ", declared by another resource now"));
         continue;
       }
       const DroppedSeen* seen = Find(in.seen->dropped_paths, w.path);

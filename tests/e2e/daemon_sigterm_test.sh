@@ -48,3 +48,6 @@ HOST=
 [ "$rc" = 0 ] || fail "SIGINT exit $rc"
 grep -q "apply ok: generation 1: 3000 resource(s), 0 changed" "$T/log2" || fail "restart was not a no-op"
 echo "ok   - restarted daemon: a no-op apply; SIGINT: exit 0"
+# Quiet by default: the no-op logs its summary, not 3,000 unchanged lines.
+[ "$(grep -c '^unchanged ' "$T/log2" || true)" = 0 ] || fail "the no-op logged its unchanged resources"
+echo "ok   - a quiet no-op: one summary line, no unchanged lines"

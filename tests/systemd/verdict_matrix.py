@@ -188,7 +188,8 @@ class Case:
         ok = True
         self.log = os.path.join(self.dir, "run.log")
         self.declare("good")
-        daemon = subprocess.Popen([self.binary, "run", *self.flags, "--interval", "1h",
+        # --verbose: each apply's outcome word is read from the log, unchanged too.
+        daemon = subprocess.Popen([self.binary, "run", "--verbose", *self.flags, "--interval", "1h",
                                    "--listen", "127.0.0.1:0"], stderr=open(self.log, "w"))
         try:
             for k, (before, outcome, result, health, active) in enumerate(self.steps, 1):

@@ -20,6 +20,9 @@ TEST(FlagsTest, DefaultsAreTheContract) {
   EXPECT_EQ(f->listen, "127.0.0.1:9479");
   EXPECT_EQ(f->interval, 5min);
   EXPECT_EQ(f->settle, 1s);
+  EXPECT_FALSE(f->verbose) << "quiet by default";
+  EXPECT_TRUE(ParseFlags({"run", "-v"})->verbose);
+  EXPECT_TRUE(ParseFlags({"run", "--verbose", "--interval", "1m"})->verbose);
 }
 
 TEST(FlagsTest, BothSpellingsAndDurations) {

@@ -2,8 +2,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <sstream>
+#include <thread>
 
 namespace mesh::cli {
 namespace {
@@ -64,7 +66,30 @@ TEST(StatusCommandTest, AnyShapeOfDocumentIsATableNotACrash) {
 TEST(StatusCommandTest, UnreachableIsExit2) {
   std::ostringstream out, err;
   EXPECT_EQ(RunStatus("http://127.0.0.1:1", out, err), 2);
-  EXPECT_THAT(err.str(), HasSubstr("unreachable"));
+  EXPECT_THAT(err.str(), HasSubstr("http://127.0.0.1:1 unreachable: nothing answers there (is "
+                                   "`mesh-host run` listening on that address and port?)"));
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunStatus("127.0.0.1:1", out2, err2), 2);
+  EXPECT_THAT(err2.str(), HasSubstr("--url 127.0.0.1:1: not a URL; it takes http://HOST:PORT"));
+}
+
+// Issue 20: a trailing "/" or "/status" in --url was "unreachable:
+// Connection"; it names the same host.
+TEST(StatusCommandTest, TheUrlOfTheStatusPageItselfWorks) {
+  httplib::Server server;
+  server.Get("/status", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"machine": "m", "healthy": true, "resources": []})", "application/json");
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  for (std::string suffix : {"", "/", "/status", "/status/"}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(RunStatus("http://127.0.0.1:" + std::to_string(port) + suffix, out, err), 0)
+        << suffix << ": " << err.str();
+    EXPECT_THAT(out.str(), HasSubstr("machine m")) << suffix;
+  }
+  server.stop();
+  t.join();
 }
 
 }  // namespace

@@ -145,6 +145,9 @@ TEST_F(FilesTest, PruneRemovesOnlyWhatTheHostCreated) {
   ApplyReport r = Run(Decl(json::array({resources[0]}), 2));
   EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "removed", "removed"));
   EXPECT_TRUE(Exists(Root("/etc/app/token"))) << "a file that predates the host is left";
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "removed app.token (credential): no longer managed; left /etc/app/token, there "
+            "before the host managed it");
   EXPECT_FALSE(Exists(Root("/opt/tools")));
   EXPECT_FALSE(Record()["resources"].contains("app.tools"));
   EXPECT_THAT(Outcomes(Run(Decl(json::array({resources[0]}), 2))), ElementsAre("unchanged"));
