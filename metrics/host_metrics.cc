@@ -12,6 +12,9 @@
 namespace mesh::metrics {
 namespace {
 
+// mesh_host_unit_restarts_total's reasons (SPEC "Metrics").
+constexpr const char* kRestartReasons[] = {"declared", "restart_on", "was_dead"};
+
 double Seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
@@ -122,16 +125,22 @@ void HostMetrics::ObserveApply(const reconcile::ApplyReport& report) {
     const std::string& unit = o.declared_unit;
     units.insert(unit);
     if (o.unit_should_run) running.insert(unit);
+    // Every counter a declared unit can have exists from its first apply,
+    // at 0 (the Prometheus convention): a series born at 1 on the first
+    // restart is one increase() cannot see, and MeshHostUnitFlapping missed
+    // three host restarts in three minutes.
+    for (const char* reason : kRestartReasons) {
+      unit_restart_counters_[unit].insert(
+          &unit_restarts_->Add({{"unit", unit}, {"reason", reason}}));
+    }
     if (o.host_acted && !o.restart_reason.empty()) {
       auto& rc = unit_restarts_->Add({{"unit", unit}, {"reason", o.restart_reason}});
       rc.Increment();
       unit_restart_counters_[unit].insert(&rc);
     }
-    if (o.confirm_failed) {
-      auto& cf = confirm_failures_->Add({{"unit", unit}});
-      cf.Increment();
-      unit_confirm_counters_[unit] = &cf;
-    }
+    auto& cf = confirm_failures_->Add({{"unit", unit}});
+    if (o.confirm_failed) cf.Increment();
+    unit_confirm_counters_[unit] = &cf;
   }
   running_units_ = running;
   ForgetExcept(resources, units);

@@ -80,6 +80,22 @@ TEST(HostMetricsTest, EveryMetricOfTheSpecAfterAScriptedSequence) {
               HasSubstr(R"(mesh_host_unit_systemd_restarts_total{unit="fail2ban.service"} 0)"));
 }
 
+// Issue 20: a counter born at 1 on the first restart is invisible to
+// increase(): every counter a declared unit can have starts at 0.
+TEST(HostMetricsTest, AUnitsCountersExistAtZeroFromItsFirstApply) {
+  HostMetrics m("1.2.3");
+  m.ObserveApply(Report({Out("web", "service", core::Outcome::kUnchanged, "web.service")}));
+  std::string text = m.Serialize();
+  for (const char* reason : {"declared", "restart_on", "was_dead"}) {
+    EXPECT_THAT(text, HasSubstr("mesh_host_unit_restarts_total{reason=\"" + std::string(reason) +
+                                "\",unit=\"web.service\"} 0"))
+        << reason;
+  }
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_unit_confirm_failures_total{unit="web.service"} 0)"));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_unit_systemd_restarts_total{unit="web.service"} 0)"));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_reconciles_total{result="refused"} 0)"));
+}
+
 TEST(HostMetricsTest, SystemdRestartsCountedAcrossResets) {
   HostMetrics m("v");
   m.ObserveApply(Report({Out("d", "service", core::Outcome::kUnchanged, "d.service")}));
