@@ -17,8 +17,16 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
   for (const std::string& w : report.warnings)
     err << "mesh-host: warning: " << core::Printable(w) << "\n";
   if (report.result == reconcile::ApplyResult::kRefused) {
-    err << "mesh-host: declaration refused: " << core::Printable(report.error) << "\n"
-        << (plan ? "mesh-host: apply would refuse it too; a plan writes nothing\n"
+    if (report.refusals.empty()) {
+      err << "mesh-host: declaration refused: " << core::Printable(report.error) << "\n";
+    } else {
+      // "N problems: the first; the second; …": the count, then one per line.
+      err << "mesh-host: declaration refused: " << report.error.substr(0, report.error.find(':'))
+          << ":\n";
+      for (const std::string& r : report.refusals)
+        err << "mesh-host:   " << core::Printable(r) << "\n";
+    }
+    err << (plan ? "mesh-host: apply would refuse it too; a plan writes nothing\n"
                  : "mesh-host: nothing was written; the last applied state stays in force\n");
     return kExitRefused;
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "host/core/json_depth.h"
 #include "host/core/json_stream.h"
@@ -357,6 +358,43 @@ bool PathWithin(std::string_view inner, std::string_view outer) {
   return inner.size() == outer.size() || inner[outer.size()] == '/';
 }
 
+namespace {
+
+// The refusals of one declaration, at most kMaxProblems of them named.
+class Problems {
+ public:
+  static constexpr size_t kMaxProblems = 50;
+
+  void Add(std::string message) {
+    if (named_.size() < kMaxProblems) named_.push_back(std::move(message));
+    ++total_;
+  }
+  void Clear() {
+    named_.clear();
+    total_ = 0;
+  }
+  bool empty() const { return total_ == 0; }
+  // One refusal: its message, as it always read. Several: a count and
+  // all of them on one line, and each in `details` for sinks with lines.
+  Error ToError() const {
+    if (total_ == 1) return Error{named_[0]};
+    Error e;
+    e.message = std::to_string(total_) + " problems: ";
+    e.details = named_;
+    if (total_ > named_.size()) {
+      e.details.push_back("... and " + std::to_string(total_ - named_.size()) + " more");
+    }
+    for (size_t k = 0; k < e.details.size(); ++k) e.message += (k ? "; " : "") + e.details[k];
+    return e;
+  }
+
+ private:
+  std::vector<std::string> named_;
+  size_t total_ = 0;
+};
+
+}  // namespace
+
 Result<Declaration> ParseDeclaration(std::string_view text) {
   if (text.size() > kMaxDeclarationBytes) {
     return Fail("declaration: " + std::to_string(text.size()) + " bytes exceeds the limit of " +
@@ -365,27 +403,34 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   if (!JsonDepthWithin(text, kMaxJsonDepth)) {
     return Fail("declaration: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
-  // Resources are checked as they stream by; the first refusal is kept and
+  // Resources are checked as they stream by; their refusals are kept and
   // reported after the document's own fields, so the order of messages is
   // that of a whole parse (syntax, then the top level, then resources).
+  // Every refusal is kept (up to kMaxProblems), not only the first: fixing
+  // a declaration should not take one run per mistake.
   Declaration decl;
-  std::optional<Error> resource_error;
+  Problems problems;
+  std::set<std::string> refused_ids;  // resources refused whole: not "unknown" to others
   auto on_resource = [&](std::string&, size_t index, json& item) {
     if (index == 0) {
       decl.resources.clear();
       decl.index.clear();
-      resource_error.reset();
+      problems.Clear();
+      refused_ids.clear();
     }
-    if (resource_error || index >= kMaxResources) return;
+    if (index >= kMaxResources) return;
     auto r = ParseResource(item, index);
     if (!r) {
-      resource_error = r.error();
+      problems.Add(r.error().message);
+      if (item.is_object() && item.contains("id") && item["id"].is_string()) {
+        refused_ids.insert(item["id"].get<std::string>());
+      }
       return;
     }
     auto [it, fresh] = decl.index.emplace(r->id, decl.resources.size());
     if (!fresh) {
-      resource_error = Error{Where(r->id, index, "id") + "duplicate id (also resource #" +
-                             std::to_string(it->second) + ")"};
+      problems.Add(Where(r->id, index, "id") + "duplicate id (also resource #" +
+                   std::to_string(it->second) + ")");
       return;
     }
     decl.resources.push_back(std::move(*r));
@@ -415,7 +460,6 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     return Fail("declaration, field resources: more than " + std::to_string(kMaxResources) +
                 " resources");
   }
-  if (resource_error) return std::unexpected(*resource_error);
 
   // Cross-resource rules.
   // Views into decl.resources, which no longer grows.
@@ -427,9 +471,10 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     for (const auto* list : {&r.restart_on, &r.reload_on}) {
       std::string_view field = list == &r.restart_on ? "restart_on" : "reload_on";
       for (const std::string& ref : *list) {
-        if (ref == r.id) return Fail(Where(r.id, i, field) + "names the resource itself");
-        if (!decl.index.contains(ref)) {
-          return Fail(Where(r.id, i, field) + "names unknown resource \"" + ref + "\"");
+        if (ref == r.id) {
+          problems.Add(Where(r.id, i, field) + "names the resource itself");
+        } else if (!decl.index.contains(ref) && !refused_ids.contains(ref)) {
+          problems.Add(Where(r.id, i, field) + "names unknown resource \"" + ref + "\"");
         }
       }
     }
@@ -450,20 +495,22 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
         });
       }
       if (!clash.empty()) {
-        return Fail(Where(r.id, i, "path") + "\"" + r.path + "\" is also claimed by resource " +
-                    std::string(clash));
+        problems.Add(Where(r.id, i, "path") + "\"" + r.path + "\" is also claimed by resource " +
+                     std::string(clash));
+      } else {
+        paths.emplace(r.path, r.id);
+        if (r.IsTree()) tree_paths.emplace(r.path, r.id);
       }
-      paths.emplace(r.path, r.id);
-      if (r.IsTree()) tree_paths.emplace(r.path, r.id);
     }
     if (r.HasUnit()) {
       auto [it, fresh] = units.emplace(r.unit, r.id);
       if (!fresh) {
-        return Fail(Where(r.id, i, "unit") + "\"" + r.unit + "\" is also claimed by resource " +
-                    std::string(it->second));
+        problems.Add(Where(r.id, i, "unit") + "\"" + r.unit + "\" is also claimed by resource " +
+                     std::string(it->second));
       }
     }
   }
+  if (!problems.empty()) return std::unexpected(problems.ToError());
   decl.digest = Sha256Hex(text);
   return decl;
 }

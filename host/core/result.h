@@ -8,6 +8,7 @@
 #include <expected>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace mesh::core {
 
@@ -22,6 +23,9 @@ enum class ErrorKind {
 struct Error {
   std::string message;
   ErrorKind kind = ErrorKind::kOther;
+  // Several refusals found at once, each whole (`message` then says how
+  // many and joins them on one line): shown one per line where lines are.
+  std::vector<std::string> details;
 };
 
 template <typename T>

@@ -142,9 +142,12 @@ void Daemon::ApplyOnce(const std::string& why, bool starting) {
   }
   std::string summary;
   if (report.result == reconcile::ApplyResult::kRefused) {
-    summary = "declaration refused: " + report.error + "; generation " +
-              std::to_string(board_.Get()->generation) + " stays in force";
+    summary =
+        "declaration refused: " +
+        (report.refusals.empty() ? report.error : report.error.substr(0, report.error.find(':'))) +
+        "; generation " + std::to_string(board_.Get()->generation) + " stays in force";
     log_.Line(Priority::kErr, summary);
+    for (const std::string& r : report.refusals) log_.Line(Priority::kErr, "  " + r);
   } else {
     if (!report.error.empty()) log_.Line(Priority::kErr, report.error);
     summary = "generation " + std::to_string(report.generation) + ": " +

@@ -40,6 +40,7 @@ class Pass {
   bool LoadIntent();
   void Refuse(const core::Error& error) {
     report_.error = error.message;
+    report_.refusals = error.details;
     report_.result = ApplyResult::kRefused;
   }
   // Saves what the plan will owe before it changes anything; false when it

@@ -61,6 +61,8 @@ struct ApplyReport {
   // Why the declaration was refused, or a failure outside any one resource
   // (the record could not be saved).
   std::string error;
+  // A refusal of several problems (core::Error::details): each whole.
+  std::vector<std::string> refusals;
   std::vector<std::string> warnings;
   std::string machine;
   uint64_t generation = 0;

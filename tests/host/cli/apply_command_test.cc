@@ -27,5 +27,21 @@ TEST(ApplyCommandTest, ARefusalSaysWhatThisVerbDid) {
   EXPECT_THAT(err2.str(), HasSubstr("nothing was written; the last applied state stays in force"));
 }
 
+// Several refusals, one per line; a newline inside one (outside bytes)
+// stays escaped: only the list makes lines.
+TEST(ApplyCommandTest, SeveralRefusalsOnePerLine) {
+  reconcile::ApplyReport r;
+  r.result = reconcile::ApplyResult::kRefused;
+  r.error = "2 problems: resource a, field path: bad; resource b\nfailed x (file): forged";
+  r.refusals = {"resource a, field path: bad", "resource b\nfailed x (file): forged"};
+  std::ostringstream out, err;
+  PrintReport(r, /*plan=*/false, out, err);
+  EXPECT_EQ(err.str(),
+            "mesh-host: declaration refused: 2 problems:\n"
+            "mesh-host:   resource a, field path: bad\n"
+            "mesh-host:   resource b\\x0afailed x (file): forged\n"
+            "mesh-host: nothing was written; the last applied state stays in force\n");
+}
+
 }  // namespace
 }  // namespace mesh::cli

@@ -267,3 +267,49 @@ TEST(DeclarationTest, SelfReference) {
 
 }  // namespace
 }  // namespace mesh::core
+
+namespace mesh::core {
+namespace {
+
+// Issue 20: only the first refusal was reported, so fixing a declaration
+// took one run per mistake. Every one is named, one per line, escaped,
+// bounded.
+TEST(DeclarationTest, EveryRefusalIsReportedNotOnlyTheFirst) {
+  json decl = {{"machine", "m"},
+               {"generation", 1},
+               {"resources",
+                {{{"id", "a"}, {"kind", "file"}, {"path", "etc/x"}, {"content", "x"}},
+                 {{"id", "s"},
+                  {"kind", "service"},
+                  {"unit", "nginx"},
+                  {"state", "running"},
+                  {"restart_on", {"a"}}},
+                 {{"id", "b"}, {"kind", "file"}, {"path", "/x"}, {"content", "x"}},
+                 {{"id", "c"}, {"kind", "file"}, {"path", "/x"}, {"content", "y"}},
+                 {{"id", "x\nfailed"}, {"kind", "file"}, {"path", "/z"}, {"content", "z"}}}}};
+  auto r = ParseDeclaration(decl.dump());
+  ASSERT_FALSE(r.has_value());
+  EXPECT_THAT(
+      r.error().details,
+      ::testing::ElementsAre(
+          "resource a, field path: \"etc/x\" is not absolute",
+          "resource s, field unit: \"nginx\" has no unit type suffix: say which unit, such as "
+          "\"nginx.service\" (.service, .socket, .timer, .path, .target, .mount)",
+          "resource x\nfailed, field id: \"x\nfailed\" does not match [a-z0-9][a-z0-9._-]*",
+          "resource c, field path: \"/x\" is also claimed by resource b"));
+  EXPECT_THAT(r.error().message, ::testing::StartsWith("4 problems: resource a, field path: "));
+
+  json many = {{"machine", "m"}, {"generation", 1}, {"resources", json::array()}};
+  for (int i = 0; i < 60; ++i) {
+    many["resources"].push_back(
+        {{"id", "r" + std::to_string(i)}, {"kind", "file"}, {"path", "rel"}, {"content", ""}});
+  }
+  auto bounded = ParseDeclaration(many.dump());
+  ASSERT_FALSE(bounded.has_value());
+  EXPECT_THAT(bounded.error().message, ::testing::StartsWith("60 problems: "));
+  ASSERT_EQ(bounded.error().details.size(), 51u);
+  EXPECT_EQ(bounded.error().details.back(), "... and 10 more");
+}
+
+}  // namespace
+}  // namespace mesh::core
