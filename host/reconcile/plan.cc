@@ -127,21 +127,28 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
 }  // namespace
 
 std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_view path) {
-  std::string root = dirs.root;
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  if (root == "/") root.clear();
-  std::string units = dirs.units;
-  while (units.size() > 1 && units.back() == '/') units.pop_back();
-  if (units.empty()) return std::nullopt;
-  std::string real = root + std::string(path);
-  if (real.size() <= units.size() + 1 || !real.starts_with(units) || real[units.size()] != '/') {
+  // Compared as views: this runs for every declared file of a full pass.
+  auto trim = [](std::string_view p) {
+    while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
+    return p;
+  };
+  std::string_view root = trim(dirs.root);
+  std::string_view units = trim(dirs.units);
+  if (root == "/") root = {};
+  if (units.empty() || !units.starts_with(root) ||
+      (units.size() > root.size() && units[root.size()] != '/')) {
+    return std::nullopt;  // --unit-dir is not under --root: no declared file lands there
+  }
+  std::string_view inside = units.substr(root.size());  // "/etc/systemd/system"
+  if (path.size() <= inside.size() + 1 || !path.starts_with(inside) || path[inside.size()] != '/') {
     return std::nullopt;
   }
-  std::string rel = real.substr(units.size() + 1);
+  std::string_view rel = path.substr(inside.size() + 1);
   size_t slash = rel.find('/');
-  if (slash == std::string::npos) return rel;
-  std::string first = rel.substr(0, slash);
-  if (first.size() > 2 && first.ends_with(".d")) return first.substr(0, first.size() - 2);
+  if (slash == std::string_view::npos) return std::string(rel);
+  std::string_view first = rel.substr(0, slash);
+  if (first.size() > 2 && first.ends_with(".d"))
+    return std::string(first.substr(0, first.size() - 2));
   return std::string();
 }
 
