@@ -377,7 +377,7 @@ class Problems {
   // One refusal: its message, as it always read. Several: a count and
   // all of them on one line, and each in `details` for sinks with lines.
   Error ToError() const {
-    if (total_ == 1) return Error{named_[0]};
+    if (total_ == 1) return Error{named_[0], ErrorKind::kOther, {}};
     Error e;
     e.message = std::to_string(total_) + " problems: ";
     e.details = named_;

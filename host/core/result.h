@@ -34,11 +34,11 @@ using Result = std::expected<T, Error>;
 using Status = std::expected<void, Error>;
 
 inline std::unexpected<Error> Fail(std::string message) {
-  return std::unexpected<Error>(Error{std::move(message)});
+  return std::unexpected<Error>(Error{std::move(message), ErrorKind::kOther, {}});
 }
 
 inline std::unexpected<Error> Fail(ErrorKind kind, std::string message) {
-  return std::unexpected<Error>(Error{std::move(message), kind});
+  return std::unexpected<Error>(Error{std::move(message), kind, {}});
 }
 
 inline Status Ok() { return {}; }

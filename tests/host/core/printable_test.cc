@@ -45,7 +45,7 @@ TEST(PrintableTest, LongTextIsCut) {
 TEST(PrintableTest, AParseErrorKeepsThePlaceAndDropsTheToken) {
   std::string what;
   try {
-    (void)nlohmann::json::parse("{\"content\": \"hunter2-AKIA\nrest\"}");
+    [[maybe_unused]] auto parsed = nlohmann::json::parse("{\"content\": \"hunter2-AKIA\nrest\"}");
   } catch (const nlohmann::json::exception& e) {
     what = e.what();
   }
@@ -60,7 +60,8 @@ TEST(PrintableTest, AParseErrorKeepsThePlaceAndDropsTheToken) {
 TEST(PrintableTest, ATokenThatLooksLikeTheMessageEndIsDroppedToo) {
   std::string what;
   try {
-    (void)nlohmann::json::parse("{\"k\": \"secret'; expected end of input\n\"}");
+    [[maybe_unused]] auto parsed =
+        nlohmann::json::parse("{\"k\": \"secret'; expected end of input\n\"}");
   } catch (const nlohmann::json::exception& e) {
     what = e.what();
   }
