@@ -90,6 +90,14 @@ Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
   return core::Ok();
 }
 
+// fdopendir takes the descriptor over only when it succeeds: on failure it
+// stays with `fd`, which closes it.
+DIR* OpenDirStream(UniqueFd& fd) {
+  DIR* dir = ::fdopendir(fd.get());
+  if (dir != nullptr) (void)fd.release();
+  return dir;
+}
+
 Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, int depth) {
   struct stat st;
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -100,7 +108,7 @@ Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, in
     if (depth > kMaxTreeDepth) return Fail("remove " + shown + ": nested too deep");
     UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return Fail(Errno("open", shown));
-    DIR* dir = ::fdopendir(fd.release());
+    DIR* dir = OpenDirStream(fd);
     if (dir == nullptr) return Fail(Errno("opendir", shown));
     std::vector<std::string> names;
     while (dirent* d = ::readdir(dir)) {
@@ -158,7 +166,7 @@ Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool 
   UniqueFd fd(::openat(dirfd, rel.empty() ? "." : rel.c_str(),
                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) return Fail(Errno("open", shown));
-  DIR* dir = ::fdopendir(fd.release());
+  DIR* dir = OpenDirStream(fd);
   if (dir == nullptr) return Fail(Errno("opendir", shown));
   std::vector<std::string> subdirs;
   Status status = core::Ok();
@@ -485,7 +493,9 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
     }
   }
   if (::fchmod(top.get(), 0755) != 0) return fail(Errno("chmod", path));
-  ::fsync(top.get());
+  // The tree's entries are durable only once its directories are: a failed
+  // fsync here fails the tree, before it is swapped in.
+  if (::fsync(top.get()) != 0) return fail(Errno("fsync", path));
 
   struct stat st;
   bool exists = ::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -577,12 +587,10 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
     if (!fd.valid())
       return errno == ENOENT || errno == ENOTDIR ? 0 : Result<int>(Fail(Errno("open", dir)));
   }
-  int dup = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0);
-  DIR* d = ::fdopendir(dup);
-  if (d == nullptr) {
-    ::close(dup);
-    return Fail(Errno("opendir", dir));
-  }
+  UniqueFd dup(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!dup.valid()) return Fail(Errno("dup", dir));
+  DIR* d = OpenDirStream(dup);
+  if (d == nullptr) return Fail(Errno("opendir", dir));
   std::vector<std::string> stale;
   static constexpr std::string_view kMark = ".mesh-host-tmp.";
   while (dirent* e = ::readdir(d)) {
@@ -603,7 +611,7 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
       return std::unexpected(st.error());
     ++removed;
   }
-  if (removed > 0) ::fsync(fd.get());
+  if (removed > 0 && ::fsync(fd.get()) != 0) return Fail(Errno("fsync", dir));
   return removed;
 }
 

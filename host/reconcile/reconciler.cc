@@ -154,10 +154,18 @@ void Pass::Sweep(const Declaration& decl) {
     }
     for (const std::string& path : intent.creating) add_parent(path);
     int removed = 0;
-    for (const std::string& dir : dirs) {
-      if (auto n = ports_.root->RemoveStaleTemporaries(dir); n) removed += *n;
-    }
-    if (auto n = ports_.units->RemoveStaleTemporaries("/"); n) removed += *n;
+    auto sweep = [&](ports::FileSystem& fs, const std::string& dir) {
+      auto n = fs.RemoveStaleTemporaries(dir);
+      if (n) {
+        removed += *n;
+      } else {
+        // Left for the next interrupted apply's sweep; said, not dropped.
+        report_.warnings.push_back("temporary files left in " + dir +
+                                   " not removed: " + n.error().message);
+      }
+    };
+    for (const std::string& dir : dirs) sweep(*ports_.root, dir);
+    sweep(*ports_.units, "/");
     report_.warnings.push_back("the previous apply was interrupted; removed " +
                                std::to_string(removed) + " temporary file(s) it left");
   }
