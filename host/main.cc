@@ -97,8 +97,9 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
     std::cerr << "mesh-host: " << machine.error().message << "\n";
     return cli::kExitRefused;
   }
-  auto report = (*machine)->reconciler->Apply(**declaration, cli::PrintOutcomes(std::cout));
-  return cli::PrintReport(report, plan, std::cout, std::cerr);
+  auto format = flags.output == "json" ? cli::Output::kJson : cli::Output::kText;
+  auto report = (*machine)->reconciler->Apply(**declaration, cli::PrintOutcomes(std::cout, format));
+  return cli::PrintReport(report, plan, std::cout, std::cerr, format);
 }
 
 int Run(const cli::Flags& flags) {

@@ -1,5 +1,7 @@
 #include "host/cli/apply_command.h"
 
+#include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -8,12 +10,51 @@
 
 namespace mesh::cli {
 
-reconcile::OutcomeSink PrintOutcomes(std::ostream& out) {
-  return [&out](const core::ResourceOutcome& o) { out << core::FormatOutcomeLine(o) << "\n"; };
+namespace {
+
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void PrintOutcome(std::ostream& out, const core::ResourceOutcome& o, Output format) {
+  out << (format == Output::kJson ? OutcomeJson(o) : core::FormatOutcomeLine(o)) << "\n";
+}
+
+}  // namespace
+
+std::string OutcomeJson(const core::ResourceOutcome& o) {
+  nlohmann::json j = {{"id", o.id},
+                      {"kind", o.kind},
+                      {"outcome", core::OutcomeName(o.outcome)},
+                      {"detail", o.detail},
+                      {"digest", o.digest}};
+  std::string unit = !o.declared_unit.empty() ? o.declared_unit
+                     : o.unit.has_value()     ? o.unit->name
+                                              : "";
+  if (!unit.empty()) j["unit"] = unit;
+  return Dump(j);
+}
+
+reconcile::OutcomeSink PrintOutcomes(std::ostream& out, Output format) {
+  return [&out, format](const core::ResourceOutcome& o) { PrintOutcome(out, o, format); };
 }
 
 int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& out,
-                std::ostream& err) {
+                std::ostream& err, Output format) {
+  if (format == Output::kJson) {
+    for (const core::ResourceOutcome& o : report.outcomes) PrintOutcome(out, o, format);
+    nlohmann::json summary = {
+        {"verb", plan ? "plan" : "apply"},
+        {"result", reconcile::ApplyResultName(report.result)},
+        {"generation", report.generation},
+        {"resources", report.resources},
+        {"failed", report.failed},
+        {"duration_seconds", std::chrono::duration<double>(report.duration).count()},
+        {"error", report.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.error)},
+        {"refusals", report.refusals},
+        {"warnings", report.warnings}};
+    out << Dump({{"summary", std::move(summary)}}) << "\n";
+  }
   for (const std::string& w : report.warnings)
     err << "mesh-host: warning: " << core::Printable(w) << "\n";
   if (report.result == reconcile::ApplyResult::kRefused) {
@@ -30,7 +71,9 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
                  : "mesh-host: nothing was written; the last applied state stays in force\n");
     return kExitRefused;
   }
-  for (const core::ResourceOutcome& o : report.outcomes) out << core::FormatOutcomeLine(o) << "\n";
+  if (format == Output::kText) {
+    for (const core::ResourceOutcome& o : report.outcomes) PrintOutcome(out, o, format);
+  }
   if (!report.error.empty()) err << "mesh-host: " << core::Printable(report.error) << "\n";
   err << "mesh-host: " << (plan ? "plan" : "apply") << " of generation " << report.generation
       << ": " << report.resources << " resource(s), " << report.failed << " failed, "

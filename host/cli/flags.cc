@@ -37,6 +37,8 @@ flags:
   --machine NAME       this machine's name, checked against the declaration
                        (default: the host name)
   --url URL            status: the host to ask (default http://127.0.0.1:9479)
+  --output text|json   apply, plan: the outcome lines (default), or one JSON
+                       object per outcome, then a {"summary": ...} object
   -v, --verbose        run: log every outcome, unchanged ones too (default:
                        changes, failures and one summary line per apply)
   --help               this text
@@ -66,7 +68,8 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
                                                  {"--unit-dir", &flags.unit_dir},
                                                  {"--listen", &flags.listen},
                                                  {"--machine", &flags.machine},
-                                                 {"--url", &flags.url}};
+                                                 {"--url", &flags.url},
+                                                 {"--output", &flags.output}};
   std::map<std::string, std::chrono::nanoseconds*> durations = {{"--interval", &flags.interval},
                                                                 {"--settle", &flags.settle}};
   for (size_t i = 1; i < args.size(); ++i) {
@@ -109,6 +112,9 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
       }
       *durations[name] = *d;
     }
+  }
+  if (flags.output != "text" && flags.output != "json") {
+    return core::Fail("flag --output: \"" + flags.output + "\" is not text or json");
   }
   for (const char* dir : {"--root", "--state-dir", "--artifacts", "--unit-dir"}) {
     const std::string& v = *strings[dir];

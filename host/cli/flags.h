@@ -29,6 +29,8 @@ struct Flags {
   // run: log every outcome at every apply, `unchanged` ones included
   // (default: changes, failures and one summary line per apply).
   bool verbose = false;
+  // apply, plan: `--output text` (the lines) or `--output json`.
+  std::string output = "text";
 };
 
 // Parses argv (without argv[0]). Errors name the flag or verb at fault.

@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "host/core/printable.h"
 
 namespace mesh::cli {
 namespace {
@@ -41,6 +44,64 @@ TEST(ApplyCommandTest, SeveralRefusalsOnePerLine) {
             "mesh-host:   resource a, field path: bad\n"
             "mesh-host:   resource b\\x0afailed x (file): forged\n"
             "mesh-host: nothing was written; the last applied state stays in force\n");
+}
+
+// Issue 17: --output json carries the same outcomes as the text lines, one
+// object per line, then a summary object.
+TEST(ApplyCommandTest, JsonLinesCarryTheSameOutcomesAsTheText) {
+  reconcile::ApplyReport r;
+  r.generation = 7;
+  r.resources = 3;
+  r.failed = 1;
+  auto outcome = [](std::string id, std::string kind, core::Outcome what, std::string detail) {
+    core::ResourceOutcome o;
+    o.id = std::move(id);
+    o.kind = std::move(kind);
+    o.outcome = what;
+    o.detail = std::move(detail);
+    o.digest = "sha256:" + o.id;
+    return o;
+  };
+  r.outcomes = {outcome("conf", "file", core::Outcome::kUpdated, "wrote 3 byte(s), mode 0644"),
+                outcome("web", "service", core::Outcome::kFailed, "failed \"x\"\nand more"),
+                outcome("key", "credential", core::Outcome::kUnchanged, "as declared")};
+  r.outcomes[1].declared_unit = "web.service";
+  r.result = reconcile::ApplyResult::kFailed;
+  std::ostringstream text, json, err;
+  PrintReport(r, /*plan=*/false, text, err, Output::kText);
+  EXPECT_EQ(PrintReport(r, /*plan=*/false, json, err, Output::kJson), kExitFailed);
+  std::istringstream text_lines(text.str()), json_lines(json.str());
+  std::string t, j;
+  for (const core::ResourceOutcome& o : r.outcomes) {
+    ASSERT_TRUE(std::getline(text_lines, t));
+    ASSERT_TRUE(std::getline(json_lines, j));
+    auto parsed = nlohmann::json::parse(j);
+    EXPECT_EQ(t, std::string(core::OutcomeName(o.outcome)) + " " + o.id + " (" + o.kind +
+                     "): " + core::Printable(o.detail));
+    EXPECT_EQ(parsed["outcome"], core::OutcomeName(o.outcome));
+    EXPECT_EQ(parsed["id"], o.id);
+    EXPECT_EQ(parsed["kind"], o.kind);
+    EXPECT_EQ(parsed["detail"], o.detail) << "the JSON string holds the bytes, escaped by JSON";
+    EXPECT_EQ(parsed["digest"], o.digest);
+    EXPECT_EQ(parsed.contains("unit"), o.id == "web");
+  }
+  ASSERT_TRUE(std::getline(json_lines, j));
+  auto summary = nlohmann::json::parse(j)["summary"];
+  EXPECT_EQ(summary["result"], "failed");
+  EXPECT_EQ(summary["generation"], 7);
+  EXPECT_EQ(summary["failed"], 1);
+  EXPECT_FALSE(std::getline(json_lines, j)) << "nothing after the summary";
+
+  reconcile::ApplyReport refused;
+  refused.result = reconcile::ApplyResult::kRefused;
+  refused.error = "2 problems: a; b";
+  refused.refusals = {"a", "b"};
+  std::ostringstream out;
+  EXPECT_EQ(PrintReport(refused, /*plan=*/true, out, err, Output::kJson), kExitRefused);
+  auto s = nlohmann::json::parse(out.str())["summary"];
+  EXPECT_EQ(s["result"], "refused");
+  EXPECT_EQ(s["verb"], "plan");
+  EXPECT_EQ(s["refusals"], nlohmann::json({"a", "b"}));
 }
 
 }  // namespace

@@ -23,6 +23,10 @@ TEST(FlagsTest, DefaultsAreTheContract) {
   EXPECT_FALSE(f->verbose) << "quiet by default";
   EXPECT_TRUE(ParseFlags({"run", "-v"})->verbose);
   EXPECT_TRUE(ParseFlags({"run", "--verbose", "--interval", "1m"})->verbose);
+  EXPECT_EQ(f->output, "text");
+  EXPECT_EQ(ParseFlags({"plan", "--output", "json"})->output, "json");
+  EXPECT_THAT(ParseFlags({"plan", "--output=yaml"}).error().message,
+              HasSubstr("flag --output: \"yaml\" is not text or json"));
 }
 
 TEST(FlagsTest, BothSpellingsAndDurations) {
