@@ -5,29 +5,8 @@
 # applies; an atomic rename of a new declaration triggers exactly one apply; a
 # crash-looping unit's systemd restart counter rises; `mesh-host status`;
 # SIGTERM stops it cleanly with the record whole.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=$PWD/host/mesh-host
-[ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
-SDBOX=$HERE/sdbox.sh
-[ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
-# Under /tmp, not TEST_TMPDIR: a unix socket path must stay short.
-T=$(mktemp -d /tmp/mesh-host-daemon.XXXXXX)
-export SDBOX_DIR=$T/box
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  "$SDBOX" down >/dev/null 2>&1 || true
-  [ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-"$SDBOX" up
-eval "$("$SDBOX" env)"
-export DBUS_SYSTEM_BUS_ADDRESS
+. "$(dirname "$0")/box_suite.sh" daemon /tmp
 mkdir -p "$T/root" "$T/etc"
-
-fails=0
-check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
 # until SECONDS CONDITION: bounded wait, polling every 0.1 s.
 until_true() { local end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ "$(date +%s%N)" -lt "$end" ]; do eval "$2" && return 0; sleep 0.1; done; return 1; }
 svc() {

@@ -4,27 +4,9 @@
 # before its unit is restarted, so the daemon runs the new setting; dropped,
 # it is deleted, loaded away, and the unit restarted onto its absence.
 # Judged by what the daemon saw ($V at its start), not by the host's words.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=$PWD/host/mesh-host
-[ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
-SDBOX=$HERE/sdbox.sh
-[ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
 # Under /tmp, not Bazel's TEST_TMPDIR: declared paths here are real paths
 # (--root /), walked without following symlinks.
-T=$(mktemp -d /tmp/mesh-host-dropin.XXXXXX)
-export SDBOX_DIR=$T/dropin-box
-cleanup() {
-  "$SDBOX" down >/dev/null 2>&1 || true
-  rm -rf "$T"
-}
-trap cleanup EXIT
-"$SDBOX" up
-eval "$("$SDBOX" env)"
-export DBUS_SYSTEM_BUS_ADDRESS
-UNITS=$SDBOX_DIR/units
-fails=0
-check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
+. "$(dirname "$0")/box_suite.sh" dropin /tmp
 apply() {  # apply GENERATION [V]: the service, and its drop-in setting V when given
   python3 - "$T/decl.json" "$UNITS" "$T/seen" "$@" <<'PY'
 import json, sys
@@ -58,5 +40,4 @@ check "and the daemon runs without it" '[ "$(cat $T/seen)" = none ] && [ "$(need
 apply 3
 check "then nothing to do" '[ $RC = 0 ] && grep -q "^unchanged env (service)" <<<"$OUT" && [ "$(cat $T/seen)" = none ]'
 
-echo "$fails failed"
-[ "$fails" = 0 ]
+finish

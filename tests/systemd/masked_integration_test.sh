@@ -5,26 +5,8 @@
 # masked) and one masked by a link to /dev/null at its unit file's place
 # (not yet loaded) get no unit file, no start, restart or reload; the
 # resource fails with `masked`; unmasked, the host manages it again.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=$PWD/host/mesh-host
-[ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
-SDBOX=$HERE/sdbox.sh
-[ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
-T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/masked.XXXXXX")
-export SDBOX_DIR=$T/masked-box
-cleanup() {
-  "$SDBOX" down >/dev/null 2>&1 || true
-  rm -rf "$T"
-}
-trap cleanup EXIT
-"$SDBOX" up
-eval "$("$SDBOX" env)"
-export DBUS_SYSTEM_BUS_ADDRESS SDBOX_PID
-UNITS=$SDBOX_DIR/units
+. "$(dirname "$0")/box_suite.sh" masked
 mkdir -p "$T/root"
-fails=0
-check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
 apply() {  # apply GENERATION VERSION: the declaration of two services, then apply
   python3 - "$T/decl.json" "$1" "$2" <<'PY'
 import json, sys
@@ -79,5 +61,4 @@ check "web's unit file is written and web restarted onto it" \
 check "cron's unit file is written and cron runs" \
   'grep -q "sleep 10001$" "$UNITS/mh-cron.service" && [ "$(prop cron ActiveState)" = active ]'
 
-echo "$fails failed"
-[ "$fails" = 0 ]
+finish

@@ -5,28 +5,9 @@
 # daemon records the config it read when it started or reloaded: the test
 # judges by that, not by what the host reports. (Kills at every step are
 # tests/crash/units_campaign.py.)
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=$PWD/host/mesh-host
-[ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
-SDBOX=$HERE/sdbox.sh
-[ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
+. "$(dirname "$0")/box_suite.sh" owed
 command -v strace >/dev/null || { echo "strace is missing (tools/lib/packages.sh installs it)" >&2; exit 1; }
-T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/owed.XXXXXX")
-export SDBOX_DIR=$T/owed-box
-cleanup() {
-  "$SDBOX" down >/dev/null 2>&1 || true
-  rm -rf "$T"
-}
-trap cleanup EXIT
-"$SDBOX" up
-eval "$("$SDBOX" env)"
-export DBUS_SYSTEM_BUS_ADDRESS
-UNITS=$SDBOX_DIR/units
 mkdir -p "$T/root/etc" "$T/loaded"
-
-fails=0
-check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
 until_true() { local end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ "$(date +%s%N)" -lt "$end" ]; do eval "$2" && return 0; sleep 0.05; done; return 1; }
 # apply NAME [WRAPPER...]: runs apply on $T/NAME.json, sets OUT and RC.
 apply() {

@@ -4,24 +4,8 @@
 # state dir; all share one systemd. Timings use --settle 1s and generous
 # bounds: they tell "one shared pause" from "one per unit" (12 s), and "not
 # waited on" from an 8 s stop.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=$PWD/host/mesh-host
-[ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
-SDBOX=$HERE/sdbox.sh
-[ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
-T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/twolook.XXXXXX")
-export SDBOX_DIR=$T/box
-cleanup() { "$SDBOX" down >/dev/null 2>&1 || true; rm -rf "$T"; }
-trap cleanup EXIT
-"$SDBOX" up
-eval "$("$SDBOX" env)"
-export DBUS_SYSTEM_BUS_ADDRESS
-UNITS=$SDBOX_DIR/units
+. "$(dirname "$0")/box_suite.sh" twolook
 mkdir -p "$T/root" "$T/art"
-
-fails=0
-check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
 # apply NAME DECL_JSON: runs apply, sets OUT, RC, MS.
 apply() {
   printf '%s' "$2" > "$T/$1.json"

@@ -1,0 +1,32 @@
+# Sourced by the real-systemd shell suites: what each of them needs before
+# its first check, written once.
+#   . "$(dirname "$0")/box_suite.sh" NAME [TMPBASE]
+# Sets BIN (the built mesh-host), SDBOX (the harness), T (a fresh directory
+# under TMPBASE, default $TEST_TMPDIR or /tmp), SDBOX_DIR ($T/NAME-box, with
+# the box up and DBUS_SYSTEM_BUS_ADDRESS and SDBOX_PID exported) and UNITS
+# (the box's unit directory). At exit: every pid in PIDS is killed, the box
+# torn down, $T removed (kept when KEEP is set). check NAME EXPR reports one
+# check; finish prints the count and fails the suite if any failed. Not run
+# as root: a loud skip.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$PWD/host/mesh-host
+[ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
+SDBOX=$HERE/sdbox.sh
+[ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
+T=$(mktemp -d "${2:-${TEST_TMPDIR:-/tmp}}/mesh-host-$1.XXXXXX")
+export SDBOX_DIR=$T/$1-box
+PIDS=()
+box_suite_cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  "$SDBOX" down >/dev/null 2>&1 || true
+  [ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap box_suite_cleanup EXIT
+"$SDBOX" up
+eval "$("$SDBOX" env)"
+export DBUS_SYSTEM_BUS_ADDRESS SDBOX_PID
+UNITS=$SDBOX_DIR/units
+fails=0
+check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
+finish() { echo "$fails failed"; [ "$fails" = 0 ]; }
