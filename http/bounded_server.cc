@@ -95,14 +95,20 @@ class BoundedServer::Queue : public httplib::TaskQueue {
   void Work() {
     for (;;) {
       std::function<void()> fn;
+      bool closing = false;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // stopping, and every accepted one served
+        if (jobs_.empty()) return;  // stopping, and every accepted one closed
         fn = std::move(jobs_.front());
         jobs_.pop_front();
+        closing = stopping_;
       }
+      // Stopping: a connection still queued is closed unserved, not given
+      // its full deadlines (the daemon's stop would wait on them).
+      turning_away = closing;
       fn();
+      turning_away = false;
       std::lock_guard<std::mutex> lock(mu_);
       --open_;
     }
@@ -136,9 +142,7 @@ class BoundedServer::LimitedStream : public httplib::Stream {
   bool exhausted() const { return exhausted_; }
 
   bool is_readable() const override { return WaitFor(sock_, POLLIN, head_ends_); }
-  bool is_writable() const override {
-    return WaitFor(sock_, POLLOUT, Clock::now() + limits_.write);
-  }
+  bool is_writable() const override { return WaitFor(sock_, POLLOUT, WriteDeadline()); }
   ssize_t read(char* ptr, size_t size) override {
     if (budget_ == 0 || !WaitFor(sock_, POLLIN, head_ends_)) {
       exhausted_ = true;
@@ -152,10 +156,16 @@ class BoundedServer::LimitedStream : public httplib::Stream {
     }
   }
   ssize_t write(const char* ptr, size_t size) override {
-    if (!WaitFor(sock_, POLLOUT, Clock::now() + limits_.write)) return -1;
+    if (!WaitFor(sock_, POLLOUT, WriteDeadline())) return -1;
     for (;;) {
-      ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+      // Never blocks: a client reading slowly is waited for only until the
+      // write deadline, itself within the connection's life.
+      ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (!WaitFor(sock_, POLLOUT, WriteDeadline())) return -1;
+        continue;
+      }
       return n;
     }
   }
@@ -168,6 +178,7 @@ class BoundedServer::LimitedStream : public httplib::Stream {
   socket_t socket() const override { return sock_; }
 
  private:
+  Clock::time_point WriteDeadline() const { return std::min(Clock::now() + limits_.write, ends_); }
   int sock_;
   const ConnectionLimits& limits_;
   Clock::time_point ends_;

@@ -77,6 +77,7 @@ std::string SerializeIntent(const Intent& intent) {
   json j = {{"version", kIntentVersion}, {"applying", intent.applying}, {"owed", std::move(owed)}};
   if (!intent.creating.empty()) j["creating"] = intent.creating;
   if (!intent.creating_unit_files.empty()) j["creating_unit_files"] = intent.creating_unit_files;
+  if (!intent.creating_trees.empty()) j["creating_trees"] = intent.creating_trees;
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -108,7 +109,8 @@ Result<Intent> ParseIntent(std::string_view text) {
   // could have named (an absolute path in normal form, a unit name).
   for (auto [key, out, check] :
        {std::tuple{"creating", &intent.creating, &CheckPath},
-        std::tuple{"creating_unit_files", &intent.creating_unit_files, &CheckUnitName}}) {
+        std::tuple{"creating_unit_files", &intent.creating_unit_files, &CheckUnitName},
+        std::tuple{"creating_trees", &intent.creating_trees, &CheckPath}}) {
     auto list = j.find(key);
     if (list == j.end()) continue;
     if (!list->is_array()) return Fail(std::string("intent: field ") + key + ": must be a list");

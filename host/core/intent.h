@@ -53,6 +53,9 @@ struct Intent {
   // their directories of the temporary files a killed write leaves.
   std::vector<std::string> creating;
   std::vector<std::string> creating_unit_files;
+  // Which of `creating` are trees (archive, process): an orphan is removed
+  // only when it is still of the type the apply was creating.
+  std::vector<std::string> creating_trees;
 
   bool empty() const {
     return !applying && owed.empty() && creating.empty() && creating_unit_files.empty();

@@ -280,6 +280,7 @@ core::Status Commit(const CommitInputs& in, const Settled& settled) {
     core::Intent done = settled.intent;
     done.creating.clear();
     done.creating_unit_files.clear();
+    done.creating_trees.clear();
     if (auto st = in.records->SaveIntent(done); !st) {
       return core::Fail("intent not saved: " + st.error().message);
     }

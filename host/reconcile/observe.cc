@@ -48,6 +48,7 @@ class Observer {
   UnitFileSeen UnitFile(const Resource& r, const RecordEntry* old, const std::string& want);
   void Units();
   void Dropped();
+  bool WroteAsFile(const std::string& unit) const;
   DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded);
   // Whether `path` was on the machine before the host first managed it:
   // kept from the record, or found there now while no record entry names it.
@@ -63,6 +64,7 @@ class Observer {
   StatCache& cache_;
   Observation out_;
   std::set<std::string_view> recorded_paths_;
+  std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
   // Bundles unpacked this apply, by (source, sha256), and their bytes.
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const std::vector<TreeEntry>>>
       by_source_;
@@ -75,6 +77,9 @@ Result<Observation> Observer::Run() {
   if (auto st = LoadChangedBundles(); !st) return std::unexpected(st.error());
   for (const auto& [id, e] : record_.resources) {
     for (const core::WrittenPath& w : e.written) recorded_paths_.insert(w.path);
+    if (!e.unit_file_fingerprint.empty()) {
+      recorded_unit_files_.emplace(e.unit, e.unit_file_preexisting);
+    }
   }
   size_t n = decl_.resources.size();
   out_.seen.files.resize(n);
@@ -93,6 +98,13 @@ Result<Observation> Observer::Run() {
   Units();
   Dropped();
   return std::move(out_);
+}
+
+// Whether a `file` resource of the record wrote this unit's unit file (it
+// then moved to a unit_text: still the host's).
+bool Observer::WroteAsFile(const std::string& unit) const {
+  auto unit_dir = ports_.dirs != nullptr ? UnitDirInRoot(*ports_.dirs) : std::nullopt;
+  return unit_dir && recorded_paths_.contains(std::string(*unit_dir) + "/" + unit);
 }
 
 DroppedSeen Observer::DroppedAt(ports::FileSystem& fs, const std::string& path,
@@ -336,7 +348,12 @@ UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
   seen.fingerprint = core::FileFingerprint(*info);
   seen.missing = info->type == FileType::kMissing;
   bool ours = old != nullptr && old->unit == r.unit && !old->unit_file_fingerprint.empty();
-  seen.preexisting = ours ? old->unit_file_preexisting : !seen.missing;
+  // Another resource's record may hold this unit file (a renamed resource,
+  // a service that became a process): then it is the host's as recorded.
+  auto held = recorded_unit_files_.find(r.unit);
+  seen.preexisting = ours                                 ? old->unit_file_preexisting
+                     : held != recorded_unit_files_.end() ? held->second
+                                                          : !seen.missing && !WroteAsFile(r.unit);
   bool recorded = ours && old->digest == want;
   if (recorded && info->type == FileType::kRegular &&
       old->unit_file_fingerprint == seen.fingerprint) {

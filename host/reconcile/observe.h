@@ -38,6 +38,7 @@ struct ObservePorts {
   ports::ArchiveReader* archives = nullptr;
   ports::ServiceManager* services = nullptr;  // may be null
   Progress* progress = nullptr;               // may be null
+  const HostDirs* dirs = nullptr;             // may be null
 };
 
 // Stats already taken this apply (a failed record proof's), by path: not

@@ -126,8 +126,8 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
 
 }  // namespace
 
-std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_view path) {
-  // Compared as views: this runs for every declared file of a full pass.
+std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs) {
+  // Views: this runs for every declared file of a full pass.
   auto trim = [](std::string_view p) {
     while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
     return p;
@@ -139,7 +139,13 @@ std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_vi
       (units.size() > root.size() && units[root.size()] != '/')) {
     return std::nullopt;  // --unit-dir is not under --root: no declared file lands there
   }
-  std::string_view inside = units.substr(root.size());  // "/etc/systemd/system"
+  return units.substr(root.size());  // "/etc/systemd/system"
+}
+
+std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_view path) {
+  auto in_root = UnitDirInRoot(dirs);
+  if (!in_root) return std::nullopt;
+  std::string_view inside = *in_root;
   if (path.size() <= inside.size() + 1 || !path.starts_with(inside) || path[inside.size()] != '/') {
     return std::nullopt;
   }
@@ -368,10 +374,17 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
 // replacing a declaration of 10,000 files is not 10^8 comparisons.
 class Claims {
  public:
-  explicit Claims(const core::Declaration& decl) {
+  // A unit_text's unit file is claimed too, as the declared path it would
+  // be when --unit-dir lies under --root: a unit file moving between a
+  // `file` resource and a `unit_text` is never deleted under the new owner.
+  Claims(const core::Declaration& decl, const HostDirs* dirs) {
+    auto unit_dir = dirs != nullptr ? UnitDirInRoot(*dirs) : std::nullopt;
     for (const Resource& r : decl.resources) {
       if (r.HasFiles()) paths_.insert(r.path);
       if (r.HasUnit()) units_.insert(r.unit);
+      if (r.unit_text.has_value() && unit_dir) {
+        paths_.insert(std::string(*unit_dir) + "/" + r.unit);
+      }
     }
   }
   bool Path(const std::string& path) const {
@@ -412,7 +425,8 @@ const DroppedSeen* Find(const Map& map, const std::string& key) {
 // a unit is stopped only when its unit file is the host's and untouched.
 std::vector<Removal> PlanRemovals(const PlanInputs& in) {
   std::vector<Removal> removals;
-  Claims claims(*in.declaration);
+  Claims claims(*in.declaration, in.dirs);
+  auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
   for (const auto& [id, e] : in.record->resources) {
     if (in.declaration->Find(id) != nullptr) continue;
     Removal rm;
@@ -421,6 +435,11 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     bool owns_unit = !e.unit.empty() && !claims.Unit(e.unit) && !e.unit_file_preexisting;
     if (!e.unit.empty() && e.unit_file_preexisting && !claims.Unit(e.unit)) {
       rm.left.push_back("unit " + e.unit + " and its unit file, there before the host wrote it");
+    }
+    if (owns_unit && !e.unit_file_fingerprint.empty() && unit_dir &&
+        claims.Path(std::string(*unit_dir) + "/" + e.unit)) {
+      rm.left.push_back("unit " + e.unit + " and its unit file, declared by another resource now");
+      owns_unit = false;
     }
     if (owns_unit && !e.unit_file_fingerprint.empty()) {
       std::string why =
@@ -466,9 +485,39 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];
     const Resource& r = in.declaration->resources[i];
-    if (step.write_files && in.seen->files[i].missing) intent.creating.push_back(r.path);
+    if (step.write_files && in.seen->files[i].missing) {
+      intent.creating.push_back(r.path);
+      if (r.IsTree()) intent.creating_trees.push_back(r.path);
+    }
     if (step.write_unit_file && in.seen->unit_files[i].missing) {
       intent.creating_unit_files.push_back(r.unit);
+    }
+  }
+  // What an earlier apply cut short created and no record holds yet stays
+  // named: this apply finds it on disk (not missing), and a second kill
+  // must not lose it.
+  std::set<std::string_view> recorded;
+  for (const auto& [id, e] : in.record->resources) {
+    for (const core::WrittenPath& w : e.written) recorded.insert(w.path);
+  }
+  for (const std::string& path : in.owed->creating) {
+    if (!recorded.contains(path) &&
+        std::find(intent.creating.begin(), intent.creating.end(), path) == intent.creating.end()) {
+      intent.creating.push_back(path);
+      const auto& trees = in.owed->creating_trees;
+      if (std::find(trees.begin(), trees.end(), path) != trees.end()) {
+        intent.creating_trees.push_back(path);
+      }
+    }
+  }
+  for (const std::string& unit : in.owed->creating_unit_files) {
+    bool held = false;
+    for (const auto& [id, e] : in.record->resources) {
+      held |= e.unit == unit && !e.unit_file_fingerprint.empty();
+    }
+    if (!held && std::find(intent.creating_unit_files.begin(), intent.creating_unit_files.end(),
+                           unit) == intent.creating_unit_files.end()) {
+      intent.creating_unit_files.push_back(unit);
     }
   }
   for (const UnitPlan& u : plan.units) {

@@ -200,6 +200,10 @@ std::vector<std::string> OrphanUnitFiles(const core::Intent& intent,
                                          const core::Declaration& declaration,
                                          const core::Record& record);
 
+// Where --unit-dir lies as a declared path ("/etc/systemd/system" with the
+// defaults); none when it is not under --root.
+std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs);
+
 // Whether `path` (declared, under dirs.root) lies inside dirs.units; then
 // the unit it defines ("" when none: a .wants link, say).
 std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_view path);

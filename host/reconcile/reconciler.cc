@@ -170,6 +170,20 @@ void Pass::Sweep(const Declaration& decl) {
                                std::to_string(removed) + " temporary file(s) it left");
   }
   for (const std::string& path : Orphans(intent, decl, *record_)) {
+    // Only what the cut-short apply was creating: a file where it wrote a
+    // file, a directory where it unpacked a tree. Anything else was put
+    // there since, by someone else.
+    bool tree = std::find(intent.creating_trees.begin(), intent.creating_trees.end(), path) !=
+                intent.creating_trees.end();
+    auto info = ports_.root->Stat(path);
+    if (!info || info->type != (tree ? core::FileType::kDirectory : core::FileType::kRegular)) {
+      if (info && info->type != core::FileType::kMissing) {
+        report_.warnings.push_back("left " + path +
+                                   ": an apply cut short was creating it, but what is there now "
+                                   "is not what it was writing");
+      }
+      continue;
+    }
     auto removed = ports_.root->Remove(path);
     report_.warnings.push_back(
         removed ? "removed " + path + ": created by an apply cut short, and no longer declared"
@@ -219,10 +233,10 @@ void Pass::Apply(const Declaration& decl) {
     dry_run = true;
   }
   std::vector<std::string> wants = Wants(decl, *record_, had_record_);
-  auto observed = Observe(
-      decl, *record_, wants,
-      {ports_.root, ports_.artifacts, ports_.units, ports_.archives, ports_.services, &progress_},
-      stats_);
+  auto observed = Observe(decl, *record_, wants,
+                          {ports_.root, ports_.artifacts, ports_.units, ports_.archives,
+                           ports_.services, &progress_, &options_.dirs},
+                          stats_);
   if (!observed) return Refuse(observed.error());
   if (!dry_run) Sweep(decl);
   // What an apply cut short created is the host's, though it is on disk

@@ -17,6 +17,7 @@ TEST(IntentTest, RoundTripsEveryField) {
   intent.owed["idle"] = {std::nullopt, true, "declared", "", 3};  // a daemon-reload alone
   intent.creating = {"/etc/cron.d/job", "/opt/tree"};
   intent.creating_unit_files = {"new.service"};
+  intent.creating_trees = {"/opt/tree"};
   auto back = ParseIntent(SerializeIntent(intent));
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ(*back, intent);

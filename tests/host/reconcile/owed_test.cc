@@ -148,6 +148,51 @@ TEST_F(OwedTest, AnApplyCutShortLeavesNoOrphans) {
   EXPECT_TRUE(store_.Owed().empty());
 }
 
+// Review of issue 15: a second apply cut short found the first one's
+// creation on disk (not missing) and its intent dropped it: the third
+// apply then took it for "there before the host" and never pruned it.
+TEST_F(OwedTest, TwoAppliesCutShortInARowStillNameWhatTheFirstCreated) {
+  json conf = {{"id", "a.conf"}, {"kind", "file"}, {"path", "/etc/a.conf"}, {"content", "a"}};
+  json cron = {{"id", "job"}, {"kind", "file"}, {"path", "/etc/cron.d/job"}, {"content", "* * *"}};
+  json other = {{"id", "b.conf"}, {"kind", "file"}, {"path", "/etc/b.conf"}, {"content", "b"}};
+  ASSERT_EQ(Apply(Decl({conf}, 1)).result, ApplyResult::kOk);
+  root_faulty_->before_write = [&](const std::string& path) {
+    if (path == "/etc/cron.d/job") kill_.KillAt(0);  // the cron job lands; nothing after
+  };
+  Apply(Decl({conf, cron}, 2));
+  root_faulty_->before_write = [&](const std::string& path) {
+    if (path == "/etc/b.conf") kill_.KillAt(0);
+  };
+  kill_.Disarm();
+  Apply(Decl({conf, cron, other}, 3));  // killed again, at its first write
+  root_faulty_->before_write = nullptr;
+  kill_.Disarm();
+  ASSERT_EQ(Apply(Decl({conf, cron, other}, 3)).result, ApplyResult::kOk);
+  ApplyReport r = Apply(Decl({conf, other}, 4));
+  EXPECT_FALSE(testing::Exists(Root("/etc/cron.d/job"))) << "created by the host: pruned";
+}
+
+// Review of issue 15: an orphan is removed only when it is still what the
+// cut-short apply was creating; a directory an operator put where the apply
+// was writing a file is left, and said so.
+TEST_F(OwedTest, AnOrphanReplacedBySomethingElseIsLeft) {
+  json conf = {{"id", "a.conf"}, {"kind", "file"}, {"path", "/etc/a.conf"}, {"content", "a"}};
+  json data = {{"id", "data"}, {"kind", "file"}, {"path", "/srv/data"}, {"content", "x"}};
+  ASSERT_EQ(Apply(Decl({conf}, 1)).result, ApplyResult::kOk);
+  root_faulty_->before_write = [&](const std::string& path) {
+    if (path == "/srv/data") kill_.KillAt(0);  // this write lands; nothing after
+  };
+  Apply(Decl({conf, data}, 2));
+  root_faulty_->before_write = nullptr;
+  kill_.Disarm();
+  std::filesystem::remove(Root("/srv/data"));
+  std::filesystem::create_directories(Root("/srv/data"));
+  testing::WriteText(Root("/srv/data/mine"), "the operator's");
+  ApplyReport r = Apply(Decl({conf}, 3));
+  EXPECT_EQ(testing::ReadText(Root("/srv/data/mine")), "the operator's");
+  EXPECT_THAT(r.warnings, ::testing::Contains(HasSubstr("left /srv/data: an apply cut short")));
+}
+
 // Killed after the record was saved but before the intent forgot what the
 // apply created: the created file is recorded, so it is the host's (pruned
 // when dropped), not "there before the host".

@@ -441,6 +441,35 @@ TEST_F(UnitsTest, AUnitDefinitionDeclaredAsAFileIsLoadedBeforeTheUnitIsActedOn) 
   EXPECT_EQ(services_.daemon_reloads(), reloads + 1);
 }
 
+// Review of issue 15: a unit file moving from a `file` resource to a
+// service's unit_text (and back) was deleted under its new owner: the
+// removal ran after the write, and the unit went down.
+TEST_F(UnitsTest, AUnitFileMovingBetweenAFileAndAUnitTextIsNeverDeleted) {
+  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
+  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
+  ReconcilerPorts ports = Ports();
+  ports.units = units.get();
+  ReconcilerOptions options = Options();
+  options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
+  auto apply = [&](const json& decl) { return Reconciler(ports, options).Apply(decl.dump()); };
+  const std::string text = "[Service]\nExecStart=/bin/web\n";
+  const std::string unit_file = dir_.Sub("root/etc/systemd/system/web.service");
+  json as_file = {{"id", "web-unit"},
+                  {"kind", "file"},
+                  {"path", "/etc/systemd/system/web.service"},
+                  {"content", text}};
+  services_.AddUnit("web.service", {});
+  ASSERT_EQ(apply(Decl({as_file, Service("web")})).result, ApplyResult::kOk);
+  ApplyReport moved = apply(Decl({Service("web", {{"unit_text", text}})}, 2));
+  EXPECT_EQ(moved.result, ApplyResult::kOk) << moved.error;
+  EXPECT_TRUE(testing::Exists(unit_file)) << "moved to unit_text: kept";
+  ApplyReport back = apply(Decl({as_file, Service("other.web")}, 3));
+  EXPECT_TRUE(testing::Exists(unit_file)) << "moved back to a file: kept";
+  for (const auto& o : back.outcomes) {
+    if (o.id == "web") EXPECT_THAT(o.detail, HasSubstr("declared by another resource now"));
+  }
+}
+
 TEST_F(UnitsTest, PlanActsOnNothing) {
   services_.AddUnit("p.service", {});
   ApplyReport r = Run(Decl({Service("p")}), /*dry_run=*/true);
