@@ -457,7 +457,6 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     }
     for (const core::WrittenPath& w : e.written) {
       if (w.preexisting || claims.Path(w.path)) {
-        ++rm.kept;
         rm.left.push_back(w.path + (w.preexisting ? ", there before the host managed it"
                                                   : ", declared by another resource now"));
         continue;

@@ -136,9 +136,9 @@ struct Removal {
   core::RecordEntry entry;
   bool stop = false;  // its unit is the host's and runs
   std::vector<std::string> delete_paths;
-  uint64_t kept = 0;  // paths the host did not create, or still claimed
-  // Paths and unit files the host wrote that are no longer what it wrote:
-  // left, each with why ("/srv/db: now a directory").
+  // What is left, each with why: a path there before the host, or declared
+  // by another resource now; one no longer as the host wrote it
+  // ("/srv/db: now a directory"); a unit and its unit file not the host's.
   std::vector<std::string> left;
   bool delete_unit_file = false;
   bool deletes_unit_definition = false;  // a deleted path lies inside --unit-dir

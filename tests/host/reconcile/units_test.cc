@@ -21,6 +21,22 @@ class UnitsTest : public ReconcilerTest {
     r.update(extra);
     return r;
   }
+  // A machine whose --unit-dir lies under --root (/etc/systemd/system, as
+  // with the defaults), so that a declared file can land in it.
+  ApplyReport ApplyWithUnitsInRoot(const json& decl) {
+    if (units_in_root_ == nullptr) {
+      std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
+      units_in_root_ =
+          std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
+    }
+    ReconcilerPorts ports = Ports();
+    ports.units = units_in_root_.get();
+    ReconcilerOptions options = Options();
+    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
+    return Reconciler(ports, options).Apply(decl.dump());
+  }
+  std::unique_ptr<adapters::PosixFileSystem> units_in_root_;
+
   static json Conf(const std::string& content) {
     return {
         {"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", content}};
@@ -400,13 +416,7 @@ TEST_F(UnitsTest, ALinkToDevNullAtTheUnitFilesPlaceIsAMask) {
 // definition. Before, restart_on on it restarted the unit with no
 // daemon-reload: systemd ran the old setting and the host said restarted.
 TEST_F(UnitsTest, AUnitDefinitionDeclaredAsAFileIsLoadedBeforeTheUnitIsActedOn) {
-  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
-  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
-  ReconcilerPorts ports = Ports();
-  ports.units = units.get();
-  ReconcilerOptions options = Options();
-  options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
-  auto apply = [&](const json& decl) { return Reconciler(ports, options).Apply(decl.dump()); };
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
   auto drop_in = [](const std::string& v) {
     return json{{"id", "web.env"},
                 {"kind", "file"},
@@ -445,13 +455,7 @@ TEST_F(UnitsTest, AUnitDefinitionDeclaredAsAFileIsLoadedBeforeTheUnitIsActedOn) 
 // service's unit_text (and back) was deleted under its new owner: the
 // removal ran after the write, and the unit went down.
 TEST_F(UnitsTest, AUnitFileMovingBetweenAFileAndAUnitTextIsNeverDeleted) {
-  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
-  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
-  ReconcilerPorts ports = Ports();
-  ports.units = units.get();
-  ReconcilerOptions options = Options();
-  options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
-  auto apply = [&](const json& decl) { return Reconciler(ports, options).Apply(decl.dump()); };
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
   const std::string text = "[Service]\nExecStart=/bin/web\n";
   const std::string unit_file = dir_.Sub("root/etc/systemd/system/web.service");
   json as_file = {{"id", "web-unit"},
