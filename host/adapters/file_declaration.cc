@@ -73,4 +73,47 @@ core::Result<std::string_view> FileDeclaration::Text() {
   return std::string_view(*text_);
 }
 
+core::Result<ports::DetachedSignature> FileDeclaration::Signature() {
+  constexpr size_t kMaxSignatureBytes = 64 << 10;
+  ports::DetachedSignature sig{path_ + ".minisig", std::nullopt};
+  auto fail = [&](std::string_view why) {
+    return core::Fail("declaration signature " + sig.path + ": " + std::string(why));
+  };
+  UniqueFd fd(::open(sig.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid() && errno == ENOENT) return sig;
+  if (!fd.valid()) return fail(std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > kMaxSignatureBytes) {
+    return fail("larger than " + std::to_string(kMaxSignatureBytes) +
+                " bytes: not a minisign signature");
+  }
+  auto text = ReadUpTo(fd.get(), static_cast<size_t>(st.st_size));
+  if (!text) return fail(std::string("read error: ") + std::strerror(text.error()));
+  sig.text = std::move(*text);
+  return sig;
+}
+
+core::Result<core::MinisignKey> ReadVerifyKey(const std::string& path) {
+  constexpr size_t kMaxKeyBytes = 4096;
+  auto fail = [&](std::string_view why) {
+    return core::Fail("--verify-key " + path + ": " + std::string(why));
+  };
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return fail(std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > kMaxKeyBytes) {
+    return fail("larger than " + std::to_string(kMaxKeyBytes) +
+                " bytes: not a minisign public key");
+  }
+  auto text = ReadUpTo(fd.get(), static_cast<size_t>(st.st_size));
+  if (!text) return fail(std::string("read error: ") + std::strerror(text.error()));
+  auto key = core::ParseMinisignKey(*text);
+  if (!key) return fail(key.error().message);
+  return key;
+}
+
 }  // namespace mesh::adapters

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "host/adapters/unique_fd.h"
+#include "host/core/minisign.h"
 #include "host/core/result.h"
 #include "host/ports/declaration_source.h"
 
@@ -25,6 +26,8 @@ class FileDeclaration : public ports::DeclarationSource {
 
   core::Result<std::string> Digest() override;
   core::Result<std::string_view> Text() override;
+  // PATH.minisig: a regular file of at most 64 KiB.
+  core::Result<ports::DetachedSignature> Signature() override;
 
  private:
   FileDeclaration(std::string path, UniqueFd fd, size_t size)
@@ -35,5 +38,9 @@ class FileDeclaration : public ports::DeclarationSource {
   size_t size_;
   std::optional<std::string> text_;
 };
+
+// The --verify-key file: a minisign public key. Errors read
+// "--verify-key PATH: why" (unreadable, not a regular file, malformed).
+core::Result<core::MinisignKey> ReadVerifyKey(const std::string& path);
 
 }  // namespace mesh::adapters

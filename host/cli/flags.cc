@@ -36,6 +36,9 @@ flags:
   --settle DURATION    pause between the two looks at a unit (default 1s, at least 100ms)
   --machine NAME       this machine's name, checked against the declaration
                        (default: the host name)
+  --verify-key FILE    a minisign public key: every declaration must then come
+                       with DECLARATION.minisig (minisign -S) by that key, or
+                       it is refused whole
   --url URL            status: the host to ask (default http://127.0.0.1:9479)
   --output text|json   apply, plan: the outcome lines (default), or one JSON
                        object per outcome, then a {"summary": ...} object
@@ -69,7 +72,8 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
                                                  {"--listen", &flags.listen},
                                                  {"--machine", &flags.machine},
                                                  {"--url", &flags.url},
-                                                 {"--output", &flags.output}};
+                                                 {"--output", &flags.output},
+                                                 {"--verify-key", &flags.verify_key}};
   std::map<std::string, std::chrono::nanoseconds*> durations = {{"--interval", &flags.interval},
                                                                 {"--settle", &flags.settle}};
   for (size_t i = 1; i < args.size(); ++i) {

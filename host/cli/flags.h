@@ -29,6 +29,8 @@ struct Flags {
   // run: log every outcome at every apply, `unchanged` ones included
   // (default: changes, failures and one summary line per apply).
   bool verbose = false;
+  // A minisign public key: every declaration must then be signed by it.
+  std::string verify_key;
   // apply, plan: `--output text` (the lines) or `--output json`.
   std::string output = "text";
 };

@@ -262,7 +262,10 @@ int Daemon::Run() {
       while ((len = read(ifd, buf, sizeof buf)) > 0) {
         for (char* p = buf; p < buf + len;) {
           auto* ev = reinterpret_cast<inotify_event*>(p);
-          if (ev->len > 0 && name == ev->name) change_seen = Clock::now();
+          // The signature is read with the declaration (--verify-key).
+          if (ev->len > 0 && (name == ev->name || name + ".minisig" == ev->name)) {
+            change_seen = Clock::now();
+          }
           p += sizeof(inotify_event) + ev->len;
         }
       }

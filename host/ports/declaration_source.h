@@ -6,12 +6,19 @@
 // sit in memory for nothing. The text is read only to be parsed.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "host/core/result.h"
 
 namespace mesh::ports {
+
+// A detached signature beside the declaration (minisign's DECLARATION.minisig).
+struct DetachedSignature {
+  std::string path;                 // where it was looked for, for messages
+  std::optional<std::string> text;  // none: there is no such file
+};
 
 class DeclarationSource {
  public:
@@ -22,6 +29,12 @@ class DeclarationSource {
   // The whole text, valid as long as the source. The full pass parses this
   // and takes the declaration's digest from it, not from Digest().
   virtual core::Result<std::string_view> Text() = 0;
+  // Read only when the host has a --verify-key, on every apply: a signature
+  // replaced after the declaration is caught. A source that is not a file
+  // has none.
+  virtual core::Result<DetachedSignature> Signature() {
+    return DetachedSignature{"(the declaration is not a file)", std::nullopt};
+  }
 };
 
 }  // namespace mesh::ports

@@ -34,6 +34,7 @@ class Pass {
   void Run(ports::DeclarationSource& source);
 
  private:
+  core::Status VerifySignature(ports::DeclarationSource& source);
   bool Prove(const std::string& digest);
   void LoadRecord();
   // False when the intent cannot be read (the apply then changes nothing).
@@ -200,7 +201,27 @@ void Pass::Sweep(const Declaration& decl) {
   }
 }
 
+core::Status Pass::VerifySignature(ports::DeclarationSource& source) {
+  auto sig = source.Signature();
+  if (!sig) return std::unexpected(sig.error());
+  std::string where = "declaration signature " + sig->path + ": ";
+  if (!sig->text.has_value()) {
+    return core::Fail(where +
+                      "missing; with --verify-key every declaration must be signed "
+                      "(minisign -S -s KEY -m DECLARATION writes it)");
+  }
+  auto text = source.Text();
+  if (!text) return std::unexpected(text.error());
+  if (auto ok = core::VerifyMinisign(*options_.verify_key, *sig->text, *text); !ok) {
+    return core::Fail(where + ok.error().message);
+  }
+  return core::Ok();
+}
+
 void Pass::Run(ports::DeclarationSource& source) {
+  if (options_.verify_key.has_value()) {
+    if (auto st = VerifySignature(source); !st) return Refuse(st.error());
+  }
   // Only the digest at first: a no-op proven from the record never reads
   // the text.
   auto digest = source.Digest();

@@ -14,11 +14,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "host/core/declaration.h"
+#include "host/core/minisign.h"
 #include "host/core/outcome.h"
 #include "host/ports/archive_reader.h"
 #include "host/ports/clock.h"
@@ -51,6 +53,11 @@ struct ReconcilerOptions {
   // from_record). Off only where the full pass must run regardless: the
   // tests that hold the two to the same report, and the benchmark.
   bool confirm_from_record = true;
+  // --verify-key: every declaration must carry a signature by this key over
+  // its exact bytes, checked before anything else — the no-op proof
+  // included, so a signature replaced under an unchanged declaration is
+  // caught.
+  std::optional<core::MinisignKey> verify_key;
 };
 
 enum class ApplyResult { kOk, kFailed, kRefused };
