@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,9 @@ constexpr const char* kIntentFile = "/intent.json";
 // The bare apply mark of hosts before the intent: still read as "an apply
 // was interrupted" (with nothing known to be owed), removed on commit.
 constexpr const char* kLegacyMark = "/applying";
+// The secret that keys credentials' digests.
+constexpr const char* kKeyFile = "/digest.key";
+constexpr size_t kKeyBytes = 32;
 constexpr uint64_t kMaxStateBytes = 512ull << 20;
 constexpr uint64_t kMaxIntentBytes = 64ull << 20;
 
@@ -186,6 +190,54 @@ core::Status FileRecordStore::SaveIntent(const core::Intent& intent) {
   }
   if (auto st = fs_->Remove(kIntentFile); !st) return st;
   return fs_->Flush();
+}
+
+ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
+  if (!digest_key_.bytes.empty()) return digest_key_;
+  auto fresh = []() {
+    std::string bytes(kKeyBytes, '\0');
+    // getrandom blocks only before the kernel's pool is first initialised.
+    for (size_t got = 0; got < bytes.size();) {
+      ssize_t n = ::getrandom(bytes.data() + got, bytes.size() - got, 0);
+      if (n > 0) got += static_cast<size_t>(n);
+    }
+    return bytes;
+  };
+  auto for_now = [&](std::string why) {
+    digest_key_ = {fresh(), fs_->root() + kKeyFile + ": " + why +
+                                "; credential digests use a key for this run only, so each "
+                                "credential is compared by its content"};
+    return digest_key_;
+  };
+  if (fs_ == nullptr) {
+    digest_key_ = {fresh(), ""};
+    return digest_key_;
+  }
+  auto info = fs_->Stat(kKeyFile);
+  if (!info) return for_now(info.error().message);
+  if (info->type == core::FileType::kMissing) {
+    if (!writable_) {
+      digest_key_ = {fresh(), ""};  // plan: no key yet, and it may not make one
+      return digest_key_;
+    }
+    std::string bytes = fresh();
+    auto written = WriteDurably(kKeyFile, bytes);
+    if (!written) return for_now("cannot be made: " + written.error().message);
+    digest_key_ = {std::move(bytes), ""};
+    return digest_key_;
+  }
+  if (auto st = CheckTrusted(*info, fs_->root() + kKeyFile); !st)
+    return for_now(st.error().message);
+  if ((info->mode & 077) != 0 || info->size != kKeyBytes) {
+    return for_now(
+        "not a 32-byte file of mode 0600 (delete it and the next apply makes a new one)");
+  }
+  auto bytes = fs_->ReadFile(kKeyFile, kKeyBytes);
+  if (!bytes || bytes->size() != kKeyBytes) {
+    return for_now(bytes ? "shorter than 32 bytes" : bytes.error().message);
+  }
+  digest_key_ = {std::move(*bytes), ""};
+  return digest_key_;
 }
 
 core::Status FileRecordStore::Lock() {

@@ -32,6 +32,9 @@ class FileRecordStore : public ports::RecordStore {
   core::Status Save(const core::Record& record) override;
   core::Result<core::Intent> LoadIntent() override;
   core::Status SaveIntent(const core::Intent& intent) override;
+  // <state-dir>/digest.key: 32 random bytes, 0600, made by the first apply
+  // that needs it; read once per process.
+  DigestKey LoadDigestKey() override;
 
   // Takes an exclusive lock on <state-dir>/lock for the life of this object;
   // fails at once, naming the holder's purpose, if another process has it.
@@ -57,6 +60,7 @@ class FileRecordStore : public ports::RecordStore {
   // stat fingerprint: the daemon re-parses it only if someone else changed it.
   std::shared_ptr<const core::Record> cached_;
   std::string cached_fingerprint_;
+  DigestKey digest_key_;
 };
 
 }  // namespace mesh::adapters

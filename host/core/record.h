@@ -68,7 +68,8 @@ struct RecordEntry {
 struct Record {
   static constexpr int kVersion = 1;
   // Which WantDigest() wrote the digests; a new one never trusts old digests.
-  static constexpr int kWantVersion = 1;
+  // 2: credentials' digests are keyed (WantDigest).
+  static constexpr int kWantVersion = 2;
   int want_version = 0;
   // The declaration every entry's digest was computed from, set only by an
   // apply in which nothing failed (a failed resource keeps its older entry).

@@ -4,6 +4,7 @@
 // kept; see the header for why this daemon uses them.
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 #include <cstring>
@@ -11,6 +12,16 @@
 namespace mesh::core {
 namespace {
 SHA256_CTX* Ctx(unsigned char* storage) { return reinterpret_cast<SHA256_CTX*>(storage); }
+
+std::string Hex(const unsigned char* bytes, size_t size) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(2 * size, '0');
+  for (size_t i = 0; i < size; ++i) {
+    out[2 * i] = kHex[bytes[i] >> 4];
+    out[2 * i + 1] = kHex[bytes[i] & 0xf];
+  }
+  return out;
+}
 }  // namespace
 
 Sha256::Sha256() {
@@ -38,21 +49,27 @@ Sha256& Sha256::Field(uint64_t number) {
 
 std::string Sha256::HexDigest() {
   unsigned char md[SHA256_DIGEST_LENGTH];
-  constexpr unsigned int len = SHA256_DIGEST_LENGTH;
   SHA256_Final(md, Ctx(ctx_));
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(2 * len, '0');
-  for (unsigned int i = 0; i < len; ++i) {
-    out[2 * i] = kHex[md[i] >> 4];
-    out[2 * i + 1] = kHex[md[i] & 0xf];
-  }
-  return out;
+  return Hex(md, sizeof md);
 }
 
 std::string Sha256Hex(std::string_view bytes) {
   Sha256 h;
   h.Update(bytes);
   return h.HexDigest();
+}
+
+std::string HmacSha256Hex(std::string_view key, std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  // HMAC() fails only when OpenSSL cannot allocate or has no SHA-256; the
+  // digest is then empty, which never equals a recorded one.
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), md,
+           &len) == nullptr) {
+    return std::string();
+  }
+  return Hex(md, len);
 }
 
 Result<std::string> DecodeBase64(std::string_view text) {

@@ -40,6 +40,10 @@ class Sha256 {
 
 std::string Sha256Hex(std::string_view bytes);
 
+// Lower-case hex of HMAC-SHA-256(key, bytes). Uses EVP (OpenSSL's providers):
+// only applies that declare credentials pay for it.
+std::string HmacSha256Hex(std::string_view key, std::string_view bytes);
+
 // Strict: refuses characters outside the alphabet and bad padding.
 Result<std::string> DecodeBase64(std::string_view text);
 

@@ -42,7 +42,7 @@ std::vector<const TreeEntry*> Sorted(const std::vector<TreeEntry>& entries) {
 
 }  // namespace
 
-std::string WantDigest(const Resource& r) {
+std::string WantDigest(const Resource& r, std::string_view credential_key) {
   Sha256 h;
   h.Field(kDigestVersion).Field(KindName(r.kind));
   switch (r.kind) {
@@ -61,6 +61,9 @@ std::string WantDigest(const Resource& r) {
       h.Field(r.path).Field(r.sha256).Field(r.unit);
       h.Field(r.unit_text.has_value() ? 1 : 0).Field(r.unit_text.value_or(""));
       break;
+  }
+  if (r.kind == Kind::kCredential) {
+    return "hmac-sha256:" + HmacSha256Hex(credential_key, h.HexDigest());
   }
   return "sha256:" + h.HexDigest();
 }

@@ -17,8 +17,11 @@
 namespace mesh::core {
 
 // "sha256:<hex>" over everything that defines the resource on the machine.
-// A credential's content is hashed in but never stored.
-std::string WantDigest(const Resource& resource);
+// A credential's is keyed: "hmac-sha256:<hex>", HMAC-SHA-256 under
+// `credential_key` (a secret of this machine's) of that digest, so that
+// /status, plan and the record say when a secret changed but nothing an
+// offline dictionary could test guesses against.
+std::string WantDigest(const Resource& resource, std::string_view credential_key);
 
 // "size:mtime_ns:ctime_ns:inode": moves on any write, chmod, chown or
 // replacement of the file.

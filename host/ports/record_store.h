@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "host/core/intent.h"
 #include "host/core/record.h"
@@ -42,6 +43,19 @@ class RecordStore {
   // first write or unit action, and again when it commits. An empty intent
   // (nothing owed, not applying) leaves no file: the no-op costs no fsync.
   virtual core::Status SaveIntent(const core::Intent& intent) = 0;
+
+  // The secret that keys credentials' digests (core::WantDigest): made once,
+  // kept beside the record, never shown. Never fails: a key the store cannot
+  // read or keep is made for this process only and `warning` says why —
+  // each credential is then compared by its content again (its recorded
+  // digest no longer matches), never taken for unchanged on a digest. A
+  // store that may not write (plan) and has no key yet uses one for this
+  // process only, without a warning.
+  struct DigestKey {
+    std::string bytes;
+    std::string warning;
+  };
+  virtual DigestKey LoadDigestKey() = 0;
 };
 
 }  // namespace mesh::ports

@@ -648,15 +648,16 @@ core::Status CheckDeclaration(const core::Declaration& decl, const core::Record&
 }
 
 std::vector<std::string> Wants(const core::Declaration& decl, const core::Record& record,
-                               bool had_record) {
+                               bool had_record, std::string_view credential_key) {
   bool same = had_record && record.settled_declaration_digest == decl.digest &&
               record.want_version == core::Record::kWantVersion;
   std::vector<std::string> wants;
   wants.reserve(decl.resources.size());
   for (const Resource& r : decl.resources) {
     const RecordEntry* old = OldEntry(record, r);
-    wants.push_back(same && old != nullptr && !old->digest.empty() ? old->digest
-                                                                   : core::WantDigest(r));
+    wants.push_back(same && old != nullptr && !old->digest.empty()
+                        ? old->digest
+                        : core::WantDigest(r, credential_key));
   }
   return wants;
 }

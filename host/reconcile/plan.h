@@ -208,11 +208,11 @@ std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs);
 // the unit it defines ("" when none: a .wants link, say).
 std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_view path);
 
-// Every resource's want digest. When the declaration is byte for byte the
-// one the record was settled from, the recorded digests are the wants and
-// nothing is re-hashed.
+// Every resource's want digest, credentials' keyed with `credential_key`.
+// When the declaration is byte for byte the one the record was settled
+// from, the recorded digests are the wants and nothing is re-hashed.
 std::vector<std::string> Wants(const core::Declaration& declaration, const core::Record& record,
-                               bool had_record);
+                               bool had_record, std::string_view credential_key);
 
 // The record's entry for `r` when it is of the same kind (else none: a
 // resource whose kind changed starts afresh).

@@ -253,7 +253,14 @@ void Pass::Apply(const Declaration& decl) {
     report_.result = ApplyResult::kFailed;
     dry_run = true;
   }
-  std::vector<std::string> wants = Wants(decl, *record_, had_record_);
+  std::string credential_key;
+  if (std::any_of(decl.resources.begin(), decl.resources.end(),
+                  [](const Resource& r) { return r.kind == core::Kind::kCredential; })) {
+    auto key = ports_.records->LoadDigestKey();
+    if (!key.warning.empty()) report_.warnings.push_back(std::move(key.warning));
+    credential_key = std::move(key.bytes);
+  }
+  std::vector<std::string> wants = Wants(decl, *record_, had_record_, credential_key);
   auto observed = Observe(decl, *record_, wants,
                           {ports_.root, ports_.artifacts, ports_.units, ports_.archives,
                            ports_.services, &progress_, &options_.dirs},

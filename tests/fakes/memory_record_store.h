@@ -52,6 +52,7 @@ class MemoryRecordStore : public ports::RecordStore {
     }
     return core::Ok();
   }
+  DigestKey LoadDigestKey() override { return {digest_key, ""}; }
   // What the last SaveIntent left (empty: no intent file).
   core::Intent Owed() const { return intent ? *core::ParseIntent(*intent) : core::Intent{}; }
   bool Applying() const { return Owed().applying; }
@@ -64,6 +65,7 @@ class MemoryRecordStore : public ports::RecordStore {
 
   std::optional<std::string> text;
   std::optional<std::string> intent;  // intent.json's bytes
+  std::string digest_key = "this machine's secret (fake)";
   bool stream = true;
   int loads = 0;
   int saves = 0;

@@ -17,7 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!mesh::core::CheckId(r.id)) std::abort();
     if (r.HasFiles() && !mesh::core::CheckPath(r.path)) std::abort();
     if (r.HasUnit() && !mesh::core::CheckUnitName(r.unit)) std::abort();
-    if (mesh::core::WantDigest(r).size() != 71) std::abort();  // "sha256:" + 64
+    if (mesh::core::WantDigest(r, "k").size() !=
+        (r.kind == mesh::core::Kind::kCredential ? 76 : 71))
+      std::abort();  // "sha256:" or "hmac-sha256:", + 64
   }
   return 0;
 }

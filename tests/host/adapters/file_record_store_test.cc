@@ -95,5 +95,48 @@ TEST_F(FileRecordStoreTest, AGroupWritableDirectoryIsRefused) {
   EXPECT_THAT(store.error().message, HasSubstr("has mode 0770"));
 }
 
+// The key of credentials' digests: made once, 0600, kept; a key another
+// user could read (or write) is not used; plan makes none.
+TEST_F(FileRecordStoreTest, TheDigestKeyIsMadeOnceAndKeptSecret) {
+  std::string key_path = state_ + "/digest.key";
+  {
+    auto plan = FileRecordStore::Open(state_, /*create=*/false);
+    ASSERT_TRUE(plan.has_value()) << plan.error().message;
+    auto key = (*plan)->LoadDigestKey();
+    EXPECT_EQ(key.bytes.size(), 32u);
+    EXPECT_EQ(key.warning, "");
+    EXPECT_FALSE(std::filesystem::exists(key_path)) << "plan made a key";
+  }
+  auto store = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  auto made = (*store)->LoadDigestKey();
+  EXPECT_EQ(made.warning, "");
+  ASSERT_EQ(made.bytes.size(), 32u);
+  struct stat st;
+  ASSERT_EQ(::stat(key_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_size, 32);
+
+  auto again = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ((*again)->LoadDigestKey().bytes, made.bytes) << "a second process, another key";
+
+  ::chmod(key_path.c_str(), 0644);
+  auto exposed = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(exposed.has_value());
+  auto key = (*exposed)->LoadDigestKey();
+  EXPECT_NE(key.bytes, made.bytes) << "a key others could read was used";
+  EXPECT_THAT(key.warning, HasSubstr("digest.key: not a 32-byte file of mode 0600"));
+  EXPECT_THAT(key.warning, HasSubstr("compared by its content"));
+
+  ::chmod(key_path.c_str(), 0600);
+  ASSERT_EQ(::chown(key_path.c_str(), kNobody, kNobody), 0);
+  auto planted = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(planted.has_value());
+  key = (*planted)->LoadDigestKey();
+  EXPECT_NE(key.bytes, made.bytes);
+  EXPECT_THAT(key.warning, HasSubstr("owned by uid 65534"));
+}
+
 }  // namespace
 }  // namespace mesh::adapters

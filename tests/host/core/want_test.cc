@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "host/core/sha256.h"
+
 namespace mesh::core {
 namespace {
 
@@ -23,19 +25,19 @@ TEST(WantTest, DigestCoversEveryDefiningField) {
   r.kind = Kind::kFile;
   r.path = "/etc/a";
   r.content = "x";
-  std::string base = WantDigest(r);
+  std::string base = WantDigest(r, "k");
   Resource changed = r;
   changed.mode = 0600;
-  EXPECT_NE(WantDigest(changed), base);
+  EXPECT_NE(WantDigest(changed, "k"), base);
   changed = r;
   changed.content = "y";
-  EXPECT_NE(WantDigest(changed), base);
+  EXPECT_NE(WantDigest(changed, "k"), base);
   changed = r;
   changed.owner = "daemon";
-  EXPECT_NE(WantDigest(changed), base);
+  EXPECT_NE(WantDigest(changed, "k"), base);
   changed = r;
   changed.id = "b";  // the id names the resource; it does not shape the machine
-  EXPECT_EQ(WantDigest(changed), base);
+  EXPECT_EQ(WantDigest(changed, "k"), base);
   EXPECT_TRUE(base.starts_with("sha256:"));
 }
 
@@ -44,7 +46,32 @@ TEST(WantTest, DigestNeverContainsTheSecret) {
   r.kind = Kind::kCredential;
   r.path = "/etc/t";
   r.content = "hunter2";
-  EXPECT_EQ(WantDigest(r).find("hunter2"), std::string::npos);
+  EXPECT_EQ(WantDigest(r, "k").find("hunter2"), std::string::npos);
+}
+
+// Issue 17: a credential's digest is shown on /status and kept in the
+// record; a short secret must not fall to a dictionary run over it.
+TEST(WantTest, CredentialDigestIsKeyedByTheMachinesSecret) {
+  Resource r;
+  r.id = "token";
+  r.kind = Kind::kCredential;
+  r.path = "/etc/t";
+  r.mode = 0400;
+  r.content = "hunter2";
+  std::string here = WantDigest(r, "machine one's key");
+  EXPECT_TRUE(here.starts_with("hmac-sha256:")) << here;
+  EXPECT_EQ(here.size(), 12u + 64u);
+  EXPECT_EQ(WantDigest(r, "machine one's key"), here) << "compares across applies";
+  EXPECT_NE(here.substr(12), Sha256Hex("hunter2"));
+  EXPECT_NE(WantDigest(r, "machine two's key"), here) << "another machine says another digest";
+  // Without the key, the digest is what a file of the same fields has:
+  // exactly what a dictionary could reproduce.
+  Resource as_file = r;
+  as_file.kind = Kind::kFile;
+  EXPECT_NE(here.substr(12), WantDigest(as_file, "").substr(7));
+  Resource changed = r;
+  changed.content = "hunter3";
+  EXPECT_NE(WantDigest(changed, "machine one's key"), here) << "a new secret shows";
 }
 
 TEST(WantTest, TreeDigestIgnoresOrderButNotContentOrMode) {

@@ -329,5 +329,74 @@ TEST_F(FilesTest, RecordNotSavedIsAFailure) {
   EXPECT_THAT(r.error, HasSubstr("record not saved"));
 }
 
+// Issue 17: the digest /status, plan and the record show for a credential
+// is keyed with this machine's secret: not the SHA-256 of its content, not
+// another machine's, and still moving when the secret changes.
+TEST_F(FilesTest, CredentialDigestIsKeyedAndMoves) {
+  json decl = Decl(Resources());
+  ApplyReport first = Run(decl);
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  const std::string digest = first.outcomes[1].digest;
+  EXPECT_TRUE(digest.starts_with("hmac-sha256:")) << digest;
+  EXPECT_EQ(digest.find(core::Sha256Hex("hunter2")), std::string::npos);
+  EXPECT_EQ(Record()["resources"]["app.token"]["digest"], digest);
+  EXPECT_EQ(store_.text->find(core::Sha256Hex("hunter2")), std::string::npos);
+
+  EXPECT_EQ(Run(decl, /*dry_run=*/false, /*from_record=*/false).outcomes[1].digest, digest);
+
+  json changed = Decl(Resources(), 2);
+  changed["resources"][1]["content"] = "hunter3";
+  ApplyReport next = Run(changed);
+  EXPECT_EQ(core::OutcomeName(next.outcomes[1].outcome), "updated");
+  EXPECT_NE(next.outcomes[1].digest, digest);
+
+  // Another machine (another key), the same declaration: another digest.
+  fakes::MemoryRecordStore other;
+  other.digest_key = "another machine's secret";
+  ReconcilerPorts ports = Ports();
+  ports.records = &other;
+  ApplyReport there = Reconciler(ports, Options()).Apply(changed.dump());
+  EXPECT_NE(there.outcomes[1].digest, next.outcomes[1].digest);
+  EXPECT_EQ(there.outcomes[0].digest, next.outcomes[0].digest) << "only credentials are keyed";
+}
+
+// Upgrading to keyed digests (or losing the key) must not restart anything
+// (issue 210): the credential's recorded digest no longer matches, the
+// content on disk does, so it is unchanged and its restart_on service is
+// left alone; the record then holds the keyed digest.
+TEST_F(FilesTest, ANewKeyNeverRestartsWhatTheCredentialFeeds) {
+  services_.AddUnit("app.service", {fakes::FakeServiceManager::Behavior::kHealthy, {}, true});
+  json resources = Resources();
+  resources.push_back({{"id", "app"},
+                       {"kind", "service"},
+                       {"unit", "app.service"},
+                       {"state", "running"},
+                       {"restart_on", {"app.token"}}});
+  json decl = Decl(resources);
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  const std::string keyed = Record()["resources"]["app.token"]["digest"];
+  int starts = services_.StartsOf("app.service");
+
+  // A record written before the keyed digests: recipe 1, the plain digest.
+  json old = Record();
+  old["want_version"] = 1;
+  old["resources"]["app.token"]["digest"] = "sha256:" + core::Sha256Hex("any older recipe");
+  store_.text = old.dump();
+  ApplyReport upgraded = Run(decl);
+  ASSERT_EQ(upgraded.result, ApplyResult::kOk) << upgraded.error;
+  EXPECT_THAT(Outcomes(upgraded), ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("app.service"), starts) << "a new digest recipe restarted a unit";
+  EXPECT_EQ(Record()["resources"]["app.token"]["digest"], keyed);
+  EXPECT_EQ(Record()["want_version"], core::Record::kWantVersion);
+
+  // The key lost (a new one made), met by the next declaration (the same
+  // declaration keeps its recorded digests): the same, once more.
+  store_.digest_key = "a new secret";
+  ApplyReport rekeyed = Run(Decl(resources, 2));
+  EXPECT_THAT(Outcomes(rekeyed), ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("app.service"), starts);
+  EXPECT_NE(Record()["resources"]["app.token"]["digest"], keyed);
+}
+
 }  // namespace
 }  // namespace mesh::reconcile

@@ -30,7 +30,7 @@ class PhaseTest : public ReconcilerTest {
     decl_ = *core::ParseDeclaration(
         json{{"machine", "m"}, {"generation", 1}, {"resources", resources}}.dump());
     wants_.clear();
-    for (const core::Resource& r : decl_.resources) wants_.push_back(core::WantDigest(r));
+    for (const core::Resource& r : decl_.resources) wants_.push_back(core::WantDigest(r, "key"));
   }
   core::Result<Observation> Look() {
     return Observe(decl_, record_, wants_,

@@ -53,7 +53,7 @@ class PlanTest : public ::testing::Test {
     seen_.units.resize(decl_.resources.size());
     wants_.clear();
     for (const core::Resource& r : decl_.resources) {
-      wants_.push_back(core::WantDigest(r));
+      wants_.push_back(core::WantDigest(r, "key"));
       if (r.HasUnit()) seen_.units[&r - decl_.resources.data()] = Unit("active", "running");
     }
   }
