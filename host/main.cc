@@ -80,6 +80,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   options.settle = flags.settle;
   options.dirs = {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts};
   options.dry_run = plan;
+  options.diff = flags.diff;
   if (!flags.verify_key.empty()) {
     auto key = adapters::ReadVerifyKey(flags.verify_key);
     if (!key) return std::unexpected(key.error());

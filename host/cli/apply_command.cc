@@ -43,6 +43,7 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
                 std::ostream& err, Output format) {
   if (format == Output::kJson) {
     for (const core::ResourceOutcome& o : report.outcomes) PrintOutcome(out, o, format);
+    for (const std::string& d : report.diffs) out << Dump({{"diff", d}}) << "\n";
     nlohmann::json summary = {
         {"verb", plan ? "plan" : "apply"},
         {"result", reconcile::ApplyResultName(report.result)},
@@ -73,6 +74,7 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
   }
   if (format == Output::kText) {
     for (const core::ResourceOutcome& o : report.outcomes) PrintOutcome(out, o, format);
+    for (const std::string& d : report.diffs) out << "\n" << d;
   }
   if (!report.error.empty()) err << "mesh-host: " << core::Printable(report.error) << "\n";
   err << "mesh-host: " << (plan ? "plan" : "apply") << " of generation " << report.generation

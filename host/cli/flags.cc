@@ -42,6 +42,9 @@ flags:
   --url URL            status: the host to ask (default http://127.0.0.1:9479)
   --output text|json   apply, plan: the outcome lines (default), or one JSON
                        object per outcome, then a {"summary": ...} object
+  --diff               plan: after the outcome lines, what each change does: a
+                       unified diff per file (a credential: its digests only),
+                       a bundle's members added, removed and changed
   -v, --verbose        run: log every outcome, unchanged ones too (default:
                        changes, failures and one summary line per apply)
   --help               this text
@@ -88,6 +91,10 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
       flags.verbose = true;
       continue;
     }
+    if (name == "--diff") {
+      flags.diff = true;
+      continue;
+    }
     if (size_t eq = name.find('='); name.starts_with("--") && eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
@@ -119,6 +126,9 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
   }
   if (flags.output != "text" && flags.output != "json") {
     return core::Fail("flag --output: \"" + flags.output + "\" is not text or json");
+  }
+  if (flags.diff && flags.verb != Verb::kPlan) {
+    return core::Fail("flag --diff is for plan (mesh-host plan --diff)");
   }
   for (const char* dir : {"--root", "--state-dir", "--artifacts", "--unit-dir"}) {
     const std::string& v = *strings[dir];

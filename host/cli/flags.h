@@ -31,6 +31,8 @@ struct Flags {
   bool verbose = false;
   // A minisign public key: every declaration must then be signed by it.
   std::string verify_key;
+  // plan: a unified diff of each change after the outcome lines.
+  bool diff = false;
   // apply, plan: `--output text` (the lines) or `--output json`.
   std::string output = "text";
 };

@@ -12,6 +12,7 @@
 #include "host/reconcile/commit.h"
 #include "host/reconcile/confirm.h"
 #include "host/reconcile/daemon_reload.h"
+#include "host/reconcile/diff.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/record_proof.h"
@@ -292,6 +293,10 @@ void Pass::Apply(const Declaration& decl) {
   if (!dry_run && !SaveIntent(plan)) {
     dry_run = true;
     plan = make_plan(dry_run);
+  }
+  if (options_.dry_run && options_.diff) {
+    report_.diffs = Diffs({&decl, &plan, &observed->seen, &observed->bundles, &wants,
+                           &options_.dirs, ports_.root, ports_.units});
   }
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed->bundles, observed->seen,

@@ -58,6 +58,8 @@ struct ReconcilerOptions {
   // included, so a signature replaced under an unchanged declaration is
   // caught.
   std::optional<core::MinisignKey> verify_key;
+  // Plan only (`plan --diff`): fill ApplyReport::diffs (diff.h).
+  bool diff = false;
 };
 
 enum class ApplyResult { kOk, kFailed, kRefused };
@@ -88,6 +90,9 @@ struct ApplyReport {
   // and every recorded fingerprint and unit state still held: the no-op was
   // proven from the record without parsing the declaration.
   bool from_record = false;
+  // `plan --diff`: what each change would do to the machine, one block per
+  // resource (diff.h).
+  std::vector<std::string> diffs;
 };
 
 // Receives each resource's outcome, in declaration order, once the apply has

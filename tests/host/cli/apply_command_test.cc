@@ -104,5 +104,31 @@ TEST(ApplyCommandTest, JsonLinesCarryTheSameOutcomesAsTheText) {
   EXPECT_EQ(s["refusals"], nlohmann::json({"a", "b"}));
 }
 
+// plan --diff: the blocks after the outcome lines (text), or one
+// {"diff": ...} object each before the summary (JSON).
+TEST(ApplyCommandTest, DiffsFollowTheOutcomes) {
+  reconcile::ApplyReport r;
+  core::ResourceOutcome o;
+  o.id = "app.conf";
+  o.kind = "file";
+  o.outcome = core::Outcome::kUpdated;
+  o.detail = "would write 4 byte(s), mode 0644";
+  r.outcomes.push_back(o);
+  r.diffs = {"diff app.conf (file)\n--- a/etc/app.conf\n+++ b/etc/app.conf\n@@ -1 +1 @@\n-a\n+b\n"};
+  std::ostringstream out, err;
+  EXPECT_EQ(PrintReport(r, /*plan=*/true, out, err), kExitOk);
+  EXPECT_EQ(out.str(),
+            "updated app.conf (file): would write 4 byte(s), mode 0644\n\n" + r.diffs[0]);
+  std::ostringstream json_out, json_err;
+  PrintReport(r, /*plan=*/true, json_out, json_err, Output::kJson);
+  std::istringstream lines(json_out.str());
+  std::string line;
+  std::vector<nlohmann::json> objects;
+  while (std::getline(lines, line)) objects.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(objects.size(), 3u);
+  EXPECT_EQ(objects[1]["diff"], r.diffs[0]);
+  EXPECT_TRUE(objects[2].contains("summary"));
+}
+
 }  // namespace
 }  // namespace mesh::cli

@@ -52,5 +52,15 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
   EXPECT_THAT(ParseFlags({"frobnicate"}).error().message, HasSubstr("unknown verb"));
 }
 
+TEST(FlagsTest, DiffIsForPlanAndVerifyKeyIsAPath) {
+  EXPECT_TRUE(ParseFlags({"plan", "--diff"})->diff);
+  EXPECT_FALSE(ParseFlags({"plan"})->diff);
+  EXPECT_THAT(ParseFlags({"apply", "--diff"}).error().message,
+              HasSubstr("flag --diff is for plan"));
+  EXPECT_EQ(ParseFlags({"run", "--verify-key", "/etc/mesh-host/mesh.pub"})->verify_key,
+            "/etc/mesh-host/mesh.pub");
+  EXPECT_EQ(ParseFlags({"apply"})->verify_key, "") << "unsigned declarations by default";
+}
+
 }  // namespace
 }  // namespace mesh::cli
