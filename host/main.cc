@@ -127,7 +127,9 @@ int Run(const cli::Flags& flags) {
     return cli::kExitRefused;
   }
   status::StatusBoard board(flags.settle);
-  metrics::HostMetrics metrics(MESH_HOST_VERSION);
+  metrics::HostMetrics metrics(MESH_HOST_VERSION, flags.metrics_resources == "failing"
+                                                      ? metrics::ResourceSeries::kFailing
+                                                      : metrics::ResourceSeries::kAll);
   metrics.SetReconcileInterval(flags.interval);
   metrics.SetStartTime((*machine)->clock.Now());
   http::StatusServer server(board, [&metrics] { return metrics.Serialize(); });

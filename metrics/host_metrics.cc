@@ -38,8 +38,8 @@ const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
 
 }  // namespace
 
-HostMetrics::HostMetrics(const std::string& version)
-    : registry_(std::make_shared<prometheus::Registry>()) {
+HostMetrics::HostMetrics(const std::string& version, ResourceSeries series)
+    : series_(series), registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
   auto counters = [&r](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(r);
@@ -51,8 +51,26 @@ HostMetrics::HostMetrics(const std::string& version)
   auto gauge = [&gauges](const char* name, const char* help) {
     return &gauges(name, help)->Add({});
   };
-  outcomes_ = counters("mesh_host_resource_outcomes_total", "Outcomes of resources, per apply.");
-  failed_ = gauges("mesh_host_resource_failed", "1 when the resource failed in the last apply.");
+  outcomes_ = counters("mesh_host_resource_outcomes_total",
+                       "Outcomes of resources, unchanged included, by kind.");
+  changes_ = counters("mesh_host_resource_changes_total",
+                      "Outcomes other than unchanged, by resource (with --metrics-resources "
+                      "failing: only failed and churning resources).");
+  resources_ = gauges("mesh_host_resources", "Declared resources, by kind.");
+  failed_ = gauges("mesh_host_resource_failed",
+                   "1 while the resource is failed (the series exists only then).");
+  churn_ = gauges("mesh_host_resource_churn",
+                  "Times the resource was created, updated or restarted again since the "
+                  "declaration last changed (the series exists only while above 0).");
+  // Every {kind, outcome} pair exists from the start, at 0: a series born
+  // at 1 is one increase() cannot see.
+  for (core::Kind kind : core::kAllKinds) {
+    resources_->Add({{"kind", std::string(core::KindName(kind))}});
+    for (core::Outcome outcome : core::kAllOutcomes) {
+      outcomes_->Add({{"kind", std::string(core::KindName(kind))},
+                      {"outcome", std::string(core::OutcomeName(outcome))}});
+    }
+  }
   unit_active_ = gauges("mesh_host_unit_active",
                         "1 when a unit declared running is running (active, activating or "
                         "reloading), followed live between applies.");
@@ -108,19 +126,25 @@ void HostMetrics::ObserveApply(const reconcile::ApplyReport& report) {
   if (report.result == reconcile::ApplyResult::kRefused) return;
   generation_->Set(static_cast<double>(report.generation));
 
+  bool same_declaration = declaration_digest_ == report.declaration_digest;
+  if (!same_declaration) {
+    for (auto& [id, churn] : resource_churn_) {
+      if (churn.second != nullptr) churn_->Remove(churn.second);
+    }
+    resource_churn_.clear();
+    declaration_digest_ = report.declaration_digest;
+  }
   std::set<std::string> resources, units;
   std::set<std::string> running;
+  std::map<std::string, uint64_t> by_kind;
+  // Counted here, added once per pair: a family lookup hashes its labels.
+  std::map<std::pair<std::string_view, core::Outcome>, uint64_t> counts;
   for (const core::ResourceOutcome& o : report.outcomes) {
+    ++counts[{o.kind, o.outcome}];
     if (o.outcome == core::Outcome::kRemoved) continue;
     resources.insert(o.id);
-    auto& c = outcomes_->Add({{"resource", o.id},
-                              {"kind", o.kind},
-                              {"outcome", std::string(core::OutcomeName(o.outcome))}});
-    c.Increment();
-    resource_counters_[o.id].insert(&c);
-    auto& g = failed_->Add({{"resource", o.id}, {"kind", o.kind}});
-    g.Set(o.outcome == core::Outcome::kFailed ? 1 : 0);
-    resource_failed_[o.id] = &g;
+    ++by_kind[o.kind];
+    ObserveResource(o, same_declaration);
     if (o.declared_unit.empty()) continue;
     const std::string& unit = o.declared_unit;
     units.insert(unit);
@@ -142,7 +166,17 @@ void HostMetrics::ObserveApply(const reconcile::ApplyReport& report) {
     if (o.confirm_failed) cf.Increment();
     unit_confirm_counters_[unit] = &cf;
   }
+  for (const auto& [key, n] : counts) {
+    outcomes_
+        ->Add({{"kind", std::string(key.first)},
+               {"outcome", std::string(core::OutcomeName(key.second))}})
+        .Increment(static_cast<double>(n));
+  }
   running_units_ = running;
+  for (core::Kind kind : core::kAllKinds) {
+    std::string name(core::KindName(kind));
+    resources_->Add({{"kind", name}}).Set(static_cast<double>(by_kind[name]));
+  }
   ForgetExcept(resources, units);
   for (const core::ResourceOutcome& o : report.outcomes) {
     if (!o.unit.has_value() || !o.unit_should_run) continue;
@@ -153,6 +187,46 @@ void HostMetrics::ObserveApply(const reconcile::ApplyReport& report) {
     s.n_restarts = o.unit->n_restarts;
     ObserveUnitLocked(o.unit->name, s, o.unit->up);
   }
+}
+
+void HostMetrics::ObserveResource(const core::ResourceOutcome& o, bool same_declaration) {
+  const std::string& id = o.id;
+  bool changed = o.outcome != core::Outcome::kUnchanged;
+  bool failed = o.outcome == core::Outcome::kFailed;
+  if (same_declaration &&
+      (o.outcome == core::Outcome::kCreated || o.outcome == core::Outcome::kUpdated ||
+       o.outcome == core::Outcome::kRestarted)) {
+    auto& [count, gauge] = resource_churn_[id];
+    ++count;
+    if (gauge == nullptr) gauge = &churn_->Add({{"resource", id}, {"kind", o.kind}});
+    gauge->Set(static_cast<double>(count));
+  }
+  auto churning = resource_churn_.find(id);
+  bool churns = churning != resource_churn_.end() && churning->second.first > 0;
+
+  auto failed_it = resource_failed_.find(id);
+  if (failed && failed_it == resource_failed_.end()) {
+    auto& g = failed_->Add({{"resource", id}, {"kind", o.kind}});
+    g.Set(1);
+    resource_failed_.emplace(id, &g);
+  } else if (!failed && failed_it != resource_failed_.end()) {
+    failed_->Remove(failed_it->second);
+    resource_failed_.erase(failed_it);
+  }
+
+  bool keeps_series = series_ == ResourceSeries::kAll || failed || churns;
+  if (!keeps_series) {
+    if (auto it = resource_changes_.find(id); it != resource_changes_.end()) {
+      for (auto* c : it->second) changes_->Remove(c);
+      resource_changes_.erase(it);
+    }
+    return;
+  }
+  if (!changed) return;
+  auto& c = changes_->Add(
+      {{"resource", id}, {"kind", o.kind}, {"outcome", std::string(core::OutcomeName(o.outcome))}});
+  c.Increment();
+  resource_changes_[id].insert(&c);
 }
 
 void HostMetrics::ObserveUnit(const std::string& unit, const core::UnitStatus& status, bool up) {
@@ -183,10 +257,13 @@ void HostMetrics::ObserveUnitLocked(const std::string& unit, const core::UnitSta
 
 void HostMetrics::ForgetExcept(const std::set<std::string>& resources,
                                const std::set<std::string>& units) {
-  EraseUnlisted(resource_counters_, resources, [&](auto& counters) {
-    for (auto* c : counters) outcomes_->Remove(c);
+  EraseUnlisted(resource_changes_, resources, [&](auto& counters) {
+    for (auto* c : counters) changes_->Remove(c);
   });
   EraseUnlisted(resource_failed_, resources, [&](auto* g) { failed_->Remove(g); });
+  EraseUnlisted(resource_churn_, resources, [&](auto& churn) {
+    if (churn.second != nullptr) churn_->Remove(churn.second);
+  });
   EraseUnlisted(unit_restart_counters_, units, [&](auto& counters) {
     for (auto* c : counters) unit_restarts_->Remove(c);
   });

@@ -1,9 +1,11 @@
 // HostMetrics: mesh-host's Prometheus metrics (SPEC "Metrics"), fed by apply
 // reports and by the live unit watch.
 //
-// Metrics are fed, they never reach out. Label values are bounded to what is
-// declared: a resource or unit that is pruned has its series removed, so a
-// host that runs for months does not grow without end. Thread-safe: the
+// Metrics are fed, they never reach out. Series are bounded: outcomes are
+// counted per kind; a resource has its own series only once it changed
+// (and, with ResourceSeries::kFailing, only while it is failed or
+// churning); one that is pruned loses them, so a host that runs for months
+// with 10,000 resources does not expose 30,000 series. Thread-safe: the
 // apply loop, the unit watch and /metrics scrapes may call it concurrently.
 #pragma once
 
@@ -11,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -28,9 +31,15 @@ class Family;
 
 namespace mesh::metrics {
 
+// --metrics-resources: which resources keep per-resource change counters.
+enum class ResourceSeries {
+  kAll,      // every resource that ever changed
+  kFailing,  // only resources failed or churning now (fleets of large declarations)
+};
+
 class HostMetrics {
  public:
-  explicit HostMetrics(const std::string& version);
+  explicit HostMetrics(const std::string& version, ResourceSeries series = ResourceSeries::kAll);
 
   // Not in the SPEC's table but what MeshHostReconcileStale needs to be right
   // for any --interval, and to tell "never succeeded" from "just started".
@@ -51,12 +60,19 @@ class HostMetrics {
 
  private:
   void ForgetExcept(const std::set<std::string>& resources, const std::set<std::string>& units);
+  // Issue 210's shape, judged here: the churn of each resource under one
+  // declaration, and its per-resource series.
+  void ObserveResource(const core::ResourceOutcome& o, bool same_declaration);
   void ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status, bool up);
 
   mutable std::mutex mu_;
   std::shared_ptr<prometheus::Registry> registry_;
+  ResourceSeries series_;
   prometheus::Family<prometheus::Counter>* outcomes_;
+  prometheus::Family<prometheus::Counter>* changes_;
+  prometheus::Family<prometheus::Gauge>* resources_;
   prometheus::Family<prometheus::Gauge>* failed_;
+  prometheus::Family<prometheus::Gauge>* churn_;
   prometheus::Family<prometheus::Gauge>* unit_active_;
   prometheus::Family<prometheus::Counter>* unit_restarts_;
   prometheus::Family<prometheus::Counter>* systemd_restarts_;
@@ -70,8 +86,12 @@ class HostMetrics {
   prometheus::Gauge* start_time_;
 
   // Series handed out, by resource or unit, so they can be removed.
-  std::map<std::string, std::set<prometheus::Counter*>> resource_counters_;
+  std::map<std::string, std::set<prometheus::Counter*>> resource_changes_;
   std::map<std::string, prometheus::Gauge*> resource_failed_;
+  std::map<std::string, std::pair<uint64_t, prometheus::Gauge*>> resource_churn_;
+  // The declaration the churn counts under (none before the first apply
+  // of this process: that one is the baseline).
+  std::optional<std::string> declaration_digest_;
   std::map<std::string, std::set<prometheus::Counter*>> unit_restart_counters_;
   std::map<std::string, prometheus::Counter*> unit_confirm_counters_;
   std::map<std::string, prometheus::Gauge*> unit_active_gauges_;

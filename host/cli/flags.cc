@@ -45,6 +45,10 @@ flags:
   --diff               plan: after the outcome lines, what each change does: a
                        unified diff per file (a credential: its digests only),
                        a bundle's members added, removed and changed
+  --metrics-resources all|failing
+                       run: per-resource change counters for every resource
+                       that changed (default all), or only for failed and
+                       churning ones (fleets of large declarations)
   -v, --verbose        run: log every outcome, unchanged ones too (default:
                        changes, failures and one summary line per apply)
   --help               this text
@@ -76,7 +80,8 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
                                                  {"--machine", &flags.machine},
                                                  {"--url", &flags.url},
                                                  {"--output", &flags.output},
-                                                 {"--verify-key", &flags.verify_key}};
+                                                 {"--verify-key", &flags.verify_key},
+                                                 {"--metrics-resources", &flags.metrics_resources}};
   std::map<std::string, std::chrono::nanoseconds*> durations = {{"--interval", &flags.interval},
                                                                 {"--settle", &flags.settle}};
   for (size_t i = 1; i < args.size(); ++i) {
@@ -126,6 +131,10 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
   }
   if (flags.output != "text" && flags.output != "json") {
     return core::Fail("flag --output: \"" + flags.output + "\" is not text or json");
+  }
+  if (flags.metrics_resources != "all" && flags.metrics_resources != "failing") {
+    return core::Fail("flag --metrics-resources: \"" + flags.metrics_resources +
+                      "\" is not all or failing");
   }
   if (flags.diff && flags.verb != Verb::kPlan) {
     return core::Fail("flag --diff is for plan (mesh-host plan --diff)");

@@ -29,6 +29,9 @@ struct Flags {
   // run: log every outcome at every apply, `unchanged` ones included
   // (default: changes, failures and one summary line per apply).
   bool verbose = false;
+  // run: `all` keeps a change counter for every resource that changed;
+  // `failing` only for failed and churning ones (SPEC "Metrics").
+  std::string metrics_resources = "all";
   // A minisign public key: every declaration must then be signed by it.
   std::string verify_key;
   // plan: a unified diff of each change after the outcome lines.

@@ -7,6 +7,7 @@
 // checked by the reconciler before anything is touched.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,6 +20,8 @@
 namespace mesh::core {
 
 enum class Kind { kFile, kCredential, kArchive, kService, kProcess };
+inline constexpr std::array<Kind, 5> kAllKinds = {Kind::kFile, Kind::kCredential, Kind::kArchive,
+                                                  Kind::kService, Kind::kProcess};
 
 std::string_view KindName(Kind kind);
 // The inverse of KindName (a record names kinds by these words).

@@ -24,9 +24,11 @@ core::ResourceOutcome Out(std::string id, std::string kind, core::Outcome outcom
 }
 
 reconcile::ApplyReport Report(std::vector<core::ResourceOutcome> outcomes,
-                              reconcile::ApplyResult result = reconcile::ApplyResult::kOk) {
+                              reconcile::ApplyResult result = reconcile::ApplyResult::kOk,
+                              std::string declaration = "decl-1") {
   reconcile::ApplyReport r;
   r.result = result;
+  r.declaration_digest = std::move(declaration);
   r.generation = 42;
   r.outcomes = std::move(outcomes);
   r.duration = std::chrono::milliseconds(1200);
@@ -51,17 +53,29 @@ TEST(HostMetricsTest, EveryMetricOfTheSpecAfterAScriptedSequence) {
   m.ObserveApply(Report({Out("jail.conf", "file", core::Outcome::kUpdated), failed},
                         reconcile::ApplyResult::kFailed));
   std::string text = m.Serialize();
+  EXPECT_THAT(text,
+              HasSubstr(R"(mesh_host_resource_outcomes_total{kind="file",outcome="updated"} 2)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(mesh_host_resource_outcomes_total{kind="service",outcome="failed"} 1)"));
+  EXPECT_THAT(
+      text, HasSubstr(R"(mesh_host_resource_outcomes_total{kind="archive",outcome="created"} 0)"));
   EXPECT_THAT(
       text,
       HasSubstr(
-          R"(mesh_host_resource_outcomes_total{kind="file",outcome="updated",resource="jail.conf"} 2)"));
+          R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="jail.conf"} 2)"));
   EXPECT_THAT(
       text,
       HasSubstr(
-          R"(mesh_host_resource_outcomes_total{kind="service",outcome="failed",resource="jail.service"} 1)"));
+          R"(mesh_host_resource_changes_total{kind="service",outcome="failed",resource="jail.service"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_resources{kind="file"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_resources{kind="service"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_resources{kind="process"} 0)"));
   EXPECT_THAT(text,
               HasSubstr(R"(mesh_host_resource_failed{kind="service",resource="jail.service"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(mesh_host_resource_failed{kind="file",resource="jail.conf"} 0)"));
+  EXPECT_THAT(text, Not(HasSubstr(R"(mesh_host_resource_failed{kind="file")")))
+      << "present only while failed";
+  // The same declaration, jail.conf updated again: churn.
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_resource_churn{kind="file",resource="jail.conf"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(mesh_host_unit_active{unit="fail2ban.service"} 0)"));
   EXPECT_THAT(
       text,
@@ -137,6 +151,8 @@ TEST(HostMetricsTest, PrunedResourcesAndUnitsLoseTheirSeries) {
   EXPECT_THAT(text, Not(HasSubstr("old.service")));
   EXPECT_THAT(text, Not(HasSubstr(R"(resource="old")")));
   EXPECT_THAT(text, HasSubstr(R"(resource="keep")"));
+  EXPECT_THAT(
+      text, HasSubstr(R"(mesh_host_resource_outcomes_total{kind="service",outcome="removed"} 1)"));
 }
 
 TEST(HostMetricsTest, RefusalCountsButKeepsTheState) {
@@ -149,6 +165,104 @@ TEST(HostMetricsTest, RefusalCountsButKeepsTheState) {
   EXPECT_THAT(text, HasSubstr(R"(mesh_host_reconciles_total{result="refused"} 1)"));
   EXPECT_THAT(text, HasSubstr("mesh_host_declaration_generation 42"));
   EXPECT_THAT(text, HasSubstr(R"(resource="keep")"));
+}
+
+// Counts the sample lines of the exposition (not # HELP / # TYPE).
+size_t Series(const std::string& text) {
+  size_t n = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at && text[at] != '#') ++n;
+    at = end + 1;
+  }
+  return n;
+}
+
+std::vector<core::ResourceOutcome> Files(size_t n, core::Outcome outcome) {
+  std::vector<core::ResourceOutcome> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(Out("f" + std::to_string(i), "file", outcome));
+  return out;
+}
+
+// Issue 21: 10,000 healthy files after any number of unchanged applies
+// were 30,027 series (one per resource and outcome it ever had, one failed
+// gauge each). Now about one per resource, and a few hundred with
+// --metrics-resources failing.
+TEST(HostMetricsTest, SeriesStayBoundedByResourcesNotByApplies) {
+  HostMetrics all("v");
+  HostMetrics failing("v", ResourceSeries::kFailing);
+  for (HostMetrics* m : {&all, &failing}) {
+    m->ObserveApply(Report(Files(10000, core::Outcome::kCreated)));
+    for (int i = 0; i < 5; ++i) m->ObserveApply(Report(Files(10000, core::Outcome::kUnchanged)));
+  }
+  size_t fixed = Series(HostMetrics("v").Serialize());
+  EXPECT_EQ(Series(all.Serialize()), fixed + 10000) << "one series per resource that changed";
+  EXPECT_EQ(Series(failing.Serialize()), fixed);
+  EXPECT_LT(fixed, 150u);
+  EXPECT_THAT(
+      all.Serialize(),
+      HasSubstr(R"(mesh_host_resource_outcomes_total{kind="file",outcome="unchanged"} 50000)"));
+
+  // A failing resource keeps (or gains) its own series in either mode.
+  auto files = Files(10000, core::Outcome::kUnchanged);
+  files[7].outcome = core::Outcome::kFailed;
+  failing.ObserveApply(Report(files));
+  std::string text = failing.Serialize();
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_resource_failed{kind="file",resource="f7"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(mesh_host_resource_changes_total{kind="file",outcome="failed",resource="f7"} 1)"));
+  EXPECT_EQ(Series(text), fixed + 2);
+  // Mended: gone again.
+  failing.ObserveApply(
+      Report(Files(10000, core::Outcome::kUpdated), reconcile::ApplyResult::kOk, "decl-2"));
+  EXPECT_EQ(Series(failing.Serialize()), fixed);
+}
+
+// Issue 210's shape, judged by the host: changed again and again under one
+// declaration. A new declaration explains its changes and starts over.
+TEST(HostMetricsTest, ChurnCountsChangesAgainUnderOneDeclaration) {
+  HostMetrics m("v", ResourceSeries::kFailing);
+  auto runtime = [](core::Outcome outcome) {
+    return std::vector<core::ResourceOutcome>{Out("conf", "file", core::Outcome::kUnchanged),
+                                              Out("node-tools.runtime", "process", outcome)};
+  };
+  m.ObserveApply(Report(runtime(core::Outcome::kCreated)));  // the baseline
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_resource_churn{")));
+  m.ObserveApply(Report(runtime(core::Outcome::kUnchanged)));
+  for (int again = 1; again <= 3; ++again) {
+    m.ObserveApply(
+        Report(runtime(again == 2 ? core::Outcome::kRestarted : core::Outcome::kCreated)));
+    std::string text = m.Serialize();
+    EXPECT_THAT(
+        text,
+        HasSubstr(R"(mesh_host_resource_churn{kind="process",resource="node-tools.runtime"} )" +
+                  std::to_string(again) + "\n"));
+    EXPECT_THAT(
+        text,
+        HasSubstr(
+            R"(mesh_host_resource_changes_total{kind="process",outcome="created",resource="node-tools.runtime"})"))
+        << "a churning resource keeps its series under --metrics-resources failing";
+    EXPECT_THAT(text, Not(HasSubstr(R"(resource="conf")")));
+  }
+  m.ObserveApply(Report(runtime(core::Outcome::kUpdated), reconcile::ApplyResult::kOk, "decl-2"));
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_resource_churn{")));
+}
+
+TEST(HostMetricsTest, ADeclarationThatChangesEveryApplyNeverChurns) {
+  HostMetrics m("v");
+  for (int i = 0; i < 10; ++i) {
+    m.ObserveApply(Report({Out("app.conf", "file", core::Outcome::kUpdated)},
+                          reconcile::ApplyResult::kOk, "decl-" + std::to_string(i)));
+  }
+  std::string text = m.Serialize();
+  EXPECT_THAT(text, Not(HasSubstr("mesh_host_resource_churn{")));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="app.conf"} 10)"));
 }
 
 }  // namespace
