@@ -182,7 +182,8 @@ int main(int argc, char** argv) {
     case mesh::cli::Verb::kRun:
       return Run(*flags);
     case mesh::cli::Verb::kStatus:
-      return mesh::cli::RunStatus(flags->url, std::cout, std::cerr);
+      return mesh::cli::RunStatusVerb(flags->urls, flags->targets, flags->url, std::cout,
+                                      std::cerr);
   }
   return mesh::cli::kExitRefused;
 }

@@ -39,7 +39,10 @@ flags:
   --verify-key FILE    a minisign public key: every declaration must then come
                        with DECLARATION.minisig (minisign -S) by that key, or
                        it is refused whole
-  --url URL            status: the host to ask (default http://127.0.0.1:9479)
+  --url URL            status: the host to ask (default http://127.0.0.1:9479);
+                       given more than once, one line per machine
+  --targets FILE       status: the hosts of a Prometheus file_sd JSON file,
+                       one line per machine; exit 0 only when all are healthy
   --output text|json   apply, plan: the outcome lines (default), or one JSON
                        object per outcome, then a {"summary": ...} object
   --diff               plan: after the outcome lines, what each change does: a
@@ -81,7 +84,8 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
                                                  {"--url", &flags.url},
                                                  {"--output", &flags.output},
                                                  {"--verify-key", &flags.verify_key},
-                                                 {"--metrics-resources", &flags.metrics_resources}};
+                                                 {"--metrics-resources", &flags.metrics_resources},
+                                                 {"--targets", &flags.targets}};
   std::map<std::string, std::chrono::nanoseconds*> durations = {{"--interval", &flags.interval},
                                                                 {"--settle", &flags.settle}};
   for (size_t i = 1; i < args.size(); ++i) {
@@ -115,6 +119,7 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
     if (is_string) {
       if (value.empty()) return core::Fail("flag " + name + " needs a non-empty value");
       *strings[name] = value;
+      if (name == "--url") flags.urls.push_back(value);
     } else {
       auto d = core::ParseDuration(value);
       if (!d) return core::Fail("flag " + name + ": " + d.error().message);

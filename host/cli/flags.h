@@ -26,6 +26,10 @@ struct Flags {
   std::chrono::nanoseconds settle = std::chrono::seconds(1);
   std::string machine;  // empty: the host name
   std::string url = "http://127.0.0.1:9479";
+  // status: every --url given (more than one: the fleet table), and a
+  // Prometheus file_sd file of more.
+  std::vector<std::string> urls;
+  std::string targets;
   // run: log every outcome at every apply, `unchanged` ones included
   // (default: changes, failures and one summary line per apply).
   bool verbose = false;

@@ -3,7 +3,13 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
 #include <vector>
 
 #include "host/core/printable.h"
@@ -89,42 +95,205 @@ std::string FormatStatusTable(const nlohmann::json& s) {
   return trimmed;
 }
 
-int RunStatus(const std::string& given, std::ostream& out, std::ostream& err) {
-  // The host's base URL; a trailing "/" or the path of /status itself
-  // (what one copies from a browser) means the same host.
+namespace {
+
+// What one host's /status said, or why it could not be read.
+struct Probe {
+  std::string url;     // normalised base URL
+  std::string error;   // empty: `doc` is a mesh-host status document
+  bool usage = false;  // the URL itself is wrong (not a host that is down)
+  nlohmann::json doc;
+};
+
+// The host's base URL: a trailing "/" or the path of /status itself (what
+// one copies from a browser) means the same host.
+std::string BaseUrl(const std::string& given) {
   std::string url = given;
   while (!url.empty() && url.back() == '/') url.pop_back();
   if (url.ends_with("/status")) url.resize(url.size() - std::string_view("/status").size());
-  if (url.find("://") == std::string::npos) {
-    err << "mesh-host: --url " << given << ": not a URL; it takes http://HOST:PORT\n";
-    return 2;
+  return url;
+}
+
+std::string Why(httplib::Error error) {
+  return error == httplib::Error::Connection
+             ? "nothing answers there (is `mesh-host run` listening on that address and port?)"
+         : error == httplib::Error::Read ? "it accepted the connection but sent no answer in time"
+                                         : httplib::to_string(error);
+}
+
+Probe Get(const std::string& given, const std::string& path, std::string* body) {
+  Probe p;
+  p.url = BaseUrl(given);
+  if (p.url.find("://") == std::string::npos) {
+    p.error = "--url " + core::Printable(given) + ": not a URL; it takes http://HOST:PORT";
+    p.usage = true;
+    return p;
   }
-  httplib::Client client(url);
+  httplib::Client client(p.url);
   client.set_connection_timeout(std::chrono::seconds(3));
   client.set_read_timeout(std::chrono::seconds(5));
-  auto res = client.Get("/status");
+  auto res = client.Get(path);
   if (!res) {
-    std::string why = res.error() == httplib::Error::Connection
-                          ? "nothing answers there (is `mesh-host run` listening on that address "
-                            "and port?)"
-                      : res.error() == httplib::Error::Read
-                          ? "it accepted the connection but sent no answer in time"
-                          : httplib::to_string(res.error());
-    err << "mesh-host: " << url << " unreachable: " << why << "\n";
+    p.error = core::Printable(p.url) + " unreachable: " + Why(res.error());
+    return p;
+  }
+  if (res->status != 200 && !(path == "/healthz" && res->status == 503)) {
+    p.error = core::Printable(p.url) + path + " answered " + std::to_string(res->status);
+    return p;
+  }
+  *body = std::move(res->body);
+  return p;
+}
+
+Probe FetchStatus(const std::string& given) {
+  std::string body;
+  Probe p = Get(given, "/status", &body);
+  if (!p.error.empty()) return p;
+  p.doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (p.doc.is_discarded() || !p.doc.is_object() || !p.doc.contains("healthy") ||
+      !p.doc["healthy"].is_boolean()) {
+    p.error = core::Printable(p.url) + "/status is not a mesh-host status document";
+  }
+  return p;
+}
+
+}  // namespace
+
+int RunStatus(const std::string& given, std::ostream& out, std::ostream& err) {
+  Probe p = FetchStatus(given);
+  if (!p.error.empty()) {
+    err << "mesh-host: " << p.error << "\n";
     return 2;
   }
-  if (res->status != 200) {
-    err << "mesh-host: " << url << "/status answered " << res->status << "\n";
-    return 2;
+  out << FormatStatusTable(p.doc);
+  return Healthy(p.doc) ? 0 : 1;
+}
+
+core::Result<std::vector<std::string>> ReadTargets(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::Fail("--targets " + path + ": " + std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto fail = [&](std::string why) {
+    return core::Fail("--targets " + path + ": " + why +
+                      " (expected Prometheus file_sd JSON: [{\"targets\": [\"HOST:PORT\", ...], "
+                      "\"labels\": {...}}, ...])");
+  };
+  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return fail("not JSON");
+  if (!doc.is_array()) return fail("not a list of target groups");
+  std::vector<std::string> urls;
+  for (const nlohmann::json& group : doc) {
+    if (!group.is_object() || !group.contains("targets") || !group["targets"].is_array()) {
+      return fail("a group without a \"targets\" list");
+    }
+    std::string scheme = "http";
+    if (group.contains("labels") && group["labels"].is_object() &&
+        group["labels"].contains("__scheme__") && group["labels"]["__scheme__"].is_string()) {
+      scheme = group["labels"]["__scheme__"].get<std::string>();
+    }
+    for (const nlohmann::json& t : group["targets"]) {
+      if (!t.is_string() || t.get_ref<const std::string&>().empty()) {
+        return fail("a target that is not a \"HOST:PORT\" string");
+      }
+      urls.push_back(scheme + "://" + t.get<std::string>());
+    }
   }
-  nlohmann::json doc = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("healthy") ||
-      !doc["healthy"].is_boolean()) {
-    err << "mesh-host: " << url << "/status is not a mesh-host status document\n";
-    return 2;
+  if (urls.empty()) return fail("no targets");
+  return urls;
+}
+
+std::string FleetLine(const std::string& target, const FleetRow& row) {
+  return Fit(core::Printable(target), 22) + " " + Fit(row.machine, 14) + " " +
+         Fit(row.generation, 6) + " " + Fit(row.health, 12) + " " + row.what;
+}
+
+FleetRow ProbeRow(const std::string& url) {
+  FleetRow row;
+  Probe p = FetchStatus(url);
+  if (!p.error.empty()) {
+    row.health = "UNREACHABLE";
+    row.machine = row.generation = "-";
+    std::string why = p.error;
+    if (auto colon = why.find(" unreachable: "); colon != std::string::npos) {
+      why = why.substr(colon + 14);
+    }
+    row.what = why;
+    return row;
   }
-  out << FormatStatusTable(doc);
-  return Healthy(doc) ? 0 : 1;
+  row.machine = Str(p.doc, "machine");
+  row.generation = Str(p.doc, "generation");
+  if (Healthy(p.doc)) {
+    row.health = "healthy";
+    row.healthy = true;
+    return row;
+  }
+  row.health = "NOT HEALTHY";
+  // /healthz names what is wrong, one line each.
+  std::string body;
+  Probe h = Get(url, "/healthz", &body);
+  std::vector<std::string> lines;
+  for (size_t at = 0; h.error.empty() && at < body.size();) {
+    size_t end = body.find('\n', at);
+    if (end == std::string::npos) end = body.size();
+    if (end > at)
+      lines.push_back(core::Printable(std::string_view(body).substr(at, end - at), 200));
+    at = end + 1;
+  }
+  row.what = lines.empty() ? "(/healthz says nothing more)" : lines[0];
+  if (lines.size() > 1) row.what += " (+" + std::to_string(lines.size() - 1) + " more)";
+  return row;
+}
+
+int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std::ostream& err) {
+  for (const std::string& u : urls) {
+    if (BaseUrl(u).find("://") == std::string::npos) {
+      err << "mesh-host: --url " << core::Printable(u)
+          << ": not a URL; it takes http://HOST:PORT\n";
+      return 2;
+    }
+  }
+  // In parallel, each bounded by its timeouts: 200 machines, some down,
+  // answer in seconds, not in 200 connect timeouts.
+  std::vector<FleetRow> rows(urls.size());
+  std::atomic<size_t> next{0};
+  size_t workers = std::min<size_t>(urls.size(), 32);
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w) {
+    pool.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < urls.size();) rows[i] = ProbeRow(urls[i]);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  out << Fit("TARGET", 22) << " " << Fit("MACHINE", 14) << " " << Fit("GEN", 6) << " "
+      << Fit("HEALTH", 12) << " WHAT FAILS\n";
+  size_t healthy = 0, unreachable = 0;
+  for (size_t i = 0; i < urls.size(); ++i) {
+    std::string line =
+        FleetLine(BaseUrl(urls[i]).substr(BaseUrl(urls[i]).find("://") + 3), rows[i]);
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
+    if (rows[i].healthy) ++healthy;
+    if (rows[i].health == "UNREACHABLE") ++unreachable;
+  }
+  out << urls.size() << " machine(s): " << healthy << " healthy, "
+      << urls.size() - healthy - unreachable << " not healthy, " << unreachable << " unreachable\n";
+  return healthy == urls.size() ? 0 : 1;
+}
+
+int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
+                  const std::string& default_url, std::ostream& out, std::ostream& err) {
+  if (urls.size() <= 1 && targets.empty()) return RunStatus(default_url, out, err);
+  std::vector<std::string> all = urls;
+  if (!targets.empty()) {
+    auto more = ReadTargets(targets);
+    if (!more) {
+      err << "mesh-host: " << core::Printable(more.error().message) << "\n";
+      return 2;
+    }
+    all.insert(all.end(), more->begin(), more->end());
+  }
+  return RunFleetStatus(all, out, err);
 }
 
 }  // namespace mesh::cli

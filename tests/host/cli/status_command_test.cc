@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -90,6 +91,79 @@ TEST(StatusCommandTest, TheUrlOfTheStatusPageItselfWorks) {
   }
   server.stop();
   t.join();
+}
+
+// A stand-in for one mesh-host: /status and /healthz.
+class FakeHost {
+ public:
+  FakeHost(std::string status, int health_code, std::string health) {
+    server_.Get("/status", [status](const httplib::Request&, httplib::Response& res) {
+      res.set_content(status, "application/json");
+    });
+    server_.Get("/healthz", [health_code, health](const httplib::Request&, httplib::Response& res) {
+      res.status = health_code;
+      res.set_content(health, "text/plain");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeHost() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// Issue 21: "which of my machines are not healthy?" — one line each, from a
+// file_sd file or several --url, exit 0 only when all are healthy.
+TEST(StatusCommandTest, AFleetIsOneLinePerMachine) {
+  FakeHost good(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n");
+  FakeHost bad(R"({"machine": "edge-2", "generation": 42, "healthy": false})", 503,
+               "unit fail2ban.service is failed (failed), declared running\n"
+               "resource fail2ban.jail (file) failed: disk full\n");
+  std::string targets = ::testing::TempDir() + "/targets.json";
+  {
+    std::ofstream f(targets);
+    f << R"([{"targets": [")" << good.target() << R"(", ")" << bad.target()
+      << R"("], "labels": {"site": "a"}}, {"targets": ["127.0.0.1:1"]}])";
+  }
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatusVerb({}, targets, "http://127.0.0.1:9479", out, err), 1) << err.str();
+  std::string text = out.str();
+  EXPECT_THAT(text, HasSubstr(good.target()));
+  EXPECT_THAT(text, ::testing::ContainsRegex("edge-1 +42 +healthy\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex(
+                        "edge-2 +42 +NOT HEALTHY +unit fail2ban.service is failed \\(failed\\), "
+                        "declared running \\(\\+1 more\\)\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("127.0.0.1:1 +- +- +UNREACHABLE +nothing answers"));
+  EXPECT_THAT(text, HasSubstr("3 machine(s): 1 healthy, 1 not healthy, 1 unreachable\n"));
+
+  std::ostringstream all_out, all_err;
+  EXPECT_EQ(RunStatusVerb({"http://" + good.target(), "http://" + good.target() + "/status"}, "",
+                          "", all_out, all_err),
+            0)
+      << all_err.str();
+  EXPECT_THAT(all_out.str(), HasSubstr("2 machine(s): 2 healthy, 0 not healthy, 0 unreachable"));
+}
+
+TEST(StatusCommandTest, ABadTargetsFileSaysWhatIsWrong) {
+  std::string path = ::testing::TempDir() + "/bad.json";
+  for (const char* text :
+       {"not json", "{}", R"([{"labels": {}}])", R"([{"targets": [1]}])", "[]"}) {
+    std::ofstream(path) << text;
+    std::ostringstream out, err;
+    EXPECT_EQ(RunStatusVerb({}, path, "", out, err), 2) << text;
+    EXPECT_THAT(err.str(), HasSubstr("--targets " + path + ": ")) << text;
+    EXPECT_THAT(err.str(), HasSubstr("file_sd")) << text;
+  }
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatusVerb({}, "/nonexistent/targets.json", "", out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("No such file"));
 }
 
 }  // namespace
