@@ -133,12 +133,24 @@ int Run(const cli::Flags& flags) {
   metrics.SetReconcileInterval(flags.interval);
   metrics.SetStartTime((*machine)->clock.Now());
   http::StatusServer server(board, [&metrics] { return metrics.Serialize(); });
+  if (!flags.web_config.empty()) {
+    auto web = http::LoadWebConfig(flags.web_config);
+    if (!web) {
+      log.Line(daemon::Priority::kErr, web.error().message);
+      return cli::kExitRefused;
+    }
+    if (auto st = server.Configure(*web); !st) {
+      log.Line(daemon::Priority::kErr,
+               "--web-config " + flags.web_config + ": " + st.error().message);
+      return cli::kExitRefused;
+    }
+  }
   auto bound = server.Start(*listen);
   if (!bound) {
     log.Line(daemon::Priority::kErr, bound.error().message);
     return cli::kExitFailed;
   }
-  log.Line(daemon::Priority::kNotice, "listening on " + *bound);
+  log.Line(daemon::Priority::kNotice, "listening on " + *bound + " (" + server.scheme() + ")");
   adapters::SdbusServiceManager watch;  // its own bus connection, for its own thread
   adapters::SdNotifier notifier;
   daemon::DaemonOptions options;
@@ -151,6 +163,19 @@ int Run(const cli::Flags& flags) {
   };
   options.interval = flags.interval;
   options.verbose = flags.verbose;
+  if (!flags.web_config.empty()) {
+    // A file that no longer reads keeps the one in force: never a listener
+    // dropped to plain HTTP or left open by a typo.
+    options.on_sighup = [&server, &log, path = flags.web_config] {
+      auto web = http::LoadWebConfig(path);
+      auto st = web ? server.Configure(*web) : core::Status(std::unexpected(web.error()));
+      if (st) {
+        log.Line(daemon::Priority::kNotice, "--web-config " + path + " re-read");
+      } else {
+        log.Line(daemon::Priority::kErr, st.error().message + "; the web config in force is kept");
+      }
+    };
+  }
   daemon::Daemon d(options, *(*machine)->reconciler, board, metrics, &watch, notifier,
                    (*machine)->clock, log);
   int code = d.Run();
@@ -182,8 +207,9 @@ int main(int argc, char** argv) {
     case mesh::cli::Verb::kRun:
       return Run(*flags);
     case mesh::cli::Verb::kStatus:
-      return mesh::cli::RunStatusVerb(flags->urls, flags->targets, flags->url, std::cout,
-                                      std::cerr);
+      return mesh::cli::RunStatusVerb(flags->urls, flags->targets, flags->url, std::cout, std::cerr,
+                                      {flags->ca, flags->cert, flags->key, flags->user, ""},
+                                      flags->password_file);
   }
   return mesh::cli::kExitRefused;
 }

@@ -1,7 +1,9 @@
 #include "http/bounded_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -126,8 +128,10 @@ class BoundedServer::Queue : public httplib::TaskQueue {
 // The socket as httplib's parser reads it, within the connection's budget.
 class BoundedServer::LimitedStream : public httplib::Stream {
  public:
-  LimitedStream(int sock, const ConnectionLimits& limits)
+  // `ssl`: the connection's TLS session, its handshake done (null: plain).
+  LimitedStream(int sock, const ConnectionLimits& limits, SSL* ssl = nullptr)
       : sock_(sock),
+        ssl_(ssl),
         limits_(limits),
         ends_(Clock::now() + limits.connection),
         budget_(limits.bytes_per_connection) {}
@@ -135,18 +139,25 @@ class BoundedServer::LimitedStream : public httplib::Stream {
   // Waits for the next request's first byte; then it has `request_head` to
   // arrive whole.
   bool NextRequest(std::chrono::milliseconds wait) {
-    if (!WaitFor(sock_, POLLIN, std::min(Clock::now() + wait, ends_))) return false;
+    if (!Pending() && !WaitFor(sock_, POLLIN, std::min(Clock::now() + wait, ends_))) return false;
     head_ends_ = std::min(Clock::now() + limits_.request_head, ends_);
     return true;
   }
   bool exhausted() const { return exhausted_; }
 
-  bool is_readable() const override { return WaitFor(sock_, POLLIN, head_ends_); }
+  bool is_readable() const override { return Pending() || WaitFor(sock_, POLLIN, head_ends_); }
   bool is_writable() const override { return WaitFor(sock_, POLLOUT, WriteDeadline()); }
   ssize_t read(char* ptr, size_t size) override {
-    if (budget_ == 0 || !WaitFor(sock_, POLLIN, head_ends_)) {
+    if (budget_ == 0 || (!Pending() && !WaitFor(sock_, POLLIN, head_ends_))) {
       exhausted_ = true;
       return -1;
+    }
+    if (ssl_ != nullptr) {
+      ssize_t n =
+          TlsIo([&] { return SSL_read(ssl_, ptr, static_cast<int>(std::min(size, budget_))); },
+                head_ends_);
+      if (n > 0) budget_ -= static_cast<size_t>(n);
+      return n;
     }
     for (;;) {
       ssize_t n = ::recv(sock_, ptr, std::min(size, budget_), 0);
@@ -157,6 +168,11 @@ class BoundedServer::LimitedStream : public httplib::Stream {
   }
   ssize_t write(const char* ptr, size_t size) override {
     if (!WaitFor(sock_, POLLOUT, WriteDeadline())) return -1;
+    if (ssl_ != nullptr) {
+      return TlsIo(
+          [&] { return SSL_write(ssl_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 20))); },
+          WriteDeadline());
+    }
     for (;;) {
       // Never blocks: a client reading slowly is waited for only until the
       // write deadline, itself within the connection's life.
@@ -177,9 +193,42 @@ class BoundedServer::LimitedStream : public httplib::Stream {
   }
   socket_t socket() const override { return sock_; }
 
+  // The TLS handshake, within the time a request head has.
+  static bool Handshake(int sock, SSL* ssl, std::chrono::milliseconds within) {
+    auto deadline = Clock::now() + within;
+    for (;;) {
+      int rc = SSL_accept(ssl);
+      if (rc == 1) return true;
+      int err = SSL_get_error(ssl, rc);
+      if (err == SSL_ERROR_WANT_READ && WaitFor(sock, POLLIN, deadline)) continue;
+      if (err == SSL_ERROR_WANT_WRITE && WaitFor(sock, POLLOUT, deadline)) continue;
+      return false;
+    }
+  }
+
  private:
+  // Bytes OpenSSL already decrypted: there is no socket event for them.
+  bool Pending() const { return ssl_ != nullptr && SSL_pending(ssl_) > 0; }
+
+  // One SSL_read or SSL_write on the non-blocking socket, retried as
+  // OpenSSL asks until `deadline`.
+  template <typename Op>
+  ssize_t TlsIo(Op op, Clock::time_point deadline) {
+    for (;;) {
+      int n = op();
+      if (n > 0) return n;
+      int err = SSL_get_error(ssl_, n);
+      if (err == SSL_ERROR_WANT_READ && WaitFor(sock_, POLLIN, deadline)) continue;
+      if (err == SSL_ERROR_WANT_WRITE && WaitFor(sock_, POLLOUT, deadline)) continue;
+      if (err == SSL_ERROR_ZERO_RETURN) return 0;
+      exhausted_ = err != SSL_ERROR_SYSCALL || n != 0;
+      return -1;
+    }
+  }
+
   Clock::time_point WriteDeadline() const { return std::min(Clock::now() + limits_.write, ends_); }
   int sock_;
+  SSL* ssl_;
   const ConnectionLimits& limits_;
   Clock::time_point ends_;
   Clock::time_point head_ends_ = Clock::time_point::min();
@@ -198,12 +247,44 @@ BoundedServer::BoundedServer(ConnectionLimits limits) : limits_(limits) {
   });
 }
 
+void BoundedServer::SetTls(std::shared_ptr<const TlsContext> tls) {
+  std::lock_guard<std::mutex> lock(tls_mu_);
+  tls_ = std::move(tls);
+}
+
+std::shared_ptr<const TlsContext> BoundedServer::Tls() const {
+  std::lock_guard<std::mutex> lock(tls_mu_);
+  return tls_;
+}
+
+namespace {
+struct SslFree {
+  void operator()(SSL* ssl) const { SSL_free(ssl); }
+};
+}  // namespace
+
 bool BoundedServer::process_and_close_socket(socket_t sock) {
   bool served = false;
+  // Held for the connection: a reload may replace it meanwhile.
+  std::shared_ptr<const TlsContext> tls = turning_away ? nullptr : Tls();
+  std::unique_ptr<SSL, SslFree> ssl;
+  if (tls != nullptr) {
+    // OpenSSL's reads and writes never block: deadlines are polled for.
+    ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
+    ssl.reset(SSL_new(tls->get()));
+    if (ssl == nullptr || SSL_set_fd(ssl.get(), sock) != 1 ||
+        !LimitedStream::Handshake(sock, ssl.get(), limits_.request_head)) {
+      ++cut_;
+      ssl.reset();
+      ::shutdown(sock, SHUT_RDWR);
+      ::close(sock);
+      return false;
+    }
+  }
   if (turning_away) {
     ++turned_away_;
   } else {
-    LimitedStream stream(sock, limits_);
+    LimitedStream stream(sock, limits_, ssl.get());
     for (size_t n = 0; n < limits_.requests_per_connection; ++n) {
       if (!stream.NextRequest(n == 0 ? limits_.request_head : limits_.idle)) break;
       bool closed = false;
@@ -217,6 +298,9 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
     }
     if (stream.exhausted()) ++cut_;
   }
+  // Best effort: a close_notify, never waited on.
+  if (ssl != nullptr) (void)SSL_shutdown(ssl.get());
+  ssl.reset();
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
   return served;

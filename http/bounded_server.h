@@ -13,7 +13,10 @@
 //   - a request (line and headers) must arrive within `request_head`;
 //   - a connection reads at most `bytes_per_connection` and lives at most
 //     `connection`, then is closed;
-//   - between keep-alive requests it may idle for `idle`.
+//   - between keep-alive requests it may idle for `idle`;
+//   - with a TLS context, the handshake must be done within `request_head`
+//     (a plain-HTTP client gets nothing but the connection closed), and
+//     every byte goes through OpenSSL under the same budget and deadlines.
 #pragma once
 
 #include <httplib.h>
@@ -22,6 +25,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "http/tls_context.h"
 
 namespace mesh::http {
 
@@ -40,6 +47,9 @@ class BoundedServer : public httplib::Server {
  public:
   explicit BoundedServer(ConnectionLimits limits = {});
 
+  // TLS for the connections accepted from now on (null: plain HTTP).
+  void SetTls(std::shared_ptr<const TlsContext> tls);
+
   // Connections closed unserved because `max_connections` were open.
   uint64_t turned_away() const { return turned_away_.load(); }
   // Connections cut for a deadline or the byte budget.
@@ -51,7 +61,11 @@ class BoundedServer : public httplib::Server {
 
   bool process_and_close_socket(socket_t sock) override;
 
+  std::shared_ptr<const TlsContext> Tls() const;
+
   ConnectionLimits limits_;
+  mutable std::mutex tls_mu_;
+  std::shared_ptr<const TlsContext> tls_;
   std::atomic<uint64_t> turned_away_{0};
   std::atomic<uint64_t> cut_{0};
 };

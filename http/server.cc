@@ -4,7 +4,9 @@
 
 #include <charconv>
 
+#include "http/basic_auth.h"
 #include "http/bounded_server.h"
+#include "http/tls_context.h"
 
 namespace mesh::http {
 
@@ -33,11 +35,42 @@ StatusServer::StatusServer(const status::StatusBoard& board,
 
 StatusServer::~StatusServer() { Stop(); }
 
+core::Status StatusServer::Configure(const WebConfig& config) {
+  std::shared_ptr<const TlsContext> tls;
+  if (config.tls.has_value()) {
+    auto made = TlsContext::Make(*config.tls);
+    if (!made) return std::unexpected(made.error());
+    tls = std::move(*made);
+  }
+  auto policy = std::make_shared<Policy>();
+  policy->auth = std::make_shared<BasicAuth>(config.basic_auth_users);
+  policy->headers = config.headers;
+  std::lock_guard<std::mutex> lock(mu_);
+  policy_ = std::move(policy);
+  tls_ = tls;
+  if (server_ != nullptr) server_->SetTls(std::move(tls));
+  return core::Ok();
+}
+
+std::shared_ptr<const StatusServer::Policy> StatusServer::CurrentPolicy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return policy_;
+}
+
+std::string StatusServer::scheme() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tls_ != nullptr ? "https" : "http";
+}
+
 core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
   // Sixteen workers, at most 64 connections, a request head within 2 s and
   // 64 KiB per connection (bounded_server.h): no client, slow, large or
   // many, keeps /healthz unanswered or takes the reconcile's descriptors.
   server_ = std::make_unique<BoundedServer>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    server_->SetTls(tls_);
+  }
   httplib::Server& s = *server_;
   s.set_payload_max_length(64 * 1024);
 
@@ -57,7 +90,17 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
   });
   // Anything but GET (and the HEAD httplib derives from it) is refused
   // before routing, whatever the path.
-  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    std::shared_ptr<const Policy> policy = CurrentPolicy();
+    if (policy != nullptr) {
+      for (const auto& [name, value] : policy->headers) res.set_header(name, value);
+      if (!policy->auth->Allows(req.get_header_value("Authorization"))) {
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Basic realm=\"mesh-host\"");
+        res.set_content("unauthorized\n", "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (req.method == "GET" || req.method == "HEAD")
       return httplib::Server::HandlerResponse::Unhandled;
     res.status = 405;

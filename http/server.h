@@ -6,18 +6,25 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "host/core/result.h"
 #include "host/status/status_board.h"
+#include "http/web_config.h"
 
 namespace httplib {
 class Server;
 }
 
 namespace mesh::http {
+
+class BasicAuth;
+class BoundedServer;
+class TlsContext;
 
 struct ListenAddress {
   std::string host;
@@ -32,15 +39,33 @@ class StatusServer {
   StatusServer(const status::StatusBoard& board, std::function<std::string()> metrics_text);
   ~StatusServer();
 
+  // The --web-config: TLS, basic auth, response headers. Before Start, or
+  // at any time after (SIGHUP): connections accepted from then on follow
+  // the new one. A config that cannot be used (a certificate that does not
+  // load) is an error and leaves the one in force.
+  core::Status Configure(const WebConfig& config);
+
   // Binds and starts serving on a thread of its own; returns "HOST:PORT"
   // as bound (port 0 picks a free port).
   core::Result<std::string> Start(const ListenAddress& address);
   void Stop();
 
+  // "https" once TLS is configured, else "http".
+  std::string scheme() const;
+
  private:
+  struct Policy {
+    std::shared_ptr<BasicAuth> auth;
+    std::map<std::string, std::string> headers;
+  };
+  std::shared_ptr<const Policy> CurrentPolicy() const;
+
   const status::StatusBoard& board_;
   std::function<std::string()> metrics_text_;
-  std::unique_ptr<httplib::Server> server_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Policy> policy_;
+  std::shared_ptr<const TlsContext> tls_;
+  std::unique_ptr<BoundedServer> server_;
   std::thread thread_;
 };
 

@@ -39,6 +39,12 @@ flags:
   --verify-key FILE    a minisign public key: every declaration must then come
                        with DECLARATION.minisig (minisign -S) by that key, or
                        it is refused whole
+  --web-config FILE    run: TLS, basic auth and response headers, in the
+                       exporter-toolkit web-config.yml format node_exporter
+                       reads (re-read on SIGHUP); default plain HTTP
+  --ca FILE, --cert FILE, --key FILE, --user NAME, --password-file FILE
+                       status: reach a host behind its web config (the
+                       password may come from MESH_HOST_PASSWORD instead)
   --url URL            status: the host to ask (default http://127.0.0.1:9479);
                        given more than once, one line per machine
   --targets FILE       status: the hosts of a Prometheus file_sd JSON file,
@@ -85,7 +91,13 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
                                                  {"--output", &flags.output},
                                                  {"--verify-key", &flags.verify_key},
                                                  {"--metrics-resources", &flags.metrics_resources},
-                                                 {"--targets", &flags.targets}};
+                                                 {"--targets", &flags.targets},
+                                                 {"--web-config", &flags.web_config},
+                                                 {"--ca", &flags.ca},
+                                                 {"--cert", &flags.cert},
+                                                 {"--key", &flags.key},
+                                                 {"--user", &flags.user},
+                                                 {"--password-file", &flags.password_file}};
   std::map<std::string, std::chrono::nanoseconds*> durations = {{"--interval", &flags.interval},
                                                                 {"--settle", &flags.settle}};
   for (size_t i = 1; i < args.size(); ++i) {
@@ -140,6 +152,9 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
   if (flags.metrics_resources != "all" && flags.metrics_resources != "failing") {
     return core::Fail("flag --metrics-resources: \"" + flags.metrics_resources +
                       "\" is not all or failing");
+  }
+  if (flags.cert.empty() != flags.key.empty()) {
+    return core::Fail("flags --cert and --key go together (a client certificate and its key)");
   }
   if (flags.diff && flags.verb != Verb::kPlan) {
     return core::Fail("flag --diff is for plan (mesh-host plan --diff)");

@@ -30,6 +30,12 @@ struct Flags {
   // Prometheus file_sd file of more.
   std::vector<std::string> urls;
   std::string targets;
+  // status, reaching a host behind its --web-config: the CA that signed its
+  // certificate, a client certificate and key, a basic-auth user (the
+  // password from --password-file or MESH_HOST_PASSWORD, never argv).
+  std::string ca, cert, key, user, password_file;
+  // run: the exporter-toolkit web config (TLS, basic auth, headers).
+  std::string web_config;
   // run: log every outcome at every apply, `unchanged` ones included
   // (default: changes, failures and one summary line per apply).
   bool verbose = false;

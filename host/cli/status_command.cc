@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "host/core/printable.h"
+#include "third_party/tls_digests.h"
 
 namespace mesh::cli {
 namespace {
@@ -121,7 +123,8 @@ std::string Why(httplib::Error error) {
                                          : httplib::to_string(error);
 }
 
-Probe Get(const std::string& given, const std::string& path, std::string* body) {
+Probe Get(const std::string& given, const std::string& path, std::string* body,
+          const ClientOptions& opts) {
   Probe p;
   p.url = BaseUrl(given);
   if (p.url.find("://") == std::string::npos) {
@@ -129,7 +132,11 @@ Probe Get(const std::string& given, const std::string& path, std::string* body) 
     p.usage = true;
     return p;
   }
-  httplib::Client client(p.url);
+  if (p.url.starts_with("https://")) third_party::RegisterTlsDigests();
+  httplib::Client client(p.url, opts.cert, opts.key);
+  if (!opts.ca.empty()) client.set_ca_cert_path(opts.ca);
+  client.enable_server_certificate_verification(true);
+  if (!opts.user.empty()) client.set_basic_auth(opts.user, opts.password);
   client.set_connection_timeout(std::chrono::seconds(3));
   client.set_read_timeout(std::chrono::seconds(5));
   auto res = client.Get(path);
@@ -139,15 +146,21 @@ Probe Get(const std::string& given, const std::string& path, std::string* body) 
   }
   if (res->status != 200 && !(path == "/healthz" && res->status == 503)) {
     p.error = core::Printable(p.url) + path + " answered " + std::to_string(res->status);
+    if (res->status == 401) {
+      p.error += opts.user.empty() ? ": it asks for a user (--user, and the password in "
+                                     "--password-file or MESH_HOST_PASSWORD)"
+                                   : ": user " + core::Printable(opts.user) +
+                                         " and that password are not accepted";
+    }
     return p;
   }
   *body = std::move(res->body);
   return p;
 }
 
-Probe FetchStatus(const std::string& given) {
+Probe FetchStatus(const std::string& given, const ClientOptions& opts) {
   std::string body;
-  Probe p = Get(given, "/status", &body);
+  Probe p = Get(given, "/status", &body, opts);
   if (!p.error.empty()) return p;
   p.doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (p.doc.is_discarded() || !p.doc.is_object() || !p.doc.contains("healthy") ||
@@ -159,8 +172,9 @@ Probe FetchStatus(const std::string& given) {
 
 }  // namespace
 
-int RunStatus(const std::string& given, std::ostream& out, std::ostream& err) {
-  Probe p = FetchStatus(given);
+int RunStatus(const std::string& given, std::ostream& out, std::ostream& err,
+              const ClientOptions& client) {
+  Probe p = FetchStatus(given, client);
   if (!p.error.empty()) {
     err << "mesh-host: " << p.error << "\n";
     return 2;
@@ -208,9 +222,9 @@ std::string FleetLine(const std::string& target, const FleetRow& row) {
          Fit(row.generation, 6) + " " + Fit(row.health, 12) + " " + row.what;
 }
 
-FleetRow ProbeRow(const std::string& url) {
+FleetRow ProbeRow(const std::string& url, const ClientOptions& opts) {
   FleetRow row;
-  Probe p = FetchStatus(url);
+  Probe p = FetchStatus(url, opts);
   if (!p.error.empty()) {
     row.health = "UNREACHABLE";
     row.machine = row.generation = "-";
@@ -231,7 +245,7 @@ FleetRow ProbeRow(const std::string& url) {
   row.health = "NOT HEALTHY";
   // /healthz names what is wrong, one line each.
   std::string body;
-  Probe h = Get(url, "/healthz", &body);
+  Probe h = Get(url, "/healthz", &body, opts);
   std::vector<std::string> lines;
   for (size_t at = 0; h.error.empty() && at < body.size();) {
     size_t end = body.find('\n', at);
@@ -245,7 +259,8 @@ FleetRow ProbeRow(const std::string& url) {
   return row;
 }
 
-int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std::ostream& err) {
+int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std::ostream& err,
+                   const ClientOptions& client) {
   for (const std::string& u : urls) {
     if (BaseUrl(u).find("://") == std::string::npos) {
       err << "mesh-host: --url " << core::Printable(u)
@@ -261,7 +276,7 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
   std::vector<std::thread> pool;
   for (size_t w = 0; w < workers; ++w) {
     pool.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < urls.size();) rows[i] = ProbeRow(urls[i]);
+      for (size_t i; (i = next.fetch_add(1)) < urls.size();) rows[i] = ProbeRow(urls[i], client);
     });
   }
   for (std::thread& t : pool) t.join();
@@ -282,8 +297,19 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
 }
 
 int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
-                  const std::string& default_url, std::ostream& out, std::ostream& err) {
-  if (urls.size() <= 1 && targets.empty()) return RunStatus(default_url, out, err);
+                  const std::string& default_url, std::ostream& out, std::ostream& err,
+                  ClientOptions client, const std::string& password_file) {
+  if (!password_file.empty()) {
+    std::ifstream in(password_file, std::ios::binary);
+    if (!in) {
+      err << "mesh-host: --password-file " << password_file << ": " << std::strerror(errno) << "\n";
+      return 2;
+    }
+    std::getline(in, client.password);
+  } else if (const char* env = std::getenv("MESH_HOST_PASSWORD"); env != nullptr) {
+    client.password = env;
+  }
+  if (urls.size() <= 1 && targets.empty()) return RunStatus(default_url, out, err, client);
   std::vector<std::string> all = urls;
   if (!targets.empty()) {
     auto more = ReadTargets(targets);
@@ -293,7 +319,7 @@ int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targe
     }
     all.insert(all.end(), more->begin(), more->end());
   }
-  return RunFleetStatus(all, out, err);
+  return RunFleetStatus(all, out, err, client);
 }
 
 }  // namespace mesh::cli

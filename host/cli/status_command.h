@@ -10,13 +10,26 @@
 
 namespace mesh::cli {
 
+// How `status` reaches a host behind its --web-config.
+struct ClientOptions {
+  std::string ca;    // PEM of the CA that signed the host's certificate
+  std::string cert;  // client certificate and key (client_auth_type)
+  std::string key;
+  std::string user;  // basic auth
+  std::string password;
+};
+
 // Exit 0 healthy, 1 not healthy, 2 unreachable or not a mesh-host.
-int RunStatus(const std::string& url, std::ostream& out, std::ostream& err);
+int RunStatus(const std::string& url, std::ostream& out, std::ostream& err,
+              const ClientOptions& client = {});
 
 // `mesh-host status` as invoked: one host's table (one --url, or none:
 // `default_url`), or the fleet's lines (several --url, or --targets).
+// `password_file` (or, without one, MESH_HOST_PASSWORD) holds the password
+// of `client.user`.
 int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
-                  const std::string& default_url, std::ostream& out, std::ostream& err);
+                  const std::string& default_url, std::ostream& out, std::ostream& err,
+                  ClientOptions client = {}, const std::string& password_file = "");
 
 // The table, for a /status document; fits 80 columns.
 std::string FormatStatusTable(const nlohmann::json& status);
@@ -26,7 +39,8 @@ std::string FormatStatusTable(const nlohmann::json& status);
 // machine, generation, health, the first thing /healthz says is wrong —
 // then a count. Exit 0 only when every machine is healthy, 1 otherwise
 // (unreachable included), 2 for a URL that is not one.
-int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std::ostream& err);
+int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std::ostream& err,
+                   const ClientOptions& client = {});
 
 // The base URLs of a Prometheus file_sd file (`__scheme__` honoured, http
 // by default). Errors name the file and what is wrong.

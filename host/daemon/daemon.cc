@@ -246,6 +246,7 @@ int Daemon::Run() {
       signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == sizeof si) {
         if (si.ssi_signo == SIGHUP) {
+          if (options_.on_sighup) options_.on_sighup();
           ApplyOnce("SIGHUP");
           next_apply = Clock::now() + options_.interval;
         } else {

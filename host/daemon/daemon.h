@@ -45,6 +45,9 @@ struct DaemonOptions {
   // Log `unchanged` outcomes too (--verbose); else a quiet interval leaves
   // one summary line, not one per resource.
   bool verbose = false;
+  // Called on SIGHUP before the apply it triggers (main.cc: reload the
+  // --web-config).
+  std::function<void()> on_sighup;
 };
 
 // Blocks SIGHUP, SIGTERM and SIGINT in the calling thread and every thread

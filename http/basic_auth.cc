@@ -1,0 +1,52 @@
+#include "http/basic_auth.h"
+
+#include <crypt.h>
+#include <openssl/crypto.h>
+
+#include <memory>
+
+#include "host/core/sha256.h"
+
+namespace mesh::http {
+namespace {
+
+// Compared against when the user is unknown: a valid bcrypt hash of
+// nothing anyone knows, of the usual cost.
+constexpr const char* kDummyHash = "$2b$10$ms8Ckawy3NvASqsENYQ.fuFUry0F8/9tDNQ/Phle5Y668iJa8eiO6";
+constexpr size_t kMaxRemembered = 256;
+
+}  // namespace
+
+bool BasicAuth::Allows(std::string_view authorization) {
+  if (!required()) return true;
+  constexpr std::string_view kBasic = "Basic ";
+  if (!authorization.starts_with(kBasic)) return false;
+  auto decoded = core::DecodeBase64(authorization.substr(kBasic.size()));
+  if (!decoded) return false;
+  size_t colon = decoded->find(':');
+  if (colon == std::string::npos) return false;
+  return Verify(decoded->substr(0, colon), decoded->substr(colon + 1));
+}
+
+bool BasicAuth::Verify(const std::string& user, const std::string& password) {
+  auto it = users_.find(user);
+  const std::string hash = it != users_.end() ? it->second : kDummyHash;
+  std::string key = core::Sha256().Field(user).Field(password).Field(hash).HexDigest();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (it != users_.end() && verified_.contains(key)) return true;
+  }
+  // crypt_data is 32 KiB: not on a worker's stack.
+  auto data = std::make_unique<crypt_data>();
+  const char* out = crypt_r(password.c_str(), hash.c_str(), data.get());
+  bool ok = out != nullptr && std::string_view(out).size() == hash.size() &&
+            CRYPTO_memcmp(out, hash.data(), hash.size()) == 0 && it != users_.end();
+  if (ok) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (verified_.size() >= kMaxRemembered) verified_.clear();
+    verified_.insert(std::move(key));
+  }
+  return ok;
+}
+
+}  // namespace mesh::http

@@ -1,0 +1,35 @@
+// HTTP basic auth against the web config's bcrypt hashes.
+//
+// bcrypt is slow on purpose (tens of milliseconds at cost 10): a user and
+// password that verified are remembered (as a SHA-256, never in clear), so
+// Prometheus's scrape every 15 seconds does not pay it each time. An
+// unknown user costs the same bcrypt as a known one, so timing does not
+// tell which users exist.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace mesh::http {
+
+class BasicAuth {
+ public:
+  explicit BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {}
+
+  // No users configured: everything is allowed.
+  bool required() const { return !users_.empty(); }
+  // `authorization`: the request's Authorization header ("" when absent).
+  bool Allows(std::string_view authorization);
+
+ private:
+  bool Verify(const std::string& user, const std::string& password);
+
+  const std::map<std::string, std::string> users_;
+  std::mutex mu_;
+  std::set<std::string> verified_;  // SHA-256 of user, password and hash
+};
+
+}  // namespace mesh::http

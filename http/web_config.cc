@@ -1,0 +1,235 @@
+#include "http/web_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace mesh::http {
+namespace {
+
+// The toolkit's keys: those mesh-host implements, and those it accepts and
+// says it does not (refused with that reason, never silently ignored).
+const std::set<std::string> kTopKeys = {"tls_server_config", "http_server_config",
+                                        "basic_auth_users"};
+const std::set<std::string> kTlsKeys = {
+    "cert_file",   "key_file",    "client_auth_type",           "client_ca_file",
+    "min_version", "max_version", "prefer_server_cipher_suites"};
+const std::set<std::string> kTlsUnsupported = {
+    "cipher_suites", "curve_preferences", "client_allowed_sans", "cert", "key", "client_ca"};
+const std::set<std::string> kHttpKeys = {"http2", "headers"};
+// The toolkit allows only these response headers.
+const std::set<std::string> kHeaders = {"Strict-Transport-Security", "X-Content-Type-Options",
+                                        "X-Frame-Options", "X-XSS-Protection",
+                                        "Content-Security-Policy"};
+
+std::unexpected<core::Error> Bad(const std::string& where, const std::string& what) {
+  return core::Fail(where + ": " + what);
+}
+
+core::Result<std::string> Scalar(const YAML::Node& node, const std::string& where) {
+  if (!node.IsScalar()) return Bad(where, "must be a string");
+  return node.as<std::string>();
+}
+
+core::Result<bool> Bool(const YAML::Node& node, const std::string& where) {
+  if (!node.IsScalar()) return Bad(where, "must be true or false");
+  std::string v = node.as<std::string>();
+  if (v == "true") return true;
+  if (v == "false") return false;
+  return Bad(where, "\"" + v + "\" is not true or false");
+}
+
+core::Status OnlyKeys(const YAML::Node& map, const std::set<std::string>& known,
+                      const std::set<std::string>& unsupported, const std::string& where) {
+  if (!map.IsMap()) return Bad(where, "must be a mapping");
+  for (const auto& kv : map) {
+    std::string key = kv.first.as<std::string>();
+    if (unsupported.contains(key)) {
+      return Bad(where + "." + key,
+                 "not supported by mesh-host (remove it; OpenSSL's defaults "
+                 "apply)");
+    }
+    if (!known.contains(key)) return Bad(where + "." + key, "unknown key");
+  }
+  return core::Ok();
+}
+
+core::Result<int> TlsVersion(const std::string& v, const std::string& where) {
+  static const std::map<std::string, int> kVersions = {
+      {"TLS10", 0x0301}, {"TLS11", 0x0302}, {"TLS12", 0x0303}, {"TLS13", 0x0304}};
+  auto it = kVersions.find(v);
+  if (it == kVersions.end()) {
+    return Bad(where, "unknown TLS version \"" + v + "\" (TLS10, TLS11, TLS12 or TLS13)");
+  }
+  return it->second;
+}
+
+std::string Resolve(const std::string& path, const std::string& dir) {
+  if (path.empty() || path[0] == '/' || dir.empty()) return path;
+  return dir + "/" + path;
+}
+
+core::Result<TlsSettings> ParseTls(const YAML::Node& node, const std::string& dir) {
+  const std::string where = "tls_server_config";
+  if (auto st = OnlyKeys(node, kTlsKeys, kTlsUnsupported, where); !st) {
+    return std::unexpected(st.error());
+  }
+  TlsSettings tls;
+  for (const auto& kv : node) {
+    std::string key = kv.first.as<std::string>();
+    std::string at = where + "." + key;
+    if (key == "prefer_server_cipher_suites") {
+      auto b = Bool(kv.second, at);
+      if (!b) return std::unexpected(b.error());
+      tls.prefer_server_cipher_suites = *b;
+      continue;
+    }
+    auto value = Scalar(kv.second, at);
+    if (!value) return std::unexpected(value.error());
+    if (key == "cert_file") {
+      tls.cert_file = Resolve(*value, dir);
+    } else if (key == "key_file") {
+      tls.key_file = Resolve(*value, dir);
+    } else if (key == "client_ca_file") {
+      tls.client_ca_file = Resolve(*value, dir);
+    } else if (key == "client_auth_type") {
+      static const std::map<std::string, ClientAuth> kTypes = {
+          {"NoClientCert", ClientAuth::kNone},
+          {"RequestClientCert", ClientAuth::kRequest},
+          {"RequireAnyClientCert", ClientAuth::kRequireAny},
+          {"VerifyClientCertIfGiven", ClientAuth::kVerifyIfGiven},
+          {"RequireAndVerifyClientCert", ClientAuth::kRequireAndVerify}};
+      auto it = kTypes.find(*value);
+      if (it == kTypes.end()) {
+        return Bad(at, "unknown client auth type \"" + *value +
+                           "\" (NoClientCert, RequestClientCert, RequireAnyClientCert, "
+                           "VerifyClientCertIfGiven or RequireAndVerifyClientCert)");
+      }
+      tls.client_auth = it->second;
+    } else {
+      auto v = TlsVersion(*value, at);
+      if (!v) return std::unexpected(v.error());
+      (key == "min_version" ? tls.min_version : tls.max_version) = *v;
+    }
+  }
+  if (tls.cert_file.empty())
+    return Bad(where + ".cert_file", "missing (a key needs its certificate)");
+  if (tls.key_file.empty())
+    return Bad(where + ".key_file", "missing (a certificate needs its key)");
+  bool verifies = tls.client_auth == ClientAuth::kVerifyIfGiven ||
+                  tls.client_auth == ClientAuth::kRequireAndVerify;
+  if (verifies && tls.client_ca_file.empty()) {
+    return Bad(where + ".client_ca_file",
+               "missing: client_auth_type verifies client certificates "
+               "against it");
+  }
+  if (!verifies && !tls.client_ca_file.empty()) {
+    return Bad(where + ".client_ca_file",
+               "set, but client_auth_type does not verify client certificates (use "
+               "RequireAndVerifyClientCert or VerifyClientCertIfGiven)");
+  }
+  if (tls.max_version != 0 && tls.max_version < tls.min_version) {
+    return Bad(where + ".max_version", "lower than min_version");
+  }
+  return tls;
+}
+
+bool IsBcrypt(const std::string& hash) {
+  // $2a$, $2b$ or $2y$, a two-digit cost, then 53 characters of salt and hash.
+  return hash.size() == 60 && hash[0] == '$' && hash[1] == '2' &&
+         (hash[2] == 'a' || hash[2] == 'b' || hash[2] == 'y') && hash[3] == '$' &&
+         std::isdigit(static_cast<unsigned char>(hash[4])) &&
+         std::isdigit(static_cast<unsigned char>(hash[5])) && hash[6] == '$';
+}
+
+core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
+  WebConfig config;
+  if (root.IsNull()) return config;  // an empty file: plain HTTP, as the toolkit
+  if (auto st = OnlyKeys(root, kTopKeys, {}, "the file"); !st) {
+    // "the file.x: unknown key" reads badly: name the key alone.
+    std::string m = st.error().message;
+    if (m.starts_with("the file.")) m = m.substr(9);
+    return core::Fail(m);
+  }
+  if (root["tls_server_config"] && !root["tls_server_config"].IsNull()) {
+    auto tls = ParseTls(root["tls_server_config"], dir);
+    if (!tls) return std::unexpected(tls.error());
+    config.tls = std::move(*tls);
+  }
+  if (const YAML::Node http = root["http_server_config"]; http && !http.IsNull()) {
+    if (auto st = OnlyKeys(http, kHttpKeys, {}, "http_server_config"); !st) {
+      return std::unexpected(st.error());
+    }
+    if (http["http2"]) {
+      if (auto b = Bool(http["http2"], "http_server_config.http2"); !b) {
+        return std::unexpected(b.error());
+      }
+    }
+    if (const YAML::Node headers = http["headers"]; headers && !headers.IsNull()) {
+      if (!headers.IsMap()) return Bad("http_server_config.headers", "must be a mapping");
+      for (const auto& kv : headers) {
+        std::string name = kv.first.as<std::string>();
+        std::string at = "http_server_config.headers." + name;
+        if (!kHeaders.contains(name)) {
+          return Bad(at,
+                     "not a header the web config may set (Strict-Transport-Security, "
+                     "X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, "
+                     "Content-Security-Policy)");
+        }
+        auto value = Scalar(kv.second, at);
+        if (!value) return std::unexpected(value.error());
+        if (value->find_first_of("\r\n") != std::string::npos) return Bad(at, "contains a newline");
+        config.headers[name] = *value;
+      }
+    }
+  }
+  if (const YAML::Node users = root["basic_auth_users"]; users && !users.IsNull()) {
+    if (!users.IsMap()) return Bad("basic_auth_users", "must map each user to a bcrypt hash");
+    for (const auto& kv : users) {
+      std::string user = kv.first.as<std::string>();
+      std::string at = "basic_auth_users." + user;
+      if (user.empty() || user.find(':') != std::string::npos) {
+        return Bad("basic_auth_users", "a user name is empty or contains \":\"");
+      }
+      auto hash = Scalar(kv.second, at);
+      if (!hash) return std::unexpected(hash.error());
+      // Never quote the hash: it is as good as an offline dictionary target.
+      if (!IsBcrypt(*hash)) return Bad(at, "not a bcrypt hash ($2a$, $2b$ or $2y$)");
+      config.basic_auth_users[user] = *hash;
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+core::Result<WebConfig> ParseWebConfig(const std::string& text, const std::string& dir) {
+  // yaml-cpp throws; nothing it throws leaves this function.
+  try {
+    return Parse(YAML::Load(text), dir);
+  } catch (const YAML::Exception& e) {
+    return core::Fail("not valid YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
+                      std::to_string(e.mark.column + 1) + ": " + e.msg);
+  } catch (const std::exception& e) {
+    return core::Fail(std::string("cannot be read: ") + e.what());
+  }
+}
+
+core::Result<WebConfig> LoadWebConfig(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::Fail("--web-config " + path + ": " + std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  auto config = ParseWebConfig(text.str(), dir);
+  if (!config) return core::Fail("--web-config " + path + ": " + config.error().message);
+  return config;
+}
+
+}  // namespace mesh::http

@@ -1,0 +1,93 @@
+#include "http/web_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace mesh::http {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kHash = "$2y$10$ms8Ckawy3NvASqsENYQ.fuFUry0F8/9tDNQ/Phle5Y668iJa8eiO6";
+
+TEST(WebConfigTest, NodeExportersFileReads) {
+  auto c = ParseWebConfig(std::string(R"(
+tls_server_config:
+  cert_file: server.crt
+  key_file: /etc/keys/server.key
+  client_auth_type: RequireAndVerifyClientCert
+  client_ca_file: ca.crt
+  min_version: TLS13
+http_server_config:
+  http2: true
+  headers:
+    Strict-Transport-Security: max-age=31536000
+basic_auth_users:
+  prometheus: )") + kHash + "\n",
+                          "/etc/mesh-host");
+  ASSERT_TRUE(c.has_value()) << c.error().message;
+  ASSERT_TRUE(c->tls.has_value());
+  EXPECT_EQ(c->tls->cert_file, "/etc/mesh-host/server.crt") << "relative to the file";
+  EXPECT_EQ(c->tls->key_file, "/etc/keys/server.key");
+  EXPECT_EQ(c->tls->client_ca_file, "/etc/mesh-host/ca.crt");
+  EXPECT_EQ(c->tls->client_auth, ClientAuth::kRequireAndVerify);
+  EXPECT_EQ(c->tls->min_version, 0x0304);
+  EXPECT_EQ(c->basic_auth_users.at("prometheus"), kHash);
+  EXPECT_EQ(c->headers.at("Strict-Transport-Security"), "max-age=31536000");
+}
+
+TEST(WebConfigTest, AnEmptyFileIsPlainHttp) {
+  auto c = ParseWebConfig("", "/");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_FALSE(c->tls.has_value());
+  EXPECT_TRUE(c->basic_auth_users.empty());
+}
+
+// As the toolkit refuses them, each with what is wrong.
+TEST(WebConfigTest, BadFilesSayWhatIsWrong) {
+  struct Case {
+    std::string text, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"tls_server_config:\n  cert_file: a\n  key_fle: b\n",
+            "tls_server_config.key_fle: unknown key"},
+           {"tls_config:\n  cert_file: a\n", "tls_config: unknown key"},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n",
+            "unknown TLS version \"TLS14\""},
+           {"tls_server_config:\n  cert_file: a\n", "tls_server_config.key_file: missing"},
+           {"tls_server_config:\n  key_file: a\n", "tls_server_config.cert_file: missing"},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: Always\n",
+            "unknown client auth type \"Always\""},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: "
+            "RequireAndVerifyClientCert\n",
+            "client_ca_file: missing"},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n  "
+            "max_version: TLS12\n",
+            "max_version: lower than min_version"},
+           {"tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [x]\n",
+            "cipher_suites: not supported by mesh-host"},
+           {"http_server_config:\n  headers:\n    Set-Cookie: x\n",
+            "not a header the web config may set"},
+           {"basic_auth_users:\n  prometheus: hunter2\n",
+            "basic_auth_users.prometheus: not a bcrypt hash"},
+           {"basic_auth_users: [a]\n", "basic_auth_users: must map"},
+           {"tls_server_config: [\n", "not valid YAML at line"},
+           {"- a\n", "must be a mapping"},
+       }) {
+    auto parsed = ParseWebConfig(c.text, "/d");
+    ASSERT_FALSE(parsed.has_value()) << c.text;
+    EXPECT_THAT(parsed.error().message, HasSubstr(c.says)) << c.text;
+    EXPECT_THAT(parsed.error().message, Not(HasSubstr("hunter2"))) << "a secret quoted";
+  }
+}
+
+TEST(WebConfigTest, LoadNamesTheFile) {
+  auto missing = LoadWebConfig("/nonexistent/web.yml");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_THAT(missing.error().message,
+              HasSubstr("--web-config /nonexistent/web.yml: No such file"));
+}
+
+}  // namespace
+}  // namespace mesh::http
