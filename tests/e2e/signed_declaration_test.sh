@@ -98,8 +98,13 @@ sys.exit(0 if s["error"] and "signed by another key" in s["error"] else 1)'; the
   sleep 0.05
 done
 [ "$seen" = 1 ] || fail "/status does not show the foreign signature: $(curl -s "$url/status")"
-curl -sf "$url/metrics" | grep -q '^mesh_host_reconciles_total{result="refused"} [1-9]' ||
-  fail "no refused reconcile in /metrics"
+# /status and /metrics are published one after the other: wait for both.
+seen=0
+for _ in $(seq 1 100); do
+  curl -sf "$url/metrics" | grep -q '^mesh_host_reconciles_total{result="refused"} [1-9]' && { seen=1; break; }
+  sleep 0.05
+done
+[ "$seen" = 1 ] || fail "no refused reconcile in /metrics"
 [ "$(cat "$T/root/etc/f")" = tree ] || fail "the applied file changed"
 echo "ok   - run: a .minisig replaced under the declaration is caught (inotify), /status and /metrics say refused"
 kill -TERM $HOST; wait $HOST || true; HOST=
