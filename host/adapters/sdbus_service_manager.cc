@@ -122,6 +122,37 @@ core::Status SdbusServiceManager::ReloadDaemon() {
   return core::Ok();
 }
 
+core::Status SdbusServiceManager::SetUnitFileEnabled(const std::string& unit, bool enabled) {
+  if (auto st = Connect(); !st) return st;
+  const char* method = enabled ? "EnableUnitFiles" : "DisableUnitFiles";
+  ErrorGuard err;
+  sd_bus_message* raw = nullptr;
+  // runtime=false: links in /etc that survive a reboot; force=false: a
+  // link an operator made to another file is not replaced.
+  int r = enabled ? sd_bus_call_method(bus_->bus, kDest, kPath, kManager, method, &err.e, &raw,
+                                       "asbb", 1, unit.c_str(), 0, 0)
+                  : sd_bus_call_method(bus_->bus, kDest, kPath, kManager, method, &err.e, &raw,
+                                       "asb", 1, unit.c_str(), 0);
+  Message reply(raw);
+  if (r < 0) {
+    std::string what = Describe(method, unit, err.e, r);
+    if (ConnectionLost(r)) Disconnect();
+    return core::Fail(what);
+  }
+  if (enabled) {
+    int carries_install_info = 0;
+    if (sd_bus_message_read(reply.get(), "b", &carries_install_info) < 0) {
+      return core::Fail(std::string(method) + " " + unit + ": unreadable reply");
+    }
+    if (!carries_install_info) {
+      return core::Fail(unit +
+                        " has no [Install] section (WantedBy=, RequiredBy=, ...): "
+                        "there is nothing to enable");
+    }
+  }
+  return core::Ok();
+}
+
 core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
                                                        ports::JobKind kind) {
   if (auto st = Connect(); !st) return std::unexpected(st.error());
@@ -350,12 +381,13 @@ core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::
     const char* name = nullptr;
     if (sd_bus_message_read(m, "s", &name) < 0) return bad();
     std::string_view n = name;
-    std::string* text = n == "LoadState"     ? &s.load_state
-                        : n == "ActiveState" ? &s.active_state
-                        : n == "SubState"    ? &s.sub_state
-                        : n == "Result"      ? &s.result
-                        : n == "Type"        ? &s.type
-                                             : nullptr;
+    std::string* text = n == "LoadState"       ? &s.load_state
+                        : n == "ActiveState"   ? &s.active_state
+                        : n == "SubState"      ? &s.sub_state
+                        : n == "Result"        ? &s.result
+                        : n == "Type"          ? &s.type
+                        : n == "UnitFileState" ? &s.unit_file_state
+                                               : nullptr;
     if (text != nullptr) {
       const char* v = nullptr;
       if (sd_bus_message_read(m, "v", "s", &v) < 0) return bad();

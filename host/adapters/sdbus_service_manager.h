@@ -29,6 +29,7 @@ class SdbusServiceManager : public ports::ServiceManager {
   SdbusServiceManager& operator=(const SdbusServiceManager&) = delete;
 
   core::Status ReloadDaemon() override;
+  core::Status SetUnitFileEnabled(const std::string& unit, bool enabled) override;
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
   std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
                                                  std::chrono::nanoseconds timeout) override;

@@ -40,11 +40,11 @@ const std::vector<KindSpec>& Kinds() {
        {"path", "source", "sha256"}},
       {Kind::kService,
        "service",
-       {"id", "kind", "unit", "state", "unit_text", "restart_on", "reload_on"},
+       {"id", "kind", "unit", "state", "unit_text", "restart_on", "reload_on", "enabled"},
        {"unit", "state"}},
       {Kind::kProcess,
        "process",
-       {"id", "kind", "path", "source", "sha256", "unit", "unit_text", "restart_on"},
+       {"id", "kind", "path", "source", "sha256", "unit", "unit_text", "restart_on", "enabled"},
        {"path", "source", "sha256", "unit", "unit_text"}},
   };
   return *specs;
@@ -216,6 +216,12 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
         return Fail(Where(id, index, "unit_text") + "contains a NUL byte");
       }
       r.unit_text = *text;
+    }
+    if (obj.contains("enabled")) {
+      if (!obj.at("enabled").is_boolean()) {
+        return Fail(Where(id, index, "enabled") + "must be true or false");
+      }
+      r.enabled = obj.at("enabled").get<bool>();
     }
     for (std::string_view f : {"restart_on", "reload_on"}) {
       if (!obj.contains(std::string(f))) continue;

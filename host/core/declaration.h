@@ -56,6 +56,9 @@ struct Resource {
   std::optional<std::string> unit_text;
   std::vector<std::string> restart_on;
   std::vector<std::string> reload_on;
+  // Whether the unit comes up at boot ([Install] links made through
+  // systemd); none: left as it is.
+  std::optional<bool> enabled;
 
   bool HasFiles() const { return kind != Kind::kService; }
   bool IsTree() const { return kind == Kind::kArchive || kind == Kind::kProcess; }

@@ -33,6 +33,7 @@ json EntryJson(const RecordEntry& e) {
   if (!e.state.empty()) entry["state"] = e.state;
   if (e.n_restarts.has_value()) entry["n_restarts"] = *e.n_restarts;
   if (e.finished) entry["finished"] = true;
+  if (e.enabled.has_value()) entry["enabled"] = *e.enabled;
   return entry;
 }
 
@@ -256,6 +257,11 @@ class RecordReader final : public nlohmann::json_sax<json> {
           entry_->n_restarts = static_cast<uint32_t>(n);
           return true;
         }
+        if (key_ == "enabled") {
+          if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
+          entry_->enabled = v.flag;
+          return true;
+        }
         if (key_ == "finished" || key_ == "unit_file_preexisting") {
           if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
           (key_ == "finished" ? entry_->finished : entry_->unit_file_preexisting) = v.flag;
@@ -319,6 +325,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
                                                   "position",
                                                   "n_restarts",
                                                   "finished",
+                                                  "enabled",
                                                   "unit_file_preexisting",
                                                   "written",
                                                   "path",

@@ -61,6 +61,9 @@ struct RecordEntry {
   // that it ran).
   std::optional<uint32_t> n_restarts;
   bool finished = false;
+  // The unit's declared `enabled`, as the host last made it hold (the no-op
+  // proof checks systemd's UnitFileState against it).
+  std::optional<bool> enabled;
 
   bool operator==(const RecordEntry&) const = default;
 };

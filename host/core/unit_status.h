@@ -22,6 +22,9 @@ struct UnitStatus {
   // How long systemd lets the unit's stop phase take (TimeoutStopUSec); zero
   // when unknown or infinite.
   std::chrono::nanoseconds timeout_stop{0};
+  // systemd's UnitFileState: enabled, disabled, static, masked, ...; empty
+  // when the unit is not loaded.
+  std::string unit_file_state;
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {
@@ -43,6 +46,16 @@ struct UnitStatus {
 inline bool UnitUp(const UnitStatus& s) {
   if (s.sub_state == "auto-restart") return false;
   return s.Running() || s.FinishedOneshot();
+}
+
+// Enabled as `enabled: true` means it: [Install] links that survive a
+// reboot ("enabled-runtime" links in /run do not).
+inline bool UnitFileEnabled(const UnitStatus& s) { return s.unit_file_state == "enabled"; }
+
+// A unit without [Install] links to make: `enabled: true` cannot hold.
+inline bool UnitFileCannotBeEnabled(const UnitStatus& s) {
+  return s.unit_file_state == "static" || s.unit_file_state == "indirect" ||
+         s.unit_file_state == "generated" || s.unit_file_state == "transient";
 }
 
 // UnitUp, and systemd has not restarted it on its own since `baseline`

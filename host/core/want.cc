@@ -62,6 +62,9 @@ std::string WantDigest(const Resource& r, std::string_view credential_key) {
       h.Field(r.unit_text.has_value() ? 1 : 0).Field(r.unit_text.value_or(""));
       break;
   }
+  // Hashed in only when declared: a resource without it keeps the digest
+  // it had before the field existed (a new digest would be a change).
+  if (r.enabled.has_value()) h.Field("enabled").Field(*r.enabled ? 1 : 0);
   if (r.kind == Kind::kCredential) {
     return "hmac-sha256:" + HmacSha256Hex(credential_key, h.HexDigest());
   }

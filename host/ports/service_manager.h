@@ -27,6 +27,11 @@ class ServiceManager {
   // systemd's daemon-reload: re-reads unit files; returns once done.
   virtual core::Status ReloadDaemon() = 0;
 
+  // Makes or removes the unit's [Install] links through systemd itself
+  // (EnableUnitFiles / DisableUnitFiles), never by hand. A daemon-reload
+  // must follow. Enabling a unit without an [Install] section is an error.
+  virtual core::Status SetUnitFileEnabled(const std::string& unit, bool enabled) = 0;
+
   // Queues a job and returns its id. A stop is queued and never waited on.
   virtual core::Result<std::string> Enqueue(const std::string& unit, JobKind kind) = 0;
 

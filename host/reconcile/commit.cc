@@ -66,6 +66,33 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
   return c->verdict.accepted ? &c->last : nullptr;
 }
 
+// `enabled`: what the enable phase made of the unit's [Install] links,
+// said after the unit's state. A unit that cannot be made as declared
+// fails; one made so is `updated` if nothing else happened to it.
+void SettleEnablement(const SettleInputs& in, size_t k, ResourceOutcome& o) {
+  const UnitPlan& u = in.plan->units[k];
+  const core::Resource& r = in.declaration->resources[u.index];
+  if (!u.enable_impossible.empty()) return Fail(o, u.enable_impossible);
+  if (!u.set_enabled.has_value()) return;
+  const char* verb = *u.set_enabled ? "enable" : "disable";
+  const std::optional<core::Status>* done =
+      in.enabled != nullptr && k < in.enabled->size() ? &(*in.enabled)[k] : nullptr;
+  if (!in.dry_run && (done == nullptr || !done->has_value())) return;  // not asked: failed before
+  if (!in.dry_run && !**done) {
+    return Fail(o, "cannot " + std::string(verb) + " " + r.unit + ": " + (**done).error().message);
+  }
+  std::string words =
+      in.dry_run ? "would " + std::string(verb) + " " + r.unit
+                 : std::string(*u.set_enabled ? "enabled " : "disabled ") + r.unit +
+                       (*u.set_enabled ? " (it starts at boot)" : " (it no longer starts at boot)");
+  if (u.enabled_drifted) {
+    words = "drifted: " + r.unit + " was " + (*u.set_enabled ? "disabled" : "enabled") +
+            " on the machine, put back; " + words;
+  }
+  o.detail = o.detail.empty() ? words : o.detail + "; " + words;
+  if (o.outcome == Outcome::kUnchanged) o.outcome = Outcome::kUpdated;
+}
+
 // The unit's part of a service's or process's outcome. Returns the look at
 // which a unit declared running was found as declared (none: it was not).
 const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOutcome& o) {
@@ -142,6 +169,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   if (r.HasUnit()) {
     if (o.outcome != Outcome::kFailed) {
       const core::UnitStatus* up = SettleUnit(in, *unit_k, o);
+      if (o.outcome != Outcome::kFailed) SettleEnablement(in, *unit_k, o);
       bool running = r.state == core::UnitState::kRunning;
       if (running && entry != nullptr && !in.dry_run) Remember(up, step.old, entry, filled);
     }

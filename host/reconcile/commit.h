@@ -39,6 +39,8 @@ struct SettleInputs {
   const std::vector<std::optional<Confirmation>>* confirmed = nullptr;
   std::string now;
   bool dry_run = false;
+  // The enable phase's answers, by plan.units index (none: nothing asked).
+  const std::vector<std::optional<core::Status>>* enabled = nullptr;
 };
 
 struct Settled {

@@ -2,8 +2,8 @@
 
 namespace mesh::reconcile {
 
-bool DaemonReloadNeeded(const Plan& plan, const Writes& writes) {
-  if (writes.unit_files_changed) return true;
+bool DaemonReloadNeeded(const Plan& plan, const Writes& writes, bool links_changed) {
+  if (writes.unit_files_changed || links_changed) return true;
   for (const UnitPlan& u : plan.units) {
     if (u.daemon_reload && !plan.steps[u.index].failed()) return true;
   }
@@ -11,8 +11,8 @@ bool DaemonReloadNeeded(const Plan& plan, const Writes& writes) {
 }
 
 std::optional<core::Status> DaemonReload(const Plan& plan, const Writes& writes,
-                                         ports::ServiceManager* services) {
-  if (!DaemonReloadNeeded(plan, writes)) return std::nullopt;
+                                         ports::ServiceManager* services, bool links_changed) {
+  if (!DaemonReloadNeeded(plan, writes, links_changed)) return std::nullopt;
   if (services == nullptr) return core::Fail("no service manager");
   return services->ReloadDaemon();
 }

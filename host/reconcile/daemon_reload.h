@@ -16,11 +16,13 @@
 
 namespace mesh::reconcile {
 
-// Whether the plan and its writes call for a daemon-reload.
-bool DaemonReloadNeeded(const Plan& plan, const Writes& writes);
+// Whether the plan and its writes call for a daemon-reload; `links_changed`:
+// the enable phase made or removed [Install] links.
+bool DaemonReloadNeeded(const Plan& plan, const Writes& writes, bool links_changed = false);
 
 // nullopt when none was needed; else systemd's answer.
 std::optional<core::Status> DaemonReload(const Plan& plan, const Writes& writes,
-                                         ports::ServiceManager* services);
+                                         ports::ServiceManager* services,
+                                         bool links_changed = false);
 
 }  // namespace mesh::reconcile

@@ -181,8 +181,8 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
       Current now = Look(*in.root, r.path);
       bool secret = r.kind == core::Kind::kCredential;
       block += MetadataDiff(now, r, in.seen->files[i]);
-      block += FileDiff(now, r.path, r.content, r.mode, secret,
-                        step.old ? step.old->digest : "", (*in.wants)[i]);
+      block += FileDiff(now, r.path, r.content, r.mode, secret, step.old ? step.old->digest : "",
+                        (*in.wants)[i]);
     }
     if (step.write_unit_file && r.unit_text.has_value()) {
       std::string shown = UnitFilePath(*in.dirs, r.unit);

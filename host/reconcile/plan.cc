@@ -72,6 +72,7 @@ Step PlanService(const PlanInputs& in, const Resource& r, const RecordEntry* old
   entry.digest = want;
   bool recorded = old != nullptr && old->digest == want;
   entry.applied_at = recorded ? old->applied_at : in.now;
+  entry.enabled = r.enabled;
   // A changed state or unit alone changes nothing on disk; the unit phase
   // acts on what systemd reports.
   step.want_changed = old != nullptr && !recorded;
@@ -318,6 +319,27 @@ UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
                                                                     : UnitAction::kStart;
 }
 
+// `enabled`, judged by systemd's own UnitFileState as read before this
+// apply wrote anything. A unit file written now is not loaded yet: its
+// state is unknown, so `enabled: true` enables it (idempotent) and
+// `enabled: false` needs nothing (a new unit file has no links).
+void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step, UnitPlan& u) {
+  if (!r.enabled.has_value()) return;
+  bool unknown = u.status.unit_file_state.empty() || u.status.load_state == "not-found";
+  if (unknown || step.write_unit_file) {
+    if (*r.enabled) u.set_enabled = true;
+    return;
+  }
+  if (core::UnitFileEnabled(u.status) == *r.enabled) return;
+  if (*r.enabled && core::UnitFileCannotBeEnabled(u.status)) {
+    u.enable_impossible = r.unit + " is " + u.status.unit_file_state +
+                          " (no [Install] section): it cannot be enabled";
+    return;
+  }
+  u.set_enabled = *r.enabled;
+  u.enabled_drifted = old != nullptr && old->enabled == r.enabled;
+}
+
 UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
                   const std::vector<Removal>& removals) {
   const Resource& r = in.declaration->resources[i];
@@ -341,6 +363,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     u.up = r.state == core::UnitState::kRunning &&
            core::UpAsRecorded(u.status, {old != nullptr ? old->n_restarts : std::nullopt,
                                          old != nullptr && old->finished});
+    PlanEnablement(r, old, steps[i], u);
   }
   if (r.state == core::UnitState::kStopped) {
     // Declared stopped: whatever start or restart was owed is moot.
@@ -541,7 +564,7 @@ bool Plan::ChangesMachine() const {
     if (s.changes()) return true;
   }
   for (const UnitPlan& u : units) {
-    if (u.action.has_value() || u.stop || u.daemon_reload) return true;
+    if (u.action.has_value() || u.stop || u.daemon_reload || u.set_enabled.has_value()) return true;
   }
   for (const Removal& rm : removals) {
     if (rm.stop || rm.delete_unit_file || !rm.delete_paths.empty()) return true;

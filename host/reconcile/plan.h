@@ -128,6 +128,13 @@ struct UnitPlan {
   std::vector<size_t> causes;
   // Could not be planned (no service manager, unit unreadable): the detail.
   std::string failed;
+  // `enabled` declared and systemd's UnitFileState not as declared: what
+  // to make it (links through systemd, before the daemon-reload).
+  std::optional<bool> set_enabled;
+  // It was as declared at the last apply: someone changed it since.
+  bool enabled_drifted = false;
+  // `enabled: true` for a unit that has no [Install] links to make.
+  std::string enable_impossible;
 };
 
 // A recorded resource that is no longer declared.

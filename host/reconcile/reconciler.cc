@@ -13,6 +13,7 @@
 #include "host/reconcile/confirm.h"
 #include "host/reconcile/daemon_reload.h"
 #include "host/reconcile/diff.h"
+#include "host/reconcile/enable.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/record_proof.h"
@@ -302,8 +303,10 @@ void Pass::Apply(const Declaration& decl) {
                           : Write(decl, plan, observed->bundles, observed->seen,
                                   {ports_.root, ports_.units, ports_.services, &progress_});
   progress_.Step();
+  std::vector<std::optional<core::Status>> enabled =
+      Enable(decl, plan, writes, ports_.services, dry_run);
   std::optional<core::Status> reloaded;
-  if (!dry_run) reloaded = DaemonReload(plan, writes, ports_.services);
+  if (!dry_run) reloaded = DaemonReload(plan, writes, ports_.services, LinksChanged(enabled));
   progress_.Step();
   report_.daemon_reloaded = reloaded.has_value() && reloaded->has_value();
   std::vector<Acted> acts = Act(decl, plan, writes, reloaded, ports_.services, dry_run);
@@ -311,8 +314,9 @@ void Pass::Apply(const Declaration& decl) {
       dry_run
           ? std::vector<std::optional<Confirmation>>(plan.units.size())
           : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle, &progress_);
-  Settled settled = Settle({&decl, record_.get(), &plan, &*intent_, &writes, &reloaded, &acts,
-                            &confirmed, core::FormatTimestamp(report_.started_at), dry_run});
+  Settled settled =
+      Settle({&decl, record_.get(), &plan, &*intent_, &writes, &reloaded, &acts, &confirmed,
+              core::FormatTimestamp(report_.started_at), dry_run, &enabled});
   progress_.Step();
   if (settled.failed) report_.result = ApplyResult::kFailed;
   report_.outcomes = std::move(settled.outcomes);

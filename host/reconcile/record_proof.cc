@@ -73,7 +73,8 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
                           e.unit_file_fingerprint,
                           *state == core::UnitState::kRunning,
                           {e.n_restarts, e.finished},
-                          {}});
+                          {},
+                          e.enabled});
   }
   if (shape.HasFiles()) {
     batch_.push_back(Look{batch_text_.Keep(e.written[0].path),
@@ -160,6 +161,8 @@ bool RecordProof::Finish() {
     if (u.run ? !core::UpAsRecorded(*statuses[k], u.baseline) : statuses[k]->Running()) {
       return false;
     }
+    // [Install] links not as declared: the full pass puts them back.
+    if (u.enabled.has_value() && core::UnitFileEnabled(*statuses[k]) != *u.enabled) return false;
     // A baseline the full pass would record anew is a change to the record.
     if (u.run && !(u.baseline == core::BaselineOf(*statuses[k]))) return false;
     units_[k].status = std::move(*statuses[k]);

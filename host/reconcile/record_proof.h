@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -102,6 +103,7 @@ class RecordProof : public core::RecordVisitor {
     bool run = false;
     core::UnitBaseline baseline;
     core::UnitStatus status;
+    std::optional<bool> enabled;  // declared: systemd's UnitFileState must agree
   };
 
   bool CheckBatch();

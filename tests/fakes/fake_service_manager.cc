@@ -28,7 +28,29 @@ core::Status FakeServiceManager::ReloadDaemon() {
     return core::Fail("Reload: org.freedesktop.DBus.Error.Failed: " + refuse_daemon_reload);
   }
   ++daemon_reloads_;
+  links_unloaded_ = false;
   for (auto& [name, u] : units_) u.need_daemon_reload = false;
+  return core::Ok();
+}
+
+core::Status FakeServiceManager::SetUnitFileEnabled(const std::string& unit, bool enabled) {
+  if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
+  if (bus_gone) return core::Fail("EnableUnitFiles: Transport endpoint is not connected");
+  auto it = units_.find(unit);
+  if (it == units_.end()) {
+    return core::Fail("EnableUnitFiles " + unit +
+                      ": org.freedesktop.systemd1.NoSuchUnit: Unit file " + unit +
+                      " does not exist.");
+  }
+  std::string& state = it->second.script.unit_file_state;
+  if (enabled && state == "static") {
+    return core::Fail(unit +
+                      " has no [Install] section (WantedBy=, RequiredBy=, ...): there is "
+                      "nothing to enable");
+  }
+  if (state != "static") state = enabled ? "enabled" : "disabled";
+  ++enablements_;
+  links_unloaded_ = true;
   return core::Ok();
 }
 
@@ -138,6 +160,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.n_restarts = u.base_restarts;
   s.need_daemon_reload = u.need_daemon_reload;
   s.timeout_stop = u.script.timeout_stop;
+  s.unit_file_state = u.masked ? "masked" : u.script.unit_file_state;
   if (clock_.elapsed() < u.stopping_until) {
     s.active_state = "deactivating";
     s.sub_state = "stop-sigterm";

@@ -41,6 +41,9 @@ class FakeServiceManager : public ports::ServiceManager {
     // behaviour then applies from the new start.
     std::chrono::nanoseconds stop_delay{0};
     std::chrono::nanoseconds timeout_stop = std::chrono::seconds(90);
+    // systemd's UnitFileState until the host enables or disables it;
+    // "static": no [Install] section, it cannot be enabled.
+    std::string unit_file_state = "disabled";
   };
 
   struct Call {
@@ -65,6 +68,12 @@ class FakeServiceManager : public ports::ServiceManager {
   void SetNeedDaemonReload(const std::string& name) { units_[name].need_daemon_reload = true; }
 
   core::Status ReloadDaemon() override;
+  core::Status SetUnitFileEnabled(const std::string& unit, bool enabled) override;
+  // An operator's `systemctl enable` or `disable`.
+  void SetUnitFileState(const std::string& unit, std::string state) {
+    units_[unit].script.unit_file_state = std::move(state);
+  }
+  int enablements() const { return enablements_; }
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
   std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
                                                  std::chrono::nanoseconds timeout) override;
@@ -79,6 +88,8 @@ class FakeServiceManager : public ports::ServiceManager {
 
   const std::vector<Call>& calls() const { return calls_; }
   int daemon_reloads() const { return daemon_reloads_; }
+  // Units whose enablement changed since the last daemon-reload.
+  bool links_changed_unloaded() const { return links_unloaded_; }
   // Start and restart requests for one unit.
   int StartsOf(const std::string& unit) const;
   // The bus went away: every call fails as sd-bus reports a closed connection.
@@ -117,6 +128,8 @@ class FakeServiceManager : public ports::ServiceManager {
   std::vector<Call> calls_;
   std::set<std::string> no_reload_;
   int daemon_reloads_ = 0;
+  int enablements_ = 0;
+  bool links_unloaded_ = false;
   int next_job_ = 1;
   int next_invocation_ = 1;
 };

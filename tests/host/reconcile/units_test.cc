@@ -482,5 +482,83 @@ TEST_F(UnitsTest, PlanActsOnNothing) {
   EXPECT_TRUE(services_.calls().empty());
 }
 
+// Issue 16: `enabled` makes the [Install] links through systemd (the
+// fake's EnableUnitFiles), one daemon-reload loads them, and the unit
+// itself is not restarted for it.
+TEST_F(UnitsTest, EnabledIsMadeThroughSystemdWithoutARestart) {
+  services_.AddUnit("web.service", {Behavior::kHealthy, {}, /*running_initially=*/true});
+  ASSERT_EQ(Run(Decl({Service("web")})).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("web.service");
+  EXPECT_EQ(services_.enablements(), 0) << "enabled absent: left alone";
+
+  json decl = Decl({Service("web", {{"enabled", true}})}, 2);
+  ApplyReport first = Run(decl);
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  EXPECT_THAT(Outcomes(first), ElementsAre("updated"));
+  EXPECT_THAT(first.outcomes[0].detail, HasSubstr("enabled web.service (it starts at boot)"));
+  EXPECT_EQ(services_.enablements(), 1);
+  EXPECT_FALSE(services_.links_changed_unloaded()) << "no daemon-reload after the links changed";
+  EXPECT_EQ(services_.StartsOf("web.service"), starts) << "enabling restarted the unit";
+
+  for (bool from_record : {true, false}) {
+    ApplyReport again = Run(decl, /*dry_run=*/false, from_record);
+    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged")) << from_record;
+    EXPECT_EQ(again.from_record, from_record);
+  }
+  EXPECT_EQ(services_.enablements(), 1);
+
+  // An operator's `systemctl disable`: put back, said as drift. The record
+  // proof sees it too (it must not prove a no-op).
+  services_.SetUnitFileState("web.service", "disabled");
+  ApplyReport drifted = Run(decl);
+  EXPECT_FALSE(drifted.from_record);
+  EXPECT_THAT(Outcomes(drifted), ElementsAre("updated"));
+  EXPECT_THAT(drifted.outcomes[0].detail,
+              HasSubstr("drifted: web.service was disabled on the machine, put back; enabled "
+                        "web.service"));
+  EXPECT_EQ(services_.StartsOf("web.service"), starts);
+
+  ApplyReport off = Run(Decl({Service("web", {{"enabled", false}})}, 3));
+  EXPECT_THAT(off.outcomes[0].detail,
+              HasSubstr("disabled web.service (it no longer starts at boot)"));
+  EXPECT_THAT(Outcomes(Run(Decl({Service("web", {{"enabled", false}})}, 3))),
+              ElementsAre("unchanged"));
+}
+
+TEST_F(UnitsTest, EnabledForAUnitWithoutInstallFailsAndPlanSaysWhatItWouldDo) {
+  fakes::FakeServiceManager::UnitScript script{Behavior::kHealthy, {}, /*running_initially=*/true};
+  script.unit_file_state = "static";
+  services_.AddUnit("static.service", script);
+  services_.AddUnit("web.service", {Behavior::kHealthy, {}, /*running_initially=*/true});
+  json decl = Decl({Service("static", {{"enabled", true}}), Service("web", {{"enabled", true}})});
+  ApplyReport plan = Run(decl, /*dry_run=*/true);
+  EXPECT_THAT(Outcomes(plan), ElementsAre("failed", "updated"));
+  EXPECT_THAT(plan.outcomes[1].detail, HasSubstr("would enable web.service"));
+  EXPECT_EQ(services_.enablements(), 0) << "a plan enabled something";
+
+  ApplyReport applied = Run(decl);
+  EXPECT_THAT(Outcomes(applied), ElementsAre("failed", "updated"));
+  EXPECT_EQ(applied.outcomes[0].detail,
+            "static.service is static (no [Install] section): it cannot be enabled");
+  // `enabled: false` of a static unit holds: there are no links.
+  ApplyReport off =
+      Run(Decl({Service("static", {{"enabled", false}}), Service("web", {{"enabled", true}})}, 2));
+  EXPECT_THAT(Outcomes(off), ElementsAre("unchanged", "unchanged"));
+}
+
+// A unit file written by this apply is not loaded yet: its state is
+// unknown before the write, and it is enabled after it.
+TEST_F(UnitsTest, ANewUnitTextIsEnabledBeforeItsFirstStart) {
+  services_.AddUnit("new.service", {});
+  ApplyReport r = Run(Decl({Service(
+      "new", {{"enabled", true},
+              {"unit_text",
+               "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}})}));
+  ASSERT_EQ(r.result, ApplyResult::kOk) << r.error;
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("enabled new.service"));
+  EXPECT_EQ(services_.daemon_reloads(), 1) << "one daemon-reload for the unit file and the links";
+  EXPECT_FALSE(services_.links_changed_unloaded());
+}
+
 }  // namespace
 }  // namespace mesh::reconcile
