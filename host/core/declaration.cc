@@ -229,6 +229,19 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
       if (!list) return std::unexpected(list.error());
       (f == "restart_on" ? r.restart_on : r.reload_on) = std::move(*list);
     }
+    // What systemd cannot do, refused here rather than failed at every
+    // apply: only services reload (a reload of a socket, timer, path or
+    // target is "not applicable"), and a socket is not restarted while its
+    // service runs ("Socket service ... already active, refusing"): the
+    // service it activates is what restarts on a change.
+    if (!r.reload_on.empty() && !r.unit.ends_with(".service")) {
+      return Fail(Where(id, index, "reload_on") + r.unit +
+                  " cannot be reloaded: systemd reloads services only (use restart_on)");
+    }
+    if (!r.restart_on.empty() && r.unit.ends_with(".socket")) {
+      return Fail(Where(id, index, "restart_on") + "systemd refuses to restart " + r.unit +
+                  " while the service it activates runs: declare restart_on on that service");
+    }
   }
   return r;
 }

@@ -92,6 +92,8 @@ CASES = [
     ("bad mode", decl(dict(BASE_FILE, mode="4777x")), "resource app.conf, field mode"),
     ("enabled not a boolean", decl({"id": "svc", "kind": "service", "unit": "a.service", "state": "running", "enabled": "yes"}), "resource svc, field enabled: must be true or false"),
     ("enabled on a file", decl({"id": "f", "kind": "file", "path": "/etc/f", "content": "x", "enabled": True}), "resource f, field enabled: unknown field for kind file"),
+    ("restart_on on a socket", decl({"id": "f", "kind": "file", "path": "/etc/f", "content": "x"}, {"id": "s", "kind": "service", "unit": "a.socket", "state": "running", "restart_on": ["f"]}), "resource s, field restart_on: systemd refuses to restart a.socket"),
+    ("reload_on on a timer", decl({"id": "f", "kind": "file", "path": "/etc/f", "content": "x"}, {"id": "t", "kind": "service", "unit": "a.timer", "state": "running", "reload_on": ["f"]}), "resource t, field reload_on: a.timer cannot be reloaded"),
     ("restart_on unknown", decl({"id": "svc", "kind": "service", "unit": "a.service", "state": "running", "restart_on": ["ghost"]}), "names unknown resource \"ghost\""),
     ("source climbing out", decl({"id": "b", "kind": "archive", "path": "/opt/b", "source": "../../etc/shadow", "sha256": GOOD_SHA}), "resource b, field source"),
     ("sha256 mismatch", decl({"id": "b", "kind": "archive", "path": "/opt/b", "source": "good.tar.gz", "sha256": "0" * 64}), "resource b, field sha256: source good.tar.gz has sha256"),

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Beyond plain services (issue 16), against a real systemd: a timer and a
+# path unit declared running are active (waiting) and accepted by the two
+# looks; a socket declared running listens; two instances of an operator's
+# template run side by side; each is unchanged on the next apply. What
+# systemd cannot do is refused before anything is touched: restart_on on a
+# socket (systemd refuses to restart it while its service runs) and
+# reload_on on anything but a service.
+. "$(dirname "$0")/box_suite.sh" unit-types
+mkdir -p "$T/root"
+# An operator's template, already on the machine.
+printf '[Service]\nExecStart=/bin/sleep 100%%i\n' > "$UNITS/mh-tpl@.service"
+# A socket's path must fit sun_path (108 bytes): not under $T.
+SOCK=/tmp/mh-echo.$$.sock
+write() {  # write GENERATION [EXTRA-JSON]: the declaration
+  python3 - "$T/decl.json" "$1" "$T" "${2:-}" "$SOCK" <<'PY'
+import json, sys
+path, gen, t, extra, sock = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+def svc(i, unit, state, text=None, **more):
+    r = {"id": i, "kind": "service", "unit": unit, "state": state}
+    if text is not None:
+        r["unit_text"] = text
+    r.update(more)
+    return r
+res = [
+    {"id": "conf", "kind": "file", "path": "/etc/tick.conf", "content": "1\n"},
+    svc("tick-job", "mh-tick.service", "stopped", "[Service]\nType=oneshot\nExecStart=/bin/true\n"),
+    svc("tick", "mh-tick.timer", "running", "[Timer]\nOnActiveSec=1h\n", restart_on=["conf"]),
+    svc("watch-job", "mh-watch.service", "stopped", "[Service]\nType=oneshot\nExecStart=/bin/true\n"),
+    svc("watch", "mh-watch.path", "running", f"[Path]\nPathExists={t}/never-there\n"),
+    svc("echo-job", "mh-echo.service", "stopped", "[Service]\nExecStart=/bin/sleep 1000\n"),
+    svc("echo", "mh-echo.socket", "running", f"[Socket]\nListenStream={sock}\nRemoveOnStop=yes\n"),
+    svc("tpl-a", "mh-tpl@1.service", "running"),
+    svc("tpl-b", "mh-tpl@2.service", "running"),
+]
+if extra:
+    res.append(json.loads(extra))
+json.dump({"machine": "box", "generation": gen, "resources": res}, open(path, "w"))
+PY
+}
+apply() {
+  set +e
+  OUT=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
+        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
+state() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/$1" \
+            org.freedesktop.systemd1.Unit "$2" | cut -d' ' -f2- | tr -d '"'; }
+
+write 1; apply
+check "the apply succeeds" '[ $RC = 0 ]'
+check "the timer is active (waiting)" \
+  '[ "$(state mh_2dtick_2etimer ActiveState)/$(state mh_2dtick_2etimer SubState)" = active/waiting ]'
+check "the path unit is active (waiting)" \
+  '[ "$(state mh_2dwatch_2epath ActiveState)/$(state mh_2dwatch_2epath SubState)" = active/waiting ]'
+check "the socket listens" \
+  '[ "$(state mh_2decho_2esocket SubState)" = listening ] && nsenter -t "$SDBOX_PID" -m test -S "$SOCK"'
+check "both instances of the template run" \
+  '[ "$(state mh_2dtpl_401_2eservice ActiveState)" = active ] && [ "$(state mh_2dtpl_402_2eservice ActiveState)" = active ]'
+check "each said so" \
+  'grep -q "^created tick (service): .*running as mh-tick.timer" <<<"$OUT" && grep -q "^started tpl-b (service): .*mh-tpl@2.service" <<<"$OUT"'
+
+write 1; apply
+check "unchanged on the next apply, all of them" \
+  '[ $RC = 0 ] && [ "$(grep -c "^unchanged" <<<"$OUT")" = 9 ]'
+
+# restart_on reaches a timer: restarted, and still waiting.
+python3 - "$T/decl.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["generation"] = 2
+d["resources"][0]["content"] = "2\n"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+apply
+check "a timer restarted on its restart_on, waiting again" \
+  '[ $RC = 0 ] && grep -q "^restarted tick (service): restart_on conf changed; mh-tick.timer" <<<"$OUT" && [ "$(state mh_2dtick_2etimer SubState)" = waiting ]'
+
+before=$(cd "$T" && find state root -printf '%p %T@\n' | sort)
+write 3 '{"id": "sock2", "kind": "service", "unit": "mh-other.socket", "state": "running", "restart_on": ["conf"]}'; apply
+check "restart_on on a socket is refused before anything is touched" \
+  '[ $RC = 2 ] && grep -q "resource sock2, field restart_on: systemd refuses to restart mh-other.socket while the service it activates runs" <<<"$OUT"'
+write 3 '{"id": "tick2", "kind": "service", "unit": "mh-tock.timer", "state": "running", "reload_on": ["conf"]}'; apply
+check "reload_on on a timer is refused too" \
+  '[ $RC = 2 ] && grep -q "resource tick2, field reload_on: mh-tock.timer cannot be reloaded" <<<"$OUT"'
+check "and nothing was written" '[ "$before" = "$(cd "$T" && find state root -printf "%p %T@\n" | sort)" ]'
+"$SDBOX" down >/dev/null 2>&1 || true
+rm -f "$SOCK"
+finish
