@@ -10,6 +10,7 @@
 
 #include "host/core/json_depth.h"
 #include "host/core/json_stream.h"
+#include "host/core/printable.h"
 #include "host/core/sha256.h"
 
 namespace mesh::core {
@@ -40,11 +41,13 @@ const std::vector<KindSpec>& Kinds() {
        {"path", "source", "sha256"}},
       {Kind::kService,
        "service",
-       {"id", "kind", "unit", "state", "unit_text", "restart_on", "reload_on", "enabled"},
+       {"id", "kind", "unit", "state", "unit_text", "restart_on", "reload_on", "enabled",
+        "drop_ins"},
        {"unit", "state"}},
       {Kind::kProcess,
        "process",
-       {"id", "kind", "path", "source", "sha256", "unit", "unit_text", "restart_on", "enabled"},
+       {"id", "kind", "path", "source", "sha256", "unit", "unit_text", "restart_on", "enabled",
+        "drop_ins"},
        {"path", "source", "sha256", "unit", "unit_text"}},
   };
   return *specs;
@@ -79,6 +82,43 @@ bool IsHexDigest(std::string_view s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
+}
+
+// A drop-in's name is a file name systemd reads from UNIT.d/: it must end
+// in ".conf", and it is kept to a plain alphabet (no "/", no "..", nothing
+// a shell or a log would misread).
+Status CheckDropInName(std::string_view name) {
+  if (name.size() > 255 || !name.ends_with(".conf") || name.size() == 5 || name.front() == '.') {
+    return Fail(
+        "a drop-in name ends in \".conf\", does not start with \".\", and has at most "
+        "255 characters");
+  }
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-' || c == '@';
+    if (!ok) return Fail("a drop-in name has only letters, digits and \"._-@\"");
+  }
+  if (name.find("..") != std::string_view::npos) return Fail("a drop-in name has no \"..\"");
+  return Ok();
+}
+
+Result<std::map<std::string, std::string>> ParseDropIns(const json& v, const std::string& where) {
+  if (!v.is_object()) return Fail(where + "must map drop-in file names to their text");
+  if (v.size() > kMaxDropIns) {
+    return Fail(where + "more than " + std::to_string(kMaxDropIns) + " drop-ins");
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [name, text] : v.items()) {
+    if (auto st = CheckDropInName(name); !st) {
+      return Fail(where + "\"" + Printable(name, 80) + "\": " + st.error().message);
+    }
+    if (!text.is_string()) return Fail(where + name + ": must be the drop-in's text");
+    const std::string& t = text.get_ref<const std::string&>();
+    if (t.size() > kMaxContentBytes) return Fail(where + name + ": exceeds the content limit");
+    if (t.find('\0') != std::string::npos) return Fail(where + name + ": contains a NUL byte");
+    out.emplace(name, t);
+  }
+  return out;
 }
 
 Result<Resource> ParseResource(const json& obj, size_t index) {
@@ -216,6 +256,11 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
         return Fail(Where(id, index, "unit_text") + "contains a NUL byte");
       }
       r.unit_text = *text;
+    }
+    if (obj.contains("drop_ins")) {
+      auto drop_ins = ParseDropIns(obj.at("drop_ins"), Where(id, index, "drop_ins"));
+      if (!drop_ins) return std::unexpected(drop_ins.error());
+      r.drop_ins = std::move(*drop_ins);
     }
     if (obj.contains("enabled")) {
       if (!obj.at("enabled").is_boolean()) {

@@ -59,6 +59,9 @@ struct Resource {
   // Whether the unit comes up at boot ([Install] links made through
   // systemd); none: left as it is.
   std::optional<bool> enabled;
+  // Drop-in file name ("10-limits.conf") -> its text, written to
+  // --unit-dir/UNIT.d/: part of the unit's definition.
+  std::map<std::string, std::string> drop_ins;
 
   bool HasFiles() const { return kind != Kind::kService; }
   bool IsTree() const { return kind == Kind::kArchive || kind == Kind::kProcess; }
@@ -85,6 +88,7 @@ inline constexpr size_t kMaxContentBytes = 16u << 20;
 inline constexpr int kMaxJsonDepth = 32;
 inline constexpr size_t kMaxResources = 100000;
 inline constexpr size_t kMaxPathBytes = 4096;
+inline constexpr size_t kMaxDropIns = 64;
 
 Result<Declaration> ParseDeclaration(std::string_view text);
 

@@ -34,6 +34,13 @@ json EntryJson(const RecordEntry& e) {
   if (e.n_restarts.has_value()) entry["n_restarts"] = *e.n_restarts;
   if (e.finished) entry["finished"] = true;
   if (e.enabled.has_value()) entry["enabled"] = *e.enabled;
+  if (!e.drop_ins.empty()) {
+    // "NAME=FINGERPRINT ...": names are of a plain alphabet (no "=" or
+    // space), fingerprints are digits and colons.
+    std::string text;
+    for (const auto& [name, fp] : e.drop_ins) text += (text.empty() ? "" : " ") + name + "=" + fp;
+    entry["drop_ins"] = text;
+  }
   return entry;
 }
 
@@ -257,6 +264,20 @@ class RecordReader final : public nlohmann::json_sax<json> {
           entry_->n_restarts = static_cast<uint32_t>(n);
           return true;
         }
+        if (key_ == "drop_ins") {
+          std::string text;
+          if (!Text(v, &text, nullptr, 0)) return false;
+          for (size_t at = 0; at < text.size();) {
+            size_t end = text.find(' ', at);
+            if (end == std::string::npos) end = text.size();
+            std::string item = text.substr(at, end - at);
+            size_t eq = item.find('=');
+            if (eq == std::string::npos || eq == 0) return Fail(Where() + "not NAME=FINGERPRINT");
+            entry_->drop_ins[item.substr(0, eq)] = item.substr(eq + 1);
+            at = end + 1;
+          }
+          return true;
+        }
         if (key_ == "enabled") {
           if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
           entry_->enabled = v.flag;
@@ -326,6 +347,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
                                                   "n_restarts",
                                                   "finished",
                                                   "enabled",
+                                                  "drop_ins",
                                                   "unit_file_preexisting",
                                                   "written",
                                                   "path",

@@ -64,6 +64,8 @@ struct RecordEntry {
   // The unit's declared `enabled`, as the host last made it hold (the no-op
   // proof checks systemd's UnitFileState against it).
   std::optional<bool> enabled;
+  // The drop-ins the host wrote in --unit-dir/UNIT.d/: name -> fingerprint.
+  std::map<std::string, std::string> drop_ins;
 
   bool operator==(const RecordEntry&) const = default;
 };

@@ -65,6 +65,10 @@ std::string WantDigest(const Resource& r, std::string_view credential_key) {
   // Hashed in only when declared: a resource without it keeps the digest
   // it had before the field existed (a new digest would be a change).
   if (r.enabled.has_value()) h.Field("enabled").Field(*r.enabled ? 1 : 0);
+  if (!r.drop_ins.empty()) {
+    h.Field("drop_ins").Field(r.drop_ins.size());
+    for (const auto& [name, text] : r.drop_ins) h.Field(name).Field(text);
+  }
   if (r.kind == Kind::kCredential) {
     return "hmac-sha256:" + HmacSha256Hex(credential_key, h.HexDigest());
   }

@@ -163,6 +163,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
       filled = *step.entry;
       if (step.write_files) filled->written[0].fingerprint = written.fingerprint;
       if (step.write_unit_file) filled->unit_file_fingerprint = written.unit_file_fingerprint;
+      for (const auto& [name, fp] : written.drop_in_fingerprints) filled->drop_ins[name] = fp;
       entry = &*filled;
     }
   }
@@ -215,10 +216,15 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   if (rm.delete_unit_file) {
     o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit));
   }
+  if (!rm.delete_drop_ins.empty()) {
+    o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete",
+                                  Plural(rm.delete_drop_ins.size(), "drop-in")));
+  }
   if (o.detail.empty()) o.detail = "no longer declared";
   // What was deleted or stopped is said first; a removal that deleted
   // nothing says that the host let go, not that something went.
-  if (!rm.stop && rm.delete_paths.empty() && !rm.delete_unit_file && !rm.left.empty()) {
+  if (!rm.stop && rm.delete_paths.empty() && !rm.delete_unit_file && rm.delete_drop_ins.empty() &&
+      !rm.left.empty()) {
     o.detail = "no longer managed; " + o.detail;
   }
   if (!in.dry_run) out.entries[rm.id] = std::nullopt;  // recorded: it is a removal

@@ -188,6 +188,17 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
       std::string shown = UnitFilePath(*in.dirs, r.unit);
       block += FileDiff(Look(*in.units, "/" + r.unit), shown, *r.unit_text, 0644, false, "", "");
     }
+    for (const std::string& name : step.write_drop_ins) {
+      std::string rel = r.unit + ".d/" + name;
+      block += FileDiff(Look(*in.units, "/" + rel), UnitFilePath(*in.dirs, rel),
+                        r.drop_ins.at(name), 0644, false, "", "");
+    }
+    for (const std::string& name : step.delete_drop_ins) {
+      std::string rel = r.unit + ".d/" + name;
+      Current now = Look(*in.units, "/" + rel);
+      block += "deleted drop-in\n" +
+               ContentDiff("a" + UnitFilePath(*in.dirs, rel), "/dev/null", now.content, "");
+    }
     if (!block.empty()) out.push_back(Header(r.id, core::KindName(r.kind)) + block);
   }
   for (const Removal& removal : in.plan->removals) {

@@ -46,6 +46,8 @@ class Observer {
   FilesSeen Tree(const Resource& r, const RecordEntry* old, const std::string& want);
   Result<const std::vector<TreeEntry>*> Bundle(const Resource& r);
   UnitFileSeen UnitFile(const Resource& r, const RecordEntry* old, const std::string& want);
+  void DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
+               UnitFileSeen& seen);
   void Units();
   void Dropped();
   bool WroteAsFile(const std::string& unit) const;
@@ -144,6 +146,11 @@ void Observer::Dropped() {
         !out_.seen.dropped_unit_files.contains(e.unit)) {
       out_.seen.dropped_unit_files.emplace(
           e.unit, DroppedAt(*ports_.units, "/" + e.unit, e.unit_file_fingerprint));
+    }
+    for (const auto& [name, fp] : e.drop_ins) {
+      std::string key = e.unit + ".d/" + name;
+      if (ports_.units == nullptr || out_.seen.dropped_unit_files.contains(key)) continue;
+      out_.seen.dropped_unit_files.emplace(key, DroppedAt(*ports_.units, "/" + key, fp));
     }
   }
 }
@@ -330,9 +337,58 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
   return seen;
 }
 
+// The declared drop-ins, and those the record says the host wrote for this
+// unit and that are no longer declared: each as recorded (nothing read),
+// as declared, or differing. A recorded one's `found` says whether it is
+// still as the host wrote it (prune deletes only then).
+void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
+                       UnitFileSeen& seen) {
+  bool ours = old != nullptr && old->unit == r.unit;
+  std::set<std::string> names;
+  for (const auto& [name, text] : r.drop_ins) names.insert(name);
+  if (ours) {
+    for (const auto& [name, fp] : old->drop_ins) names.insert(name);
+  }
+  for (const std::string& name : names) {
+    DropInSeen& d = seen.drop_ins[name];
+    const std::string path = "/" + r.unit + ".d/" + name;
+    auto info = ports_.units->Stat(path);
+    if (!info) {
+      d.found = Found::kError;
+      d.error = info.error().message;
+      continue;
+    }
+    d.missing = info->type == FileType::kMissing;
+    d.fingerprint = core::FileFingerprint(*info);
+    auto recorded = ours ? old->drop_ins.find(name) : old->drop_ins.end();
+    bool as_written = ours && recorded != old->drop_ins.end() && info->type == FileType::kRegular &&
+                      recorded->second == d.fingerprint;
+    auto declared = r.drop_ins.find(name);
+    if (declared == r.drop_ins.end()) {
+      d.found = as_written ? Found::kAsRecorded : Found::kDiffers;
+      continue;
+    }
+    if (as_written && old->digest == want) continue;  // kAsRecorded: nothing read
+    d.found = Found::kDiffers;
+    if (info->type == FileType::kRegular && info->size == declared->second.size() &&
+        info->mode == 0644) {
+      auto content = ports_.units->ReadFile(path, kMaxUnitFileBytes);
+      if (!content) {
+        d.found = Found::kError;
+        d.error = content.error().message;
+      } else if (*content == declared->second) {
+        d.found = Found::kAsDeclared;
+      }
+    }
+  }
+}
+
 UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
                                 const std::string& want) {
   UnitFileSeen seen;
+  if (!r.drop_ins.empty() || (old != nullptr && !old->drop_ins.empty())) {
+    DropIns(r, old, want, seen);
+  }
   const std::string path = "/" + r.unit;
   auto info = ports_.units->Stat(path);
   if (!info) {

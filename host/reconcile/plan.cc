@@ -18,6 +18,8 @@ Step Failed(Step step, std::string detail) {
   step.outcome = Outcome::kFailed;
   step.detail = std::move(detail);
   step.write_files = step.write_unit_file = false;
+  step.write_drop_ins.clear();
+  step.delete_drop_ins.clear();
   step.entry.reset();
   return step;
 }
@@ -113,6 +115,60 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
   entry.applied_at = in.now;
 }
 
+// The unit's drop-ins: each declared one written unless it is as declared;
+// each recorded one no longer declared deleted while it is still as the
+// host wrote it (else left, and forgotten). Either is a change of the
+// unit's definition (a daemon-reload, then a restart).
+void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& seen, Step& step) {
+  RecordEntry& entry = *step.entry;
+  entry.drop_ins.clear();
+  const RecordEntry* old = step.old;
+  bool ours = old != nullptr && old->unit == r.unit;
+  std::string words;
+  auto say = [&](const std::string& w) { words = words.empty() ? w : words + ", " + w; };
+  for (const auto& [name, text] : r.drop_ins) {
+    const DropInSeen& d = seen.drop_ins.at(name);
+    if (d.found == Found::kError) {
+      step = Failed(std::move(step), "drop-in " + r.unit + ".d/" + name + ": " + d.error);
+      return;
+    }
+    if (d.found != Found::kDiffers) {
+      entry.drop_ins[name] = d.fingerprint;
+      continue;
+    }
+    step.write_drop_ins.push_back(name);
+    bool drifted = ours && old->digest == entry.digest && old->drop_ins.contains(name);
+    say((drifted ? "drifted: drop-in " + name + " changed on the machine, put back; " : "") +
+        Did(in.dry_run, "wrote", "write", "drop-in " + r.unit + ".d/" + name));
+  }
+  if (ours) {
+    for (const auto& [name, fp] : old->drop_ins) {
+      if (r.drop_ins.contains(name)) continue;
+      const DropInSeen& d = seen.drop_ins.at(name);
+      if (d.found == Found::kError || d.missing) continue;  // nothing to delete: forgotten
+      if (d.found == Found::kAsRecorded) {
+        step.delete_drop_ins.push_back(name);
+        say(Did(in.dry_run, "deleted", "delete", "drop-in " + r.unit + ".d/" + name));
+      } else {
+        say("left drop-in " + r.unit + ".d/" + name + ": changed since the host wrote it");
+      }
+    }
+  }
+  if (words.empty()) return;
+  if (!step.changes()) {
+    // Only left drop-ins: said, and the record forgets them.
+    step.detail = step.detail.empty() ? words : step.detail + "; " + words;
+    return;
+  }
+  step.detail = step.detail.empty() || step.outcome == Outcome::kUnchanged
+                    ? words
+                    : step.detail + ", " + words;
+  if (step.outcome == Outcome::kUnchanged) {
+    step.outcome = old != nullptr ? Outcome::kUpdated : Outcome::kCreated;
+  }
+  entry.applied_at = in.now;
+}
+
 // An operator's mask wins (SPEC "Reconcile" 8): the unit systemd reports
 // masked, or a link to /dev/null where its unit file would go.
 std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
@@ -175,6 +231,7 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   Step step =
       r.HasFiles() ? PlanFiles(in, r, old, want, in.seen->files[i]) : PlanService(in, r, old, want);
   if (r.HasUnit() && !step.failed()) PlanUnitFile(in, r, in.seen->unit_files[i], step);
+  if (r.HasUnit() && !step.failed()) PlanDropIns(in, r, in.seen->unit_files[i], step);
   if (!r.IsTree() && r.HasFiles() && in.dirs != nullptr) {
     if (auto unit = UnitDefinitionAt(*in.dirs, r.path)) {
       step.unit_definition = true;
@@ -271,7 +328,8 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
     ask(UnitAction::kRestart, "declared",
         step.write_unit_file && step.write_files ? "its files and unit file changed"
         : step.write_unit_file                   ? "unit file " + r.unit + " changed"
-                                                 : "its files changed",
+        : step.write_files                       ? "its files changed"
+                                                 : "its drop-ins changed",
         {i});
   } else if (!defined_by.empty()) {
     ask(UnitAction::kRestart, "declared",
@@ -349,7 +407,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   auto carried = in.owed->owed.find(r.id);
   const core::Owed* owed = carried != in.owed->owed.end() ? &carried->second : nullptr;
   u.daemon_reload = (owed != nullptr && owed->daemon_reload) || steps[i].write_unit_file ||
-                    DefinitionChangesFor(in, r, steps, removals);
+                    steps[i].changes_drop_ins() || DefinitionChangesFor(in, r, steps, removals);
   const auto& status = in.seen->units[i];
   if (!in.services || !status.has_value()) {
     u.failed = "no service manager: cannot manage " + r.unit;
@@ -444,6 +502,8 @@ const DroppedSeen* Find(const Map& map, const std::string& key) {
   return it == map.end() ? nullptr : &it->second;
 }
 
+const std::map<std::string, std::string> kNoDropIns;
+
 // Only what the host itself created, and still as it wrote it, is deleted;
 // a unit is stopped only when its unit file is the host's and untouched.
 std::vector<Removal> PlanRemovals(const PlanInputs& in) {
@@ -477,6 +537,17 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
       rm.stop =
           status != in.seen->dropped_units.end() && status->second && status->second->Running();
       rm.delete_unit_file = !e.unit_file_fingerprint.empty();
+    }
+    // Its drop-ins, unless another resource declares the unit now.
+    for (const auto& [name, fp] : claims.Unit(e.unit) ? kNoDropIns : e.drop_ins) {
+      std::string key = e.unit + ".d/" + name;
+      const DroppedSeen* seen = Find(in.seen->dropped_unit_files, key);
+      std::string why = NotAsWritten(seen, fp);
+      if (!why.empty()) {
+        rm.left.push_back("drop-in " + key + ": " + why);
+      } else if (!seen->missing) {
+        rm.delete_drop_ins.push_back(key);
+      }
     }
     for (const core::WrittenPath& w : e.written) {
       if (w.preexisting || claims.Path(w.path)) {
@@ -567,7 +638,9 @@ bool Plan::ChangesMachine() const {
     if (u.action.has_value() || u.stop || u.daemon_reload || u.set_enabled.has_value()) return true;
   }
   for (const Removal& rm : removals) {
-    if (rm.stop || rm.delete_unit_file || !rm.delete_paths.empty()) return true;
+    if (rm.stop || rm.delete_unit_file || !rm.delete_paths.empty() || !rm.delete_drop_ins.empty()) {
+      return true;
+    }
   }
   return false;
 }

@@ -47,6 +47,14 @@ struct FilesSeen {
   uint32_t uid = 0, gid = 0;   // files: the declared owner and group, resolved
 };
 
+// A drop-in in --unit-dir/UNIT.d/, declared or recorded.
+struct DropInSeen {
+  Found found = Found::kAsRecorded;  // a recorded one no longer declared: still as written?
+  std::string error;
+  bool missing = false;
+  std::string fingerprint;  // as found
+};
+
 struct UnitFileSeen {
   Found found = Found::kAsRecorded;  // also when the unit file is not the host's
   std::string error;
@@ -56,6 +64,8 @@ struct UnitFileSeen {
   // whether or not systemd has loaded it yet.
   bool masked = false;
   std::string fingerprint;
+  // The declared drop-ins, and the recorded ones no longer declared.
+  std::map<std::string, DropInSeen> drop_ins;
 };
 
 // A path the record says the host wrote, for a resource no longer declared:
@@ -91,6 +101,9 @@ struct Step {
   std::string detail;
   bool write_files = false;  // a file to write or a tree to unpack
   bool write_unit_file = false;
+  // Drop-ins to write, and recorded ones no longer declared to delete.
+  std::vector<std::string> write_drop_ins;
+  std::vector<std::string> delete_drop_ins;
   bool want_changed = false;  // the record held another want (a service's state)
   // A declared file inside --unit-dir (a unit file, a drop-in): writing it
   // changes what systemd must load, as a unit_text does. `defines` is the
@@ -106,7 +119,8 @@ struct Step {
   const core::RecordEntry* old = nullptr;
 
   bool failed() const { return outcome == core::Outcome::kFailed; }
-  bool changes() const { return write_files || write_unit_file; }
+  bool changes_drop_ins() const { return !write_drop_ins.empty() || !delete_drop_ins.empty(); }
+  bool changes() const { return write_files || write_unit_file || changes_drop_ins(); }
 };
 
 // What one declared unit is asked for.
@@ -148,7 +162,8 @@ struct Removal {
   // ("/srv/db: now a directory"); a unit and its unit file not the host's.
   std::vector<std::string> left;
   bool delete_unit_file = false;
-  bool deletes_unit_definition = false;  // a deleted path lies inside --unit-dir
+  bool deletes_unit_definition = false;      // a deleted path lies inside --unit-dir
+  std::vector<std::string> delete_drop_ins;  // "UNIT.d/NAME", still as the host wrote them
 };
 
 struct Plan {

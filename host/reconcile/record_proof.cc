@@ -74,7 +74,8 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
                           *state == core::UnitState::kRunning,
                           {e.n_restarts, e.finished},
                           {},
-                          e.enabled});
+                          e.enabled,
+                          e.drop_ins});
   }
   if (shape.HasFiles()) {
     batch_.push_back(Look{batch_text_.Keep(e.written[0].path),
@@ -147,6 +148,13 @@ bool RecordProof::Finish() {
     if (info->type == core::FileType::kSymlink) {
       auto target = ports_.units->ReadLink("/" + u.name);
       if (!target || *target == "/dev/null") return false;  // a mask: the full pass says so
+    }
+    for (const auto& [name, fingerprint] : u.drop_ins) {
+      auto drop_in = ports_.units->Stat("/" + u.name + ".d/" + name);
+      if (!drop_in || drop_in->type != core::FileType::kRegular ||
+          !core::FingerprintMatches(*drop_in, fingerprint)) {
+        return false;
+      }
     }
     names.push_back(u.name);
   }

@@ -103,7 +103,8 @@ class RecordProof : public core::RecordVisitor {
     bool run = false;
     core::UnitBaseline baseline;
     core::UnitStatus status;
-    std::optional<bool> enabled;  // declared: systemd's UnitFileState must agree
+    std::optional<bool> enabled;                  // declared: systemd's UnitFileState must agree
+    std::map<std::string, std::string> drop_ins;  // name -> fingerprint, as written
   };
 
   bool CheckBatch();

@@ -12,21 +12,37 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
   Written w;
   if (step.write_files && r.IsTree()) {
     const std::vector<core::TreeEntry>& bundle = *bundles.at(r.id);
-    if (auto st = ports.root->ReplaceTree(r.path, bundle); !st) return {st, "", ""};
+    if (auto st = ports.root->ReplaceTree(r.path, bundle); !st) return {st, "", "", {}};
     auto rescan = ports.root->ScanTree(r.path, /*hash_contents=*/false);
-    if (!rescan) return {std::unexpected(rescan.error()), "", ""};
+    if (!rescan) return {std::unexpected(rescan.error()), "", "", {}};
     w.fingerprint = core::TreeFingerprint(*rescan);
   } else if (step.write_files) {
     auto after = ports.root->WriteFileAtomic(r.path, r.content,
                                              ports::Ownership{r.mode, seen.uid, seen.gid});
-    if (!after) return {std::unexpected(after.error()), "", ""};
+    if (!after) return {std::unexpected(after.error()), "", "", {}};
     w.fingerprint = core::FileFingerprint(*after);
   }
   if (step.write_unit_file) {
     auto after =
         ports.units->WriteFileAtomic("/" + r.unit, *r.unit_text, ports::Ownership{0644, 0, 0});
-    if (!after) return {std::unexpected(after.error()), "", ""};
+    if (!after) return {std::unexpected(after.error()), "", "", {}};
     w.unit_file_fingerprint = core::FileFingerprint(*after);
+  }
+  for (const std::string& name : step.write_drop_ins) {
+    const std::string path = "/" + r.unit + ".d/" + name;
+    auto after =
+        ports.units->WriteFileAtomic(path, r.drop_ins.at(name), ports::Ownership{0644, 0, 0});
+    if (!after) {
+      w.status = core::Fail("drop-in " + r.unit + ".d/" + name + ": " + after.error().message);
+      return w;
+    }
+    w.drop_in_fingerprints[name] = core::FileFingerprint(*after);
+  }
+  for (const std::string& name : step.delete_drop_ins) {
+    if (auto st = ports.units->Remove("/" + r.unit + ".d/" + name); !st) {
+      w.status = core::Fail("drop-in " + r.unit + ".d/" + name + ": " + st.error().message);
+      return w;
+    }
   }
   return w;
 }
@@ -42,6 +58,8 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
   }
   for (const std::string& path : rm.delete_paths) keep_first(ports.root->Remove(path));
   if (rm.delete_unit_file) keep_first(ports.units->Remove("/" + rm.entry.unit));
+  for (const std::string& drop_in : rm.delete_drop_ins)
+    keep_first(ports.units->Remove("/" + drop_in));
   return first;
 }
 
@@ -62,14 +80,18 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
     if (!step.changes()) continue;
     writes.steps[i] = WriteResource(decl.resources[i], step, bundles, seen.files[i], ports);
     if (ports.progress != nullptr) ports.progress->Step();
+    // A drop-in write that failed may have followed one that landed.
     writes.unit_files_changed |=
-        (step.write_unit_file || (step.unit_definition && step.write_files)) &&
-        writes.steps[i].status.has_value();
+        ((step.write_unit_file || (step.unit_definition && step.write_files)) &&
+         writes.steps[i].status.has_value()) ||
+        !writes.steps[i].drop_in_fingerprints.empty() ||
+        (step.changes_drop_ins() && writes.steps[i].status.has_value());
   }
   for (size_t k = 0; k < plan.removals.size(); ++k) {
     writes.removals[k] = Remove(plan.removals[k], ports);
-    writes.unit_files_changed |=
-        plan.removals[k].delete_unit_file || plan.removals[k].deletes_unit_definition;
+    writes.unit_files_changed |= plan.removals[k].delete_unit_file ||
+                                 plan.removals[k].deletes_unit_definition ||
+                                 !plan.removals[k].delete_drop_ins.empty();
   }
   return writes;
 }

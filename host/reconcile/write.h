@@ -34,6 +34,7 @@ struct Written {
   core::Status status;      // the first write that failed
   std::string fingerprint;  // of the file written or the tree unpacked
   std::string unit_file_fingerprint;
+  std::map<std::string, std::string> drop_in_fingerprints;  // of the drop-ins written
 };
 
 struct Writes {

@@ -560,5 +560,67 @@ TEST_F(UnitsTest, ANewUnitTextIsEnabledBeforeItsFirstStart) {
   EXPECT_FALSE(services_.links_changed_unloaded());
 }
 
+// Issue 16: drop_ins are the unit's definition: written to UNIT.d/, one
+// daemon-reload, then a restart; unchanged after; drift put back; a
+// dropped drop-in deleted (and the unit restarted without it).
+TEST_F(UnitsTest, DropInsAreTheUnitsDefinition) {
+  services_.AddUnit("web.service", {Behavior::kHealthy, {}, /*running_initially=*/true});
+  std::string path = dir_.Sub("units/web.service.d/10-limits.conf");
+  json drop_ins = {{"10-limits.conf", "[Service]\nLimitNOFILE=4096\n"}};
+  json decl = Decl({Service("web", {{"drop_ins", drop_ins}})});
+  ApplyReport first = Run(decl);
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  EXPECT_THAT(Outcomes(first), ElementsAre("created"));
+  EXPECT_THAT(first.outcomes[0].detail, HasSubstr("wrote drop-in web.service.d/10-limits.conf"));
+  EXPECT_EQ(testing::ReadText(path), "[Service]\nLimitNOFILE=4096\n");
+  EXPECT_EQ(services_.daemon_reloads(), 1);
+  int starts = services_.StartsOf("web.service");
+  EXPECT_EQ(starts, 1) << "the running unit was not restarted onto its drop-in";
+
+  for (bool from_record : {true, false}) {
+    ApplyReport again = Run(decl, /*dry_run=*/false, from_record);
+    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged")) << from_record;
+    EXPECT_EQ(again.from_record, from_record);
+  }
+  EXPECT_EQ(services_.daemon_reloads(), 1);
+
+  testing::WriteText(path, "[Service]\nLimitNOFILE=1\n");
+  ApplyReport drifted = Run(decl);
+  EXPECT_FALSE(drifted.from_record) << "the record proof missed an edited drop-in";
+  EXPECT_THAT(drifted.outcomes[0].detail,
+              HasSubstr("drifted: drop-in 10-limits.conf changed on the machine, put back"));
+  EXPECT_EQ(testing::ReadText(path), "[Service]\nLimitNOFILE=4096\n");
+  EXPECT_EQ(services_.StartsOf("web.service"), starts + 1);
+  EXPECT_EQ(services_.daemon_reloads(), 2);
+
+  drop_ins["20-env.conf"] = "[Service]\nEnvironment=A=1\n";
+  drop_ins.erase("10-limits.conf");
+  ApplyReport moved = Run(Decl({Service("web", {{"drop_ins", drop_ins}})}, 2));
+  EXPECT_THAT(Outcomes(moved), ElementsAre("updated"));
+  EXPECT_THAT(moved.outcomes[0].detail, HasSubstr("wrote drop-in web.service.d/20-env.conf"));
+  EXPECT_THAT(moved.outcomes[0].detail, HasSubstr("deleted drop-in web.service.d/10-limits.conf"));
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_EQ(services_.daemon_reloads(), 3);
+
+  // The resource dropped: its drop-ins go with it.
+  ApplyReport gone = Run(Decl(json::array(), 3));
+  EXPECT_THAT(gone.outcomes[0].detail, HasSubstr("deleted 1 drop-in"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("units/web.service.d/20-env.conf")));
+}
+
+// A drop-in someone changed after the host wrote it, then no longer
+// declared: left, said, and forgotten.
+TEST_F(UnitsTest, ADroppedDropInChangedByHandIsLeft) {
+  services_.AddUnit("web.service", {Behavior::kHealthy, {}, /*running_initially=*/true});
+  std::string path = dir_.Sub("units/web.service.d/10-a.conf");
+  Run(Decl({Service("web", {{"drop_ins", {{"10-a.conf", "[Service]\n"}}}})}));
+  testing::WriteText(path, "[Service]\n# mine now\n");
+  ApplyReport r = Run(Decl({Service("web")}, 2));
+  EXPECT_THAT(r.outcomes[0].detail,
+              HasSubstr("left drop-in web.service.d/10-a.conf: changed since the host wrote it"));
+  EXPECT_EQ(testing::ReadText(path), "[Service]\n# mine now\n");
+  EXPECT_EQ(Record()["resources"]["web"].count("drop_ins"), 0u) << "not forgotten";
+}
+
 }  // namespace
 }  // namespace mesh::reconcile
