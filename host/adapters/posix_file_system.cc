@@ -534,6 +534,92 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ScanTree(const std::string& path
   return out;
 }
 
+Result<FileInfo> PosixFileSystem::MakeDirectory(const std::string& path,
+                                                const ports::Ownership& own) {
+  std::string leaf;
+  auto parent = OpenParent(path, true, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  int dir = parent->get();
+  struct stat st;
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno != ENOENT) return Fail(Errno("stat", path));
+    // 0700 until its owner and mode are set: never briefly open to others.
+    if (::mkdirat(dir, leaf.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Fail(Errno("mkdir", path));
+    }
+    Unsynced(path);
+  } else if (!S_ISDIR(st.st_mode)) {
+    return Fail("mkdir " + path +
+                ": something other than a directory is in the way (not "
+                "replaced: it may be someone's)");
+  }
+  UniqueFd fd(::openat(dir, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return Fail(Errno("open", path));
+  // chown before chmod: chown clears set-id bits.
+  if (::fchown(fd.get(), own.uid, own.gid) != 0) return Fail(Errno("chown", path));
+  if (::fchmod(fd.get(), own.mode & 07777) != 0) return Fail(Errno("chmod", path));
+  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
+  return FromStat(st);
+}
+
+Result<FileInfo> PosixFileSystem::MakeSymlink(const std::string& path, const std::string& target) {
+  std::string leaf;
+  auto parent = OpenParent(path, true, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  int dir = parent->get();
+  struct stat st;
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+    return Fail("symlink " + path + ": a directory is in the way");
+  }
+  std::string tmp = TempName(leaf);
+  if (::symlinkat(target.c_str(), dir, tmp.c_str()) != 0) {
+    return Fail(Errno("create temporary symlink for", path));
+  }
+  if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) {
+    std::string why = Errno("rename onto", path);
+    ::unlinkat(dir, tmp.c_str(), 0);
+    return Fail(why);
+  }
+  Unsynced(path);
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
+  return FromStat(st);
+}
+
+Status PosixFileSystem::RemoveEmptyDirectory(const std::string& path) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return core::Ok();
+  if (::unlinkat(parent->get(), leaf.c_str(), AT_REMOVEDIR) != 0) {
+    if (errno == ENOENT) return core::Ok();
+    return Fail(errno == ENOTEMPTY || errno == EEXIST ? "rmdir " + path + ": not empty"
+                                                      : Errno("rmdir", path));
+  }
+  Unsynced(path);
+  return core::Ok();
+}
+
+Result<bool> PosixFileSystem::IsEmptyDirectory(const std::string& path) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return true;
+  UniqueFd fd(
+      ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return Fail(Errno("open", path));
+  DIR* dir = OpenDirStream(fd);
+  if (dir == nullptr) return Fail(Errno("opendir", path));
+  bool empty = true;
+  while (dirent* d = ::readdir(dir)) {
+    if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return empty;
+}
+
 Status PosixFileSystem::Remove(const std::string& path) {
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);

@@ -46,6 +46,12 @@ class PosixFileSystem : public ports::FileSystem {
                                                       bool hash_contents) override;
   core::Result<std::string> ReadLink(const std::string& path) override;
   core::Status Remove(const std::string& path) override;
+  core::Result<core::FileInfo> MakeDirectory(const std::string& path,
+                                             const ports::Ownership& ownership) override;
+  core::Result<core::FileInfo> MakeSymlink(const std::string& path,
+                                           const std::string& target) override;
+  core::Status RemoveEmptyDirectory(const std::string& path) override;
+  core::Result<bool> IsEmptyDirectory(const std::string& path) override;
   core::Status Flush() override;
   core::Result<int> RemoveStaleTemporaries(const std::string& dir) override;
   core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,

@@ -44,6 +44,8 @@ const std::vector<KindSpec>& Kinds() {
        {"id", "kind", "unit", "state", "unit_text", "restart_on", "reload_on", "enabled",
         "drop_ins"},
        {"unit", "state"}},
+      {Kind::kDirectory, "directory", {"id", "kind", "path", "mode", "owner", "group"}, {"path"}},
+      {Kind::kSymlink, "symlink", {"id", "kind", "path", "target"}, {"path", "target"}},
       {Kind::kProcess,
        "process",
        {"id", "kind", "path", "source", "sha256", "unit", "unit_text", "restart_on", "enabled",
@@ -142,7 +144,7 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
   }
   if (spec == nullptr) {
     return Fail(Where(id, index, "kind") + "unknown kind \"" + kind +
-                "\" (expected file, credential, archive, service or process)");
+                "\" (expected file, credential, directory, symlink, archive, service or process)");
   }
   r.kind = spec->kind;
 
@@ -185,7 +187,10 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
       return Fail(Where(id, index, field) + "content of " + std::to_string(r.content.size()) +
                   " bytes exceeds the limit of " + std::to_string(kMaxContentBytes));
     }
-    r.mode = r.kind == Kind::kCredential ? 0400 : 0644;
+  }
+
+  if (r.IsFile() || r.kind == Kind::kDirectory) {
+    r.mode = r.kind == Kind::kCredential ? 0400 : r.kind == Kind::kDirectory ? 0755 : 0644;
     if (obj.contains("mode")) {
       auto mode = GetString(obj, "mode", Where(id, index, "mode"));
       if (!mode) return std::unexpected(mode.error());
@@ -205,6 +210,17 @@ Result<Resource> ParseResource(const json& obj, size_t index) {
       if (!ok) return Fail(Where(id, index, f) + "\"" + *name + "\" is not a user or group name");
       (f == "owner" ? r.owner : r.group) = *name;
     }
+  }
+
+  if (r.kind == Kind::kSymlink) {
+    auto target = GetString(obj, "target", Where(id, index, "target"));
+    if (!target) return std::unexpected(target.error());
+    if (target->empty() || target->size() > kMaxPathBytes ||
+        target->find('\0') != std::string::npos) {
+      return Fail(Where(id, index, "target") + "must be a path of 1 to " +
+                  std::to_string(kMaxPathBytes) + " bytes without NUL");
+    }
+    r.target = *target;
   }
 
   if (r.IsTree()) {
@@ -305,6 +321,10 @@ std::string_view KindName(Kind kind) {
       return "service";
     case Kind::kProcess:
       return "process";
+    case Kind::kDirectory:
+      return "directory";
+    case Kind::kSymlink:
+      return "symlink";
   }
   return "unknown";
 }

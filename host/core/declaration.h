@@ -19,9 +19,10 @@
 
 namespace mesh::core {
 
-enum class Kind { kFile, kCredential, kArchive, kService, kProcess };
-inline constexpr std::array<Kind, 5> kAllKinds = {Kind::kFile, Kind::kCredential, Kind::kArchive,
-                                                  Kind::kService, Kind::kProcess};
+enum class Kind { kFile, kCredential, kArchive, kService, kProcess, kDirectory, kSymlink };
+inline constexpr std::array<Kind, 7> kAllKinds = {
+    Kind::kFile,    Kind::kCredential, Kind::kArchive, Kind::kService,
+    Kind::kProcess, Kind::kDirectory,  Kind::kSymlink};
 
 std::string_view KindName(Kind kind);
 // The inverse of KindName (a record names kinds by these words).
@@ -46,6 +47,9 @@ struct Resource {
   std::string owner = "root";
   std::string group = "root";
 
+  // symlink: where it points, as written (never resolved or checked).
+  std::string target;
+
   // archive, process: a file name under --artifacts and its SHA-256 (hex).
   std::string source;
   std::string sha256;
@@ -65,6 +69,8 @@ struct Resource {
 
   bool HasFiles() const { return kind != Kind::kService; }
   bool IsTree() const { return kind == Kind::kArchive || kind == Kind::kProcess; }
+  // A regular file of declared content (file, credential).
+  bool IsFile() const { return kind == Kind::kFile || kind == Kind::kCredential; }
   bool HasUnit() const { return kind == Kind::kService || kind == Kind::kProcess; }
 };
 

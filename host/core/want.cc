@@ -53,6 +53,12 @@ std::string WantDigest(const Resource& r, std::string_view credential_key) {
     case Kind::kArchive:
       h.Field(r.path).Field(r.sha256);
       break;
+    case Kind::kDirectory:
+      h.Field(r.path).Field(r.mode).Field(r.owner).Field(r.group);
+      break;
+    case Kind::kSymlink:
+      h.Field(r.path).Field(r.target);
+      break;
     case Kind::kService:
       h.Field(r.unit).Field(UnitStateName(r.state));
       h.Field(r.unit_text.has_value() ? 1 : 0).Field(r.unit_text.value_or(""));
@@ -95,6 +101,11 @@ struct FingerprintText {
   std::string_view view() const { return std::string_view(buf, size); }
 };
 }  // namespace
+
+std::string DirectoryFingerprint(const FileInfo& info) {
+  return "dir:" + std::to_string(info.mode) + ":" + std::to_string(info.uid) + ":" +
+         std::to_string(info.gid) + ":" + std::to_string(info.inode);
+}
 
 std::string FileFingerprint(const FileInfo& info) {
   return std::string(FingerprintText(info).view());

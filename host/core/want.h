@@ -27,6 +27,11 @@ std::string WantDigest(const Resource& resource, std::string_view credential_key
 // replacement of the file.
 std::string FileFingerprint(const FileInfo& info);
 
+// "dir:mode:uid:gid:inode": a declared directory as the host left it. Not
+// its times or size: they move with every entry added inside it, which is
+// not the host's to watch (its contents are not managed).
+std::string DirectoryFingerprint(const FileInfo& info);
+
 // FileFingerprint(info) == recorded, without building the string: the
 // no-op compares one per declared file.
 bool FingerprintMatches(const FileInfo& info, std::string_view recorded);

@@ -60,6 +60,25 @@ class FileSystem {
   virtual core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
                                                               bool hash_contents) = 0;
 
+  // A directory at `path` with this mode and ownership (parents made 0755):
+  // made when missing, its metadata set when there. Anything else in the
+  // way is an error, never replaced (it may be someone's file).
+  virtual core::Result<core::FileInfo> MakeDirectory(const std::string& path,
+                                                     const Ownership& ownership) = 0;
+  // A symlink at `path` pointing at `target`, swapped in atomically over a
+  // file or a symlink; a directory in the way is an error.
+  virtual core::Result<core::FileInfo> MakeSymlink(const std::string& path,
+                                                   const std::string& target) = 0;
+  // Removes the directory at `path` only if it is empty ("not empty" is
+  // an error); nothing there is done.
+  virtual core::Status RemoveEmptyDirectory(const std::string& path) = 0;
+  // Whether the directory at `path` has no entries (read up to the first).
+  virtual core::Result<bool> IsEmptyDirectory(const std::string& path) {
+    auto scan = ScanTree(path, /*hash_contents=*/false);
+    if (!scan) return std::unexpected(scan.error());
+    return scan->empty();
+  }
+
   // Where the symlink at `path` points (not followed); fails for anything
   // that is not a symlink. How an operator's mask (a link to /dev/null at a
   // unit file's place) is told apart from a unit file.

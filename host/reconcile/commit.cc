@@ -203,9 +203,8 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     return o;
   }
   if (rm.stop) o.detail = StoppedNotWaited(in.dry_run, rm.entry.unit);
-  if (!rm.delete_paths.empty()) {
-    o.detail = Then(o.detail,
-                    Did(in.dry_run, "deleted", "delete", Plural(rm.delete_paths.size(), "path")));
+  if (size_t n = rm.delete_paths.size() + rm.delete_empty_dirs.size(); n > 0) {
+    o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", Plural(n, "path")));
   }
   // Named, at most a few: a tree left whole is one path.
   for (size_t k = 0; k < rm.left.size() && k < 3; ++k)
@@ -223,8 +222,8 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   if (o.detail.empty()) o.detail = "no longer declared";
   // What was deleted or stopped is said first; a removal that deleted
   // nothing says that the host let go, not that something went.
-  if (!rm.stop && rm.delete_paths.empty() && !rm.delete_unit_file && rm.delete_drop_ins.empty() &&
-      !rm.left.empty()) {
+  if (!rm.stop && rm.delete_paths.empty() && rm.delete_empty_dirs.empty() && !rm.delete_unit_file &&
+      rm.delete_drop_ins.empty() && !rm.left.empty()) {
     o.detail = "no longer managed; " + o.detail;
   }
   if (!in.dry_run) out.entries[rm.id] = std::nullopt;  // recorded: it is a removal

@@ -161,6 +161,37 @@ std::string TreeDiff(ports::FileSystem& root, const Resource& r, const BundlesBy
   return out;
 }
 
+std::string DirectoryDiff(ports::FileSystem& root, const Resource& r, const FilesSeen& seen) {
+  auto info = root.Stat(r.path);
+  if (!info) return "cannot look at " + r.path + ": " + info.error().message + "\n";
+  if (info->type == FileType::kMissing) {
+    return "new directory, mode " + core::FormatMode(r.mode) + ", owner " +
+           core::Printable(r.owner) + ":" + core::Printable(r.group) + "\n";
+  }
+  std::string out;
+  if (info->mode != (r.mode & 07777)) {
+    out += "mode " + core::FormatMode(info->mode) + " → " + core::FormatMode(r.mode) + "\n";
+  }
+  if (info->uid != seen.uid || info->gid != seen.gid) {
+    out += "owner " + std::to_string(info->uid) + ":" + std::to_string(info->gid) + " → " +
+           core::Printable(r.owner) + ":" + core::Printable(r.group) + "\n";
+  }
+  return out;
+}
+
+std::string SymlinkDiff(ports::FileSystem& root, const Resource& r) {
+  std::string want = core::Printable(r.target, 300);
+  auto info = root.Stat(r.path);
+  if (!info) return "cannot look at " + r.path + ": " + info.error().message + "\n";
+  if (info->type == FileType::kMissing) return "new symlink → " + want + "\n";
+  if (info->type != FileType::kSymlink) {
+    return "now " + TypeWord(info->type) + ": replaced by a symlink → " + want + "\n";
+  }
+  auto target = root.ReadLink(r.path);
+  return "target " + (target ? core::Printable(*target, 300) : std::string("(unreadable)")) +
+         " → " + want + "\n";
+}
+
 std::string UnitFilePath(const HostDirs& dirs, const std::string& unit) {
   return dirs.units + "/" + unit;
 }
@@ -177,6 +208,10 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
     std::string block;
     if (step.write_files && r.IsTree()) {
       block += TreeDiff(*in.root, r, *in.bundles);
+    } else if (step.write_files && r.kind == core::Kind::kDirectory) {
+      block += DirectoryDiff(*in.root, r, in.seen->files[i]);
+    } else if (step.write_files && r.kind == core::Kind::kSymlink) {
+      block += SymlinkDiff(*in.root, r);
     } else if (step.write_files) {
       Current now = Look(*in.root, r.path);
       bool secret = r.kind == core::Kind::kCredential;

@@ -44,6 +44,8 @@ class Observer {
   const Result<FileInfo>& StatOf(const std::string& path);
   FilesSeen File(const Resource& r, const RecordEntry* old, const std::string& want);
   FilesSeen Tree(const Resource& r, const RecordEntry* old, const std::string& want);
+  FilesSeen Directory(const Resource& r, const RecordEntry* old, const std::string& want);
+  FilesSeen Symlink(const Resource& r, const RecordEntry* old, const std::string& want);
   Result<const std::vector<TreeEntry>*> Bundle(const Resource& r);
   UnitFileSeen UnitFile(const Resource& r, const RecordEntry* old, const std::string& want);
   void DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
@@ -93,6 +95,10 @@ Result<Observation> Observer::Run() {
       out_.seen.files[i] = File(r, old, wants_[i]);
     } else if (r.IsTree()) {
       out_.seen.files[i] = Tree(r, old, wants_[i]);
+    } else if (r.kind == core::Kind::kDirectory) {
+      out_.seen.files[i] = Directory(r, old, wants_[i]);
+    } else if (r.kind == core::Kind::kSymlink) {
+      out_.seen.files[i] = Symlink(r, old, wants_[i]);
     }
     if (r.HasUnit()) out_.seen.unit_files[i] = UnitFile(r, old, wants_[i]);
     if (ports_.progress != nullptr) ports_.progress->Step();
@@ -119,14 +125,22 @@ DroppedSeen Observer::DroppedAt(ports::FileSystem& fs, const std::string& path,
   }
   seen.type = info->type;
   seen.missing = info->type == FileType::kMissing;
-  if (recorded.starts_with("tree:") && info->type == FileType::kDirectory) {
+  if (recorded.starts_with("dir:") && info->type == FileType::kDirectory) {
+    seen.fingerprint = core::DirectoryFingerprint(*info);
+    auto empty = fs.IsEmptyDirectory(path);
+    if (!empty) {
+      seen.error = empty.error().message;
+      return seen;
+    }
+    seen.empty = *empty;
+  } else if (recorded.starts_with("tree:") && info->type == FileType::kDirectory) {
     auto scan = fs.ScanTree(path, /*hash_contents=*/false);
     if (!scan) {
       seen.error = scan.error().message;
       return seen;
     }
     seen.fingerprint = core::TreeFingerprint(*scan);
-  } else if (info->type == FileType::kRegular) {
+  } else if (info->type == FileType::kRegular || info->type == FileType::kSymlink) {
     seen.fingerprint = core::FileFingerprint(*info);
   }
   return seen;
@@ -289,6 +303,67 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
     if (!content) return Error(content.error().message);
     if (*content == r.content) seen.found = Found::kAsDeclared;
   }
+  return seen;
+}
+
+// A directory is as declared when it is one, with the declared mode and
+// owner; its contents are not the host's. One stat, no record needed.
+FilesSeen Observer::Directory(const Resource& r, const RecordEntry* old, const std::string& want) {
+  const Result<FileInfo>& info = StatOf(r.path);
+  if (!info) return Error(info.error().message);
+  FilesSeen seen;
+  seen.preexisting = Preexisting(old, r.path, *info);
+  seen.missing = info->type == FileType::kMissing;
+  if (!seen.missing && info->type != FileType::kDirectory) {
+    return Error(r.path +
+                 " is not a directory (not replaced: it may be someone's; remove it to "
+                 "let the host make the directory)");
+  }
+  auto ids = Ids(r);
+  if (!ids) return Error(ids.error().message);
+  std::tie(seen.uid, seen.gid) = *ids;
+  const FileInfo& fi = *info;
+  bool mode = fi.mode == (r.mode & 07777);
+  bool owner = fi.uid == seen.uid && fi.gid == seen.gid;
+  seen.fingerprint = core::DirectoryFingerprint(fi);
+  if (!seen.missing && mode && owner) {
+    seen.found = RecordedAt(r, old, want) && old->written[0].fingerprint == seen.fingerprint
+                     ? Found::kAsRecorded
+                     : Found::kAsDeclared;
+    return seen;
+  }
+  seen.found = Found::kDiffers;
+  seen.drift = seen.missing ? "deleted" : !mode ? "mode changed" : "owner changed";
+  return seen;
+}
+
+// A symlink is as declared when it is one and points at the target; the
+// target itself is never looked at.
+FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std::string& want) {
+  const Result<FileInfo>& info = StatOf(r.path);
+  if (!info) return Error(info.error().message);
+  FilesSeen seen;
+  seen.preexisting = Preexisting(old, r.path, *info);
+  seen.missing = info->type == FileType::kMissing;
+  if (info->type == FileType::kDirectory) {
+    return Error(r.path + " is a directory (not replaced by a symlink: it may be someone's)");
+  }
+  seen.fingerprint = core::FileFingerprint(*info);
+  if (info->type == FileType::kSymlink) {
+    if (RecordedAt(r, old, want) && old->written[0].fingerprint == seen.fingerprint) {
+      return seen;  // kAsRecorded: a symlink cannot change in place
+    }
+    auto target = ports_.root->ReadLink(r.path);
+    if (!target) return Error(target.error().message);
+    if (*target == r.target) {
+      seen.found = Found::kAsDeclared;
+      return seen;
+    }
+  }
+  seen.found = Found::kDiffers;
+  seen.drift = seen.missing                       ? "deleted"
+               : info->type != FileType::kSymlink ? "replaced by something else"
+                                                  : "target changed";
   return seen;
 }
 

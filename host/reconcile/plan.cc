@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "host/core/printable.h"
 #include "host/core/want.h"
 #include "host/reconcile/words.h"
 
@@ -54,10 +55,19 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
     std::string why = recorded ? "drifted: " + what + " on the machine, put back; " : "";
     std::string wrote =
         r.kind == core::Kind::kCredential ? "secret" : Plural(r.content.size(), "byte");
-    step.detail =
-        why +
-        (tree ? Did(in.dry_run, "unpacked", "unpack", Plural(seen.file_count, "file"))
-              : Did(in.dry_run, "wrote", "write", wrote + ", mode " + core::FormatMode(r.mode)));
+    std::string action;
+    if (tree) {
+      action = Did(in.dry_run, "unpacked", "unpack", Plural(seen.file_count, "file"));
+    } else if (r.kind == core::Kind::kDirectory) {
+      std::string meta = "mode " + core::FormatMode(r.mode) + ", owner " + r.owner + ":" + r.group;
+      action = seen.missing ? Did(in.dry_run, "made", "make", "directory, " + meta)
+                            : Did(in.dry_run, "set", "set", meta);
+    } else if (r.kind == core::Kind::kSymlink) {
+      action = Did(in.dry_run, "linked", "link", "to " + core::Printable(r.target, 200));
+    } else {
+      action = Did(in.dry_run, "wrote", "write", wrote + ", mode " + core::FormatMode(r.mode));
+    }
+    step.detail = why + action;
     step.write_files = true;
     entry.applied_at = in.now;
   }
@@ -483,16 +493,21 @@ class Claims {
 
 // Why what prune found at a path the host wrote is no longer the host's to
 // delete; empty when it is (or nothing is there).
-std::string NotAsWritten(const DroppedSeen* seen, std::string_view recorded) {
+std::string NotAsWritten(const DroppedSeen* seen, std::string_view recorded,
+                         std::string_view kind = "") {
   if (seen == nullptr) return "not looked at";
   if (!seen->error.empty()) return seen->error;
   if (seen->missing) return "";
   bool tree = recorded.starts_with("tree:");
-  if (tree && seen->type != core::FileType::kDirectory) return "no longer a directory";
-  if (!tree && seen->type != core::FileType::kRegular) {
+  bool dir = recorded.starts_with("dir:");
+  if ((tree || dir) && seen->type != core::FileType::kDirectory) return "no longer a directory";
+  if (kind == "symlink") {
+    if (seen->type != core::FileType::kSymlink) return "no longer a symlink";
+  } else if (!tree && !dir && seen->type != core::FileType::kRegular) {
     return seen->type == core::FileType::kDirectory ? "now a directory" : "no longer a file";
   }
   if (seen->fingerprint != recorded) return "changed since the host wrote it";
+  if (dir && !seen->empty) return "not empty";
   return "";
 }
 
@@ -556,9 +571,11 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
         continue;
       }
       const DroppedSeen* seen = Find(in.seen->dropped_paths, w.path);
-      std::string why = NotAsWritten(seen, w.fingerprint);
+      std::string why = NotAsWritten(seen, w.fingerprint, e.kind);
       if (!why.empty()) {
         rm.left.push_back(w.path + ": " + why);
+      } else if (!seen->missing && e.kind == "directory") {
+        rm.delete_empty_dirs.push_back(w.path);
       } else if (!seen->missing) {
         rm.delete_paths.push_back(w.path);
         rm.deletes_unit_definition |=
@@ -638,7 +655,8 @@ bool Plan::ChangesMachine() const {
     if (u.action.has_value() || u.stop || u.daemon_reload || u.set_enabled.has_value()) return true;
   }
   for (const Removal& rm : removals) {
-    if (rm.stop || rm.delete_unit_file || !rm.delete_paths.empty() || !rm.delete_drop_ins.empty()) {
+    if (rm.stop || rm.delete_unit_file || !rm.delete_paths.empty() || !rm.delete_drop_ins.empty() ||
+        !rm.delete_empty_dirs.empty()) {
       return true;
     }
   }

@@ -75,6 +75,7 @@ struct DroppedSeen {
   bool missing = false;  // already gone
   core::FileType type = core::FileType::kMissing;
   std::string fingerprint;  // as found: a file's stat fingerprint, a tree's
+  bool empty = false;       // a declared directory's: nothing inside
 };
 
 // What observe.h saw of the machine, by resource index.
@@ -162,8 +163,9 @@ struct Removal {
   // ("/srv/db: now a directory"); a unit and its unit file not the host's.
   std::vector<std::string> left;
   bool delete_unit_file = false;
-  bool deletes_unit_definition = false;      // a deleted path lies inside --unit-dir
-  std::vector<std::string> delete_drop_ins;  // "UNIT.d/NAME", still as the host wrote them
+  bool deletes_unit_definition = false;        // a deleted path lies inside --unit-dir
+  std::vector<std::string> delete_drop_ins;    // "UNIT.d/NAME", still as the host wrote them
+  std::vector<std::string> delete_empty_dirs;  // declared directories: removed only if empty
 };
 
 struct Plan {

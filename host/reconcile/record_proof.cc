@@ -78,8 +78,11 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
                           e.drop_ins});
   }
   if (shape.HasFiles()) {
+    core::FileType type = *kind == core::Kind::kDirectory ? core::FileType::kDirectory
+                          : *kind == core::Kind::kSymlink ? core::FileType::kSymlink
+                                                          : core::FileType::kRegular;
     batch_.push_back(Look{batch_text_.Keep(e.written[0].path),
-                          batch_text_.Keep(e.written[0].fingerprint), shape.IsTree()});
+                          batch_text_.Keep(e.written[0].fingerprint), shape.IsTree(), type});
     p.file_count = e.written[0].file_count;
     p.tree = shape.IsTree();
   }
@@ -111,9 +114,16 @@ bool RecordProof::CheckBatch() {
     const Look& look = batch_[k];
     const core::Result<core::FileInfo>& info = seen_[k];
     if (!info) return false;
+    if (look.type == core::FileType::kDirectory && !look.tree) {
+      // A declared directory: its metadata, not its contents.
+      if (info->type != core::FileType::kDirectory ||
+          core::DirectoryFingerprint(*info) != look.fingerprint) {
+        return false;
+      }
+      continue;
+    }
     if (!look.tree) {
-      if (info->type != core::FileType::kRegular ||
-          !core::FingerprintMatches(*info, look.fingerprint)) {
+      if (info->type != look.type || !core::FingerprintMatches(*info, look.fingerprint)) {
         return false;
       }
       continue;

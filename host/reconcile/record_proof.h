@@ -84,6 +84,7 @@ class RecordProof : public core::RecordVisitor {
     std::string_view path;
     std::string_view fingerprint;
     bool tree = false;
+    core::FileType type = core::FileType::kRegular;  // file, or a declared directory or symlink
   };
   // What the report says of one resource, kept until the end (views into
   // kept_text_).

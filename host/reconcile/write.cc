@@ -16,6 +16,14 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
     auto rescan = ports.root->ScanTree(r.path, /*hash_contents=*/false);
     if (!rescan) return {std::unexpected(rescan.error()), "", "", {}};
     w.fingerprint = core::TreeFingerprint(*rescan);
+  } else if (step.write_files && r.kind == core::Kind::kDirectory) {
+    auto after = ports.root->MakeDirectory(r.path, ports::Ownership{r.mode, seen.uid, seen.gid});
+    if (!after) return {std::unexpected(after.error()), "", "", {}};
+    w.fingerprint = core::DirectoryFingerprint(*after);
+  } else if (step.write_files && r.kind == core::Kind::kSymlink) {
+    auto after = ports.root->MakeSymlink(r.path, r.target);
+    if (!after) return {std::unexpected(after.error()), "", "", {}};
+    w.fingerprint = core::FileFingerprint(*after);
   } else if (step.write_files) {
     auto after = ports.root->WriteFileAtomic(r.path, r.content,
                                              ports::Ownership{r.mode, seen.uid, seen.gid});
@@ -57,6 +65,10 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
     if (!job) keep_first(std::unexpected(job.error()));
   }
   for (const std::string& path : rm.delete_paths) keep_first(ports.root->Remove(path));
+  // Deepest first, so a directory emptied by this removal can go too.
+  for (auto it = rm.delete_empty_dirs.rbegin(); it != rm.delete_empty_dirs.rend(); ++it) {
+    keep_first(ports.root->RemoveEmptyDirectory(*it));
+  }
   if (rm.delete_unit_file) keep_first(ports.units->Remove("/" + rm.entry.unit));
   for (const std::string& drop_in : rm.delete_drop_ins)
     keep_first(ports.units->Remove("/" + drop_in));

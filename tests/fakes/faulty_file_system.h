@@ -72,6 +72,26 @@ class FaultyFileSystem : public ports::FileSystem {
     if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
     return real_.ReplaceTree(path, entries);
   }
+  core::Result<core::FileInfo> MakeDirectory(const std::string& path,
+                                             const ports::Ownership& own) override {
+    if (!Alive()) return core::Fail("killed");
+    if (before_write) before_write(path);
+    if (failing_.contains(path)) return core::Fail("mkdir " + path + ": " + std::strerror(errno_));
+    return real_.MakeDirectory(path, own);
+  }
+  core::Result<core::FileInfo> MakeSymlink(const std::string& path,
+                                           const std::string& target) override {
+    if (!Alive()) return core::Fail("killed");
+    if (before_write) before_write(path);
+    if (failing_.contains(path))
+      return core::Fail("symlink " + path + ": " + std::strerror(errno_));
+    return real_.MakeSymlink(path, target);
+  }
+  core::Status RemoveEmptyDirectory(const std::string& path) override {
+    if (!Alive()) return core::Fail("killed");
+    if (failing_.contains(path)) return core::Fail("rmdir " + path + ": " + std::strerror(errno_));
+    return real_.RemoveEmptyDirectory(path);
+  }
   core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path, bool hash) override {
     return real_.ScanTree(path, hash);
   }

@@ -1,0 +1,148 @@
+// Issue 16: `directory` and `symlink` resources — created, unchanged after
+// (from the record too), drift put back, pruned only when the host made
+// them and they are still as it left them (a directory only when empty),
+// and what is in the way never replaced when it may be someone's.
+#include <gmock/gmock.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::WriteText;
+
+class KindsTest : public ReconcilerTest {
+ protected:
+  static json Dir(const std::string& id, const std::string& path, const std::string& mode) {
+    return {{"id", id}, {"kind", "directory"}, {"path", path}, {"mode", mode}};
+  }
+  static json Link(const std::string& id, const std::string& path, const std::string& target) {
+    return {{"id", id}, {"kind", "symlink"}, {"path", path}, {"target", target}};
+  }
+  uint32_t Mode(const std::string& rel) {
+    struct stat st;
+    EXPECT_EQ(::lstat(Root(rel).c_str(), &st), 0) << rel;
+    return st.st_mode & 07777;
+  }
+  std::string Target(const std::string& rel) {
+    char buf[4096];
+    ssize_t n = ::readlink(Root(rel).c_str(), buf, sizeof buf);
+    return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+  }
+};
+
+TEST_F(KindsTest, ADirectoryIsMadeKeptAndPutBack) {
+  json decl =
+      Decl({Dir("data", "/srv/data", "0750"),
+            {{"id", "conf"}, {"kind", "file"}, {"path", "/srv/data/app.conf"}, {"content", "x"}}});
+  ApplyReport first = Run(decl);
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  EXPECT_THAT(Outcomes(first), ElementsAre("created", "created"));
+  EXPECT_THAT(first.outcomes[0].detail, HasSubstr("made directory, mode 0750, owner root:root"));
+  EXPECT_EQ(Mode("/srv/data"), 0750u)
+      << "the file's write made it 0755 first; the declared mode wins";
+
+  for (bool from_record : {true, false}) {
+    ApplyReport again = Run(decl, false, from_record);
+    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged")) << from_record;
+    EXPECT_EQ(again.from_record, from_record);
+  }
+  // A file added inside is not a change of the directory.
+  WriteText(Root("/srv/data/someone-elses"), "y");
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged"));
+
+  ::chmod(Root("/srv/data").c_str(), 0777);
+  ApplyReport drifted = Run(decl);
+  EXPECT_FALSE(drifted.from_record);
+  EXPECT_THAT(Outcomes(drifted), ElementsAre("updated", "unchanged"));
+  EXPECT_THAT(drifted.outcomes[0].detail,
+              HasSubstr("drifted: mode changed on the machine, put back; set mode 0750"));
+  EXPECT_EQ(Mode("/srv/data"), 0750u);
+}
+
+TEST_F(KindsTest, WhatIsInTheWayOfADirectoryIsNotReplaced) {
+  WriteText(Root("/srv/data"), "an operator's file");
+  ApplyReport r = Run(Decl({Dir("data", "/srv/data", "0755")}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("/srv/data is not a directory (not replaced"));
+  EXPECT_EQ(testing::ReadText(Root("/srv/data")), "an operator's file");
+}
+
+TEST_F(KindsTest, ADirectoryIsPrunedOnlyWhenTheHostMadeItAndItIsEmpty) {
+  std::filesystem::create_directories(Root("/srv/theirs"));
+  ::chmod(Root("/srv/theirs").c_str(), 0755);
+  Run(Decl({Dir("empty", "/srv/empty", "0755"), Dir("full", "/srv/full", "0755"),
+            Dir("theirs", "/srv/theirs", "0755")}));
+  WriteText(Root("/srv/full/keep"), "x");
+  ApplyReport r = Run(Decl(json::array(), 2));
+  EXPECT_FALSE(std::filesystem::exists(Root("/srv/empty")));
+  EXPECT_TRUE(std::filesystem::exists(Root("/srv/full/keep")));
+  EXPECT_TRUE(std::filesystem::exists(Root("/srv/theirs")));
+  std::map<std::string, std::string> detail;
+  for (const auto& o : r.outcomes) detail[o.id] = o.detail;
+  EXPECT_THAT(detail["empty"], HasSubstr("deleted 1 path"));
+  EXPECT_THAT(detail["full"], HasSubstr("left /srv/full: not empty"));
+  EXPECT_THAT(detail["theirs"], HasSubstr("there before the host managed it"));
+}
+
+TEST_F(KindsTest, ASymlinkIsMadeKeptAndPutBack) {
+  json decl = Decl({Link("current", "/opt/app/current", "/opt/app/releases/42")});
+  ApplyReport first = Run(decl);
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  EXPECT_THAT(first.outcomes[0].detail, HasSubstr("linked to /opt/app/releases/42"));
+  EXPECT_EQ(Target("/opt/app/current"), "/opt/app/releases/42") << "a dangling target is fine";
+  for (bool from_record : {true, false}) {
+    EXPECT_THAT(Outcomes(Run(decl, false, from_record)), ElementsAre("unchanged")) << from_record;
+  }
+  ::unlink(Root("/opt/app/current").c_str());
+  ASSERT_EQ(::symlink("/tmp/elsewhere", Root("/opt/app/current").c_str()), 0);
+  ApplyReport drifted = Run(decl);
+  EXPECT_THAT(drifted.outcomes[0].detail,
+              HasSubstr("drifted: target changed on the machine, put back; linked to"));
+  EXPECT_EQ(Target("/opt/app/current"), "/opt/app/releases/42");
+
+  ::unlink(Root("/opt/app/current").c_str());
+  WriteText(Root("/opt/app/current"), "a file now");
+  EXPECT_THAT(Run(decl).outcomes[0].detail, HasSubstr("replaced by something else"));
+  EXPECT_EQ(Target("/opt/app/current"), "/opt/app/releases/42");
+
+  ApplyReport retarget =
+      Run(Decl({Link("current", "/opt/app/current", "/opt/app/releases/43")}, 2));
+  EXPECT_THAT(Outcomes(retarget), ElementsAre("updated"));
+  EXPECT_EQ(Target("/opt/app/current"), "/opt/app/releases/43");
+}
+
+TEST_F(KindsTest, ASymlinkNeverReplacesADirectoryAndIsPrunedOnlyAsWritten) {
+  std::filesystem::create_directories(Root("/opt/dir"));
+  EXPECT_THAT(Run(Decl({Link("l", "/opt/dir", "/x")})).outcomes[0].detail,
+              HasSubstr("/opt/dir is a directory (not replaced by a symlink"));
+  Run(Decl({Link("mine", "/opt/mine", "/a"), Link("moved", "/opt/moved", "/b")}, 2));
+  ::unlink(Root("/opt/moved").c_str());
+  ASSERT_EQ(::symlink("/c", Root("/opt/moved").c_str()), 0);
+  ApplyReport r = Run(Decl(json::array(), 3));
+  EXPECT_FALSE(std::filesystem::is_symlink(Root("/opt/mine")));
+  EXPECT_EQ(Target("/opt/moved"), "/c");
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("left /opt/moved: changed since the host wrote it"));
+}
+
+TEST_F(KindsTest, PlanDiffSaysWhatChanges) {
+  Run(Decl({Dir("d", "/srv/d", "0750"), Link("l", "/opt/l", "/a")}));
+  ReconcilerOptions options = Options();
+  options.dry_run = options.diff = true;
+  ApplyReport plan = Reconciler(Ports(), options)
+                         .Apply(Decl({Dir("d", "/srv/d", "0700"), Link("l", "/opt/l", "/b"),
+                                      Dir("n", "/srv/n", "0755")},
+                                     2)
+                                    .dump());
+  EXPECT_THAT(
+      plan.diffs,
+      ElementsAre("diff d (directory)\nmode 0750 → 0700\n", "diff l (symlink)\ntarget /a → /b\n",
+                  "diff n (directory)\nnew directory, mode 0755, owner root:root\n"));
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
