@@ -168,7 +168,7 @@ int Run(const cli::Flags& flags) {
     // dropped to plain HTTP or left open by a typo.
     options.on_sighup = [&server, &log, path = flags.web_config] {
       auto web = http::LoadWebConfig(path);
-      auto st = web ? server.Configure(*web) : core::Status(std::unexpected(web.error()));
+      auto st = web ? server.Reload(*web) : core::Status(std::unexpected(web.error()));
       if (st) {
         log.Line(daemon::Priority::kNotice, "--web-config " + path + " re-read");
       } else {

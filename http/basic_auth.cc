@@ -17,6 +17,9 @@ constexpr size_t kMaxRemembered = 256;
 
 }  // namespace
 
+BasicAuth::BasicAuth(std::map<std::string, std::string> users)
+    : users_(std::move(users)), dummy_(users_.empty() ? kDummyHash : users_.begin()->second) {}
+
 bool BasicAuth::Allows(std::string_view authorization) {
   if (!required()) return true;
   constexpr std::string_view kBasic = "Basic ";
@@ -24,13 +27,14 @@ bool BasicAuth::Allows(std::string_view authorization) {
   auto decoded = core::DecodeBase64(authorization.substr(kBasic.size()));
   if (!decoded) return false;
   size_t colon = decoded->find(':');
-  if (colon == std::string::npos) return false;
+  // crypt_r reads a C string: "pass\0junk" must not pass as "pass".
+  if (colon == std::string::npos || decoded->find('\0') != std::string::npos) return false;
   return Verify(decoded->substr(0, colon), decoded->substr(colon + 1));
 }
 
 bool BasicAuth::Verify(const std::string& user, const std::string& password) {
   auto it = users_.find(user);
-  const std::string hash = it != users_.end() ? it->second : kDummyHash;
+  const std::string hash = it != users_.end() ? it->second : dummy_;
   std::string key = core::Sha256().Field(user).Field(password).Field(hash).HexDigest();
   {
     std::lock_guard<std::mutex> lock(mu_);

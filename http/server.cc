@@ -52,6 +52,23 @@ core::Status StatusServer::Configure(const WebConfig& config) {
   return core::Ok();
 }
 
+core::Status StatusServer::Reload(const WebConfig& config) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tls_ != nullptr && !config.tls.has_value()) {
+      return core::Fail(
+          "it has no tls_server_config: TLS is not turned off by a reload "
+          "(restart mesh-host for that)");
+    }
+    if (policy_ != nullptr && policy_->auth->required() && config.basic_auth_users.empty()) {
+      return core::Fail(
+          "it has no basic_auth_users: basic auth is not turned off by a reload "
+          "(restart mesh-host for that)");
+    }
+  }
+  return Configure(config);
+}
+
 std::shared_ptr<const StatusServer::Policy> StatusServer::CurrentPolicy() const {
   std::lock_guard<std::mutex> lock(mu_);
   return policy_;

@@ -44,6 +44,10 @@ class StatusServer {
   // the new one. A config that cannot be used (a certificate that does not
   // load) is an error and leaves the one in force.
   core::Status Configure(const WebConfig& config);
+  // Configure, for a config re-read while serving (SIGHUP): one that would
+  // drop TLS or basic auth in force is refused (a file caught half-written
+  // must not open the listener); turning them off takes a restart.
+  core::Status Reload(const WebConfig& config);
 
   // Binds and starts serving on a thread of its own; returns "HOST:PORT"
   // as bound (port 0 picks a free port).

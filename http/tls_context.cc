@@ -65,6 +65,9 @@ core::Result<std::shared_ptr<const TlsContext>> TlsContext::Make(const TlsSettin
   }
   if (s.prefer_server_cipher_suites) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+  // Required for session resumption when client certificates are asked for.
+  static constexpr unsigned char kSessionContext[] = "mesh-host";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
   if (!s.client_ca_file.empty()) {
     if (SSL_CTX_load_verify_locations(ctx, s.client_ca_file.c_str(), nullptr) != 1) {
       return FileError("tls_server_config.client_ca_file", s.client_ca_file,

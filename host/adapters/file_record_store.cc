@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <istream>
 #include <type_traits>
@@ -199,7 +200,16 @@ ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
     // getrandom blocks only before the kernel's pool is first initialised.
     for (size_t got = 0; got < bytes.size();) {
       ssize_t n = ::getrandom(bytes.data() + got, bytes.size() - got, 0);
-      if (n > 0) got += static_cast<size_t>(n);
+      if (n > 0) {
+        got += static_cast<size_t>(n);
+      } else if (n < 0 && errno != EINTR) {
+        // No getrandom (a kernel too old, a seccomp filter): the same pool.
+        std::FILE* f = std::fopen("/dev/urandom", "rb");
+        size_t read = f != nullptr ? std::fread(bytes.data(), 1, bytes.size(), f) : 0;
+        if (f != nullptr) std::fclose(f);
+        if (read != bytes.size()) std::abort();  // no randomness at all: never a guessable key
+        break;
+      }
     }
     return bytes;
   };

@@ -132,6 +132,20 @@ Probe Get(const std::string& given, const std::string& path, std::string* body,
     p.usage = true;
     return p;
   }
+  // httplib throws for a scheme it does not know: checked here, never thrown.
+  bool https = p.url.starts_with("https://");
+  if (!https && !p.url.starts_with("http://")) {
+    p.error = core::Printable(p.url) + ": not an http:// or https:// URL";
+    p.usage = true;
+    return p;
+  }
+  if (!https && (!opts.user.empty() || !opts.cert.empty())) {
+    p.error = core::Printable(p.url) +
+              ": refusing to send a password or client certificate over plain http (use "
+              "https://, or \"__scheme__\": \"https\" in the targets file)";
+    p.usage = true;
+    return p;
+  }
   if (p.url.starts_with("https://")) third_party::RegisterTlsDigests();
   httplib::Client client(p.url, opts.cert, opts.key);
   if (!opts.ca.empty()) client.set_ca_cert_path(opts.ca);
@@ -175,6 +189,10 @@ Probe FetchStatus(const std::string& given, const ClientOptions& opts) {
 int RunStatus(const std::string& given, std::ostream& out, std::ostream& err,
               const ClientOptions& client) {
   Probe p = FetchStatus(given, client);
+  if (p.usage) {
+    err << "mesh-host: " << p.error << "\n";
+    return 2;
+  }
   if (!p.error.empty()) {
     err << "mesh-host: " << p.error << "\n";
     return 2;
@@ -183,7 +201,8 @@ int RunStatus(const std::string& given, std::ostream& out, std::ostream& err,
   return Healthy(p.doc) ? 0 : 1;
 }
 
-core::Result<std::vector<std::string>> ReadTargets(const std::string& path) {
+core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
+                                                   const std::string& default_scheme) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return core::Fail("--targets " + path + ": " + std::strerror(errno));
   std::stringstream text;
@@ -201,10 +220,12 @@ core::Result<std::vector<std::string>> ReadTargets(const std::string& path) {
     if (!group.is_object() || !group.contains("targets") || !group["targets"].is_array()) {
       return fail("a group without a \"targets\" list");
     }
-    std::string scheme = "http";
+    std::string scheme = default_scheme;
     if (group.contains("labels") && group["labels"].is_object() &&
         group["labels"].contains("__scheme__") && group["labels"]["__scheme__"].is_string()) {
       scheme = group["labels"]["__scheme__"].get<std::string>();
+      if (scheme != "http" && scheme != "https")
+        return fail("a __scheme__ other than http or https");
     }
     for (const nlohmann::json& t : group["targets"]) {
       if (!t.is_string() || t.get_ref<const std::string&>().empty()) {
@@ -262,9 +283,16 @@ FleetRow ProbeRow(const std::string& url, const ClientOptions& opts) {
 int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std::ostream& err,
                    const ClientOptions& client) {
   for (const std::string& u : urls) {
-    if (BaseUrl(u).find("://") == std::string::npos) {
+    std::string base = BaseUrl(u);
+    if (!base.starts_with("http://") && !base.starts_with("https://")) {
       err << "mesh-host: --url " << core::Printable(u)
-          << ": not a URL; it takes http://HOST:PORT\n";
+          << ": not a URL; it takes http://HOST:PORT or https://HOST:PORT\n";
+      return 2;
+    }
+    if (base.starts_with("http://") && (!client.user.empty() || !client.cert.empty())) {
+      err << "mesh-host: " << core::Printable(base)
+          << ": refusing to send a password or client certificate over plain http (use "
+             "https://, or \"__scheme__\": \"https\" in the targets file)\n";
       return 2;
     }
   }
@@ -312,7 +340,10 @@ int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targe
   if (urls.size() <= 1 && targets.empty()) return RunStatus(default_url, out, err, client);
   std::vector<std::string> all = urls;
   if (!targets.empty()) {
-    auto more = ReadTargets(targets);
+    // A targets file rarely names the scheme (Prometheus keeps it on the
+    // job): with credentials or a CA, the hosts are behind TLS.
+    bool tls = !client.user.empty() || !client.ca.empty() || !client.cert.empty();
+    auto more = ReadTargets(targets, tls ? "https" : "http");
     if (!more) {
       err << "mesh-host: " << core::Printable(more.error().message) << "\n";
       return 2;

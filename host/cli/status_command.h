@@ -44,7 +44,9 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
 
 // The base URLs of a Prometheus file_sd file (`__scheme__` honoured, http
 // by default). Errors name the file and what is wrong.
-core::Result<std::vector<std::string>> ReadTargets(const std::string& path);
+// `default_scheme` for groups without one.
+core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
+                                                   const std::string& default_scheme = "http");
 
 // One machine's line of the fleet table.
 struct FleetRow {

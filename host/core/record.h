@@ -64,11 +64,20 @@ struct RecordEntry {
   // The unit's declared `enabled`, as the host last made it hold (the no-op
   // proof checks systemd's UnitFileState against it).
   std::optional<bool> enabled;
-  // The drop-ins the host wrote in --unit-dir/UNIT.d/: name -> fingerprint.
+  // The drop-ins the host wrote in --unit-dir/UNIT.d/: name -> fingerprint,
+  // "pre:" first when an operator's drop-in of that name was there before
+  // (see DropInFingerprint).
   std::map<std::string, std::string> drop_ins;
 
   bool operator==(const RecordEntry&) const = default;
 };
+
+// A recorded drop-in's fingerprint without its "pre:" mark, and whether it
+// has it (the host wrote over an operator's drop-in: prune leaves it).
+inline std::string_view DropInFingerprint(std::string_view recorded) {
+  return recorded.starts_with("pre:") ? recorded.substr(4) : recorded;
+}
+inline bool DropInPreexisting(std::string_view recorded) { return recorded.starts_with("pre:"); }
 
 struct Record {
   static constexpr int kVersion = 1;

@@ -163,7 +163,10 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
       filled = *step.entry;
       if (step.write_files) filled->written[0].fingerprint = written.fingerprint;
       if (step.write_unit_file) filled->unit_file_fingerprint = written.unit_file_fingerprint;
-      for (const auto& [name, fp] : written.drop_in_fingerprints) filled->drop_ins[name] = fp;
+      for (const auto& [name, fp] : written.drop_in_fingerprints) {
+        filled->drop_ins[name] =
+            std::string(core::DropInPreexisting(filled->drop_ins[name]) ? "pre:" : "") + fp;
+      }
       entry = &*filled;
     }
   }

@@ -103,6 +103,13 @@ std::string FileDiff(const Current& now, const std::string& shown, std::string_v
     return out + core::Printable(now.unreadable) + " → " + std::to_string(content.size()) +
            " bytes: not diffed\n";
   }
+  // What only its owner may read (a credential's old file, a key) may be
+  // a secret, and a plan's output goes to CI logs: only the declared side
+  // is shown.
+  if (now.content != content && (now.info.mode & 0004) == 0) {
+    return out + "the content on the machine is not shown (not world-readable)\n" +
+           ContentDiff("/dev/null", "b" + shown, "", content);
+  }
   return out + ContentDiff("a" + shown, "b" + shown, now.content, content);
 }
 

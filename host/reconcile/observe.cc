@@ -164,7 +164,8 @@ void Observer::Dropped() {
     for (const auto& [name, fp] : e.drop_ins) {
       std::string key = e.unit + ".d/" + name;
       if (ports_.units == nullptr || out_.seen.dropped_unit_files.contains(key)) continue;
-      out_.seen.dropped_unit_files.emplace(key, DroppedAt(*ports_.units, "/" + key, fp));
+      out_.seen.dropped_unit_files.emplace(
+          key, DroppedAt(*ports_.units, "/" + key, core::DropInFingerprint(fp)));
     }
   }
 }
@@ -418,12 +419,12 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
 // still as the host wrote it (prune deletes only then).
 void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
                        UnitFileSeen& seen) {
+  static const std::map<std::string, std::string> kNone;
   bool ours = old != nullptr && old->unit == r.unit;
+  const std::map<std::string, std::string>& recorded_drop_ins = ours ? old->drop_ins : kNone;
   std::set<std::string> names;
   for (const auto& [name, text] : r.drop_ins) names.insert(name);
-  if (ours) {
-    for (const auto& [name, fp] : old->drop_ins) names.insert(name);
-  }
+  for (const auto& [name, fp] : recorded_drop_ins) names.insert(name);
   for (const std::string& name : names) {
     DropInSeen& d = seen.drop_ins[name];
     const std::string path = "/" + r.unit + ".d/" + name;
@@ -435,15 +436,20 @@ void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::str
     }
     d.missing = info->type == FileType::kMissing;
     d.fingerprint = core::FileFingerprint(*info);
-    auto recorded = ours ? old->drop_ins.find(name) : old->drop_ins.end();
-    bool as_written = ours && recorded != old->drop_ins.end() && info->type == FileType::kRegular &&
-                      recorded->second == d.fingerprint;
+    auto recorded = recorded_drop_ins.find(name);
+    bool as_written = recorded != recorded_drop_ins.end() && info->type == FileType::kRegular &&
+                      core::DropInFingerprint(recorded->second) == d.fingerprint;
+    // An operator's own drop-in of that name, there before the host wrote
+    // one: never deleted by the host when it is no longer declared.
+    d.preexisting = recorded == recorded_drop_ins.end()
+                        ? !d.missing && !WroteAsFile(r.unit + ".d/" + name)
+                        : core::DropInPreexisting(recorded->second);
     auto declared = r.drop_ins.find(name);
     if (declared == r.drop_ins.end()) {
       d.found = as_written ? Found::kAsRecorded : Found::kDiffers;
       continue;
     }
-    if (as_written && old->digest == want) continue;  // kAsRecorded: nothing read
+    if (as_written && ours && old->digest == want) continue;  // kAsRecorded: nothing read
     d.found = Found::kDiffers;
     if (info->type == FileType::kRegular && info->size == declared->second.size() &&
         info->mode == 0644) {

@@ -84,7 +84,6 @@ Step PlanService(const PlanInputs& in, const Resource& r, const RecordEntry* old
   entry.digest = want;
   bool recorded = old != nullptr && old->digest == want;
   entry.applied_at = recorded ? old->applied_at : in.now;
-  entry.enabled = r.enabled;
   // A changed state or unit alone changes nothing on disk; the unit phase
   // acts on what systemd reports.
   step.want_changed = old != nullptr && !recorded;
@@ -96,6 +95,7 @@ Step PlanService(const PlanInputs& in, const Resource& r, const RecordEntry* old
 void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& seen, Step& step) {
   RecordEntry& entry = *step.entry;
   entry.unit = r.unit;
+  entry.enabled = r.enabled;             // services and processes alike
   if (!r.unit_text.has_value()) return;  // the machine's own unit file
   if (seen.found == Found::kError) {
     step = Failed(std::move(step), seen.error);
@@ -142,21 +142,31 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
       step = Failed(std::move(step), "drop-in " + r.unit + ".d/" + name + ": " + d.error);
       return;
     }
+    std::string mark = d.preexisting ? "pre:" : "";
     if (d.found != Found::kDiffers) {
-      entry.drop_ins[name] = d.fingerprint;
+      entry.drop_ins[name] = mark + d.fingerprint;
       continue;
     }
+    entry.drop_ins[name] = mark;  // the write phase's fingerprint follows the mark
     step.write_drop_ins.push_back(name);
     bool drifted = ours && old->digest == entry.digest && old->drop_ins.contains(name);
     say((drifted ? "drifted: drop-in " + name + " changed on the machine, put back; " : "") +
         Did(in.dry_run, "wrote", "write", "drop-in " + r.unit + ".d/" + name));
+  }
+  if (old != nullptr && !ours && !old->drop_ins.empty()) {
+    // The resource now manages another unit: the old one's drop-ins stay
+    // with it, said once, and forgotten.
+    say("left " + Plural(old->drop_ins.size(), "drop-in") + " of " + old->unit +
+        ": the resource manages " + r.unit + " now");
   }
   if (ours) {
     for (const auto& [name, fp] : old->drop_ins) {
       if (r.drop_ins.contains(name)) continue;
       const DropInSeen& d = seen.drop_ins.at(name);
       if (d.found == Found::kError || d.missing) continue;  // nothing to delete: forgotten
-      if (d.found == Found::kAsRecorded) {
+      if (core::DropInPreexisting(fp)) {
+        say("left drop-in " + r.unit + ".d/" + name + ": there before the host wrote it");
+      } else if (d.found == Found::kAsRecorded) {
         step.delete_drop_ins.push_back(name);
         say(Did(in.dry_run, "deleted", "delete", "drop-in " + r.unit + ".d/" + name));
       } else {
@@ -393,9 +403,16 @@ UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
 // `enabled: false` needs nothing (a new unit file has no links).
 void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step, UnitPlan& u) {
   if (!r.enabled.has_value()) return;
+  // Unknown: the unit file is new (a rewritten one keeps its links, and
+  // its state as read before the write is the truth).
   bool unknown = u.status.unit_file_state.empty() || u.status.load_state == "not-found";
-  if (unknown || step.write_unit_file) {
+  if (unknown) {
     if (*r.enabled) u.set_enabled = true;
+    return;
+  }
+  if (*r.enabled && step.write_unit_file && !core::UnitFileEnabled(u.status)) {
+    u.set_enabled = true;  // a new [Install] section may make it possible
+    u.enabled_drifted = old != nullptr && old->enabled == r.enabled;
     return;
   }
   if (core::UnitFileEnabled(u.status) == *r.enabled) return;
@@ -460,6 +477,8 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   return u;
 }
 
+const std::map<std::string, std::string> kNoDropIns;
+
 // A recorded path is still claimed when a declared path equals it, lies
 // under it, or contains it. Sorted, each test is a few lookups, so
 // replacing a declaration of 10,000 files is not 10^8 comparisons.
@@ -475,6 +494,9 @@ class Claims {
       if (r.HasUnit()) units_.insert(r.unit);
       if (r.unit_text.has_value() && unit_dir) {
         paths_.insert(std::string(*unit_dir) + "/" + r.unit);
+      }
+      for (const auto& [name, text] : unit_dir ? r.drop_ins : kNoDropIns) {
+        paths_.insert(std::string(*unit_dir) + "/" + r.unit + ".d/" + name);
       }
     }
   }
@@ -517,8 +539,6 @@ const DroppedSeen* Find(const Map& map, const std::string& key) {
   return it == map.end() ? nullptr : &it->second;
 }
 
-const std::map<std::string, std::string> kNoDropIns;
-
 // Only what the host itself created, and still as it wrote it, is deleted;
 // a unit is stopped only when its unit file is the host's and untouched.
 std::vector<Removal> PlanRemovals(const PlanInputs& in) {
@@ -554,8 +574,16 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
       rm.delete_unit_file = !e.unit_file_fingerprint.empty();
     }
     // Its drop-ins, unless another resource declares the unit now.
+    if (claims.Unit(e.unit) && !e.drop_ins.empty()) {
+      rm.left.push_back(Plural(e.drop_ins.size(), "drop-in") + " of " + e.unit +
+                        ": the unit is another resource's now");
+    }
     for (const auto& [name, fp] : claims.Unit(e.unit) ? kNoDropIns : e.drop_ins) {
       std::string key = e.unit + ".d/" + name;
+      if (core::DropInPreexisting(fp)) {
+        rm.left.push_back("drop-in " + key + ", there before the host wrote it");
+        continue;
+      }
       const DroppedSeen* seen = Find(in.seen->dropped_unit_files, key);
       std::string why = NotAsWritten(seen, fp);
       if (!why.empty()) {
@@ -686,6 +714,9 @@ core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
   if (!units.empty()) {
     for (const Resource& r : decl.resources) {
       if (r.unit_text.has_value()) unit_files.emplace(units + "/" + r.unit, &r);
+      for (const auto& [name, text] : r.drop_ins) {
+        unit_files.emplace(units + "/" + r.unit + ".d/" + name, &r);
+      }
     }
   }
   const std::pair<std::string, std::string_view> own[] = {
@@ -707,7 +738,9 @@ core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
       return refuse("the unit directory (--unit-dir " + units + ")");
     }
     if (auto it = unit_files.find(real); it != unit_files.end()) {
-      return refuse("the unit file that resource " + it->second->id + "'s unit_text writes");
+      return refuse(real.ends_with(".conf") && real.find(".d/") != std::string::npos
+                        ? "a drop-in of resource " + it->second->id + "'s drop_ins"
+                        : "the unit file that resource " + it->second->id + "'s unit_text writes");
     }
   }
   return core::Ok();

@@ -52,7 +52,8 @@ struct DropInSeen {
   Found found = Found::kAsRecorded;  // a recorded one no longer declared: still as written?
   std::string error;
   bool missing = false;
-  std::string fingerprint;  // as found
+  bool preexisting = false;  // there, and not in the record: not the host's to delete
+  std::string fingerprint;   // as found
 };
 
 struct UnitFileSeen {

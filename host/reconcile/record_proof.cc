@@ -162,7 +162,7 @@ bool RecordProof::Finish() {
     for (const auto& [name, fingerprint] : u.drop_ins) {
       auto drop_in = ports_.units->Stat("/" + u.name + ".d/" + name);
       if (!drop_in || drop_in->type != core::FileType::kRegular ||
-          !core::FingerprintMatches(*drop_in, fingerprint)) {
+          !core::FingerprintMatches(*drop_in, core::DropInFingerprint(fingerprint))) {
         return false;
       }
     }

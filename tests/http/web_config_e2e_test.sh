@@ -112,6 +112,16 @@ grep -q "key_file: missing.*the web config in force is kept" log || fail "a bad 
 [ "$(code --cacert ca.crt --cert client.crt --key client.key -u prometheus:battery-staple $U/status)" = 200 ] ||
   fail "a bad reload changed what is served"
 echo "ok   - a bad file on SIGHUP is reported and the one in force kept"
+
+# A file caught empty (rewritten in place) never turns TLS or auth off.
+: > web.yml
+kill -HUP $HOST
+for _ in $(seq 1 100); do grep -q "TLS is not turned off by a reload" log && break; sleep 0.05; done
+grep -q "TLS is not turned off by a reload" log || fail "an empty file on SIGHUP was taken"
+[ "$(code --cacert ca.crt --cert client.crt --key client.key -u prometheus:battery-staple $U/status)" = 200 ] ||
+  fail "an empty file on SIGHUP changed what is served"
+[ "$(code http://127.0.0.1:$PORT/status)" = 000 ] || fail "plain HTTP answered after an empty reload"
+echo "ok   - an empty file on SIGHUP keeps TLS and basic auth"
 kill -TERM $HOST; wait $HOST || true; HOST=
 
 # Bad files refuse to start (exit 2), each saying what is wrong.

@@ -166,5 +166,33 @@ TEST(StatusCommandTest, ABadTargetsFileSaysWhatIsWrong) {
   EXPECT_THAT(err.str(), HasSubstr("No such file"));
 }
 
+// Review: a password never crosses plain http; a scheme httplib does not
+// know is an error, not an exception that aborts a worker thread.
+TEST(StatusCommandTest, CredentialsNeverGoOverPlainHttp) {
+  ClientOptions with_user{"", "", "", "prometheus", "secret"};
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://127.0.0.1:1", out, err, with_user), 2);
+  EXPECT_THAT(err.str(),
+              HasSubstr("refusing to send a password or client certificate over plain http"));
+  std::ostringstream out2, err2;
+  EXPECT_EQ(
+      RunStatusVerb({"http://127.0.0.1:1", "https://127.0.0.1:2"}, "", "", out2, err2, with_user),
+      2);
+  EXPECT_THAT(err2.str(), HasSubstr("refusing to send"));
+  for (std::string url : {"ftp://127.0.0.1:1", "htps://127.0.0.1:1"}) {
+    std::ostringstream o, e;
+    EXPECT_EQ(RunStatus(url, o, e), 2) << url;
+    EXPECT_THAT(e.str(), HasSubstr("not an http:// or https:// URL")) << url;
+    std::ostringstream o2, e2;
+    EXPECT_EQ(RunStatusVerb({url, "http://127.0.0.1:1"}, "", "", o2, e2), 2) << url;
+  }
+  std::string path = ::testing::TempDir() + "/schemes.json";
+  std::ofstream(path) << R"([{"targets": ["10.0.0.1:9479"]}])";
+  EXPECT_EQ(ReadTargets(path, "https")->at(0), "https://10.0.0.1:9479")
+      << "with credentials, a targets file without __scheme__ means TLS";
+  std::ofstream(path) << R"([{"targets": ["10.0.0.1:9479"], "labels": {"__scheme__": "ftp"}}])";
+  EXPECT_FALSE(ReadTargets(path).has_value());
+}
+
 }  // namespace
 }  // namespace mesh::cli

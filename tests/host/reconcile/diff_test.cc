@@ -161,5 +161,17 @@ TEST_F(DiffTest, NothingToShowForAnUnchangedMachineAndNoneWithoutTheFlag) {
   EXPECT_THAT(Run(Decl({File("app.conf", "b\n")}, 2), /*dry_run=*/true).diffs, ElementsAre());
 }
 
+// Review: a file only its owner may read (a key, a credential's old file
+// now declared as a file) may hold a secret; a plan's output goes to CI
+// logs. Only the declared side is shown.
+TEST_F(DiffTest, WhatOnlyItsOwnerMayReadIsNotShown) {
+  Run(Decl({File("key", "old-secret\n", {{"mode", "0600"}})}));
+  std::vector<std::string> diffs = PlanDiffs(Decl({File("key", "new\n", {{"mode", "0600"}})}, 2));
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_THAT(diffs[0], ::testing::Not(HasSubstr("old-secret")));
+  EXPECT_THAT(diffs[0], HasSubstr("the content on the machine is not shown (not world-readable)"));
+  EXPECT_THAT(diffs[0], HasSubstr("+new\n"));
+}
+
 }  // namespace
 }  // namespace mesh::reconcile

@@ -622,5 +622,58 @@ TEST_F(UnitsTest, ADroppedDropInChangedByHandIsLeft) {
   EXPECT_EQ(Record()["resources"]["web"].count("drop_ins"), 0u) << "not forgotten";
 }
 
+// Review: `enabled` on a process is recorded too, so the no-op proof
+// checks it; an operator's disable is seen at the next apply.
+TEST_F(UnitsTest, EnabledOnAProcessIsCheckedBetweenChanges) {
+  std::string sha = Bundle("p.tar.gz", {{TarMember::kFile, "run", "#!/bin/sh\n", 0755}});
+  services_.AddUnit("p.service", {Behavior::kHealthy, {}, /*running_initially=*/true});
+  json decl = Decl({{{"id", "p"},
+                     {"kind", "process"},
+                     {"path", "/opt/p"},
+                     {"source", "p.tar.gz"},
+                     {"sha256", sha},
+                     {"unit", "p.service"},
+                     {"unit_text", "[Service]\nExecStart=/opt/p/run\n[Install]\nWantedBy=x\n"},
+                     {"enabled", true}}});
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  EXPECT_EQ(Record()["resources"]["p"]["enabled"], true);
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged"));
+  services_.SetUnitFileState("p.service", "disabled");
+  ApplyReport r = Run(decl);
+  EXPECT_FALSE(r.from_record) << "the proof took a disabled process for unchanged";
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("was disabled on the machine, put back"));
+}
+
+// Review: a drop-in moving from a `file` resource into drop_ins is never
+// deleted under its new owner; an operator's drop-in the host wrote over
+// is left when no longer declared.
+TEST_F(UnitsTest, DropInsMovingOwnersAndOperatorsOwnAreNotDeleted) {
+  services_.AddUnit("web.service", {Behavior::kHealthy, {}, /*running_initially=*/true});
+  std::string dir = dir_.Sub("root/etc/systemd/system/web.service.d");
+  ApplyReport as_file =
+      ApplyWithUnitsInRoot(Decl({Service("web"),
+                                 {{"id", "limits"},
+                                  {"kind", "file"},
+                                  {"path", "/etc/systemd/system/web.service.d/10.conf"},
+                                  {"content", "[Service]\n"}}}));
+  ASSERT_EQ(as_file.result, ApplyResult::kOk) << as_file.error;
+  ApplyReport moved =
+      ApplyWithUnitsInRoot(Decl({Service("web", {{"drop_ins", {{"10.conf", "[Service]\n"}}}})}, 2));
+  ASSERT_EQ(moved.result, ApplyResult::kOk) << moved.error;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/10.conf")) << "deleted under its new owner";
+
+  testing::WriteText(dir + "/20-theirs.conf", "[Service]\n# theirs\n");
+  ApplyWithUnitsInRoot(Decl(
+      {Service("web",
+               {{"drop_ins", {{"10.conf", "[Service]\n"}, {"20-theirs.conf", "[Service]\n"}}}})},
+      3));
+  ApplyReport dropped = ApplyWithUnitsInRoot(Decl({Service("web")}, 4));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/20-theirs.conf"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/10.conf"));
+  EXPECT_THAT(
+      dropped.outcomes[0].detail,
+      HasSubstr("left drop-in web.service.d/20-theirs.conf: there before the host wrote it"));
+}
+
 }  // namespace
 }  // namespace mesh::reconcile
