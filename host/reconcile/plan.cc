@@ -495,8 +495,10 @@ class Claims {
       if (r.unit_text.has_value() && unit_dir) {
         paths_.insert(std::string(*unit_dir) + "/" + r.unit);
       }
-      for (const auto& [name, text] : unit_dir ? r.drop_ins : kNoDropIns) {
-        paths_.insert(std::string(*unit_dir) + "/" + r.unit + ".d/" + name);
+      if (unit_dir) {
+        for (const auto& [name, text] : r.drop_ins) {
+          paths_.insert(std::string(*unit_dir) + "/" + r.unit + ".d/" + name);
+        }
       }
     }
   }
