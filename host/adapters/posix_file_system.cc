@@ -402,16 +402,25 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
   return std::move(*bytes);
 }
 
+Result<UniqueFd> PosixFileSystem::OpenParentToReplace(const std::string& path,
+                                                      std::string_view verb, std::string* leaf) {
+  auto parent = OpenParent(path, true, leaf);
+  if (!parent) return std::unexpected(parent.error());
+  struct stat st;
+  if (::fstatat(parent->get(), leaf->c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISDIR(st.st_mode)) {
+    return Fail(std::string(verb) + " " + path + ": a directory is in the way");
+  }
+  return parent;
+}
+
 Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::string_view content,
                                                   const ports::Ownership& own) {
   std::string leaf;
-  auto parent = OpenParent(path, true, &leaf);
+  auto parent = OpenParentToReplace(path, "write", &leaf);
   if (!parent) return std::unexpected(parent.error());
   int dir = parent->get();
   struct stat st;
-  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-    return Fail("write " + path + ": a directory is in the way");
-  }
   std::string tmp = TempName(leaf);
   UniqueFd fd(
       ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -564,13 +573,10 @@ Result<FileInfo> PosixFileSystem::MakeDirectory(const std::string& path,
 
 Result<FileInfo> PosixFileSystem::MakeSymlink(const std::string& path, const std::string& target) {
   std::string leaf;
-  auto parent = OpenParent(path, true, &leaf);
+  auto parent = OpenParentToReplace(path, "symlink", &leaf);
   if (!parent) return std::unexpected(parent.error());
   int dir = parent->get();
   struct stat st;
-  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-    return Fail("symlink " + path + ": a directory is in the way");
-  }
   std::string tmp = TempName(leaf);
   if (::symlinkat(target.c_str(), dir, tmp.c_str()) != 0) {
     return Fail(Errno("create temporary symlink for", path));

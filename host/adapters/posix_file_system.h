@@ -72,6 +72,10 @@ class PosixFileSystem : public ports::FileSystem {
   // missing directories when `create`. *leaf receives the last component.
   // A missing directory without `create` yields an invalid fd, not an error.
   core::Result<UniqueFd> OpenParent(const std::string& path, bool create, std::string* leaf);
+  // OpenParent (creating it) for something swapped in by rename, which
+  // replaces anything but a directory: one in the way fails, saying `verb`.
+  core::Result<UniqueFd> OpenParentToReplace(const std::string& path, std::string_view verb,
+                                             std::string* leaf);
 
   // Marks the directory holding `path` as needing an fsync at Flush.
   void Unsynced(const std::string& path);
