@@ -7,7 +7,7 @@ MESH_HOST_PACKAGES=(
   libgtest-dev libgmock-dev libarchive-dev libssl-dev zlib1g-dev libbrotli-dev
   liblzma-dev libbz2-dev libxml2-dev nettle-dev
   systemd dbus util-linux bsdutils coreutils curl prometheus prometheus-alertmanager python3
-  strace minisign libdtl-dev libyaml-cpp-dev libcrypt-dev openssl
+  strace minisign libdtl-dev libyaml-cpp-dev libcrypt-dev openssl python3-jsonschema
 )
 
 ensure_packages() {
