@@ -52,7 +52,7 @@ class Observer {
                UnitFileSeen& seen);
   void Units();
   void Dropped();
-  bool WroteAsFile(const std::string& unit) const;
+  bool WroteAsFile(const std::string& in_unit_dir) const;
   DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded);
   // Whether `path` was on the machine before the host first managed it:
   // kept from the record, or found there now while no record entry names it.
@@ -108,11 +108,12 @@ Result<Observation> Observer::Run() {
   return std::move(out_);
 }
 
-// Whether a `file` resource of the record wrote this unit's unit file (it
-// then moved to a unit_text: still the host's).
-bool Observer::WroteAsFile(const std::string& unit) const {
+// Whether a `file` resource of the record wrote this file of --unit-dir (a
+// unit file, or UNIT.d/NAME): moved since to a unit_text or drop_ins, it
+// is still the host's.
+bool Observer::WroteAsFile(const std::string& in_unit_dir) const {
   auto unit_dir = ports_.dirs != nullptr ? UnitDirInRoot(*ports_.dirs) : std::nullopt;
-  return unit_dir && recorded_paths_.contains(std::string(*unit_dir) + "/" + unit);
+  return unit_dir && recorded_paths_.contains(std::string(*unit_dir) + "/" + in_unit_dir);
 }
 
 DroppedSeen Observer::DroppedAt(ports::FileSystem& fs, const std::string& path,

@@ -712,12 +712,17 @@ core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
   std::string root = WithoutTrailingSlash(dirs.root);
   if (root == "/") root.clear();
   std::string units = WithoutTrailingSlash(dirs.units);
-  std::map<std::string, const Resource*> unit_files;  // what unit_text writes, by real path
+  // What unit_text and drop_ins write, by real path: what writes it.
+  std::map<std::string, std::string> unit_files;
   if (!units.empty()) {
     for (const Resource& r : decl.resources) {
-      if (r.unit_text.has_value()) unit_files.emplace(units + "/" + r.unit, &r);
+      if (r.unit_text.has_value()) {
+        unit_files.emplace(units + "/" + r.unit,
+                           "the unit file that resource " + r.id + "'s unit_text writes");
+      }
       for (const auto& [name, text] : r.drop_ins) {
-        unit_files.emplace(units + "/" + r.unit + ".d/" + name, &r);
+        unit_files.emplace(units + "/" + r.unit + ".d/" + name,
+                           "a drop-in of resource " + r.id + "'s drop_ins");
       }
     }
   }
@@ -740,9 +745,7 @@ core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
       return refuse("the unit directory (--unit-dir " + units + ")");
     }
     if (auto it = unit_files.find(real); it != unit_files.end()) {
-      return refuse(real.ends_with(".conf") && real.find(".d/") != std::string::npos
-                        ? "a drop-in of resource " + it->second->id + "'s drop_ins"
-                        : "the unit file that resource " + it->second->id + "'s unit_text writes");
+      return refuse(it->second);
     }
   }
   return core::Ok();

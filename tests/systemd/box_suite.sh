@@ -5,7 +5,8 @@
 # under TMPBASE, default $TEST_TMPDIR or /tmp), SDBOX_DIR ($T/NAME-box, with
 # the box up and DBUS_SYSTEM_BUS_ADDRESS and SDBOX_PID exported) and UNITS
 # (the box's unit directory). At exit: every pid in PIDS is killed, the box
-# torn down, $T removed (kept when KEEP is set). check NAME EXPR reports one
+# torn down, $T removed (kept when KEEP is set). box_apply and inside are
+# below. check NAME EXPR reports one
 # check; finish prints the count and fails the suite if any failed. Not run
 # as root: a loud skip.
 set -euo pipefail
@@ -28,5 +29,17 @@ eval "$("$SDBOX" env)"
 export DBUS_SYSTEM_BUS_ADDRESS SDBOX_PID
 UNITS=$SDBOX_DIR/units
 fails=0
+# box_apply [ROOT]: `mesh-host apply` of $T/decl.json onto the box (--root
+# $T/root unless given); sets OUT and RC and shows the output indented.
+box_apply() {
+  set +e
+  OUT=$("$BIN" apply --declaration "$T/decl.json" --root "${1:-$T/root}" --state-dir "$T/state" \
+        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
+# inside CMD...: CMD in the box's mount and pid namespaces (systemctl there).
+inside() { nsenter -t "$SDBOX_PID" -m -p "$@"; }
 check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
 finish() { echo "$fails failed"; [ "$fails" = 0 ]; }

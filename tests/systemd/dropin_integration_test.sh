@@ -18,12 +18,7 @@ if len(sys.argv) > 5:
                 "content": f"[Service]\nEnvironment=V={sys.argv[5]}\n"})
 json.dump({"machine": "box", "generation": gen, "resources": res}, open(path, "w"))
 PY
-  set +e
-  OUT=$("$BIN" apply --declaration "$T/decl.json" --root / --state-dir "$T/state" \
-        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+  box_apply /
 }
 need_reload() { busctl get-property org.freedesktop.systemd1 /org/freedesktop/systemd1/unit/mh_2denv_2eservice \
                   org.freedesktop.systemd1.Unit NeedDaemonReload | cut -d' ' -f2; }

@@ -17,14 +17,8 @@ if enabled != "absent":
     svc["enabled"] = enabled == "true"
 json.dump({"machine": "box", "generation": gen, "resources": [svc]}, open(path, "w"))
 PY
-  set +e
-  OUT=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
-        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+  box_apply
 }
-inside() { nsenter -t "$SDBOX_PID" -m -p "$@"; }
 prop() { busctl get-property org.freedesktop.systemd1 /org/freedesktop/systemd1/unit/mh_2dweb_2eservice \
            org.freedesktop.systemd1.Unit "$1" | cut -d' ' -f2- | tr -d '"'; }
 link=$SDBOX_DIR/config/ci.target.wants/mh-web.service

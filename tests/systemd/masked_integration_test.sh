@@ -15,14 +15,8 @@ svc = lambda n: {"id": n, "kind": "service", "unit": f"mh-{n}.service", "state":
                  "unit_text": f"[Service]\nExecStart=/bin/sleep 1000{v}\n"}
 json.dump({"machine": "box", "generation": gen, "resources": [svc("web"), svc("cron")]}, open(path, "w"))
 PY
-  set +e
-  OUT=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
-        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+  box_apply
 }
-inside() { nsenter -t "$SDBOX_PID" -m -p "$@"; }
 prop() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/mh_2d$1_2eservice" \
            org.freedesktop.systemd1.Unit "$2" | cut -d' ' -f2- | tr -d '"'; }
 invocation() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/mh_2d$1_2eservice" \

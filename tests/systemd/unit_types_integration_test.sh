@@ -38,18 +38,10 @@ if extra:
 json.dump({"machine": "box", "generation": gen, "resources": res}, open(path, "w"))
 PY
 }
-apply() {
-  set +e
-  OUT=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
-        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
-}
 state() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/$1" \
             org.freedesktop.systemd1.Unit "$2" | cut -d' ' -f2- | tr -d '"'; }
 
-write 1; apply
+write 1; box_apply
 check "the apply succeeds" '[ $RC = 0 ]'
 check "the timer is active (waiting)" \
   '[ "$(state mh_2dtick_2etimer ActiveState)/$(state mh_2dtick_2etimer SubState)" = active/waiting ]'
@@ -62,7 +54,7 @@ check "both instances of the template run" \
 check "each said so" \
   'grep -q "^created tick (service): .*running as mh-tick.timer" <<<"$OUT" && grep -q "^started tpl-b (service): .*mh-tpl@2.service" <<<"$OUT"'
 
-write 1; apply
+write 1; box_apply
 check "unchanged on the next apply, all of them" \
   '[ $RC = 0 ] && [ "$(grep -c "^unchanged" <<<"$OUT")" = 9 ]'
 
@@ -73,15 +65,15 @@ d = json.load(open(sys.argv[1])); d["generation"] = 2
 d["resources"][0]["content"] = "2\n"
 json.dump(d, open(sys.argv[1], "w"))
 PY
-apply
+box_apply
 check "a timer restarted on its restart_on, waiting again" \
   '[ $RC = 0 ] && grep -q "^restarted tick (service): restart_on conf changed; mh-tick.timer" <<<"$OUT" && [ "$(state mh_2dtick_2etimer SubState)" = waiting ]'
 
 before=$(cd "$T" && find state root -printf '%p %T@\n' | sort)
-write 3 '{"id": "sock2", "kind": "service", "unit": "mh-other.socket", "state": "running", "restart_on": ["conf"]}'; apply
+write 3 '{"id": "sock2", "kind": "service", "unit": "mh-other.socket", "state": "running", "restart_on": ["conf"]}'; box_apply
 check "restart_on on a socket is refused before anything is touched" \
   '[ $RC = 2 ] && grep -q "resource sock2, field restart_on: systemd refuses to restart mh-other.socket while the service it activates runs" <<<"$OUT"'
-write 3 '{"id": "tick2", "kind": "service", "unit": "mh-tock.timer", "state": "running", "reload_on": ["conf"]}'; apply
+write 3 '{"id": "tick2", "kind": "service", "unit": "mh-tock.timer", "state": "running", "reload_on": ["conf"]}'; box_apply
 check "reload_on on a timer is refused too" \
   '[ $RC = 2 ] && grep -q "resource tick2, field reload_on: mh-tock.timer cannot be reloaded" <<<"$OUT"'
 check "and nothing was written" '[ "$before" = "$(cd "$T" && find state root -printf "%p %T@\n" | sort)" ]'

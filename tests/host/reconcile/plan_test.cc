@@ -349,6 +349,9 @@ TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
   json drop_in = clash;
   drop_in["path"] = "/etc/systemd/system/web.service.d/override.conf";
   EXPECT_TRUE(check(unit_text, {drop_in}).has_value()) << "a drop-in beside it is fine";
+  // ... unless the service's drop_ins writes that very drop-in: two writers.
+  EXPECT_THAT(check({{"drop_ins", {{"override.conf", "[Service]\n"}}}}, {drop_in}).error().message,
+              HasSubstr("overlaps a drop-in of resource web's drop_ins"));
   EXPECT_TRUE(check(json::object(), {clash}).has_value()) << "no unit_text: one writer";
 
   auto archive = [](std::string path) {
