@@ -24,6 +24,7 @@
 #include "host/daemon/log.h"
 #include "host/reconcile/reconciler.h"
 #include "host/status/status_board.h"
+#include "host/version/version.h"
 #include "http/server.h"
 #include "metrics/host_metrics.h"
 
@@ -127,7 +128,7 @@ int Run(const cli::Flags& flags) {
     return cli::kExitRefused;
   }
   status::StatusBoard board(flags.settle);
-  metrics::HostMetrics metrics(MESH_HOST_VERSION, flags.metrics_resources == "failing"
+  metrics::HostMetrics metrics(std::string(mesh::Release()), flags.metrics_resources == "failing"
                                                       ? metrics::ResourceSeries::kFailing
                                                       : metrics::ResourceSeries::kAll);
   metrics.SetReconcileInterval(flags.interval);
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
       std::cout << mesh::cli::UsageText();
       return 0;
     case mesh::cli::Verb::kVersion:
-      std::cout << "mesh-host " << MESH_HOST_VERSION << "\n";
+      std::cout << "mesh-host " << mesh::VersionLine() << "\n";
       return 0;
     case mesh::cli::Verb::kApply:
       return ApplyOrPlan(*flags, /*plan=*/false);

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds mesh-host.deb from the built binary and the packaging files (run by
+# the //packaging:deb genrule; tools/package names the result). Depends: is
+# what dpkg-shlibdeps computes from the binary's shared libraries.
+#   build_deb.sh OUT RELEASE BINARY UNIT ENV MANPAGE COMPLETION DEBIAN_DIR DOC... -- RULES...
+set -euo pipefail
+out=$1 release=$2 binary=$3 unit=$4 env=$5 man=$6 completion=$7 debian=$8
+shift 8
+docs=() rules=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do docs+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+rules=("$@")
+
+work=$(mktemp -d)
+trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
+root=$work/root
+install -d -m 0755 "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/mesh-host" \
+  "$root/usr/share/man/man1" "$root/usr/share/bash-completion/completions" \
+  "$root/usr/share/doc/mesh-host" "$root/usr/share/mesh-host/alerts"
+install -m 0755 "$binary" "$root/usr/bin/mesh-host"
+strip --strip-unneeded "$root/usr/bin/mesh-host"
+# The unit in packaging/ is install.sh's (/usr/local); a package owns /usr.
+sed -e 's|/usr/local/bin/mesh-host|/usr/bin/mesh-host|' \
+    -e 's|^Documentation=.*|Documentation=man:mesh-host(1) file:///usr/share/doc/mesh-host/README.md|' \
+    -e 's|^# mesh-host: the node agent.*|# mesh-host: the node agent, installed by the mesh-host package.|' \
+    -e '/^# binary to \/usr\/local\/bin/d' -e '/^# \/etc\/mesh-host\/), then/d' \
+    "$unit" > "$root/lib/systemd/system/mesh-host.service"
+chmod 0644 "$root/lib/systemd/system/mesh-host.service"
+install -m 0644 "$env" "$root/etc/mesh-host/mesh-host.env"
+gzip -9n < "$man" > "$root/usr/share/man/man1/mesh-host.1.gz"
+install -m 0644 "$completion" "$root/usr/share/bash-completion/completions/mesh-host"
+install -m 0644 "$debian/copyright" "$root/usr/share/doc/mesh-host/copyright"
+for d in "${docs[@]}"; do
+  case $d in
+    */CHANGELOG.md) gzip -9n < "$d" > "$root/usr/share/doc/mesh-host/changelog.gz" ;;
+    *) install -m 0644 "$d" "$root/usr/share/doc/mesh-host/$(basename "$d")" ;;
+  esac
+done
+for r in "${rules[@]}"; do
+  case $r in *.test.yml) continue ;; esac
+  install -m 0644 "$r" "$root/usr/share/mesh-host/alerts/$(basename "$r")"
+done
+for s in postinst prerm postrm; do install -m 0755 "$debian/$s" "$root/DEBIAN/$s"; done
+echo /etc/mesh-host/mesh-host.env > "$root/DEBIAN/conffiles"
+
+# dpkg-shlibdeps reads debian/control of the directory it runs in.
+mkdir -p "$work/src/debian"
+printf 'Source: mesh-host\n\nPackage: mesh-host\nArchitecture: any\n' > "$work/src/debian/control"
+depends=$(cd "$work/src" && dpkg-shlibdeps -O "$root/usr/bin/mesh-host" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+[ -n "$depends" ] || { echo "build_deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+cat > "$root/DEBIAN/control" <<CONTROL
+Package: mesh-host
+Version: $release
+Architecture: $(dpkg --print-architecture)
+Maintainer: mesh-host engineers <mesh-host@localhost>
+Installed-Size: $size
+Depends: $depends
+Section: admin
+Priority: optional
+Homepage: file:///usr/share/doc/mesh-host/README.md
+Description: node agent: makes this machine match its declaration
+ mesh-host reads a declaration (files, credentials, bundles, directories,
+ symlinks, systemd units), makes the machine match it, records what it
+ wrote, and reports the truth about the result: a unit it restarts is
+ looked at twice, and a machine that is right is never touched. It serves
+ /status and Prometheus /metrics; the alerting rules are in
+ /usr/share/mesh-host/alerts.
+CONTROL
+dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null

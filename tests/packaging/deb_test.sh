@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The Debian package (//packaging:deb): what it holds, what it depends on,
+# and an install, reinstall, remove and purge by dpkg into a scratch root
+# (dpkg --root; the maintainer scripts run unchrooted with DPKG_ROOT set,
+# so they touch only the scratch root and ask no service manager anything).
+# What the scripts do against a running systemd is
+# tests/systemd/deb_scripts_test.sh.
+set -euo pipefail
+DEB=$PWD/packaging/mesh-host.deb
+T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/deb.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fails=0
+check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
+field() { dpkg-deb -f "$DEB" "$1"; }
+
+# What it holds: exactly these paths (directories aside).
+dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort > "$T/files"
+cat > "$T/want" <<'LIST'
+/etc/mesh-host/mesh-host.env
+/lib/systemd/system/mesh-host.service
+/usr/bin/mesh-host
+/usr/share/bash-completion/completions/mesh-host
+/usr/share/doc/mesh-host/README.md
+/usr/share/doc/mesh-host/alerts.md
+/usr/share/doc/mesh-host/architecture.md
+/usr/share/doc/mesh-host/changelog.gz
+/usr/share/doc/mesh-host/copyright
+/usr/share/doc/mesh-host/declaration.md
+/usr/share/doc/mesh-host/declaration.schema.json
+/usr/share/doc/mesh-host/fleet.md
+/usr/share/doc/mesh-host/metrics.md
+/usr/share/doc/mesh-host/performance.md
+/usr/share/doc/mesh-host/record.md
+/usr/share/doc/mesh-host/reliability.md
+/usr/share/doc/mesh-host/two-looks.md
+/usr/share/man/man1/mesh-host.1.gz
+/usr/share/mesh-host/alerts/fleet.rules.yml
+/usr/share/mesh-host/alerts/mesh-host.rules.yml
+LIST
+check "holds exactly the expected files" 'diff -u "$T/want" "$T/files"'
+check "every path owned by root" '! dpkg-deb -c "$DEB" | awk "{print \$2}" | grep -v "^root/root$"'
+check "control: package, section, architecture" \
+  '[ "$(field Package)" = mesh-host ] && [ "$(field Section)" = admin ] && [ "$(field Architecture)" = "$(dpkg --print-architecture)" ]'
+# Depends: from dpkg-shlibdeps, so each library the binary links is there.
+depends=$(field Depends)
+for lib in libc6 libstdc++6 libsystemd0 libssl3 libcpp-httplib0.11 libprometheus-cpp-core1.0 libcrypt1 zlib1g; do
+  check "Depends names $lib" 'tr , "\\n" <<<"$depends" | sed "s/^ *//; s/ .*//" | grep -Fxq "$lib"'
+done
+check "the conffile is the env file" '[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles)" = /etc/mesh-host/mesh-host.env ]'
+
+mkdir -p "$T/x"
+dpkg-deb -x "$DEB" "$T/x"
+check "the unit runs the packaged binary" \
+  'grep -qx "ExecStart=/usr/bin/mesh-host run \$MESH_HOST_FLAGS" "$T/x/lib/systemd/system/mesh-host.service" && ! grep -q /usr/local "$T/x/lib/systemd/system/mesh-host.service"'
+check "the unit points to the man page" 'grep -q "^Documentation=man:mesh-host(1)" "$T/x/lib/systemd/system/mesh-host.service"'
+check "the binary is stripped" '! readelf -S "$T/x/usr/bin/mesh-host" | grep -q "\.symtab"'
+check "--version names the package's release" \
+  '"$T/x/usr/bin/mesh-host" --version | grep -q "^mesh-host $(field Version) "'
+check "the man page is gzipped roff that renders" 'zcat "$T/x/usr/share/man/man1/mesh-host.1.gz" | groff -man -Tutf8 -ww -z'
+
+# Install into a scratch root.
+R=$T/root
+mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/triggers"
+: > "$R/var/lib/dpkg/status"; : > "$R/var/lib/dpkg/available"
+dpkgr() { dpkg --root="$R" --log=/dev/null --force-script-chrootless --force-depends --force-not-root "$@" >"$T/dpkg.out" 2>&1 || { cat "$T/dpkg.out"; return 1; }; }
+check "dpkg installs it into the scratch root" 'dpkgr -i "$DEB"'
+check "dpkg lists it installed" 'dpkg-query --admindir="$R/var/lib/dpkg" -W -f="\${Status}" mesh-host | grep -qx "install ok installed"'
+dpkg-query --admindir="$R/var/lib/dpkg" -L mesh-host | sort > "$T/listed"
+check "every listed file is in the root" 'while read -r f; do [ -e "$R$f" ] || exit 1; done < "$T/listed"'
+check "postinst made the state dir 0700" '[ "$(stat -c %a "$R/var/lib/mesh-host")" = 700 ] && [ -d "$R/var/lib/mesh-host/artifacts" ]'
+check "postinst asked no service manager (scratch root)" '! grep -q "enable --now" "$T/dpkg.out"'
+check "the installed binary runs" '"$R/usr/bin/mesh-host" --help | grep -q "^usage: mesh-host VERB"'
+echo 'MESH_HOST_FLAGS=--listen 127.0.0.1:9999' > "$R/etc/mesh-host/mesh-host.env"
+echo '{"machine":"m","resources":[]}' > "$R/etc/mesh-host/declaration.json"
+echo 'record' > "$R/var/lib/mesh-host/state.json"
+check "a reinstall (upgrade) keeps the operator's env file" 'dpkgr -i "$DEB" && grep -q 9999 "$R/etc/mesh-host/mesh-host.env"'
+check "... and the record" '[ "$(cat "$R/var/lib/mesh-host/state.json")" = record ]'
+check "remove" 'dpkgr -r mesh-host'
+check "... deletes the files, the conffile and record aside" \
+  '[ ! -e "$R/usr/bin/mesh-host" ] && [ ! -e "$R/lib/systemd/system/mesh-host.service" ] && [ -f "$R/etc/mesh-host/mesh-host.env" ] && [ -f "$R/var/lib/mesh-host/state.json" ]'
+check "purge" 'dpkgr -P mesh-host'
+check "... deletes the conffile and the record, keeps the declaration" \
+  '[ ! -e "$R/etc/mesh-host/mesh-host.env" ] && [ ! -e "$R/var/lib/mesh-host" ] && [ -f "$R/etc/mesh-host/declaration.json" ]'
+rm "$R/etc/mesh-host/declaration.json"; rmdir "$R/etc/mesh-host"
+left=$(cd "$R" && find . -mindepth 1 -not -path './var/lib/dpkg*' -not -type d | sort)
+check "... and leaves no other file behind${left:+: $left}" '[ -z "$left" ]'
+echo "deb: $fails failed"
+[ "$fails" = 0 ]
