@@ -129,8 +129,8 @@ int Run(const cli::Flags& flags) {
   }
   status::StatusBoard board(flags.settle);
   metrics::HostMetrics metrics(std::string(mesh::Release()), flags.metrics_resources == "failing"
-                                                      ? metrics::ResourceSeries::kFailing
-                                                      : metrics::ResourceSeries::kAll);
+                                                                 ? metrics::ResourceSeries::kFailing
+                                                                 : metrics::ResourceSeries::kAll);
   metrics.SetReconcileInterval(flags.interval);
   metrics.SetStartTime((*machine)->clock.Now());
   http::StatusServer server(board, [&metrics] { return metrics.Serialize(); });

@@ -30,6 +30,7 @@ cat > "$T/want" <<'LIST'
 /usr/share/doc/mesh-host/fleet.md
 /usr/share/doc/mesh-host/metrics.md
 /usr/share/doc/mesh-host/performance.md
+/usr/share/doc/mesh-host/quickstart.md
 /usr/share/doc/mesh-host/record.md
 /usr/share/doc/mesh-host/reliability.md
 /usr/share/doc/mesh-host/two-looks.md

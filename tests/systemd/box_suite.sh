@@ -10,7 +10,7 @@
 # check; finish prints the count and fails the suite if any failed. Not run
 # as root: a loud skip.
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BIN=$PWD/host/mesh-host
 [ -x "$BIN" ] || BIN=$(cd "$HERE/../.." && pwd)/host/mesh-host
 SDBOX=$HERE/sdbox.sh
@@ -41,5 +41,20 @@ box_apply() {
 }
 # inside CMD...: CMD in the box's mount and pid namespaces (systemctl there).
 inside() { nsenter -t "$SDBOX_PID" -m -p "$@"; }
+# box_cow DIR...: in the box, each DIR (an absolute path) stays as the
+# machine has it but writes land in a tmpfs that goes with the box — for
+# suites that run commands as an operator would, with the default paths.
+# /etc/systemd/system stays the box's own.
+box_cow() {
+  mkdir -p "$T/cow"
+  inside sh -euc '
+    cow=$1 config=$2; shift 2
+    mount -t tmpfs -o mode=0700 cow "$cow"
+    for d in "$@"; do
+      n=$(printf %s "$d" | tr / _); mkdir -p "$cow/$n/up" "$cow/$n/work"
+      mount -t overlay overlay -o "lowerdir=$d,upperdir=$cow/$n/up,workdir=$cow/$n/work" "$d"
+    done
+    mount --bind "$config" /etc/systemd/system' - "$T/cow" "$SDBOX_DIR/config" "$@"
+}
 check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
 finish() { echo "$fails failed"; [ "$fails" = 0 ]; }
