@@ -598,8 +598,10 @@ Status PosixFileSystem::RemoveEmptyDirectory(const std::string& path) {
   if (!parent->valid()) return core::Ok();
   if (::unlinkat(parent->get(), leaf.c_str(), AT_REMOVEDIR) != 0) {
     if (errno == ENOENT) return core::Ok();
-    return Fail(errno == ENOTEMPTY || errno == EEXIST ? "rmdir " + path + ": not empty"
-                                                      : Errno("rmdir", path));
+    if (errno == ENOTEMPTY || errno == EEXIST) {
+      return std::unexpected(core::Error{path + ": not empty", core::ErrorKind::kNotEmpty});
+    }
+    return Fail(Errno("rmdir", path));
   }
   Unsynced(path);
   return core::Ok();

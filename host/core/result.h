@@ -18,6 +18,8 @@ enum class ErrorKind {
   // A path would leave its root (a symlink on the way, ".."): the
   // declaration is refused whole rather than applied in part.
   kOutsideRoot,
+  // A directory to remove still holds something: it is left, not a failure.
+  kNotEmpty,
 };
 
 struct Error {

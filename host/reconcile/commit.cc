@@ -192,6 +192,8 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   return o;
 }
 
+const std::vector<std::string> kNothingLeft;
+
 ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   const Removal& rm = in.plan->removals[k];
   const core::Status& done = in.writes->removals[k];
@@ -205,15 +207,18 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.digest = rm.entry.digest;
     return o;
   }
+  const std::vector<std::string>& held =
+      in.writes->removals_left.empty() ? kNothingLeft : in.writes->removals_left[k];
+  std::vector<std::string> left = rm.left;
+  left.insert(left.end(), held.begin(), held.end());
   if (rm.stop) o.detail = StoppedNotWaited(in.dry_run, rm.entry.unit);
-  if (size_t n = rm.delete_paths.size() + rm.delete_empty_dirs.size(); n > 0) {
+  if (size_t n = rm.delete_paths.size() + rm.delete_empty_dirs.size() - held.size(); n > 0) {
     o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", Plural(n, "path")));
   }
   // Named, at most a few: a tree left whole is one path.
-  for (size_t k = 0; k < rm.left.size() && k < 3; ++k)
-    o.detail = Then(o.detail, "left " + rm.left[k]);
-  if (rm.left.size() > 3) {
-    o.detail = Then(o.detail, "left " + Plural(rm.left.size() - 3, "more path") + " the host kept");
+  for (size_t j = 0; j < left.size() && j < 3; ++j) o.detail = Then(o.detail, "left " + left[j]);
+  if (left.size() > 3) {
+    o.detail = Then(o.detail, "left " + Plural(left.size() - 3, "more path") + " the host kept");
   }
   if (rm.delete_unit_file) {
     o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit));
@@ -225,8 +230,8 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   if (o.detail.empty()) o.detail = "no longer declared";
   // What was deleted or stopped is said first; a removal that deleted
   // nothing says that the host let go, not that something went.
-  if (!rm.stop && rm.delete_paths.empty() && rm.delete_empty_dirs.empty() && !rm.delete_unit_file &&
-      rm.delete_drop_ins.empty() && !rm.left.empty()) {
+  if (!rm.stop && rm.delete_paths.size() + rm.delete_empty_dirs.size() == held.size() &&
+      !rm.delete_unit_file && rm.delete_drop_ins.empty() && !left.empty()) {
     o.detail = "no longer managed; " + o.detail;
   }
   if (!in.dry_run) out.entries[rm.id] = std::nullopt;  // recorded: it is a removal

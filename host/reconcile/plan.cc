@@ -531,7 +531,6 @@ std::string NotAsWritten(const DroppedSeen* seen, std::string_view recorded,
     return seen->type == core::FileType::kDirectory ? "now a directory" : "no longer a file";
   }
   if (seen->fingerprint != recorded) return "changed since the host wrote it";
-  if (dir && !seen->empty) return "not empty";
   return "";
 }
 
@@ -539,6 +538,34 @@ template <typename Map>
 const DroppedSeen* Find(const Map& map, const std::string& key) {
   auto it = map.find(key);
   return it == map.end() ? nullptr : &it->second;
+}
+
+// A directory of the host's that holds something is removed only when this
+// apply removes something inside it too (a declaration that drops a
+// directory and its files at once): whether that empties it is known when
+// it is tried, after every other removal. Otherwise it is left, said.
+void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
+  auto emptied_inside = [&](const std::string& dir) {
+    std::string prefix = dir == "/" ? dir : dir + "/";
+    for (const Removal& other : removals) {
+      for (const auto* paths : {&other.delete_paths, &other.delete_empty_dirs, &other.held_dirs}) {
+        for (const std::string& p : *paths) {
+          if (p.starts_with(prefix)) return true;
+        }
+      }
+    }
+    return false;
+  };
+  for (Removal& rm : removals) {
+    for (std::string& dir : rm.held_dirs) {
+      if (emptied_inside(dir)) {
+        rm.delete_empty_dirs.push_back(std::move(dir));
+      } else {
+        rm.left.push_back(dir + ": not empty");
+      }
+    }
+    rm.held_dirs.clear();
+  }
 }
 
 // Only what the host itself created, and still as it wrote it, is deleted;
@@ -605,7 +632,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
       if (!why.empty()) {
         rm.left.push_back(w.path + ": " + why);
       } else if (!seen->missing && e.kind == "directory") {
-        rm.delete_empty_dirs.push_back(w.path);
+        (seen->empty ? rm.delete_empty_dirs : rm.held_dirs).push_back(w.path);
       } else if (!seen->missing) {
         rm.delete_paths.push_back(w.path);
         rm.deletes_unit_definition |=
@@ -614,6 +641,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     }
     removals.push_back(std::move(rm));
   }
+  ReleaseDirectoriesEmptiedTogether(removals);
   return removals;
 }
 

@@ -164,9 +164,12 @@ struct Removal {
   // ("/srv/db: now a directory"); a unit and its unit file not the host's.
   std::vector<std::string> left;
   bool delete_unit_file = false;
-  bool deletes_unit_definition = false;        // a deleted path lies inside --unit-dir
-  std::vector<std::string> delete_drop_ins;    // "UNIT.d/NAME", still as the host wrote them
-  std::vector<std::string> delete_empty_dirs;  // declared directories: removed only if empty
+  bool deletes_unit_definition = false;      // a deleted path lies inside --unit-dir
+  std::vector<std::string> delete_drop_ins;  // "UNIT.d/NAME", still as the host wrote them
+  // Declared directories, removed only when empty: after every removal's
+  // paths, deepest first, so one emptied by this apply goes too.
+  std::vector<std::string> delete_empty_dirs;
+  std::vector<std::string> held_dirs;  // while planning: not empty when looked at
 };
 
 struct Plan {

@@ -1,5 +1,8 @@
 #include "host/reconcile/write.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "host/core/want.h"
 
 namespace mesh::reconcile {
@@ -65,14 +68,28 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
     if (!job) keep_first(std::unexpected(job.error()));
   }
   for (const std::string& path : rm.delete_paths) keep_first(ports.root->Remove(path));
-  // Deepest first, so a directory emptied by this removal can go too.
-  for (auto it = rm.delete_empty_dirs.rbegin(); it != rm.delete_empty_dirs.rend(); ++it) {
-    keep_first(ports.root->RemoveEmptyDirectory(*it));
-  }
   if (rm.delete_unit_file) keep_first(ports.units->Remove("/" + rm.entry.unit));
   for (const std::string& drop_in : rm.delete_drop_ins)
     keep_first(ports.units->Remove("/" + drop_in));
   return first;
+}
+
+// Every removal's directories, once their files are gone, deepest first
+// (a path sorts after its parent). One still holding something is left.
+void RemoveDirectories(const Plan& plan, const WritePorts& ports, Writes& writes) {
+  std::vector<std::pair<std::string_view, size_t>> dirs;
+  for (size_t k = 0; k < plan.removals.size(); ++k) {
+    for (const std::string& dir : plan.removals[k].delete_empty_dirs) dirs.emplace_back(dir, k);
+  }
+  std::sort(dirs.begin(), dirs.end(), std::greater<>());
+  for (const auto& [dir, k] : dirs) {
+    core::Status st = ports.root->RemoveEmptyDirectory(std::string(dir));
+    if (!st && st.error().kind == core::ErrorKind::kNotEmpty) {
+      writes.removals_left[k].push_back(std::string(dir) + ": not empty");
+    } else if (!st && writes.removals[k]) {
+      writes.removals[k] = std::move(st);
+    }
+  }
 }
 
 }  // namespace
@@ -81,6 +98,7 @@ Writes NoWrites(const Plan& plan) {
   Writes writes;
   writes.steps.resize(plan.steps.size());
   writes.removals.resize(plan.removals.size());
+  writes.removals_left.resize(plan.removals.size());
   return writes;
 }
 
@@ -105,6 +123,7 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
                                  plan.removals[k].deletes_unit_definition ||
                                  !plan.removals[k].delete_drop_ins.empty();
   }
+  RemoveDirectories(plan, ports, writes);
   return writes;
 }
 

@@ -40,7 +40,10 @@ struct Written {
 struct Writes {
   std::vector<Written> steps;          // by resource index
   std::vector<core::Status> removals;  // by plan.removals index
-  bool unit_files_changed = false;     // a unit file was written or deleted
+  // By plan.removals index: directories found still holding something when
+  // removed ("/srv/data: not empty"), left.
+  std::vector<std::vector<std::string>> removals_left;
+  bool unit_files_changed = false;  // a unit file was written or deleted
 
   bool Ok(size_t index) const { return steps.empty() || steps[index].status.has_value(); }
 };

@@ -7,6 +7,7 @@ of a list of bad declarations — the hostile corpus's kind — is refused by
 the schema *and* by `mesh-host plan` (exit 2), so the two cannot drift
 apart unnoticed. Uses Debian's python3-jsonschema.
 """
+import glob
 import json
 import os
 import re
@@ -38,6 +39,11 @@ good = []
 example = open(os.path.join(ROOT, "examples/declaration.json.in")).read()
 good.append(("examples/declaration.json.in", json.loads(
     example.replace("@MACHINE@", "m").replace("@ROOT@", "/r").replace("@SHA256@", SHA))))
+# examples/*/declaration.json, as they are applied.
+for path in sorted(glob.glob(os.path.join(ROOT, "examples/*/declaration.json"))):
+    good.append((os.path.relpath(path, ROOT), json.load(open(path))))
+check("the examples are found (this test reads them)",
+      sum(1 for name, _ in good if name.startswith("examples/") and name.endswith(".json")) >= 4)
 # The JSON blocks of docs/declaration.md that are whole declarations or
 # single resources.
 doc = open(os.path.join(ROOT, "docs/declaration.md")).read()

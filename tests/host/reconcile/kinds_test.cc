@@ -89,6 +89,38 @@ TEST_F(KindsTest, ADirectoryIsPrunedOnlyWhenTheHostMadeItAndItIsEmpty) {
   EXPECT_THAT(detail["theirs"], HasSubstr("there before the host managed it"));
 }
 
+// Found by examples/README.md: a declaration that drops a directory and the
+// files in it at once left the directory behind, judged not empty before
+// its files were deleted — and forgot it, so no later apply removed it.
+TEST_F(KindsTest, ADirectoryDroppedWithItsFilesGoesWithThem) {
+  auto file = [](const std::string& id, const std::string& path) {
+    return json{{"id", id}, {"kind", "file"}, {"path", path}, {"content", "x"}};
+  };
+  Run(Decl({Dir("web.root", "/srv/web", "0755"), Dir("web.sub", "/srv/web/sub", "0755"),
+            file("a.index", "/srv/web/index.html"), file("z.page", "/srv/web/sub/page.html"),
+            Dir("mixed", "/srv/mixed", "0755"), file("mixed.conf", "/srv/mixed/app.conf")}));
+  WriteText(Root("/srv/mixed/someone-elses"), "y");
+
+  ApplyReport plan = Run(Decl(json::array(), 2), /*dry_run=*/true);
+  std::map<std::string, std::string> planned;
+  for (const auto& o : plan.outcomes) planned[o.id] = o.detail;
+  EXPECT_THAT(planned["web.root"], HasSubstr("would delete 1 path"));
+
+  ApplyReport r = Run(Decl(json::array(), 2));
+  ASSERT_EQ(r.result, ApplyResult::kOk) << r.error;
+  std::map<std::string, std::string> detail;
+  for (const auto& o : r.outcomes) detail[o.id] = o.detail;
+  EXPECT_FALSE(std::filesystem::exists(Root("/srv/web")))
+      << "a parent sorted before its files, a subdirectory before its parent: all gone";
+  EXPECT_THAT(detail["web.root"], HasSubstr("deleted 1 path"));
+  EXPECT_THAT(detail["web.sub"], HasSubstr("deleted 1 path"));
+  // Someone else's file keeps the directory; that is found when it is
+  // tried, said, and not a failure.
+  EXPECT_FALSE(std::filesystem::exists(Root("/srv/mixed/app.conf")));
+  EXPECT_TRUE(std::filesystem::exists(Root("/srv/mixed/someone-elses")));
+  EXPECT_THAT(detail["mixed"], HasSubstr("no longer managed; left /srv/mixed: not empty"));
+}
+
 TEST_F(KindsTest, ASymlinkIsMadeKeptAndPutBack) {
   json decl = Decl({Link("current", "/opt/app/current", "/opt/app/releases/42")});
   ApplyReport first = Run(decl);
