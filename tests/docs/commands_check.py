@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Every shell command the docs show is run by a test, and every mesh-host
+command line they show parses.
+
+A ```sh block in README.md, docs/*.md or examples/README.md is run whole by
+the test of its page (quickstart.md, examples/README.md), or is marked
+`<!-- tested: PATH -->` on the line before it, PATH being the test that
+runs it: tests/docs/commands_test.sh (which runs every block so marked) or
+tools/test (the README's two commands, which CI runs). Each `mesh-host ...`
+in a fenced block or an inline code span is parsed by the built binary
+(its flags, with --help last so nothing is done): a renamed or removed flag
+fails here, not on an operator's first day.
+"""
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+ROOT = os.getcwd()
+BIN = os.path.join(ROOT, "host/mesh-host")
+WHOLE = {"docs/quickstart.md": "tests/docs/quickstart_test.sh",
+         "examples/README.md": "tests/docs/examples_test.sh"}
+RUNNERS = {"tests/docs/commands_test.sh", "tools/test"}
+fails = 0
+
+
+def check(name, ok, why=""):
+    global fails
+    print(("ok   - " if ok else "FAIL - ") + name + ("" if ok or not why else f": {why}"))
+    fails += 0 if ok else 1
+
+
+pages = ["README.md", "examples/README.md"] + sorted(
+    os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs/*.md")))
+check("the pages are found (this test reads them)", len(pages) >= 10, str(pages))
+blocks = 0
+command_lines = []
+for page in pages:
+    lines = open(os.path.join(ROOT, page)).read().split("\n")
+    fence = None
+    for n, line in enumerate(lines):
+        if fence is None and line.startswith("```"):
+            fence = (line[3:].strip(), n)
+            if fence[0] == "sh":
+                blocks += 1
+                marker = re.fullmatch(r"<!-- tested: (\S+) -->", lines[n - 1] if n else "")
+                where = f"{page}:{n + 1}"
+                if page in WHOLE:
+                    check(f"{where} is run by {WHOLE[page]}",
+                          os.path.exists(os.path.join(ROOT, WHOLE[page])))
+                elif marker is None:
+                    check(f"{where} names the test that runs it", False,
+                          "put <!-- tested: tests/docs/commands_test.sh --> before it")
+                else:
+                    check(f"{where} is run by {marker.group(1)}", marker.group(1) in RUNNERS,
+                          f"runners: {sorted(RUNNERS)}")
+            continue
+        if fence is not None and line.startswith("```"):
+            fence = None
+            continue
+        if fence is not None and fence[0] in ("sh", "", "text"):
+            command_lines.append((f"{page}:{n + 1}", line.lstrip("$ ")))
+        elif fence is None:
+            for span in re.findall(r"`([^`]+)`", line):
+                command_lines.append((f"{page}:{n + 1}", span))
+check("the pages have shell blocks (this test reads them)", blocks >= 10, str(blocks))
+
+parsed = 0
+for where, text in command_lines:
+    m = re.search(r"(?:^|[\s(])((?:bazel-bin/host/)?mesh-host (?:run|apply|plan|status)\b[^|&;>#]*)",
+                  text)
+    if m is None:
+        continue
+    cmd = m.group(1).strip()
+    # A template or placeholder is not a command line.
+    if re.search(r"\{\{|\[|…|\.\.\.|<|\$\(", cmd):
+        continue
+    try:
+        args = shlex.split(cmd)[1:]
+    except ValueError:
+        continue
+    parsed += 1
+    r = subprocess.run([BIN] + args + ["--help"], capture_output=True, text=True)
+    check(f"{where}: {cmd}", r.returncode == 0, r.stderr.strip())
+check("mesh-host command lines are found (this test reads them)", parsed >= 20, str(parsed))
+print(f"{fails} failed")
+sys.exit(1 if fails else 0)
