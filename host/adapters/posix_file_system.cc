@@ -599,7 +599,7 @@ Status PosixFileSystem::RemoveEmptyDirectory(const std::string& path) {
   if (::unlinkat(parent->get(), leaf.c_str(), AT_REMOVEDIR) != 0) {
     if (errno == ENOENT) return core::Ok();
     if (errno == ENOTEMPTY || errno == EEXIST) {
-      return std::unexpected(core::Error{path + ": not empty", core::ErrorKind::kNotEmpty});
+      return std::unexpected(core::Error{path + ": not empty", core::ErrorKind::kNotEmpty, {}});
     }
     return Fail(Errno("rmdir", path));
   }
@@ -607,25 +607,22 @@ Status PosixFileSystem::RemoveEmptyDirectory(const std::string& path) {
   return core::Ok();
 }
 
-Result<bool> PosixFileSystem::IsEmptyDirectory(const std::string& path) {
+Result<size_t> PosixFileSystem::CountEntries(const std::string& path) {
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);
   if (!parent) return std::unexpected(parent.error());
-  if (!parent->valid()) return true;
+  if (!parent->valid()) return 0;
   UniqueFd fd(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) return Fail(Errno("open", path));
   DIR* dir = OpenDirStream(fd);
   if (dir == nullptr) return Fail(Errno("opendir", path));
-  bool empty = true;
+  size_t n = 0;
   while (dirent* d = ::readdir(dir)) {
-    if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
+    n += std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0;
   }
   ::closedir(dir);
-  return empty;
+  return n;
 }
 
 Status PosixFileSystem::Remove(const std::string& path) {

@@ -51,7 +51,7 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<core::FileInfo> MakeSymlink(const std::string& path,
                                            const std::string& target) override;
   core::Status RemoveEmptyDirectory(const std::string& path) override;
-  core::Result<bool> IsEmptyDirectory(const std::string& path) override;
+  core::Result<size_t> CountEntries(const std::string& path) override;
   core::Status Flush() override;
   core::Result<int> RemoveStaleTemporaries(const std::string& dir) override;
   core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,

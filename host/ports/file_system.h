@@ -72,11 +72,15 @@ class FileSystem {
   // Removes the directory at `path` only if it is empty ("not empty" is
   // an error); nothing there is done.
   virtual core::Status RemoveEmptyDirectory(const std::string& path) = 0;
-  // Whether the directory at `path` has no entries (read up to the first).
-  virtual core::Result<bool> IsEmptyDirectory(const std::string& path) {
+  // How many entries the directory at `path` holds ("." and ".." aside;
+  // 0 when it is missing): prune removes a directory of the host's only
+  // when the apply removes every one of them.
+  virtual core::Result<size_t> CountEntries(const std::string& path) {
     auto scan = ScanTree(path, /*hash_contents=*/false);
     if (!scan) return std::unexpected(scan.error());
-    return scan->empty();
+    size_t n = 0;
+    for (const auto& entry : *scan) n += entry.relpath.find('/') == std::string::npos;
+    return n;
   }
 
   // Where the symlink at `path` points (not followed); fails for anything

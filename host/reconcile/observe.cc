@@ -128,12 +128,12 @@ DroppedSeen Observer::DroppedAt(ports::FileSystem& fs, const std::string& path,
   seen.missing = info->type == FileType::kMissing;
   if (recorded.starts_with("dir:") && info->type == FileType::kDirectory) {
     seen.fingerprint = core::DirectoryFingerprint(*info);
-    auto empty = fs.IsEmptyDirectory(path);
-    if (!empty) {
-      seen.error = empty.error().message;
+    auto entries = fs.CountEntries(path);
+    if (!entries) {
+      seen.error = entries.error().message;
       return seen;
     }
-    seen.empty = *empty;
+    seen.entries = *entries;
   } else if (recorded.starts_with("tree:") && info->type == FileType::kDirectory) {
     auto scan = fs.ScanTree(path, /*hash_contents=*/false);
     if (!scan) {

@@ -1,7 +1,9 @@
 #include "host/reconcile/plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <tuple>
 
 #include "host/core/printable.h"
 #include "host/core/want.h"
@@ -540,31 +542,32 @@ const DroppedSeen* Find(const Map& map, const std::string& key) {
   return it == map.end() ? nullptr : &it->second;
 }
 
-// A directory of the host's that holds something is removed only when this
-// apply removes something inside it too (a declaration that drops a
-// directory and its files at once): whether that empties it is known when
-// it is tried, after every other removal. Otherwise it is left, said.
+// A directory of the host's that holds something goes only when this apply
+// removes every entry in it (a declaration that drops a directory and its
+// files at once): counted deepest first, so a subdirectory emptied and
+// removed counts for its parent. Otherwise it is left, said.
 void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
-  auto emptied_inside = [&](const std::string& dir) {
-    std::string prefix = dir == "/" ? dir : dir + "/";
-    for (const Removal& other : removals) {
-      for (const auto* paths : {&other.delete_paths, &other.delete_empty_dirs, &other.held_dirs}) {
-        for (const std::string& p : *paths) {
-          if (p.starts_with(prefix)) return true;
-        }
-      }
+  std::set<std::string, std::less<>> gone;
+  std::vector<std::tuple<std::string, size_t, size_t>> held;  // path, entries, removal
+  for (size_t k = 0; k < removals.size(); ++k) {
+    gone.insert(removals[k].delete_paths.begin(), removals[k].delete_paths.end());
+    gone.insert(removals[k].delete_empty_dirs.begin(), removals[k].delete_empty_dirs.end());
+    for (auto& [path, entries] : removals[k].held_dirs) held.emplace_back(path, entries, k);
+    removals[k].held_dirs.clear();
+  }
+  std::sort(held.begin(), held.end(), std::greater<>());
+  for (auto& [dir, entries, k] : held) {
+    std::string prefix = dir + "/";
+    size_t removed = 0;
+    for (auto it = gone.lower_bound(prefix); it != gone.end() && it->starts_with(prefix); ++it) {
+      removed += it->find('/', prefix.size()) == std::string::npos;
     }
-    return false;
-  };
-  for (Removal& rm : removals) {
-    for (std::string& dir : rm.held_dirs) {
-      if (emptied_inside(dir)) {
-        rm.delete_empty_dirs.push_back(std::move(dir));
-      } else {
-        rm.left.push_back(dir + ": not empty");
-      }
+    if (removed >= entries) {
+      gone.insert(dir);
+      removals[k].delete_empty_dirs.push_back(std::move(dir));
+    } else {
+      removals[k].left.push_back(dir + ": not empty");
     }
-    rm.held_dirs.clear();
   }
 }
 
@@ -632,7 +635,11 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
       if (!why.empty()) {
         rm.left.push_back(w.path + ": " + why);
       } else if (!seen->missing && e.kind == "directory") {
-        (seen->empty ? rm.delete_empty_dirs : rm.held_dirs).push_back(w.path);
+        if (seen->entries == 0) {
+          rm.delete_empty_dirs.push_back(w.path);
+        } else {
+          rm.held_dirs.emplace_back(w.path, seen->entries);
+        }
       } else if (!seen->missing) {
         rm.delete_paths.push_back(w.path);
         rm.deletes_unit_definition |=

@@ -76,7 +76,7 @@ struct DroppedSeen {
   bool missing = false;  // already gone
   core::FileType type = core::FileType::kMissing;
   std::string fingerprint;  // as found: a file's stat fingerprint, a tree's
-  bool empty = false;       // a declared directory's: nothing inside
+  size_t entries = 0;       // a declared directory's: what is inside
 };
 
 // What observe.h saw of the machine, by resource index.
@@ -169,7 +169,8 @@ struct Removal {
   // Declared directories, removed only when empty: after every removal's
   // paths, deepest first, so one emptied by this apply goes too.
   std::vector<std::string> delete_empty_dirs;
-  std::vector<std::string> held_dirs;  // while planning: not empty when looked at
+  // While planning: directories that held `entries` when looked at.
+  std::vector<std::pair<std::string, size_t>> held_dirs;
 };
 
 struct Plan {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "host/core/want.h"
 
@@ -75,19 +76,32 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
 }
 
 // Every removal's directories, once their files are gone, deepest first
-// (a path sorts after its parent). One still holding something is left.
+// (a path sorts after its parent). One still holding something is left and
+// forgotten — unless what it holds is the host's own, whose removal failed
+// in this apply: then it fails too, stays recorded, and the next apply
+// removes both.
 void RemoveDirectories(const Plan& plan, const WritePorts& ports, Writes& writes) {
   std::vector<std::pair<std::string_view, size_t>> dirs;
+  std::set<std::string_view> failed;  // paths of the removals that failed
   for (size_t k = 0; k < plan.removals.size(); ++k) {
     for (const std::string& dir : plan.removals[k].delete_empty_dirs) dirs.emplace_back(dir, k);
+    if (!writes.removals[k]) {
+      failed.insert(plan.removals[k].delete_paths.begin(), plan.removals[k].delete_paths.end());
+    }
   }
   std::sort(dirs.begin(), dirs.end(), std::greater<>());
   for (const auto& [dir, k] : dirs) {
     core::Status st = ports.root->RemoveEmptyDirectory(std::string(dir));
-    if (!st && st.error().kind == core::ErrorKind::kNotEmpty) {
+    if (st) continue;
+    std::string prefix = std::string(dir) + "/";
+    auto inside = failed.lower_bound(prefix);
+    bool ours_failed = inside != failed.end() && inside->starts_with(prefix);
+    if (st.error().kind == core::ErrorKind::kNotEmpty && !ours_failed) {
       writes.removals_left[k].push_back(std::string(dir) + ": not empty");
-    } else if (!st && writes.removals[k]) {
+    } else if (writes.removals[k]) {
+      if (ours_failed) st.error().message += " (" + std::string(*inside) + " could not be removed)";
       writes.removals[k] = std::move(st);
+      failed.insert(dir);
     }
   }
 }

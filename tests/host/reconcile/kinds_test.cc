@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/fakes/faulty_file_system.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
 
 namespace mesh::reconcile {
@@ -105,6 +106,8 @@ TEST_F(KindsTest, ADirectoryDroppedWithItsFilesGoesWithThem) {
   std::map<std::string, std::string> planned;
   for (const auto& o : plan.outcomes) planned[o.id] = o.detail;
   EXPECT_THAT(planned["web.root"], HasSubstr("would delete 1 path"));
+  EXPECT_THAT(planned["mixed"], HasSubstr("left /srv/mixed: not empty"))
+      << "the plan says what the apply will do: only the host's entry goes";
 
   ApplyReport r = Run(Decl(json::array(), 2));
   ASSERT_EQ(r.result, ApplyResult::kOk) << r.error;
@@ -119,6 +122,33 @@ TEST_F(KindsTest, ADirectoryDroppedWithItsFilesGoesWithThem) {
   EXPECT_FALSE(std::filesystem::exists(Root("/srv/mixed/app.conf")));
   EXPECT_TRUE(std::filesystem::exists(Root("/srv/mixed/someone-elses")));
   EXPECT_THAT(detail["mixed"], HasSubstr("no longer managed; left /srv/mixed: not empty"));
+}
+
+// A directory whose file of the host's could not be removed is not
+// forgotten as "not empty": it stays recorded, and the next apply, once the
+// file goes, removes it too.
+TEST_F(KindsTest, ADirectoryBlockedByAFailedRemovalIsTriedAgain) {
+  fakes::FaultyFileSystem faulty(*root_);
+  ReconcilerPorts ports = Ports();
+  ports.root = &faulty;
+  auto run = [&](const json& decl) { return Reconciler(ports, Options()).Apply(decl.dump()); };
+  run(Decl({Dir("web.root", "/srv/web", "0755"),
+            {{"id", "web.index"},
+             {"kind", "file"},
+             {"path", "/srv/web/index.html"},
+             {"content", "x"}}}));
+  faulty.FailWrites("/srv/web/index.html", EBUSY);
+  ApplyReport r = run(Decl(json::array(), 2));
+  std::map<std::string, std::string> detail;
+  for (const auto& o : r.outcomes) detail[o.id] = o.detail;
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed"));
+  EXPECT_THAT(detail["web.root"], HasSubstr("/srv/web/index.html could not be removed"));
+  EXPECT_TRUE(Record()["resources"].contains("web.root")) << "not forgotten";
+
+  faulty.Heal();
+  ApplyReport again = run(Decl(json::array(), 3));
+  EXPECT_THAT(Outcomes(again), ElementsAre("removed", "removed"));
+  EXPECT_FALSE(std::filesystem::exists(Root("/srv/web")));
 }
 
 TEST_F(KindsTest, ASymlinkIsMadeKeptAndPutBack) {
