@@ -2,10 +2,13 @@
 # Builds mesh-host.deb from the built binary and the packaging files (run by
 # the //packaging:deb genrule; tools/package names the result). Depends: is
 # what dpkg-shlibdeps computes from the binary's shared libraries.
-#   build_deb.sh OUT RELEASE BINARY UNIT ENV MANPAGE COMPLETION DEBIAN_DIR DOC... -- RULES...
+#   build_deb.sh OUT RELEASE DATE BINARY UNIT ENV MANPAGE COMPLETION DEBIAN_DIR DOC... -- RULES...
+# The same inputs make the same package: modes set whatever the umask, every
+# file dated DATE (the release's), sizes as the files' own.
 set -euo pipefail
-out=$1 release=$2 binary=$3 unit=$4 env=$5 man=$6 completion=$7 debian=$8
-shift 8
+umask 022
+out=$1 release=$2 date=$3 binary=$4 unit=$5 env=$6 man=$7 completion=$8 debian=$9
+shift 9
 docs=() rules=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do docs+=("$1"); shift; done
 [ $# -gt 0 ] && shift
@@ -14,9 +17,12 @@ rules=("$@")
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 root=$work/root
-install -d -m 0755 "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/mesh-host" \
-  "$root/usr/share/man/man1" "$root/usr/share/bash-completion/completions" \
-  "$root/usr/share/doc/mesh-host" "$root/usr/share/mesh-host/alerts"
+for d in DEBIAN etc etc/mesh-host lib lib/systemd lib/systemd/system usr usr/bin usr/share \
+  usr/share/man usr/share/man/man1 usr/share/bash-completion usr/share/bash-completion/completions \
+  usr/share/doc usr/share/doc/mesh-host usr/share/mesh-host usr/share/mesh-host/alerts; do
+  install -d -m 0755 "$root/$d"
+done
+chmod 0755 "$root"
 install -m 0755 "$binary" "$root/usr/bin/mesh-host"
 strip --strip-unneeded "$root/usr/bin/mesh-host"
 # The unit in packaging/ is install.sh's (/usr/local); a package owns /usr.
@@ -42,13 +48,18 @@ for r in "${rules[@]}"; do
 done
 for s in postinst prerm postrm; do install -m 0755 "$debian/$s" "$root/DEBIAN/$s"; done
 echo /etc/mesh-host/mesh-host.env > "$root/DEBIAN/conffiles"
+chmod 0644 "$root/usr/share/man/man1/mesh-host.1.gz" "$root/usr/share/doc/mesh-host/changelog.gz" \
+  "$root/DEBIAN/conffiles"
 
 # dpkg-shlibdeps reads debian/control of the directory it runs in.
 mkdir -p "$work/src/debian"
 printf 'Source: mesh-host\n\nPackage: mesh-host\nArchitecture: any\n' > "$work/src/debian/control"
-depends=$(cd "$work/src" && dpkg-shlibdeps -O "$root/usr/bin/mesh-host" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+if ! shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$root/usr/bin/mesh-host" 2>"$work/shlibdeps.err"); then
+  echo "build_deb: dpkg-shlibdeps failed:" >&2; cat "$work/shlibdeps.err" >&2; exit 1
+fi
+depends=$(sed -n 's/^shlibs:Depends=//p' <<<"$shlibs")
 [ -n "$depends" ] || { echo "build_deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
-size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+size=$(du -sk --apparent-size --exclude=DEBIAN "$root" | cut -f1)
 cat > "$root/DEBIAN/control" <<CONTROL
 Package: mesh-host
 Version: $release
@@ -67,4 +78,6 @@ Description: node agent: makes this machine match its declaration
  /status and Prometheus /metrics; the alerting rules are in
  /usr/share/mesh-host/alerts.
 CONTROL
-dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
+chmod 0644 "$root/DEBIAN/control"
+find "$root" -exec touch -h -d "$date" {} +
+SOURCE_DATE_EPOCH=$(date -d "$date" +%s) dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null

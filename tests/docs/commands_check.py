@@ -5,11 +5,15 @@ command line they show parses.
 A ```sh block in README.md, docs/*.md or examples/README.md is run whole by
 the test of its page (quickstart.md, examples/README.md), or is marked
 `<!-- tested: PATH -->` on the line before it, PATH being the test that
-runs it: tests/docs/commands_test.sh (which runs every block so marked) or
-tools/test (the README's two commands, which CI runs). Each `mesh-host ...`
-in a fenced block or an inline code span is parsed by the built binary
-(its flags, with --help last so nothing is done): a renamed or removed flag
-fails here, not on an operator's first day.
+runs it: tests/docs/commands_test.sh (which runs every block so marked, on
+whatever page) or tools/test (only ./tools/demo and ./tools/test, which
+CI runs). Shell is fenced exactly ```sh (what the runners extract): a
+```bash, ```shell, ```console, ```sh with anything after it, or a ~~~
+fence is refused. Each `mesh-host ...` in a fenced block (continued lines
+joined) or an inline code span is parsed by the built binary — its flags,
+then --help so nothing is done (a flag named without its value is given
+one) — so a renamed or removed flag fails here, not on an operator's first
+day.
 """
 import glob
 import os
@@ -23,6 +27,10 @@ BIN = os.path.join(ROOT, "host/mesh-host")
 WHOLE = {"docs/quickstart.md": "tests/docs/quickstart_test.sh",
          "examples/README.md": "tests/docs/examples_test.sh"}
 RUNNERS = {"tests/docs/commands_test.sh", "tools/test"}
+# What CI itself runs: tools/test runs the demo, and is the CI command.
+CI_COMMANDS = {"./tools/demo", "./tools/test"}
+# Flags that take no value.
+BOOLEAN = {"--diff", "--verbose", "-v", "--help", "-h"}
 fails = 0
 
 
@@ -41,8 +49,13 @@ for page in pages:
     lines = open(os.path.join(ROOT, page)).read().split("\n")
     fence = None
     for n, line in enumerate(lines):
+        if fence is None and line.lstrip().startswith("~~~"):
+            check(f"{page}:{n + 1} fenced with ```", False, "a ~~~ fence is not extracted")
         if fence is None and line.startswith("```"):
-            fence = (line[3:].strip(), n)
+            fence = (line[3:], n)
+            if fence[0].strip() in ("bash", "shell", "console") or (
+                    fence[0].strip() == "sh" and fence[0] != "sh"):
+                check(f"{page}:{n + 1} fenced exactly ```sh", False, repr(line))
             if fence[0] == "sh":
                 blocks += 1
                 marker = re.fullmatch(r"<!-- tested: (\S+) -->", lines[n - 1] if n else "")
@@ -56,21 +69,31 @@ for page in pages:
                 else:
                     check(f"{where} is run by {marker.group(1)}", marker.group(1) in RUNNERS,
                           f"runners: {sorted(RUNNERS)}")
+                    if marker.group(1) == "tools/test":
+                        end = lines.index("```", n + 1)
+                        words = {l.split()[0] for l in lines[n + 1:end] if l.strip()}
+                        check(f"{where}: tools/test runs {sorted(words)}",
+                              words <= CI_COMMANDS and
+                              "./tools/demo" in open(os.path.join(ROOT, "tools/test")).read())
             continue
         if fence is not None and line.startswith("```"):
             fence = None
             continue
         if fence is not None and fence[0] in ("sh", "", "text"):
+            # A line continued with a backslash is one command.
+            k = n
+            while line.endswith("\\") and k + 1 < len(lines):
+                k += 1
+                line = line[:-1] + " " + lines[k].strip()
             command_lines.append((f"{page}:{n + 1}", line.lstrip("$ ")))
         elif fence is None:
             for span in re.findall(r"`([^`]+)`", line):
                 command_lines.append((f"{page}:{n + 1}", span))
-check("the pages have shell blocks (this test reads them)", blocks >= 10, str(blocks))
+check("the pages have shell blocks (this test reads them)", blocks >= 18, str(blocks))
 
 parsed = 0
 for where, text in command_lines:
-    m = re.search(r"(?:^|[\s(])((?:bazel-bin/host/)?mesh-host (?:run|apply|plan|status)\b[^|&;>#]*)",
-                  text)
+    m = re.search(r"(?:^|[\s(/])(mesh-host (?:run|apply|plan|status)\b[^|&;>#]*)", text)
     if m is None:
         continue
     cmd = m.group(1).strip()
@@ -81,9 +104,12 @@ for where, text in command_lines:
         args = shlex.split(cmd)[1:]
     except ValueError:
         continue
-    parsed += 1
-    r = subprocess.run([BIN] + args + ["--help"], capture_output=True, text=True)
+    if args and args[-1].startswith("-") and args[-1] not in BOOLEAN:
+        args.append("VALUE")  # prose naming a flag: the name is what is checked
+    parsed += len(args) > 1
+    r = subprocess.run([BIN] + args + ["--help"], capture_output=True, text=True, cwd="/",
+                       env={"PATH": "/usr/bin:/bin"})
     check(f"{where}: {cmd}", r.returncode == 0, r.stderr.strip())
-check("mesh-host command lines are found (this test reads them)", parsed >= 20, str(parsed))
+check("mesh-host lines with flags are found (this test reads them)", parsed >= 20, str(parsed))
 print(f"{fails} failed")
 sys.exit(1 if fails else 0)

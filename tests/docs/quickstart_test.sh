@@ -33,5 +33,7 @@ check "the page shows outcome lines (this test reads them)" '[ "$(grep -cE "^(cr
 check "pruned: hello.service is not running" '[ "$(inside systemctl show hello.service -p ActiveState --value)" = inactive ]'
 check "pruned: its unit file is gone" '[ ! -e "$SDBOX_DIR/config/hello.service" ]'
 check "pruned: the files are gone" 'inside sh -c "[ ! -e /etc/hello/hello.conf ] && [ ! -e /etc/hello/token ] && [ ! -e /opt/hello/bin/hello ]"'
-check "the machine's own /etc was not written" '[ ! -e /etc/hello/hello.conf ]'
+check "the machine's own /etc, /opt and /var/lib were not written" \
+  '[ ! -e /etc/hello ] && [ ! -e /opt/hello ] && [ ! -e /var/lib/mesh-host/artifacts/hello-1.0.tar.gz ]'
+check "what the page says stays, stays: /etc/hello, empty" 'inside sh -c "[ -d /etc/hello ] && [ -z \"\$(ls -A /etc/hello)\" ]"'
 finish

@@ -24,17 +24,20 @@ check "--declaration completes files" 'complete_words plan --declaration de | gr
 check "--state-dir completes directories only" '[ "$(complete_words run --state-dir s)" = statedir ] && [ -z "$(complete_words run --state-dir de)" ]'
 check "status is offered --targets, not --root" \
   'complete_words status --t | grep -qx -- --targets && ! complete_words status --r | grep -q .'
-help_flags=$("$BIN" --help | grep -oE '(^|[ ,])--[a-z][a-z-]*' | tr -d ' ,' | sort -u)
-offered=$(for v in run apply plan status; do complete_words "$v" --; done | sort -u)
+check "--output=: values after =" '[ "$(complete_words apply --output = "" | tr "\n" " ")" = "text json " ]'
+check "--output=j: json" '[ "$(complete_words apply --output = j)" = json ]'
+check "--metrics-resources=: values" '[ "$(complete_words run --metrics-resources = | tr "\n" " ")" = "all failing " ]'
+help_flags=$("$BIN" --help | grep -oE '(^|[ ,])--?[a-z][a-z-]*' | tr -d ' ,' | sort -u)
+offered=$(for v in run apply plan status; do complete_words "$v" -; done | sort -u)
 for f in $help_flags; do
   case $f in --version) continue ;; esac  # a verb of its own, offered first
   check "$f is offered for some verb" 'grep -qx -- "$f" <<<"$offered"'
 done
 # Each verb's flags parse with that verb (a value where one is needed).
 for v in run apply plan status; do
-  for f in $(complete_words "$v" --); do
+  for f in $(complete_words "$v" -); do
     case $f in
-      --help | --verbose | --diff) args=("$f") ;;
+      --help | -h | --verbose | -v | --diff) args=("$f") ;;
       --output) args=("$f" json) ;;
       --metrics-resources) args=("$f" failing) ;;
       --interval | --settle) args=("$f" 1s) ;;

@@ -40,6 +40,10 @@ cat > "$T/want" <<'LIST'
 LIST
 check "holds exactly the expected files" 'diff -u "$T/want" "$T/files"'
 check "every path owned by root" '! dpkg-deb -c "$DEB" | awk "{print \$2}" | grep -v "^root/root$"'
+# Modes are the package's, whatever the builder's umask was.
+check "directories 0755, files 0644, the binary 0755" \
+  '! dpkg-deb -c "$DEB" | awk "{print \$1, \$6}" | grep -Ev "^(drwxr-xr-x .*/|-rw-r--r-- .*[^/]|-rwxr-xr-x \./usr/bin/mesh-host)$"'
+check "every file dated the release, not the build" '[ "$(dpkg-deb -c "$DEB" | awk "{print \$4}" | sort -u | wc -l)" = 1 ]'
 check "control: package, section, architecture" \
   '[ "$(field Package)" = mesh-host ] && [ "$(field Section)" = admin ] && [ "$(field Architecture)" = "$(dpkg --print-architecture)" ]'
 # Depends: from dpkg-shlibdeps, so each library the binary links is there.
@@ -70,19 +74,33 @@ dpkg-query --admindir="$R/var/lib/dpkg" -L mesh-host | sort > "$T/listed"
 check "every listed file is in the root" 'while read -r f; do [ -e "$R$f" ] || exit 1; done < "$T/listed"'
 check "postinst made the state dir 0700" '[ "$(stat -c %a "$R/var/lib/mesh-host")" = 700 ] && [ -d "$R/var/lib/mesh-host/artifacts" ]'
 check "postinst asked no service manager (scratch root)" '! grep -q "enable --now" "$T/dpkg.out"'
+check "postinst warns of nothing on a clean root" '! grep -q "shadows the package" "$T/dpkg.out"'
 check "the installed binary runs" '"$R/usr/bin/mesh-host" --help | grep -q "^usage: mesh-host VERB"'
 echo 'MESH_HOST_FLAGS=--listen 127.0.0.1:9999' > "$R/etc/mesh-host/mesh-host.env"
 echo '{"machine":"m","resources":[]}' > "$R/etc/mesh-host/declaration.json"
 echo 'record' > "$R/var/lib/mesh-host/state.json"
+echo 'bundle' > "$R/var/lib/mesh-host/artifacts/app-1.0.tar.gz"
 check "a reinstall (upgrade) keeps the operator's env file" 'dpkgr -i "$DEB" && grep -q 9999 "$R/etc/mesh-host/mesh-host.env"'
 check "... and the record" '[ "$(cat "$R/var/lib/mesh-host/state.json")" = record ]'
+mkdir -p "$R/usr/local/bin" && cp "$R/usr/bin/mesh-host" "$R/usr/local/bin/mesh-host"
+check "an install.sh binary left behind is named on upgrade" \
+  'dpkgr -i "$DEB" && grep -q "/usr/local/bin/mesh-host (from packaging/install.sh) shadows the package" "$T/dpkg.out"'
+rm -r "$R/usr/local"
+wants=$R/etc/systemd/system/multi-user.target.wants
+mkdir -p "$wants"
+ln -s /lib/systemd/system/mesh-host.service "$wants/mesh-host.service"
 check "remove" 'dpkgr -r mesh-host'
+check "... drops the enable link of the packaged unit" '[ ! -L "$wants/mesh-host.service" ]'
+ln -s /etc/systemd/system/mesh-host.service "$wants/mesh-host.service"
+dpkgr -i "$DEB" && dpkgr -r mesh-host
+check "... but not one of an install.sh unit" '[ -L "$wants/mesh-host.service" ]'
+rm -r "$R/etc/systemd"
 check "... deletes the files, the conffile and record aside" \
   '[ ! -e "$R/usr/bin/mesh-host" ] && [ ! -e "$R/lib/systemd/system/mesh-host.service" ] && [ -f "$R/etc/mesh-host/mesh-host.env" ] && [ -f "$R/var/lib/mesh-host/state.json" ]'
 check "purge" 'dpkgr -P mesh-host'
-check "... deletes the conffile and the record, keeps the declaration" \
-  '[ ! -e "$R/etc/mesh-host/mesh-host.env" ] && [ ! -e "$R/var/lib/mesh-host" ] && [ -f "$R/etc/mesh-host/declaration.json" ]'
-rm "$R/etc/mesh-host/declaration.json"; rmdir "$R/etc/mesh-host"
+check "... deletes the conffile and the record, keeps the declaration and the bundles" \
+  '[ ! -e "$R/etc/mesh-host/mesh-host.env" ] && [ ! -e "$R/var/lib/mesh-host/state.json" ] && [ -f "$R/etc/mesh-host/declaration.json" ] && [ -f "$R/var/lib/mesh-host/artifacts/app-1.0.tar.gz" ]'
+rm -r "$R/etc/mesh-host" "$R/var/lib/mesh-host"
 left=$(cd "$R" && find . -mindepth 1 -not -path './var/lib/dpkg*' -not -type d | sort)
 check "... and leaves no other file behind${left:+: $left}" '[ -z "$left" ]'
 echo "deb: $fails failed"

@@ -44,7 +44,9 @@ inside() { nsenter -t "$SDBOX_PID" -m -p "$@"; }
 # box_cow DIR...: in the box, each DIR (an absolute path) stays as the
 # machine has it but writes land in a tmpfs that goes with the box — for
 # suites that run commands as an operator would, with the default paths.
-# /etc/systemd/system stays the box's own.
+# /etc/systemd/system stays the box's own, and mesh-host's own places
+# (/etc/mesh-host, /var/lib/mesh-host) start empty: a record of this
+# machine's would otherwise be the box's, and its prune this machine's.
 box_cow() {
   mkdir -p "$T/cow"
   inside sh -euc '
@@ -53,6 +55,9 @@ box_cow() {
     for d in "$@"; do
       n=$(printf %s "$d" | tr / _); mkdir -p "$cow/$n/up" "$cow/$n/work"
       mount -t overlay overlay -o "lowerdir=$d,upperdir=$cow/$n/up,workdir=$cow/$n/work" "$d"
+    done
+    for own in /etc/mesh-host /var/lib/mesh-host; do
+      case " $* " in *" ${own%/*} "*) mkdir -p "$own"; mount -t tmpfs -o mode=0755 own "$own" ;; esac
     done
     mount --bind "$config" /etc/systemd/system' - "$T/cow" "$SDBOX_DIR/config" "$@"
 }
