@@ -11,6 +11,7 @@
 #include "host/adapters/file_declaration.h"
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
+#include "host/adapters/linux_event_source.h"
 #include "host/adapters/one_shot_heap.h"
 #include "host/adapters/posix_file_system.h"
 #include "host/adapters/process_guard.h"
@@ -110,7 +111,7 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
 }
 
 int Run(const cli::Flags& flags) {
-  daemon::BlockSignals();  // before any thread exists
+  adapters::BlockDaemonSignals();  // before any thread exists
   // One malloc arena per thread would keep each thread's freed memory: the
   // daemon is idle most of its life and should stay small.
   mallopt(M_ARENA_MAX, 2);
@@ -177,7 +178,14 @@ int Run(const cli::Flags& flags) {
       }
     };
   }
-  daemon::Daemon d(options, *(*machine)->reconciler, board, metrics, &watch, notifier,
+  std::string watch_warning;
+  auto events = adapters::LinuxEventSource::Open(flags.declaration, &watch_warning);
+  if (!events) {
+    log.Line(daemon::Priority::kErr, events.error().message);
+    return cli::kExitFailed;
+  }
+  if (!watch_warning.empty()) log.Line(daemon::Priority::kWarning, watch_warning);
+  daemon::Daemon d(options, *(*machine)->reconciler, board, metrics, &watch, notifier, **events,
                    (*machine)->clock, log);
   int code = d.Run();
   server.Stop();

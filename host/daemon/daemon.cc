@@ -1,51 +1,19 @@
 #include "host/daemon/daemon.h"
 
 #include <malloc.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/inotify.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <condition_variable>
-#include <cstring>
 #include <mutex>
 #include <optional>
 #include <stop_token>
 #include <thread>
 
 #include "host/core/time_format.h"
-#include "host/daemon/stall_watch.h"
+#include "host/daemon/keepalive.h"
+#include "host/daemon/schedule.h"
 
 namespace mesh::daemon {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// While the first apply runs, the start timeout is pushed this far out,
-// this often.
-constexpr std::chrono::seconds kExtendBy{30};
-constexpr std::chrono::seconds kExtendEvery{10};
-// ... but not for ever: a first apply that never ends (a local file system
-// that hangs) lets systemd's start timeout act rather than block the boot.
-constexpr std::chrono::minutes kExtendAtMost{30};
-
-sigset_t DaemonSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  return set;
-}
-
-std::pair<std::string, std::string> SplitPath(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return {".", path};
-  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
-}
 
 Priority PriorityOf(core::Outcome o) {
   switch (o) {
@@ -60,20 +28,16 @@ Priority PriorityOf(core::Outcome o) {
 
 }  // namespace
 
-void BlockSignals() {
-  sigset_t set = DaemonSignals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
 Daemon::Daemon(DaemonOptions options, reconcile::Reconciler& reconciler, status::StatusBoard& board,
                metrics::HostMetrics& metrics, ports::ServiceManager* watch,
-               ports::Notifier& notifier, ports::Clock& clock, Log& log)
+               ports::Notifier& notifier, ports::EventSource& events, ports::Clock& clock, Log& log)
     : options_(std::move(options)),
       reconciler_(reconciler),
       board_(board),
       metrics_(metrics),
       watch_(watch),
       notifier_(notifier),
+      events_(events),
       clock_(clock),
       log_(log) {}
 
@@ -83,54 +47,42 @@ Daemon::~Daemon() {
 }
 
 void Daemon::ApplyOnce(const std::string& why, bool starting) {
-  // An apply may rightly outlast the watchdog's period (the first apply of
-  // 100,000 files takes over a minute; a restart's settle pause alone can
-  // exceed a short WatchdogSec), and the main loop cannot pet while it runs:
-  // systemd would kill the daemon mid-apply, and again after every restart.
-  // Every call an apply makes is bounded, so it is kept alive while it runs.
-  // The first apply runs before READY=1, under systemd's start timeout: it
-  // is extended the same way, so a machine's first convergence at boot is
-  // not killed half-way (units ordered after mesh-host start once it is).
-  std::jthread keepalive;
-  auto pet = notifier_.WatchdogInterval();
-  if (pet.count() > 0 || starting) {
-    auto every = pet.count() > 0 ? std::min<std::chrono::nanoseconds>(pet, kExtendEvery)
-                                 : std::chrono::nanoseconds(kExtendEvery);
-    auto extend_until = clock_.Monotonic() + kExtendAtMost;
-    keepalive = std::jthread([this, every, pet, starting, extend_until](std::stop_token stop) {
+  Publish(ApplyUnderKeepalive(starting), why);
+  // An apply allocates and frees a lot (the declaration, the record); hand
+  // the freed pages back so the idle daemon stays small.
+  malloc_trim(0);
+}
+
+reconcile::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
+  // Told while the apply runs, on a thread of its own (keepalive.h). Every
+  // call an apply makes is bounded, so a tick is never far off.
+  Keepalive keepalive(notifier_, starting, options_.stall_after, reconciler_.progress().steps(),
+                      clock_.Monotonic(), [this](const std::optional<std::string>& why) {
+                        if (why) log_.Line(Priority::kErr, *why);
+                        board_.SetStalled(why);
+                      });
+  std::jthread ticks;
+  if (keepalive.Needed()) {
+    ticks = std::jthread([this, &keepalive](std::stop_token stop) {
       std::mutex m;
       std::condition_variable_any cv;
       std::unique_lock lock(m);
-      StallWatch stall(options_.stall_after, reconciler_.progress().steps(), clock_.Monotonic());
-      bool told = false;
       do {
-        auto now = clock_.Monotonic();
-        if (stall.Progressing(reconciler_.progress().steps(), now)) {
-          if (starting && now < extend_until) notifier_.ExtendStart(kExtendBy);
-          if (pet.count() > 0) notifier_.Watchdog();
-          if (told) board_.SetStalled(std::nullopt);
-          told = false;
-        } else if (!told) {
-          std::string why = "the apply under way has made no progress for " +
-                            core::FormatSeconds(stall.Still(now)) +
-                            "; no longer telling systemd's watchdog the host is alive";
-          log_.Line(Priority::kErr, why);
-          board_.SetStalled(why);
-          told = true;
-        }
-        cv.wait_for(lock, stop, every, [] { return false; });  // wakes on stop
+        keepalive.Tick(reconciler_.progress().steps(), clock_.Monotonic());
+        cv.wait_for(lock, stop, keepalive.Every(), [] { return false; });  // wakes on stop
       } while (!stop.stop_requested());
     });
   }
-  reconcile::ApplyReport report;
   auto declaration = options_.open_declaration();
-  if (!declaration) {
-    report.result = reconcile::ApplyResult::kRefused;
-    report.error = declaration.error().message;
-    report.started_at = report.finished_at = clock_.Now();
-  } else {
-    report = reconciler_.Apply(**declaration);
-  }
+  if (declaration) return reconciler_.Apply(**declaration);
+  reconcile::ApplyReport report;
+  report.result = reconcile::ApplyResult::kRefused;
+  report.error = declaration.error().message;
+  report.started_at = report.finished_at = clock_.Now();
+  return report;
+}
+
+void Daemon::Publish(const reconcile::ApplyReport& report, const std::string& why) {
   for (const std::string& w : report.warnings) log_.Line(Priority::kWarning, "warning: " + w);
   size_t failed = 0, changed = 0;
   for (const core::ResourceOutcome& o : report.outcomes) {
@@ -160,9 +112,6 @@ void Daemon::ApplyOnce(const std::string& why, bool starting) {
   board_.PublishApply(report);
   metrics_.ObserveApply(report);
   notifier_.Status(summary);
-  // An apply allocates and frees a lot (the declaration, the record); hand
-  // the freed pages back so the idle daemon stays small.
-  malloc_trim(0);
 }
 
 void Daemon::WatchLoop() {
@@ -201,91 +150,42 @@ void Daemon::WatchLoop() {
 }
 
 int Daemon::Run() {
-  sigset_t set = DaemonSignals();
-  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-  if (sfd < 0) {
-    log_.Line(Priority::kErr, std::string("signalfd: ") + std::strerror(errno));
-    return 1;
-  }
-  auto [dir, name] = SplitPath(options_.declaration);
-  int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (ifd < 0 || inotify_add_watch(ifd, dir.c_str(),
-                                   IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE) < 0) {
-    log_.Line(Priority::kWarning, "cannot watch " + dir + " (" + std::strerror(errno) +
-                                      "); changes are seen at the next interval or SIGHUP");
-  }
-
   ApplyOnce("start", /*starting=*/true);
   notifier_.Ready();
-  watch_thread_ = std::thread([this] { WatchLoop(); });
+  if (watch_ != nullptr) watch_thread_ = std::thread([this] { WatchLoop(); });
 
-  auto now = Clock::now();
-  auto next_apply = now + options_.interval;
-  std::optional<Clock::time_point> change_seen;
-  auto pet_every = notifier_.WatchdogInterval();
-  auto next_pet = pet_every.count() > 0 ? now : Clock::time_point::max();
+  Schedule schedule(options_.interval, options_.debounce, notifier_.WatchdogInterval(),
+                    clock_.Monotonic());
   int code = 0;
   for (;;) {
-    now = Clock::now();
-    if (now >= next_pet) {
-      notifier_.Watchdog();
-      next_pet = now + pet_every;
-    }
-    auto wake = std::min(next_apply, next_pet);
-    if (change_seen) wake = std::min(wake, *change_seen + options_.debounce);
-    auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count();
-    pollfd fds[2] = {{sfd, POLLIN, 0}, {ifd, POLLIN, 0}};
-    int n = poll(fds, ifd >= 0 ? 2 : 1, static_cast<int>(std::clamp<long long>(wait_ms, 0, 60000)));
-    if (n < 0 && errno != EINTR) {
-      log_.Line(Priority::kErr, std::string("poll: ") + std::strerror(errno));
+    if (schedule.PetDue(clock_.Monotonic())) notifier_.Watchdog();
+    ports::Event event = events_.Wait(schedule.WaitFrom(clock_.Monotonic()));
+    auto now = clock_.Monotonic();
+    if (event.kind == ports::Event::Kind::kError) {
+      log_.Line(Priority::kErr, event.detail);
       code = 1;
       break;
     }
-    bool stop = false;
-    if (n > 0 && (fds[0].revents & POLLIN)) {
-      signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) == sizeof si) {
-        if (si.ssi_signo == SIGHUP) {
-          if (options_.on_sighup) options_.on_sighup();
-          ApplyOnce("SIGHUP");
-          next_apply = Clock::now() + options_.interval;
-        } else {
-          log_.Line(Priority::kNotice, std::string("stopping on ") + strsignal(si.ssi_signo));
-          stop = true;
-        }
-        break;
-      }
+    if (event.kind == ports::Event::Kind::kStop) {
+      log_.Line(Priority::kNotice, "stopping on " + event.detail);
+      break;
     }
-    if (stop) break;
-    if (n > 0 && ifd >= 0 && (fds[1].revents & POLLIN)) {
-      alignas(inotify_event) char buf[4096];
-      ssize_t len;
-      while ((len = read(ifd, buf, sizeof buf)) > 0) {
-        for (char* p = buf; p < buf + len;) {
-          auto* ev = reinterpret_cast<inotify_event*>(p);
-          // The signature is read with the declaration (--verify-key).
-          if (ev->len > 0 && (name == ev->name || name + ".minisig" == ev->name)) {
-            change_seen = Clock::now();
-          }
-          p += sizeof(inotify_event) + ev->len;
-        }
-      }
+    std::optional<std::string> why;
+    if (event.kind == ports::Event::Kind::kReload) {
+      if (options_.on_sighup) options_.on_sighup();
+      why = "SIGHUP";
+    } else {
+      if (event.kind == ports::Event::Kind::kDeclarationChanged) schedule.ChangeSeen(now);
+      if (auto due = schedule.ApplyDue(now)) why = std::string(*due);
     }
-    now = Clock::now();
-    if (change_seen && now >= *change_seen + options_.debounce) {
-      change_seen.reset();
-      ApplyOnce("declaration changed");
-      next_apply = Clock::now() + options_.interval;
-    } else if (now >= next_apply) {
-      ApplyOnce("interval");
-      next_apply = Clock::now() + options_.interval;
+    if (why) {
+      ApplyOnce(*why);
+      schedule.Applied(clock_.Monotonic());
     }
   }
   notifier_.Stopping();
   stopping_ = true;
   if (watch_thread_.joinable()) watch_thread_.join();
-  close(sfd);
-  if (ifd >= 0) close(ifd);
   return code;
 }
 

@@ -4,9 +4,11 @@
 // between applies, follow the declared units live, so a daemon that dies
 // shows on /status, /healthz and /metrics within seconds.
 //
-// SIGTERM and SIGINT are read from a signalfd between applies: an apply in
-// progress always finishes (every file whole, the record saved) before the
-// daemon stops.
+// Signals and declaration changes come from an EventSource, read between
+// applies: an apply in progress always finishes (every file whole, the
+// record saved) before a SIGTERM stops the daemon. When to apply and when to
+// pet the watchdog is the Schedule's to say, on the injected Clock; what is
+// told to systemd during an apply, the Keepalive's.
 #pragma once
 
 #include <atomic>
@@ -21,6 +23,7 @@
 #include "host/daemon/log.h"
 #include "host/ports/clock.h"
 #include "host/ports/declaration_source.h"
+#include "host/ports/event_source.h"
 #include "host/ports/notifier.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/reconciler.h"
@@ -50,24 +53,25 @@ struct DaemonOptions {
   std::function<void()> on_sighup;
 };
 
-// Blocks SIGHUP, SIGTERM and SIGINT in the calling thread and every thread
-// started after it, so that only the daemon's signalfd receives them. Call
-// first thing in main, before any thread exists.
-void BlockSignals();
-
 class Daemon {
  public:
+  // `watch`: null follows no unit between applies.
   Daemon(DaemonOptions options, reconcile::Reconciler& reconciler, status::StatusBoard& board,
          metrics::HostMetrics& metrics, ports::ServiceManager* watch, ports::Notifier& notifier,
-         ports::Clock& clock, Log& log);
+         ports::EventSource& events, ports::Clock& clock, Log& log);
   ~Daemon();
 
-  // Runs until SIGTERM or SIGINT; returns the process exit code.
+  // Runs until a stop event (SIGTERM, SIGINT); returns the process exit
+  // code (1 when the event source failed).
   int Run();
 
  private:
   // `starting`: the first apply, before READY=1.
   void ApplyOnce(const std::string& why, bool starting = false);
+  reconcile::ApplyReport ApplyUnderKeepalive(bool starting);
+  // The apply's outcomes and summary to the log, the board, the metrics
+  // and systemd's STATUS=.
+  void Publish(const reconcile::ApplyReport& report, const std::string& why);
   void WatchLoop();
 
   DaemonOptions options_;
@@ -76,6 +80,7 @@ class Daemon {
   metrics::HostMetrics& metrics_;
   ports::ServiceManager* watch_;
   ports::Notifier& notifier_;
+  ports::EventSource& events_;
   ports::Clock& clock_;
   Log& log_;
   std::atomic<bool> stopping_{false};

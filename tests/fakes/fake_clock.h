@@ -4,6 +4,7 @@
 // pause runs in microseconds and can assert exactly how long was waited.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 
@@ -13,9 +14,9 @@ namespace mesh::fakes {
 
 class FakeClock : public ports::Clock {
  public:
-  std::chrono::system_clock::time_point Now() override { return wall_ + elapsed_; }
+  std::chrono::system_clock::time_point Now() override { return wall_ + elapsed_.load(); }
   std::chrono::steady_clock::time_point Monotonic() override {
-    return std::chrono::steady_clock::time_point(elapsed_);
+    return std::chrono::steady_clock::time_point(elapsed_.load());
   }
   void SleepFor(std::chrono::nanoseconds d) override {
     slept_ += d;
@@ -23,19 +24,21 @@ class FakeClock : public ports::Clock {
   }
 
   void Advance(std::chrono::nanoseconds d) {
-    elapsed_ += d;
-    if (on_advance_) on_advance_(elapsed_);
+    auto now = elapsed_.load() + d;
+    elapsed_.store(now);
+    if (on_advance_) on_advance_(now);
   }
   // Called after every advance with the total elapsed time; the fake service
   // manager uses it to let units die or come up "during" the pause.
   void OnAdvance(std::function<void(std::chrono::nanoseconds)> f) { on_advance_ = std::move(f); }
 
-  std::chrono::nanoseconds elapsed() const { return elapsed_; }
+  std::chrono::nanoseconds elapsed() const { return elapsed_.load(); }
   std::chrono::nanoseconds slept() const { return slept_; }
 
  private:
   std::chrono::system_clock::time_point wall_{std::chrono::seconds(1796000000)};
-  std::chrono::nanoseconds elapsed_{0};
+  // Read by other threads (the daemon's keepalive); moved by one.
+  std::atomic<std::chrono::nanoseconds> elapsed_{std::chrono::nanoseconds(0)};
   std::chrono::nanoseconds slept_{0};
   std::function<void(std::chrono::nanoseconds)> on_advance_;
 };

@@ -1,0 +1,105 @@
+#include "host/adapters/linux_event_source.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace mesh::adapters {
+namespace {
+
+sigset_t DaemonSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+std::pair<std::string, std::string> SplitPath(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+}  // namespace
+
+void BlockDaemonSignals() {
+  sigset_t set = DaemonSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+LinuxEventSource::LinuxEventSource(UniqueFd signals, UniqueFd watch, std::string name)
+    : signals_(std::move(signals)), watch_(std::move(watch)), name_(std::move(name)) {}
+
+core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
+    const std::string& declaration, std::string* warning) {
+  sigset_t set = DaemonSignals();
+  UniqueFd signals(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals.valid()) return core::Fail(std::string("signalfd: ") + std::strerror(errno));
+  auto [dir, name] = SplitPath(declaration);
+  UniqueFd watch(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  if (!watch.valid() ||
+      inotify_add_watch(watch.get(), dir.c_str(),
+                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE) < 0) {
+    *warning = "cannot watch " + dir + " (" + std::strerror(errno) +
+               "); changes are seen at the next interval or SIGHUP";
+    watch.Reset();
+  }
+  return std::unique_ptr<LinuxEventSource>(
+      new LinuxEventSource(std::move(signals), std::move(watch), std::move(name)));
+}
+
+void LinuxEventSource::ReadSignals() {
+  signalfd_siginfo si;
+  while (read(signals_.get(), &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo == SIGHUP) {
+      ready_.push_back({ports::Event::Kind::kReload, "SIGHUP"});
+    } else {
+      ready_.push_back({ports::Event::Kind::kStop, strsignal(static_cast<int>(si.ssi_signo))});
+    }
+  }
+}
+
+void LinuxEventSource::ReadWatch() {
+  alignas(inotify_event) char buf[4096];
+  ssize_t len;
+  bool changed = false;
+  while ((len = read(watch_.get(), buf, sizeof buf)) > 0) {
+    for (char* p = buf; p < buf + len;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      // The signature is read with the declaration (--verify-key).
+      changed |= ev->len > 0 && (name_ == ev->name || name_ + ".minisig" == ev->name);
+      p += sizeof(inotify_event) + ev->len;
+    }
+  }
+  // A burst read at once is one change; the schedule debounces the rest.
+  if (changed) ready_.push_back({ports::Event::Kind::kDeclarationChanged, ""});
+}
+
+ports::Event LinuxEventSource::Wait(std::chrono::nanoseconds timeout) {
+  if (ready_.empty()) {
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
+    pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {watch_.get(), POLLIN, 0}};
+    int n = poll(fds, watch_.valid() ? 2 : 1,
+                 static_cast<int>(std::clamp<long long>(ms, 0, 24 * 3600 * 1000)));
+    if (n < 0 && errno != EINTR) {
+      return {ports::Event::Kind::kError, std::string("poll: ") + std::strerror(errno)};
+    }
+    // Signals first: a stop is not held up behind a change.
+    if (n > 0 && (fds[0].revents & POLLIN)) ReadSignals();
+    if (n > 0 && watch_.valid() && (fds[1].revents & POLLIN)) ReadWatch();
+  }
+  if (ready_.empty()) return {};
+  ports::Event next = std::move(ready_.front());
+  ready_.pop_front();
+  return next;
+}
+
+}  // namespace mesh::adapters

@@ -1,0 +1,44 @@
+// LinuxEventSource: the daemon's EventSource on Linux — SIGHUP, SIGTERM and
+// SIGINT read from a signalfd, and the declaration's directory watched with
+// inotify (so the link's atomic rename over the file is seen, and a new
+// .minisig beside it), both waited on with poll.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "host/adapters/unique_fd.h"
+#include "host/core/result.h"
+#include "host/ports/event_source.h"
+
+namespace mesh::adapters {
+
+// Blocks SIGHUP, SIGTERM and SIGINT in the calling thread and every thread
+// started after it, so that only the signalfd receives them. Call first
+// thing in main, before any thread exists.
+void BlockDaemonSignals();
+
+class LinuxEventSource : public ports::EventSource {
+ public:
+  // Fails only when the signals cannot be read. A directory that cannot be
+  // watched leaves `warning` set: changes are then seen at the next
+  // interval or SIGHUP.
+  static core::Result<std::unique_ptr<LinuxEventSource>> Open(const std::string& declaration,
+                                                              std::string* warning);
+
+  ports::Event Wait(std::chrono::nanoseconds timeout) override;
+
+ private:
+  LinuxEventSource(UniqueFd signals, UniqueFd watch, std::string name);
+  void ReadSignals();
+  void ReadWatch();
+
+  UniqueFd signals_;
+  UniqueFd watch_;  // invalid when the directory could not be watched
+  std::string name_;
+  std::deque<ports::Event> ready_;
+};
+
+}  // namespace mesh::adapters

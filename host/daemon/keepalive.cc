@@ -1,0 +1,38 @@
+#include "host/daemon/keepalive.h"
+
+#include <algorithm>
+
+#include "host/core/time_format.h"
+
+namespace mesh::daemon {
+
+Keepalive::Keepalive(ports::Notifier& notifier, bool starting, std::chrono::nanoseconds stall_after,
+                     uint64_t steps, TimePoint now,
+                     std::function<void(const std::optional<std::string>&)> stalled)
+    : notifier_(notifier),
+      starting_(starting),
+      pet_(notifier.WatchdogInterval()),
+      extend_until_(now + kExtendAtMost),
+      stall_(stall_after, steps, now),
+      stalled_(std::move(stalled)) {}
+
+std::chrono::nanoseconds Keepalive::Every() const {
+  if (pet_.count() > 0) return std::min<std::chrono::nanoseconds>(pet_, kExtendEvery);
+  return kExtendEvery;
+}
+
+void Keepalive::Tick(uint64_t steps, TimePoint now) {
+  if (stall_.Progressing(steps, now)) {
+    if (starting_ && now < extend_until_) notifier_.ExtendStart(kExtendBy);
+    if (pet_.count() > 0) notifier_.Watchdog();
+    if (told_) stalled_(std::nullopt);
+    told_ = false;
+  } else if (!told_) {
+    stalled_("the apply under way has made no progress for " +
+             core::FormatSeconds(stall_.Still(now)) +
+             "; no longer telling systemd's watchdog the host is alive");
+    told_ = true;
+  }
+}
+
+}  // namespace mesh::daemon

@@ -1,0 +1,174 @@
+// The daemon's loop on a fake clock: applies at start and every interval,
+// one apply for a burst of declaration changes, a SIGHUP or a SIGTERM that
+// arrives during an apply, the watchdog petted on time, and a failed event
+// source. Real reconciler on a temporary root (reconciler_fixture.h), fake
+// event source and notifier: hours of intervals run in microseconds.
+#include "host/daemon/daemon.h"
+
+#include <gmock/gmock.h>
+
+#include "host/adapters/file_declaration.h"
+#include "host/daemon/schedule.h"
+#include "tests/fakes/fake_event_source.h"
+#include "tests/fakes/fake_notifier.h"
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::daemon {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Kind = ports::Event::Kind;
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+class DaemonTest : public reconcile::ReconcilerTest {
+ protected:
+  void SetUp() override {
+    ReconcilerTest::SetUp();
+    Declare("one");
+  }
+  // The declaration file: one file resource with this content.
+  void Declare(const std::string& content, uint64_t generation = 1) {
+    testing::WriteText(
+        dir_.Sub("declaration.json"),
+        Decl({{{"id", "conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", content}}},
+             generation)
+            .dump());
+  }
+  DaemonOptions Options() {
+    DaemonOptions options;
+    options.declaration = dir_.Sub("declaration.json");
+    options.open_declaration = [this]() -> core::Result<std::unique_ptr<ports::DeclarationSource>> {
+      ++opened_;
+      if (on_open_) on_open_(opened_);
+      auto opened = adapters::FileDeclaration::Open(dir_.Sub("declaration.json"));
+      if (!opened) return std::unexpected(opened.error());
+      return std::move(*opened);
+    };
+    options.interval = minutes(5);
+    options.debounce = milliseconds(200);
+    return options;
+  }
+  int RunDaemon(const DaemonOptions& options, fakes::FakeNotifier& notifier) {
+    reconcile::ReconcilerOptions ro = ReconcilerTest::Options();
+    reconcile::Reconciler reconciler(Ports(), ro);
+    status::StatusBoard board;
+    metrics::HostMetrics metrics("test");
+    Log log;
+    Daemon daemon(options, reconciler, board, metrics, /*watch=*/nullptr, notifier, events_, clock_,
+                  log);
+    return daemon.Run();
+  }
+  // Each apply's STATUS= line, with when it was sent.
+  std::vector<std::pair<std::chrono::nanoseconds, std::string>> Applies(
+      fakes::FakeNotifier& notifier) {
+    std::vector<std::pair<std::chrono::nanoseconds, std::string>> out;
+    for (const auto& c : notifier.calls()) {
+      if (c.what.starts_with("STATUS ")) out.emplace_back(c.at, c.what.substr(7));
+    }
+    return out;
+  }
+  static std::string Why(const std::string& status) {
+    auto open = status.rfind('(');
+    return status.substr(open + 1, status.find(',', open) - open - 1);
+  }
+
+  fakes::FakeEventSource events_{clock_};
+  int opened_ = 0;
+  std::function<void(int)> on_open_;
+};
+
+TEST_F(DaemonTest, AppliesAtStartThenEveryIntervalAfterTheLast) {
+  fakes::FakeNotifier notifier(clock_);
+  events_.At(minutes(16), Kind::kStop, "Terminated");
+  EXPECT_EQ(RunDaemon(Options(), notifier), 0);
+  auto applies = Applies(notifier);
+  ASSERT_EQ(applies.size(), 4u);
+  EXPECT_EQ(applies[0].first, minutes(0));
+  EXPECT_EQ(Why(applies[0].second), "start");
+  for (int k = 1; k < 4; ++k) {
+    EXPECT_EQ(applies[k].first, minutes(5 * k)) << k;
+    EXPECT_EQ(Why(applies[k].second), "interval") << k;
+  }
+  EXPECT_EQ(notifier.calls().back().what, "STOPPING");
+  // It never waits past what is due next, nor more than a minute blind.
+  for (auto w : events_.waits()) EXPECT_LE(w, Schedule::kMaxWait);
+}
+
+TEST_F(DaemonTest, ABurstOfChangesIsOneApplyAndTheIntervalCountsFromIt) {
+  fakes::FakeNotifier notifier(clock_);
+  // An atomic replace is several events; a link may write twice.
+  events_.At(minutes(1), Kind::kDeclarationChanged);
+  events_.At(minutes(1) + milliseconds(50), Kind::kDeclarationChanged);
+  events_.At(minutes(1) + milliseconds(150), Kind::kDeclarationChanged);
+  events_.At(minutes(6) + milliseconds(100), Kind::kStop, "Terminated");
+  on_open_ = [this](int n) {
+    if (n == 2) Declare("two", 2);
+  };
+  ASSERT_EQ(RunDaemon(Options(), notifier), 0);
+  auto applies = Applies(notifier);
+  ASSERT_EQ(applies.size(), 2u) << "not 4 (one per event), and no interval at 5 min";
+  EXPECT_EQ(applies[1].first, minutes(1) + milliseconds(350)) << "200 ms after the last event";
+  EXPECT_EQ(Why(applies[1].second), "declaration changed");
+  EXPECT_EQ(testing::ReadText(Root("/etc/app.conf")), "two");
+}
+
+TEST_F(DaemonTest, ASighupDuringAnApplyIsOneMoreApplyAfterIt) {
+  fakes::FakeNotifier notifier(clock_);
+  int reloads = 0;
+  DaemonOptions options = Options();
+  options.on_sighup = [&] { ++reloads; };
+  on_open_ = [&](int n) {
+    if (n == 1) events_.Push(Kind::kReload, "SIGHUP");  // arrives while the first apply runs
+  };
+  events_.At(minutes(1), Kind::kStop, "Terminated");
+  ASSERT_EQ(RunDaemon(options, notifier), 0);
+  auto applies = Applies(notifier);
+  ASSERT_EQ(applies.size(), 2u) << "neither lost nor run inside the first";
+  EXPECT_EQ(Why(applies[1].second), "SIGHUP");
+  EXPECT_EQ(applies[1].first, minutes(0)) << "at once, not at the next interval";
+  EXPECT_EQ(reloads, 1);
+}
+
+TEST_F(DaemonTest, ASigtermDuringAnApplyLetsItFinishThenStops) {
+  fakes::FakeNotifier notifier(clock_);
+  on_open_ = [this](int n) {
+    if (n == 2) {
+      Declare("two", 2);
+      events_.Push(Kind::kStop, "Terminated");  // arrives while the second apply runs
+    }
+  };
+  ASSERT_EQ(RunDaemon(Options(), notifier), 0);
+  EXPECT_EQ(opened_, 2) << "no apply after the stop";
+  // The apply under way finished whole: the file written, the record saved.
+  EXPECT_EQ(testing::ReadText(Root("/etc/app.conf")), "two");
+  EXPECT_EQ(Record()["generation"], 2);
+  auto calls = notifier.calls();
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_THAT(calls[calls.size() - 2].what, HasSubstr("generation 2: 1 resource(s), 1 changed"));
+  EXPECT_EQ(calls.back().what, "STOPPING");
+}
+
+TEST_F(DaemonTest, TheLoopPetsTheWatchdogEveryPeriod) {
+  fakes::FakeNotifier notifier(clock_, seconds(10));
+  events_.At(seconds(35), Kind::kStop, "Terminated");
+  ASSERT_EQ(RunDaemon(Options(), notifier), 0);
+  std::vector<std::chrono::nanoseconds> pets;
+  for (const auto& c : notifier.calls()) {
+    // At 0 the first apply's keepalive may pet too (its own thread).
+    if (c.what == "WATCHDOG" && c.at > seconds(0)) pets.push_back(c.at);
+  }
+  EXPECT_THAT(pets, ElementsAre(seconds(10), seconds(20), seconds(30)));
+}
+
+TEST_F(DaemonTest, AFailedEventSourceStopsTheDaemonWithAnError) {
+  fakes::FakeNotifier notifier(clock_);
+  events_.At(minutes(2), Kind::kError, "poll: Bad file descriptor");
+  EXPECT_EQ(RunDaemon(Options(), notifier), 1);
+  EXPECT_EQ(notifier.calls().back().what, "STOPPING");
+}
+
+}  // namespace
+}  // namespace mesh::daemon

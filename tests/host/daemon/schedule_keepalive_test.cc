@@ -1,0 +1,96 @@
+// The daemon's two pure decisions: Schedule (when to apply, when to pet) and
+// Keepalive (what systemd is told while an apply runs: only while it moves).
+#include <gmock/gmock.h>
+
+#include "host/daemon/keepalive.h"
+#include "host/daemon/schedule.h"
+#include "tests/fakes/fake_clock.h"
+#include "tests/fakes/fake_notifier.h"
+
+namespace mesh::daemon {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using TimePoint = std::chrono::steady_clock::time_point;
+
+TimePoint At(std::chrono::nanoseconds d) { return TimePoint(d); }
+
+TEST(ScheduleTest, IntervalFromTheLastApply) {
+  Schedule s(minutes(5), milliseconds(200), {}, At(minutes(0)));
+  EXPECT_EQ(s.ApplyDue(At(minutes(4))), std::nullopt);
+  EXPECT_EQ(s.ApplyDue(At(minutes(5))), "interval");
+  s.Applied(At(minutes(5) + seconds(3)));
+  EXPECT_EQ(s.ApplyDue(At(minutes(10))), std::nullopt) << "counted from the end of the apply";
+  EXPECT_EQ(s.WaitFrom(At(minutes(10))), seconds(3));
+}
+
+TEST(ScheduleTest, ChangesDebouncedFromTheLast) {
+  Schedule s(minutes(5), milliseconds(200), {}, At(minutes(0)));
+  s.ChangeSeen(At(seconds(10)));
+  s.ChangeSeen(At(seconds(10) + milliseconds(150)));
+  EXPECT_EQ(s.ApplyDue(At(seconds(10) + milliseconds(300))), std::nullopt);
+  EXPECT_EQ(s.WaitFrom(At(seconds(10) + milliseconds(300))), milliseconds(50));
+  EXPECT_EQ(s.ApplyDue(At(seconds(10) + milliseconds(350))), "declaration changed");
+  // An apply for any reason covers the changes seen before it.
+  s.Applied(At(seconds(11)));
+  EXPECT_EQ(s.ApplyDue(At(seconds(12))), std::nullopt);
+}
+
+TEST(ScheduleTest, PetsOnTimeAndNeverWaitsBlindTooLong) {
+  Schedule s(minutes(5), milliseconds(200), seconds(10), At(minutes(0)));
+  EXPECT_TRUE(s.PetDue(At(seconds(0))));
+  EXPECT_FALSE(s.PetDue(At(seconds(9))));
+  EXPECT_EQ(s.WaitFrom(At(seconds(9))), seconds(1));
+  EXPECT_TRUE(s.PetDue(At(seconds(10))));
+  Schedule no_watchdog(minutes(5), milliseconds(200), {}, At(minutes(0)));
+  EXPECT_FALSE(no_watchdog.PetDue(At(minutes(4))));
+  EXPECT_EQ(no_watchdog.WaitFrom(At(seconds(0))), Schedule::kMaxWait);
+  EXPECT_EQ(no_watchdog.WaitFrom(At(minutes(6))), seconds(0)) << "overdue: no negative wait";
+}
+
+class KeepaliveTest : public ::testing::Test {
+ protected:
+  fakes::FakeClock clock_;
+  std::vector<std::optional<std::string>> stalled_;
+  std::function<void(const std::optional<std::string>&)> record_ =
+      [this](const std::optional<std::string>& why) { stalled_.push_back(why); };
+};
+
+TEST_F(KeepaliveTest, PetsOnlyWhileTheApplyMoves) {
+  fakes::FakeNotifier notifier(clock_, seconds(10));
+  Keepalive k(notifier, /*starting=*/false, seconds(60), /*steps=*/0, At(seconds(0)), record_);
+  EXPECT_TRUE(k.Needed());
+  EXPECT_EQ(k.Every(), seconds(10));
+  k.Tick(1, At(seconds(0)));
+  k.Tick(2, At(seconds(10)));
+  k.Tick(2, At(seconds(69)));  // 59 s without a step: still within the allowance
+  EXPECT_EQ(notifier.Count("WATCHDOG"), 3);
+  EXPECT_TRUE(stalled_.empty());
+  k.Tick(2, At(seconds(71)));
+  k.Tick(2, At(seconds(81)));
+  EXPECT_EQ(notifier.Count("WATCHDOG"), 3) << "stuck: systemd's watchdog is let to act";
+  ASSERT_EQ(stalled_.size(), 1u) << "said once";
+  EXPECT_THAT(*stalled_[0], ::testing::HasSubstr("no progress for 61.0 s"));
+  k.Tick(3, At(seconds(91)));
+  EXPECT_EQ(notifier.Count("WATCHDOG"), 4) << "moving again";
+  ASSERT_EQ(stalled_.size(), 2u);
+  EXPECT_EQ(stalled_[1], std::nullopt);
+}
+
+TEST_F(KeepaliveTest, TheFirstApplyExtendsTheStartButNotForEver) {
+  fakes::FakeNotifier notifier(clock_);  // no watchdog
+  Keepalive k(notifier, /*starting=*/true, minutes(60), 0, At(seconds(0)), record_);
+  EXPECT_TRUE(k.Needed()) << "the start timeout needs it even without a watchdog";
+  EXPECT_EQ(k.Every(), Keepalive::kExtendEvery);
+  uint64_t steps = 0;
+  for (auto t = seconds(0); t < minutes(40); t += seconds(10)) k.Tick(++steps, At(t));
+  EXPECT_EQ(notifier.Count("EXTEND"), 180) << "every 10 s for 30 min, then systemd decides";
+  EXPECT_EQ(notifier.Count("WATCHDOG"), 0);
+  fakes::FakeNotifier quiet(clock_);
+  EXPECT_FALSE(Keepalive(quiet, false, minutes(10), 0, At(seconds(0)), record_).Needed());
+}
+
+}  // namespace
+}  // namespace mesh::daemon
