@@ -243,10 +243,10 @@ core::Result<std::string> SdbusServiceManager::UnitPath(const std::string& unit)
   return out;
 }
 
-std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
+core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
     const std::vector<std::string>& units, std::chrono::nanoseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  if (!Connect()) return {};
+  if (auto st = Connect(); !st) return std::unexpected(st.error());
   // Property changes are subscribed to only here, by the watch's own
   // connection: an apply's connection would otherwise receive every
   // PropertiesChanged of every unit systemd touches while it restarts.
@@ -263,7 +263,8 @@ std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
           return 0;
         },
         this);
-    if (r < 0) return {};
+    if (r < 0)
+      return core::Fail(std::string("subscribe to PropertiesChanged: ") + std::strerror(-r));
   }
   // The watch calls this every second: resolve object paths only when the
   // set of units changed (or the connection was re-made), not per call.
@@ -271,7 +272,7 @@ std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
     std::map<std::string, std::string> paths;
     for (const std::string& u : units) {
       auto path = UnitPath(u);
-      if (!path) return {};
+      if (!path) return std::unexpected(path.error());
       paths[*path] = u;
     }
     watched_paths_ = std::move(paths);
@@ -283,7 +284,7 @@ std::vector<std::string> SdbusServiceManager::WaitForUnitChanges(
     }
     if (bus_ == nullptr || (r < 0 && ConnectionLost(r))) {
       Disconnect();
-      return {};
+      return core::Fail("the bus connection was lost");
     }
     auto now = std::chrono::steady_clock::now();
     if (!changed_units_.empty() || now >= deadline) break;

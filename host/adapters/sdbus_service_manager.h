@@ -38,8 +38,8 @@ class SdbusServiceManager : public ports::ServiceManager {
       const std::vector<std::string>& units) override;
   std::vector<core::Result<std::string>> EnqueueAll(
       const std::vector<std::pair<std::string, ports::JobKind>>& jobs) override;
-  std::vector<std::string> WaitForUnitChanges(const std::vector<std::string>& units,
-                                              std::chrono::nanoseconds timeout) override;
+  core::Result<std::vector<std::string>> WaitForUnitChanges(
+      const std::vector<std::string>& units, std::chrono::nanoseconds timeout) override;
 
   // Job results held (tests): only the host's own jobs of the current apply,
   // however many jobs the rest of the machine runs.

@@ -15,6 +15,9 @@
 namespace mesh::daemon {
 namespace {
 
+// How long the live watch waits before it tries a bus it could not use.
+constexpr std::chrono::seconds kWatchRetry{1};
+
 Priority PriorityOf(core::Outcome o) {
   switch (o) {
     case core::Outcome::kFailed:
@@ -122,7 +125,21 @@ void Daemon::WatchLoop() {
       clock_.SleepFor(std::chrono::milliseconds(200));
       continue;
     }
-    std::vector<std::string> changed = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
+    auto waited = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
+    if (!waited) {
+      // Said once, not once a second; /status keeps the last look at each
+      // unit meanwhile, and the next apply looks again on its own.
+      if (!watch_failing_) {
+        log_.Line(Priority::kWarning, "the live unit watch cannot follow systemd (" +
+                                          waited.error().message + "); trying again every second");
+      }
+      watch_failing_ = true;
+      clock_.SleepFor(kWatchRetry);
+      continue;
+    }
+    if (watch_failing_) log_.Line(Priority::kNotice, "the live unit watch follows systemd again");
+    watch_failing_ = false;
+    std::vector<std::string> changed = std::move(*waited);
     bool full = clock_.Monotonic() - last_full >= options_.watch_refresh;
     if (changed.empty() && !full) continue;
     if (full) {

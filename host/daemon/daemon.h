@@ -86,6 +86,7 @@ class Daemon {
   std::atomic<bool> stopping_{false};
   std::thread watch_thread_;
   std::map<std::string, bool> unit_up_;  // watch thread only
+  bool watch_failing_ = false;           // watch thread only
 };
 
 }  // namespace mesh::daemon

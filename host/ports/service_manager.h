@@ -65,9 +65,12 @@ class ServiceManager {
 
   // The live watch: blocks until systemd reports a property change of one
   // of `units` or `timeout` passes, and returns the units that changed
-  // (empty on timeout). Used from the watch thread with its own instance.
-  virtual std::vector<std::string> WaitForUnitChanges(const std::vector<std::string>& units,
-                                                      std::chrono::nanoseconds timeout) = 0;
+  // (empty on timeout). Fails at once when it cannot watch (no bus, the
+  // connection lost, the subscription refused): the caller says so and
+  // waits before it tries again. Used from the watch thread with its own
+  // instance.
+  virtual core::Result<std::vector<std::string>> WaitForUnitChanges(
+      const std::vector<std::string>& units, std::chrono::nanoseconds timeout) = 0;
 };
 
 }  // namespace mesh::ports

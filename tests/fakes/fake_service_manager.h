@@ -80,8 +80,8 @@ class FakeServiceManager : public ports::ServiceManager {
   core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
   // Advances the clock by `timeout` and reports every watched unit as
   // changed: the fake has no signals, so the watcher re-reads all of them.
-  std::vector<std::string> WaitForUnitChanges(const std::vector<std::string>& units,
-                                              std::chrono::nanoseconds timeout) override {
+  core::Result<std::vector<std::string>> WaitForUnitChanges(
+      const std::vector<std::string>& units, std::chrono::nanoseconds timeout) override {
     clock_.Advance(timeout);
     return units;
   }

@@ -38,6 +38,25 @@ class SdbusAdapterTest : public ::testing::Test {
   std::string units_;
 };
 
+// The live watch with no systemd to ask: before, an empty list at once, as
+// if nothing changed — the watch went quiet with no word and, called again
+// at once, spun a core. Now it fails, saying why.
+TEST_F(SdbusAdapterTest, TheWatchFailsWhenThereIsNoBus) {
+  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/bus", 1);
+  SdbusServiceManager host;
+  auto changed = host.WaitForUnitChanges({"x.service"}, 30s);
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
+  ASSERT_FALSE(changed.has_value()) << "an empty list reads as 'nothing changed'";
+  EXPECT_NE(changed.error().message.find("no systemd answers on the system bus"), std::string::npos)
+      << changed.error().message;
+  // With the bus back, a watch works again.
+  Unit("w.service", "[Service]\nExecStart=/bin/sleep infinity\n");
+  SdbusServiceManager again;
+  ASSERT_TRUE(again.ReloadDaemon().has_value());
+  EXPECT_TRUE(again.WaitForUnitChanges({"w.service"}, 100ms).has_value());
+}
+
 // Issue 14: the adapter kept every JobRemoved on the machine and erased
 // only the host's own: the daemon grew without bound.
 TEST_F(SdbusAdapterTest, JobsOfOthersAreNotKept) {
