@@ -454,7 +454,8 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   std::string tmp = TempName(leaf);
   if (::mkdirat(dir, tmp.c_str(), 0700) != 0) return Fail(Errno("mkdir temporary tree for", path));
   auto fail = [&](std::string message) -> Status {
-    RemoveAt(dir, tmp, path + " (temporary)", 0);
+    // Best effort: a temporary left behind is swept by the next apply.
+    (void)RemoveAt(dir, tmp, path + " (temporary)", 0);
     return Fail(std::move(message));
   };
   UniqueFd top(::openat(dir, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

@@ -30,10 +30,17 @@ struct Error {
   std::vector<std::string> details;
 };
 
+// std::expected that must be looked at: a failure dropped on the floor is a
+// compile warning. A call whose failure is rightly ignored says so with
+// `(void)` and a comment on why.
 template <typename T>
-using Result = std::expected<T, Error>;
+class [[nodiscard]] Result : public std::expected<T, Error> {
+ public:
+  using std::expected<T, Error>::expected;
+  Result(std::expected<T, Error> e) : std::expected<T, Error>(std::move(e)) {}  // NOLINT
+};
 
-using Status = std::expected<void, Error>;
+using Status = Result<void>;
 
 inline std::unexpected<Error> Fail(std::string message) {
   return std::unexpected<Error>(Error{std::move(message), ErrorKind::kOther, {}});
