@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   auto first = daemon.Apply(decl);
   double first_ms = Ms(Clock::now() - t0);
-  if (first.result != reconcile::ApplyResult::kOk) {
+  if (first.result != core::ApplyResult::kOk) {
     std::fprintf(stderr, "first apply failed: %s\n", first.error.c_str());
     return 1;
   }

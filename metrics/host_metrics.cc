@@ -116,14 +116,13 @@ void HostMetrics::SetStartTime(std::chrono::system_clock::time_point start) {
   start_time_->Set(Seconds(start));
 }
 
-void HostMetrics::ObserveApply(const reconcile::ApplyReport& report) {
+void HostMetrics::ObserveApply(const core::ApplyReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
-  reconciles_->Add({{"result", std::string(reconcile::ApplyResultName(report.result))}})
-      .Increment();
+  reconciles_->Add({{"result", std::string(core::ApplyResultName(report.result))}}).Increment();
   duration_->Observe(std::chrono::duration<double>(report.duration).count());
   last_reconcile_->Set(Seconds(report.finished_at));
-  if (report.result == reconcile::ApplyResult::kOk) last_success_->Set(Seconds(report.finished_at));
-  if (report.result == reconcile::ApplyResult::kRefused) return;
+  if (report.result == core::ApplyResult::kOk) last_success_->Set(Seconds(report.finished_at));
+  if (report.result == core::ApplyResult::kRefused) return;
   generation_->Set(static_cast<double>(report.generation));
 
   bool same_declaration = declaration_digest_ == report.declaration_digest;

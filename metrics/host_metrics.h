@@ -17,8 +17,8 @@
 #include <set>
 #include <string>
 
+#include "host/core/apply_report.h"
 #include "host/core/unit_status.h"
-#include "host/reconcile/reconciler.h"
 
 namespace prometheus {
 class Registry;
@@ -49,7 +49,7 @@ class HostMetrics {
 
   // One apply (or a refusal). Afterwards only the resources and units of the
   // last accepted declaration keep series.
-  void ObserveApply(const reconcile::ApplyReport& report);
+  void ObserveApply(const core::ApplyReport& report);
 
   // What the live watch saw of a unit declared running.
   // `up`: the unit is as declared (status::StatusBoard::PublishUnit says).

@@ -39,14 +39,14 @@ reconcile::OutcomeSink PrintOutcomes(std::ostream& out, Output format) {
   return [&out, format](const core::ResourceOutcome& o) { PrintOutcome(out, o, format); };
 }
 
-int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& out,
+int PrintReport(const core::ApplyReport& report, bool plan, std::ostream& out,
                 std::ostream& err, Output format) {
   if (format == Output::kJson) {
     for (const core::ResourceOutcome& o : report.outcomes) PrintOutcome(out, o, format);
     for (const std::string& d : report.diffs) out << Dump({{"diff", d}}) << "\n";
     nlohmann::json summary = {
         {"verb", plan ? "plan" : "apply"},
-        {"result", reconcile::ApplyResultName(report.result)},
+        {"result", core::ApplyResultName(report.result)},
         {"generation", report.generation},
         {"resources", report.resources},
         {"failed", report.failed},
@@ -58,7 +58,7 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
   }
   for (const std::string& w : report.warnings)
     err << "mesh-host: warning: " << core::Printable(w) << "\n";
-  if (report.result == reconcile::ApplyResult::kRefused) {
+  if (report.result == core::ApplyResult::kRefused) {
     if (report.refusals.empty()) {
       err << "mesh-host: declaration refused: " << core::Printable(report.error) << "\n";
     } else {
@@ -80,7 +80,7 @@ int PrintReport(const reconcile::ApplyReport& report, bool plan, std::ostream& o
   err << "mesh-host: " << (plan ? "plan" : "apply") << " of generation " << report.generation
       << ": " << report.resources << " resource(s), " << report.failed << " failed, "
       << core::FormatSeconds(report.duration) << "\n";
-  return report.result == reconcile::ApplyResult::kOk ? kExitOk : kExitFailed;
+  return report.result == core::ApplyResult::kOk ? kExitOk : kExitFailed;
 }
 
 }  // namespace mesh::cli

@@ -56,7 +56,7 @@ void Daemon::ApplyOnce(const std::string& why, bool starting) {
   malloc_trim(0);
 }
 
-reconcile::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
+core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
   // Told while the apply runs, on a thread of its own (keepalive.h). Every
   // call an apply makes is bounded, so a tick is never far off.
   Keepalive keepalive(notifier_, starting, options_.stall_after, reconciler_.progress().steps(),
@@ -78,14 +78,14 @@ reconcile::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
   }
   auto declaration = options_.open_declaration();
   if (declaration) return reconciler_.Apply(**declaration);
-  reconcile::ApplyReport report;
-  report.result = reconcile::ApplyResult::kRefused;
+  core::ApplyReport report;
+  report.result = core::ApplyResult::kRefused;
   report.error = declaration.error().message;
   report.started_at = report.finished_at = clock_.Now();
   return report;
 }
 
-void Daemon::Publish(const reconcile::ApplyReport& report, const std::string& why) {
+void Daemon::Publish(const core::ApplyReport& report, const std::string& why) {
   for (const std::string& w : report.warnings) log_.Line(Priority::kWarning, "warning: " + w);
   size_t failed = 0, changed = 0;
   for (const core::ResourceOutcome& o : report.outcomes) {
@@ -96,7 +96,7 @@ void Daemon::Publish(const reconcile::ApplyReport& report, const std::string& wh
     changed += o.outcome != core::Outcome::kUnchanged && o.outcome != core::Outcome::kFailed;
   }
   std::string summary;
-  if (report.result == reconcile::ApplyResult::kRefused) {
+  if (report.result == core::ApplyResult::kRefused) {
     summary =
         "declaration refused: " +
         (report.refusals.empty() ? report.error : report.error.substr(0, report.error.find(':'))) +
@@ -110,7 +110,7 @@ void Daemon::Publish(const reconcile::ApplyReport& report, const std::string& wh
               " changed, " + std::to_string(failed) + " failed (" + why + ", " +
               core::FormatSeconds(report.duration) + ")";
     log_.Line(failed > 0 ? Priority::kErr : Priority::kInfo,
-              "apply " + std::string(reconcile::ApplyResultName(report.result)) + ": " + summary);
+              "apply " + std::string(core::ApplyResultName(report.result)) + ": " + summary);
   }
   board_.PublishApply(report);
   metrics_.ObserveApply(report);

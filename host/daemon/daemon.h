@@ -68,10 +68,10 @@ class Daemon {
  private:
   // `starting`: the first apply, before READY=1.
   void ApplyOnce(const std::string& why, bool starting = false);
-  reconcile::ApplyReport ApplyUnderKeepalive(bool starting);
+  core::ApplyReport ApplyUnderKeepalive(bool starting);
   // The apply's outcomes and summary to the log, the board, the metrics
   // and systemd's STATUS=.
-  void Publish(const reconcile::ApplyReport& report, const std::string& why);
+  void Publish(const core::ApplyReport& report, const std::string& why);
   void WatchLoop();
 
   DaemonOptions options_;

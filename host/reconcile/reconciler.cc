@@ -332,18 +332,6 @@ void Pass::Apply(const Declaration& decl) {
 
 }  // namespace
 
-std::string_view ApplyResultName(ApplyResult result) {
-  switch (result) {
-    case ApplyResult::kOk:
-      return "ok";
-    case ApplyResult::kFailed:
-      return "failed";
-    case ApplyResult::kRefused:
-      return "refused";
-  }
-  return "?";
-}
-
 namespace {
 
 // A declaration already in memory.

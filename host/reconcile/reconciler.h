@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "host/core/apply_report.h"
 #include "host/core/declaration.h"
 #include "host/core/minisign.h"
 #include "host/core/outcome.h"
@@ -62,38 +63,11 @@ struct ReconcilerOptions {
   bool diff = false;
 };
 
-enum class ApplyResult { kOk, kFailed, kRefused };
-std::string_view ApplyResultName(ApplyResult result);  // "ok", "failed", "refused"
-
-struct ApplyReport {
-  ApplyResult result = ApplyResult::kOk;
-  // Why the declaration was refused, or a failure outside any one resource
-  // (the record could not be saved).
-  std::string error;
-  // A refusal of several problems (core::Error::details): each whole.
-  std::vector<std::string> refusals;
-  std::vector<std::string> warnings;
-  std::string machine;
-  uint64_t generation = 0;
-  std::string declaration_digest;
-  // Every resource's outcome in declaration order — unless the apply was
-  // given an OutcomeSink, which received them instead.
-  std::vector<core::ResourceOutcome> outcomes;
-  // Counted either way.
-  uint64_t resources = 0;
-  uint64_t failed = 0;
-  std::chrono::system_clock::time_point started_at;
-  std::chrono::system_clock::time_point finished_at;
-  std::chrono::nanoseconds duration{0};
-  bool daemon_reloaded = false;
-  // The declaration was byte for byte the one the record was settled from,
-  // and every recorded fingerprint and unit state still held: the no-op was
-  // proven from the record without parsing the declaration.
-  bool from_record = false;
-  // `plan --diff`: what each change would do to the machine, one block per
-  // resource (diff.h).
-  std::vector<std::string> diffs;
-};
+// The report is a value of the core (core/apply_report.h); these names are
+// the reconciler's vocabulary too.
+using core::ApplyReport;
+using core::ApplyResult;
+using core::ApplyResultName;
 
 // Receives each resource's outcome, in declaration order, once the apply has
 // decided it; the report then keeps none. `mesh-host apply` prints each line

@@ -7,7 +7,7 @@ namespace mesh::status {
 StatusBoard::StatusBoard(std::chrono::nanoseconds settle)
     : settle_(settle), current_(std::make_shared<Snapshot>()) {}
 
-void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
+void StatusBoard::PublishApply(const core::ApplyReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
   auto next = std::make_shared<Snapshot>(*current_);
   next->stalled.reset();
@@ -15,10 +15,10 @@ void StatusBoard::PublishApply(const reconcile::ApplyReport& report) {
   next->started_at = core::FormatTimestamp(report.started_at);
   next->finished_at = core::FormatTimestamp(report.finished_at);
   next->duration_seconds = std::chrono::duration<double>(report.duration).count();
-  next->result = std::string(reconcile::ApplyResultName(report.result));
+  next->result = std::string(core::ApplyResultName(report.result));
   next->counts.clear();
   for (core::Outcome o : core::kAllOutcomes) next->counts[std::string(core::OutcomeName(o))] = 0;
-  if (report.result == reconcile::ApplyResult::kRefused) {
+  if (report.result == core::ApplyResult::kRefused) {
     // The last applied state stays in force, and so does its picture.
     next->error = report.error;
     current_ = std::move(next);

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "host/core/apply_report.h"
 #include "host/core/outcome.h"
 #include "host/core/unit_status.h"
-#include "host/reconcile/reconciler.h"
 
 namespace mesh::status {
 
@@ -51,7 +51,7 @@ class StatusBoard {
   // the live view calls it up again (--settle, as for the two looks).
   explicit StatusBoard(std::chrono::nanoseconds settle = std::chrono::seconds(1));
 
-  void PublishApply(const reconcile::ApplyReport& report);
+  void PublishApply(const core::ApplyReport& report);
   // The live watch: a declared unit's state between applies, looked at
   // `now`. Returns whether it is up: core::UnitUp, its NRestarts not grown
   // since the host's look before (the apply's or the watch's), and — once a

@@ -22,7 +22,7 @@ class ServerTest : public ::testing::Test {
     port_ = std::stoi(bound->substr(bound->rfind(':') + 1));
   }
   void Publish(bool failed) {
-    reconcile::ApplyReport r;
+    core::ApplyReport r;
     r.machine = "m";
     core::ResourceOutcome o;
     o.id = "jail.conf";
@@ -30,7 +30,7 @@ class ServerTest : public ::testing::Test {
     o.outcome = failed ? core::Outcome::kFailed : core::Outcome::kUnchanged;
     o.detail = "disk full";
     r.outcomes = {o};
-    r.result = failed ? reconcile::ApplyResult::kFailed : reconcile::ApplyResult::kOk;
+    r.result = failed ? core::ApplyResult::kFailed : core::ApplyResult::kOk;
     board_.PublishApply(r);
   }
   httplib::Client Client() {
@@ -71,9 +71,9 @@ TEST_F(ServerTest, UnhealthyNamesWhatIsWrong) {
 // A bundle member's name is any bytes: /status stays valid JSON (it
 // answered 500 on a type_error until a later apply succeeded).
 TEST_F(ServerTest, StatusIsValidJsonWhateverBytesAnOutcomeHolds) {
-  reconcile::ApplyReport r;
+  core::ApplyReport r;
   r.machine = "m";
-  r.result = reconcile::ApplyResult::kRefused;
+  r.result = core::ApplyResult::kRefused;
   r.error = "bundle: entry \"x\xff\nfailed fake.service (service): forged\" is bad";
   board_.PublishApply(r);
   auto c = Client();

@@ -23,10 +23,10 @@ core::ResourceOutcome Out(std::string id, std::string kind, core::Outcome outcom
   return o;
 }
 
-reconcile::ApplyReport Report(std::vector<core::ResourceOutcome> outcomes,
-                              reconcile::ApplyResult result = reconcile::ApplyResult::kOk,
+core::ApplyReport Report(std::vector<core::ResourceOutcome> outcomes,
+                              core::ApplyResult result = core::ApplyResult::kOk,
                               std::string declaration = "decl-1") {
-  reconcile::ApplyReport r;
+  core::ApplyReport r;
   r.result = result;
   r.declaration_digest = std::move(declaration);
   r.generation = 42;
@@ -51,7 +51,7 @@ TEST(HostMetricsTest, EveryMetricOfTheSpecAfterAScriptedSequence) {
   failed.unit->up = false;
   failed.unit->sub_state = "failed";
   m.ObserveApply(Report({Out("jail.conf", "file", core::Outcome::kUpdated), failed},
-                        reconcile::ApplyResult::kFailed));
+                        core::ApplyResult::kFailed));
   std::string text = m.Serialize();
   EXPECT_THAT(text,
               HasSubstr(R"(mesh_host_resource_outcomes_total{kind="file",outcome="updated"} 2)"));
@@ -158,7 +158,7 @@ TEST(HostMetricsTest, PrunedResourcesAndUnitsLoseTheirSeries) {
 TEST(HostMetricsTest, RefusalCountsButKeepsTheState) {
   HostMetrics m("v");
   m.ObserveApply(Report({Out("keep", "file", core::Outcome::kCreated)}));
-  auto refused = Report({}, reconcile::ApplyResult::kRefused);
+  auto refused = Report({}, core::ApplyResult::kRefused);
   refused.generation = 1;
   m.ObserveApply(refused);
   std::string text = m.Serialize();
@@ -217,7 +217,7 @@ TEST(HostMetricsTest, SeriesStayBoundedByResourcesNotByApplies) {
   EXPECT_EQ(Series(text), fixed + 2);
   // Mended: gone again.
   failing.ObserveApply(
-      Report(Files(10000, core::Outcome::kUpdated), reconcile::ApplyResult::kOk, "decl-2"));
+      Report(Files(10000, core::Outcome::kUpdated), core::ApplyResult::kOk, "decl-2"));
   EXPECT_EQ(Series(failing.Serialize()), fixed);
 }
 
@@ -247,7 +247,7 @@ TEST(HostMetricsTest, ChurnCountsChangesAgainUnderOneDeclaration) {
         << "a churning resource keeps its series under --metrics-resources failing";
     EXPECT_THAT(text, Not(HasSubstr(R"(resource="conf")")));
   }
-  m.ObserveApply(Report(runtime(core::Outcome::kUpdated), reconcile::ApplyResult::kOk, "decl-2"));
+  m.ObserveApply(Report(runtime(core::Outcome::kUpdated), core::ApplyResult::kOk, "decl-2"));
   EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_resource_churn{")));
 }
 
@@ -255,7 +255,7 @@ TEST(HostMetricsTest, ADeclarationThatChangesEveryApplyNeverChurns) {
   HostMetrics m("v");
   for (int i = 0; i < 10; ++i) {
     m.ObserveApply(Report({Out("app.conf", "file", core::Outcome::kUpdated)},
-                          reconcile::ApplyResult::kOk, "decl-" + std::to_string(i)));
+                          core::ApplyResult::kOk, "decl-" + std::to_string(i)));
   }
   std::string text = m.Serialize();
   EXPECT_THAT(text, Not(HasSubstr("mesh_host_resource_churn{")));

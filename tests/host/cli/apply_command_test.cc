@@ -17,8 +17,8 @@ using ::testing::Not;
 // Issue 20: a refused plan said "the last applied state stays in force",
 // the words of an apply; and a refusal quoting outside bytes is one line.
 TEST(ApplyCommandTest, ARefusalSaysWhatThisVerbDid) {
-  reconcile::ApplyReport r;
-  r.result = reconcile::ApplyResult::kRefused;
+  core::ApplyReport r;
+  r.result = core::ApplyResult::kRefused;
   r.error = "resource x, field kind: unknown kind \"a\nfailed y (file): forged\"";
   std::ostringstream out, err;
   EXPECT_EQ(PrintReport(r, /*plan=*/true, out, err), kExitRefused);
@@ -33,8 +33,8 @@ TEST(ApplyCommandTest, ARefusalSaysWhatThisVerbDid) {
 // Several refusals, one per line; a newline inside one (outside bytes)
 // stays escaped: only the list makes lines.
 TEST(ApplyCommandTest, SeveralRefusalsOnePerLine) {
-  reconcile::ApplyReport r;
-  r.result = reconcile::ApplyResult::kRefused;
+  core::ApplyReport r;
+  r.result = core::ApplyResult::kRefused;
   r.error = "2 problems: resource a, field path: bad; resource b\nfailed x (file): forged";
   r.refusals = {"resource a, field path: bad", "resource b\nfailed x (file): forged"};
   std::ostringstream out, err;
@@ -49,7 +49,7 @@ TEST(ApplyCommandTest, SeveralRefusalsOnePerLine) {
 // Issue 17: --output json carries the same outcomes as the text lines, one
 // object per line, then a summary object.
 TEST(ApplyCommandTest, JsonLinesCarryTheSameOutcomesAsTheText) {
-  reconcile::ApplyReport r;
+  core::ApplyReport r;
   r.generation = 7;
   r.resources = 3;
   r.failed = 1;
@@ -66,7 +66,7 @@ TEST(ApplyCommandTest, JsonLinesCarryTheSameOutcomesAsTheText) {
                 outcome("web", "service", core::Outcome::kFailed, "failed \"x\"\nand more"),
                 outcome("key", "credential", core::Outcome::kUnchanged, "as declared")};
   r.outcomes[1].declared_unit = "web.service";
-  r.result = reconcile::ApplyResult::kFailed;
+  r.result = core::ApplyResult::kFailed;
   std::ostringstream text, json, err;
   PrintReport(r, /*plan=*/false, text, err, Output::kText);
   EXPECT_EQ(PrintReport(r, /*plan=*/false, json, err, Output::kJson), kExitFailed);
@@ -92,8 +92,8 @@ TEST(ApplyCommandTest, JsonLinesCarryTheSameOutcomesAsTheText) {
   EXPECT_EQ(summary["failed"], 1);
   EXPECT_FALSE(std::getline(json_lines, j)) << "nothing after the summary";
 
-  reconcile::ApplyReport refused;
-  refused.result = reconcile::ApplyResult::kRefused;
+  core::ApplyReport refused;
+  refused.result = core::ApplyResult::kRefused;
   refused.error = "2 problems: a; b";
   refused.refusals = {"a", "b"};
   std::ostringstream out;
@@ -107,7 +107,7 @@ TEST(ApplyCommandTest, JsonLinesCarryTheSameOutcomesAsTheText) {
 // plan --diff: the blocks after the outcome lines (text), or one
 // {"diff": ...} object each before the summary (JSON).
 TEST(ApplyCommandTest, DiffsFollowTheOutcomes) {
-  reconcile::ApplyReport r;
+  core::ApplyReport r;
   core::ResourceOutcome o;
   o.id = "app.conf";
   o.kind = "file";

@@ -15,8 +15,8 @@
 namespace mesh::status {
 namespace {
 
-reconcile::ApplyReport Report(uint64_t generation) {
-  reconcile::ApplyReport r;
+core::ApplyReport Report(uint64_t generation) {
+  core::ApplyReport r;
   r.machine = "m";
   r.generation = generation;
   for (int i = 0; i < 20; ++i) {
@@ -31,7 +31,7 @@ reconcile::ApplyReport Report(uint64_t generation) {
     o.restart_reason = "restart_on";
     r.outcomes.push_back(o);
   }
-  r.result = reconcile::ApplyResult::kFailed;
+  r.result = core::ApplyResult::kFailed;
   return r;
 }
 

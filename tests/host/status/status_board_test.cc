@@ -8,8 +8,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-reconcile::ApplyReport Report() {
-  reconcile::ApplyReport r;
+core::ApplyReport Report() {
+  core::ApplyReport r;
   r.machine = "edge-1";
   r.generation = 7;
   r.declaration_digest = "abc";
@@ -79,7 +79,7 @@ TEST(StatusBoardTest, DeadUnitBetweenAppliesTurnsUnhealthy) {
 TEST(StatusBoardTest, TheApplysOwnFailureIsNotHealthy) {
   StatusBoard board;
   auto r = Report();
-  r.result = reconcile::ApplyResult::kFailed;
+  r.result = core::ApplyResult::kFailed;
   r.error = "record not saved: write /state.json: No space left on device";
   board.PublishApply(r);
   Health h = Judge(*board.Get());
@@ -140,7 +140,7 @@ TEST(StatusBoardTest, FailedResourceNamedInHealth) {
   auto r = Report();
   r.outcomes[0].outcome = core::Outcome::kFailed;
   r.outcomes[0].detail = "unknown user \"x\"";
-  r.result = reconcile::ApplyResult::kFailed;
+  r.result = core::ApplyResult::kFailed;
   board.PublishApply(r);
   Health h = Judge(*board.Get());
   EXPECT_FALSE(h.healthy);
@@ -150,8 +150,8 @@ TEST(StatusBoardTest, FailedResourceNamedInHealth) {
 TEST(StatusBoardTest, RefusalKeepsTheLastStateAndShowsTheError) {
   StatusBoard board;
   board.PublishApply(Report());
-  reconcile::ApplyReport refused;
-  refused.result = reconcile::ApplyResult::kRefused;
+  core::ApplyReport refused;
+  refused.result = core::ApplyResult::kRefused;
   refused.error = "resource x, field mode: bad";
   board.PublishApply(refused);
   nlohmann::json j = ToJson(*board.Get());
