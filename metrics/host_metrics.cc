@@ -39,7 +39,7 @@ const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
 }  // namespace
 
 HostMetrics::HostMetrics(const std::string& version, ResourceSeries series)
-    : series_(series), registry_(std::make_shared<prometheus::Registry>()) {
+    : registry_(std::make_shared<prometheus::Registry>()), series_(series) {
   auto& r = *registry_;
   auto counters = [&r](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(r);

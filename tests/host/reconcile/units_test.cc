@@ -470,7 +470,9 @@ TEST_F(UnitsTest, AUnitFileMovingBetweenAFileAndAUnitTextIsNeverDeleted) {
   ApplyReport back = apply(Decl({as_file, Service("other.web")}, 3));
   EXPECT_TRUE(testing::Exists(unit_file)) << "moved back to a file: kept";
   for (const auto& o : back.outcomes) {
-    if (o.id == "web") EXPECT_THAT(o.detail, HasSubstr("declared by another resource now"));
+    if (o.id == "web") {
+      EXPECT_THAT(o.detail, HasSubstr("declared by another resource now"));
+    }
   }
 }
 

@@ -1,0 +1,360 @@
+#include "host/core/parse_resource.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "host/core/printable.h"
+#include "host/core/sha256.h"
+
+namespace mesh::core::resource_parsing {
+
+using json = nlohmann::json;
+
+// Every refusal reads "resource ID, field F: what is wrong".
+std::string Where(const std::string& id, size_t index, std::string_view field) {
+  std::string who = id.empty() ? "resource #" + std::to_string(index) : "resource " + id;
+  if (field.empty()) return who + ": ";
+  return who + ", field " + std::string(field) + ": ";
+}
+
+namespace {
+
+struct KindSpec {
+  Kind kind;
+  std::string_view name;
+  std::set<std::string_view> fields;
+  std::set<std::string_view> required;
+};
+
+const std::vector<KindSpec>& Kinds() {
+  static const auto* specs = new std::vector<KindSpec>{
+      {Kind::kFile,
+       "file",
+       {"id", "kind", "path", "content", "content_base64", "mode", "owner", "group"},
+       {"path"}},
+      {Kind::kCredential,
+       "credential",
+       {"id", "kind", "path", "content", "content_base64", "mode", "owner", "group"},
+       {"path"}},
+      {Kind::kArchive,
+       "archive",
+       {"id", "kind", "path", "source", "sha256"},
+       {"path", "source", "sha256"}},
+      {Kind::kService,
+       "service",
+       {"id", "kind", "unit", "state", "unit_text", "restart_on", "reload_on", "enabled",
+        "drop_ins"},
+       {"unit", "state"}},
+      {Kind::kDirectory, "directory", {"id", "kind", "path", "mode", "owner", "group"}, {"path"}},
+      {Kind::kSymlink, "symlink", {"id", "kind", "path", "target"}, {"path", "target"}},
+      {Kind::kProcess,
+       "process",
+       {"id", "kind", "path", "source", "sha256", "unit", "unit_text", "restart_on", "enabled",
+        "drop_ins"},
+       {"path", "source", "sha256", "unit", "unit_text"}},
+  };
+  return *specs;
+}
+
+Result<std::string> GetString(const json& obj, std::string_view field, const std::string& where) {
+  const json& v = obj.at(std::string(field));
+  if (!v.is_string()) return Fail(where + "must be a string");
+  return v.get<std::string>();
+}
+
+Result<std::vector<std::string>> GetIdList(const json& obj, std::string_view field,
+                                           const std::string& where) {
+  const json& v = obj.at(std::string(field));
+  if (!v.is_array()) return Fail(where + "must be a list of resource ids");
+  std::vector<std::string> out;
+  for (const json& item : v) {
+    if (!item.is_string()) return Fail(where + "must list resource ids as strings");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+bool IsHexDigest(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// A drop-in's name is a file name systemd reads from UNIT.d/: it must end
+// in ".conf", and it is kept to a plain alphabet (no "/", no "..", nothing
+// a shell or a log would misread).
+Status CheckDropInName(std::string_view name) {
+  if (name.size() > 255 || !name.ends_with(".conf") || name.size() == 5 || name.front() == '.') {
+    return Fail(
+        "a drop-in name ends in \".conf\", does not start with \".\", and has at most "
+        "255 characters");
+  }
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-' || c == '@';
+    if (!ok) return Fail("a drop-in name has only letters, digits and \"._-@\"");
+  }
+  if (name.find("..") != std::string_view::npos) return Fail("a drop-in name has no \"..\"");
+  return Ok();
+}
+
+Result<std::map<std::string, std::string>> ParseDropIns(const json& v, const std::string& where) {
+  if (!v.is_object()) return Fail(where + "must map drop-in file names to their text");
+  if (v.size() > kMaxDropIns) {
+    return Fail(where + "more than " + std::to_string(kMaxDropIns) + " drop-ins");
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [name, text] : v.items()) {
+    if (auto st = CheckDropInName(name); !st) {
+      return Fail(where + "\"" + Printable(name, 80) + "\": " + st.error().message);
+    }
+    if (!text.is_string()) return Fail(where + name + ": must be the drop-in's text");
+    const std::string& t = text.get_ref<const std::string&>();
+    if (t.size() > kMaxContentBytes) return Fail(where + name + ": exceeds the content limit");
+    if (t.find('\0') != std::string::npos) return Fail(where + name + ": contains a NUL byte");
+    out.emplace(name, t);
+  }
+  return out;
+}
+
+// One resource's fields, read with refusals that name the resource and
+// the field ("resource ID, field F: what is wrong").
+class Fields {
+ public:
+  Fields(const json& obj, std::string id, size_t index)
+      : obj_(obj), id_(std::move(id)), index_(index) {}
+
+  bool Has(std::string_view f) const { return obj_.contains(std::string(f)); }
+  const json& At(std::string_view f) const { return obj_.at(std::string(f)); }
+  std::string Where(std::string_view f) const { return resource_parsing::Where(id_, index_, f); }
+  std::unexpected<Error> Refuse(std::string_view f, const std::string& why) const {
+    return Fail(Where(f) + why);
+  }
+  Result<std::string> String(std::string_view f) const { return GetString(obj_, f, Where(f)); }
+  Result<std::vector<std::string>> IdList(std::string_view f) const {
+    return GetIdList(obj_, f, Where(f));
+  }
+
+ private:
+  const json& obj_;
+  std::string id_;
+  size_t index_;
+};
+
+// The field groups of the kinds, each read by one parser. A kind is the
+// list of its groups (KindParsers), read in this order.
+Status ParsePath(const Fields& in, Resource& r) {
+  auto path = in.String("path");
+  if (!path) return std::unexpected(path.error());
+  if (auto st = CheckPath(*path); !st) return in.Refuse("path", st.error().message);
+  r.path = *path;
+  return Ok();
+}
+
+Status ParseContent(const Fields& in, Resource& r) {
+  bool plain = in.Has("content");
+  if (plain == in.Has("content_base64")) {
+    return in.Refuse("content", "exactly one of content and content_base64 is required");
+  }
+  std::string field = plain ? "content" : "content_base64";
+  auto text = in.String(field);
+  if (!text) return std::unexpected(text.error());
+  if (plain) {
+    r.content = std::move(*text);
+  } else {
+    auto decoded = DecodeBase64(*text);
+    if (!decoded) return in.Refuse(field, decoded.error().message);
+    r.content = std::move(*decoded);
+  }
+  if (r.content.size() > kMaxContentBytes) {
+    return in.Refuse(field, "content of " + std::to_string(r.content.size()) +
+                                " bytes exceeds the limit of " + std::to_string(kMaxContentBytes));
+  }
+  return Ok();
+}
+
+bool IsUserName(std::string_view name) {
+  return !name.empty() && name.size() <= 32 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+// mode, owner, group: of files, credentials and directories.
+Status ParseMetadata(const Fields& in, Resource& r) {
+  r.mode = r.kind == Kind::kCredential ? 0400 : r.kind == Kind::kDirectory ? 0755 : 0644;
+  if (in.Has("mode")) {
+    auto mode = in.String("mode");
+    if (!mode) return std::unexpected(mode.error());
+    auto parsed = ParseMode(*mode);
+    if (!parsed) return in.Refuse("mode", parsed.error().message);
+    r.mode = *parsed;
+  }
+  for (std::string_view f : {"owner", "group"}) {
+    if (!in.Has(f)) continue;
+    auto name = in.String(f);
+    if (!name) return std::unexpected(name.error());
+    if (!IsUserName(*name)) return in.Refuse(f, "\"" + *name + "\" is not a user or group name");
+    (f == "owner" ? r.owner : r.group) = *name;
+  }
+  return Ok();
+}
+
+Status ParseTarget(const Fields& in, Resource& r) {
+  auto target = in.String("target");
+  if (!target) return std::unexpected(target.error());
+  if (target->empty() || target->size() > kMaxPathBytes ||
+      target->find('\0') != std::string::npos) {
+    return in.Refuse(
+        "target", "must be a path of 1 to " + std::to_string(kMaxPathBytes) + " bytes without NUL");
+  }
+  r.target = *target;
+  return Ok();
+}
+
+// source and sha256: a bundle under --artifacts.
+Status ParseBundle(const Fields& in, Resource& r) {
+  auto source = in.String("source");
+  if (!source) return std::unexpected(source.error());
+  if (source->empty() || source->find('/') != std::string::npos || *source == "." ||
+      *source == ".." || source->find('\0') != std::string::npos) {
+    return in.Refuse("source", "\"" + *source + "\" must be a plain file name under --artifacts");
+  }
+  r.source = *source;
+  auto sha = in.String("sha256");
+  if (!sha) return std::unexpected(sha.error());
+  std::string lower = *sha;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (!IsHexDigest(lower)) return in.Refuse("sha256", "must be 64 hex digits");
+  r.sha256 = lower;
+  return Ok();
+}
+
+Status ParseUnitText(const Fields& in, Resource& r) {
+  auto text = in.String("unit_text");
+  if (!text) return std::unexpected(text.error());
+  if (text->size() > kMaxContentBytes) return in.Refuse("unit_text", "exceeds the content limit");
+  if (text->find('\0') != std::string::npos) return in.Refuse("unit_text", "contains a NUL byte");
+  r.unit_text = *text;
+  return Ok();
+}
+
+// What systemd cannot do, refused here rather than failed at every apply:
+// only services reload (a reload of a socket, timer, path or target is "not
+// applicable"), and a socket is not restarted while its service runs
+// ("Socket service ... already active, refusing"): the service it activates
+// is what restarts on a change.
+Status CheckWhatSystemdDoes(const Fields& in, const Resource& r) {
+  if (!r.reload_on.empty() && !r.unit.ends_with(".service")) {
+    return in.Refuse("reload_on", r.unit +
+                                      " cannot be reloaded: systemd reloads services only (use "
+                                      "restart_on)");
+  }
+  if (!r.restart_on.empty() && r.unit.ends_with(".socket")) {
+    return in.Refuse("restart_on", "systemd refuses to restart " + r.unit +
+                                       " while the service it activates runs: declare "
+                                       "restart_on on that service");
+  }
+  return Ok();
+}
+
+// unit, state, unit_text, drop_ins, enabled, restart_on, reload_on.
+Status ParseUnit(const Fields& in, Resource& r) {
+  auto unit = in.String("unit");
+  if (!unit) return std::unexpected(unit.error());
+  if (auto st = CheckUnitName(*unit); !st) return in.Refuse("unit", st.error().message);
+  if (r.kind == Kind::kProcess && !unit->ends_with(".service")) {
+    return in.Refuse("unit", "a process runs as a .service unit");
+  }
+  r.unit = *unit;
+  if (in.Has("state")) {
+    auto state = in.String("state");
+    if (!state) return std::unexpected(state.error());
+    auto parsed = ParseUnitState(*state);
+    if (!parsed) return in.Refuse("state", "\"" + *state + "\" is not running or stopped");
+    r.state = *parsed;
+  }
+  if (in.Has("unit_text")) {
+    if (auto st = ParseUnitText(in, r); !st) return st;
+  }
+  if (in.Has("drop_ins")) {
+    auto drop_ins = ParseDropIns(in.At("drop_ins"), in.Where("drop_ins"));
+    if (!drop_ins) return std::unexpected(drop_ins.error());
+    r.drop_ins = std::move(*drop_ins);
+  }
+  if (in.Has("enabled")) {
+    if (!in.At("enabled").is_boolean()) return in.Refuse("enabled", "must be true or false");
+    r.enabled = in.At("enabled").get<bool>();
+  }
+  for (std::string_view f : {"restart_on", "reload_on"}) {
+    if (!in.Has(f)) continue;
+    auto list = in.IdList(f);
+    if (!list) return std::unexpected(list.error());
+    (f == "restart_on" ? r.restart_on : r.reload_on) = std::move(*list);
+  }
+  return CheckWhatSystemdDoes(in, r);
+}
+
+using FieldParser = Status (*)(const Fields&, Resource&);
+
+const std::vector<FieldParser>& KindParsers(Kind kind) {
+  static const auto* parsers = new std::map<Kind, std::vector<FieldParser>>{
+      {Kind::kFile, {ParsePath, ParseContent, ParseMetadata}},
+      {Kind::kCredential, {ParsePath, ParseContent, ParseMetadata}},
+      {Kind::kDirectory, {ParsePath, ParseMetadata}},
+      {Kind::kSymlink, {ParsePath, ParseTarget}},
+      {Kind::kArchive, {ParsePath, ParseBundle}},
+      {Kind::kService, {ParseUnit}},
+      {Kind::kProcess, {ParsePath, ParseBundle, ParseUnit}},
+  };
+  return parsers->at(kind);
+}
+
+// id and kind, then no field the kind does not have and every one it needs.
+Status ParseIdAndKind(const json& obj, size_t index, Resource& r) {
+  std::string id;
+  if (obj.contains("id") && obj.at("id").is_string()) id = obj.at("id");
+  if (!obj.contains("id")) return Fail(Where(id, index, "id") + "missing");
+  if (!obj.at("id").is_string()) return Fail(Where(id, index, "id") + "must be a string");
+  if (auto st = CheckId(id); !st) return Fail(Where(id, index, "id") + st.error().message);
+  r.id = id;
+  if (!obj.contains("kind")) return Fail(Where(id, index, "kind") + "missing");
+  if (!obj.at("kind").is_string()) return Fail(Where(id, index, "kind") + "must be a string");
+  std::string kind = obj.at("kind");
+  auto spec = std::find_if(Kinds().begin(), Kinds().end(),
+                           [&](const KindSpec& k) { return k.name == kind; });
+  if (spec == Kinds().end()) {
+    return Fail(Where(id, index, "kind") + "unknown kind \"" + kind +
+                "\" (expected file, credential, directory, symlink, archive, service or process)");
+  }
+  r.kind = spec->kind;
+  for (const auto& [key, value] : obj.items()) {
+    if (!spec->fields.contains(key)) {
+      return Fail(Where(id, index, key) + "unknown field for kind " + kind);
+    }
+  }
+  for (std::string_view req : spec->required) {
+    if (!obj.contains(std::string(req))) return Fail(Where(id, index, req) + "missing");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<Resource> ParseResource(const json& obj, size_t index) {
+  if (!obj.is_object()) {
+    return Fail("resource #" + std::to_string(index) + ": must be an object");
+  }
+  Resource r;
+  if (auto st = ParseIdAndKind(obj, index, r); !st) return std::unexpected(st.error());
+  Fields in(obj, r.id, index);
+  for (FieldParser parse : KindParsers(r.kind)) {
+    if (auto st = parse(in, r); !st) return std::unexpected(st.error());
+  }
+  return r;
+}
+
+}  // namespace mesh::core::resource_parsing

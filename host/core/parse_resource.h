@@ -1,0 +1,24 @@
+// One resource of a declaration, read field group by field group (a kind is
+// the list of its groups): the part of ParseDeclaration that checks each
+// resource on its own. Internal to //host/core:declaration.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "host/core/declaration.h"
+#include "host/core/result.h"
+
+namespace mesh::core::resource_parsing {
+
+// "resource ID, field F: " (or "resource #N" before the id is known): how
+// every refusal starts.
+std::string Where(const std::string& id, size_t index, std::string_view field);
+
+// `obj`, the index-th entry of "resources": a Resource, or the first thing
+// wrong with it.
+Result<Resource> ParseResource(const nlohmann::json& obj, size_t index);
+
+}  // namespace mesh::core::resource_parsing
