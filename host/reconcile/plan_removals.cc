@@ -1,0 +1,192 @@
+#include "host/reconcile/plan_removals.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <tuple>
+
+#include "host/core/want.h"
+#include "host/reconcile/words.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using core::RecordEntry;
+using core::Resource;
+
+const std::map<std::string, std::string> kNoDropIns;
+
+// A recorded path is still claimed when a declared path equals it, lies
+// under it, or contains it. Sorted, each test is a few lookups, so
+// replacing a declaration of 10,000 files is not 10^8 comparisons.
+class Claims {
+ public:
+  // A unit_text's unit file is claimed too, as the declared path it would
+  // be when --unit-dir lies under --root: a unit file moving between a
+  // `file` resource and a `unit_text` is never deleted under the new owner.
+  Claims(const core::Declaration& decl, const HostDirs* dirs) {
+    auto unit_dir = dirs != nullptr ? UnitDirInRoot(*dirs) : std::nullopt;
+    for (const Resource& r : decl.resources) {
+      if (r.HasFiles()) paths_.insert(r.path);
+      if (r.HasUnit()) units_.insert(r.unit);
+      if (r.unit_text.has_value() && unit_dir) {
+        paths_.insert(std::string(*unit_dir) + "/" + r.unit);
+      }
+      if (unit_dir) {
+        for (const auto& [name, text] : r.drop_ins) {
+          paths_.insert(std::string(*unit_dir) + "/" + r.unit + ".d/" + name);
+        }
+      }
+    }
+  }
+  bool Path(const std::string& path) const {
+    if (paths_.contains(path)) return true;
+    auto below = paths_.lower_bound(path + "/");
+    if (below != paths_.end() && core::PathWithin(*below, path)) return true;
+    return core::AnyAncestor(path, [&](std::string_view up) { return paths_.contains(up); });
+  }
+  bool Unit(const std::string& unit) const { return units_.contains(unit); }
+
+ private:
+  std::set<std::string, std::less<>> paths_;
+  std::set<std::string, std::less<>> units_;
+};
+
+// Why what prune found at a path the host wrote is no longer the host's to
+// delete; empty when it is (or nothing is there).
+std::string NotAsWritten(const DroppedSeen* seen, std::string_view recorded,
+                         std::string_view kind = "") {
+  if (seen == nullptr) return "not looked at";
+  if (!seen->error.empty()) return seen->error;
+  if (seen->missing) return "";
+  bool tree = recorded.starts_with("tree:");
+  bool dir = recorded.starts_with("dir:");
+  if ((tree || dir) && seen->type != core::FileType::kDirectory) return "no longer a directory";
+  if (kind == "symlink") {
+    if (seen->type != core::FileType::kSymlink) return "no longer a symlink";
+  } else if (!tree && !dir && seen->type != core::FileType::kRegular) {
+    return seen->type == core::FileType::kDirectory ? "now a directory" : "no longer a file";
+  }
+  if (seen->fingerprint != recorded) return "changed since the host wrote it";
+  return "";
+}
+
+template <typename Map>
+const DroppedSeen* Find(const Map& map, const std::string& key) {
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+// A directory of the host's that holds something goes only when this apply
+// removes every entry in it (a declaration that drops a directory and its
+// files at once): counted deepest first, so a subdirectory emptied and
+// removed counts for its parent. Otherwise it is left, said.
+void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
+  std::set<std::string, std::less<>> gone;
+  std::vector<std::tuple<std::string, size_t, size_t>> held;  // path, entries, removal
+  for (size_t k = 0; k < removals.size(); ++k) {
+    gone.insert(removals[k].delete_paths.begin(), removals[k].delete_paths.end());
+    gone.insert(removals[k].delete_empty_dirs.begin(), removals[k].delete_empty_dirs.end());
+    for (auto& [path, entries] : removals[k].held_dirs) held.emplace_back(path, entries, k);
+    removals[k].held_dirs.clear();
+  }
+  std::sort(held.begin(), held.end(), std::greater<>());
+  for (auto& [dir, entries, k] : held) {
+    std::string prefix = dir + "/";
+    size_t removed = 0;
+    for (auto it = gone.lower_bound(prefix); it != gone.end() && it->starts_with(prefix); ++it) {
+      removed += it->find('/', prefix.size()) == std::string::npos;
+    }
+    if (removed >= entries) {
+      gone.insert(dir);
+      removals[k].delete_empty_dirs.push_back(std::move(dir));
+    } else {
+      removals[k].left.push_back(dir + ": not empty");
+    }
+  }
+}
+
+}  // namespace
+
+// Only what the host itself created, and still as it wrote it, is deleted;
+// a unit is stopped only when its unit file is the host's and untouched.
+std::vector<Removal> PlanRemovals(const PlanInputs& in) {
+  std::vector<Removal> removals;
+  Claims claims(*in.declaration, in.dirs);
+  auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
+  for (const auto& [id, e] : in.record->resources) {
+    if (in.declaration->Find(id) != nullptr) continue;
+    Removal rm;
+    rm.id = id;
+    rm.entry = e;
+    bool owns_unit = !e.unit.empty() && !claims.Unit(e.unit) && !e.unit_file_preexisting;
+    if (!e.unit.empty() && e.unit_file_preexisting && !claims.Unit(e.unit)) {
+      rm.left.push_back("unit " + e.unit + " and its unit file, there before the host wrote it");
+    }
+    if (owns_unit && !e.unit_file_fingerprint.empty() && unit_dir &&
+        claims.Path(std::string(*unit_dir) + "/" + e.unit)) {
+      rm.left.push_back("unit " + e.unit + " and its unit file, declared by another resource now");
+      owns_unit = false;
+    }
+    if (owns_unit && !e.unit_file_fingerprint.empty()) {
+      std::string why =
+          NotAsWritten(Find(in.seen->dropped_unit_files, e.unit), e.unit_file_fingerprint);
+      if (!why.empty()) {
+        rm.left.push_back("unit " + e.unit + " and its unit file: " + why);
+        owns_unit = false;
+      }
+    }
+    if (owns_unit) {
+      auto status = in.seen->dropped_units.find(e.unit);
+      rm.stop =
+          status != in.seen->dropped_units.end() && status->second && status->second->Running();
+      rm.delete_unit_file = !e.unit_file_fingerprint.empty();
+    }
+    // Its drop-ins, unless another resource declares the unit now.
+    if (claims.Unit(e.unit) && !e.drop_ins.empty()) {
+      rm.left.push_back(Plural(e.drop_ins.size(), "drop-in") + " of " + e.unit +
+                        ": the unit is another resource's now");
+    }
+    for (const auto& [name, fp] : claims.Unit(e.unit) ? kNoDropIns : e.drop_ins) {
+      std::string key = e.unit + ".d/" + name;
+      if (core::DropInPreexisting(fp)) {
+        rm.left.push_back("drop-in " + key + ", there before the host wrote it");
+        continue;
+      }
+      const DroppedSeen* seen = Find(in.seen->dropped_unit_files, key);
+      std::string why = NotAsWritten(seen, fp);
+      if (!why.empty()) {
+        rm.left.push_back("drop-in " + key + ": " + why);
+      } else if (!seen->missing) {
+        rm.delete_drop_ins.push_back(key);
+      }
+    }
+    for (const core::WrittenPath& w : e.written) {
+      if (w.preexisting || claims.Path(w.path)) {
+        rm.left.push_back(w.path + (w.preexisting ? ", there before the host managed it"
+                                                  : ", declared by another resource now"));
+        continue;
+      }
+      const DroppedSeen* seen = Find(in.seen->dropped_paths, w.path);
+      std::string why = NotAsWritten(seen, w.fingerprint, e.kind);
+      if (!why.empty()) {
+        rm.left.push_back(w.path + ": " + why);
+      } else if (!seen->missing && e.kind == "directory") {
+        if (seen->entries == 0) {
+          rm.delete_empty_dirs.push_back(w.path);
+        } else {
+          rm.held_dirs.emplace_back(w.path, seen->entries);
+        }
+      } else if (!seen->missing) {
+        rm.delete_paths.push_back(w.path);
+        rm.deletes_unit_definition |=
+            in.dirs != nullptr && UnitDefinitionAt(*in.dirs, w.path).has_value();
+      }
+    }
+    removals.push_back(std::move(rm));
+  }
+  ReleaseDirectoriesEmptiedTogether(removals);
+  return removals;
+}
+
+}  // namespace mesh::reconcile

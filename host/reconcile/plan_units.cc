@@ -1,0 +1,229 @@
+#include "host/reconcile/plan_units.h"
+
+#include <algorithm>
+
+#include "host/core/want.h"
+#include "host/reconcile/words.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using core::RecordEntry;
+using core::Resource;
+using core::UnitAction;
+
+// Why a unit declared running is not as declared, in the outcome's words.
+std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
+  if (core::UnitUp(s) && old != nullptr && old->n_restarts.has_value()) {
+    return "was restarted by systemd since the host last looked (NRestarts " +
+           std::to_string(*old->n_restarts) + " -> " + std::to_string(s.n_restarts) + ")";
+  }
+  if (s.sub_state == "auto-restart") return "was " + s.active_state + " (auto-restart)";
+  return "was " + s.active_state;
+}
+
+// Whether a unit runs a process: a start of it is a job systemd finishes at
+// once without touching the daemon.
+bool Runs(const core::UnitStatus& s) { return s.Running() && s.sub_state != "auto-restart"; }
+
+// The declared files that define `r`'s unit (its unit file or a drop-in,
+// declared as files) and change in this apply.
+std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
+                              const std::vector<Step>& steps) {
+  std::vector<size_t> out;
+  for (size_t j = 0; j < steps.size(); ++j) {
+    if (steps[j].unit_definition && steps[j].changes() && steps[j].defines == r.unit) {
+      out.push_back(j);
+    }
+  }
+  return out;
+}
+
+// A unit definition of `r`'s unit that this apply deletes (a drop-in no
+// longer declared).
+std::optional<std::string> RemovedDefinition(const PlanInputs& in, const Resource& r,
+                                             const std::vector<Removal>& removals) {
+  if (in.dirs == nullptr) return std::nullopt;
+  for (const Removal& rm : removals) {
+    if (!rm.deletes_unit_definition) continue;
+    for (const std::string& path : rm.delete_paths) {
+      if (UnitDefinitionAt(*in.dirs, path) == r.unit) return path;
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether a change this apply makes to a unit definition (declared as a
+// file) concerns `r`: one of its own, or one its restart_on or reload_on
+// names. Then systemd must load it before `r` is acted on.
+bool DefinitionChangesFor(const PlanInputs& in, const Resource& r, const std::vector<Step>& steps,
+                          const std::vector<Removal>& removals) {
+  if (!DefinedBy(in, r, steps).empty() || RemovedDefinition(in, r, removals)) return true;
+  for (const auto* list : {&r.restart_on, &r.reload_on}) {
+    for (const std::string& ref : *list) {
+      const Step& dep = steps[in.declaration->index.find(ref)->second];
+      if (dep.unit_definition && dep.changes()) return true;
+    }
+  }
+  return false;
+}
+
+// What this apply's own changes ask of a unit declared running: a restart
+// for its own files, a restart_on resource or a definition not loaded; a
+// reload for a reload_on resource.
+void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+                   const std::vector<Removal>& removals, UnitPlan& u) {
+  const Resource& r = in.declaration->resources[i];
+  const Step& step = steps[i];
+  std::vector<size_t> restart_deps, reload_deps;
+  for (const auto* list : {&r.restart_on, &r.reload_on}) {
+    for (const std::string& ref : *list) {
+      size_t j = in.declaration->index.find(ref)->second;
+      if (steps[j].changes()) (list == &r.restart_on ? restart_deps : reload_deps).push_back(j);
+    }
+  }
+  std::vector<size_t> defined_by = DefinedBy(in, r, steps);
+  auto ask = [&](UnitAction action, std::string reason, std::string why,
+                 std::vector<size_t> causes) {
+    u.action = action;
+    u.reason = std::move(reason);
+    u.why = std::move(why);
+    u.causes = std::move(causes);
+  };
+  if (step.changes()) {
+    // The outcome's words are the step's; these are for an owed restart.
+    ask(UnitAction::kRestart, "declared",
+        step.write_unit_file && step.write_files ? "its files and unit file changed"
+        : step.write_unit_file                   ? "unit file " + r.unit + " changed"
+        : step.write_files                       ? "its files changed"
+                                                 : "its drop-ins changed",
+        {i});
+  } else if (!defined_by.empty()) {
+    ask(UnitAction::kRestart, "declared",
+        "unit definition " + in.declaration->resources[defined_by[0]].path + " changed",
+        defined_by);
+  } else if (auto removed = RemovedDefinition(in, r, removals)) {
+    ask(UnitAction::kRestart, "declared", "unit definition " + *removed + " removed", {});
+  } else if (!restart_deps.empty()) {
+    ask(UnitAction::kRestart, "restart_on",
+        "restart_on " + in.declaration->resources[restart_deps[0]].id + " changed", restart_deps);
+  } else if (!reload_deps.empty()) {
+    ask(UnitAction::kReload, "reload_on",
+        "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
+  } else if (u.daemon_reload) {
+    // Its unit file changed before this apply and systemd has not loaded it.
+    ask(UnitAction::kRestart, "declared", "unit file " + r.unit + " changed but was not loaded",
+        {});
+  }
+}
+
+// What a unit declared running is asked for: what the changes ask; and when
+// it is not up, a start if it runs no process (the start loads every
+// change too), else — a start would do nothing to a running daemon — what
+// the changes ask, or a start that only has it looked at twice.
+void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+                const std::vector<Removal>& removals, bool up, UnitPlan& u) {
+  AskForChanges(in, i, steps, removals, u);
+  if (up || (Runs(u.status) && u.action.has_value())) return;
+  const Step& step = steps[i];
+  bool asked = step.changes() || step.want_changed;
+  u.action = UnitAction::kStart;
+  u.reason = asked ? "declared" : "was_dead";
+  u.why = asked ? "declared running" : WasDown(u.status, step.old) + ", started";
+}
+
+// An action owed from before and one this apply asks for, as one: a restart
+// is all of them; a unit that runs no process is started (which loads
+// everything); a running one is reloaded if either asks for it (a start
+// would not touch it), else started.
+UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
+  if (!now.has_value() || owed == *now) return owed;
+  if (owed == UnitAction::kRestart || *now == UnitAction::kRestart) return UnitAction::kRestart;
+  if (!runs) return UnitAction::kStart;
+  return owed == UnitAction::kReload || *now == UnitAction::kReload ? UnitAction::kReload
+                                                                    : UnitAction::kStart;
+}
+
+// `enabled`, judged by systemd's own UnitFileState as read before this
+// apply wrote anything. A unit file written now is not loaded yet: its
+// state is unknown, so `enabled: true` enables it (idempotent) and
+// `enabled: false` needs nothing (a new unit file has no links).
+void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step, UnitPlan& u) {
+  if (!r.enabled.has_value()) return;
+  // Unknown: the unit file is new (a rewritten one keeps its links, and
+  // its state as read before the write is the truth).
+  bool unknown = u.status.unit_file_state.empty() || u.status.load_state == "not-found";
+  if (unknown) {
+    if (*r.enabled) u.set_enabled = true;
+    return;
+  }
+  if (*r.enabled && step.write_unit_file && !core::UnitFileEnabled(u.status)) {
+    u.set_enabled = true;  // a new [Install] section may make it possible
+    u.enabled_drifted = old != nullptr && old->enabled == r.enabled;
+    return;
+  }
+  if (core::UnitFileEnabled(u.status) == *r.enabled) return;
+  if (*r.enabled && core::UnitFileCannotBeEnabled(u.status)) {
+    u.enable_impossible = r.unit + " is " + u.status.unit_file_state +
+                          " (no [Install] section): it cannot be enabled";
+    return;
+  }
+  u.set_enabled = *r.enabled;
+  u.enabled_drifted = old != nullptr && old->enabled == r.enabled;
+}
+
+}  // namespace
+
+UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+                  const std::vector<Removal>& removals) {
+  const Resource& r = in.declaration->resources[i];
+  UnitPlan u;
+  u.index = i;
+  if (steps[i].failed()) return u;  // the step's failure is the outcome
+  auto carried = in.owed->owed.find(r.id);
+  const core::Owed* owed = carried != in.owed->owed.end() ? &carried->second : nullptr;
+  u.daemon_reload = (owed != nullptr && owed->daemon_reload) || steps[i].write_unit_file ||
+                    steps[i].changes_drop_ins() || DefinitionChangesFor(in, r, steps, removals);
+  const auto& status = in.seen->units[i];
+  if (!in.services || !status.has_value()) {
+    u.failed = "no service manager: cannot manage " + r.unit;
+  } else if (!*status) {
+    u.failed = status->error().message;
+  } else {
+    u.status = **status;
+    // systemd's own NeedDaemonReload is a cross-check on what the intent says.
+    u.daemon_reload |= u.status.need_daemon_reload && r.unit_text.has_value();
+    const RecordEntry* old = steps[i].old;
+    u.up = r.state == core::UnitState::kRunning &&
+           core::UpAsRecorded(u.status, {old != nullptr ? old->n_restarts : std::nullopt,
+                                         old != nullptr && old->finished});
+    PlanEnablement(r, old, steps[i], u);
+  }
+  if (r.state == core::UnitState::kStopped) {
+    // Declared stopped: whatever start or restart was owed is moot.
+    u.stop = u.failed.empty() && u.status.Running();
+    return u;
+  }
+  // A unit that cannot be read is owed what this apply's writes ask of it.
+  PlanAction(in, i, steps, removals, /*up=*/!u.failed.empty() || u.up, u);
+  if (owed != nullptr && owed->action.has_value()) {
+    // A reload owed to a unit that no longer reloads on anything (its
+    // dependency moved to restart_on, say, after systemd refused the
+    // reload): the change it was for is now paid with a restart.
+    UnitAction carried = *owed->action == UnitAction::kReload && r.reload_on.empty()
+                             ? UnitAction::kRestart
+                             : *owed->action;
+    UnitAction merged = Merge(carried, u.action, u.failed.empty() && Runs(u.status));
+    // The words are this apply's when its own writes ask for the action.
+    if (!u.action.has_value() || *u.action != merged || u.causes.empty()) {
+      u.reason = owed->reason;
+      u.why = owed->why;
+      u.causes.clear();
+    }
+    u.action = merged;
+    u.owed_since = owed->since;
+  }
+  return u;
+}
+
+}  // namespace mesh::reconcile
