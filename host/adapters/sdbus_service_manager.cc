@@ -27,6 +27,34 @@ struct MessageDeleter {
 };
 using Message = std::unique_ptr<sd_bus_message, MessageDeleter>;
 
+// A hung systemd must not hang the host: every call is bounded by this...
+constexpr std::chrono::seconds kCallTimeout{10};
+// ... but a daemon-reload, which returns once systemd has re-read every
+// unit, by this.
+constexpr std::chrono::seconds kReloadTimeout{90};
+// sd-bus answers a call that times out with an error reply of its own; a
+// wait for replies ends this much later only if the bus stops answering at
+// all.
+constexpr std::chrono::seconds kRepliesDeadline = kCallTimeout + std::chrono::seconds(1);
+
+uint64_t Usec(std::chrono::nanoseconds d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
+const char* JobMethod(ports::JobKind kind) {
+  switch (kind) {
+    case ports::JobKind::kStart:
+      return "StartUnit";
+    case ports::JobKind::kRestart:
+      return "RestartUnit";
+    case ports::JobKind::kReload:
+      return "ReloadUnit";
+    case ports::JobKind::kStop:
+      return "StopUnit";
+  }
+  return "StopUnit";
+}
+
 std::string Describe(std::string_view method, std::string_view unit, const sd_bus_error& e, int r) {
   std::string s = std::string(method);
   if (!unit.empty()) s += " " + std::string(unit);
@@ -77,9 +105,7 @@ core::Status SdbusServiceManager::Connect() {
                                                         "DBUS_SYSTEM_BUS_ADDRESS is not set")) +
                       "): " + std::strerror(-r));
   }
-  // A hung systemd must not hang the host: every call is bounded (10 s; a
-  // daemon-reload gets its own, longer bound).
-  sd_bus_set_method_call_timeout(bus->bus, 10ull * 1000 * 1000);
+  sd_bus_set_method_call_timeout(bus->bus, Usec(kCallTimeout));
   // JobRemoved is subscribed to before any job is asked for, so no result of
   // the host's can be missed between a method's reply and the wait.
   r = sd_bus_match_signal(
@@ -112,7 +138,7 @@ core::Status SdbusServiceManager::ReloadDaemon() {
   int r = sd_bus_message_new_method_call(bus_->bus, &call, kDest, kPath, kManager, "Reload");
   msg.reset(call);
   sd_bus_message* reply = nullptr;
-  if (r >= 0) r = sd_bus_call(bus_->bus, call, 90ull * 1000 * 1000, &err.e, &reply);
+  if (r >= 0) r = sd_bus_call(bus_->bus, call, Usec(kReloadTimeout), &err.e, &reply);
   sd_bus_message_unref(reply);
   if (r < 0) {
     std::string what = Describe("Reload", "", err.e, r);
@@ -155,30 +181,9 @@ core::Status SdbusServiceManager::SetUnitFileEnabled(const std::string& unit, bo
 
 core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
                                                        ports::JobKind kind) {
-  if (auto st = Connect(); !st) return std::unexpected(st.error());
-  const char* method = kind == ports::JobKind::kStart     ? "StartUnit"
-                       : kind == ports::JobKind::kRestart ? "RestartUnit"
-                       : kind == ports::JobKind::kReload  ? "ReloadUnit"
-                                                          : "StopUnit";
-  // A stop is never waited on: its result is not kept.
-  bool waited = kind != ports::JobKind::kStop;
-  if (waited) ExpectJobs(1, /*new_batch=*/false);
-  ErrorGuard err;
-  sd_bus_message* raw = nullptr;
-  int r = sd_bus_call_method(bus_->bus, kDest, kPath, kManager, method, &err.e, &raw, "ss",
-                             unit.c_str(), "replace");
-  Message reply(raw);
-  const char* job = nullptr;
-  if (r >= 0 && sd_bus_message_read(reply.get(), "o", &job) < 0) job = nullptr;
-  if (waited)
-    KeepJobs(1, job != nullptr ? std::vector<std::string>{job} : std::vector<std::string>{});
-  if (r < 0) {
-    std::string what = Describe(method, unit, err.e, r);
-    if (ConnectionLost(r)) Disconnect();
-    return core::Fail(what);
-  }
-  if (job == nullptr) return core::Fail(std::string(method) + " " + unit + ": unreadable reply");
-  return std::string(job);
+  // One job on its own (a removal's stop) does not start a new batch: the
+  // act phase's jobs may still be waited for.
+  return EnqueueJobs({{unit, kind}}, /*new_batch=*/false)[0];
 }
 
 void SdbusServiceManager::ExpectJobs(size_t calls, bool new_batch) {
@@ -203,23 +208,13 @@ std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
     const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) {
   std::map<std::string, std::string> out;
   if (jobs.empty() || !Connect()) return out;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    // Drain everything queued (signals may have arrived with method replies).
-    int r;
-    while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
-    }
-    if (r < 0 && ConnectionLost(r)) {
-      Disconnect();
-      break;
-    }
-    bool all = true;
-    for (const std::string& j : jobs) all = all && finished_jobs_.contains(j);
-    auto now = std::chrono::steady_clock::now();
-    if (all || now >= deadline) break;
-    auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now);
-    sd_bus_wait(bus_->bus, static_cast<uint64_t>(left.count()));
-  }
+  int r = ProcessUntil(
+      [&] {
+        return std::all_of(jobs.begin(), jobs.end(),
+                           [&](const std::string& j) { return finished_jobs_.contains(j); });
+      },
+      std::chrono::steady_clock::now() + timeout);
+  if (r < 0 && ConnectionLost(r)) Disconnect();
   for (const std::string& j : jobs) {
     auto it = finished_jobs_.find(j);
     if (it != finished_jobs_.end()) {
@@ -278,19 +273,10 @@ core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
     watched_paths_ = std::move(paths);
     watched_units_ = units;
   }
-  for (;;) {
-    int r;
-    while (bus_ != nullptr && (r = sd_bus_process(bus_->bus, nullptr)) > 0) {
-    }
-    if (bus_ == nullptr || (r < 0 && ConnectionLost(r))) {
-      Disconnect();
-      return core::Fail("the bus connection was lost");
-    }
-    auto now = std::chrono::steady_clock::now();
-    if (!changed_units_.empty() || now >= deadline) break;
-    sd_bus_wait(bus_->bus,
-                static_cast<uint64_t>(
-                    std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count()));
+  int r = ProcessUntil([&] { return !changed_units_.empty(); }, deadline);
+  if (r < 0 && ConnectionLost(r)) {
+    Disconnect();
+    return core::Fail("the bus connection was lost");
   }
   std::vector<std::string> out;
   out.swap(changed_units_);
@@ -314,7 +300,6 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
   std::vector<Pending> pending(calls.size());
   std::vector<sd_bus_slot*> slots(calls.size(), nullptr);
   bool lost = false;
-  constexpr uint64_t kCallTimeoutUsec = 10ull * 1000 * 1000;
   for (size_t i = 0; i < calls.size(); ++i) {
     Message call(calls[i]);
     int r = call == nullptr ? -ENOMEM
@@ -326,27 +311,21 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
                                     p->done = true;
                                     return 0;
                                   },
-                                  &pending[i], kCallTimeoutUsec);
+                                  &pending[i], Usec(kCallTimeout));
     if (r < 0) {
       pending[i].done = true;
       out[i].error = what[i] + ": " + std::strerror(-r);
       lost = lost || ConnectionLost(r);
     }
   }
-  // sd-bus answers a call that times out with an error reply of its own;
-  // the deadline only guards against a bus that stops answering at all.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(11);
   int r = 0;
-  for (;;) {
-    if (lost) break;
-    while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
-    }
-    bool all = std::all_of(pending.begin(), pending.end(), [](const Pending& p) { return p.done; });
-    auto now = std::chrono::steady_clock::now();
-    if (all || r < 0 || now >= deadline) break;
-    sd_bus_wait(bus_->bus,
-                static_cast<uint64_t>(
-                    std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count()));
+  if (!lost) {
+    r = ProcessUntil(
+        [&] {
+          return std::all_of(pending.begin(), pending.end(),
+                             [](const Pending& p) { return p.done; });
+        },
+        std::chrono::steady_clock::now() + kRepliesDeadline);
   }
   for (size_t i = 0; i < calls.size(); ++i) {
     sd_bus_slot_unref(slots[i]);
@@ -491,6 +470,25 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
 
 std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
     const std::vector<std::pair<std::string, ports::JobKind>>& jobs) {
+  return EnqueueJobs(jobs, /*new_batch=*/true);
+}
+
+int SdbusServiceManager::ProcessUntil(const std::function<bool()>& done,
+                                      std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    // Drain everything queued (signals may have arrived with method replies).
+    int r;
+    while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
+    }
+    if (r < 0) return r;
+    auto now = std::chrono::steady_clock::now();
+    if (done() || now >= deadline) return 0;
+    sd_bus_wait(bus_->bus, Usec(deadline - now));
+  }
+}
+
+std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
+    const std::vector<std::pair<std::string, ports::JobKind>>& jobs, bool new_batch) {
   std::vector<core::Result<std::string>> out(jobs.size());
   if (jobs.empty()) return out;
   if (auto st = Connect(); !st) {
@@ -499,14 +497,11 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
   }
   size_t waited = std::count_if(jobs.begin(), jobs.end(),
                                 [](const auto& j) { return j.second != ports::JobKind::kStop; });
-  if (waited > 0) ExpectJobs(waited, /*new_batch=*/true);
+  if (waited > 0) ExpectJobs(waited, new_batch);
   std::vector<sd_bus_message*> calls;
   std::vector<std::string> what;
   for (const auto& [unit, kind] : jobs) {
-    const char* method = kind == ports::JobKind::kStart     ? "StartUnit"
-                         : kind == ports::JobKind::kRestart ? "RestartUnit"
-                         : kind == ports::JobKind::kReload  ? "ReloadUnit"
-                                                            : "StopUnit";
+    const char* method = JobMethod(kind);
     sd_bus_message* m = NewCall(bus_->bus, kPath, kManager, method);
     if (m != nullptr && sd_bus_message_append(m, "ss", unit.c_str(), "replace") < 0) {
       m = sd_bus_message_unref(m);

@@ -9,6 +9,7 @@
 // D-Bus error.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -53,7 +54,8 @@ class SdbusServiceManager : public ports::ServiceManager {
   // The unit's object path (computed, not asked for).
   core::Result<std::string> UnitPath(const std::string& unit);
   // Sends every call (taking them), then collects every reply, each bounded
-  // by 10 s. `what[i]` names call i in an error ("GetAll … u.service").
+  // by kCallTimeout. `what[i]` names call i in an error ("GetAll …
+  // u.service").
   struct Reply;
   std::vector<Reply> CallAll(std::vector<sd_bus_message*> calls,
                              const std::vector<std::string>& what);
@@ -63,6 +65,14 @@ class SdbusServiceManager : public ports::ServiceManager {
   void ExpectJobs(size_t calls, bool new_batch);
   // Their replies are in (`calls` of them): their job paths are kept.
   void KeepJobs(size_t calls, const std::vector<std::string>& jobs);
+  // Queues jobs in one pipelined round (Enqueue is one of them, not a new
+  // batch; EnqueueAll is).
+  std::vector<core::Result<std::string>> EnqueueJobs(
+      const std::vector<std::pair<std::string, ports::JobKind>>& jobs, bool new_batch);
+  // Processes what the bus delivers until `done()` or `deadline`: 0, or
+  // the negative errno of a connection that failed.
+  int ProcessUntil(const std::function<bool()>& done,
+                   std::chrono::steady_clock::time_point deadline);
 
   // JobRemoved results of the host's own jobs (job path -> result). Kept
   // only for jobs it queued and will wait for, and while its calls are in
