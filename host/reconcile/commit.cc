@@ -50,7 +50,7 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
                "would " + std::string(core::UnitActionVerb(*u.action)) + " " + r.unit;
     return nullptr;
   }
-  o.unit = Snapshot(r.unit, c->last, c->verdict.accepted);
+  o.unit = UnitSnapshotOf(r.unit, c->last, c->verdict.accepted);
   o.restart_reason = *u.action == core::UnitAction::kReload ? "" : u.reason;
   o.host_acted = true;
   if (!c->verdict.accepted) {
@@ -104,7 +104,7 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
     Fail(o, u.failed);
     return nullptr;
   }
-  o.unit = Snapshot(r.unit, u.status, u.up);
+  o.unit = UnitSnapshotOf(r.unit, u.status, u.up);
   if (a.state == State::kBlocked || a.state == State::kRefused) {
     Fail(o, a.detail + StillOwed(u));
     return nullptr;
@@ -213,7 +213,7 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   left.insert(left.end(), held.begin(), held.end());
   if (rm.stop) o.detail = StoppedNotWaited(in.dry_run, rm.entry.unit);
   if (size_t n = rm.delete_paths.size() + rm.delete_empty_dirs.size() - held.size(); n > 0) {
-    o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", Plural(n, "path")));
+    o.detail = Then(o.detail, DidOrWould(in.dry_run, "deleted", "delete", Plural(n, "path")));
   }
   // Named, at most a few: a tree left whole is one path.
   for (size_t j = 0; j < left.size() && j < 3; ++j) o.detail = Then(o.detail, "left " + left[j]);
@@ -221,11 +221,12 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.detail = Then(o.detail, "left " + Plural(left.size() - 3, "more path") + " the host kept");
   }
   if (rm.delete_unit_file) {
-    o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit));
+    o.detail =
+        Then(o.detail, DidOrWould(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit));
   }
   if (!rm.delete_drop_ins.empty()) {
-    o.detail = Then(o.detail, Did(in.dry_run, "deleted", "delete",
-                                  Plural(rm.delete_drop_ins.size(), "drop-in")));
+    o.detail = Then(o.detail, DidOrWould(in.dry_run, "deleted", "delete",
+                                         Plural(rm.delete_drop_ins.size(), "drop-in")));
   }
   if (o.detail.empty()) o.detail = "no longer declared";
   // What was deleted or stopped is said first; a removal that deleted

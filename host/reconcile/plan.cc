@@ -61,15 +61,16 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
         r.kind == core::Kind::kCredential ? "secret" : Plural(r.content.size(), "byte");
     std::string action;
     if (tree) {
-      action = Did(in.dry_run, "unpacked", "unpack", Plural(seen.file_count, "file"));
+      action = DidOrWould(in.dry_run, "unpacked", "unpack", Plural(seen.file_count, "file"));
     } else if (r.kind == core::Kind::kDirectory) {
       std::string meta = "mode " + core::FormatMode(r.mode) + ", owner " + r.owner + ":" + r.group;
-      action = seen.missing ? Did(in.dry_run, "made", "make", "directory, " + meta)
-                            : Did(in.dry_run, "set", "set", meta);
+      action = seen.missing ? DidOrWould(in.dry_run, "made", "make", "directory, " + meta)
+                            : DidOrWould(in.dry_run, "set", "set", meta);
     } else if (r.kind == core::Kind::kSymlink) {
-      action = Did(in.dry_run, "linked", "link", "to " + core::Printable(r.target, 200));
+      action = DidOrWould(in.dry_run, "linked", "link", "to " + core::Printable(r.target, 200));
     } else {
-      action = Did(in.dry_run, "wrote", "write", wrote + ", mode " + core::FormatMode(r.mode));
+      action =
+          DidOrWould(in.dry_run, "wrote", "write", wrote + ", mode " + core::FormatMode(r.mode));
     }
     step.detail = why + action;
     step.write_files = true;
@@ -113,7 +114,7 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
   const RecordEntry* old = step.old;
   bool recorded = old != nullptr && old->digest == entry.digest && old->unit == r.unit &&
                   !old->unit_file_fingerprint.empty();
-  std::string wrote = Did(in.dry_run, "wrote", "write", "unit file " + r.unit);
+  std::string wrote = DidOrWould(in.dry_run, "wrote", "write", "unit file " + r.unit);
   step.detail = step.detail.empty() || step.outcome == Outcome::kUnchanged
                     ? wrote
                     : step.detail + ", " + wrote;
@@ -155,7 +156,7 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
     step.write_drop_ins.push_back(name);
     bool drifted = ours && old->digest == entry.digest && old->drop_ins.contains(name);
     say((drifted ? "drifted: drop-in " + name + " changed on the machine, put back; " : "") +
-        Did(in.dry_run, "wrote", "write", "drop-in " + r.unit + ".d/" + name));
+        DidOrWould(in.dry_run, "wrote", "write", "drop-in " + r.unit + ".d/" + name));
   }
   if (old != nullptr && !ours && !old->drop_ins.empty()) {
     // The resource now manages another unit: the old one's drop-ins stay
@@ -172,7 +173,7 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
         say("left drop-in " + r.unit + ".d/" + name + ": there before the host wrote it");
       } else if (d.found == Found::kAsRecorded) {
         step.delete_drop_ins.push_back(name);
-        say(Did(in.dry_run, "deleted", "delete", "drop-in " + r.unit + ".d/" + name));
+        say(DidOrWould(in.dry_run, "deleted", "delete", "drop-in " + r.unit + ".d/" + name));
       } else {
         say("left drop-in " + r.unit + ".d/" + name + ": changed since the host wrote it");
       }

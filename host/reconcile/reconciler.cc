@@ -27,10 +27,10 @@ using core::Resource;
 using core::ResourceOutcome;
 using core::Result;
 
-class Pass {
+class ApplyRun {
  public:
-  Pass(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
-       ApplyReport& report, Progress& progress)
+  ApplyRun(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
+           ApplyReport& report, Progress& progress)
       : ports_(ports), options_(options), sink_(sink), report_(report), progress_(progress) {}
 
   void Run(ports::DeclarationSource& source);
@@ -67,7 +67,7 @@ class Pass {
   StatCache stats_;                     // paths a failed record proof looked at
 };
 
-void Pass::LoadRecord() {
+void ApplyRun::LoadRecord() {
   auto loaded = ports_.records->Load();
   if (!loaded) {
     report_.warnings.push_back(loaded.error().message +
@@ -79,7 +79,7 @@ void Pass::LoadRecord() {
   }
 }
 
-bool Pass::LoadIntent() {
+bool ApplyRun::LoadIntent() {
   if (intent_.has_value()) return intent_unreadable_.empty();
   auto loaded = ports_.records->LoadIntent();
   if (loaded) {
@@ -100,7 +100,7 @@ bool Pass::LoadIntent() {
 // The no-op, proven from the record alone (record_proof.h): the record is
 // visited, not loaded, so a one-shot apply never holds it whole. Nothing
 // may be owed, and no apply may have been cut short.
-bool Pass::Prove(const std::string& digest) {
+bool ApplyRun::Prove(const std::string& digest) {
   RecordProof proof({ports_.root, ports_.units, ports_.services}, digest, options_.machine);
   auto scanned = ports_.records->Scan(proof);
   bool proven = scanned.has_value() && *scanned && proof.Finish();
@@ -126,7 +126,7 @@ bool Pass::Prove(const std::string& digest) {
   return true;
 }
 
-bool Pass::SaveIntent(const Plan& plan) {
+bool ApplyRun::SaveIntent(const Plan& plan) {
   if (options_.dry_run || !plan.ChangesMachine() || plan.intent == saved_) return true;
   if (auto st = ports_.records->SaveIntent(plan.intent); !st) {
     report_.error = "intent not saved: " + st.error().message + "; nothing was changed";
@@ -141,7 +141,7 @@ bool Pass::SaveIntent(const Plan& plan) {
 // the host writes into (parents of declared, recorded and in-flight paths,
 // the unit directory), and what it created that is now neither declared
 // nor recorded (nothing else would ever remove it).
-void Pass::Sweep(const Declaration& decl) {
+void ApplyRun::Sweep(const Declaration& decl) {
   const core::Intent& intent = *intent_;
   if (intent.applying) {
     std::set<std::string> dirs;
@@ -203,7 +203,7 @@ void Pass::Sweep(const Declaration& decl) {
   }
 }
 
-core::Status Pass::VerifySignature(ports::DeclarationSource& source) {
+core::Status ApplyRun::VerifySignature(ports::DeclarationSource& source) {
   auto sig = source.Signature();
   if (!sig) return std::unexpected(sig.error());
   std::string where = "declaration signature " + sig->path + ": ";
@@ -220,7 +220,7 @@ core::Status Pass::VerifySignature(ports::DeclarationSource& source) {
   return core::Ok();
 }
 
-void Pass::Run(ports::DeclarationSource& source) {
+void ApplyRun::Run(ports::DeclarationSource& source) {
   if (options_.verify_key.has_value()) {
     if (auto st = VerifySignature(source); !st) return Refuse(st.error());
   }
@@ -248,7 +248,7 @@ void Pass::Run(ports::DeclarationSource& source) {
 
 // The phases of one apply: observe, plan, intent, write, daemon-reload,
 // act, confirm, commit.
-void Pass::Apply(const Declaration& decl) {
+void ApplyRun::Apply(const Declaration& decl) {
   bool dry_run = options_.dry_run;
   if (!LoadIntent()) {
     report_.error = intent_unreadable_;
@@ -359,12 +359,12 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
   ApplyReport report;
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
-  Pass pass(ports_, options_, sink, report, progress_);
+  ApplyRun run(ports_, options_, sink, report, progress_);
   // Under a memory limit an allocation may fail anywhere in the pass: the
   // apply fails and says so, and whatever it wrote is already covered by
   // the intent saved before its first write.
   try {
-    pass.Run(declaration);
+    run.Run(declaration);
   } catch (const std::bad_alloc&) {
     report.result = ApplyResult::kFailed;
     report.error = "out of memory during the apply; the next apply finishes what it owed";

@@ -72,7 +72,7 @@ using core::ApplyResultName;
 // Receives each resource's outcome, in declaration order, once the apply has
 // decided it; the report then keeps none. `mesh-host apply` prints each line
 // and forgets it: a no-op proven from the record hands them over one at a
-// time, so 100,000 outcomes (40 MB) are never held at once.
+// time, so the outcomes of a large declaration are never held at once.
 using OutcomeSink = std::function<void(const core::ResourceOutcome&)>;
 
 class Reconciler {
@@ -93,8 +93,7 @@ class Reconciler {
   ReconcilerOptions options_;
   Progress progress_;
   // No parsed declaration is kept between applies: a no-op is proven from
-  // the record without one, and keeping it cost the idle daemon megabytes
-  // (about 6 MiB at 10,000 files) to save a parse only when something moved.
+  // the record without one, and the idle daemon stays small.
 };
 
 }  // namespace mesh::reconcile

@@ -8,7 +8,7 @@
 
 namespace mesh::reconcile {
 
-std::string_view RecordProof::Text::Keep(std::string_view s) {
+std::string_view RecordProof::Text::Copy(std::string_view s) {
   // Blocks grow from 4 KiB to 64 KiB: a small record's proof allocates
   // little, a large one's few blocks.
   constexpr size_t kFirstBlock = 4 << 10, kLargestBlock = 64 << 10;
@@ -81,13 +81,13 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     core::FileType type = *kind == core::Kind::kDirectory ? core::FileType::kDirectory
                           : *kind == core::Kind::kSymlink ? core::FileType::kSymlink
                                                           : core::FileType::kRegular;
-    batch_.push_back(Look{batch_text_.Keep(e.written[0].path),
-                          batch_text_.Keep(e.written[0].fingerprint), shape.IsTree(), type});
+    batch_.push_back(PathCheck{batch_text_.Copy(e.written[0].path),
+                               batch_text_.Copy(e.written[0].fingerprint), shape.IsTree(), type});
     p.file_count = e.written[0].file_count;
     p.tree = shape.IsTree();
   }
-  p.id = kept_text_.Keep(id);
-  p.digest = kept_text_.Keep(e.digest);
+  p.id = kept_text_.Copy(id);
+  p.digest = kept_text_.Copy(e.digest);
   p.position = *e.position;
   p.applied_at = AppliedAt(e.applied_at);
   proven_.push_back(std::move(p));
@@ -105,13 +105,13 @@ uint32_t RecordProof::AppliedAt(const std::string& text) {
 
 bool RecordProof::CheckBatch() {
   std::sort(batch_.begin(), batch_.end(),
-            [](const Look& a, const Look& b) { return a.path < b.path; });
+            [](const PathCheck& a, const PathCheck& b) { return a.path < b.path; });
   std::vector<std::string_view> paths;
   paths.reserve(batch_.size());
-  for (const Look& look : batch_) paths.push_back(look.path);
+  for (const PathCheck& look : batch_) paths.push_back(look.path);
   seen_ = ports_.root->StatMany(paths);
   for (size_t k = 0; k < batch_.size(); ++k) {
-    const Look& look = batch_[k];
+    const PathCheck& look = batch_[k];
     const core::Result<core::FileInfo>& info = seen_[k];
     if (!info) return false;
     if (look.type == core::FileType::kDirectory && !look.tree) {
@@ -203,7 +203,7 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
     }
     if (p.unit >= 0) {
       const Unit& u = units_[static_cast<size_t>(p.unit)];
-      out.unit = Snapshot(u.name, u.status, u.run);
+      out.unit = UnitSnapshotOf(u.name, u.status, u.run);
       out.declared_unit = u.name;
       out.unit_should_run = u.run;
       out.detail =

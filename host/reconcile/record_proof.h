@@ -12,8 +12,8 @@
 //
 // It visits the record (RecordStore::Scan) rather than holding it: files are
 // checked in batches as their entries arrive, and only what the report needs
-// is kept per resource — at 100,000 resources the proof's working set is a
-// few megabytes, where the parsed record was 65 MB.
+// is kept per resource, so its working set grows with a batch, not with
+// the record (docs/performance.md has the figures).
 #pragma once
 
 #include <cstdint>
@@ -71,7 +71,7 @@ class RecordProof : public core::RecordVisitor {
   // block, not one per string — the proof's no-op is the host's hot path.
   class Text {
    public:
-    std::string_view Keep(std::string_view s);
+    std::string_view Copy(std::string_view s);
     void Clear();
 
    private:
@@ -80,7 +80,7 @@ class RecordProof : public core::RecordVisitor {
     size_t capacity_ = 0;
   };
   // A path to check, held until its batch is looked at (views into batch_text_).
-  struct Look {
+  struct PathCheck {
     std::string_view path;
     std::string_view fingerprint;
     bool tree = false;
@@ -119,7 +119,7 @@ class RecordProof : public core::RecordVisitor {
   bool header_seen_ = false;
   Text batch_text_;
   Text kept_text_;
-  std::vector<Look> batch_;
+  std::vector<PathCheck> batch_;
   // What StatMany answered for batch_, kept after a batch held (until the
   // next entry) for TakeLooks.
   std::vector<core::Result<core::FileInfo>> seen_;

@@ -20,14 +20,14 @@ inline std::string Plural(uint64_t n, std::string_view word) {
 inline constexpr std::string_view kAsDeclared = "as declared";
 
 // "wrote 22 byte(s)" in an apply, "would write 22 byte(s)" in a plan.
-inline std::string Did(bool dry_run, std::string_view past, std::string_view verb,
-                       std::string_view rest) {
+inline std::string DidOrWould(bool dry_run, std::string_view past, std::string_view verb,
+                              std::string_view rest) {
   return (dry_run ? "would " + std::string(verb) : std::string(past)) + " " + std::string(rest);
 }
 
 // A stop is queued and never waited on (ADR 184 §2).
 inline std::string StoppedNotWaited(bool dry_run, std::string_view unit) {
-  return Did(dry_run, "stopped", "stop", unit) + " (not waited on)";
+  return DidOrWould(dry_run, "stopped", "stop", unit) + " (not waited on)";
 }
 
 // A tree whose files hold.
@@ -77,7 +77,8 @@ inline std::string NotActed(std::string_view past, std::string_view cause, std::
          " keeps its previous " + std::string(what);
 }
 
-inline core::UnitSnapshot Snapshot(const std::string& unit, const core::UnitStatus& s, bool up) {
+inline core::UnitSnapshot UnitSnapshotOf(const std::string& unit, const core::UnitStatus& s,
+                                         bool up) {
   core::UnitSnapshot snap;
   snap.up = up;
   snap.name = unit;
