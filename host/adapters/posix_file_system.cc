@@ -445,6 +445,73 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::
   return FromStat(st);
 }
 
+Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
+                                                     std::string_view content,
+                                                     const ports::Ownership& own) {
+  std::string leaf;
+  auto parent = OpenParentToReplace(path, "write", &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  int dir = parent->get();
+  std::string tmp = TempName(leaf);
+  UniqueFd fd(
+      ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Fail(Errno("create temporary file for", path));
+  auto cleanup = [&](std::string message) -> Result<ports::StagedFile> {
+    fd.Reset();
+    ::unlinkat(dir, tmp.c_str(), 0);
+    return Fail(std::move(message));
+  };
+  if (auto st_write = WriteAll(fd.get(), content, path); !st_write) {
+    return cleanup(st_write.error().message);
+  }
+  // chown before chmod: chown clears set-id bits.
+  if (::fchown(fd.get(), own.uid, own.gid) != 0) return cleanup(Errno("chown", path));
+  if (::fchmod(fd.get(), own.mode & 07777) != 0) return cleanup(Errno("chmod", path));
+  if (::close(fd.release()) != 0) return cleanup(Errno("close", path));
+  struct stat st;
+  if (::fstat(dir, &st) != 0) return cleanup(Errno("stat parent of", path));
+  if (!staged_on_.contains(st.st_dev)) staged_on_.emplace(st.st_dev, std::move(*parent));
+  return ports::StagedFile{path, tmp};
+}
+
+Status PosixFileSystem::MakeStagedDurable() {
+  // One syncfs per file system, not an fsync per file. It reports a
+  // write-back error of any staged file (Linux 5.8 and later: errors since
+  // the descriptor was opened, which was before the file was written).
+  // A file system leaves the set only once synced.
+  for (auto it = staged_on_.begin(); it != staged_on_.end(); it = staged_on_.erase(it)) {
+    if (::syncfs(it->second.get()) != 0) {
+      return Fail(Errno("syncfs", root_ + " (the files this apply wrote)"));
+    }
+  }
+  return core::Ok();
+}
+
+Result<FileInfo> PosixFileSystem::PlaceStaged(const ports::StagedFile& staged) {
+  std::string leaf;
+  auto parent = OpenParentToReplace(staged.path, "write", &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  int dir = parent->get();
+  if (::renameat(dir, staged.temp.c_str(), dir, leaf.c_str()) != 0) {
+    auto failed = Fail(Errno("rename onto", staged.path));
+    ::unlinkat(dir, staged.temp.c_str(), 0);
+    return failed;
+  }
+  Unsynced(staged.path);
+  struct stat st;
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return Fail(Errno("stat", staged.path));
+  }
+  return FromStat(st);
+}
+
+void PosixFileSystem::DiscardStaged(const ports::StagedFile& staged) {
+  std::string leaf;
+  auto parent = OpenParent(staged.path, false, &leaf);
+  // Best effort: what stays is a stale temporary, swept by a later apply.
+  if (parent && parent->valid()) ::unlinkat(parent->get(), staged.temp.c_str(), 0);
+}
+
 Status PosixFileSystem::ReplaceTree(const std::string& path,
                                     const std::vector<TreeEntry>& entries) {
   std::string leaf;
