@@ -7,7 +7,6 @@
 // a symlink there is replaced, not written through.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -41,11 +40,6 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<std::pair<UniqueFd, size_t>> OpenRegular(const std::string& path, uint64_t limit);
   core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
                                                const ports::Ownership& ownership) override;
-  core::Result<ports::StagedFile> StageFile(const std::string& path, std::string_view content,
-                                            const ports::Ownership& ownership) override;
-  core::Status MakeStagedDurable() override;
-  core::Result<core::FileInfo> PlaceStaged(const ports::StagedFile& staged) override;
-  void DiscardStaged(const ports::StagedFile& staged) override;
   core::Status ReplaceTree(const std::string& path,
                            const std::vector<core::TreeEntry>& entries) override;
   core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
@@ -89,9 +83,6 @@ class PosixFileSystem : public ports::FileSystem {
   std::string root_;
   UniqueFd root_fd_;
   std::set<std::string> unsynced_;  // directories with renames not yet fsynced
-  // One directory of each file system that holds a staged file: what
-  // MakeStagedDurable syncs (the root may span mounts).
-  std::map<dev_t, UniqueFd> staged_on_;
   std::string open_error_;
 };
 

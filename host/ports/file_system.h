@@ -24,13 +24,6 @@ struct Ownership {
   uint32_t gid = 0;
 };
 
-// A file written under a temporary name beside `path` (FileSystem::
-// StageFile), not yet put in its place.
-struct StagedFile {
-  std::string path;
-  std::string temp;
-};
-
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -56,20 +49,6 @@ class FileSystem {
   virtual core::Result<core::FileInfo> WriteFileAtomic(const std::string& path,
                                                        std::string_view content,
                                                        const Ownership& ownership) = 0;
-
-  // Many files written, then made durable in one step, then put in place:
-  // write -> durable -> rename, as WriteFileAtomic does for one, without a
-  // flush per file. StageFile writes `content` under a temporary name beside
-  // `path` (parents made as WriteFileAtomic makes them), neither durable nor
-  // visible; MakeStagedDurable makes every file staged since the last call
-  // durable; PlaceStaged renames one into place and returns its stat. A
-  // staged file never placed is removed by DiscardStaged (best effort) or,
-  // after a kill, by the next apply's sweep of stale temporaries.
-  virtual core::Result<StagedFile> StageFile(const std::string& path, std::string_view content,
-                                             const Ownership& ownership) = 0;
-  virtual core::Status MakeStagedDurable() = 0;
-  virtual core::Result<core::FileInfo> PlaceStaged(const StagedFile& staged) = 0;
-  virtual void DiscardStaged(const StagedFile& staged) = 0;
 
   // Unpacks `entries` into a sibling temporary directory and swaps it in
   // whole for `path` (a directory, 0755). The old tree is deleted after.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <optional>
 #include <set>
 
 #include "host/core/want.h"
@@ -12,11 +11,8 @@ namespace {
 
 using core::Resource;
 
-// `staged`: a file's or credential's content, staged and durable
-// (StageFiles).
 Written WriteResource(const Resource& r, const Step& step, const BundlesById& bundles,
-                      const FilesSeen& seen, const ports::StagedFile* staged,
-                      const WritePorts& ports) {
+                      const FilesSeen& seen, const WritePorts& ports) {
   Written w;
   if (step.write_files && r.IsTree()) {
     const std::vector<core::TreeEntry>& bundle = *bundles.at(r.id);
@@ -32,8 +28,9 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
     auto after = ports.root->MakeSymlink(r.path, r.target);
     if (!after) return {std::unexpected(after.error()), "", "", {}};
     w.fingerprint = core::FileFingerprint(*after);
-  } else if (step.write_files && staged != nullptr) {
-    auto after = ports.root->PlaceStaged(*staged);
+  } else if (step.write_files) {
+    auto after = ports.root->WriteFileAtomic(r.path, r.content,
+                                             ports::Ownership{r.mode, seen.uid, seen.gid});
     if (!after) return {std::unexpected(after.error()), "", "", {}};
     w.fingerprint = core::FileFingerprint(*after);
   }
@@ -119,53 +116,13 @@ Writes NoWrites(const Plan& plan) {
   return writes;
 }
 
-namespace {
-
-// Every file and credential this apply writes, staged, then made durable in
-// one step: one flush for the apply, not one per file. A file that fails
-// here fails its resource; the others go on.
-std::vector<std::optional<ports::StagedFile>> StageFiles(const core::Declaration& decl,
-                                                         const Plan& plan, const Seen& seen,
-                                                         const WritePorts& ports, Writes& writes) {
-  std::vector<std::optional<ports::StagedFile>> staged(plan.steps.size());
-  bool any = false;
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const Resource& r = decl.resources[i];
-    if (!plan.steps[i].write_files || !r.IsFile()) continue;
-    auto s = ports.root->StageFile(r.path, r.content,
-                                   ports::Ownership{r.mode, seen.files[i].uid, seen.files[i].gid});
-    if (ports.progress != nullptr) ports.progress->Step();
-    if (!s) {
-      writes.steps[i].status = std::unexpected(s.error());
-      continue;
-    }
-    staged[i] = std::move(*s);
-    any = true;
-  }
-  if (!any) return staged;
-  if (core::Status durable = ports.root->MakeStagedDurable(); !durable) {
-    for (size_t i = 0; i < staged.size(); ++i) {
-      if (!staged[i]) continue;
-      ports.root->DiscardStaged(*staged[i]);
-      staged[i].reset();
-      writes.steps[i].status = std::unexpected(durable.error());
-    }
-  }
-  return staged;
-}
-
-}  // namespace
-
 Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById& bundles,
              const Seen& seen, const WritePorts& ports) {
   Writes writes = NoWrites(plan);
-  std::vector<std::optional<ports::StagedFile>> staged =
-      StageFiles(decl, plan, seen, ports, writes);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];
-    if (!step.changes() || !writes.steps[i].status) continue;  // failed while staged
-    writes.steps[i] = WriteResource(decl.resources[i], step, bundles, seen.files[i],
-                                    staged[i] ? &*staged[i] : nullptr, ports);
+    if (!step.changes()) continue;
+    writes.steps[i] = WriteResource(decl.resources[i], step, bundles, seen.files[i], ports);
     if (ports.progress != nullptr) ports.progress->Step();
     // A drop-in write that failed may have followed one that landed.
     writes.unit_files_changed |=

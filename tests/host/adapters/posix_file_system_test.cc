@@ -47,37 +47,6 @@ TEST_F(PosixFileSystemTest, WritesAtomicallyWithModeAndCreatesParents) {
             1);
 }
 
-// Staged: written beside the path, invisible until placed; made durable in
-// one step for all; discarded, nothing is left.
-TEST_F(PosixFileSystemTest, StagedFilesAppearOnlyWhenPlaced) {
-  auto a = fs_->StageFile("/etc/app/a.conf", "alpha", {0640, 0, 0});
-  auto b = fs_->StageFile("/etc/b.conf", "beta", {0644, 0, 0});
-  auto c = fs_->StageFile("/etc/app/c.conf", "gamma", {0644, 0, 0});
-  ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
-  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("root/etc/app/a.conf")));
-  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("root/etc/app/" + a->temp)));
-  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
-  auto placed = fs_->PlaceStaged(*a);
-  ASSERT_TRUE(placed.has_value()) << placed.error().message;
-  ASSERT_TRUE(fs_->PlaceStaged(*b).has_value());
-  fs_->DiscardStaged(*c);
-  EXPECT_EQ(ReadText(dir_.Sub("root/etc/app/a.conf")), "alpha");
-  EXPECT_EQ(ReadText(dir_.Sub("root/etc/b.conf")), "beta");
-  struct stat st;
-  ASSERT_EQ(::stat(dir_.Sub("root/etc/app/a.conf").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0640u);
-  EXPECT_EQ(placed->inode, st.st_ino);
-  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("root/etc/app/c.conf")));
-  // Nothing beside them: no temporary of the placed ones nor the discarded.
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root/etc/app")),
-                          std::filesystem::directory_iterator()),
-            1);
-  // A staged file is confined like any write: no symlink on the way.
-  std::filesystem::create_directory_symlink(dir_.Sub("outside"), dir_.Sub("root/out"));
-  EXPECT_FALSE(fs_->StageFile("/out/x", "x", {0644, 0, 0}).has_value());
-  EXPECT_TRUE(std::filesystem::is_empty(dir_.Sub("outside")));
-}
-
 TEST_F(PosixFileSystemTest, MissingParentsAre0755WhateverTheUmask) {
   mode_t old = ::umask(077);  // the shipped unit's UMask
   auto info = fs_->WriteFileAtomic("/srv/app/conf", "x", {0644, 0, 0});

@@ -54,30 +54,6 @@ TEST_F(FaultsTest, DiskFullFailsOneResourceAndKeepsItsOldContent) {
 // Directory fsyncs are batched into one Flush before the record is saved:
 // a flush that fails (EIO) must keep the record from claiming the writes,
 // so the next apply looks at the disk again instead of trusting it.
-// The apply's files are made durable in one step before any is put in
-// place: when that step fails, none is placed — each file says why, their
-// old contents stay, what is not a staged file (a directory) is still
-// written, and the next apply writes them.
-TEST_F(FaultsTest, FilesThatCouldNotBeMadeDurableAreNotPutInPlace) {
-  json dir = {{"id", "d"}, {"kind", "directory"}, {"path", "/srv/d"}};
-  RunFaulty(Decl({File("a", "old a"), File("b", "old b")}));
-  faulty_->FailDurable();
-  ApplyReport r = RunFaulty(Decl({File("a", "new a"), File("b", "new b"), dir}, 2));
-  EXPECT_EQ(r.result, ApplyResult::kFailed);
-  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed", "created"));
-  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("syncfs: Input/output error"));
-  EXPECT_EQ(ReadText(Root("/etc/a")), "old a");
-  EXPECT_EQ(ReadText(Root("/etc/b")), "old b");
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(Root("/etc")),
-                          std::filesystem::directory_iterator()),
-            2)
-      << "no temporary left beside them";
-  faulty_->Heal();
-  EXPECT_THAT(Outcomes(RunFaulty(Decl({File("a", "new a"), File("b", "new b"), dir}, 2))),
-              ElementsAre("updated", "updated", "unchanged"));
-  EXPECT_EQ(ReadText(Root("/etc/a")), "new a");
-}
-
 TEST_F(FaultsTest, ARecordIsSavedOnlyAfterTheWritesAreFlushed) {
   RunFaulty(Decl({File("a", "old a")}));
   EXPECT_EQ(faulty_->flushes(), 1);
