@@ -9,9 +9,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 
 namespace mesh::adapters {
 namespace {
+
+constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE;
 
 sigset_t DaemonSignals() {
   sigset_t set;
@@ -35,8 +38,12 @@ void BlockDaemonSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-LinuxEventSource::LinuxEventSource(UniqueFd signals, UniqueFd watch, std::string name)
-    : signals_(std::move(signals)), watch_(std::move(watch)), name_(std::move(name)) {}
+LinuxEventSource::LinuxEventSource(UniqueFd signals, UniqueFd watch, std::string dir,
+                                   std::string name)
+    : signals_(std::move(signals)),
+      watch_(std::move(watch)),
+      dir_(std::move(dir)),
+      name_(std::move(name)) {}
 
 core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
     const std::string& declaration, std::string* warning) {
@@ -45,15 +52,13 @@ core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
   if (!signals.valid()) return core::Fail(std::string("signalfd: ") + std::strerror(errno));
   auto [dir, name] = SplitPath(declaration);
   UniqueFd watch(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
-  if (!watch.valid() ||
-      inotify_add_watch(watch.get(), dir.c_str(),
-                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE) < 0) {
+  if (!watch.valid() || inotify_add_watch(watch.get(), dir.c_str(), kWatchMask) < 0) {
     *warning = "cannot watch " + dir + " (" + std::strerror(errno) +
                "); changes are seen at the next interval or SIGHUP";
     watch.Reset();
   }
   return std::unique_ptr<LinuxEventSource>(
-      new LinuxEventSource(std::move(signals), std::move(watch), std::move(name)));
+      new LinuxEventSource(std::move(signals), std::move(watch), std::move(dir), std::move(name)));
 }
 
 void LinuxEventSource::ReadSignals() {
@@ -74,8 +79,13 @@ void LinuxEventSource::ReadWatch() {
   while ((len = read(watch_.get(), buf, sizeof buf)) > 0) {
     for (char* p = buf; p < buf + len;) {
       auto* ev = reinterpret_cast<inotify_event*>(p);
-      // The signature is read with the declaration (--verify-key).
-      changed |= ev->len > 0 && (name_ == ev->name || name_ + ".minisig" == ev->name);
+      // The signature is read with the declaration (--verify-key). Events
+      // lost to an overflow may have been the declaration's.
+      changed |= (ev->mask & IN_Q_OVERFLOW) != 0 ||
+                 (ev->len > 0 && (name_ == ev->name || name_ + ".minisig" == ev->name));
+      // The directory itself went (removed, replaced, unmounted): the
+      // watch is gone with it and is made again (Rewatch).
+      watched_ &= (ev->mask & IN_IGNORED) == 0;
       p += sizeof(inotify_event) + ev->len;
     }
   }
@@ -83,7 +93,36 @@ void LinuxEventSource::ReadWatch() {
   if (changed) ready_.push_back({ports::Event::Kind::kDeclarationChanged, ""});
 }
 
+void LinuxEventSource::Rewatch() {
+  if (watched_ || !watch_.valid()) return;
+  if (inotify_add_watch(watch_.get(), dir_.c_str(), kWatchMask) >= 0) {
+    watched_ = true;
+    // What happened while nothing watched may have been a change.
+    ready_.push_back({ports::Event::Kind::kDeclarationChanged, ""});
+  }
+}
+
+void LinuxEventSource::Collapse() {
+  // A stop is not held up behind anything (a reload's apply may take
+  // minutes); a reload applies the declaration as it is, so a change read
+  // with it asks for nothing more.
+  auto has = [&](ports::Event::Kind k) {
+    return std::any_of(ready_.begin(), ready_.end(),
+                       [k](const ports::Event& e) { return e.kind == k; });
+  };
+  if (has(ports::Event::Kind::kStop)) {
+    std::erase_if(ready_,
+                  [](const ports::Event& e) { return e.kind != ports::Event::Kind::kStop; });
+    ready_.resize(1);
+  } else if (has(ports::Event::Kind::kReload)) {
+    std::erase_if(ready_, [](const ports::Event& e) {
+      return e.kind == ports::Event::Kind::kDeclarationChanged;
+    });
+  }
+}
+
 ports::Event LinuxEventSource::Wait(std::chrono::nanoseconds timeout) {
+  Rewatch();
   if (ready_.empty()) {
     auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
     pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {watch_.get(), POLLIN, 0}};
@@ -95,6 +134,7 @@ ports::Event LinuxEventSource::Wait(std::chrono::nanoseconds timeout) {
     // Signals first: a stop is not held up behind a change.
     if (n > 0 && (fds[0].revents & POLLIN)) ReadSignals();
     if (n > 0 && watch_.valid() && (fds[1].revents & POLLIN)) ReadWatch();
+    Collapse();
   }
   if (ready_.empty()) return {};
   ports::Event next = std::move(ready_.front());

@@ -31,12 +31,18 @@ class LinuxEventSource : public ports::EventSource {
   ports::Event Wait(std::chrono::nanoseconds timeout) override;
 
  private:
-  LinuxEventSource(UniqueFd signals, UniqueFd watch, std::string name);
+  LinuxEventSource(UniqueFd signals, UniqueFd watch, std::string dir, std::string name);
   void ReadSignals();
   void ReadWatch();
+  // The watch again, when its directory went away and is back.
+  void Rewatch();
+  // What one wait read, as what the daemon must act on (see .cc).
+  void Collapse();
 
   UniqueFd signals_;
   UniqueFd watch_;  // invalid when the directory could not be watched
+  bool watched_ = true;
+  std::string dir_;
   std::string name_;
   std::deque<ports::Event> ready_;
 };

@@ -274,9 +274,12 @@ core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
     watched_units_ = units;
   }
   int r = ProcessUntil([&] { return !changed_units_.empty(); }, deadline);
-  if (r < 0 && ConnectionLost(r)) {
+  if (r < 0) {
+    // Whatever it is, the next call starts from a fresh connection: an
+    // error that returned at once would otherwise be met again at once.
     Disconnect();
-    return core::Fail("the bus connection was lost");
+    return core::Fail(ConnectionLost(r) ? std::string("the bus connection was lost")
+                                        : std::string("reading the bus: ") + std::strerror(-r));
   }
   std::vector<std::string> out;
   out.swap(changed_units_);
@@ -475,14 +478,17 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
 
 int SdbusServiceManager::ProcessUntil(const std::function<bool()>& done,
                                       std::chrono::steady_clock::time_point deadline) {
+  int failed = 0;
   for (;;) {
     // Drain everything queued (signals may have arrived with method replies).
     int r;
     while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
     }
-    if (r < 0) return r;
+    if (r < 0 && ConnectionLost(r)) return r;
+    if (r < 0) failed = r;
     auto now = std::chrono::steady_clock::now();
-    if (done() || now >= deadline) return 0;
+    if (done()) return 0;
+    if (now >= deadline) return failed;
     sd_bus_wait(bus_->bus, Usec(deadline - now));
   }
 }

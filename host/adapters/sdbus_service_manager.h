@@ -69,8 +69,9 @@ class SdbusServiceManager : public ports::ServiceManager {
   // batch; EnqueueAll is).
   std::vector<core::Result<std::string>> EnqueueJobs(
       const std::vector<std::pair<std::string, ports::JobKind>>& jobs, bool new_batch);
-  // Processes what the bus delivers until `done()` or `deadline`: 0, or
-  // the negative errno of a connection that failed.
+  // Processes what the bus delivers until `done()` or `deadline`: 0 when
+  // done; a lost connection's negative errno at once; at the deadline, the
+  // last error met on the way (0 if none).
   int ProcessUntil(const std::function<bool()>& done,
                    std::chrono::steady_clock::time_point deadline);
 

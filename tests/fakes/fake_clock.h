@@ -24,9 +24,10 @@ class FakeClock : public ports::Clock {
   }
 
   void Advance(std::chrono::nanoseconds d) {
-    auto now = elapsed_.load() + d;
-    elapsed_.store(now);
-    if (on_advance_) on_advance_(now);
+    auto before = elapsed_.load();
+    while (!elapsed_.compare_exchange_weak(before, before + d)) {
+    }
+    if (on_advance_) on_advance_(before + d);
   }
   // Called after every advance with the total elapsed time; the fake service
   // manager uses it to let units die or come up "during" the pause.

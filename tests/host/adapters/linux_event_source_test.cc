@@ -1,0 +1,69 @@
+// LinuxEventSource on the real kernel: what one wait reads is what the
+// daemon must act on — a stop before anything else, a reload without the
+// change read with it — and a watched directory replaced is watched again.
+#include "host/adapters/linux_event_source.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+
+#include "tests/testing/temp_dir.h"
+
+namespace mesh::adapters {
+namespace {
+
+using Kind = ports::Event::Kind;
+using std::chrono::milliseconds;
+
+class LinuxEventSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    BlockDaemonSignals();
+    std::filesystem::create_directories(dir_.Sub("etc"));
+    std::string warning;
+    auto opened = LinuxEventSource::Open(dir_.Sub("etc/declaration.json"), &warning);
+    ASSERT_TRUE(opened.has_value()) << opened.error().message;
+    ASSERT_EQ(warning, "");
+    events_ = std::move(*opened);
+  }
+  void Replace() {
+    testing::WriteText(dir_.Sub("etc/.next"), "{}");
+    std::filesystem::rename(dir_.Sub("etc/.next"), dir_.Sub("etc/declaration.json"));
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<LinuxEventSource> events_;
+};
+
+TEST_F(LinuxEventSourceTest, AReplacedDeclarationIsOneChange) {
+  Replace();
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout);
+}
+
+TEST_F(LinuxEventSourceTest, AStopComesFirstAndAloneAReloadCoversAChange) {
+  Replace();
+  ::raise(SIGHUP);
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kReload);
+  EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout)
+      << "the change read with the reload is what the reload applies";
+  Replace();
+  ::raise(SIGHUP);
+  ::raise(SIGTERM);
+  ports::Event e = events_->Wait(milliseconds(1000));
+  EXPECT_EQ(e.kind, Kind::kStop) << "not held up behind the reload's apply";
+  EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout);
+}
+
+TEST_F(LinuxEventSourceTest, AReplacedDirectoryIsWatchedAgain) {
+  std::filesystem::remove_all(dir_.Sub("etc"));
+  EXPECT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kTimeout);  // the watch is gone
+  std::filesystem::create_directories(dir_.Sub("etc"));
+  EXPECT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kDeclarationChanged)
+      << "watched again, and what happened meanwhile may have been a change";
+  Replace();
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+}
+
+}  // namespace
+}  // namespace mesh::adapters
