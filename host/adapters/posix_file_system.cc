@@ -454,7 +454,8 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   std::string tmp = TempName(leaf);
   if (::mkdirat(dir, tmp.c_str(), 0700) != 0) return Fail(Errno("mkdir temporary tree for", path));
   auto fail = [&](std::string message) -> Status {
-    // Best effort: a temporary left behind is swept by the next apply.
+    // Best effort: the apply fails anyway; what cannot be removed now stays
+    // as a hidden .NAME.mesh-host-tmp.* directory (see RemoveStaleTemporaries).
     (void)RemoveAt(dir, tmp, path + " (temporary)", 0);
     return Fail(std::move(message));
   };
