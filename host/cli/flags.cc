@@ -61,91 +61,68 @@ flags:
   -v, --verbose        run: log every outcome, unchanged ones too (default:
                        changes, failures and one summary line per apply)
   --help               this text
-  --version            the version
+  --version            the release and, for a packaged build, the commit
 
 Durations read as 250ms, 1s, 5m, 1h. The service manager is the system bus
 (DBUS_SYSTEM_BUS_ADDRESS is honoured).
 )";
 }
 
-core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
-  Flags flags;
-  if (args.empty()) return core::Fail("no verb given (run, apply, plan or status)");
-  static const std::map<std::string, Verb> kVerbs = {
-      {"run", Verb::kRun},       {"apply", Verb::kApply},       {"plan", Verb::kPlan},
-      {"status", Verb::kStatus}, {"help", Verb::kHelp},         {"--help", Verb::kHelp},
-      {"-h", Verb::kHelp},       {"--version", Verb::kVersion}, {"version", Verb::kVersion}};
-  auto verb = kVerbs.find(args[0]);
-  if (verb == kVerbs.end()) {
-    return core::Fail("unknown verb \"" + args[0] + "\" (expected run, apply, plan or status)");
+namespace {
+
+// Where each flag that takes a value lands in `flags`.
+struct ValueFlags {
+  std::map<std::string, std::string*> strings;
+  std::map<std::string, std::chrono::nanoseconds*> durations;
+};
+
+ValueFlags ValueFlagsOf(Flags& flags) {
+  return {{{"--declaration", &flags.declaration},
+           {"--state-dir", &flags.state_dir},
+           {"--root", &flags.root},
+           {"--artifacts", &flags.artifacts},
+           {"--unit-dir", &flags.unit_dir},
+           {"--listen", &flags.listen},
+           {"--machine", &flags.machine},
+           {"--url", &flags.url},
+           {"--output", &flags.output},
+           {"--verify-key", &flags.verify_key},
+           {"--metrics-resources", &flags.metrics_resources},
+           {"--targets", &flags.targets},
+           {"--web-config", &flags.web_config},
+           {"--ca", &flags.ca},
+           {"--cert", &flags.cert},
+           {"--key", &flags.key},
+           {"--user", &flags.user},
+           {"--password-file", &flags.password_file}},
+          {{"--interval", &flags.interval}, {"--settle", &flags.settle}}};
+}
+
+// One flag's value, checked as it is read.
+core::Status SetValue(ValueFlags& into, Flags& flags, const std::string& name,
+                      const std::string& value) {
+  if (auto s = into.strings.find(name); s != into.strings.end()) {
+    if (value.empty()) return core::Fail("flag " + name + " needs a non-empty value");
+    *s->second = value;
+    if (name == "--url") flags.urls.push_back(value);
+    return core::Ok();
   }
-  flags.verb = verb->second;
-  std::map<std::string, std::string*> strings = {{"--declaration", &flags.declaration},
-                                                 {"--state-dir", &flags.state_dir},
-                                                 {"--root", &flags.root},
-                                                 {"--artifacts", &flags.artifacts},
-                                                 {"--unit-dir", &flags.unit_dir},
-                                                 {"--listen", &flags.listen},
-                                                 {"--machine", &flags.machine},
-                                                 {"--url", &flags.url},
-                                                 {"--output", &flags.output},
-                                                 {"--verify-key", &flags.verify_key},
-                                                 {"--metrics-resources", &flags.metrics_resources},
-                                                 {"--targets", &flags.targets},
-                                                 {"--web-config", &flags.web_config},
-                                                 {"--ca", &flags.ca},
-                                                 {"--cert", &flags.cert},
-                                                 {"--key", &flags.key},
-                                                 {"--user", &flags.user},
-                                                 {"--password-file", &flags.password_file}};
-  std::map<std::string, std::chrono::nanoseconds*> durations = {{"--interval", &flags.interval},
-                                                                {"--settle", &flags.settle}};
-  for (size_t i = 1; i < args.size(); ++i) {
-    std::string name = args[i];
-    std::string value;
-    bool inline_value = false;
-    if (name == "--help" || name == "-h") {
-      flags.verb = Verb::kHelp;
-      return flags;
-    }
-    if (name == "--verbose" || name == "-v") {
-      flags.verbose = true;
-      continue;
-    }
-    if (name == "--diff") {
-      flags.diff = true;
-      continue;
-    }
-    if (size_t eq = name.find('='); name.starts_with("--") && eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      inline_value = true;
-    }
-    bool is_string = strings.contains(name);
-    bool is_duration = durations.contains(name);
-    if (!is_string && !is_duration) return core::Fail("unknown flag \"" + name + "\"");
-    if (!inline_value) {
-      if (i + 1 >= args.size()) return core::Fail("flag " + name + " needs a value");
-      value = args[++i];
-    }
-    if (is_string) {
-      if (value.empty()) return core::Fail("flag " + name + " needs a non-empty value");
-      *strings[name] = value;
-      if (name == "--url") flags.urls.push_back(value);
-    } else {
-      auto d = core::ParseDuration(value);
-      if (!d) return core::Fail("flag " + name + ": " + d.error().message);
-      if (d->count() <= 0 && name == "--interval")
-        return core::Fail("flag --interval must be positive");
-      // Shorter, the second look is the first look again: ADR 184 off.
-      if (name == "--settle" && *d < kMinSettle) {
-        return core::Fail("flag --settle: " + value +
-                          " is below 100ms, too short for the second look to see a daemon "
-                          "that refuses its configuration");
-      }
-      *durations[name] = *d;
-    }
+  auto d = core::ParseDuration(value);
+  if (!d) return core::Fail("flag " + name + ": " + d.error().message);
+  if (d->count() <= 0 && name == "--interval")
+    return core::Fail("flag --interval must be positive");
+  // Shorter, the second look is the first look again: ADR 184 off.
+  if (name == "--settle" && *d < kMinSettle) {
+    return core::Fail("flag --settle: " + value +
+                      " is below 100ms, too short for the second look to see a daemon "
+                      "that refuses its configuration");
   }
+  *into.durations.at(name) = *d;
+  return core::Ok();
+}
+
+// What holds only of the flags together, once all are read.
+core::Status CheckTogether(const Flags& flags) {
   if (flags.output != "text" && flags.output != "json") {
     return core::Fail("flag --output: \"" + flags.output + "\" is not text or json");
   }
@@ -159,11 +136,59 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
   if (flags.diff && flags.verb != Verb::kPlan) {
     return core::Fail("flag --diff is for plan (mesh-host plan --diff)");
   }
-  for (const char* dir : {"--root", "--state-dir", "--artifacts", "--unit-dir"}) {
-    const std::string& v = *strings[dir];
-    if (v.empty() || v[0] != '/')
-      return core::Fail("flag " + std::string(dir) + ": \"" + v + "\" is not an absolute path");
+  for (const auto& [dir, v] : {std::pair{"--root", &flags.root},
+                               {"--state-dir", &flags.state_dir},
+                               {"--artifacts", &flags.artifacts},
+                               {"--unit-dir", &flags.unit_dir}}) {
+    if (v->empty() || (*v)[0] != '/') {
+      return core::Fail("flag " + std::string(dir) + ": \"" + *v + "\" is not an absolute path");
+    }
   }
+  return core::Ok();
+}
+
+}  // namespace
+
+core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
+  Flags flags;
+  if (args.empty()) return core::Fail("no verb given (run, apply, plan or status)");
+  static const std::map<std::string, Verb> kVerbs = {
+      {"run", Verb::kRun},       {"apply", Verb::kApply},       {"plan", Verb::kPlan},
+      {"status", Verb::kStatus}, {"help", Verb::kHelp},         {"--help", Verb::kHelp},
+      {"-h", Verb::kHelp},       {"--version", Verb::kVersion}, {"version", Verb::kVersion}};
+  auto verb = kVerbs.find(args[0]);
+  if (verb == kVerbs.end()) {
+    return core::Fail("unknown verb \"" + args[0] + "\" (expected run, apply, plan or status)");
+  }
+  flags.verb = verb->second;
+  ValueFlags values = ValueFlagsOf(flags);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string name = args[i];
+    if (name == "--help" || name == "-h") {
+      flags.verb = Verb::kHelp;
+      return flags;
+    }
+    if (name == "--verbose" || name == "-v" || name == "--diff") {
+      (name == "--diff" ? flags.diff : flags.verbose) = true;
+      continue;
+    }
+    std::string value;
+    bool inline_value = false;
+    if (size_t eq = name.find('='); name.starts_with("--") && eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      inline_value = true;
+    }
+    if (!values.strings.contains(name) && !values.durations.contains(name)) {
+      return core::Fail("unknown flag \"" + name + "\"");
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) return core::Fail("flag " + name + " needs a value");
+      value = args[++i];
+    }
+    if (auto st = SetValue(values, flags, name, value); !st) return std::unexpected(st.error());
+  }
+  if (auto st = CheckTogether(flags); !st) return std::unexpected(st.error());
   return flags;
 }
 
