@@ -15,10 +15,11 @@
 #include <charconv>
 #include <cstring>
 
+#include "host/adapters/posix_internal.h"
 #include "host/core/sha256.h"
 
 namespace mesh::adapters {
-namespace {
+namespace posix_internal {
 
 using core::Fail;
 using core::FileInfo;
@@ -28,11 +29,7 @@ using core::Status;
 using core::TreeEntry;
 
 using core::kMaxTreeDepth;
-// Missing parents of a declared path are made with this mode (documented in
-// docs/declaration.md), whatever the process's umask.
-constexpr mode_t kCreatedDirMode = 0755;
-
-std::string Errno(std::string_view what, const std::string& path, int err = errno) {
+std::string Errno(std::string_view what, const std::string& path, int err) {
   return std::string(what) + " " + path + ": " + std::strerror(err);
 }
 
@@ -135,84 +132,9 @@ Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, in
   return core::Ok();
 }
 
-// The stat that called this file regular is not the open: a user who can
-// write in the tree may swap in a FIFO between the two (RENAME_EXCHANGE),
-// and a blocking open of a FIFO waits for a writer forever. So the open
-// never blocks, and the type is checked again on the descriptor: no longer
-// a regular file is an empty digest, the tree as it now is (drifted).
-Result<std::string> HashFileAt(int dirfd, const std::string& name, const std::string& shown) {
-  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid()) return Fail(Errno("open", shown));
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", shown));
-  if (!S_ISREG(st.st_mode)) return std::string();
-  core::Sha256 h;
-  char buf[64 * 1024];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Fail(Errno("read", shown));
-    }
-    if (n == 0) break;
-    h.Update(std::string_view(buf, static_cast<size_t>(n)));
-  }
-  return h.HexDigest();
-}
+}  // namespace posix_internal
 
-Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool hash, int depth,
-              std::vector<TreeEntry>& out) {
-  if (depth > kMaxTreeDepth) return Fail("scan " + shown + ": nested too deep");
-  UniqueFd fd(::openat(dirfd, rel.empty() ? "." : rel.c_str(),
-                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return Fail(Errno("open", shown));
-  DIR* dir = OpenDirStream(fd);
-  if (dir == nullptr) return Fail(Errno("opendir", shown));
-  std::vector<std::string> subdirs;
-  Status status = core::Ok();
-  int own = ::dirfd(dir);
-  while (dirent* d = ::readdir(dir)) {
-    std::string name = d->d_name;
-    if (name == "." || name == "..") continue;
-    struct stat st;
-    if (::fstatat(own, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      status = Fail(Errno("stat", shown + "/" + name));
-      break;
-    }
-    TreeEntry e;
-    e.info = FromStat(st);
-    e.type = e.info.type;
-    e.mode = e.info.mode;
-    e.relpath = rel.empty() ? name : rel + "/" + name;
-    if (hash && e.type == FileType::kRegular) {
-      auto digest = HashFileAt(own, name, shown + "/" + name);
-      if (!digest) {
-        status = std::unexpected(digest.error());
-        break;
-      }
-      e.content_sha256 = *digest;
-      if (digest->empty()) e.type = e.info.type = FileType::kOther;
-    }
-    if (e.type == FileType::kDirectory) subdirs.push_back(name);
-    out.push_back(std::move(e));
-  }
-  if (status) {
-    for (const std::string& sub : subdirs) {
-      // Recurse relative to this directory so every open stays O_NOFOLLOW.
-      std::vector<TreeEntry> children;
-      status = ScanAt(own, sub, shown + "/" + sub, hash, depth + 1, children);
-      if (!status) break;
-      for (TreeEntry& c : children) {
-        c.relpath = (rel.empty() ? "" : rel + "/") + c.relpath;
-        out.push_back(std::move(c));
-      }
-    }
-  }
-  ::closedir(dir);
-  return status;
-}
-
-}  // namespace
+using namespace posix_internal;  // NOLINT: this file's own helpers
 
 Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string& root,
                                                                bool create) {
@@ -443,190 +365,6 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::
   Unsynced(path);
   if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
   return FromStat(st);
-}
-
-Status PosixFileSystem::ReplaceTree(const std::string& path,
-                                    const std::vector<TreeEntry>& entries) {
-  std::string leaf;
-  auto parent = OpenParent(path, true, &leaf);
-  if (!parent) return std::unexpected(parent.error());
-  int dir = parent->get();
-  std::string tmp = TempName(leaf);
-  if (::mkdirat(dir, tmp.c_str(), 0700) != 0) return Fail(Errno("mkdir temporary tree for", path));
-  auto fail = [&](std::string message) -> Status {
-    // Best effort: the apply fails anyway; what cannot be removed now stays
-    // as a hidden .NAME.mesh-host-tmp.* directory (see RemoveStaleTemporaries).
-    (void)RemoveAt(dir, tmp, path + " (temporary)", 0);
-    return Fail(std::move(message));
-  };
-  UniqueFd top(::openat(dir, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!top.valid()) return fail(Errno("open temporary tree for", path));
-
-  // Parents before children: sorted relpaths put "a" before "a/b".
-  std::vector<const TreeEntry*> order;
-  for (const TreeEntry& e : entries) order.push_back(&e);
-  std::sort(order.begin(), order.end(),
-            [](const TreeEntry* a, const TreeEntry* b) { return a->relpath < b->relpath; });
-  std::vector<std::pair<std::string, uint32_t>> dir_modes;
-  for (const TreeEntry* e : order) {
-    std::string shown = path + "/" + e->relpath;
-    std::vector<std::string_view> comps = Components(e->relpath);
-    UniqueFd cur(::fcntl(top.get(), F_DUPFD_CLOEXEC, 0));
-    for (size_t i = 0; i + 1 < comps.size(); ++i) {
-      std::string c(comps[i]);
-      if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST) {
-        return fail(Errno("mkdir", shown));
-      }
-      cur =
-          UniqueFd(::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!cur.valid()) return fail(Errno("open", shown));
-    }
-    std::string name(comps.back());
-    if (e->type == FileType::kDirectory) {
-      if (::mkdirat(cur.get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
-        return fail(Errno("mkdir", shown));
-      }
-      // Modes applied last, so a read-only directory can still be filled.
-      dir_modes.emplace_back(e->relpath, e->mode & 07777);
-      continue;
-    }
-    if (e->type != FileType::kRegular) return fail("unpack " + shown + ": not a file or directory");
-    UniqueFd fd(::openat(cur.get(), name.c_str(),
-                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) return fail(Errno("create", shown));
-    if (auto w = WriteAll(fd.get(), e->content, shown); !w) return fail(w.error().message);
-    if (::fchmod(fd.get(), e->mode & 07777) != 0) return fail(Errno("chmod", shown));
-  }
-  for (auto it = dir_modes.rbegin(); it != dir_modes.rend(); ++it) {
-    if (::fchmodat(top.get(), it->first.c_str(), it->second, 0) != 0) {
-      return fail(Errno("chmod", path + "/" + it->first));
-    }
-  }
-  if (::fchmod(top.get(), 0755) != 0) return fail(Errno("chmod", path));
-  // Every entry is made durable at once, before the tree is swapped in: one
-  // syncfs of the file system, not one fsync per file (a bundle of hundreds
-  // of files paid a journal commit each). It reports a write-back error of
-  // any entry (Linux 5.8 and later: errors since `top` was opened), which
-  // fails the tree before anything sees it.
-  if (::syncfs(top.get()) != 0) return fail(Errno("syncfs", path));
-
-  struct stat st;
-  bool exists = ::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-  if (exists) {
-    // One atomic step swaps the whole tree; readers never see a mix.
-    if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_EXCHANGE) != 0) {
-      return fail(Errno("swap in", path));
-    }
-    Status removed = RemoveAt(dir, tmp, path + " (old tree)", 0);
-    Unsynced(path);
-    return removed;
-  }
-  if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) != 0) {
-    return fail(Errno("rename into", path));
-  }
-  Unsynced(path);
-  return core::Ok();
-}
-
-Result<std::vector<TreeEntry>> PosixFileSystem::ScanTree(const std::string& path, bool hash) {
-  std::string leaf;
-  auto parent = OpenParent(path, false, &leaf);
-  if (!parent) return std::unexpected(parent.error());
-  std::vector<TreeEntry> out;
-  if (!parent->valid()) return out;
-  struct stat st;
-  if (::fstatat(parent->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return out;
-    return Fail(Errno("stat", path));
-  }
-  if (!S_ISDIR(st.st_mode)) return Fail("scan " + path + ": not a directory");
-  UniqueFd top(
-      ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!top.valid()) return Fail(Errno("open", path));
-  if (auto s = ScanAt(top.get(), "", path, hash, 0, out); !s) return std::unexpected(s.error());
-  return out;
-}
-
-Result<FileInfo> PosixFileSystem::MakeDirectory(const std::string& path,
-                                                const ports::Ownership& own) {
-  std::string leaf;
-  auto parent = OpenParent(path, true, &leaf);
-  if (!parent) return std::unexpected(parent.error());
-  int dir = parent->get();
-  struct stat st;
-  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno != ENOENT) return Fail(Errno("stat", path));
-    // 0700 until its owner and mode are set: never briefly open to others.
-    if (::mkdirat(dir, leaf.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Fail(Errno("mkdir", path));
-    }
-    Unsynced(path);
-  } else if (!S_ISDIR(st.st_mode)) {
-    return Fail("mkdir " + path +
-                ": something other than a directory is in the way (not "
-                "replaced: it may be someone's)");
-  }
-  UniqueFd fd(::openat(dir, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return Fail(Errno("open", path));
-  // chown before chmod: chown clears set-id bits.
-  if (::fchown(fd.get(), own.uid, own.gid) != 0) return Fail(Errno("chown", path));
-  if (::fchmod(fd.get(), own.mode & 07777) != 0) return Fail(Errno("chmod", path));
-  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
-  return FromStat(st);
-}
-
-Result<FileInfo> PosixFileSystem::MakeSymlink(const std::string& path, const std::string& target) {
-  std::string leaf;
-  auto parent = OpenParentToReplace(path, "symlink", &leaf);
-  if (!parent) return std::unexpected(parent.error());
-  int dir = parent->get();
-  struct stat st;
-  std::string tmp = TempName(leaf);
-  if (::symlinkat(target.c_str(), dir, tmp.c_str()) != 0) {
-    return Fail(Errno("create temporary symlink for", path));
-  }
-  if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) {
-    std::string why = Errno("rename onto", path);
-    ::unlinkat(dir, tmp.c_str(), 0);
-    return Fail(why);
-  }
-  Unsynced(path);
-  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
-  return FromStat(st);
-}
-
-Status PosixFileSystem::RemoveEmptyDirectory(const std::string& path) {
-  std::string leaf;
-  auto parent = OpenParent(path, false, &leaf);
-  if (!parent) return std::unexpected(parent.error());
-  if (!parent->valid()) return core::Ok();
-  if (::unlinkat(parent->get(), leaf.c_str(), AT_REMOVEDIR) != 0) {
-    if (errno == ENOENT) return core::Ok();
-    if (errno == ENOTEMPTY || errno == EEXIST) {
-      return std::unexpected(core::Error{path + ": not empty", core::ErrorKind::kNotEmpty, {}});
-    }
-    return Fail(Errno("rmdir", path));
-  }
-  Unsynced(path);
-  return core::Ok();
-}
-
-Result<size_t> PosixFileSystem::CountEntries(const std::string& path) {
-  std::string leaf;
-  auto parent = OpenParent(path, false, &leaf);
-  if (!parent) return std::unexpected(parent.error());
-  if (!parent->valid()) return 0;
-  UniqueFd fd(
-      ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return Fail(Errno("open", path));
-  DIR* dir = OpenDirStream(fd);
-  if (dir == nullptr) return Fail(Errno("opendir", path));
-  size_t n = 0;
-  while (dirent* d = ::readdir(dir)) {
-    n += std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0;
-  }
-  ::closedir(dir);
-  return n;
 }
 
 Status PosixFileSystem::Remove(const std::string& path) {

@@ -1,0 +1,48 @@
+// What the files of PosixFileSystem share (posix_file_system.cc, and
+// posix_file_system_dirs.cc for directories, symlinks and trees): error
+// text, stat conversion, path components, temporary names, whole writes,
+// and removal below a directory descriptor. Internal to the adapter.
+#pragma once
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/adapters/unique_fd.h"
+#include "host/core/file_info.h"
+#include "host/core/result.h"
+
+namespace mesh::adapters::posix_internal {
+
+using core::Fail;
+using core::FileInfo;
+using core::FileType;
+using core::Result;
+using core::Status;
+using core::TreeEntry;
+
+// Missing parents of a declared path are made with this mode (documented in
+// docs/declaration.md), whatever the process's umask.
+inline constexpr mode_t kCreatedDirMode = 0755;
+
+// "WHAT PATH: strerror(err)".
+std::string Errno(std::string_view what, const std::string& path, int err = errno);
+FileInfo FromStat(const struct stat& st);
+// "/a//b/" -> {"a", "b"}.
+std::vector<std::string_view> Components(std::string_view path);
+// Temporary names are recognisable (".NAME.mesh-host-tmp.PID.N") and unique
+// per process, so a crashed run's leftovers can be told from real files.
+std::string TempName(std::string_view leaf);
+Status WriteAll(int fd, std::string_view bytes, const std::string& path);
+// fdopendir takes the descriptor over only when it succeeds: on failure it
+// stays with `fd`, which closes it.
+DIR* OpenDirStream(UniqueFd& fd);
+// Removes `name` below `dirfd`, a tree whole (at most kMaxTreeDepth deep);
+// `shown` names it in errors. A missing name is not an error.
+Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, int depth);
+
+}  // namespace mesh::adapters::posix_internal
