@@ -21,14 +21,8 @@
 namespace mesh::adapters {
 namespace posix_internal {
 
-using core::Fail;
-using core::FileInfo;
-using core::FileType;
-using core::Result;
-using core::Status;
-using core::TreeEntry;
-
 using core::kMaxTreeDepth;
+
 std::string Errno(std::string_view what, const std::string& path, int err) {
   return std::string(what) + " " + path + ": " + std::strerror(err);
 }
