@@ -1,0 +1,67 @@
+#include "host/core/sha256.h"
+#include "host/core/want.h"
+#include "host/reconcile/observer.h"
+
+namespace mesh::reconcile::observe_internal {
+
+// A bundle the record already holds at this digest was checked when it was
+// applied; only new or changed bundles are read here, so a no-op apply does
+// not re-hash every bundle. One that cannot be used refuses the declaration.
+core::Status Observer::LoadChangedBundles() {
+  for (size_t i = 0; i < decl_.resources.size(); ++i) {
+    const Resource& r = decl_.resources[i];
+    if (!r.IsTree()) continue;
+    const RecordEntry* old = OldEntry(record_, r);
+    if (old != nullptr && old->digest == wants_[i]) continue;
+    auto bundle = LoadBundle(r);
+    if (!bundle) return std::unexpected(bundle.error());
+    out_.bundles.emplace(r.id, std::move(*bundle));
+  }
+  return core::Ok();
+}
+
+Result<std::shared_ptr<const std::vector<TreeEntry>>> Observer::LoadBundle(const Resource& r) {
+  std::string where = "resource " + r.id + ", field ";
+  auto key = std::make_pair(r.source, r.sha256);
+  if (auto it = by_source_.find(key); it != by_source_.end()) return it->second;
+  auto bytes = ports_.artifacts->ReadFile("/" + r.source, kMaxBundleBytes);
+  if (!bytes) {
+    return core::Fail(where + "source: cannot read " + r.source +
+                      " from the artifacts directory (--artifacts): " + bytes.error().message);
+  }
+  std::string actual = core::Sha256Hex(*bytes);
+  if (actual != r.sha256) {
+    return core::Fail(where + "sha256: source " + r.source + " has sha256 " + actual +
+                      ", the declaration says " + r.sha256);
+  }
+  auto entries = ports_.archives->Read(*bytes, kMaxHeldBundleBytes - held_bytes_);
+  if (!entries) {
+    std::string also = held_bytes_ == 0 ? ""
+                                        : " (what the declaration's other bundles leave of the " +
+                                              std::to_string(kMaxHeldBundleBytes) +
+                                              " bytes all of them may expand to)";
+    return core::Fail(where + "source: " + entries.error().message + also);
+  }
+  auto checked = core::CheckBundleEntries(std::move(*entries));
+  if (!checked) {
+    return core::Fail(where + "source: bundle " + r.source +
+                      " refused: " + checked.error().message);
+  }
+  for (const TreeEntry& e : *checked) held_bytes_ += e.content.size();
+  core::HashContents(*checked);
+  auto held = std::make_shared<const std::vector<TreeEntry>>(std::move(*checked));
+  by_source_.emplace(std::move(key), held);
+  return held;
+}
+
+Result<const std::vector<TreeEntry>*> Observer::Bundle(const Resource& r) {
+  auto it = out_.bundles.find(r.id);
+  if (it == out_.bundles.end()) {
+    auto loaded = LoadBundle(r);
+    if (!loaded) return std::unexpected(loaded.error());
+    it = out_.bundles.emplace(r.id, std::move(*loaded)).first;
+  }
+  return it->second.get();
+}
+
+}  // namespace mesh::reconcile::observe_internal

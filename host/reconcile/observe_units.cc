@@ -1,0 +1,142 @@
+#include <set>
+
+#include "host/core/want.h"
+#include "host/reconcile/observer.h"
+
+namespace mesh::reconcile::observe_internal {
+
+// Whether a `file` resource of the record wrote this file of --unit-dir (a
+// unit file, or UNIT.d/NAME): moved since to a unit_text or drop_ins, it
+// is still the host's.
+bool Observer::WroteAsFile(const std::string& in_unit_dir) const {
+  auto unit_dir = ports_.dirs != nullptr ? UnitDirInRoot(*ports_.dirs) : std::nullopt;
+  return unit_dir && recorded_paths_.contains(std::string(*unit_dir) + "/" + in_unit_dir);
+}
+
+// The declared drop-ins, and those the record says the host wrote for this
+// unit and that are no longer declared: each as recorded (nothing read),
+// as declared, or differing. A recorded one's `found` says whether it is
+// still as the host wrote it (prune deletes only then).
+void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
+                       UnitFileSeen& seen) {
+  static const std::map<std::string, std::string> kNone;
+  bool ours = old != nullptr && old->unit == r.unit;
+  const std::map<std::string, std::string>& recorded_drop_ins = ours ? old->drop_ins : kNone;
+  std::set<std::string> names;
+  for (const auto& [name, text] : r.drop_ins) names.insert(name);
+  for (const auto& [name, fp] : recorded_drop_ins) names.insert(name);
+  for (const std::string& name : names) {
+    DropInSeen& d = seen.drop_ins[name];
+    const std::string path = "/" + r.unit + ".d/" + name;
+    auto info = ports_.units->Stat(path);
+    if (!info) {
+      d.found = Found::kError;
+      d.error = info.error().message;
+      continue;
+    }
+    d.missing = info->type == FileType::kMissing;
+    d.fingerprint = core::FileFingerprint(*info);
+    auto recorded = recorded_drop_ins.find(name);
+    bool as_written = recorded != recorded_drop_ins.end() && info->type == FileType::kRegular &&
+                      core::DropInFingerprint(recorded->second) == d.fingerprint;
+    // An operator's own drop-in of that name, there before the host wrote
+    // one: never deleted by the host when it is no longer declared.
+    d.preexisting = recorded == recorded_drop_ins.end()
+                        ? !d.missing && !WroteAsFile(r.unit + ".d/" + name)
+                        : core::DropInPreexisting(recorded->second);
+    auto declared = r.drop_ins.find(name);
+    if (declared == r.drop_ins.end()) {
+      d.found = as_written ? Found::kAsRecorded : Found::kDiffers;
+      continue;
+    }
+    if (as_written && ours && old->digest == want) continue;  // kAsRecorded: nothing read
+    d.found = Found::kDiffers;
+    if (info->type == FileType::kRegular && info->size == declared->second.size() &&
+        info->mode == 0644) {
+      auto content = ports_.units->ReadFile(path, kMaxUnitFileBytes);
+      if (!content) {
+        d.found = Found::kError;
+        d.error = content.error().message;
+      } else if (*content == declared->second) {
+        d.found = Found::kAsDeclared;
+      }
+    }
+  }
+}
+
+UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
+                                const std::string& want) {
+  UnitFileSeen seen;
+  if (!r.drop_ins.empty() || (old != nullptr && !old->drop_ins.empty())) {
+    DropIns(r, old, want, seen);
+  }
+  const std::string path = "/" + r.unit;
+  auto info = ports_.units->Stat(path);
+  if (!info) {
+    seen.found = Found::kError;
+    seen.error = info.error().message;
+    return seen;
+  }
+  if (info->type == FileType::kSymlink) {
+    auto target = ports_.units->ReadLink(path);
+    seen.masked = target.has_value() && *target == "/dev/null";
+  }
+  if (!r.unit_text.has_value()) return seen;  // the machine's own unit file
+  seen.fingerprint = core::FileFingerprint(*info);
+  seen.missing = info->type == FileType::kMissing;
+  bool ours = old != nullptr && old->unit == r.unit && !old->unit_file_fingerprint.empty();
+  // Another resource's record may hold this unit file (a renamed resource,
+  // a service that became a process): then it is the host's as recorded.
+  auto held = recorded_unit_files_.find(r.unit);
+  seen.preexisting = ours                                 ? old->unit_file_preexisting
+                     : held != recorded_unit_files_.end() ? held->second
+                                                          : !seen.missing && !WroteAsFile(r.unit);
+  bool recorded = ours && old->digest == want;
+  if (recorded && info->type == FileType::kRegular &&
+      old->unit_file_fingerprint == seen.fingerprint) {
+    return seen;
+  }
+  seen.found = Found::kDiffers;
+  if (info->type == FileType::kRegular && info->size == r.unit_text->size()) {
+    auto content = ports_.units->ReadFile(path, kMaxUnitFileBytes);
+    if (!content) {
+      seen.found = Found::kError;
+      seen.error = content.error().message;
+    } else if (*content == *r.unit_text && info->mode == 0644) {
+      seen.found = Found::kAsDeclared;
+    }
+  }
+  return seen;
+}
+
+// Every declared unit, and every unit of a recorded resource no longer
+// declared, in one pipelined round.
+void Observer::Units() {
+  size_t n = decl_.resources.size();
+  out_.seen.units.resize(n);
+  if (ports_.services == nullptr) return;
+  std::vector<std::string> names;
+  std::set<std::string_view> declared;
+  for (const Resource& r : decl_.resources) {
+    if (!r.HasUnit()) continue;
+    names.push_back(r.unit);
+    declared.insert(r.unit);
+  }
+  size_t first_dropped = names.size();
+  for (const auto& [id, e] : record_.resources) {
+    if (!e.unit.empty() && decl_.Find(id) == nullptr && !declared.contains(e.unit)) {
+      names.push_back(e.unit);
+    }
+  }
+  if (names.empty()) return;
+  std::vector<Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (decl_.resources[i].HasUnit()) out_.seen.units[i] = std::move(statuses[k++]);
+  }
+  for (k = first_dropped; k < names.size(); ++k) {
+    out_.seen.dropped_units.emplace(names[k], std::move(statuses[k]));
+  }
+}
+
+}  // namespace mesh::reconcile::observe_internal

@@ -1,0 +1,79 @@
+// The observe phase's worker, shared by its translation units (files and
+// trees, bundles, units and drop-ins): private to //host/reconcile:observe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "host/reconcile/observe.h"
+
+namespace mesh::reconcile::observe_internal {
+
+using core::FileInfo;
+using core::FileType;
+using core::RecordEntry;
+using core::Resource;
+using core::Result;
+using core::TreeEntry;
+
+constexpr uint64_t kMaxBundleBytes = 1ull << 30;
+// What the bundles of one declaration may expand to in all: the host holds
+// them unpacked while it applies (and one artifact named by several
+// resources once).
+constexpr uint64_t kMaxHeldBundleBytes = 1ull << 30;
+constexpr uint64_t kMaxUnitFileBytes = 1ull << 20;
+
+class Observer {
+ public:
+  Observer(const core::Declaration& decl, const core::Record& record,
+           const std::vector<std::string>& wants, const ObservePorts& ports, StatCache& cache)
+      : decl_(decl), record_(record), wants_(wants), ports_(ports), cache_(cache) {}
+
+  Result<Observation> Run();
+
+ private:
+  core::Status StatAll();
+  core::Status LoadChangedBundles();
+  Result<std::shared_ptr<const std::vector<TreeEntry>>> LoadBundle(const Resource& r);
+  const Result<FileInfo>& StatOf(const std::string& path);
+  FilesSeen File(const Resource& r, const RecordEntry* old, const std::string& want);
+  FilesSeen Tree(const Resource& r, const RecordEntry* old, const std::string& want);
+  FilesSeen Directory(const Resource& r, const RecordEntry* old, const std::string& want);
+  FilesSeen Symlink(const Resource& r, const RecordEntry* old, const std::string& want);
+  Result<const std::vector<TreeEntry>*> Bundle(const Resource& r);
+  UnitFileSeen UnitFile(const Resource& r, const RecordEntry* old, const std::string& want);
+  void DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
+               UnitFileSeen& seen);
+  void Units();
+  void Dropped();
+  bool WroteAsFile(const std::string& in_unit_dir) const;
+  DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded);
+  // Whether `path` was on the machine before the host first managed it:
+  // kept from the record, or found there now while no record entry names it.
+  bool Preexisting(const RecordEntry* old, const std::string& path, const FileInfo& info) const;
+  // Owner and group names resolved once per apply: the machine's user
+  // database is not read for every file.
+  Result<std::pair<uint32_t, uint32_t>> Ids(const Resource& r);
+
+  const core::Declaration& decl_;
+  const core::Record& record_;
+  const std::vector<std::string>& wants_;
+  const ObservePorts& ports_;
+  StatCache& cache_;
+  Observation out_;
+  std::set<std::string_view> recorded_paths_;
+  std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
+  // Bundles unpacked this apply, by (source, sha256), and their bytes.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const std::vector<TreeEntry>>>
+      by_source_;
+  uint64_t held_bytes_ = 0;
+  std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
+};
+
+}  // namespace mesh::reconcile::observe_internal
