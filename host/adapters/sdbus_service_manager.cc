@@ -114,9 +114,8 @@ core::Status SdbusServiceManager::Connect() {
         auto* self = static_cast<SdbusServiceManager*>(userdata);
         uint32_t id;
         const char *job, *unit, *result;
-        if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) >= 0 &&
-            (self->calls_in_flight_ > 0 || self->expected_jobs_.contains(job))) {
-          self->finished_jobs_.insert_or_assign(job, result);
+        if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) >= 0) {
+          self->jobs_.Finished(job, result);
         }
         return 0;
       },
@@ -186,44 +185,13 @@ core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
   return EnqueueJobs({{unit, kind}}, /*new_batch=*/false)[0];
 }
 
-void SdbusServiceManager::ExpectJobs(size_t calls, bool new_batch) {
-  if (new_batch && calls_in_flight_ == 0) {
-    finished_jobs_.clear();
-    expected_jobs_.clear();
-  }
-  calls_in_flight_ += calls;
-}
-
-void SdbusServiceManager::KeepJobs(size_t calls, const std::vector<std::string>& jobs) {
-  calls_in_flight_ -= std::min(calls, calls_in_flight_);
-  expected_jobs_.insert(jobs.begin(), jobs.end());
-  // What arrived while calls were in flight and is not the host's.
-  if (calls_in_flight_ == 0) {
-    std::erase_if(finished_jobs_,
-                  [&](const auto& entry) { return !expected_jobs_.contains(entry.first); });
-  }
-}
-
 std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
     const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) {
-  std::map<std::string, std::string> out;
-  if (jobs.empty() || !Connect()) return out;
-  int r = ProcessUntil(
-      [&] {
-        return std::all_of(jobs.begin(), jobs.end(),
-                           [&](const std::string& j) { return finished_jobs_.contains(j); });
-      },
-      std::chrono::steady_clock::now() + timeout);
+  if (jobs.empty() || !Connect()) return {};
+  int r = ProcessUntil([&] { return jobs_.AllFinished(jobs); },
+                       std::chrono::steady_clock::now() + timeout);
   if (r < 0 && ConnectionLost(r)) Disconnect();
-  for (const std::string& j : jobs) {
-    auto it = finished_jobs_.find(j);
-    if (it != finished_jobs_.end()) {
-      out[j] = it->second;
-      finished_jobs_.erase(it);
-      expected_jobs_.erase(j);
-    }
-  }
-  return out;
+  return jobs_.Take(jobs);
 }
 
 // A unit's object path is its name, escaped as systemd escapes it; an access
@@ -503,7 +471,7 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
   }
   size_t waited = std::count_if(jobs.begin(), jobs.end(),
                                 [](const auto& j) { return j.second != ports::JobKind::kStop; });
-  if (waited > 0) ExpectJobs(waited, new_batch);
+  if (waited > 0) jobs_.ExpectCalls(waited, new_batch);
   std::vector<sd_bus_message*> calls;
   std::vector<std::string> what;
   for (const auto& [unit, kind] : jobs) {
@@ -528,7 +496,7 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
       if (jobs[i].second != ports::JobKind::kStop) kept.push_back(job);
     }
   }
-  if (waited > 0) KeepJobs(waited, kept);
+  if (waited > 0) jobs_.KeepJobs(waited, kept);
   return out;
 }
 

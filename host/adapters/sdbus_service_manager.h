@@ -12,9 +12,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 
+#include "host/adapters/job_ledger.h"
 #include "host/ports/service_manager.h"
 
 // sd-bus's message type, declared so this header need not include sd-bus.
@@ -44,7 +44,7 @@ class SdbusServiceManager : public ports::ServiceManager {
 
   // Job results held (tests): only the host's own jobs of the current apply,
   // however many jobs the rest of the machine runs.
-  size_t jobs_held() const { return finished_jobs_.size() + expected_jobs_.size(); }
+  size_t jobs_held() const { return jobs_.held(); }
 
  private:
   struct Bus;  // sd-bus state, kept out of this header
@@ -60,11 +60,6 @@ class SdbusServiceManager : public ports::ServiceManager {
   std::vector<Reply> CallAll(std::vector<sd_bus_message*> calls,
                              const std::vector<std::string>& what);
 
-  // Before `calls` job requests are sent. A new batch (an apply's act phase)
-  // first drops what earlier applies left: no one waits for those any more.
-  void ExpectJobs(size_t calls, bool new_batch);
-  // Their replies are in (`calls` of them): their job paths are kept.
-  void KeepJobs(size_t calls, const std::vector<std::string>& jobs);
   // Queues jobs in one pipelined round (Enqueue is one of them, not a new
   // batch; EnqueueAll is).
   std::vector<core::Result<std::string>> EnqueueJobs(
@@ -75,13 +70,7 @@ class SdbusServiceManager : public ports::ServiceManager {
   int ProcessUntil(const std::function<bool()>& done,
                    std::chrono::steady_clock::time_point deadline);
 
-  // JobRemoved results of the host's own jobs (job path -> result). Kept
-  // only for jobs it queued and will wait for, and while its calls are in
-  // flight (a job may finish before its reply is read); every other job on
-  // the machine is ignored.
-  std::map<std::string, std::string> finished_jobs_;
-  std::set<std::string> expected_jobs_;
-  size_t calls_in_flight_ = 0;
+  JobLedger jobs_;                                    // the host's own jobs, fed by JobRemoved
   std::map<std::string, std::string> watched_paths_;  // object path -> unit
   std::vector<std::string> watched_units_;
   std::vector<std::string> changed_units_;
