@@ -140,85 +140,84 @@ void HashContents(std::vector<TreeEntry>& entries) {
   }
 }
 
-Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries) {
-  std::set<std::string> seen;
-  std::vector<TreeEntry> out;
-  out.reserve(entries.size());
-  for (TreeEntry& e : entries) {
-    std::string name = "entry \"" + e.relpath + "\"";
-    if (e.relpath.find('\0') != std::string::npos) return Fail(name + " has a NUL byte");
-    if (!e.relpath.empty() && e.relpath[0] == '/') return Fail(name + " is absolute");
-    // Normalise: drop "." and empty components; refuse "..".
-    std::string norm;
-    size_t start = 0;
-    int depth = 0;
-    while (start <= e.relpath.size()) {
-      size_t end = e.relpath.find('/', start);
-      if (end == std::string::npos) end = e.relpath.size();
-      std::string_view comp(e.relpath.data() + start, end - start);
-      if (comp == "..") return Fail(name + " climbs out of its directory with ..");
-      if (comp.size() > kMaxNameBytes) {
-        return Fail(name + " has a name component of " + std::to_string(comp.size()) +
-                    " bytes; at most " + std::to_string(kMaxNameBytes));
+namespace {
+
+// An entry's path with "." and empty components dropped; ".." and what a
+// file system cannot hold are refused.
+Result<std::string> NormalEntryPath(const std::string& relpath, const std::string& name) {
+  if (relpath.find('\0') != std::string::npos) return Fail(name + " has a NUL byte");
+  if (!relpath.empty() && relpath[0] == '/') return Fail(name + " is absolute");
+  std::string norm;
+  size_t start = 0;
+  int depth = 0;
+  while (start <= relpath.size()) {
+    size_t end = relpath.find('/', start);
+    if (end == std::string::npos) end = relpath.size();
+    std::string_view comp(relpath.data() + start, end - start);
+    if (comp == "..") return Fail(name + " climbs out of its directory with ..");
+    if (comp.size() > kMaxNameBytes) {
+      return Fail(name + " has a name component of " + std::to_string(comp.size()) +
+                  " bytes; at most " + std::to_string(kMaxNameBytes));
+    }
+    if (!comp.empty() && comp != ".") {
+      if (++depth > kMaxTreeDepth) {
+        return Fail(name + " nests deeper than " + std::to_string(kMaxTreeDepth) + " directories");
       }
-      if (!comp.empty() && comp != ".") {
-        if (++depth > kMaxTreeDepth) {
-          return Fail(name + " nests deeper than " + std::to_string(kMaxTreeDepth) +
-                      " directories");
-        }
-        if (!norm.empty()) norm.push_back('/');
-        norm.append(comp);
-      }
-      start = end + 1;
+      if (!norm.empty()) norm.push_back('/');
+      norm.append(comp);
     }
-    switch (e.type) {
-      case FileType::kSymlink:
-        return Fail(name + " is a symlink (to \"" + e.link_target +
-                    "\"); bundles may not carry links");
-      case FileType::kHardlink:
-        return Fail(name + " is a hard link (to \"" + e.link_target +
-                    "\"); bundles may not carry links");
-      case FileType::kOther:
-        return Fail(name +
-                    " is a device, fifo or socket; bundles carry files and directories only");
-      default:
-        break;
-    }
-    if (norm.empty()) {
-      if (e.type == FileType::kDirectory) continue;  // "./" itself
-      return Fail(name + " has no name");
-    }
-    if (!seen.insert(norm).second) return Fail(name + " appears twice");
-    e.relpath = std::move(norm);
-    out.push_back(std::move(e));
+    start = end + 1;
   }
-  // A file that is also the parent of another entry cannot be unpacked.
+  return norm;
+}
+
+Status CheckEntryType(const TreeEntry& e, const std::string& name) {
+  switch (e.type) {
+    case FileType::kSymlink:
+      return Fail(name + " is a symlink (to \"" + e.link_target +
+                  "\"); bundles may not carry links");
+    case FileType::kHardlink:
+      return Fail(name + " is a hard link (to \"" + e.link_target +
+                  "\"); bundles may not carry links");
+    case FileType::kOther:
+      return Fail(name + " is a device, fifo or socket; bundles carry files and directories only");
+    default:
+      return Ok();
+  }
+}
+
+// Calls `visit(parent)` for every proper ancestor of `relpath`, shallowest
+// first.
+template <typename Visit>
+void ForEachParent(const std::string& relpath, Visit visit) {
+  for (size_t slash = relpath.find('/'); slash != std::string::npos;
+       slash = relpath.find('/', slash + 1)) {
+    visit(std::string_view(relpath.data(), slash));
+  }
+}
+
+// Completes checked entries: a file that is also the parent of another
+// entry cannot be unpacked; the directories the entries imply are part of
+// the tree exactly as if listed (SPEC), so `tar czf x bin/serve` and a tar
+// that lists bin/ unpack to the same tree and have one digest: otherwise the
+// tree scanned from disk never matches the bundle's.
+Status AddImpliedDirectories(std::vector<TreeEntry>& entries) {
   std::set<std::string_view> non_dirs;
   std::set<std::string> dirs;
-  for (const TreeEntry& e : out) {
+  for (const TreeEntry& e : entries) {
     if (e.type != FileType::kDirectory) non_dirs.insert(e.relpath);
     if (e.type == FileType::kDirectory) dirs.insert(e.relpath);
   }
-  for (const TreeEntry& e : out) {
-    for (size_t slash = e.relpath.find('/'); slash != std::string::npos;
-         slash = e.relpath.find('/', slash + 1)) {
-      std::string_view parent(e.relpath.data(), slash);
-      if (non_dirs.contains(parent)) {
-        return Fail("entry \"" + e.relpath + "\" lies under \"" + std::string(parent) +
-                    "\", which is not a directory");
-      }
-    }
-  }
-  // Directories the entries imply are part of the tree exactly as if listed
-  // (SPEC): `tar czf x bin/serve` and a tar that lists bin/ unpack to the
-  // same tree and must have one digest, or the tree scanned from disk never
-  // matches the bundle's (issue 14: a lost record re-unpacked and restarted).
   std::vector<std::string> implied;
-  for (const TreeEntry& e : out) {
-    for (size_t slash = e.relpath.find('/'); slash != std::string::npos;
-         slash = e.relpath.find('/', slash + 1)) {
-      std::string parent = e.relpath.substr(0, slash);
-      if (dirs.insert(parent).second) implied.push_back(std::move(parent));
+  for (const TreeEntry& e : entries) {
+    std::string_view blocked;
+    ForEachParent(e.relpath, [&](std::string_view parent) {
+      if (blocked.empty() && non_dirs.contains(parent)) blocked = parent;
+      if (dirs.insert(std::string(parent)).second) implied.emplace_back(parent);
+    });
+    if (!blocked.empty()) {
+      return Fail("entry \"" + e.relpath + "\" lies under \"" + std::string(blocked) +
+                  "\", which is not a directory");
     }
   }
   for (std::string& dir : implied) {
@@ -226,8 +225,31 @@ Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries
     d.relpath = std::move(dir);
     d.type = FileType::kDirectory;
     d.mode = 0755;
-    out.push_back(std::move(d));
+    entries.push_back(std::move(d));
   }
+  return Ok();
+}
+
+}  // namespace
+
+Result<std::vector<TreeEntry>> CheckBundleEntries(std::vector<TreeEntry> entries) {
+  std::set<std::string> seen;
+  std::vector<TreeEntry> out;
+  out.reserve(entries.size());
+  for (TreeEntry& e : entries) {
+    std::string name = "entry \"" + e.relpath + "\"";
+    auto norm = NormalEntryPath(e.relpath, name);
+    if (!norm) return std::unexpected(norm.error());
+    if (auto st = CheckEntryType(e, name); !st) return std::unexpected(st.error());
+    if (norm->empty()) {
+      if (e.type == FileType::kDirectory) continue;  // "./" itself
+      return Fail(name + " has no name");
+    }
+    if (!seen.insert(*norm).second) return Fail(name + " appears twice");
+    e.relpath = std::move(*norm);
+    out.push_back(std::move(e));
+  }
+  if (auto st = AddImpliedDirectories(out); !st) return std::unexpected(st.error());
   return out;
 }
 
