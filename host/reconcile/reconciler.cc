@@ -50,7 +50,14 @@ class ApplyRun {
   // could not (the apply then changes nothing).
   bool SaveIntent(const Plan& plan);
   void Sweep(const Declaration& decl);
+  void SweepTemporaries(const Declaration& decl);
+  void RemoveOrphans(const Declaration& decl);
+  // The digest key, read only when the declaration holds credentials.
+  std::string CredentialKey(const Declaration& decl);
   void Apply(const Declaration& decl);
+  // Writes (or, in a dry run, says what would be written), then enables,
+  // reloads, acts, confirms, settles and commits.
+  void Carry(const Declaration& decl, const Observation& observed, const Plan& plan, bool dry_run);
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -137,41 +144,48 @@ bool ApplyRun::SaveIntent(const Plan& plan) {
   return true;
 }
 
-// After an apply cut short: the temporary files it left in every directory
-// the host writes into (parents of declared, recorded and in-flight paths,
-// the unit directory), and what it created that is now neither declared
-// nor recorded (nothing else would ever remove it).
+// After an apply cut short: the temporary files it left, and what it
+// created that is now neither declared nor recorded (nothing else would
+// ever remove it).
 void ApplyRun::Sweep(const Declaration& decl) {
-  const core::Intent& intent = *intent_;
-  if (intent.applying) {
-    std::set<std::string> dirs;
-    auto add_parent = [&](const std::string& path) {
-      size_t slash = path.rfind('/');
-      dirs.insert(slash == 0 ? "/" : path.substr(0, slash));
-    };
-    for (const Resource& r : decl.resources) {
-      if (r.HasFiles()) add_parent(r.path);
-    }
-    for (const auto& [id, e] : record_->resources) {
-      for (const core::WrittenPath& w : e.written) add_parent(w.path);
-    }
-    for (const std::string& path : intent.creating) add_parent(path);
-    int removed = 0;
-    auto sweep = [&](ports::FileSystem& fs, const std::string& dir) {
-      auto n = fs.RemoveStaleTemporaries(dir);
-      if (n) {
-        removed += *n;
-      } else {
-        // Left for the next interrupted apply's sweep; said, not dropped.
-        report_.warnings.push_back("temporary files left in " + dir +
-                                   " not removed: " + n.error().message);
-      }
-    };
-    for (const std::string& dir : dirs) sweep(*ports_.root, dir);
-    sweep(*ports_.units, "/");
-    report_.warnings.push_back("the previous apply was interrupted; removed " +
-                               std::to_string(removed) + " temporary file(s) it left");
+  if (intent_->applying) SweepTemporaries(decl);
+  RemoveOrphans(decl);
+}
+
+// In every directory the host writes into: parents of declared, recorded
+// and in-flight paths, and the unit directory.
+void ApplyRun::SweepTemporaries(const Declaration& decl) {
+  std::set<std::string> dirs;
+  auto add_parent = [&](const std::string& path) {
+    size_t slash = path.rfind('/');
+    dirs.insert(slash == 0 ? "/" : path.substr(0, slash));
+  };
+  for (const Resource& r : decl.resources) {
+    if (r.HasFiles()) add_parent(r.path);
   }
+  for (const auto& [id, e] : record_->resources) {
+    for (const core::WrittenPath& w : e.written) add_parent(w.path);
+  }
+  for (const std::string& path : intent_->creating) add_parent(path);
+  int removed = 0;
+  auto sweep = [&](ports::FileSystem& fs, const std::string& dir) {
+    auto n = fs.RemoveStaleTemporaries(dir);
+    if (n) {
+      removed += *n;
+    } else {
+      // Left for the next interrupted apply's sweep; said, not dropped.
+      report_.warnings.push_back("temporary files left in " + dir +
+                                 " not removed: " + n.error().message);
+    }
+  };
+  for (const std::string& dir : dirs) sweep(*ports_.root, dir);
+  sweep(*ports_.units, "/");
+  report_.warnings.push_back("the previous apply was interrupted; removed " +
+                             std::to_string(removed) + " temporary file(s) it left");
+}
+
+void ApplyRun::RemoveOrphans(const Declaration& decl) {
+  const core::Intent& intent = *intent_;
   for (const std::string& path : Orphans(intent, decl, *record_)) {
     // Only what the cut-short apply was creating: a file where it wrote a
     // file, a directory where it unpacked a tree. Anything else was put
@@ -246,8 +260,35 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   Apply(*decl);
 }
 
-// The phases of one apply: observe, plan, intent, write, daemon-reload,
-// act, confirm, commit.
+std::string ApplyRun::CredentialKey(const Declaration& decl) {
+  if (std::none_of(decl.resources.begin(), decl.resources.end(),
+                   [](const Resource& r) { return r.kind == core::Kind::kCredential; })) {
+    return "";
+  }
+  auto key = ports_.records->LoadDigestKey();
+  if (!key.warning.empty()) report_.warnings.push_back(std::move(key.warning));
+  return std::move(key.bytes);
+}
+
+// What an apply cut short created is the host's, though it is on disk and
+// not in the record: never "there before the host".
+void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& intent,
+                              Observation& observed) {
+  auto holds = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  for (size_t i = 0; i < decl.resources.size(); ++i) {
+    const Resource& r = decl.resources[i];
+    if (r.HasFiles() && holds(intent.creating, r.path)) {
+      observed.seen.files[i].preexisting = false;
+    }
+    if (r.unit_text.has_value() && holds(intent.creating_unit_files, r.unit)) {
+      observed.seen.unit_files[i].preexisting = false;
+    }
+  }
+}
+
+// The phases of one apply: observe, plan, intent, then what Carry does.
 void ApplyRun::Apply(const Declaration& decl) {
   bool dry_run = options_.dry_run;
   if (!LoadIntent()) {
@@ -255,34 +296,14 @@ void ApplyRun::Apply(const Declaration& decl) {
     report_.result = ApplyResult::kFailed;
     dry_run = true;
   }
-  std::string credential_key;
-  if (std::any_of(decl.resources.begin(), decl.resources.end(),
-                  [](const Resource& r) { return r.kind == core::Kind::kCredential; })) {
-    auto key = ports_.records->LoadDigestKey();
-    if (!key.warning.empty()) report_.warnings.push_back(std::move(key.warning));
-    credential_key = std::move(key.bytes);
-  }
-  std::vector<std::string> wants = Wants(decl, *record_, had_record_, credential_key);
+  std::vector<std::string> wants = Wants(decl, *record_, had_record_, CredentialKey(decl));
   auto observed = Observe(decl, *record_, wants,
                           {ports_.root, ports_.artifacts, ports_.units, ports_.archives,
                            ports_.services, &progress_, &options_.dirs},
                           stats_);
   if (!observed) return Refuse(observed.error());
   if (!dry_run) Sweep(decl);
-  // What an apply cut short created is the host's, though it is on disk
-  // and not in the record: never "there before the host".
-  for (size_t i = 0; i < decl.resources.size(); ++i) {
-    const Resource& r = decl.resources[i];
-    if (r.HasFiles() && std::find(intent_->creating.begin(), intent_->creating.end(), r.path) !=
-                            intent_->creating.end()) {
-      observed->seen.files[i].preexisting = false;
-    }
-    if (r.unit_text.has_value() &&
-        std::find(intent_->creating_unit_files.begin(), intent_->creating_unit_files.end(),
-                  r.unit) != intent_->creating_unit_files.end()) {
-      observed->seen.unit_files[i].preexisting = false;
-    }
-  }
+  ClaimWhatWasBeingCreated(decl, *intent_, *observed);
   auto make_plan = [&](bool plan_only) {
     return MakePlan({&decl, record_.get(), &*intent_, &observed->seen, &wants,
                      core::FormatTimestamp(report_.started_at), plan_only,
@@ -299,8 +320,13 @@ void ApplyRun::Apply(const Declaration& decl) {
     report_.diffs = Diffs({&decl, &plan, &observed->seen, &observed->bundles, &wants,
                            &options_.dirs, ports_.root, ports_.units});
   }
+  Carry(decl, *observed, plan, dry_run);
+}
+
+void ApplyRun::Carry(const Declaration& decl, const Observation& observed, const Plan& plan,
+                     bool dry_run) {
   Writes writes = dry_run ? NoWrites(plan)
-                          : Write(decl, plan, observed->bundles, observed->seen,
+                          : Write(decl, plan, observed.bundles, observed.seen,
                                   {ports_.root, ports_.units, ports_.services, &progress_});
   progress_.Step();
   std::vector<std::optional<core::Status>> enabled =
