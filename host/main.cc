@@ -110,6 +110,45 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
   return cli::PrintReport(report, plan, std::cout, std::cerr, format);
 }
 
+// TLS and basic auth of the listener, when --web-config names a file.
+core::Status ConfigureWeb(const cli::Flags& flags, http::StatusServer& server) {
+  if (flags.web_config.empty()) return core::Ok();
+  auto web = http::LoadWebConfig(flags.web_config);
+  if (!web) return std::unexpected(web.error());
+  if (auto st = server.Configure(*web); !st) {
+    return core::Fail("--web-config " + flags.web_config + ": " + st.error().message);
+  }
+  return core::Ok();
+}
+
+daemon::DaemonOptions DaemonOptionsOf(const cli::Flags& flags, http::StatusServer& server,
+                                      daemon::Log& log) {
+  daemon::DaemonOptions options;
+  options.declaration = flags.declaration;
+  options.open_declaration =
+      [path = flags.declaration]() -> core::Result<std::unique_ptr<ports::DeclarationSource>> {
+    auto opened = adapters::FileDeclaration::Open(path);
+    if (!opened) return std::unexpected(opened.error());
+    return std::move(*opened);
+  };
+  options.interval = flags.interval;
+  options.verbose = flags.verbose;
+  if (!flags.web_config.empty()) {
+    // A file that no longer reads keeps the one in force: never a listener
+    // dropped to plain HTTP or left open by a typo.
+    options.on_sighup = [&server, &log, path = flags.web_config] {
+      auto web = http::LoadWebConfig(path);
+      auto st = web ? server.Reload(*web) : core::Status(std::unexpected(web.error()));
+      if (st) {
+        log.Line(daemon::Priority::kNotice, "--web-config " + path + " re-read");
+      } else {
+        log.Line(daemon::Priority::kErr, st.error().message + "; the web config in force is kept");
+      }
+    };
+  }
+  return options;
+}
+
 int Run(const cli::Flags& flags) {
   adapters::BlockDaemonSignals();  // before any thread exists
   // One malloc arena per thread would keep each thread's freed memory: the
@@ -135,17 +174,9 @@ int Run(const cli::Flags& flags) {
   metrics.SetReconcileInterval(flags.interval);
   metrics.SetStartTime((*machine)->clock.Now());
   http::StatusServer server(board, [&metrics] { return metrics.Serialize(); });
-  if (!flags.web_config.empty()) {
-    auto web = http::LoadWebConfig(flags.web_config);
-    if (!web) {
-      log.Line(daemon::Priority::kErr, web.error().message);
-      return cli::kExitRefused;
-    }
-    if (auto st = server.Configure(*web); !st) {
-      log.Line(daemon::Priority::kErr,
-               "--web-config " + flags.web_config + ": " + st.error().message);
-      return cli::kExitRefused;
-    }
+  if (auto st = ConfigureWeb(flags, server); !st) {
+    log.Line(daemon::Priority::kErr, st.error().message);
+    return cli::kExitRefused;
   }
   auto bound = server.Start(*listen);
   if (!bound) {
@@ -155,29 +186,7 @@ int Run(const cli::Flags& flags) {
   log.Line(daemon::Priority::kNotice, "listening on " + *bound + " (" + server.scheme() + ")");
   adapters::SdbusServiceManager watch;  // its own bus connection, for its own thread
   adapters::SdNotifier notifier;
-  daemon::DaemonOptions options;
-  options.declaration = flags.declaration;
-  options.open_declaration =
-      [path = flags.declaration]() -> core::Result<std::unique_ptr<ports::DeclarationSource>> {
-    auto opened = adapters::FileDeclaration::Open(path);
-    if (!opened) return std::unexpected(opened.error());
-    return std::move(*opened);
-  };
-  options.interval = flags.interval;
-  options.verbose = flags.verbose;
-  if (!flags.web_config.empty()) {
-    // A file that no longer reads keeps the one in force: never a listener
-    // dropped to plain HTTP or left open by a typo.
-    options.on_sighup = [&server, &log, path = flags.web_config] {
-      auto web = http::LoadWebConfig(path);
-      auto st = web ? server.Reload(*web) : core::Status(std::unexpected(web.error()));
-      if (st) {
-        log.Line(daemon::Priority::kNotice, "--web-config " + path + " re-read");
-      } else {
-        log.Line(daemon::Priority::kErr, st.error().message + "; the web config in force is kept");
-      }
-    };
-  }
+  daemon::DaemonOptions options = DaemonOptionsOf(flags, server, log);
   std::string watch_warning;
   auto events = adapters::LinuxEventSource::Open(flags.declaration, &watch_warning);
   if (!events) {
