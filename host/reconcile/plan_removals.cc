@@ -14,8 +14,6 @@ namespace {
 using core::RecordEntry;
 using core::Resource;
 
-const std::map<std::string, std::string> kNoDropIns;
-
 // A recorded path is still claimed when a declared path equals it, lies
 // under it, or contains it. Sorted, each test is a few lookups, so
 // replacing a declaration of 10,000 files is not 10^8 comparisons.
@@ -106,6 +104,86 @@ void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
   }
 }
 
+// The unit of a dropped resource: stopped and its unit file deleted only
+// when that file is the host's, untouched, and no other resource's now.
+void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEntry& e,
+                     Removal& rm) {
+  auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
+  bool owns_unit = !e.unit.empty() && !claims.Unit(e.unit) && !e.unit_file_preexisting;
+  if (!e.unit.empty() && e.unit_file_preexisting && !claims.Unit(e.unit)) {
+    rm.left.push_back("unit " + e.unit + " and its unit file, there before the host wrote it");
+  }
+  if (owns_unit && !e.unit_file_fingerprint.empty() && unit_dir &&
+      claims.Path(std::string(*unit_dir) + "/" + e.unit)) {
+    rm.left.push_back("unit " + e.unit + " and its unit file, declared by another resource now");
+    owns_unit = false;
+  }
+  if (owns_unit && !e.unit_file_fingerprint.empty()) {
+    std::string why =
+        NotAsWritten(Find(in.seen->dropped_unit_files, e.unit), e.unit_file_fingerprint);
+    if (!why.empty()) {
+      rm.left.push_back("unit " + e.unit + " and its unit file: " + why);
+      owns_unit = false;
+    }
+  }
+  if (owns_unit) {
+    auto status = in.seen->dropped_units.find(e.unit);
+    rm.stop = status != in.seen->dropped_units.end() && status->second && status->second->Running();
+    rm.delete_unit_file = !e.unit_file_fingerprint.empty();
+  }
+}
+
+// Its drop-ins, unless another resource declares the unit now.
+void PlanDropInRemovals(const PlanInputs& in, const Claims& claims, const RecordEntry& e,
+                        Removal& rm) {
+  if (e.drop_ins.empty()) return;
+  if (claims.Unit(e.unit)) {
+    rm.left.push_back(Plural(e.drop_ins.size(), "drop-in") + " of " + e.unit +
+                      ": the unit is another resource's now");
+    return;
+  }
+  for (const auto& [name, fp] : e.drop_ins) {
+    std::string key = e.unit + ".d/" + name;
+    if (core::DropInPreexisting(fp)) {
+      rm.left.push_back("drop-in " + key + ", there before the host wrote it");
+      continue;
+    }
+    const DroppedSeen* seen = Find(in.seen->dropped_unit_files, key);
+    std::string why = NotAsWritten(seen, fp);
+    if (!why.empty()) {
+      rm.left.push_back("drop-in " + key + ": " + why);
+    } else if (!seen->missing) {
+      rm.delete_drop_ins.push_back(key);
+    }
+  }
+}
+
+void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEntry& e,
+                      Removal& rm) {
+  for (const core::WrittenPath& w : e.written) {
+    if (w.preexisting || claims.Path(w.path)) {
+      rm.left.push_back(w.path + (w.preexisting ? ", there before the host managed it"
+                                                : ", declared by another resource now"));
+      continue;
+    }
+    const DroppedSeen* seen = Find(in.seen->dropped_paths, w.path);
+    std::string why = NotAsWritten(seen, w.fingerprint, e.kind);
+    if (!why.empty()) {
+      rm.left.push_back(w.path + ": " + why);
+    } else if (!seen->missing && e.kind == "directory") {
+      if (seen->entries == 0) {
+        rm.delete_empty_dirs.push_back(w.path);
+      } else {
+        rm.held_dirs.emplace_back(w.path, seen->entries);
+      }
+    } else if (!seen->missing) {
+      rm.delete_paths.push_back(w.path);
+      rm.deletes_unit_definition |=
+          in.dirs != nullptr && UnitDefinitionAt(*in.dirs, w.path).has_value();
+    }
+  }
+}
+
 }  // namespace
 
 // Only what the host itself created, and still as it wrote it, is deleted;
@@ -113,76 +191,14 @@ void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
 std::vector<Removal> PlanRemovals(const PlanInputs& in) {
   std::vector<Removal> removals;
   Claims claims(*in.declaration, in.dirs);
-  auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
   for (const auto& [id, e] : in.record->resources) {
     if (in.declaration->Find(id) != nullptr) continue;
     Removal rm;
     rm.id = id;
     rm.entry = e;
-    bool owns_unit = !e.unit.empty() && !claims.Unit(e.unit) && !e.unit_file_preexisting;
-    if (!e.unit.empty() && e.unit_file_preexisting && !claims.Unit(e.unit)) {
-      rm.left.push_back("unit " + e.unit + " and its unit file, there before the host wrote it");
-    }
-    if (owns_unit && !e.unit_file_fingerprint.empty() && unit_dir &&
-        claims.Path(std::string(*unit_dir) + "/" + e.unit)) {
-      rm.left.push_back("unit " + e.unit + " and its unit file, declared by another resource now");
-      owns_unit = false;
-    }
-    if (owns_unit && !e.unit_file_fingerprint.empty()) {
-      std::string why =
-          NotAsWritten(Find(in.seen->dropped_unit_files, e.unit), e.unit_file_fingerprint);
-      if (!why.empty()) {
-        rm.left.push_back("unit " + e.unit + " and its unit file: " + why);
-        owns_unit = false;
-      }
-    }
-    if (owns_unit) {
-      auto status = in.seen->dropped_units.find(e.unit);
-      rm.stop =
-          status != in.seen->dropped_units.end() && status->second && status->second->Running();
-      rm.delete_unit_file = !e.unit_file_fingerprint.empty();
-    }
-    // Its drop-ins, unless another resource declares the unit now.
-    if (claims.Unit(e.unit) && !e.drop_ins.empty()) {
-      rm.left.push_back(Plural(e.drop_ins.size(), "drop-in") + " of " + e.unit +
-                        ": the unit is another resource's now");
-    }
-    for (const auto& [name, fp] : claims.Unit(e.unit) ? kNoDropIns : e.drop_ins) {
-      std::string key = e.unit + ".d/" + name;
-      if (core::DropInPreexisting(fp)) {
-        rm.left.push_back("drop-in " + key + ", there before the host wrote it");
-        continue;
-      }
-      const DroppedSeen* seen = Find(in.seen->dropped_unit_files, key);
-      std::string why = NotAsWritten(seen, fp);
-      if (!why.empty()) {
-        rm.left.push_back("drop-in " + key + ": " + why);
-      } else if (!seen->missing) {
-        rm.delete_drop_ins.push_back(key);
-      }
-    }
-    for (const core::WrittenPath& w : e.written) {
-      if (w.preexisting || claims.Path(w.path)) {
-        rm.left.push_back(w.path + (w.preexisting ? ", there before the host managed it"
-                                                  : ", declared by another resource now"));
-        continue;
-      }
-      const DroppedSeen* seen = Find(in.seen->dropped_paths, w.path);
-      std::string why = NotAsWritten(seen, w.fingerprint, e.kind);
-      if (!why.empty()) {
-        rm.left.push_back(w.path + ": " + why);
-      } else if (!seen->missing && e.kind == "directory") {
-        if (seen->entries == 0) {
-          rm.delete_empty_dirs.push_back(w.path);
-        } else {
-          rm.held_dirs.emplace_back(w.path, seen->entries);
-        }
-      } else if (!seen->missing) {
-        rm.delete_paths.push_back(w.path);
-        rm.deletes_unit_definition |=
-            in.dirs != nullptr && UnitDefinitionAt(*in.dirs, w.path).has_value();
-      }
-    }
+    PlanUnitRemoval(in, claims, e, rm);
+    PlanDropInRemovals(in, claims, e, rm);
+    PlanPathRemovals(in, claims, e, rm);
     removals.push_back(std::move(rm));
   }
   ReleaseDirectoriesEmptiedTogether(removals);
