@@ -126,13 +126,7 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
   generation_->Set(static_cast<double>(report.generation));
 
   bool same_declaration = declaration_digest_ == report.declaration_digest;
-  if (!same_declaration) {
-    for (auto& [id, churn] : resource_churn_) {
-      if (churn.second != nullptr) churn_->Remove(churn.second);
-    }
-    resource_churn_.clear();
-    declaration_digest_ = report.declaration_digest;
-  }
+  if (!same_declaration) NewDeclaration(report.declaration_digest);
   std::set<std::string> resources, units;
   std::set<std::string> running;
   std::map<std::string, uint64_t> by_kind;
@@ -148,22 +142,7 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
     const std::string& unit = o.declared_unit;
     units.insert(unit);
     if (o.unit_should_run) running.insert(unit);
-    // Every counter a declared unit can have exists from its first apply,
-    // at 0 (the Prometheus convention): a series born at 1 on the first
-    // restart is one increase() cannot see, and MeshHostUnitFlapping missed
-    // three host restarts in three minutes.
-    for (const char* reason : kRestartReasons) {
-      unit_restart_counters_[unit].insert(
-          &unit_restarts_->Add({{"unit", unit}, {"reason", reason}}));
-    }
-    if (o.host_acted && !o.restart_reason.empty()) {
-      auto& rc = unit_restarts_->Add({{"unit", unit}, {"reason", o.restart_reason}});
-      rc.Increment();
-      unit_restart_counters_[unit].insert(&rc);
-    }
-    auto& cf = confirm_failures_->Add({{"unit", unit}});
-    if (o.confirm_failed) cf.Increment();
-    unit_confirm_counters_[unit] = &cf;
+    CountUnitActions(o);
   }
   for (const auto& [key, n] : counts) {
     outcomes_
@@ -186,6 +165,33 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
     s.n_restarts = o.unit->n_restarts;
     ObserveUnitLocked(o.unit->name, s, o.unit->up);
   }
+}
+
+// Churn is counted per declaration: a new one starts every resource at 0.
+void HostMetrics::NewDeclaration(const std::string& digest) {
+  for (auto& [id, churn] : resource_churn_) {
+    if (churn.second != nullptr) churn_->Remove(churn.second);
+  }
+  resource_churn_.clear();
+  declaration_digest_ = digest;
+}
+
+// Every counter a declared unit can have exists from its first apply, at 0
+// (the Prometheus convention): a series born at 1 on the first restart is
+// one increase() cannot see.
+void HostMetrics::CountUnitActions(const core::ResourceOutcome& o) {
+  const std::string& unit = o.declared_unit;
+  for (const char* reason : kRestartReasons) {
+    unit_restart_counters_[unit].insert(&unit_restarts_->Add({{"unit", unit}, {"reason", reason}}));
+  }
+  if (o.host_acted && !o.restart_reason.empty()) {
+    auto& rc = unit_restarts_->Add({{"unit", unit}, {"reason", o.restart_reason}});
+    rc.Increment();
+    unit_restart_counters_[unit].insert(&rc);
+  }
+  auto& cf = confirm_failures_->Add({{"unit", unit}});
+  if (o.confirm_failed) cf.Increment();
+  unit_confirm_counters_[unit] = &cf;
 }
 
 void HostMetrics::ObserveResource(const core::ResourceOutcome& o, bool same_declaration) {

@@ -63,6 +63,9 @@ class HostMetrics {
   // Issue 210's shape, judged here: the churn of each resource under one
   // declaration, and its per-resource series.
   void ObserveResource(const core::ResourceOutcome& o, bool same_declaration);
+  // With mu_ held, as the two above.
+  void NewDeclaration(const std::string& digest);
+  void CountUnitActions(const core::ResourceOutcome& o);
   void ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status, bool up);
 
   mutable std::mutex mu_;
