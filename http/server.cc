@@ -79,18 +79,8 @@ std::string StatusServer::scheme() const {
   return tls_ != nullptr ? "https" : "http";
 }
 
-core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
-  // Sixteen workers, at most 64 connections, a request head within 2 s and
-  // 64 KiB per connection (bounded_server.h): no client, slow, large or
-  // many, keeps /healthz unanswered or takes the reconcile's descriptors.
-  server_ = std::make_unique<BoundedServer>();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    server_->SetTls(tls_);
-  }
-  httplib::Server& s = *server_;
-  s.set_payload_max_length(64 * 1024);
-
+// The three pages, and what an unknown path gets.
+void StatusServer::Route(httplib::Server& s) {
   s.Get("/status", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(status::ToJson(*board_.Get())
                             .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
@@ -105,8 +95,19 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_text_(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  // Anything but GET (and the HEAD httplib derives from it) is refused
-  // before routing, whatever the path.
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) {
+      res.set_content(
+          res.status == 404 ? "not found: try /status, /healthz or /metrics\n" : "error\n",
+          "text/plain");
+    }
+  });
+}
+
+// Authentication and the web config's headers on every request; anything
+// but GET (and the HEAD httplib derives from it) is refused before routing,
+// whatever the path.
+void StatusServer::Guard(httplib::Server& s) {
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     std::shared_ptr<const Policy> policy = CurrentPolicy();
     if (policy != nullptr) {
@@ -125,13 +126,22 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
     res.set_content("method not allowed: only GET\n", "text/plain");
     return httplib::Server::HandlerResponse::Handled;
   });
-  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) {
-      res.set_content(
-          res.status == 404 ? "not found: try /status, /healthz or /metrics\n" : "error\n",
-          "text/plain");
-    }
-  });
+}
+
+core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
+  // Sixteen workers, at most 64 connections, a request head within 2 s and
+  // 64 KiB per connection (bounded_server.h): no client, slow, large or
+  // many, keeps /healthz unanswered or takes the reconcile's descriptors.
+  server_ = std::make_unique<BoundedServer>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    server_->SetTls(tls_);
+  }
+  httplib::Server& s = *server_;
+  s.set_payload_max_length(64 * 1024);
+
+  Route(s);
+  Guard(s);
 
   int port = address.port;
   if (port == 0) {

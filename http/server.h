@@ -63,6 +63,8 @@ class StatusServer {
     std::map<std::string, std::string> headers;
   };
   std::shared_ptr<const Policy> CurrentPolicy() const;
+  void Route(httplib::Server& s);
+  void Guard(httplib::Server& s);
 
   const status::StatusBoard& board_;
   std::function<std::string()> metrics_text_;
