@@ -32,13 +32,8 @@ std::unexpected<core::Error> FileError(const char* what, const std::string& path
 // not verify it (as Go's crypto/tls, which the toolkit's names come from).
 int AcceptAny(int, X509_STORE_CTX*) { return 1; }
 
-}  // namespace
-
-core::Result<std::shared_ptr<const TlsContext>> TlsContext::Make(const TlsSettings& s) {
-  third_party::RegisterTlsDigests();
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (ctx == nullptr) return core::Fail("TLS: OpenSSL could not make a server context");
-  std::shared_ptr<const TlsContext> made(new TlsContext(ctx));
+// The certificate chain and its private key, which must match.
+core::Status UseKeyPair(SSL_CTX* ctx, const TlsSettings& s) {
   if (SSL_CTX_use_certificate_chain_file(ctx, s.cert_file.c_str()) != 1) {
     return FileError("tls_server_config.cert_file", s.cert_file, "not a PEM certificate");
   }
@@ -58,16 +53,11 @@ core::Result<std::shared_ptr<const TlsContext>> TlsContext::Make(const TlsSettin
     return core::Fail("tls_server_config.key_file " + s.key_file +
                       ": not the key of the certificate in " + s.cert_file);
   }
-  if (SSL_CTX_set_min_proto_version(ctx, s.min_version) != 1 ||
-      (s.max_version != 0 && SSL_CTX_set_max_proto_version(ctx, s.max_version) != 1)) {
-    ERR_clear_error();
-    return core::Fail("tls_server_config: this OpenSSL does not offer the TLS versions asked for");
-  }
-  if (s.prefer_server_cipher_suites) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
-  // Required for session resumption when client certificates are asked for.
-  static constexpr unsigned char kSessionContext[] = "mesh-host";
-  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
+  return core::Ok();
+}
+
+// Which client certificates are asked for, and against which CAs verified.
+core::Status UseClientAuth(SSL_CTX* ctx, const TlsSettings& s) {
   if (!s.client_ca_file.empty()) {
     if (SSL_CTX_load_verify_locations(ctx, s.client_ca_file.c_str(), nullptr) != 1) {
       return FileError("tls_server_config.client_ca_file", s.client_ca_file,
@@ -97,6 +87,28 @@ core::Result<std::shared_ptr<const TlsContext>> TlsContext::Make(const TlsSettin
       SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
       break;
   }
+  return core::Ok();
+}
+
+}  // namespace
+
+core::Result<std::shared_ptr<const TlsContext>> TlsContext::Make(const TlsSettings& s) {
+  third_party::RegisterTlsDigests();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return core::Fail("TLS: OpenSSL could not make a server context");
+  std::shared_ptr<const TlsContext> made(new TlsContext(ctx));
+  if (auto st = UseKeyPair(ctx, s); !st) return std::unexpected(st.error());
+  if (SSL_CTX_set_min_proto_version(ctx, s.min_version) != 1 ||
+      (s.max_version != 0 && SSL_CTX_set_max_proto_version(ctx, s.max_version) != 1)) {
+    ERR_clear_error();
+    return core::Fail("tls_server_config: this OpenSSL does not offer the TLS versions asked for");
+  }
+  if (s.prefer_server_cipher_suites) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+  // Required for session resumption when client certificates are asked for.
+  static constexpr unsigned char kSessionContext[] = "mesh-host";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
+  if (auto st = UseClientAuth(ctx, s); !st) return std::unexpected(st.error());
   return made;
 }
 

@@ -74,6 +74,47 @@ std::string Resolve(const std::string& path, const std::string& dir) {
   return dir + "/" + path;
 }
 
+core::Result<ClientAuth> ClientAuthType(const std::string& value, const std::string& at) {
+  static const std::map<std::string, ClientAuth> kTypes = {
+      {"NoClientCert", ClientAuth::kNone},
+      {"RequestClientCert", ClientAuth::kRequest},
+      {"RequireAnyClientCert", ClientAuth::kRequireAny},
+      {"VerifyClientCertIfGiven", ClientAuth::kVerifyIfGiven},
+      {"RequireAndVerifyClientCert", ClientAuth::kRequireAndVerify}};
+  auto it = kTypes.find(value);
+  if (it == kTypes.end()) {
+    return Bad(at, "unknown client auth type \"" + value +
+                       "\" (NoClientCert, RequestClientCert, RequireAnyClientCert, "
+                       "VerifyClientCertIfGiven or RequireAndVerifyClientCert)");
+  }
+  return it->second;
+}
+
+// What the settings must hold together: a key pair, client CAs exactly
+// when client certificates are verified, versions in order.
+core::Status CheckTls(const TlsSettings& tls, const std::string& where) {
+  if (tls.cert_file.empty())
+    return Bad(where + ".cert_file", "missing (a key needs its certificate)");
+  if (tls.key_file.empty())
+    return Bad(where + ".key_file", "missing (a certificate needs its key)");
+  bool verifies = tls.client_auth == ClientAuth::kVerifyIfGiven ||
+                  tls.client_auth == ClientAuth::kRequireAndVerify;
+  if (verifies && tls.client_ca_file.empty()) {
+    return Bad(where + ".client_ca_file",
+               "missing: client_auth_type verifies client certificates "
+               "against it");
+  }
+  if (!verifies && !tls.client_ca_file.empty()) {
+    return Bad(where + ".client_ca_file",
+               "set, but client_auth_type does not verify client certificates (use "
+               "RequireAndVerifyClientCert or VerifyClientCertIfGiven)");
+  }
+  if (tls.max_version != 0 && tls.max_version < tls.min_version) {
+    return Bad(where + ".max_version", "lower than min_version");
+  }
+  return core::Ok();
+}
+
 core::Result<TlsSettings> ParseTls(const YAML::Node& node, const std::string& dir) {
   const std::string where = "tls_server_config";
   if (auto st = OnlyKeys(node, kTlsKeys, kTlsUnsupported, where); !st) {
@@ -98,44 +139,16 @@ core::Result<TlsSettings> ParseTls(const YAML::Node& node, const std::string& di
     } else if (key == "client_ca_file") {
       tls.client_ca_file = Resolve(*value, dir);
     } else if (key == "client_auth_type") {
-      static const std::map<std::string, ClientAuth> kTypes = {
-          {"NoClientCert", ClientAuth::kNone},
-          {"RequestClientCert", ClientAuth::kRequest},
-          {"RequireAnyClientCert", ClientAuth::kRequireAny},
-          {"VerifyClientCertIfGiven", ClientAuth::kVerifyIfGiven},
-          {"RequireAndVerifyClientCert", ClientAuth::kRequireAndVerify}};
-      auto it = kTypes.find(*value);
-      if (it == kTypes.end()) {
-        return Bad(at, "unknown client auth type \"" + *value +
-                           "\" (NoClientCert, RequestClientCert, RequireAnyClientCert, "
-                           "VerifyClientCertIfGiven or RequireAndVerifyClientCert)");
-      }
-      tls.client_auth = it->second;
+      auto type = ClientAuthType(*value, at);
+      if (!type) return std::unexpected(type.error());
+      tls.client_auth = *type;
     } else {
       auto v = TlsVersion(*value, at);
       if (!v) return std::unexpected(v.error());
       (key == "min_version" ? tls.min_version : tls.max_version) = *v;
     }
   }
-  if (tls.cert_file.empty())
-    return Bad(where + ".cert_file", "missing (a key needs its certificate)");
-  if (tls.key_file.empty())
-    return Bad(where + ".key_file", "missing (a certificate needs its key)");
-  bool verifies = tls.client_auth == ClientAuth::kVerifyIfGiven ||
-                  tls.client_auth == ClientAuth::kRequireAndVerify;
-  if (verifies && tls.client_ca_file.empty()) {
-    return Bad(where + ".client_ca_file",
-               "missing: client_auth_type verifies client certificates "
-               "against it");
-  }
-  if (!verifies && !tls.client_ca_file.empty()) {
-    return Bad(where + ".client_ca_file",
-               "set, but client_auth_type does not verify client certificates (use "
-               "RequireAndVerifyClientCert or VerifyClientCertIfGiven)");
-  }
-  if (tls.max_version != 0 && tls.max_version < tls.min_version) {
-    return Bad(where + ".max_version", "lower than min_version");
-  }
+  if (auto st = CheckTls(tls, where); !st) return std::unexpected(st.error());
   return tls;
 }
 
