@@ -96,16 +96,25 @@ void SdbusServiceManager::Disconnect() {
 core::Status SdbusServiceManager::Connect() {
   if (bus_ != nullptr) return core::Ok();
   auto bus = std::make_unique<Bus>();
-  int r = sd_bus_open_system(&bus->bus);
+  const char* address = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+  // As sd_bus_open_system, but with the call timeout set before the bus's
+  // Hello is sent: a bus that never answers it is bounded like any call.
+  int r = sd_bus_new(&bus->bus);
+  if (r >= 0) {
+    r = sd_bus_set_address(bus->bus, address != nullptr && *address != '\0'
+                                         ? address
+                                         : "unix:path=/run/dbus/system_bus_socket");
+  }
+  if (r >= 0) r = sd_bus_set_bus_client(bus->bus, 1);
+  if (r >= 0) r = sd_bus_set_method_call_timeout(bus->bus, Usec(kCallTimeout));
+  if (r >= 0) r = sd_bus_start(bus->bus);
   if (r < 0) {
-    const char* address = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
     return core::Fail(std::string("no systemd answers on the system bus (") +
                       (address != nullptr ? std::string("DBUS_SYSTEM_BUS_ADDRESS=") + address
                                           : std::string("/run/dbus/system_bus_socket; "
                                                         "DBUS_SYSTEM_BUS_ADDRESS is not set")) +
                       "): " + std::strerror(-r));
   }
-  sd_bus_set_method_call_timeout(bus->bus, Usec(kCallTimeout));
   // JobRemoved is subscribed to before any job is asked for, so no result of
   // the host's can be missed between a method's reply and the wait.
   r = sd_bus_match_signal(

@@ -57,6 +57,38 @@ TEST_F(SdbusAdapterTest, TheWatchFailsWhenThereIsNoBus) {
   EXPECT_TRUE(again.WaitForUnitChanges({"w.service"}, 100ms).has_value());
 }
 
+// A bus that answers, with no systemd on it: connecting works, everything
+// after is refused. Each call says so; none returns an empty answer that
+// reads as "nothing changed" or "queued".
+TEST_F(SdbusAdapterTest, ABusWithoutSystemdIsRefusedEverywhereAndSaid) {
+  const char* empty = std::getenv("EMPTY_BUS_ADDRESS");
+  ASSERT_NE(empty, nullptr) << "sdbus_adapter_test.sh starts a bus with no systemd on it";
+  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", empty, 1);
+  SdbusServiceManager host;
+  auto changed = host.WaitForUnitChanges({"x.service"}, 30s);
+  auto reloaded = host.ReloadDaemon();
+  auto enabled = host.SetUnitFileEnabled("x.service", true);
+  auto read = host.ReadUnits({"x.service", "y.service"});
+  auto queued = host.EnqueueAll({{"x.service", ports::JobKind::kRestart}});
+  auto stop = host.Enqueue("x.service", ports::JobKind::kStop);
+  auto done = host.WaitForJobs({"/org/freedesktop/systemd1/job/1"}, 100ms);
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
+
+  ASSERT_FALSE(changed.has_value()) << "an empty list reads as 'nothing changed'";
+  EXPECT_NE(changed.error().message.find("Subscribe"), std::string::npos)
+      << changed.error().message;
+  EXPECT_FALSE(reloaded.has_value());
+  EXPECT_FALSE(enabled.has_value());
+  ASSERT_EQ(read.size(), 2u);
+  for (const auto& r : read) EXPECT_FALSE(r.has_value());
+  ASSERT_EQ(queued.size(), 1u);
+  EXPECT_FALSE(queued[0].has_value()) << "a job path no systemd gave";
+  EXPECT_FALSE(stop.has_value());
+  EXPECT_TRUE(done.empty()) << "a result no systemd gave";
+  EXPECT_EQ(host.jobs_held(), 0u);
+}
+
 // Issue 14: the adapter kept every JobRemoved on the machine and erased
 // only the host's own: the daemon grew without bound.
 TEST_F(SdbusAdapterTest, JobsOfOthersAreNotKept) {
