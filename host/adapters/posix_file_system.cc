@@ -65,8 +65,9 @@ std::vector<std::string_view> Components(std::string_view path) {
 std::string TempName(std::string_view leaf) {
   static std::atomic<uint64_t> counter{0};
   std::string base(leaf.substr(0, 180));
-  return "." + base + ".mesh-host-tmp." + std::to_string(::getpid()) + "." +
-         std::to_string(counter.fetch_add(1));
+  // The process id, read once: a first apply names thousands of temporaries.
+  static const std::string pid = std::to_string(::getpid());
+  return "." + base + ".mesh-host-tmp." + pid + "." + std::to_string(counter.fetch_add(1));
 }
 
 Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
@@ -377,6 +378,14 @@ void PosixFileSystem::Unsynced(const std::string& path) {
 }
 
 Status PosixFileSystem::Flush() {
+  // Placed files' owners and modes, set after their contents were made
+  // durable, are made durable with them here.
+  for (auto it = placed_since_flush_.begin(); it != placed_since_flush_.end();) {
+    if (::syncfs(it->second.get()) != 0) {
+      return Fail(Errno("syncfs", root_ + " (the files this apply wrote)"));
+    }
+    it = placed_since_flush_.erase(it);
+  }
   // A directory leaves the set only once fsynced: after a failure the next
   // Flush tries it again, so a later record still waits for it.
   for (auto it = unsynced_.begin(); it != unsynced_.end(); it = unsynced_.erase(it)) {

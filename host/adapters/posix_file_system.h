@@ -7,6 +7,9 @@
 // a symlink there is replaced, not written through.
 #pragma once
 
+#include <sys/types.h>
+
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -40,6 +43,18 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<std::pair<UniqueFd, size_t>> OpenRegular(const std::string& path, uint64_t limit);
   core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
                                                const ports::Ownership& ownership) override;
+  // Staged files: each directory is walked once per batch to stage and
+  // once more, before its first file is placed, to prove it is still where
+  // its path says; each temporary is proven by inode before it is given its
+  // owner and mode. syncfs is called on a descriptor opened before the
+  // first file of the batch was written on that file system, so it reports
+  // the batch's write-back errors, not older ones.
+  core::Result<ports::StagedFile> StageFile(const std::string& path,
+                                            std::string_view content) override;
+  core::Status MakeStagedDurable() override;
+  core::Result<core::FileInfo> PlaceStaged(const ports::StagedFile& staged,
+                                           const ports::Ownership& ownership) override;
+  void DiscardStaged(const ports::StagedFile& staged) override;
   core::Status ReplaceTree(const std::string& path,
                            const std::vector<core::TreeEntry>& entries) override;
   core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
@@ -56,6 +71,8 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<int> RemoveStaleTemporaries(const std::string& dir) override;
   core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,
                                                         const std::string& group) override;
+
+  ~PosixFileSystem() override;
 
   const std::string& root() const { return root_; }
   // What the root directory itself is, read from its open descriptor (so it
@@ -80,9 +97,43 @@ class PosixFileSystem : public ports::FileSystem {
   // Marks the directory holding `path` as needing an fsync at Flush.
   void Unsynced(const std::string& path);
 
+  // A directory files are staged in, held open for the batch.
+  struct StagingDir {
+    UniqueFd fd;
+    std::string path;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    bool proven = false;  // walked again since staging, and still it
+  };
+  struct Staged {
+    std::shared_ptr<StagingDir> dir;
+    std::string leaf, temp;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    uid_t uid = 0;
+  };
+  // The open directory that holds `path` (walked, and parents made, on the
+  // batch's first file there); *leaf receives the last component.
+  core::Result<std::shared_ptr<StagingDir>> StagingDirOf(const std::string& path,
+                                                         std::string* leaf);
+  // Whether `dir` is still the directory its path names, walked again.
+  core::Status ProveStagingDir(StagingDir& dir);
+  // Removes a staged file's temporary (best effort) and forgets it.
+  void Unstage(uint64_t id);
+
   std::string root_;
   UniqueFd root_fd_;
   std::set<std::string> unsynced_;  // directories with renames not yet fsynced
+  std::map<uint64_t, Staged> staged_;
+  uint64_t next_staged_ = 1;
+  // The directories of staged files, by path, while any file staged there
+  // is not yet placed or discarded.
+  std::map<std::string, std::shared_ptr<StagingDir>> staging_dirs_;
+  // Per file system written to: a descriptor for syncfs, opened before the
+  // first write (not yet durable, then durable but its placed files' owners
+  // and modes not yet: Flush syncs those again).
+  std::map<dev_t, UniqueFd> not_durable_;
+  std::map<dev_t, UniqueFd> placed_since_flush_;
   std::string open_error_;
 };
 

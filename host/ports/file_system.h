@@ -24,6 +24,13 @@ struct Ownership {
   uint32_t gid = 0;
 };
 
+// A file written under a temporary name beside `path` and not yet in its
+// place (FileSystem::StageFile); `id` is how the implementation knows it.
+struct StagedFile {
+  std::string path;
+  uint64_t id = 0;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -49,6 +56,27 @@ class FileSystem {
   virtual core::Result<core::FileInfo> WriteFileAtomic(const std::string& path,
                                                        std::string_view content,
                                                        const Ownership& ownership) = 0;
+
+  // Many files written, made durable in one step, then put in place: write
+  // -> durable -> rename for each, as WriteFileAtomic does for one, without
+  // a flush per file.
+  //
+  // StageFile writes `content` to a new temporary beside `path` (parents
+  // made as WriteFileAtomic makes them; a directory in the way is refused
+  // when the file is placed),
+  // readable by no one but the host; it holds the directory open until the
+  // file is placed or discarded, so a caller stages a bounded batch.
+  // MakeStagedDurable makes every file staged since its last call durable.
+  // PlaceStaged gives the file `ownership` and renames it into place,
+  // returning its stat; it fails, leaving no temporary, when the temporary
+  // or its directory is no longer the one staged. DiscardStaged removes a
+  // staged file never placed (best effort: a later apply's sweep of stale
+  // temporaries removes what it leaves, as it does after a kill).
+  virtual core::Result<StagedFile> StageFile(const std::string& path, std::string_view content) = 0;
+  virtual core::Status MakeStagedDurable() = 0;
+  virtual core::Result<core::FileInfo> PlaceStaged(const StagedFile& staged,
+                                                   const Ownership& ownership) = 0;
+  virtual void DiscardStaged(const StagedFile& staged) = 0;
 
   // Unpacks `entries` into a sibling temporary directory and swaps it in
   // whole for `path` (a directory, 0755). The old tree is deleted after.

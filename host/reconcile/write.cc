@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "host/core/want.h"
@@ -11,8 +12,11 @@ namespace {
 
 using core::Resource;
 
+// `staged`: a file's or credential's content, staged and made durable
+// (StageBatch), to be put in place here.
 Written WriteResource(const Resource& r, const Step& step, const BundlesById& bundles,
-                      const FilesSeen& seen, const WritePorts& ports) {
+                      const FilesSeen& seen, const ports::StagedFile* staged,
+                      const WritePorts& ports) {
   Written w;
   if (step.write_files && r.IsTree()) {
     const std::vector<core::TreeEntry>& bundle = *bundles.at(r.id);
@@ -28,9 +32,8 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
     auto after = ports.root->MakeSymlink(r.path, r.target);
     if (!after) return {std::unexpected(after.error()), "", "", {}};
     w.fingerprint = core::FileFingerprint(*after);
-  } else if (step.write_files) {
-    auto after = ports.root->WriteFileAtomic(r.path, r.content,
-                                             ports::Ownership{r.mode, seen.uid, seen.gid});
+  } else if (step.write_files && staged != nullptr) {
+    auto after = ports.root->PlaceStaged(*staged, ports::Ownership{r.mode, seen.uid, seen.gid});
     if (!after) return {std::unexpected(after.error()), "", "", {}};
     w.fingerprint = core::FileFingerprint(*after);
   }
@@ -106,6 +109,57 @@ void RemoveDirectories(const Plan& plan, const WritePorts& ports, Writes& writes
   }
 }
 
+// A batch of staged files holds one open directory per distinct parent,
+// and every file's content is written before any is placed: bounded so an
+// apply of any size stays within the default 1,024 descriptors and does
+// not hold gigabytes of dirty pages.
+constexpr size_t kBatchFiles = 4096;
+constexpr size_t kBatchDirectories = 256;
+constexpr uint64_t kBatchBytes = 64ull << 20;
+
+// Stages the files and credentials written from step `first` on, up to a
+// batch's bounds, then makes them durable in one step: one flush per batch,
+// not one per file. A file that fails here fails its resource; the others
+// go on; if the durable step fails, every file of the batch fails and none
+// is placed. Returns the step after the last one considered.
+size_t StageBatch(const core::Declaration& decl, const Plan& plan, size_t first,
+                  const WritePorts& ports, std::vector<std::optional<ports::StagedFile>>& staged,
+                  Writes& writes) {
+  std::set<std::string_view> dirs;
+  size_t files = 0;
+  uint64_t bytes = 0;
+  size_t i = first;
+  for (; i < plan.steps.size(); ++i) {
+    const Resource& r = decl.resources[i];
+    if (!plan.steps[i].write_files || !r.IsFile()) continue;
+    std::string_view dir(r.path.data(), std::max<size_t>(r.path.rfind('/'), 1));
+    if (files > 0 && (files == kBatchFiles || bytes + r.content.size() > kBatchBytes ||
+                      (!dirs.contains(dir) && dirs.size() == kBatchDirectories))) {
+      break;
+    }
+    dirs.insert(dir);
+    ++files;
+    bytes += r.content.size();
+    auto s = ports.root->StageFile(r.path, r.content);
+    if (ports.progress != nullptr) ports.progress->Step();
+    if (!s) {
+      writes.steps[i].status = std::unexpected(s.error());
+      continue;
+    }
+    staged[i] = std::move(*s);
+  }
+  if (files == 0) return i;
+  if (core::Status durable = ports.root->MakeStagedDurable(); !durable) {
+    for (size_t k = first; k < i; ++k) {
+      if (!staged[k]) continue;
+      ports.root->DiscardStaged(*staged[k]);
+      staged[k].reset();
+      writes.steps[k].status = std::unexpected(durable.error());
+    }
+  }
+  return i;
+}
+
 }  // namespace
 
 Writes NoWrites(const Plan& plan) {
@@ -119,10 +173,18 @@ Writes NoWrites(const Plan& plan) {
 Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById& bundles,
              const Seen& seen, const WritePorts& ports) {
   Writes writes = NoWrites(plan);
+  std::vector<std::optional<ports::StagedFile>> staged(plan.steps.size());
+  size_t staged_to = 0;  // steps before this one were considered for staging
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];
     if (!step.changes()) continue;
-    writes.steps[i] = WriteResource(decl.resources[i], step, bundles, seen.files[i], ports);
+    if (step.write_files && decl.resources[i].IsFile() && i >= staged_to) {
+      staged_to = StageBatch(decl, plan, i, ports, staged, writes);
+    }
+    if (!writes.steps[i].status) continue;  // failed while staged
+    writes.steps[i] = WriteResource(decl.resources[i], step, bundles, seen.files[i],
+                                    staged[i] ? &*staged[i] : nullptr, ports);
+    staged[i].reset();  // placed, or discarded by the failed placement
     if (ports.progress != nullptr) ports.progress->Step();
     // A drop-in write that failed may have followed one that landed.
     writes.unit_files_changed |=

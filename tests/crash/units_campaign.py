@@ -15,7 +15,7 @@ it reloads. Every generation changes all three. After each kill:
     it (0 false unchanged);
   - the apply after that must find nothing to do.
 
---points kills at every renameat, sendmsg and fsync of the apply in turn
+--points kills at every renameat, sendmsg, fsync and syncfs of the apply in turn
 (strace's syscall injection: deterministic, each one once); --kills N kills
 at N random moments. Prints "N passed, N failed" (kills survived).
 
@@ -142,7 +142,7 @@ def main():
             return 1
         kills = []
         if a.points:
-            for syscall in ("renameat", "sendmsg", "fsync"):
+            for syscall in ("renameat", "sendmsg", "fsync", "syncfs"):
                 kills += [("point", syscall, n) for n in range(1, 200)]
         kills += [("random", None, None)] * a.kills
         skip = None
@@ -176,7 +176,7 @@ def main():
     finally:
         subprocess.run([a.sdbox, "down"], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"seed {a.seed}: {tried} kills ({'every renameat, sendmsg and fsync; ' if a.points else ''}"
+    print(f"seed {a.seed}: {tried} kills ({'every renameat, sendmsg, fsync and syncfs; ' if a.points else ''}"
           f"{a.kills} at random), settle {SETTLE}")
     for f in failures:
         print("FAIL:", f)

@@ -28,3 +28,40 @@ echo "ok   - a failed syncfs of the tree fails the archive, nothing swapped in"
 out=$("$BIN" apply "${F[@]}" 2>&1) || fail "the next apply: $out"
 grep -q "^created b (archive)" <<<"$out" || fail "the next apply did not converge: $out"
 echo "ok   - the next apply converges"
+
+# Files: the apply's files are staged, then made durable by one syncfs
+# before any is put in place. That syncfs failing fails them all, and none
+# is put in place.
+printf '{"machine":"m","generation":2,"resources":[{"id":"f","kind":"file","path":"/etc/f","content":"f\\n"},{"id":"g","kind":"file","path":"/etc/g","content":"g\\n"},{"id":"b","kind":"archive","path":"/opt/b","source":"b.tar.gz","sha256":"%s"}]}' "$sha" > "$T/d.json"
+set +e
+out=$(strace -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:error=EIO:when=1 "$BIN" apply "${F[@]}" 2>&1)
+rc=$?
+set -e
+echo "$out" | sed 's/^/    /'
+[ "$rc" = 1 ] || fail "exit $rc, not 1"
+grep -q "^failed f (file): syncfs .*: Input/output error" <<<"$out" || fail "the failed syncfs is not named for f"
+grep -q "^failed g (file): syncfs .*: Input/output error" <<<"$out" || fail "the failed syncfs is not named for g"
+[ ! -e "$T/root/etc/f" ] && [ ! -e "$T/root/etc/g" ] || fail "a file whose syncfs failed was put in place"
+[ -z "$(ls -A "$T/root/etc")" ] || fail "temporaries left: $(ls -A "$T/root/etc")"
+echo "ok   - a failed syncfs of the staged files fails each, none put in place, no temporary left"
+out=$("$BIN" apply "${F[@]}" 2>&1) || fail "the next apply: $out"
+grep -q "^created f (file)" <<<"$out" && grep -q "^created g (file)" <<<"$out" || fail "the next apply did not converge: $out"
+echo "ok   - the next apply converges"
+
+# The owners and modes given at placement are made durable before the
+# record claims them: a failed syncfs there (the apply's second) keeps the
+# record from claiming the writes.
+printf '{"machine":"m","generation":3,"resources":[{"id":"f","kind":"file","path":"/etc/f","content":"f2\\n","mode":"0640"},{"id":"g","kind":"file","path":"/etc/g","content":"g\\n"},{"id":"b","kind":"archive","path":"/opt/b","source":"b.tar.gz","sha256":"%s"}]}' "$sha" > "$T/d.json"
+set +e
+out=$(strace -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:error=EIO:when=2 "$BIN" apply "${F[@]}" 2>&1)
+rc=$?
+set -e
+echo "$out" | sed 's/^/    /'
+[ "$rc" = 1 ] || fail "exit $rc, not 1"
+grep -q "syncfs .*: Input/output error" <<<"$out" || fail "the failed syncfs is not named"
+python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["generation"] != 2)' "$T/state/state.json" \
+  || fail "the record claims generation 3 though its writes were not made durable"
+out=$("$BIN" apply "${F[@]}" 2>&1) || fail "the next apply: $out"
+python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["generation"] != 3)' "$T/state/state.json" \
+  || fail "the next apply did not converge: $out"
+echo "ok   - a failed syncfs after placement keeps the record from claiming it"

@@ -23,10 +23,13 @@ class FaultyFileSystem : public ports::FileSystem {
   void Heal() {
     failing_.clear();
     fail_flush_ = false;
+    fail_durable_ = false;
   }
 
   // Flush fails with EIO (the disk lost what was written) from now on.
   void FailFlush() { fail_flush_ = true; }
+  // MakeStagedDurable fails with EIO from now on.
+  void FailDurable() { fail_durable_ = true; }
   int flushes() const { return flushes_; }
   // Paths looked at, through Stat and StatMany.
   size_t stats() const { return stats_; }
@@ -65,6 +68,30 @@ class FaultyFileSystem : public ports::FileSystem {
     if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
     return real_.WriteFileAtomic(path, content, own);
   }
+  core::Result<ports::StagedFile> StageFile(const std::string& path,
+                                            std::string_view content) override {
+    if (!Alive()) return core::Fail("killed");
+    if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
+    return real_.StageFile(path, content);
+  }
+  core::Status MakeStagedDurable() override {
+    if (!Alive()) return core::Fail("killed");
+    if (fail_durable_) return core::Fail(std::string("syncfs: ") + std::strerror(EIO));
+    return real_.MakeStagedDurable();
+  }
+  // before_write: when a staged file is put in place, the moment it lands.
+  // Killed, its temporary goes as the next process's sweep would remove it
+  // (in one process, the sweep spares its own).
+  core::Result<core::FileInfo> PlaceStaged(const ports::StagedFile& staged,
+                                           const ports::Ownership& own) override {
+    if (!Alive()) {
+      real_.DiscardStaged(staged);
+      return core::Fail("killed");
+    }
+    if (before_write) before_write(staged.path);
+    return real_.PlaceStaged(staged, own);
+  }
+  void DiscardStaged(const ports::StagedFile& staged) override { real_.DiscardStaged(staged); }
   core::Status ReplaceTree(const std::string& path,
                            const std::vector<core::TreeEntry>& entries) override {
     if (!Alive()) return core::Fail("killed");
@@ -118,6 +145,7 @@ class FaultyFileSystem : public ports::FileSystem {
   std::set<std::string> failing_;
   int errno_ = EIO;
   bool fail_flush_ = false;
+  bool fail_durable_ = false;
   int flushes_ = 0;
   size_t stats_ = 0;
 };

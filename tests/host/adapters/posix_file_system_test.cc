@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "tests/testing/temp_dir.h"
 
@@ -45,6 +47,103 @@ TEST_F(PosixFileSystemTest, WritesAtomicallyWithModeAndCreatesParents) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root/etc/app")),
                           std::filesystem::directory_iterator()),
             1);
+}
+
+// The entries of `dir` (names), sorted.
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Staged: written beside the path, private to the host and invisible until
+// placed; made durable in one step for all; discarded, nothing is left.
+TEST_F(PosixFileSystemTest, StagedFilesArePrivateAndAppearOnlyWhenPlaced) {
+  auto a = fs_->StageFile("/etc/app/a.conf", "alpha");
+  auto b = fs_->StageFile("/etc/b.conf", "beta");
+  auto c = fs_->StageFile("/etc/app/c.conf", "gamma");
+  ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
+  EXPECT_FALSE(Exists(dir_.Sub("root/etc/app/a.conf")));
+  std::vector<std::string> temps = Entries(dir_.Sub("root/etc/app"));
+  ASSERT_EQ(temps.size(), 2u);
+  struct stat st;
+  ASSERT_EQ(::stat(dir_.Sub("root/etc/app/" + temps[0]).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u) << "a temporary is the host's alone until placed";
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
+  auto placed = fs_->PlaceStaged(*a, {0640, 0, 0});
+  ASSERT_TRUE(placed.has_value()) << placed.error().message;
+  ASSERT_TRUE(fs_->PlaceStaged(*b, {0644, 0, 0}).has_value());
+  fs_->DiscardStaged(*c);
+  EXPECT_EQ(ReadText(dir_.Sub("root/etc/app/a.conf")), "alpha");
+  EXPECT_EQ(ReadText(dir_.Sub("root/etc/b.conf")), "beta");
+  ASSERT_EQ(::stat(dir_.Sub("root/etc/app/a.conf").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(placed->inode, st.st_ino);
+  EXPECT_EQ(Entries(dir_.Sub("root/etc/app")), std::vector<std::string>{"a.conf"})
+      << "no temporary of the placed nor of the discarded";
+  EXPECT_TRUE(fs_->Flush().has_value());
+  // A staged file is confined like any write: no symlink on the way.
+  std::filesystem::create_directory_symlink(dir_.Sub("outside"), dir_.Sub("root/out"));
+  EXPECT_FALSE(fs_->StageFile("/out/x", "x").has_value());
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.Sub("outside")));
+  auto in_the_way = fs_->StageFile("/etc/app", "x");
+  ASSERT_TRUE(in_the_way.has_value());
+  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
+  auto refused = fs_->PlaceStaged(*in_the_way, {0644, 0, 0});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().message, HasSubstr("a directory is in the way"));
+  EXPECT_EQ(Entries(dir_.Sub("root/etc")), (std::vector<std::string>{"app", "b.conf"}));
+}
+
+TEST_F(PosixFileSystemTest, AFileIsNotPlacedBeforeItIsDurable) {
+  auto a = fs_->StageFile("/etc/a", "a");
+  ASSERT_TRUE(a.has_value());
+  auto placed = fs_->PlaceStaged(*a, {0644, 0, 0});
+  ASSERT_FALSE(placed.has_value());
+  EXPECT_THAT(placed.error().message, HasSubstr("not made durable"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.Sub("root/etc")));
+}
+
+// A neighbour moves the directory away between staging and placing, and
+// puts one of theirs at its path: nothing is placed in either, nothing is
+// claimed, no temporary is left.
+TEST_F(PosixFileSystemTest, ADirectoryMovedWhileStagedPlacesNothing) {
+  std::filesystem::create_directories(dir_.Sub("root/srv/app"));
+  auto a = fs_->StageFile("/srv/app/conf", "ours");
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
+  std::filesystem::rename(dir_.Sub("root/srv/app"), dir_.Sub("root/srv/moved"));
+  std::filesystem::create_directories(dir_.Sub("root/srv/app"));
+  auto placed = fs_->PlaceStaged(*a, {0644, 0, 0});
+  ASSERT_FALSE(placed.has_value());
+  EXPECT_THAT(placed.error().message, HasSubstr("moved or replaced"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.Sub("root/srv/app")));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.Sub("root/srv/moved")));
+}
+
+// A neighbour who may write in the directory swaps the temporary for a
+// file of theirs: it is neither given the declared owner and mode nor put
+// in place.
+TEST_F(PosixFileSystemTest, AReplacedTemporaryIsNeitherChangedNorPlaced) {
+  auto a = fs_->StageFile("/srv/conf", "ours");
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
+  std::vector<std::string> temps = Entries(dir_.Sub("root/srv"));
+  ASSERT_EQ(temps.size(), 1u);
+  std::string temp = dir_.Sub("root/srv/" + temps[0]);
+  WriteText(temp + ".theirs", "theirs");
+  ASSERT_EQ(::chmod((temp + ".theirs").c_str(), 0600), 0);
+  std::filesystem::rename(temp + ".theirs", temp);
+  auto placed = fs_->PlaceStaged(*a, {04755, 0, 0});
+  ASSERT_FALSE(placed.has_value());
+  EXPECT_THAT(placed.error().message, HasSubstr("replaced"));
+  EXPECT_FALSE(Exists(dir_.Sub("root/srv/conf")));
+  struct stat st;
+  if (::stat(temp.c_str(), &st) == 0) EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
 
 TEST_F(PosixFileSystemTest, MissingParentsAre0755WhateverTheUmask) {

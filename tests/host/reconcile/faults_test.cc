@@ -2,10 +2,13 @@
 // a clear detail; the others are applied; nothing is half-written; the
 // record stays consistent.
 #include <gmock/gmock.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <iterator>
+#include <string>
 
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -49,6 +52,51 @@ TEST_F(FaultsTest, DiskFullFailsOneResourceAndKeepsItsOldContent) {
   faulty_->Heal();
   EXPECT_THAT(Outcomes(RunFaulty(Decl({File("a", "new a"), File("b", "new b")}, 2))),
               ElementsAre("updated", "unchanged"));
+}
+
+// The apply's files are made durable in one step before any is put in
+// place: when that step fails, none is placed — each file says why, their
+// old contents stay, what is not a staged file (a directory) is still
+// written, and the next apply writes them.
+TEST_F(FaultsTest, FilesThatCouldNotBeMadeDurableAreNotPutInPlace) {
+  json dir = {{"id", "d"}, {"kind", "directory"}, {"path", "/srv/d"}};
+  RunFaulty(Decl({File("a", "old a"), File("b", "old b")}));
+  faulty_->FailDurable();
+  ApplyReport r = RunFaulty(Decl({File("a", "new a"), File("b", "new b"), dir}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed", "created"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("syncfs: Input/output error"));
+  EXPECT_EQ(ReadText(Root("/etc/a")), "old a");
+  EXPECT_EQ(ReadText(Root("/etc/b")), "old b");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(Root("/etc")),
+                          std::filesystem::directory_iterator()),
+            2)
+      << "no temporary left beside them";
+  faulty_->Heal();
+  EXPECT_THAT(Outcomes(RunFaulty(Decl({File("a", "new a"), File("b", "new b"), dir}, 2))),
+              ElementsAre("updated", "updated", "unchanged"));
+  EXPECT_EQ(ReadText(Root("/etc/a")), "new a");
+}
+
+// A staged file holds its directory open until it is placed: an apply of
+// files in many directories stages them in batches, within a process's
+// descriptors (a one-shot apply has the default 1,024).
+TEST_F(FaultsTest, FilesInManyDirectoriesStayWithinTheDescriptorLimit) {
+  json files = json::array();
+  for (int i = 0; i < 700; ++i) {
+    std::string id = "f" + std::to_string(i);
+    files.push_back(
+        {{"id", id}, {"kind", "file"}, {"path", "/srv/" + id + "/conf"}, {"content", id}});
+  }
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = 512;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  ApplyReport r = RunFaulty(Decl(files));
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_EQ(r.result, ApplyResult::kOk) << (r.outcomes.empty() ? r.error : r.outcomes[0].detail);
+  EXPECT_EQ(ReadText(Root("/srv/f699/conf")), "f699");
 }
 
 // Directory fsyncs are batched into one Flush before the record is saved:

@@ -1,0 +1,185 @@
+// PosixFileSystem's staged files: many written, made durable at once, then
+// each put in place (file_system.h says the contract).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "host/adapters/posix_file_system.h"
+#include "host/adapters/posix_internal.h"
+
+namespace mesh::adapters {
+
+using namespace posix_internal;
+
+PosixFileSystem::~PosixFileSystem() {
+  // Temporaries of files never placed go with the process that staged them
+  // (a kill leaves them to the next apply's sweep).
+  while (!staged_.empty()) Unstage(staged_.begin()->first);
+}
+
+Result<std::shared_ptr<PosixFileSystem::StagingDir>> PosixFileSystem::StagingDirOf(
+    const std::string& path, std::string* leaf) {
+  size_t slash = path.rfind('/');
+  std::string dir_path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+  if (auto it = staging_dirs_.find(dir_path); it != staging_dirs_.end()) {
+    *leaf = path.substr(slash + 1);
+    if (leaf->empty() || *leaf == "." || *leaf == "..") {
+      return Fail("path " + path + " does not name a file");
+    }
+    return it->second;
+  }
+  auto parent = OpenParent(path, /*create=*/true, leaf);
+  if (!parent) return std::unexpected(parent.error());
+  struct stat st;
+  if (::fstat(parent->get(), &st) != 0) return Fail(Errno("stat parent of", path));
+  auto dir = std::make_shared<StagingDir>();
+  dir->fd = std::move(*parent);
+  dir->path = std::move(dir_path);
+  dir->dev = st.st_dev;
+  dir->ino = st.st_ino;
+  staging_dirs_.emplace(dir->path, dir);
+  return dir;
+}
+
+Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
+                                                     std::string_view content) {
+  std::string leaf;
+  auto found = StagingDirOf(path, &leaf);
+  if (!found) return std::unexpected(found.error());
+  std::shared_ptr<StagingDir> dir = std::move(*found);
+  auto forget_unused = [&] {
+    if (dir.use_count() == 2) staging_dirs_.erase(dir->path);  // this and the map's
+  };
+  // A directory in the way is found when the file is placed (rename
+  // refuses it): not looked for here, once per file.
+  struct stat st;
+  // Opened before the write, so its syncfs reports this write's errors.
+  if (!not_durable_.contains(dir->dev)) {
+    UniqueFd sync(::openat(dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!sync.valid()) {
+      forget_unused();
+      return Fail(Errno("open", dir->path));
+    }
+    not_durable_.emplace(dir->dev, std::move(sync));
+  }
+  std::string tmp = TempName(leaf);
+  UniqueFd fd(::openat(dir->fd.get(), tmp.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) {
+    forget_unused();
+    return Fail(Errno("create temporary file for", path));
+  }
+  Status written = WriteAll(fd.get(), content, path);
+  if (written && ::fstat(fd.get(), &st) != 0) written = Fail(Errno("stat", path));
+  if (written && ::close(fd.release()) != 0) written = Fail(Errno("close", path));
+  if (!written) {
+    fd.Reset();
+    (void)::unlinkat(dir->fd.get(), tmp.c_str(), 0);  // best effort: the sweep's otherwise
+    forget_unused();
+    return std::unexpected(written.error());
+  }
+  uint64_t id = next_staged_++;
+  staged_.emplace(
+      id, Staged{std::move(dir), std::move(leaf), std::move(tmp), st.st_dev, st.st_ino, st.st_uid});
+  return ports::StagedFile{path, id};
+}
+
+Status PosixFileSystem::MakeStagedDurable() {
+  // One syncfs per file system, not an fsync per file. A file system
+  // leaves the set only once synced.
+  for (auto it = not_durable_.begin(); it != not_durable_.end();) {
+    if (::syncfs(it->second.get()) != 0) {
+      return Fail(Errno("syncfs", root_ + " (the files this apply wrote)"));
+    }
+    placed_since_flush_.insert_or_assign(it->first, std::move(it->second));
+    it = not_durable_.erase(it);
+  }
+  return core::Ok();
+}
+
+Status PosixFileSystem::ProveStagingDir(StagingDir& dir) {
+  if (dir.proven) return core::Ok();
+  UniqueFd now;
+  if (dir.path == "/") {
+    now = UniqueFd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
+  } else {
+    std::string leaf;
+    auto parent = OpenParent(dir.path, /*create=*/false, &leaf);
+    if (!parent) return std::unexpected(parent.error());
+    if (parent->valid()) {
+      now = UniqueFd(
+          ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+  }
+  struct stat st;
+  if (!now.valid() || ::fstat(now.get(), &st) != 0 || st.st_dev != dir.dev ||
+      st.st_ino != dir.ino) {
+    return Fail(dir.path + " was moved or replaced while files were being written in it");
+  }
+  dir.proven = true;
+  return core::Ok();
+}
+
+Result<core::FileInfo> PosixFileSystem::PlaceStaged(const ports::StagedFile& staged,
+                                                    const ports::Ownership& own) {
+  auto it = staged_.find(staged.id);
+  if (it == staged_.end()) return Fail("write " + staged.path + ": not staged");
+  const Staged& s = it->second;
+  const std::string& path = staged.path;
+  auto fail = [&](std::string message) -> Result<core::FileInfo> {
+    Unstage(staged.id);
+    return Fail(std::move(message));
+  };
+  if (not_durable_.contains(s.dev)) return fail("write " + path + ": not made durable");
+  if (auto proven = ProveStagingDir(*s.dir); !proven) {
+    return fail("write " + path + ": " + proven.error().message);
+  }
+  int dir = s.dir->fd.get();
+  // The temporary is opened, not named, for its owner and mode: what is
+  // changed is the file this host wrote, or nothing.
+  UniqueFd fd(::openat(dir, s.temp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st;
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != s.dev ||
+      st.st_ino != s.ino || st.st_uid != s.uid) {
+    return fail("write " + path + ": its temporary file was replaced before it was put in place");
+  }
+  // chown before chmod: chown clears set-id bits. The temporary is the
+  // host's: no chown when that is the owner declared.
+  if ((st.st_uid != own.uid || st.st_gid != own.gid) && ::fchown(fd.get(), own.uid, own.gid) != 0) {
+    return fail(Errno("chown", path));
+  }
+  if (::fchmod(fd.get(), own.mode & 07777) != 0) return fail(Errno("chmod", path));
+  fd.Reset();
+  if (::renameat(dir, s.temp.c_str(), dir, s.leaf.c_str()) != 0) {
+    if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {
+      return fail("write " + path + ": a directory is in the way");
+    }
+    return fail(Errno("rename onto", path));
+  }
+  Unsynced(path);
+  int stat_rc = ::fstatat(dir, s.leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW);
+  int err = errno;
+  bool ours = stat_rc == 0 && st.st_dev == s.dev && st.st_ino == s.ino;
+  std::shared_ptr<StagingDir> held = s.dir;
+  staged_.erase(it);
+  if (held.use_count() == 2) staging_dirs_.erase(held->path);
+  if (stat_rc != 0) return Fail(Errno("stat", path, err));
+  if (!ours) return Fail("write " + path + ": replaced as it was put in place");
+  return FromStat(st);
+}
+
+void PosixFileSystem::DiscardStaged(const ports::StagedFile& staged) { Unstage(staged.id); }
+
+void PosixFileSystem::Unstage(uint64_t id) {
+  auto it = staged_.find(id);
+  if (it == staged_.end()) return;
+  std::shared_ptr<StagingDir> dir = std::move(it->second.dir);
+  // Best effort: what stays is a stale temporary, swept by a later apply.
+  (void)::unlinkat(dir->fd.get(), it->second.temp.c_str(), 0);
+  staged_.erase(it);
+  if (dir.use_count() == 2) staging_dirs_.erase(dir->path);
+}
+
+}  // namespace mesh::adapters
