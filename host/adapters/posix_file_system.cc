@@ -203,6 +203,7 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
           if (errno != EEXIST) return Fail(Errno("mkdir", walked));
         } else {
           made = true;
+          Unsynced(walked);  // its entry in its parent, fsynced at Flush
         }
         continue;
       }

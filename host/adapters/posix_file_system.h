@@ -7,6 +7,7 @@
 // a symlink there is replaced, not written through.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <map>
@@ -111,7 +112,10 @@ class PosixFileSystem : public ports::FileSystem {
     dev_t dev = 0;
     ino_t ino = 0;
     uid_t uid = 0;
+    off_t size = 0;
+    timespec ctime{};
   };
+  static bool IsStaged(const Staged& s, const struct stat& st);
   // The open directory that holds `path` (walked, and parents made, on the
   // batch's first file there); *leaf receives the last component.
   core::Result<std::shared_ptr<StagingDir>> StagingDirOf(const std::string& path,

@@ -13,6 +13,24 @@ namespace mesh::adapters {
 
 using namespace posix_internal;
 
+namespace {
+
+// Whether `st` is still the temporary as the host wrote it: nothing was
+// done to it since (a link, a rename or a write changes its ctime), and
+// no other name reaches it.
+bool IsStagedAsWritten(dev_t dev, ino_t ino, uid_t uid, off_t size, const timespec& ctime,
+                       const struct stat& st) {
+  return S_ISREG(st.st_mode) && st.st_dev == dev && st.st_ino == ino && st.st_uid == uid &&
+         st.st_nlink == 1 && st.st_size == size && st.st_ctim.tv_sec == ctime.tv_sec &&
+         st.st_ctim.tv_nsec == ctime.tv_nsec;
+}
+
+}  // namespace
+
+bool PosixFileSystem::IsStaged(const Staged& s, const struct stat& st) {
+  return IsStagedAsWritten(s.dev, s.ino, s.uid, s.size, s.ctime, st);
+}
+
 PosixFileSystem::~PosixFileSystem() {
   // Temporaries of files never placed go with the process that staged them
   // (a kill leaves them to the next apply's sweep).
@@ -45,6 +63,14 @@ Result<std::shared_ptr<PosixFileSystem::StagingDir>> PosixFileSystem::StagingDir
 
 Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
                                                      std::string_view content) {
+  // Directories are held by path: only a path in one spelling ("/a/b", no
+  // "." or "..", no empty component) is staged.
+  std::string normal;
+  for (std::string_view c : Components(path)) normal += "/" + std::string(c);
+  if (normal != path || path.find("/./") != std::string::npos || path.ends_with("/.") ||
+      path.find("/../") != std::string::npos || path.ends_with("/..")) {
+    return Fail("write " + path + ": not a normal absolute path");
+  }
   std::string leaf;
   auto found = StagingDirOf(path, &leaf);
   if (!found) return std::unexpected(found.error());
@@ -81,8 +107,8 @@ Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
     return std::unexpected(written.error());
   }
   uint64_t id = next_staged_++;
-  staged_.emplace(
-      id, Staged{std::move(dir), std::move(leaf), std::move(tmp), st.st_dev, st.st_ino, st.st_uid});
+  staged_.emplace(id, Staged{std::move(dir), std::move(leaf), std::move(tmp), st.st_dev, st.st_ino,
+                             st.st_uid, st.st_size, st.st_ctim});
   return ports::StagedFile{path, id};
 }
 
@@ -91,7 +117,11 @@ Status PosixFileSystem::MakeStagedDurable() {
   // leaves the set only once synced.
   for (auto it = not_durable_.begin(); it != not_durable_.end();) {
     if (::syncfs(it->second.get()) != 0) {
-      return Fail(Errno("syncfs", root_ + " (the files this apply wrote)"));
+      // The batch fails whole; the next opens fresh descriptors, whose
+      // syncfs reports only its own errors.
+      Status failed = Fail(Errno("syncfs", root_ + " (the files this apply wrote)"));
+      not_durable_.clear();
+      return failed;
     }
     placed_since_flush_.insert_or_assign(it->first, std::move(it->second));
     it = not_durable_.erase(it);
@@ -132,7 +162,7 @@ Result<core::FileInfo> PosixFileSystem::PlaceStaged(const ports::StagedFile& sta
     Unstage(staged.id);
     return Fail(std::move(message));
   };
-  if (not_durable_.contains(s.dev)) return fail("write " + path + ": not made durable");
+  if (not_durable_.contains(s.dir->dev)) return fail("write " + path + ": not made durable");
   if (auto proven = ProveStagingDir(*s.dir); !proven) {
     return fail("write " + path + ": " + proven.error().message);
   }
@@ -141,8 +171,7 @@ Result<core::FileInfo> PosixFileSystem::PlaceStaged(const ports::StagedFile& sta
   // changed is the file this host wrote, or nothing.
   UniqueFd fd(::openat(dir, s.temp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st;
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != s.dev ||
-      st.st_ino != s.ino || st.st_uid != s.uid) {
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !IsStaged(s, st)) {
     return fail("write " + path + ": its temporary file was replaced before it was put in place");
   }
   // chown before chmod: chown clears set-id bits. The temporary is the
@@ -176,8 +205,13 @@ void PosixFileSystem::Unstage(uint64_t id) {
   auto it = staged_.find(id);
   if (it == staged_.end()) return;
   std::shared_ptr<StagingDir> dir = std::move(it->second.dir);
+  // Only the file this host wrote: a neighbour's put in its place is left.
   // Best effort: what stays is a stale temporary, swept by a later apply.
-  (void)::unlinkat(dir->fd.get(), it->second.temp.c_str(), 0);
+  struct stat st;
+  if (::fstatat(dir->fd.get(), it->second.temp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      st.st_dev == it->second.dev && st.st_ino == it->second.ino) {
+    (void)::unlinkat(dir->fd.get(), it->second.temp.c_str(), 0);
+  }
   staged_.erase(it);
   if (dir.use_count() == 2) staging_dirs_.erase(dir->path);
 }

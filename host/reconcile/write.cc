@@ -36,6 +36,8 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
     auto after = ports.root->PlaceStaged(*staged, ports::Ownership{r.mode, seen.uid, seen.gid});
     if (!after) return {std::unexpected(after.error()), "", "", {}};
     w.fingerprint = core::FileFingerprint(*after);
+  } else if (step.write_files) {
+    return {core::Fail("write " + r.path + ": not staged"), "", "", {}};
   }
   if (step.write_unit_file) {
     auto after =
@@ -131,7 +133,12 @@ size_t StageBatch(const core::Declaration& decl, const Plan& plan, size_t first,
   size_t i = first;
   for (; i < plan.steps.size(); ++i) {
     const Resource& r = decl.resources[i];
-    if (!plan.steps[i].write_files || !r.IsFile()) continue;
+    if (!plan.steps[i].write_files) continue;
+    // A directory's own step runs before any file after it is staged: a
+    // file under a directory declared private is never written while the
+    // directory is not (nor is the directory made by the staging, 0755).
+    if (r.kind == core::Kind::kDirectory) break;
+    if (!r.IsFile()) continue;
     std::string_view dir(r.path.data(), std::max<size_t>(r.path.rfind('/'), 1));
     if (files > 0 && (files == kBatchFiles || bytes + r.content.size() > kBatchBytes ||
                       (!dirs.contains(dir) && dirs.size() == kBatchDirectories))) {

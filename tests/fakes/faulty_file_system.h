@@ -71,6 +71,7 @@ class FaultyFileSystem : public ports::FileSystem {
   core::Result<ports::StagedFile> StageFile(const std::string& path,
                                             std::string_view content) override {
     if (!Alive()) return core::Fail("killed");
+    if (before_stage) before_stage(path);
     if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
     return real_.StageFile(path, content);
   }
@@ -137,6 +138,8 @@ class FaultyFileSystem : public ports::FileSystem {
 
   KillSwitch* kill = nullptr;
   std::function<void(const std::string& path)> before_write;
+  // Sees every file staged, before its first byte is written.
+  std::function<void(const std::string& path)> before_stage;
 
  private:
   bool Alive() { return kill == nullptr || kill->Alive(); }

@@ -143,7 +143,27 @@ TEST_F(PosixFileSystemTest, AReplacedTemporaryIsNeitherChangedNorPlaced) {
   EXPECT_THAT(placed.error().message, HasSubstr("replaced"));
   EXPECT_FALSE(Exists(dir_.Sub("root/srv/conf")));
   struct stat st;
-  if (::stat(temp.c_str(), &st) == 0) EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(::stat(temp.c_str(), &st), 0) << "the neighbour's file is theirs: not removed";
+  EXPECT_EQ(st.st_mode & 07777, 0600u) << "not given the declared mode";
+  EXPECT_EQ(ReadText(temp), "theirs");
+}
+
+// A neighbour who links the temporary elsewhere would keep a way to the
+// file the host is about to give its owner and mode: it is not placed.
+TEST_F(PosixFileSystemTest, ALinkedTemporaryIsNotPlaced) {
+  auto a = fs_->StageFile("/srv/conf", "ours");
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
+  std::vector<std::string> temps = Entries(dir_.Sub("root/srv"));
+  ASSERT_EQ(temps.size(), 1u);
+  ASSERT_EQ(::link(dir_.Sub("root/srv/" + temps[0]).c_str(), dir_.Sub("outside/kept").c_str()), 0);
+  auto placed = fs_->PlaceStaged(*a, {04755, 0, 0});
+  ASSERT_FALSE(placed.has_value());
+  EXPECT_FALSE(Exists(dir_.Sub("root/srv/conf")));
+  struct stat st;
+  ASSERT_EQ(::stat(dir_.Sub("outside/kept").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u) << "never given the declared mode";
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.Sub("root/srv"))) << "the host's own name is removed";
 }
 
 TEST_F(PosixFileSystemTest, MissingParentsAre0755WhateverTheUmask) {

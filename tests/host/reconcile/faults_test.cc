@@ -3,6 +3,7 @@
 // record stays consistent.
 #include <gmock/gmock.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
@@ -76,6 +77,25 @@ TEST_F(FaultsTest, FilesThatCouldNotBeMadeDurableAreNotPutInPlace) {
   EXPECT_THAT(Outcomes(RunFaulty(Decl({File("a", "new a"), File("b", "new b"), dir}, 2))),
               ElementsAre("updated", "updated", "unchanged"));
   EXPECT_EQ(ReadText(Root("/etc/a")), "new a");
+}
+
+// A directory's own step runs before a file under it is staged: the key of
+// a directory declared private is never written while the directory is
+// open to others (staged ahead, it was: in a 0755 directory the staging
+// made, or one a service user still owned).
+TEST_F(FaultsTest, AFileUnderAPrivateDirectoryIsStagedOnlyOnceItIsPrivate) {
+  json dir = {{"id", "d"}, {"kind", "directory"}, {"path", "/srv/d"}, {"mode", "0700"}};
+  json key = {{"id", "key"}, {"kind", "credential"}, {"path", "/srv/d/key"}, {"content", "k"}};
+  std::string seen;
+  faulty_->before_stage = [&](const std::string& path) {
+    if (path != "/srv/d/key") return;
+    struct stat st;
+    seen = ::stat(Root("/srv/d").c_str(), &st) != 0 ? "missing" : std::to_string(st.st_mode & 0777);
+  };
+  ApplyReport r = RunFaulty(Decl({File("a", "a"), dir, key}));
+  faulty_->before_stage = nullptr;
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.error;
+  EXPECT_EQ(seen, std::to_string(0700));
 }
 
 // A staged file holds its directory open until it is placed: an apply of

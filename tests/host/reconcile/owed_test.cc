@@ -89,7 +89,8 @@ TEST_F(OwedTest, WhatIsOwedIsSavedBeforeTheFirstWrite) {
   services_.AddUnit("cache.service", {});
   ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
   bool checked = false;
-  root_faulty_->before_write = [&](const std::string&) {
+  // Files are staged (their first byte written) before anything is placed.
+  root_faulty_->before_stage = [&](const std::string&) {
     if (checked) return;
     checked = true;
     core::Intent saved = store_.Owed();
@@ -102,6 +103,7 @@ TEST_F(OwedTest, WhatIsOwedIsSavedBeforeTheFirstWrite) {
     EXPECT_EQ(saved.owed["cache"].since, 2u);
   };
   ASSERT_EQ(Apply(Versioned("b", 2)).result, ApplyResult::kOk);
+  root_faulty_->before_stage = nullptr;
   EXPECT_TRUE(checked);
   EXPECT_TRUE(store_.Owed().empty()) << "everything confirmed: nothing owed, no file";
 }
