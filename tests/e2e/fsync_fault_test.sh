@@ -15,13 +15,18 @@ sha=$(sha256sum "$T/art/b.tar.gz" | cut -d' ' -f1)
 printf '{"machine":"m","generation":1,"resources":[{"id":"b","kind":"archive","path":"/opt/b","source":"b.tar.gz","sha256":"%s"}]}' "$sha" > "$T/d.json"
 F=(--declaration "$T/d.json" --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" --unit-dir "$T/units" --machine m)
 fail() { echo "FAIL: $*"; exit 1; }
+# The apply with its N-th syncfs failed (EIO) by strace: sets $out, exit 1.
+apply_failing_syncfs() {
+  local rc=0
+  out=$(strace -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:error=EIO:when="$1" "$BIN" apply "${F[@]}" 2>&1) || rc=$?
+  echo "$out" | sed 's/^/    /'
+  [ "$rc" = 1 ] || fail "exit $rc, not 1"
+}
+generation_is() {
+  python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["generation"] != int(sys.argv[2]))' "$T/state/state.json" "$1"
+}
 # The unpack makes its tree durable with one syncfs, the apply's only one.
-set +e
-out=$(strace -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:error=EIO:when=1 "$BIN" apply "${F[@]}" 2>&1)
-rc=$?
-set -e
-echo "$out" | sed 's/^/    /'
-[ "$rc" = 1 ] || fail "exit $rc, not 1"
+apply_failing_syncfs 1
 grep -q "^failed b (archive): .*syncfs /opt/b: Input/output error" <<<"$out" || fail "the failed syncfs is not named"
 [ ! -e "$T/root/opt/b" ] || fail "a tree whose syncfs failed was swapped in"
 echo "ok   - a failed syncfs of the tree fails the archive, nothing swapped in"
@@ -33,12 +38,7 @@ echo "ok   - the next apply converges"
 # before any is put in place. That syncfs failing fails them all, and none
 # is put in place.
 printf '{"machine":"m","generation":2,"resources":[{"id":"f","kind":"file","path":"/etc/f","content":"f\\n"},{"id":"g","kind":"file","path":"/etc/g","content":"g\\n"},{"id":"b","kind":"archive","path":"/opt/b","source":"b.tar.gz","sha256":"%s"}]}' "$sha" > "$T/d.json"
-set +e
-out=$(strace -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:error=EIO:when=1 "$BIN" apply "${F[@]}" 2>&1)
-rc=$?
-set -e
-echo "$out" | sed 's/^/    /'
-[ "$rc" = 1 ] || fail "exit $rc, not 1"
+apply_failing_syncfs 1
 grep -q "^failed f (file): syncfs .*: Input/output error" <<<"$out" || fail "the failed syncfs is not named for f"
 grep -q "^failed g (file): syncfs .*: Input/output error" <<<"$out" || fail "the failed syncfs is not named for g"
 [ ! -e "$T/root/etc/f" ] && [ ! -e "$T/root/etc/g" ] || fail "a file whose syncfs failed was put in place"
@@ -52,16 +52,9 @@ echo "ok   - the next apply converges"
 # record claims them: a failed syncfs there (the apply's second) keeps the
 # record from claiming the writes.
 printf '{"machine":"m","generation":3,"resources":[{"id":"f","kind":"file","path":"/etc/f","content":"f2\\n","mode":"0640"},{"id":"g","kind":"file","path":"/etc/g","content":"g\\n"},{"id":"b","kind":"archive","path":"/opt/b","source":"b.tar.gz","sha256":"%s"}]}' "$sha" > "$T/d.json"
-set +e
-out=$(strace -f -qq -o /dev/null -e trace=syncfs -e inject=syncfs:error=EIO:when=2 "$BIN" apply "${F[@]}" 2>&1)
-rc=$?
-set -e
-echo "$out" | sed 's/^/    /'
-[ "$rc" = 1 ] || fail "exit $rc, not 1"
+apply_failing_syncfs 2
 grep -q "syncfs .*: Input/output error" <<<"$out" || fail "the failed syncfs is not named"
-python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["generation"] != 2)' "$T/state/state.json" \
-  || fail "the record claims generation 3 though its writes were not made durable"
+generation_is 2 || fail "the record claims generation 3 though its writes were not made durable"
 out=$("$BIN" apply "${F[@]}" 2>&1) || fail "the next apply: $out"
-python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["generation"] != 3)' "$T/state/state.json" \
-  || fail "the next apply did not converge: $out"
+generation_is 3 || fail "the next apply did not converge: $out"
 echo "ok   - a failed syncfs after placement keeps the record from claiming it"

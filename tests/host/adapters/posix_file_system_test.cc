@@ -31,6 +31,21 @@ class PosixFileSystemTest : public ::testing::Test {
     std::filesystem::create_directories(dir_.Sub("outside"));
     fs_ = std::move(*PosixFileSystem::Open(dir_.Sub("root")));
   }
+  // Stages "ours" at `path`, alone in its directory, and makes it durable;
+  // `temp` receives its temporary's path.
+  void StageDurable(const std::string& path, ports::StagedFile& staged, std::string& temp) {
+    auto s = fs_->StageFile(path, "ours");
+    ASSERT_TRUE(s.has_value()) << s.error().message;
+    ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
+    std::string dir = dir_.Sub("root" + path.substr(0, path.rfind('/')));
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      names.push_back(e.path().filename().string());
+    }
+    ASSERT_EQ(names.size(), 1u);
+    staged = *s;
+    temp = dir + "/" + names[0];
+  }
   TempDir dir_;
   std::unique_ptr<PosixFileSystem> fs_;
 };
@@ -129,16 +144,13 @@ TEST_F(PosixFileSystemTest, ADirectoryMovedWhileStagedPlacesNothing) {
 // file of theirs: it is neither given the declared owner and mode nor put
 // in place.
 TEST_F(PosixFileSystemTest, AReplacedTemporaryIsNeitherChangedNorPlaced) {
-  auto a = fs_->StageFile("/srv/conf", "ours");
-  ASSERT_TRUE(a.has_value());
-  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
-  std::vector<std::string> temps = Entries(dir_.Sub("root/srv"));
-  ASSERT_EQ(temps.size(), 1u);
-  std::string temp = dir_.Sub("root/srv/" + temps[0]);
+  ports::StagedFile a;
+  std::string temp;
+  ASSERT_NO_FATAL_FAILURE(StageDurable("/srv/conf", a, temp));
   WriteText(temp + ".theirs", "theirs");
   ASSERT_EQ(::chmod((temp + ".theirs").c_str(), 0600), 0);
   std::filesystem::rename(temp + ".theirs", temp);
-  auto placed = fs_->PlaceStaged(*a, {04755, 0, 0});
+  auto placed = fs_->PlaceStaged(a, {04755, 0, 0});
   ASSERT_FALSE(placed.has_value());
   EXPECT_THAT(placed.error().message, HasSubstr("replaced"));
   EXPECT_FALSE(Exists(dir_.Sub("root/srv/conf")));
@@ -151,13 +163,11 @@ TEST_F(PosixFileSystemTest, AReplacedTemporaryIsNeitherChangedNorPlaced) {
 // A neighbour who links the temporary elsewhere would keep a way to the
 // file the host is about to give its owner and mode: it is not placed.
 TEST_F(PosixFileSystemTest, ALinkedTemporaryIsNotPlaced) {
-  auto a = fs_->StageFile("/srv/conf", "ours");
-  ASSERT_TRUE(a.has_value());
-  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
-  std::vector<std::string> temps = Entries(dir_.Sub("root/srv"));
-  ASSERT_EQ(temps.size(), 1u);
-  ASSERT_EQ(::link(dir_.Sub("root/srv/" + temps[0]).c_str(), dir_.Sub("outside/kept").c_str()), 0);
-  auto placed = fs_->PlaceStaged(*a, {04755, 0, 0});
+  ports::StagedFile a;
+  std::string temp;
+  ASSERT_NO_FATAL_FAILURE(StageDurable("/srv/conf", a, temp));
+  ASSERT_EQ(::link(temp.c_str(), dir_.Sub("outside/kept").c_str()), 0);
+  auto placed = fs_->PlaceStaged(a, {04755, 0, 0});
   ASSERT_FALSE(placed.has_value());
   EXPECT_FALSE(Exists(dir_.Sub("root/srv/conf")));
   struct stat st;
