@@ -378,52 +378,51 @@ void PosixFileSystem::Unsynced(const std::string& path) {
   unsynced_.insert(slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash));
 }
 
+Result<UniqueFd> PosixFileSystem::OpenDirectory(const std::string& path) {
+  if (path == "/" || path.empty()) {
+    if (!root_fd_.valid()) return Fail(open_error_);
+    UniqueFd fd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
+    if (!fd.valid()) return Fail(Errno("dup root", root_));
+    return fd;
+  }
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return UniqueFd();
+  UniqueFd fd(
+      ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid() && errno != ENOENT && errno != ENOTDIR) return Fail(Errno("open", path));
+  return fd;
+}
+
 Status PosixFileSystem::Flush() {
   // Placed files' owners and modes, set after their contents were made
-  // durable, are made durable with them here.
+  // durable, are made durable with them here. A failed syncfs reported its
+  // error, which its descriptor will not report again: the descriptor goes
+  // with it, and the record that waited for it is not saved.
   for (auto it = placed_since_flush_.begin(); it != placed_since_flush_.end();) {
-    if (::syncfs(it->second.get()) != 0) {
-      return Fail(Errno("syncfs", root_ + " (the files this apply wrote)"));
-    }
+    int failed = ::syncfs(it->second.get()) != 0 ? errno : 0;
     it = placed_since_flush_.erase(it);
+    if (failed != 0) {
+      return Fail(Errno("syncfs", root_ + " (the files this apply wrote)", failed));
+    }
   }
   // A directory leaves the set only once fsynced: after a failure the next
   // Flush tries it again, so a later record still waits for it.
   for (auto it = unsynced_.begin(); it != unsynced_.end(); it = unsynced_.erase(it)) {
-    const std::string& dir = *it;
-    UniqueFd fd;
-    if (dir == "/") {
-      fd = UniqueFd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
-    } else {
-      std::string leaf;
-      auto parent = OpenParent(dir, false, &leaf);
-      if (!parent) return std::unexpected(parent.error());
-      if (!parent->valid()) continue;  // removed since: nothing of it to keep
-      fd = UniqueFd(
-          ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!fd.valid() && errno == ENOENT) continue;
-    }
-    if (!fd.valid()) return Fail(Errno("open", dir));
-    if (::fsync(fd.get()) != 0) return Fail(Errno("fsync", dir));
+    auto fd = OpenDirectory(*it);
+    if (!fd) return std::unexpected(fd.error());
+    if (!fd->valid()) continue;  // removed since: nothing of it to keep
+    if (::fsync(fd->get()) != 0) return Fail(Errno("fsync", *it));
   }
   return core::Ok();
 }
 
 Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
-  UniqueFd fd;
-  if (dir == "/" || dir.empty()) {
-    if (!root_fd_.valid()) return Fail(open_error_);
-    fd = UniqueFd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
-  } else {
-    std::string leaf;
-    auto parent = OpenParent(dir, false, &leaf);
-    if (!parent) return std::unexpected(parent.error());
-    if (!parent->valid()) return 0;
-    fd = UniqueFd(
-        ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd.valid())
-      return errno == ENOENT || errno == ENOTDIR ? 0 : Result<int>(Fail(Errno("open", dir)));
-  }
+  auto opened = OpenDirectory(dir);
+  if (!opened) return std::unexpected(opened.error());
+  if (!opened->valid()) return 0;
+  UniqueFd fd = std::move(*opened);
   UniqueFd dup(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
   if (!dup.valid()) return Fail(Errno("dup", dir));
   DIR* d = OpenDirStream(dup);

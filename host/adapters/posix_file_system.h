@@ -95,6 +95,9 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<UniqueFd> OpenParentToReplace(const std::string& path, std::string_view verb,
                                              std::string* leaf);
 
+  // The directory at `path` (the root for "/"), opened without following
+  // a symlink; an invalid fd when it is missing or not a directory.
+  core::Result<UniqueFd> OpenDirectory(const std::string& path);
   // Marks the directory holding `path` as needing an fsync at Flush.
   void Unsynced(const std::string& path);
 

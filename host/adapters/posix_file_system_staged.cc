@@ -117,10 +117,12 @@ Status PosixFileSystem::MakeStagedDurable() {
   // leaves the set only once synced.
   for (auto it = not_durable_.begin(); it != not_durable_.end();) {
     if (::syncfs(it->second.get()) != 0) {
-      // The batch fails whole; the next opens fresh descriptors, whose
-      // syncfs reports only its own errors.
+      // The batch fails whole: none of its files is ever placed, and the
+      // next batch opens fresh descriptors, whose syncfs reports only its
+      // own errors.
       Status failed = Fail(Errno("syncfs", root_ + " (the files this apply wrote)"));
       not_durable_.clear();
+      while (!staged_.empty()) Unstage(staged_.begin()->first);
       return failed;
     }
     placed_since_flush_.insert_or_assign(it->first, std::move(it->second));
@@ -131,18 +133,9 @@ Status PosixFileSystem::MakeStagedDurable() {
 
 Status PosixFileSystem::ProveStagingDir(StagingDir& dir) {
   if (dir.proven) return core::Ok();
-  UniqueFd now;
-  if (dir.path == "/") {
-    now = UniqueFd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
-  } else {
-    std::string leaf;
-    auto parent = OpenParent(dir.path, /*create=*/false, &leaf);
-    if (!parent) return std::unexpected(parent.error());
-    if (parent->valid()) {
-      now = UniqueFd(
-          ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    }
-  }
+  auto opened = OpenDirectory(dir.path);
+  if (!opened) return std::unexpected(opened.error());
+  UniqueFd now = std::move(*opened);
   struct stat st;
   if (!now.valid() || ::fstat(now.get(), &st) != 0 || st.st_dev != dir.dev ||
       st.st_ino != dir.ino) {

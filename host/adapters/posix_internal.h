@@ -1,5 +1,6 @@
-// What the files of PosixFileSystem share (posix_file_system.cc, and
-// posix_file_system_dirs.cc for directories, symlinks and trees): error
+// What the files of PosixFileSystem share (posix_file_system.cc,
+// posix_file_system_dirs.cc for directories, symlinks and trees, and
+// posix_file_system_staged.cc for staged files): error
 // text, stat conversion, path components, temporary names, whole writes,
 // and removal below a directory descriptor. Internal to the adapter.
 #pragma once

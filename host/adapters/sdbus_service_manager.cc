@@ -16,6 +16,7 @@ constexpr const char* kPath = "/org/freedesktop/systemd1";
 constexpr const char* kManager = "org.freedesktop.systemd1.Manager";
 constexpr const char* kUnitIface = "org.freedesktop.systemd1.Unit";
 constexpr const char* kServiceIface = "org.freedesktop.systemd1.Service";
+constexpr const char* kDefaultAddress = "unix:path=/run/dbus/system_bus_socket";
 
 // RAII for the sd-bus objects this file touches.
 struct ErrorGuard {
@@ -100,19 +101,15 @@ core::Status SdbusServiceManager::Connect() {
   // As sd_bus_open_system, but with the call timeout set before the bus's
   // Hello is sent: a bus that never answers it is bounded like any call.
   int r = sd_bus_new(&bus->bus);
-  if (r >= 0) {
-    r = sd_bus_set_address(bus->bus, address != nullptr && *address != '\0'
-                                         ? address
-                                         : "unix:path=/run/dbus/system_bus_socket");
-  }
+  if (r >= 0) r = sd_bus_set_address(bus->bus, address != nullptr ? address : kDefaultAddress);
   if (r >= 0) r = sd_bus_set_bus_client(bus->bus, 1);
   if (r >= 0) r = sd_bus_set_method_call_timeout(bus->bus, Usec(kCallTimeout));
   if (r >= 0) r = sd_bus_start(bus->bus);
   if (r < 0) {
     return core::Fail(std::string("no systemd answers on the system bus (") +
                       (address != nullptr ? std::string("DBUS_SYSTEM_BUS_ADDRESS=") + address
-                                          : std::string("/run/dbus/system_bus_socket; "
-                                                        "DBUS_SYSTEM_BUS_ADDRESS is not set")) +
+                                          : std::string(kDefaultAddress) +
+                                                "; DBUS_SYSTEM_BUS_ADDRESS is not set") +
                       "): " + std::strerror(-r));
   }
   // JobRemoved is subscribed to before any job is asked for, so no result of

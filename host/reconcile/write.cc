@@ -181,6 +181,17 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
              const Seen& seen, const WritePorts& ports) {
   Writes writes = NoWrites(plan);
   std::vector<std::optional<ports::StagedFile>> staged(plan.steps.size());
+  // However Write ends (an allocation failure unwinds through it), no file
+  // stays staged: its directory would stay held, proven, for a later apply.
+  struct DiscardLeft {
+    std::vector<std::optional<ports::StagedFile>>& staged;
+    ports::FileSystem& fs;
+    ~DiscardLeft() {
+      for (auto& s : staged) {
+        if (s) fs.DiscardStaged(*s);
+      }
+    }
+  } discard_left{staged, *ports.root};
   size_t staged_to = 0;  // steps before this one were considered for staging
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];

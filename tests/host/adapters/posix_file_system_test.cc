@@ -24,6 +24,16 @@ using testing::ReadText;
 using testing::TempDir;
 using testing::WriteText;
 
+// The entries of `dir` (names), sorted.
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 class PosixFileSystemTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -38,10 +48,7 @@ class PosixFileSystemTest : public ::testing::Test {
     ASSERT_TRUE(s.has_value()) << s.error().message;
     ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
     std::string dir = dir_.Sub("root" + path.substr(0, path.rfind('/')));
-    std::vector<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      names.push_back(e.path().filename().string());
-    }
+    std::vector<std::string> names = Entries(dir);
     ASSERT_EQ(names.size(), 1u);
     staged = *s;
     temp = dir + "/" + names[0];
@@ -62,16 +69,6 @@ TEST_F(PosixFileSystemTest, WritesAtomicallyWithModeAndCreatesParents) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root/etc/app")),
                           std::filesystem::directory_iterator()),
             1);
-}
-
-// The entries of `dir` (names), sorted.
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    out.push_back(e.path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // Staged: written beside the path, private to the host and invisible until

@@ -81,8 +81,7 @@ TEST_F(FaultsTest, FilesThatCouldNotBeMadeDurableAreNotPutInPlace) {
 
 // A directory's own step runs before a file under it is staged: the key of
 // a directory declared private is never written while the directory is
-// open to others (staged ahead, it was: in a 0755 directory the staging
-// made, or one a service user still owned).
+// open to others.
 TEST_F(FaultsTest, AFileUnderAPrivateDirectoryIsStagedOnlyOnceItIsPrivate) {
   json dir = {{"id", "d"}, {"kind", "directory"}, {"path", "/srv/d"}, {"mode", "0700"}};
   json key = {{"id", "key"}, {"kind", "credential"}, {"path", "/srv/d/key"}, {"content", "k"}};
