@@ -134,11 +134,12 @@ size_t StageBatch(const core::Declaration& decl, const Plan& plan, size_t first,
   for (; i < plan.steps.size(); ++i) {
     const Resource& r = decl.resources[i];
     if (!plan.steps[i].write_files) continue;
-    // A directory's own step runs before any file after it is staged: a
-    // file under a directory declared private is never written while the
-    // directory is not (nor is the directory made by the staging, 0755).
-    if (r.kind == core::Kind::kDirectory) break;
-    if (!r.IsFile()) continue;
+    // A batch is a run of files: a directory's, a symlink's or a tree's own
+    // step runs before any file after it is staged, as it did when each file
+    // was written in turn. A file under a directory declared private is
+    // never written while the directory is not (nor is the directory made
+    // by the staging, 0755).
+    if (!r.IsFile()) break;
     std::string_view dir(r.path.data(), std::max<size_t>(r.path.rfind('/'), 1));
     if (files > 0 && (files == kBatchFiles || bytes + r.content.size() > kBatchBytes ||
                       (!dirs.contains(dir) && dirs.size() == kBatchDirectories))) {
