@@ -378,23 +378,6 @@ void PosixFileSystem::Unsynced(const std::string& path) {
   unsynced_.insert(slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash));
 }
 
-Result<UniqueFd> PosixFileSystem::OpenDirectory(const std::string& path) {
-  if (path == "/" || path.empty()) {
-    if (!root_fd_.valid()) return Fail(open_error_);
-    UniqueFd fd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
-    if (!fd.valid()) return Fail(Errno("dup root", root_));
-    return fd;
-  }
-  std::string leaf;
-  auto parent = OpenParent(path, false, &leaf);
-  if (!parent) return std::unexpected(parent.error());
-  if (!parent->valid()) return UniqueFd();
-  UniqueFd fd(
-      ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid() && errno != ENOENT && errno != ENOTDIR) return Fail(Errno("open", path));
-  return fd;
-}
-
 Status PosixFileSystem::Flush() {
   // Placed files' owners and modes, set after their contents were made
   // durable, are made durable with them here. A failed syncfs reported its
