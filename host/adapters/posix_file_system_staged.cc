@@ -13,22 +13,13 @@ namespace mesh::adapters {
 
 using namespace posix_internal;
 
-namespace {
-
-// Whether `st` is still the temporary as the host wrote it: nothing was
-// done to it since (a link, a rename or a write changes its ctime), and
-// no other name reaches it.
-bool IsStagedAsWritten(dev_t dev, ino_t ino, uid_t uid, off_t size, const timespec& ctime,
-                       const struct stat& st) {
-  return S_ISREG(st.st_mode) && st.st_dev == dev && st.st_ino == ino && st.st_uid == uid &&
-         st.st_nlink == 1 && st.st_size == size && st.st_ctim.tv_sec == ctime.tv_sec &&
-         st.st_ctim.tv_nsec == ctime.tv_nsec;
-}
-
-}  // namespace
-
+// Still the temporary as the host wrote it: nothing was done to it since
+// (a link, a rename or a write moves its ctime), and no other name reaches
+// it.
 bool PosixFileSystem::IsStaged(const Staged& s, const struct stat& st) {
-  return IsStagedAsWritten(s.dev, s.ino, s.uid, s.size, s.ctime, st);
+  return S_ISREG(st.st_mode) && st.st_dev == s.dev && st.st_ino == s.ino && st.st_uid == s.uid &&
+         st.st_nlink == 1 && st.st_size == s.size && st.st_ctim.tv_sec == s.ctime.tv_sec &&
+         st.st_ctim.tv_nsec == s.ctime.tv_nsec;
 }
 
 PosixFileSystem::~PosixFileSystem() {
@@ -42,10 +33,7 @@ Result<std::shared_ptr<PosixFileSystem::StagingDir>> PosixFileSystem::StagingDir
   size_t slash = path.rfind('/');
   std::string dir_path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
   if (auto it = staging_dirs_.find(dir_path); it != staging_dirs_.end()) {
-    *leaf = path.substr(slash + 1);
-    if (leaf->empty() || *leaf == "." || *leaf == "..") {
-      return Fail("path " + path + " does not name a file");
-    }
+    *leaf = path.substr(slash + 1);  // StageFile took only a normal path
     return it->second;
   }
   auto parent = OpenParent(path, /*create=*/true, leaf);
@@ -80,7 +68,6 @@ Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
   };
   // A directory in the way is found when the file is placed (rename
   // refuses it): not looked for here, once per file.
-  struct stat st;
   // Opened before the write, so its syncfs reports this write's errors.
   if (!not_durable_.contains(dir->dev)) {
     UniqueFd sync(::openat(dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -97,6 +84,7 @@ Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
     forget_unused();
     return Fail(Errno("create temporary file for", path));
   }
+  struct stat st;
   Status written = WriteAll(fd.get(), content, path);
   if (written && ::fstat(fd.get(), &st) != 0) written = Fail(Errno("stat", path));
   if (written && ::close(fd.release()) != 0) written = Fail(Errno("close", path));
