@@ -2,7 +2,7 @@
 // every interval: N declared files, applied once, then applied again with
 // nothing to do. Prints one line per figure: name, value, floor, ratio.
 //
-//   noop_bench --files 10000 [--repeat 5]
+//   noop_bench --files 10000 [--repeat 5] [--full-pass-only N]
 //
 // Floors, measured in the same process on the same files: an lstat of every
 // file (what the fingerprint check cannot avoid) and a read + SHA-256 of
@@ -25,6 +25,7 @@
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/posix_file_system.h"
 #include "host/adapters/system_clock.h"
+#include "host/core/declaration.h"
 #include "host/core/sha256.h"
 #include "host/reconcile/reconciler.h"
 
@@ -43,6 +44,12 @@ void Row(const char* name, double value, const char* unit, double floor = 0,
   } else {
     std::printf("%-44s %10.1f %-4s\n", name, value, unit);
   }
+}
+
+// For a profiler: nothing but the full pass, n times, in a function of its
+// own (valgrind --tool=callgrind --toggle-collect='*FullPasses*').
+[[gnu::noinline]] void FullPasses(reconcile::Reconciler& full, const std::string& decl, int n) {
+  for (int i = 0; i < n; ++i) full.Apply(decl);
 }
 
 }  // namespace
@@ -115,7 +122,15 @@ int main(int argc, char** argv) {
   full_options.confirm_from_record = false;
   reconcile::Reconciler full(ports, full_options);
   full.Apply(decl);  // parses once; later applies reuse the parse, as the daemon does
+  if (int n = bench::IntFlag(argc, argv, "--full-pass-only", 0); n > 0) {
+    FullPasses(full, decl, n);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   double full_ms = MedianMs(repeat, [&] { full.Apply(decl); });
+  // Steps of the full pass measured alone.
+  double parse_ms = MedianMs(repeat, [&] { (void)core::ParseDeclaration(decl); });
+  double digest_ms = MedianMs(repeat, [&] { core::Sha256Hex(decl); });
   bool proven = daemon.Apply(decl).from_record;
   // A fresh process's no-op (what `mesh-host apply` does): stream the
   // record, hand each outcome over.
@@ -142,6 +157,8 @@ int main(int argc, char** argv) {
   Row(proven ? "no-op apply, daemon (in process)" : "no-op apply, daemon (NOT from record)",
       daemon_ms, "ms", stat_ms, "lstat sweep");
   Row("no-op apply, daemon, full pass", full_ms, "ms", stat_ms, "lstat sweep");
+  Row("  of which: declaration parse alone", parse_ms, "ms", stat_ms, "lstat sweep");
+  Row("  of which: declaration digest alone", digest_ms, "ms", stat_ms, "lstat sweep");
   Row("no-op apply, fresh process state", cold_ms, "ms", stat_ms, "lstat sweep");
   Row("no-op apply after 1% touched (daemon)", touched_ms, "ms", stat_ms, "lstat sweep");
   Row("sha256 sweep of the same files", sha_ms, "ms", stat_ms, "lstat sweep");
