@@ -58,17 +58,10 @@ const std::vector<KindSpec>& Kinds() {
   return *specs;
 }
 
-Result<std::string> GetString(const json& obj, std::string_view field, const std::string& where) {
-  const json& v = obj.at(std::string(field));
-  if (!v.is_string()) return Fail(where + "must be a string");
-  return v.get<std::string>();
-}
-
-Result<std::vector<std::string>> GetIdList(const json& obj, std::string_view field,
-                                           const std::string& where) {
-  const json& v = obj.at(std::string(field));
+Result<std::vector<std::string>> GetIdList(const json& v, const std::string& where) {
   if (!v.is_array()) return Fail(where + "must be a list of resource ids");
   std::vector<std::string> out;
+  out.reserve(v.size());
   for (const json& item : v) {
     if (!item.is_string()) return Fail(where + "must list resource ids as strings");
     out.push_back(item.get<std::string>());
@@ -120,36 +113,47 @@ Result<std::map<std::string, std::string>> ParseDropIns(const json& v, const std
 }
 
 // One resource's fields, read with refusals that name the resource and
-// the field ("resource ID, field F: what is wrong").
+// the field ("resource ID, field F: what is wrong"). The refusal's text is
+// built only when there is one: a declaration of 100,000 files reads half a
+// million fields that are right.
 class Fields {
  public:
-  Fields(const json& obj, std::string id, size_t index)
-      : obj_(obj), id_(std::move(id)), index_(index) {}
+  Fields(json& obj, const std::string& id, size_t index) : obj_(obj), id_(id), index_(index) {}
 
-  bool Has(std::string_view f) const { return obj_.contains(std::string(f)); }
-  const json& At(std::string_view f) const { return obj_.at(std::string(f)); }
+  bool Has(std::string_view f) const { return obj_.contains(f); }
+  const json& At(std::string_view f) const { return obj_.at(f); }
   std::string Where(std::string_view f) const { return resource_parsing::Where(id_, index_, f); }
   std::unexpected<Error> Refuse(std::string_view f, const std::string& why) const {
     return Fail(Where(f) + why);
   }
-  Result<std::string> String(std::string_view f) const { return GetString(obj_, f, Where(f)); }
+  Result<std::string> String(std::string_view f) const {
+    const json& v = At(f);
+    if (!v.is_string()) return Refuse(f, "must be a string");
+    return v.get_ref<const std::string&>();
+  }
+  // String(f), moved out of the document: for a field read only once.
+  Result<std::string> Take(std::string_view f) const {
+    json& v = obj_.at(f);
+    if (!v.is_string()) return Refuse(f, "must be a string");
+    return std::move(v.get_ref<std::string&>());
+  }
   Result<std::vector<std::string>> IdList(std::string_view f) const {
-    return GetIdList(obj_, f, Where(f));
+    return GetIdList(At(f), Where(f));
   }
 
  private:
-  const json& obj_;
-  std::string id_;
+  json& obj_;
+  const std::string& id_;
   size_t index_;
 };
 
 // The field groups of the kinds, each read by one parser. A kind is the
 // list of its groups (KindParsers), read in this order.
 Status ParsePath(const Fields& in, Resource& r) {
-  auto path = in.String("path");
+  auto path = in.Take("path");
   if (!path) return std::unexpected(path.error());
   if (auto st = CheckPath(*path); !st) return in.Refuse("path", st.error().message);
-  r.path = *path;
+  r.path = std::move(*path);
   return Ok();
 }
 
@@ -158,8 +162,8 @@ Status ParseContent(const Fields& in, Resource& r) {
   if (plain == in.Has("content_base64")) {
     return in.Refuse("content", "exactly one of content and content_base64 is required");
   }
-  std::string field = plain ? "content" : "content_base64";
-  auto text = in.String(field);
+  std::string_view field = plain ? "content" : "content_base64";
+  auto text = in.Take(field);
   if (!text) return std::unexpected(text.error());
   if (plain) {
     r.content = std::move(*text);
@@ -337,14 +341,14 @@ Status ParseIdAndKind(const json& obj, size_t index, Resource& r) {
     }
   }
   for (std::string_view req : spec->required) {
-    if (!obj.contains(std::string(req))) return Fail(Where(id, index, req) + "missing");
+    if (!obj.contains(req)) return Fail(Where(id, index, req) + "missing");
   }
   return Ok();
 }
 
 }  // namespace
 
-Result<Resource> ParseResource(const json& obj, size_t index) {
+Result<Resource> ParseResource(json& obj, size_t index) {
   if (!obj.is_object()) {
     return Fail("resource #" + std::to_string(index) + ": must be an object");
   }

@@ -18,7 +18,8 @@ namespace mesh::core::resource_parsing {
 std::string Where(const std::string& id, size_t index, std::string_view field);
 
 // `obj`, the index-th entry of "resources": a Resource, or the first thing
-// wrong with it.
-Result<Resource> ParseResource(const nlohmann::json& obj, size_t index);
+// wrong with it. The resource's strings may be moved out of `obj`; its id
+// stays.
+Result<Resource> ParseResource(nlohmann::json& obj, size_t index);
 
 }  // namespace mesh::core::resource_parsing
