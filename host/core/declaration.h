@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "host/core/result.h"
@@ -81,10 +82,15 @@ struct Declaration {
   // SHA-256 of the declaration's bytes, reported on /status.
   std::string digest;
 
-  // By id, in O(log n): the reconciler asks for every record entry.
+  // By id: the reconciler asks for every record entry.
   const Resource* Find(std::string_view id) const;
 
-  std::map<std::string, size_t, std::less<>> index;  // id -> position in resources
+  // Hashes a string or a view of one alike, so that Find takes a view.
+  struct IdHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+  std::unordered_map<std::string, size_t, IdHash, std::equal_to<>> index;  // id -> position
 };
 
 // Limits that keep a hostile declaration from taking the machine's memory or

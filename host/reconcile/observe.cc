@@ -32,7 +32,7 @@ Result<Observation> Observer::Run() {
   out_.seen.unit_files.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const Resource& r = decl_.resources[i];
-    const RecordEntry* old = OldEntry(record_, r);
+    const RecordEntry* old = olds_[i];
     if (r.kind == core::Kind::kFile || r.kind == core::Kind::kCredential) {
       out_.seen.files[i] = File(r, old, wants_[i]);
     } else if (r.IsTree()) {
@@ -296,9 +296,9 @@ void StatCache::Add(std::string path, core::Result<core::FileInfo> info) {
 }
 
 core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,
-                                  const std::vector<std::string>& wants, const ObservePorts& ports,
-                                  StatCache& cache) {
-  return observe_internal::Observer(declaration, record, wants, ports, cache).Run();
+                                  const OldEntries& olds, const std::vector<std::string>& wants,
+                                  const ObservePorts& ports, StatCache& cache) {
+  return observe_internal::Observer(declaration, record, olds, wants, ports, cache).Run();
 }
 
 }  // namespace mesh::reconcile

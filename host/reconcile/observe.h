@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -45,7 +46,7 @@ struct ObservePorts {
 // taken again. Keys are views into `paths`.
 struct StatCache {
   std::deque<std::string> paths;
-  std::map<std::string_view, core::Result<core::FileInfo>> stats;
+  std::unordered_map<std::string_view, core::Result<core::FileInfo>> stats;
 
   void Add(std::string path, core::Result<core::FileInfo> info);
 };
@@ -57,7 +58,7 @@ struct Observation {
 };
 
 core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,
-                                  const std::vector<std::string>& wants, const ObservePorts& ports,
-                                  StatCache& cache);
+                                  const OldEntries& olds, const std::vector<std::string>& wants,
+                                  const ObservePorts& ports, StatCache& cache);
 
 }  // namespace mesh::reconcile

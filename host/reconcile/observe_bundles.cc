@@ -11,7 +11,7 @@ core::Status Observer::LoadChangedBundles() {
   for (size_t i = 0; i < decl_.resources.size(); ++i) {
     const Resource& r = decl_.resources[i];
     if (!r.IsTree()) continue;
-    const RecordEntry* old = OldEntry(record_, r);
+    const RecordEntry* old = olds_[i];
     if (old != nullptr && old->digest == wants_[i]) continue;
     auto bundle = LoadBundle(r);
     if (!bundle) return std::unexpected(bundle.error());

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -31,9 +32,9 @@ constexpr uint64_t kMaxUnitFileBytes = 1ull << 20;
 
 class Observer {
  public:
-  Observer(const core::Declaration& decl, const core::Record& record,
+  Observer(const core::Declaration& decl, const core::Record& record, const OldEntries& olds,
            const std::vector<std::string>& wants, const ObservePorts& ports, StatCache& cache)
-      : decl_(decl), record_(record), wants_(wants), ports_(ports), cache_(cache) {}
+      : decl_(decl), record_(record), olds_(olds), wants_(wants), ports_(ports), cache_(cache) {}
 
   Result<Observation> Run();
 
@@ -63,11 +64,12 @@ class Observer {
 
   const core::Declaration& decl_;
   const core::Record& record_;
+  const OldEntries& olds_;
   const std::vector<std::string>& wants_;
   const ObservePorts& ports_;
   StatCache& cache_;
   Observation out_;
-  std::set<std::string_view> recorded_paths_;
+  std::unordered_set<std::string_view> recorded_paths_;
   std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
   // Bundles unpacked this apply, by (source, sha256), and their bytes.
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const std::vector<TreeEntry>>>

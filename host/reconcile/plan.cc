@@ -244,7 +244,7 @@ namespace {
 
 Step PlanResource(const PlanInputs& in, size_t i) {
   const Resource& r = in.declaration->resources[i];
-  const RecordEntry* old = OldEntry(*in.record, r);
+  const RecordEntry* old = (*in.olds)[i];
   const std::string& want = (*in.wants)[i];
   if (r.HasUnit()) {
     if (auto masked = Masked(in, i)) {
@@ -453,24 +453,28 @@ core::Status CheckDeclaration(const core::Declaration& decl, const core::Record&
 }
 
 std::vector<std::string> Wants(const core::Declaration& decl, const core::Record& record,
-                               bool had_record, std::string_view credential_key) {
+                               const OldEntries& olds, bool had_record,
+                               std::string_view credential_key) {
   bool same = had_record && record.settled_declaration_digest == decl.digest &&
               record.want_version == core::Record::kWantVersion;
   std::vector<std::string> wants;
   wants.reserve(decl.resources.size());
-  for (const Resource& r : decl.resources) {
-    const RecordEntry* old = OldEntry(record, r);
+  for (size_t i = 0; i < decl.resources.size(); ++i) {
+    const RecordEntry* old = olds[i];
     wants.push_back(same && old != nullptr && !old->digest.empty()
                         ? old->digest
-                        : core::WantDigest(r, credential_key));
+                        : core::WantDigest(decl.resources[i], credential_key));
   }
   return wants;
 }
 
-const RecordEntry* OldEntry(const core::Record& record, const Resource& r) {
-  auto it = record.resources.find(r.id);
-  return it != record.resources.end() && it->second.kind == core::KindName(r.kind) ? &it->second
-                                                                                   : nullptr;
+OldEntries OldEntriesOf(const core::Declaration& decl, const core::Record& record) {
+  OldEntries olds(decl.resources.size(), nullptr);
+  for (const auto& [id, e] : record.resources) {
+    const Resource* r = decl.Find(id);
+    if (r != nullptr && e.kind == core::KindName(r->kind)) olds[r - decl.resources.data()] = &e;
+  }
+  return olds;
 }
 
 bool RecordedAt(const Resource& r, const RecordEntry* old, const std::string& want) {

@@ -195,9 +195,14 @@ struct HostDirs {
   std::string artifacts;   // --artifacts: bundles' sources
 };
 
+// The record's entry of each declared resource, by resource index (none: a
+// new resource, or one whose kind changed).
+using OldEntries = std::vector<const core::RecordEntry*>;
+
 struct PlanInputs {
   const core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;
+  const OldEntries* olds = nullptr;    // the record's entries, by resource index
   const core::Intent* owed = nullptr;  // what earlier applies left owed
   const Seen* seen = nullptr;
   const std::vector<std::string>* wants = nullptr;  // by resource index
@@ -241,11 +246,13 @@ std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_vi
 // When the declaration is byte for byte the one the record was settled
 // from, the recorded digests are the wants and nothing is re-hashed.
 std::vector<std::string> Wants(const core::Declaration& declaration, const core::Record& record,
-                               bool had_record, std::string_view credential_key);
+                               const OldEntries& olds, bool had_record,
+                               std::string_view credential_key);
 
-// The record's entry for `r` when it is of the same kind (else none: a
-// resource whose kind changed starts afresh).
-const core::RecordEntry* OldEntry(const core::Record& record, const core::Resource& r);
+// The record's entry of every declared resource, by index, when it is of
+// the same kind (else none: a resource whose kind changed starts afresh).
+// Looked up once per apply: every phase asks for it.
+OldEntries OldEntriesOf(const core::Declaration& declaration, const core::Record& record);
 
 // Whether the record's entry describes `r` at `want` (its path and digest).
 bool RecordedAt(const core::Resource& r, const core::RecordEntry* old, const std::string& want);

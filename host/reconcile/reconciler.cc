@@ -296,8 +296,9 @@ void ApplyRun::Apply(const Declaration& decl) {
     report_.result = ApplyResult::kFailed;
     dry_run = true;
   }
-  std::vector<std::string> wants = Wants(decl, *record_, had_record_, CredentialKey(decl));
-  auto observed = Observe(decl, *record_, wants,
+  OldEntries olds = OldEntriesOf(decl, *record_);
+  std::vector<std::string> wants = Wants(decl, *record_, olds, had_record_, CredentialKey(decl));
+  auto observed = Observe(decl, *record_, olds, wants,
                           {ports_.root, ports_.artifacts, ports_.units, ports_.archives,
                            ports_.services, &progress_, &options_.dirs},
                           stats_);
@@ -305,7 +306,7 @@ void ApplyRun::Apply(const Declaration& decl) {
   if (!dry_run) Sweep(decl);
   ClaimWhatWasBeingCreated(decl, *intent_, *observed);
   auto make_plan = [&](bool plan_only) {
-    return MakePlan({&decl, record_.get(), &*intent_, &observed->seen, &wants,
+    return MakePlan({&decl, record_.get(), &olds, &*intent_, &observed->seen, &wants,
                      core::FormatTimestamp(report_.started_at), plan_only,
                      ports_.services != nullptr, &options_.dirs});
   };

@@ -33,7 +33,8 @@ class PhaseTest : public ReconcilerTest {
     for (const core::Resource& r : decl_.resources) wants_.push_back(core::WantDigest(r, "key"));
   }
   core::Result<Observation> Look() {
-    return Observe(decl_, record_, wants_,
+    olds_ = OldEntriesOf(decl_, record_);
+    return Observe(decl_, record_, olds_, wants_,
                    {root_.get(), artifacts_.get(), units_.get(), &archives_, &services_}, cache_);
   }
   static json File(const char* content) {
@@ -42,6 +43,7 @@ class PhaseTest : public ReconcilerTest {
 
   core::Declaration decl_;
   core::Record record_;
+  OldEntries olds_;
   std::vector<std::string> wants_;
   StatCache cache_;
 };

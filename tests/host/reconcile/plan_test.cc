@@ -74,7 +74,8 @@ class PlanTest : public ::testing::Test {
     }
   }
   Plan Make(bool dry_run = false) {
-    return MakePlan({&decl_, &record_, &owed_, &seen_, &wants_, "now", dry_run, true});
+    olds_ = OldEntriesOf(decl_, record_);
+    return MakePlan({&decl_, &record_, &olds_, &owed_, &seen_, &wants_, "now", dry_run, true});
   }
   core::UnitStatus& UnitSeen(size_t i) { return *seen_.units[i]->operator->(); }
 
@@ -82,6 +83,7 @@ class PlanTest : public ::testing::Test {
   core::Record record_;
   core::Intent owed_;
   Seen seen_;
+  OldEntries olds_;
   std::vector<std::string> wants_;
 };
 
