@@ -2,7 +2,7 @@
 // every interval: N declared files, applied once, then applied again with
 // nothing to do. Prints one line per figure: name, value, floor, ratio.
 //
-//   noop_bench --files 10000 [--repeat 5] [--full-pass-only N]
+//   noop_bench --files 10000 [--repeat 5] [--full-pass-only N | --touched-only N]
 //
 // Floors, measured in the same process on the same files: an lstat of every
 // file (what the fingerprint check cannot avoid) and a read + SHA-256 of
@@ -50,6 +50,16 @@ void Row(const char* name, double value, const char* unit, double floor = 0,
 // own (valgrind --tool=callgrind --toggle-collect='*FullPasses*').
 [[gnu::noinline]] void FullPasses(reconcile::Reconciler& full, const std::string& decl, int n) {
   for (int i = 0; i < n; ++i) full.Apply(decl);
+}
+
+// Likewise: n applies, each after 1% of the files were touched.
+[[gnu::noinline]] void TouchedApplies(reconcile::Reconciler& daemon, const std::string& decl,
+                                      const std::string& root,
+                                      const std::vector<std::string>& paths, int n) {
+  for (int k = 0; k < n; ++k) {
+    for (size_t i = 0; i < paths.size(); i += 100) ::utime((root + paths[i]).c_str(), nullptr);
+    daemon.Apply(decl);
+  }
 }
 
 }  // namespace
@@ -122,6 +132,11 @@ int main(int argc, char** argv) {
   full_options.confirm_from_record = false;
   reconcile::Reconciler full(ports, full_options);
   full.Apply(decl);  // parses once; later applies reuse the parse, as the daemon does
+  if (int n = bench::IntFlag(argc, argv, "--touched-only", 0); n > 0) {
+    TouchedApplies(daemon, decl, root_dir, paths, n);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   if (int n = bench::IntFlag(argc, argv, "--full-pass-only", 0); n > 0) {
     FullPasses(full, decl, n);
     std::filesystem::remove_all(dir);
