@@ -109,20 +109,34 @@ void Observer::Dropped() {
 // symlink (or anything else) would lead out of the root refuses the
 // declaration whole.
 core::Status Observer::StatAll() {
+  size_t n = decl_.resources.size();
+  declared_stats_.assign(n, nullptr);
   std::vector<std::string_view> paths;
-  for (const Resource& r : decl_.resources) {
-    if (r.HasFiles() && !cache_.stats.contains(r.path)) paths.push_back(r.path);
-  }
-  std::vector<Result<FileInfo>> infos = ports_.root->StatMany(paths);
-  for (size_t i = 0; i < paths.size(); ++i) cache_.stats.emplace(paths[i], std::move(infos[i]));
-  for (const Resource& r : decl_.resources) {
+  std::vector<size_t> looked_for;  // the resource of each path
+  for (size_t i = 0; i < n; ++i) {
+    const Resource& r = decl_.resources[i];
     if (!r.HasFiles()) continue;
-    const Result<FileInfo>& info = StatOf(r.path);
-    if (!info && info.error().kind == core::ErrorKind::kOutsideRoot) {
-      return core::Fail("resource " + r.id + ", field path: " + info.error().message);
+    if (auto it = cache_.stats.find(r.path); it != cache_.stats.end()) {
+      declared_stats_[i] = &it->second;
+    } else {
+      paths.push_back(r.path);
+      looked_for.push_back(i);
+    }
+  }
+  fresh_stats_ = ports_.root->StatMany(paths);
+  for (size_t k = 0; k < paths.size(); ++k) declared_stats_[looked_for[k]] = &fresh_stats_[k];
+  for (size_t i = 0; i < n; ++i) {
+    const Result<FileInfo>* info = declared_stats_[i];
+    if (info != nullptr && !*info && info->error().kind == core::ErrorKind::kOutsideRoot) {
+      return core::Fail("resource " + decl_.resources[i].id +
+                        ", field path: " + info->error().message);
     }
   }
   return core::Ok();
+}
+
+const Result<FileInfo>& Observer::StatOf(const Resource& r) {
+  return *declared_stats_[static_cast<size_t>(&r - decl_.resources.data())];
 }
 
 const Result<FileInfo>& Observer::StatOf(const std::string& path) {
@@ -150,7 +164,7 @@ Result<std::pair<uint32_t, uint32_t>> Observer::Ids(const Resource& r) {
 }
 
 FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::string& want) {
-  const Result<FileInfo>& info = StatOf(r.path);
+  const Result<FileInfo>& info = StatOf(r);
   if (!info) return Error(info.error().message);
   FilesSeen seen;
   seen.preexisting = Preexisting(old, r.path, *info);
@@ -185,7 +199,7 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
 // A directory is as declared when it is one, with the declared mode and
 // owner; its contents are not the host's. One stat, no record needed.
 FilesSeen Observer::Directory(const Resource& r, const RecordEntry* old, const std::string& want) {
-  const Result<FileInfo>& info = StatOf(r.path);
+  const Result<FileInfo>& info = StatOf(r);
   if (!info) return Error(info.error().message);
   FilesSeen seen;
   seen.preexisting = Preexisting(old, r.path, *info);
@@ -216,7 +230,7 @@ FilesSeen Observer::Directory(const Resource& r, const RecordEntry* old, const s
 // A symlink is as declared when it is one and points at the target; the
 // target itself is never looked at.
 FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std::string& want) {
-  const Result<FileInfo>& info = StatOf(r.path);
+  const Result<FileInfo>& info = StatOf(r);
   if (!info) return Error(info.error().message);
   FilesSeen seen;
   seen.preexisting = Preexisting(old, r.path, *info);
@@ -244,7 +258,7 @@ FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std
 }
 
 FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::string& want) {
-  const Result<FileInfo>& info = StatOf(r.path);
+  const Result<FileInfo>& info = StatOf(r);
   if (!info) return Error(info.error().message);
   FilesSeen seen;
   seen.preexisting = Preexisting(old, r.path, *info);

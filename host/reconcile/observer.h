@@ -42,6 +42,9 @@ class Observer {
   core::Status StatAll();
   core::Status LoadChangedBundles();
   Result<std::shared_ptr<const std::vector<TreeEntry>>> LoadBundle(const Resource& r);
+  // What StatAll saw at a declared resource's path.
+  const Result<FileInfo>& StatOf(const Resource& r);
+  // Any other path under the root: looked at once per apply.
   const Result<FileInfo>& StatOf(const std::string& path);
   FilesSeen File(const Resource& r, const RecordEntry* old, const std::string& want);
   FilesSeen Tree(const Resource& r, const RecordEntry* old, const std::string& want);
@@ -69,6 +72,8 @@ class Observer {
   const ObservePorts& ports_;
   StatCache& cache_;
   Observation out_;
+  std::vector<const Result<FileInfo>*> declared_stats_;  // by resource index (files only)
+  std::vector<Result<FileInfo>> fresh_stats_;            // what StatAll looked at itself
   std::unordered_set<std::string_view> recorded_paths_;
   std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
   // Bundles unpacked this apply, by (source, sha256), and their bytes.
