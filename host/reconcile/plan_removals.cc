@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -190,15 +191,18 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
 // a unit is stopped only when its unit file is the host's and untouched.
 std::vector<Removal> PlanRemovals(const PlanInputs& in) {
   std::vector<Removal> removals;
-  Claims claims(*in.declaration, in.dirs);
+  // Built only when something recorded is no longer declared: most
+  // applies remove nothing.
+  std::optional<Claims> claims;
   for (const auto& [id, e] : in.record->resources) {
     if (in.declaration->Find(id) != nullptr) continue;
+    if (!claims) claims.emplace(*in.declaration, in.dirs);
     Removal rm;
     rm.id = id;
     rm.entry = e;
-    PlanUnitRemoval(in, claims, e, rm);
-    PlanDropInRemovals(in, claims, e, rm);
-    PlanPathRemovals(in, claims, e, rm);
+    PlanUnitRemoval(in, *claims, e, rm);
+    PlanDropInRemovals(in, *claims, e, rm);
+    PlanPathRemovals(in, *claims, e, rm);
     removals.push_back(std::move(rm));
   }
   ReleaseDirectoriesEmptiedTogether(removals);
