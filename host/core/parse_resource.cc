@@ -319,15 +319,16 @@ const std::vector<FieldParser>& KindParsers(Kind kind) {
 
 // id and kind, then no field the kind does not have and every one it needs.
 Status ParseIdAndKind(const json& obj, size_t index, Resource& r) {
-  std::string id;
-  if (obj.contains("id") && obj.at("id").is_string()) id = obj.at("id");
-  if (!obj.contains("id")) return Fail(Where(id, index, "id") + "missing");
-  if (!obj.at("id").is_string()) return Fail(Where(id, index, "id") + "must be a string");
+  auto id_at = obj.find("id");
+  if (id_at == obj.end()) return Fail(Where("", index, "id") + "missing");
+  if (!id_at->is_string()) return Fail(Where("", index, "id") + "must be a string");
+  const std::string& id = id_at->get_ref<const std::string&>();
   if (auto st = CheckId(id); !st) return Fail(Where(id, index, "id") + st.error().message);
   r.id = id;
-  if (!obj.contains("kind")) return Fail(Where(id, index, "kind") + "missing");
-  if (!obj.at("kind").is_string()) return Fail(Where(id, index, "kind") + "must be a string");
-  std::string kind = obj.at("kind");
+  auto kind_at = obj.find("kind");
+  if (kind_at == obj.end()) return Fail(Where(id, index, "kind") + "missing");
+  if (!kind_at->is_string()) return Fail(Where(id, index, "kind") + "must be a string");
+  const std::string& kind = kind_at->get_ref<const std::string&>();
   auto spec = std::find_if(Kinds().begin(), Kinds().end(),
                            [&](const KindSpec& k) { return k.name == kind; });
   if (spec == Kinds().end()) {
