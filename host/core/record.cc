@@ -11,19 +11,24 @@ namespace {
 
 using json = nlohmann::json;
 
+// Members are set one by one: nlohmann's initializer lists copy every value
+// twice, and the record is written after every apply that changes anything.
 json EntryJson(const RecordEntry& e) {
-  json written = json::array();
+  json written(json::value_t::array);
   for (const WrittenPath& w : e.written) {
-    json item = {{"path", w.path}, {"fingerprint", w.fingerprint}};
+    json item(json::value_t::object);
+    item["path"] = w.path;
+    item["fingerprint"] = w.fingerprint;
     if (!w.content_digest.empty()) item["content_digest"] = w.content_digest;
     if (w.file_count != 0) item["files"] = w.file_count;
     if (w.preexisting) item["preexisting"] = true;
     written.push_back(std::move(item));
   }
-  json entry = {{"kind", e.kind},
-                {"digest", e.digest},
-                {"written", std::move(written)},
-                {"applied_at", e.applied_at}};
+  json entry(json::value_t::object);
+  entry["kind"] = e.kind;
+  entry["digest"] = e.digest;
+  entry["written"] = std::move(written);
+  entry["applied_at"] = e.applied_at;
   if (!e.unit.empty()) {
     entry["unit"] = e.unit;
     if (!e.unit_file_fingerprint.empty()) entry["unit_file"] = e.unit_file_fingerprint;
