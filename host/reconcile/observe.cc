@@ -22,7 +22,6 @@ Result<Observation> Observer::Run() {
   if (auto st = StatAll(); !st) return std::unexpected(st.error());
   if (auto st = LoadChangedBundles(); !st) return std::unexpected(st.error());
   for (const auto& [id, e] : record_.resources) {
-    for (const core::WrittenPath& w : e.written) recorded_paths_.insert(w.path);
     if (!e.unit_file_fingerprint.empty()) {
       recorded_unit_files_.emplace(e.unit, e.unit_file_preexisting);
     }
@@ -85,8 +84,8 @@ DroppedSeen Observer::DroppedAt(ports::FileSystem& fs, const std::string& path,
 // resources no longer declared (a preexisting path is never deleted, so it
 // is not looked at).
 void Observer::Dropped() {
-  for (const auto& [id, e] : record_.resources) {
-    if (decl_.Find(id) != nullptr) continue;
+  for (const auto* dropped : olds_.dropped) {
+    const RecordEntry& e = dropped->second;
     for (const core::WrittenPath& w : e.written) {
       if (w.preexisting || out_.seen.dropped_paths.contains(w.path)) continue;
       out_.seen.dropped_paths.emplace(w.path, DroppedAt(*ports_.root, w.path, w.fingerprint));
@@ -148,12 +147,22 @@ const Result<FileInfo>& Observer::StatOf(const std::string& path) {
   return it->second;
 }
 
+bool Observer::Recorded(std::string_view path) const {
+  if (!recorded_paths_.has_value()) {
+    recorded_paths_.emplace();
+    for (const auto& [id, e] : record_.resources) {
+      for (const core::WrittenPath& w : e.written) recorded_paths_->insert(w.path);
+    }
+  }
+  return recorded_paths_->contains(path);
+}
+
 bool Observer::Preexisting(const RecordEntry* old, const std::string& path,
                            const FileInfo& info) const {
   if (old != nullptr && !old->written.empty() && old->written[0].path == path) {
     return old->written[0].preexisting;
   }
-  return info.type != FileType::kMissing && !recorded_paths_.contains(path);
+  return info.type != FileType::kMissing && !Recorded(path);
 }
 
 Result<std::pair<uint32_t, uint32_t>> Observer::Ids(const Resource& r) {

@@ -10,7 +10,7 @@ namespace mesh::reconcile::observe_internal {
 // is still the host's.
 bool Observer::WroteAsFile(const std::string& in_unit_dir) const {
   auto unit_dir = ports_.dirs != nullptr ? UnitDirInRoot(*ports_.dirs) : std::nullopt;
-  return unit_dir && recorded_paths_.contains(std::string(*unit_dir) + "/" + in_unit_dir);
+  return unit_dir && Recorded(std::string(*unit_dir) + "/" + in_unit_dir);
 }
 
 // The declared drop-ins, and those the record says the host wrote for this

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -57,6 +58,9 @@ class Observer {
   void Units();
   void Dropped();
   bool WroteAsFile(const std::string& in_unit_dir) const;
+  // Whether some record entry names `path` as written. The set is built at
+  // the first question: an apply that finds every file as recorded asks none.
+  bool Recorded(std::string_view path) const;
   DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded);
   // Whether `path` was on the machine before the host first managed it:
   // kept from the record, or found there now while no record entry names it.
@@ -74,7 +78,7 @@ class Observer {
   Observation out_;
   std::vector<const Result<FileInfo>*> declared_stats_;  // by resource index (files only)
   std::vector<Result<FileInfo>> fresh_stats_;            // what StatAll looked at itself
-  std::unordered_set<std::string_view> recorded_paths_;
+  mutable std::optional<std::unordered_set<std::string_view>> recorded_paths_;
   std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
   // Bundles unpacked this apply, by (source, sha256), and their bytes.
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const std::vector<TreeEntry>>>

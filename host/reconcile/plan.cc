@@ -290,8 +290,10 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
   // named: this apply finds it on disk (not missing), and a second kill
   // must not lose it.
   std::set<std::string_view> recorded;
-  for (const auto& [id, e] : in.record->resources) {
-    for (const core::WrittenPath& w : e.written) recorded.insert(w.path);
+  if (!in.owed->creating.empty()) {
+    for (const auto& [id, e] : in.record->resources) {
+      for (const core::WrittenPath& w : e.written) recorded.insert(w.path);
+    }
   }
   for (const std::string& path : in.owed->creating) {
     if (!recorded.contains(path) &&
@@ -469,10 +471,16 @@ std::vector<std::string> Wants(const core::Declaration& decl, const core::Record
 }
 
 OldEntries OldEntriesOf(const core::Declaration& decl, const core::Record& record) {
-  OldEntries olds(decl.resources.size(), nullptr);
-  for (const auto& [id, e] : record.resources) {
+  OldEntries olds;
+  olds.by_index.assign(decl.resources.size(), nullptr);
+  for (const auto& recorded : record.resources) {
+    const auto& [id, e] = recorded;
     const Resource* r = decl.Find(id);
-    if (r != nullptr && e.kind == core::KindName(r->kind)) olds[r - decl.resources.data()] = &e;
+    if (r == nullptr) {
+      olds.dropped.push_back(&recorded);
+    } else if (e.kind == core::KindName(r->kind)) {
+      olds.by_index[r - decl.resources.data()] = &e;
+    }
   }
   return olds;
 }

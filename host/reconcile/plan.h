@@ -195,9 +195,17 @@ struct HostDirs {
   std::string artifacts;   // --artifacts: bundles' sources
 };
 
-// The record's entry of each declared resource, by resource index (none: a
-// new resource, or one whose kind changed).
-using OldEntries = std::vector<const core::RecordEntry*>;
+// The record seen from the declaration, matched once per apply: every phase
+// asks for a resource's entry, and prune for what is no longer declared.
+struct OldEntries {
+  // By resource index: the record's entry when it is of the same kind (none:
+  // a new resource, or one whose kind changed).
+  std::vector<const core::RecordEntry*> by_index;
+  // The record's entries whose ids are no longer declared, in id order.
+  std::vector<const std::pair<const std::string, core::RecordEntry>*> dropped;
+
+  const core::RecordEntry* operator[](size_t i) const { return by_index[i]; }
+};
 
 struct PlanInputs {
   const core::Declaration* declaration = nullptr;

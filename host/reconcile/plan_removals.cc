@@ -194,8 +194,8 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
   // Built only when something recorded is no longer declared: most
   // applies remove nothing.
   std::optional<Claims> claims;
-  for (const auto& [id, e] : in.record->resources) {
-    if (in.declaration->Find(id) != nullptr) continue;
+  for (const auto* dropped : in.olds->dropped) {
+    const auto& [id, e] = *dropped;
     if (!claims) claims.emplace(*in.declaration, in.dirs);
     Removal rm;
     rm.id = id;
