@@ -1,36 +1,41 @@
 #include "host/core/json_depth.h"
 
+#include <array>
+#include <cstddef>
+
 namespace mesh::core {
+namespace {
+
+// The bytes a scan stops at; every other byte is skipped in a tight loop
+// (the bulk of a declaration is string content, read here before the parser
+// reads it again).
+constexpr std::array<bool, 256> Stops(std::string_view bytes) {
+  std::array<bool, 256> table{};
+  for (char c : bytes) table[static_cast<unsigned char>(c)] = true;
+  return table;
+}
+constexpr std::array<bool, 256> kOutside = Stops("\"[]{}");
+constexpr std::array<bool, 256> kInside = Stops("\"\\");
+
+}  // namespace
 
 bool JsonDepthWithin(std::string_view text, int max_depth) {
+  const size_t n = text.size();
+  auto skip = [&](size_t i, const std::array<bool, 256>& stops) {
+    while (i < n && !stops[static_cast<unsigned char>(text[i])]) ++i;
+    return i;
+  };
   int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        in_string = true;
-        break;
-      case '[':
-      case '{':
-        if (++depth > max_depth) return false;
-        break;
-      case ']':
-      case '}':
-        --depth;
-        break;
-      default:
-        break;
+  for (size_t i = skip(0, kOutside); i < n; i = skip(i, kOutside)) {
+    char c = text[i++];
+    if (c == '"') {
+      // To the string's closing quote; an escape takes the byte after it.
+      for (i = skip(i, kInside); i < n && text[i] == '\\'; i = skip(i, kInside)) i += 2;
+      ++i;  // the closing quote (past the end when the string never closes)
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else {
+      --depth;
     }
   }
   return true;
