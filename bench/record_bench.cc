@@ -60,8 +60,8 @@ int main(int argc, char** argv) {
     e.applied_at = "2026-11-30T06:34:11.495Z";
     e.position = static_cast<uint64_t>(i);
     e.written.push_back(
-        {path, "145:1796020451597353897:1796020451597353897:" + std::to_string(10952930 + i), "", 0,
-         false});
+        {path, "145:1796020451597353897:1796020451597353897:" + std::to_string(10952930 + i),
+         std::string(32, "fedcba9876543210"[i % 16]), 0, false});
     record.resources["f" + std::to_string(i)] = std::move(e);
   }
   std::string text;

@@ -25,8 +25,12 @@ struct WrittenPath {
   // "size:mtime_ns:ctime_ns:inode", for a tree "tree:" + a digest of every
   // entry's fingerprint.
   std::string fingerprint;
-  // For trees only: the digest of the tree's content (names, modes, bytes),
-  // compared when the fingerprint moved. Files compare with the declaration.
+  // For trees: the digest of the tree's content (names, modes, bytes),
+  // compared when the fingerprint moved. For files (not credentials):
+  // FileDigest of the file as the host left it (its mode, owner and bytes),
+  // so that a no-op proves a file whose times alone moved unchanged without
+  // the declaration (record_proof.h). Empty in records of older hosts: the
+  // full pass compares such files with the declaration.
   std::string content_digest;
   uint64_t file_count = 0;
   // The path was there before the host first managed it: pruning leaves it.

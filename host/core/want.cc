@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <set>
 
 #include "host/core/sha256.h"
@@ -105,6 +106,19 @@ struct FingerprintText {
 std::string DirectoryFingerprint(const FileInfo& info) {
   return "dir:" + std::to_string(info.mode) + ":" + std::to_string(info.uid) + ":" +
          std::to_string(info.gid) + ":" + std::to_string(info.inode);
+}
+
+std::string FileMeta(uint32_t mode, uint32_t uid, uint32_t gid) {
+  char text[40];
+  int n = std::snprintf(text, sizeof text, "%04o:%u:%u", mode & 07777, uid, gid);
+  return std::string(text, static_cast<size_t>(n));
+}
+
+std::string FileDigest(std::string_view meta, std::string_view bytes) {
+  Sha256 h;
+  h.Field(meta);
+  h.Update(bytes);
+  return h.HexDigest().substr(0, 32);
 }
 
 std::string FileFingerprint(const FileInfo& info) {

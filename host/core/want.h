@@ -27,6 +27,15 @@ std::string WantDigest(const Resource& resource, std::string_view credential_key
 // replacement of the file.
 std::string FileFingerprint(const FileInfo& info);
 
+// "mode:uid:gid" of a file ("0644:0:0").
+std::string FileMeta(uint32_t mode, uint32_t uid, uint32_t gid);
+
+// The first 128 bits of SHA-256 over a file's FileMeta and its bytes, in
+// hex: what the host left at a path, recorded beside its fingerprint. Half
+// a digest is still out of reach of any file made to match it, and the
+// record, which every fresh apply reads, holds one per file.
+std::string FileDigest(std::string_view meta, std::string_view bytes);
+
 // "dir:mode:uid:gid:inode": a declared directory as the host left it. Not
 // its times or size: they move with every entry added inside it, which is
 // not the host's to watch (its contents are not managed).

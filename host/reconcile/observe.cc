@@ -181,11 +181,17 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
   if (RecordedAt(r, old, want) && info->type == FileType::kRegular &&
       core::FingerprintMatches(*info, old->written[0].fingerprint)) {
     seen.fingerprint = old->written[0].fingerprint;  // the hot path: nothing read
+    // Untouched since recorded, so as the host left it: what a record of
+    // an older host, which has no digest of it yet, needs to make one.
+    if (old->written[0].content_digest.empty()) {
+      seen.meta = core::FileMeta(info->mode, info->uid, info->gid);
+    }
     return seen;
   }
   auto ids = Ids(r);
   if (!ids) return Error(ids.error().message);
   std::tie(seen.uid, seen.gid) = *ids;
+  seen.meta = core::FileMeta(r.mode, seen.uid, seen.gid);  // as found when it matches, or written
   seen.fingerprint = core::FileFingerprint(*info);
   // The bytes are read only when size, mode and ownership already agree.
   const FileInfo& fi = *info;

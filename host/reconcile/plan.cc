@@ -45,6 +45,15 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
   entry.applied_at = recorded ? old->applied_at : in.now;
   entry.written.push_back(
       {r.path, seen.fingerprint, seen.content_digest, seen.file_count, seen.preexisting});
+  if (r.kind == core::Kind::kFile) {
+    // What lets a no-op prove this file unchanged when only its times move
+    // (record_proof.h). Not for credentials: a secret's digest stays keyed.
+    core::WrittenPath& w = entry.written.back();
+    w.content_digest =
+        seen.found == Found::kAsRecorded && recorded && !old->written[0].content_digest.empty()
+            ? old->written[0].content_digest
+            : core::FileDigest(seen.meta, r.content);
+  }
   std::string as_declared = tree ? FilesAsDeclared(seen.file_count) : std::string(kAsDeclared);
   if (seen.found == Found::kAsRecorded) {
     step.detail = as_declared;

@@ -81,8 +81,11 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     core::FileType type = *kind == core::Kind::kDirectory ? core::FileType::kDirectory
                           : *kind == core::Kind::kSymlink ? core::FileType::kSymlink
                                                           : core::FileType::kRegular;
-    batch_.push_back(PathCheck{batch_text_.Copy(e.written[0].path),
-                               batch_text_.Copy(e.written[0].fingerprint), shape.IsTree(), type});
+    const core::WrittenPath& w = e.written[0];
+    bool readable = *kind == core::Kind::kFile;  // not a credential: no digest of a secret
+    batch_.push_back(PathCheck{
+        batch_text_.Copy(w.path), batch_text_.Copy(w.fingerprint), shape.IsTree(), type,
+        readable ? batch_text_.Copy(w.content_digest) : std::string_view(), proven_.size()});
     p.file_count = e.written[0].file_count;
     p.tree = shape.IsTree();
   }
@@ -123,9 +126,14 @@ bool RecordProof::CheckBatch() {
       continue;
     }
     if (!look.tree) {
-      if (info->type != look.type || !core::FingerprintMatches(*info, look.fingerprint)) {
-        return false;
-      }
+      if (info->type != look.type) return false;
+      if (core::FingerprintMatches(*info, look.fingerprint)) continue;
+      // Its times moved: unchanged if its bytes, mode and owner did not.
+      if (look.content_digest.empty() || touched_.size() >= kMaxTouched) return false;
+      touched_.push_back(
+          ToRead{std::string(look.path), std::string(look.content_digest),
+                 core::FileMeta(info->mode, info->uid, info->gid), info->size,
+                 Touched{std::string(proven_[look.proven].id), core::FileFingerprint(*info)}});
       continue;
     }
     if (info->type != core::FileType::kDirectory) return false;
@@ -168,7 +176,7 @@ bool RecordProof::Finish() {
     }
     names.push_back(u.name);
   }
-  if (names.empty()) return true;
+  if (names.empty()) return ReadTouched();
   std::vector<core::Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
   for (size_t k = 0; k < units_.size(); ++k) {
     if (!statuses[k] || statuses[k]->load_state == "masked") return false;
@@ -185,7 +193,28 @@ bool RecordProof::Finish() {
     if (u.run && !(u.baseline == core::BaselineOf(*statuses[k]))) return false;
     units_[k].status = std::move(*statuses[k]);
   }
+  return ReadTouched();
+}
+
+// Last, after everything cheaper held. A file changed after its look is
+// caught at the next apply: the fingerprint recorded is the one taken
+// before it was read.
+bool RecordProof::ReadTouched() {
+  for (const ToRead& t : touched_) {
+    auto bytes = ports_.root->ReadFile(t.path, t.size);
+    if (!bytes || bytes->size() != t.size || core::FileDigest(t.meta, *bytes) != t.content_digest) {
+      return false;
+    }
+  }
   return true;
+}
+
+std::vector<RecordProof::Touched> RecordProof::TakeTouched() {
+  std::vector<Touched> out;
+  out.reserve(touched_.size());
+  for (ToRead& t : touched_) out.push_back(std::move(t.touched));
+  touched_.clear();
+  return out;
 }
 
 void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& deliver) const {

@@ -65,6 +65,22 @@ class RecordProof : public core::RecordVisitor {
   // saw, for the full pass to reuse rather than stat them again.
   std::vector<std::pair<std::string, core::Result<core::FileInfo>>> TakeLooks();
 
+  // A file whose times moved while its bytes, mode and owner stayed as
+  // recorded (touched, or rewritten with the same bytes): proven unchanged
+  // by reading it, and its new fingerprint is for the record, so that the
+  // next no-op does not read it again.
+  struct Touched {
+    std::string id;
+    std::string fingerprint;  // as found now
+  };
+  // After Finish returned true.
+  std::vector<Touched> TakeTouched();
+  // Resources proven so far.
+  size_t resources() const { return proven_.size(); }
+  // More touched files than this and the proof gives way to the full pass,
+  // which reads them as well and holds far less per file than a list.
+  static constexpr size_t kMaxTouched = 4096;
+
  private:
   // Text copied out of entries that last only as long as their visit (a
   // streamed record), in blocks growing from 4 to 64 KiB: one allocation per
@@ -85,6 +101,18 @@ class RecordProof : public core::RecordVisitor {
     std::string_view fingerprint;
     bool tree = false;
     core::FileType type = core::FileType::kRegular;  // file, or a declared directory or symlink
+    // A file's recorded FileDigest (empty: it is not proven by reading it
+    // when its fingerprint moved), and its place in proven_.
+    std::string_view content_digest;
+    size_t proven = 0;
+  };
+  // A touched file, read in Finish.
+  struct ToRead {
+    std::string path;
+    std::string content_digest;
+    std::string meta;  // as found
+    uint64_t size = 0;
+    Touched touched;
   };
   // What the report says of one resource, kept until the end (views into
   // kept_text_).
@@ -109,6 +137,8 @@ class RecordProof : public core::RecordVisitor {
   };
 
   bool CheckBatch();
+  // Reads each touched file: its bytes must be those recorded.
+  bool ReadTouched();
   uint32_t AppliedAt(const std::string& text);
 
   Ports ports_;
@@ -125,6 +155,7 @@ class RecordProof : public core::RecordVisitor {
   std::vector<core::Result<core::FileInfo>> seen_;
   bool checked_ = false;
   std::vector<Proven> proven_;
+  std::vector<ToRead> touched_;
   std::vector<Unit> units_;
   std::vector<std::string> applied_at_;
   std::map<std::string, uint32_t, std::less<>> applied_at_index_;

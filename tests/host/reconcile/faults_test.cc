@@ -145,7 +145,9 @@ TEST_F(FaultsTest, ARecordIsSavedOnlyAfterTheWritesAreFlushed) {
 // When a touched file makes the record proof fail, the full pass uses the
 // stats the proof already took: each declared path is looked at once.
 TEST_F(FaultsTest, AFailedRecordProofDoesNotStatEveryPathAgain) {
-  json decl = Decl({File("a", "1"), File("b", "2"), File("c", "3")});
+  // A touched credential fails the proof (a file would be read and proven).
+  json secret = {{"id", "b"}, {"kind", "credential"}, {"path", "/etc/b"}, {"content", "2"}};
+  json decl = Decl({File("a", "1"), secret, File("c", "3")});
   RunFaulty(decl);
   ASSERT_TRUE(RunFaulty(decl).from_record);
   std::filesystem::last_write_time(

@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "host/core/want.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
 
 namespace mesh::reconcile {
@@ -102,12 +103,13 @@ TEST_P(NoopTest, AnyDifferenceRunsTheFullPass) {
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   ASSERT_TRUE(Run(decl).from_record);
 
-  // A touched file (fingerprint moved, same bytes): the full pass adopts it.
-  std::filesystem::last_write_time(Root("/etc/app.conf"),
+  // A touched credential (fingerprint moved, same bytes): the full pass
+  // adopts it (a secret's bytes have no digest in the record to prove).
+  std::filesystem::last_write_time(Root("/etc/app.token"),
                                    std::filesystem::file_time_type::clock::now() + 1h);
   ApplyReport touched = Run(decl);
   EXPECT_FALSE(touched.from_record);
-  EXPECT_EQ(touched.outcomes[0].outcome, core::Outcome::kUnchanged);
+  EXPECT_EQ(touched.outcomes[1].outcome, core::Outcome::kUnchanged);
   ASSERT_TRUE(Run(decl).from_record) << "the adopted fingerprint is recorded again";
 
   // A unit declared running found dead: started again, not reported unchanged.
@@ -129,6 +131,111 @@ TEST_P(NoopTest, AnyDifferenceRunsTheFullPass) {
   EXPECT_FALSE(unit_file.from_record);
   EXPECT_EQ(unit_file.outcomes[5].outcome, core::Outcome::kUpdated);
   EXPECT_THAT(unit_file.outcomes[5].detail, HasSubstr("drifted: unit file tools.service"));
+}
+
+// A file whose times moved and nothing else (touched, or restored with the
+// same bytes and mode): proven from the record by reading that file alone,
+// reported word for word as the full pass reports it, and its new
+// fingerprint recorded so that the next no-op reads nothing.
+TEST_P(NoopTest, ATouchedFileIsProvenByItsBytes) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_TRUE(Run(decl).from_record);
+  clock_.Advance(5min);
+  auto touch = [&] {
+    std::filesystem::last_write_time(Root("/etc/app.conf"),
+                                     std::filesystem::file_time_type::clock::now() + 1h);
+  };
+  touch();
+  ApplyReport full = Run(decl, false, /*from_record=*/false);  // adopts it
+  touch();
+  std::string before = Record()["resources"]["app.conf"]["written"][0]["fingerprint"];
+  ApplyReport quick = Run(decl);
+  EXPECT_TRUE(quick.from_record);
+  EXPECT_EQ(Rows(quick), Rows(full));
+  EXPECT_THAT(quick.warnings, ElementsAre());
+  std::string after = Record()["resources"]["app.conf"]["written"][0]["fingerprint"];
+  EXPECT_NE(after, before) << "the touched file's new fingerprint is recorded";
+  EXPECT_EQ(after, core::FileFingerprint(*root_->Stat("/etc/app.conf")));
+
+  // A plan proves it the same way and records nothing.
+  touch();
+  std::string held = store_.text.value();
+  ApplyReport plan = Run(decl, /*dry_run=*/true);
+  EXPECT_TRUE(plan.from_record);
+  EXPECT_EQ(store_.text.value(), held);
+}
+
+// Among many resources, a few touched files are not worth rewriting the
+// record for: the next no-op reads them again, and is proven again.
+TEST_P(NoopTest, AFewTouchedFilesAreReadAgainNotRecorded) {
+  json resources = json::array();
+  for (int i = 0; i < 100; ++i) {
+    std::string id = "f" + std::to_string(i);
+    resources.push_back(
+        {{"id", id}, {"kind", "file"}, {"path", "/etc/" + id}, {"content", "x=1\n"}});
+  }
+  json decl = Decl(resources);
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  std::filesystem::last_write_time(Root("/etc/f7"),
+                                   std::filesystem::file_time_type::clock::now() + 1h);
+  std::string held = store_.text.value();
+  ApplyReport once = Run(decl);
+  ApplyReport again = Run(decl);
+  EXPECT_TRUE(once.from_record);
+  EXPECT_TRUE(again.from_record);
+  EXPECT_EQ(store_.text.value(), held) << "one file in 100: the record is not rewritten";
+  EXPECT_EQ(once.outcomes[7].detail, again.outcomes[7].detail);
+
+  // Two in 100 are worth it.
+  std::filesystem::last_write_time(Root("/etc/f8"),
+                                   std::filesystem::file_time_type::clock::now() + 1h);
+  EXPECT_TRUE(Run(decl).from_record);
+  EXPECT_NE(store_.text.value(), held);
+}
+
+// Only the times: new bytes of the same size or a new mode each fail the
+// proof, and the full pass puts the file back.
+TEST_P(NoopTest, ATouchedFileWithOtherBytesOrModeIsPutBack) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_TRUE(Run(decl).from_record);
+  testing::WriteText(Root("/etc/app.conf"), "a=2\n");  // same size, other bytes
+  ApplyReport edited = Run(decl);
+  EXPECT_FALSE(edited.from_record);
+  EXPECT_EQ(edited.outcomes[0].outcome, core::Outcome::kUpdated);
+  EXPECT_EQ(testing::ReadText(Root("/etc/app.conf")), "a=1\n");
+
+  std::filesystem::permissions(Root("/etc/app.conf"), std::filesystem::perms::owner_all);
+  ApplyReport chmod = Run(decl);
+  EXPECT_FALSE(chmod.from_record);
+  EXPECT_EQ(chmod.outcomes[0].outcome, core::Outcome::kUpdated);
+  EXPECT_THAT(chmod.outcomes[0].detail, HasSubstr("mode changed"));
+  EXPECT_TRUE(Run(decl).from_record);
+  // A new owner: ownership_test (it needs the machine's user table).
+}
+
+// A record of an older host holds no digest of a file's bytes: a touched
+// file there runs the full pass, which records the digest for next time.
+TEST_P(NoopTest, AnOlderRecordLearnsTheBytesDigestFromTheFullPass) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  json old = Record();
+  auto& written = old["resources"]["app.conf"]["written"][0];
+  ASSERT_TRUE(written.contains("content_digest"));
+  EXPECT_FALSE(old["resources"]["app.token"]["written"][0].contains("content_digest"))
+      << "a secret's bytes are not digested in the record";
+  written.erase("content_digest");
+  store_.text = old.dump();
+  std::filesystem::last_write_time(Root("/etc/app.conf"),
+                                   std::filesystem::file_time_type::clock::now() + 1h);
+  ApplyReport upgrade = Run(decl);
+  EXPECT_FALSE(upgrade.from_record);
+  EXPECT_EQ(upgrade.outcomes[0].outcome, core::Outcome::kUnchanged);
+  EXPECT_TRUE(Record()["resources"]["app.conf"]["written"][0].contains("content_digest"));
+  std::filesystem::last_write_time(Root("/etc/app.conf"),
+                                   std::filesystem::file_time_type::clock::now() + 2h);
+  EXPECT_TRUE(Run(decl).from_record);
 }
 
 // A declaration that counts what is asked of it.

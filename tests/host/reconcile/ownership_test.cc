@@ -43,5 +43,24 @@ TEST_F(OwnershipTest, AnOwnerChangedInsideATreeIsDrift) {
   EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged"));
 }
 
+// The no-op proof reads a touched file rather than run the full pass
+// (record_proof.h): a file given to another user has its bytes and its
+// times, but not its owner, and is put back.
+TEST_F(OwnershipTest, AFileGivenToAnotherUserIsNotProvenUnchanged) {
+  json decl = Decl(json::array(
+      {{{"id", "conf"}, {"kind", "file"}, {"path", "/etc/conf"}, {"content", "x=1\n"}}}));
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_TRUE(Run(decl).from_record);
+  ASSERT_EQ(::chown(Root("/etc/conf").c_str(), kNobody, kNobody), 0);
+  ApplyReport r = Run(decl);
+  EXPECT_FALSE(r.from_record);
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated"));
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("owner changed"));
+  struct stat st;
+  ASSERT_EQ(::stat(Root("/etc/conf").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid()) << "put back";
+  EXPECT_TRUE(Run(decl).from_record);
+}
+
 }  // namespace
 }  // namespace mesh::reconcile
