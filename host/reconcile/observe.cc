@@ -3,6 +3,7 @@
 #include <set>
 
 #include "host/core/want.h"
+#include "host/reconcile/as_left.h"
 #include "host/reconcile/observer.h"
 
 namespace mesh::reconcile {
@@ -50,7 +51,7 @@ Result<Observation> Observer::Run() {
 }
 
 DroppedSeen Observer::DroppedAt(ports::FileSystem& fs, const std::string& path,
-                                std::string_view recorded) {
+                                std::string_view recorded, std::string_view content_digest) {
   DroppedSeen seen;
   auto info = &fs == ports_.root ? StatOf(path) : fs.Stat(path);
   if (!info) {
@@ -76,6 +77,12 @@ DroppedSeen Observer::DroppedAt(ports::FileSystem& fs, const std::string& path,
     seen.fingerprint = core::TreeFingerprint(*scan);
   } else if (info->type == FileType::kRegular || info->type == FileType::kSymlink) {
     seen.fingerprint = core::FileFingerprint(*info);
+    // Touched since the host wrote it, and still what it wrote: still the
+    // host's to delete.
+    if (seen.fingerprint != recorded && WorthReading(*info, recorded) &&
+        AsLeft(fs, path, *info, content_digest)) {
+      seen.fingerprint = std::string(recorded);
+    }
   }
   return seen;
 }
@@ -88,7 +95,9 @@ void Observer::Dropped() {
     const RecordEntry& e = dropped->second;
     for (const core::WrittenPath& w : e.written) {
       if (w.preexisting || out_.seen.dropped_paths.contains(w.path)) continue;
-      out_.seen.dropped_paths.emplace(w.path, DroppedAt(*ports_.root, w.path, w.fingerprint));
+      std::string_view digest = e.kind == "file" ? w.content_digest : std::string_view();
+      out_.seen.dropped_paths.emplace(w.path,
+                                      DroppedAt(*ports_.root, w.path, w.fingerprint, digest));
     }
     if (!e.unit_file_fingerprint.empty() && ports_.units != nullptr &&
         !out_.seen.dropped_unit_files.contains(e.unit)) {
@@ -181,17 +190,18 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
   if (RecordedAt(r, old, want) && info->type == FileType::kRegular &&
       core::FingerprintMatches(*info, old->written[0].fingerprint)) {
     seen.fingerprint = old->written[0].fingerprint;  // the hot path: nothing read
-    // Untouched since recorded, so as the host left it: what a record of
-    // an older host, which has no digest of it yet, needs to make one.
-    if (old->written[0].content_digest.empty()) {
-      seen.meta = core::FileMeta(info->mode, info->uid, info->gid);
+    // A record of an older host has no digest of the file yet: one is made
+    // for it as declared (a file whose owner now resolves to another uid
+    // will not match it, and the full pass puts it right when it moves).
+    if (r.kind == core::Kind::kFile && old->written[0].content_digest.empty()) {
+      if (auto ids = Ids(r)) seen.meta = core::FileMeta(r.mode, ids->first, ids->second);
     }
     return seen;
   }
   auto ids = Ids(r);
   if (!ids) return Error(ids.error().message);
   std::tie(seen.uid, seen.gid) = *ids;
-  seen.meta = core::FileMeta(r.mode, seen.uid, seen.gid);  // as found when it matches, or written
+  if (r.kind == core::Kind::kFile) seen.meta = core::FileMeta(r.mode, seen.uid, seen.gid);
   seen.fingerprint = core::FileFingerprint(*info);
   // The bytes are read only when size, mode and ownership already agree.
   const FileInfo& fi = *info;

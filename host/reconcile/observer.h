@@ -61,7 +61,10 @@ class Observer {
   // Whether some record entry names `path` as written. The set is built at
   // the first question: an apply that finds every file as recorded asks none.
   bool Recorded(std::string_view path) const;
-  DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded);
+  // `content_digest`: a file's, when the host may read it to know it is
+  // still what it wrote though its fingerprint moved (as_left.h).
+  DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded,
+                        std::string_view content_digest = {});
   // Whether `path` was on the machine before the host first managed it:
   // kept from the record, or found there now while no record entry names it.
   bool Preexisting(const RecordEntry* old, const std::string& path, const FileInfo& info) const;

@@ -52,7 +52,8 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
     w.content_digest =
         seen.found == Found::kAsRecorded && recorded && !old->written[0].content_digest.empty()
             ? old->written[0].content_digest
-            : core::FileDigest(seen.meta, r.content);
+        : seen.meta.empty() ? std::string()  // its owner could not be resolved
+                            : core::FileDigest(seen.meta, r.content);
   }
   std::string as_declared = tree ? FilesAsDeclared(seen.file_count) : std::string(kAsDeclared);
   if (seen.found == Found::kAsRecorded) {

@@ -45,7 +45,7 @@ struct FilesSeen {
   std::string content_digest;  // trees: what the tree holds once as declared
   uint64_t file_count = 0;     // trees
   uint32_t uid = 0, gid = 0;   // files: the declared owner and group, resolved
-  std::string meta;            // files: FileMeta as found, or as written (empty: as recorded)
+  std::string meta;            // files: FileMeta as declared (empty: the record's digest holds)
 };
 
 // A drop-in in --unit-dir/UNIT.d/, declared or recorded.

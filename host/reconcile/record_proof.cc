@@ -4,6 +4,7 @@
 #include <array>
 
 #include "host/core/want.h"
+#include "host/reconcile/as_left.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -129,10 +130,12 @@ bool RecordProof::CheckBatch() {
       if (info->type != look.type) return false;
       if (core::FingerprintMatches(*info, look.fingerprint)) continue;
       // Its times moved: unchanged if its bytes, mode and owner did not.
-      if (look.content_digest.empty() || touched_.size() >= kMaxTouched) return false;
+      if (look.content_digest.empty() || touched_.size() >= kMaxTouched ||
+          !WorthReading(*info, look.fingerprint)) {
+        return false;
+      }
       touched_.push_back(
-          ToRead{std::string(look.path), std::string(look.content_digest),
-                 core::FileMeta(info->mode, info->uid, info->gid), info->size,
+          ToRead{std::string(look.path), std::string(look.content_digest), *info,
                  Touched{std::string(proven_[look.proven].id), core::FileFingerprint(*info)}});
       continue;
     }
@@ -196,15 +199,10 @@ bool RecordProof::Finish() {
   return ReadTouched();
 }
 
-// Last, after everything cheaper held. A file changed after its look is
-// caught at the next apply: the fingerprint recorded is the one taken
-// before it was read.
+// Last, after everything cheaper held.
 bool RecordProof::ReadTouched() {
   for (const ToRead& t : touched_) {
-    auto bytes = ports_.root->ReadFile(t.path, t.size);
-    if (!bytes || bytes->size() != t.size || core::FileDigest(t.meta, *bytes) != t.content_digest) {
-      return false;
-    }
+    if (!AsLeft(*ports_.root, t.path, t.info, t.content_digest)) return false;
   }
   return true;
 }

@@ -110,8 +110,7 @@ class RecordProof : public core::RecordVisitor {
   struct ToRead {
     std::string path;
     std::string content_digest;
-    std::string meta;  // as found
-    uint64_t size = 0;
+    core::FileInfo info;  // as found
     Touched touched;
   };
   // What the report says of one resource, kept until the end (views into

@@ -6,6 +6,7 @@
 // before it lands (a test checks what was saved by then).
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -33,6 +34,10 @@ class FaultyFileSystem : public ports::FileSystem {
   int flushes() const { return flushes_; }
   // Paths looked at, through Stat and StatMany.
   size_t stats() const { return stats_; }
+  // The most ReadFile was ever asked to read.
+  uint64_t largest_read() const { return largest_read_; }
+  // Called with the path before ReadFile reads it.
+  std::function<void(const std::string&)> before_read;
 
   // Writes to `path` fail with `err` from now on.
   void FailWrites(const std::string& path, int err) {
@@ -56,6 +61,8 @@ class FaultyFileSystem : public ports::FileSystem {
     return real_.Flush();
   }
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override {
+    largest_read_ = std::max(largest_read_, limit);
+    if (before_read) before_read(path);
     return real_.ReadFile(path, limit);
   }
   core::Result<std::string> ReadLink(const std::string& path) override {
@@ -151,6 +158,7 @@ class FaultyFileSystem : public ports::FileSystem {
   bool fail_durable_ = false;
   int flushes_ = 0;
   size_t stats_ = 0;
+  uint64_t largest_read_ = 0;
 };
 
 }  // namespace mesh::fakes

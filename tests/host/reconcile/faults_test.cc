@@ -159,6 +159,33 @@ TEST_F(FaultsTest, AFailedRecordProofDoesNotStatEveryPathAgain) {
   EXPECT_EQ(faulty_->stats() - before, 3u) << "three paths, each stat'ed once";
 }
 
+// A touched file the record proof would read (record_proof.h): one grown
+// past its recorded size is never read, however large; one replaced
+// between the look and the read is not taken for the file looked at.
+TEST_F(FaultsTest, ATouchedFileIsReadOnlyAtItsSizeAndOnlyIfStillTheSame) {
+  json decl = Decl({File("a", "1"), File("b", "2")});
+  RunFaulty(decl);
+  ASSERT_TRUE(RunFaulty(decl).from_record);
+  std::filesystem::resize_file(Root("/etc/b"), 64u << 20);  // sparse: costs no disk
+  ApplyReport grown = RunFaulty(decl);
+  EXPECT_FALSE(grown.from_record);
+  EXPECT_THAT(Outcomes(grown), ElementsAre("unchanged", "updated"));
+  EXPECT_LT(faulty_->largest_read(), 1u << 20) << "the grown file was never read";
+
+  ASSERT_TRUE(RunFaulty(decl).from_record);
+  std::filesystem::last_write_time(
+      Root("/etc/b"), std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  faulty_->before_read = [&](const std::string& path) {
+    if (path != "/etc/b") return;
+    testing::WriteText(Root("/etc/b.new"), "2");  // the same bytes, another file
+    std::filesystem::rename(Root("/etc/b.new"), Root("/etc/b"));
+  };
+  ApplyReport swapped = RunFaulty(decl);
+  faulty_->before_read = nullptr;
+  EXPECT_FALSE(swapped.from_record) << "the file read is not the file looked at";
+  EXPECT_THAT(Outcomes(swapped), ElementsAre("unchanged", "unchanged"));
+}
+
 TEST_F(FaultsTest, PermissionDeniedIsNamed) {
   faulty_->FailWrites("/etc/a", EACCES);
   ApplyReport r = RunFaulty(Decl({File("a", "x")}));

@@ -194,6 +194,28 @@ TEST_P(NoopTest, AFewTouchedFilesAreReadAgainNotRecorded) {
   EXPECT_NE(store_.text.value(), held);
 }
 
+// Prune deletes what the host wrote and nobody changed: a file touched but
+// not recorded (one in 64 or fewer) is read, and still the host's.
+TEST_P(NoopTest, ATouchedFileNoLongerDeclaredIsStillRemoved) {
+  json resources = json::array();
+  for (int i = 0; i < 100; ++i) {
+    std::string id = "f" + std::to_string(i);
+    resources.push_back(
+        {{"id", id}, {"kind", "file"}, {"path", "/etc/" + id}, {"content", "x=1\n"}});
+  }
+  ASSERT_EQ(Run(Decl(resources)).result, ApplyResult::kOk);
+  std::filesystem::last_write_time(Root("/etc/f7"),
+                                   std::filesystem::file_time_type::clock::now() + 1h);
+  ASSERT_TRUE(Run(Decl(resources)).from_record);
+  resources.erase(7);
+  ApplyReport dropped = Run(Decl(resources, 2));
+  EXPECT_EQ(dropped.result, ApplyResult::kOk) << dropped.error;
+  ASSERT_EQ(dropped.outcomes.back().id, "f7");
+  EXPECT_EQ(dropped.outcomes.back().outcome, core::Outcome::kRemoved)
+      << dropped.outcomes.back().detail;
+  EXPECT_FALSE(testing::Exists(Root("/etc/f7")));
+}
+
 // Only the times: new bytes of the same size or a new mode each fail the
 // proof, and the full pass puts the file back.
 TEST_P(NoopTest, ATouchedFileWithOtherBytesOrModeIsPutBack) {
