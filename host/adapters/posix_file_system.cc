@@ -320,6 +320,27 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
   return std::move(*bytes);
 }
 
+Result<std::string> PosixFileSystem::ReadFileAsSeen(const std::string& path, const FileInfo& seen) {
+  auto opened = OpenRegular(path, seen.size);
+  if (!opened) return std::unexpected(opened.error());
+  auto& [fd, file_size] = *opened;
+  auto as_seen = [&] {
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return false;
+    FileInfo now = FromStat(st);
+    return now.type == seen.type && now.size == seen.size && now.inode == seen.inode &&
+           now.mtime_ns == seen.mtime_ns && now.ctime_ns == seen.ctime_ns &&
+           now.mode == seen.mode && now.uid == seen.uid && now.gid == seen.gid;
+  };
+  if (!as_seen())
+    return Fail(core::ErrorKind::kChanged, "read " + path + ": not the file looked at");
+  auto bytes = ReadUpTo(fd.get(), file_size);
+  if (!bytes) return Fail(Errno("read", path, bytes.error()));
+  if (!as_seen())
+    return Fail(core::ErrorKind::kChanged, "read " + path + ": changed while it was read");
+  return std::move(*bytes);
+}
+
 Result<UniqueFd> PosixFileSystem::OpenParentToReplace(const std::string& path,
                                                       std::string_view verb, std::string* leaf) {
   auto parent = OpenParent(path, true, leaf);

@@ -37,6 +37,8 @@ class PosixFileSystem : public ports::FileSystem {
   std::vector<core::Result<core::FileInfo>> StatMany(
       std::span<const std::string_view> paths) override;
   core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) override;
+  core::Result<std::string> ReadFileAsSeen(const std::string& path,
+                                           const core::FileInfo& seen) override;
   // A regular file under the root, opened for reading, and its size; fails
   // naming the path for anything else (a FIFO is refused, not waited on) or
   // anything over `limit` bytes. For a reader that streams a large file

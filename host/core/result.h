@@ -20,6 +20,9 @@ enum class ErrorKind {
   kOutsideRoot,
   // A directory to remove still holds something: it is left, not a failure.
   kNotEmpty,
+  // The file at a path is not the one looked at, or changed while it was
+  // read: it is someone else's doing, not a fault of the disk.
+  kChanged,
 };
 
 struct Error {

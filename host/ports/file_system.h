@@ -51,6 +51,14 @@ class FileSystem {
   // Regular files only; refuses files larger than `limit` bytes.
   virtual core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) = 0;
 
+  // The bytes of the file that `seen` (a Stat of `path`) describes: refused
+  // when the file opened is another one, or it changes while it is read —
+  // its inode, size, times, mode or owner are not those seen (ErrorKind::
+  // kChanged). What is read is then what was looked at, whatever moved along
+  // the path meanwhile.
+  virtual core::Result<std::string> ReadFileAsSeen(const std::string& path,
+                                                   const core::FileInfo& seen) = 0;
+
   // Creates missing parent directories (0755). Replaces whatever is at
   // `path` except a directory. Returns the new file's stat.
   virtual core::Result<core::FileInfo> WriteFileAtomic(const std::string& path,

@@ -19,12 +19,8 @@ bool WorthReading(const core::FileInfo& info, std::string_view recorded_fingerpr
 bool AsLeft(ports::FileSystem& fs, const std::string& path, const core::FileInfo& info,
             std::string_view content_digest) {
   if (content_digest.empty()) return false;
-  auto bytes = fs.ReadFile(path, info.size);
+  auto bytes = fs.ReadFileAsSeen(path, info);
   if (!bytes || bytes->size() != info.size) return false;
-  // The bytes read are those of the file looked at: nothing replaced it,
-  // wrote it or changed its mode or owner in between.
-  auto again = fs.Stat(path);
-  if (!again || !core::FingerprintMatches(*again, core::FileFingerprint(info))) return false;
   return core::FileDigest(core::FileMeta(info.mode, info.uid, info.gid), *bytes) == content_digest;
 }
 

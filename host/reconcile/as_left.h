@@ -18,9 +18,9 @@ namespace mesh::reconcile {
 // bound is never read.
 bool WorthReading(const core::FileInfo& info, std::string_view recorded_fingerprint);
 
-// Reads the file at `path`, found as `info` (WorthReading), and looks at it
-// again: true when it was still the same file throughout and its mode,
-// owner and bytes give `content_digest`.
+// Reads the file at `path` that was found as `info` (WorthReading): true
+// when it is still that file, unchanged while read, and its mode, owner and
+// bytes give `content_digest`.
 bool AsLeft(ports::FileSystem& fs, const std::string& path, const core::FileInfo& info,
             std::string_view content_digest);
 

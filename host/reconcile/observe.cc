@@ -214,7 +214,13 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
                : !owner                        ? "owner changed"
                                                : "content changed";
   if (fi.type == FileType::kRegular && fi.size == r.content.size() && mode && owner) {
-    auto content = ports_.root->ReadFile(r.path, r.content.size());
+    // The file looked at, not one put in its way since: its fingerprint is
+    // what the record will hold for these bytes.
+    auto content = ports_.root->ReadFileAsSeen(r.path, fi);
+    if (!content && content.error().kind == core::ErrorKind::kChanged) {
+      seen.drift = "changed while the host looked at it";  // written again
+      return seen;
+    }
     if (!content) return Error(content.error().message);
     if (*content == r.content) seen.found = Found::kAsDeclared;
   }

@@ -65,6 +65,12 @@ class FaultyFileSystem : public ports::FileSystem {
     if (before_read) before_read(path);
     return real_.ReadFile(path, limit);
   }
+  core::Result<std::string> ReadFileAsSeen(const std::string& path,
+                                           const core::FileInfo& seen) override {
+    largest_read_ = std::max(largest_read_, seen.size);
+    if (before_read) before_read(path);
+    return real_.ReadFileAsSeen(path, seen);
+  }
   core::Result<std::string> ReadLink(const std::string& path) override {
     return real_.ReadLink(path);
   }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iterator>
@@ -73,6 +74,39 @@ TEST_F(PosixFileSystemTest, WritesAtomicallyWithModeAndCreatesParents) {
 
 // Staged: written beside the path, private to the host and invisible until
 // placed; made durable in one step for all; discarded, nothing is left.
+// What is read is the file looked at: not a file renamed over it, nor one
+// a directory swapped higher up the path leads to, nor one written since.
+TEST_F(PosixFileSystemTest, ReadsOnlyTheFileAsItWasSeen) {
+  WriteText(dir_.Sub("root/srv/app/conf/x"), "ours");
+  auto seen = fs_->Stat("/srv/app/conf/x");
+  ASSERT_TRUE(seen.has_value());
+  auto read = fs_->ReadFileAsSeen("/srv/app/conf/x", *seen);
+  ASSERT_TRUE(read.has_value()) << read.error().message;
+  EXPECT_EQ(*read, "ours");
+
+  // A copy with the same bytes behind a swapped parent directory.
+  std::filesystem::rename(dir_.Sub("root/srv/app/conf"), dir_.Sub("root/srv/app/away"));
+  WriteText(dir_.Sub("root/srv/app/conf/x"), "ours");
+  auto swapped = fs_->ReadFileAsSeen("/srv/app/conf/x", *seen);
+  ASSERT_FALSE(swapped.has_value());
+  EXPECT_THAT(swapped.error().message, HasSubstr("not the file looked at"));
+  std::filesystem::remove_all(dir_.Sub("root/srv/app/conf"));
+  std::filesystem::rename(dir_.Sub("root/srv/app/away"), dir_.Sub("root/srv/app/conf"));
+  ASSERT_TRUE(fs_->ReadFileAsSeen("/srv/app/conf/x", *seen).has_value()) << "back as it was";
+
+  // Written since it was seen (same size, new times).
+  WriteText(dir_.Sub("root/srv/app/conf/x.new"), "ours");
+  std::filesystem::rename(dir_.Sub("root/srv/app/conf/x.new"), dir_.Sub("root/srv/app/conf/x"));
+  EXPECT_FALSE(fs_->ReadFileAsSeen("/srv/app/conf/x", *seen).has_value());
+  auto now = fs_->Stat("/srv/app/conf/x");
+  ASSERT_TRUE(now.has_value());
+  ASSERT_TRUE(fs_->ReadFileAsSeen("/srv/app/conf/x", *now).has_value());
+  std::filesystem::last_write_time(
+      dir_.Sub("root/srv/app/conf/x"),
+      std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  EXPECT_FALSE(fs_->ReadFileAsSeen("/srv/app/conf/x", *now).has_value());
+}
+
 TEST_F(PosixFileSystemTest, StagedFilesArePrivateAndAppearOnlyWhenPlaced) {
   auto a = fs_->StageFile("/etc/app/a.conf", "alpha");
   auto b = fs_->StageFile("/etc/b.conf", "beta");

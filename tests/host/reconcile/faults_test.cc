@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -175,15 +176,20 @@ TEST_F(FaultsTest, ATouchedFileIsReadOnlyAtItsSizeAndOnlyIfStillTheSame) {
   ASSERT_TRUE(RunFaulty(decl).from_record);
   std::filesystem::last_write_time(
       Root("/etc/b"), std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  bool swap = true;  // once, between the proof's look and its read
   faulty_->before_read = [&](const std::string& path) {
-    if (path != "/etc/b") return;
+    if (path != "/etc/b" || !std::exchange(swap, false)) return;
     testing::WriteText(Root("/etc/b.new"), "2");  // the same bytes, another file
     std::filesystem::rename(Root("/etc/b.new"), Root("/etc/b"));
   };
   ApplyReport swapped = RunFaulty(decl);
   faulty_->before_read = nullptr;
   EXPECT_FALSE(swapped.from_record) << "the file read is not the file looked at";
-  EXPECT_THAT(Outcomes(swapped), ElementsAre("unchanged", "unchanged"));
+  // The full pass reuses the proof's look, so it too finds another file
+  // than the one looked at, and writes it again.
+  EXPECT_THAT(Outcomes(swapped), ElementsAre("unchanged", "updated"));
+  EXPECT_THAT(swapped.outcomes[1].detail, HasSubstr("changed while the host looked at it"));
+  EXPECT_TRUE(RunFaulty(decl).from_record);
 }
 
 TEST_F(FaultsTest, PermissionDeniedIsNamed) {
