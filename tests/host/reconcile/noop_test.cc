@@ -60,6 +60,18 @@ class NoopTest : public ReconcilerTest, public ::testing::WithParamInterface<boo
     });
   }
 
+  // f0..f99 at /etc/f0..f99: enough resources that one touched file is
+  // fewer than one in 64.
+  static json HundredFiles() {
+    json resources = json::array();
+    for (int i = 0; i < 100; ++i) {
+      std::string id = "f" + std::to_string(i);
+      resources.push_back(
+          {{"id", id}, {"kind", "file"}, {"path", "/etc/" + id}, {"content", "x=1\n"}});
+    }
+    return resources;
+  }
+
   // Every field an operator or a metric reads.
   static std::vector<std::string> Rows(const ApplyReport& r) {
     std::vector<std::string> rows;
@@ -169,13 +181,7 @@ TEST_P(NoopTest, ATouchedFileIsProvenByItsBytes) {
 // Among many resources, a few touched files are not worth rewriting the
 // record for: the next no-op reads them again, and is proven again.
 TEST_P(NoopTest, AFewTouchedFilesAreReadAgainNotRecorded) {
-  json resources = json::array();
-  for (int i = 0; i < 100; ++i) {
-    std::string id = "f" + std::to_string(i);
-    resources.push_back(
-        {{"id", id}, {"kind", "file"}, {"path", "/etc/" + id}, {"content", "x=1\n"}});
-  }
-  json decl = Decl(resources);
+  json decl = Decl(HundredFiles());
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   std::filesystem::last_write_time(Root("/etc/f7"),
                                    std::filesystem::file_time_type::clock::now() + 1h);
@@ -197,12 +203,7 @@ TEST_P(NoopTest, AFewTouchedFilesAreReadAgainNotRecorded) {
 // Prune deletes what the host wrote and nobody changed: a file touched but
 // not recorded (one in 64 or fewer) is read, and still the host's.
 TEST_P(NoopTest, ATouchedFileNoLongerDeclaredIsStillRemoved) {
-  json resources = json::array();
-  for (int i = 0; i < 100; ++i) {
-    std::string id = "f" + std::to_string(i);
-    resources.push_back(
-        {{"id", id}, {"kind", "file"}, {"path", "/etc/" + id}, {"content", "x=1\n"}});
-  }
+  json resources = HundredFiles();
   ASSERT_EQ(Run(Decl(resources)).result, ApplyResult::kOk);
   std::filesystem::last_write_time(Root("/etc/f7"),
                                    std::filesystem::file_time_type::clock::now() + 1h);
