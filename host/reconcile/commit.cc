@@ -182,11 +182,10 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   o.digest = entry != nullptr ? entry->digest : "";
   o.applied_at = entry != nullptr ? entry->applied_at : "";
   // Only what differs from the record is kept: a no-op copies nothing.
-  auto recorded = in.record->resources.find(r.id);
-  bool in_record = recorded != in.record->resources.end();
+  const core::RecordEntry* recorded = in.olds->recorded[i];
   if (entry != nullptr) {
-    if (!in_record || !(recorded->second == *entry)) out.entries[r.id] = *entry;
-  } else if (!in.dry_run && in_record) {
+    if (recorded == nullptr || !(*recorded == *entry)) out.entries[r.id] = *entry;
+  } else if (!in.dry_run && recorded != nullptr) {
     out.entries[r.id] = std::nullopt;
   }
   return o;

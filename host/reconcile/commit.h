@@ -31,6 +31,7 @@ namespace mesh::reconcile {
 struct SettleInputs {
   const core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;  // as loaded
+  const OldEntries* olds = nullptr;      // the record's entries, by resource index
   const Plan* plan = nullptr;
   const core::Intent* owed = nullptr;  // what earlier applies left owed
   const Writes* writes = nullptr;

@@ -483,14 +483,17 @@ std::vector<std::string> Wants(const core::Declaration& decl, const core::Record
 OldEntries OldEntriesOf(const core::Declaration& decl, const core::Record& record) {
   OldEntries olds;
   olds.by_index.assign(decl.resources.size(), nullptr);
-  for (const auto& recorded : record.resources) {
-    const auto& [id, e] = recorded;
+  olds.recorded.assign(decl.resources.size(), nullptr);
+  for (const auto& entry : record.resources) {
+    const auto& [id, e] = entry;
     const Resource* r = decl.Find(id);
     if (r == nullptr) {
-      olds.dropped.push_back(&recorded);
-    } else if (e.kind == core::KindName(r->kind)) {
-      olds.by_index[r - decl.resources.data()] = &e;
+      olds.dropped.push_back(&entry);
+      continue;
     }
+    size_t i = static_cast<size_t>(r - decl.resources.data());
+    olds.recorded[i] = &e;
+    if (e.kind == core::KindName(r->kind)) olds.by_index[i] = &e;
   }
   return olds;
 }

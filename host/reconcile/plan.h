@@ -202,6 +202,9 @@ struct OldEntries {
   // By resource index: the record's entry when it is of the same kind (none:
   // a new resource, or one whose kind changed).
   std::vector<const core::RecordEntry*> by_index;
+  // By resource index: the record's entry of that id, whatever its kind
+  // (what the record holds of it now, which Settle compares with).
+  std::vector<const core::RecordEntry*> recorded;
   // The record's entries whose ids are no longer declared, in id order.
   std::vector<const std::pair<const std::string, core::RecordEntry>*> dropped;
 

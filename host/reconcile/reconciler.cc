@@ -59,7 +59,8 @@ class ApplyRun {
   void Apply(const Declaration& decl);
   // Writes (or, in a dry run, says what would be written), then enables,
   // reloads, acts, confirms, settles and commits.
-  void Carry(const Declaration& decl, const Observation& observed, const Plan& plan, bool dry_run);
+  void Carry(const Declaration& decl, const OldEntries& olds, const Observation& observed,
+             const Plan& plan, bool dry_run);
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -362,11 +363,11 @@ void ApplyRun::Apply(const Declaration& decl) {
     report_.diffs = Diffs({&decl, &plan, &observed->seen, &observed->bundles, &wants,
                            &options_.dirs, ports_.root, ports_.units});
   }
-  Carry(decl, *observed, plan, dry_run);
+  Carry(decl, olds, *observed, plan, dry_run);
 }
 
-void ApplyRun::Carry(const Declaration& decl, const Observation& observed, const Plan& plan,
-                     bool dry_run) {
+void ApplyRun::Carry(const Declaration& decl, const OldEntries& olds, const Observation& observed,
+                     const Plan& plan, bool dry_run) {
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed.bundles, observed.seen,
                                   {ports_.root, ports_.units, ports_.services, &progress_});
@@ -383,7 +384,7 @@ void ApplyRun::Carry(const Declaration& decl, const Observation& observed, const
           ? std::vector<std::optional<Confirmation>>(plan.units.size())
           : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle, &progress_);
   Settled settled =
-      Settle({&decl, record_.get(), &plan, &*intent_, &writes, &reloaded, &acts, &confirmed,
+      Settle({&decl, record_.get(), &olds, &plan, &*intent_, &writes, &reloaded, &acts, &confirmed,
               core::FormatTimestamp(report_.started_at), dry_run, &enabled});
   progress_.Step();
   if (settled.failed) report_.result = ApplyResult::kFailed;

@@ -58,8 +58,9 @@ class SettleTest : public ::testing::Test {
   }
   Settled Run(bool dry_run = false) {
     writes_ = writes_.steps.empty() ? NoWrites(plan_) : writes_;
-    return Settle({&decl_, &record_, &plan_, &owed_, &writes_, &reloaded_, &acts_, &confirmed_,
-                   "now", dry_run});
+    olds_ = OldEntriesOf(decl_, record_);
+    return Settle({&decl_, &record_, &olds_, &plan_, &owed_, &writes_, &reloaded_, &acts_,
+                   &confirmed_, "now", dry_run});
   }
   // The apply asked for a restart and its two looks said `accepted`.
   void Restarted(bool accepted, std::optional<uint64_t> owed_since = std::nullopt) {
@@ -79,6 +80,7 @@ class SettleTest : public ::testing::Test {
 
   core::Declaration decl_;
   core::Record record_;
+  OldEntries olds_;
   Plan plan_;
   core::Intent owed_;
   Writes writes_;
