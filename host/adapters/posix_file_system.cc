@@ -394,6 +394,20 @@ Status PosixFileSystem::Remove(const std::string& path) {
   return st;
 }
 
+Status PosixFileSystem::RemoveFile(const std::string& path) {
+  std::string leaf;
+  auto parent = OpenParent(path, false, &leaf);
+  if (!parent) return std::unexpected(parent.error());
+  if (!parent->valid()) return core::Ok();
+  // Without AT_REMOVEDIR, unlinkat refuses a directory (EISDIR).
+  if (::unlinkat(parent->get(), leaf.c_str(), 0) != 0 && errno != ENOENT) {
+    return Fail(errno == EISDIR ? "remove " + path + ": a directory is there now: left"
+                                : Errno("unlink", path));
+  }
+  Unsynced(path);
+  return core::Ok();
+}
+
 void PosixFileSystem::Unsynced(const std::string& path) {
   size_t slash = path.rfind('/');
   unsynced_.insert(slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash));

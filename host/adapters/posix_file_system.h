@@ -64,6 +64,7 @@ class PosixFileSystem : public ports::FileSystem {
                                                       bool hash_contents) override;
   core::Result<std::string> ReadLink(const std::string& path) override;
   core::Status Remove(const std::string& path) override;
+  core::Status RemoveFile(const std::string& path) override;
   core::Result<core::FileInfo> MakeDirectory(const std::string& path,
                                              const ports::Ownership& ownership) override;
   core::Result<core::FileInfo> MakeSymlink(const std::string& path,

@@ -127,6 +127,11 @@ class FileSystem {
   // Deletes a file or a whole tree; a missing path is not an error.
   virtual core::Status Remove(const std::string& path) = 0;
 
+  // Deletes the file or symlink at `path`, never a directory: one put there
+  // since the host looked is refused, not emptied. A missing path is not an
+  // error.
+  virtual core::Status RemoveFile(const std::string& path) = 0;
+
   // Makes durable every rename and removal since the last Flush. Writes are
   // atomic without it (a reader sees the old file or the new one), but the
   // directory entries reach the disk only here: one fsync per directory

@@ -243,14 +243,14 @@ void ApplyRun::RemoveOrphans(const Declaration& decl) {
       }
       continue;
     }
-    auto removed = ports_.root->Remove(path);
+    auto removed = tree ? ports_.root->Remove(path) : ports_.root->RemoveFile(path);
     report_.warnings.push_back(
         removed ? "removed " + path + ": created by an apply cut short, and no longer declared"
                 : "could not remove " + path +
                       " (created by an apply cut short): " + removed.error().message);
   }
   for (const std::string& unit : OrphanUnitFiles(intent, decl, *record_)) {
-    auto removed = ports_.units->Remove("/" + unit);
+    auto removed = ports_.units->RemoveFile("/" + unit);
     report_.warnings.push_back(
         removed ? "removed unit file " + unit +
                       ": created by an apply cut short, and no longer declared"

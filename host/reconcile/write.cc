@@ -56,7 +56,7 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
     w.drop_in_fingerprints[name] = core::FileFingerprint(*after);
   }
   for (const std::string& name : step.delete_drop_ins) {
-    if (auto st = ports.units->Remove("/" + r.unit + ".d/" + name); !st) {
+    if (auto st = ports.units->RemoveFile("/" + r.unit + ".d/" + name); !st) {
       w.status = core::Fail("drop-in " + r.unit + ".d/" + name + ": " + st.error().message);
       return w;
     }
@@ -73,10 +73,16 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
     auto job = ports.services->Enqueue(rm.entry.unit, ports::JobKind::kStop);
     if (!job) keep_first(std::unexpected(job.error()));
   }
-  for (const std::string& path : rm.delete_paths) keep_first(ports.root->Remove(path));
-  if (rm.delete_unit_file) keep_first(ports.units->Remove("/" + rm.entry.unit));
+  // A file's path is unlinked, never emptied as a directory: only a tree
+  // the host unpacked is removed whole.
+  bool tree = rm.entry.kind == core::KindName(core::Kind::kArchive) ||
+              rm.entry.kind == core::KindName(core::Kind::kProcess);
+  for (const std::string& path : rm.delete_paths) {
+    keep_first(tree ? ports.root->Remove(path) : ports.root->RemoveFile(path));
+  }
+  if (rm.delete_unit_file) keep_first(ports.units->RemoveFile("/" + rm.entry.unit));
   for (const std::string& drop_in : rm.delete_drop_ins)
-    keep_first(ports.units->Remove("/" + drop_in));
+    keep_first(ports.units->RemoveFile("/" + drop_in));
   return first;
 }
 

@@ -38,6 +38,8 @@ class FaultyFileSystem : public ports::FileSystem {
   uint64_t largest_read() const { return largest_read_; }
   // Called with the path before ReadFile reads it.
   std::function<void(const std::string&)> before_read;
+  // Called with the path before RemoveFile removes it.
+  std::function<void(const std::string&)> before_remove;
 
   // Writes to `path` fail with `err` from now on.
   void FailWrites(const std::string& path, int err) {
@@ -140,6 +142,12 @@ class FaultyFileSystem : public ports::FileSystem {
     if (!Alive()) return core::Fail("killed");
     if (failing_.contains(path)) return core::Fail("unlink " + path + ": " + std::strerror(errno_));
     return real_.Remove(path);
+  }
+  core::Status RemoveFile(const std::string& path) override {
+    if (!Alive()) return core::Fail("killed");
+    if (before_remove) before_remove(path);
+    if (failing_.contains(path)) return core::Fail("unlink " + path + ": " + std::strerror(errno_));
+    return real_.RemoveFile(path);
   }
   core::Result<int> RemoveStaleTemporaries(const std::string& dir) override {
     return real_.RemoveStaleTemporaries(dir);

@@ -192,6 +192,25 @@ TEST_F(FaultsTest, ATouchedFileIsReadOnlyAtItsSizeAndOnlyIfStillTheSame) {
   EXPECT_TRUE(RunFaulty(decl).from_record);
 }
 
+// Prune looked at a file of the host's and found it as written; by the
+// time it deletes it, someone has put a directory of theirs at the path.
+// The directory is left whole: a file's path is unlinked, never emptied.
+TEST_F(FaultsTest, ADirectoryPutWhereADroppedFileWasIsLeftWhole) {
+  RunFaulty(Decl({File("a", "1"), File("b", "2")}));
+  faulty_->before_remove = [&](const std::string& path) {
+    if (path != "/etc/b") return;
+    std::filesystem::remove(Root("/etc/b"));
+    std::filesystem::create_directories(Root("/etc/b"));
+    testing::WriteText(Root("/etc/b/theirs"), "keep me");
+  };
+  ApplyReport r = RunFaulty(Decl({File("a", "1")}, 2));
+  faulty_->before_remove = nullptr;
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  EXPECT_EQ(r.outcomes[1].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("a directory is there now"));
+  EXPECT_EQ(testing::ReadText(Root("/etc/b/theirs")), "keep me");
+}
+
 TEST_F(FaultsTest, PermissionDeniedIsNamed) {
   faulty_->FailWrites("/etc/a", EACCES);
   ApplyReport r = RunFaulty(Decl({File("a", "x")}));
