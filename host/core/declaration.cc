@@ -302,19 +302,26 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   Declaration decl;
   Problems problems;
   std::set<std::string> refused_ids;  // resources refused whole: not "unknown" to others
-  auto on_resource = [&](std::string&, size_t index, json& item) {
+  auto restart = [&](size_t index) {
     if (index == 0) {
       decl.resources.clear();
       decl.index.clear();
       problems.Clear();
       refused_ids.clear();
     }
-    if (index >= kMaxResources) return;
+    return index >= kMaxResources;
+  };
+  auto on_other = [&](std::string&, size_t index, json&) {
+    if (restart(index)) return;
+    problems.Add("resource #" + std::to_string(index) + ": must be an object");
+  };
+  auto on_resource = [&](size_t index, FlatObject& item) {
+    if (restart(index)) return;
     auto r = ParseResource(item, index);
     if (!r) {
       problems.Add(r.error().message);
-      if (item.is_object() && item.contains("id") && item["id"].is_string()) {
-        refused_ids.insert(item["id"].get<std::string>());
+      if (const FlatObject::Field* id = item.Find("id"); id != nullptr && id->is_string) {
+        refused_ids.insert(id->text);
       }
       return;
     }
@@ -326,7 +333,7 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     }
     decl.resources.push_back(std::move(*r));
   };
-  auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_resource);
+  auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_other, on_resource);
   if (!streamed) return Fail("declaration: invalid JSON: " + streamed.error().message);
   if (auto st = ParseTopLevel(streamed->document, streamed->members, decl); !st) {
     return std::unexpected(st.error());

@@ -12,8 +12,9 @@ using json = nlohmann::json;
 
 class Handler final : public nlohmann::json_sax<json> {
  public:
-  Handler(std::string_view key, bool want_array, const MemberCallback& on_member)
-      : key_(key), want_array_(want_array), on_member_(on_member) {}
+  Handler(std::string_view key, bool want_array, const MemberCallback& on_member,
+          const FlatObjectCallback* on_object)
+      : key_(key), want_array_(want_array), on_member_(on_member), on_object_(on_object) {}
 
   bool null() override { return Scalar(json(nullptr)); }
   bool boolean(bool v) override { return Scalar(json(v)); }
@@ -22,7 +23,14 @@ class Handler final : public nlohmann::json_sax<json> {
   bool number_float(number_float_t v, const string_t&) override { return Scalar(json(v)); }
   // Copied, not moved: a moved-from token buffer makes the lexer grow a new
   // one char by char for the next token.
-  bool string(string_t& v) override { return Scalar(json(v)); }
+  bool string(string_t& v) override {
+    if (!levels_.empty() && levels_.back().flat) {
+      field_->is_string = true;
+      field_->text.assign(v);
+      return true;
+    }
+    return Scalar(json(v));
+  }
   bool binary(binary_t& v) override { return Scalar(json::binary(std::move(v))); }
   bool start_object(std::size_t) override { return Open(json::object()); }
   bool start_array(std::size_t) override { return Open(json::array()); }
@@ -30,7 +38,11 @@ class Handler final : public nlohmann::json_sax<json> {
   bool end_array() override { return Close(); }
   bool key(string_t& k) override {
     Level& top = levels_.back();
-    (top.streamed ? member_key_ : top.key).assign(k);
+    if (top.flat) {
+      field_ = &flat_.Begin(k);
+    } else {
+      (top.streamed ? member_key_ : top.key).assign(k);
+    }
     return true;
   }
   // The parser's message names the place and quotes the token it read: the
@@ -50,7 +62,8 @@ class Handler final : public nlohmann::json_sax<json> {
   struct Level {
     json* value = nullptr;  // the container being built; null for the streamed one
     bool streamed = false;
-    std::string key;  // the key whose value comes next (objects)
+    bool flat = false;  // a member of the streamed collection, built as a FlatObject
+    std::string key;    // the key whose value comes next (objects)
   };
 
   // Where a new value goes: the root, the current member, or its container.
@@ -60,6 +73,10 @@ class Handler final : public nlohmann::json_sax<json> {
       return &root_;
     }
     Level& top = levels_.back();
+    if (top.flat) {
+      field_->value = std::move(v);
+      return &field_->value;
+    }
     if (top.streamed) {
       member_ = std::move(v);
       return &member_;
@@ -81,21 +98,31 @@ class Handler final : public nlohmann::json_sax<json> {
 
   bool Open(json&& container) {
     bool is_array = container.is_array();
+    if (on_object_ != nullptr && !is_array && !levels_.empty() && levels_.back().streamed) {
+      flat_.Clear();
+      levels_.push_back(Level{nullptr, false, true, {}});
+      return true;
+    }
     if (levels_.size() == 1 && levels_[0].value == &root_ && root_.is_object() &&
         levels_[0].key == key_ && is_array == want_array_) {
       // The streamed collection: an empty one stands in for it.
       Place(std::move(container));
-      levels_.push_back(Level{nullptr, true, {}});
+      levels_.push_back(Level{nullptr, true, false, {}});
       members_ = 0;
       return true;
     }
-    levels_.push_back(Level{Place(std::move(container)), false, {}});
+    levels_.push_back(Level{Place(std::move(container)), false, false, {}});
     return true;
   }
 
   bool Close() {
+    bool flat = levels_.back().flat;
     levels_.pop_back();
-    if (!levels_.empty() && levels_.back().streamed) Emit();
+    if (flat) {
+      (*on_object_)(members_++, flat_);
+    } else if (!levels_.empty() && levels_.back().streamed) {
+      Emit();
+    }
     return true;
   }
 
@@ -108,6 +135,9 @@ class Handler final : public nlohmann::json_sax<json> {
   std::string_view key_;
   bool want_array_;
   const MemberCallback& on_member_;
+  const FlatObjectCallback* on_object_;
+  FlatObject flat_;
+  FlatObject::Field* field_ = nullptr;  // where the flat member's next value goes
   json root_;
   std::vector<Level> levels_;
   json member_;
@@ -116,11 +146,9 @@ class Handler final : public nlohmann::json_sax<json> {
   std::string error_;
 };
 
-}  // namespace
-
-Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
-                                   const MemberCallback& on_member) {
-  Handler handler(key, want_array, on_member);
+Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool want_array,
+                           const MemberCallback& on_member, const FlatObjectCallback* on_object) {
+  Handler handler(key, want_array, on_member, on_object);
   try {
     if (!json::sax_parse(text.begin(), text.end(), &handler)) {
       return Fail(handler.error().empty() ? "parse stopped" : handler.error());
@@ -131,6 +159,52 @@ Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, 
     return Fail("out of memory");
   }
   return handler.Take();
+}
+
+}  // namespace
+
+const FlatObject::Field* FlatObject::Find(std::string_view key) const {
+  for (size_t i = 0; i < size_; ++i) {
+    if (fields_[i].key == key) return &fields_[i];
+  }
+  return nullptr;
+}
+
+FlatObject::Field* FlatObject::Find(std::string_view key) {
+  return const_cast<Field*>(std::as_const(*this).Find(key));
+}
+
+void FlatObject::Clear() {
+  size_ = 0;
+  overflowed_ = false;
+}
+
+FlatObject::Field& FlatObject::Begin(std::string_view key) {
+  Field* field = Find(key);
+  if (field == nullptr) {
+    if (size_ == kMaxFields) {
+      overflowed_ = true;
+      field = &overflow_;
+    } else {
+      if (size_ == fields_.size()) fields_.emplace_back();
+      field = &fields_[size_++];
+      field->key.assign(key);
+    }
+  }
+  field->is_string = false;
+  field->value = nullptr;
+  return *field;
+}
+
+Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
+                                   const MemberCallback& on_member) {
+  return Parse(text, key, want_array, on_member, nullptr);
+}
+
+Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
+                                   const MemberCallback& on_member,
+                                   const FlatObjectCallback& on_object) {
+  return Parse(text, key, want_array, on_member, &on_object);
 }
 
 }  // namespace mesh::core

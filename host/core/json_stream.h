@@ -15,8 +15,10 @@
 #include <cstddef>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/core/result.h"
 
@@ -39,5 +41,56 @@ using MemberCallback =
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
                                    const MemberCallback& on_member);
+
+// A streamed member that is an object, held as its fields rather than as a
+// tree: a declaration's resources are small objects of strings, and a tree
+// costs a map node and a string object per field, allocated and freed again
+// for every resource. A string value is kept as the string itself; any
+// other value (a list, an object, a number) as its tree. A key given twice
+// keeps its last value, as a whole parse does. The same FlatObject is
+// refilled for every member, so its strings keep their capacity.
+class FlatObject {
+ public:
+  // Every declared kind has a dozen fields at most. Beyond this many
+  // distinct keys the rest are not kept (a hostile object of a million keys
+  // would otherwise make each key a scan of all the others): overflowed()
+  // says so, and the reader refuses the object.
+  static constexpr size_t kMaxFields = 64;
+
+  struct Field {
+    std::string key;
+    bool is_string = false;
+    std::string text;      // the value, when it is a string
+    nlohmann::json value;  // the value, when it is not
+  };
+
+  const Field* Find(std::string_view key) const;
+  Field* Find(std::string_view key);
+  // The fields, in the order their keys first came.
+  std::span<Field> fields() { return {fields_.data(), size_}; }
+  std::span<const Field> fields() const { return {fields_.data(), size_}; }
+  bool overflowed() const { return overflowed_; }
+
+  // For the parser: empties the object, keeping the strings' capacity.
+  void Clear();
+  // For the parser: the field that `key`'s value goes to, emptied (the
+  // existing one for a repeated key; a scratch one past kMaxFields).
+  Field& Begin(std::string_view key);
+
+ private:
+  std::vector<Field> fields_;
+  size_t size_ = 0;
+  bool overflowed_ = false;
+  Field overflow_;
+};
+
+// The members of the streamed collection that are objects go to
+// `on_object` as FlatObjects (which it may move strings from); any other
+// member goes to `on_member` as before.
+using FlatObjectCallback = std::function<void(size_t position, FlatObject& object)>;
+
+Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
+                                   const MemberCallback& on_member,
+                                   const FlatObjectCallback& on_object);
 
 }  // namespace mesh::core

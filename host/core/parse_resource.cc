@@ -118,31 +118,41 @@ Result<std::map<std::string, std::string>> ParseDropIns(const json& v, const std
 // million fields that are right.
 class Fields {
  public:
-  Fields(json& obj, const std::string& id, size_t index) : obj_(obj), id_(id), index_(index) {}
+  Fields(FlatObject& obj, const std::string& id, size_t index)
+      : obj_(obj), id_(id), index_(index) {}
 
-  bool Has(std::string_view f) const { return obj_.contains(f); }
-  const json& At(std::string_view f) const { return obj_.at(f); }
+  bool Has(std::string_view f) const { return obj_.Find(f) != nullptr; }
+  // A field that is not a string (a list, a map, a flag), as its tree; a
+  // string given there comes back as a string, for the caller to refuse.
+  json At(std::string_view f) const {
+    const FlatObject::Field& v = Get(f);
+    return v.is_string ? json(v.text) : v.value;
+  }
   std::string Where(std::string_view f) const { return resource_parsing::Where(id_, index_, f); }
   std::unexpected<Error> Refuse(std::string_view f, const std::string& why) const {
     return Fail(Where(f) + why);
   }
   Result<std::string> String(std::string_view f) const {
-    const json& v = At(f);
-    if (!v.is_string()) return Refuse(f, "must be a string");
-    return v.get_ref<const std::string&>();
+    const FlatObject::Field& v = Get(f);
+    if (!v.is_string) return Refuse(f, "must be a string");
+    return v.text;
   }
-  // String(f), moved out of the document: for a field read only once.
+  // String(f), moved out of the object: for a field read only once.
   Result<std::string> Take(std::string_view f) const {
-    json& v = obj_.at(f);
-    if (!v.is_string()) return Refuse(f, "must be a string");
-    return std::move(v.get_ref<std::string&>());
+    FlatObject::Field& v = Get(f);
+    if (!v.is_string) return Refuse(f, "must be a string");
+    return std::move(v.text);
   }
   Result<std::vector<std::string>> IdList(std::string_view f) const {
     return GetIdList(At(f), Where(f));
   }
 
  private:
-  json& obj_;
+  // Only for a field the kind requires (present, or the resource was
+  // refused) or one Has() found.
+  FlatObject::Field& Get(std::string_view f) const { return *obj_.Find(f); }
+
+  FlatObject& obj_;
   const std::string& id_;
   size_t index_;
 };
@@ -290,8 +300,9 @@ Status ParseUnit(const Fields& in, Resource& r) {
     r.drop_ins = std::move(*drop_ins);
   }
   if (in.Has("enabled")) {
-    if (!in.At("enabled").is_boolean()) return in.Refuse("enabled", "must be true or false");
-    r.enabled = in.At("enabled").get<bool>();
+    json enabled = in.At("enabled");
+    if (!enabled.is_boolean()) return in.Refuse("enabled", "must be true or false");
+    r.enabled = enabled.get<bool>();
   }
   for (std::string_view f : {"restart_on", "reload_on"}) {
     if (!in.Has(f)) continue;
@@ -318,17 +329,21 @@ const std::vector<FieldParser>& KindParsers(Kind kind) {
 }
 
 // id and kind, then no field the kind does not have and every one it needs.
-Status ParseIdAndKind(const json& obj, size_t index, Resource& r) {
-  auto id_at = obj.find("id");
-  if (id_at == obj.end()) return Fail(Where("", index, "id") + "missing");
-  if (!id_at->is_string()) return Fail(Where("", index, "id") + "must be a string");
-  const std::string& id = id_at->get_ref<const std::string&>();
+Status ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r) {
+  const FlatObject::Field* id_at = obj.Find("id");
+  if (id_at == nullptr) return Fail(Where("", index, "id") + "missing");
+  if (!id_at->is_string) return Fail(Where("", index, "id") + "must be a string");
+  const std::string& id = id_at->text;
   if (auto st = CheckId(id); !st) return Fail(Where(id, index, "id") + st.error().message);
   r.id = id;
-  auto kind_at = obj.find("kind");
-  if (kind_at == obj.end()) return Fail(Where(id, index, "kind") + "missing");
-  if (!kind_at->is_string()) return Fail(Where(id, index, "kind") + "must be a string");
-  const std::string& kind = kind_at->get_ref<const std::string&>();
+  if (obj.overflowed()) {
+    return Fail(Where(id, index, "") + "more than " + std::to_string(FlatObject::kMaxFields) +
+                " fields");
+  }
+  const FlatObject::Field* kind_at = obj.Find("kind");
+  if (kind_at == nullptr) return Fail(Where(id, index, "kind") + "missing");
+  if (!kind_at->is_string) return Fail(Where(id, index, "kind") + "must be a string");
+  const std::string& kind = kind_at->text;
   auto spec = std::find_if(Kinds().begin(), Kinds().end(),
                            [&](const KindSpec& k) { return k.name == kind; });
   if (spec == Kinds().end()) {
@@ -336,23 +351,26 @@ Status ParseIdAndKind(const json& obj, size_t index, Resource& r) {
                 "\" (expected file, credential, directory, symlink, archive, service or process)");
   }
   r.kind = spec->kind;
-  for (const auto& [key, value] : obj.items()) {
-    if (!spec->fields.contains(key)) {
-      return Fail(Where(id, index, key) + "unknown field for kind " + kind);
+  // Of several unknown fields, the first in sorted order is named, whatever
+  // order they came in: the message does not depend on the writer's order.
+  const std::string* unknown = nullptr;
+  for (const FlatObject::Field& f : obj.fields()) {
+    if (!spec->fields.contains(f.key) && (unknown == nullptr || f.key < *unknown)) {
+      unknown = &f.key;
     }
   }
+  if (unknown != nullptr) {
+    return Fail(Where(id, index, *unknown) + "unknown field for kind " + kind);
+  }
   for (std::string_view req : spec->required) {
-    if (!obj.contains(req)) return Fail(Where(id, index, req) + "missing");
+    if (obj.Find(req) == nullptr) return Fail(Where(id, index, req) + "missing");
   }
   return Ok();
 }
 
 }  // namespace
 
-Result<Resource> ParseResource(json& obj, size_t index) {
-  if (!obj.is_object()) {
-    return Fail("resource #" + std::to_string(index) + ": must be an object");
-  }
+Result<Resource> ParseResource(FlatObject& obj, size_t index) {
   Resource r;
   if (auto st = ParseIdAndKind(obj, index, r); !st) return std::unexpected(st.error());
   Fields in(obj, r.id, index);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "host/core/declaration.h"
+#include "host/core/json_stream.h"
 #include "host/core/result.h"
 
 namespace mesh::core::resource_parsing {
@@ -20,6 +21,6 @@ std::string Where(const std::string& id, size_t index, std::string_view field);
 // `obj`, the index-th entry of "resources": a Resource, or the first thing
 // wrong with it. The resource's strings may be moved out of `obj`; its id
 // stays.
-Result<Resource> ParseResource(nlohmann::json& obj, size_t index);
+Result<Resource> ParseResource(FlatObject& obj, size_t index);
 
 }  // namespace mesh::core::resource_parsing

@@ -122,6 +122,34 @@ TEST(DeclarationTest, UnknownFieldCannotSmuggleACommand) {
   EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.service, field exec: unknown field"));
 }
 
+// Named the same whatever order the writer put the fields in.
+TEST(DeclarationTest, OfSeveralUnknownFieldsTheFirstInSortedOrderIsNamed) {
+  std::string file = R"({"zz": "1", "id": "a", "kind": "file", "path": "/a", "content": "",)"
+                     R"( "mm": "2"})";
+  auto d = ParseDeclaration(R"({"machine": "m", "generation": 1, "resources": [)" + file + "]}");
+  ASSERT_FALSE(d);
+  EXPECT_THAT(d.error().message, HasSubstr("resource a, field mm: unknown field for kind file"));
+}
+
+TEST(DeclarationTest, AResourceOfHundredsOfFieldsIsRefusedAsSuch) {
+  std::string file = R"({"id": "a", "kind": "file", "path": "/a", "content": "")";
+  for (int i = 0; i < 500; ++i) file += ", \"f" + std::to_string(i) + "\": \"v\"";
+  file += "}";
+  auto d = ParseDeclaration(R"({"machine": "m", "generation": 1, "resources": [)" + file + "]}");
+  ASSERT_FALSE(d);
+  EXPECT_THAT(d.error().message, HasSubstr("resource a: more than 64 fields"));
+}
+
+TEST(DeclarationTest, AResourceThatIsNotAnObject) {
+  json doc = Base();
+  doc["resources"].push_back("fail2ban.jail");
+  doc["resources"].push_back(json::array({"id", "x"}));
+  auto d = ParseDeclaration(doc.dump());
+  ASSERT_FALSE(d);
+  EXPECT_THAT(d.error().message, HasSubstr("resource #4: must be an object"));
+  EXPECT_THAT(d.error().message, HasSubstr("resource #5: must be an object"));
+}
+
 TEST(DeclarationTest, UnknownTopLevelField) {
   json doc = Base();
   doc["hooks"] = json::array();

@@ -107,5 +107,80 @@ TEST(JsonStreamTest, AWholeDocumentThatIsNotAnObject) {
   EXPECT_EQ(r->document, json::parse(R"([{"items": [1]}])"));
 }
 
+// What the flat callback saw of each object member, as a tree again.
+struct SeenFlat {
+  std::vector<size_t> positions;
+  std::vector<json> objects;
+  std::vector<bool> overflowed;
+  FlatObjectCallback Callback() {
+    return [this](size_t position, FlatObject& object) {
+      positions.push_back(position);
+      json tree = json::object();
+      for (const FlatObject::Field& f : object.fields()) {
+        tree[f.key] = f.is_string ? json(f.text) : f.value;
+      }
+      objects.push_back(tree);
+      overflowed.push_back(object.overflowed());
+    };
+  }
+};
+
+TEST(JsonStreamTest, ObjectMembersComeFlatAndTheOthersAsTrees) {
+  Seen seen;
+  SeenFlat flat;
+  auto cb = seen.Callback();
+  auto fcb = flat.Callback();
+  const char* text =
+      R"({"items": [{"a": "x", "n": 1, "l": ["p", {"q": "r"}], "o": {"s": "t"}}, "s", {}, 3,)"
+      R"( {"b": "y"}], "k": {"v": "w"}})";
+  auto r = ParseStreamed(text, "items", /*want_array=*/true, cb, fcb);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->members, 5u);
+  EXPECT_THAT(flat.positions, ElementsAre(0, 2, 4));
+  EXPECT_EQ(flat.objects[0],
+            json::parse(R"({"a": "x", "n": 1, "l": ["p", {"q": "r"}], "o": {"s": "t"}})"));
+  EXPECT_EQ(flat.objects[1], json::object());
+  // A field the last member did not have is not left over from the first.
+  EXPECT_EQ(flat.objects[2], json::parse(R"({"b": "y"})"));
+  EXPECT_THAT(seen.positions, ElementsAre(1, 3));
+  EXPECT_EQ(seen.values[0], "s");
+  EXPECT_EQ(r->document, json::parse(R"({"items": [], "k": {"v": "w"}})"));
+}
+
+TEST(JsonStreamTest, AFlatObjectKeepsARepeatedKeysLastValueInItsFirstPlace) {
+  Seen seen;
+  SeenFlat flat;
+  auto cb = seen.Callback();
+  auto fcb = flat.Callback();
+  auto r = ParseStreamed(R"({"items": [{"a": "1", "b": "2", "a": [3]}]})", "items", true, cb, fcb);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(flat.objects.size(), 1u);
+  EXPECT_EQ(flat.objects[0], json::parse(R"({"a": [3], "b": "2"})"));
+  FlatObject object;
+  object.Begin("a").text = "1";
+  object.Begin("b");
+  FlatObject::Field& again = object.Begin("a");
+  EXPECT_EQ(&again, &object.fields()[0]);
+  EXPECT_FALSE(again.is_string);
+  EXPECT_EQ(object.fields().size(), 2u);
+}
+
+TEST(JsonStreamTest, AFlatObjectPastItsFieldLimitSaysSo) {
+  Seen seen;
+  SeenFlat flat;
+  auto cb = seen.Callback();
+  auto fcb = flat.Callback();
+  std::string text = R"({"items": [{)";
+  for (size_t i = 0; i < FlatObject::kMaxFields + 10; ++i) {
+    text += (i ? ", " : "") + ("\"k" + std::to_string(i) + "\": \"v\"");
+  }
+  text += R"(}, {"k": "v"}]})";
+  auto r = ParseStreamed(text, "items", true, cb, fcb);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(flat.objects.size(), 2u);
+  EXPECT_EQ(flat.objects[0].size(), FlatObject::kMaxFields);
+  EXPECT_THAT(flat.overflowed, ElementsAre(true, false));
+}
+
 }  // namespace
 }  // namespace mesh::core
