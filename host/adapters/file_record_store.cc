@@ -140,14 +140,14 @@ core::Result<core::FileInfo> FileRecordStore::WriteDurably(const std::string& pa
   return written;
 }
 
-core::Status FileRecordStore::Save(const core::Record& record) {
+core::Status FileRecordStore::Save(core::Record record) {
   auto written = WriteDurably(kStateFile, core::SerializeRecord(record));
   if (!written) {
     cached_.reset();
     return std::unexpected(written.error());
   }
   if (keep_) {
-    cached_ = std::make_shared<const core::Record>(record);
+    cached_ = std::make_shared<const core::Record>(std::move(record));
     cached_fingerprint_ = core::FileFingerprint(*written);
   }
   return core::Ok();

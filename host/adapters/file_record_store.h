@@ -29,7 +29,7 @@ class FileRecordStore : public ports::RecordStore {
 
   core::Result<std::shared_ptr<const core::Record>> Load() override;
   core::Result<bool> Scan(core::RecordVisitor& visitor) override;
-  core::Status Save(const core::Record& record) override;
+  core::Status Save(core::Record record) override;
   core::Result<core::Intent> LoadIntent() override;
   core::Status SaveIntent(const core::Intent& intent) override;
   // <state-dir>/digest.key: 32 random bytes, 0600, made by the first apply

@@ -49,6 +49,19 @@ json EntryJson(const RecordEntry& e) {
   return entry;
 }
 
+// About the bytes an entry takes in state.json, a little over: the text is
+// reserved once rather than grown by doubling, which left up to twice the
+// record's size allocated at the apply's peak.
+size_t EntryBytes(const std::string& id, const RecordEntry& e) {
+  size_t n = 112 + id.size() + e.kind.size() + e.digest.size() + e.applied_at.size() +
+             e.unit.size() + e.unit_file_fingerprint.size() + e.state.size();
+  for (const WrittenPath& w : e.written) {
+    n += 80 + w.path.size() + w.fingerprint.size() + w.content_digest.size();
+  }
+  for (const auto& [name, fp] : e.drop_ins) n += 2 + name.size() + fp.size();
+  return n;
+}
+
 }  // namespace
 
 // One resource per line: the file stays readable and greppable by id, and
@@ -61,7 +74,11 @@ std::string SerializeRecord(const Record& record) {
                {"machine", record.machine},
                {"generation", record.generation},
                {"declaration_digest", record.declaration_digest}};
-  std::string out = head.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  size_t bytes = 512;
+  for (const auto& [id, e] : record.resources) bytes += EntryBytes(id, e);
+  out.reserve(bytes);
+  out += head.dump(-1, ' ', false, json::error_handler_t::replace);
   out.pop_back();  // the closing brace: "resources" comes last
   out += ",\"resources\":{";
   const char* sep = "\n";

@@ -32,7 +32,9 @@ class RecordStore {
     return core::VisitRecord(**loaded, visitor);
   }
   // Atomic: the old record or the new one survives a crash, never a mix.
-  virtual core::Status Save(const core::Record& record) = 0;
+  // Taken by value: a store that keeps the record keeps this one, rather
+  // than a second copy of every entry alongside the caller's.
+  virtual core::Status Save(core::Record record) = 0;
 
   // What earlier applies still owe, and whether one was interrupted after
   // it began changing the machine (its temporary files need sweeping). No

@@ -276,7 +276,7 @@ Settled Settle(const SettleInputs& in) {
   return out;
 }
 
-core::Status Commit(const CommitInputs& in, const Settled& settled) {
+core::Status Commit(const CommitInputs& in, Settled&& settled) {
   const core::Record& old = *in.record;
   const core::Declaration& decl = *in.declaration;
   // Settled only when nothing failed and nothing is owed: the next apply of
@@ -300,9 +300,9 @@ core::Status Commit(const CommitInputs& in, const Settled& settled) {
   }
   if (same_record) return core::Ok();
   core::Record next = old;
-  for (const auto& [id, entry] : settled.entries) {
+  for (auto& [id, entry] : settled.entries) {
     if (entry.has_value()) {
-      next.resources[id] = *entry;
+      next.resources[id] = std::move(*entry);
     } else {
       next.resources.erase(id);
     }
@@ -312,7 +312,7 @@ core::Status Commit(const CommitInputs& in, const Settled& settled) {
   next.declaration_digest = decl.digest;
   next.want_version = core::Record::kWantVersion;
   next.settled_declaration_digest = settled_digest;
-  if (auto st = in.records->Save(next); !st) {
+  if (auto st = in.records->Save(std::move(next)); !st) {
     return core::Fail("record not saved: " + st.error().message);
   }
   // What this apply created stayed named in the intent until the record

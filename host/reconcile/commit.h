@@ -66,7 +66,8 @@ struct CommitInputs {
 };
 
 // Flushes, saves the intent when it changed and the record when it changed.
-// An error names what could not be saved; the apply then fails.
-core::Status Commit(const CommitInputs& in, const Settled& settled);
+// An error names what could not be saved; the apply then fails. The
+// settled entries are moved into the new record.
+core::Status Commit(const CommitInputs& in, Settled&& settled);
 
 }  // namespace mesh::reconcile

@@ -29,7 +29,6 @@ Result<Observation> Observer::Run() {
   }
   size_t n = decl_.resources.size();
   out_.seen.files.resize(n);
-  out_.seen.unit_files.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const Resource& r = decl_.resources[i];
     const RecordEntry* old = olds_[i];
@@ -42,7 +41,7 @@ Result<Observation> Observer::Run() {
     } else if (r.kind == core::Kind::kSymlink) {
       out_.seen.files[i] = Symlink(r, old, wants_[i]);
     }
-    if (r.HasUnit()) out_.seen.unit_files[i] = UnitFile(r, old, wants_[i]);
+    if (r.HasUnit()) out_.seen.unit_files.emplace(i, UnitFile(r, old, wants_[i]));
     if (ports_.progress != nullptr) ports_.progress->Step();
   }
   Units();

@@ -113,7 +113,6 @@ UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
 // declared, in one pipelined round.
 void Observer::Units() {
   size_t n = decl_.resources.size();
-  out_.seen.units.resize(n);
   if (ports_.services == nullptr) return;
   std::vector<std::string> names;
   std::set<std::string_view> declared;
@@ -132,7 +131,7 @@ void Observer::Units() {
   std::vector<Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (decl_.resources[i].HasUnit()) out_.seen.units[i] = std::move(statuses[k++]);
+    if (decl_.resources[i].HasUnit()) out_.seen.units.emplace(i, std::move(statuses[k++]));
   }
   for (k = first_dropped; k < names.size(); ++k) {
     out_.seen.dropped_units.emplace(names[k], std::move(statuses[k]));

@@ -208,10 +208,10 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
 // masked, or a link to /dev/null where its unit file would go.
 std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
   const Resource& r = in.declaration->resources[i];
-  const auto& status = in.seen->units[i];
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
   bool loaded_masked =
-      status.has_value() && status->has_value() && (*status)->load_state == "masked";
-  if (!loaded_masked && !in.seen->unit_files[i].masked) return std::nullopt;
+      status != nullptr && status->has_value() && (*status)->load_state == "masked";
+  if (!loaded_masked && !in.seen->UnitFileOf(i).masked) return std::nullopt;
   return "masked: " + r.unit + " is masked on this machine; the host leaves it alone (" +
          "no unit file, no start, restart or reload) until `systemctl unmask " + r.unit + "`";
 }
@@ -265,8 +265,8 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   }
   Step step =
       r.HasFiles() ? PlanFiles(in, r, old, want, in.seen->files[i]) : PlanService(in, r, old, want);
-  if (r.HasUnit() && !step.failed()) PlanUnitFile(in, r, in.seen->unit_files[i], step);
-  if (r.HasUnit() && !step.failed()) PlanDropIns(in, r, in.seen->unit_files[i], step);
+  if (r.HasUnit() && !step.failed()) PlanUnitFile(in, r, in.seen->UnitFileOf(i), step);
+  if (r.HasUnit() && !step.failed()) PlanDropIns(in, r, in.seen->UnitFileOf(i), step);
   if (!r.IsTree() && r.HasFiles() && in.dirs != nullptr) {
     if (auto unit = UnitDefinitionAt(*in.dirs, r.path)) {
       step.unit_definition = true;
@@ -292,7 +292,7 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
       intent.creating.push_back(r.path);
       if (r.IsTree()) intent.creating_trees.push_back(r.path);
     }
-    if (step.write_unit_file && in.seen->unit_files[i].missing) {
+    if (step.write_unit_file && in.seen->UnitFileOf(i).missing) {
       intent.creating_unit_files.push_back(r.unit);
     }
   }
@@ -341,6 +341,17 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
 }
 
 }  // namespace
+
+const UnitFileSeen& Seen::UnitFileOf(size_t i) const {
+  static const UnitFileSeen kNone;
+  auto it = unit_files.find(i);
+  return it != unit_files.end() ? it->second : kNone;
+}
+
+const core::Result<core::UnitStatus>* Seen::UnitOf(size_t i) const {
+  auto it = units.find(i);
+  return it != units.end() ? &it->second : nullptr;
+}
 
 bool Plan::ChangesMachine() const {
   for (const Step& s : steps) {

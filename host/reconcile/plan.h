@@ -82,11 +82,18 @@ struct DroppedSeen {
 
 // What observe.h saw of the machine, by resource index.
 struct Seen {
-  std::vector<FilesSeen> files;          // resources with files
-  std::vector<UnitFileSeen> unit_files;  // resources with a unit
-  // Resources with a unit, read before anything was written (nullopt: no
-  // service manager).
-  std::vector<std::optional<core::Result<core::UnitStatus>>> units;
+  std::vector<FilesSeen> files;  // resources with files
+  // Resources with a unit, each of them, keyed by index: a few among
+  // thousands of files, so not a slot per resource.
+  std::map<size_t, UnitFileSeen> unit_files;
+  // Resources with a unit, read before anything was written (none when
+  // there is no service manager).
+  std::map<size_t, core::Result<core::UnitStatus>> units;
+
+  // Resource i's unit file as seen (an empty one for a resource without).
+  const UnitFileSeen& UnitFileOf(size_t i) const;
+  // Resource i's unit as systemd reported it; null when it was not read.
+  const core::Result<core::UnitStatus>* UnitOf(size_t i) const;
   // The units of recorded resources no longer declared, by unit name.
   std::map<std::string, core::Result<core::UnitStatus>> dropped_units;
   // Their written paths (under --root) and unit files (by unit name).

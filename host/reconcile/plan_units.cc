@@ -184,8 +184,8 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   const core::Owed* owed = carried != in.owed->owed.end() ? &carried->second : nullptr;
   u.daemon_reload = (owed != nullptr && owed->daemon_reload) || steps[i].write_unit_file ||
                     steps[i].changes_drop_ins() || DefinitionChangesFor(in, r, steps, removals);
-  const auto& status = in.seen->units[i];
-  if (!in.services || !status.has_value()) {
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
+  if (!in.services || status == nullptr) {
     u.failed = "no service manager: cannot manage " + r.unit;
   } else if (!*status) {
     u.failed = status->error().message;

@@ -165,7 +165,7 @@ void ApplyRun::RecordTouched(const std::vector<RecordProof::Touched>& touched) {
       it->second.written[0].fingerprint = t.fingerprint;
     }
     if (why.empty()) {
-      if (auto st = ports_.records->Save(next); !st) why = st.error().message;
+      if (auto st = ports_.records->Save(std::move(next)); !st) why = st.error().message;
     }
   }
   if (!why.empty()) {
@@ -392,7 +392,7 @@ void ApplyRun::Carry(const Declaration& decl, const OldEntries& olds, const Obse
   if (dry_run) return;
   auto committed = Commit(
       {ports_.root, ports_.units, ports_.records, &decl, record_.get(), had_record_, &saved_},
-      settled);
+      std::move(settled));
   if (!committed) {
     report_.error = committed.error().message;
     report_.result = ApplyResult::kFailed;

@@ -29,7 +29,7 @@ class MemoryRecordStore : public ports::RecordStore {
     std::istringstream in(*text);
     return core::ScanRecord(in, visitor);
   }
-  core::Status Save(const core::Record& record) override {
+  core::Status Save(core::Record record) override {
     if (kill != nullptr && !kill->Alive()) return core::Ok();  // dead: nothing lands
     ++saves;
     if (fail_saves) return core::Fail("disk full (fake)");

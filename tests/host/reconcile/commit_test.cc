@@ -171,9 +171,9 @@ TEST(CommitTest, FlushThenIntentThenRecord) {
       order.push_back("intent after " + std::to_string(fs->flushes()) + " flush(es)");
       return MemoryRecordStore::SaveIntent(i);
     }
-    core::Status Save(const core::Record& r) override {
+    core::Status Save(core::Record r) override {
       order.push_back("record");
-      return MemoryRecordStore::Save(r);
+      return MemoryRecordStore::Save(std::move(r));
     }
   } store;
   store.fs = &fs;
@@ -186,20 +186,22 @@ TEST(CommitTest, FlushThenIntentThenRecord) {
   saved.applying = true;
   Settled settled;
   settled.entries["a"] = core::RecordEntry{};
-  ASSERT_TRUE(Commit({&fs, &fs, &store, &decl, &record, true, &saved}, settled).has_value());
+  ASSERT_TRUE(
+      Commit({&fs, &fs, &store, &decl, &record, true, &saved}, Settled(settled)).has_value());
   EXPECT_THAT(store.order, ElementsAre("intent after 2 flush(es)", "record"));
   EXPECT_FALSE(store.intent.has_value()) << "nothing owed: no intent file";
   EXPECT_THAT(*store.text, HasSubstr("\"settled_declaration_digest\":\"d2\""));
 
   // Something still owed: the record is not settled (no proof from it).
   settled.intent.owed["a"] = {UnitAction::kStart, false, "was_dead", "", 2};
-  ASSERT_TRUE(Commit({&fs, &fs, &store, &decl, &record, true, &saved}, settled).has_value());
+  ASSERT_TRUE(
+      Commit({&fs, &fs, &store, &decl, &record, true, &saved}, Settled(settled)).has_value());
   EXPECT_THAT(*store.text, HasSubstr("\"settled_declaration_digest\":\"\""));
 
   // A flush that fails saves neither: the intent still says applying.
   fs.FailFlush();
   store.order.clear();
-  auto failed = Commit({&fs, &fs, &store, &decl, &record, true, &saved}, settled);
+  auto failed = Commit({&fs, &fs, &store, &decl, &record, true, &saved}, Settled(settled));
   EXPECT_THAT(failed.error().message, HasSubstr("record not saved: fsync"));
   EXPECT_TRUE(store.order.empty());
 }

@@ -99,8 +99,9 @@ TEST_F(PhaseTest, UnitFilesAndUnitsAreLookedAt) {
   auto seen = Look();
   EXPECT_EQ(seen->seen.unit_files[0].found, Found::kDiffers);
   EXPECT_TRUE(seen->seen.unit_files[0].missing);
-  ASSERT_TRUE(seen->seen.units[0].has_value());
-  EXPECT_EQ((*seen->seen.units[0])->active_state, "inactive");
+  ASSERT_NE(seen->seen.UnitOf(0), nullptr);
+  ASSERT_TRUE(seen->seen.UnitOf(0)->has_value());
+  EXPECT_EQ((*seen->seen.UnitOf(0))->active_state, "inactive");
   testing::WriteText(dir_.Sub("units/s.service"), "[Service]\nExecStart=/bin/s\n");
   ::chmod(dir_.Sub("units/s.service").c_str(), 0644);
   EXPECT_EQ(Look()->seen.unit_files[0].found, Found::kAsDeclared);

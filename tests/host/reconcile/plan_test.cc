@@ -49,8 +49,6 @@ class PlanTest : public ::testing::Test {
     decl_ = std::move(*parsed);
     seen_ = Seen{};
     seen_.files.resize(decl_.resources.size());
-    seen_.unit_files.resize(decl_.resources.size());
-    seen_.units.resize(decl_.resources.size());
     wants_.clear();
     for (const core::Resource& r : decl_.resources) {
       wants_.push_back(core::WantDigest(r, "key"));
@@ -77,7 +75,7 @@ class PlanTest : public ::testing::Test {
     olds_ = OldEntriesOf(decl_, record_);
     return MakePlan({&decl_, &record_, &olds_, &owed_, &seen_, &wants_, "now", dry_run, true});
   }
-  core::UnitStatus& UnitSeen(size_t i) { return *seen_.units[i]->operator->(); }
+  core::UnitStatus& UnitSeen(size_t i) { return *seen_.units.at(i); }
 
   core::Declaration decl_;
   core::Record record_;
