@@ -32,7 +32,14 @@ class Handler final : public nlohmann::json_sax<json> {
     return Scalar(json(v));
   }
   bool binary(binary_t& v) override { return Scalar(json::binary(std::move(v))); }
-  bool start_object(std::size_t) override { return Open(json::object()); }
+  bool start_object(std::size_t) override {
+    if (on_object_ != nullptr && !levels_.empty() && levels_.back().streamed) {
+      flat_.Clear();
+      levels_.push_back(Level{nullptr, false, true, {}});
+      return true;
+    }
+    return Open(json::object());
+  }
   bool start_array(std::size_t) override { return Open(json::array()); }
   bool end_object() override { return Close(); }
   bool end_array() override { return Close(); }
@@ -98,11 +105,6 @@ class Handler final : public nlohmann::json_sax<json> {
 
   bool Open(json&& container) {
     bool is_array = container.is_array();
-    if (on_object_ != nullptr && !is_array && !levels_.empty() && levels_.back().streamed) {
-      flat_.Clear();
-      levels_.push_back(Level{nullptr, false, true, {}});
-      return true;
-    }
     if (levels_.size() == 1 && levels_[0].value == &root_ && root_.is_object() &&
         levels_[0].key == key_ && is_array == want_array_) {
       // The streamed collection: an empty one stands in for it.

@@ -123,10 +123,12 @@ class Fields {
 
   bool Has(std::string_view f) const { return obj_.Find(f) != nullptr; }
   // A field that is not a string (a list, a map, a flag), as its tree; a
-  // string given there comes back as a string, for the caller to refuse.
-  json At(std::string_view f) const {
+  // string given there comes back as an empty string, which every caller
+  // refuses by its type.
+  const json& At(std::string_view f) const {
+    static const json kAString(json::value_t::string);
     const FlatObject::Field& v = Get(f);
-    return v.is_string ? json(v.text) : v.value;
+    return v.is_string ? kAString : v.value;
   }
   std::string Where(std::string_view f) const { return resource_parsing::Where(id_, index_, f); }
   std::unexpected<Error> Refuse(std::string_view f, const std::string& why) const {
@@ -300,7 +302,7 @@ Status ParseUnit(const Fields& in, Resource& r) {
     r.drop_ins = std::move(*drop_ins);
   }
   if (in.Has("enabled")) {
-    json enabled = in.At("enabled");
+    const json& enabled = in.At("enabled");
     if (!enabled.is_boolean()) return in.Refuse("enabled", "must be true or false");
     r.enabled = enabled.get<bool>();
   }
@@ -331,6 +333,10 @@ const std::vector<FieldParser>& KindParsers(Kind kind) {
 // id and kind, then no field the kind does not have and every one it needs.
 Status ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r) {
   const FlatObject::Field* id_at = obj.Find("id");
+  if (id_at == nullptr && obj.overflowed()) {
+    return Fail(Where("", index, "") + "more than " + std::to_string(FlatObject::kMaxFields) +
+                " fields");
+  }
   if (id_at == nullptr) return Fail(Where("", index, "id") + "missing");
   if (!id_at->is_string) return Fail(Where("", index, "id") + "must be a string");
   const std::string& id = id_at->text;

@@ -325,7 +325,9 @@ void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& inten
       observed.seen.files[i].preexisting = false;
     }
     if (r.unit_text.has_value() && holds(intent.creating_unit_files, r.unit)) {
-      observed.seen.unit_files[i].preexisting = false;
+      if (auto it = observed.seen.unit_files.find(i); it != observed.seen.unit_files.end()) {
+        it->second.preexisting = false;
+      }
     }
   }
 }

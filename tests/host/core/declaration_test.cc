@@ -138,6 +138,13 @@ TEST(DeclarationTest, AResourceOfHundredsOfFieldsIsRefusedAsSuch) {
   auto d = ParseDeclaration(R"({"machine": "m", "generation": 1, "resources": [)" + file + "]}");
   ASSERT_FALSE(d);
   EXPECT_THAT(d.error().message, HasSubstr("resource a: more than 64 fields"));
+  // Its id after the 64th key: still refused as such, not as missing an id.
+  std::string late = "{";
+  for (int i = 0; i < 70; ++i) late += "\"f" + std::to_string(i) + "\": \"v\", ";
+  late += R"("id": "b", "kind": "file", "path": "/b", "content": ""})";
+  d = ParseDeclaration(R"({"machine": "m", "generation": 1, "resources": [)" + late + "]}");
+  ASSERT_FALSE(d);
+  EXPECT_THAT(d.error().message, HasSubstr("resource #0: more than 64 fields"));
 }
 
 TEST(DeclarationTest, AResourceThatIsNotAnObject) {
