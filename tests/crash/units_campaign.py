@@ -95,8 +95,9 @@ class Campaign:
         before = {n: self.running(n) for n in self.want}
         r = self.apply()
         if r.returncode != 0:
+            failed = [l for l in r.stdout.splitlines() if l.startswith("failed ")]
             failures.append(f"{label}: next apply exit {r.returncode}: "
-                            f"{(r.stdout + r.stderr).strip()[-400:]}")
+                            f"{' | '.join(failed) or (r.stdout + r.stderr).strip()[-400:]}")
             return
         for name, want in self.want.items():
             if before[name] != want and f"\nunchanged {name} (service)" in "\n" + r.stdout:
