@@ -2,7 +2,8 @@
 // every interval: N declared files, applied once, then applied again with
 // nothing to do. Prints one line per figure: name, value, floor, ratio.
 //
-//   noop_bench --files 10000 [--repeat 5] [--full-pass-only N | --touched-only N]
+//   noop_bench --files 10000 [--repeat 5]
+//              [--noop-only N | --full-pass-only N | --touched-only N]
 //
 // Floors, measured in the same process on the same files: an lstat of every
 // file (what the fingerprint check cannot avoid) and a read + SHA-256 of
@@ -46,7 +47,13 @@ void Row(const char* name, double value, const char* unit, double floor = 0,
   }
 }
 
-// For a profiler: nothing but the full pass, n times, in a function of its
+// For a profiler: nothing but the daemon's no-op, n times
+// (valgrind --tool=callgrind --toggle-collect='*NoOps*').
+[[gnu::noinline]] void NoOps(reconcile::Reconciler& daemon, const std::string& decl, int n) {
+  for (int i = 0; i < n; ++i) daemon.Apply(decl);
+}
+
+// Likewise: nothing but the full pass, n times, in a function of its
 // own (valgrind --tool=callgrind --toggle-collect='*FullPasses*').
 [[gnu::noinline]] void FullPasses(reconcile::Reconciler& full, const std::string& decl, int n) {
   for (int i = 0; i < n; ++i) full.Apply(decl);
@@ -119,6 +126,12 @@ int main(int argc, char** argv) {
     }
   });
 
+  if (int n = bench::IntFlag(argc, argv, "--noop-only", 0); n > 0) {
+    daemon.Apply(decl);  // the record kept, as the daemon keeps it
+    NoOps(daemon, decl, n);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   // The daemon's no-op: same process, parsed declaration and record kept.
   size_t unchanged = 0;
   double daemon_ms = MedianMs(repeat, [&] {
