@@ -29,6 +29,7 @@ class FileRecordStore : public ports::RecordStore {
 
   core::Result<std::shared_ptr<const core::Record>> Load() override;
   core::Result<bool> Scan(core::RecordVisitor& visitor) override;
+  bool KeepsRecord() const override { return keep_; }
   core::Status Save(core::Record record) override;
   core::Result<core::Intent> LoadIntent() override;
   core::Status SaveIntent(const core::Intent& intent) override;

@@ -129,6 +129,34 @@ bool FingerprintMatches(const FileInfo& info, std::string_view recorded) {
   return FingerprintText(info).view() == recorded;
 }
 
+std::optional<FileStamp> ParseFingerprint(std::string_view recorded) {
+  FileStamp stamp;
+  const char* p = recorded.data();
+  const char* end = p + recorded.size();
+  auto field = [&](auto& value, bool last) {
+    auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || next == p) return false;
+    p = next;
+    if (last) return p == end;
+    if (p == end || *p != ':') return false;
+    ++p;
+    return true;
+  };
+  if (!field(stamp.size, false) || !field(stamp.mtime_ns, false) || !field(stamp.ctime_ns, false) ||
+      !field(stamp.inode, true)) {
+    return std::nullopt;
+  }
+  // from_chars takes "007" and "-0": a text that does not read back as
+  // written is not one FileFingerprint wrote.
+  FileInfo info;
+  info.size = stamp.size;
+  info.mtime_ns = stamp.mtime_ns;
+  info.ctime_ns = stamp.ctime_ns;
+  info.inode = stamp.inode;
+  if (!FingerprintMatches(info, recorded)) return std::nullopt;
+  return stamp;
+}
+
 std::string TreeFingerprint(const std::vector<TreeEntry>& scanned) {
   Sha256 h;
   for (const TreeEntry* e : Sorted(scanned)) {

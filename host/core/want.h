@@ -6,6 +6,8 @@
 // and only re-reads content when the fingerprint moved (SPEC "Reconcile" 2).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +46,26 @@ std::string DirectoryFingerprint(const FileInfo& info);
 // FileFingerprint(info) == recorded, without building the string: the
 // no-op compares one per declared file.
 bool FingerprintMatches(const FileInfo& info, std::string_view recorded);
+
+// A FileFingerprint read back into its numbers, for a proof that compares
+// the same recorded fingerprint at every no-op (the daemon's kept record):
+// numbers compare in a few instructions, where FingerprintMatches formats
+// four of them each time.
+struct FileStamp {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t inode = 0;
+};
+// Only text FileFingerprint itself writes: anything else (a leading zero or
+// sign, a space, a missing or extra field, a number out of range) is no
+// stamp, and its matches are then FingerprintMatches's to decide.
+std::optional<FileStamp> ParseFingerprint(std::string_view recorded);
+// FingerprintMatches(info, recorded) for the stamp parsed from `recorded`.
+inline bool StampMatches(const FileInfo& info, const FileStamp& stamp) {
+  return info.size == stamp.size && info.mtime_ns == stamp.mtime_ns &&
+         info.ctime_ns == stamp.ctime_ns && info.inode == stamp.inode;
+}
 
 // "tree:<hex>" over every entry's relpath, type and fingerprint.
 std::string TreeFingerprint(const std::vector<TreeEntry>& scanned);

@@ -31,6 +31,10 @@ class RecordStore {
     if (*loaded == nullptr) return false;
     return core::VisitRecord(**loaded, visitor);
   }
+  // True when Load hands out the record this store keeps in memory: the
+  // same object for as long as the record is unchanged (the daemon's
+  // store). What a caller derives from it may then be kept with it.
+  virtual bool KeepsRecord() const { return false; }
   // Atomic: the old record or the new one survives a crash, never a mix.
   // Taken by value: a store that keeps the record keeps this one, rather
   // than a second copy of every entry alongside the caller's.

@@ -30,8 +30,13 @@ using core::Result;
 class ApplyRun {
  public:
   ApplyRun(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
-           ApplyReport& report, Progress& progress)
-      : ports_(ports), options_(options), sink_(sink), report_(report), progress_(progress) {}
+           ApplyReport& report, Progress& progress, KeptProof& kept_proof)
+      : ports_(ports),
+        options_(options),
+        sink_(sink),
+        report_(report),
+        progress_(progress),
+        kept_proof_(kept_proof) {}
 
   void Run(ports::DeclarationSource& source);
 
@@ -67,6 +72,7 @@ class ApplyRun {
   const OutcomeSink& sink_;
   ApplyReport& report_;
   Progress& progress_;
+  KeptProof& kept_proof_;
 
   // The loaded record, shared with the store; read-only during the pass.
   std::shared_ptr<const core::Record> record_ = std::make_shared<const core::Record>();
@@ -110,30 +116,60 @@ bool ApplyRun::LoadIntent() {
 // The no-op, proven from the record alone (record_proof.h): the record is
 // visited, not loaded, so a one-shot apply never holds it whole. Nothing
 // may be owed, and no apply may have been cut short.
+//
+// A store that keeps the record in memory hands out the same one until it
+// changes: the proof gathered from it is kept too, and the next no-op only
+// looks at the machine again (RecordProof::Rerun).
 bool ApplyRun::Prove(const std::string& digest) {
-  RecordProof proof({ports_.root, ports_.units, ports_.services}, digest, options_.machine);
-  auto scanned = ports_.records->Scan(proof);
-  bool proven = scanned.has_value() && *scanned && proof.Finish();
+  RecordProof::Ports proof_ports{ports_.root, ports_.units, ports_.services};
+  std::optional<RecordProof> streamed;
+  RecordProof* proof = nullptr;
+  bool proven = false;
+  std::shared_ptr<const core::Record> kept;  // alive while the proof points into it
+  if (ports_.records->KeepsRecord()) {
+    auto loaded = ports_.records->Load();
+    if (!loaded || *loaded == nullptr) return false;  // the full pass says which
+    kept = std::move(*loaded);
+  }
+  if (kept != nullptr) {
+    bool same = kept_proof_.proof != nullptr && kept_proof_.proof->gathered() &&
+                kept_proof_.record.lock() == kept;
+    if (same) {
+      proof = kept_proof_.proof.get();
+      proven = proof->Rerun(digest);
+    } else {
+      kept_proof_.record = kept;
+      kept_proof_.proof = std::make_unique<RecordProof>(proof_ports, digest, options_.machine);
+      proof = kept_proof_.proof.get();
+      proof->KeepForReruns();
+      proven = core::VisitRecord(*kept, *proof) && proof->Finish();
+    }
+  } else {
+    proof = &streamed.emplace(proof_ports, digest, options_.machine);
+    auto scanned = ports_.records->Scan(*proof);
+    proven = scanned.has_value() && *scanned && proof->Finish();
+  }
   if (proven) proven = LoadIntent() && intent_->empty();
   if (!proven) {
     // The full pass reuses what the proof just looked at rather than stat
     // those paths a second time.
-    for (auto& [path, info] : proof.TakeLooks()) stats_.Add(std::move(path), std::move(info));
+    for (auto& [path, info] : proof->TakeLooks()) stats_.Add(std::move(path), std::move(info));
     return false;
   }
   // A few touched files are read again by the next no-op rather than the
   // whole record rewritten for them: up to one resource in 64, which costs a
   // no-op a few percent (re-reading every file costs it about three times).
   constexpr size_t kRecordTouchedShare = 64;
-  std::vector<RecordProof::Touched> touched = proof.TakeTouched();
-  if (!options_.dry_run && touched.size() * kRecordTouchedShare > proof.resources()) {
+  std::vector<RecordProof::Touched> touched = proof->TakeTouched();
+  if (!options_.dry_run && touched.size() * kRecordTouchedShare > proof->resources()) {
     RecordTouched(touched);
   }
-  report_.machine = proof.header().machine;
-  report_.generation = proof.header().generation;
+  report_.machine = proof->header().machine;
+  report_.generation = proof->header().generation;
   report_.declaration_digest = digest;
   report_.from_record = true;
-  proof.Report([&](ResourceOutcome&& out) {
+  if (!sink_) report_.outcomes.reserve(proof->resources());
+  proof->Report([&](ResourceOutcome&& out) {
     if (sink_) {
       ++report_.resources;
       sink_(out);
@@ -426,11 +462,16 @@ ApplyReport Reconciler::Apply(std::string_view declaration_text, const OutcomeSi
   return Apply(source, sink);
 }
 
+KeptProof::KeptProof() = default;
+KeptProof::~KeptProof() = default;
+KeptProof::KeptProof(KeptProof&&) noexcept = default;
+KeptProof& KeptProof::operator=(KeptProof&&) noexcept = default;
+
 ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const OutcomeSink& sink) {
   ApplyReport report;
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
-  ApplyRun run(ports_, options_, sink, report, progress_);
+  ApplyRun run(ports_, options_, sink, report, progress_, kept_proof_);
   // Under a memory limit an allocation may fail anywhere in the pass: the
   // apply fails and says so, and whatever it wrote is already covered by
   // the intent saved before its first write.

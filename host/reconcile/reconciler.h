@@ -75,6 +75,21 @@ using core::ApplyResultName;
 // time, so the outcomes of a large declaration are never held at once.
 using OutcomeSink = std::function<void(const core::ResourceOutcome&)>;
 
+class RecordProof;
+
+// The no-op's proof gathered from a record the store keeps (a daemon's),
+// kept for the next apply: what it gathered depends on that record alone.
+// The record is referred to weakly: the proof keeps none alive, and a
+// record that died is never taken for a new one at its address.
+struct KeptProof {
+  KeptProof();
+  ~KeptProof();
+  KeptProof(KeptProof&&) noexcept;
+  KeptProof& operator=(KeptProof&&) noexcept;
+  std::weak_ptr<const core::Record> record;
+  std::unique_ptr<RecordProof> proof;
+};
+
 class Reconciler {
  public:
   Reconciler(ReconcilerPorts ports, ReconcilerOptions options)
@@ -94,6 +109,7 @@ class Reconciler {
   Progress progress_;
   // No parsed declaration is kept between applies: a no-op is proven from
   // the record without one, and the idle daemon stays small.
+  KeptProof kept_proof_;
 };
 
 }  // namespace mesh::reconcile

@@ -35,15 +35,25 @@ bool RecordProof::Header(const core::Record& header) {
   if (header_seen_) return false;
   header_seen_ = true;
   header_ = header;
-  return header.declaration_digest == digest_ && header.settled_declaration_digest == digest_ &&
-         header.want_version == core::Record::kWantVersion &&
-         (machine_.empty() || header.machine == machine_);
+  return HeaderHolds();
+}
+
+bool RecordProof::HeaderHolds() const {
+  return header_.declaration_digest == digest_ && header_.settled_declaration_digest == digest_ &&
+         header_.want_version == core::Record::kWantVersion &&
+         (machine_.empty() || header_.machine == machine_);
+}
+
+void RecordProof::KeepForReruns() { keep_ = true; }
+
+std::string_view RecordProof::Hold(std::string_view s, Text& text) {
+  return keep_ ? s : text.Copy(s);
 }
 
 bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
   // The host writes entries sorted by id: anything else (a repeated id, a
   // hand-edited file) is left to the full pass.
-  if (!header_seen_ || (!proven_.empty() && id <= proven_.back().id)) return false;
+  if (!header_seen_ || gathered_ || (!proven_.empty() && id <= proven_.back().id)) return false;
   if (checked_) {
     batch_.clear();
     batch_text_.Clear();
@@ -84,18 +94,24 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
                                                           : core::FileType::kRegular;
     const core::WrittenPath& w = e.written[0];
     bool readable = *kind == core::Kind::kFile;  // not a credential: no digest of a secret
-    batch_.push_back(PathCheck{
-        batch_text_.Copy(w.path), batch_text_.Copy(w.fingerprint), shape.IsTree(), type,
-        readable ? batch_text_.Copy(w.content_digest) : std::string_view(), proven_.size()});
+    batch_.push_back(PathCheck{Hold(w.path, batch_text_), Hold(w.fingerprint, batch_text_),
+                               shape.IsTree(), type,
+                               readable ? Hold(w.content_digest, batch_text_) : std::string_view(),
+                               proven_.size(), std::nullopt});
+    // Read once here, compared at every rerun (a tree's is a digest).
+    if (keep_ && type == core::FileType::kRegular && !shape.IsTree()) {
+      batch_.back().stamp = core::ParseFingerprint(w.fingerprint);
+    }
     p.file_count = e.written[0].file_count;
     p.tree = shape.IsTree();
   }
-  p.id = kept_text_.Copy(id);
-  p.digest = kept_text_.Copy(e.digest);
+  p.id = Hold(id, kept_text_);
+  p.digest = Hold(e.digest, kept_text_);
   p.position = *e.position;
   p.applied_at = AppliedAt(e.applied_at);
   proven_.push_back(std::move(p));
-  return batch_.size() < batch_size_ || CheckBatch();
+  // Kept: looked at when every entry is in (Finish), and again at reruns.
+  return keep_ || batch_.size() < batch_size_ || CheckBatch();
 }
 
 uint32_t RecordProof::AppliedAt(const std::string& text) {
@@ -110,13 +126,20 @@ uint32_t RecordProof::AppliedAt(const std::string& text) {
 bool RecordProof::CheckBatch() {
   std::sort(batch_.begin(), batch_.end(),
             [](const PathCheck& a, const PathCheck& b) { return a.path < b.path; });
+  if (!CheckRange(0, batch_.size())) return false;
+  checked_ = true;
+  return true;
+}
+
+bool RecordProof::CheckRange(size_t begin, size_t end) {
   std::vector<std::string_view> paths;
-  paths.reserve(batch_.size());
-  for (const PathCheck& look : batch_) paths.push_back(look.path);
+  paths.reserve(end - begin);
+  for (size_t k = begin; k < end; ++k) paths.push_back(batch_[k].path);
+  looked_ = begin;
   seen_ = ports_.root->StatMany(paths);
-  for (size_t k = 0; k < batch_.size(); ++k) {
+  for (size_t k = begin; k < end; ++k) {
     const PathCheck& look = batch_[k];
-    const core::Result<core::FileInfo>& info = seen_[k];
+    const core::Result<core::FileInfo>& info = seen_[k - begin];
     if (!info) return false;
     if (look.type == core::FileType::kDirectory && !look.tree) {
       // A declared directory: its metadata, not its contents.
@@ -128,7 +151,10 @@ bool RecordProof::CheckBatch() {
     }
     if (!look.tree) {
       if (info->type != look.type) return false;
-      if (core::FingerprintMatches(*info, look.fingerprint)) continue;
+      if (look.stamp.has_value() ? core::StampMatches(*info, *look.stamp)
+                                 : core::FingerprintMatches(*info, look.fingerprint)) {
+        continue;
+      }
       // Its times moved: unchanged if its bytes, mode and owner did not.
       if (look.content_digest.empty() || touched_.size() >= kMaxTouched ||
           !WorthReading(*info, look.fingerprint)) {
@@ -143,18 +169,48 @@ bool RecordProof::CheckBatch() {
     auto scan = ports_.root->ScanTree(std::string(look.path), /*hash_contents=*/false);
     if (!scan || core::TreeFingerprint(*scan) != look.fingerprint) return false;
   }
-  checked_ = true;
   return true;
 }
 
-bool RecordProof::Finish() {
-  if (!header_seen_ || (!checked_ && !CheckBatch())) return false;
-  // Positions are the declaration's order: each exactly once.
+bool RecordProof::PositionsHold() const {
   std::vector<bool> taken(proven_.size(), false);
   for (const Proven& p : proven_) {
     if (p.position >= proven_.size() || taken[p.position]) return false;
     taken[p.position] = true;
   }
+  return true;
+}
+
+bool RecordProof::Finish() {
+  if (!header_seen_) return false;
+  if (!keep_) {
+    if (!checked_ && !CheckBatch()) return false;
+    return PositionsHold() && Look();
+  }
+  if (!gathered_) {
+    std::sort(batch_.begin(), batch_.end(),
+              [](const PathCheck& a, const PathCheck& b) { return a.path < b.path; });
+    positions_hold_ = PositionsHold();
+    gathered_ = true;
+  }
+  return Rerun(digest_);
+}
+
+bool RecordProof::Rerun(std::string_view digest) {
+  if (!gathered_) return false;
+  digest_ = digest;
+  touched_.clear();
+  seen_.clear();
+  if (!HeaderHolds() || !positions_hold_) return false;
+  // In batches, as a streamed record is: StatMany's answers for one batch
+  // at a time, and a failed proof hands the full pass the batch it failed in.
+  for (size_t begin = 0; begin < batch_.size(); begin += batch_size_) {
+    if (!CheckRange(begin, std::min(batch_.size(), begin + batch_size_))) return false;
+  }
+  return Look();
+}
+
+bool RecordProof::Look() {
   std::vector<std::string> names;
   for (const Unit& u : units_) {
     // A unit file of the host's still as written; a unit of the machine's
@@ -242,12 +298,14 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
 
 std::vector<std::pair<std::string, core::Result<core::FileInfo>>> RecordProof::TakeLooks() {
   std::vector<std::pair<std::string, core::Result<core::FileInfo>>> looks;
-  for (size_t k = 0; k < seen_.size() && k < batch_.size(); ++k) {
-    looks.emplace_back(std::string(batch_[k].path), std::move(seen_[k]));
+  for (size_t k = 0; k < seen_.size() && looked_ + k < batch_.size(); ++k) {
+    looks.emplace_back(std::string(batch_[looked_ + k].path), std::move(seen_[k]));
   }
-  batch_.clear();
-  batch_text_.Clear();
   seen_.clear();
+  if (!keep_) {  // a kept proof's batch is what its reruns look at
+    batch_.clear();
+    batch_text_.Clear();
+  }
   return looks;
 }
 

@@ -32,6 +32,7 @@
 #include "host/core/record.h"
 #include "host/core/result.h"
 #include "host/core/unit_status.h"
+#include "host/core/want.h"
 #include "host/ports/file_system.h"
 #include "host/ports/service_manager.h"
 
@@ -57,6 +58,21 @@ class RecordProof : public core::RecordVisitor {
   // After the whole record was visited: checks what is left (the last
   // batch of files, unit files, units). True: every resource is unchanged.
   bool Finish();
+
+  // For a record that stays in memory, unchanged, across applies (the
+  // daemon's: RecordStore::KeepsRecord). Called before the visit: what
+  // Entry gathers from each entry then points into the record rather than
+  // into copies, every entry is gathered before any path is looked at, and
+  // each recorded fingerprint is read into its numbers once. What was
+  // gathered depends on the record alone; only the looks depend on the
+  // machine, and Rerun takes them again without visiting the record.
+  void KeepForReruns();
+  // True once a visit went through every entry and Finish gathered them:
+  // Rerun may then be called, as long as the same record is alive.
+  bool gathered() const { return gathered_; }
+  // Finish, again, for a declaration of `digest`: the same record, the
+  // machine looked at anew. The caller holds the record alive.
+  bool Rerun(std::string_view digest);
   // The outcomes, in declaration order (after Finish returned true).
   void Report(const std::function<void(core::ResourceOutcome&&)>& deliver) const;
   const core::Record& header() const { return header_; }
@@ -105,6 +121,8 @@ class RecordProof : public core::RecordVisitor {
     // when its fingerprint moved), and its place in proven_.
     std::string_view content_digest;
     size_t proven = 0;
+    // The fingerprint's numbers, for a kept record (KeepForReruns).
+    std::optional<core::FileStamp> stamp;
   };
   // A touched file, read in Finish.
   struct ToRead {
@@ -135,7 +153,17 @@ class RecordProof : public core::RecordVisitor {
     std::map<std::string, std::string> drop_ins;  // name -> fingerprint, as written
   };
 
+  bool HeaderHolds() const;
+  // Text an entry gives, kept past its visit: copied into `text`, or, for a
+  // kept record, a view of the record's own.
+  std::string_view Hold(std::string_view s, Text& text);
   bool CheckBatch();
+  // Looks at batch_[begin, end), which is sorted by path.
+  bool CheckRange(size_t begin, size_t end);
+  // Positions are the declaration's order: each exactly once.
+  bool PositionsHold() const;
+  // What Finish and Rerun look at once the entries are in.
+  bool Look();
   // Reads each touched file: its bytes must be those recorded.
   bool ReadTouched();
   uint32_t AppliedAt(const std::string& text);
@@ -149,10 +177,14 @@ class RecordProof : public core::RecordVisitor {
   Text batch_text_;
   Text kept_text_;
   std::vector<PathCheck> batch_;
-  // What StatMany answered for batch_, kept after a batch held (until the
-  // next entry) for TakeLooks.
+  // What StatMany answered for batch_[looked_, looked_ + seen_.size()),
+  // kept after a batch held (until the next entry) for TakeLooks.
   std::vector<core::Result<core::FileInfo>> seen_;
+  size_t looked_ = 0;
   bool checked_ = false;
+  bool keep_ = false;      // KeepForReruns
+  bool gathered_ = false;  // kept: every entry in, batch_ sorted
+  bool positions_hold_ = false;
   std::vector<Proven> proven_;
   std::vector<ToRead> touched_;
   std::vector<Unit> units_;

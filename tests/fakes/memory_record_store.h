@@ -14,13 +14,22 @@ namespace mesh::fakes {
 
 class MemoryRecordStore : public ports::RecordStore {
  public:
+  // Walked in memory (`stream` false), the record parsed is kept and handed
+  // out again until the text changes, as the daemon's store keeps it.
   core::Result<std::shared_ptr<const core::Record>> Load() override {
     ++loads;
     if (!text.has_value()) return std::shared_ptr<const core::Record>();
+    if (!stream && kept_ != nullptr && kept_text_ == *text) return kept_;
     auto r = core::ParseRecord(*text);
     if (!r) return std::unexpected(r.error());
-    return std::make_shared<const core::Record>(std::move(*r));
+    auto loaded = std::make_shared<const core::Record>(std::move(*r));
+    if (!stream) {
+      kept_ = loaded;
+      kept_text_ = *text;
+    }
+    return loaded;
   }
+  bool KeepsRecord() const override { return !stream; }
   // Streams the text as a one-shot apply streams state.json; with `stream`
   // false, walks a loaded record as the daemon's store does.
   core::Result<bool> Scan(core::RecordVisitor& visitor) override {
@@ -73,6 +82,10 @@ class MemoryRecordStore : public ports::RecordStore {
   bool fail_saves = false;
   bool fail_intent_saves = false;
   KillSwitch* kill = nullptr;
+
+ private:
+  std::shared_ptr<const core::Record> kept_;
+  std::string kept_text_;
 };
 
 }  // namespace mesh::fakes

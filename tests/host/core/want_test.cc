@@ -74,6 +74,43 @@ TEST(WantTest, CredentialDigestIsKeyedByTheMachinesSecret) {
   EXPECT_NE(WantDigest(changed, "machine one's key"), here) << "a new secret shows";
 }
 
+// The stamp and the text it came from agree on every file: a stamp that
+// matched where the text would not would be a false unchanged.
+TEST(WantTest, AStampReadsBackOnlyWhatFileFingerprintWrites) {
+  FileInfo info;
+  info.type = FileType::kRegular;
+  info.size = 145;
+  info.mtime_ns = 1796147175421717121;
+  info.ctime_ns = -5;  // before 1970: to_chars writes a sign
+  info.inode = 18446744073709551615u;
+  std::string text = FileFingerprint(info);
+  auto stamp = ParseFingerprint(text);
+  ASSERT_TRUE(stamp.has_value()) << text;
+  EXPECT_TRUE(StampMatches(info, *stamp));
+  for (auto moved : {&FileInfo::mtime_ns, &FileInfo::ctime_ns}) {
+    FileInfo other = info;
+    ++(other.*moved);
+    EXPECT_FALSE(StampMatches(other, *stamp));
+    EXPECT_EQ(StampMatches(other, *stamp), FingerprintMatches(other, text));
+  }
+  FileInfo bigger = info;
+  ++bigger.size;
+  EXPECT_FALSE(StampMatches(bigger, *stamp));
+  FileInfo replaced = info;
+  --replaced.inode;
+  EXPECT_FALSE(StampMatches(replaced, *stamp));
+
+  for (std::string_view bad :
+       {"", "1:2:3", "1:2:3:4:5", "01:2:3:4", "1:-0:3:4", "1:+2:3:4", " 1:2:3:4", "1:2:3:4 ",
+        "1::3:4", "1:2:3:", "18446744073709551616:2:3:4", "1:9223372036854775808:3:4", "1:2:3:4x",
+        "a:2:3:4", "dir:420:0:0:12"}) {
+    EXPECT_FALSE(ParseFingerprint(bad).has_value()) << bad;
+  }
+  auto small = ParseFingerprint("0:0:0:0");
+  ASSERT_TRUE(small.has_value());
+  EXPECT_TRUE(StampMatches(FileInfo{}, *small));
+}
+
 TEST(WantTest, TreeDigestIgnoresOrderButNotContentOrMode) {
   std::vector<TreeEntry> a = {File("x", "1"), File("y", "2")};
   std::vector<TreeEntry> b = {File("y", "2"), File("x", "1")};

@@ -145,6 +145,54 @@ TEST_P(NoopTest, AnyDifferenceRunsTheFullPass) {
   EXPECT_THAT(unit_file.outcomes[5].detail, HasSubstr("drifted: unit file tools.service"));
 }
 
+// The daemon's store keeps the record, and its reconciler the proof
+// gathered from it: every no-op after the first looks at the machine again
+// without visiting the record, and still sees each difference; a new
+// record is gathered anew.
+TEST_P(NoopTest, AKeptProofLooksAgainAtEveryNoOp) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ApplyReport first = Run(decl);
+  ASSERT_TRUE(first.from_record);
+  for (int i = 0; i < 3; ++i) {
+    ApplyReport again = Run(decl);
+    EXPECT_TRUE(again.from_record);
+    EXPECT_EQ(Rows(again), Rows(first));
+  }
+
+  // Changed behind the record's back, the record itself unchanged: a file
+  // of the same size, then a unit, then a bundle's file.
+  testing::WriteText(Root("/etc/app.conf"), "a=2\n");
+  ApplyReport edited = Run(decl);
+  EXPECT_FALSE(edited.from_record);
+  EXPECT_EQ(edited.outcomes[0].outcome, core::Outcome::kUpdated);
+  ASSERT_TRUE(Run(decl).from_record);
+
+  services_.Kill("web.service");
+  ApplyReport dead = Run(decl);
+  EXPECT_FALSE(dead.from_record);
+  EXPECT_EQ(dead.outcomes[2].outcome, core::Outcome::kStarted);
+  ASSERT_TRUE(Run(decl).from_record);
+
+  std::filesystem::remove(Root("/srv/data/README"));
+  ApplyReport gone = Run(decl);
+  EXPECT_FALSE(gone.from_record);
+  EXPECT_EQ(gone.outcomes[4].outcome, core::Outcome::kUpdated);
+
+  // A declaration with one resource more: its record is gathered anew, and
+  // the no-op after it reports all seven.
+  json more = decl;
+  more["resources"].push_back(
+      {{"id", "extra"}, {"kind", "file"}, {"path", "/etc/extra"}, {"content", "e\n"}});
+  ASSERT_EQ(Run(more).result, ApplyResult::kOk);
+  ApplyReport seven = Run(more);
+  EXPECT_TRUE(seven.from_record);
+  ASSERT_EQ(seven.outcomes.size(), 7u);
+  EXPECT_EQ(seven.outcomes[6].id, "extra");
+  // And the declaration before it is not proven from the newer record.
+  EXPECT_FALSE(Run(decl).from_record);
+}
+
 // A file whose times moved and nothing else (touched, or restored with the
 // same bytes and mode): proven from the record by reading that file alone,
 // reported word for word as the full pass reports it, and its new

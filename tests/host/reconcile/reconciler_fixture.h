@@ -36,10 +36,16 @@ class ReconcilerTest : public ::testing::Test {
 
   // `from_record`: let a no-op be proven from the record (the default, as
   // in production); false forces the full pass.
+  // With a store that keeps the record (`store_.stream` false), the applies
+  // that may be proven go through one reconciler, as the daemon's do.
   ApplyReport Run(const json& decl, bool dry_run = false, bool from_record = true) {
     ReconcilerOptions options = Options();
     options.dry_run = dry_run;
     options.confirm_from_record = from_record;
+    if (!store_.stream && !dry_run && from_record) {
+      if (daemon_ == nullptr) daemon_ = std::make_unique<Reconciler>(Ports(), options);
+      return daemon_->Apply(decl.dump());
+    }
     return Reconciler(Ports(), options).Apply(decl.dump());
   }
 
@@ -82,6 +88,7 @@ class ReconcilerTest : public ::testing::Test {
   fakes::FakeClock clock_;
   fakes::FakeServiceManager services_{clock_};
   fakes::MemoryRecordStore store_;
+  std::unique_ptr<Reconciler> daemon_;  // see Run
 };
 
 }  // namespace mesh::reconcile
