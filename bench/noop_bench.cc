@@ -3,7 +3,7 @@
 // nothing to do. Prints one line per figure: name, value, floor, ratio.
 //
 //   noop_bench --files 10000 [--repeat 5]
-//              [--noop-only N | --full-pass-only N | --touched-only N]
+//              [--noop-only N | --published-only N | --full-pass-only N | --touched-only N]
 //
 // Floors, measured in the same process on the same files: an lstat of every
 // file (what the fingerprint check cannot avoid) and a read + SHA-256 of
@@ -29,6 +29,8 @@
 #include "host/core/declaration.h"
 #include "host/core/sha256.h"
 #include "host/reconcile/reconciler.h"
+#include "host/status/status_board.h"
+#include "metrics/host_metrics.h"
 
 namespace {
 
@@ -51,6 +53,21 @@ void Row(const char* name, double value, const char* unit, double floor = 0,
 // (valgrind --tool=callgrind --toggle-collect='*NoOps*').
 [[gnu::noinline]] void NoOps(reconcile::Reconciler& daemon, const std::string& decl, int n) {
   for (int i = 0; i < n; ++i) daemon.Apply(decl);
+}
+
+// What the daemon does with every apply's report: /status's picture and
+// the metrics (daemon.cc, Publish).
+void Publish(const core::ApplyReport& report, status::StatusBoard& board,
+             metrics::HostMetrics& metrics) {
+  board.PublishApply(report);
+  metrics.ObserveApply(report);
+}
+
+// Likewise: n no-ops, each published as the daemon publishes it.
+[[gnu::noinline]] void PublishedNoOps(reconcile::Reconciler& daemon, const std::string& decl,
+                                      status::StatusBoard& board, metrics::HostMetrics& metrics,
+                                      int n) {
+  for (int i = 0; i < n; ++i) Publish(daemon.Apply(decl), board, metrics);
 }
 
 // Likewise: nothing but the full pass, n times, in a function of its
@@ -132,6 +149,15 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(dir);
     return 0;
   }
+  status::StatusBoard board;
+  metrics::HostMetrics metrics("bench");
+  Publish(first, board, metrics);
+  if (int n = bench::IntFlag(argc, argv, "--published-only", 0); n > 0) {
+    Publish(daemon.Apply(decl), board, metrics);
+    PublishedNoOps(daemon, decl, board, metrics, n);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   // The daemon's no-op: same process, parsed declaration and record kept.
   size_t unchanged = 0;
   double daemon_ms = MedianMs(repeat, [&] {
@@ -139,6 +165,8 @@ int main(int argc, char** argv) {
     unchanged = std::count_if(r.outcomes.begin(), r.outcomes.end(),
                               [](const auto& o) { return o.outcome == core::Outcome::kUnchanged; });
   });
+  // The same, with its report published as the daemon publishes it.
+  double published_ms = MedianMs(repeat, [&] { Publish(daemon.Apply(decl), board, metrics); });
   // The same no-op through the full pass (declaration compared resource by
   // resource, as when the record cannot prove it): what the proof saves.
   reconcile::ReconcilerOptions full_options = options;
@@ -193,6 +221,7 @@ int main(int argc, char** argv) {
   Row("first apply (writes every file)", first_ms, "ms");
   Row(proven ? "no-op apply, daemon (in process)" : "no-op apply, daemon (NOT from record)",
       daemon_ms, "ms", stat_ms, "lstat sweep");
+  Row("  and published (/status, metrics)", published_ms, "ms", stat_ms, "lstat sweep");
   Row("no-op apply, daemon, full pass", full_ms, "ms", stat_ms, "lstat sweep");
   Row("  of which: declaration parse alone", parse_ms, "ms", stat_ms, "lstat sweep");
   Row("  of which: declaration digest alone", digest_ms, "ms", stat_ms, "lstat sweep");
