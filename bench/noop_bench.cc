@@ -57,10 +57,9 @@ void Row(const char* name, double value, const char* unit, double floor = 0,
 
 // What the daemon does with every apply's report: /status's picture and
 // the metrics (daemon.cc, Publish).
-void Publish(const core::ApplyReport& report, status::StatusBoard& board,
-             metrics::HostMetrics& metrics) {
-  board.PublishApply(report);
+void Publish(core::ApplyReport report, status::StatusBoard& board, metrics::HostMetrics& metrics) {
   metrics.ObserveApply(report);
+  board.PublishApply(std::move(report));
 }
 
 // Likewise: n no-ops, each published as the daemon publishes it.

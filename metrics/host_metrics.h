@@ -15,7 +15,9 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "host/core/apply_report.h"
 #include "host/core/unit_status.h"
@@ -59,7 +61,10 @@ class HostMetrics {
   std::string Serialize() const;
 
  private:
-  void ForgetExcept(const std::set<std::string>& resources, const std::set<std::string>& units);
+  // `resources`: sorted; a view of each id, not a copy (one per resource,
+  // at every apply).
+  void ForgetExcept(std::span<const std::string_view> resources,
+                    const std::set<std::string>& units);
   // Issue 210's shape, judged here: the churn of each resource under one
   // declaration, and its per-resource series.
   void ObserveResource(const core::ResourceOutcome& o, bool same_declaration);

@@ -85,7 +85,7 @@ core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
   return report;
 }
 
-void Daemon::Publish(const core::ApplyReport& report, const std::string& why) {
+void Daemon::Publish(core::ApplyReport report, const std::string& why) {
   for (const std::string& w : report.warnings) log_.Line(Priority::kWarning, "warning: " + w);
   size_t failed = 0, changed = 0;
   for (const core::ResourceOutcome& o : report.outcomes) {
@@ -112,8 +112,8 @@ void Daemon::Publish(const core::ApplyReport& report, const std::string& why) {
     log_.Line(failed > 0 ? Priority::kErr : Priority::kInfo,
               "apply " + std::string(core::ApplyResultName(report.result)) + ": " + summary);
   }
-  board_.PublishApply(report);
   metrics_.ObserveApply(report);
+  board_.PublishApply(std::move(report));  // last: it keeps the outcomes
   notifier_.Status(summary);
 }
 

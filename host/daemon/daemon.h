@@ -71,7 +71,7 @@ class Daemon {
   core::ApplyReport ApplyUnderKeepalive(bool starting);
   // The apply's outcomes and summary to the log, the board, the metrics
   // and systemd's STATUS=.
-  void Publish(const core::ApplyReport& report, const std::string& why);
+  void Publish(core::ApplyReport report, const std::string& why);
   void WatchLoop();
 
   DaemonOptions options_;

@@ -138,10 +138,14 @@ bool ApplyRun::Prove(const std::string& digest) {
       proof = kept_proof_.proof.get();
       proven = proof->Rerun(digest);
     } else {
+      // Replaced whole: an allocation that fails here leaves no proof
+      // paired with a record it was not gathered from.
+      kept_proof_ = KeptProof();
+      auto fresh = std::make_unique<RecordProof>(proof_ports, digest, options_.machine);
+      fresh->KeepForReruns();
+      kept_proof_.proof = std::move(fresh);
       kept_proof_.record = kept;
-      kept_proof_.proof = std::make_unique<RecordProof>(proof_ports, digest, options_.machine);
       proof = kept_proof_.proof.get();
-      proof->KeepForReruns();
       proven = core::VisitRecord(*kept, *proof) && proof->Finish();
     }
   } else {
@@ -154,6 +158,9 @@ bool ApplyRun::Prove(const std::string& digest) {
     // The full pass reuses what the proof just looked at rather than stat
     // those paths a second time.
     for (auto& [path, info] : proof->TakeLooks()) stats_.Add(std::move(path), std::move(info));
+    // Not kept through the full pass, which most often writes a new record
+    // anyway: the next no-op gathers from that one.
+    kept_proof_ = KeptProof();
     return false;
   }
   // A few touched files are read again by the next no-op rather than the
@@ -161,9 +168,8 @@ bool ApplyRun::Prove(const std::string& digest) {
   // no-op a few percent (re-reading every file costs it about three times).
   constexpr size_t kRecordTouchedShare = 64;
   std::vector<RecordProof::Touched> touched = proof->TakeTouched();
-  if (!options_.dry_run && touched.size() * kRecordTouchedShare > proof->resources()) {
-    RecordTouched(touched);
-  }
+  bool rewritten = !options_.dry_run && touched.size() * kRecordTouchedShare > proof->resources();
+  if (rewritten) RecordTouched(touched);
   report_.machine = proof->header().machine;
   report_.generation = proof->header().generation;
   report_.declaration_digest = digest;
@@ -177,6 +183,14 @@ bool ApplyRun::Prove(const std::string& digest) {
       report_.outcomes.push_back(std::move(out));
     }
   });
+  if (proof == kept_proof_.proof.get()) {
+    // A record rewritten for the touched files is gathered anew next time.
+    if (rewritten) {
+      kept_proof_ = KeptProof();
+    } else {
+      proof->ReleaseLooks();
+    }
+  }
   return true;
 }
 

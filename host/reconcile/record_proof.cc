@@ -210,6 +210,12 @@ bool RecordProof::Rerun(std::string_view digest) {
   return Look();
 }
 
+void RecordProof::ReleaseLooks() {
+  std::vector<core::Result<core::FileInfo>>().swap(seen_);
+  std::vector<ToRead>().swap(touched_);
+  for (Unit& u : units_) u.status = core::UnitStatus{};
+}
+
 bool RecordProof::Look() {
   std::vector<std::string> names;
   for (const Unit& u : units_) {

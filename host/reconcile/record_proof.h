@@ -73,6 +73,9 @@ class RecordProof : public core::RecordVisitor {
   // Finish, again, for a declaration of `digest`: the same record, the
   // machine looked at anew. The caller holds the record alive.
   bool Rerun(std::string_view digest);
+  // Frees what the last look saw, once it has been reported: a kept proof
+  // holds, between applies, only what it gathered.
+  void ReleaseLooks();
   // The outcomes, in declaration order (after Finish returned true).
   void Report(const std::function<void(core::ResourceOutcome&&)>& deliver) const;
   const core::Record& header() const { return header_; }

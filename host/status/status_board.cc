@@ -1,5 +1,8 @@
 #include "host/status/status_board.h"
 
+#include <array>
+#include <iterator>
+
 #include "host/core/time_format.h"
 
 namespace mesh::status {
@@ -7,9 +10,19 @@ namespace mesh::status {
 StatusBoard::StatusBoard(std::chrono::nanoseconds settle)
     : settle_(settle), current_(std::make_shared<Snapshot>()) {}
 
-void StatusBoard::PublishApply(const core::ApplyReport& report) {
+// Counted per outcome by its place in the enum.
+static_assert(static_cast<size_t>(core::Outcome::kFailed) + 1 == core::kAllOutcomes.size());
+
+void StatusBoard::PublishApply(core::ApplyReport report) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto next = std::make_shared<Snapshot>(*current_);
+  auto next = std::make_shared<Snapshot>();
+  if (report.result == core::ApplyResult::kRefused) {
+    // The last applied state stays in force, and so does its picture.
+    *next = *current_;
+  } else {
+    // Not the old resources: copied only to be replaced below.
+    static_cast<ApplySummary&>(*next) = *current_;
+  }
   next->stalled.reset();
   next->reconciled = true;
   next->started_at = core::FormatTimestamp(report.started_at);
@@ -17,9 +30,8 @@ void StatusBoard::PublishApply(const core::ApplyReport& report) {
   next->duration_seconds = std::chrono::duration<double>(report.duration).count();
   next->result = std::string(core::ApplyResultName(report.result));
   next->counts.clear();
-  for (core::Outcome o : core::kAllOutcomes) next->counts[std::string(core::OutcomeName(o))] = 0;
   if (report.result == core::ApplyResult::kRefused) {
-    // The last applied state stays in force, and so does its picture.
+    for (core::Outcome o : core::kAllOutcomes) next->counts[std::string(core::OutcomeName(o))] = 0;
     next->error = report.error;
     current_ = std::move(next);
     return;
@@ -30,22 +42,25 @@ void StatusBoard::PublishApply(const core::ApplyReport& report) {
   next->machine = report.machine;
   next->generation = report.generation;
   next->declaration_digest = report.declaration_digest;
-  next->resources.clear();
   streaks_.clear();  // only the units of this declaration are followed
-  for (const core::ResourceOutcome& o : report.outcomes) {
-    next->counts[std::string(core::OutcomeName(o.outcome))]++;
+  std::array<int, std::size(core::kAllOutcomes)> counts{};
+  next->resources.reserve(report.outcomes.size());
+  for (core::ResourceOutcome& o : report.outcomes) {
+    ++counts[static_cast<size_t>(o.outcome)];
     if (o.outcome == core::Outcome::kRemoved) continue;
-    core::ResourceOutcome r = o;
+    core::ResourceOutcome& r = next->resources.emplace_back(std::move(o));
     if (!r.declared_unit.empty()) {
-      if (o.host_acted && !o.restart_reason.empty()) host_restarts_[r.declared_unit]++;
-      streaks_[r.declared_unit] = {o.unit.has_value() && o.unit->up, std::nullopt};
+      if (r.host_acted && !r.restart_reason.empty()) host_restarts_[r.declared_unit]++;
+      streaks_[r.declared_unit] = {r.unit.has_value() && r.unit->up, std::nullopt};
       if (!r.unit.has_value()) {
         r.unit = core::UnitSnapshot{};
         r.unit->name = r.declared_unit;
       }
       r.unit->host_restarts = host_restarts_[r.declared_unit];
     }
-    next->resources.push_back(std::move(r));
+  }
+  for (core::Outcome o : core::kAllOutcomes) {
+    next->counts[std::string(core::OutcomeName(o))] = counts[static_cast<size_t>(o)];
   }
   current_ = std::move(next);
 }

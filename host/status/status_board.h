@@ -21,7 +21,9 @@
 
 namespace mesh::status {
 
-struct Snapshot {
+// What a picture says of the last apply besides its resources: a new
+// picture copies it whole and takes the resources from the new report.
+struct ApplySummary {
   std::string machine;
   uint64_t generation = 0;
   std::string declaration_digest;
@@ -34,10 +36,13 @@ struct Snapshot {
   // A failure of the last apply outside any one resource (its record or
   // intent could not be saved): the machine is not known to be as reported.
   std::optional<std::string> apply_error;
-  std::vector<core::ResourceOutcome> resources;
   // The apply under way is stuck: it has taken no step for longer than the
   // daemon allows (daemon/stall_watch.h).
   std::optional<std::string> stalled;
+};
+
+struct Snapshot : ApplySummary {
+  std::vector<core::ResourceOutcome> resources;
 };
 
 struct Health {
@@ -51,7 +56,10 @@ class StatusBoard {
   // the live view calls it up again (--settle, as for the two looks).
   explicit StatusBoard(std::chrono::nanoseconds settle = std::chrono::seconds(1));
 
-  void PublishApply(const core::ApplyReport& report);
+  // Taken by value: the picture keeps the report's outcomes, moved rather
+  // than copied when the caller is done with them (the daemon's no-op hands
+  // over one per resource).
+  void PublishApply(core::ApplyReport report);
   // The live watch: a declared unit's state between applies, looked at
   // `now`. Returns whether it is up: core::UnitUp, its NRestarts not grown
   // since the host's look before (the apply's or the watch's), and — once a

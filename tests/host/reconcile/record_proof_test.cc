@@ -143,6 +143,68 @@ TEST_F(RecordProofTest, AStreamedRecordOfThousandsIsProvenFromItsOwnCopies) {
   EXPECT_EQ(k, -1);
 }
 
+// Kept (the daemon's record): gathered once, rerun in batches. A rerun that
+// fails hands over the looks of the batch it failed in, each path with its
+// own stat, and the gathered proof stays whole for the next rerun.
+TEST_F(RecordProofTest, AKeptProofRerunsInBatchesAndHandsTheFailingBatchsLooksOver) {
+  fakes::FaultyFileSystem counted(*root_);
+  RecordProof proof({&counted, units_.get(), nullptr}, "d", "m", /*batch=*/2);
+  proof.KeepForReruns();
+  ASSERT_TRUE(Prove(proof));
+  EXPECT_TRUE(proof.gathered());
+  EXPECT_EQ(counted.stats(), 5u);
+  ASSERT_TRUE(proof.Rerun("d"));
+  EXPECT_EQ(counted.stats(), 10u) << "every path looked at again";
+  EXPECT_FALSE(proof.Rerun("e")) << "another declaration";
+  ASSERT_TRUE(proof.Rerun("d")) << "the digest is compared at each rerun, not remembered";
+
+  std::filesystem::last_write_time(
+      dir_.Sub("root/etc/f3"),
+      std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    EXPECT_FALSE(proof.Rerun("d"));
+    // Sorted by path: f0 f1 | f2 f3 | f4. The second batch failed.
+    auto looks = proof.TakeLooks();
+    ASSERT_EQ(looks.size(), 2u);
+    EXPECT_EQ(looks[0].first, "/etc/f2");
+    EXPECT_EQ(looks[1].first, "/etc/f3");
+    for (const auto& [path, info] : looks) {
+      ASSERT_TRUE(info.has_value());
+      EXPECT_EQ(core::FileFingerprint(*info), core::FileFingerprint(*root_->Stat(path))) << path;
+    }
+  }
+}
+
+// A rerun starts from nothing it saw before: the touched files of a rerun
+// that failed are not handed over by the next one.
+TEST_F(RecordProofTest, AKeptProofForgetsWhatAFailedRerunFoundTouched) {
+  auto info = root_->Stat("/etc/f0");
+  record_.resources["r0"].written[0].content_digest =
+      core::FileDigest(core::FileMeta(info->mode, info->uid, info->gid), "x");
+  fakes::FaultyFileSystem root(*root_);
+  bool hide = false;
+  root.before_read = [&](const std::string& path) {
+    if (hide && path == "/etc/f0") {
+      std::filesystem::rename(dir_.Sub("root/etc/f0"), dir_.Sub("root/etc/f0.away"));
+    }
+  };
+  RecordProof proof({&root, units_.get(), nullptr}, "d", "m", /*batch=*/2);
+  proof.KeepForReruns();
+  ASSERT_TRUE(Prove(proof));
+  std::filesystem::last_write_time(
+      dir_.Sub("root/etc/f0"),
+      std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+  hide = true;
+  EXPECT_FALSE(proof.Rerun("d")) << "the touched file could not be read";
+  hide = false;
+  std::filesystem::rename(dir_.Sub("root/etc/f0.away"), dir_.Sub("root/etc/f0"));
+  ASSERT_TRUE(proof.Rerun("d")) << "read as the host left it";
+  auto touched = proof.TakeTouched();
+  ASSERT_EQ(touched.size(), 1u);
+  EXPECT_EQ(touched[0].id, "r0");
+  EXPECT_EQ(touched[0].fingerprint, core::FileFingerprint(*root_->Stat("/etc/f0")));
+}
+
 // A unit needs a service manager to be proven running or stopped.
 TEST_F(RecordProofTest, AUnitWithoutAServiceManagerIsNotProven) {
   core::RecordEntry& e = record_.resources["s"];
