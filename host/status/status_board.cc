@@ -10,8 +10,17 @@ namespace mesh::status {
 StatusBoard::StatusBoard(std::chrono::nanoseconds settle)
     : settle_(settle), current_(std::make_shared<Snapshot>()) {}
 
-// Counted per outcome by its place in the enum.
-static_assert(static_cast<size_t>(core::Outcome::kFailed) + 1 == core::kAllOutcomes.size());
+// Counted per outcome by its place in the enum: kAllOutcomes lists them
+// all, each at its own value's place.
+namespace {
+constexpr bool OutcomesInEnumOrder() {
+  for (size_t i = 0; i < core::kAllOutcomes.size(); ++i) {
+    if (static_cast<size_t>(core::kAllOutcomes[i]) != i) return false;
+  }
+  return static_cast<size_t>(core::Outcome::kFailed) + 1 == core::kAllOutcomes.size();
+}
+}  // namespace
+static_assert(OutcomesInEnumOrder());
 
 void StatusBoard::PublishApply(core::ApplyReport report) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -54,11 +54,9 @@ class DaemonTest : public reconcile::ReconcilerTest {
   int RunDaemon(const DaemonOptions& options, fakes::FakeNotifier& notifier) {
     reconcile::ReconcilerOptions ro = ReconcilerTest::Options();
     reconcile::Reconciler reconciler(Ports(), ro);
-    status::StatusBoard board;
-    metrics::HostMetrics metrics("test");
     Log log;
-    Daemon daemon(options, reconciler, board, metrics, /*watch=*/nullptr, notifier, events_, clock_,
-                  log);
+    Daemon daemon(options, reconciler, board_, metrics_, /*watch=*/nullptr, notifier, events_,
+                  clock_, log);
     return daemon.Run();
   }
   // Each apply's STATUS= line, with when it was sent.
@@ -76,6 +74,8 @@ class DaemonTest : public reconcile::ReconcilerTest {
   }
 
   fakes::FakeEventSource events_{clock_};
+  status::StatusBoard board_;
+  metrics::HostMetrics metrics_{"test"};
   int opened_ = 0;
   std::function<void(int)> on_open_;
 };
@@ -95,6 +95,23 @@ TEST_F(DaemonTest, AppliesAtStartThenEveryIntervalAfterTheLast) {
   EXPECT_EQ(notifier.calls().back().what, "STOPPING");
   // It never waits past what is due next, nor more than a minute blind.
   for (auto w : events_.waits()) EXPECT_LE(w, Schedule::kMaxWait);
+}
+
+// The report is handed to the metrics and to /status's picture, which keeps
+// its outcomes: both see every resource, whichever takes it first.
+TEST_F(DaemonTest, EachApplyReachesTheMetricsAndTheStatus) {
+  fakes::FakeNotifier notifier(clock_);
+  events_.At(minutes(1), Kind::kStop, "Terminated");
+  ASSERT_EQ(RunDaemon(Options(), notifier), 0);
+  auto picture = board_.Get();
+  ASSERT_EQ(picture->resources.size(), 1u);
+  EXPECT_EQ(picture->resources[0].id, "conf");
+  EXPECT_EQ(picture->resources[0].outcome, core::Outcome::kCreated);
+  EXPECT_EQ(picture->counts.at("created"), 1);
+  std::string text = metrics_.Serialize();
+  EXPECT_THAT(text, HasSubstr("mesh_host_resources{kind=\"file\"} 1\n"));
+  EXPECT_THAT(
+      text, HasSubstr("mesh_host_resource_outcomes_total{kind=\"file\",outcome=\"created\"} 1\n"));
 }
 
 TEST_F(DaemonTest, ABurstOfChangesIsOneApplyAndTheIntervalCountsFromIt) {

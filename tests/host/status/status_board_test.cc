@@ -160,6 +160,30 @@ TEST(StatusBoardTest, RefusalKeepsTheLastStateAndShowsTheError) {
   EXPECT_EQ(j["resources"].size(), 2u);
   EXPECT_EQ(j["last_reconcile"]["result"], "refused");
   EXPECT_FALSE(j["healthy"].get<bool>());
+  // A refused declaration changed nothing: every count is 0.
+  for (core::Outcome o : core::kAllOutcomes) {
+    EXPECT_EQ(j["last_reconcile"]["counts"][std::string(core::OutcomeName(o))], 0)
+        << core::OutcomeName(o);
+  }
+}
+
+// A removed resource is counted, and is no longer in the picture.
+TEST(StatusBoardTest, ARemovedResourceIsCountedButNotShown) {
+  StatusBoard board;
+  core::ApplyReport r = Report();
+  core::ResourceOutcome gone;
+  gone.id = "old";
+  gone.kind = "file";
+  gone.outcome = core::Outcome::kRemoved;
+  r.outcomes.insert(r.outcomes.begin(), gone);
+  board.PublishApply(r);
+  nlohmann::json j = ToJson(*board.Get());
+  EXPECT_EQ(j["last_reconcile"]["counts"]["removed"], 1);
+  EXPECT_EQ(j["last_reconcile"]["counts"]["created"], 1);
+  EXPECT_EQ(j["last_reconcile"]["counts"]["restarted"], 1);
+  ASSERT_EQ(j["resources"].size(), 2u);
+  EXPECT_EQ(j["resources"][0]["id"], "tok");
+  EXPECT_EQ(j["resources"][1]["id"], "jail");
 }
 
 TEST(StatusBoardTest, NothingYetIsNotHealthy) {
