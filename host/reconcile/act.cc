@@ -85,12 +85,20 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
     asked.push_back(k);
   }
   if (asks.empty()) return acts;
+  // Each unit as it is now, not as the plan saw it: since then a
+  // daemon-reload ran, and someone else may have restarted it (an
+  // operator, or the job of an apply that was killed). Its coming up is
+  // told from the InvocationID it runs under when the host asks.
+  std::vector<std::string> names;
+  for (const auto& ask : asks) names.push_back(ask.first);
+  std::vector<core::Result<core::UnitStatus>> before = services->ReadUnits(names);
   // Every job of the apply is sent at once; each answer is only "queued".
   std::vector<core::Result<std::string>> queued = services->EnqueueAll(asks);
   for (size_t n = 0; n < asked.size(); ++n) {
     Acted& a = acts[asked[n]];
     a = queued[n] ? Acted{State::kQueued, "", *queued[n]}
                   : Acted{State::kRefused, queued[n].error().message, ""};
+    if (queued[n] && n < before.size() && before[n]) a.before = std::move(*before[n]);
   }
   return acts;
 }

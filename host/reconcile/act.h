@@ -12,6 +12,7 @@
 
 #include "host/core/declaration.h"
 #include "host/core/result.h"
+#include "host/core/unit_status.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/write.h"
@@ -29,6 +30,10 @@ struct Acted {
   State state = State::kIdle;
   std::string detail;
   std::string job;
+  // A queued job's unit as read just before it was asked for: what the
+  // first look tells its coming up from (core::FirstLookWait). None when
+  // that read failed; the plan's look, older, stands in.
+  std::optional<core::UnitStatus> before;
 };
 
 // One per plan.units entry. With `dry_run` nothing is asked of systemd: only

@@ -21,12 +21,22 @@ void FakeServiceManager::AddUnit(const std::string& name, UnitScript script) {
 
 void FakeServiceManager::Kill(const std::string& name) { units_[name].killed = true; }
 
+void FakeServiceManager::RestartedByOther(const std::string& name) {
+  Unit& u = units_[name];
+  u.started = true;
+  u.stopped = false;
+  u.killed = false;
+  u.started_at = clock_.elapsed();
+  u.invocation = next_invocation_++;
+}
+
 core::Status FakeServiceManager::ReloadDaemon() {
   if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
   if (bus_gone) return core::Fail("Reload: Transport endpoint is not connected");
   if (!refuse_daemon_reload.empty()) {
     return core::Fail("Reload: org.freedesktop.DBus.Error.Failed: " + refuse_daemon_reload);
   }
+  if (on_daemon_reload) on_daemon_reload();
   ++daemon_reloads_;
   links_unloaded_ = false;
   for (auto& [name, u] : units_) u.need_daemon_reload = false;

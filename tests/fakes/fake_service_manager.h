@@ -66,6 +66,12 @@ class FakeServiceManager : public ports::ServiceManager {
   void Mask(const std::string& name, bool masked = true) { units_[name].masked = masked; }
   // Its unit file changed on disk since the last daemon-reload.
   void SetNeedDaemonReload(const std::string& name) { units_[name].need_daemon_reload = true; }
+  // Someone else restarted the unit now (an operator's `systemctl
+  // restart`, or the job of an apply that was killed): it runs under a new
+  // InvocationID.
+  void RestartedByOther(const std::string& name);
+  // Called at each daemon-reload, before it is done.
+  std::function<void()> on_daemon_reload;
 
   core::Status ReloadDaemon() override;
   core::Status SetUnitFileEnabled(const std::string& unit, bool enabled) override;

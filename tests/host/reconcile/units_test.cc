@@ -62,6 +62,28 @@ TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
 
 // A unit systemd does not know fails at once, named, and costs no pause:
 // there is nothing to look at twice.
+// Someone else restarted the unit after the host looked at it and before
+// the host asked for its own restart (an operator, or the job of an apply
+// that was killed): the host's restart then stops it under that newer
+// InvocationID, which is not the unit coming up, nor a death. The first
+// look waits for the host's own job, and the restart is accepted.
+TEST_F(UnitsTest, ARestartBySomeoneElseJustBeforeTheHostsIsNoDeath) {
+  fakes::FakeServiceManager::UnitScript script{Behavior::kHealthy, 0s,
+                                               /*running_initially=*/true};
+  script.stop_delay = 200ms;
+  services_.AddUnit("jail.service", script);
+  auto svc = [](const std::string& exec) {
+    return Service("jail", {{"unit_text", "[Service]\nExecStart=" + exec + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({svc("/bin/v1")})).result, ApplyResult::kOk);
+  services_.on_daemon_reload = [&] { services_.RestartedByOther("jail.service"); };
+  ApplyReport r = Run(Decl({svc("/bin/v2")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
+  EXPECT_EQ(r.outcomes[0].outcome, core::Outcome::kUpdated);  // its unit file, then a restart
+  EXPECT_FALSE(r.outcomes[0].confirm_failed);
+  EXPECT_EQ(services_.StartsOf("jail.service"), 2);
+}
+
 TEST_F(UnitsTest, UnknownUnitFailsNamedWithoutAPause) {
   ApplyReport r = Run(Decl({Service("ghost")}));
   EXPECT_EQ(r.result, ApplyResult::kFailed);
