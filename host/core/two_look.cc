@@ -20,10 +20,11 @@ std::string StateWords(const UnitStatus& u) {
   return s;
 }
 
-// Running, or still on its way: the job not done yet, or activating.
+// Running, or still on its way: the job not done yet, or activating. Not
+// a unit that ran and stopped since the host asked, job pending or not.
 bool RunningOrStarting(const Look& look) {
   if (look.unit.sub_state == "auto-restart") return false;
-  return look.unit.Running() || look.job_pending;
+  return look.unit.Running() || (look.job_pending && !look.ran_since_asked);
 }
 
 }  // namespace
@@ -49,14 +50,21 @@ bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitSt
     if (action_ == UnitAction::kReload ||
         (now.Running() && now.sub_state != "auto-restart" && fresh)) {
       up_at_ = at;
-    } else if (fresh && !now.Running()) {
-      return true;  // it ran and ended: nothing left to wait for
+    } else if (RanSinceAsked(now) && now.active_state != "deactivating") {
+      // It ran and ended: nothing left to wait for. Not a run being
+      // stopped, though: the host's restart may be what stops it (someone
+      // else restarted the unit just before the host's job ran).
+      return true;
     }
   }
   if (up_at_.has_value()) return at - *up_at_ >= settle_;
   if (at < bound_) return false;
   stopping_ = stop_phase_;
   return true;
+}
+
+bool FirstLookWait::RanSinceAsked(const UnitStatus& now) const {
+  return !now.invocation_id.empty() && now.invocation_id != before_ && !now.Running();
 }
 
 std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const {

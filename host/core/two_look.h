@@ -27,6 +27,11 @@ struct Look {
   // The look could not be taken (the bus lost): why. Nothing is accepted
   // on a look not taken.
   std::string error;
+  // Not running, under another InvocationID than the one it ran under
+  // when the host asked (FirstLookWait::RanSinceAsked): a run since then
+  // ended, or is being stopped. Whatever job is still pending, the unit is
+  // not on its way up.
+  bool ran_since_asked = false;
 };
 
 // When the first look at one unit is due (SPEC, Two looks). A restart's
@@ -53,6 +58,8 @@ class FirstLookWait {
   bool Due(std::chrono::nanoseconds at, bool job_done, const UnitStatus& now);
   // The first look came from the stop bound, with the stop phase not over.
   bool stopping() const { return stopping_; }
+  // `now` is not running, under another InvocationID than `before`'s.
+  bool RanSinceAsked(const UnitStatus& now) const;
   // How long the caller may wait before asking again, at most.
   std::chrono::nanoseconds Next(std::chrono::nanoseconds at) const;
 

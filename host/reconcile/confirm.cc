@@ -84,8 +84,9 @@ class FirstLooks {
       // A unit that cannot be read is looked at now: waiting would not help.
       if (statuses[k] && !w.wait.Due(at, done != finished_.end(), seen)) continue;
       w.looked = true;
+      bool ran = w.wait.RanSinceAsked(seen);
       w.first = {std::move(seen), done == finished_.end(), w.wait.stopping(),
-                 statuses[k] ? "" : statuses[k].error().message};
+                 statuses[k] ? "" : statuses[k].error().message, ran};
       if (done != finished_.end()) w.job_result = done->second;
     }
   }
@@ -141,6 +142,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     w.second.unit = second[n] ? std::move(*second[n]) : core::UnitStatus{};
     if (!second[n]) w.second.error = second[n].error().message;
     w.second.job_pending = w.first.job_pending && !late.contains(w.job);
+    w.second.ran_since_asked = w.wait.RanSinceAsked(w.second.unit);
     const UnitPlan& u = plan.units[w.unit];
     out[w.unit] = Confirmation{
         core::JudgeTwoLooks(*u.action, w.job_result, w.first, w.second, elapsed), w.second.unit};

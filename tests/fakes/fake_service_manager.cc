@@ -68,6 +68,7 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
                                                       ports::JobKind kind) {
   if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
   if (bus_gone) return core::Fail("RestartUnit " + unit + ": Transport endpoint is not connected");
+  if (on_enqueue) on_enqueue(unit);
   calls_.push_back({unit, kind, clock_.elapsed()});
   auto it = units_.find(unit);
   if (it == units_.end()) {

@@ -72,6 +72,8 @@ class FakeServiceManager : public ports::ServiceManager {
   void RestartedByOther(const std::string& name);
   // Called at each daemon-reload, before it is done.
   std::function<void()> on_daemon_reload;
+  // Called with the unit of each job asked for, before systemd takes it.
+  std::function<void(const std::string& unit)> on_enqueue;
 
   core::Status ReloadDaemon() override;
   core::Status SetUnitFileEnabled(const std::string& unit, bool enabled) override;

@@ -45,6 +45,25 @@ TEST(TwoLookTest, StillStartingAtBothLooksIsAccepted) {
   EXPECT_THAT(v.detail, HasSubstr("still starting"));
 }
 
+// A job still pending is not the unit on its way up when the unit ran
+// and stopped since the host asked: a stop of someone else's run, or a run
+// that already ended.
+TEST(TwoLookTest, APendingJobOfAUnitThatRanAndStoppedIsNotStarting) {
+  Look stopping = L("deactivating", "stop-sigterm", "b", 0, true);
+  stopping.ran_since_asked = true;
+  Verdict v = JudgeTwoLooks(UnitAction::kRestart, std::nullopt, stopping, stopping, 1s);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_EQ(v.detail, "deactivating (stop-sigterm) 1.0 s after restart");
+  Look ended = L("failed", "failed", "b", 0, true, "exit-code");
+  ended.ran_since_asked = true;
+  Look up = L("active", "running", "b", 0, true);
+  EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, std::nullopt, up, ended, 1s).accepted);
+  // Not running under the InvocationID it had when asked: still a start
+  // on its way (held behind an ordering dependency).
+  Look waiting = L("inactive", "dead", "a", 0, true);
+  EXPECT_TRUE(JudgeTwoLooks(UnitAction::kStart, std::nullopt, waiting, waiting, 1s).accepted);
+}
+
 TEST(TwoLookTest, JobResultOtherThanDoneFails) {
   Verdict v =
       JudgeTwoLooks(UnitAction::kStart, "failed", L("failed", "failed", "a", 0, false, "exit-code"),

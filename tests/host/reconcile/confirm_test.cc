@@ -152,6 +152,17 @@ TEST(FirstLookWaitTest, DueWhenTheJobIsDoneOrASettleAfterTheUnitCameUp) {
   core::FirstLookWait restarting(core::UnitAction::kRestart, running, 1s);
   EXPECT_FALSE(restarting.Due(0s, false, loop));
   EXPECT_FALSE(restarting.Due(1500ms, false, loop)) << "auto-restart is not coming up";
+  // A run the host never saw (someone else restarted the unit just before
+  // the host's job ran), stopped by the host's restart: a stop phase, not
+  // a run that ended.
+  core::UnitStatus other = old;
+  other.invocation_id = "c";
+  core::FirstLookWait unseen(core::UnitAction::kRestart, running, 1s);
+  EXPECT_TRUE(unseen.RanSinceAsked(other));
+  EXPECT_FALSE(unseen.Due(10ms, false, other));
+  EXPECT_FALSE(unseen.Due(2s, false, other));
+  EXPECT_FALSE(unseen.RanSinceAsked(old)) << "its own run, stopping";
+  EXPECT_FALSE(unseen.RanSinceAsked(up)) << "running";
 }
 
 TEST(FirstLookWaitTest, NoStopPhaseNoStopBound) {

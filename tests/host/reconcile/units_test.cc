@@ -60,8 +60,6 @@ TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
   EXPECT_EQ(r.outcomes[1].restart_reason, "restart_on");
 }
 
-// A unit systemd does not know fails at once, named, and costs no pause:
-// there is nothing to look at twice.
 // Someone else restarted the unit after the host looked at it and before
 // the host asked for its own restart (an operator, or the job of an apply
 // that was killed): the host's restart then stops it under that newer
@@ -84,6 +82,32 @@ TEST_F(UnitsTest, ARestartBySomeoneElseJustBeforeTheHostsIsNoDeath) {
   EXPECT_EQ(services_.StartsOf("jail.service"), 2);
 }
 
+// The same restart by someone else, later still: after the host read the
+// unit and before systemd took the host's job. The host's restart then
+// stops a run it never saw, for longer than a settle, and its new
+// definition fails to start. Neither look may read that stop as the unit
+// on its way up: the restart is not accepted.
+TEST_F(UnitsTest, AStopOfARunTheHostNeverSawIsNotTheUnitComingUp) {
+  fakes::FakeServiceManager::UnitScript script{Behavior::kHealthy, 0s,
+                                               /*running_initially=*/true};
+  services_.AddUnit("jail.service", script);
+  auto svc = [](const std::string& exec) {
+    return Service("jail", {{"unit_text", "[Service]\nExecStart=" + exec + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({svc("/bin/v1")})).result, ApplyResult::kOk);
+  script.behavior = Behavior::kJobFails;
+  script.stop_delay = 5s;
+  services_.AddUnit("jail.service", script);
+  services_.on_enqueue = [&](const std::string& unit) { services_.RestartedByOther(unit); };
+  ApplyReport r = Run(Decl({svc("/bin/v2")}, 2));
+  ASSERT_EQ(r.outcomes.size(), 1u);
+  EXPECT_EQ(r.result, ApplyResult::kFailed) << core::FormatOutcomeLine(r.outcomes[0]);
+  EXPECT_EQ(r.outcomes[0].outcome, core::Outcome::kFailed);
+  EXPECT_TRUE(r.outcomes[0].confirm_failed);
+}
+
+// A unit systemd does not know fails at once, named, and costs no pause:
+// there is nothing to look at twice.
 TEST_F(UnitsTest, UnknownUnitFailsNamedWithoutAPause) {
   ApplyReport r = Run(Decl({Service("ghost")}));
   EXPECT_EQ(r.result, ApplyResult::kFailed);
