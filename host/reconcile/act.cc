@@ -89,16 +89,32 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   // daemon-reload ran, and someone else may have restarted it (an
   // operator, or the job of an apply that was killed). Its coming up is
   // told from the InvocationID it runs under when the host asks.
+  // A unit that cannot be read now (the bus lost) is not asked either:
+  // there would be nothing to tell its coming up from, and what it owes
+  // stays owed for the next apply.
   std::vector<std::string> names;
   for (const auto& ask : asks) names.push_back(ask.first);
   std::vector<core::Result<core::UnitStatus>> before = services->ReadUnits(names);
+  std::vector<std::pair<std::string, ports::JobKind>> readable;
+  std::vector<size_t> sent;  // into asks
+  for (size_t n = 0; n < asks.size(); ++n) {
+    if (n < before.size() && before[n]) {
+      readable.push_back(asks[n]);
+      sent.push_back(n);
+    } else {
+      acts[asked[n]] =
+          Acted{State::kRefused, n < before.size() ? before[n].error().message : "not read", ""};
+    }
+  }
+  if (readable.empty()) return acts;
   // Every job of the apply is sent at once; each answer is only "queued".
-  std::vector<core::Result<std::string>> queued = services->EnqueueAll(asks);
-  for (size_t n = 0; n < asked.size(); ++n) {
+  std::vector<core::Result<std::string>> queued = services->EnqueueAll(readable);
+  for (size_t m = 0; m < sent.size(); ++m) {
+    size_t n = sent[m];
     Acted& a = acts[asked[n]];
-    a = queued[n] ? Acted{State::kQueued, "", *queued[n]}
-                  : Acted{State::kRefused, queued[n].error().message, ""};
-    if (queued[n] && n < before.size() && before[n]) a.before = std::move(*before[n]);
+    a = queued[m] ? Acted{State::kQueued, "", *queued[m]}
+                  : Acted{State::kRefused, queued[m].error().message, ""};
+    if (queued[m]) a.before = std::move(*before[n]);
   }
   return acts;
 }

@@ -31,8 +31,8 @@ struct Acted {
   std::string detail;
   std::string job;
   // A queued job's unit as read just before it was asked for: what the
-  // first look tells its coming up from (core::FirstLookWait). None when
-  // that read failed; the plan's look, older, stands in.
+  // first look tells its coming up from (core::FirstLookWait). A unit that
+  // could not be read then was not asked (kRefused, the read's error).
   std::optional<core::UnitStatus> before;
 };
 
