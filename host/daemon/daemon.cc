@@ -153,6 +153,7 @@ void Daemon::WatchLoop() {
       const core::Result<core::UnitStatus>& status = statuses[i];
       if (!status) continue;
       bool up = board_.PublishUnit(unit, *status, clock_.Monotonic());
+      metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
       auto was = unit_up_.find(unit);
       if (was != unit_up_.end() && was->second && !up) {
         log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +
@@ -161,7 +162,6 @@ void Daemon::WatchLoop() {
                                       ") between applies");
       }
       unit_up_[unit] = up;
-      metrics_.ObserveUnit(unit, *status, up);
     }
   }
 }
