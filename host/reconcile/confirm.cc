@@ -115,6 +115,8 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     watches.push_back({k,
                        decl.resources[u.index].unit,
                        acts[k].job,
+                       // Act reads each unit it queues a job for; an Acted made
+                       // otherwise (a test's) starts from the plan's look.
                        core::FirstLookWait(*u.action, acts[k].before.value_or(u.status), settle),
                        false,
                        {},

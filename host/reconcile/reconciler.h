@@ -108,7 +108,9 @@ class Reconciler {
   ReconcilerOptions options_;
   Progress progress_;
   // No parsed declaration is kept between applies: a no-op is proven from
-  // the record without one, and the idle daemon stays small.
+  // the record without one. What is kept is the proof gathered from the
+  // record the store keeps (about 170 bytes per resource, next to the
+  // record's own 600).
   KeptProof kept_proof_;
 };
 

@@ -193,12 +193,16 @@ bool RecordProof::Finish() {
     positions_hold_ = PositionsHold();
     gathered_ = true;
   }
-  return Rerun(digest_);
+  return LookAgain();
 }
 
 bool RecordProof::Rerun(std::string_view digest) {
   if (!gathered_) return false;
   digest_ = digest;
+  return LookAgain();
+}
+
+bool RecordProof::LookAgain() {
   touched_.clear();
   seen_.clear();
   if (!HeaderHolds() || !positions_hold_) return false;

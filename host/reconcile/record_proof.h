@@ -165,6 +165,8 @@ class RecordProof : public core::RecordVisitor {
   bool CheckRange(size_t begin, size_t end);
   // Positions are the declaration's order: each exactly once.
   bool PositionsHold() const;
+  // A gathered proof's looks, for the digest held: every path, then Look.
+  bool LookAgain();
   // What Finish and Rerun look at once the entries are in.
   bool Look();
   // Reads each touched file: its bytes must be those recorded.

@@ -153,6 +153,10 @@ std::map<std::string, std::string> FakeServiceManager::WaitForJobs(
 
 core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& unit) {
   if (bus_gone) return core::Fail("LoadUnit " + unit + ": Transport endpoint is not connected");
+  if (failing_reads > 0) {
+    --failing_reads;
+    return core::Fail("GetAll " + unit + ": Connection reset by peer");
+  }
   core::UnitStatus s;
   auto it = units_.find(unit);
   if (it == units_.end()) {

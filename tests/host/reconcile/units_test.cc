@@ -106,6 +106,31 @@ TEST_F(UnitsTest, AStopOfARunTheHostNeverSawIsNotTheUnitComingUp) {
   EXPECT_TRUE(r.outcomes[0].confirm_failed);
 }
 
+// A unit that cannot be read just before its job (the bus lost there) is
+// not asked: there is nothing to tell its coming up from. It fails, named,
+// and what it owes is owed to the next apply, which restarts it.
+TEST_F(UnitsTest, AUnitThatCannotBeReadBeforeItsJobIsNotAskedAndStaysOwed) {
+  services_.AddUnit("jail.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  auto svc = [](const std::string& exec) {
+    return Service("jail", {{"unit_text", "[Service]\nExecStart=" + exec + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({svc("/bin/v1")})).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("jail.service");
+  services_.on_daemon_reload = [&] { services_.failing_reads = 1; };
+  ApplyReport lost = Run(Decl({svc("/bin/v2")}, 2));
+  EXPECT_EQ(lost.result, ApplyResult::kFailed);
+  ASSERT_EQ(lost.outcomes.size(), 1u);
+  EXPECT_EQ(lost.outcomes[0].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(lost.outcomes[0].detail, HasSubstr("Connection reset by peer"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts) << "not asked";
+  EXPECT_TRUE(store_.Owed().owed.contains("jail"));
+  services_.on_daemon_reload = nullptr;
+  ApplyReport next = Run(Decl({svc("/bin/v2")}, 2));
+  EXPECT_EQ(next.result, ApplyResult::kOk) << core::FormatOutcomeLine(next.outcomes[0]);
+  EXPECT_THAT(next.outcomes[0].detail, HasSubstr("owed since generation 2"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+}
+
 // A unit systemd does not know fails at once, named, and costs no pause:
 // there is nothing to look at twice.
 TEST_F(UnitsTest, UnknownUnitFailsNamedWithoutAPause) {
