@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds mesh-host.deb from the built binary and the packaging files (run by
 # the //packaging:deb genrule; tools/package names the result). Depends: is
-# what dpkg-shlibdeps computes from the binary's shared libraries.
+# what dpkg-shlibdeps computes from the binary's shared libraries, and the
+# one it loads itself.
 #   build_deb.sh OUT RELEASE DATE BINARY UNIT ENV MANPAGE COMPLETION DEBIAN_DIR DOC... -- RULES...
 # The same inputs make the same package: modes set whatever the umask, every
 # file dated DATE (the release's), sizes as the files' own.
@@ -59,6 +60,10 @@ if ! shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$root/usr/bin/mesh-host" 2>"$
 fi
 depends=$(sed -n 's/^shlibs:Depends=//p' <<<"$shlibs")
 [ -n "$depends" ] || { echo "build_deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# libsystemd.so.0 is loaded with dlopen when mesh-host first talks to
+# systemd, so dpkg-shlibdeps cannot see it: 240 is what it computes for the
+# sd-bus functions mesh-host calls (LIBSYSTEMD_240 the newest of them).
+depends="$depends, libsystemd0 (>= 240)"
 size=$(du -sk --apparent-size --exclude=DEBIAN "$root" | cut -f1)
 cat > "$root/DEBIAN/control" <<CONTROL
 Package: mesh-host

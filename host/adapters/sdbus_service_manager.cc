@@ -8,8 +8,66 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "host/adapters/shared_library.h"
+
 namespace mesh::adapters {
 namespace {
+
+// libsystemd is loaded on the first connection (SharedLibrary says why).
+// Each sd-bus function this file calls is a pointer of the same name and
+// the header's type, declared here so that it hides the header's function
+// in this file: the calls below read as sd-bus calls and go through the
+// pointers, and the executable has no reference to libsystemd at all (the
+// link fails if a call is missing from this list). Every call comes after
+// Connect(), which loads the library first.
+#define MESH_SD_BUS_FUNCTIONS(X)    \
+  X(sd_bus_call)                    \
+  X(sd_bus_call_async)              \
+  X(sd_bus_call_method)             \
+  X(sd_bus_error_free)              \
+  X(sd_bus_flush_close_unref)       \
+  X(sd_bus_match_signal)            \
+  X(sd_bus_message_append)          \
+  X(sd_bus_message_enter_container) \
+  X(sd_bus_message_exit_container)  \
+  X(sd_bus_message_get_error)       \
+  X(sd_bus_message_get_path)        \
+  X(sd_bus_message_is_method_error) \
+  X(sd_bus_message_new_method_call) \
+  X(sd_bus_message_read)            \
+  X(sd_bus_message_read_array)      \
+  X(sd_bus_message_ref)             \
+  X(sd_bus_message_skip)            \
+  X(sd_bus_message_unref)           \
+  X(sd_bus_new)                     \
+  X(sd_bus_path_encode)             \
+  X(sd_bus_process)                 \
+  X(sd_bus_set_address)             \
+  X(sd_bus_set_bus_client)          \
+  X(sd_bus_set_method_call_timeout) \
+  X(sd_bus_slot_unref)              \
+  X(sd_bus_start)                   \
+  X(sd_bus_wait)
+#define MESH_SD_BUS_POINTER(fn) decltype(&::fn) fn = nullptr;
+MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_POINTER)
+#undef MESH_SD_BUS_POINTER
+
+constexpr const char* kLibsystemd = "libsystemd.so.0";
+
+// Once per process: a library that could not be loaded is not retried.
+core::Status LoadSdBus() {
+  static const core::Status loaded = []() -> core::Status {
+    auto lib = SharedLibrary::Open(kLibsystemd);
+    if (!lib) return std::unexpected(lib.error());
+#define MESH_SD_BUS_BIND(fn) \
+  if (auto st = lib->Bind(#fn, fn); !st) return st;
+    MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_BIND)
+#undef MESH_SD_BUS_BIND
+    return core::Ok();
+  }();
+  return loaded;
+}
+#undef MESH_SD_BUS_FUNCTIONS
 
 constexpr const char* kDest = "org.freedesktop.systemd1";
 constexpr const char* kPath = "/org/freedesktop/systemd1";
@@ -96,6 +154,7 @@ void SdbusServiceManager::Disconnect() {
 
 core::Status SdbusServiceManager::Connect() {
   if (bus_ != nullptr) return core::Ok();
+  if (auto st = LoadSdBus(); !st) return st;
   auto bus = std::make_unique<Bus>();
   const char* address = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
   // As sd_bus_open_system, but with the call timeout set before the bus's

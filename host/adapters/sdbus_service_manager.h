@@ -1,11 +1,12 @@
 // SdbusServiceManager: the ServiceManager port over systemd's D-Bus API.
 //
-// The only file in mesh-host that includes <systemd/sd-bus.h>. It connects
-// to the system bus lazily (DBUS_SYSTEM_BUS_ADDRESS when set, as
-// sd_bus_open_system would), every call bounded by a timeout from the first
-// (Hello) on; it subscribes to the manager's signals and feeds JobRemoved to
-// a JobLedger, which keeps the host's own jobs only, so a job that finishes
-// before its method reply is read is not missed. A broken connection is
+// The only file in mesh-host that includes <systemd/sd-bus.h>. It loads
+// libsystemd and connects to the system bus lazily, on the first call
+// (DBUS_SYSTEM_BUS_ADDRESS when set, as sd_bus_open_system would), every
+// call bounded by a timeout from the first (Hello) on; it subscribes to the
+// manager's signals and feeds JobRemoved to a JobLedger, which keeps the
+// host's own jobs only, so a job that finishes before its method reply is
+// read is not missed. A broken connection is
 // dropped and re-opened on the next call. Every error is a value naming the
 // method, the unit and the D-Bus error.
 #pragma once

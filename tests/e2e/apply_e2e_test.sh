@@ -37,6 +37,12 @@ out=$("$BIN" apply "${F[@]}") || fail "second apply exit $?"
 [ "$(grep -c '^unchanged ' <<<"$out")" = 3 ] || fail "second apply not unchanged: $out"
 [ "$(stat -c %Y.%y "$T/root/etc/app/app.conf" "$T/root/opt/tools/bin/serve")" = "$m1" ] || fail "unchanged apply wrote"
 
+# libsystemd is loaded when mesh-host first talks to systemd, not at
+# start: --version and an apply of files only never map it.
+loads_libsystemd() { LD_DEBUG=libs "$@" 2>&1 >/dev/null | grep -q 'calling init: .*/libsystemd\.so'; }
+! loads_libsystemd "$BIN" --version || fail "--version loaded libsystemd"
+! loads_libsystemd "$BIN" apply "${F[@]}" || fail "a files-only apply loaded libsystemd"
+
 echo "port = 8080" > "$T/root/etc/app/app.conf"
 out=$("$BIN" apply "${F[@]}") || fail "drift apply exit $?"
 grep -q "^updated app.conf (file): drifted" <<<"$out" || fail "drift not reported: $out"

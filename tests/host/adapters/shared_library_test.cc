@@ -1,0 +1,38 @@
+#include "host/adapters/shared_library.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace mesh::adapters {
+namespace {
+
+TEST(SharedLibrary, BindsAFunctionOfTheLibraryByItsName) {
+  auto libm = SharedLibrary::Open("libm.so.6");
+  ASSERT_TRUE(libm) << libm.error().message;
+  decltype(&::cos) cosine = nullptr;
+  ASSERT_TRUE(libm->Bind("cos", cosine));
+  EXPECT_EQ(cosine(0.0), 1.0);
+}
+
+TEST(SharedLibrary, ALibraryThatIsNotThereIsAnErrorNamingIt) {
+  auto lib = SharedLibrary::Open("libmesh-host-absent.so.0");
+  ASSERT_FALSE(lib);
+  EXPECT_NE(lib.error().message.find("libmesh-host-absent.so.0 could not be loaded: "),
+            std::string::npos)
+      << lib.error().message;
+}
+
+TEST(SharedLibrary, AFunctionThatIsNotThereIsAnErrorNamingBoth) {
+  auto libm = SharedLibrary::Open("libm.so.6");
+  ASSERT_TRUE(libm);
+  void (*absent)() = nullptr;
+  auto st = libm->Bind("mesh_host_absent", absent);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("libm.so.6 has no mesh_host_absent"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(absent, nullptr);
+}
+
+}  // namespace
+}  // namespace mesh::adapters
