@@ -40,6 +40,7 @@ core::Result<std::unique_ptr<FileDeclaration>> FileDeclaration::Open(const std::
 }
 
 core::Result<std::string> FileDeclaration::Digest() {
+  if (released_) return Refuse(path_, "read after its text was released");
   if (text_.has_value()) return core::Sha256Hex(*text_);
   core::Sha256 hash;
   std::array<char, 64 << 10> buffer;
@@ -60,6 +61,7 @@ core::Result<std::string> FileDeclaration::Digest() {
 }
 
 core::Result<std::string_view> FileDeclaration::Text() {
+  if (released_) return Refuse(path_, "read after its text was released");
   if (!text_.has_value()) {
     if (::lseek(fd_.get(), 0, SEEK_SET) != 0) {
       return Refuse(path_, std::string("read error: ") + std::strerror(errno));
@@ -71,6 +73,11 @@ core::Result<std::string_view> FileDeclaration::Text() {
     text_ = std::move(*text);
   }
   return std::string_view(*text_);
+}
+
+void FileDeclaration::ReleaseText() {
+  released_ = true;
+  text_.reset();
 }
 
 core::Result<ports::DetachedSignature> FileDeclaration::Signature() {

@@ -26,6 +26,9 @@ class FileDeclaration : public ports::DeclarationSource {
 
   core::Result<std::string> Digest() override;
   core::Result<std::string_view> Text() override;
+  // After this, Digest() and Text() are refused: read again, the file could
+  // be other bytes than the ones parsed.
+  void ReleaseText() override;
   // PATH.minisig: a regular file of at most 64 KiB.
   core::Result<ports::DetachedSignature> Signature() override;
 
@@ -37,6 +40,7 @@ class FileDeclaration : public ports::DeclarationSource {
   UniqueFd fd_;
   size_t size_;
   std::optional<std::string> text_;
+  bool released_ = false;
 };
 
 // The --verify-key file: a minisign public key. Errors read

@@ -29,6 +29,10 @@ class DeclarationSource {
   // The whole text, valid as long as the source. The full pass parses this
   // and takes the declaration's digest from it, not from Digest().
   virtual core::Result<std::string_view> Text() = 0;
+  // The apply has parsed the text and will not ask for it (nor for the
+  // digest) again: a source that holds the text may free it. At 100,000
+  // resources it is 24 MB held through the apply's peak otherwise.
+  virtual void ReleaseText() {}
   // Read only when the host has a --verify-key, on every apply: a signature
   // replaced after the declaration is caught. A source that is not a file
   // has none.

@@ -341,6 +341,7 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   auto text = source.Text();
   if (!text) return Refuse(text.error());
   auto decl = core::ParseDeclaration(*text);
+  source.ReleaseText();
   if (!decl) return Refuse(decl.error());
   report_.machine = decl->machine;
   report_.generation = decl->generation;

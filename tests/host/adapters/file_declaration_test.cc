@@ -50,6 +50,23 @@ TEST(FileDeclarationTest, DigestAndTextComeFromTheFileThatWasOpened) {
   EXPECT_EQ((*decl)->Text().value(), "first");
 }
 
+// Once the apply has parsed the text, a second read could be other bytes
+// than the ones parsed: it is refused, not read again.
+TEST(FileDeclarationTest, NothingIsReadAgainAfterTheTextIsReleased) {
+  TempDir dir;
+  WriteText(dir.Sub("decl.json"), "first");
+  auto decl = FileDeclaration::Open(dir.Sub("decl.json"));
+  ASSERT_TRUE(decl.has_value());
+  ASSERT_EQ((*decl)->Text().value(), "first");
+  (*decl)->ReleaseText();
+  WriteText(dir.Sub("decl.json"), "second");
+  auto text = (*decl)->Text();
+  ASSERT_FALSE(text.has_value());
+  EXPECT_EQ(text.error().message,
+            "declaration " + dir.Sub("decl.json") + ": read after its text was released");
+  EXPECT_FALSE((*decl)->Digest().has_value());
+}
+
 TEST(FileDeclarationTest, RefusesWhatIsNotABoundedRegularFile) {
   TempDir dir;
   auto missing = FileDeclaration::Open(dir.Sub("none.json"));

@@ -321,7 +321,12 @@ class CountingSource : public ports::DeclarationSource {
     ++texts;
     return std::string_view(text_);
   }
-  int digests = 0, texts = 0;
+  void ReleaseText() override {
+    ++releases;
+    if (on_release) on_release();
+  }
+  int digests = 0, texts = 0, releases = 0;
+  std::function<void()> on_release;
 
  private:
   std::string text_;
@@ -343,6 +348,23 @@ TEST_P(NoopTest, AProvenNoOpNeverReadsTheDeclarationText) {
   EXPECT_FALSE(full.from_record);
   EXPECT_EQ(full.outcomes[2].outcome, core::Outcome::kStarted);
   EXPECT_EQ(moved.texts, 1);
+}
+
+// The text is freed once parsed, before anything is written: it is not
+// held through the apply's peak (24 MB at 100,000 resources).
+TEST_P(NoopTest, TheFullPassReleasesTheTextOnceParsedBeforeWriting) {
+  json decl = Everything();
+  CountingSource first(decl.dump());
+  bool written_before_release = true;
+  first.on_release = [&] {
+    written_before_release = std::filesystem::exists(Root("/etc/app.conf"));
+  };
+  ApplyReport applied = Reconciler(Ports(), Options()).Apply(first);
+  ASSERT_EQ(applied.result, ApplyResult::kOk);
+  ASSERT_TRUE(std::filesystem::exists(Root("/etc/app.conf")));
+  EXPECT_EQ(first.texts, 1);
+  EXPECT_EQ(first.releases, 1);
+  EXPECT_FALSE(written_before_release);
 }
 
 // `mesh-host apply` prints each outcome and forgets it: the sink receives
