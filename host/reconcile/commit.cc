@@ -300,11 +300,14 @@ core::Status Commit(const CommitInputs& in, Settled&& settled) {
   }
   if (same_record) return core::Ok();
   core::Record next = old;
-  for (auto& [id, entry] : settled.entries) {
-    if (entry.has_value()) {
-      next.resources[id] = std::move(*entry);
+  // Node by node: the settled entries and the new record's are not both
+  // held whole at the apply's peak.
+  while (!settled.entries.empty()) {
+    auto node = settled.entries.extract(settled.entries.begin());
+    if (node.mapped().has_value()) {
+      next.resources.insert_or_assign(std::move(node.key()), std::move(*node.mapped()));
     } else {
-      next.resources.erase(id);
+      next.resources.erase(node.key());
     }
   }
   next.machine = decl.machine;

@@ -29,6 +29,8 @@
 namespace mesh::reconcile {
 
 struct SettleInputs {
+  // Only its machine, generation and digest are read: the apply lets go
+  // of its resources before it commits.
   const core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;  // as loaded
   const OldEntries* olds = nullptr;      // the record's entries, by resource index
@@ -67,7 +69,8 @@ struct CommitInputs {
 
 // Flushes, saves the intent when it changed and the record when it changed.
 // An error names what could not be saved; the apply then fails. The
-// settled entries are moved into the new record.
+// settled entries are moved into the new record, each freed from `settled`
+// as it goes.
 core::Status Commit(const CommitInputs& in, Settled&& settled);
 
 }  // namespace mesh::reconcile

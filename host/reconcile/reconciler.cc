@@ -61,11 +61,14 @@ class ApplyRun {
   void RemoveOrphans(const Declaration& decl);
   // The digest key, read only when the declaration holds credentials.
   std::string CredentialKey(const Declaration& decl);
-  void Apply(const Declaration& decl);
+  void Apply(Declaration decl);
   // Writes (or, in a dry run, says what would be written), then enables,
-  // reloads, acts, confirms, settles and commits.
-  void Carry(const Declaration& decl, const OldEntries& olds, const Observation& observed,
-             const Plan& plan, bool dry_run);
+  // reloads, acts, confirms, settles and commits. It takes the declaration,
+  // the observation and the plan to let go of them before the commit.
+  void Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
+             bool dry_run);
+  Settled WriteAndSettle(const Declaration& decl, const OldEntries& olds,
+                         const Observation& observed, const Plan& plan, bool dry_run);
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -350,7 +353,7 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
       !st) {
     return Refuse(st.error());
   }
-  Apply(*decl);
+  Apply(std::move(*decl));
 }
 
 std::string ApplyRun::CredentialKey(const Declaration& decl) {
@@ -384,7 +387,7 @@ void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& inten
 }
 
 // The phases of one apply: observe, plan, intent, then what Carry does.
-void ApplyRun::Apply(const Declaration& decl) {
+void ApplyRun::Apply(Declaration decl) {
   bool dry_run = options_.dry_run;
   if (!LoadIntent()) {
     report_.error = intent_unreadable_;
@@ -416,11 +419,14 @@ void ApplyRun::Apply(const Declaration& decl) {
     report_.diffs = Diffs({&decl, &plan, &observed->seen, &observed->bundles, &wants,
                            &options_.dirs, ports_.root, ports_.units});
   }
-  Carry(decl, olds, *observed, plan, dry_run);
+  wants = {};  // read by the observation and the plan only
+  Carry(std::move(decl), olds, std::move(*observed), std::move(plan), dry_run);
 }
 
-void ApplyRun::Carry(const Declaration& decl, const OldEntries& olds, const Observation& observed,
-                     const Plan& plan, bool dry_run) {
+// What the writes, the unit phase and their looks come to. Everything they
+// hold is freed on return, before the commit.
+Settled ApplyRun::WriteAndSettle(const Declaration& decl, const OldEntries& olds,
+                                 const Observation& observed, const Plan& plan, bool dry_run) {
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed.bundles, observed.seen,
                                   {ports_.root, ports_.units, ports_.services, &progress_});
@@ -436,13 +442,25 @@ void ApplyRun::Carry(const Declaration& decl, const OldEntries& olds, const Obse
       dry_run
           ? std::vector<std::optional<Confirmation>>(plan.units.size())
           : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle, &progress_);
-  Settled settled =
-      Settle({&decl, record_.get(), &olds, &plan, &*intent_, &writes, &reloaded, &acts, &confirmed,
-              core::FormatTimestamp(report_.started_at), dry_run, &enabled});
+  return Settle({&decl, record_.get(), &olds, &plan, &*intent_, &writes, &reloaded, &acts,
+                 &confirmed, core::FormatTimestamp(report_.started_at), dry_run, &enabled});
+}
+
+void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
+                     bool dry_run) {
+  Settled settled = WriteAndSettle(decl, olds, observed, plan, dry_run);
   progress_.Step();
   if (settled.failed) report_.result = ApplyResult::kFailed;
   report_.outcomes = std::move(settled.outcomes);
   if (dry_run) return;
+  // The commit reads the settled entries and the declaration's machine,
+  // generation and digest (CommitInputs). The plan, the declared resources
+  // and what was seen are most of a large apply's peak, which is the
+  // commit's: they go first.
+  plan = Plan();
+  observed = Observation();
+  decl.resources = {};
+  decl.index = {};
   auto committed = Commit(
       {ports_.root, ports_.units, ports_.records, &decl, record_.get(), had_record_, &saved_},
       std::move(settled));
