@@ -3,6 +3,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "host/adapters/shared_library.h"
@@ -13,27 +14,32 @@ namespace {
 // libsystemd is loaded only where a call can do something: without
 // NOTIFY_SOCKET sd_notify sends nothing, and without WATCHDOG_USEC there is
 // no watchdog (sd_notify(3), sd_watchdog_enabled(3)); a daemon not started
-// by systemd does not load it for these. Where it cannot be loaded the
-// calls do nothing, as they would outside systemd; systemd then sees no
-// READY=1 and says so.
+// by systemd does not load it for these. A load that failed is tried again
+// at the next call; until one succeeds the calls do nothing and
+// Unavailable() says why.
 struct Daemon {
   decltype(&::sd_notify) notify = nullptr;
   decltype(&::sd_watchdog_enabled) watchdog_enabled = nullptr;
+  std::string error;
 };
 
-const Daemon& Libsystemd() {
-  static const Daemon loaded = [] {
-    Daemon d;
-    if (std::getenv("NOTIFY_SOCKET") == nullptr && std::getenv("WATCHDOG_USEC") == nullptr)
-      return d;
-    auto lib = SharedLibrary::Open("libsystemd.so.0");
-    if (!lib) return d;
-    if (!lib->Bind("sd_notify", d.notify) ||
-        !lib->Bind("sd_watchdog_enabled", d.watchdog_enabled)) {
-      return Daemon{};
-    }
-    return d;
-  }();
+Daemon Libsystemd() {
+  static std::mutex mu;
+  static Daemon loaded;
+  static bool done = false;
+  std::lock_guard<std::mutex> lock(mu);
+  if (done) return loaded;
+  if (std::getenv("NOTIFY_SOCKET") == nullptr && std::getenv("WATCHDOG_USEC") == nullptr) {
+    done = true;
+    return loaded;
+  }
+  Daemon d;
+  auto lib = SharedLibrary::Open("libsystemd.so.0");
+  core::Status bound = lib ? lib->Bind("sd_notify", d.notify) : std::unexpected(lib.error());
+  if (bound) bound = lib->Bind("sd_watchdog_enabled", d.watchdog_enabled);
+  if (!bound) return Daemon{nullptr, nullptr, bound.error().message};
+  loaded = d;
+  done = true;
   return loaded;
 }
 
@@ -64,5 +70,7 @@ std::chrono::nanoseconds SdNotifier::WatchdogInterval() {
   }
   return std::chrono::microseconds(usec / 2);
 }
+
+std::string SdNotifier::Unavailable() { return Libsystemd().error; }
 
 }  // namespace mesh::adapters

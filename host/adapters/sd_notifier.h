@@ -15,6 +15,7 @@ class SdNotifier : public ports::Notifier {
   void Stopping() override;
   void ExtendStart(std::chrono::nanoseconds by) override;
   std::chrono::nanoseconds WatchdogInterval() override;
+  std::string Unavailable() override;
 };
 
 }  // namespace mesh::adapters

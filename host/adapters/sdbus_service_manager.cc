@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "host/adapters/shared_library.h"
 
@@ -54,18 +55,22 @@ MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_POINTER)
 
 constexpr const char* kLibsystemd = "libsystemd.so.0";
 
-// Once per process: a library that could not be loaded is not retried.
+// Once it has succeeded. A failure (a passing EMFILE or ENOMEM among the
+// reasons) is the connection's error, and the next connection tries again;
+// the pointers are read only after a load that succeeded, under the mutex.
 core::Status LoadSdBus() {
-  static const core::Status loaded = []() -> core::Status {
-    auto lib = SharedLibrary::Open(kLibsystemd);
-    if (!lib) return std::unexpected(lib.error());
+  static std::mutex mu;
+  static bool loaded = false;
+  std::lock_guard<std::mutex> lock(mu);
+  if (loaded) return core::Ok();
+  auto lib = SharedLibrary::Open(kLibsystemd);
+  if (!lib) return std::unexpected(lib.error());
 #define MESH_SD_BUS_BIND(fn) \
   if (auto st = lib->Bind(#fn, fn); !st) return st;
-    MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_BIND)
+  MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_BIND)
 #undef MESH_SD_BUS_BIND
-    return core::Ok();
-  }();
-  return loaded;
+  loaded = true;
+  return core::Ok();
 }
 #undef MESH_SD_BUS_FUNCTIONS
 

@@ -167,6 +167,9 @@ void Daemon::WatchLoop() {
 }
 
 int Daemon::Run() {
+  if (std::string why = notifier_.Unavailable(); !why.empty()) {
+    log_.Line(Priority::kErr, "cannot notify systemd (no READY=1, no watchdog): " + why);
+  }
   ApplyOnce("start", /*starting=*/true);
   notifier_.Ready();
   if (watch_ != nullptr) watch_thread_ = std::thread([this] { WatchLoop(); });

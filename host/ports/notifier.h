@@ -20,6 +20,11 @@ class Notifier {
   virtual void ExtendStart(std::chrono::nanoseconds by) = 0;
   // How often to pet the watchdog (half of WATCHDOG_USEC); zero when none.
   virtual std::chrono::nanoseconds WatchdogInterval() = 0;
+  // Why the service manager that started the daemon cannot be told
+  // anything (every call above then does nothing); empty when it can, or
+  // when none is listening. The daemon logs it: systemd would otherwise
+  // only see no READY=1.
+  virtual std::string Unavailable() { return ""; }
 };
 
 }  // namespace mesh::ports

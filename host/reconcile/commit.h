@@ -29,8 +29,6 @@
 namespace mesh::reconcile {
 
 struct SettleInputs {
-  // Only its machine, generation and digest are read: the apply lets go
-  // of its resources before it commits.
   const core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;  // as loaded
   const OldEntries* olds = nullptr;      // the record's entries, by resource index
@@ -61,6 +59,8 @@ struct CommitInputs {
   ports::FileSystem* root = nullptr;
   ports::FileSystem* units = nullptr;
   ports::RecordStore* records = nullptr;
+  // Only its machine, generation and digest are read: the apply lets go
+  // of its resources before it commits.
   const core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;  // as loaded
   bool had_record = false;

@@ -419,7 +419,7 @@ void ApplyRun::Apply(Declaration decl) {
     report_.diffs = Diffs({&decl, &plan, &observed->seen, &observed->bundles, &wants,
                            &options_.dirs, ports_.root, ports_.units});
   }
-  wants = {};  // read by the observation and the plan only
+  wants = std::vector<std::string>();  // read by the observation and the plan only
   Carry(std::move(decl), olds, std::move(*observed), std::move(plan), dry_run);
 }
 
@@ -457,10 +457,12 @@ void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation obser
   // generation and digest (CommitInputs). The plan, the declared resources
   // and what was seen are most of a large apply's peak, which is the
   // commit's: they go first.
+  // (Assigned a new object, not `= {}`: that is clear(), which keeps the
+  // buffers.)
   plan = Plan();
   observed = Observation();
-  decl.resources = {};
-  decl.index = {};
+  decl.resources = std::vector<core::Resource>();
+  decl.index = decltype(decl.index)();
   auto committed = Commit(
       {ports_.root, ports_.units, ports_.records, &decl, record_.get(), had_record_, &saved_},
       std::move(settled));
@@ -521,7 +523,7 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
     report.failed += o.outcome == core::Outcome::kFailed;
     if (sink) sink(o);
   }
-  if (sink) report.outcomes = {};
+  if (sink) report.outcomes = std::vector<ResourceOutcome>();
   report.finished_at = ports_.clock->Now();
   report.duration = ports_.clock->Monotonic() - t0;
   return report;

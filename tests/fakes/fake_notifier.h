@@ -23,6 +23,8 @@ class FakeNotifier : public ports::Notifier {
   void Stopping() override { Add("STOPPING"); }
   void ExtendStart(std::chrono::nanoseconds) override { Add("EXTEND"); }
   std::chrono::nanoseconds WatchdogInterval() override { return watchdog_; }
+  std::string Unavailable() override { return unavailable; }
+  std::string unavailable;  // what Unavailable() says
 
   struct Call {
     std::chrono::nanoseconds at;

@@ -97,6 +97,21 @@ TEST_F(DaemonTest, AppliesAtStartThenEveryIntervalAfterTheLast) {
   for (auto w : events_.waits()) EXPECT_LE(w, Schedule::kMaxWait);
 }
 
+// Started by systemd but unable to tell it anything, the daemon says why in
+// its log: systemd itself would only see no READY=1.
+TEST_F(DaemonTest, ANotifierThatCannotReachSystemdIsLoggedAtStart) {
+  fakes::FakeNotifier notifier(clock_);
+  notifier.unavailable = "libsystemd.so.0 could not be loaded: no such file";
+  events_.At(minutes(1), Kind::kStop, "Terminated");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunDaemon(Options(), notifier), 0);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("cannot notify systemd (no READY=1, no watchdog): libsystemd.so.0 could "
+                     "not be loaded: no such file\n"),
+            std::string::npos)
+      << log;
+}
+
 // The report is handed to the metrics and to /status's picture, which keeps
 // its outcomes: both see every resource, whichever takes it first.
 TEST_F(DaemonTest, EachApplyReachesTheMetricsAndTheStatus) {
