@@ -137,7 +137,7 @@ void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
 
 ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k, Settled& out) {
   const core::Resource& r = in.declaration->resources[i];
-  const Step& step = in.plan->steps[i];
+  Step& step = in.plan->steps[i];
   const Written& written = in.writes->steps[i];
   ResourceOutcome o;
   o.id = r.id;
@@ -160,7 +160,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
     if (in.dry_run && step.changes()) {
       entry = step.old;
     } else if (step.changes()) {
-      filled = *step.entry;
+      filled = std::move(*step.entry);
       if (step.write_files) filled->written[0].fingerprint = written.fingerprint;
       if (step.write_unit_file) filled->unit_file_fingerprint = written.unit_file_fingerprint;
       for (const auto& [name, fp] : written.drop_in_fingerprints) {
@@ -184,7 +184,15 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   // Only what differs from the record is kept: a no-op copies nothing.
   const core::RecordEntry* recorded = in.olds->recorded[i];
   if (entry != nullptr) {
-    if (recorded == nullptr || !(*recorded == *entry)) out.entries[r.id] = *entry;
+    if (recorded == nullptr || !(*recorded == *entry)) {
+      if (filled.has_value() && entry == &*filled) {
+        out.entries[r.id] = std::move(*filled);
+      } else if (step.entry.has_value() && entry == &*step.entry) {
+        out.entries[r.id] = std::move(*step.entry);
+      } else {
+        out.entries[r.id] = *entry;  // the loaded record's
+      }
+    }
   } else if (!in.dry_run && recorded != nullptr) {
     out.entries[r.id] = std::nullopt;
   }

@@ -32,7 +32,9 @@ struct SettleInputs {
   const core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;  // as loaded
   const OldEntries* olds = nullptr;      // the record's entries, by resource index
-  const Plan* plan = nullptr;
+  // Spent by the settling: the new record entries are taken from its
+  // steps, not copied (the apply's peak is here).
+  Plan* plan = nullptr;
   const core::Intent* owed = nullptr;  // what earlier applies left owed
   const Writes* writes = nullptr;
   const std::optional<core::Status>* reloaded = nullptr;

@@ -68,7 +68,7 @@ class ApplyRun {
   void Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
              bool dry_run);
   Settled WriteAndSettle(const Declaration& decl, const OldEntries& olds,
-                         const Observation& observed, const Plan& plan, bool dry_run);
+                         const Observation& observed, Plan& plan, bool dry_run);
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -426,7 +426,7 @@ void ApplyRun::Apply(Declaration decl) {
 // What the writes, the unit phase and their looks come to. Everything they
 // hold is freed on return, before the commit.
 Settled ApplyRun::WriteAndSettle(const Declaration& decl, const OldEntries& olds,
-                                 const Observation& observed, const Plan& plan, bool dry_run) {
+                                 const Observation& observed, Plan& plan, bool dry_run) {
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed.bundles, observed.seen,
                                   {ports_.root, ports_.units, ports_.services, &progress_});
