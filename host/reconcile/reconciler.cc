@@ -455,10 +455,10 @@ void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation obser
   if (dry_run) return;
   // The commit reads the settled entries and the declaration's machine,
   // generation and digest (CommitInputs). The plan, the declared resources
-  // and what was seen are most of a large apply's peak, which is the
-  // commit's: they go first.
-  // (Assigned a new object, not `= {}`: that is clear(), which keeps the
-  // buffers.)
+  // and what was seen go first, so that the record's text and the new
+  // record come on top of the settled entries alone, not of the whole
+  // pass. (Each is assigned a new object: `= {}` is clear(), which keeps
+  // the buffers.)
   plan = Plan();
   observed = Observation();
   decl.resources = std::vector<core::Resource>();

@@ -29,10 +29,11 @@ cat > "$T/decl.json" <<'JSON'
    "unit_text": "[Service]\nExecStart=/bin/sleep infinity\n"}]}
 JSON
 F=(--declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --unit-dir "$T/units" --machine e2e)
-# Runs "$@" where libsystemd.so.0 is an empty file (unshare -m: the mount is
-# private to that namespace and goes with it).
+# Becomes "$@" where libsystemd.so.0 is an empty file (unshare -m: the mount
+# is private to that namespace and goes with it). Exec all the way down, so
+# that started with & its PID is the daemon's own, which cleanup stops.
 without_libsystemd() {
-  unshare -m sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/empty" "$lib" "$@"
+  exec unshare -m sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/empty" "$lib" "$@"
 }
 
 set +e
@@ -45,10 +46,14 @@ grep -q "^failed web (service): libsystemd.so.0 could not be loaded: " <<<"$out"
 grep -q '"web":{"action":"restart"' "$T/state/intent.json" || fail "restart not owed: $(cat "$T/state/intent.json")"
 [ -s "$lib" ] || fail "the library outside the namespace was touched"
 
-NOTIFY_SOCKET="$T/notify" without_libsystemd "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --interval 1h \
-  2>"$T/log" &
+(NOTIFY_SOCKET="$T/notify" without_libsystemd "$BIN" run "${F[@]}" --listen 127.0.0.1:0 \
+  --interval 1h 2>"$T/log") &
 DAEMON=$!
 for _ in $(seq 1 100); do grep -q "cannot notify systemd" "$T/log" && break; sleep 0.1; done
 grep -q "cannot notify systemd (no READY=1, no watchdog): libsystemd.so.0 could not be loaded: " \
   "$T/log" || fail "daemon log: $(cat "$T/log")"
+[ "$(cat /proc/$DAEMON/comm 2>/dev/null)" = mesh-host ] || fail "the daemon's PID is not the daemon's"
+kill "$DAEMON"
+wait "$DAEMON" 2>/dev/null || true
+DAEMON=""
 echo PASS
