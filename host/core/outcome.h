@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "host/core/boxed.h"
 #include "host/core/declaration.h"
 
 namespace mesh::core {
@@ -57,7 +58,7 @@ struct ResourceOutcome {
   // for a removed resource. Issue 210: an unchanged outcome carries it too.
   std::string digest;
   std::string applied_at;
-  std::optional<UnitSnapshot> unit;
+  Boxed<UnitSnapshot> unit;  // services and processes
   // service and process: the declared unit and whether it is declared
   // running (what /healthz and MeshHostDaemonDead hold it to).
   std::string declared_unit;
