@@ -14,6 +14,8 @@ cleanup() {
     kill "$DAEMON" 2>/dev/null || true
     wait "$DAEMON" 2>/dev/null || true
   fi
+  # Whatever else runs on this test's own directory is this test's.
+  pkill -f -- "--state-dir $T/state" 2>/dev/null || true
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -31,7 +33,8 @@ JSON
 F=(--declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --unit-dir "$T/units" --machine e2e)
 # Becomes "$@" where libsystemd.so.0 is an empty file (unshare -m: the mount
 # is private to that namespace and goes with it). Exec all the way down, so
-# that started with & its PID is the daemon's own, which cleanup stops.
+# that started with & its PID is the daemon's own, which cleanup stops; it
+# replaces the shell that calls it, so call it only in a subshell.
 without_libsystemd() {
   exec unshare -m sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$T/empty" "$lib" "$@"
 }
@@ -53,7 +56,7 @@ for _ in $(seq 1 100); do grep -q "cannot notify systemd" "$T/log" && break; sle
 grep -q "cannot notify systemd (no READY=1, no watchdog): libsystemd.so.0 could not be loaded: " \
   "$T/log" || fail "daemon log: $(cat "$T/log")"
 [ "$(cat /proc/$DAEMON/comm 2>/dev/null)" = mesh-host ] || fail "the daemon's PID is not the daemon's"
-kill "$DAEMON"
+kill "$DAEMON" || fail "the daemon ended before it was stopped: $(cat "$T/log")"
 wait "$DAEMON" 2>/dev/null || true
 DAEMON=""
 echo PASS

@@ -56,12 +56,16 @@ class SettleTest : public ::testing::Test {
     acts_.resize(1);
     confirmed_.resize(1);
   }
+  // Settles a copy: Settle spends the plan it is given (it takes the new
+  // record entries from it), and a test may settle the same plan twice.
   Settled Run(bool dry_run = false) {
     writes_ = writes_.steps.empty() ? NoWrites(plan_) : writes_;
     olds_ = OldEntriesOf(decl_, record_);
-    return Settle({&decl_, &record_, &olds_, &plan_, &owed_, &writes_, &reloaded_, &acts_,
+    spent_ = plan_;
+    return Settle({&decl_, &record_, &olds_, &spent_, &owed_, &writes_, &reloaded_, &acts_,
                    &confirmed_, "now", dry_run});
   }
+  Plan spent_;
   // The apply asked for a restart and its two looks said `accepted`.
   void Restarted(bool accepted, std::optional<uint64_t> owed_since = std::nullopt) {
     UnitPlan& u = plan_.units[0];
@@ -134,6 +138,26 @@ TEST_F(SettleTest, ADoneDaemonReloadIsCleared) {
   EXPECT_TRUE(Run().intent.owed.contains("web"));
   reloaded_ = core::Ok();
   EXPECT_FALSE(Run().intent.owed.contains("web"));
+}
+
+// A file written: the settled entry is the plan's, with the fingerprint
+// the write phase saw, and it is the same settled again from the same plan.
+TEST_F(SettleTest, AWrittenFileIsRecordedAsPlannedWithItsFingerprint) {
+  plan_.steps[0].write_files = true;
+  plan_.steps[0].outcome = core::Outcome::kCreated;
+  plan_.steps[0].entry->written = {core::WrittenPath{"/c", "", ""}};
+  writes_ = NoWrites(plan_);
+  writes_.steps[0].fingerprint = "1:2:3:4";
+  for (int run = 0; run < 2; ++run) {
+    Settled s = Run();
+    ASSERT_TRUE(s.entries.contains("conf")) << run;
+    const core::RecordEntry& e = *s.entries["conf"];
+    EXPECT_EQ(e.digest, "d") << run;
+    ASSERT_EQ(e.written.size(), 1u) << run;
+    EXPECT_EQ(e.written[0].path, "/c") << run;
+    EXPECT_EQ(e.written[0].fingerprint, "1:2:3:4") << run;
+    EXPECT_EQ(s.outcomes[0].digest, "d") << run;
+  }
 }
 
 // The record remembers the NRestarts of the last look that found the unit
