@@ -17,15 +17,15 @@ namespace {
 // by systemd does not load it for these. A load that failed is tried again
 // at the next call; until one succeeds the calls do nothing and
 // Unavailable() says why.
-struct Daemon {
+struct SdDaemon {
   decltype(&::sd_notify) notify = nullptr;
   decltype(&::sd_watchdog_enabled) watchdog_enabled = nullptr;
   std::string error;
 };
 
-Daemon Libsystemd() {
+SdDaemon Libsystemd() {
   static std::mutex mu;
-  static Daemon loaded;
+  static SdDaemon loaded;
   static bool done = false;
   std::lock_guard<std::mutex> lock(mu);
   if (done) return loaded;
@@ -33,11 +33,11 @@ Daemon Libsystemd() {
     done = true;
     return loaded;
   }
-  Daemon d;
+  SdDaemon d;
   auto lib = SharedLibrary::Open("libsystemd.so.0");
   core::Status bound = lib ? lib->Bind("sd_notify", d.notify) : std::unexpected(lib.error());
   if (bound) bound = lib->Bind("sd_watchdog_enabled", d.watchdog_enabled);
-  if (!bound) return Daemon{nullptr, nullptr, bound.error().message};
+  if (!bound) return SdDaemon{nullptr, nullptr, bound.error().message};
   loaded = d;
   done = true;
   return loaded;

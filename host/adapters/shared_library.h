@@ -33,8 +33,6 @@ class SharedLibrary {
     return core::Ok();
   }
 
-  const std::string& soname() const { return soname_; }
-
  private:
   SharedLibrary(void* handle, std::string soname) : handle_(handle), soname_(std::move(soname)) {}
   core::Result<void*> Find(const char* name) const;

@@ -4,8 +4,8 @@
 // A ResourceOutcome carries a unit's snapshot for services and processes
 // only; held inline as std::optional it is 152 bytes of every file's
 // outcome too, and a large apply holds one outcome per resource (as does
-// /status's picture). Empty, a Boxed is one pointer. It copies and compares
-// by value, as std::optional does, and reads like one.
+// /status's picture). Empty, a Boxed is one pointer. It copies by value, as
+// std::optional does, and reads like one.
 #pragma once
 
 #include <memory>
@@ -38,12 +38,6 @@ class Boxed {
   const T& operator*() const { return *value_; }
   T* operator->() { return value_.get(); }
   const T* operator->() const { return value_.get(); }
-  void reset() { value_.reset(); }
-
-  friend bool operator==(const Boxed& a, const Boxed& b) {
-    return a.has_value() == b.has_value() && (!a || *a == *b);
-  }
-  friend bool operator==(const Boxed& a, std::nullopt_t) { return !a; }
 
  private:
   std::unique_ptr<T> value_;

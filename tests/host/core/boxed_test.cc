@@ -27,22 +27,19 @@ TEST(Boxed, CopiesTheValueNotThePointer) {
   EXPECT_NE(&*a, &*b);
 }
 
-TEST(Boxed, ComparesAndEmptiesLikeAnOptional) {
+TEST(Boxed, EmptiesLikeAnOptional) {
   Boxed<std::string> empty;
   EXPECT_FALSE(empty.has_value());
   EXPECT_FALSE(empty);
-  EXPECT_TRUE(empty == std::nullopt);
-  Boxed<std::string> a = std::string("x"), b = std::string("x");
-  EXPECT_TRUE(a == b);
-  EXPECT_FALSE(a == empty);
-  *b = "y";
-  EXPECT_FALSE(a == b);
+  Boxed<std::string> copy = empty;
+  EXPECT_FALSE(copy.has_value());
+  Boxed<std::string> a = std::string("x");
   Boxed<std::string> moved = std::move(a);
   EXPECT_EQ(*moved, "x");
   moved = std::nullopt;
   EXPECT_FALSE(moved.has_value());
-  b.reset();
-  EXPECT_TRUE(b == empty);
+  moved = empty;
+  EXPECT_FALSE(moved.has_value());
 }
 
 }  // namespace
