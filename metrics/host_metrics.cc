@@ -4,6 +4,7 @@
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
@@ -50,6 +51,11 @@ void EraseUnlisted(Map& series, std::span<const std::string_view> keep, Remove r
   }
 }
 
+constexpr const char* kChangesName = "mesh_host_resource_changes_total";
+constexpr const char* kChangesHelp =
+    "Outcomes other than unchanged, by resource (with --metrics-resources failing: only failed "
+    "and churning resources).";
+
 // From a few milliseconds (a no-op apply) to minutes (large bundles).
 const prometheus::Histogram::BucketBoundaries kDurationBuckets = {
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
@@ -71,9 +77,6 @@ HostMetrics::HostMetrics(const std::string& version, ResourceSeries series)
   };
   outcomes_ = counters("mesh_host_resource_outcomes_total",
                        "Outcomes of resources, unchanged included, by kind.");
-  changes_ = counters("mesh_host_resource_changes_total",
-                      "Outcomes other than unchanged, by resource (with --metrics-resources "
-                      "failing: only failed and churning resources).");
   resources_ = gauges("mesh_host_resources", "Declared resources, by kind.");
   failed_ = gauges("mesh_host_resource_failed",
                    "1 while the resource is failed (the series exists only then).");
@@ -241,17 +244,16 @@ void HostMetrics::ObserveResource(const core::ResourceOutcome& o, bool same_decl
 
   bool keeps_series = series_ == ResourceSeries::kAll || failed || churns;
   if (!keeps_series) {
-    if (auto it = resource_changes_.find(id); it != resource_changes_.end()) {
-      for (auto* c : it->second) changes_->Remove(c);
-      resource_changes_.erase(it);
-    }
+    resource_changes_.erase(id);
     return;
   }
   if (!changed) return;
-  auto& c = changes_->Add(
-      {{"resource", id}, {"kind", o.kind}, {"outcome", std::string(core::OutcomeName(o.outcome))}});
-  c.Increment();
-  resource_changes_[id].insert(&c);
+  std::vector<ChangeCount>& counts = resource_changes_[id];
+  auto it = std::find_if(counts.begin(), counts.end(), [&](const ChangeCount& c) {
+    return c.outcome == o.outcome && c.kind == o.kind;
+  });
+  if (it == counts.end()) it = counts.insert(counts.end(), {o.kind, o.outcome, 0});
+  ++it->count;
 }
 
 void HostMetrics::ObserveUnit(const std::string& unit, const core::UnitStatus& status, bool up) {
@@ -282,9 +284,7 @@ void HostMetrics::ObserveUnitLocked(const std::string& unit, const core::UnitSta
 
 void HostMetrics::ForgetExcept(std::span<const std::string_view> resources,
                                const std::set<std::string>& units) {
-  EraseUnlisted(resource_changes_, resources, [&](auto& counters) {
-    for (auto* c : counters) changes_->Remove(c);
-  });
+  EraseUnlisted(resource_changes_, resources, [](auto&) {});
   EraseUnlisted(resource_failed_, resources, [&](auto* g) { failed_->Remove(g); });
   EraseUnlisted(resource_churn_, resources, [&](auto& churn) {
     if (churn.second != nullptr) churn_->Remove(churn.second);
@@ -303,7 +303,27 @@ void HostMetrics::ForgetExcept(std::span<const std::string_view> resources,
 
 std::string HostMetrics::Serialize() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  // As a Family would render it: absent while it has no series; labels in
+  // name order; placed after the outcomes it breaks down.
+  if (!resource_changes_.empty()) {
+    prometheus::MetricFamily changes{
+        kChangesName, kChangesHelp, prometheus::MetricType::Counter, {}};
+    for (const auto& [id, counts] : resource_changes_) {
+      for (const ChangeCount& c : counts) {
+        prometheus::ClientMetric& m = changes.metric.emplace_back();
+        m.label = {{"kind", c.kind},
+                   {"outcome", std::string(core::OutcomeName(c.outcome))},
+                   {"resource", id}};
+        m.counter.value = static_cast<double>(c.count);
+      }
+    }
+    auto after = std::find_if(families.begin(), families.end(), [](const auto& f) {
+      return f.name == "mesh_host_resource_outcomes_total";
+    });
+    families.insert(after == families.end() ? after : after + 1, std::move(changes));
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace mesh::metrics

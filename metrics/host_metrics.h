@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/core/apply_report.h"
 #include "host/core/unit_status.h"
@@ -77,7 +78,6 @@ class HostMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   ResourceSeries series_;
   prometheus::Family<prometheus::Counter>* outcomes_;
-  prometheus::Family<prometheus::Counter>* changes_;
   prometheus::Family<prometheus::Gauge>* resources_;
   prometheus::Family<prometheus::Gauge>* failed_;
   prometheus::Family<prometheus::Gauge>* churn_;
@@ -93,8 +93,18 @@ class HostMetrics {
   prometheus::Gauge* interval_;
   prometheus::Gauge* start_time_;
 
+  // mesh_host_resource_changes_total is kept here and rendered at each
+  // scrape, not held as a prometheus::Family: a Family keeps each series as
+  // a label map, a hash node and a counter object (about 600 bytes with
+  // its index here), and under the default --metrics-resources all every
+  // resource that ever changed has one, for the life of the daemon.
+  struct ChangeCount {
+    std::string kind;
+    core::Outcome outcome;
+    uint64_t count = 0;
+  };
+  std::map<std::string, std::vector<ChangeCount>> resource_changes_;
   // Series handed out, by resource or unit, so they can be removed.
-  std::map<std::string, std::set<prometheus::Counter*>> resource_changes_;
   std::map<std::string, prometheus::Gauge*> resource_failed_;
   std::map<std::string, std::pair<uint64_t, prometheus::Gauge*>> resource_churn_;
   // The declaration the churn counts under (none before the first apply

@@ -24,8 +24,8 @@ core::ResourceOutcome Out(std::string id, std::string kind, core::Outcome outcom
 }
 
 core::ApplyReport Report(std::vector<core::ResourceOutcome> outcomes,
-                              core::ApplyResult result = core::ApplyResult::kOk,
-                              std::string declaration = "decl-1") {
+                         core::ApplyResult result = core::ApplyResult::kOk,
+                         std::string declaration = "decl-1") {
   core::ApplyReport r;
   r.result = result;
   r.declaration_digest = std::move(declaration);
@@ -266,4 +266,62 @@ TEST(HostMetricsTest, ADeclarationThatChangesEveryApplyNeverChurns) {
 }
 
 }  // namespace
+// The per-resource change counters are rendered by the host, not by a
+// prometheus-cpp family: they must still read as one counter family, with
+// its HELP and TYPE once, present only while it has series, and a series
+// per {kind, outcome} a resource has had.
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(HostMetricsTest, ChangeCountersAreOneFamilyWhileTheyHaveSeries) {
+  HostMetrics m("v");
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_resource_changes_total")));
+  m.ObserveApply(Report(
+      {Out("a", "file", core::Outcome::kCreated), Out("b", "file", core::Outcome::kUnchanged)}));
+  m.ObserveApply(
+      Report({Out("a", "file", core::Outcome::kUpdated), Out("b", "file", core::Outcome::kUpdated)},
+             core::ApplyResult::kOk, "decl-2"));
+  // The same id declared as another kind is another series, as before.
+  m.ObserveApply(Report(
+      {Out("a", "directory", core::Outcome::kUpdated), Out("b", "file", core::Outcome::kUpdated)},
+      core::ApplyResult::kOk, "decl-3"));
+  std::string text = m.Serialize();
+  EXPECT_EQ(Count(text, "# HELP mesh_host_resource_changes_total "), 1u);
+  EXPECT_EQ(Count(text, "# TYPE mesh_host_resource_changes_total counter\n"), 1u);
+  EXPECT_EQ(Count(text, "mesh_host_resource_changes_total{"), 4u) << text;
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(mesh_host_resource_changes_total{kind="file",outcome="created",resource="a"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="a"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(mesh_host_resource_changes_total{kind="directory",outcome="updated",resource="a"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="b"} 2)"));
+  // Every series of the family sits under its one TYPE line.
+  size_t type = text.find("# TYPE mesh_host_resource_changes_total");
+  size_t next_type = text.find("# TYPE", type + 1);
+  EXPECT_EQ(Count(text.substr(type, next_type - type), "mesh_host_resource_changes_total{"), 4u);
+
+  // A resource no longer declared loses its series; the last one gone takes
+  // the family with it.
+  m.ObserveApply(
+      Report({Out("b", "file", core::Outcome::kUnchanged)}, core::ApplyResult::kOk, "decl-3"));
+  text = m.Serialize();
+  EXPECT_THAT(text, Not(HasSubstr(R"(resource="a")")));
+  EXPECT_EQ(Count(text, "mesh_host_resource_changes_total{"), 1u);
+  m.ObserveApply(Report({}, core::ApplyResult::kOk, "decl-4"));
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_resource_changes_total")));
+}
+
 }  // namespace mesh::metrics
