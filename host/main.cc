@@ -1,6 +1,5 @@
 // mesh-host's entry point: parses flags and wires adapters into the core.
 // Nothing else names a concrete adapter.
-#include <malloc.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -8,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "host/adapters/daemon_heap.h"
 #include "host/adapters/file_declaration.h"
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
@@ -151,9 +151,7 @@ daemon::DaemonOptions DaemonOptionsOf(const cli::Flags& flags, http::StatusServe
 
 int Run(const cli::Flags& flags) {
   adapters::BlockDaemonSignals();  // before any thread exists
-  // One malloc arena per thread would keep each thread's freed memory: the
-  // daemon is idle most of its life and should stay small.
-  mallopt(M_ARENA_MAX, 2);
+  adapters::PrepareDaemonHeap();
   adapters::KeepSecretsOutOfCoreFiles();
   adapters::RaiseOpenFileLimit();
   daemon::Log log;
@@ -173,7 +171,8 @@ int Run(const cli::Flags& flags) {
                                                                  : metrics::ResourceSeries::kAll);
   metrics.SetReconcileInterval(flags.interval);
   metrics.SetStartTime((*machine)->clock.Now());
-  http::StatusServer server(board, [&metrics] { return metrics.Serialize(); });
+  http::StatusServer server(
+      board, [&metrics] { return metrics.Serialize(); }, adapters::ReleaseFreedHeap);
   if (auto st = ConfigureWeb(flags, server); !st) {
     log.Line(daemon::Priority::kErr, st.error().message);
     return cli::kExitRefused;

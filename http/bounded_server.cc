@@ -67,7 +67,8 @@ void Address(int sock, bool peer, std::string& ip, int& port) {
 // "turning away" (closed unserved), so it never waits holding a descriptor.
 class BoundedServer::Queue : public httplib::TaskQueue {
  public:
-  explicit Queue(const ConnectionLimits& limits) : max_(limits.max_connections) {
+  Queue(const ConnectionLimits& limits, const std::function<void()>& on_idle)
+      : max_(limits.max_connections), on_idle_(on_idle) {
     for (size_t i = 0; i < limits.workers; ++i) threads_.emplace_back([this] { Work(); });
   }
   void enqueue(std::function<void()> fn) override {
@@ -111,12 +112,17 @@ class BoundedServer::Queue : public httplib::TaskQueue {
       turning_away = closing;
       fn();
       turning_away = false;
-      std::lock_guard<std::mutex> lock(mu_);
-      --open_;
+      bool idle = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle = --open_ == 0;
+      }
+      if (idle && on_idle_) on_idle_();
     }
   }
 
   const size_t max_;
+  const std::function<void()>& on_idle_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
@@ -236,8 +242,9 @@ class BoundedServer::LimitedStream : public httplib::Stream {
   bool exhausted_ = false;
 };
 
-BoundedServer::BoundedServer(ConnectionLimits limits) : limits_(limits) {
-  new_task_queue = [this] { return new Queue(limits_); };
+BoundedServer::BoundedServer(ConnectionLimits limits, std::function<void()> on_idle)
+    : limits_(limits), on_idle_(std::move(on_idle)) {
+  new_task_queue = [this] { return new Queue(limits_, on_idle_); };
   // Not httplib's default, which adds SO_REUSEPORT: with it, a second
   // daemon binds the same port and the kernel splits requests between the
   // two. A port in use must be an error at start.

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -45,7 +46,10 @@ struct ConnectionLimits {
 
 class BoundedServer : public httplib::Server {
  public:
-  explicit BoundedServer(ConnectionLimits limits = {});
+  // `on_idle`, when given, is called on a worker thread each time the last
+  // open connection has closed: the moment to tidy up after a burst of
+  // requests without competing with one.
+  explicit BoundedServer(ConnectionLimits limits = {}, std::function<void()> on_idle = nullptr);
 
   // TLS for the connections accepted from now on (null: plain HTTP).
   void SetTls(std::shared_ptr<const TlsContext> tls);
@@ -64,6 +68,7 @@ class BoundedServer : public httplib::Server {
   std::shared_ptr<const TlsContext> Tls() const;
 
   ConnectionLimits limits_;
+  std::function<void()> on_idle_;
   mutable std::mutex tls_mu_;
   std::shared_ptr<const TlsContext> tls_;
   std::atomic<uint64_t> turned_away_{0};

@@ -30,8 +30,8 @@ core::Result<ListenAddress> ParseListen(const std::string& text) {
 }
 
 StatusServer::StatusServer(const status::StatusBoard& board,
-                           std::function<std::string()> metrics_text)
-    : board_(board), metrics_text_(std::move(metrics_text)) {}
+                           std::function<std::string()> metrics_text, std::function<void()> on_idle)
+    : board_(board), metrics_text_(std::move(metrics_text)), on_idle_(std::move(on_idle)) {}
 
 StatusServer::~StatusServer() { Stop(); }
 
@@ -132,7 +132,7 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
   // Sixteen workers, at most 64 connections, a request head within 2 s and
   // 64 KiB per connection (bounded_server.h): no client, slow, large or
   // many, keeps /healthz unanswered or takes the reconcile's descriptors.
-  server_ = std::make_unique<BoundedServer>();
+  server_ = std::make_unique<BoundedServer>(ConnectionLimits{}, on_idle_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     server_->SetTls(tls_);

@@ -36,7 +36,9 @@ core::Result<ListenAddress> ParseListen(const std::string& text);
 
 class StatusServer {
  public:
-  StatusServer(const status::StatusBoard& board, std::function<std::string()> metrics_text);
+  // `on_idle`: called when the last open connection has closed (BoundedServer).
+  StatusServer(const status::StatusBoard& board, std::function<std::string()> metrics_text,
+               std::function<void()> on_idle = nullptr);
   ~StatusServer();
 
   // The --web-config: TLS, basic auth, response headers. Before Start, or
@@ -68,6 +70,7 @@ class StatusServer {
 
   const status::StatusBoard& board_;
   std::function<std::string()> metrics_text_;
+  std::function<void()> on_idle_;
   mutable std::mutex mu_;
   std::shared_ptr<const Policy> policy_;
   std::shared_ptr<const TlsContext> tls_;

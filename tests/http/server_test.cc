@@ -9,6 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 namespace mesh::http {
 namespace {
 
@@ -128,4 +132,45 @@ TEST(ParseListenTest, Forms) {
 }
 
 }  // namespace
+// The daemon hands freed memory back when the HTTP side goes quiet: only
+// once no connection is open, never while one is being served.
+TEST(ServerIdleTest, OnIdleWaitsForTheLastOpenConnection) {
+  status::StatusBoard board;
+  std::atomic<int> idle{0};
+  StatusServer server(
+      board, [] { return std::string("# metrics\n"); }, [&idle] { ++idle; });
+  auto bound = server.Start({"127.0.0.1", 0});
+  ASSERT_TRUE(bound.has_value()) << bound.error().message;
+  int port = std::stoi(bound->substr(bound->rfind(':') + 1));
+
+  // A: a keep-alive connection, answered once and left open.
+  int a = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_GT(::write(a, get, sizeof get - 1), 0);
+  char buf[4096];
+  ASSERT_GT(::read(a, buf, sizeof buf), 0);
+
+  // B: served and closed while A is open.
+  httplib::Client b("127.0.0.1", port);
+  b.set_keep_alive(false);
+  auto res = b.Get("/metrics");
+  ASSERT_TRUE(res);
+  b.stop();
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(idle.load(), 0) << "called while a connection was still open";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  ::close(a);
+  for (int i = 0; i < 300 && idle.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(idle.load(), 1);
+}
+
 }  // namespace mesh::http

@@ -1,0 +1,15 @@
+#include "host/adapters/daemon_heap.h"
+
+#include <malloc.h>
+
+namespace mesh::adapters {
+
+void PrepareDaemonHeap() {
+  mallopt(M_ARENA_MAX, 2);
+  mallopt(M_MMAP_THRESHOLD, 128 << 10);
+  mallopt(M_TRIM_THRESHOLD, 128 << 10);
+}
+
+void ReleaseFreedHeap() { malloc_trim(0); }
+
+}  // namespace mesh::adapters
