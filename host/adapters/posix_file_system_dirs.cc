@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,6 +98,90 @@ Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool 
   return status;
 }
 
+// The directories of a tree being written (or read), opened one relpath at
+// a time and the last one kept open: consecutive entries of a sorted tree
+// share it, so a file costs its own open and not its parents' every time.
+class TreeDirs {
+ public:
+  // `create`: a missing directory is made (0755, as an implicit parent of
+  // an archive member); otherwise it is a failure. A `top` of -1 opens
+  // nothing.
+  TreeDirs(int top, bool create) : top_(top), create_(create) {}
+
+  // The directory at `rel` below the top ("" is the top itself), or -1 with
+  // errno set and failed_step() naming what failed.
+  int Open(std::string_view rel) {
+    if (top_ < 0) return -1;
+    if (rel.empty()) return top_;
+    if (fd_.valid() && rel == rel_) return fd_.get();
+    fd_ = UniqueFd();
+    UniqueFd cur;
+    int at = top_;
+    for (std::string_view comp : Components(rel)) {
+      std::string c(comp);
+      if (create_ && ::mkdirat(at, c.c_str(), 0755) != 0 && errno != EEXIST) {
+        step_ = "mkdir";
+        return -1;
+      }
+      cur = UniqueFd(::openat(at, c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!cur.valid()) {
+        step_ = "open";
+        return -1;
+      }
+      at = cur.get();
+    }
+    fd_ = std::move(cur);
+    rel_ = rel;
+    return fd_.get();
+  }
+  const char* failed_step() const { return step_; }
+
+ private:
+  int top_;
+  bool create_;
+  std::string rel_;
+  UniqueFd fd_;
+  const char* step_ = "open";
+};
+
+// Links the file `name` of the old tree's directory `old_dir` into `new_dir`
+// when it is exactly what `e` would write: a regular file of the same mode
+// and bytes that only the host can have made so, owned by the host as a
+// file it writes would be, with no other name and no extended attributes.
+// Its data is already durable (the tree it belongs to was synced before it
+// was swapped in), and after the swap the old tree's name is deleted, not
+// its blocks: a bundle in which one file of 239 changed no longer rewrites
+// and frees the other 238. False on any doubt or failure: the caller then
+// writes the file as it would have.
+bool LinkIfUnchanged(int old_dir, const std::string& name, const TreeEntry& e, int new_dir) {
+  if (old_dir < 0) return false;
+  UniqueFd fd(::openat(old_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return false;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+      st.st_uid != ::geteuid() || st.st_gid != ::getegid() ||
+      (st.st_mode & 07777) != (e.mode & 07777) ||
+      static_cast<uint64_t>(st.st_size) != e.content.size()) {
+    return false;
+  }
+  if (::flistxattr(fd.get(), nullptr, 0) != 0) return false;  // some, or cannot tell
+  char buf[64 * 1024];
+  for (size_t at = 0; at < e.content.size();) {
+    ssize_t n =
+        ::pread(fd.get(), buf, std::min(sizeof buf, e.content.size() - at), static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || std::memcmp(buf, e.content.data() + at, static_cast<size_t>(n)) != 0) {
+      return false;
+    }
+    at += static_cast<size_t>(n);
+  }
+  // By the descriptor, so the name cannot be swapped between the checks and
+  // the link. AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc/self/fd does not.
+  if (::linkat(fd.get(), "", new_dir, name.c_str(), AT_EMPTY_PATH) == 0) return true;
+  std::string proc = "/proc/self/fd/" + std::to_string(fd.get());
+  return ::linkat(AT_FDCWD, proc.c_str(), new_dir, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+}
+
 }  // namespace
 
 Status PosixFileSystem::ReplaceTree(const std::string& path,
@@ -115,29 +200,31 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   };
   UniqueFd top(::openat(dir, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!top.valid()) return fail(Errno("open temporary tree for", path));
+  // The tree being replaced, if any: its files that are exactly the new
+  // entries are linked into the new tree rather than written again.
+  UniqueFd old_top(::openat(dir, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 
-  // Parents before children: sorted relpaths put "a" before "a/b".
+  // Parents before children: sorted relpaths put "a" before "a/b", and a
+  // directory's own entries come together, so each side keeps the last
+  // directory it opened.
   std::vector<const TreeEntry*> order;
   for (const TreeEntry& e : entries) order.push_back(&e);
   std::sort(order.begin(), order.end(),
             [](const TreeEntry* a, const TreeEntry* b) { return a->relpath < b->relpath; });
+  TreeDirs made(top.get(), /*create=*/true);
+  TreeDirs old(old_top.get(), /*create=*/false);
   std::vector<std::pair<std::string, uint32_t>> dir_modes;
   for (const TreeEntry* e : order) {
     std::string shown = path + "/" + e->relpath;
-    std::vector<std::string_view> comps = Components(e->relpath);
-    UniqueFd cur(::fcntl(top.get(), F_DUPFD_CLOEXEC, 0));
-    for (size_t i = 0; i + 1 < comps.size(); ++i) {
-      std::string c(comps[i]);
-      if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST) {
-        return fail(Errno("mkdir", shown));
-      }
-      cur =
-          UniqueFd(::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!cur.valid()) return fail(Errno("open", shown));
-    }
-    std::string name(comps.back());
+    size_t slash = e->relpath.rfind('/');
+    std::string_view parent_rel = slash == std::string::npos
+                                      ? std::string_view()
+                                      : std::string_view(e->relpath).substr(0, slash);
+    std::string name = e->relpath.substr(slash == std::string::npos ? 0 : slash + 1);
+    int cur = made.Open(parent_rel);
+    if (cur < 0) return fail(Errno(made.failed_step(), shown));
     if (e->type == FileType::kDirectory) {
-      if (::mkdirat(cur.get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
+      if (::mkdirat(cur, name.c_str(), 0700) != 0 && errno != EEXIST) {
         return fail(Errno("mkdir", shown));
       }
       // Modes applied last, so a read-only directory can still be filled.
@@ -145,8 +232,9 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
       continue;
     }
     if (e->type != FileType::kRegular) return fail("unpack " + shown + ": not a file or directory");
-    UniqueFd fd(::openat(cur.get(), name.c_str(),
-                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (old_top.valid() && LinkIfUnchanged(old.Open(parent_rel), name, *e, cur)) continue;
+    UniqueFd fd(
+        ::openat(cur, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return fail(Errno("create", shown));
     if (auto w = WriteAll(fd.get(), e->content, shown); !w) return fail(w.error().message);
     if (::fchmod(fd.get(), e->mode & 07777) != 0) return fail(Errno("chmod", shown));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -299,6 +301,89 @@ TEST_F(PosixFileSystemTest, ReplaceTreeSwapsWholeAndScans) {
   ASSERT_EQ(scan->size(), 1u);
   EXPECT_EQ((*scan)[0].relpath, "README");
   EXPECT_EQ((*scan)[0].content_sha256.size(), 64u);
+}
+
+// A file of the old tree that is exactly the new entry (bytes and mode),
+// the host's alone, is linked into the new tree, not written again; any
+// other is written fresh, so the new tree is what a fresh unpack makes.
+ino_t Inode(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+TEST_F(PosixFileSystemTest, ReplaceTreeLinksOnlyFilesExactlyAsTheNewEntries) {
+  auto entry = [](std::string rel, uint32_t mode, std::string content) {
+    core::TreeEntry e;
+    e.relpath = std::move(rel);
+    e.mode = mode;
+    e.content = std::move(content);
+    return e;
+  };
+  std::vector<core::TreeEntry> v1 = {
+      entry("lib/same", 0644, "unchanged"),      entry("lib/bytes", 0644, "old bytes"),
+      entry("lib/mode", 0644, "same bytes"),     entry("lib/twice", 0644, "linked elsewhere"),
+      entry("lib/owner", 0644, "someone's now"), entry("lib/xattr", 0644, "with an attribute"),
+      entry("top", 0600, "at the top")};
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", v1).has_value());
+  std::string lib = dir_.Sub("root/opt/b/lib/");
+  std::map<std::string, ino_t> before;
+  for (const auto& e : v1) before[e.relpath] = Inode(dir_.Sub("root/opt/b/" + e.relpath));
+  // Made so by someone else since: a second name, another owner, an
+  // extended attribute (user.* where the file system has them).
+  ASSERT_EQ(::link((lib + "twice").c_str(), dir_.Sub("outside/twice").c_str()), 0);
+  // (Bazel's sandbox maps no other user: there the owner case is not run.)
+  bool chowned = ::chown((lib + "owner").c_str(), 12345, 12345) == 0;
+  bool xattrs = ::setxattr((lib + "xattr").c_str(), "user.mark", "x", 1, 0) == 0;
+
+  std::vector<core::TreeEntry> v2 = v1;
+  v2[1].content = "new bytes";
+  v2[2].mode = 0640;
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", v2).has_value());
+
+  EXPECT_EQ(Inode(lib + "same"), before["lib/same"]) << "an unchanged file is written again";
+  EXPECT_EQ(Inode(dir_.Sub("root/opt/b/top")), before["top"]);
+  EXPECT_NE(Inode(lib + "bytes"), before["lib/bytes"]);
+  EXPECT_NE(Inode(lib + "mode"), before["lib/mode"]);
+  EXPECT_NE(Inode(lib + "twice"), before["lib/twice"]) << "a file with another name is shared";
+  if (chowned) {
+    EXPECT_NE(Inode(lib + "owner"), before["lib/owner"]) << "someone else's file is taken in";
+  }
+  if (xattrs) EXPECT_NE(Inode(lib + "xattr"), before["lib/xattr"]);
+  for (const auto& e : v2) {
+    std::string at = dir_.Sub("root/opt/b/" + e.relpath);
+    EXPECT_EQ(ReadText(at), e.content) << e.relpath;
+    struct stat st;
+    ASSERT_EQ(::lstat(at.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, e.mode) << e.relpath;
+    EXPECT_EQ(st.st_uid, ::geteuid()) << e.relpath;
+    EXPECT_EQ(st.st_nlink, 1u) << e.relpath << ": the old tree's name is left";
+  }
+  EXPECT_EQ(ReadText(dir_.Sub("outside/twice")), "linked elsewhere");
+  char value[8];
+  EXPECT_LT(::getxattr((lib + "xattr").c_str(), "user.mark", value, sizeof value), 0);
+}
+
+// A replace that fails part-way leaves the old tree as it was: what it
+// linked from it goes with the temporary tree, not the old names.
+TEST_F(PosixFileSystemTest, AFailedReplaceLeavesTheOldTreeWhole) {
+  core::TreeEntry a;
+  a.relpath = "a";
+  a.mode = 0644;
+  a.content = "kept";
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a}).has_value());
+  ino_t inode = Inode(dir_.Sub("root/opt/b/a"));
+  core::TreeEntry bad;
+  bad.relpath = "z";
+  bad.type = core::FileType::kSymlink;
+  ASSERT_FALSE(fs_->ReplaceTree("/opt/b", {a, bad}).has_value());
+  EXPECT_EQ(Inode(dir_.Sub("root/opt/b/a")), inode);
+  EXPECT_EQ(ReadText(dir_.Sub("root/opt/b/a")), "kept");
+  struct stat st;
+  ASSERT_EQ(::lstat(dir_.Sub("root/opt/b/a").c_str(), &st), 0);
+  EXPECT_EQ(st.st_nlink, 1u) << "the temporary tree's link was left";
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root/opt")),
+                          std::filesystem::directory_iterator()),
+            1);
 }
 
 // The record is streamed from an open descriptor; a FIFO planted where a
