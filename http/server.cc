@@ -79,13 +79,33 @@ std::string StatusServer::scheme() const {
   return tls_ != nullptr ? "https" : "http";
 }
 
+std::shared_ptr<const std::string> StatusServer::StatusBody() {
+  std::shared_ptr<const status::Snapshot> now = board_.Get();
+  std::lock_guard<std::mutex> lock(status_mu_);
+  // By the picture itself, not its address: one freed and another made in
+  // its place is a new picture.
+  if (status_body_ == nullptr || status_of_.lock() != now) {
+    status_body_ = nullptr;  // the old text freed before the new one is built
+    status_body_ = std::make_shared<const std::string>(
+        status::ToJson(*now).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    status_of_ = now;
+  }
+  return status_body_;
+}
+
+void StatusServer::Idle() {
+  {
+    std::lock_guard<std::mutex> lock(status_mu_);
+    status_body_ = nullptr;
+    status_of_.reset();
+  }
+  if (on_idle_) on_idle_();
+}
+
 // The three pages, and what an unknown path gets.
 void StatusServer::Route(httplib::Server& s) {
   s.Get("/status", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(status::ToJson(*board_.Get())
-                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                        "\n",
-                    "application/json");
+    res.set_content(*StatusBody(), "application/json");
   });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     status::Health h = status::Judge(*board_.Get());
@@ -132,7 +152,7 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
   // Sixteen workers, at most 64 connections, a request head within 2 s and
   // 64 KiB per connection (bounded_server.h): no client, slow, large or
   // many, keeps /healthz unanswered or takes the reconcile's descriptors.
-  server_ = std::make_unique<BoundedServer>(ConnectionLimits{}, on_idle_);
+  server_ = std::make_unique<BoundedServer>(ConnectionLimits{}, [this] { Idle(); });
   {
     std::lock_guard<std::mutex> lock(mu_);
     server_->SetTls(tls_);

@@ -64,6 +64,26 @@ TEST_F(ServerTest, ServesTheThreeEndpoints) {
   EXPECT_THAT(metrics->get_header_value("Content-Type"), HasSubstr("text/plain; version=0.0.4"));
 }
 
+// /status is rendered once per picture and shared while connections are
+// open: a picture published while a client holds its connection open is
+// what that client reads next, never the text rendered before it.
+TEST_F(ServerTest, StatusOnAnOpenConnectionFollowsEveryNewPicture) {
+  auto c = Client();
+  c.set_keep_alive(true);
+  for (int i = 0; i < 4; ++i) {
+    bool failed = i % 2 == 1;
+    Publish(failed);
+    auto status = c.Get("/status");
+    ASSERT_TRUE(status);
+    auto doc = nlohmann::json::parse(status->body);
+    EXPECT_EQ(doc["resources"][0]["outcome"], failed ? "failed" : "unchanged") << "request " << i;
+    // Asked again with nothing new: the same text.
+    auto again = c.Get("/status");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->body, status->body);
+  }
+}
+
 TEST_F(ServerTest, UnhealthyNamesWhatIsWrong) {
   Publish(true);
   auto health = Client().Get("/healthz");
