@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "host/adapters/posix_file_system.h"
 #include "host/adapters/posix_internal.h"
@@ -109,77 +110,111 @@ class TreeDirs {
   TreeDirs(int top, bool create) : top_(top), create_(create) {}
 
   // The directory at `rel` below the top ("" is the top itself), or -1 with
-  // errno set and failed_step() naming what failed.
+  // error() and failed_step() saying what failed. A directory that could
+  // not be opened is not tried again for the entries after it.
   int Open(std::string_view rel) {
     if (top_ < 0) return -1;
-    if (rel.empty()) return top_;
-    if (fd_.valid() && rel == rel_) return fd_.get();
+    if (opened_ && rel == rel_) return Current();  // -1 again after a failure
+    opened_ = true;
+    rel_ = rel;
+    fresh_gid_.reset();
     fd_ = UniqueFd();
+    if (rel.empty()) return top_;
     UniqueFd cur;
     int at = top_;
     for (std::string_view comp : Components(rel)) {
       std::string c(comp);
       if (create_ && ::mkdirat(at, c.c_str(), 0755) != 0 && errno != EEXIST) {
-        step_ = "mkdir";
-        return -1;
+        return Failed("mkdir");
       }
       cur = UniqueFd(::openat(at, c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!cur.valid()) {
-        step_ = "open";
-        return -1;
-      }
+      if (!cur.valid()) return Failed("open");
       at = cur.get();
     }
     fd_ = std::move(cur);
-    rel_ = rel;
     return fd_.get();
   }
+  int error() const { return error_; }
   const char* failed_step() const { return step_; }
 
+  // The group a file created now in the directory last opened gets (its
+  // own when it is setgid, else the host's), or none when such a file
+  // would get more than its owner, group and mode (a default ACL), or
+  // that cannot be told.
+  std::optional<gid_t> FreshGid() {
+    if (!fresh_gid_.has_value()) {
+      fresh_gid_.emplace();  // asked: none unless told below
+      struct stat st;
+      int fd = Current();
+      if (fd >= 0 && ::fstat(fd, &st) == 0) {
+        bool acl = ::fgetxattr(fd, "system.posix_acl_default", nullptr, 0) >= 0 ||
+                   (errno != ENODATA && errno != ENOTSUP);
+        if (!acl) *fresh_gid_ = (st.st_mode & S_ISGID) != 0 ? st.st_gid : ::getegid();
+      }
+    }
+    return *fresh_gid_;
+  }
+
  private:
+  int Current() const { return rel_.empty() ? top_ : fd_.get(); }
+  int Failed(const char* step) {
+    error_ = errno;
+    step_ = step;
+    fd_ = UniqueFd();
+    return -1;
+  }
+
   int top_;
   bool create_;
+  bool opened_ = false;
   std::string rel_;
   UniqueFd fd_;
+  std::optional<std::optional<gid_t>> fresh_gid_;  // outer: asked since Open
+  int error_ = 0;
   const char* step_ = "open";
 };
 
 // Links the file `name` of the old tree's directory `old_dir` into `new_dir`
-// when it is exactly what `e` would write: a regular file of the same mode
-// and bytes that only the host can have made so, owned by the host as a
-// file it writes would be, with no other name and no extended attributes.
-// Its data is already durable (the tree it belongs to was synced before it
-// was swapped in), and after the swap the old tree's name is deleted, not
-// its blocks: a bundle in which one file of 239 changed no longer rewrites
-// and frees the other 238. False on any doubt or failure: the caller then
-// writes the file as it would have.
-bool LinkIfUnchanged(int old_dir, const std::string& name, const TreeEntry& e, int new_dir) {
-  if (old_dir < 0) return false;
+// when it is exactly what `e` would write there: a regular file of the same
+// mode and bytes that only the host can have made so, with the owner and
+// group a file it writes there would get (`gid`), one name and no extended
+// attributes. Its data is already durable (the tree it belongs to was
+// synced before it was swapped in), and after the swap the old tree's name
+// is deleted, not its blocks: a bundle in which one file of 239 changed no
+// longer rewrites and frees the other 238. Returns the modification time
+// the bytes were compared at; none on any doubt or failure, and the caller
+// then writes the file as it would have.
+std::optional<timespec> LinkIfUnchanged(int old_dir, const std::string& name, const TreeEntry& e,
+                                        int new_dir, std::optional<gid_t> gid) {
+  if (old_dir < 0 || !gid.has_value()) return std::nullopt;
   UniqueFd fd(::openat(old_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid()) return false;
+  if (!fd.valid()) return std::nullopt;
   struct stat st;
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-      st.st_uid != ::geteuid() || st.st_gid != ::getegid() ||
-      (st.st_mode & 07777) != (e.mode & 07777) ||
+      st.st_uid != ::geteuid() || st.st_gid != *gid || (st.st_mode & 07777) != (e.mode & 07777) ||
       static_cast<uint64_t>(st.st_size) != e.content.size()) {
-    return false;
+    return std::nullopt;
   }
-  if (::flistxattr(fd.get(), nullptr, 0) != 0) return false;  // some, or cannot tell
+  if (::flistxattr(fd.get(), nullptr, 0) != 0) return std::nullopt;  // some, or cannot tell
   char buf[64 * 1024];
   for (size_t at = 0; at < e.content.size();) {
     ssize_t n =
         ::pread(fd.get(), buf, std::min(sizeof buf, e.content.size() - at), static_cast<off_t>(at));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || std::memcmp(buf, e.content.data() + at, static_cast<size_t>(n)) != 0) {
-      return false;
+      return std::nullopt;
     }
     at += static_cast<size_t>(n);
   }
   // By the descriptor, so the name cannot be swapped between the checks and
   // the link. AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc/self/fd does not.
-  if (::linkat(fd.get(), "", new_dir, name.c_str(), AT_EMPTY_PATH) == 0) return true;
-  std::string proc = "/proc/self/fd/" + std::to_string(fd.get());
-  return ::linkat(AT_FDCWD, proc.c_str(), new_dir, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+  if (::linkat(fd.get(), "", new_dir, name.c_str(), AT_EMPTY_PATH) != 0) {
+    std::string proc = "/proc/self/fd/" + std::to_string(fd.get());
+    if (::linkat(AT_FDCWD, proc.c_str(), new_dir, name.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      return std::nullopt;
+    }
+  }
+  return st.st_mtim;
 }
 
 }  // namespace
@@ -214,6 +249,8 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   TreeDirs made(top.get(), /*create=*/true);
   TreeDirs old(old_top.get(), /*create=*/false);
   std::vector<std::pair<std::string, uint32_t>> dir_modes;
+  // Linked files, and their modification time when they were compared.
+  std::vector<std::pair<const std::string*, timespec>> linked;
   for (const TreeEntry* e : order) {
     std::string shown = path + "/" + e->relpath;
     size_t slash = e->relpath.rfind('/');
@@ -222,7 +259,10 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
                                       : std::string_view(e->relpath).substr(0, slash);
     std::string name = e->relpath.substr(slash == std::string::npos ? 0 : slash + 1);
     int cur = made.Open(parent_rel);
-    if (cur < 0) return fail(Errno(made.failed_step(), shown));
+    if (cur < 0) {
+      errno = made.error();
+      return fail(Errno(made.failed_step(), shown));
+    }
     if (e->type == FileType::kDirectory) {
       if (::mkdirat(cur, name.c_str(), 0700) != 0 && errno != EEXIST) {
         return fail(Errno("mkdir", shown));
@@ -232,7 +272,12 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
       continue;
     }
     if (e->type != FileType::kRegular) return fail("unpack " + shown + ": not a file or directory");
-    if (old_top.valid() && LinkIfUnchanged(old.Open(parent_rel), name, *e, cur)) continue;
+    if (old_top.valid()) {
+      if (auto at = LinkIfUnchanged(old.Open(parent_rel), name, *e, cur, made.FreshGid())) {
+        linked.emplace_back(&e->relpath, *at);
+        continue;
+      }
+    }
     UniqueFd fd(
         ::openat(cur, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return fail(Errno("create", shown));
@@ -261,7 +306,21 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
     }
     Status removed = RemoveAt(dir, tmp, path + " (old tree)", 0);
     Unsynced(path);
-    return removed;
+    if (!removed) return removed;
+    // A process that had a linked file open could write to it until now,
+    // and the tree's fingerprint, taken next, would take what it wrote for
+    // what was declared. Such a file fails the tree: the next apply finds
+    // it differing and writes it afresh.
+    for (const auto& [rel, mtime] : linked) {
+      struct stat now;
+      if (::fstatat(top.get(), rel->c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+          now.st_mtim.tv_sec != mtime.tv_sec || now.st_mtim.tv_nsec != mtime.tv_nsec) {
+        return Fail("replace " + path + ": " + *rel +
+                    " was written to while the tree was being replaced; the next apply writes "
+                    "it again");
+      }
+    }
+    return core::Ok();
   }
   if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) != 0) {
     return fail(Errno("rename into", path));

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/testing/temp_dir.h"
@@ -331,9 +333,10 @@ TEST_F(PosixFileSystemTest, ReplaceTreeLinksOnlyFilesExactlyAsTheNewEntries) {
   // Made so by someone else since: a second name, another owner, an
   // extended attribute (user.* where the file system has them).
   ASSERT_EQ(::link((lib + "twice").c_str(), dir_.Sub("outside/twice").c_str()), 0);
-  // (Bazel's sandbox maps no other user: there the owner case is not run.)
   bool chowned = ::chown((lib + "owner").c_str(), 12345, 12345) == 0;
+  if (!chowned) std::cerr << "not run: the case of another owner (no chown here)\n";
   bool xattrs = ::setxattr((lib + "xattr").c_str(), "user.mark", "x", 1, 0) == 0;
+  if (!xattrs) std::cerr << "not run: the case of an extended attribute (none here)\n";
 
   std::vector<core::TreeEntry> v2 = v1;
   v2[1].content = "new bytes";
@@ -363,6 +366,29 @@ TEST_F(PosixFileSystemTest, ReplaceTreeLinksOnlyFilesExactlyAsTheNewEntries) {
   EXPECT_LT(::getxattr((lib + "xattr").c_str(), "user.mark", value, sizeof value), 0);
 }
 
+// A fresh unpack under a setgid directory gives its files that directory's
+// group: a file of the old tree made before the directory was setgid is
+// not the file a fresh unpack makes, and is written, not linked.
+TEST_F(PosixFileSystemTest, ReplaceTreeUnderANowSetgidParentWritesFiles) {
+  core::TreeEntry a;
+  a.relpath = "lib/a";
+  a.mode = 0644;
+  a.content = "same";
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a}).has_value());
+  ino_t inode = Inode(dir_.Sub("root/opt/b/lib/a"));
+  std::string opt = dir_.Sub("root/opt");
+  if (::chown(opt.c_str(), static_cast<uid_t>(-1), 12345) != 0) {
+    GTEST_SKIP() << "no other group to give the directory here (Bazel's sandbox maps none)";
+  }
+  ASSERT_EQ(::chmod(opt.c_str(), 02755), 0);
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a}).has_value());
+  struct stat st;
+  ASSERT_EQ(::lstat(dir_.Sub("root/opt/b/lib/a").c_str(), &st), 0);
+  EXPECT_NE(st.st_ino, inode) << "linked a file of another group than a fresh one gets";
+  EXPECT_EQ(st.st_gid, 12345u);
+  EXPECT_EQ(ReadText(dir_.Sub("root/opt/b/lib/a")), "same");
+}
+
 // A replace that fails part-way leaves the old tree as it was: what it
 // linked from it goes with the temporary tree, not the old names.
 TEST_F(PosixFileSystemTest, AFailedReplaceLeavesTheOldTreeWhole) {
@@ -372,6 +398,11 @@ TEST_F(PosixFileSystemTest, AFailedReplaceLeavesTheOldTreeWhole) {
   a.content = "kept";
   ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a}).has_value());
   ino_t inode = Inode(dir_.Sub("root/opt/b/a"));
+  struct stat before;
+  ASSERT_EQ(::lstat(dir_.Sub("root/opt/b/a").c_str(), &before), 0);
+  // ctime moves by the kernel's tick: wait one, so that a link and its
+  // removal show.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   core::TreeEntry bad;
   bad.relpath = "z";
   bad.type = core::FileType::kSymlink;
@@ -381,6 +412,9 @@ TEST_F(PosixFileSystemTest, AFailedReplaceLeavesTheOldTreeWhole) {
   struct stat st;
   ASSERT_EQ(::lstat(dir_.Sub("root/opt/b/a").c_str(), &st), 0);
   EXPECT_EQ(st.st_nlink, 1u) << "the temporary tree's link was left";
+  EXPECT_NE(st.st_ctim.tv_nsec + st.st_ctim.tv_sec * 1000000000LL,
+            before.st_ctim.tv_nsec + before.st_ctim.tv_sec * 1000000000LL)
+      << "nothing was linked: this test proves nothing";
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root/opt")),
                           std::filesystem::directory_iterator()),
             1);
