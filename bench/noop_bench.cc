@@ -4,6 +4,7 @@
 //
 //   noop_bench --files 10000 [--repeat 5]
 //              [--noop-only N | --published-only N | --full-pass-only N | --touched-only N]
+//              [--daemon-heap 1]
 //
 // Floors, measured in the same process on the same files: an lstat of every
 // file (what the fingerprint check cannot avoid) and a read + SHA-256 of
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "bench/timing.h"
+#include "host/adapters/daemon_heap.h"
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/posix_file_system.h"
@@ -55,11 +57,16 @@ void Row(const char* name, double value, const char* unit, double floor = 0,
   for (int i = 0; i < n; ++i) daemon.Apply(decl);
 }
 
+// --daemon-heap 1: the daemon's malloc settings (adapters::PrepareDaemonHeap)
+// and its trim after every apply (daemon.cc, ApplyOnce).
+bool daemon_heap = false;
+
 // What the daemon does with every apply's report: /status's picture and
 // the metrics (daemon.cc, Publish).
 void Publish(core::ApplyReport report, status::StatusBoard& board, metrics::HostMetrics& metrics) {
   metrics.ObserveApply(report);
   board.PublishApply(std::move(report));
+  if (daemon_heap) adapters::ReleaseFreedHeap();
 }
 
 // Likewise: n no-ops, each published as the daemon publishes it.
@@ -72,7 +79,10 @@ void Publish(core::ApplyReport report, status::StatusBoard& board, metrics::Host
 // Likewise: nothing but the full pass, n times, in a function of its
 // own (valgrind --tool=callgrind --toggle-collect='*FullPasses*').
 [[gnu::noinline]] void FullPasses(reconcile::Reconciler& full, const std::string& decl, int n) {
-  for (int i = 0; i < n; ++i) full.Apply(decl);
+  for (int i = 0; i < n; ++i) {
+    full.Apply(decl);
+    if (daemon_heap) adapters::ReleaseFreedHeap();
+  }
 }
 
 // Likewise: n applies, each after 1% of the files were touched.
@@ -88,6 +98,8 @@ void Publish(core::ApplyReport report, status::StatusBoard& board, metrics::Host
 }  // namespace
 
 int main(int argc, char** argv) {
+  daemon_heap = bench::IntFlag(argc, argv, "--daemon-heap", 0) != 0;
+  if (daemon_heap) adapters::PrepareDaemonHeap();
   int files = bench::IntFlag(argc, argv, "--files", 10000);
   int repeat = bench::IntFlag(argc, argv, "--repeat", 5);
   char tmpl[] = "/tmp/mesh-host-bench.XXXXXX";
@@ -161,6 +173,7 @@ int main(int argc, char** argv) {
   size_t unchanged = 0;
   double daemon_ms = MedianMs(repeat, [&] {
     auto r = daemon.Apply(decl);
+    if (daemon_heap) adapters::ReleaseFreedHeap();
     unchanged = std::count_if(r.outcomes.begin(), r.outcomes.end(),
                               [](const auto& o) { return o.outcome == core::Outcome::kUnchanged; });
   });
@@ -182,7 +195,7 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(dir);
     return 0;
   }
-  double full_ms = MedianMs(repeat, [&] { full.Apply(decl); });
+  double full_ms = MedianMs(repeat, [&] { FullPasses(full, decl, 1); });
   // Steps of the full pass measured alone.
   double parse_ms = MedianMs(repeat, [&] { (void)core::ParseDeclaration(decl); });
   double digest_ms = MedianMs(repeat, [&] { core::Sha256Hex(decl); });

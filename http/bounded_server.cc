@@ -67,8 +67,8 @@ void Address(int sock, bool peer, std::string& ip, int& port) {
 // "turning away" (closed unserved), so it never waits holding a descriptor.
 class BoundedServer::Queue : public httplib::TaskQueue {
  public:
-  Queue(const ConnectionLimits& limits, const std::function<void()>& on_idle)
-      : max_(limits.max_connections), on_idle_(on_idle) {
+  Queue(const ConnectionLimits& limits, std::function<void()> on_idle)
+      : max_(limits.max_connections), on_idle_(std::move(on_idle)) {
     for (size_t i = 0; i < limits.workers; ++i) threads_.emplace_back([this] { Work(); });
   }
   void enqueue(std::function<void()> fn) override {
@@ -122,7 +122,7 @@ class BoundedServer::Queue : public httplib::TaskQueue {
   }
 
   const size_t max_;
-  const std::function<void()>& on_idle_;
+  const std::function<void()> on_idle_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;

@@ -6,7 +6,8 @@ namespace mesh::adapters {
 
 void PrepareDaemonHeap() {
   mallopt(M_ARENA_MAX, 2);
-  mallopt(M_MMAP_THRESHOLD, 128 << 10);
+  // Setting either freezes both (glibc then stops raising them).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 128 << 10);
 }
 

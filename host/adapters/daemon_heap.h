@@ -12,9 +12,10 @@
 namespace mesh::adapters {
 
 // Before any thread exists: two malloc arenas at most (one per thread would
-// keep each thread's freed memory), and fixed mmap and trim thresholds, so
-// a large block is always mapped on its own and unmapped when freed, and a
-// free top of 128 KiB is always given back.
+// keep each thread's freed memory), and fixed thresholds: a free top of
+// 128 KiB is always given back, in the second arena too, and a block is
+// mapped on its own only from 32 MiB, so an apply's large vectors come
+// from the heap and do not fault in fresh pages at every apply.
 void PrepareDaemonHeap();
 
 // malloc_trim: every whole free page of every arena is given back (after

@@ -151,7 +151,6 @@ TEST(ParseListenTest, Forms) {
   EXPECT_FALSE(ParseListen("host:x"));
 }
 
-}  // namespace
 // The daemon hands freed memory back when the HTTP side goes quiet: only
 // once no connection is open, never while one is being served.
 TEST(ServerIdleTest, OnIdleWaitsForTheLastOpenConnection) {
@@ -193,4 +192,5 @@ TEST(ServerIdleTest, OnIdleWaitsForTheLastOpenConnection) {
   EXPECT_EQ(idle.load(), 1);
 }
 
+}  // namespace
 }  // namespace mesh::http

@@ -265,7 +265,6 @@ TEST(HostMetricsTest, ADeclarationThatChangesEveryApplyNeverChurns) {
           R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="app.conf"} 10)"));
 }
 
-}  // namespace
 // The per-resource change counters are rendered by the host, not by a
 // prometheus-cpp family: they must still read as one counter family, with
 // its HELP and TYPE once, present only while it has series, and a series
@@ -324,4 +323,5 @@ TEST(HostMetricsTest, ChangeCountersAreOneFamilyWhileTheyHaveSeries) {
   EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_resource_changes_total")));
 }
 
+}  // namespace
 }  // namespace mesh::metrics
