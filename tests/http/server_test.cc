@@ -18,6 +18,20 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A raw connection to 127.0.0.1:port, or -1.
+int ConnectLoopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -124,12 +138,8 @@ TEST_F(ServerTest, UnknownPathIs404OtherMethodsAre405) {
 
 TEST_F(ServerTest, HalfARequestDoesNotBlockMetrics) {
   // A client that sends half a request line and stalls.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port_));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  int fd = ConnectLoopback(port_);
+  ASSERT_GE(fd, 0);
   const char half[] = "GET /metr";
   ASSERT_GT(::write(fd, half, sizeof half - 1), 0);
   auto metrics = Client().Get("/metrics");
@@ -163,12 +173,8 @@ TEST(ServerIdleTest, OnIdleWaitsForTheLastOpenConnection) {
   int port = std::stoi(bound->substr(bound->rfind(':') + 1));
 
   // A: a keep-alive connection, answered once and left open.
-  int a = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  int a = ConnectLoopback(port);
+  ASSERT_GE(a, 0);
   const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_GT(::write(a, get, sizeof get - 1), 0);
   char buf[4096];

@@ -291,22 +291,13 @@ TEST(HostMetricsTest, ChangeCountersAreOneFamilyWhileTheyHaveSeries) {
   EXPECT_EQ(Count(text, "# HELP mesh_host_resource_changes_total "), 1u);
   EXPECT_EQ(Count(text, "# TYPE mesh_host_resource_changes_total counter\n"), 1u);
   EXPECT_EQ(Count(text, "mesh_host_resource_changes_total{"), 4u) << text;
-  EXPECT_THAT(
-      text,
-      HasSubstr(
-          R"(mesh_host_resource_changes_total{kind="file",outcome="created",resource="a"} 1)"));
-  EXPECT_THAT(
-      text,
-      HasSubstr(
-          R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="a"} 1)"));
-  EXPECT_THAT(
-      text,
-      HasSubstr(
-          R"(mesh_host_resource_changes_total{kind="directory",outcome="updated",resource="a"} 1)"));
-  EXPECT_THAT(
-      text,
-      HasSubstr(
-          R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="b"} 2)"));
+  for (const char* series :
+       {R"(mesh_host_resource_changes_total{kind="file",outcome="created",resource="a"} 1)",
+        R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="a"} 1)",
+        R"(mesh_host_resource_changes_total{kind="directory",outcome="updated",resource="a"} 1)",
+        R"(mesh_host_resource_changes_total{kind="file",outcome="updated",resource="b"} 2)"}) {
+    EXPECT_THAT(text, HasSubstr(series));
+  }
   // Every series of the family sits under its one TYPE line.
   size_t type = text.find("# TYPE mesh_host_resource_changes_total");
   size_t next_type = text.find("# TYPE", type + 1);

@@ -308,24 +308,27 @@ TEST_F(PosixFileSystemTest, ReplaceTreeSwapsWholeAndScans) {
 // A file of the old tree that is exactly the new entry (bytes and mode),
 // the host's alone, is linked into the new tree, not written again; any
 // other is written fresh, so the new tree is what a fresh unpack makes.
+core::TreeEntry FileEntry(std::string rel, uint32_t mode, std::string content) {
+  core::TreeEntry e;
+  e.relpath = std::move(rel);
+  e.mode = mode;
+  e.content = std::move(content);
+  return e;
+}
+
 ino_t Inode(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
 TEST_F(PosixFileSystemTest, ReplaceTreeLinksOnlyFilesExactlyAsTheNewEntries) {
-  auto entry = [](std::string rel, uint32_t mode, std::string content) {
-    core::TreeEntry e;
-    e.relpath = std::move(rel);
-    e.mode = mode;
-    e.content = std::move(content);
-    return e;
-  };
-  std::vector<core::TreeEntry> v1 = {
-      entry("lib/same", 0644, "unchanged"),      entry("lib/bytes", 0644, "old bytes"),
-      entry("lib/mode", 0644, "same bytes"),     entry("lib/twice", 0644, "linked elsewhere"),
-      entry("lib/owner", 0644, "someone's now"), entry("lib/xattr", 0644, "with an attribute"),
-      entry("top", 0600, "at the top")};
+  std::vector<core::TreeEntry> v1 = {FileEntry("lib/same", 0644, "unchanged"),
+                                     FileEntry("lib/bytes", 0644, "old bytes"),
+                                     FileEntry("lib/mode", 0644, "same bytes"),
+                                     FileEntry("lib/twice", 0644, "linked elsewhere"),
+                                     FileEntry("lib/owner", 0644, "someone's now"),
+                                     FileEntry("lib/xattr", 0644, "with an attribute"),
+                                     FileEntry("top", 0600, "at the top")};
   ASSERT_TRUE(fs_->ReplaceTree("/opt/b", v1).has_value());
   std::string lib = dir_.Sub("root/opt/b/lib/");
   std::map<std::string, ino_t> before;
@@ -370,10 +373,7 @@ TEST_F(PosixFileSystemTest, ReplaceTreeLinksOnlyFilesExactlyAsTheNewEntries) {
 // group: a file of the old tree made before the directory was setgid is
 // not the file a fresh unpack makes, and is written, not linked.
 TEST_F(PosixFileSystemTest, ReplaceTreeUnderANowSetgidParentWritesFiles) {
-  core::TreeEntry a;
-  a.relpath = "lib/a";
-  a.mode = 0644;
-  a.content = "same";
+  core::TreeEntry a = FileEntry("lib/a", 0644, "same");
   ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a}).has_value());
   ino_t inode = Inode(dir_.Sub("root/opt/b/lib/a"));
   std::string opt = dir_.Sub("root/opt");
@@ -392,10 +392,7 @@ TEST_F(PosixFileSystemTest, ReplaceTreeUnderANowSetgidParentWritesFiles) {
 // A replace that fails part-way leaves the old tree as it was: what it
 // linked from it goes with the temporary tree, not the old names.
 TEST_F(PosixFileSystemTest, AFailedReplaceLeavesTheOldTreeWhole) {
-  core::TreeEntry a;
-  a.relpath = "a";
-  a.mode = 0644;
-  a.content = "kept";
+  core::TreeEntry a = FileEntry("a", 0644, "kept");
   ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a}).has_value());
   ino_t inode = Inode(dir_.Sub("root/opt/b/a"));
   struct stat before;
