@@ -3,13 +3,14 @@
 # the //packaging:deb genrule; tools/package names the result). Depends: is
 # what dpkg-shlibdeps computes from the binary's shared libraries, and the
 # one it loads itself.
-#   build_deb.sh OUT RELEASE DATE BINARY UNIT ENV MANPAGE COMPLETION DEBIAN_DIR DOC... -- RULES...
+#   build_deb.sh OUT RELEASE DATE BINARY SERVE UNIT ENV MANPAGE COMPLETION DEBIAN_DIR DOC... -- RULES...
+# (SERVE: mesh-host-serve, which mesh-host runs for `run` and `status`.)
 # The same inputs make the same package: modes set whatever the umask, every
 # file dated DATE (the release's), sizes as the files' own.
 set -euo pipefail
 umask 022
-out=$1 release=$2 date=$3 binary=$4 unit=$5 env=$6 man=$7 completion=$8 debian=$9
-shift 9
+out=$1 release=$2 date=$3 binary=$4 serve=$5 unit=$6 env=$7 man=$8 completion=$9 debian=${10}
+shift 10
 docs=() rules=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do docs+=("$1"); shift; done
 [ $# -gt 0 ] && shift
@@ -20,12 +21,14 @@ trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 root=$work/root
 for d in DEBIAN etc etc/mesh-host lib lib/systemd lib/systemd/system usr usr/bin usr/share \
   usr/share/man usr/share/man/man1 usr/share/bash-completion usr/share/bash-completion/completions \
-  usr/share/doc usr/share/doc/mesh-host usr/share/mesh-host usr/share/mesh-host/alerts; do
+  usr/share/doc usr/share/doc/mesh-host usr/share/mesh-host usr/share/mesh-host/alerts \
+  usr/lib usr/lib/mesh-host; do
   install -d -m 0755 "$root/$d"
 done
 chmod 0755 "$root"
 install -m 0755 "$binary" "$root/usr/bin/mesh-host"
-strip --strip-unneeded "$root/usr/bin/mesh-host"
+install -m 0755 "$serve" "$root/usr/lib/mesh-host/mesh-host-serve"
+strip --strip-unneeded "$root/usr/bin/mesh-host" "$root/usr/lib/mesh-host/mesh-host-serve"
 # The unit in packaging/ is install.sh's (/usr/local); a package owns /usr.
 sed -e 's|/usr/local/bin/mesh-host|/usr/bin/mesh-host|' \
     -e 's|^Documentation=.*|Documentation=man:mesh-host(1) file:///usr/share/doc/mesh-host/README.md|' \
@@ -55,7 +58,7 @@ chmod 0644 "$root/usr/share/man/man1/mesh-host.1.gz" "$root/usr/share/doc/mesh-h
 # dpkg-shlibdeps reads debian/control of the directory it runs in.
 mkdir -p "$work/src/debian"
 printf 'Source: mesh-host\n\nPackage: mesh-host\nArchitecture: any\n' > "$work/src/debian/control"
-if ! shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$root/usr/bin/mesh-host" 2>"$work/shlibdeps.err"); then
+if ! shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$root/usr/bin/mesh-host" "$root/usr/lib/mesh-host/mesh-host-serve" 2>"$work/shlibdeps.err"); then
   echo "build_deb: dpkg-shlibdeps failed:" >&2; cat "$work/shlibdeps.err" >&2; exit 1
 fi
 depends=$(sed -n 's/^shlibs:Depends=//p' <<<"$shlibs")

@@ -21,7 +21,8 @@ W=$T/work
 mkdir -p "$W/bazel-bin/host"
 cp -rL README.md docs examples packaging "$W/"
 cp "$BIN" "$W/bazel-bin/host/mesh-host"
-mkdir -p "$T/bin" && cp "$BIN" "$T/bin/mesh-host"
+cp "$(dirname "$BIN")/mesh-host-serve" "$W/bazel-bin/host/"
+mkdir -p "$T/bin" && cp "$BIN" "$T/bin/mesh-host" && cp "$(dirname "$BIN")/mesh-host-serve" "$T/bin/"
 machine=$(inside hostname)
 printf '{"machine": "%s", "generation": 1, "resources": [{"id": "motd", "kind": "file", "path": "/etc/motd.d/mesh", "content": "managed\\n"}]}\n' \
   "$machine" | tee "$W/my-declaration.json" > "$W/declaration.json"

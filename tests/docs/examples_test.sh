@@ -13,6 +13,7 @@ fi
 box_cow /etc /opt /srv /var/lib
 mkdir -p "$T/bin" "$T/repo"
 cp "$BIN" "$T/bin/mesh-host"
+cp "$(dirname "$BIN")/mesh-host-serve" "$T/bin/"  # `run` and `status` are its
 # The files themselves, not the runfiles' symlinks to them: tar packs what
 # it finds.
 cp -rL examples "$T/repo/"

@@ -10,6 +10,7 @@ DOC=$PWD/docs/quickstart.md
 box_cow /etc /opt /var/lib
 mkdir -p "$T/bin" "$T/home"
 cp "$BIN" "$T/bin/mesh-host"
+cp "$(dirname "$BIN")/mesh-host-serve" "$T/bin/"  # `run` and `status` are its
 {
   echo 'set -euo pipefail'
   echo "export PATH=$T/bin:\$PATH HOME=$T/home"

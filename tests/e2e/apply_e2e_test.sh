@@ -42,6 +42,15 @@ out=$("$BIN" apply "${F[@]}") || fail "second apply exit $?"
 loads_libsystemd() { LD_DEBUG=libs "$@" 2>&1 >/dev/null | grep -q 'calling init: .*/libsystemd\.so'; }
 ! loads_libsystemd "$BIN" --version || fail "--version loaded libsystemd"
 ! loads_libsystemd "$BIN" apply "${F[@]}" || fail "a files-only apply loaded libsystemd"
+# Nor do they load the HTTP side, TLS or the metrics: those are
+# mesh-host-serve's, which only `run` and `status` become.
+serves() {
+  LD_DEBUG=libs "$@" 2>"$T/ld.txt" >/dev/null || true  # status fails: nothing listens
+  grep -Eq 'calling init: .*/lib(cpp-httplib|ssl|prometheus-cpp-core)\.so' "$T/ld.txt"
+}
+! serves "$BIN" --version || fail "--version loaded the HTTP side"
+! serves "$BIN" apply "${F[@]}" || fail "an apply loaded the HTTP side"
+serves "$BIN" status --url http://127.0.0.1:1 || fail "status did not become mesh-host-serve"
 
 echo "port = 8080" > "$T/root/etc/app/app.conf"
 out=$("$BIN" apply "${F[@]}") || fail "drift apply exit $?"

@@ -19,6 +19,7 @@ cat > "$T/want" <<'LIST'
 /etc/mesh-host/mesh-host.env
 /lib/systemd/system/mesh-host.service
 /usr/bin/mesh-host
+/usr/lib/mesh-host/mesh-host-serve
 /usr/share/bash-completion/completions/mesh-host
 /usr/share/doc/mesh-host/README.md
 /usr/share/doc/mesh-host/alerts.md
@@ -41,8 +42,8 @@ LIST
 check "holds exactly the expected files" 'diff -u "$T/want" "$T/files"'
 check "every path owned by root" '! dpkg-deb -c "$DEB" | awk "{print \$2}" | grep -v "^root/root$"'
 # Modes are the package's, whatever the builder's umask was.
-check "directories 0755, files 0644, the binary 0755" \
-  '! dpkg-deb -c "$DEB" | awk "{print \$1, \$6}" | grep -Ev "^(drwxr-xr-x .*/|-rw-r--r-- .*[^/]|-rwxr-xr-x \./usr/bin/mesh-host)$"'
+check "directories 0755, files 0644, the binaries 0755" \
+  '! dpkg-deb -c "$DEB" | awk "{print \$1, \$6}" | grep -Ev "^(drwxr-xr-x .*/|-rw-r--r-- .*[^/]|-rwxr-xr-x \./usr/(bin/mesh-host|lib/mesh-host/mesh-host-serve))$"'
 check "every file dated the release, not the build" '[ "$(dpkg-deb -c "$DEB" | awk "{print \$4}" | sort -u | wc -l)" = 1 ]'
 check "control: package, section, architecture" \
   '[ "$(field Package)" = mesh-host ] && [ "$(field Section)" = admin ] && [ "$(field Architecture)" = "$(dpkg --print-architecture)" ]'
@@ -58,7 +59,8 @@ dpkg-deb -x "$DEB" "$T/x"
 check "the unit runs the packaged binary" \
   'grep -qx "ExecStart=/usr/bin/mesh-host run \$MESH_HOST_FLAGS" "$T/x/lib/systemd/system/mesh-host.service" && ! grep -q /usr/local "$T/x/lib/systemd/system/mesh-host.service"'
 check "the unit points to the man page" 'grep -q "^Documentation=man:mesh-host(1)" "$T/x/lib/systemd/system/mesh-host.service"'
-check "the binary is stripped" '! readelf -S "$T/x/usr/bin/mesh-host" | grep -q "\.symtab"'
+check "the binaries are stripped" \
+  '! readelf -S "$T/x/usr/bin/mesh-host" | grep -q "\.symtab" && ! readelf -S "$T/x/usr/lib/mesh-host/mesh-host-serve" | grep -q "\.symtab"'
 check "--version names the package's release" \
   '"$T/x/usr/bin/mesh-host" --version | grep -q "^mesh-host $(field Version) "'
 check "the man page is gzipped roff that renders" 'zcat "$T/x/usr/share/man/man1/mesh-host.1.gz" | groff -man -Tutf8 -ww -z'
@@ -76,6 +78,10 @@ check "postinst made the state dir 0700" '[ "$(stat -c %a "$R/var/lib/mesh-host"
 check "postinst asked no service manager (scratch root)" '! grep -q "enable --now" "$T/dpkg.out"'
 check "postinst warns of nothing on a clean root" '! grep -q "shadows the package" "$T/dpkg.out"'
 check "the installed binary runs" '"$R/usr/bin/mesh-host" --help | grep -q "^usage: mesh-host VERB"'
+# `status` is mesh-host-serve's, found in ../lib/mesh-host: it gets as far
+# as the (closed) port.
+check "... and finds mesh-host-serve for status" \
+  '! "$R/usr/bin/mesh-host" status --url http://127.0.0.1:1 >"$T/st.out" 2>&1 && ! grep -q "runs mesh-host-serve" "$T/st.out" && grep -q "127.0.0.1:1" "$T/st.out"'
 echo 'MESH_HOST_FLAGS=--listen 127.0.0.1:9999' > "$R/etc/mesh-host/mesh-host.env"
 echo '{"machine":"m","resources":[]}' > "$R/etc/mesh-host/declaration.json"
 echo 'record' > "$R/var/lib/mesh-host/state.json"

@@ -1,0 +1,116 @@
+#include "host/wiring.h"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "host/adapters/file_declaration.h"
+#include "host/adapters/one_shot_heap.h"
+#include "host/adapters/process_guard.h"
+#include "host/cli/apply_command.h"
+#include "host/version/version.h"
+
+namespace mesh::wiring {
+namespace {
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+int ApplyOrPlan(const cli::Flags& flags, bool plan) {
+  adapters::KeepSecretsOutOfCoreFiles();
+  adapters::PrepareOneShotHeap();
+  auto declaration = adapters::FileDeclaration::Open(flags.declaration);
+  if (!declaration) {
+    std::cerr << "mesh-host: " << declaration.error().message << "\n";
+    return cli::kExitRefused;
+  }
+  auto machine = Wire(flags, plan, /*daemon=*/false);
+  if (!machine) {
+    std::cerr << "mesh-host: " << machine.error().message << "\n";
+    return cli::kExitRefused;
+  }
+  auto format = flags.output == "json" ? cli::Output::kJson : cli::Output::kText;
+  auto report = (*machine)->reconciler->Apply(**declaration, cli::PrintOutcomes(std::cout, format));
+  return cli::PrintReport(report, plan, std::cout, std::cerr, format);
+}
+
+}  // namespace
+
+core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, bool daemon) {
+  auto m = std::make_unique<Machine>();
+  auto root = adapters::PosixFileSystem::Open(flags.root);
+  if (!root) return core::Fail("--root: " + root.error().message);
+  m->root = std::move(*root);
+  m->artifacts = adapters::PosixFileSystem::OpenOrDeferError(flags.artifacts);
+  if (!plan) {
+    auto units = adapters::PosixFileSystem::Open(flags.unit_dir, /*create=*/true);
+    if (units) m->units = std::move(*units);
+  }
+  if (!m->units) m->units = adapters::PosixFileSystem::OpenOrDeferError(flags.unit_dir);
+  auto records = adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan, daemon);
+  if (!records) return core::Fail("--state-dir: " + records.error().message);
+  m->records = std::move(*records);
+  if (!plan) {
+    if (auto st = m->records->Lock(); !st) return core::Fail(st.error().message);
+  }
+  reconcile::ReconcilerPorts ports;
+  ports.root = m->root.get();
+  ports.artifacts = m->artifacts.get();
+  ports.units = m->units.get();
+  ports.archives = &m->archives;
+  ports.services = &m->services;
+  ports.records = m->records.get();
+  ports.clock = &m->clock;
+  reconcile::ReconcilerOptions options;
+  options.machine = flags.machine.empty() ? HostName() : flags.machine;
+  options.settle = flags.settle;
+  options.dirs = {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts};
+  options.dry_run = plan;
+  options.diff = flags.diff;
+  if (!flags.verify_key.empty()) {
+    auto key = adapters::ReadVerifyKey(flags.verify_key);
+    if (!key) return std::unexpected(key.error());
+    options.verify_key = *key;
+  }
+  m->reconciler = std::make_unique<reconcile::Reconciler>(ports, options);
+  return m;
+}
+
+std::unique_ptr<cli::Flags> ParseArgs(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto flags = cli::ParseFlags(args);
+  if (!flags) {
+    std::cerr << "mesh-host: " << flags.error().message << "\n"
+              << "usage: mesh-host run|apply|plan|status [flags]; mesh-host --help lists them\n";
+    return nullptr;
+  }
+  return std::make_unique<cli::Flags>(std::move(*flags));
+}
+
+bool IsOneShot(cli::Verb verb) { return verb != cli::Verb::kRun && verb != cli::Verb::kStatus; }
+
+int RunOneShot(const cli::Flags& flags) {
+  switch (flags.verb) {
+    case cli::Verb::kHelp:
+      std::cout << cli::UsageText();
+      return 0;
+    case cli::Verb::kVersion:
+      std::cout << "mesh-host " << VersionLine() << "\n";
+      return 0;
+    case cli::Verb::kApply:
+      return ApplyOrPlan(flags, /*plan=*/false);
+    case cli::Verb::kPlan:
+      return ApplyOrPlan(flags, /*plan=*/true);
+    case cli::Verb::kRun:
+    case cli::Verb::kStatus:
+      break;
+  }
+  return cli::kExitRefused;
+}
+
+}  // namespace mesh::wiring

@@ -1,0 +1,46 @@
+// What both of mesh-host's binaries are made of: one reconciler wired onto
+// this machine (its file systems, record store, archive reader, service
+// manager and clock), and the verbs that need nothing else.
+//
+// `mesh-host` runs those verbs (--help, --version, apply, plan) itself and
+// loads neither the HTTP side, TLS nor the metrics; for `run` and `status`
+// it becomes `mesh-host-serve` (exec), which links everything. Only the
+// two mains name concrete adapters beyond this file.
+#pragma once
+
+#include <memory>
+
+#include "host/adapters/file_record_store.h"
+#include "host/adapters/libarchive_reader.h"
+#include "host/adapters/posix_file_system.h"
+#include "host/adapters/sdbus_service_manager.h"
+#include "host/adapters/system_clock.h"
+#include "host/cli/flags.h"
+#include "host/core/result.h"
+#include "host/reconcile/reconciler.h"
+
+namespace mesh::wiring {
+
+// Everything one reconciler needs, owned together.
+struct Machine {
+  std::unique_ptr<adapters::PosixFileSystem> root, artifacts, units;
+  std::unique_ptr<adapters::FileRecordStore> records;
+  adapters::LibarchiveReader archives;
+  adapters::SdbusServiceManager services;
+  adapters::SystemClock clock;
+  std::unique_ptr<reconcile::Reconciler> reconciler;
+};
+
+// The wired machine, or an error message for exit 2. `daemon`: the record
+// is kept in memory between applies (a one-shot apply streams it instead).
+core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, bool daemon);
+
+// The flags of argv, or none after saying why on stderr (exit 2).
+std::unique_ptr<cli::Flags> ParseArgs(int argc, char** argv);
+
+// --help, --version, apply and plan: the verbs that serve nothing.
+bool IsOneShot(cli::Verb verb);
+// Runs one of them; returns the process's exit code.
+int RunOneShot(const cli::Flags& flags);
+
+}  // namespace mesh::wiring
