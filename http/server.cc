@@ -80,8 +80,10 @@ std::string StatusServer::scheme() const {
 }
 
 std::shared_ptr<const std::string> StatusServer::StatusBody() {
-  std::shared_ptr<const status::Snapshot> now = board_.Get();
   std::lock_guard<std::mutex> lock(status_mu_);
+  // Read under the lock: a request that waited must not render the picture
+  // it saw before waiting over a newer one.
+  std::shared_ptr<const status::Snapshot> now = board_.Get();
   // By the picture itself, not its address: one freed and another made in
   // its place is a new picture.
   if (status_body_ == nullptr || status_of_.lock() != now) {

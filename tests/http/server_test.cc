@@ -17,6 +17,7 @@ namespace mesh::http {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A raw connection to 127.0.0.1:port, or -1.
 int ConnectLoopback(int port) {
@@ -96,6 +97,31 @@ TEST_F(ServerTest, StatusOnAnOpenConnectionFollowsEveryNewPicture) {
     ASSERT_TRUE(again);
     EXPECT_EQ(again->body, status->body);
   }
+}
+
+// httplib compresses with brotli at its slowest quality (seconds of CPU
+// for a large /status), and browsers offer brotli by default: a client
+// that offers it gets gzip when it offers that too, else the plain text.
+std::string HeadersFor(int port, const std::string& accept) {
+  int fd = ConnectLoopback(port);
+  if (fd < 0) return "";
+  std::string get =
+      "GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept-Encoding: " + accept +
+      "\r\n\r\n";
+  std::string got;
+  if (::write(fd, get.data(), get.size()) == static_cast<ssize_t>(get.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return got.substr(0, got.find("\r\n\r\n"));
+}
+
+TEST_F(ServerTest, BrotliIsNeverUsedGzipIsWhenOffered) {
+  Publish(false);
+  EXPECT_THAT(HeadersFor(port_, "br"), Not(HasSubstr("Content-Encoding")));
+  EXPECT_THAT(HeadersFor(port_, "gzip, deflate, br"), HasSubstr("Content-Encoding: gzip"));
+  EXPECT_THAT(HeadersFor(port_, "identity"), Not(HasSubstr("Content-Encoding")));
 }
 
 TEST_F(ServerTest, UnhealthyNamesWhatIsWrong) {
