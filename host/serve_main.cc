@@ -126,6 +126,10 @@ int main(int argc, char** argv) {
   // What ps, top and pgrep -x show, as before mesh-host became this binary
   // for `run` and `status`.
   ::prctl(PR_SET_NAME, "mesh-host");
+  if (std::string skew = mesh::wiring::CheckFrontVersion(); !skew.empty()) {
+    std::cerr << "mesh-host: " << skew << "\n";
+    return mesh::cli::kExitFailed;
+  }
   auto flags = mesh::wiring::ParseArgs(argc, argv);
   if (flags == nullptr) return mesh::cli::kExitRefused;
   if (mesh::wiring::IsOneShot(flags->verb)) return mesh::wiring::RunOneShot(*flags);

@@ -1,5 +1,6 @@
 #include "host/wiring.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -79,6 +80,17 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   }
   m->reconciler = std::make_unique<reconcile::Reconciler>(ports, options);
   return m;
+}
+
+std::string CheckFrontVersion() {
+  const char* front = std::getenv(kFrontVersion);
+  std::string why;
+  if (front != nullptr && VersionLine() != front) {
+    why = std::string("mesh-host ") + front + " and mesh-host-serve " + VersionLine() +
+          " are not the same build: install both from one (tools/package, packaging/install.sh)";
+  }
+  ::unsetenv(kFrontVersion);
+  return why;
 }
 
 std::unique_ptr<cli::Flags> ParseArgs(int argc, char** argv) {

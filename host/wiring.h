@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
@@ -34,6 +35,14 @@ struct Machine {
 // The wired machine, or an error message for exit 2. `daemon`: the record
 // is kept in memory between applies (a one-shot apply streams it instead).
 core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, bool daemon);
+
+// Set by mesh-host to its VersionLine() when it becomes mesh-host-serve,
+// which refuses to run another version's flags (one binary upgraded and
+// not yet the other, a copy paired with another build).
+inline constexpr char kFrontVersion[] = "MESH_HOST_FRONT_VERSION";
+// In mesh-host-serve: an error message when mesh-host was another build;
+// the variable is cleared either way.
+std::string CheckFrontVersion();
 
 // The flags of argv, or none after saying why on stderr (exit 2).
 std::unique_ptr<cli::Flags> ParseArgs(int argc, char** argv);

@@ -51,6 +51,18 @@ serves() {
 ! serves "$BIN" --version || fail "--version loaded the HTTP side"
 ! serves "$BIN" apply "${F[@]}" || fail "an apply loaded the HTTP side"
 serves "$BIN" status --url http://127.0.0.1:1 || fail "status did not become mesh-host-serve"
+# Only a mesh-host-serve that no one else could have put there, of the
+# same build.
+mkdir -m 1777 "$T/open"
+cp "$BIN" "$T/open/mesh-host"
+printf '#!/bin/sh\ntouch "%s/planted-ran"\n' "$T" > "$T/open/mesh-host-serve"
+chmod 755 "$T/open/mesh-host-serve"
+out=$("$T/open/mesh-host" status --url http://127.0.0.1:1 2>&1) && fail "status ran from a directory anyone can write"
+[ ! -e "$T/planted-ran" ] || fail "a planted mesh-host-serve ran"
+grep -q "$T/open is writable by others" <<<"$out" || fail "the refusal does not say why: $out"
+out=$(MESH_HOST_FRONT_VERSION=0.0.0 "$(dirname "$BIN")/mesh-host-serve" status --url http://127.0.0.1:1 2>&1) &&
+  fail "mesh-host-serve ran for another build's mesh-host"
+grep -q "are not the same build" <<<"$out" || fail "the version refusal does not say why: $out"
 
 echo "port = 8080" > "$T/root/etc/app/app.conf"
 out=$("$BIN" apply "${F[@]}") || fail "drift apply exit $?"
