@@ -181,11 +181,11 @@ class TreeDirs {
 // attributes. Its data is already durable (the tree it belongs to was
 // synced before it was swapped in), and after the swap the old tree's name
 // is deleted, not its blocks: a bundle in which one file of 239 changed no
-// longer rewrites and frees the other 238. Returns the modification time
-// the bytes were compared at; none on any doubt or failure, and the caller
-// then writes the file as it would have.
-std::optional<timespec> LinkIfUnchanged(int old_dir, const std::string& name, const TreeEntry& e,
-                                        int new_dir, std::optional<gid_t> gid) {
+// longer rewrites and frees the other 238. Returns what fstat said when the
+// bytes were compared; none on any doubt or failure, and the caller then
+// writes the file as it would have.
+std::optional<struct stat> LinkIfUnchanged(int old_dir, const std::string& name, const TreeEntry& e,
+                                           int new_dir, std::optional<gid_t> gid) {
   if (old_dir < 0 || !gid.has_value()) return std::nullopt;
   UniqueFd fd(::openat(old_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return std::nullopt;
@@ -196,6 +196,11 @@ std::optional<timespec> LinkIfUnchanged(int old_dir, const std::string& name, co
     return std::nullopt;
   }
   if (::flistxattr(fd.get(), nullptr, 0) != 0) return std::nullopt;  // some, or cannot tell
+  // Open for writing by no one (a descriptor, a shared writable mapping):
+  // a read lease is granted only then. It is given back at once; a writer
+  // that comes later is caught by the check after the swap.
+  if (::fcntl(fd.get(), F_SETLEASE, F_RDLCK) != 0) return std::nullopt;
+  (void)::fcntl(fd.get(), F_SETLEASE, F_UNLCK);
   char buf[64 * 1024];
   for (size_t at = 0; at < e.content.size();) {
     ssize_t n =
@@ -214,7 +219,33 @@ std::optional<timespec> LinkIfUnchanged(int old_dir, const std::string& name, co
       return std::nullopt;
     }
   }
-  return st.st_mtim;
+  return st;
+}
+
+// Still the file that was compared: a process that had it open, or came to
+// it since, may have written to it or changed its mode or owner, and the
+// tree's fingerprint, taken next, would record that as declared.
+bool Unmoved(const struct stat& then, const struct stat& now) {
+  return now.st_ino == then.st_ino && now.st_size == then.st_size &&
+         now.st_mtim.tv_sec == then.st_mtim.tv_sec && now.st_mtim.tv_nsec == then.st_mtim.tv_nsec &&
+         now.st_mode == then.st_mode && now.st_uid == then.st_uid && now.st_gid == then.st_gid &&
+         now.st_nlink == 1;
+}
+
+// After the swap: every linked file still as it was compared, else the
+// tree fails (the next apply finds the file differing and writes it
+// afresh).
+Status StillAsLinked(int top, const std::string& path,
+                     const std::vector<std::pair<const std::string*, struct stat>>& linked) {
+  for (const auto& [rel, then] : linked) {
+    struct stat now;
+    if (::fstatat(top, rel->c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 || !Unmoved(then, now)) {
+      return Fail("replace " + path + ": " + *rel +
+                  " was changed while the tree was being replaced; the next apply writes it "
+                  "again");
+    }
+  }
+  return core::Ok();
 }
 
 }  // namespace
@@ -249,8 +280,8 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   TreeDirs made(top.get(), /*create=*/true);
   TreeDirs old(old_top.get(), /*create=*/false);
   std::vector<std::pair<std::string, uint32_t>> dir_modes;
-  // Linked files, and their modification time when they were compared.
-  std::vector<std::pair<const std::string*, timespec>> linked;
+  // Linked files, and what fstat said of each when its bytes were compared.
+  std::vector<std::pair<const std::string*, struct stat>> linked;
   for (const TreeEntry* e : order) {
     std::string shown = path + "/" + e->relpath;
     size_t slash = e->relpath.rfind('/');
@@ -307,26 +338,14 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
     Status removed = RemoveAt(dir, tmp, path + " (old tree)", 0);
     Unsynced(path);
     if (!removed) return removed;
-    // A process that had a linked file open could write to it until now,
-    // and the tree's fingerprint, taken next, would take what it wrote for
-    // what was declared. Such a file fails the tree: the next apply finds
-    // it differing and writes it afresh.
-    for (const auto& [rel, mtime] : linked) {
-      struct stat now;
-      if (::fstatat(top.get(), rel->c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
-          now.st_mtim.tv_sec != mtime.tv_sec || now.st_mtim.tv_nsec != mtime.tv_nsec) {
-        return Fail("replace " + path + ": " + *rel +
-                    " was written to while the tree was being replaced; the next apply writes "
-                    "it again");
-      }
-    }
-    return core::Ok();
+    return StillAsLinked(top.get(), path, linked);
   }
+  // No tree there (or the one linked from was removed since it was opened).
   if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) != 0) {
     return fail(Errno("rename into", path));
   }
   Unsynced(path);
-  return core::Ok();
+  return StillAsLinked(top.get(), path, linked);
 }
 
 Result<std::vector<TreeEntry>> PosixFileSystem::ScanTree(const std::string& path, bool hash) {

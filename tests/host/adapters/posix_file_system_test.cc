@@ -1,5 +1,6 @@
 #include "host/adapters/posix_file_system.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -387,6 +388,23 @@ TEST_F(PosixFileSystemTest, ReplaceTreeUnderANowSetgidParentWritesFiles) {
   EXPECT_NE(st.st_ino, inode) << "linked a file of another group than a fresh one gets";
   EXPECT_EQ(st.st_gid, 12345u);
   EXPECT_EQ(ReadText(dir_.Sub("root/opt/b/lib/a")), "same");
+}
+
+// A file someone holds open for writing (a service updating it in place)
+// is written fresh, not linked: what they write next must not land in the
+// new tree, where the record would take it for what was declared.
+TEST_F(PosixFileSystemTest, ReplaceTreeDoesNotLinkAFileOpenForWriting) {
+  core::TreeEntry a = FileEntry("lib/db", 0644, "rows");
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a}).has_value());
+  std::string db = dir_.Sub("root/opt/b/lib/db");
+  ino_t inode = Inode(db);
+  int writer = ::open(db.c_str(), O_WRONLY);
+  ASSERT_GE(writer, 0);
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a}).has_value());
+  EXPECT_NE(Inode(db), inode) << "linked a file open for writing";
+  ASSERT_EQ(::pwrite(writer, "late", 4, 0), 4);
+  ::close(writer);
+  EXPECT_EQ(ReadText(db), "rows");
 }
 
 // A replace that fails part-way leaves the old tree as it was: what it
