@@ -161,6 +161,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
       entry = step.old;
     } else if (step.changes()) {
       filled = std::move(*step.entry);
+      step.entry = std::nullopt;
       if (step.write_files) filled->written[0].fingerprint = written.fingerprint;
       if (step.write_unit_file) filled->unit_file_fingerprint = written.unit_file_fingerprint;
       for (const auto& [name, fp] : written.drop_in_fingerprints) {
@@ -189,6 +190,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
         out.entries[r.id] = std::move(*filled);
       } else if (step.entry.has_value() && entry == &*step.entry) {
         out.entries[r.id] = std::move(*step.entry);
+        step.entry = std::nullopt;
       } else {
         out.entries[r.id] = *entry;  // the loaded record's
       }

@@ -25,7 +25,7 @@ Step Failed(Step step, std::string detail) {
   step.write_files = step.write_unit_file = false;
   step.write_drop_ins.clear();
   step.delete_drop_ins.clear();
-  step.entry.reset();
+  step.entry = std::nullopt;
   return step;
 }
 

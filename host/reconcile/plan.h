@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "host/core/boxed.h"
 #include "host/core/declaration.h"
 #include "host/core/file_info.h"
 #include "host/core/intent.h"
@@ -125,7 +126,9 @@ struct Step {
   // the write phase's; none when the resource failed), and what it held
   // before, in the loaded record (kept when the resource fails: writes are
   // atomic, so the old entry still describes the disk).
-  std::optional<core::RecordEntry> entry;
+  // Boxed: Settle moves it into the new record and frees the box, so a
+  // large apply's steps do not each keep an emptied entry's 340 bytes.
+  core::Boxed<core::RecordEntry> entry;
   const core::RecordEntry* old = nullptr;
 
   bool failed() const { return outcome == core::Outcome::kFailed; }
