@@ -67,8 +67,8 @@ class ApplyRun {
   // the observation and the plan to let go of them before the commit.
   void Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
              bool dry_run);
-  Settled WriteAndSettle(const Declaration& decl, const OldEntries& olds,
-                         const Observation& observed, Plan& plan, bool dry_run);
+  Settled WriteAndSettle(const Declaration& decl, const OldEntries& olds, Observation& observed,
+                         Plan& plan, bool dry_run);
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -424,12 +424,15 @@ void ApplyRun::Apply(Declaration decl) {
 }
 
 // What the writes, the unit phase and their looks come to. Everything they
-// hold is freed on return, before the commit.
+// hold is freed on return, before the commit; what was seen (the bundles'
+// contents among it) as soon as the writes are done: nothing after them
+// reads it, and the unit phase waits out the settle pause.
 Settled ApplyRun::WriteAndSettle(const Declaration& decl, const OldEntries& olds,
-                                 const Observation& observed, Plan& plan, bool dry_run) {
+                                 Observation& observed, Plan& plan, bool dry_run) {
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed.bundles, observed.seen,
                                   {ports_.root, ports_.units, ports_.services, &progress_});
+  observed = Observation();
   progress_.Step();
   std::vector<std::optional<core::Status>> enabled =
       Enable(decl, plan, writes, ports_.services, dry_run);
@@ -454,13 +457,12 @@ void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation obser
   report_.outcomes = std::move(settled.outcomes);
   if (dry_run) return;
   // The commit reads the settled entries and the declaration's machine,
-  // generation and digest (CommitInputs). The plan, the declared resources
-  // and what was seen go first, so that the record's text and the new
+  // generation and digest (CommitInputs). The plan and the declared
+  // resources go first (what was seen went after the writes), so that the record's text and the new
   // record come on top of the settled entries alone, not of the whole
   // pass. (Each is assigned a new object: `= {}` is clear(), which keeps
   // the buffers.)
   plan = Plan();
-  observed = Observation();
   decl.resources = std::vector<core::Resource>();
   decl.index = decltype(decl.index)();
   auto committed = Commit(
