@@ -20,7 +20,10 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-lib=$(ldconfig -p | awk '/libsystemd\.so\.0 /{print $NF; exit}')
+# awk reads to the end: one that stops at the first match would leave
+# ldconfig writing into a closed pipe, and pipefail fails the assignment
+# (silently, under set -e) whenever ldconfig has not finished by then.
+lib=$(ldconfig -p | awk '/libsystemd\.so\.0 / && !lib {lib = $NF} END {print lib}')
 [ -n "$lib" ] || fail "libsystemd.so.0 is not installed"
 mkdir -p "$T/root" "$T/units"
 : > "$T/empty"
