@@ -2,12 +2,10 @@
 // becomes for them (host/wiring.h), with the HTTP side, TLS and the metrics
 // linked in; the other verbs too, as mesh-host runs them.
 #include <sys/prctl.h>
-#include <unistd.h>
 
 #include <iostream>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "host/adapters/daemon_heap.h"
 #include "host/adapters/file_declaration.h"
@@ -53,6 +51,7 @@ daemon::DaemonOptions DaemonOptionsOf(const cli::Flags& flags, http::StatusServe
   };
   options.interval = flags.interval;
   options.verbose = flags.verbose;
+  options.release_memory = adapters::ReleaseFreedHeap;
   if (!flags.web_config.empty()) {
     // A file that no longer reads keeps the one in force: never a listener
     // dropped to plain HTTP or left open by a typo.

@@ -51,6 +51,7 @@ void EraseUnlisted(Map& series, std::span<const std::string_view> keep, Remove r
   }
 }
 
+constexpr const char* kOutcomesName = "mesh_host_resource_outcomes_total";
 constexpr const char* kChangesName = "mesh_host_resource_changes_total";
 constexpr const char* kChangesHelp =
     "Outcomes other than unchanged, by resource (with --metrics-resources failing: only failed "
@@ -75,8 +76,7 @@ HostMetrics::HostMetrics(const std::string& version, ResourceSeries series)
   auto gauge = [&gauges](const char* name, const char* help) {
     return &gauges(name, help)->Add({});
   };
-  outcomes_ = counters("mesh_host_resource_outcomes_total",
-                       "Outcomes of resources, unchanged included, by kind.");
+  outcomes_ = counters(kOutcomesName, "Outcomes of resources, unchanged included, by kind.");
   resources_ = gauges("mesh_host_resources", "Declared resources, by kind.");
   failed_ = gauges("mesh_host_resource_failed",
                    "1 while the resource is failed (the series exists only then).");
@@ -318,9 +318,8 @@ std::string HostMetrics::Serialize() const {
         m.counter.value = static_cast<double>(c.count);
       }
     }
-    auto after = std::find_if(families.begin(), families.end(), [](const auto& f) {
-      return f.name == "mesh_host_resource_outcomes_total";
-    });
+    auto after = std::find_if(families.begin(), families.end(),
+                              [](const auto& f) { return f.name == kOutcomesName; });
     families.insert(after == families.end() ? after : after + 1, std::move(changes));
   }
   return prometheus::TextSerializer().Serialize(families);

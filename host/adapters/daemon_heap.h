@@ -18,8 +18,9 @@ namespace mesh::adapters {
 // from the heap and do not fault in fresh pages at every apply.
 void PrepareDaemonHeap();
 
-// malloc_trim: every whole free page of every arena is given back (after
-// an apply, and when the HTTP side has no connection open).
+// malloc_trim: every whole free page of every arena is given back (the
+// daemon's after every apply, and when the HTTP side has no connection
+// open).
 void ReleaseFreedHeap();
 
 }  // namespace mesh::adapters

@@ -178,12 +178,11 @@ class TreeDirs {
 // when it is exactly what `e` would write there: a regular file of the same
 // mode and bytes that only the host can have made so, with the owner and
 // group a file it writes there would get (`gid`), one name and no extended
-// attributes. Its data is already durable (the tree it belongs to was
-// synced before it was swapped in), and after the swap the old tree's name
-// is deleted, not its blocks: a bundle in which one file of 239 changed no
-// longer rewrites and frees the other 238. Returns what fstat said when the
-// bytes were compared; none on any doubt or failure, and the caller then
-// writes the file as it would have.
+// attributes. Nothing of it is written again (the syncfs after every entry
+// makes its new name durable, and its data if it was not already), and
+// after the swap the old tree's name is deleted, not its blocks: a bundle in which one file of 239
+// changed no longer rewrites and frees the other 238. Returns what fstat said when the bytes were
+// compared; none on any doubt or failure, and the caller then writes the file as it would have.
 std::optional<struct stat> LinkIfUnchanged(int old_dir, const std::string& name, const TreeEntry& e,
                                            int new_dir, std::optional<gid_t> gid) {
   if (old_dir < 0 || !gid.has_value()) return std::nullopt;

@@ -1,7 +1,5 @@
 #include "host/daemon/daemon.h"
 
-#include <malloc.h>
-
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -51,9 +49,7 @@ Daemon::~Daemon() {
 
 void Daemon::ApplyOnce(const std::string& why, bool starting) {
   Publish(ApplyUnderKeepalive(starting), why);
-  // An apply allocates and frees a lot (the declaration, the record); hand
-  // the freed pages back so the idle daemon stays small.
-  malloc_trim(0);
+  if (options_.release_memory) options_.release_memory();
 }
 
 core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {

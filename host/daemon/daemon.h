@@ -34,7 +34,7 @@ namespace mesh::daemon {
 
 struct DaemonOptions {
   // The declaration's path (its directory is watched) and how one apply
-  // opens it (main.cc: adapters::FileDeclaration).
+  // opens it (serve_main.cc: adapters::FileDeclaration).
   std::string declaration;
   std::function<core::Result<std::unique_ptr<ports::DeclarationSource>>()> open_declaration;
   std::chrono::nanoseconds interval = std::chrono::minutes(5);
@@ -48,9 +48,13 @@ struct DaemonOptions {
   // Log `unchanged` outcomes too (--verbose); else a quiet interval leaves
   // one summary line, not one per resource.
   bool verbose = false;
-  // Called on SIGHUP before the apply it triggers (main.cc: reload the
+  // Called on SIGHUP before the apply it triggers (serve_main.cc: reload the
   // --web-config).
   std::function<void()> on_sighup;
+  // Called after every apply, which allocates and frees a lot (the
+  // declaration, the record), to hand the freed pages back so the idle
+  // daemon stays small (serve_main.cc: adapters::ReleaseFreedHeap).
+  std::function<void()> release_memory;
 };
 
 class Daemon {

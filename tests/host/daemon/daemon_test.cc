@@ -97,6 +97,23 @@ TEST_F(DaemonTest, AppliesAtStartThenEveryIntervalAfterTheLast) {
   for (auto w : events_.waits()) EXPECT_LE(w, Schedule::kMaxWait);
 }
 
+// Every apply is followed by handing freed memory back, after its report
+// is published (which frees the last picture's outcomes).
+TEST_F(DaemonTest, MemoryIsReleasedAfterEveryApply) {
+  fakes::FakeNotifier notifier(clock_);
+  events_.At(minutes(16), Kind::kStop, "Terminated");
+  DaemonOptions options = Options();
+  size_t released = 0;
+  size_t published_before = 0;
+  options.release_memory = [&] {
+    ++released;
+    published_before = Applies(notifier).size();
+  };
+  ASSERT_EQ(RunDaemon(options, notifier), 0);
+  EXPECT_EQ(released, Applies(notifier).size());
+  EXPECT_EQ(published_before, released) << "released before the apply was published";
+}
+
 // Started by systemd but unable to tell it anything, the daemon says why in
 // its log: systemd itself would only see no READY=1.
 TEST_F(DaemonTest, ANotifierThatCannotReachSystemdIsLoggedAtStart) {
