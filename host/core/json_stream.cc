@@ -1,5 +1,8 @@
 #include "host/core/json_stream.h"
 
+#include <simdjson.h>
+
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -148,8 +151,9 @@ class Handler final : public nlohmann::json_sax<json> {
   std::string error_;
 };
 
-Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool want_array,
-                           const MemberCallback& on_member, const FlatObjectCallback* on_object) {
+Result<StreamedJson> ParseByReference(std::string_view text, std::string_view key,
+                                      bool want_array, const MemberCallback& on_member,
+                                      const FlatObjectCallback* on_object) {
   Handler handler(key, want_array, on_member, on_object);
   try {
     if (!json::sax_parse(text.begin(), text.end(), &handler)) {
@@ -160,7 +164,202 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
   } catch (const std::bad_alloc&) {
     return Fail("out of memory");
   }
-  return handler.Take();
+  StreamedJson out = handler.Take();
+  out.by_reference = true;
+  return out;
+}
+
+namespace dom = simdjson::dom;
+
+// The same walk as Handler's, over simdjson's parsed document, handing the
+// same members to the same callbacks and building the same trees. Values
+// are typed as nlohmann's lexer types them: a non-negative integer is
+// unsigned, a negative one signed, one with a fraction or an exponent a
+// float. simdjson reads "-0" as the integer 0, which nlohmann reads as
+// signed: a zero integer in a document that has "-0" anywhere in its bytes
+// is the one case it cannot tell, and the walk gives up (Run is false).
+class FastWalk {
+ public:
+  FastWalk(std::string_view text, std::string_view key, bool want_array,
+           const MemberCallback& on_member, const FlatObjectCallback* on_object)
+      : text_(text),
+        key_(key),
+        want_array_(want_array),
+        on_member_(on_member),
+        on_object_(on_object) {}
+
+  // Every accessor below is simdjson's error-code form: its conversion
+  // operators throw.
+  bool Run(dom::element root) {
+    dom::object fields;
+    if (root.get_object().get(fields) != simdjson::SUCCESS) return Convert(root, root_);
+    root_ = json::object();
+    for (dom::key_value_pair field : fields) {
+      dom::element value = field.value;
+      dom::array list;
+      dom::object map;
+      bool is_array = value.get_array().get(list) == simdjson::SUCCESS;
+      bool is_object = !is_array && value.get_object().get(map) == simdjson::SUCCESS;
+      if (field.key == key_ && (is_array || is_object) && is_array == want_array_) {
+        root_[field.key] = is_array ? json::array() : json::object();
+        members_ = 0;
+        if (!(is_array ? StreamArray(list) : StreamObject(map))) return false;
+      } else if (!Convert(value, root_[field.key])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  StreamedJson Take() { return StreamedJson{std::move(root_), members_, false}; }
+
+ private:
+  bool StreamArray(dom::array members) {
+    for (dom::element member : members) {
+      if (!Member(member)) return false;
+    }
+    return true;
+  }
+
+  bool StreamObject(dom::object members) {
+    for (dom::key_value_pair member : members) {
+      member_key_.assign(member.key);
+      if (!Member(member.value)) return false;
+    }
+    return true;
+  }
+
+  bool Member(dom::element member) {
+    dom::object fields;
+    if (on_object_ != nullptr && member.get_object().get(fields) == simdjson::SUCCESS) {
+      flat_.Clear();
+      for (dom::key_value_pair field : fields) {
+        FlatObject::Field& slot = flat_.Begin(field.key);
+        std::string_view text;
+        if (field.value.get_string().get(text) == simdjson::SUCCESS) {
+          slot.is_string = true;
+          slot.text.assign(text);
+        } else if (!Convert(field.value, slot.value)) {
+          return false;
+        }
+      }
+      (*on_object_)(members_++, flat_);
+      return true;
+    }
+    if (!Convert(member, member_)) return false;
+    on_member_(member_key_, members_++, member_);
+    member_ = json();
+    member_key_.clear();
+    return true;
+  }
+
+  // Depth is bounded by simdjson's parse (1,024 levels; deeper documents
+  // are refused and go to nlohmann, which does not recurse).
+  bool Convert(dom::element e, json& out) {
+    switch (e.type()) {
+      case dom::element_type::ARRAY: {
+        dom::array items;
+        if (e.get_array().get(items) != simdjson::SUCCESS) return false;
+        out = json::array();
+        for (dom::element item : items) {
+          out.push_back(json());
+          if (!Convert(item, out.back())) return false;
+        }
+        return true;
+      }
+      case dom::element_type::OBJECT: {
+        dom::object fields;
+        if (e.get_object().get(fields) != simdjson::SUCCESS) return false;
+        out = json::object();
+        for (dom::key_value_pair field : fields) {
+          if (!Convert(field.value, out[field.key])) return false;
+        }
+        return true;
+      }
+      case dom::element_type::STRING: {
+        std::string_view text;
+        if (e.get_string().get(text) != simdjson::SUCCESS) return false;
+        out = text;
+        return true;
+      }
+      case dom::element_type::INT64: {
+        int64_t v = 0;
+        if (e.get_int64().get(v) != simdjson::SUCCESS) return false;
+        if (v < 0) {
+          out = json::number_integer_t{v};
+        } else if (v == 0 && MayHaveMinusZero()) {
+          return false;
+        } else {
+          out = json::number_unsigned_t(v);
+        }
+        return true;
+      }
+      case dom::element_type::UINT64: {
+        uint64_t v = 0;
+        if (e.get_uint64().get(v) != simdjson::SUCCESS) return false;
+        out = json::number_unsigned_t{v};
+        return true;
+      }
+      case dom::element_type::DOUBLE: {
+        double v = 0;
+        if (e.get_double().get(v) != simdjson::SUCCESS) return false;
+        out = json::number_float_t{v};
+        return true;
+      }
+      case dom::element_type::BOOL: {
+        bool v = false;
+        if (e.get_bool().get(v) != simdjson::SUCCESS) return false;
+        out = v;
+        return true;
+      }
+      case dom::element_type::NULL_VALUE:
+        out = nullptr;
+        return true;
+    }
+    return false;
+  }
+
+  bool MayHaveMinusZero() {
+    if (minus_zero_ < 0) minus_zero_ = text_.find("-0") != std::string_view::npos;
+    return minus_zero_ != 0;
+  }
+
+  std::string_view text_;
+  std::string_view key_;
+  bool want_array_;
+  const MemberCallback& on_member_;
+  const FlatObjectCallback* on_object_;
+  FlatObject flat_;
+  json root_;
+  json member_;
+  std::string member_key_;
+  size_t members_ = 0;
+  int minus_zero_ = -1;  // unknown until a zero is met
+};
+
+Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool want_array,
+                           const MemberCallback& on_member, const FlatObjectCallback* on_object,
+                           JsonEngine engine) {
+  if (engine == JsonEngine::kFast) {
+    try {
+      // A parser per parse: a kept one would hold the last document's
+      // buffers (several times its size) while the daemon idles.
+      dom::parser parser;
+      dom::element root;
+      if (parser.parse(text.data(), text.size()).get(root) == simdjson::SUCCESS) {
+        FastWalk walk(text, key, want_array, on_member, on_object);
+        if (walk.Run(root)) return walk.Take();
+      }
+    } catch (const json::exception& e) {
+      return Fail(JsonErrorWithoutBytes(e.what()));
+    } catch (const simdjson::simdjson_error&) {
+      // Not thrown by the error-code accessors used here; if it were, the
+      // reference parses the document.
+    } catch (const std::bad_alloc&) {
+      return Fail("out of memory");
+    }
+  }
+  return ParseByReference(text, key, want_array, on_member, on_object);
 }
 
 }  // namespace
@@ -199,14 +398,14 @@ FlatObject::Field& FlatObject::Begin(std::string_view key) {
 }
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
-                                   const MemberCallback& on_member) {
-  return Parse(text, key, want_array, on_member, nullptr);
+                                   const MemberCallback& on_member, JsonEngine engine) {
+  return Parse(text, key, want_array, on_member, nullptr, engine);
 }
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
                                    const MemberCallback& on_member,
-                                   const FlatObjectCallback& on_object) {
-  return Parse(text, key, want_array, on_member, &on_object);
+                                   const FlatObjectCallback& on_object, JsonEngine engine) {
+  return Parse(text, key, want_array, on_member, &on_object, engine);
 }
 
 }  // namespace mesh::core

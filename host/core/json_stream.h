@@ -10,6 +10,13 @@
 // dropped, so the allocator reuses the same few pages; the rest of the
 // document is kept whole and returned, with an empty collection standing in
 // for the streamed one so that type checks read as before.
+//
+// Two parsers read the bytes. simdjson reads them first: it is the one the
+// full pass can afford (nlohmann's lexer reads a character at a time, 20
+// times slower, docs/decisions/0001-simdjson.md). nlohmann is the reference:
+// whatever simdjson refuses, and any number it cannot type as nlohmann would,
+// is parsed again by nlohmann, whose result and message then stand. So what
+// a document means, and every refusal's wording, are nlohmann's either way.
 #pragma once
 
 #include <cstddef>
@@ -27,20 +34,28 @@ namespace mesh::core {
 struct StreamedJson {
   nlohmann::json document;  // the document, the streamed collection empty
   size_t members = 0;       // members the streamed collection had
+  bool by_reference = false;  // nlohmann's parse, not simdjson's
 };
+
+// Which parser ParseStreamed starts with. kFast is what the host uses;
+// kReference (nlohmann alone) is there so that tests can hold the two
+// side by side.
+enum class JsonEngine { kFast, kReference };
 
 // `key` names the top-level member to stream; it is streamed only when it
 // is an array (`want_array`) or an object (otherwise), else kept whole. The
 // callback gets the member's key (empty for an array), its position, and
 // its tree, which it may move from; position 0 means the collection started
 // (again, for a document that repeats the key: the last one wins, as in a
-// whole parse). Throws nothing: a syntax error comes back as the parser's
+// whole parse; and again when simdjson gave up part way and nlohmann
+// starts over). Throws nothing: a syntax error comes back as nlohmann's
 // message (as a whole parse would have thrown it).
 using MemberCallback =
     std::function<void(std::string& key, size_t position, nlohmann::json& value)>;
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
-                                   const MemberCallback& on_member);
+                                   const MemberCallback& on_member,
+                                   JsonEngine engine = JsonEngine::kFast);
 
 // A streamed member that is an object, held as its fields rather than as a
 // tree: a declaration's resources are small objects of strings, and a tree
@@ -91,6 +106,7 @@ using FlatObjectCallback = std::function<void(size_t position, FlatObject& objec
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
                                    const MemberCallback& on_member,
-                                   const FlatObjectCallback& on_object);
+                                   const FlatObjectCallback& on_object,
+                                   JsonEngine engine = JsonEngine::kFast);
 
 }  // namespace mesh::core

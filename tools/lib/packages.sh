@@ -3,7 +3,7 @@
 
 MESH_HOST_PACKAGES=(
   bazel-bootstrap g++ pkg-config
-  libcpp-httplib-dev nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev
+  libcpp-httplib-dev nlohmann-json3-dev libsimdjson-dev prometheus-cpp-dev libsystemd-dev
   libgtest-dev libgmock-dev libarchive-dev libssl-dev zlib1g-dev libbrotli-dev
   liblzma-dev libbz2-dev libxml2-dev nettle-dev
   systemd dbus util-linux bsdutils coreutils curl prometheus prometheus-alertmanager python3

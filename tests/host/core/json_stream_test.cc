@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "tests/host/core/json_stream_trace.h"
 
 namespace mesh::core {
 namespace {
@@ -13,6 +17,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
+using testing_json::FromLastStart;
+using testing_json::Trace;
 
 struct Seen {
   std::vector<std::string> keys;
@@ -180,6 +186,113 @@ TEST(JsonStreamTest, AFlatObjectPastItsFieldLimitSaysSo) {
   ASSERT_EQ(flat.objects.size(), 2u);
   EXPECT_EQ(flat.objects[0].size(), FlatObject::kMaxFields);
   EXPECT_THAT(flat.overflowed, ElementsAre(true, false));
+}
+
+
+TEST(JsonStreamTest, ADeclarationsShapeIsReadBySimdjson) {
+  bool by_reference = true;
+  std::string trace = Trace(
+      R"({"machine": "m", "generation": 7, "items": [{"id": "a", "kind": "file",)"
+      R"( "path": "/etc/a", "content": "x\ny\u00e9", "mode": "0644"}, {"id": "u", "kind":)"
+      R"( "service", "enabled": true, "actions": ["restart"]}]})",
+      JsonEngine::kFast, &by_reference);
+  EXPECT_FALSE(by_reference) << trace;
+  EXPECT_THAT(trace, HasSubstr(R"("content"="x\ny)" "\xC3\xA9\""));
+  EXPECT_THAT(trace, HasSubstr(R"("generation":u7)"));
+}
+
+// simdjson reads "-0" as the integer 0; nlohmann as a signed integer, and a
+// declaration's generation must be unsigned.
+TEST(JsonStreamTest, MinusZeroIsTypedAsTheReferenceTypesIt) {
+  bool by_reference = false;
+  EXPECT_THAT(Trace(R"({"generation": -0, "items": []})", JsonEngine::kFast, &by_reference),
+              HasSubstr(R"("generation":i0)"));
+  EXPECT_TRUE(by_reference);
+  EXPECT_THAT(Trace(R"({"generation": 0, "items": [], "s": "a-0"})", JsonEngine::kFast),
+              HasSubstr(R"("generation":u0)"));
+  // A zero with no "-0" anywhere in the bytes needs no second parse.
+  EXPECT_THAT(Trace(R"({"generation": 0, "items": [{"n": [0, -1, 2]}]})", JsonEngine::kFast,
+                    &by_reference),
+              HasSubstr(R"("generation":u0)"));
+  EXPECT_FALSE(by_reference);
+}
+
+// What simdjson refuses, nlohmann decides: its meaning, or its message.
+TEST(JsonStreamTest, WhatSimdjsonRefusesTheReferenceDecides) {
+  bool by_reference = false;
+  // A byte-order mark, and an integer past 64 bits (a float to nlohmann).
+  EXPECT_THAT(Trace("\xEF\xBB\xBF{\"items\": [1]}", JsonEngine::kFast, &by_reference),
+              HasSubstr("members 1"));
+  EXPECT_TRUE(by_reference);
+  EXPECT_THAT(Trace(R"({"n": 18446744073709551616, "items": []})", JsonEngine::kFast,
+                    &by_reference),
+              HasSubstr(R"("n":f1.8446744073709552e+19)"));
+  EXPECT_TRUE(by_reference);
+  // A syntax error is nlohmann's message, with the place and the member.
+  std::string error = Trace(R"({"items": [{"a": "b"}, {"a": tru}]})", JsonEngine::kFast);
+  EXPECT_THAT(error, HasSubstr("error "));
+  EXPECT_THAT(error, HasSubstr("line 1"));
+  EXPECT_THAT(error, HasSubstr("(in items[1])"));
+}
+
+TEST(JsonStreamTest, TheTwoParsersAgreeOnTheEdges) {
+  for (std::string text : std::vector<std::string>{
+           R"({"items": [{"a": "1", "a": [2], "b": -0.0, "c": 1e2, "d": -9223372036854775808}]})",
+           R"({"items": [18446744073709551615, -1, 1.5e-400, 1e400, 0.1, 2.2250738585072011e-308]})",
+           R"({"items": ["\ud83d\ude00", "\u0000", "\/\b\f\n\r\t\"\\"]})",
+           R"({"items": ["\ud800"]})", R"({"items": ["\udc00\u0041"]})",
+           "{\"items\": [\"a\tb\"]}", "{\"items\": [\"\xed\xa0\x80\"]}",
+           "{\"items\": [\"\xc0\xaf\"]}", "{\"items\": [\"\xf4\x90\x80\x80\"]}",
+           std::string("{\"items\": []}\0", 14), "{\"items\": []}  \n\t ", "", "   ",
+           R"([{"items": [1]}])", R"("items")", R"(null)", R"(-0)", R"({})",
+           R"({"items": {"a": 1}})", R"({"items": [1], "items": "x"})",
+           R"({"items": [1, 2], "items": [{"k": "v"}]})", R"({"items": [{}, [], {"": ""}]})",
+           R"({"items": [01]})", R"({"items": [1.]})", R"({"items": [+1]})", R"({"items": [.5]})",
+           R"({"items": [1,]})", R"({"items": [1] )", R"({"items" [1]})", R"({'items': [1]})",
+           R"({"items": [tru]})", R"({"items": [nulll]})", R"({"items": [NaN]})",
+           R"({"items": [true, false, null]})", R"({"a": {"b": {"c": [[[[-0]]]]}}, "items": []})",
+       }) {
+    EXPECT_EQ(testing_json::Disagreement(text), "") << "input: " << testing_json::Quoted(text);
+  }
+}
+
+// Small mutations of declaration-shaped documents: wherever simdjson says
+// yes, it says what nlohmann says. (tools/fuzz runs the same comparison
+// without bounds: tests/fuzz/json_stream_fuzzer.cc.)
+TEST(JsonStreamTest, TheTwoParsersAgreeOnMutatedDocuments) {
+  const std::vector<std::string> seeds = {
+      R"({"machine": "m", "generation": 3, "items": [{"id": "a", "kind": "file", "path": "/a",)"
+      R"( "content": "k = v\n", "mode": "0600"}, {"id": "b", "kind": "service", "enabled": true,)"
+      R"( "after": ["a"], "n": [1, -2, 3.5e1]}], "extra": {"x": null}})",
+      R"({"items": [{"c": "\u00e9\ud83d\ude00\\\"", "d": [{"e": -0}]}, "s", 0, []]})",
+  };
+  const std::string alphabet = "{}[]:,\"\\-0123456789.eE+tfnul \n\xc3\xa9\xff\x01u";
+  std::mt19937 random(18);
+  int fast_accepted = 0;
+  for (int i = 0; i < 10000; ++i) {
+    std::string text = seeds[i % seeds.size()];
+    for (int m = 1 + random() % 3; m > 0; --m) {
+      size_t at = random() % (text.size() + 1);
+      char c = alphabet[random() % alphabet.size()];
+      switch (random() % 3) {
+        case 0:
+          if (at < text.size()) text[at] = c;
+          break;
+        case 1:
+          text.insert(at, 1, c);
+          break;
+        default:
+          if (at < text.size()) text.erase(at, 1 + random() % 4);
+      }
+    }
+    bool by_reference = true;
+    std::string fast = Trace(text, JsonEngine::kFast, &by_reference);
+    if (!by_reference && fast.find("document ") != std::string::npos) ++fast_accepted;
+    EXPECT_EQ(testing_json::Disagreement(text), "") << "input: " << testing_json::Quoted(text);
+    if (HasFailure()) break;
+  }
+  // The comparison is empty unless simdjson accepts a good share itself.
+  EXPECT_GT(fast_accepted, 500);
 }
 
 }  // namespace
