@@ -3,7 +3,8 @@
 // nothing to do. Prints one line per figure: name, value, floor, ratio.
 //
 //   noop_bench --files 10000 [--repeat 5]
-//              [--noop-only N | --published-only N | --full-pass-only N | --touched-only N]
+//              [--noop-only N | --published-only N | --full-pass-only N | --touched-only N |
+//               --parse-only N]
 //              [--daemon-heap 1]
 //
 // Floors, measured in the same process on the same files: an lstat of every
@@ -83,6 +84,11 @@ void Publish(core::ApplyReport report, status::StatusBoard& board, metrics::Host
     full.Apply(decl);
     if (daemon_heap) adapters::ReleaseFreedHeap();
   }
+}
+
+// Likewise: the declaration's parse alone, n times (--toggle-collect='*Parses*').
+[[gnu::noinline]] void Parses(const std::string& decl, int n) {
+  for (int i = 0; i < n; ++i) (void)core::ParseDeclaration(decl);
 }
 
 // Likewise: n applies, each after 1% of the files were touched.
@@ -197,7 +203,12 @@ int main(int argc, char** argv) {
   }
   double full_ms = MedianMs(repeat, [&] { FullPasses(full, decl, 1); });
   // Steps of the full pass measured alone.
-  double parse_ms = MedianMs(repeat, [&] { (void)core::ParseDeclaration(decl); });
+  if (int n = bench::IntFlag(argc, argv, "--parse-only", 0); n > 0) {
+    Parses(decl, n);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
+  double parse_ms = MedianMs(repeat, [&] { Parses(decl, 1); });
   double digest_ms = MedianMs(repeat, [&] { core::Sha256Hex(decl); });
   bool proven = daemon.Apply(decl).from_record;
   // A fresh process's no-op (what `mesh-host apply` does): stream the

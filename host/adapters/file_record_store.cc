@@ -28,6 +28,10 @@ constexpr const char* kKeyFile = "/digest.key";
 constexpr size_t kKeyBytes = 32;
 constexpr uint64_t kMaxStateBytes = 512ull << 20;
 constexpr uint64_t kMaxIntentBytes = 64ull << 20;
+// A record up to this size is read whole, for simdjson: the text, its copy
+// and the parser's buffers come to about four times it, a few MiB. A larger
+// one is streamed and never held whole (Stream).
+constexpr uint64_t kWholeRecordBytes = 8ull << 20;
 
 // The record decides what the host deletes: one planted by another user
 // (a state.json naming /etc/shadow) would have the host delete for them.
@@ -90,7 +94,9 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   }
   std::string fingerprint = core::FileFingerprint(*info);
   if (cached_ != nullptr && fingerprint == cached_fingerprint_) return cached_;
-  auto record = Stream([](std::istream& in) { return core::ParseRecord(in); });
+  auto record = info->size <= kWholeRecordBytes
+                    ? Whole([](std::string_view text) { return core::ParseRecord(text); })
+                    : Stream([](std::istream& in) { return core::ParseRecord(in); });
   if (!record) return std::unexpected(record.error());
   auto loaded = std::make_shared<const core::Record>(std::move(*record));
   if (keep_) {
@@ -110,12 +116,23 @@ core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
       return std::unexpected(st.error());
     }
   }
+  if (info && info->size <= kWholeRecordBytes) {
+    return Whole([&](std::string_view text) { return core::ScanRecord(text, visitor); });
+  }
   return Stream([&](std::istream& in) { return core::ScanRecord(in, visitor); });
 }
 
-// Streamed, not read whole or mapped: the record is 28 MB at 100,000
-// resources, and a whole copy of it would sit beside what is parsed from it
-// at the apply's peak. A read error wins over the parse error it causes.
+template <typename Parse>
+std::invoke_result_t<Parse, std::string_view> FileRecordStore::Whole(Parse parse) {
+  auto text = fs_->ReadFile(kStateFile, kMaxStateBytes);
+  if (!text) return std::unexpected(text.error());
+  return parse(*text);
+}
+
+// Past kWholeRecordBytes, streamed, not read whole or mapped: the record is
+// 28 MB at 100,000 resources, and a whole copy of it would sit beside what
+// is parsed from it at the apply's peak. A read error wins over the parse
+// error it causes.
 template <typename Parse>
 std::invoke_result_t<Parse, std::istream&> FileRecordStore::Stream(Parse parse) {
   auto opened = fs_->OpenRegular(kStateFile, kMaxStateBytes);

@@ -47,6 +47,9 @@ class FileRecordStore : public ports::RecordStore {
   // Opens state.json and runs `parse` over it as a stream.
   template <typename Parse>
   std::invoke_result_t<Parse, std::istream&> Stream(Parse parse);
+  // Reads state.json whole and runs `parse` over its text.
+  template <typename Parse>
+  std::invoke_result_t<Parse, std::string_view> Whole(Parse parse);
 
   // Fails when <state-dir>/NAME exists and is not this process's own.
   core::Status CheckFile(const char* name);

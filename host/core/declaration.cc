@@ -9,7 +9,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "host/core/json_depth.h"
 #include "host/core/json_stream.h"
 #include "host/core/parse_resource.h"
 #include "host/core/printable.h"
@@ -291,9 +290,6 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     return Fail("declaration: " + std::to_string(text.size()) + " bytes exceeds the limit of " +
                 std::to_string(kMaxDeclarationBytes));
   }
-  if (!JsonDepthWithin(text, kMaxJsonDepth)) {
-    return Fail("declaration: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
   // Resources are checked as they stream by; their refusals are kept and
   // reported after the document's own fields, so the order of messages is
   // that of a whole parse (syntax, then the top level, then resources).
@@ -317,24 +313,30 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   };
   auto on_resource = [&](size_t index, FlatObject& item) {
     if (restart(index)) return;
-    auto r = ParseResource(item, index);
-    if (!r) {
-      problems.Add(r.error().message);
+    Resource& r = decl.resources.emplace_back();
+    if (auto st = ParseResource(item, index, r); !st) {
+      decl.resources.pop_back();
+      problems.Add(st.error().message);
       if (const FlatObject::Field* id = item.Find("id"); id != nullptr && id->is_string) {
         refused_ids.insert(id->text);
       }
       return;
     }
-    auto [it, fresh] = decl.index.emplace(r->id, decl.resources.size());
+    auto [it, fresh] = decl.index.emplace(r.id, decl.resources.size() - 1);
     if (!fresh) {
-      problems.Add(Where(r->id, index, "id") + "duplicate id (also resource #" +
+      problems.Add(Where(r.id, index, "id") + "duplicate id (also resource #" +
                    std::to_string(it->second) + ")");
+      decl.resources.pop_back();
       return;
     }
-    decl.resources.push_back(std::move(*r));
   };
-  auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_other, on_resource);
-  if (!streamed) return Fail("declaration: invalid JSON: " + streamed.error().message);
+  auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_other, on_resource,
+                                {.max_depth = kMaxJsonDepth});
+  if (!streamed) {
+    bool too_deep = streamed.error().kind == ErrorKind::kTooDeep;
+    return Fail(std::string(too_deep ? "declaration: " : "declaration: invalid JSON: ") +
+                streamed.error().message);
+  }
   if (auto st = ParseTopLevel(streamed->document, streamed->members, decl); !st) {
     return std::unexpected(st.error());
   }

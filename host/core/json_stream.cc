@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/core/json_depth.h"
 #include "host/core/printable.h"
 
 namespace mesh::core {
@@ -171,19 +172,48 @@ Result<StreamedJson> ParseByReference(std::string_view text, std::string_view ke
 
 namespace dom = simdjson::dom;
 
+// simdjson reads "-0" as the integer 0, which nlohmann reads as a signed
+// integer (and the host's readers refuse where a count belongs). Such a
+// token stands where a value starts: after ':', ',' or '[' (and any
+// whitespace), or at the very start. A text with no "-0" there has none,
+// and simdjson's zeros are all unsigned; one that has it (or a string that
+// looks like it) is read by nlohmann.
+bool MayHaveMinusZero(std::string_view text) {
+  for (size_t at = text.find("-0"); at != std::string_view::npos; at = text.find("-0", at + 2)) {
+    size_t before = at;
+    while (before > 0 && (text[before - 1] == ' ' || text[before - 1] == '\t' ||
+                          text[before - 1] == '\n' || text[before - 1] == '\r')) {
+      --before;
+    }
+    if (before == 0 || text[before - 1] == ':' || text[before - 1] == ',' ||
+        text[before - 1] == '[') {
+      return true;
+    }
+  }
+  return false;
+}
+
+// simdjson's document of `text`, when it reads it as nlohmann would.
+bool ParseFast(std::string_view text, int max_depth, dom::parser& parser, dom::element& root) {
+  if (MayHaveMinusZero(text)) return false;
+  // simdjson's depth is at least as strict as JsonDepthWithin's (an object
+  // at the limit is refused, an array is not): a document it reads needs
+  // no check of its own, one it refuses is counted again by the caller.
+  size_t depth = max_depth > 0 ? size_t(max_depth) : simdjson::DEFAULT_MAX_DEPTH;
+  return parser.allocate(text.size(), depth) == simdjson::SUCCESS &&
+         parser.parse(text.data(), text.size()).get(root) == simdjson::SUCCESS;
+}
+
 // The same walk as Handler's, over simdjson's parsed document, handing the
 // same members to the same callbacks and building the same trees. Values
 // are typed as nlohmann's lexer types them: a non-negative integer is
-// unsigned, a negative one signed, one with a fraction or an exponent a
-// float. simdjson reads "-0" as the integer 0, which nlohmann reads as
-// signed: a zero integer in a document that has "-0" anywhere in its bytes
-// is the one case it cannot tell, and the walk gives up (Run is false).
+// unsigned (ParseFast made sure no zero was "-0"), a negative one signed,
+// one with a fraction or an exponent a float.
 class FastWalk {
  public:
-  FastWalk(std::string_view text, std::string_view key, bool want_array,
-           const MemberCallback& on_member, const FlatObjectCallback* on_object)
-      : text_(text),
-        key_(key),
+  FastWalk(std::string_view key, bool want_array, const MemberCallback& on_member,
+           const FlatObjectCallback* on_object)
+      : key_(key),
         want_array_(want_array),
         on_member_(on_member),
         on_object_(on_object) {}
@@ -287,8 +317,6 @@ class FastWalk {
         if (e.get_int64().get(v) != simdjson::SUCCESS) return false;
         if (v < 0) {
           out = json::number_integer_t{v};
-        } else if (v == 0 && MayHaveMinusZero()) {
-          return false;
         } else {
           out = json::number_unsigned_t(v);
         }
@@ -319,12 +347,6 @@ class FastWalk {
     return false;
   }
 
-  bool MayHaveMinusZero() {
-    if (minus_zero_ < 0) minus_zero_ = text_.find("-0") != std::string_view::npos;
-    return minus_zero_ != 0;
-  }
-
-  std::string_view text_;
   std::string_view key_;
   bool want_array_;
   const MemberCallback& on_member_;
@@ -334,20 +356,86 @@ class FastWalk {
   json member_;
   std::string member_key_;
   size_t members_ = 0;
-  int minus_zero_ = -1;  // unknown until a zero is met
+};
+
+// simdjson's document as the events nlohmann's parser would send.
+class SaxWalk {
+ public:
+  explicit SaxWalk(nlohmann::json_sax<json>& handler) : handler_(handler) {}
+
+  bool Value(dom::element e) {
+    switch (e.type()) {
+      case dom::element_type::ARRAY: {
+        dom::array items;
+        if (e.get_array().get(items) != simdjson::SUCCESS) return false;
+        if (!handler_.start_array(kUnknownSize)) return false;
+        for (dom::element item : items) {
+          if (!Value(item)) return false;
+        }
+        return handler_.end_array();
+      }
+      case dom::element_type::OBJECT: {
+        dom::object fields;
+        if (e.get_object().get(fields) != simdjson::SUCCESS) return false;
+        if (!handler_.start_object(kUnknownSize)) return false;
+        for (dom::key_value_pair field : fields) {
+          text_.assign(field.key);
+          if (!handler_.key(text_) || !Value(field.value)) return false;
+        }
+        return handler_.end_object();
+      }
+      case dom::element_type::STRING: {
+        std::string_view text;
+        if (e.get_string().get(text) != simdjson::SUCCESS) return false;
+        text_.assign(text);
+        return handler_.string(text_);
+      }
+      case dom::element_type::INT64: {
+        int64_t v = 0;
+        if (e.get_int64().get(v) != simdjson::SUCCESS) return false;
+        return v < 0 ? handler_.number_integer(v) : handler_.number_unsigned(uint64_t(v));
+      }
+      case dom::element_type::UINT64: {
+        uint64_t v = 0;
+        if (e.get_uint64().get(v) != simdjson::SUCCESS) return false;
+        return handler_.number_unsigned(v);
+      }
+      case dom::element_type::DOUBLE: {
+        double v = 0;
+        if (e.get_double().get(v) != simdjson::SUCCESS) return false;
+        text_.clear();
+        return handler_.number_float(v, text_);
+      }
+      case dom::element_type::BOOL: {
+        bool v = false;
+        if (e.get_bool().get(v) != simdjson::SUCCESS) return false;
+        return handler_.boolean(v);
+      }
+      case dom::element_type::NULL_VALUE:
+        return handler_.null();
+    }
+    return false;
+  }
+
+ private:
+  // What nlohmann's parser gives for a container's size read from text.
+  static constexpr std::size_t kUnknownSize = static_cast<std::size_t>(-1);
+
+  nlohmann::json_sax<json>& handler_;
+  std::string text_;  // the string or key being handed over
 };
 
 Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool want_array,
                            const MemberCallback& on_member, const FlatObjectCallback* on_object,
-                           JsonEngine engine) {
-  if (engine == JsonEngine::kFast) {
+                           const StreamOptions& options) {
+  if (options.engine == JsonEngine::kFast) {
     try {
       // A parser per parse: a kept one would hold the last document's
       // buffers (several times its size) while the daemon idles.
       dom::parser parser;
       dom::element root;
-      if (parser.parse(text.data(), text.size()).get(root) == simdjson::SUCCESS) {
-        FastWalk walk(text, key, want_array, on_member, on_object);
+      if (ParseFast(text, options.max_depth, parser, root)) {
+        FastWalk walk(key, want_array, on_member, on_object);
         if (walk.Run(root)) return walk.Take();
       }
     } catch (const json::exception& e) {
@@ -359,10 +447,22 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
       return Fail("out of memory");
     }
   }
+  if (options.max_depth > 0 && !JsonDepthWithin(text, options.max_depth)) {
+    return std::unexpected(Error{"nested deeper than " + std::to_string(options.max_depth) +
+                                     " levels",
+                                 ErrorKind::kTooDeep});
+  }
   return ParseByReference(text, key, want_array, on_member, on_object);
 }
 
 }  // namespace
+
+std::optional<bool> SaxParseFast(std::string_view text, nlohmann::json_sax<json>& handler) {
+  dom::parser parser;
+  dom::element root;
+  if (!ParseFast(text, 0, parser, root)) return std::nullopt;
+  return SaxWalk(handler).Value(root);
+}
 
 const FlatObject::Field* FlatObject::Find(std::string_view key) const {
   for (size_t i = 0; i < size_; ++i) {
@@ -398,14 +498,16 @@ FlatObject::Field& FlatObject::Begin(std::string_view key) {
 }
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
-                                   const MemberCallback& on_member, JsonEngine engine) {
-  return Parse(text, key, want_array, on_member, nullptr, engine);
+                                   const MemberCallback& on_member,
+                                   const StreamOptions& options) {
+  return Parse(text, key, want_array, on_member, nullptr, options);
 }
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
                                    const MemberCallback& on_member,
-                                   const FlatObjectCallback& on_object, JsonEngine engine) {
-  return Parse(text, key, want_array, on_member, &on_object, engine);
+                                   const FlatObjectCallback& on_object,
+                                   const StreamOptions& options) {
+  return Parse(text, key, want_array, on_member, &on_object, options);
 }
 
 }  // namespace mesh::core

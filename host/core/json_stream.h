@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -42,6 +43,15 @@ struct StreamedJson {
 // side by side.
 enum class JsonEngine { kFast, kReference };
 
+struct StreamOptions {
+  // A document with an array or object nested deeper than this is refused
+  // (ErrorKind::kTooDeep) before anything is handed over, as
+  // JsonDepthWithin counts it. 0: no limit of its own (nlohmann's parse
+  // does not recurse; simdjson's stops at 1,024 and hands over to it).
+  int max_depth = 0;
+  JsonEngine engine = JsonEngine::kFast;
+};
+
 // `key` names the top-level member to stream; it is streamed only when it
 // is an array (`want_array`) or an object (otherwise), else kept whole. The
 // callback gets the member's key (empty for an array), its position, and
@@ -55,7 +65,7 @@ using MemberCallback =
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
                                    const MemberCallback& on_member,
-                                   JsonEngine engine = JsonEngine::kFast);
+                                   const StreamOptions& options = {});
 
 // A streamed member that is an object, held as its fields rather than as a
 // tree: a declaration's resources are small objects of strings, and a tree
@@ -107,6 +117,17 @@ using FlatObjectCallback = std::function<void(size_t position, FlatObject& objec
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
                                    const MemberCallback& on_member,
                                    const FlatObjectCallback& on_object,
-                                   JsonEngine engine = JsonEngine::kFast);
+                                   const StreamOptions& options = {});
+
+// nlohmann::json::sax_parse(text, &handler), with simdjson reading the bytes
+// when it can: the same events in the same order, the numbers typed the
+// same, but a float's own text is not given (number_float's second argument
+// is empty). nullopt: simdjson could not read the text as nlohmann would
+// (it refused it, or a zero's sign would be lost), and nothing was handed to
+// `handler`: the caller runs nlohmann's parse, whose verdict and message then
+// stand. Otherwise what sax_parse returns: false when the handler stopped.
+// Exceptions from the handler pass through, as from sax_parse.
+std::optional<bool> SaxParseFast(std::string_view text,
+                                 nlohmann::json_sax<nlohmann::json>& handler);
 
 }  // namespace mesh::core

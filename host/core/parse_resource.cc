@@ -376,14 +376,13 @@ Status ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r) {
 
 }  // namespace
 
-Result<Resource> ParseResource(FlatObject& obj, size_t index) {
-  Resource r;
-  if (auto st = ParseIdAndKind(obj, index, r); !st) return std::unexpected(st.error());
+Status ParseResource(FlatObject& obj, size_t index, Resource& r) {
+  if (auto st = ParseIdAndKind(obj, index, r); !st) return st;
   Fields in(obj, r.id, index);
   for (FieldParser parse : KindParsers(r.kind)) {
-    if (auto st = parse(in, r); !st) return std::unexpected(st.error());
+    if (auto st = parse(in, r); !st) return st;
   }
-  return r;
+  return Ok();
 }
 
 }  // namespace mesh::core::resource_parsing

@@ -18,9 +18,10 @@ namespace mesh::core::resource_parsing {
 // every refusal starts.
 std::string Where(const std::string& id, size_t index, std::string_view field);
 
-// `obj`, the index-th entry of "resources": a Resource, or the first thing
-// wrong with it. The resource's strings may be moved out of `obj`; its id
-// stays.
-Result<Resource> ParseResource(FlatObject& obj, size_t index);
+// `obj`, the index-th entry of "resources", read into `r` (a Resource as
+// default-constructed: the declaration's list builds it in place), or the
+// first thing wrong with it, `r` then half-filled. The resource's strings
+// may be moved out of `obj`; its id stays.
+Status ParseResource(FlatObject& obj, size_t index, Resource& r);
 
 }  // namespace mesh::core::resource_parsing

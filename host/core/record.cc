@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <type_traits>
 
+#include "host/core/json_stream.h"
 #include "host/core/printable.h"
 
 namespace mesh::core {
@@ -431,7 +433,11 @@ Result<bool> ReadRecord(Input& input, Record& record, RecordVisitor* visitor) {
   RecordReader reader(record, visitor);
   bool parsed = false;
   try {
-    parsed = json::sax_parse(input, &reader);
+    // A whole text goes to simdjson first; what it cannot read as nlohmann
+    // would reaches the reader from nlohmann, as a stream always does.
+    std::optional<bool> fast;
+    if constexpr (std::is_same_v<Input, std::string_view>) fast = SaxParseFast(input, reader);
+    parsed = fast.has_value() ? *fast : json::sax_parse(input, &reader);
   } catch (const json::exception& e) {
     return Fail("state: " + JsonErrorWithoutBytes(e.what()));
   }
@@ -460,6 +466,11 @@ Result<Record> ParseRecord(std::string_view text) { return ParseRecordFrom(text)
 Result<Record> ParseRecord(std::istream& text) { return ParseRecordFrom(text); }
 
 Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor) {
+  Record header;
+  return ReadRecord(text, header, &visitor);
+}
+
+Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor) {
   Record header;
   return ReadRecord(text, header, &visitor);
 }

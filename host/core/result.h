@@ -23,6 +23,8 @@ enum class ErrorKind {
   // The file at a path is not the one looked at, or changed while it was
   // read: it is someone else's doing, not a fault of the disk.
   kChanged,
+  // A JSON document nests deeper than its reader allows.
+  kTooDeep,
 };
 
 struct Error {

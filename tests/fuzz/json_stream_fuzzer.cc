@@ -14,6 +14,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   std::string disagreement = mesh::core::testing_json::Disagreement(text);
+  if (disagreement.empty()) disagreement = mesh::core::testing_json::SaxDisagreement(text);
+  if (disagreement.empty()) disagreement = mesh::core::testing_json::SaxDisagreement(text, 5);
   if (!disagreement.empty()) {
     std::fprintf(stderr, "%s\n", disagreement.c_str());
     std::abort();

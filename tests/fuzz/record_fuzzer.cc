@@ -3,6 +3,8 @@
 // save and a load unchanged. Streamed to a visitor (how a one-shot apply
 // reads it), the same text must read the same way: the same verdict, the
 // same entries, and a visitor that stops part-way must stop the reading.
+// A whole text (simdjson) and a stream (nlohmann) must read alike, down to
+// the words of a refusal.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -50,6 +52,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::map<std::string, mesh::core::RecordEntry> last;
     for (auto& [id, entry] : all.entries) last[id] = entry;
     if (last != record->resources) std::abort();
+  }
+  std::istringstream stream{std::string(text)};
+  auto streamed = mesh::core::ParseRecord(stream);
+  if (streamed.has_value() != record.has_value()) std::abort();
+  if (record ? !(*record == *streamed) : record.error().message != streamed.error().message) {
+    std::abort();
+  }
+  Collect whole(SIZE_MAX);
+  auto scanned_whole = mesh::core::ScanRecord(text, whole);
+  if (scanned_whole.has_value() != scanned.has_value()) std::abort();
+  if (scanned ? *scanned_whole != *scanned || whole.headers != all.headers ||
+                    whole.entries != all.entries
+              : scanned_whole.error().message != scanned.error().message) {
+    std::abort();
   }
   if (!all.entries.empty()) {
     Collect some(all.entries.size() - 1);

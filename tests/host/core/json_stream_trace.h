@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,7 +42,8 @@ inline std::string Typed(const json& j) {
 }
 
 // Everything a parse hands over, in order, then its result.
-inline std::string Trace(std::string_view text, JsonEngine engine, bool* by_reference = nullptr) {
+inline std::string Trace(std::string_view text, JsonEngine engine, bool* by_reference = nullptr,
+                         int max_depth = 0) {
   std::string trace;
   MemberCallback on_member = [&](std::string& key, size_t position, json& value) {
     trace += "member " + json(key).dump() + " #" + std::to_string(position) + " " +
@@ -55,7 +57,8 @@ inline std::string Trace(std::string_view text, JsonEngine engine, bool* by_refe
     }
     trace += "\n";
   };
-  auto r = ParseStreamed(text, "items", /*want_array=*/true, on_member, on_object, engine);
+  auto r = ParseStreamed(text, "items", /*want_array=*/true, on_member, on_object,
+                         {.max_depth = max_depth, .engine = engine});
   if (by_reference != nullptr) *by_reference = r.has_value() && r->by_reference;
   if (!r) return trace + "error " + r.error().message;
   return trace + "document " + Typed(r->document) + " members " + std::to_string(r->members);
@@ -74,15 +77,64 @@ inline std::string FromLastStart(const std::string& trace) {
 
 // Empty when the host's parse of `text` hands over exactly what nlohmann's
 // does; otherwise both traces.
-inline std::string Disagreement(std::string_view text) {
+inline std::string Disagreement(std::string_view text, int max_depth = 0) {
   bool by_reference = false;
-  std::string fast = Trace(text, JsonEngine::kFast, &by_reference);
-  std::string reference = Trace(text, JsonEngine::kReference);
+  std::string fast = Trace(text, JsonEngine::kFast, &by_reference, max_depth);
+  std::string reference = Trace(text, JsonEngine::kReference, nullptr, max_depth);
   if (by_reference) {
     fast = FromLastStart(fast);
     reference = FromLastStart(reference);
   }
   return fast == reference ? "" : "simdjson:\n" + fast + "\nnlohmann:\n" + reference;
+}
+
+// nlohmann's SAX events written out, one per line; a handler that stops
+// at the `stop_at`-th event (0: never) shows the early stop.
+class SaxTrace final : public nlohmann::json_sax<json> {
+ public:
+  explicit SaxTrace(size_t stop_at = 0) : stop_at_(stop_at) {}
+  bool null() override { return Add("null"); }
+  bool boolean(bool v) override { return Add(v ? "true" : "false"); }
+  bool number_integer(number_integer_t v) override { return Add("i" + std::to_string(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return Add("u" + std::to_string(v)); }
+  // The float's text is not compared: SaxParseFast does not give it.
+  bool number_float(number_float_t v, const string_t&) override {
+    return Add("f" + json(v).dump());
+  }
+  bool string(string_t& v) override { return Add("s" + json(v).dump()); }
+  bool binary(binary_t&) override { return Add("binary"); }
+  bool start_object(std::size_t n) override { return Add("{" + std::to_string(n)); }
+  bool end_object() override { return Add("}"); }
+  bool start_array(std::size_t n) override { return Add("[" + std::to_string(n)); }
+  bool end_array() override { return Add("]"); }
+  bool key(string_t& k) override { return Add("k" + json(k).dump()); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return Add("error");
+  }
+  std::string text;
+
+ private:
+  bool Add(const std::string& event) {
+    text += event + "\n";
+    return ++events_ != stop_at_;
+  }
+  size_t stop_at_;
+  size_t events_ = 0;
+};
+
+// Empty when SaxParseFast either hands `text` over to nlohmann untouched or
+// sends exactly nlohmann's events and verdict; otherwise both.
+inline std::string SaxDisagreement(std::string_view text, size_t stop_at = 0) {
+  SaxTrace fast(stop_at);
+  std::optional<bool> verdict = SaxParseFast(text, fast);
+  if (!verdict.has_value()) {
+    return fast.text.empty() ? "" : "events before the hand-over:\n" + fast.text;
+  }
+  SaxTrace reference(stop_at);
+  bool parsed = json::sax_parse(text, &reference);
+  if (*verdict == parsed && fast.text == reference.text) return "";
+  return "simdjson (" + std::to_string(*verdict) + "):\n" + fast.text + "nlohmann (" +
+         std::to_string(parsed) + "):\n" + reference.text;
 }
 
 // The input as a JSON string, whatever its bytes.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -148,6 +149,52 @@ TEST(RecordTest, OneResourcePerLineAndEveryFieldRoundTrips) {
   auto streamed = ParseRecord(in);
   ASSERT_TRUE(streamed.has_value()) << streamed.error().message;
   EXPECT_EQ(*streamed, r);
+}
+
+// The store reads a small record whole (simdjson) and a large one as a
+// stream (nlohmann): both must read every text alike, refusals word for word.
+TEST(RecordTest, TheWholeTextAndTheStreamReadAlike) {
+  Record r;
+  r.want_version = Record::kWantVersion;
+  r.machine = "m";
+  r.generation = 0;
+  r.declaration_digest = "d";
+  for (int i = 0; i < 4; ++i) {
+    RecordEntry e;
+    e.kind = i % 2 ? "service" : "file";
+    e.digest = "sha256:" + std::to_string(i);
+    e.applied_at = "2026-12-02T01:02:0" + std::to_string(i) + ".000Z";
+    if (i % 2) {
+      e.unit = "u" + std::to_string(i) + "-0.service";
+      e.position = 0;
+      e.n_restarts = 0;
+      e.enabled = false;
+      e.drop_ins["10-a.conf"] = "pre:1:2";
+    } else {
+      e.written.push_back({"/etc/a-" + std::to_string(i), "1:2:3", "sha256:9", 0, i == 2});
+    }
+    r.resources["r" + std::to_string(i)] = e;
+  }
+  std::string text = SerializeRecord(r);
+  std::mt19937 random(7);
+  for (int i = 0; i < 3000; ++i) {
+    std::string t = text;
+    if (i > 0) {
+      size_t at = random() % t.size();
+      const char* bytes = "{}[]:,\"0-1e.tn \\";
+      t[at] = bytes[random() % 16];
+    }
+    auto whole = ParseRecord(std::string_view(t));
+    std::istringstream in(t);
+    auto streamed = ParseRecord(in);
+    ASSERT_EQ(whole.has_value(), streamed.has_value()) << t;
+    if (whole) {
+      EXPECT_EQ(*whole, *streamed) << t;
+    } else {
+      EXPECT_EQ(whole.error().message, streamed.error().message) << t;
+    }
+    if (i == 0) EXPECT_EQ(*whole, r);
+  }
 }
 
 }  // namespace
