@@ -251,8 +251,10 @@ void CheckClaims(const Declaration& decl, Problems& problems) {
   for (size_t i = 0; i < decl.resources.size(); ++i) {
     const Resource& r = decl.resources[i];
     if (r.HasFiles()) {
-      std::string_view clash;
-      if (auto it = paths.find(r.path); it != paths.end()) clash = it->second;
+      // Claimed here at once (one hash of the path), and let go again if a
+      // tree already holds it.
+      auto [claim, fresh] = paths.try_emplace(r.path, r.id);
+      std::string_view clash = fresh ? std::string_view() : claim->second;
       if (clash.empty() && r.IsTree()) {
         auto it = sorted_paths.lower_bound(r.path + "/");
         if (it != sorted_paths.end() && PathWithin(it->first, r.path)) clash = it->second;
@@ -267,8 +269,8 @@ void CheckClaims(const Declaration& decl, Problems& problems) {
       if (!clash.empty()) {
         problems.Add(Where(r.id, i, "path") + "\"" + r.path + "\" is also claimed by resource " +
                      std::string(clash));
+        if (fresh) paths.erase(claim);
       } else {
-        paths.emplace(r.path, r.id);
         if (trees) sorted_paths.emplace(r.path, r.id);
         if (r.IsTree()) tree_paths.emplace(r.path, r.id);
       }
@@ -330,8 +332,14 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
       return;
     }
   };
+  // Reserved when the count is known: a list and a table grown by doubling
+  // move every resource and hash every id again at each step.
+  auto on_size = [&](size_t members) {
+    decl.resources.reserve(std::min(members, kMaxResources));
+    decl.index.reserve(std::min(members, kMaxResources));
+  };
   auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_other, on_resource,
-                                {.max_depth = kMaxJsonDepth});
+                                {.max_depth = kMaxJsonDepth, .on_size = on_size});
   if (!streamed) {
     bool too_deep = streamed.error().kind == ErrorKind::kTooDeep;
     return Fail(std::string(too_deep ? "declaration: " : "declaration: invalid JSON: ") +

@@ -212,11 +212,12 @@ bool ParseFast(std::string_view text, int max_depth, dom::parser& parser, dom::e
 class FastWalk {
  public:
   FastWalk(std::string_view key, bool want_array, const MemberCallback& on_member,
-           const FlatObjectCallback* on_object)
+           const FlatObjectCallback* on_object, const std::function<void(size_t)>& on_size)
       : key_(key),
         want_array_(want_array),
         on_member_(on_member),
-        on_object_(on_object) {}
+        on_object_(on_object),
+        on_size_(on_size) {}
 
   // Every accessor below is simdjson's error-code form: its conversion
   // operators throw.
@@ -233,6 +234,7 @@ class FastWalk {
       if (field.key == key_ && (is_array || is_object) && is_array == want_array_) {
         root_[field.key] = is_array ? json::array() : json::object();
         members_ = 0;
+        if (on_size_) on_size_(is_array ? list.size() : map.size());
         if (!(is_array ? StreamArray(list) : StreamObject(map))) return false;
       } else if (!Convert(value, root_[field.key])) {
         return false;
@@ -351,6 +353,7 @@ class FastWalk {
   bool want_array_;
   const MemberCallback& on_member_;
   const FlatObjectCallback* on_object_;
+  const std::function<void(size_t)>& on_size_;
   FlatObject flat_;
   json root_;
   json member_;
@@ -435,7 +438,7 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
       dom::parser parser;
       dom::element root;
       if (ParseFast(text, options.max_depth, parser, root)) {
-        FastWalk walk(key, want_array, on_member, on_object);
+        FastWalk walk(key, want_array, on_member, on_object, options.on_size);
         if (walk.Run(root)) return walk.Take();
       }
     } catch (const json::exception& e) {

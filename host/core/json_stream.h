@@ -11,12 +11,13 @@
 // document is kept whole and returned, with an empty collection standing in
 // for the streamed one so that type checks read as before.
 //
-// Two parsers read the bytes. simdjson reads them first: it is the one the
-// full pass can afford (nlohmann's lexer reads a character at a time, 20
-// times slower, docs/decisions/0001-simdjson.md). nlohmann is the reference:
-// whatever simdjson refuses, and any number it cannot type as nlohmann would,
-// is parsed again by nlohmann, whose result and message then stand. So what
-// a document means, and every refusal's wording, are nlohmann's either way.
+// Two parsers read the bytes (docs/architecture.md says why). simdjson reads
+// them first: nlohmann's lexer reads a character at a time, about twenty
+// times slower, and the full pass cannot afford it. nlohmann is the
+// reference: whatever simdjson refuses, and a text whose numbers it would
+// type otherwise, is parsed by nlohmann, whose result and message then
+// stand. So what a document means, and every refusal's wording, are
+// nlohmann's either way.
 #pragma once
 
 #include <cstddef>
@@ -50,6 +51,11 @@ struct StreamOptions {
   // does not recurse; simdjson's stops at 1,024 and hands over to it).
   int max_depth = 0;
   JsonEngine engine = JsonEngine::kFast;
+  // Told how many members the streamed collection has, before the first,
+  // when the parser knows it (simdjson does, nlohmann does not): a hint a
+  // consumer may reserve for, bounded by its own limits. Again for a
+  // repeated key.
+  std::function<void(size_t members)> on_size;
 };
 
 // `key` names the top-level member to stream; it is streamed only when it

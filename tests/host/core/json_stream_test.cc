@@ -373,5 +373,25 @@ TEST(JsonStreamTest, SaxEventsAgreeOnMutatedRecords) {
   EXPECT_GT(fast, 500);
 }
 
+TEST(JsonStreamTest, TheFastParserTellsTheCollectionsSizeFirst) {
+  std::vector<std::string> heard;
+  Seen seen;
+  auto cb = seen.Callback();
+  auto options = [&](JsonEngine engine) {
+    StreamOptions o;
+    o.engine = engine;
+    o.on_size = [&](size_t n) {
+      heard.push_back(std::to_string(n) + " before " + std::to_string(seen.values.size()));
+    };
+    return o;
+  };
+  const char* text = R"({"items": [1, 2, 3], "x": [4], "items": [5]})";
+  ASSERT_TRUE(ParseStreamed(text, "items", true, cb, options(JsonEngine::kFast)).has_value());
+  EXPECT_THAT(heard, ElementsAre("3 before 0", "1 before 3"));
+  heard.clear();
+  ASSERT_TRUE(ParseStreamed(text, "items", true, cb, options(JsonEngine::kReference)).has_value());
+  EXPECT_TRUE(heard.empty());
+}
+
 }  // namespace
 }  // namespace mesh::core
