@@ -300,21 +300,29 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   Declaration decl;
   Problems problems;
   std::set<std::string> refused_ids;  // resources refused whole: not "unknown" to others
-  auto restart = [&](size_t index) {
-    if (index == 0) {
-      decl.resources.clear();
-      decl.index.clear();
-      problems.Clear();
-      refused_ids.clear();
+  // The list starts (again): what an earlier "resources" held goes, as it
+  // does from a whole parse, even when the last list is empty. Reserved
+  // when the count is known: a list and a table grown by doubling move
+  // every resource and hash every id again at each step. A resource takes
+  // some 40 bytes of text at least, whatever the count claims.
+  auto on_start = [&](std::optional<size_t> members) {
+    decl.resources.clear();
+    decl.index.clear();
+    problems.Clear();
+    refused_ids.clear();
+    if (members.has_value()) {
+      size_t n = std::min({*members, kMaxResources, text.size() / 40});
+      decl.resources.reserve(n);
+      decl.index.reserve(n);
     }
-    return index >= kMaxResources;
   };
+  auto over = [&](size_t index) { return index >= kMaxResources; };
   auto on_other = [&](std::string&, size_t index, json&) {
-    if (restart(index)) return;
+    if (over(index)) return;
     problems.Add("resource #" + std::to_string(index) + ": must be an object");
   };
   auto on_resource = [&](size_t index, FlatObject& item) {
-    if (restart(index)) return;
+    if (over(index)) return;
     Resource& r = decl.resources.emplace_back();
     if (auto st = ParseResource(item, index, r); !st) {
       decl.resources.pop_back();
@@ -332,14 +340,8 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
       return;
     }
   };
-  // Reserved when the count is known: a list and a table grown by doubling
-  // move every resource and hash every id again at each step.
-  auto on_size = [&](size_t members) {
-    decl.resources.reserve(std::min(members, kMaxResources));
-    decl.index.reserve(std::min(members, kMaxResources));
-  };
   auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_other, on_resource,
-                                {.max_depth = kMaxJsonDepth, .on_size = on_size});
+                                {.max_depth = kMaxJsonDepth, .on_start = on_start});
   if (!streamed) {
     bool too_deep = streamed.error().kind == ErrorKind::kTooDeep;
     return Fail(std::string(too_deep ? "declaration: " : "declaration: invalid JSON: ") +

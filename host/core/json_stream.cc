@@ -17,8 +17,12 @@ using json = nlohmann::json;
 class Handler final : public nlohmann::json_sax<json> {
  public:
   Handler(std::string_view key, bool want_array, const MemberCallback& on_member,
-          const FlatObjectCallback* on_object)
-      : key_(key), want_array_(want_array), on_member_(on_member), on_object_(on_object) {}
+          const FlatObjectCallback* on_object, const StreamOptions& options)
+      : key_(key),
+        want_array_(want_array),
+        on_member_(on_member),
+        on_object_(on_object),
+        on_start_(options.on_start) {}
 
   bool null() override { return Scalar(json(nullptr)); }
   bool boolean(bool v) override { return Scalar(json(v)); }
@@ -115,6 +119,7 @@ class Handler final : public nlohmann::json_sax<json> {
       Place(std::move(container));
       levels_.push_back(Level{nullptr, true, false, {}});
       members_ = 0;
+      if (on_start_) on_start_(std::nullopt);
       return true;
     }
     levels_.push_back(Level{Place(std::move(container)), false, false, {}});
@@ -142,6 +147,7 @@ class Handler final : public nlohmann::json_sax<json> {
   bool want_array_;
   const MemberCallback& on_member_;
   const FlatObjectCallback* on_object_;
+  const std::function<void(std::optional<size_t>)>& on_start_;
   FlatObject flat_;
   FlatObject::Field* field_ = nullptr;  // where the flat member's next value goes
   json root_;
@@ -154,8 +160,9 @@ class Handler final : public nlohmann::json_sax<json> {
 
 Result<StreamedJson> ParseByReference(std::string_view text, std::string_view key,
                                       bool want_array, const MemberCallback& on_member,
-                                      const FlatObjectCallback* on_object) {
-  Handler handler(key, want_array, on_member, on_object);
+                                      const FlatObjectCallback* on_object,
+                                      const StreamOptions& options) {
+  Handler handler(key, want_array, on_member, on_object, options);
   try {
     if (!json::sax_parse(text.begin(), text.end(), &handler)) {
       return Fail(handler.error().empty() ? "parse stopped" : handler.error());
@@ -175,11 +182,16 @@ namespace dom = simdjson::dom;
 // simdjson reads "-0" as the integer 0, which nlohmann reads as a signed
 // integer (and the host's readers refuse where a count belongs). Such a
 // token stands where a value starts: after ':', ',' or '[' (and any
-// whitespace), or at the very start. A text with no "-0" there has none,
-// and simdjson's zeros are all unsigned; one that has it (or a string that
-// looks like it) is read by nlohmann.
+// whitespace), or at the very start, and ends there. A text with no such
+// "-0" has none, and simdjson's zeros are all unsigned; one that has it (or
+// a string that looks like it) is read by nlohmann.
 bool MayHaveMinusZero(std::string_view text) {
   for (size_t at = text.find("-0"); at != std::string_view::npos; at = text.find("-0", at + 2)) {
+    // "-0.5" and "-0e1" are floats to both; a digit after "-0" is no JSON.
+    if (at + 2 < text.size() &&
+        (text[at + 2] == '.' || text[at + 2] == 'e' || text[at + 2] == 'E')) {
+      continue;
+    }
     size_t before = at;
     while (before > 0 && (text[before - 1] == ' ' || text[before - 1] == '\t' ||
                           text[before - 1] == '\n' || text[before - 1] == '\r')) {
@@ -193,15 +205,25 @@ bool MayHaveMinusZero(std::string_view text) {
   return false;
 }
 
+static_assert(kFastParseSlack >= simdjson::SIMDJSON_PADDING);
+
+// Past this, a text is left to nlohmann: simdjson's buffers are reserved
+// at about fifteen times the text (a few times it touched), and a
+// declaration of 100,000 files is 23 MB.
+constexpr size_t kMaxFastBytes = 32u << 20;
+
 // simdjson's document of `text`, when it reads it as nlohmann would.
-bool ParseFast(std::string_view text, int max_depth, dom::parser& parser, dom::element& root) {
-  if (MayHaveMinusZero(text)) return false;
-  // simdjson's depth is at least as strict as JsonDepthWithin's (an object
-  // at the limit is refused, an array is not): a document it reads needs
-  // no check of its own, one it refuses is counted again by the caller.
+bool ParseFast(std::string_view text, int max_depth, size_t slack, dom::parser& parser,
+               dom::element& root) {
+  if (text.size() > kMaxFastBytes || MayHaveMinusZero(text)) return false;
+  // simdjson's depth is at least as strict as JsonDepthWithin's (a
+  // non-empty container at the limit is refused, an empty one is not): a
+  // document it reads needs no check of its own, one it refuses is counted
+  // again by the caller.
   size_t depth = max_depth > 0 ? size_t(max_depth) : simdjson::DEFAULT_MAX_DEPTH;
+  bool copy = slack < simdjson::SIMDJSON_PADDING;
   return parser.allocate(text.size(), depth) == simdjson::SUCCESS &&
-         parser.parse(text.data(), text.size()).get(root) == simdjson::SUCCESS;
+         parser.parse(text.data(), text.size(), copy).get(root) == simdjson::SUCCESS;
 }
 
 // The same walk as Handler's, over simdjson's parsed document, handing the
@@ -212,12 +234,13 @@ bool ParseFast(std::string_view text, int max_depth, dom::parser& parser, dom::e
 class FastWalk {
  public:
   FastWalk(std::string_view key, bool want_array, const MemberCallback& on_member,
-           const FlatObjectCallback* on_object, const std::function<void(size_t)>& on_size)
+           const FlatObjectCallback* on_object,
+           const std::function<void(std::optional<size_t>)>& on_start)
       : key_(key),
         want_array_(want_array),
         on_member_(on_member),
         on_object_(on_object),
-        on_size_(on_size) {}
+        on_start_(on_start) {}
 
   // Every accessor below is simdjson's error-code form: its conversion
   // operators throw.
@@ -234,7 +257,7 @@ class FastWalk {
       if (field.key == key_ && (is_array || is_object) && is_array == want_array_) {
         root_[field.key] = is_array ? json::array() : json::object();
         members_ = 0;
-        if (on_size_) on_size_(is_array ? list.size() : map.size());
+        if (on_start_) on_start_(is_array ? list.size() : map.size());
         if (!(is_array ? StreamArray(list) : StreamObject(map))) return false;
       } else if (!Convert(value, root_[field.key])) {
         return false;
@@ -353,7 +376,7 @@ class FastWalk {
   bool want_array_;
   const MemberCallback& on_member_;
   const FlatObjectCallback* on_object_;
-  const std::function<void(size_t)>& on_size_;
+  const std::function<void(std::optional<size_t>)>& on_start_;
   FlatObject flat_;
   json root_;
   json member_;
@@ -437,8 +460,8 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
       // buffers (several times its size) while the daemon idles.
       dom::parser parser;
       dom::element root;
-      if (ParseFast(text, options.max_depth, parser, root)) {
-        FastWalk walk(key, want_array, on_member, on_object, options.on_size);
+      if (ParseFast(text, options.max_depth, options.slack, parser, root)) {
+        FastWalk walk(key, want_array, on_member, on_object, options.on_start);
         if (walk.Run(root)) return walk.Take();
       }
     } catch (const json::exception& e) {
@@ -455,15 +478,16 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
                                      " levels",
                                  ErrorKind::kTooDeep});
   }
-  return ParseByReference(text, key, want_array, on_member, on_object);
+  return ParseByReference(text, key, want_array, on_member, on_object, options);
 }
 
 }  // namespace
 
-std::optional<bool> SaxParseFast(std::string_view text, nlohmann::json_sax<json>& handler) {
+std::optional<bool> SaxParseFast(std::string_view text, nlohmann::json_sax<json>& handler,
+                                 size_t slack) {
   dom::parser parser;
   dom::element root;
-  if (!ParseFast(text, 0, parser, root)) return std::nullopt;
+  if (!ParseFast(text, 0, slack, parser, root)) return std::nullopt;
   return SaxWalk(handler).Value(root);
 }
 

@@ -51,21 +51,27 @@ struct StreamOptions {
   // does not recurse; simdjson's stops at 1,024 and hands over to it).
   int max_depth = 0;
   JsonEngine engine = JsonEngine::kFast;
-  // Told how many members the streamed collection has, before the first,
-  // when the parser knows it (simdjson does, nlohmann does not): a hint a
-  // consumer may reserve for, bounded by its own limits. Again for a
-  // repeated key.
-  std::function<void(size_t members)> on_size;
+  // Called whenever the streamed collection opens, before its first member:
+  // again for a document that repeats the key (the last wins, as in a whole
+  // parse, even when it is empty) and again when simdjson gave up part way
+  // and nlohmann starts over. A consumer starts over here. `members` is the
+  // collection's size when the parser knows it (simdjson does, nlohmann
+  // does not): a hint to reserve for, within the consumer's own limits.
+  std::function<void(std::optional<size_t> members)> on_start;
+  // Bytes readable past the end of `text` (a std::string's room beyond its
+  // size): with kFastParseSlack of them, simdjson reads the text in place
+  // instead of copying it.
+  size_t slack = 0;
 };
+
+inline constexpr size_t kFastParseSlack = 64;
 
 // `key` names the top-level member to stream; it is streamed only when it
 // is an array (`want_array`) or an object (otherwise), else kept whole. The
 // callback gets the member's key (empty for an array), its position, and
-// its tree, which it may move from; position 0 means the collection started
-// (again, for a document that repeats the key: the last one wins, as in a
-// whole parse; and again when simdjson gave up part way and nlohmann
-// starts over). Throws nothing: a syntax error comes back as nlohmann's
-// message (as a whole parse would have thrown it).
+// its tree, which it may move from; StreamOptions::on_start says when the
+// collection started (again). Throws nothing: a syntax error comes back as
+// nlohmann's message (as a whole parse would have thrown it).
 using MemberCallback =
     std::function<void(std::string& key, size_t position, nlohmann::json& value)>;
 
@@ -133,7 +139,8 @@ Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, 
 // `handler`: the caller runs nlohmann's parse, whose verdict and message then
 // stand. Otherwise what sax_parse returns: false when the handler stopped.
 // Exceptions from the handler pass through, as from sax_parse.
-std::optional<bool> SaxParseFast(std::string_view text,
-                                 nlohmann::json_sax<nlohmann::json>& handler);
+// `slack`: as StreamOptions::slack.
+std::optional<bool> SaxParseFast(std::string_view text, nlohmann::json_sax<nlohmann::json>& handler,
+                                 size_t slack = 0);
 
 }  // namespace mesh::core

@@ -102,6 +102,21 @@ TEST(DeclarationTest, RepeatedResourcesKeyKeepsTheLastAsAWholeParseDoes) {
   EXPECT_NE(d->Find("a"), nullptr);
 }
 
+// A last "resources" that is empty holds nothing, as in a whole parse: the
+// first list's resources must not be applied behind it (simdjson's parse and
+// nlohmann's alike: what looks like a "-0" sends the text to nlohmann).
+TEST(DeclarationTest, AnEmptyLastResourcesListLeavesNoneOfTheFirst) {
+  for (std::string content : {"pwn", "pwn [-0"}) {
+    std::string text = R"({"machine": "m", "generation": 1,
+      "resources": [{"id": "x", "kind": "file", "path": "/etc/x", "content": ")" +
+                       content + R"("}], "resources": []})";
+    auto d = ParseDeclaration(text);
+    ASSERT_TRUE(d.has_value()) << d.error().message;
+    EXPECT_TRUE(d->resources.empty()) << content;
+    EXPECT_EQ(d->Find("x"), nullptr) << content;
+  }
+}
+
 TEST(DeclarationTest, DeepNesting) {
   std::string deep(10000, '[');
   auto d = ParseDeclaration("{\"machine\": " + deep);

@@ -57,22 +57,23 @@ inline std::string Trace(std::string_view text, JsonEngine engine, bool* by_refe
     }
     trace += "\n";
   };
+  // Only that the collection started: simdjson knows its size, nlohmann not.
+  auto on_start = [&](std::optional<size_t>) { trace += "start\n"; };
   auto r = ParseStreamed(text, "items", /*want_array=*/true, on_member, on_object,
-                         {.max_depth = max_depth, .engine = engine});
+                         {.max_depth = max_depth, .engine = engine, .on_start = on_start});
   if (by_reference != nullptr) *by_reference = r.has_value() && r->by_reference;
   if (!r) return trace + "error " + r.error().message;
   return trace + "document " + Typed(r->document) + " members " + std::to_string(r->members);
 }
 
 // A trace from its last start: when simdjson gave up part way, nlohmann
-// starts over at member #0, and the consumers with it (json_stream.h).
+// starts the collection over, and the consumers with it (json_stream.h).
 inline std::string FromLastStart(const std::string& trace) {
-  size_t at = 0;
-  for (std::string mark : {"member \"\" #0 ", "object #0"}) {
-    size_t p = trace.rfind(mark);
-    if (p != std::string::npos && (p == 0 || trace[p - 1] == '\n')) at = std::max(at, p);
+  size_t p = trace.rfind("start\n");
+  while (p != std::string::npos && p != 0 && trace[p - 1] != '\n') {
+    p = p == 0 ? std::string::npos : trace.rfind("start\n", p - 1);
   }
-  return trace.substr(at);
+  return p == std::string::npos ? trace : trace.substr(p);
 }
 
 // Empty when the host's parse of `text` hands over exactly what nlohmann's
