@@ -13,6 +13,7 @@
 #include <istream>
 #include <type_traits>
 
+#include "host/core/json_stream.h"
 #include "host/core/want.h"
 
 namespace mesh::adapters {
@@ -28,10 +29,7 @@ constexpr const char* kKeyFile = "/digest.key";
 constexpr size_t kKeyBytes = 32;
 constexpr uint64_t kMaxStateBytes = 512ull << 20;
 constexpr uint64_t kMaxIntentBytes = 64ull << 20;
-// A record up to this size is read whole, for simdjson: the text, its copy
-// and the parser's buffers come to about four times it, a few MiB. A larger
-// one is streamed and never held whole (Stream).
-constexpr uint64_t kWholeRecordBytes = 8ull << 20;
+
 
 // The record decides what the host deletes: one planted by another user
 // (a state.json naming /etc/shadow) would have the host delete for them.
@@ -94,9 +92,8 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   }
   std::string fingerprint = core::FileFingerprint(*info);
   if (cached_ != nullptr && fingerprint == cached_fingerprint_) return cached_;
-  auto record = info->size <= kWholeRecordBytes
-                    ? Whole([](std::string_view text) { return core::ParseRecord(text); })
-                    : Stream([](std::istream& in) { return core::ParseRecord(in); });
+  auto record = Read([](std::string_view text, size_t slack) { return core::ParseRecord(text, slack); },
+                     [](std::istream& in) { return core::ParseRecord(in); });
   if (!record) return std::unexpected(record.error());
   auto loaded = std::make_shared<const core::Record>(std::move(*record));
   if (keep_) {
@@ -116,30 +113,41 @@ core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
       return std::unexpected(st.error());
     }
   }
-  if (info && info->size <= kWholeRecordBytes) {
-    return Whole([&](std::string_view text) { return core::ScanRecord(text, visitor); });
-  }
-  return Stream([&](std::istream& in) { return core::ScanRecord(in, visitor); });
+  return Read([&](std::string_view text,
+                  size_t slack) { return core::ScanRecord(text, visitor, slack); },
+              [&](std::istream& in) { return core::ScanRecord(in, visitor); });
 }
 
-template <typename Parse>
-std::invoke_result_t<Parse, std::string_view> FileRecordStore::Whole(Parse parse) {
-  auto text = fs_->ReadFile(kStateFile, kMaxStateBytes);
-  if (!text) return std::unexpected(text.error());
-  return parse(*text);
-}
-
-// Past kWholeRecordBytes, streamed, not read whole or mapped: the record is
-// 28 MB at 100,000 resources, and a whole copy of it would sit beside what
-// is parsed from it at the apply's peak. A read error wins over the parse
-// error it causes.
-template <typename Parse>
-std::invoke_result_t<Parse, std::istream&> FileRecordStore::Stream(Parse parse) {
+// The file opened is read by its own size, not by an earlier look at the
+// path: up to whole_record_bytes_ whole, with kFastParseSlack zeroed bytes
+// past its end so that simdjson parses it where it lies; past that,
+// streamed, never read whole or mapped: the record is 28 MB at 100,000
+// resources, and a whole copy of it would sit beside what is parsed from
+// it at the apply's peak. A read error wins over the parse error it causes.
+template <typename Whole, typename Streamed>
+std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
+                                                                    Streamed streamed) {
   auto opened = fs_->OpenRegular(kStateFile, kMaxStateBytes);
   if (!opened) return std::unexpected(opened.error());
-  FdStreamBuf buffer(opened->first.get());
+  auto& [fd, size] = *opened;
+  if (size <= whole_record_bytes_) {
+    std::string text(size + core::kFastParseSlack, '\0');
+    size_t got = 0;
+    while (got < size) {
+      ssize_t n = ::read(fd.get(), text.data() + got, size - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(errno));
+      }
+      if (n == 0) break;  // shorter than when it was opened: parsed as it is
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);  // the capacity, and the zeroed bytes past the end, stay
+    return whole(std::string_view(text), text.capacity() - text.size());
+  }
+  FdStreamBuf buffer(fd.get());
   std::istream in(&buffer);
-  auto parsed = parse(in);
+  auto parsed = streamed(in);
   if (buffer.error() != 0) {
     return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(buffer.error()));
   }

@@ -41,15 +41,20 @@ class FileRecordStore : public ports::RecordStore {
   // fails at once, naming the holder's purpose, if another process has it.
   core::Status Lock();
 
+  // A record of up to this many bytes is read whole, for simdjson: the text
+  // and the parser's buffers, a few times it touched. A larger one is
+  // streamed through nlohmann and never held whole. Tests set it lower to
+  // stream small records.
+  static constexpr uint64_t kWholeRecordBytes = 8ull << 20;
+  void set_whole_record_bytes(uint64_t bytes) { whole_record_bytes_ = bytes; }
+
  private:
   FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool writable, bool keep)
       : fs_(std::move(fs)), writable_(writable), keep_(keep) {}
-  // Opens state.json and runs `parse` over it as a stream.
-  template <typename Parse>
-  std::invoke_result_t<Parse, std::istream&> Stream(Parse parse);
-  // Reads state.json whole and runs `parse` over its text.
-  template <typename Parse>
-  std::invoke_result_t<Parse, std::string_view> Whole(Parse parse);
+  // Opens state.json and runs `whole` over its text (and the bytes readable
+  // past it), or `streamed` over it as a stream when it is large.
+  template <typename Whole, typename Streamed>
+  std::invoke_result_t<Streamed, std::istream&> Read(Whole whole, Streamed streamed);
 
   // Fails when <state-dir>/NAME exists and is not this process's own.
   core::Status CheckFile(const char* name);
@@ -59,6 +64,7 @@ class FileRecordStore : public ports::RecordStore {
   std::unique_ptr<PosixFileSystem> fs_;
   bool writable_;
   bool keep_;
+  uint64_t whole_record_bytes_ = kWholeRecordBytes;
   UniqueFd lock_fd_;
   // What state.json held when this process last read or wrote it, and its
   // stat fingerprint: the daemon re-parses it only if someone else changed it.

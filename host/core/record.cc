@@ -429,14 +429,16 @@ namespace {
 // Into `record`, or, with a visitor, through it. True: read whole and well
 // formed; false: the visitor stopped it.
 template <typename Input>
-Result<bool> ReadRecord(Input& input, Record& record, RecordVisitor* visitor) {
+Result<bool> ReadRecord(Input& input, Record& record, RecordVisitor* visitor, size_t slack = 0) {
   RecordReader reader(record, visitor);
   bool parsed = false;
   try {
     // A whole text goes to simdjson first; what it cannot read as nlohmann
     // would reaches the reader from nlohmann, as a stream always does.
     std::optional<bool> fast;
-    if constexpr (std::is_same_v<Input, std::string_view>) fast = SaxParseFast(input, reader);
+    if constexpr (std::is_same_v<Input, std::string_view>) {
+      fast = SaxParseFast(input, reader, slack);
+    }
     parsed = fast.has_value() ? *fast : json::sax_parse(input, &reader);
   } catch (const json::exception& e) {
     return Fail("state: " + JsonErrorWithoutBytes(e.what()));
@@ -452,16 +454,18 @@ Result<bool> ReadRecord(Input& input, Record& record, RecordVisitor* visitor) {
 }
 
 template <typename Input>
-Result<Record> ParseRecordFrom(Input& input) {
+Result<Record> ParseRecordFrom(Input& input, size_t slack = 0) {
   Record record;
-  auto read = ReadRecord(input, record, nullptr);
+  auto read = ReadRecord(input, record, nullptr, slack);
   if (!read) return std::unexpected(read.error());
   return record;
 }
 
 }  // namespace
 
-Result<Record> ParseRecord(std::string_view text) { return ParseRecordFrom(text); }
+Result<Record> ParseRecord(std::string_view text, size_t slack) {
+  return ParseRecordFrom(text, slack);
+}
 
 Result<Record> ParseRecord(std::istream& text) { return ParseRecordFrom(text); }
 
@@ -470,9 +474,9 @@ Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor) {
   return ReadRecord(text, header, &visitor);
 }
 
-Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor) {
+Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, size_t slack) {
   Record header;
-  return ReadRecord(text, header, &visitor);
+  return ReadRecord(text, header, &visitor, slack);
 }
 
 bool VisitRecord(const Record& record, RecordVisitor& visitor) {

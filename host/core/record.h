@@ -116,7 +116,9 @@ class RecordVisitor {
 };
 
 std::string SerializeRecord(const Record& record);
-Result<Record> ParseRecord(std::string_view text);
+// `slack`: bytes readable past the end of `text`; with kFastParseSlack of
+// them (json_stream.h) the text is parsed in place, not copied.
+Result<Record> ParseRecord(std::string_view text, size_t slack = 0);
 // The same, pulling the text from a stream: a large record is never held
 // whole (the record store reads state.json a chunk at a time).
 Result<Record> ParseRecord(std::istream& text);
@@ -126,7 +128,7 @@ Result<Record> ParseRecord(std::istream& text);
 Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor);
 // The same for a record's whole text: simdjson reads it (json_stream.h,
 // SaxParseFast), some twenty times faster than the stream's parser.
-Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor);
+Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, size_t slack = 0);
 // The same for a record already in memory.
 bool VisitRecord(const Record& record, RecordVisitor& visitor);
 

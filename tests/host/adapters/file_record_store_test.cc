@@ -48,6 +48,61 @@ TEST_F(FileRecordStoreTest, ItsOwnDirectoryOpensAndSaves) {
   EXPECT_EQ((*loaded)->machine, "m");
 }
 
+// What Scan hands over, written out: header, entries, verdict.
+class Listing : public core::RecordVisitor {
+ public:
+  bool Header(const core::Record& header) override {
+    text += "header " + header.machine + "\n";
+    return true;
+  }
+  bool Entry(const std::string& id, const core::RecordEntry& entry) override {
+    text += id + " " + entry.digest + " " + entry.applied_at + "\n";
+    return true;
+  }
+  std::string text;
+};
+
+// A small record is read whole (simdjson), a large one streamed (nlohmann):
+// the store must read the same file the same way either way, a damaged one
+// with the same words.
+TEST_F(FileRecordStoreTest, ARecordReadWholeOrStreamedReadsAlike) {
+  core::Record record;
+  record.machine = "m";
+  for (int i = 0; i < 50; ++i) {
+    core::RecordEntry e;
+    e.kind = "file";
+    e.digest = "sha256:" + std::to_string(i);
+    e.applied_at = "2026-12-02T01:02:03.000Z";
+    e.written.push_back({"/etc/f-" + std::to_string(i), "1:2:3", "", 0, false});
+    record.resources["f" + std::to_string(i)] = e;
+  }
+  auto writer = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(writer.has_value()) << writer.error().message;
+  ASSERT_TRUE((*writer)->Save(record).has_value());
+  std::string good = core::SerializeRecord(record);
+  std::string damaged = good.substr(0, good.size() / 2);
+  for (const std::string& text : {good, damaged}) {
+    WriteText(state_ + "/state.json", text);
+    std::string seen[2];
+    for (uint64_t limit : {FileRecordStore::kWholeRecordBytes, uint64_t{0}}) {
+      auto store = FileRecordStore::Open(state_, /*create=*/false);
+      ASSERT_TRUE(store.has_value()) << store.error().message;
+      (*store)->set_whole_record_bytes(limit);
+      auto loaded = (*store)->Load();
+      Listing listing;
+      auto scanned = (*store)->Scan(listing);
+      std::string& out = seen[limit == 0];
+      out = loaded ? "loaded " + std::to_string((*loaded)->resources.size()) + "\n"
+                   : "refused " + loaded.error().message + "\n";
+      out += listing.text + (scanned ? "scanned " + std::to_string(*scanned)
+                                     : "refused " + scanned.error().message);
+      if (loaded) EXPECT_EQ(**loaded, record);
+    }
+    EXPECT_EQ(seen[0], seen[1]);
+    EXPECT_THAT(seen[0], HasSubstr(text == good ? "f49 sha256:49" : "refused state: "));
+  }
+}
+
 TEST_F(FileRecordStoreTest, ADirectoryOwnedBySomeoneElseIsRefused) {
   WriteText(state_ + "/state.json", kPlanted, 0600);
   ASSERT_EQ(::chown(state_.c_str(), kNobody, kNobody), 0);

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "host/core/json_stream.h"
+
 namespace mesh::core {
 namespace {
 
@@ -176,6 +178,28 @@ TEST(RecordTest, TheWholeTextAndTheStreamReadAlike) {
     r.resources["r" + std::to_string(i)] = e;
   }
   std::string text = SerializeRecord(r);
+  // The comparison is empty unless simdjson reads the record itself.
+  struct Ignore : nlohmann::json_sax<nlohmann::json> {
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool key(string_t&) override { return true; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+      return false;
+    }
+  } ignore;
+  ASSERT_TRUE(SaxParseFast(text, ignore).has_value());
+  auto first = ParseRecord(std::string_view(text));
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  EXPECT_EQ(*first, r);
   std::mt19937 random(7);
   for (int i = 0; i < 3000; ++i) {
     std::string t = text;
@@ -193,7 +217,6 @@ TEST(RecordTest, TheWholeTextAndTheStreamReadAlike) {
     } else {
       EXPECT_EQ(whole.error().message, streamed.error().message) << t;
     }
-    if (i == 0) EXPECT_EQ(*whole, r);
   }
 }
 
