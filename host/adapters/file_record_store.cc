@@ -90,15 +90,16 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   if (auto st = CheckTrusted(*info, fs_->root() + kStateFile); !st) {
     return std::unexpected(st.error());
   }
-  std::string fingerprint = core::FileFingerprint(*info);
-  if (cached_ != nullptr && fingerprint == cached_fingerprint_) return cached_;
+  if (cached_ != nullptr && core::FileFingerprint(*info) == cached_fingerprint_) return cached_;
+  // The fingerprint kept is that of the file read, not of the path's stat.
+  core::FileInfo read;
   auto record = Read([](std::string_view text, size_t slack) { return core::ParseRecord(text, slack); },
-                     [](std::istream& in) { return core::ParseRecord(in); });
+                     [](std::istream& in) { return core::ParseRecord(in); }, &read);
   if (!record) return std::unexpected(record.error());
   auto loaded = std::make_shared<const core::Record>(std::move(*record));
   if (keep_) {
     cached_ = loaded;
-    cached_fingerprint_ = fingerprint;
+    cached_fingerprint_ = core::FileFingerprint(read);
   }
   return loaded;
 }
@@ -108,41 +109,54 @@ core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
   if (fs_ == nullptr) return false;
   auto info = fs_->Stat(kStateFile);
   if (info && info->type == core::FileType::kMissing) return false;
-  if (info) {
-    if (auto st = CheckTrusted(*info, fs_->root() + kStateFile); !st) {
-      return std::unexpected(st.error());
-    }
-  }
+  core::FileInfo read;
   return Read([&](std::string_view text,
                   size_t slack) { return core::ScanRecord(text, visitor, slack); },
-              [&](std::istream& in) { return core::ScanRecord(in, visitor); });
+              [&](std::istream& in) { return core::ScanRecord(in, visitor); }, &read);
 }
 
-// The file opened is read by its own size, not by an earlier look at the
-// path: up to whole_record_bytes_ whole, with kFastParseSlack zeroed bytes
-// past its end so that simdjson parses it where it lies; past that,
-// streamed, never read whole or mapped: the record is 28 MB at 100,000
-// resources, and a whole copy of it would sit beside what is parsed from
-// it at the apply's peak. A read error wins over the parse error it causes.
+// The file opened is the one trusted and read, by its own size, not by an
+// earlier look at the path: up to whole_record_bytes_ whole, with
+// kFastParseSlack zeroed bytes past its end so that simdjson parses it
+// where it lies; past that, streamed, never read whole or mapped: the
+// record is 28 MB at 100,000 resources, and a whole copy of it would sit
+// beside what is parsed from it at the apply's peak. A read error wins over
+// the parse error it causes.
 template <typename Whole, typename Streamed>
-std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
-                                                                    Streamed streamed) {
+std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole, Streamed streamed,
+                                                                    core::FileInfo* read) {
   auto opened = fs_->OpenRegular(kStateFile, kMaxStateBytes);
   if (!opened) return std::unexpected(opened.error());
-  auto& [fd, size] = *opened;
-  if (size <= whole_record_bytes_) {
+  UniqueFd& fd = opened->first;
+  auto info = PosixFileSystem::StatOpened(fd.get());
+  if (!info) return std::unexpected(info.error());
+  if (auto st = CheckTrusted(*info, fs_->root() + kStateFile); !st) {
+    return std::unexpected(st.error());
+  }
+  *read = *info;
+  if (info->size <= whole_record_bytes_) {
+    size_t size = static_cast<size_t>(info->size);
     std::string text(size + core::kFastParseSlack, '\0');
     size_t got = 0;
-    while (got < size) {
-      ssize_t n = ::read(fd.get(), text.data() + got, size - got);
+    ssize_t n = 1;
+    while (got < size && n != 0) {
+      n = ::read(fd.get(), text.data() + got, size - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(errno));
+        int error = errno;
+        return core::Fail("read " + std::string(kStateFile) + ": " + std::strerror(error));
       }
-      if (n == 0) break;  // shorter than when it was opened: parsed as it is
       got += static_cast<size_t>(n);
     }
-    text.resize(got);  // the capacity, and the zeroed bytes past the end, stay
+    // The host replaces state.json by renaming a new one over it, never in
+    // place: a file that grew or shrank while it was read is someone else's
+    // doing, read again at the next apply.
+    char more;
+    if (got != size || ::read(fd.get(), &more, 1) > 0) {
+      return std::unexpected(core::Error{
+          "read " + std::string(kStateFile) + ": changed while it was read", core::ErrorKind::kChanged});
+    }
+    text.resize(size);  // the capacity, and the zeroed bytes past the end, stay
     return whole(std::string_view(text), text.capacity() - text.size());
   }
   FdStreamBuf buffer(fd.get());

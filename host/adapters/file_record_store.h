@@ -51,10 +51,12 @@ class FileRecordStore : public ports::RecordStore {
  private:
   FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool writable, bool keep)
       : fs_(std::move(fs)), writable_(writable), keep_(keep) {}
-  // Opens state.json and runs `whole` over its text (and the bytes readable
-  // past it), or `streamed` over it as a stream when it is large.
+  // Opens state.json, refuses it unless trusted, and runs `whole` over its
+  // text (and the bytes readable past it), or `streamed` over it as a
+  // stream when it is large. `read`: the stat of the file opened.
   template <typename Whole, typename Streamed>
-  std::invoke_result_t<Streamed, std::istream&> Read(Whole whole, Streamed streamed);
+  std::invoke_result_t<Streamed, std::istream&> Read(Whole whole, Streamed streamed,
+                                                     core::FileInfo* read);
 
   // Fails when <state-dir>/NAME exists and is not this process's own.
   core::Status CheckFile(const char* name);

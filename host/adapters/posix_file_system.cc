@@ -300,6 +300,12 @@ Result<std::pair<UniqueFd, size_t>> PosixFileSystem::OpenRegular(const std::stri
   return std::pair<UniqueFd, size_t>(std::move(fd), static_cast<size_t>(st.st_size));
 }
 
+Result<FileInfo> PosixFileSystem::StatOpened(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Fail(Errno("stat", "an open file"));
+  return FromStat(st);
+}
+
 Result<std::string> PosixFileSystem::ReadLink(const std::string& path) {
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);

@@ -44,6 +44,8 @@ class PosixFileSystem : public ports::FileSystem {
   // anything over `limit` bytes. For a reader that streams a large file
   // rather than holding it whole (the record).
   core::Result<std::pair<UniqueFd, size_t>> OpenRegular(const std::string& path, uint64_t limit);
+  // A stat of a file opened here (OpenRegular), as Stat gives one of a path.
+  static core::Result<core::FileInfo> StatOpened(int fd);
   core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
                                                const ports::Ownership& ownership) override;
   // Staged files: each directory is walked once per batch to stage and

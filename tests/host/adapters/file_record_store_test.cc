@@ -62,10 +62,21 @@ class Listing : public core::RecordVisitor {
   std::string text;
 };
 
+// Needs no root: the state directory is this user's own.
+class FileRecordStoreReadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(state_);
+    ::chmod(state_.c_str(), 0700);
+  }
+  TempDir dir_;
+  std::string state_ = dir_.Sub("state");
+};
+
 // A small record is read whole (simdjson), a large one streamed (nlohmann):
 // the store must read the same file the same way either way, a damaged one
 // with the same words.
-TEST_F(FileRecordStoreTest, ARecordReadWholeOrStreamedReadsAlike) {
+TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
   core::Record record;
   record.machine = "m";
   for (int i = 0; i < 50; ++i) {

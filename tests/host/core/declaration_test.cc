@@ -117,6 +117,18 @@ TEST(DeclarationTest, AnEmptyLastResourcesListLeavesNoneOfTheFirst) {
   }
 }
 
+// A last "resources" that is not a list is refused, whatever came before.
+TEST(DeclarationTest, ALastResourcesThatIsNotAListIsRefused) {
+  for (std::string last : {"\"x\"", "{}", "7"}) {
+    std::string text = R"({"machine": "m", "generation": 1,
+      "resources": [{"id": "x", "kind": "file", "path": "/etc/x", "content": "pwn"}],
+      "resources": )" + last + "}";
+    auto d = ParseDeclaration(text);
+    ASSERT_FALSE(d.has_value()) << last;
+    EXPECT_THAT(d.error().message, HasSubstr("resources")) << last;
+  }
+}
+
 TEST(DeclarationTest, DeepNesting) {
   std::string deep(10000, '[');
   auto d = ParseDeclaration("{\"machine\": " + deep);

@@ -18,7 +18,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
-using testing_json::FromLastStart;
 using testing_json::SaxTrace;
 using testing_json::Trace;
 

@@ -71,7 +71,7 @@ inline std::string Trace(std::string_view text, JsonEngine engine, bool* by_refe
 inline std::string FromLastStart(const std::string& trace) {
   size_t p = trace.rfind("start\n");
   while (p != std::string::npos && p != 0 && trace[p - 1] != '\n') {
-    p = p == 0 ? std::string::npos : trace.rfind("start\n", p - 1);
+    p = trace.rfind("start\n", p - 1);
   }
   return p == std::string::npos ? trace : trace.substr(p);
 }

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "host/core/json_stream.h"
 
@@ -200,6 +201,15 @@ TEST(RecordTest, TheWholeTextAndTheStreamReadAlike) {
   auto first = ParseRecord(std::string_view(text));
   ASSERT_TRUE(first.has_value()) << first.error().message;
   EXPECT_EQ(*first, r);
+  // Read in place from a buffer with just the slack past the text's end (as
+  // the store reads it), and copied when the slack is one byte short.
+  for (size_t slack : {kFastParseSlack, kFastParseSlack - 1}) {
+    std::vector<char> buffer(text.begin(), text.end());
+    buffer.resize(text.size() + slack, '\0');
+    auto in_place = ParseRecord(std::string_view(buffer.data(), text.size()), slack);
+    ASSERT_TRUE(in_place.has_value()) << in_place.error().message;
+    EXPECT_EQ(*in_place, r) << slack;
+  }
   std::mt19937 random(7);
   for (int i = 0; i < 3000; ++i) {
     std::string t = text;
