@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "host/adapters/shared_library.h"
 #include "host/core/sha256.h"
 
 namespace mesh::http {
@@ -17,8 +18,23 @@ constexpr size_t kMaxRemembered = 256;
 
 }  // namespace
 
-BasicAuth::BasicAuth(std::map<std::string, std::string> users)
-    : users_(std::move(users)), dummy_(users_.empty() ? kDummyHash : users_.begin()->second) {}
+core::Result<BasicAuth::Crypt> BasicAuth::LoadCrypt() {
+  // Loaded once, never closed (SharedLibrary): reloads of the web config
+  // reuse it.
+  static const core::Result<Crypt> loaded = []() -> core::Result<Crypt> {
+    auto lib = adapters::SharedLibrary::Open("libcrypt.so.1");
+    if (!lib) return std::unexpected(lib.error());
+    Crypt crypt = nullptr;
+    if (auto st = lib->Bind("crypt_r", crypt); !st) return std::unexpected(st.error());
+    return crypt;
+  }();
+  return loaded;
+}
+
+BasicAuth::BasicAuth(std::map<std::string, std::string> users, Crypt crypt)
+    : users_(std::move(users)),
+      crypt_(crypt),
+      dummy_(users_.empty() ? kDummyHash : users_.begin()->second) {}
 
 bool BasicAuth::Allows(std::string_view authorization) {
   if (!required()) return true;
@@ -40,9 +56,10 @@ bool BasicAuth::Verify(const std::string& user, const std::string& password) {
     std::lock_guard<std::mutex> lock(mu_);
     if (it != users_.end() && verified_.contains(key)) return true;
   }
+  if (crypt_ == nullptr) return false;
   // crypt_data is 32 KiB: not on a worker's stack.
   auto data = std::make_unique<crypt_data>();
-  const char* out = crypt_r(password.c_str(), hash.c_str(), data.get());
+  const char* out = crypt_(password.c_str(), hash.c_str(), data.get());
   bool ok = out != nullptr && std::string_view(out).size() == hash.size() &&
             CRYPTO_memcmp(out, hash.data(), hash.size()) == 0 && it != users_.end();
   if (ok) {

@@ -13,11 +13,25 @@
 #include <string>
 #include <string_view>
 
+#include "host/core/result.h"
+
+struct crypt_data;
+
 namespace mesh::http {
 
 class BasicAuth {
  public:
-  explicit BasicAuth(std::map<std::string, std::string> users);
+  // libxcrypt's crypt_r.
+  using Crypt = char* (*)(const char* phrase, const char* setting, struct crypt_data* data);
+
+  // crypt_r, from libcrypt loaded the first time it is asked for: a daemon
+  // with no basic_auth_users never maps it (about 80 KiB of its private
+  // memory). The error names the library and the loader's reason.
+  static core::Result<Crypt> LoadCrypt();
+
+  // `crypt` (LoadCrypt's) checks the users' passwords: needed when there
+  // are users; without it, nobody is allowed.
+  explicit BasicAuth(std::map<std::string, std::string> users, Crypt crypt = nullptr);
 
   // No users configured: everything is allowed.
   bool required() const { return !users_.empty(); }
@@ -28,6 +42,7 @@ class BasicAuth {
   bool Verify(const std::string& user, const std::string& password);
 
   const std::map<std::string, std::string> users_;
+  const Crypt crypt_;
   // What an unknown user is checked against: a configured hash, so the
   // cost (and the time) is that of a real user.
   std::string dummy_;

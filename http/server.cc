@@ -42,8 +42,14 @@ core::Status StatusServer::Configure(const WebConfig& config) {
     if (!made) return std::unexpected(made.error());
     tls = std::move(*made);
   }
+  BasicAuth::Crypt crypt = nullptr;
+  if (!config.basic_auth_users.empty()) {
+    auto loaded = BasicAuth::LoadCrypt();
+    if (!loaded) return core::Fail("basic_auth_users: " + loaded.error().message);
+    crypt = *loaded;
+  }
   auto policy = std::make_shared<Policy>();
-  policy->auth = std::make_shared<BasicAuth>(config.basic_auth_users);
+  policy->auth = std::make_shared<BasicAuth>(config.basic_auth_users, crypt);
   policy->headers = config.headers;
   std::lock_guard<std::mutex> lock(mu_);
   policy_ = std::move(policy);

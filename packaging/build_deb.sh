@@ -67,6 +67,9 @@ depends=$(sed -n 's/^shlibs:Depends=//p' <<<"$shlibs")
 # systemd, so dpkg-shlibdeps cannot see it: 240 is what it computes for the
 # sd-bus functions mesh-host calls (LIBSYSTEMD_240 the newest of them).
 depends="$depends, libsystemd0 (>= 240)"
+# libcrypt.so.1 likewise, when basic auth is configured (crypt_r, in
+# libxcrypt's XCRYPT_2.0 since its first release in Debian).
+depends="$depends, libcrypt1 (>= 1:4.1.0)"
 size=$(du -sk --apparent-size --exclude=DEBIAN "$root" | cut -f1)
 cat > "$root/DEBIAN/control" <<CONTROL
 Package: mesh-host

@@ -56,6 +56,9 @@ serves() {
 ! serves "$BIN" --version || fail "--version loaded the HTTP side"
 ! serves "$BIN" apply "${F[@]}" || fail "an apply loaded the HTTP side"
 serves "$BIN" status --url http://127.0.0.1:1 || fail "status did not become mesh-host-serve"
+# libcrypt (bcrypt) is loaded only when the web config has basic_auth_users.
+LD_DEBUG=libs "$BIN" status --url http://127.0.0.1:1 2>"$T/ld.txt" >/dev/null || true
+! grep -q 'calling init: .*/libcrypt\.so' "$T/ld.txt" || fail "mesh-host-serve loaded libcrypt unasked"
 # Only a mesh-host-serve that no one else could have put there, of the
 # same build.
 mkdir -m 1777 "$T/open"

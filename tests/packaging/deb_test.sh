@@ -49,7 +49,7 @@ check "control: package, section, architecture" \
   '[ "$(field Package)" = mesh-host ] && [ "$(field Section)" = admin ] && [ "$(field Architecture)" = "$(dpkg --print-architecture)" ]'
 # Depends: from dpkg-shlibdeps, so each library the binary links is there.
 depends=$(field Depends)
-for lib in libc6 libstdc++6 libsystemd0 libssl3 libcpp-httplib0.11 libprometheus-cpp-core1.0 libcrypt1 zlib1g; do
+for lib in libc6 libstdc++6 libsystemd0 libssl3 libcpp-httplib0.11 libprometheus-cpp-core1.0 libcrypt1 libsimdjson14 zlib1g; do
   check "Depends names $lib" 'tr , "\\n" <<<"$depends" | sed "s/^ *//; s/ .*//" | grep -Fxq "$lib"'
 done
 check "the conffile is the env file" '[ "$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles)" = /etc/mesh-host/mesh-host.env ]'
