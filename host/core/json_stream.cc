@@ -14,15 +14,18 @@ namespace {
 
 using json = nlohmann::json;
 
+// Where both parsers' walks hand the streamed collection's members.
+struct Sinks {
+  std::string_view key;
+  bool want_array;
+  const MemberCallback& on_member;
+  const FlatObjectCallback* on_object;  // null: object members as trees too
+  const std::function<void(std::optional<size_t>)>& on_start;
+};
+
 class Handler final : public nlohmann::json_sax<json> {
  public:
-  Handler(std::string_view key, bool want_array, const MemberCallback& on_member,
-          const FlatObjectCallback* on_object, const StreamOptions& options)
-      : key_(key),
-        want_array_(want_array),
-        on_member_(on_member),
-        on_object_(on_object),
-        on_start_(options.on_start) {}
+  explicit Handler(const Sinks& sinks) : s_(sinks) {}
 
   bool null() override { return Scalar(json(nullptr)); }
   bool boolean(bool v) override { return Scalar(json(v)); }
@@ -41,7 +44,7 @@ class Handler final : public nlohmann::json_sax<json> {
   }
   bool binary(binary_t& v) override { return Scalar(json::binary(std::move(v))); }
   bool start_object(std::size_t) override {
-    if (on_object_ != nullptr && !levels_.empty() && levels_.back().streamed) {
+    if (s_.on_object != nullptr && !levels_.empty() && levels_.back().streamed) {
       flat_.Clear();
       levels_.push_back(Level{nullptr, false, true, {}});
       return true;
@@ -65,7 +68,7 @@ class Handler final : public nlohmann::json_sax<json> {
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
     error_ = JsonErrorWithoutBytes(e.what());
     if (levels_.size() >= 2 && levels_[1].streamed) {
-      error_ += " (in " + std::string(key_) + "[" + std::to_string(members_) + "])";
+      error_ += " (in " + std::string(s_.key) + "[" + std::to_string(members_) + "])";
     }
     return false;
   }
@@ -114,12 +117,12 @@ class Handler final : public nlohmann::json_sax<json> {
   bool Open(json&& container) {
     bool is_array = container.is_array();
     if (levels_.size() == 1 && levels_[0].value == &root_ && root_.is_object() &&
-        levels_[0].key == key_ && is_array == want_array_) {
+        levels_[0].key == s_.key && is_array == s_.want_array) {
       // The streamed collection: an empty one stands in for it.
       Place(std::move(container));
       levels_.push_back(Level{nullptr, true, false, {}});
       members_ = 0;
-      if (on_start_) on_start_(std::nullopt);
+      if (s_.on_start) s_.on_start(std::nullopt);
       return true;
     }
     levels_.push_back(Level{Place(std::move(container)), false, false, {}});
@@ -130,7 +133,7 @@ class Handler final : public nlohmann::json_sax<json> {
     bool flat = levels_.back().flat;
     levels_.pop_back();
     if (flat) {
-      (*on_object_)(members_++, flat_);
+      (*s_.on_object)(members_++, flat_);
     } else if (!levels_.empty() && levels_.back().streamed) {
       Emit();
     }
@@ -138,16 +141,12 @@ class Handler final : public nlohmann::json_sax<json> {
   }
 
   void Emit() {
-    on_member_(member_key_, members_++, member_);
+    s_.on_member(member_key_, members_++, member_);
     member_ = json();
     member_key_.clear();
   }
 
-  std::string_view key_;
-  bool want_array_;
-  const MemberCallback& on_member_;
-  const FlatObjectCallback* on_object_;
-  const std::function<void(std::optional<size_t>)>& on_start_;
+  const Sinks s_;
   FlatObject flat_;
   FlatObject::Field* field_ = nullptr;  // where the flat member's next value goes
   json root_;
@@ -162,7 +161,7 @@ Result<StreamedJson> ParseByReference(std::string_view text, std::string_view ke
                                       bool want_array, const MemberCallback& on_member,
                                       const FlatObjectCallback* on_object,
                                       const StreamOptions& options) {
-  Handler handler(key, want_array, on_member, on_object, options);
+  Handler handler(Sinks{key, want_array, on_member, on_object, options.on_start});
   try {
     if (!json::sax_parse(text.begin(), text.end(), &handler)) {
       return Fail(handler.error().empty() ? "parse stopped" : handler.error());
@@ -233,14 +232,7 @@ bool ParseFast(std::string_view text, int max_depth, size_t slack, dom::parser& 
 // one with a fraction or an exponent a float.
 class FastWalk {
  public:
-  FastWalk(std::string_view key, bool want_array, const MemberCallback& on_member,
-           const FlatObjectCallback* on_object,
-           const std::function<void(std::optional<size_t>)>& on_start)
-      : key_(key),
-        want_array_(want_array),
-        on_member_(on_member),
-        on_object_(on_object),
-        on_start_(on_start) {}
+  explicit FastWalk(const Sinks& sinks) : s_(sinks) {}
 
   // Every accessor below is simdjson's error-code form: its conversion
   // operators throw.
@@ -254,10 +246,10 @@ class FastWalk {
       dom::object map;
       bool is_array = value.get_array().get(list) == simdjson::SUCCESS;
       bool is_object = !is_array && value.get_object().get(map) == simdjson::SUCCESS;
-      if (field.key == key_ && (is_array || is_object) && is_array == want_array_) {
+      if (field.key == s_.key && (is_array || is_object) && is_array == s_.want_array) {
         root_[field.key] = is_array ? json::array() : json::object();
         members_ = 0;
-        if (on_start_) on_start_(is_array ? list.size() : map.size());
+        if (s_.on_start) s_.on_start(is_array ? list.size() : map.size());
         if (!(is_array ? StreamArray(list) : StreamObject(map))) return false;
       } else if (!Convert(value, root_[field.key])) {
         return false;
@@ -286,7 +278,7 @@ class FastWalk {
 
   bool Member(dom::element member) {
     dom::object fields;
-    if (on_object_ != nullptr && member.get_object().get(fields) == simdjson::SUCCESS) {
+    if (s_.on_object != nullptr && member.get_object().get(fields) == simdjson::SUCCESS) {
       flat_.Clear();
       for (dom::key_value_pair field : fields) {
         FlatObject::Field& slot = flat_.Begin(field.key);
@@ -298,11 +290,11 @@ class FastWalk {
           return false;
         }
       }
-      (*on_object_)(members_++, flat_);
+      (*s_.on_object)(members_++, flat_);
       return true;
     }
     if (!Convert(member, member_)) return false;
-    on_member_(member_key_, members_++, member_);
+    s_.on_member(member_key_, members_++, member_);
     member_ = json();
     member_key_.clear();
     return true;
@@ -372,11 +364,7 @@ class FastWalk {
     return false;
   }
 
-  std::string_view key_;
-  bool want_array_;
-  const MemberCallback& on_member_;
-  const FlatObjectCallback* on_object_;
-  const std::function<void(std::optional<size_t>)>& on_start_;
+  const Sinks s_;
   FlatObject flat_;
   json root_;
   json member_;
@@ -461,7 +449,7 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
       dom::parser parser;
       dom::element root;
       if (ParseFast(text, options.max_depth, options.slack, parser, root)) {
-        FastWalk walk(key, want_array, on_member, on_object, options.on_start);
+        FastWalk walk(Sinks{key, want_array, on_member, on_object, options.on_start});
         if (walk.Run(root)) return walk.Take();
       }
     } catch (const json::exception& e) {
