@@ -30,7 +30,6 @@ constexpr size_t kKeyBytes = 32;
 constexpr uint64_t kMaxStateBytes = 512ull << 20;
 constexpr uint64_t kMaxIntentBytes = 64ull << 20;
 
-
 // The record decides what the host deletes: one planted by another user
 // (a state.json naming /etc/shadow) would have the host delete for them.
 // So the directory and what the host reads from it must be this process's
@@ -93,8 +92,9 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   if (cached_ != nullptr && core::FileFingerprint(*info) == cached_fingerprint_) return cached_;
   // The fingerprint kept is that of the file read, not of the path's stat.
   core::FileInfo read;
-  auto record = Read([](std::string_view text, size_t slack) { return core::ParseRecord(text, slack); },
-                     [](std::istream& in) { return core::ParseRecord(in); }, &read);
+  auto record =
+      Read([](std::string_view text, size_t slack) { return core::ParseRecord(text, slack); },
+           [](std::istream& in) { return core::ParseRecord(in); }, &read);
   if (!record) return std::unexpected(record.error());
   auto loaded = std::make_shared<const core::Record>(std::move(*record));
   if (keep_) {
@@ -110,9 +110,9 @@ core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
   auto info = fs_->Stat(kStateFile);
   if (info && info->type == core::FileType::kMissing) return false;
   core::FileInfo read;
-  return Read([&](std::string_view text,
-                  size_t slack) { return core::ScanRecord(text, visitor, slack); },
-              [&](std::istream& in) { return core::ScanRecord(in, visitor); }, &read);
+  return Read(
+      [&](std::string_view text, size_t slack) { return core::ScanRecord(text, visitor, slack); },
+      [&](std::istream& in) { return core::ScanRecord(in, visitor); }, &read);
 }
 
 // The file opened is the one trusted and read, by its own size, not by an
@@ -153,8 +153,9 @@ std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
     // doing, read again at the next apply.
     char more;
     if (got != size || ::read(fd.get(), &more, 1) > 0) {
-      return std::unexpected(core::Error{
-          "read " + std::string(kStateFile) + ": changed while it was read", core::ErrorKind::kChanged});
+      return std::unexpected(
+          core::Error{"read " + std::string(kStateFile) + ": changed while it was read",
+                      core::ErrorKind::kChanged});
     }
     text.resize(size);  // the capacity, and the zeroed bytes past the end, stay
     return whole(std::string_view(text), text.capacity() - text.size());

@@ -157,8 +157,8 @@ class Handler final : public nlohmann::json_sax<json> {
   std::string error_;
 };
 
-Result<StreamedJson> ParseByReference(std::string_view text, std::string_view key,
-                                      bool want_array, const MemberCallback& on_member,
+Result<StreamedJson> ParseByReference(std::string_view text, std::string_view key, bool want_array,
+                                      const MemberCallback& on_member,
                                       const FlatObjectCallback* on_object,
                                       const StreamOptions& options) {
   Handler handler(Sinks{key, want_array, on_member, on_object, options.on_start});
@@ -462,9 +462,9 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
     }
   }
   if (options.max_depth > 0 && !JsonDepthWithin(text, options.max_depth)) {
-    return std::unexpected(Error{"nested deeper than " + std::to_string(options.max_depth) +
-                                     " levels",
-                                 ErrorKind::kTooDeep});
+    return std::unexpected(
+        Error{"nested deeper than " + std::to_string(options.max_depth) + " levels",
+              ErrorKind::kTooDeep});
   }
   return ParseByReference(text, key, want_array, on_member, on_object, options);
 }
@@ -513,8 +513,7 @@ FlatObject::Field& FlatObject::Begin(std::string_view key) {
 }
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,
-                                   const MemberCallback& on_member,
-                                   const StreamOptions& options) {
+                                   const MemberCallback& on_member, const StreamOptions& options) {
   return Parse(text, key, want_array, on_member, nullptr, options);
 }
 

@@ -22,8 +22,8 @@
 
 #include <cstddef>
 #include <functional>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,8 +34,8 @@
 namespace mesh::core {
 
 struct StreamedJson {
-  nlohmann::json document;  // the document, the streamed collection empty
-  size_t members = 0;       // members the streamed collection had
+  nlohmann::json document;    // the document, the streamed collection empty
+  size_t members = 0;         // members the streamed collection had
   bool by_reference = false;  // nlohmann's parse, not simdjson's
 };
 

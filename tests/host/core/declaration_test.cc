@@ -122,7 +122,8 @@ TEST(DeclarationTest, ALastResourcesThatIsNotAListIsRefused) {
   for (std::string last : {"\"x\"", "{}", "7"}) {
     std::string text = R"({"machine": "m", "generation": 1,
       "resources": [{"id": "x", "kind": "file", "path": "/etc/x", "content": "pwn"}],
-      "resources": )" + last + "}";
+      "resources": )" + last +
+                       "}";
     auto d = ParseDeclaration(text);
     ASSERT_FALSE(d.has_value()) << last;
     EXPECT_THAT(d.error().message, HasSubstr("resources")) << last;

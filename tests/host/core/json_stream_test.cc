@@ -189,16 +189,16 @@ TEST(JsonStreamTest, AFlatObjectPastItsFieldLimitSaysSo) {
   EXPECT_THAT(flat.overflowed, ElementsAre(true, false));
 }
 
-
 TEST(JsonStreamTest, ADeclarationsShapeIsReadBySimdjson) {
   bool by_reference = true;
-  std::string trace = Trace(
-      R"({"machine": "m", "generation": 7, "items": [{"id": "a", "kind": "file",)"
-      R"( "path": "/etc/a", "content": "x\ny\u00e9", "mode": "0644"}, {"id": "u", "kind":)"
-      R"( "service", "enabled": true, "actions": ["restart"]}]})",
-      JsonEngine::kFast, &by_reference);
+  std::string trace =
+      Trace(R"({"machine": "m", "generation": 7, "items": [{"id": "a", "kind": "file",)"
+            R"( "path": "/etc/a", "content": "x\ny\u00e9", "mode": "0644"}, {"id": "u", "kind":)"
+            R"( "service", "enabled": true, "actions": ["restart"]}]})",
+            JsonEngine::kFast, &by_reference);
   EXPECT_FALSE(by_reference) << trace;
-  EXPECT_THAT(trace, HasSubstr(R"("content"="x\ny)" "\xC3\xA9\""));
+  EXPECT_THAT(trace, HasSubstr(R"("content"="x\ny)"
+                               "\xC3\xA9\""));
   EXPECT_THAT(trace, HasSubstr(R"("generation":u7)"));
 }
 
@@ -212,9 +212,9 @@ TEST(JsonStreamTest, MinusZeroIsTypedAsTheReferenceTypesIt) {
   EXPECT_THAT(Trace(R"({"generation": 0, "items": [], "s": "a-0"})", JsonEngine::kFast),
               HasSubstr(R"("generation":u0)"));
   // A zero with no "-0" anywhere in the bytes needs no second parse.
-  EXPECT_THAT(Trace(R"({"generation": 0, "items": [{"n": [0, -1, 2]}]})", JsonEngine::kFast,
-                    &by_reference),
-              HasSubstr(R"("generation":u0)"));
+  EXPECT_THAT(
+      Trace(R"({"generation": 0, "items": [{"n": [0, -1, 2]}]})", JsonEngine::kFast, &by_reference),
+      HasSubstr(R"("generation":u0)"));
   EXPECT_FALSE(by_reference);
 }
 
@@ -225,9 +225,9 @@ TEST(JsonStreamTest, WhatSimdjsonRefusesTheReferenceDecides) {
   EXPECT_THAT(Trace("\xEF\xBB\xBF{\"items\": [1]}", JsonEngine::kFast, &by_reference),
               HasSubstr("members 1"));
   EXPECT_TRUE(by_reference);
-  EXPECT_THAT(Trace(R"({"n": 18446744073709551616, "items": []})", JsonEngine::kFast,
-                    &by_reference),
-              HasSubstr(R"("n":f1.8446744073709552e+19)"));
+  EXPECT_THAT(
+      Trace(R"({"n": 18446744073709551616, "items": []})", JsonEngine::kFast, &by_reference),
+      HasSubstr(R"("n":f1.8446744073709552e+19)"));
   EXPECT_TRUE(by_reference);
   // A syntax error is nlohmann's message, with the place and the member.
   std::string error = Trace(R"({"items": [{"a": "b"}, {"a": tru}]})", JsonEngine::kFast);
@@ -237,22 +237,44 @@ TEST(JsonStreamTest, WhatSimdjsonRefusesTheReferenceDecides) {
 }
 
 TEST(JsonStreamTest, TheTwoParsersAgreeOnTheEdges) {
-  for (std::string text : std::vector<std::string>{
-           R"({"items": [{"a": "1", "a": [2], "b": -0.0, "c": 1e2, "d": -9223372036854775808}]})",
-           R"({"items": [18446744073709551615, -1, 1.5e-400, 1e400, 0.1, 2.2250738585072011e-308]})",
-           R"({"items": ["\ud83d\ude00", "\u0000", "\/\b\f\n\r\t\"\\"]})",
-           R"({"items": ["\ud800"]})", R"({"items": ["\udc00\u0041"]})",
-           "{\"items\": [\"a\tb\"]}", "{\"items\": [\"\xed\xa0\x80\"]}",
-           "{\"items\": [\"\xc0\xaf\"]}", "{\"items\": [\"\xf4\x90\x80\x80\"]}",
-           std::string("{\"items\": []}\0", 14), "{\"items\": []}  \n\t ", "", "   ",
-           R"([{"items": [1]}])", R"("items")", R"(null)", R"(-0)", R"({})",
-           R"({"items": {"a": 1}})", R"({"items": [1], "items": "x"})",
-           R"({"items": [1, 2], "items": [{"k": "v"}]})", R"({"items": [{}, [], {"": ""}]})",
-           R"({"items": [01]})", R"({"items": [1.]})", R"({"items": [+1]})", R"({"items": [.5]})",
-           R"({"items": [1,]})", R"({"items": [1] )", R"({"items" [1]})", R"({'items': [1]})",
-           R"({"items": [tru]})", R"({"items": [nulll]})", R"({"items": [NaN]})",
-           R"({"items": [true, false, null]})", R"({"a": {"b": {"c": [[[[-0]]]]}}, "items": []})",
-       }) {
+  for (
+      std::string text : std::vector<std::string>{
+          R"({"items": [{"a": "1", "a": [2], "b": -0.0, "c": 1e2, "d": -9223372036854775808}]})",
+          R"({"items": [18446744073709551615, -1, 1.5e-400, 1e400, 0.1, 2.2250738585072011e-308]})",
+          R"({"items": ["\ud83d\ude00", "\u0000", "\/\b\f\n\r\t\"\\"]})",
+          R"({"items": ["\ud800"]})",
+          R"({"items": ["\udc00\u0041"]})",
+          "{\"items\": [\"a\tb\"]}",
+          "{\"items\": [\"\xed\xa0\x80\"]}",
+          "{\"items\": [\"\xc0\xaf\"]}",
+          "{\"items\": [\"\xf4\x90\x80\x80\"]}",
+          std::string("{\"items\": []}\0", 14),
+          "{\"items\": []}  \n\t ",
+          "",
+          "   ",
+          R"([{"items": [1]}])",
+          R"("items")",
+          R"(null)",
+          R"(-0)",
+          R"({})",
+          R"({"items": {"a": 1}})",
+          R"({"items": [1], "items": "x"})",
+          R"({"items": [1, 2], "items": [{"k": "v"}]})",
+          R"({"items": [{}, [], {"": ""}]})",
+          R"({"items": [01]})",
+          R"({"items": [1.]})",
+          R"({"items": [+1]})",
+          R"({"items": [.5]})",
+          R"({"items": [1,]})",
+          R"({"items": [1] )",
+          R"({"items" [1]})",
+          R"({'items': [1]})",
+          R"({"items": [tru]})",
+          R"({"items": [nulll]})",
+          R"({"items": [NaN]})",
+          R"({"items": [true, false, null]})",
+          R"({"a": {"b": {"c": [[[[-0]]]]}}, "items": []})",
+      }) {
     EXPECT_EQ(testing_json::Disagreement(text), "") << "input: " << testing_json::Quoted(text);
   }
 }
@@ -300,7 +322,8 @@ TEST(JsonStreamTest, TheTwoParsersAgreeOnMutatedDocuments) {
 // own is as strict or stricter, and what it refuses is counted again.
 TEST(JsonStreamTest, TheDepthLimitIsTheSameForBothParsers) {
   for (int levels = 1; levels <= 6; ++levels) {
-    std::string arrays = R"({"items": [)" + std::string(levels, '[') + std::string(levels, ']') + "]}";
+    std::string arrays =
+        R"({"items": [)" + std::string(levels, '[') + std::string(levels, ']') + "]}";
     std::string objects = R"({"items": [)";
     for (int i = 0; i < levels; ++i) objects += R"({"k": )";
     objects += "1" + std::string(levels, '}') + "]}";
@@ -309,8 +332,7 @@ TEST(JsonStreamTest, TheDepthLimitIsTheSameForBothParsers) {
         EXPECT_EQ(testing_json::Disagreement(text, max_depth), "") << text << " " << max_depth;
         bool deep = !JsonDepthWithin(text, max_depth);
         std::string trace = Trace(text, JsonEngine::kFast, nullptr, max_depth);
-        EXPECT_EQ(trace.starts_with("error nested deeper than " + std::to_string(max_depth)),
-                  deep)
+        EXPECT_EQ(trace.starts_with("error nested deeper than " + std::to_string(max_depth)), deep)
             << text << " " << max_depth << ": " << trace;
       }
     }

@@ -46,8 +46,8 @@ inline std::string Trace(std::string_view text, JsonEngine engine, bool* by_refe
                          int max_depth = 0) {
   std::string trace;
   MemberCallback on_member = [&](std::string& key, size_t position, json& value) {
-    trace += "member " + json(key).dump() + " #" + std::to_string(position) + " " +
-             Typed(value) + "\n";
+    trace +=
+        "member " + json(key).dump() + " #" + std::to_string(position) + " " + Typed(value) + "\n";
   };
   FlatObjectCallback on_object = [&](size_t position, FlatObject& object) {
     trace += "object #" + std::to_string(position) + (object.overflowed() ? " overflowed" : "");
