@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -87,6 +88,13 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<core::FileInfo> StatRoot();
   core::Status ChmodRoot(uint32_t mode);
 
+  // Tests only: called by ReplaceTree once the new tree is made durable,
+  // just before it is swapped in (where another process may still change a
+  // file linked from the old tree).
+  void set_before_tree_swap_for_testing(std::function<void()> hook) {
+    before_tree_swap_ = std::move(hook);
+  }
+
  private:
   PosixFileSystem(std::string root, UniqueFd fd, std::string open_error = "")
       : root_(std::move(root)), root_fd_(std::move(fd)), open_error_(std::move(open_error)) {}
@@ -147,6 +155,7 @@ class PosixFileSystem : public ports::FileSystem {
   std::map<dev_t, UniqueFd> not_durable_;
   std::map<dev_t, UniqueFd> placed_since_flush_;
   std::string open_error_;
+  std::function<void()> before_tree_swap_;
 };
 
 }  // namespace mesh::adapters

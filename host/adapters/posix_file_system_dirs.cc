@@ -326,6 +326,7 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   // any entry (Linux 5.8 and later: errors since `top` was opened), which
   // fails the tree before anything sees it.
   if (::syncfs(top.get()) != 0) return fail(Errno("syncfs", path));
+  if (before_tree_swap_) before_tree_swap_();
 
   struct stat st;
   bool exists = ::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;

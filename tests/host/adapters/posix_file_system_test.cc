@@ -407,6 +407,37 @@ TEST_F(PosixFileSystemTest, ReplaceTreeDoesNotLinkAFileOpenForWriting) {
   EXPECT_EQ(ReadText(db), "rows");
 }
 
+// A file linked from the old tree that someone changes before the swap
+// (through the old tree's name, as a service rewriting it in place would)
+// is not taken for the declared file: the replace fails, saying which, and
+// the next one writes it afresh.
+TEST_F(PosixFileSystemTest, ALinkedFileChangedBeforeTheSwapFailsTheReplace) {
+  core::TreeEntry a = FileEntry("lib/a", 0644, "declared");
+  core::TreeEntry b = FileEntry("lib/b", 0644, "also");
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a, b}).has_value());
+  std::string old_a = dir_.Sub("root/opt/b/lib/a");
+  ino_t inode = Inode(old_a);
+  bool ran = false;
+  fs_->set_before_tree_swap_for_testing([&] {
+    ran = true;
+    // Still the old tree's name here; the new tree holds the same inode.
+    int fd = ::open(old_a.c_str(), O_WRONLY | O_APPEND);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, " and more", 9), 9);
+    ::close(fd);
+  });
+  auto replaced = fs_->ReplaceTree("/opt/b", {a, b});
+  fs_->set_before_tree_swap_for_testing(nullptr);
+  ASSERT_TRUE(ran);
+  ASSERT_FALSE(replaced.has_value()) << "a linked file changed before the swap was kept";
+  EXPECT_THAT(replaced.error().message,
+              HasSubstr("lib/a was changed while the tree was being replaced"));
+  EXPECT_EQ(Inode(dir_.Sub("root/opt/b/lib/a")), inode) << "the file was linked";
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/b", {a, b}).has_value());
+  EXPECT_EQ(ReadText(dir_.Sub("root/opt/b/lib/a")), "declared");
+  EXPECT_NE(Inode(dir_.Sub("root/opt/b/lib/a")), inode) << "the changed file was linked again";
+}
+
 // A replace that fails part-way leaves the old tree as it was: what it
 // linked from it goes with the temporary tree, not the old names.
 TEST_F(PosixFileSystemTest, AFailedReplaceLeavesTheOldTreeWhole) {
