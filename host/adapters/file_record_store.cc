@@ -134,6 +134,7 @@ std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
     return std::unexpected(st.error());
   }
   *read = *info;
+  if (after_open_) after_open_();
   if (info->size <= whole_record_bytes_) {
     size_t size = static_cast<size_t>(info->size);
     std::string text(size + core::kFastParseSlack, '\0');

@@ -3,6 +3,7 @@
 // from applying to one machine at once.
 #pragma once
 
+#include <functional>
 #include <istream>
 #include <memory>
 #include <string>
@@ -47,6 +48,9 @@ class FileRecordStore : public ports::RecordStore {
   // stream small records.
   static constexpr uint64_t kWholeRecordBytes = 8ull << 20;
   void set_whole_record_bytes(uint64_t bytes) { whole_record_bytes_ = bytes; }
+  // Tests only: called once state.json is opened and trusted, before a
+  // byte of it is read (where another writer may still change it).
+  void set_after_open_for_testing(std::function<void()> hook) { after_open_ = std::move(hook); }
 
  private:
   FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool writable, bool keep)
@@ -67,6 +71,7 @@ class FileRecordStore : public ports::RecordStore {
   bool writable_;
   bool keep_;
   uint64_t whole_record_bytes_ = kWholeRecordBytes;
+  std::function<void()> after_open_;
   UniqueFd lock_fd_;
   // What state.json held when this process last read or wrote it, and its
   // stat fingerprint: the daemon re-parses it only if someone else changed it.

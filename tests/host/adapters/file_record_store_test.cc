@@ -1,6 +1,7 @@
 // The record decides what the host deletes, so whose it is matters.
 #include "host/adapters/file_record_store.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -111,6 +112,39 @@ TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
     }
     EXPECT_EQ(seen[0], seen[1]);
     EXPECT_THAT(seen[0], HasSubstr(text == good ? "f49 sha256:49" : "refused state: "));
+  }
+}
+
+// The host only ever renames a new state.json over the old one: a record
+// read whole that grows or shrinks while it is read is someone else's
+// doing, refused as changed, not parsed in part.
+TEST_F(FileRecordStoreReadTest, ARecordChangedWhileReadWholeIsRefused) {
+  core::Record record;
+  record.machine = "m";
+  auto writer = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(writer.has_value()) << writer.error().message;
+  ASSERT_TRUE((*writer)->Save(record).has_value());
+  std::string path = state_ + "/state.json";
+  std::string text = core::SerializeRecord(record);
+  for (bool grow : {true, false}) {
+    WriteText(path, text, 0600);
+    auto store = FileRecordStore::Open(state_, /*create=*/false);
+    ASSERT_TRUE(store.has_value()) << store.error().message;
+    (*store)->set_after_open_for_testing([&] {
+      // In place, the same file: appended to, or cut short.
+      if (grow) {
+        int fd = ::open(path.c_str(), O_WRONLY | O_APPEND);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(::write(fd, " ", 1), 1);
+        ::close(fd);
+      } else {
+        ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(text.size() / 2)), 0);
+      }
+    });
+    auto loaded = (*store)->Load();
+    ASSERT_FALSE(loaded.has_value()) << (grow ? "grown" : "cut short");
+    EXPECT_EQ(loaded.error().kind, core::ErrorKind::kChanged);
+    EXPECT_THAT(loaded.error().message, HasSubstr("changed while it was read"));
   }
 }
 
