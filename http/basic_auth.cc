@@ -19,16 +19,17 @@ constexpr size_t kMaxRemembered = 256;
 }  // namespace
 
 core::Result<BasicAuth::Crypt> BasicAuth::LoadCrypt() {
-  // Loaded once, never closed (SharedLibrary): reloads of the web config
-  // reuse it.
-  static const core::Result<Crypt> loaded = []() -> core::Result<Crypt> {
+  // Never closed (SharedLibrary): reloads of the web config reuse it, and
+  // one that failed (a passing EMFILE) is tried again by the next.
+  static adapters::LoadOnce once;
+  static Crypt crypt = nullptr;
+  auto loaded = once([]() -> core::Status {
     auto lib = adapters::SharedLibrary::Open("libcrypt.so.1");
     if (!lib) return std::unexpected(lib.error());
-    Crypt crypt = nullptr;
-    if (auto st = lib->Bind("crypt_r", crypt); !st) return std::unexpected(st.error());
-    return crypt;
-  }();
-  return loaded;
+    return lib->Bind("crypt_r", crypt);
+  });
+  if (!loaded) return std::unexpected(loaded.error());
+  return crypt;
 }
 
 BasicAuth::BasicAuth(std::map<std::string, std::string> users, Crypt crypt)

@@ -3,7 +3,6 @@
 #include <systemd/sd-daemon.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 
 #include "host/adapters/shared_library.h"
@@ -24,22 +23,18 @@ struct SdDaemon {
 };
 
 SdDaemon Libsystemd() {
-  static std::mutex mu;
-  static SdDaemon loaded;
-  static bool done = false;
-  std::lock_guard<std::mutex> lock(mu);
-  if (done) return loaded;
   if (std::getenv("NOTIFY_SOCKET") == nullptr && std::getenv("WATCHDOG_USEC") == nullptr) {
-    done = true;
-    return loaded;
+    return SdDaemon{};
   }
-  SdDaemon d;
-  auto lib = SharedLibrary::Open("libsystemd.so.0");
-  core::Status bound = lib ? lib->Bind("sd_notify", d.notify) : std::unexpected(lib.error());
-  if (bound) bound = lib->Bind("sd_watchdog_enabled", d.watchdog_enabled);
+  static LoadOnce once;
+  static SdDaemon loaded;
+  auto bound = once([]() -> core::Status {
+    auto lib = SharedLibrary::Open("libsystemd.so.0");
+    if (!lib) return std::unexpected(lib.error());
+    if (auto st = lib->Bind("sd_notify", loaded.notify); !st) return st;
+    return lib->Bind("sd_watchdog_enabled", loaded.watchdog_enabled);
+  });
   if (!bound) return SdDaemon{nullptr, nullptr, bound.error().message};
-  loaded = d;
-  done = true;
   return loaded;
 }
 

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "host/adapters/shared_library.h"
 
@@ -55,22 +54,19 @@ MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_POINTER)
 
 constexpr const char* kLibsystemd = "libsystemd.so.0";
 
-// Once it has succeeded. A failure (a passing EMFILE or ENOMEM among the
-// reasons) is the connection's error, and the next connection tries again;
-// the pointers are read only after a load that succeeded, under the mutex.
+// A failure is the connection's error, and the next connection tries
+// again (LoadOnce).
 core::Status LoadSdBus() {
-  static std::mutex mu;
-  static bool loaded = false;
-  std::lock_guard<std::mutex> lock(mu);
-  if (loaded) return core::Ok();
-  auto lib = SharedLibrary::Open(kLibsystemd);
-  if (!lib) return std::unexpected(lib.error());
+  static LoadOnce once;
+  return once([]() -> core::Status {
+    auto lib = SharedLibrary::Open(kLibsystemd);
+    if (!lib) return std::unexpected(lib.error());
 #define MESH_SD_BUS_BIND(fn) \
   if (auto st = lib->Bind(#fn, fn); !st) return st;
-  MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_BIND)
+    MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_BIND)
 #undef MESH_SD_BUS_BIND
-  loaded = true;
-  return core::Ok();
+    return core::Ok();
+  });
 }
 #undef MESH_SD_BUS_FUNCTIONS
 

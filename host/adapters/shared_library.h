@@ -10,6 +10,7 @@
 // callable until the process exits.
 #pragma once
 
+#include <mutex>
 #include <string>
 
 #include "host/core/result.h"
@@ -39,6 +40,27 @@ class SharedLibrary {
 
   void* handle_;
   std::string soname_;
+};
+
+// A library's functions bound once, by the first call of `load` that
+// succeeds. A failure (a passing EMFILE or ENOMEM among the reasons) is the
+// caller's error, and the next call tries again; after a success every call
+// returns at once. Calls are serialized, so the pointers `load` sets are
+// read only after a load that succeeded.
+class LoadOnce {
+ public:
+  template <typename Load>
+  core::Status operator()(Load load) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (loaded_) return core::Ok();
+    core::Status st = load();
+    loaded_ = st.has_value();
+    return st;
+  }
+
+ private:
+  std::mutex mu_;
+  bool loaded_ = false;
 };
 
 }  // namespace mesh::adapters

@@ -34,5 +34,27 @@ TEST(SharedLibrary, AFunctionThatIsNotThereIsAnErrorNamingBoth) {
   EXPECT_EQ(absent, nullptr);
 }
 
+// libsystemd and libcrypt are bound this way: a load that failed for a
+// passing reason must be tried again, and one that worked never again.
+TEST(LoadOnce, TriesAgainAfterAFailureAndNeverAfterASuccess) {
+  LoadOnce once;
+  int calls = 0;
+  auto failing = [&]() -> core::Status {
+    ++calls;
+    return core::Fail("EMFILE, for now");
+  };
+  auto working = [&]() -> core::Status {
+    ++calls;
+    return core::Ok();
+  };
+  EXPECT_FALSE(once(failing));
+  EXPECT_FALSE(once(failing));
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(once(working));
+  EXPECT_TRUE(once(failing)) << "loaded once: the later load is not run";
+  EXPECT_TRUE(once(working));
+  EXPECT_EQ(calls, 3);
+}
+
 }  // namespace
 }  // namespace mesh::adapters
