@@ -2,10 +2,12 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "http/basic_auth.h"
 #include "http/bounded_server.h"
+#include "http/gzip.h"
 #include "http/tls_context.h"
 
 namespace mesh::http {
@@ -85,7 +87,7 @@ std::string StatusServer::scheme() const {
   return tls_ != nullptr ? "https" : "http";
 }
 
-std::shared_ptr<const std::string> StatusServer::StatusBody() {
+std::shared_ptr<const std::string> StatusServer::StatusBody(bool gzip) {
   std::lock_guard<std::mutex> lock(status_mu_);
   // Read under the lock: a request that waited must not render the picture
   // it saw before waiting over a newer one.
@@ -93,18 +95,26 @@ std::shared_ptr<const std::string> StatusServer::StatusBody() {
   // By the picture itself, not its address: one freed and another made in
   // its place is a new picture.
   if (status_body_ == nullptr || status_of_.lock() != now) {
-    status_body_ = nullptr;  // the old text freed before the new one is built
+    status_body_ = nullptr;  // the old texts freed before the new one is built
+    status_gzip_ = nullptr;
     status_body_ = std::make_shared<const std::string>(
         status::ToJson(*now).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     status_of_ = now;
   }
-  return status_body_;
+  if (!gzip) return status_body_;
+  if (status_gzip_ == nullptr) {
+    auto packed = Gzip(*status_body_);
+    if (!packed) return nullptr;
+    status_gzip_ = std::make_shared<const std::string>(std::move(*packed));
+  }
+  return status_gzip_;
 }
 
 void StatusServer::Idle() {
   {
     std::lock_guard<std::mutex> lock(status_mu_);
     status_body_ = nullptr;
+    status_gzip_ = nullptr;
     status_of_.reset();
   }
   if (on_idle_) on_idle_();
@@ -112,8 +122,25 @@ void StatusServer::Idle() {
 
 // The three pages, and what an unknown path gets.
 void StatusServer::Route(httplib::Server& s) {
-  s.Get("/status", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(*StatusBody(), "application/json");
+  // /status is compressed here, once per picture, and each response reads
+  // the shared text rather than a copy of it (2.7 MB at 10,000 resources;
+  // sixteen clients held sixteen copies). "; charset=utf-8" is a type
+  // httplib does not compress, so it does not gzip the body again.
+  s.Get("/status", [this](const httplib::Request& req, httplib::Response& res) {
+    // BoundedServer leaves "gzip" or nothing (OfferOnlyGzip).
+    bool gzip = req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos;
+    std::shared_ptr<const std::string> body = StatusBody(gzip);
+    if (body == nullptr) {
+      gzip = false;
+      body = StatusBody(false);
+    }
+    res.set_header("Vary", "Accept-Encoding");
+    if (gzip) res.set_header("Content-Encoding", "gzip");
+    res.set_content_provider(body->size(), "application/json; charset=utf-8",
+                             [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                               return sink.write(body->data() + offset,
+                                                 std::min(length, body->size() - offset));
+                             });
   });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     status::Health h = status::Judge(*board_.Get());

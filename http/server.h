@@ -67,8 +67,9 @@ class StatusServer {
   std::shared_ptr<const Policy> CurrentPolicy() const;
   void Route(httplib::Server& s);
   // /status's body for the board's current picture, rendered once and
-  // shared by every request while a connection is open.
-  std::shared_ptr<const std::string> StatusBody();
+  // shared by every request while a connection is open; gzipped, once,
+  // for the clients that accept it (null when zlib failed: sent plain).
+  std::shared_ptr<const std::string> StatusBody(bool gzip);
   // The last open connection closed: the shared body goes, then on_idle_.
   void Idle();
   void Guard(httplib::Server& s);
@@ -84,6 +85,7 @@ class StatusServer {
   std::mutex status_mu_;
   std::weak_ptr<const status::Snapshot> status_of_;
   std::shared_ptr<const std::string> status_body_;
+  std::shared_ptr<const std::string> status_gzip_;
   mutable std::mutex mu_;
   std::shared_ptr<const Policy> policy_;
   std::shared_ptr<const TlsContext> tls_;

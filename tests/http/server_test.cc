@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
@@ -122,6 +123,55 @@ TEST_F(ServerTest, BrotliIsNeverUsedGzipIsWhenOffered) {
   EXPECT_THAT(HeadersFor(port_, "br"), Not(HasSubstr("Content-Encoding")));
   EXPECT_THAT(HeadersFor(port_, "gzip, deflate, br"), HasSubstr("Content-Encoding: gzip"));
   EXPECT_THAT(HeadersFor(port_, "identity"), Not(HasSubstr("Content-Encoding")));
+}
+
+std::string Gunzip(const std::string& packed) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return "(inflateInit2 failed)";
+  std::string out;
+  char buf[16384];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(packed.data()));
+  z.avail_in = static_cast<uInt>(packed.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  inflateEnd(&z);
+  return rc == Z_STREAM_END ? out : "(not one whole gzip member)";
+}
+
+// /status is gzipped once per picture by the server itself, not by httplib
+// per request: one Content-Encoding, the plain text inside, the same bytes
+// to every client of that picture, and a new picture's text after a publish.
+TEST_F(ServerTest, StatusGzippedOnceAPictureIsThePlainTextInside) {
+  Publish(false);
+  auto c = Client();
+  c.set_decompress(false);
+  auto plain = c.Get("/status");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->get_header_value("Content-Type"), "application/json; charset=utf-8");
+  EXPECT_EQ(plain->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_FALSE(plain->has_header("Content-Encoding"));
+  httplib::Headers gzip = {{"Accept-Encoding", "gzip"}};
+  auto packed = c.Get("/status", gzip);
+  ASSERT_TRUE(packed);
+  EXPECT_EQ(packed->get_header_value_count("Content-Encoding"), 1u);
+  EXPECT_EQ(packed->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_EQ(Gunzip(packed->body), plain->body);
+  auto again = c.Get("/status", gzip);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->body, packed->body);
+  Publish(true);
+  auto next = c.Get("/status", gzip);
+  ASSERT_TRUE(next);
+  EXPECT_THAT(Gunzip(next->body), HasSubstr("\"failed\""));
+  auto head = c.Head("/status");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_TRUE(head->body.empty());
 }
 
 TEST_F(ServerTest, UnhealthyNamesWhatIsWrong) {
