@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,7 +16,9 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -73,10 +76,47 @@ namespace {
 //   and httplib does not check a range against the length of a body that
 //   a content provider sends (/status): a range past its end would read
 //   past the text or keep a worker asking for bytes that never come.
+//   gzip counts when offered with a weight above 0 (RFC 9110 12.5.3:
+//   "gzip;q=0" refuses it), by name or by "*" when gzip is not named.
+bool OffersGzip(const httplib::Headers& headers) {
+  std::optional<bool> named, any;
+  auto [from, to] = headers.equal_range("Accept-Encoding");
+  for (auto it = from; it != to; ++it) {
+    std::string_view list = it->second;
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string_view item = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      auto trim = [](std::string_view v) {
+        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+        while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+        return v;
+      };
+      size_t semi = item.find(';');
+      std::string_view coding = trim(item.substr(0, semi));
+      bool weighted = true;
+      if (semi != std::string_view::npos) {
+        std::string_view param = trim(item.substr(semi + 1));
+        if (param.starts_with("q=") || param.starts_with("Q=")) {
+          std::string_view q = trim(param.substr(2));
+          // 0, 0.0, 0.00, 0.000: refused; anything else is a weight.
+          weighted =
+              !(q.starts_with("0") && q.find_first_not_of("0.", 0) == std::string_view::npos);
+        }
+      }
+      if (coding.size() == 4 && strncasecmp(coding.data(), "gzip", 4) == 0) {
+        named = weighted;
+      } else if (coding == "*") {
+        any = weighted;
+      }
+    }
+  }
+  return named.has_value() ? *named : any.value_or(false);
+}
+
 void NarrowRequest(httplib::Request& req) {
+  bool gzip = OffersGzip(req.headers);
   auto [from, to] = req.headers.equal_range("Accept-Encoding");
-  bool gzip = std::any_of(from, to,
-                          [](const auto& h) { return h.second.find("gzip") != std::string::npos; });
   req.headers.erase(from, to);
   if (gzip) req.headers.emplace("Accept-Encoding", "gzip");
   req.ranges.clear();

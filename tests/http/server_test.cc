@@ -123,6 +123,12 @@ TEST_F(ServerTest, BrotliIsNeverUsedGzipIsWhenOffered) {
   EXPECT_THAT(HeadersFor(port_, "br"), Not(HasSubstr("Content-Encoding")));
   EXPECT_THAT(HeadersFor(port_, "gzip, deflate, br"), HasSubstr("Content-Encoding: gzip"));
   EXPECT_THAT(HeadersFor(port_, "identity"), Not(HasSubstr("Content-Encoding")));
+  // A weight of 0 refuses a coding; "*" stands for gzip when it is not named.
+  EXPECT_THAT(HeadersFor(port_, "gzip;q=0"), Not(HasSubstr("Content-Encoding")));
+  EXPECT_THAT(HeadersFor(port_, "identity, gzip; q=0.000"), Not(HasSubstr("Content-Encoding")));
+  EXPECT_THAT(HeadersFor(port_, "br, *;q=0.5"), HasSubstr("Content-Encoding: gzip"));
+  EXPECT_THAT(HeadersFor(port_, "*, gzip;q=0"), Not(HasSubstr("Content-Encoding")));
+  EXPECT_THAT(HeadersFor(port_, "GZIP;q=0.8"), HasSubstr("Content-Encoding: gzip"));
 }
 
 std::string Gunzip(const std::string& packed) {
