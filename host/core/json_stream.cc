@@ -14,7 +14,10 @@ namespace {
 
 using json = nlohmann::json;
 
-// Where both parsers' walks hand the streamed collection's members.
+// What nlohmann's lexer gives as a container's size: it does not know it.
+constexpr std::size_t kUnknownSize = static_cast<std::size_t>(-1);
+
+// Where the streamed collection's members go.
 struct Sinks {
   std::string_view key;
   bool want_array;
@@ -43,15 +46,15 @@ class Handler final : public nlohmann::json_sax<json> {
     return Scalar(json(v));
   }
   bool binary(binary_t& v) override { return Scalar(json::binary(std::move(v))); }
-  bool start_object(std::size_t) override {
+  bool start_object(std::size_t size) override {
     if (s_.on_object != nullptr && !levels_.empty() && levels_.back().streamed) {
       flat_.Clear();
       levels_.push_back(Level{nullptr, false, true, {}});
       return true;
     }
-    return Open(json::object());
+    return Open(json::object(), size);
   }
-  bool start_array(std::size_t) override { return Open(json::array()); }
+  bool start_array(std::size_t size) override { return Open(json::array(), size); }
   bool end_object() override { return Close(); }
   bool end_array() override { return Close(); }
   bool key(string_t& k) override {
@@ -114,7 +117,8 @@ class Handler final : public nlohmann::json_sax<json> {
     return true;
   }
 
-  bool Open(json&& container) {
+  // `size`: the container's members, or kUnknownSize (nlohmann's lexer).
+  bool Open(json&& container, std::size_t size) {
     bool is_array = container.is_array();
     if (levels_.size() == 1 && levels_[0].value == &root_ && root_.is_object() &&
         levels_[0].key == s_.key && is_array == s_.want_array) {
@@ -122,7 +126,9 @@ class Handler final : public nlohmann::json_sax<json> {
       Place(std::move(container));
       levels_.push_back(Level{nullptr, true, false, {}});
       members_ = 0;
-      if (s_.on_start) s_.on_start(std::nullopt);
+      if (s_.on_start) {
+        s_.on_start(size == kUnknownSize ? std::nullopt : std::optional<size_t>(size));
+      }
       return true;
     }
     levels_.push_back(Level{Place(std::move(container)), false, false, {}});
@@ -225,154 +231,8 @@ bool ParseFast(std::string_view text, int max_depth, size_t slack, dom::parser& 
          parser.parse(text.data(), text.size(), copy).get(root) == simdjson::SUCCESS;
 }
 
-// The same walk as Handler's, over simdjson's parsed document, handing the
-// same members to the same callbacks and building the same trees. Values
-// are typed as nlohmann's lexer types them: a non-negative integer is
-// unsigned (ParseFast made sure no zero was "-0"), a negative one signed,
-// one with a fraction or an exponent a float.
-class FastWalk {
- public:
-  explicit FastWalk(const Sinks& sinks) : s_(sinks) {}
-
-  // Every accessor below is simdjson's error-code form: its conversion
-  // operators throw.
-  bool Run(dom::element root) {
-    dom::object fields;
-    if (root.get_object().get(fields) != simdjson::SUCCESS) return Convert(root, root_);
-    root_ = json::object();
-    for (dom::key_value_pair field : fields) {
-      dom::element value = field.value;
-      dom::array list;
-      dom::object map;
-      bool is_array = value.get_array().get(list) == simdjson::SUCCESS;
-      bool is_object = !is_array && value.get_object().get(map) == simdjson::SUCCESS;
-      if (field.key == s_.key && (is_array || is_object) && is_array == s_.want_array) {
-        root_[field.key] = is_array ? json::array() : json::object();
-        members_ = 0;
-        if (s_.on_start) s_.on_start(is_array ? list.size() : map.size());
-        if (!(is_array ? StreamArray(list) : StreamObject(map))) return false;
-      } else if (!Convert(value, root_[field.key])) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  StreamedJson Take() { return StreamedJson{std::move(root_), members_, false}; }
-
- private:
-  bool StreamArray(dom::array members) {
-    for (dom::element member : members) {
-      if (!Member(member)) return false;
-    }
-    return true;
-  }
-
-  bool StreamObject(dom::object members) {
-    for (dom::key_value_pair member : members) {
-      member_key_.assign(member.key);
-      if (!Member(member.value)) return false;
-    }
-    return true;
-  }
-
-  bool Member(dom::element member) {
-    dom::object fields;
-    if (s_.on_object != nullptr && member.get_object().get(fields) == simdjson::SUCCESS) {
-      flat_.Clear();
-      for (dom::key_value_pair field : fields) {
-        FlatObject::Field& slot = flat_.Begin(field.key);
-        std::string_view text;
-        if (field.value.get_string().get(text) == simdjson::SUCCESS) {
-          slot.is_string = true;
-          slot.text.assign(text);
-        } else if (!Convert(field.value, slot.value)) {
-          return false;
-        }
-      }
-      (*s_.on_object)(members_++, flat_);
-      return true;
-    }
-    if (!Convert(member, member_)) return false;
-    s_.on_member(member_key_, members_++, member_);
-    member_ = json();
-    member_key_.clear();
-    return true;
-  }
-
-  // Depth is bounded by simdjson's parse (1,024 levels; deeper documents
-  // are refused and go to nlohmann, which does not recurse).
-  bool Convert(dom::element e, json& out) {
-    switch (e.type()) {
-      case dom::element_type::ARRAY: {
-        dom::array items;
-        if (e.get_array().get(items) != simdjson::SUCCESS) return false;
-        out = json::array();
-        for (dom::element item : items) {
-          out.push_back(json());
-          if (!Convert(item, out.back())) return false;
-        }
-        return true;
-      }
-      case dom::element_type::OBJECT: {
-        dom::object fields;
-        if (e.get_object().get(fields) != simdjson::SUCCESS) return false;
-        out = json::object();
-        for (dom::key_value_pair field : fields) {
-          if (!Convert(field.value, out[field.key])) return false;
-        }
-        return true;
-      }
-      case dom::element_type::STRING: {
-        std::string_view text;
-        if (e.get_string().get(text) != simdjson::SUCCESS) return false;
-        out = text;
-        return true;
-      }
-      case dom::element_type::INT64: {
-        int64_t v = 0;
-        if (e.get_int64().get(v) != simdjson::SUCCESS) return false;
-        if (v < 0) {
-          out = json::number_integer_t{v};
-        } else {
-          out = json::number_unsigned_t(v);
-        }
-        return true;
-      }
-      case dom::element_type::UINT64: {
-        uint64_t v = 0;
-        if (e.get_uint64().get(v) != simdjson::SUCCESS) return false;
-        out = json::number_unsigned_t{v};
-        return true;
-      }
-      case dom::element_type::DOUBLE: {
-        double v = 0;
-        if (e.get_double().get(v) != simdjson::SUCCESS) return false;
-        out = json::number_float_t{v};
-        return true;
-      }
-      case dom::element_type::BOOL: {
-        bool v = false;
-        if (e.get_bool().get(v) != simdjson::SUCCESS) return false;
-        out = v;
-        return true;
-      }
-      case dom::element_type::NULL_VALUE:
-        out = nullptr;
-        return true;
-    }
-    return false;
-  }
-
-  const Sinks s_;
-  FlatObject flat_;
-  json root_;
-  json member_;
-  std::string member_key_;
-  size_t members_ = 0;
-};
-
-// simdjson's document as the events nlohmann's parser would send.
+// simdjson's document as the events nlohmann's parser would send, with
+// each container's size, which simdjson knows and nlohmann does not.
 class SaxWalk {
  public:
   explicit SaxWalk(nlohmann::json_sax<json>& handler) : handler_(handler) {}
@@ -382,7 +242,7 @@ class SaxWalk {
       case dom::element_type::ARRAY: {
         dom::array items;
         if (e.get_array().get(items) != simdjson::SUCCESS) return false;
-        if (!handler_.start_array(kUnknownSize)) return false;
+        if (!handler_.start_array(items.size())) return false;
         for (dom::element item : items) {
           if (!Value(item)) return false;
         }
@@ -391,7 +251,7 @@ class SaxWalk {
       case dom::element_type::OBJECT: {
         dom::object fields;
         if (e.get_object().get(fields) != simdjson::SUCCESS) return false;
-        if (!handler_.start_object(kUnknownSize)) return false;
+        if (!handler_.start_object(fields.size())) return false;
         for (dom::key_value_pair field : fields) {
           text_.assign(field.key);
           if (!handler_.key(text_) || !Value(field.value)) return false;
@@ -432,9 +292,6 @@ class SaxWalk {
   }
 
  private:
-  // What nlohmann's parser gives for a container's size read from text.
-  static constexpr std::size_t kUnknownSize = static_cast<std::size_t>(-1);
-
   nlohmann::json_sax<json>& handler_;
   std::string text_;  // the string or key being handed over
 };
@@ -449,8 +306,10 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
       dom::parser parser;
       dom::element root;
       if (ParseFast(text, options.max_depth, options.slack, parser, root)) {
-        FastWalk walk(Sinks{key, want_array, on_member, on_object, options.on_start});
-        if (walk.Run(root)) return walk.Take();
+        // The reference's own handler, fed by simdjson: the same members,
+        // trees and number types by construction.
+        Handler handler(Sinks{key, want_array, on_member, on_object, options.on_start});
+        if (SaxWalk(handler).Value(root)) return handler.Take();
       }
     } catch (const json::exception& e) {
       return Fail(JsonErrorWithoutBytes(e.what()));

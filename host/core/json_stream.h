@@ -133,8 +133,9 @@ Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, 
 
 // nlohmann::json::sax_parse(text, &handler), with simdjson reading the bytes
 // when it can: the same events in the same order, the numbers typed the
-// same, but a float's own text is not given (number_float's second argument
-// is empty). nullopt: simdjson could not read the text as nlohmann would
+// same, each container's size given (nlohmann gives -1), a float's own text
+// not (number_float's second argument is empty). ParseStreamed's fast path
+// is this, feeding the reference's own handler. nullopt: simdjson could not read the text as nlohmann would
 // (it refused it, or a zero's sign would be lost), and nothing was handed to
 // `handler`: the caller runs nlohmann's parse, whose verdict and message then
 // stand. Otherwise what sax_parse returns: false when the handler stopped.
