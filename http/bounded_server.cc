@@ -68,16 +68,14 @@ void Address(int sock, bool peer, std::string& ip, int& port) {
 
 namespace {
 
-// What every request is narrowed to before it is routed:
-// - A client that accepts brotli gets gzip or nothing: httplib compresses
-//   with brotli's slowest quality, 3.9 s of CPU for /status of 10,000
-//   resources (gzip: 63 ms), and browsers offer it by default.
-// - No byte ranges: every page is small or made whole for each picture,
-//   and httplib does not check a range against the length of a body that
-//   a content provider sends (/status): a range past its end would read
-//   past the text or keep a worker asking for bytes that never come.
-//   gzip counts when offered with a weight above 0 (RFC 9110 12.5.3:
-//   "gzip;q=0" refuses it), by name or by "*" when gzip is not named.
+std::string_view Trim(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+// Whether Accept-Encoding offers gzip: with a weight above 0 (RFC 9110
+// 12.5.3: "gzip;q=0" refuses it), by name, or by "*" when gzip is not named.
 bool OffersGzip(const httplib::Headers& headers) {
   std::optional<bool> named, any;
   auto [from, to] = headers.equal_range("Accept-Encoding");
@@ -87,23 +85,14 @@ bool OffersGzip(const httplib::Headers& headers) {
       size_t comma = list.find(',');
       std::string_view item = list.substr(0, comma);
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      auto trim = [](std::string_view v) {
-        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-        while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-        return v;
-      };
       size_t semi = item.find(';');
-      std::string_view coding = trim(item.substr(0, semi));
-      bool weighted = true;
-      if (semi != std::string_view::npos) {
-        std::string_view param = trim(item.substr(semi + 1));
-        if (param.starts_with("q=") || param.starts_with("Q=")) {
-          std::string_view q = trim(param.substr(2));
-          // 0, 0.0, 0.00, 0.000: refused; anything else is a weight.
-          weighted =
-              !(q.starts_with("0") && q.find_first_not_of("0.", 0) == std::string_view::npos);
-        }
-      }
+      std::string_view coding = Trim(item.substr(0, semi));
+      std::string_view param = semi == std::string_view::npos ? "" : Trim(item.substr(semi + 1));
+      // q=0, 0.0, 0.000: refused; any other weight, or none, offers it.
+      std::string_view q = param.starts_with("q=") || param.starts_with("Q=")
+                               ? Trim(param.substr(2))
+                               : std::string_view("1");
+      bool weighted = !(q.starts_with("0") && q.find_first_not_of("0.") == std::string_view::npos);
       if (coding.size() == 4 && strncasecmp(coding.data(), "gzip", 4) == 0) {
         named = weighted;
       } else if (coding == "*") {
@@ -111,9 +100,17 @@ bool OffersGzip(const httplib::Headers& headers) {
       }
     }
   }
-  return named.has_value() ? *named : any.value_or(false);
+  return named.value_or(any.value_or(false));
 }
 
+// What every request is narrowed to before it is routed:
+// - A client that accepts brotli gets gzip or nothing: httplib compresses
+//   with brotli's slowest quality, 3.9 s of CPU for /status of 10,000
+//   resources (gzip: 63 ms), and browsers offer it by default.
+// - No byte ranges: every page is small or made whole for each picture,
+//   and httplib does not check a range against the length of a body that
+//   a content provider sends (/status): a range past its end would read
+//   past the text or keep a worker asking for bytes that never come.
 void NarrowRequest(httplib::Request& req) {
   bool gzip = OffersGzip(req.headers);
   auto [from, to] = req.headers.equal_range("Accept-Encoding");

@@ -86,9 +86,8 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   auto info = fs_->Stat(kStateFile);
   if (!info) return std::unexpected(info.error());
   if (info->type == core::FileType::kMissing) return std::shared_ptr<const core::Record>();
-  if (auto st = CheckTrusted(*info, fs_->root() + kStateFile); !st) {
-    return std::unexpected(st.error());
-  }
+  // Unchanged since read (another file there has another inode): the file
+  // trusted then. Anything else is opened, and trusted, by Read.
   if (cached_ != nullptr && core::FileFingerprint(*info) == cached_fingerprint_) return cached_;
   // The fingerprint kept is that of the file read, not of the path's stat.
   core::FileInfo read;
@@ -109,10 +108,9 @@ core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
   if (fs_ == nullptr) return false;
   auto info = fs_->Stat(kStateFile);
   if (info && info->type == core::FileType::kMissing) return false;
-  core::FileInfo read;
   return Read(
       [&](std::string_view text, size_t slack) { return core::ScanRecord(text, visitor, slack); },
-      [&](std::istream& in) { return core::ScanRecord(in, visitor); }, &read);
+      [&](std::istream& in) { return core::ScanRecord(in, visitor); }, nullptr);
 }
 
 // The file opened is the one trusted and read, by its own size, not by an
@@ -133,7 +131,7 @@ std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
   if (auto st = CheckTrusted(*info, fs_->root() + kStateFile); !st) {
     return std::unexpected(st.error());
   }
-  *read = *info;
+  if (read != nullptr) *read = *info;
   if (after_open_) after_open_();
   if (info->size <= whole_record_bytes_) {
     size_t size = static_cast<size_t>(info->size);

@@ -57,7 +57,8 @@ class FileRecordStore : public ports::RecordStore {
       : fs_(std::move(fs)), writable_(writable), keep_(keep) {}
   // Opens state.json, refuses it unless trusted, and runs `whole` over its
   // text (and the bytes readable past it), or `streamed` over it as a
-  // stream when it is large. `read`: the stat of the file opened.
+  // stream when it is large. `read` (if not null): the stat of the file
+  // opened.
   template <typename Whole, typename Streamed>
   std::invoke_result_t<Streamed, std::istream&> Read(Whole whole, Streamed streamed,
                                                      core::FileInfo* read);
