@@ -5,7 +5,8 @@
 // only; held inline as std::optional it is 152 bytes of every file's
 // outcome too, and a large apply holds one outcome per resource (as does
 // /status's picture). Empty, a Boxed is one pointer. It copies by value, as
-// std::optional does, and reads like one.
+// std::optional does, and reads like one. A record entry boxes its unit's
+// part the same way (record.h).
 #pragma once
 
 #include <memory>
@@ -38,6 +39,11 @@ class Boxed {
   const T& operator*() const { return *value_; }
   T* operator->() { return value_.get(); }
   const T* operator->() const { return value_.get(); }
+
+  // As std::optional's: both empty, or both holding equal values.
+  friend bool operator==(const Boxed& a, const Boxed& b) {
+    return a.has_value() == b.has_value() && (!a.has_value() || *a == *b);
+  }
 
  private:
   std::unique_ptr<T> value_;

@@ -31,21 +31,22 @@ json EntryJson(const RecordEntry& e) {
   entry["digest"] = e.digest;
   entry["written"] = std::move(written);
   entry["applied_at"] = e.applied_at;
-  if (!e.unit.empty()) {
-    entry["unit"] = e.unit;
-    if (!e.unit_file_fingerprint.empty()) entry["unit_file"] = e.unit_file_fingerprint;
-    if (e.unit_file_preexisting) entry["unit_file_preexisting"] = true;
+  const UnitRecord& u = e.unit();
+  if (!u.name.empty()) {
+    entry["unit"] = u.name;
+    if (!u.file_fingerprint.empty()) entry["unit_file"] = u.file_fingerprint;
+    if (u.file_preexisting) entry["unit_file_preexisting"] = true;
   }
   if (e.position.has_value()) entry["position"] = *e.position;
-  if (!e.state.empty()) entry["state"] = e.state;
-  if (e.n_restarts.has_value()) entry["n_restarts"] = *e.n_restarts;
-  if (e.finished) entry["finished"] = true;
-  if (e.enabled.has_value()) entry["enabled"] = *e.enabled;
-  if (!e.drop_ins.empty()) {
+  if (!u.state.empty()) entry["state"] = u.state;
+  if (u.n_restarts.has_value()) entry["n_restarts"] = *u.n_restarts;
+  if (u.finished) entry["finished"] = true;
+  if (u.enabled.has_value()) entry["enabled"] = *u.enabled;
+  if (!u.drop_ins.empty()) {
     // "NAME=FINGERPRINT ...": names are of a plain alphabet (no "=" or
     // space), fingerprints are digits and colons.
     std::string text;
-    for (const auto& [name, fp] : e.drop_ins) text += (text.empty() ? "" : " ") + name + "=" + fp;
+    for (const auto& [name, fp] : u.drop_ins) text += (text.empty() ? "" : " ") + name + "=" + fp;
     entry["drop_ins"] = text;
   }
   return entry;
@@ -55,12 +56,13 @@ json EntryJson(const RecordEntry& e) {
 // reserved once rather than grown by doubling, which left up to twice the
 // record's size allocated at the apply's peak.
 size_t EntryBytes(const std::string& id, const RecordEntry& e) {
+  const UnitRecord& u = e.unit();
   size_t n = 112 + id.size() + e.kind.size() + e.digest.size() + e.applied_at.size() +
-             e.unit.size() + e.unit_file_fingerprint.size() + e.state.size();
+             u.name.size() + u.file_fingerprint.size() + u.state.size();
   for (const WrittenPath& w : e.written) {
     n += 80 + w.path.size() + w.fingerprint.size() + w.content_digest.size();
   }
-  for (const auto& [name, fp] : e.drop_ins) n += 2 + name.size() + fp.size();
+  for (const auto& [name, fp] : u.drop_ins) n += 2 + name.size() + fp.size();
   return n;
 }
 
@@ -272,9 +274,11 @@ class RecordReader final : public nlohmann::json_sax<json> {
         if (key_ == "kind") return Text(v, &entry_->kind, &seen_, kSeenKind);
         if (key_ == "digest") return Text(v, &entry_->digest, &seen_, kSeenEntryDigest);
         if (key_ == "applied_at") return Text(v, &entry_->applied_at, &seen_, kSeenAppliedAt);
-        if (key_ == "unit") return Text(v, &entry_->unit, nullptr, 0);
-        if (key_ == "unit_file") return Text(v, &entry_->unit_file_fingerprint, nullptr, 0);
-        if (key_ == "state") return Text(v, &entry_->state, nullptr, 0);
+        if (key_ == "unit") return Text(v, &entry_->mutable_unit().name, nullptr, 0);
+        if (key_ == "unit_file") {
+          return Text(v, &entry_->mutable_unit().file_fingerprint, nullptr, 0);
+        }
+        if (key_ == "state") return Text(v, &entry_->mutable_unit().state, nullptr, 0);
         if (key_ == "position") {
           uint64_t at = 0;
           if (!Unsigned(v, &at, nullptr, 0)) return false;
@@ -285,7 +289,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
           uint64_t n = 0;
           if (!Unsigned(v, &n, nullptr, 0)) return false;
           if (n > UINT32_MAX) return Fail(Where() + "out of range");
-          entry_->n_restarts = static_cast<uint32_t>(n);
+          entry_->mutable_unit().n_restarts = static_cast<uint32_t>(n);
           return true;
         }
         if (key_ == "drop_ins") {
@@ -297,19 +301,20 @@ class RecordReader final : public nlohmann::json_sax<json> {
             std::string item = text.substr(at, end - at);
             size_t eq = item.find('=');
             if (eq == std::string::npos || eq == 0) return Fail(Where() + "not NAME=FINGERPRINT");
-            entry_->drop_ins[item.substr(0, eq)] = item.substr(eq + 1);
+            entry_->mutable_unit().drop_ins[item.substr(0, eq)] = item.substr(eq + 1);
             at = end + 1;
           }
           return true;
         }
         if (key_ == "enabled") {
           if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-          entry_->enabled = v.flag;
+          entry_->mutable_unit().enabled = v.flag;
           return true;
         }
         if (key_ == "finished" || key_ == "unit_file_preexisting") {
           if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-          (key_ == "finished" ? entry_->finished : entry_->unit_file_preexisting) = v.flag;
+          UnitRecord& u = entry_->mutable_unit();
+          (key_ == "finished" ? u.finished : u.file_preexisting) = v.flag;
           return true;
         }
         if (key_ == "written") return Unexpected("a scalar");

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "host/core/boxed.h"
 #include "host/core/result.h"
 
 namespace mesh::core {
@@ -39,24 +40,19 @@ struct WrittenPath {
   bool operator==(const WrittenPath&) const = default;
 };
 
-struct RecordEntry {
-  std::string kind;
-  std::string digest;
-  std::vector<WrittenPath> written;
-  std::string applied_at;
-  // service and process: the unit, and the fingerprint of the unit file the
-  // host wrote under --unit-dir (empty: the host does not own the unit file).
-  std::string unit;
-  std::string unit_file_fingerprint;
+// A service's or process's part of its record entry. Boxed in the entry: a
+// file's entry (most of a large record, and of what the daemon keeps
+// between applies) carries one empty pointer for it, not 160 bytes.
+struct UnitRecord {
+  // The unit, and the fingerprint of the unit file the host wrote under
+  // --unit-dir (empty: the host does not own the unit file).
+  std::string name;
+  std::string file_fingerprint;
   // The unit file was there before the host first wrote it (an operator's
   // own, overwritten by a unit_text): prune neither deletes it nor stops
   // the unit.
-  bool unit_file_preexisting = false;
-  // What a no-op needs to be proven from the record alone, without parsing
-  // the declaration (reconciler.cc, ConfirmFromRecord): the resource's place
-  // in the declaration (outcomes are reported in that order) and, for a
-  // unit, its declared state ("running" or "stopped").
-  std::optional<uint64_t> position;
+  bool file_preexisting = false;
+  // Its declared state ("running" or "stopped"), for the no-op proof.
   std::string state;
   // A unit declared running, as the host last found it as declared: the
   // NRestarts it saw then (a count grown since means systemd restarted the
@@ -72,6 +68,31 @@ struct RecordEntry {
   // "pre:" first when an operator's drop-in of that name was there before
   // (see DropInFingerprint).
   std::map<std::string, std::string> drop_ins;
+
+  bool operator==(const UnitRecord&) const = default;
+};
+
+inline const UnitRecord kNoUnit{};
+
+struct RecordEntry {
+  std::string kind;
+  std::string digest;
+  std::vector<WrittenPath> written;
+  std::string applied_at;
+  // What the no-op proof needs without the declaration (reconciler.cc,
+  // ConfirmFromRecord): the resource's place in the declaration (outcomes
+  // are reported in that order).
+  std::optional<uint64_t> position;
+  // Services and processes only (empty for every other kind).
+  Boxed<UnitRecord> unit_record;
+
+  // The unit's part, or an empty one: reads need no has-a-unit check.
+  const UnitRecord& unit() const { return unit_record ? *unit_record : kNoUnit; }
+  // The unit's part, made on first use: call it only for a unit's entry.
+  UnitRecord& mutable_unit() {
+    if (!unit_record) unit_record = UnitRecord();
+    return *unit_record;
+  }
 
   bool operator==(const RecordEntry&) const = default;
 };

@@ -125,13 +125,14 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
 // A unit not found as declared keeps what was remembered before.
 void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
               const core::RecordEntry*& entry, std::optional<core::RecordEntry>& filled) {
-  core::UnitBaseline base{old != nullptr ? old->n_restarts : std::nullopt,
-                          old != nullptr && old->finished};
+  core::UnitBaseline base{old != nullptr ? old->unit().n_restarts : std::nullopt,
+                          old != nullptr && old->unit().finished};
   if (up != nullptr) base = core::BaselineOf(*up);
-  if (entry->n_restarts == base.n_restarts && entry->finished == base.finished) return;
+  if (entry->unit().n_restarts == base.n_restarts && entry->unit().finished == base.finished)
+    return;
   if (!filled.has_value()) filled = *entry;
-  filled->n_restarts = base.n_restarts;
-  filled->finished = base.finished;
+  filled->mutable_unit().n_restarts = base.n_restarts;
+  filled->mutable_unit().finished = base.finished;
   entry = &*filled;
 }
 
@@ -163,10 +164,13 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
       filled = std::move(*step.entry);
       step.entry = std::nullopt;
       if (step.write_files) filled->written[0].fingerprint = written.fingerprint;
-      if (step.write_unit_file) filled->unit_file_fingerprint = written.unit_file_fingerprint;
+      if (step.write_unit_file)
+        filled->mutable_unit().file_fingerprint = written.unit_file_fingerprint;
       for (const auto& [name, fp] : written.drop_in_fingerprints) {
-        filled->drop_ins[name] =
-            std::string(core::DropInPreexisting(filled->drop_ins[name]) ? "pre:" : "") + fp;
+        filled->mutable_unit().drop_ins[name] =
+            std::string(core::DropInPreexisting(filled->mutable_unit().drop_ins[name]) ? "pre:"
+                                                                                       : "") +
+            fp;
       }
       entry = &*filled;
     }
@@ -220,7 +224,7 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
       in.writes->removals_left.empty() ? kNothingLeft : in.writes->removals_left[k];
   std::vector<std::string> left = rm.left;
   left.insert(left.end(), held.begin(), held.end());
-  if (rm.stop) o.detail = StoppedNotWaited(in.dry_run, rm.entry.unit);
+  if (rm.stop) o.detail = StoppedNotWaited(in.dry_run, rm.entry.unit().name);
   if (size_t n = rm.delete_paths.size() + rm.delete_empty_dirs.size() - held.size(); n > 0) {
     o.detail = Then(o.detail, DidOrWould(in.dry_run, "deleted", "delete", Plural(n, "path")));
   }
@@ -230,8 +234,8 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.detail = Then(o.detail, "left " + Plural(left.size() - 3, "more path") + " the host kept");
   }
   if (rm.delete_unit_file) {
-    o.detail =
-        Then(o.detail, DidOrWould(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit));
+    o.detail = Then(
+        o.detail, DidOrWould(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit().name));
   }
   if (!rm.delete_drop_ins.empty()) {
     o.detail = Then(o.detail, DidOrWould(in.dry_run, "deleted", "delete",

@@ -259,7 +259,7 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
       }
     }
     if (removal.delete_unit_file) {
-      std::string unit = removal.entry.unit;
+      std::string unit = removal.entry.unit().name;
       Current now = Look(*in.units, "/" + unit);
       block += "deleted unit file\n" +
                ContentDiff("a" + UnitFilePath(*in.dirs, unit), "/dev/null", now.content, "");

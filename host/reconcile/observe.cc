@@ -23,8 +23,8 @@ Result<Observation> Observer::Run() {
   if (auto st = StatAll(); !st) return std::unexpected(st.error());
   if (auto st = LoadChangedBundles(); !st) return std::unexpected(st.error());
   for (const auto& [id, e] : record_.resources) {
-    if (!e.unit_file_fingerprint.empty()) {
-      recorded_unit_files_.emplace(e.unit, e.unit_file_preexisting);
+    if (!e.unit().file_fingerprint.empty()) {
+      recorded_unit_files_.emplace(e.unit().name, e.unit().file_preexisting);
     }
   }
   size_t n = decl_.resources.size();
@@ -98,13 +98,13 @@ void Observer::Dropped() {
       out_.seen.dropped_paths.emplace(w.path,
                                       DroppedAt(*ports_.root, w.path, w.fingerprint, digest));
     }
-    if (!e.unit_file_fingerprint.empty() && ports_.units != nullptr &&
-        !out_.seen.dropped_unit_files.contains(e.unit)) {
+    if (!e.unit().file_fingerprint.empty() && ports_.units != nullptr &&
+        !out_.seen.dropped_unit_files.contains(e.unit().name)) {
       out_.seen.dropped_unit_files.emplace(
-          e.unit, DroppedAt(*ports_.units, "/" + e.unit, e.unit_file_fingerprint));
+          e.unit().name, DroppedAt(*ports_.units, "/" + e.unit().name, e.unit().file_fingerprint));
     }
-    for (const auto& [name, fp] : e.drop_ins) {
-      std::string key = e.unit + ".d/" + name;
+    for (const auto& [name, fp] : e.unit().drop_ins) {
+      std::string key = e.unit().name + ".d/" + name;
       if (ports_.units == nullptr || out_.seen.dropped_unit_files.contains(key)) continue;
       out_.seen.dropped_unit_files.emplace(
           key, DroppedAt(*ports_.units, "/" + key, core::DropInFingerprint(fp)));

@@ -20,8 +20,8 @@ bool Observer::WroteAsFile(const std::string& in_unit_dir) const {
 void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
                        UnitFileSeen& seen) {
   static const std::map<std::string, std::string> kNone;
-  bool ours = old != nullptr && old->unit == r.unit;
-  const std::map<std::string, std::string>& recorded_drop_ins = ours ? old->drop_ins : kNone;
+  bool ours = old != nullptr && old->unit().name == r.unit;
+  const std::map<std::string, std::string>& recorded_drop_ins = ours ? old->unit().drop_ins : kNone;
   std::set<std::string> names;
   for (const auto& [name, text] : r.drop_ins) names.insert(name);
   for (const auto& [name, fp] : recorded_drop_ins) names.insert(name);
@@ -67,7 +67,7 @@ void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::str
 UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
                                 const std::string& want) {
   UnitFileSeen seen;
-  if (!r.drop_ins.empty() || (old != nullptr && !old->drop_ins.empty())) {
+  if (!r.drop_ins.empty() || (old != nullptr && !old->unit().drop_ins.empty())) {
     DropIns(r, old, want, seen);
   }
   const std::string path = "/" + r.unit;
@@ -84,16 +84,16 @@ UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
   if (!r.unit_text.has_value()) return seen;  // the machine's own unit file
   seen.fingerprint = core::FileFingerprint(*info);
   seen.missing = info->type == FileType::kMissing;
-  bool ours = old != nullptr && old->unit == r.unit && !old->unit_file_fingerprint.empty();
+  bool ours = old != nullptr && old->unit().name == r.unit && !old->unit().file_fingerprint.empty();
   // Another resource's record may hold this unit file (a renamed resource,
   // a service that became a process): then it is the host's as recorded.
   auto held = recorded_unit_files_.find(r.unit);
-  seen.preexisting = ours                                 ? old->unit_file_preexisting
+  seen.preexisting = ours                                 ? old->unit().file_preexisting
                      : held != recorded_unit_files_.end() ? held->second
                                                           : !seen.missing && !WroteAsFile(r.unit);
   bool recorded = ours && old->digest == want;
   if (recorded && info->type == FileType::kRegular &&
-      old->unit_file_fingerprint == seen.fingerprint) {
+      old->unit().file_fingerprint == seen.fingerprint) {
     return seen;
   }
   seen.found = Found::kDiffers;
@@ -123,8 +123,8 @@ void Observer::Units() {
   }
   size_t first_dropped = names.size();
   for (const auto& [id, e] : record_.resources) {
-    if (!e.unit.empty() && decl_.Find(id) == nullptr && !declared.contains(e.unit)) {
-      names.push_back(e.unit);
+    if (!e.unit().name.empty() && decl_.Find(id) == nullptr && !declared.contains(e.unit().name)) {
+      names.push_back(e.unit().name);
     }
   }
   if (names.empty()) return;

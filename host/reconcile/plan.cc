@@ -41,7 +41,7 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
   RecordEntry entry;
   entry.kind = std::string(core::KindName(r.kind));
   entry.digest = want;
-  entry.unit = r.HasUnit() ? r.unit : "";
+  if (r.HasUnit()) entry.mutable_unit().name = r.unit;
   entry.applied_at = recorded ? old->applied_at : in.now;
   entry.written.push_back(
       {r.path, seen.fingerprint, seen.content_digest, seen.file_count, seen.preexisting});
@@ -109,21 +109,21 @@ Step PlanService(const PlanInputs& in, const Resource& r, const RecordEntry* old
 // The unit file of a service or process, when the declaration gives its text.
 void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& seen, Step& step) {
   RecordEntry& entry = *step.entry;
-  entry.unit = r.unit;
-  entry.enabled = r.enabled;             // services and processes alike
-  if (!r.unit_text.has_value()) return;  // the machine's own unit file
+  entry.mutable_unit().name = r.unit;
+  entry.mutable_unit().enabled = r.enabled;  // services and processes alike
+  if (!r.unit_text.has_value()) return;      // the machine's own unit file
   if (seen.found == Found::kError) {
     step = Failed(std::move(step), seen.error);
     return;
   }
-  entry.unit_file_preexisting = seen.preexisting;
+  entry.mutable_unit().file_preexisting = seen.preexisting;
   if (seen.found != Found::kDiffers) {
-    entry.unit_file_fingerprint = seen.fingerprint;
+    entry.mutable_unit().file_fingerprint = seen.fingerprint;
     return;
   }
   const RecordEntry* old = step.old;
-  bool recorded = old != nullptr && old->digest == entry.digest && old->unit == r.unit &&
-                  !old->unit_file_fingerprint.empty();
+  bool recorded = old != nullptr && old->digest == entry.digest && old->unit().name == r.unit &&
+                  !old->unit().file_fingerprint.empty();
   std::string wrote = DidOrWould(in.dry_run, "wrote", "write", "unit file " + r.unit);
   step.detail = step.detail.empty() || step.outcome == Outcome::kUnchanged
                     ? wrote
@@ -136,7 +136,7 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
     step.outcome = old != nullptr || !seen.missing ? Outcome::kUpdated : Outcome::kCreated;
   }
   step.write_unit_file = true;
-  entry.unit_file_fingerprint.clear();  // the write phase's
+  entry.mutable_unit().file_fingerprint.clear();  // the write phase's
   entry.applied_at = in.now;
 }
 
@@ -146,9 +146,9 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
 // unit's definition (a daemon-reload, then a restart).
 void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& seen, Step& step) {
   RecordEntry& entry = *step.entry;
-  entry.drop_ins.clear();
+  entry.mutable_unit().drop_ins.clear();
   const RecordEntry* old = step.old;
-  bool ours = old != nullptr && old->unit == r.unit;
+  bool ours = old != nullptr && old->unit().name == r.unit;
   std::string words;
   auto say = [&](const std::string& w) { words = words.empty() ? w : words + ", " + w; };
   for (const auto& [name, text] : r.drop_ins) {
@@ -159,23 +159,23 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
     }
     std::string mark = d.preexisting ? "pre:" : "";
     if (d.found != Found::kDiffers) {
-      entry.drop_ins[name] = mark + d.fingerprint;
+      entry.mutable_unit().drop_ins[name] = mark + d.fingerprint;
       continue;
     }
-    entry.drop_ins[name] = mark;  // the write phase's fingerprint follows the mark
+    entry.mutable_unit().drop_ins[name] = mark;  // the write phase's fingerprint follows the mark
     step.write_drop_ins.push_back(name);
-    bool drifted = ours && old->digest == entry.digest && old->drop_ins.contains(name);
+    bool drifted = ours && old->digest == entry.digest && old->unit().drop_ins.contains(name);
     say((drifted ? "drifted: drop-in " + name + " changed on the machine, put back; " : "") +
         DidOrWould(in.dry_run, "wrote", "write", "drop-in " + r.unit + ".d/" + name));
   }
-  if (old != nullptr && !ours && !old->drop_ins.empty()) {
+  if (old != nullptr && !ours && !old->unit().drop_ins.empty()) {
     // The resource now manages another unit: the old one's drop-ins stay
     // with it, said once, and forgotten.
-    say("left " + Plural(old->drop_ins.size(), "drop-in") + " of " + old->unit +
+    say("left " + Plural(old->unit().drop_ins.size(), "drop-in") + " of " + old->unit().name +
         ": the resource manages " + r.unit + " now");
   }
   if (ours) {
-    for (const auto& [name, fp] : old->drop_ins) {
+    for (const auto& [name, fp] : old->unit().drop_ins) {
       if (r.drop_ins.contains(name)) continue;
       const DropInSeen& d = seen.drop_ins.at(name);
       if (d.found == Found::kError || d.missing) continue;  // nothing to delete: forgotten
@@ -275,7 +275,7 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   }
   if (!step.failed() && step.entry.has_value()) {
     step.entry->position = i;
-    step.entry->state = r.HasUnit() ? std::string(core::UnitStateName(r.state)) : "";
+    if (r.HasUnit()) step.entry->mutable_unit().state = core::UnitStateName(r.state);
   }
   return step;
 }
@@ -318,7 +318,7 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
   for (const std::string& unit : in.owed->creating_unit_files) {
     bool held = false;
     for (const auto& [id, e] : in.record->resources) {
-      held |= e.unit == unit && !e.unit_file_fingerprint.empty();
+      held |= e.unit().name == unit && !e.unit().file_fingerprint.empty();
     }
     if (!held && std::find(intent.creating_unit_files.begin(), intent.creating_unit_files.end(),
                            unit) == intent.creating_unit_files.end()) {
@@ -455,7 +455,7 @@ std::vector<std::string> OrphanUnitFiles(const core::Intent& intent, const core:
     bool kept = false;
     for (const Resource& r : decl.resources) kept |= r.unit_text.has_value() && r.unit == unit;
     for (const auto& [id, e] : record.resources) {
-      kept |= e.unit == unit && !e.unit_file_fingerprint.empty();
+      kept |= e.unit().name == unit && !e.unit().file_fingerprint.empty();
     }
     if (!kept) out.push_back(unit);
   }

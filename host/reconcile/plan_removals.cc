@@ -110,41 +110,44 @@ void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
 void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEntry& e,
                      Removal& rm) {
   auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
-  bool owns_unit = !e.unit.empty() && !claims.Unit(e.unit) && !e.unit_file_preexisting;
-  if (!e.unit.empty() && e.unit_file_preexisting && !claims.Unit(e.unit)) {
-    rm.left.push_back("unit " + e.unit + " and its unit file, there before the host wrote it");
+  bool owns_unit =
+      !e.unit().name.empty() && !claims.Unit(e.unit().name) && !e.unit().file_preexisting;
+  if (!e.unit().name.empty() && e.unit().file_preexisting && !claims.Unit(e.unit().name)) {
+    rm.left.push_back("unit " + e.unit().name +
+                      " and its unit file, there before the host wrote it");
   }
-  if (owns_unit && !e.unit_file_fingerprint.empty() && unit_dir &&
-      claims.Path(std::string(*unit_dir) + "/" + e.unit)) {
-    rm.left.push_back("unit " + e.unit + " and its unit file, declared by another resource now");
+  if (owns_unit && !e.unit().file_fingerprint.empty() && unit_dir &&
+      claims.Path(std::string(*unit_dir) + "/" + e.unit().name)) {
+    rm.left.push_back("unit " + e.unit().name +
+                      " and its unit file, declared by another resource now");
     owns_unit = false;
   }
-  if (owns_unit && !e.unit_file_fingerprint.empty()) {
+  if (owns_unit && !e.unit().file_fingerprint.empty()) {
     std::string why =
-        NotAsWritten(Find(in.seen->dropped_unit_files, e.unit), e.unit_file_fingerprint);
+        NotAsWritten(Find(in.seen->dropped_unit_files, e.unit().name), e.unit().file_fingerprint);
     if (!why.empty()) {
-      rm.left.push_back("unit " + e.unit + " and its unit file: " + why);
+      rm.left.push_back("unit " + e.unit().name + " and its unit file: " + why);
       owns_unit = false;
     }
   }
   if (owns_unit) {
-    auto status = in.seen->dropped_units.find(e.unit);
+    auto status = in.seen->dropped_units.find(e.unit().name);
     rm.stop = status != in.seen->dropped_units.end() && status->second && status->second->Running();
-    rm.delete_unit_file = !e.unit_file_fingerprint.empty();
+    rm.delete_unit_file = !e.unit().file_fingerprint.empty();
   }
 }
 
 // Its drop-ins, unless another resource declares the unit now.
 void PlanDropInRemovals(const PlanInputs& in, const Claims& claims, const RecordEntry& e,
                         Removal& rm) {
-  if (e.drop_ins.empty()) return;
-  if (claims.Unit(e.unit)) {
-    rm.left.push_back(Plural(e.drop_ins.size(), "drop-in") + " of " + e.unit +
+  if (e.unit().drop_ins.empty()) return;
+  if (claims.Unit(e.unit().name)) {
+    rm.left.push_back(Plural(e.unit().drop_ins.size(), "drop-in") + " of " + e.unit().name +
                       ": the unit is another resource's now");
     return;
   }
-  for (const auto& [name, fp] : e.drop_ins) {
-    std::string key = e.unit + ".d/" + name;
+  for (const auto& [name, fp] : e.unit().drop_ins) {
+    std::string key = e.unit().name + ".d/" + name;
     if (core::DropInPreexisting(fp)) {
       rm.left.push_back("drop-in " + key + ", there before the host wrote it");
       continue;

@@ -14,9 +14,9 @@ using core::UnitAction;
 
 // Why a unit declared running is not as declared, in the outcome's words.
 std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
-  if (core::UnitUp(s) && old != nullptr && old->n_restarts.has_value()) {
+  if (core::UnitUp(s) && old != nullptr && old->unit().n_restarts.has_value()) {
     return "was restarted by systemd since the host last looked (NRestarts " +
-           std::to_string(*old->n_restarts) + " -> " + std::to_string(s.n_restarts) + ")";
+           std::to_string(*old->unit().n_restarts) + " -> " + std::to_string(s.n_restarts) + ")";
   }
   if (s.sub_state == "auto-restart") return "was " + s.active_state + " (auto-restart)";
   return "was " + s.active_state;
@@ -159,7 +159,7 @@ void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step,
   }
   if (*r.enabled && step.write_unit_file && !core::UnitFileEnabled(u.status)) {
     u.set_enabled = true;  // a new [Install] section may make it possible
-    u.enabled_drifted = old != nullptr && old->enabled == r.enabled;
+    u.enabled_drifted = old != nullptr && old->unit().enabled == r.enabled;
     return;
   }
   if (core::UnitFileEnabled(u.status) == *r.enabled) return;
@@ -169,7 +169,7 @@ void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step,
     return;
   }
   u.set_enabled = *r.enabled;
-  u.enabled_drifted = old != nullptr && old->enabled == r.enabled;
+  u.enabled_drifted = old != nullptr && old->unit().enabled == r.enabled;
 }
 
 }  // namespace
@@ -195,8 +195,8 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     u.daemon_reload |= u.status.need_daemon_reload && r.unit_text.has_value();
     const RecordEntry* old = steps[i].old;
     u.up = r.state == core::UnitState::kRunning &&
-           core::UpAsRecorded(u.status, {old != nullptr ? old->n_restarts : std::nullopt,
-                                         old != nullptr && old->finished});
+           core::UpAsRecorded(u.status, {old != nullptr ? old->unit().n_restarts : std::nullopt,
+                                         old != nullptr && old->unit().finished});
     PlanEnablement(r, old, steps[i], u);
   }
   if (r.state == core::UnitState::kStopped) {

@@ -73,20 +73,21 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
   } else if (e.written.size() != 1 || (shape.IsTree() && e.written[0].content_digest.empty())) {
     return false;
   }
-  auto state = core::ParseUnitState(e.state);
-  if (shape.HasUnit() != !e.unit.empty() || (shape.HasUnit() && !state.has_value())) {
+  auto state = core::ParseUnitState(e.unit().state);
+  if (shape.HasUnit() != !e.unit().name.empty() || (shape.HasUnit() && !state.has_value())) {
     return false;
   }
   if (shape.HasUnit()) {
     if (ports_.services == nullptr) return false;
     p.unit = static_cast<int32_t>(units_.size());
-    units_.push_back(Unit{e.unit,
-                          e.unit_file_fingerprint,
+    const core::UnitRecord& u = e.unit();
+    units_.push_back(Unit{u.name,
+                          u.file_fingerprint,
                           *state == core::UnitState::kRunning,
-                          {e.n_restarts, e.finished},
+                          {u.n_restarts, u.finished},
                           {},
-                          e.enabled,
-                          e.drop_ins});
+                          u.enabled,
+                          u.drop_ins});
   }
   if (shape.HasFiles()) {
     core::FileType type = *kind == core::Kind::kDirectory ? core::FileType::kDirectory

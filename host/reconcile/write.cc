@@ -70,7 +70,7 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
     if (!st && first) first = std::move(st);
   };
   if (rm.stop && ports.services != nullptr) {
-    auto job = ports.services->Enqueue(rm.entry.unit, ports::JobKind::kStop);
+    auto job = ports.services->Enqueue(rm.entry.unit().name, ports::JobKind::kStop);
     if (!job) keep_first(std::unexpected(job.error()));
   }
   // A file's path is unlinked, never emptied as a directory: only a tree
@@ -80,7 +80,7 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
   for (const std::string& path : rm.delete_paths) {
     keep_first(tree ? ports.root->Remove(path) : ports.root->RemoveFile(path));
   }
-  if (rm.delete_unit_file) keep_first(ports.units->RemoveFile("/" + rm.entry.unit));
+  if (rm.delete_unit_file) keep_first(ports.units->RemoveFile("/" + rm.entry.unit().name));
   for (const std::string& drop_in : rm.delete_drop_ins)
     keep_first(ports.units->RemoveFile("/" + drop_in));
   return first;

@@ -23,8 +23,8 @@ TEST(RecordTest, RoundTrips) {
   e.kind = "process";
   e.digest = "sha256:1";
   e.applied_at = "2026-11-30T00:00:00.000Z";
-  e.unit = "node-tools.service";
-  e.unit_file_fingerprint = "1:2:3:4";
+  e.mutable_unit().name = "node-tools.service";
+  e.mutable_unit().file_fingerprint = "1:2:3:4";
   e.written.push_back({"/opt/node-tools", "tree:9", "sha256:2", 239, true});
   r.resources["node-tools.runtime"] = e;
   auto back = ParseRecord(SerializeRecord(r));
@@ -32,10 +32,23 @@ TEST(RecordTest, RoundTrips) {
   EXPECT_EQ(back->generation, 7u);
   const RecordEntry& b = back->resources.at("node-tools.runtime");
   EXPECT_EQ(b.digest, "sha256:1");
-  EXPECT_EQ(b.unit_file_fingerprint, "1:2:3:4");
+  EXPECT_EQ(b.unit().file_fingerprint, "1:2:3:4");
   ASSERT_EQ(b.written.size(), 1u);
   EXPECT_EQ(b.written[0].file_count, 239u);
   EXPECT_TRUE(b.written[0].preexisting);
+}
+
+// Only a unit's entry holds a unit part (record.h): a file's, read back,
+// holds none.
+TEST(RecordTest, AFileEntryReadBackHoldsNoUnitPart) {
+  auto back = ParseRecord(
+      R"({"version":1,"machine":"m","generation":1,"declaration_digest":"","resources":{)"
+      R"("f":{"kind":"file","digest":"d","applied_at":"t","written":[{"path":"/a","fingerprint":"1"}]},)"
+      R"("s":{"kind":"service","digest":"d","applied_at":"t","written":[],"unit":"s.service"}}})");
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_FALSE(back->resources.at("f").unit_record.has_value());
+  EXPECT_EQ(back->resources.at("s").unit().name, "s.service");
+  EXPECT_EQ(back->resources.at("f").unit().name, "");
 }
 
 TEST(RecordTest, CorruptIsAnErrorNotACrash) {
@@ -115,7 +128,7 @@ TEST(RecordTest, UnknownFieldsAreSkippedAndTheLastOfARepeatedKeyWins) {
   const RecordEntry& a = r->resources.at("a");
   EXPECT_EQ(a.digest, "new");
   EXPECT_EQ(a.position, 4u);
-  EXPECT_EQ(a.state, "running");
+  EXPECT_EQ(a.unit().state, "running");
   ASSERT_EQ(a.written.size(), 1u);
   EXPECT_EQ(a.written[0].fingerprint, "f");
 }
@@ -134,13 +147,13 @@ TEST(RecordTest, OneResourcePerLineAndEveryFieldRoundTrips) {
     e.kind = "service";
     e.digest = "x" + std::to_string(i);
     e.applied_at = "t";
-    e.unit = "u" + std::to_string(i) + ".service";
+    e.mutable_unit().name = "u" + std::to_string(i) + ".service";
     e.position = static_cast<uint64_t>(i);
-    e.state = i == 1 ? "stopped" : "running";
-    if (i != 1) e.n_restarts = static_cast<uint32_t>(3 * i);
-    e.finished = i == 2;
-    if (i == 0) e.unit_file_fingerprint = "1:2:3:4";
-    e.unit_file_preexisting = i == 0;
+    e.mutable_unit().state = i == 1 ? "stopped" : "running";
+    if (i != 1) e.mutable_unit().n_restarts = static_cast<uint32_t>(3 * i);
+    e.mutable_unit().finished = i == 2;
+    if (i == 0) e.mutable_unit().file_fingerprint = "1:2:3:4";
+    e.mutable_unit().file_preexisting = i == 0;
     r.resources["s" + std::to_string(i)] = e;
   }
   std::string text = SerializeRecord(r);
@@ -168,11 +181,11 @@ TEST(RecordTest, TheWholeTextAndTheStreamReadAlike) {
     e.digest = "sha256:" + std::to_string(i);
     e.applied_at = "2026-12-02T01:02:0" + std::to_string(i) + ".000Z";
     if (i % 2) {
-      e.unit = "u" + std::to_string(i) + "-0.service";
+      e.mutable_unit().name = "u" + std::to_string(i) + "-0.service";
       e.position = 0;
-      e.n_restarts = 0;
-      e.enabled = false;
-      e.drop_ins["10-a.conf"] = "pre:1:2";
+      e.mutable_unit().n_restarts = 0;
+      e.mutable_unit().enabled = false;
+      e.mutable_unit().drop_ins["10-a.conf"] = "pre:1:2";
     } else {
       e.written.push_back({"/etc/a-" + std::to_string(i), "1:2:3", "sha256:9", 0, i == 2});
     }

@@ -168,12 +168,12 @@ TEST_F(SettleTest, AWrittenFileIsRecordedAsPlannedWithItsFingerprint) {
 TEST_F(SettleTest, TheRecordKeepsTheBaselineOfTheLastGoodLook) {
   Settled s = Run();
   ASSERT_TRUE(s.entries.contains("web"));
-  EXPECT_EQ(s.entries["web"]->n_restarts, 2u);
+  EXPECT_EQ(s.entries["web"]->unit().n_restarts, 2u);
   core::RecordEntry old = *plan_.steps[1].entry;
-  old.n_restarts = 1;
+  old.mutable_unit().n_restarts = 1;
   plan_.steps[1].old = &old;
   Restarted(false);
-  EXPECT_EQ(Run().entries["web"]->n_restarts, 1u);
+  EXPECT_EQ(Run().entries["web"]->unit().n_restarts, 1u);
 }
 
 TEST_F(SettleTest, APlanOwesWhatItFoundAndRecordsNothing) {

@@ -140,7 +140,7 @@ TEST_F(PhaseTest, ARemovalStopsItsUnitAndDeletesOnlyItsPaths) {
   Plan plan;
   Removal rm;
   rm.id = "old";
-  rm.entry.unit = "old.service";
+  rm.entry.mutable_unit().name = "old.service";
   rm.stop = true;
   rm.delete_paths = {"/etc/old"};
   rm.delete_unit_file = true;

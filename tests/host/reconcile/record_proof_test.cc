@@ -211,8 +211,8 @@ TEST_F(RecordProofTest, AUnitWithoutAServiceManagerIsNotProven) {
   e.kind = "service";
   e.digest = "sha256:s";
   e.applied_at = "t";
-  e.unit = "s.service";
-  e.state = "running";
+  e.mutable_unit().name = "s.service";
+  e.mutable_unit().state = "running";
   e.position = 5;
   RecordProof proof({root_.get(), units_.get(), nullptr}, "d", "m");
   EXPECT_FALSE(Prove(proof));
