@@ -160,8 +160,8 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
     resources.push_back(o.id);
     ++by_kind[o.kind];
     ObserveResource(o, same_declaration);
-    if (o.declared_unit.empty()) continue;
-    const std::string& unit = o.declared_unit;
+    if (o.declared_unit().empty()) continue;
+    const std::string& unit = o.declared_unit();
     units.insert(unit);
     if (o.unit_should_run) running.insert(unit);
     CountUnitActions(o);
@@ -203,12 +203,12 @@ void HostMetrics::NewDeclaration(const std::string& digest) {
 // (the Prometheus convention): a series born at 1 on the first restart is
 // one increase() cannot see.
 void HostMetrics::CountUnitActions(const core::ResourceOutcome& o) {
-  const std::string& unit = o.declared_unit;
+  const std::string& unit = o.declared_unit();
   for (const char* reason : kRestartReasons) {
     unit_restart_counters_[unit].insert(&unit_restarts_->Add({{"unit", unit}, {"reason", reason}}));
   }
-  if (o.host_acted && !o.restart_reason.empty()) {
-    auto& rc = unit_restarts_->Add({{"unit", unit}, {"reason", o.restart_reason}});
+  if (o.host_acted && !o.restart_reason().empty()) {
+    auto& rc = unit_restarts_->Add({{"unit", unit}, {"reason", o.restart_reason()}});
     rc.Increment();
     unit_restart_counters_[unit].insert(&rc);
   }

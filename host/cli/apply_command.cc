@@ -28,9 +28,9 @@ std::string OutcomeJson(const core::ResourceOutcome& o) {
                       {"outcome", core::OutcomeName(o.outcome)},
                       {"detail", o.detail},
                       {"digest", o.digest}};
-  std::string unit = !o.declared_unit.empty() ? o.declared_unit
-                     : o.unit.has_value()     ? o.unit->name
-                                              : "";
+  std::string unit = !o.declared_unit().empty() ? o.declared_unit()
+                     : o.unit.has_value()       ? o.unit->name
+                                                : "";
   if (!unit.empty()) j["unit"] = unit;
   return Dump(j);
 }
@@ -39,8 +39,8 @@ reconcile::OutcomeSink PrintOutcomes(std::ostream& out, Output format) {
   return [&out, format](const core::ResourceOutcome& o) { PrintOutcome(out, o, format); };
 }
 
-int PrintReport(const core::ApplyReport& report, bool plan, std::ostream& out,
-                std::ostream& err, Output format) {
+int PrintReport(const core::ApplyReport& report, bool plan, std::ostream& out, std::ostream& err,
+                Output format) {
   if (format == Output::kJson) {
     for (const core::ResourceOutcome& o : report.outcomes) PrintOutcome(out, o, format);
     for (const std::string& d : report.diffs) out << Dump({{"diff", d}}) << "\n";

@@ -49,6 +49,14 @@ struct UnitSnapshot {
   bool up = false;
 };
 
+// A service's or process's words in its outcome. Boxed: a file's outcome
+// (most of a large apply's, and of /status's picture) carries one empty
+// pointer for them.
+struct DeclaredUnit {
+  std::string unit;
+  std::string restart_reason;
+};
+
 struct ResourceOutcome {
   std::string id;
   std::string kind;  // KindName() of the resource, or the record's kind for a pruned one
@@ -59,16 +67,31 @@ struct ResourceOutcome {
   std::string digest;
   std::string applied_at;
   Boxed<UnitSnapshot> unit;  // services and processes
-  // service and process: the declared unit and whether it is declared
-  // running (what /healthz and MeshHostDaemonDead hold it to).
-  std::string declared_unit;
+  // Services and processes only; read through declared_unit() and
+  // restart_reason() below.
+  Boxed<DeclaredUnit> declared;
+  // service and process: whether it is declared running (what /healthz and
+  // MeshHostDaemonDead hold it to).
   bool unit_should_run = false;
-  // Set when the host asked systemd to start or restart the unit in this
-  // apply: "declared", "restart_on" or "was_dead" (the metric's reason).
-  std::string restart_reason;
   bool host_acted = false;
   // The second look found the unit not running as asked.
   bool confirm_failed = false;
+
+  // service and process: the declared unit; empty for every other kind.
+  const std::string& declared_unit() const { return declared ? declared->unit : kNoText; }
+  // Set when the host asked systemd to start or restart the unit in this
+  // apply: "declared", "restart_on" or "was_dead" (the metric's reason).
+  const std::string& restart_reason() const {
+    return declared ? declared->restart_reason : kNoText;
+  }
+  // Made on first use: call it for a unit's outcome only.
+  DeclaredUnit& mutable_declared() {
+    if (!declared) declared = DeclaredUnit();
+    return *declared;
+  }
+
+ private:
+  static inline const std::string kNoText;
 };
 
 // `OUTCOME ID (KIND): DETAIL`

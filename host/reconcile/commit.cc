@@ -51,7 +51,7 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
     return nullptr;
   }
   o.unit = UnitSnapshotOf(r.unit, c->last, c->verdict.accepted);
-  o.restart_reason = *u.action == core::UnitAction::kReload ? "" : u.reason;
+  o.mutable_declared().restart_reason = *u.action == core::UnitAction::kReload ? "" : u.reason;
   o.host_acted = true;
   if (!c->verdict.accepted) {
     Fail(o, (r.unit != r.id ? r.unit + " " : "") + c->verdict.detail + StillOwed(u));
@@ -144,7 +144,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   o.id = r.id;
   o.kind = std::string(core::KindName(r.kind));
   if (r.HasUnit()) {
-    o.declared_unit = r.unit;
+    o.mutable_declared().unit = r.unit;
     o.unit_should_run = r.state == core::UnitState::kRunning;
   }
   // What the record holds of it now: the new entry, or the old one when it

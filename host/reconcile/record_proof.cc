@@ -298,7 +298,7 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
     if (p.unit >= 0) {
       const Unit& u = units_[static_cast<size_t>(p.unit)];
       out.unit = UnitSnapshotOf(u.name, u.status, u.run);
-      out.declared_unit = u.name;
+      out.mutable_declared().unit = u.name;
       out.unit_should_run = u.run;
       out.detail =
           u.run ? Then(out.detail, UnitStatePhrase(u.name, u.status)) : StoppedAsDeclared(u.name);

@@ -58,14 +58,14 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
     ++counts[static_cast<size_t>(o.outcome)];
     if (o.outcome == core::Outcome::kRemoved) continue;
     core::ResourceOutcome& r = next->resources.emplace_back(std::move(o));
-    if (!r.declared_unit.empty()) {
-      if (r.host_acted && !r.restart_reason.empty()) host_restarts_[r.declared_unit]++;
-      streaks_[r.declared_unit] = {r.unit.has_value() && r.unit->up, std::nullopt};
+    if (!r.declared_unit().empty()) {
+      if (r.host_acted && !r.restart_reason().empty()) host_restarts_[r.declared_unit()]++;
+      streaks_[r.declared_unit()] = {r.unit.has_value() && r.unit->up, std::nullopt};
       if (!r.unit.has_value()) {
         r.unit = core::UnitSnapshot{};
-        r.unit->name = r.declared_unit;
+        r.unit->name = r.declared_unit();
       }
-      r.unit->host_restarts = host_restarts_[r.declared_unit];
+      r.unit->host_restarts = host_restarts_[r.declared_unit()];
     }
   }
   for (core::Outcome o : core::kAllOutcomes) {
@@ -81,7 +81,7 @@ bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& s
   bool changed = false;
   bool up = false;
   for (core::ResourceOutcome& r : next->resources) {
-    if (r.declared_unit != unit || !r.unit.has_value()) continue;
+    if (r.declared_unit() != unit || !r.unit.has_value()) continue;
     core::UnitSnapshot& u = *r.unit;
     Streak& streak = streaks_[unit];
     if (!core::UpSince(status, u.n_restarts)) {
@@ -107,7 +107,7 @@ std::vector<std::string> StatusBoard::WatchedUnits() const {
   auto snap = Get();
   std::vector<std::string> units;
   for (const core::ResourceOutcome& r : snap->resources) {
-    if (!r.declared_unit.empty()) units.push_back(r.declared_unit);
+    if (!r.declared_unit().empty()) units.push_back(r.declared_unit());
   }
   return units;
 }

@@ -16,7 +16,7 @@ core::ResourceOutcome Out(std::string id, std::string kind, core::Outcome outcom
   o.kind = std::move(kind);
   o.outcome = outcome;
   if (!unit.empty()) {
-    o.declared_unit = unit;
+    o.mutable_declared().unit = unit;
     o.unit_should_run = true;
     o.unit = core::UnitSnapshot{unit, "active", "running", "success", 0, 0, /*up=*/true};
   }
@@ -40,12 +40,12 @@ TEST(HostMetricsTest, EveryMetricOfTheSpecAfterAScriptedSequence) {
   HostMetrics m("1.2.3");
   auto restarted = Out("jail.service", "service", core::Outcome::kRestarted, "fail2ban.service");
   restarted.host_acted = true;
-  restarted.restart_reason = "restart_on";
+  restarted.mutable_declared().restart_reason = "restart_on";
   m.ObserveApply(Report({Out("jail.conf", "file", core::Outcome::kUpdated), restarted}));
 
   auto failed = Out("jail.service", "service", core::Outcome::kFailed, "fail2ban.service");
   failed.host_acted = true;
-  failed.restart_reason = "restart_on";
+  failed.mutable_declared().restart_reason = "restart_on";
   failed.confirm_failed = true;
   failed.unit->active_state = "failed";
   failed.unit->up = false;
@@ -142,7 +142,7 @@ TEST(HostMetricsTest, PrunedResourcesAndUnitsLoseTheirSeries) {
   HostMetrics m("v");
   auto svc = Out("old", "service", core::Outcome::kStarted, "old.service");
   svc.host_acted = true;
-  svc.restart_reason = "was_dead";
+  svc.mutable_declared().restart_reason = "was_dead";
   m.ObserveApply(Report({Out("keep", "file", core::Outcome::kCreated), svc}));
   EXPECT_THAT(m.Serialize(), HasSubstr("old.service"));
   m.ObserveApply(Report({Out("keep", "file", core::Outcome::kUnchanged),

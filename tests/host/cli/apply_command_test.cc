@@ -65,7 +65,7 @@ TEST(ApplyCommandTest, JsonLinesCarryTheSameOutcomesAsTheText) {
   r.outcomes = {outcome("conf", "file", core::Outcome::kUpdated, "wrote 3 byte(s), mode 0644"),
                 outcome("web", "service", core::Outcome::kFailed, "failed \"x\"\nand more"),
                 outcome("key", "credential", core::Outcome::kUnchanged, "as declared")};
-  r.outcomes[1].declared_unit = "web.service";
+  r.outcomes[1].mutable_declared().unit = "web.service";
   r.result = core::ApplyResult::kFailed;
   std::ostringstream text, json, err;
   PrintReport(r, /*plan=*/false, text, err, Output::kText);

@@ -101,9 +101,19 @@ TEST_F(SettleTest, AConfirmedDebtIsClearedAndItsGenerationSaid) {
             "restarted web (service): restart_on conf changed (owed since generation 3); "
             "web.service active (running)");
   EXPECT_TRUE(s.outcomes[1].host_acted);
-  EXPECT_EQ(s.outcomes[1].restart_reason, "restart_on");
+  EXPECT_EQ(s.outcomes[1].restart_reason(), "restart_on");
   EXPECT_TRUE(s.intent.owed.empty());
   EXPECT_FALSE(s.failed);
+}
+
+// An outcome boxes a unit's words (outcome.h): a file's carries none, or it
+// costs /status's picture what the box saves.
+TEST_F(SettleTest, OnlyAUnitsOutcomeHoldsItsWords) {
+  Restarted(true, 3);
+  Settled s = Run();
+  EXPECT_EQ(s.outcomes[0].kind, "file");
+  EXPECT_FALSE(s.outcomes[0].declared.has_value());
+  EXPECT_EQ(s.outcomes[1].declared_unit(), "web.service");
 }
 
 TEST_F(SettleTest, AFailedSecondLookKeepsTheDebtAndSaysSo) {

@@ -24,11 +24,11 @@ core::ApplyReport Report(uint64_t generation) {
     o.id = "svc" + std::to_string(i);
     o.kind = "service";
     o.outcome = i % 7 == 0 ? core::Outcome::kFailed : core::Outcome::kUnchanged;
-    o.declared_unit = o.id + ".service";
+    o.mutable_declared().unit = o.id + ".service";
     o.unit_should_run = true;
-    o.unit = core::UnitSnapshot{o.declared_unit, "active", "running", "success", 0, 0};
+    o.unit = core::UnitSnapshot{o.declared_unit(), "active", "running", "success", 0, 0};
     o.host_acted = i % 5 == 0;
-    o.restart_reason = "restart_on";
+    o.mutable_declared().restart_reason = "restart_on";
     r.outcomes.push_back(o);
   }
   r.result = core::ApplyResult::kFailed;

@@ -23,10 +23,10 @@ core::ApplyReport Report() {
   svc.id = "jail";
   svc.kind = "service";
   svc.outcome = core::Outcome::kRestarted;
-  svc.declared_unit = "fail2ban.service";
+  svc.mutable_declared().unit = "fail2ban.service";
   svc.unit_should_run = true;
   svc.host_acted = true;
-  svc.restart_reason = "restart_on";
+  svc.mutable_declared().restart_reason = "restart_on";
   svc.unit = core::UnitSnapshot{"fail2ban.service", "active", "running", "success", 2, 0, true};
   r.outcomes = {cred, svc};
   return r;
