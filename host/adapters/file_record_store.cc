@@ -170,17 +170,25 @@ std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
 
 core::Result<core::FileInfo> FileRecordStore::WriteDurably(const std::string& path,
                                                            std::string_view text) {
+  return WriteDurably(path,
+                      [text](const ports::FileSystem::ContentSink& write) { return write(text); });
+}
+
+core::Result<core::FileInfo> FileRecordStore::WriteDurably(
+    const std::string& path, const ports::FileSystem::ContentProducer& produce) {
   if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
   ports::Ownership own{0600, static_cast<uint32_t>(::geteuid()),
                        static_cast<uint32_t>(::getegid())};
-  auto written = fs_->WriteFileAtomic(path, text, own);
+  auto written = fs_->WriteFileAtomicFrom(path, produce, own);
   if (!written) return std::unexpected(written.error());
   if (auto flushed = fs_->Flush(); !flushed) return std::unexpected(flushed.error());
   return written;
 }
 
 core::Status FileRecordStore::Save(core::Record record) {
-  auto written = WriteDurably(kStateFile, core::SerializeRecord(record));
+  auto written = WriteDurably(kStateFile, [&](const ports::FileSystem::ContentSink& write) {
+    return core::SerializeRecord(record, write);
+  });
   if (!written) {
     cached_.reset();
     return std::unexpected(written.error());

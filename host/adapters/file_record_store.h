@@ -67,6 +67,8 @@ class FileRecordStore : public ports::RecordStore {
   core::Status CheckFile(const char* name);
 
   core::Result<core::FileInfo> WriteDurably(const std::string& path, std::string_view text);
+  core::Result<core::FileInfo> WriteDurably(const std::string& path,
+                                            const ports::FileSystem::ContentProducer& produce);
 
   std::unique_ptr<PosixFileSystem> fs_;
   bool writable_;

@@ -359,8 +359,9 @@ Result<UniqueFd> PosixFileSystem::OpenParentToReplace(const std::string& path,
   return parent;
 }
 
-Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::string_view content,
-                                                  const ports::Ownership& own) {
+Result<FileInfo> PosixFileSystem::WriteFileAtomicFrom(const std::string& path,
+                                                      const ContentProducer& produce,
+                                                      const ports::Ownership& own) {
   std::string leaf;
   auto parent = OpenParentToReplace(path, "write", &leaf);
   if (!parent) return std::unexpected(parent.error());
@@ -375,9 +376,14 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomic(const std::string& path, std::
     ::unlinkat(dir, tmp.c_str(), 0);
     return Fail(std::move(message));
   };
-  if (auto st_write = WriteAll(fd.get(), content, path); !st_write) {
-    return cleanup(st_write.error().message);
-  }
+  // A write that failed fails the file, whatever the producer does after.
+  Status failed_write = core::Ok();
+  Status produced = produce([&](std::string_view piece) {
+    if (failed_write) failed_write = WriteAll(fd.get(), piece, path);
+    return failed_write;
+  });
+  if (!failed_write) return cleanup(failed_write.error().message);
+  if (!produced) return cleanup(produced.error().message);
   // chown before chmod: chown clears set-id bits.
   if (::fchown(fd.get(), own.uid, own.gid) != 0) return cleanup(Errno("chown", path));
   if (::fchmod(fd.get(), own.mode & 07777) != 0) return cleanup(Errno("chmod", path));

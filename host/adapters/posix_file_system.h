@@ -47,8 +47,9 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<std::pair<UniqueFd, size_t>> OpenRegular(const std::string& path, uint64_t limit);
   // A stat of a file opened here (OpenRegular), as Stat gives one of a path.
   static core::Result<core::FileInfo> StatOpened(int fd);
-  core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
-                                               const ports::Ownership& ownership) override;
+  core::Result<core::FileInfo> WriteFileAtomicFrom(const std::string& path,
+                                                   const ContentProducer& produce,
+                                                   const ports::Ownership& own) override;
   // Staged files: each directory is walked once per batch to stage and
   // once more, before its first file is placed, to prove it is still where
   // its path says; each temporary is proven by inode before it is given its

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <istream>
 #include <map>
 #include <optional>
@@ -136,7 +137,14 @@ class RecordVisitor {
   virtual bool Entry(const std::string& id, const RecordEntry& entry) = 0;
 };
 
+// The record's text (state.json), whole.
 std::string SerializeRecord(const Record& record);
+// The same text handed to `write` in pieces of about `piece_bytes`, so that
+// it is never held whole (the record store streams it to disk: 33 MB at
+// 100,000 files). Returns the first failure of `write`, after which it
+// writes nothing more.
+Status SerializeRecord(const Record& record, const std::function<Status(std::string_view)>& write,
+                       size_t piece_bytes = 64 << 10);
 // `slack`: bytes readable past the end of `text`; with kFastParseSlack of
 // them (json_stream.h) the text is parsed in place, not copied.
 Result<Record> ParseRecord(std::string_view text, size_t slack = 0);

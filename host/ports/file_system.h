@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,11 +60,24 @@ class FileSystem {
   virtual core::Result<std::string> ReadFileAsSeen(const std::string& path,
                                                    const core::FileInfo& seen) = 0;
 
+  // What WriteFileAtomicFrom writes: pieces handed to a sink in turn.
+  using ContentSink = std::function<core::Status(std::string_view piece)>;
+  using ContentProducer = std::function<core::Status(const ContentSink& write)>;
+
   // Creates missing parent directories (0755). Replaces whatever is at
   // `path` except a directory. Returns the new file's stat.
-  virtual core::Result<core::FileInfo> WriteFileAtomic(const std::string& path,
-                                                       std::string_view content,
-                                                       const Ownership& ownership) = 0;
+  core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
+                                               const Ownership& ownership) {
+    return WriteFileAtomicFrom(
+        path, [content](const ContentSink& write) { return write(content); }, ownership);
+  }
+  // The same for content made a piece at a time: `produce` hands each piece
+  // to the sink it is given, and the file is as atomic as above. A large
+  // text (the record) is then never held whole. A failed write fails the
+  // call, as does the producer's failure; `path` is then left as it was.
+  virtual core::Result<core::FileInfo> WriteFileAtomicFrom(const std::string& path,
+                                                           const ContentProducer& produce,
+                                                           const Ownership& ownership) = 0;
 
   // Many files written, made durable in one step, then put in place: write
   // -> durable -> rename for each, as WriteFileAtomic does for one, without

@@ -76,12 +76,13 @@ class FaultyFileSystem : public ports::FileSystem {
   core::Result<std::string> ReadLink(const std::string& path) override {
     return real_.ReadLink(path);
   }
-  core::Result<core::FileInfo> WriteFileAtomic(const std::string& path, std::string_view content,
-                                               const ports::Ownership& own) override {
+  core::Result<core::FileInfo> WriteFileAtomicFrom(const std::string& path,
+                                                   const ContentProducer& produce,
+                                                   const ports::Ownership& own) override {
     if (!Alive()) return core::Fail("killed");
     if (before_write) before_write(path);
     if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));
-    return real_.WriteFileAtomic(path, content, own);
+    return real_.WriteFileAtomicFrom(path, produce, own);
   }
   core::Result<ports::StagedFile> StageFile(const std::string& path,
                                             std::string_view content) override {

@@ -277,6 +277,47 @@ TEST_F(PosixFileSystemTest, WriteThatFailsHalfWayLeavesTheOldFile) {
       << "a temporary file was left behind";
 }
 
+// A text made in pieces (the record's): a failed write fails the file even
+// when the producer carries on and says it did well, and a producer's own
+// failure leaves the old file too.
+TEST_F(PosixFileSystemTest, APieceThatFailsToWriteFailsTheWholeFile) {
+  WriteText(dir_.Sub("root/big"), "old content");
+  struct rlimit old_limit;
+  ::getrlimit(RLIMIT_FSIZE, &old_limit);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limit = {4096, old_limit.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  int pieces = 0;
+  auto written = fs_->WriteFileAtomicFrom("/big",
+                                          [&](const ports::FileSystem::ContentSink& write) {
+                                            for (int i = 0; i < 4; ++i, ++pieces)
+                                              (void)write(std::string(3000, 'n'));
+                                            return core::Ok();  // a careless producer
+                                          },
+                                          {0644, 0, 0});
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(pieces, 4);
+  ASSERT_FALSE(written.has_value());
+  EXPECT_THAT(written.error().message, HasSubstr("write /big"));
+  EXPECT_EQ(ReadText(dir_.Sub("root/big")), "old content");
+
+  auto refused =
+      fs_->WriteFileAtomicFrom("/big",
+                               [](const ports::FileSystem::ContentSink& write) -> core::Status {
+                                 if (auto st = write("half"); !st) return st;
+                                 return core::Fail("the producer gave up");
+                               },
+                               {0644, 0, 0});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message, "the producer gave up");
+  EXPECT_EQ(ReadText(dir_.Sub("root/big")), "old content");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root")),
+                          std::filesystem::directory_iterator()),
+            1)
+      << "a temporary file was left behind";
+}
+
 TEST_F(PosixFileSystemTest, ReplaceTreeSwapsWholeAndScans) {
   std::vector<core::TreeEntry> v1(2);
   v1[0].relpath = "bin/serve";

@@ -38,6 +38,50 @@ TEST(RecordTest, RoundTrips) {
   EXPECT_TRUE(b.written[0].preexisting);
 }
 
+// The record store streams the text to disk in pieces: they must make the
+// same text as the whole, and the first failed write ends it.
+TEST(RecordTest, ThePiecesMakeTheWholeText) {
+  Record r;
+  r.machine = "m";
+  r.generation = 3;
+  r.declaration_digest = "d";
+  for (int i = 0; i < 50; ++i) {
+    RecordEntry e;
+    e.kind = "file";
+    e.digest = "sha256:" + std::to_string(i);
+    e.applied_at = "t";
+    e.written.push_back({"/etc/f" + std::to_string(i), "1:2:3:4", "", 0, false});
+    r.resources["f" + std::to_string(i)] = e;
+  }
+  std::string whole = SerializeRecord(r);
+  for (size_t piece : {size_t{1}, size_t{100}, size_t{64} << 10}) {
+    std::string joined;
+    int writes = 0;
+    auto st = SerializeRecord(
+        r,
+        [&](std::string_view p) -> Status {
+          ++writes;
+          joined += p;
+          return Ok();
+        },
+        piece);
+    ASSERT_TRUE(st.has_value());
+    EXPECT_EQ(joined, whole) << piece;
+    if (piece == 1) EXPECT_EQ(writes, 51);  // one per entry and the tail
+  }
+  int writes = 0;
+  auto st = SerializeRecord(
+      r,
+      [&](std::string_view) -> Status {
+        ++writes;
+        return Fail("disk full");
+      },
+      1);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().message, "disk full");
+  EXPECT_EQ(writes, 1);
+}
+
 // Only a unit's entry holds a unit part (record.h): a file's, read back,
 // holds none.
 TEST(RecordTest, AFileEntryReadBackHoldsNoUnitPart) {
