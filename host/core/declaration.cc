@@ -222,8 +222,8 @@ void CheckReferences(const Declaration& decl, const std::set<std::string>& refus
                      Problems& problems) {
   for (size_t i = 0; i < decl.resources.size(); ++i) {
     const Resource& r = decl.resources[i];
-    for (const auto* list : {&r.restart_on, &r.reload_on}) {
-      std::string_view field = list == &r.restart_on ? "restart_on" : "reload_on";
+    for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
+      std::string_view field = list == &r.unit().restart_on ? "restart_on" : "reload_on";
       for (const std::string& ref : *list) {
         if (ref == r.id) {
           problems.Add(Where(r.id, i, field) + "names the resource itself");
@@ -276,10 +276,10 @@ void CheckClaims(const Declaration& decl, Problems& problems) {
       }
     }
     if (r.HasUnit()) {
-      auto [it, fresh] = units.emplace(r.unit, r.id);
+      auto [it, fresh] = units.emplace(r.unit().name, r.id);
       if (!fresh) {
-        problems.Add(Where(r.id, i, "unit") + "\"" + r.unit + "\" is also claimed by resource " +
-                     std::string(it->second));
+        problems.Add(Where(r.id, i, "unit") + "\"" + r.unit().name +
+                     "\" is also claimed by resource " + std::string(it->second));
       }
     }
   }

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "host/core/boxed.h"
 #include "host/core/result.h"
 
 namespace mesh::core {
@@ -36,6 +37,23 @@ enum class UnitState { kRunning, kStopped };
 std::string_view UnitStateName(UnitState state);
 std::optional<UnitState> ParseUnitState(std::string_view name);
 
+// What a service or process declares of its unit.
+struct UnitSpec {
+  std::string name;
+  UnitState state = UnitState::kRunning;
+  std::optional<std::string> text;  // unit_text
+  std::vector<std::string> restart_on;
+  std::vector<std::string> reload_on;
+  // Whether the unit comes up at boot ([Install] links made through
+  // systemd); none: left as it is.
+  std::optional<bool> enabled;
+  // Drop-in file name ("10-limits.conf") -> its text, written to
+  // --unit-dir/UNIT.d/: part of the unit's definition.
+  std::map<std::string, std::string> drop_ins;
+};
+
+inline const UnitSpec kNoUnitSpec{};
+
 struct Resource {
   std::string id;
   Kind kind = Kind::kFile;
@@ -55,18 +73,17 @@ struct Resource {
   std::string source;
   std::string sha256;
 
-  // service, process.
-  std::string unit;
-  UnitState state = UnitState::kRunning;
-  std::optional<std::string> unit_text;
-  std::vector<std::string> restart_on;
-  std::vector<std::string> reload_on;
-  // Whether the unit comes up at boot ([Install] links made through
-  // systemd); none: left as it is.
-  std::optional<bool> enabled;
-  // Drop-in file name ("10-limits.conf") -> its text, written to
-  // --unit-dir/UNIT.d/: part of the unit's definition.
-  std::map<std::string, std::string> drop_ins;
+  // service, process: boxed, so that a file (most of a large declaration)
+  // carries one empty pointer for it. Read through unit(), made through
+  // mutable_unit().
+  Boxed<UnitSpec> unit_spec;
+
+  // The unit's part, or an empty one for every other kind.
+  const UnitSpec& unit() const { return unit_spec ? *unit_spec : kNoUnitSpec; }
+  UnitSpec& mutable_unit() {
+    if (!unit_spec) unit_spec = UnitSpec();
+    return *unit_spec;
+  }
 
   bool HasFiles() const { return kind != Kind::kService; }
   bool IsTree() const { return kind == Kind::kArchive || kind == Kind::kProcess; }

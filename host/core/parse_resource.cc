@@ -254,7 +254,7 @@ Status ParseUnitText(const Fields& in, Resource& r) {
   if (!text) return std::unexpected(text.error());
   if (text->size() > kMaxContentBytes) return in.Refuse("unit_text", "exceeds the content limit");
   if (text->find('\0') != std::string::npos) return in.Refuse("unit_text", "contains a NUL byte");
-  r.unit_text = *text;
+  r.mutable_unit().text = *text;
   return Ok();
 }
 
@@ -264,13 +264,13 @@ Status ParseUnitText(const Fields& in, Resource& r) {
 // ("Socket service ... already active, refusing"): the service it activates
 // is what restarts on a change.
 Status CheckWhatSystemdDoes(const Fields& in, const Resource& r) {
-  if (!r.reload_on.empty() && !r.unit.ends_with(".service")) {
-    return in.Refuse("reload_on", r.unit +
+  if (!r.unit().reload_on.empty() && !r.unit().name.ends_with(".service")) {
+    return in.Refuse("reload_on", r.unit().name +
                                       " cannot be reloaded: systemd reloads services only (use "
                                       "restart_on)");
   }
-  if (!r.restart_on.empty() && r.unit.ends_with(".socket")) {
-    return in.Refuse("restart_on", "systemd refuses to restart " + r.unit +
+  if (!r.unit().restart_on.empty() && r.unit().name.ends_with(".socket")) {
+    return in.Refuse("restart_on", "systemd refuses to restart " + r.unit().name +
                                        " while the service it activates runs: declare "
                                        "restart_on on that service");
   }
@@ -285,13 +285,13 @@ Status ParseUnit(const Fields& in, Resource& r) {
   if (r.kind == Kind::kProcess && !unit->ends_with(".service")) {
     return in.Refuse("unit", "a process runs as a .service unit");
   }
-  r.unit = *unit;
+  r.mutable_unit().name = *unit;
   if (in.Has("state")) {
     auto state = in.String("state");
     if (!state) return std::unexpected(state.error());
     auto parsed = ParseUnitState(*state);
     if (!parsed) return in.Refuse("state", "\"" + *state + "\" is not running or stopped");
-    r.state = *parsed;
+    r.mutable_unit().state = *parsed;
   }
   if (in.Has("unit_text")) {
     if (auto st = ParseUnitText(in, r); !st) return st;
@@ -299,18 +299,19 @@ Status ParseUnit(const Fields& in, Resource& r) {
   if (in.Has("drop_ins")) {
     auto drop_ins = ParseDropIns(in.At("drop_ins"), in.Where("drop_ins"));
     if (!drop_ins) return std::unexpected(drop_ins.error());
-    r.drop_ins = std::move(*drop_ins);
+    r.mutable_unit().drop_ins = std::move(*drop_ins);
   }
   if (in.Has("enabled")) {
     const json& enabled = in.At("enabled");
     if (!enabled.is_boolean()) return in.Refuse("enabled", "must be true or false");
-    r.enabled = enabled.get<bool>();
+    r.mutable_unit().enabled = enabled.get<bool>();
   }
   for (std::string_view f : {"restart_on", "reload_on"}) {
     if (!in.Has(f)) continue;
     auto list = in.IdList(f);
     if (!list) return std::unexpected(list.error());
-    (f == "restart_on" ? r.restart_on : r.reload_on) = std::move(*list);
+    (f == "restart_on" ? r.mutable_unit().restart_on : r.mutable_unit().reload_on) =
+        std::move(*list);
   }
   return CheckWhatSystemdDoes(in, r);
 }

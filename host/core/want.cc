@@ -61,20 +61,20 @@ std::string WantDigest(const Resource& r, std::string_view credential_key) {
       h.Field(r.path).Field(r.target);
       break;
     case Kind::kService:
-      h.Field(r.unit).Field(UnitStateName(r.state));
-      h.Field(r.unit_text.has_value() ? 1 : 0).Field(r.unit_text.value_or(""));
+      h.Field(r.unit().name).Field(UnitStateName(r.unit().state));
+      h.Field(r.unit().text.has_value() ? 1 : 0).Field(r.unit().text.value_or(""));
       break;
     case Kind::kProcess:
-      h.Field(r.path).Field(r.sha256).Field(r.unit);
-      h.Field(r.unit_text.has_value() ? 1 : 0).Field(r.unit_text.value_or(""));
+      h.Field(r.path).Field(r.sha256).Field(r.unit().name);
+      h.Field(r.unit().text.has_value() ? 1 : 0).Field(r.unit().text.value_or(""));
       break;
   }
   // Hashed in only when declared: a resource without it keeps the digest
   // it had before the field existed (a new digest would be a change).
-  if (r.enabled.has_value()) h.Field("enabled").Field(*r.enabled ? 1 : 0);
-  if (!r.drop_ins.empty()) {
-    h.Field("drop_ins").Field(r.drop_ins.size());
-    for (const auto& [name, text] : r.drop_ins) h.Field(name).Field(text);
+  if (r.unit().enabled.has_value()) h.Field("enabled").Field(*r.unit().enabled ? 1 : 0);
+  if (!r.unit().drop_ins.empty()) {
+    h.Field("drop_ins").Field(r.unit().drop_ins.size());
+    for (const auto& [name, text] : r.unit().drop_ins) h.Field(name).Field(text);
   }
   if (r.kind == Kind::kCredential) {
     return "hmac-sha256:" + HmacSha256Hex(credential_key, h.HexDigest());

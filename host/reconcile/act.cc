@@ -24,15 +24,15 @@ ports::JobKind JobOf(core::UnitAction action) {
 // not acted on, so it never runs a half-applied change.
 std::optional<std::string> FailedDependency(const core::Declaration& decl, const Plan& plan,
                                             const Writes& writes, const Resource& r) {
-  for (const auto* list : {&r.restart_on, &r.reload_on}) {
+  for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     for (const std::string& ref : *list) {
       size_t j = decl.index.find(ref)->second;
       if (!plan.steps[j].failed() && writes.Ok(j)) continue;
-      bool restart = list == &r.restart_on;
+      bool restart = list == &r.unit().restart_on;
       return NotActed(
           restart ? "restarted" : "reloaded",
           std::string(restart ? "restart_on" : "reload_on") + " resource " + ref + " failed",
-          r.unit, "configuration");
+          r.unit().name, "configuration");
     }
   }
   return std::nullopt;
@@ -47,11 +47,11 @@ std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, con
   if (plan.steps[u.index].failed() || !writes.Ok(u.index) || !u.failed.empty()) return Acted{};
   Acted acted;
   if (u.stop && !dry_run) {
-    auto job = services->Enqueue(r.unit, ports::JobKind::kStop);
+    auto job = services->Enqueue(r.unit().name, ports::JobKind::kStop);
     acted =
         job ? Acted{State::kStopQueued, "", *job} : Acted{State::kRefused, job.error().message, ""};
   }
-  if (r.state == core::UnitState::kRunning) {
+  if (r.unit().state == core::UnitState::kRunning) {
     if (auto failed = FailedDependency(decl, plan, writes, r)) {
       return Acted{State::kBlocked, *failed, ""};
     }
@@ -60,9 +60,9 @@ std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, con
     std::string past = u.action ? std::string(core::OutcomeName(OutcomeOf(*u.action))) : "loaded";
     // A stop queued already stands: the words say it too.
     std::string stopped =
-        acted.state == State::kStopQueued ? StoppedNotWaited(false, r.unit) + "; " : "";
+        acted.state == State::kStopQueued ? StoppedNotWaited(false, r.unit().name) + "; " : "";
     std::string cause = "daemon-reload failed (" + reloaded->error().message + ")";
-    return Acted{State::kBlocked, stopped + NotActed(past, cause, r.unit, "definition"), ""};
+    return Acted{State::kBlocked, stopped + NotActed(past, cause, r.unit().name, "definition"), ""};
   }
   if (!u.action.has_value() || dry_run) return acted;
   return std::nullopt;
@@ -81,7 +81,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
     std::optional<Acted> decided = Decide(decl, plan, writes, reloaded, u, services, dry_run);
     acts.push_back(decided.value_or(Acted{}));
     if (decided.has_value()) continue;
-    asks.emplace_back(decl.resources[u.index].unit, JobOf(*u.action));
+    asks.emplace_back(decl.resources[u.index].unit().name, JobOf(*u.action));
     asked.push_back(k);
   }
   if (asks.empty()) return acts;

@@ -32,9 +32,9 @@ void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& 
   std::string before = step.changes() ? step.detail + "; " : "";
   if (u.stop) {
     o.outcome = step.changes() ? step.outcome : Outcome::kStopped;
-    o.detail = before + StoppedNotWaited(in.dry_run, r.unit);
+    o.detail = before + StoppedNotWaited(in.dry_run, r.unit().name);
   } else {
-    o.detail = before + StoppedAsDeclared(r.unit);
+    o.detail = before + StoppedAsDeclared(r.unit().name);
   }
 }
 
@@ -47,21 +47,21 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
     o.detail = (step.changes() ? step.detail + ", "
                 : why.empty()  ? ""
                                : why + "; ") +
-               "would " + std::string(core::UnitActionVerb(*u.action)) + " " + r.unit;
+               "would " + std::string(core::UnitActionVerb(*u.action)) + " " + r.unit().name;
     return nullptr;
   }
-  o.unit = UnitSnapshotOf(r.unit, c->last, c->verdict.accepted);
+  o.unit = UnitSnapshotOf(r.unit().name, c->last, c->verdict.accepted);
   o.mutable_declared().restart_reason = *u.action == core::UnitAction::kReload ? "" : u.reason;
   o.host_acted = true;
   if (!c->verdict.accepted) {
-    Fail(o, (r.unit != r.id ? r.unit + " " : "") + c->verdict.detail + StillOwed(u));
+    Fail(o, (r.unit().name != r.id ? r.unit().name + " " : "") + c->verdict.detail + StillOwed(u));
     o.confirm_failed = true;
   } else if (step.changes()) {
     o.outcome = step.outcome;
-    o.detail = step.detail + ", running as " + r.unit + " (" + c->verdict.detail + ")";
+    o.detail = step.detail + ", running as " + r.unit().name + " (" + c->verdict.detail + ")";
   } else {
     o.outcome = OutcomeOf(*u.action);
-    o.detail = (why.empty() ? "" : why + "; ") + r.unit + " " + c->verdict.detail;
+    o.detail = (why.empty() ? "" : why + "; ") + r.unit().name + " " + c->verdict.detail;
   }
   return c->verdict.accepted ? &c->last : nullptr;
 }
@@ -79,14 +79,15 @@ void SettleEnablement(const SettleInputs& in, size_t k, ResourceOutcome& o) {
       in.enabled != nullptr && k < in.enabled->size() ? &(*in.enabled)[k] : nullptr;
   if (!in.dry_run && (done == nullptr || !done->has_value())) return;  // not asked: failed before
   if (!in.dry_run && !**done) {
-    return Fail(o, "cannot " + std::string(verb) + " " + r.unit + ": " + (**done).error().message);
+    return Fail(
+        o, "cannot " + std::string(verb) + " " + r.unit().name + ": " + (**done).error().message);
   }
   std::string words =
-      in.dry_run ? "would " + std::string(verb) + " " + r.unit
-                 : std::string(*u.set_enabled ? "enabled " : "disabled ") + r.unit +
+      in.dry_run ? "would " + std::string(verb) + " " + r.unit().name
+                 : std::string(*u.set_enabled ? "enabled " : "disabled ") + r.unit().name +
                        (*u.set_enabled ? " (it starts at boot)" : " (it no longer starts at boot)");
   if (u.enabled_drifted) {
-    words = "drifted: " + r.unit + " was " + (*u.set_enabled ? "disabled" : "enabled") +
+    words = "drifted: " + r.unit().name + " was " + (*u.set_enabled ? "disabled" : "enabled") +
             " on the machine, put back; " + words;
   }
   o.detail = o.detail.empty() ? words : o.detail + "; " + words;
@@ -104,17 +105,17 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
     Fail(o, u.failed);
     return nullptr;
   }
-  o.unit = UnitSnapshotOf(r.unit, u.status, u.up);
+  o.unit = UnitSnapshotOf(r.unit().name, u.status, u.up);
   if (a.state == State::kBlocked || a.state == State::kRefused) {
     Fail(o, a.detail + StillOwed(u));
     return nullptr;
   }
-  if (r.state == core::UnitState::kStopped) {
+  if (r.unit().state == core::UnitState::kStopped) {
     SettleStopped(in, r, step, u, o);
     return nullptr;
   }
   if (!u.action.has_value()) {
-    o.detail = Then(step.detail, UnitStatePhrase(r.unit, u.status));
+    o.detail = Then(step.detail, UnitStatePhrase(r.unit().name, u.status));
     return u.up ? &u.status : nullptr;
   }
   return SettleActed(in, r, step, u, (*in.confirmed)[k], o);
@@ -144,8 +145,8 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   o.id = r.id;
   o.kind = std::string(core::KindName(r.kind));
   if (r.HasUnit()) {
-    o.mutable_declared().unit = r.unit;
-    o.unit_should_run = r.state == core::UnitState::kRunning;
+    o.mutable_declared().unit = r.unit().name;
+    o.unit_should_run = r.unit().state == core::UnitState::kRunning;
   }
   // What the record holds of it now: the new entry, or the old one when it
   // failed (writes are atomic: the old entry still describes the disk) or
@@ -179,7 +180,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
     if (o.outcome != Outcome::kFailed) {
       const core::UnitStatus* up = SettleUnit(in, *unit_k, o);
       if (o.outcome != Outcome::kFailed) SettleEnablement(in, *unit_k, o);
-      bool running = r.state == core::UnitState::kRunning;
+      bool running = r.unit().state == core::UnitState::kRunning;
       if (running && entry != nullptr && !in.dry_run) Remember(up, step.old, entry, filled);
     }
     ++*unit_k;

@@ -113,7 +113,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     if (acts[k].state != Acted::State::kQueued) continue;
     const UnitPlan& u = plan.units[k];
     watches.push_back({k,
-                       decl.resources[u.index].unit,
+                       decl.resources[u.index].unit().name,
                        acts[k].job,
                        // Act reads each unit it queues a job for; an Acted made
                        // otherwise (a test's) starts from the plan's look.

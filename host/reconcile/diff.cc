@@ -226,17 +226,18 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
       block += FileDiff(now, r.path, r.content, r.mode, secret, step.old ? step.old->digest : "",
                         (*in.wants)[i]);
     }
-    if (step.write_unit_file && r.unit_text.has_value()) {
-      std::string shown = UnitFilePath(*in.dirs, r.unit);
-      block += FileDiff(Look(*in.units, "/" + r.unit), shown, *r.unit_text, 0644, false, "", "");
+    if (step.write_unit_file && r.unit().text.has_value()) {
+      std::string shown = UnitFilePath(*in.dirs, r.unit().name);
+      block += FileDiff(Look(*in.units, "/" + r.unit().name), shown, *r.unit().text, 0644, false,
+                        "", "");
     }
     for (const std::string& name : step.write_drop_ins) {
-      std::string rel = r.unit + ".d/" + name;
+      std::string rel = r.unit().name + ".d/" + name;
       block += FileDiff(Look(*in.units, "/" + rel), UnitFilePath(*in.dirs, rel),
-                        r.drop_ins.at(name), 0644, false, "", "");
+                        r.unit().drop_ins.at(name), 0644, false, "", "");
     }
     for (const std::string& name : step.delete_drop_ins) {
-      std::string rel = r.unit + ".d/" + name;
+      std::string rel = r.unit().name + ".d/" + name;
       Current now = Look(*in.units, "/" + rel);
       block += "deleted drop-in\n" +
                ContentDiff("a" + UnitFilePath(*in.dirs, rel), "/dev/null", now.content, "");

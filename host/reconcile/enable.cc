@@ -12,7 +12,8 @@ std::vector<std::optional<core::Status>> Enable(const core::Declaration& declara
     if (!u.set_enabled.has_value() || plan.steps[u.index].failed() || !writes.Ok(u.index)) {
       continue;
     }
-    out[k] = services->SetUnitFileEnabled(declaration.resources[u.index].unit, *u.set_enabled);
+    out[k] =
+        services->SetUnitFileEnabled(declaration.resources[u.index].unit().name, *u.set_enabled);
   }
   return out;
 }

@@ -20,14 +20,14 @@ bool Observer::WroteAsFile(const std::string& in_unit_dir) const {
 void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
                        UnitFileSeen& seen) {
   static const std::map<std::string, std::string> kNone;
-  bool ours = old != nullptr && old->unit().name == r.unit;
+  bool ours = old != nullptr && old->unit().name == r.unit().name;
   const std::map<std::string, std::string>& recorded_drop_ins = ours ? old->unit().drop_ins : kNone;
   std::set<std::string> names;
-  for (const auto& [name, text] : r.drop_ins) names.insert(name);
+  for (const auto& [name, text] : r.unit().drop_ins) names.insert(name);
   for (const auto& [name, fp] : recorded_drop_ins) names.insert(name);
   for (const std::string& name : names) {
     DropInSeen& d = seen.drop_ins[name];
-    const std::string path = "/" + r.unit + ".d/" + name;
+    const std::string path = "/" + r.unit().name + ".d/" + name;
     auto info = ports_.units->Stat(path);
     if (!info) {
       d.found = Found::kError;
@@ -42,10 +42,10 @@ void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::str
     // An operator's own drop-in of that name, there before the host wrote
     // one: never deleted by the host when it is no longer declared.
     d.preexisting = recorded == recorded_drop_ins.end()
-                        ? !d.missing && !WroteAsFile(r.unit + ".d/" + name)
+                        ? !d.missing && !WroteAsFile(r.unit().name + ".d/" + name)
                         : core::DropInPreexisting(recorded->second);
-    auto declared = r.drop_ins.find(name);
-    if (declared == r.drop_ins.end()) {
+    auto declared = r.unit().drop_ins.find(name);
+    if (declared == r.unit().drop_ins.end()) {
       d.found = as_written ? Found::kAsRecorded : Found::kDiffers;
       continue;
     }
@@ -67,10 +67,10 @@ void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::str
 UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
                                 const std::string& want) {
   UnitFileSeen seen;
-  if (!r.drop_ins.empty() || (old != nullptr && !old->unit().drop_ins.empty())) {
+  if (!r.unit().drop_ins.empty() || (old != nullptr && !old->unit().drop_ins.empty())) {
     DropIns(r, old, want, seen);
   }
-  const std::string path = "/" + r.unit;
+  const std::string path = "/" + r.unit().name;
   auto info = ports_.units->Stat(path);
   if (!info) {
     seen.found = Found::kError;
@@ -81,28 +81,30 @@ UnitFileSeen Observer::UnitFile(const Resource& r, const RecordEntry* old,
     auto target = ports_.units->ReadLink(path);
     seen.masked = target.has_value() && *target == "/dev/null";
   }
-  if (!r.unit_text.has_value()) return seen;  // the machine's own unit file
+  if (!r.unit().text.has_value()) return seen;  // the machine's own unit file
   seen.fingerprint = core::FileFingerprint(*info);
   seen.missing = info->type == FileType::kMissing;
-  bool ours = old != nullptr && old->unit().name == r.unit && !old->unit().file_fingerprint.empty();
+  bool ours =
+      old != nullptr && old->unit().name == r.unit().name && !old->unit().file_fingerprint.empty();
   // Another resource's record may hold this unit file (a renamed resource,
   // a service that became a process): then it is the host's as recorded.
-  auto held = recorded_unit_files_.find(r.unit);
-  seen.preexisting = ours                                 ? old->unit().file_preexisting
-                     : held != recorded_unit_files_.end() ? held->second
-                                                          : !seen.missing && !WroteAsFile(r.unit);
+  auto held = recorded_unit_files_.find(r.unit().name);
+  seen.preexisting = ours ? old->unit().file_preexisting
+                     : held != recorded_unit_files_.end()
+                         ? held->second
+                         : !seen.missing && !WroteAsFile(r.unit().name);
   bool recorded = ours && old->digest == want;
   if (recorded && info->type == FileType::kRegular &&
       old->unit().file_fingerprint == seen.fingerprint) {
     return seen;
   }
   seen.found = Found::kDiffers;
-  if (info->type == FileType::kRegular && info->size == r.unit_text->size()) {
+  if (info->type == FileType::kRegular && info->size == r.unit().text->size()) {
     auto content = ports_.units->ReadFile(path, kMaxUnitFileBytes);
     if (!content) {
       seen.found = Found::kError;
       seen.error = content.error().message;
-    } else if (*content == *r.unit_text && info->mode == 0644) {
+    } else if (*content == *r.unit().text && info->mode == 0644) {
       seen.found = Found::kAsDeclared;
     }
   }
@@ -118,8 +120,8 @@ void Observer::Units() {
   std::set<std::string_view> declared;
   for (const Resource& r : decl_.resources) {
     if (!r.HasUnit()) continue;
-    names.push_back(r.unit);
-    declared.insert(r.unit);
+    names.push_back(r.unit().name);
+    declared.insert(r.unit().name);
   }
   size_t first_dropped = names.size();
   for (const auto& [id, e] : record_.resources) {

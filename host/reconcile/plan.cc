@@ -41,7 +41,7 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
   RecordEntry entry;
   entry.kind = std::string(core::KindName(r.kind));
   entry.digest = want;
-  if (r.HasUnit()) entry.mutable_unit().name = r.unit;
+  if (r.HasUnit()) entry.mutable_unit().name = r.unit().name;
   entry.applied_at = recorded ? old->applied_at : in.now;
   entry.written.push_back(
       {r.path, seen.fingerprint, seen.content_digest, seen.file_count, seen.preexisting});
@@ -109,9 +109,9 @@ Step PlanService(const PlanInputs& in, const Resource& r, const RecordEntry* old
 // The unit file of a service or process, when the declaration gives its text.
 void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& seen, Step& step) {
   RecordEntry& entry = *step.entry;
-  entry.mutable_unit().name = r.unit;
-  entry.mutable_unit().enabled = r.enabled;  // services and processes alike
-  if (!r.unit_text.has_value()) return;      // the machine's own unit file
+  entry.mutable_unit().name = r.unit().name;
+  entry.mutable_unit().enabled = r.unit().enabled;  // services and processes alike
+  if (!r.unit().text.has_value()) return;           // the machine's own unit file
   if (seen.found == Found::kError) {
     step = Failed(std::move(step), seen.error);
     return;
@@ -122,15 +122,15 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
     return;
   }
   const RecordEntry* old = step.old;
-  bool recorded = old != nullptr && old->digest == entry.digest && old->unit().name == r.unit &&
-                  !old->unit().file_fingerprint.empty();
-  std::string wrote = DidOrWould(in.dry_run, "wrote", "write", "unit file " + r.unit);
+  bool recorded = old != nullptr && old->digest == entry.digest &&
+                  old->unit().name == r.unit().name && !old->unit().file_fingerprint.empty();
+  std::string wrote = DidOrWould(in.dry_run, "wrote", "write", "unit file " + r.unit().name);
   step.detail = step.detail.empty() || step.outcome == Outcome::kUnchanged
                     ? wrote
                     : step.detail + ", " + wrote;
   if (recorded) {
     step.detail =
-        "drifted: unit file " + r.unit + " changed on the machine, put back; " + step.detail;
+        "drifted: unit file " + r.unit().name + " changed on the machine, put back; " + step.detail;
   }
   if (step.outcome == Outcome::kUnchanged) {
     step.outcome = old != nullptr || !seen.missing ? Outcome::kUpdated : Outcome::kCreated;
@@ -148,13 +148,13 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
   RecordEntry& entry = *step.entry;
   entry.mutable_unit().drop_ins.clear();
   const RecordEntry* old = step.old;
-  bool ours = old != nullptr && old->unit().name == r.unit;
+  bool ours = old != nullptr && old->unit().name == r.unit().name;
   std::string words;
   auto say = [&](const std::string& w) { words = words.empty() ? w : words + ", " + w; };
-  for (const auto& [name, text] : r.drop_ins) {
+  for (const auto& [name, text] : r.unit().drop_ins) {
     const DropInSeen& d = seen.drop_ins.at(name);
     if (d.found == Found::kError) {
-      step = Failed(std::move(step), "drop-in " + r.unit + ".d/" + name + ": " + d.error);
+      step = Failed(std::move(step), "drop-in " + r.unit().name + ".d/" + name + ": " + d.error);
       return;
     }
     std::string mark = d.preexisting ? "pre:" : "";
@@ -166,26 +166,26 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
     step.write_drop_ins.push_back(name);
     bool drifted = ours && old->digest == entry.digest && old->unit().drop_ins.contains(name);
     say((drifted ? "drifted: drop-in " + name + " changed on the machine, put back; " : "") +
-        DidOrWould(in.dry_run, "wrote", "write", "drop-in " + r.unit + ".d/" + name));
+        DidOrWould(in.dry_run, "wrote", "write", "drop-in " + r.unit().name + ".d/" + name));
   }
   if (old != nullptr && !ours && !old->unit().drop_ins.empty()) {
     // The resource now manages another unit: the old one's drop-ins stay
     // with it, said once, and forgotten.
     say("left " + Plural(old->unit().drop_ins.size(), "drop-in") + " of " + old->unit().name +
-        ": the resource manages " + r.unit + " now");
+        ": the resource manages " + r.unit().name + " now");
   }
   if (ours) {
     for (const auto& [name, fp] : old->unit().drop_ins) {
-      if (r.drop_ins.contains(name)) continue;
+      if (r.unit().drop_ins.contains(name)) continue;
       const DropInSeen& d = seen.drop_ins.at(name);
       if (d.found == Found::kError || d.missing) continue;  // nothing to delete: forgotten
       if (core::DropInPreexisting(fp)) {
-        say("left drop-in " + r.unit + ".d/" + name + ": there before the host wrote it");
+        say("left drop-in " + r.unit().name + ".d/" + name + ": there before the host wrote it");
       } else if (d.found == Found::kAsRecorded) {
         step.delete_drop_ins.push_back(name);
-        say(DidOrWould(in.dry_run, "deleted", "delete", "drop-in " + r.unit + ".d/" + name));
+        say(DidOrWould(in.dry_run, "deleted", "delete", "drop-in " + r.unit().name + ".d/" + name));
       } else {
-        say("left drop-in " + r.unit + ".d/" + name + ": changed since the host wrote it");
+        say("left drop-in " + r.unit().name + ".d/" + name + ": changed since the host wrote it");
       }
     }
   }
@@ -212,8 +212,9 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
   bool loaded_masked =
       status != nullptr && status->has_value() && (*status)->load_state == "masked";
   if (!loaded_masked && !in.seen->UnitFileOf(i).masked) return std::nullopt;
-  return "masked: " + r.unit + " is masked on this machine; the host leaves it alone (" +
-         "no unit file, no start, restart or reload) until `systemctl unmask " + r.unit + "`";
+  return "masked: " + r.unit().name + " is masked on this machine; the host leaves it alone (" +
+         "no unit file, no start, restart or reload) until `systemctl unmask " + r.unit().name +
+         "`";
 }
 
 }  // namespace
@@ -275,7 +276,7 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   }
   if (!step.failed() && step.entry.has_value()) {
     step.entry->position = i;
-    if (r.HasUnit()) step.entry->mutable_unit().state = core::UnitStateName(r.state);
+    if (r.HasUnit()) step.entry->mutable_unit().state = core::UnitStateName(r.unit().state);
   }
   return step;
 }
@@ -293,7 +294,7 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
       if (r.IsTree()) intent.creating_trees.push_back(r.path);
     }
     if (step.write_unit_file && in.seen->UnitFileOf(i).missing) {
-      intent.creating_unit_files.push_back(r.unit);
+      intent.creating_unit_files.push_back(r.unit().name);
     }
   }
   // What an earlier apply cut short created and no record holds yet stays
@@ -392,12 +393,12 @@ core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
   std::map<std::string, std::string> unit_files;
   if (!units.empty()) {
     for (const Resource& r : decl.resources) {
-      if (r.unit_text.has_value()) {
-        unit_files.emplace(units + "/" + r.unit,
+      if (r.unit().text.has_value()) {
+        unit_files.emplace(units + "/" + r.unit().name,
                            "the unit file that resource " + r.id + "'s unit_text writes");
       }
-      for (const auto& [name, text] : r.drop_ins) {
-        unit_files.emplace(units + "/" + r.unit + ".d/" + name,
+      for (const auto& [name, text] : r.unit().drop_ins) {
+        unit_files.emplace(units + "/" + r.unit().name + ".d/" + name,
                            "a drop-in of resource " + r.id + "'s drop_ins");
       }
     }
@@ -453,7 +454,8 @@ std::vector<std::string> OrphanUnitFiles(const core::Intent& intent, const core:
   std::vector<std::string> out;
   for (const std::string& unit : intent.creating_unit_files) {
     bool kept = false;
-    for (const Resource& r : decl.resources) kept |= r.unit_text.has_value() && r.unit == unit;
+    for (const Resource& r : decl.resources)
+      kept |= r.unit().text.has_value() && r.unit().name == unit;
     for (const auto& [id, e] : record.resources) {
       kept |= e.unit().name == unit && !e.unit().file_fingerprint.empty();
     }

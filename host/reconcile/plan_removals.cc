@@ -27,13 +27,13 @@ class Claims {
     auto unit_dir = dirs != nullptr ? UnitDirInRoot(*dirs) : std::nullopt;
     for (const Resource& r : decl.resources) {
       if (r.HasFiles()) paths_.insert(r.path);
-      if (r.HasUnit()) units_.insert(r.unit);
-      if (r.unit_text.has_value() && unit_dir) {
-        paths_.insert(std::string(*unit_dir) + "/" + r.unit);
+      if (r.HasUnit()) units_.insert(r.unit().name);
+      if (r.unit().text.has_value() && unit_dir) {
+        paths_.insert(std::string(*unit_dir) + "/" + r.unit().name);
       }
       if (unit_dir) {
-        for (const auto& [name, text] : r.drop_ins) {
-          paths_.insert(std::string(*unit_dir) + "/" + r.unit + ".d/" + name);
+        for (const auto& [name, text] : r.unit().drop_ins) {
+          paths_.insert(std::string(*unit_dir) + "/" + r.unit().name + ".d/" + name);
         }
       }
     }

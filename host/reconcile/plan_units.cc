@@ -32,7 +32,7 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                               const std::vector<Step>& steps) {
   std::vector<size_t> out;
   for (size_t j = 0; j < steps.size(); ++j) {
-    if (steps[j].unit_definition && steps[j].changes() && steps[j].defines == r.unit) {
+    if (steps[j].unit_definition && steps[j].changes() && steps[j].defines == r.unit().name) {
       out.push_back(j);
     }
   }
@@ -47,7 +47,7 @@ std::optional<std::string> RemovedDefinition(const PlanInputs& in, const Resourc
   for (const Removal& rm : removals) {
     if (!rm.deletes_unit_definition) continue;
     for (const std::string& path : rm.delete_paths) {
-      if (UnitDefinitionAt(*in.dirs, path) == r.unit) return path;
+      if (UnitDefinitionAt(*in.dirs, path) == r.unit().name) return path;
     }
   }
   return std::nullopt;
@@ -59,7 +59,7 @@ std::optional<std::string> RemovedDefinition(const PlanInputs& in, const Resourc
 bool DefinitionChangesFor(const PlanInputs& in, const Resource& r, const std::vector<Step>& steps,
                           const std::vector<Removal>& removals) {
   if (!DefinedBy(in, r, steps).empty() || RemovedDefinition(in, r, removals)) return true;
-  for (const auto* list : {&r.restart_on, &r.reload_on}) {
+  for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     for (const std::string& ref : *list) {
       const Step& dep = steps[in.declaration->index.find(ref)->second];
       if (dep.unit_definition && dep.changes()) return true;
@@ -76,10 +76,11 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   const Resource& r = in.declaration->resources[i];
   const Step& step = steps[i];
   std::vector<size_t> restart_deps, reload_deps;
-  for (const auto* list : {&r.restart_on, &r.reload_on}) {
+  for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     for (const std::string& ref : *list) {
       size_t j = in.declaration->index.find(ref)->second;
-      if (steps[j].changes()) (list == &r.restart_on ? restart_deps : reload_deps).push_back(j);
+      if (steps[j].changes())
+        (list == &r.unit().restart_on ? restart_deps : reload_deps).push_back(j);
     }
   }
   std::vector<size_t> defined_by = DefinedBy(in, r, steps);
@@ -94,7 +95,7 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
     // The outcome's words are the step's; these are for an owed restart.
     ask(UnitAction::kRestart, "declared",
         step.write_unit_file && step.write_files ? "its files and unit file changed"
-        : step.write_unit_file                   ? "unit file " + r.unit + " changed"
+        : step.write_unit_file                   ? "unit file " + r.unit().name + " changed"
         : step.write_files                       ? "its files changed"
                                                  : "its drop-ins changed",
         {i});
@@ -112,8 +113,8 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
         "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
   } else if (u.daemon_reload) {
     // Its unit file changed before this apply and systemd has not loaded it.
-    ask(UnitAction::kRestart, "declared", "unit file " + r.unit + " changed but was not loaded",
-        {});
+    ask(UnitAction::kRestart, "declared",
+        "unit file " + r.unit().name + " changed but was not loaded", {});
   }
 }
 
@@ -149,27 +150,27 @@ UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
 // state is unknown, so `enabled: true` enables it (idempotent) and
 // `enabled: false` needs nothing (a new unit file has no links).
 void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step, UnitPlan& u) {
-  if (!r.enabled.has_value()) return;
+  if (!r.unit().enabled.has_value()) return;
   // Unknown: the unit file is new (a rewritten one keeps its links, and
   // its state as read before the write is the truth).
   bool unknown = u.status.unit_file_state.empty() || u.status.load_state == "not-found";
   if (unknown) {
-    if (*r.enabled) u.set_enabled = true;
+    if (*r.unit().enabled) u.set_enabled = true;
     return;
   }
-  if (*r.enabled && step.write_unit_file && !core::UnitFileEnabled(u.status)) {
+  if (*r.unit().enabled && step.write_unit_file && !core::UnitFileEnabled(u.status)) {
     u.set_enabled = true;  // a new [Install] section may make it possible
-    u.enabled_drifted = old != nullptr && old->unit().enabled == r.enabled;
+    u.enabled_drifted = old != nullptr && old->unit().enabled == r.unit().enabled;
     return;
   }
-  if (core::UnitFileEnabled(u.status) == *r.enabled) return;
-  if (*r.enabled && core::UnitFileCannotBeEnabled(u.status)) {
-    u.enable_impossible = r.unit + " is " + u.status.unit_file_state +
+  if (core::UnitFileEnabled(u.status) == *r.unit().enabled) return;
+  if (*r.unit().enabled && core::UnitFileCannotBeEnabled(u.status)) {
+    u.enable_impossible = r.unit().name + " is " + u.status.unit_file_state +
                           " (no [Install] section): it cannot be enabled";
     return;
   }
-  u.set_enabled = *r.enabled;
-  u.enabled_drifted = old != nullptr && old->unit().enabled == r.enabled;
+  u.set_enabled = *r.unit().enabled;
+  u.enabled_drifted = old != nullptr && old->unit().enabled == r.unit().enabled;
 }
 
 }  // namespace
@@ -186,20 +187,20 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
                     steps[i].changes_drop_ins() || DefinitionChangesFor(in, r, steps, removals);
   const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
   if (!in.services || status == nullptr) {
-    u.failed = "no service manager: cannot manage " + r.unit;
+    u.failed = "no service manager: cannot manage " + r.unit().name;
   } else if (!*status) {
     u.failed = status->error().message;
   } else {
     u.status = **status;
     // systemd's own NeedDaemonReload is a cross-check on what the intent says.
-    u.daemon_reload |= u.status.need_daemon_reload && r.unit_text.has_value();
+    u.daemon_reload |= u.status.need_daemon_reload && r.unit().text.has_value();
     const RecordEntry* old = steps[i].old;
-    u.up = r.state == core::UnitState::kRunning &&
+    u.up = r.unit().state == core::UnitState::kRunning &&
            core::UpAsRecorded(u.status, {old != nullptr ? old->unit().n_restarts : std::nullopt,
                                          old != nullptr && old->unit().finished});
     PlanEnablement(r, old, steps[i], u);
   }
-  if (r.state == core::UnitState::kStopped) {
+  if (r.unit().state == core::UnitState::kStopped) {
     // Declared stopped: whatever start or restart was owed is moot.
     u.stop = u.failed.empty() && u.status.Running();
     return u;
@@ -210,7 +211,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     // A reload owed to a unit that no longer reloads on anything (its
     // dependency moved to restart_on, say, after systemd refused the
     // reload): the change it was for is now paid with a restart.
-    UnitAction carried = *owed->action == UnitAction::kReload && r.reload_on.empty()
+    UnitAction carried = *owed->action == UnitAction::kReload && r.unit().reload_on.empty()
                              ? UnitAction::kRestart
                              : *owed->action;
     UnitAction merged = Merge(carried, u.action, u.failed.empty() && Runs(u.status));

@@ -378,7 +378,7 @@ void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& inten
     if (r.HasFiles() && holds(intent.creating, r.path)) {
       observed.seen.files[i].preexisting = false;
     }
-    if (r.unit_text.has_value() && holds(intent.creating_unit_files, r.unit)) {
+    if (r.unit().text.has_value() && holds(intent.creating_unit_files, r.unit().name)) {
       if (auto it = observed.seen.unit_files.find(i); it != observed.seen.unit_files.end()) {
         it->second.preexisting = false;
       }

@@ -40,24 +40,25 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
     return {core::Fail("write " + r.path + ": not staged"), "", "", {}};
   }
   if (step.write_unit_file) {
-    auto after =
-        ports.units->WriteFileAtomic("/" + r.unit, *r.unit_text, ports::Ownership{0644, 0, 0});
+    auto after = ports.units->WriteFileAtomic("/" + r.unit().name, *r.unit().text,
+                                              ports::Ownership{0644, 0, 0});
     if (!after) return {std::unexpected(after.error()), "", "", {}};
     w.unit_file_fingerprint = core::FileFingerprint(*after);
   }
   for (const std::string& name : step.write_drop_ins) {
-    const std::string path = "/" + r.unit + ".d/" + name;
-    auto after =
-        ports.units->WriteFileAtomic(path, r.drop_ins.at(name), ports::Ownership{0644, 0, 0});
+    const std::string path = "/" + r.unit().name + ".d/" + name;
+    auto after = ports.units->WriteFileAtomic(path, r.unit().drop_ins.at(name),
+                                              ports::Ownership{0644, 0, 0});
     if (!after) {
-      w.status = core::Fail("drop-in " + r.unit + ".d/" + name + ": " + after.error().message);
+      w.status =
+          core::Fail("drop-in " + r.unit().name + ".d/" + name + ": " + after.error().message);
       return w;
     }
     w.drop_in_fingerprints[name] = core::FileFingerprint(*after);
   }
   for (const std::string& name : step.delete_drop_ins) {
-    if (auto st = ports.units->RemoveFile("/" + r.unit + ".d/" + name); !st) {
-      w.status = core::Fail("drop-in " + r.unit + ".d/" + name + ": " + st.error().message);
+    if (auto st = ports.units->RemoveFile("/" + r.unit().name + ".d/" + name); !st) {
+      w.status = core::Fail("drop-in " + r.unit().name + ".d/" + name + ": " + st.error().message);
       return w;
     }
   }

@@ -43,9 +43,21 @@ TEST(DeclarationTest, ParsesTheSpecExample) {
   ASSERT_EQ(d->resources.size(), 4u);
   EXPECT_EQ(d->resources[1].content, "secret");
   EXPECT_EQ(d->resources[1].mode, 0400u);
-  EXPECT_EQ(d->resources[2].restart_on, std::vector<std::string>{"fail2ban.jail"});
+  EXPECT_EQ(d->resources[2].unit().restart_on, std::vector<std::string>{"fail2ban.jail"});
   EXPECT_EQ(d->resources[3].kind, Kind::kProcess);
   EXPECT_EQ(d->digest.size(), 64u);
+}
+
+// A resource boxes its unit's part (declaration.h): a file's and a
+// credential's carry none, or every file pays the 176 bytes the box saves.
+TEST(DeclarationTest, OnlyUnitsHoldAUnitPart) {
+  auto d = ParseDeclaration(Base().dump());
+  ASSERT_TRUE(d.has_value()) << d.error().message;
+  EXPECT_FALSE(d->resources[0].unit_spec.has_value());
+  EXPECT_FALSE(d->resources[1].unit_spec.has_value());
+  EXPECT_TRUE(d->resources[2].unit_spec.has_value());
+  EXPECT_TRUE(d->resources[3].unit_spec.has_value());
+  EXPECT_EQ(d->resources[0].unit().name, "");
 }
 
 TEST(DeclarationTest, DefaultModes) {

@@ -92,7 +92,7 @@ TEST_F(ActTest, AStopStandsWhenTheDaemonReloadFails) {
   plan_.units[0].action.reset();
   plan_.units[0].stop = true;
   plan_.units[0].daemon_reload = true;
-  decl_.resources[1].state = core::UnitState::kStopped;
+  decl_.resources[1].mutable_unit().state = core::UnitState::kStopped;
   std::vector<Acted> acts = Run(core::Status(core::Fail("Reload: refused")));
   EXPECT_EQ(acts[0].state, State::kBlocked);
   EXPECT_EQ(acts[0].detail,
@@ -114,7 +114,7 @@ TEST_F(ActTest, AJobSystemdRefusesIsNamed) {
 TEST_F(ActTest, StopsAreQueuedAndAPlanAsksNothing) {
   plan_.units[0].action.reset();
   plan_.units[0].stop = true;
-  decl_.resources[1].state = core::UnitState::kStopped;
+  decl_.resources[1].mutable_unit().state = core::UnitState::kStopped;
   EXPECT_EQ(Run()[0].state, State::kStopQueued);
   size_t calls = services_.calls().size();
   std::vector<Acted> plan = Run(std::nullopt, /*dry_run=*/true);

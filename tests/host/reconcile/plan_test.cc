@@ -65,7 +65,7 @@ class PlanTest : public ::testing::Test {
       e.applied_at = "then";
       if (r.HasFiles()) e.written.push_back({r.path, "fp", "", 0, false});
       if (r.HasUnit()) {
-        e.mutable_unit().name = r.unit;
+        e.mutable_unit().name = r.unit().name;
         e.mutable_unit().n_restarts = 0;
       }
       record_.resources[r.id] = e;
