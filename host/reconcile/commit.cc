@@ -166,8 +166,8 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
       step.entry = std::nullopt;
       if (step.write_files) filled->written[0].fingerprint = written.fingerprint;
       if (step.write_unit_file)
-        filled->mutable_unit().file_fingerprint = written.unit_file_fingerprint;
-      for (const auto& [name, fp] : written.drop_in_fingerprints) {
+        filled->mutable_unit().file_fingerprint = written.unit().file_fingerprint;
+      for (const auto& [name, fp] : written.unit().drop_in_fingerprints) {
         filled->mutable_unit().drop_ins[name] =
             std::string(core::DropInPreexisting(filled->mutable_unit().drop_ins[name]) ? "pre:"
                                                                                        : "") +
@@ -259,7 +259,7 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
 // whose old copy could not be deleted, a file renamed then not re-read),
 // and the next apply could find it matching and never restart.
 core::Intent StillOwedAfter(const SettleInputs& in) {
-  core::Intent next = in.plan->intent;
+  core::Intent next = std::move(in.plan->intent);  // spent, as the steps are
   next.applying = false;
   bool reloaded = in.reloaded->has_value() && (*in.reloaded)->has_value();
   for (size_t k = 0; k < in.plan->units.size(); ++k) {
@@ -287,7 +287,7 @@ Settled Settle(const SettleInputs& in) {
     out.outcomes.push_back(SettleRemoval(in, k, out));
   }
   for (const ResourceOutcome& o : out.outcomes) out.failed |= o.outcome == Outcome::kFailed;
-  out.intent = in.dry_run ? in.plan->intent : StillOwedAfter(in);
+  out.intent = in.dry_run ? std::move(in.plan->intent) : StillOwedAfter(in);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "host/core/boxed.h"
 #include "host/core/declaration.h"
 #include "host/core/file_info.h"
 #include "host/core/result.h"
@@ -29,12 +30,27 @@ struct WritePorts {
   Progress* progress = nullptr;               // may be null
 };
 
-// What the writes of one declared resource did.
+// What the writes of a unit's definition did.
+struct WrittenUnit {
+  std::string file_fingerprint;
+  std::map<std::string, std::string> drop_in_fingerprints;  // of the drop-ins written
+};
+
+// What the writes of one declared resource did. The unit's part is boxed:
+// a large apply holds one of these per resource, most of them files.
 struct Written {
   core::Status status;      // the first write that failed
   std::string fingerprint;  // of the file written or the tree unpacked
-  std::string unit_file_fingerprint;
-  std::map<std::string, std::string> drop_in_fingerprints;  // of the drop-ins written
+  core::Boxed<WrittenUnit> unit_written;
+
+  const WrittenUnit& unit() const { return unit_written ? *unit_written : kNothing; }
+  WrittenUnit& mutable_unit() {
+    if (!unit_written) unit_written = WrittenUnit();
+    return *unit_written;
+  }
+
+ private:
+  static inline const WrittenUnit kNothing{};
 };
 
 struct Writes {

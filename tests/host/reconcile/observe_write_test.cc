@@ -124,7 +124,9 @@ TEST_F(PhaseTest, WriteReportsWhatLandedAndStopsAtTheFirstFailure) {
   Writes w = Write(decl_, plan, {}, seen, {&root, units_.get(), &services_});
   ASSERT_TRUE(w.steps[0].status.has_value());
   EXPECT_EQ(w.steps[0].fingerprint, core::FileFingerprint(*root_->Stat("/etc/f")));
-  EXPECT_EQ(w.steps[1].unit_file_fingerprint, core::FileFingerprint(*units_->Stat("/s.service")));
+  EXPECT_EQ(w.steps[1].unit().file_fingerprint, core::FileFingerprint(*units_->Stat("/s.service")));
+  // The unit's part is boxed (write.h): a file's write carries none.
+  EXPECT_FALSE(w.steps[0].unit_written.has_value());
   EXPECT_TRUE(w.unit_files_changed);
   root.FailWrites("/etc/f", ENOSPC);
   w = Write(decl_, plan, {}, seen, {&root, units_.get(), &services_});
