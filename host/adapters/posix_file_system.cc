@@ -378,10 +378,17 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomicFrom(const std::string& path,
   };
   // A write that failed fails the file, whatever the producer does after.
   Status failed_write = core::Ok();
-  Status produced = produce([&](std::string_view piece) {
-    if (failed_write) failed_write = WriteAll(fd.get(), piece, path);
-    return failed_write;
-  });
+  Status produced = core::Ok();
+  try {
+    produced = produce([&](std::string_view piece) {
+      if (failed_write) failed_write = WriteAll(fd.get(), piece, path);
+      return failed_write;
+    });
+  } catch (...) {  // bad_alloc: the apply says so; no temporary is left
+    fd.Reset();
+    ::unlinkat(dir, tmp.c_str(), 0);
+    throw;
+  }
   if (!failed_write) return cleanup(failed_write.error().message);
   if (!produced) return cleanup(produced.error().message);
   // chown before chmod: chown clears set-id bits.

@@ -260,6 +260,11 @@ class RecordReader final : public nlohmann::json_sax<json> {
                                {kSeenWritten, "written"}}) {
         if (!(seen_ & bit)) return Fail("resource " + entry_id_ + ", field " + name + ": missing");
       }
+      // Unit keys that say nothing ("finished": false) make no unit part:
+      // the entry reads as it serializes, and equals its planned self.
+      if (entry_->unit_record && *entry_->unit_record == kNoUnit) {
+        entry_->unit_record = std::nullopt;
+      }
       if (visitor_ != nullptr && !visitor_->Entry(entry_id_, *entry_)) return Stop();
     }
     if (c == kWrittenItem &&

@@ -297,7 +297,6 @@ TEST_F(PosixFileSystemTest, APieceThatFailsToWriteFailsTheWholeFile) {
                                           {0644, 0, 0});
   ::setrlimit(RLIMIT_FSIZE, &old_limit);
   std::signal(SIGXFSZ, old_handler);
-  EXPECT_EQ(pieces, 4);
   ASSERT_FALSE(written.has_value());
   EXPECT_THAT(written.error().message, HasSubstr("write /big"));
   EXPECT_EQ(ReadText(dir_.Sub("root/big")), "old content");

@@ -53,6 +53,18 @@ TEST(RecordTest, ThePiecesMakeTheWholeText) {
     e.written.push_back({"/etc/f" + std::to_string(i), "1:2:3:4", "", 0, false});
     r.resources["f" + std::to_string(i)] = e;
   }
+  Record empty = r;
+  empty.resources.clear();
+  std::string empty_text;
+  ASSERT_TRUE(SerializeRecord(
+                  empty,
+                  [&](std::string_view p) -> Status {
+                    empty_text += p;
+                    return Ok();
+                  },
+                  1)
+                  .has_value());
+  EXPECT_EQ(empty_text, SerializeRecord(empty));
   std::string whole = SerializeRecord(r);
   for (size_t piece : {size_t{1}, size_t{100}, size_t{64} << 10}) {
     std::string joined;
@@ -93,6 +105,14 @@ TEST(RecordTest, AFileEntryReadBackHoldsNoUnitPart) {
   EXPECT_FALSE(back->resources.at("f").unit_record.has_value());
   EXPECT_EQ(back->resources.at("s").unit().name, "s.service");
   EXPECT_EQ(back->resources.at("f").unit().name, "");
+  // Unit keys that say nothing make none either: the entry must equal the
+  // one the plan makes, or the record is rewritten.
+  auto quiet = ParseRecord(
+      R"({"version":1,"machine":"m","generation":1,"declaration_digest":"","resources":{)"
+      R"("f":{"kind":"file","digest":"d","applied_at":"t","written":[],)"
+      R"("finished":false,"unit_file_preexisting":false,"state":"","unit":""}}})");
+  ASSERT_TRUE(quiet.has_value()) << quiet.error().message;
+  EXPECT_FALSE(quiet->resources.at("f").unit_record.has_value());
 }
 
 TEST(RecordTest, CorruptIsAnErrorNotACrash) {
