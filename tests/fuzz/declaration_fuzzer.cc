@@ -16,7 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const mesh::core::Resource& r : decl->resources) {
     if (!mesh::core::CheckId(r.id)) std::abort();
     if (r.HasFiles() && !mesh::core::CheckPath(r.path)) std::abort();
-    if (r.HasUnit() && !mesh::core::CheckUnitName(r.unit)) std::abort();
+    if (r.HasUnit() && !mesh::core::CheckUnitName(r.unit().name)) std::abort();
+    // Only a unit's resource holds a unit part (declaration.h), and every one does.
+    if (r.HasUnit() != r.unit_spec.has_value()) std::abort();
     if (mesh::core::WantDigest(r, "k").size() !=
         (r.kind == mesh::core::Kind::kCredential ? 76 : 71))
       std::abort();  // "sha256:" or "hmac-sha256:", + 64
