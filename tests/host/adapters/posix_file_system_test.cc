@@ -257,17 +257,26 @@ TEST_F(PosixFileSystemTest, DotDotRefused) {
   EXPECT_FALSE(Exists(dir_.Sub("outside/x")));
 }
 
-TEST_F(PosixFileSystemTest, WriteThatFailsHalfWayLeavesTheOldFile) {
-  WriteText(dir_.Sub("root/big"), "old content");
-  // A real fault: the file-size limit makes write() fail with EFBIG part-way.
+// A real fault: with files limited to 4 KiB, write() fails with EFBIG
+// part-way (a full disk is hard to arrange in a unit test).
+template <typename Fn>
+auto WithFilesOf4KiB(Fn fn) {
   struct rlimit old_limit;
   ::getrlimit(RLIMIT_FSIZE, &old_limit);
   auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
   struct rlimit limit = {4096, old_limit.rlim_max};
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
-  auto written = fs_->WriteFileAtomic("/big", std::string(64 * 1024, 'n'), {0644, 0, 0});
+  EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  auto result = fn();
   ::setrlimit(RLIMIT_FSIZE, &old_limit);
   std::signal(SIGXFSZ, old_handler);
+  return result;
+}
+
+TEST_F(PosixFileSystemTest, WriteThatFailsHalfWayLeavesTheOldFile) {
+  WriteText(dir_.Sub("root/big"), "old content");
+  auto written = WithFilesOf4KiB([&] {
+    return fs_->WriteFileAtomic("/big", std::string(64 * 1024, 'n'), {0644, 0, 0});
+  });
   ASSERT_FALSE(written.has_value());
   EXPECT_THAT(written.error().message, HasSubstr("write /big"));
   EXPECT_EQ(ReadText(dir_.Sub("root/big")), "old content");
@@ -282,21 +291,15 @@ TEST_F(PosixFileSystemTest, WriteThatFailsHalfWayLeavesTheOldFile) {
 // failure leaves the old file too.
 TEST_F(PosixFileSystemTest, APieceThatFailsToWriteFailsTheWholeFile) {
   WriteText(dir_.Sub("root/big"), "old content");
-  struct rlimit old_limit;
-  ::getrlimit(RLIMIT_FSIZE, &old_limit);
-  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  struct rlimit limit = {4096, old_limit.rlim_max};
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
-  int pieces = 0;
-  auto written = fs_->WriteFileAtomicFrom("/big",
-                                          [&](const ports::FileSystem::ContentSink& write) {
-                                            for (int i = 0; i < 4; ++i, ++pieces)
-                                              (void)write(std::string(3000, 'n'));
-                                            return core::Ok();  // a careless producer
-                                          },
-                                          {0644, 0, 0});
-  ::setrlimit(RLIMIT_FSIZE, &old_limit);
-  std::signal(SIGXFSZ, old_handler);
+  auto written = WithFilesOf4KiB([&] {
+    return fs_->WriteFileAtomicFrom("/big",
+                                    [](const ports::FileSystem::ContentSink& write) {
+                                      for (int i = 0; i < 4; ++i)
+                                        (void)write(std::string(3000, 'n'));
+                                      return core::Ok();  // a careless producer
+                                    },
+                                    {0644, 0, 0});
+  });
   ASSERT_FALSE(written.has_value());
   EXPECT_THAT(written.error().message, HasSubstr("write /big"));
   EXPECT_EQ(ReadText(dir_.Sub("root/big")), "old content");
