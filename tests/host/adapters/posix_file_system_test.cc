@@ -15,6 +15,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -313,6 +314,26 @@ TEST_F(PosixFileSystemTest, APieceThatFailsToWriteFailsTheWholeFile) {
                                {0644, 0, 0});
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().message, "the producer gave up");
+  EXPECT_EQ(ReadText(dir_.Sub("root/big")), "old content");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root")),
+                          std::filesystem::directory_iterator()),
+            1)
+      << "a temporary file was left behind";
+}
+
+// A producer that throws (the record's serializer out of memory) leaves
+// the old file and no temporary: the exception goes on to the apply, which
+// says it ran out of memory.
+TEST_F(PosixFileSystemTest, AProducerThatThrowsLeavesNoTemporary) {
+  WriteText(dir_.Sub("root/big"), "old content");
+  EXPECT_THROW((void)fs_->WriteFileAtomicFrom(
+                   "/big",
+                   [](const ports::FileSystem::ContentSink& write) -> core::Status {
+                     (void)write("half");
+                     throw std::bad_alloc();
+                   },
+                   {0644, 0, 0}),
+               std::bad_alloc);
   EXPECT_EQ(ReadText(dir_.Sub("root/big")), "old content");
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root")),
                           std::filesystem::directory_iterator()),
