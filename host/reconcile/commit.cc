@@ -140,7 +140,7 @@ void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
 ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k, Settled& out) {
   const core::Resource& r = in.declaration->resources[i];
   Step& step = in.plan->steps[i];
-  const Written& written = in.writes->steps[i];
+  Written& written = in.writes->steps[i];
   ResourceOutcome o;
   o.id = r.id;
   o.kind = std::string(core::KindName(r.kind));
@@ -164,7 +164,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
     } else if (step.changes()) {
       filled = std::move(*step.entry);
       step.entry = std::nullopt;
-      if (step.write_files) filled->written[0].fingerprint = written.fingerprint;
+      if (step.write_files) filled->written[0].fingerprint = std::move(written.fingerprint);
       if (step.write_unit_file)
         filled->mutable_unit().file_fingerprint = written.unit().file_fingerprint;
       for (const auto& [name, fp] : written.unit().drop_in_fingerprints) {
@@ -282,7 +282,10 @@ Settled Settle(const SettleInputs& in) {
   size_t n = in.declaration->resources.size();
   out.outcomes.reserve(n + in.plan->removals.size());
   size_t unit_k = 0;
-  for (size_t i = 0; i < n; ++i) out.outcomes.push_back(SettleResource(in, i, &unit_k, out));
+  for (size_t i = 0; i < n; ++i) {
+    out.outcomes.push_back(SettleResource(in, i, &unit_k, out));
+    in.declaration->resources[i].content = std::string();
+  }
   for (size_t k = 0; k < in.plan->removals.size(); ++k) {
     out.outcomes.push_back(SettleRemoval(in, k, out));
   }

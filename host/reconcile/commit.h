@@ -29,14 +29,17 @@
 namespace mesh::reconcile {
 
 struct SettleInputs {
-  const core::Declaration* declaration = nullptr;
+  // Each resource's content is spent once the resource settles: nothing
+  // after the settle reads a content, and at a large apply's peak it is
+  // the largest thing each file holds.
+  core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;  // as loaded
   const OldEntries* olds = nullptr;      // the record's entries, by resource index
   // Spent by the settling: the new record entries are taken from its
   // steps, not copied (the apply's peak is here).
   Plan* plan = nullptr;
   const core::Intent* owed = nullptr;  // what earlier applies left owed
-  const Writes* writes = nullptr;
+  Writes* writes = nullptr;            // spent as the plan is: fingerprints are taken
   const std::optional<core::Status>* reloaded = nullptr;
   const std::vector<Acted>* acts = nullptr;
   const std::vector<std::optional<Confirmation>>* confirmed = nullptr;

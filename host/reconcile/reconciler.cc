@@ -67,7 +67,7 @@ class ApplyRun {
   // the observation and the plan to let go of them before the commit.
   void Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
              bool dry_run);
-  Settled WriteAndSettle(const Declaration& decl, const OldEntries& olds, Observation& observed,
+  Settled WriteAndSettle(Declaration& decl, const OldEntries& olds, Observation& observed,
                          Plan& plan, bool dry_run);
 
   const ReconcilerPorts& ports_;
@@ -427,8 +427,8 @@ void ApplyRun::Apply(Declaration decl) {
 // hold is freed on return, before the commit; what was seen (the bundles'
 // contents among it) as soon as the writes are done: nothing after them
 // reads it, and the unit phase waits out the settle pause.
-Settled ApplyRun::WriteAndSettle(const Declaration& decl, const OldEntries& olds,
-                                 Observation& observed, Plan& plan, bool dry_run) {
+Settled ApplyRun::WriteAndSettle(Declaration& decl, const OldEntries& olds, Observation& observed,
+                                 Plan& plan, bool dry_run) {
   Writes writes = dry_run ? NoWrites(plan)
                           : Write(decl, plan, observed.bundles, observed.seen,
                                   {ports_.root, ports_.units, ports_.services, &progress_});

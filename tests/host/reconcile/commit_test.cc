@@ -61,11 +61,15 @@ class SettleTest : public ::testing::Test {
   Settled Run(bool dry_run = false) {
     writes_ = writes_.steps.empty() ? NoWrites(plan_) : writes_;
     olds_ = OldEntriesOf(decl_, record_);
-    spent_ = plan_;
-    return Settle({&decl_, &record_, &olds_, &spent_, &owed_, &writes_, &reloaded_, &acts_,
-                   &confirmed_, "now", dry_run});
+    spent_ = plan_;  // the settle spends the plan, the writes and the contents
+    spent_writes_ = writes_;
+    spent_decl_ = decl_;
+    return Settle({&spent_decl_, &record_, &olds_, &spent_, &owed_, &spent_writes_, &reloaded_,
+                   &acts_, &confirmed_, "now", dry_run});
   }
   Plan spent_;
+  Writes spent_writes_;
+  core::Declaration spent_decl_;
   // The apply asked for a restart and its two looks said `accepted`.
   void Restarted(bool accepted, std::optional<uint64_t> owed_since = std::nullopt) {
     UnitPlan& u = plan_.units[0];
@@ -152,6 +156,22 @@ TEST_F(SettleTest, ADoneDaemonReloadIsCleared) {
 
 // A file written: the settled entry is the plan's, with the fingerprint
 // the write phase saw, and it is the same settled again from the same plan.
+// A large apply peaks in the settle: each content is freed once its
+// resource has settled, and a written fingerprint moved, not copied.
+TEST_F(SettleTest, EachContentIsSpentOnceItsResourceSettles) {
+  ASSERT_FALSE(decl_.resources[0].content.empty());
+  plan_.steps[0].write_files = true;
+  plan_.steps[0].outcome = core::Outcome::kCreated;
+  ASSERT_TRUE(plan_.steps[0].entry.has_value());
+  plan_.steps[0].entry->written = {core::WrittenPath{"/c", "", ""}};
+  writes_ = NoWrites(plan_);
+  writes_.steps[0].fingerprint = "1:2:3:4";
+  Settled s = Run();
+  EXPECT_TRUE(spent_decl_.resources[0].content.empty());
+  EXPECT_TRUE(spent_writes_.steps[0].fingerprint.empty());
+  EXPECT_EQ(s.entries["conf"]->written[0].fingerprint, "1:2:3:4");
+}
+
 TEST_F(SettleTest, AWrittenFileIsRecordedAsPlannedWithItsFingerprint) {
   plan_.steps[0].write_files = true;
   plan_.steps[0].outcome = core::Outcome::kCreated;
