@@ -19,10 +19,14 @@ HOST=$!
 mkdir -p "$T/root"
 # Wait until the apply is under way (some files written), then SIGTERM.
 for _ in $(seq 1 200); do [ -n "$(find "$T/root" -type f -print -quit 2>/dev/null)" ] && break; sleep 0.02; done
-kill -TERM $HOST
+fail() { echo "FAIL: $*"; cat "$T/log" | tail -5; exit 1; }
+if ! kill -TERM $HOST 2>/dev/null; then  # say why, not just that kill failed
+  set +e; wait $HOST; rc=$?; set -e
+  HOST=
+  fail "the daemon was gone before SIGTERM (exit $rc)"
+fi
 set +e; wait $HOST; rc=$?; set -e
 HOST=
-fail() { echo "FAIL: $*"; cat "$T/log" | tail -5; exit 1; }
 [ "$rc" = 0 ] || fail "exit $rc"
 grep -q "stopping on Terminated" "$T/log" || fail "no clean stop in the log"
 python3 - "$T" <<'PY' || exit 1
