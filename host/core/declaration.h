@@ -52,8 +52,6 @@ struct UnitSpec {
   std::map<std::string, std::string> drop_ins;
 };
 
-inline const UnitSpec kNoUnitSpec{};
-
 struct Resource {
   std::string id;
   Kind kind = Kind::kFile;
@@ -79,11 +77,8 @@ struct Resource {
   Boxed<UnitSpec> unit_spec;
 
   // The unit's part, or an empty one for every other kind.
-  const UnitSpec& unit() const { return unit_spec ? *unit_spec : kNoUnitSpec; }
-  UnitSpec& mutable_unit() {
-    if (!unit_spec) unit_spec = UnitSpec();
-    return *unit_spec;
-  }
+  const UnitSpec& unit() const { return unit_spec.value_or_empty(); }
+  UnitSpec& mutable_unit() { return unit_spec.get_or_make(); }
 
   bool HasFiles() const { return kind != Kind::kService; }
   bool IsTree() const { return kind == Kind::kArchive || kind == Kind::kProcess; }

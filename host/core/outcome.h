@@ -78,20 +78,12 @@ struct ResourceOutcome {
   bool confirm_failed = false;
 
   // service and process: the declared unit; empty for every other kind.
-  const std::string& declared_unit() const { return declared ? declared->unit : kNoText; }
+  const std::string& declared_unit() const { return declared.value_or_empty().unit; }
   // Set when the host asked systemd to start or restart the unit in this
   // apply: "declared", "restart_on" or "was_dead" (the metric's reason).
-  const std::string& restart_reason() const {
-    return declared ? declared->restart_reason : kNoText;
-  }
+  const std::string& restart_reason() const { return declared.value_or_empty().restart_reason; }
   // Made on first use: call it for a unit's outcome only.
-  DeclaredUnit& mutable_declared() {
-    if (!declared) declared = DeclaredUnit();
-    return *declared;
-  }
-
- private:
-  static inline const std::string kNoText;
+  DeclaredUnit& mutable_declared() { return declared.get_or_make(); }
 };
 
 // `OUTCOME ID (KIND): DETAIL`

@@ -262,7 +262,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
       }
       // Unit keys that say nothing ("finished": false) make no unit part:
       // the entry reads as it serializes, and equals its planned self.
-      if (entry_->unit_record && *entry_->unit_record == kNoUnit) {
+      if (entry_->unit_record && *entry_->unit_record == UnitRecord{}) {
         entry_->unit_record = std::nullopt;
       }
       if (visitor_ != nullptr && !visitor_->Entry(entry_id_, *entry_)) return Stop();

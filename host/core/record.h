@@ -73,8 +73,6 @@ struct UnitRecord {
   bool operator==(const UnitRecord&) const = default;
 };
 
-inline const UnitRecord kNoUnit{};
-
 struct RecordEntry {
   std::string kind;
   std::string digest;
@@ -88,12 +86,9 @@ struct RecordEntry {
   Boxed<UnitRecord> unit_record;
 
   // The unit's part, or an empty one: reads need no has-a-unit check.
-  const UnitRecord& unit() const { return unit_record ? *unit_record : kNoUnit; }
+  const UnitRecord& unit() const { return unit_record.value_or_empty(); }
   // The unit's part, made on first use: call it only for a unit's entry.
-  UnitRecord& mutable_unit() {
-    if (!unit_record) unit_record = UnitRecord();
-    return *unit_record;
-  }
+  UnitRecord& mutable_unit() { return unit_record.get_or_make(); }
 
   bool operator==(const RecordEntry&) const = default;
 };

@@ -43,14 +43,8 @@ struct Written {
   std::string fingerprint;  // of the file written or the tree unpacked
   core::Boxed<WrittenUnit> unit_written;
 
-  const WrittenUnit& unit() const { return unit_written ? *unit_written : kNothing; }
-  WrittenUnit& mutable_unit() {
-    if (!unit_written) unit_written = WrittenUnit();
-    return *unit_written;
-  }
-
- private:
-  static inline const WrittenUnit kNothing{};
+  const WrittenUnit& unit() const { return unit_written.value_or_empty(); }
+  WrittenUnit& mutable_unit() { return unit_written.get_or_make(); }
 };
 
 struct Writes {
