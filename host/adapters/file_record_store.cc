@@ -152,9 +152,8 @@ std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
     // doing, read again at the next apply.
     char more;
     if (got != size || ::read(fd.get(), &more, 1) > 0) {
-      return std::unexpected(
-          core::Error{"read " + std::string(kStateFile) + ": changed while it was read",
-                      core::ErrorKind::kChanged});
+      return core::Fail(core::ErrorKind::kChanged,
+                        "read " + std::string(kStateFile) + ": changed while it was read");
     }
     text.resize(size);  // the capacity, and the zeroed bytes past the end, stay
     return whole(std::string_view(text), text.capacity() - text.size());

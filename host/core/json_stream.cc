@@ -321,9 +321,8 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
     }
   }
   if (options.max_depth > 0 && !JsonDepthWithin(text, options.max_depth)) {
-    return std::unexpected(
-        Error{"nested deeper than " + std::to_string(options.max_depth) + " levels",
-              ErrorKind::kTooDeep});
+    return Fail(ErrorKind::kTooDeep,
+                "nested deeper than " + std::to_string(options.max_depth) + " levels");
   }
   return ParseByReference(text, key, want_array, on_member, on_object, options);
 }

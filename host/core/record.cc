@@ -52,72 +52,47 @@ json EntryJson(const RecordEntry& e) {
   return entry;
 }
 
-// About the bytes an entry takes in state.json, a little over.
-size_t EntryBytes(const std::string& id, const RecordEntry& e) {
-  const UnitRecord& u = e.unit();
-  size_t n = 112 + id.size() + e.kind.size() + e.digest.size() + e.applied_at.size() +
-             u.name.size() + u.file_fingerprint.size() + u.state.size();
-  for (const WrittenPath& w : e.written) {
-    n += 80 + w.path.size() + w.fingerprint.size() + w.content_digest.size();
-  }
-  for (const auto& [name, fp] : u.drop_ins) n += 2 + name.size() + fp.size();
-  return n;
-}
+}  // namespace
 
 // One resource per line: the file stays readable and greppable by id, and
 // is a third smaller than an indented dump, which a fresh `mesh-host apply`
-// must read and parse before it can know that nothing changed. The text is
-// appended to `out`, handed to `flush` whenever it holds `piece_bytes`.
-template <typename Flush>
-Status AppendRecord(const Record& record, std::string& out, size_t piece_bytes, Flush flush) {
+// must read and parse before it can know that nothing changed.
+Status SerializeRecord(const Record& record, const std::function<Status(std::string_view)>& write,
+                       size_t piece_bytes) {
   json head = {{"version", Record::kVersion},
                {"want_version", record.want_version},
                {"settled_declaration_digest", record.settled_declaration_digest},
                {"machine", record.machine},
                {"generation", record.generation},
                {"declaration_digest", record.declaration_digest}};
-  out += head.dump(-1, ' ', false, json::error_handler_t::replace);
-  out.pop_back();  // the closing brace: "resources" comes last
-  out += ",\"resources\":{";
+  std::string piece;
+  piece.reserve(std::min<size_t>(piece_bytes, 1 << 20) + 4096);
+  piece += head.dump(-1, ' ', false, json::error_handler_t::replace);
+  piece.pop_back();  // the closing brace: "resources" comes last
+  piece += ",\"resources\":{";
   const char* sep = "\n";
   for (const auto& [id, e] : record.resources) {
-    out += sep;
-    out += json(id).dump(-1, ' ', false, json::error_handler_t::replace);
-    out += ':';
-    out += EntryJson(e).dump(-1, ' ', false, json::error_handler_t::replace);
+    piece += sep;
+    piece += json(id).dump(-1, ' ', false, json::error_handler_t::replace);
+    piece += ':';
+    piece += EntryJson(e).dump(-1, ' ', false, json::error_handler_t::replace);
     sep = ",\n";
-    if (out.size() >= piece_bytes) {
-      if (auto st = flush(out); !st) return st;
+    if (piece.size() >= piece_bytes) {
+      if (auto st = write(piece); !st) return st;
+      piece.clear();
     }
   }
-  out += "\n}}\n";
-  return Ok();
+  piece += "\n}}\n";
+  return write(piece);
 }
-
-}  // namespace
 
 std::string SerializeRecord(const Record& record) {
-  // Reserved once rather than grown by doubling, which left up to twice
-  // the record's size allocated at the apply's peak.
-  size_t bytes = 512;
-  for (const auto& [id, e] : record.resources) bytes += EntryBytes(id, e);
   std::string out;
-  out.reserve(bytes);
-  (void)AppendRecord(record, out, SIZE_MAX, [](std::string&) { return Ok(); });
+  (void)SerializeRecord(record, [&out](std::string_view piece) -> Status {
+    out += piece;
+    return Ok();
+  });
   return out;
-}
-
-Status SerializeRecord(const Record& record, const std::function<Status(std::string_view)>& write,
-                       size_t piece_bytes) {
-  std::string piece;
-  piece.reserve(piece_bytes + 4096);
-  auto flush = [&](std::string& text) {
-    Status st = write(text);
-    text.clear();
-    return st;
-  };
-  if (auto st = AppendRecord(record, piece, piece_bytes, flush); !st) return st;
-  return flush(piece);
 }
 
 namespace {

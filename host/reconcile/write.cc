@@ -20,29 +20,29 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
   Written w;
   if (step.write_files && r.IsTree()) {
     const std::vector<core::TreeEntry>& bundle = *bundles.at(r.id);
-    if (auto st = ports.root->ReplaceTree(r.path, bundle); !st) return {st, ""};
+    if (auto st = ports.root->ReplaceTree(r.path, bundle); !st) return {st, "", {}};
     auto rescan = ports.root->ScanTree(r.path, /*hash_contents=*/false);
-    if (!rescan) return {std::unexpected(rescan.error()), ""};
+    if (!rescan) return {std::unexpected(rescan.error()), "", {}};
     w.fingerprint = core::TreeFingerprint(*rescan);
   } else if (step.write_files && r.kind == core::Kind::kDirectory) {
     auto after = ports.root->MakeDirectory(r.path, ports::Ownership{r.mode, seen.uid, seen.gid});
-    if (!after) return {std::unexpected(after.error()), ""};
+    if (!after) return {std::unexpected(after.error()), "", {}};
     w.fingerprint = core::DirectoryFingerprint(*after);
   } else if (step.write_files && r.kind == core::Kind::kSymlink) {
     auto after = ports.root->MakeSymlink(r.path, r.target);
-    if (!after) return {std::unexpected(after.error()), ""};
+    if (!after) return {std::unexpected(after.error()), "", {}};
     w.fingerprint = core::FileFingerprint(*after);
   } else if (step.write_files && staged != nullptr) {
     auto after = ports.root->PlaceStaged(*staged, ports::Ownership{r.mode, seen.uid, seen.gid});
-    if (!after) return {std::unexpected(after.error()), ""};
+    if (!after) return {std::unexpected(after.error()), "", {}};
     w.fingerprint = core::FileFingerprint(*after);
   } else if (step.write_files) {
-    return {core::Fail("write " + r.path + ": not staged"), ""};
+    return {core::Fail("write " + r.path + ": not staged"), "", {}};
   }
   if (step.write_unit_file) {
     auto after = ports.units->WriteFileAtomic("/" + r.unit().name, *r.unit().text,
                                               ports::Ownership{0644, 0, 0});
-    if (!after) return {std::unexpected(after.error()), ""};
+    if (!after) return {std::unexpected(after.error()), "", {}};
     w.mutable_unit().file_fingerprint = core::FileFingerprint(*after);
   }
   for (const std::string& name : step.write_drop_ins) {

@@ -79,7 +79,9 @@ TEST(RecordTest, ThePiecesMakeTheWholeText) {
         piece);
     ASSERT_TRUE(st.has_value());
     EXPECT_EQ(joined, whole) << piece;
-    if (piece == 1) EXPECT_EQ(writes, 51);  // one per entry and the tail
+    if (piece == 1) {
+      EXPECT_EQ(writes, 51);  // one per entry and the tail
+    }
   }
   int writes = 0;
   auto st = SerializeRecord(
