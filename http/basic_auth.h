@@ -31,7 +31,7 @@ class BasicAuth {
 
   // `crypt` (LoadCrypt's) checks the users' passwords: needed when there
   // are users; without it, nobody is allowed.
-  explicit BasicAuth(std::map<std::string, std::string> users, Crypt crypt = nullptr);
+  BasicAuth(std::map<std::string, std::string> users, Crypt crypt);
 
   // No users configured: everything is allowed.
   bool required() const { return !users_.empty(); }

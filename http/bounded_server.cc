@@ -332,9 +332,9 @@ struct SslFree {
 
 bool BoundedServer::process_and_close_socket(socket_t sock) {
   bool served = false;
-  // A response goes out as its head, then its body in pieces (/status from
-  // a content provider): with Nagle's algorithm each piece after the first
-  // waits for the client's delayed acknowledgement, 40 ms.
+  // A response goes out as two writes, its head and then its body (/status
+  // from a content provider): with Nagle's algorithm the body waits for the
+  // client's delayed acknowledgement of the head, 40 ms.
   int yes = 1;
   ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
   // Held for the connection: a reload may replace it meanwhile.

@@ -47,7 +47,8 @@ check "directories 0755, files 0644, the binaries 0755" \
 check "every file dated the release, not the build" '[ "$(dpkg-deb -c "$DEB" | awk "{print \$4}" | sort -u | wc -l)" = 1 ]'
 check "control: package, section, architecture" \
   '[ "$(field Package)" = mesh-host ] && [ "$(field Section)" = admin ] && [ "$(field Architecture)" = "$(dpkg --print-architecture)" ]'
-# Depends: from dpkg-shlibdeps, so each library the binary links is there.
+# Depends: from dpkg-shlibdeps for what the binaries link, and named by
+# build_deb.sh for the two loaded on first use (libsystemd0, libcrypt1).
 depends=$(field Depends)
 for lib in libc6 libstdc++6 libsystemd0 libssl3 libcpp-httplib0.11 libprometheus-cpp-core1.0 libcrypt1 libsimdjson14 zlib1g; do
   check "Depends names $lib" 'tr , "\\n" <<<"$depends" | sed "s/^ *//; s/ .*//" | grep -Fxq "$lib"'
