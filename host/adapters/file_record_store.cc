@@ -6,12 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <istream>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "host/core/json_stream.h"
 #include "host/core/want.h"
@@ -197,6 +200,105 @@ core::Status FileRecordStore::Save(core::Record record) {
     cached_fingerprint_ = core::FileFingerprint(*written);
   }
   return core::Ok();
+}
+
+// The entries' texts wait in an unnamed file in the state directory
+// (O_TMPFILE: a process killed part way leaves nothing to sweep); memory
+// holds each entry's id and where its text lies, some 40 bytes, against
+// the 350 or so of its text and 600 of the entry itself.
+class FileRecordStore::SpillingBuilder : public ports::RecordBuilder {
+ public:
+  SpillingBuilder(FileRecordStore& store, UniqueFd spill)
+      : store_(store), spill_(std::move(spill)) {}
+
+  core::Status Add(const std::string& id, const core::RecordEntry& entry) override {
+    text_.clear();
+    core::AppendRecordEntry(text_, id, entry, /*first=*/true);
+    Spilled s{ids_.size(), id.size(), spilled_, text_.size()};
+    if (auto st = WriteAll(text_); !st) return st;
+    ids_ += id;
+    index_.push_back(s);
+    return core::Ok();
+  }
+
+  core::Status Commit(const core::Record& header) override {
+    std::sort(index_.begin(), index_.end(),
+              [&](const Spilled& a, const Spilled& b) { return IdOf(a) < IdOf(b); });
+    for (size_t k = 1; k < index_.size(); ++k) {
+      if (IdOf(index_[k - 1]) == IdOf(index_[k])) {
+        return core::Fail("record entry " + std::string(IdOf(index_[k])) + " added twice");
+      }
+    }
+    store_.cached_.reset();
+    auto written = store_.WriteDurably(
+        kStateFile, [&](const ports::FileSystem::ContentSink& write) -> core::Status {
+          std::string piece = core::SerializeRecordHead(header);
+          for (size_t k = 0; k < index_.size(); ++k) {
+            const Spilled& s = index_[k];
+            if (k > 0) piece += ',';
+            size_t at = piece.size();
+            piece.resize(at + s.bytes);
+            if (auto st = ReadAll(piece.data() + at, s.bytes, s.offset); !st) return st;
+            if (piece.size() >= kPieceBytes) {
+              if (auto st = write(piece); !st) return st;
+              piece.clear();
+            }
+          }
+          piece += core::kRecordTail;
+          return write(piece);
+        });
+    if (!written) return std::unexpected(written.error());
+    return core::Ok();
+  }
+
+ private:
+  static constexpr size_t kPieceBytes = 64 << 10;
+  struct Spilled {
+    size_t id_at, id_bytes;  // in ids_
+    uint64_t offset;         // in the spill
+    size_t bytes;
+  };
+  std::string_view IdOf(const Spilled& s) const {
+    return std::string_view(ids_).substr(s.id_at, s.id_bytes);
+  }
+  core::Status WriteAll(std::string_view text) {
+    while (!text.empty()) {
+      ssize_t n = ::pwrite(spill_.get(), text.data(), text.size(), static_cast<off_t>(spilled_));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return core::Fail(std::string("record spill: write: ") + std::strerror(errno));
+      spilled_ += static_cast<uint64_t>(n);
+      text.remove_prefix(static_cast<size_t>(n));
+    }
+    return core::Ok();
+  }
+  core::Status ReadAll(char* out, size_t bytes, uint64_t offset) const {
+    while (bytes > 0) {
+      ssize_t n = ::pread(spill_.get(), out, bytes, static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return core::Fail(std::string("record spill: read: ") + std::strerror(errno));
+      if (n == 0) return core::Fail("record spill: shorter than written");
+      out += n;
+      bytes -= static_cast<size_t>(n);
+      offset += static_cast<uint64_t>(n);
+    }
+    return core::Ok();
+  }
+
+  FileRecordStore& store_;
+  UniqueFd spill_;
+  uint64_t spilled_ = 0;
+  std::string ids_;  // every id added, end to end
+  std::vector<Spilled> index_;
+  std::string text_;  // the entry being added
+};
+
+core::Result<std::unique_ptr<ports::RecordBuilder>> FileRecordStore::BuildRecord() {
+  if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
+  int fd = ::open(fs_->root().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return core::Fail("record spill in " + fs_->root() + ": " + std::strerror(errno));
+  }
+  return std::make_unique<SpillingBuilder>(*this, UniqueFd(fd));
 }
 
 core::Result<core::Intent> FileRecordStore::LoadIntent() {

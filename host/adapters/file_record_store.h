@@ -32,6 +32,9 @@ class FileRecordStore : public ports::RecordStore {
   core::Result<bool> Scan(core::RecordVisitor& visitor) override;
   bool KeepsRecord() const override { return keep_; }
   core::Status Save(core::Record record) override;
+  // Spills the entries to an unnamed file in the state directory, never
+  // holding them; sorts ids and where each text lies at Commit.
+  core::Result<std::unique_ptr<ports::RecordBuilder>> BuildRecord() override;
   core::Result<core::Intent> LoadIntent() override;
   core::Status SaveIntent(const core::Intent& intent) override;
   // <state-dir>/digest.key: 32 random bytes, 0600, made by the first apply
@@ -53,6 +56,7 @@ class FileRecordStore : public ports::RecordStore {
   void set_after_open_for_testing(std::function<void()> hook) { after_open_ = std::move(hook); }
 
  private:
+  class SpillingBuilder;
   FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool writable, bool keep)
       : fs_(std::move(fs)), writable_(writable), keep_(keep) {}
   // Opens state.json, refuses it unless trusted, and runs `whole` over its

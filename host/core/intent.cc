@@ -75,10 +75,24 @@ std::string SerializeIntent(const Intent& intent) {
     owed[id] = std::move(item);
   }
   json j = {{"version", kIntentVersion}, {"applying", intent.applying}, {"owed", std::move(owed)}};
-  if (!intent.creating.empty()) j["creating"] = intent.creating;
   if (!intent.creating_unit_files.empty()) j["creating_unit_files"] = intent.creating_unit_files;
   if (!intent.creating_trees.empty()) j["creating_trees"] = intent.creating_trees;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (intent.creating.empty()) return text + "\n";
+  // "creating" may name every path of a large first apply: written a path
+  // at a time rather than as a tree of them, in its sorted place (keys are
+  // sorted, and "applying" always comes first).
+  size_t after_applying = text.find(',');
+  std::string out = text.substr(0, after_applying);
+  out += ",\"creating\":[";
+  for (size_t k = 0; k < intent.creating.size(); ++k) {
+    if (k > 0) out += ',';
+    out += json(intent.creating[k]).dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  out += ']';
+  out.append(text, after_applying);
+  out += '\n';
+  return out;
 }
 
 Result<Intent> ParseIntent(std::string_view text) {

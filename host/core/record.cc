@@ -57,32 +57,42 @@ json EntryJson(const RecordEntry& e) {
 // One resource per line: the file stays readable and greppable by id, and
 // is a third smaller than an indented dump, which a fresh `mesh-host apply`
 // must read and parse before it can know that nothing changed.
-Status SerializeRecord(const Record& record, const std::function<Status(std::string_view)>& write,
-                       size_t piece_bytes) {
+std::string SerializeRecordHead(const Record& record) {
   json head = {{"version", Record::kVersion},
                {"want_version", record.want_version},
                {"settled_declaration_digest", record.settled_declaration_digest},
                {"machine", record.machine},
                {"generation", record.generation},
                {"declaration_digest", record.declaration_digest}};
+  std::string out = head.dump(-1, ' ', false, json::error_handler_t::replace);
+  out.pop_back();  // the closing brace: "resources" comes last
+  out += ",\"resources\":{";
+  return out;
+}
+
+void AppendRecordEntry(std::string& out, const std::string& id, const RecordEntry& entry,
+                       bool first) {
+  out += first ? "\n" : ",\n";
+  out += json(id).dump(-1, ' ', false, json::error_handler_t::replace);
+  out += ':';
+  out += EntryJson(entry).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Status SerializeRecord(const Record& record, const std::function<Status(std::string_view)>& write,
+                       size_t piece_bytes) {
   std::string piece;
   piece.reserve(std::min<size_t>(piece_bytes, 1 << 20) + 4096);
-  piece += head.dump(-1, ' ', false, json::error_handler_t::replace);
-  piece.pop_back();  // the closing brace: "resources" comes last
-  piece += ",\"resources\":{";
-  const char* sep = "\n";
+  piece += SerializeRecordHead(record);
+  bool first = true;
   for (const auto& [id, e] : record.resources) {
-    piece += sep;
-    piece += json(id).dump(-1, ' ', false, json::error_handler_t::replace);
-    piece += ':';
-    piece += EntryJson(e).dump(-1, ' ', false, json::error_handler_t::replace);
-    sep = ",\n";
+    AppendRecordEntry(piece, id, e, first);
+    first = false;
     if (piece.size() >= piece_bytes) {
       if (auto st = write(piece); !st) return st;
       piece.clear();
     }
   }
-  piece += "\n}}\n";
+  piece += kRecordTail;
   return write(piece);
 }
 

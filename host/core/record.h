@@ -140,6 +140,14 @@ std::string SerializeRecord(const Record& record);
 // writes nothing more.
 Status SerializeRecord(const Record& record, const std::function<Status(std::string_view)>& write,
                        size_t piece_bytes = 64 << 10);
+// The same text made by hand, for a record too large to hold whole (the
+// record store's RecordBuilder): the head (every field but the entries),
+// then each entry, in id order (`first` for the first one), then the tail.
+// SerializeRecord is these three put together.
+std::string SerializeRecordHead(const Record& record);
+void AppendRecordEntry(std::string& out, const std::string& id, const RecordEntry& entry,
+                       bool first);
+inline constexpr std::string_view kRecordTail = "\n}}\n";
 // `slack`: bytes readable past the end of `text`; with kFastParseSlack of
 // them (json_stream.h) the text is parsed in place, not copied.
 Result<Record> ParseRecord(std::string_view text, size_t slack = 0);

@@ -16,6 +16,21 @@
 
 namespace mesh::ports {
 
+// A new record made an entry at a time, for an apply too large to hold it
+// whole (reconcile/chunked.h). Entries come in any order and are not kept in
+// memory where the store can help it; Commit writes the record, entries
+// sorted by id as Save writes them, atomically as Save. Nothing reaches the
+// record before Commit: a builder dropped uncommitted leaves it as it was.
+class RecordBuilder {
+ public:
+  virtual ~RecordBuilder() = default;
+  // An id added twice fails (here or at Commit).
+  virtual core::Status Add(const std::string& id, const core::RecordEntry& entry) = 0;
+  // `header`'s fields, with the entries added (its own resources are not
+  // read). Once only.
+  virtual core::Status Commit(const core::Record& header) = 0;
+};
+
 class RecordStore {
  public:
   virtual ~RecordStore() = default;
@@ -39,6 +54,10 @@ class RecordStore {
   // Taken by value: a store that keeps the record keeps this one, rather
   // than a second copy of every entry alongside the caller's.
   virtual core::Status Save(core::Record record) = 0;
+  // A builder of the next record. This default gathers the entries in
+  // memory and calls Save: a store that can keep them elsewhere (on disk)
+  // does, so that an apply's peak does not hold them.
+  virtual core::Result<std::unique_ptr<RecordBuilder>> BuildRecord();
 
   // What earlier applies still owe, and whether one was interrupted after
   // it began changing the machine (its temporary files need sweeping). No

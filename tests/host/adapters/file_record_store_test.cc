@@ -118,6 +118,72 @@ TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
 // The host only ever renames a new state.json over the old one: a record
 // read whole that grows or shrinks while it is read is someone else's
 // doing, refused as changed, not parsed in part.
+// A record built an entry at a time (a chunked apply's): the entries wait
+// on disk, come out sorted by id, and the file is the one Save writes.
+TEST_F(FileRecordStoreReadTest, ARecordBuiltEntryByEntryIsTheOneSaveWrites) {
+  core::Record record;
+  record.want_version = core::Record::kWantVersion;
+  record.machine = "m";
+  record.generation = 3;
+  record.declaration_digest = "d";
+  record.settled_declaration_digest = "d";
+  for (int k = 0; k < 300; ++k) {
+    core::RecordEntry e;
+    e.kind = "file";
+    e.digest = "sha256:" + std::to_string(k * 7919 % 300);
+    e.written.push_back(
+        {"/srv/\"quoted\"/" + std::to_string(k), std::to_string(k) + ":1:2:3", "", 0, k % 2 == 0});
+    e.applied_at = "t";
+    e.position = static_cast<uint64_t>(k);
+    record.resources.emplace("r" + std::to_string(k * 7919 % 300), e);
+  }
+  auto store = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  auto builder = (*store)->BuildRecord();
+  ASSERT_TRUE(builder.has_value()) << builder.error().message;
+  // Added in another order than the ids'.
+  for (int k = 299; k >= 0; k -= 2) {
+    std::string id = "r" + std::to_string(k);
+    ASSERT_TRUE((*builder)->Add(id, record.resources.at(id)).has_value());
+  }
+  for (int k = 0; k < 300; k += 2) {
+    std::string id = "r" + std::to_string(k);
+    ASSERT_TRUE((*builder)->Add(id, record.resources.at(id)).has_value());
+  }
+  EXPECT_FALSE(std::filesystem::exists(state_ + "/state.json")) << "nothing before Commit";
+  core::Record header = record;
+  header.resources.clear();
+  ASSERT_TRUE((*builder)->Commit(header).has_value());
+  EXPECT_EQ(testing::ReadText(state_ + "/state.json"), core::SerializeRecord(record));
+  builder->reset();
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(state_)) {
+    left.push_back(e.path().filename().string());
+  }
+  EXPECT_THAT(left, ::testing::UnorderedElementsAre("state.json")) << "the spill has no name";
+}
+
+TEST_F(FileRecordStoreReadTest, ARecordBuiltWithAnIdTwiceIsNotSaved) {
+  auto store = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  core::Record old;
+  old.machine = "old";
+  ASSERT_TRUE((*store)->Save(old).has_value());
+  auto builder = (*store)->BuildRecord();
+  ASSERT_TRUE(builder.has_value()) << builder.error().message;
+  core::RecordEntry e;
+  e.kind = "file";
+  ASSERT_TRUE((*builder)->Add("b", e).has_value());
+  ASSERT_TRUE((*builder)->Add("a", e).has_value());
+  ASSERT_TRUE((*builder)->Add("b", e).has_value());
+  core::Record header;
+  header.machine = "new";
+  auto committed = (*builder)->Commit(header);
+  ASSERT_FALSE(committed.has_value());
+  EXPECT_THAT(committed.error().message, HasSubstr("record entry b added twice"));
+  EXPECT_EQ(testing::ReadText(state_ + "/state.json"), core::SerializeRecord(old));
+}
+
 TEST_F(FileRecordStoreReadTest, ARecordChangedWhileReadWholeIsRefused) {
   core::Record record;
   record.machine = "m";

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace mesh::core {
 namespace {
 
@@ -23,6 +25,35 @@ TEST(IntentTest, RoundTripsEveryField) {
   EXPECT_EQ(*back, intent);
   EXPECT_FALSE(back->empty());
   EXPECT_TRUE(Intent{}.empty());
+}
+
+// "creating" is written a path at a time (it may name 100,000): the text
+// is the one a whole tree of the intent makes, byte for byte.
+TEST(IntentTest, TheTextIsTheWholeTreesDump) {
+  using json = nlohmann::json;
+  Intent intent;
+  intent.owed["web"] = {UnitAction::kRestart, true, "restart_on", "why \"quoted\"", 41};
+  intent.creating = {"/etc/a \"b\"", "/opt/tree", "/\u00e9t\u00e9"};
+  intent.creating_unit_files = {"new.service"};
+  intent.creating_trees = {"/opt/tree"};
+  for (bool applying : {false, true}) {
+    intent.applying = applying;
+    for (bool creating : {false, true}) {
+      Intent i = intent;
+      if (!creating) i.creating.clear();
+      json owed = {{"web",
+                    {{"daemon_reload", true},
+                     {"reason", "restart_on"},
+                     {"why", "why \"quoted\""},
+                     {"since", 41},
+                     {"action", "restart"}}}};
+      json whole = {{"version", 1}, {"applying", applying}, {"owed", owed}};
+      if (creating) whole["creating"] = i.creating;
+      whole["creating_unit_files"] = i.creating_unit_files;
+      whole["creating_trees"] = i.creating_trees;
+      EXPECT_EQ(SerializeIntent(i), whole.dump() + "\n") << applying << creating;
+    }
+  }
 }
 
 // Only this host writes it; anything else is refused, naming what is wrong,
