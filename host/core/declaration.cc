@@ -360,4 +360,49 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   return decl;
 }
 
+Result<Declaration> ParseDeclarationInChunks(
+    std::string_view text, size_t chunk, const std::function<bool(Declaration& chunk)>& on_chunk) {
+  if (text.size() > kMaxDeclarationBytes || chunk == 0) return Fail("declaration: not chunked");
+  Declaration batch;
+  std::optional<Error> refused;
+  bool started = false;
+  auto refuse = [&](std::string why) {
+    if (!refused.has_value()) refused = Error{std::move(why), ErrorKind::kOther, {}};
+  };
+  auto hand_over = [&] {
+    if (!refused.has_value() && !batch.resources.empty() && !on_chunk(batch)) refuse("stopped");
+    batch.resources.clear();
+    batch.index.clear();
+  };
+  // A repeated "resources" would take back what was handed over.
+  auto on_start = [&](std::optional<size_t>) {
+    if (started) refuse("declaration: \"resources\" given twice");
+    started = true;
+  };
+  auto on_other = [&](std::string&, size_t, json&) { refuse("a resource is not an object"); };
+  auto on_resource = [&](size_t index, FlatObject& item) {
+    if (refused.has_value()) return;
+    if (index >= kMaxResources) return refuse("too many resources");
+    if (batch.resources.empty()) batch.resources.reserve(chunk);
+    Resource& r = batch.resources.emplace_back();
+    if (auto st = ParseResource(item, index, r); !st) return refuse(st.error().message);
+    if (!batch.index.emplace(r.id, batch.resources.size() - 1).second) {
+      return refuse("duplicate id");
+    }
+    if (batch.resources.size() == chunk) hand_over();
+  };
+  auto streamed = ParseStreamed(
+      text, "resources", /*want_array=*/true, on_other, on_resource,
+      {.max_depth = kMaxJsonDepth, .engine = JsonEngine::kReference, .on_start = on_start});
+  if (!streamed) return std::unexpected(streamed.error());
+  hand_over();
+  if (refused.has_value()) return std::unexpected(*refused);
+  Declaration header;
+  if (auto st = ParseTopLevel(streamed->document, streamed->members, header); !st) {
+    return std::unexpected(st.error());
+  }
+  header.digest = Sha256Hex(text);
+  return header;
+}
+
 }  // namespace mesh::core

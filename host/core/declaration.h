@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -115,6 +116,19 @@ inline constexpr size_t kMaxPathBytes = 4096;
 inline constexpr size_t kMaxDropIns = 64;
 
 Result<Declaration> ParseDeclaration(std::string_view text);
+
+// For a declaration too large to hold whole (reconcile/chunked.h): each
+// resource parsed as ParseDeclaration parses it, and handed over in
+// declaration order `chunk` at a time, as a Declaration of those resources
+// alone (with their index; no machine, generation or digest); `on_chunk`
+// returns false to stop. Returns the document's own fields, with the digest
+// and no resources. The reference parser reads the text, so no tree of the
+// whole document is built. Checks only what one resource shows, and ids
+// within a chunk; what needs them all (ids and paths across chunks, and
+// restart_on) is the caller's. A refusal's message is not ParseDeclaration's
+// (which names every problem): the caller asks it for the words.
+Result<Declaration> ParseDeclarationInChunks(
+    std::string_view text, size_t chunk, const std::function<bool(Declaration& chunk)>& on_chunk);
 
 // Individual rules, exposed for reuse (unit names on the CLI, paths in tests).
 Status CheckId(std::string_view id);

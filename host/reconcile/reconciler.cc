@@ -9,6 +9,7 @@
 #include "host/core/sha256.h"
 #include "host/core/time_format.h"
 #include "host/reconcile/act.h"
+#include "host/reconcile/chunked.h"
 #include "host/reconcile/commit.h"
 #include "host/reconcile/confirm.h"
 #include "host/reconcile/daemon_reload.h"
@@ -48,6 +49,9 @@ class ApplyRun {
   void LoadRecord();
   // False when the intent cannot be read (the apply then changes nothing).
   bool LoadIntent();
+  // A first apply too large to hold whole, in chunks (chunked.h): false
+  // when it is not one, and nothing was done.
+  bool ApplyInChunks(ports::DeclarationSource& source, std::string_view text);
   void Refuse(const core::Error& error) {
     report_.error = error.message;
     report_.refusals = error.details;
@@ -343,6 +347,7 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   progress_.Step();
   auto text = source.Text();
   if (!text) return Refuse(text.error());
+  if (ApplyInChunks(source, *text)) return;
   auto decl = core::ParseDeclaration(*text);
   source.ReleaseText();
   if (!decl) return Refuse(decl.error());
@@ -354,6 +359,38 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
     return Refuse(st.error());
   }
   Apply(std::move(*decl));
+}
+
+bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view text) {
+  if (options_.chunk == 0 || options_.dry_run || !record_->resources.empty() || !LoadIntent() ||
+      !intent_->empty()) {
+    return false;
+  }
+  ChunkedApply in{ports_.root,
+                  ports_.units,
+                  ports_.artifacts,
+                  ports_.archives,
+                  ports_.services,
+                  ports_.records,
+                  &progress_,
+                  text,
+                  options_.chunk,
+                  record_.get(),
+                  had_record_,
+                  options_.machine,
+                  &options_.dirs,
+                  core::FormatTimestamp(report_.started_at),
+                  [&](ResourceOutcome&& out) {
+                    if (sink_) {
+                      ++report_.resources;
+                      report_.failed += out.outcome == core::Outcome::kFailed;
+                      sink_(out);
+                    } else {
+                      report_.outcomes.push_back(std::move(out));
+                    }
+                  },
+                  [&] { source.ReleaseText(); }};
+  return reconcile::ApplyInChunks(in, report_);
 }
 
 std::string ApplyRun::CredentialKey(const Declaration& decl) {

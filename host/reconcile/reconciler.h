@@ -61,6 +61,10 @@ struct ReconcilerOptions {
   std::optional<core::MinisignKey> verify_key;
   // Plan only (`plan --diff`): fill ApplyReport::diffs (diff.h).
   bool diff = false;
+  // A first apply of files this large is carried this many resources at a
+  // time, never held whole (chunked.h); 0: always whole. The one-shot
+  // `apply` sets it; the daemon keeps every outcome for /status anyway.
+  size_t chunk = 0;
 };
 
 // The report is a value of the core (core/apply_report.h); these names are

@@ -1,0 +1,298 @@
+#include "host/reconcile/chunked.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/intent.h"
+#include "host/reconcile/act.h"
+#include "host/reconcile/commit.h"
+#include "host/reconcile/confirm.h"
+#include "host/reconcile/observe.h"
+#include "host/reconcile/write.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using core::Declaration;
+using core::Resource;
+
+// Below this many resources a declaration is carried whole: the chunks would
+// save little and cost a second parse.
+constexpr size_t kMinChunks = 2;
+// A resource takes some 40 bytes of text at least (ParseDeclaration's bound).
+constexpr size_t kMinResourceBytes = 40;
+
+// What the first pass keeps of the whole declaration: the paths that are
+// missing (what the apply creates), end to end in one buffer, in
+// declaration order.
+struct Creating {
+  struct At {
+    uint32_t offset, size;  // in `paths` (the text is at most 64 MiB)
+    uint32_t position;      // the resource's, in the declaration
+  };
+  std::string paths;
+  std::vector<At> at;
+
+  std::string_view operator[](size_t k) const {
+    return std::string_view(paths).substr(at[k].offset, at[k].size);
+  }
+};
+
+struct FirstPass {
+  Declaration header;  // machine, generation, digest
+  size_t resources = 0;
+  bool credentials = false;
+  Creating creating;
+};
+
+// Whether a list of hashes holds one twice: an id or a path given twice, or
+// (one time in some 10^19) two that hash alike, which only sends the
+// declaration to the whole pass.
+bool Repeats(std::vector<size_t>& hashes) {
+  std::sort(hashes.begin(), hashes.end());
+  return std::adjacent_find(hashes.begin(), hashes.end()) != hashes.end();
+}
+
+// The first pass: every check the whole pass makes before it writes, over
+// one chunk at a time, and the missing paths. nullopt: the whole pass takes
+// the declaration (it does not fit, or it is refused: the whole pass says
+// why, in its own words).
+std::optional<FirstPass> Check(const ChunkedApply& in) {
+  FirstPass out;
+  // Ids and paths by their hashes: 8 bytes each, not a set of strings.
+  std::vector<size_t> ids, paths;
+  std::hash<std::string_view> hash;
+  // Every path, looked at once the whole declaration is known to be one
+  // for this path: none is looked at twice when the whole pass takes it.
+  Creating all;
+  auto on_chunk = [&](Declaration& chunk) {
+    for (const Resource& r : chunk.resources) {
+      if (!r.IsFile() || UnitDefinitionAt(*in.dirs, r.path).has_value()) return false;
+      ids.push_back(hash(r.id));
+      paths.push_back(hash(r.path));
+      out.credentials |= r.kind == core::Kind::kCredential;
+      all.at.push_back({static_cast<uint32_t>(all.paths.size()),
+                        static_cast<uint32_t>(r.path.size()),
+                        static_cast<uint32_t>(out.resources++)});
+      all.paths += r.path;
+    }
+    // The host's own places (the machine and generation are checked once
+    // the document's fields are known).
+    return CheckDeclaration(chunk, *in.record, /*had_record=*/false, "", *in.dirs).has_value();
+  };
+  auto header = core::ParseDeclarationInChunks(in.text, in.chunk, on_chunk);
+  if (!header || out.resources < kMinChunks * in.chunk || Repeats(ids) || Repeats(paths) ||
+      !CheckDeclaration(*header, *in.record, in.had_record, in.machine, *in.dirs)) {
+    return std::nullopt;
+  }
+  ids = paths = std::vector<size_t>();
+  // A chunk's paths at a time; the missing ones kept, in the same buffer.
+  std::vector<std::string_view> looked;
+  size_t kept = 0;
+  for (size_t from = 0; from < all.at.size(); from += in.chunk) {
+    size_t to = std::min(all.at.size(), from + in.chunk);
+    looked.clear();
+    for (size_t k = from; k < to; ++k) looked.push_back(all[k]);
+    std::vector<core::Result<core::FileInfo>> seen = in.root->StatMany(looked);
+    for (size_t k = from; k < to; ++k) {
+      const core::Result<core::FileInfo>& info = seen[k - from];
+      if (!info && info.error().kind == core::ErrorKind::kOutsideRoot) return std::nullopt;
+      if (info && info->type == core::FileType::kMissing) all.at[kept++] = all.at[k];
+    }
+  }
+  all.at.resize(kept);
+  all.at.shrink_to_fit();
+  out.creating = std::move(all);
+  out.header = std::move(*header);
+  return out;
+}
+
+core::Intent IntentOf(const Creating& creating, const std::vector<std::string>& more,
+                      bool applying) {
+  core::Intent intent;
+  intent.applying = applying;
+  intent.creating.reserve(creating.at.size() + more.size());
+  for (size_t k = 0; k < creating.at.size(); ++k) intent.creating.emplace_back(creating[k]);
+  intent.creating.insert(intent.creating.end(), more.begin(), more.end());
+  return intent;
+}
+
+// The second pass and the commit, once the first found nothing to refuse.
+class Run {
+ public:
+  Run(const ChunkedApply& in, FirstPass& first, core::ApplyReport& report,
+      std::unique_ptr<ports::RecordBuilder> builder, std::string credential_key)
+      : in_(in),
+        first_(first),
+        report_(report),
+        builder_(std::move(builder)),
+        credential_key_(std::move(credential_key)) {}
+
+  void Carry();
+
+ private:
+  bool Chunk(Declaration& chunk);
+  // Names in the intent, before the chunk writes, what it creates that the
+  // first pass did not see missing (gone since): false when it cannot.
+  bool Claim(const Plan& plan, size_t resources);
+  void Fail(std::string error) {
+    if (report_.error.empty()) report_.error = std::move(error);
+    report_.result = core::ApplyResult::kFailed;
+  }
+  core::Status Commit();
+
+  const ChunkedApply& in_;
+  FirstPass& first_;
+  core::ApplyReport& report_;
+  std::unique_ptr<ports::RecordBuilder> builder_;
+  std::string credential_key_;
+  core::Intent owed_;  // nothing: this path is taken only then
+  size_t done_ = 0;    // resources carried
+  size_t cursor_ = 0;  // in first_.creating: every path before it was claimed
+  std::vector<std::string> more_creating_;
+  bool failed_ = false;  // some resource failed
+  StatCache stats_;
+};
+
+bool Run::Claim(const Plan& plan, size_t resources) {
+  size_t before = more_creating_.size();
+  const auto& at = first_.creating.at;
+  for (const std::string& path : plan.intent.creating) {
+    // Both in declaration order: a walk over this chunk's, not a search.
+    size_t k = cursor_;
+    while (k < at.size() && at[k].position < done_ + resources && first_.creating[k] != path) ++k;
+    if (k < at.size() && at[k].position < done_ + resources) {
+      cursor_ = k + 1;
+    } else {
+      more_creating_.push_back(path);
+    }
+  }
+  if (more_creating_.size() == before) return true;
+  if (auto st = in_.records->SaveIntent(IntentOf(first_.creating, more_creating_, true)); !st) {
+    Fail("intent not saved: " + st.error().message + "; the apply stopped after " +
+         std::to_string(done_) + " resource(s)");
+    return false;
+  }
+  return true;
+}
+
+bool Run::Chunk(Declaration& chunk) {
+  chunk.machine = first_.header.machine;
+  chunk.generation = first_.header.generation;
+  chunk.digest = first_.header.digest;
+  OldEntries olds = OldEntriesOf(chunk, *in_.record);
+  std::vector<std::string> wants = Wants(chunk, *in_.record, olds, in_.had_record, credential_key_);
+  auto observed = Observe(
+      chunk, *in_.record, olds, wants,
+      {in_.root, in_.artifacts, in_.units, in_.archives, in_.services, in_.progress, in_.dirs},
+      stats_);
+  if (!observed) {
+    // A path made to lead out of the root since the first pass looked.
+    Fail(observed.error().message + "; the apply stopped after " + std::to_string(done_) +
+         " resource(s)");
+    return false;
+  }
+  Plan plan = MakePlan({&chunk, in_.record, &olds, &owed_, &observed->seen, &wants, in_.now,
+                        /*dry_run=*/false, in_.services != nullptr, in_.dirs});
+  wants = std::vector<std::string>();
+  if (!Claim(plan, chunk.resources.size())) return false;
+  Writes writes = Write(chunk, plan, observed->bundles, observed->seen,
+                        {in_.root, in_.units, in_.services, in_.progress});
+  *observed = Observation();
+  std::optional<core::Status> reloaded;
+  std::vector<Acted> acts;
+  std::vector<std::optional<Confirmation>> confirmed;
+  std::vector<std::optional<core::Status>> enabled;
+  Settled settled = Settle({&chunk, in_.record, &olds, &plan, &owed_, &writes, &reloaded, &acts,
+                            &confirmed, in_.now, /*dry_run=*/false, &enabled});
+  failed_ |= settled.failed;
+  for (core::ResourceOutcome& o : settled.outcomes) in_.emit(std::move(o));
+  for (auto& [id, entry] : settled.entries) {
+    if (!entry.has_value()) continue;  // nothing was recorded: nothing to erase
+    entry->position = done_ + entry->position.value_or(0);
+    if (auto st = builder_->Add(id, *entry); !st) {
+      Fail("record not saved: " + st.error().message);
+      return false;
+    }
+  }
+  done_ += chunk.resources.size();
+  if (in_.progress != nullptr) in_.progress->Step();
+  return true;
+}
+
+// The whole pass's commit (commit.h), with the record from the builder.
+core::Status Run::Commit() {
+  core::Status flushed = in_.root->Flush();
+  if (flushed) flushed = in_.units->Flush();
+  if (!flushed) return core::Fail("record not saved: " + flushed.error().message);
+  // `creating` stays named until the record holds it.
+  core::Intent settled = IntentOf(first_.creating, more_creating_, false);
+  if (auto st = in_.records->SaveIntent(settled); !st) {
+    return core::Fail("intent not saved: " + st.error().message);
+  }
+  settled = core::Intent();
+  core::Record header;
+  header.want_version = core::Record::kWantVersion;
+  header.settled_declaration_digest =
+      failed_ || done_ < first_.resources ? "" : first_.header.digest;
+  header.machine = first_.header.machine;
+  header.generation = first_.header.generation;
+  header.declaration_digest = first_.header.digest;
+  if (auto st = builder_->Commit(header); !st) {
+    return core::Fail("record not saved: " + st.error().message);
+  }
+  // An apply stopped part way keeps them named: some are on disk and not
+  // in the record, and the next apply claims them (or removes them).
+  if (done_ < first_.resources) return core::Ok();
+  if (auto st = in_.records->SaveIntent(core::Intent()); !st) {
+    return core::Fail("intent not saved: " + st.error().message);
+  }
+  return core::Ok();
+}
+
+void Run::Carry() {
+  auto parsed = core::ParseDeclarationInChunks(in_.text, in_.chunk,
+                                               [&](Declaration& chunk) { return Chunk(chunk); });
+  // The first pass parsed these same bytes: only a chunk that stopped the
+  // run (its error said) ends the parse early.
+  if (!parsed && report_.error.empty()) Fail("declaration: " + parsed.error().message);
+  if (in_.release_text) in_.release_text();
+  if (failed_) report_.result = core::ApplyResult::kFailed;
+  if (auto st = Commit(); !st) Fail(st.error().message);
+}
+
+}  // namespace
+
+bool ApplyInChunks(const ChunkedApply& in, core::ApplyReport& report) {
+  if (in.chunk == 0 || in.text.size() < kMinChunks * in.chunk * kMinResourceBytes ||
+      !in.record->resources.empty()) {
+    return false;
+  }
+  std::optional<FirstPass> first = Check(in);
+  if (!first.has_value()) return false;
+  // Whatever cannot be set up is left to the whole pass, which meets it
+  // again and says so, before anything is written.
+  auto builder = in.records->BuildRecord();
+  if (!builder) return false;
+  std::string key;
+  std::string warning;
+  if (first->credentials) {
+    auto loaded = in.records->LoadDigestKey();
+    key = std::move(loaded.bytes);
+    warning = std::move(loaded.warning);
+  }
+  if (!in.records->SaveIntent(IntentOf(first->creating, {}, /*applying=*/true))) return false;
+  report.machine = first->header.machine;
+  report.generation = first->header.generation;
+  report.declaration_digest = first->header.digest;
+  if (!warning.empty()) report.warnings.push_back(std::move(warning));
+  Run(in, *first, report, std::move(*builder), std::move(key)).Carry();
+  return true;
+}
+
+}  // namespace mesh::reconcile

@@ -1,0 +1,266 @@
+// A first apply carried in chunks (chunked.h): it ends as the whole pass
+// ends — the same outcomes, files and record — refuses what the whole pass
+// refuses before it writes anything, and a kill at any of its steps leaves
+// what the next apply puts right.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/fakes/faulty_file_system.h"
+#include "tests/fakes/kill_switch.h"
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::Each;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr size_t kChunk = 3;
+
+class ChunkedTest : public ReconcilerTest {
+ protected:
+  void SetUp() override {
+    ReconcilerTest::SetUp();
+    root_faulty_ = std::make_unique<fakes::FaultyFileSystem>(*root_);
+    root_faulty_->kill = &kill_;
+    store_.kill = &kill_;
+  }
+
+  // `chunk` 0: the whole pass. Each outcome as "OUTCOME ID: DETAIL".
+  ApplyReport Apply(const json& decl, size_t chunk = kChunk,
+                    std::vector<std::string>* lines = nullptr) {
+    ReconcilerPorts ports{root_faulty_.get(), artifacts_.get(), units_.get(), &archives_,
+                          &services_,         &store_,          &clock_};
+    ReconcilerOptions options = Options();
+    options.chunk = chunk;
+    // Where systemd's unit directory lies under the root: a file declared
+    // there is a unit's definition.
+    options.dirs.root = dir_.Sub("root");
+    options.dirs.units = dir_.Sub("root") + "/etc/systemd/system";
+    return Reconciler(ports, options).Apply(decl.dump(), [&](const core::ResourceOutcome& o) {
+      if (lines != nullptr) {
+        lines->push_back(std::string(core::OutcomeName(o.outcome)) + " " + o.id + ": " + o.detail);
+      }
+    });
+  }
+
+  // Paths looked at so far (a chunked apply looks at each twice: once to
+  // check, once to carry it).
+  size_t Stats() const { return root_faulty_->stats(); }
+
+  static json File(const std::string& name, const std::string& content = "") {
+    return json{{"id", name},
+                {"kind", "file"},
+                {"path", "/srv/" + name + ".conf"},
+                {"content", content.empty() ? name + "\n" : content}};
+  }
+  static json Files(const std::vector<std::string>& names) {
+    json out = json::array();
+    for (const std::string& n : names) out.push_back(File(n));
+    return out;
+  }
+  static std::vector<std::string> Names(size_t n, const std::string& prefix = "f") {
+    std::vector<std::string> out;
+    for (size_t k = 0; k < n; ++k) out.push_back(prefix + std::to_string(k));
+    return out;
+  }
+
+  // The record without what differs from one run to another (the times,
+  // and fingerprints, which hold inode numbers).
+  json Comparable() const {
+    json r = Record();
+    for (auto& [id, e] : r["resources"].items()) {
+      e.erase("applied_at");
+      for (auto& w : e["written"]) w.erase("fingerprint");
+    }
+    return r;
+  }
+
+  void Forget() {
+    std::filesystem::remove_all(Root("/srv"));
+    store_.text.reset();
+    store_.intent.reset();
+  }
+
+  std::unique_ptr<fakes::FaultyFileSystem> root_faulty_;
+  fakes::KillSwitch kill_;
+};
+
+TEST_F(ChunkedTest, EndsAsTheWholePassEnds) {
+  json decl = Decl(Files(Names(10)));
+  decl["resources"][4]["kind"] = "credential";
+  decl["resources"][4]["mode"] = "0600";
+  std::vector<std::string> chunked, whole;
+  ApplyReport c = Apply(decl, kChunk, &chunked);
+  ASSERT_EQ(c.result, ApplyResult::kOk) << c.error;
+  EXPECT_EQ(Stats(), 20u) << "each path looked at twice: checked, then carried";
+  EXPECT_EQ(c.resources, 10u);
+  json record = Comparable();
+  std::string credential = testing::ReadText(Root("/srv/f4.conf"));
+
+  Forget();
+  size_t before = Stats();
+  ApplyReport w = Apply(decl, /*chunk=*/0, &whole);
+  ASSERT_EQ(w.result, ApplyResult::kOk) << w.error;
+  EXPECT_EQ(Stats() - before, 10u) << "the whole pass";
+  EXPECT_EQ(chunked, whole);
+  EXPECT_EQ(record, Comparable());
+  EXPECT_EQ(credential, testing::ReadText(Root("/srv/f4.conf")));
+  EXPECT_EQ(c.declaration_digest, w.declaration_digest);
+  EXPECT_EQ(c.generation, w.generation);
+  EXPECT_EQ(record["settled_declaration_digest"], c.declaration_digest);
+  EXPECT_FALSE(store_.intent.has_value());
+
+  // And what it recorded proves the next apply a no-op, outcome by outcome
+  // in declaration order (each entry's position is its place in the whole
+  // declaration, not in its chunk).
+  Forget();
+  Apply(decl);
+  std::vector<std::string> again;
+  ApplyReport n = Apply(decl, kChunk, &again);
+  EXPECT_TRUE(n.from_record);
+  ASSERT_EQ(again.size(), 10u);
+  for (size_t k = 0; k < 10; ++k) {
+    EXPECT_THAT(again[k], HasSubstr("unchanged f" + std::to_string(k) + ":"));
+  }
+}
+
+// What the whole pass takes, it takes alone: nothing is looked at twice.
+TEST_F(ChunkedTest, SmallOrMixedDeclarationsAndRecordedMachinesGoWhole) {
+  auto looks = [&](const json& decl, size_t chunk) {
+    Forget();
+    size_t before = Stats();
+    Apply(decl, chunk);
+    return Stats() - before;
+  };
+  json with_service = Decl(Files(Names(10)));
+  with_service["resources"].push_back(
+      {{"id", "web"}, {"kind", "service"}, {"unit", "web.service"}, {"state", "stopped"}});
+  services_.AddUnit("web.service", {});
+  json with_directory = Decl(Files(Names(10)));
+  with_directory["resources"].push_back({{"id", "d"}, {"kind", "directory"}, {"path", "/srv/d"}});
+  json unit_file = Decl(Files(Names(10)));
+  unit_file["resources"][7]["path"] = "/etc/systemd/system/x.service";
+  for (const json& decl : {Decl(Files(Names(5))), with_service, with_directory, unit_file}) {
+    EXPECT_EQ(looks(decl, kChunk), looks(decl, 0)) << decl.dump();
+  }
+  // A record with entries: what is dropped, matched and kept needs it whole.
+  json decl = Decl(Files(Names(10)));
+  Forget();
+  Apply(Decl(Files(Names(2))));
+  size_t before = Stats();
+  ASSERT_EQ(Apply(decl).result, ApplyResult::kOk);
+  EXPECT_EQ(Stats() - before, 10u);
+  EXPECT_EQ(looks(decl, kChunk), 20u) << "and without one, it is carried in chunks";
+}
+
+TEST_F(ChunkedTest, ARefusalInALaterChunkIsTheWholePassesAndWritesNothing) {
+  json duplicate = Decl(Files(Names(10)));
+  duplicate["resources"][8]["id"] = "f1";
+  ApplyReport r = Apply(duplicate);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr("resource f1, field id: duplicate id (also resource #1)"));
+
+  json same_path = Decl(Files(Names(10)));
+  same_path["resources"][9]["path"] = "/srv/f0.conf";
+  r = Apply(same_path);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr("also claimed by resource f0"));
+
+  json over_state = Decl(Files(Names(10)));
+  ReconcilerOptions options = Options();
+  over_state["resources"][9]["path"] = "/var/lib/mesh-host/x";
+  ReconcilerPorts ports{root_faulty_.get(), artifacts_.get(), units_.get(), &archives_,
+                        &services_,         &store_,          &clock_};
+  options.chunk = kChunk;
+  options.dirs = {dir_.Sub("root"), "", dir_.Sub("root") + "/var/lib/mesh-host", ""};
+  r = Reconciler(ports, options).Apply(over_state.dump());
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr("overlaps the host's state directory"));
+
+  // A symlink on the way out of the root, met only by the last chunk.
+  std::filesystem::create_directories(Root("/srv"));
+  std::filesystem::create_symlink(dir_.Sub("artifacts"), Root("/srv/out"));
+  json outside = Decl(Files(Names(10)));
+  outside["resources"][9]["path"] = "/srv/out/x.conf";
+  r = Apply(outside);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr("resource f9, field path"));
+
+  json other_machine = Decl(Files(Names(10)));
+  other_machine["machine"] = "edge-2";
+  r = Apply(other_machine);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr("is not this machine"));
+
+  for (size_t k = 0; k < 10; ++k) {
+    EXPECT_FALSE(testing::Exists(Root("/srv/f" + std::to_string(k) + ".conf"))) << k;
+  }
+  EXPECT_FALSE(store_.text.has_value());
+  EXPECT_FALSE(store_.intent.has_value());
+}
+
+TEST_F(ChunkedTest, AWriteThatFailsFailsItsResourceAloneAndIsTriedAgain) {
+  root_faulty_->FailWrites("/srv/f7.conf", ENOSPC);
+  std::vector<std::string> lines;
+  ApplyReport r = Apply(Decl(Files(Names(10))), kChunk, &lines);
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(r.failed, 1u);
+  ASSERT_EQ(lines.size(), 10u);
+  EXPECT_THAT(lines[7], HasSubstr("failed f7"));
+  EXPECT_TRUE(testing::Exists(Root("/srv/f9.conf"))) << "the chunks after it were carried";
+  EXPECT_FALSE(Record()["resources"].contains("f7"));
+  EXPECT_EQ(Record()["settled_declaration_digest"], "");
+  root_faulty_->Heal();
+  r = Apply(Decl(Files(Names(10))));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.error;
+  EXPECT_EQ(testing::ReadText(Root("/srv/f7.conf")), "f7\n");
+}
+
+// Killed before each of its steps in turn (every write, flush, intent and
+// record save), then applied again without the first four files: what the
+// dead apply created of them is removed, the rest is as declared, nothing
+// temporary is left, and the apply after finds nothing to do.
+TEST_F(ChunkedTest, KilledAtEveryStepTheNextApplyLeavesTheMachineRight) {
+  std::vector<std::string> all = Names(4, "gone");
+  for (const std::string& n : Names(8)) all.push_back(n);
+  std::vector<std::string> kept = Names(8);
+  int kills = 0;
+  for (int step = 0;; ++step) {
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    Forget();
+    kill_.KillAt(step);
+    Apply(Decl(Files(all)));
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    ApplyReport next = Apply(Decl(Files(kept), 2));
+    EXPECT_EQ(next.result, ApplyResult::kOk) << next.error;
+    for (const std::string& n : Names(4, "gone")) {
+      EXPECT_FALSE(testing::Exists(Root("/srv/" + n + ".conf"))) << n << " orphaned";
+    }
+    std::vector<std::string> entries;
+    for (const auto& e : std::filesystem::directory_iterator(Root("/srv"))) {
+      entries.push_back(e.path().filename().string());
+    }
+    EXPECT_EQ(entries.size(), kept.size()) << "temporaries left behind";
+    for (const std::string& n : kept) {
+      EXPECT_EQ(testing::ReadText(Root("/srv/" + n + ".conf")), n + "\n");
+    }
+    std::vector<std::string> lines;
+    Apply(Decl(Files(kept), 2), kChunk, &lines);
+    std::vector<std::string> outcomes;
+    for (const std::string& l : lines) outcomes.push_back(l.substr(0, l.find(' ')));
+    EXPECT_THAT(outcomes, Each(std::string("unchanged")));
+    if (!killed) break;
+    ++kills;
+  }
+  EXPECT_GE(kills, 6) << "intent, four chunks' writes and flushes, record";
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
