@@ -73,7 +73,8 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   options.dirs = {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts};
   options.dry_run = plan;
   options.diff = flags.diff;
-  // The staged writes' batch (write.cc): one syncfs a chunk.
+  // The staged writes' batch of files (write.cc): a chunk of small files
+  // is made durable by one syncfs.
   if (!daemon) options.chunk = 4096;
   if (!flags.verify_key.empty()) {
     auto key = adapters::ReadVerifyKey(flags.verify_key);

@@ -265,7 +265,8 @@ class FileRecordStore::SpillingBuilder : public ports::RecordBuilder {
     while (!text.empty()) {
       ssize_t n = ::pwrite(spill_.get(), text.data(), text.size(), static_cast<off_t>(spilled_));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return core::Fail(std::string("record spill: write: ") + std::strerror(errno));
+      if (n < 0) return core::Fail(std::string("record spill: write: ") + std::strerror(errno));
+      if (n == 0) return core::Fail("record spill: write: nothing written");
       spilled_ += static_cast<uint64_t>(n);
       text.remove_prefix(static_cast<size_t>(n));
     }

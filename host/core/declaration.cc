@@ -366,8 +366,10 @@ Result<Declaration> ParseDeclarationInChunks(
   Declaration batch;
   std::optional<Error> refused;
   bool started = false;
+  bool stop = false;  // refused: the rest is not read
   auto refuse = [&](std::string why) {
     if (!refused.has_value()) refused = Error{std::move(why), ErrorKind::kOther, {}};
+    stop = true;
   };
   auto hand_over = [&] {
     if (!refused.has_value() && !batch.resources.empty() && !on_chunk(batch)) refuse("stopped");
@@ -391,9 +393,12 @@ Result<Declaration> ParseDeclarationInChunks(
     }
     if (batch.resources.size() == chunk) hand_over();
   };
-  auto streamed = ParseStreamed(
-      text, "resources", /*want_array=*/true, on_other, on_resource,
-      {.max_depth = kMaxJsonDepth, .engine = JsonEngine::kReference, .on_start = on_start});
+  auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_other, on_resource,
+                                {.max_depth = kMaxJsonDepth,
+                                 .engine = JsonEngine::kReference,
+                                 .on_start = on_start,
+                                 .stop = &stop});
+  if (refused.has_value()) return std::unexpected(*refused);
   if (!streamed) return std::unexpected(streamed.error());
   hand_over();
   if (refused.has_value()) return std::unexpected(*refused);

@@ -24,6 +24,7 @@ struct Sinks {
   const MemberCallback& on_member;
   const FlatObjectCallback* on_object;  // null: object members as trees too
   const std::function<void(std::optional<size_t>)>& on_start;
+  const bool* stop;
 };
 
 class Handler final : public nlohmann::json_sax<json> {
@@ -143,7 +144,7 @@ class Handler final : public nlohmann::json_sax<json> {
     } else if (!levels_.empty() && levels_.back().streamed) {
       Emit();
     }
-    return true;
+    return s_.stop == nullptr || !*s_.stop;
   }
 
   void Emit() {
@@ -167,7 +168,7 @@ Result<StreamedJson> ParseByReference(std::string_view text, std::string_view ke
                                       const MemberCallback& on_member,
                                       const FlatObjectCallback* on_object,
                                       const StreamOptions& options) {
-  Handler handler(Sinks{key, want_array, on_member, on_object, options.on_start});
+  Handler handler(Sinks{key, want_array, on_member, on_object, options.on_start, options.stop});
   try {
     if (!json::sax_parse(text.begin(), text.end(), &handler)) {
       return Fail(handler.error().empty() ? "parse stopped" : handler.error());
@@ -308,8 +309,10 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
       if (ParseFast(text, options.max_depth, options.slack, parser, root)) {
         // The reference's own handler, fed by simdjson: the same members,
         // trees and number types by construction.
-        Handler handler(Sinks{key, want_array, on_member, on_object, options.on_start});
+        Handler handler(
+            Sinks{key, want_array, on_member, on_object, options.on_start, options.stop});
         if (SaxWalk(handler).Value(root)) return handler.Take();
+        if (options.stop != nullptr && *options.stop) return Fail("parse stopped");
       }
     } catch (const json::exception& e) {
       return Fail(JsonErrorWithoutBytes(e.what()));

@@ -62,6 +62,10 @@ struct StreamOptions {
   // size): with kFastParseSlack of them, simdjson reads the text in place
   // instead of copying it.
   size_t slack = 0;
+  // Read after each member of the collection is handed over: once it
+  // points to true, nothing more is handed over and the parse fails
+  // ("parse stopped") without reading the rest.
+  const bool* stop = nullptr;
 };
 
 inline constexpr size_t kFastParseSlack = 64;
@@ -135,8 +139,8 @@ Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, 
 // when it can: the same events in the same order, the numbers typed the
 // same, each container's size given (nlohmann gives -1), a float's own text
 // not (number_float's second argument is empty). ParseStreamed's fast path
-// is this, feeding the reference's own handler. nullopt: simdjson could not read the text as nlohmann would
-// (it refused it, or a zero's sign would be lost), and nothing was handed to
+// is this, feeding the reference's own handler. nullopt: simdjson could not read the text as
+// nlohmann would (it refused it, or a zero's sign would be lost), and nothing was handed to
 // `handler`: the caller runs nlohmann's parse, whose verdict and message then
 // stand. Otherwise what sax_parse returns: false when the handler stopped.
 // Exceptions from the handler pass through, as from sax_parse.

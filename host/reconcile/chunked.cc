@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -51,8 +52,8 @@ struct FirstPass {
 };
 
 // Whether a list of hashes holds one twice: an id or a path given twice, or
-// (one time in some 10^19) two that hash alike, which only sends the
-// declaration to the whole pass.
+// two that hash alike (about one declaration of 100,000 in 3 billion), which
+// only sends the declaration to the whole pass.
 bool Repeats(std::vector<size_t>& hashes) {
   std::sort(hashes.begin(), hashes.end());
   return std::adjacent_find(hashes.begin(), hashes.end()) != hashes.end();
@@ -106,18 +107,25 @@ std::optional<FirstPass> Check(const ChunkedApply& in) {
     }
   }
   all.at.resize(kept);
-  all.at.shrink_to_fit();
-  out.creating = std::move(all);
+  for (Creating::At& at : all.at) {
+    std::string_view path = all[static_cast<size_t>(&at - all.at.data())];
+    at.offset = static_cast<uint32_t>(out.creating.paths.size());
+    out.creating.paths += path;
+  }
+  out.creating.at = std::move(all.at);
   out.header = std::move(*header);
   return out;
 }
 
-core::Intent IntentOf(const Creating& creating, const std::vector<std::string>& more,
-                      bool applying) {
+// `creating`'s paths (those `only` marks, when given) and `more`.
+core::Intent IntentOf(const Creating& creating, const std::vector<bool>* only,
+                      const std::vector<std::string>& more, bool applying) {
   core::Intent intent;
   intent.applying = applying;
   intent.creating.reserve(creating.at.size() + more.size());
-  for (size_t k = 0; k < creating.at.size(); ++k) intent.creating.emplace_back(creating[k]);
+  for (size_t k = 0; k < creating.at.size(); ++k) {
+    if (only == nullptr || (*only)[k]) intent.creating.emplace_back(creating[k]);
+  }
   intent.creating.insert(intent.creating.end(), more.begin(), more.end());
   return intent;
 }
@@ -153,8 +161,16 @@ class Run {
   std::string credential_key_;
   core::Intent owed_;  // nothing: this path is taken only then
   size_t done_ = 0;    // resources carried
-  size_t cursor_ = 0;  // in first_.creating: every path before it was claimed
+  // In first_.creating: every path before it was claimed, or found since
+  // (by the chunk's own look) not to be created after all.
+  size_t cursor_ = 0;
+  // What the chunks' plans created, of first_.creating and beyond it (a
+  // path gone since the first pass looked): what the commit names.
+  std::vector<bool> claimed_;
   std::vector<std::string> more_creating_;
+  // Thrown inside a chunk: carried past the parser (which would take it for
+  // the declaration's) and thrown again after it.
+  std::exception_ptr thrown_;
   bool failed_ = false;  // some resource failed
   StatCache stats_;
 };
@@ -167,13 +183,15 @@ bool Run::Claim(const Plan& plan, size_t resources) {
     size_t k = cursor_;
     while (k < at.size() && at[k].position < done_ + resources && first_.creating[k] != path) ++k;
     if (k < at.size() && at[k].position < done_ + resources) {
+      claimed_[k] = true;
       cursor_ = k + 1;
     } else {
       more_creating_.push_back(path);
     }
   }
   if (more_creating_.size() == before) return true;
-  if (auto st = in_.records->SaveIntent(IntentOf(first_.creating, more_creating_, true)); !st) {
+  if (auto st = in_.records->SaveIntent(IntentOf(first_.creating, nullptr, more_creating_, true));
+      !st) {
     Fail("intent not saved: " + st.error().message + "; the apply stopped after " +
          std::to_string(done_) + " resource(s)");
     return false;
@@ -231,7 +249,7 @@ core::Status Run::Commit() {
   if (flushed) flushed = in_.units->Flush();
   if (!flushed) return core::Fail("record not saved: " + flushed.error().message);
   // `creating` stays named until the record holds it.
-  core::Intent settled = IntentOf(first_.creating, more_creating_, false);
+  core::Intent settled = IntentOf(first_.creating, &claimed_, more_creating_, false);
   if (auto st = in_.records->SaveIntent(settled); !st) {
     return core::Fail("intent not saved: " + st.error().message);
   }
@@ -246,8 +264,9 @@ core::Status Run::Commit() {
   if (auto st = builder_->Commit(header); !st) {
     return core::Fail("record not saved: " + st.error().message);
   }
-  // An apply stopped part way keeps them named: some are on disk and not
-  // in the record, and the next apply claims them (or removes them).
+  // An apply stopped part way keeps them named: the chunk that failed may
+  // have written what it could not record; the next apply claims it (or
+  // removes it).
   if (done_ < first_.resources) return core::Ok();
   if (auto st = in_.records->SaveIntent(core::Intent()); !st) {
     return core::Fail("intent not saved: " + st.error().message);
@@ -256,8 +275,18 @@ core::Status Run::Commit() {
 }
 
 void Run::Carry() {
-  auto parsed = core::ParseDeclarationInChunks(in_.text, in_.chunk,
-                                               [&](Declaration& chunk) { return Chunk(chunk); });
+  claimed_.assign(first_.creating.at.size(), false);
+  auto parsed = core::ParseDeclarationInChunks(in_.text, in_.chunk, [&](Declaration& chunk) {
+    try {
+      return Chunk(chunk);
+    } catch (...) {
+      thrown_ = std::current_exception();
+      return false;
+    }
+  });
+  // Out of memory, say: thrown on as from the whole pass, the intent saved
+  // first still saying that an apply is under way.
+  if (thrown_) std::rethrow_exception(thrown_);
   // The first pass parsed these same bytes: only a chunk that stopped the
   // run (its error said) ends the parse early.
   if (!parsed && report_.error.empty()) Fail("declaration: " + parsed.error().message);
@@ -286,7 +315,9 @@ bool ApplyInChunks(const ChunkedApply& in, core::ApplyReport& report) {
     key = std::move(loaded.bytes);
     warning = std::move(loaded.warning);
   }
-  if (!in.records->SaveIntent(IntentOf(first->creating, {}, /*applying=*/true))) return false;
+  if (!in.records->SaveIntent(IntentOf(first->creating, nullptr, {}, /*applying=*/true))) {
+    return false;
+  }
   report.machine = first->header.machine;
   report.generation = first->header.generation;
   report.declaration_digest = first->header.digest;

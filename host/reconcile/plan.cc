@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 #include "host/core/printable.h"
 #include "host/core/want.h"
@@ -301,14 +302,19 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
   // named: this apply finds it on disk (not missing), and a second kill
   // must not lose it.
   std::set<std::string_view> recorded;
+  std::unordered_set<std::string_view> named;  // views of the declaration's paths and owed's
   if (!in.owed->creating.empty()) {
     for (const auto& [id, e] : in.record->resources) {
       for (const core::WrittenPath& w : e.written) recorded.insert(w.path);
     }
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (plan.steps[i].write_files && in.seen->files[i].missing) {
+        named.insert(in.declaration->resources[i].path);
+      }
+    }
   }
   for (const std::string& path : in.owed->creating) {
-    if (!recorded.contains(path) &&
-        std::find(intent.creating.begin(), intent.creating.end(), path) == intent.creating.end()) {
+    if (!recorded.contains(path) && named.insert(path).second) {
       intent.creating.push_back(path);
       const auto& trees = in.owed->creating_trees;
       if (std::find(trees.begin(), trees.end(), path) != trees.end()) {
@@ -438,13 +444,24 @@ std::vector<std::string> Orphans(const core::Intent& intent, const core::Declara
   for (const auto& [id, e] : record.resources) {
     for (const core::WrittenPath& w : e.written) recorded.insert(w.path);
   }
+  // Sorted, so that a path is matched with the declared ones it overlaps in
+  // a few searches, not a scan: an apply of 100,000 files cut short names
+  // them all, and the one after must not compare each with each.
+  std::vector<std::string_view> declared;
+  for (const Resource& r : decl.resources) {
+    if (r.HasFiles()) declared.push_back(r.path);
+  }
+  std::sort(declared.begin(), declared.end());
+  auto holds = [&](std::string_view path) {
+    return std::binary_search(declared.begin(), declared.end(), path);
+  };
   for (const std::string& path : intent.creating) {
     if (recorded.contains(path)) continue;
-    bool declared = false;
-    for (const Resource& r : decl.resources) {
-      declared |= r.HasFiles() && Overlap(r.path, path);
-    }
-    if (!declared) out.push_back(path);
+    // The path itself, one of its directories, or something inside it.
+    auto inside = std::lower_bound(declared.begin(), declared.end(), path + "/");
+    bool overlaps = holds(path) || core::AnyAncestor(path, holds) ||
+                    (inside != declared.end() && inside->starts_with(path + "/"));
+    if (!overlaps) out.push_back(path);
   }
   return out;
 }

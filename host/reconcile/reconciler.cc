@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <new>
 #include <set>
+#include <unordered_set>
 
 #include "host/core/declaration.h"
 #include "host/core/record.h"
@@ -407,12 +408,15 @@ std::string ApplyRun::CredentialKey(const Declaration& decl) {
 // not in the record: never "there before the host".
 void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& intent,
                               Observation& observed) {
+  if (intent.creating.empty() && intent.creating_unit_files.empty()) return;
+  // A set: an apply of 100,000 files cut short names them all.
+  std::unordered_set<std::string_view> creating(intent.creating.begin(), intent.creating.end());
   auto holds = [](const std::vector<std::string>& v, const std::string& s) {
     return std::find(v.begin(), v.end(), s) != v.end();
   };
   for (size_t i = 0; i < decl.resources.size(); ++i) {
     const Resource& r = decl.resources[i];
-    if (r.HasFiles() && holds(intent.creating, r.path)) {
+    if (r.HasFiles() && creating.contains(r.path)) {
       observed.seen.files[i].preexisting = false;
     }
     if (r.unit().text.has_value() && holds(intent.creating_unit_files, r.unit().name)) {

@@ -115,11 +115,9 @@ TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
   }
 }
 
-// The host only ever renames a new state.json over the old one: a record
-// read whole that grows or shrinks while it is read is someone else's
-// doing, refused as changed, not parsed in part.
 // A record built an entry at a time (a chunked apply's): the entries wait
-// on disk, come out sorted by id, and the file is the one Save writes.
+// on disk, come out sorted by id, and the file is the one Save writes (of
+// more than one 64 KiB piece).
 TEST_F(FileRecordStoreReadTest, ARecordBuiltEntryByEntryIsTheOneSaveWrites) {
   core::Record record;
   record.want_version = core::Record::kWantVersion;
@@ -127,26 +125,27 @@ TEST_F(FileRecordStoreReadTest, ARecordBuiltEntryByEntryIsTheOneSaveWrites) {
   record.generation = 3;
   record.declaration_digest = "d";
   record.settled_declaration_digest = "d";
-  for (int k = 0; k < 300; ++k) {
+  constexpr int kEntries = 1000;
+  for (int k = 0; k < kEntries; ++k) {
     core::RecordEntry e;
     e.kind = "file";
-    e.digest = "sha256:" + std::to_string(k * 7919 % 300);
+    e.digest = "sha256:" + std::to_string(k * 7919 % kEntries);
     e.written.push_back(
         {"/srv/\"quoted\"/" + std::to_string(k), std::to_string(k) + ":1:2:3", "", 0, k % 2 == 0});
     e.applied_at = "t";
     e.position = static_cast<uint64_t>(k);
-    record.resources.emplace("r" + std::to_string(k * 7919 % 300), e);
+    record.resources.emplace("r" + std::to_string(k * 7919 % kEntries), e);
   }
   auto store = FileRecordStore::Open(state_, /*create=*/true);
   ASSERT_TRUE(store.has_value()) << store.error().message;
   auto builder = (*store)->BuildRecord();
   ASSERT_TRUE(builder.has_value()) << builder.error().message;
   // Added in another order than the ids'.
-  for (int k = 299; k >= 0; k -= 2) {
+  for (int k = kEntries - 1; k >= 0; k -= 2) {
     std::string id = "r" + std::to_string(k);
     ASSERT_TRUE((*builder)->Add(id, record.resources.at(id)).has_value());
   }
-  for (int k = 0; k < 300; k += 2) {
+  for (int k = 0; k < kEntries; k += 2) {
     std::string id = "r" + std::to_string(k);
     ASSERT_TRUE((*builder)->Add(id, record.resources.at(id)).has_value());
   }
@@ -154,7 +153,9 @@ TEST_F(FileRecordStoreReadTest, ARecordBuiltEntryByEntryIsTheOneSaveWrites) {
   core::Record header = record;
   header.resources.clear();
   ASSERT_TRUE((*builder)->Commit(header).has_value());
-  EXPECT_EQ(testing::ReadText(state_ + "/state.json"), core::SerializeRecord(record));
+  std::string text = core::SerializeRecord(record);
+  ASSERT_GT(text.size(), 64u << 10);
+  EXPECT_EQ(testing::ReadText(state_ + "/state.json"), text);
   builder->reset();
   std::vector<std::string> left;
   for (const auto& e : std::filesystem::directory_iterator(state_)) {
@@ -184,6 +185,9 @@ TEST_F(FileRecordStoreReadTest, ARecordBuiltWithAnIdTwiceIsNotSaved) {
   EXPECT_EQ(testing::ReadText(state_ + "/state.json"), core::SerializeRecord(old));
 }
 
+// The host only ever renames a new state.json over the old one: a record
+// read whole that grows or shrinks while it is read is someone else's
+// doing, refused as changed, not parsed in part.
 TEST_F(FileRecordStoreReadTest, ARecordChangedWhileReadWholeIsRefused) {
   core::Record record;
   record.machine = "m";

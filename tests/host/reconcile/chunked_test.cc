@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "host/adapters/file_record_store.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/fakes/kill_switch.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -220,6 +221,82 @@ TEST_F(ChunkedTest, AWriteThatFailsFailsItsResourceAloneAndIsTriedAgain) {
   r = Apply(Decl(Files(Names(10))));
   EXPECT_EQ(r.result, ApplyResult::kOk) << r.error;
   EXPECT_EQ(testing::ReadText(Root("/srv/f7.conf")), "f7\n");
+}
+
+// The records a chunked and a whole first apply leave in a real state
+// directory, the chunked one's entries spilled to disk and sorted at the
+// commit: ids given in another order than theirs.
+TEST_F(ChunkedTest, TheRecordOnDiskIsTheWholePasses) {
+  json decl = Decl(Files({"zeta", "b", "m10", "m2", "a", "y", "c", "m1", "x"}));
+  auto record_of = [&](size_t chunk) {
+    Forget();
+    std::string state = dir_.Sub("state-" + std::to_string(chunk));
+    auto store = adapters::FileRecordStore::Open(state, /*create=*/true);
+    EXPECT_TRUE(store.has_value()) << store.error().message;
+    ReconcilerPorts ports{root_faulty_.get(), artifacts_.get(), units_.get(), &archives_,
+                          &services_,         store->get(),     &clock_};
+    ReconcilerOptions options = Options();
+    options.chunk = chunk;
+    size_t before = Stats();
+    ApplyReport r = Reconciler(ports, options).Apply(decl.dump());
+    EXPECT_EQ(r.result, ApplyResult::kOk) << r.error;
+    EXPECT_EQ(Stats() - before, chunk == 0 ? 9u : 18u);
+    std::string text = testing::ReadText(state + "/state.json");
+    // The ids in the order the file has them (one entry a line), then the
+    // entries without what differs from run to run.
+    std::string ids;
+    for (size_t at = text.find("\n\""); at != std::string::npos; at = text.find("\n\"", at + 1)) {
+      ids += text.substr(at + 1, text.find(':', at) - at - 1) + " ";
+    }
+    json record = json::parse(text);
+    for (auto& [id, e] : record["resources"].items()) {
+      e.erase("applied_at");
+      for (auto& w : e["written"]) w.erase("fingerprint");
+    }
+    return ids + record.dump();
+  };
+  std::string chunked = record_of(kChunk);
+  EXPECT_EQ(chunked, record_of(0));
+  EXPECT_THAT(chunked, ::testing::StartsWith(R"("a" "b" "c" "m1" "m10" "m2" "x" "y" "zeta" )"));
+}
+
+// A file gone between the first pass and its chunk is created, and named
+// in the intent before it is: lost with the record, it is still the
+// host's (pruned when dropped).
+TEST_F(ChunkedTest, AFileGoneBetweenThePassesIsNamedBeforeItIsCreated) {
+  std::filesystem::create_directories(Root("/srv"));
+  testing::WriteText(Root("/srv/f7.conf"), "f7\n");
+  root_faulty_->before_write = [&](const std::string&) {
+    std::filesystem::remove(Root("/srv/f7.conf"));
+    root_faulty_->before_write = nullptr;
+  };
+  store_.fail_saves = true;  // written, then the record not saved
+  Apply(Decl(Files(Names(10))));
+  store_.fail_saves = false;
+  ASSERT_TRUE(testing::Exists(Root("/srv/f7.conf")));
+  json without = Decl(Files(Names(10)), 2);
+  without["resources"].erase(7);
+  Apply(without);
+  EXPECT_FALSE(testing::Exists(Root("/srv/f7.conf"))) << "created by the host: removed";
+}
+
+// A file put at a declared path by someone else between the first pass and
+// its chunk was there before the host wrote it: once the apply has
+// settled, the intent no longer names it, and dropping it leaves it.
+TEST_F(ChunkedTest, AFileAnotherPutThereMeanwhileIsNotNamedAtTheCommit) {
+  root_faulty_->before_write = [&](const std::string&) {
+    testing::WriteText(Root("/srv/f8.conf"), "theirs\n");
+    root_faulty_->before_write = nullptr;
+  };
+  store_.fail_saves = true;
+  Apply(Decl(Files(Names(10))));
+  store_.fail_saves = false;
+  EXPECT_THAT(store_.Owed().creating, ::testing::Not(::testing::Contains("/srv/f8.conf")));
+  EXPECT_THAT(store_.Owed().creating, ::testing::Contains("/srv/f9.conf"));
+  json without = Decl(Files(Names(10)), 2);
+  without["resources"].erase(8);
+  Apply(without);
+  EXPECT_TRUE(testing::Exists(Root("/srv/f8.conf"))) << "there before the host: left";
 }
 
 // Killed before each of its steps in turn (every write, flush, intent and
