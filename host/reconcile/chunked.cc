@@ -92,7 +92,7 @@ std::optional<FirstPass> Check(const ChunkedApply& in) {
     return std::nullopt;
   }
   ids = paths = std::vector<size_t>();
-  // A chunk's paths at a time; the missing ones kept, in the same buffer.
+  // A chunk's paths at a time; the missing ones kept.
   std::vector<std::string_view> looked;
   size_t kept = 0;
   for (size_t from = 0; from < all.at.size(); from += in.chunk) {
