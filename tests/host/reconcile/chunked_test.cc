@@ -43,6 +43,7 @@ class ChunkedTest : public ReconcilerTest {
     // there is a unit's definition.
     options.dirs.root = dir_.Sub("root");
     options.dirs.units = dir_.Sub("root") + "/etc/systemd/system";
+    options.dirs.state = dir_.Sub("root") + "/var/lib/mesh-host";
     return Reconciler(ports, options).Apply(decl.dump(), [&](const core::ResourceOutcome& o) {
       if (lines != nullptr) {
         lines->push_back(std::string(core::OutcomeName(o.outcome)) + " " + o.id + ": " + o.detail);
@@ -161,41 +162,31 @@ TEST_F(ChunkedTest, SmallOrMixedDeclarationsAndRecordedMachinesGoWhole) {
 }
 
 TEST_F(ChunkedTest, ARefusalInALaterChunkIsTheWholePassesAndWritesNothing) {
-  json duplicate = Decl(Files(Names(10)));
-  duplicate["resources"][8]["id"] = "f1";
-  ApplyReport r = Apply(duplicate);
-  EXPECT_EQ(r.result, ApplyResult::kRefused);
-  EXPECT_THAT(r.error, HasSubstr("resource f1, field id: duplicate id (also resource #1)"));
-
-  json same_path = Decl(Files(Names(10)));
-  same_path["resources"][9]["path"] = "/srv/f0.conf";
-  r = Apply(same_path);
-  EXPECT_EQ(r.result, ApplyResult::kRefused);
-  EXPECT_THAT(r.error, HasSubstr("also claimed by resource f0"));
-
-  json over_state = Decl(Files(Names(10)));
-  ReconcilerOptions options = Options();
-  over_state["resources"][9]["path"] = "/var/lib/mesh-host/x";
-  ReconcilerPorts ports{root_faulty_.get(), artifacts_.get(), units_.get(), &archives_,
-                        &services_,         &store_,          &clock_};
-  options.chunk = kChunk;
-  options.dirs = {dir_.Sub("root"), "", dir_.Sub("root") + "/var/lib/mesh-host", ""};
-  r = Reconciler(ports, options).Apply(over_state.dump());
-  EXPECT_EQ(r.result, ApplyResult::kRefused);
-  EXPECT_THAT(r.error, HasSubstr("overlaps the host's state directory"));
-
   // A symlink on the way out of the root, met only by the last chunk.
   std::filesystem::create_directories(Root("/srv"));
   std::filesystem::create_symlink(dir_.Sub("artifacts"), Root("/srv/out"));
-  json outside = Decl(Files(Names(10)));
-  outside["resources"][9]["path"] = "/srv/out/x.conf";
-  r = Apply(outside);
-  EXPECT_EQ(r.result, ApplyResult::kRefused);
-  EXPECT_THAT(r.error, HasSubstr("resource f9, field path"));
-
+  struct Case {
+    const char* field;
+    json value;
+    size_t at;
+    const char* says;
+  } cases[] = {
+      {"id", "f1", 8, "resource f1, field id: duplicate id (also resource #1)"},
+      {"path", "/srv/f0.conf", 9, "also claimed by resource f0"},
+      {"path", "/var/lib/mesh-host/x", 9, "overlaps the host's state directory"},
+      {"path", "/srv/out/x.conf", 9, "resource f9, field path"},
+      {"mode", "0999", 9, "resource f9, field mode: \"0999\" is not an octal mode"},
+  };
+  for (const Case& c : cases) {
+    json decl = Decl(Files(Names(10)));
+    decl["resources"][c.at][c.field] = c.value;
+    ApplyReport r = Apply(decl);
+    EXPECT_EQ(r.result, ApplyResult::kRefused) << c.says;
+    EXPECT_THAT(r.error, HasSubstr(c.says));
+  }
   json other_machine = Decl(Files(Names(10)));
   other_machine["machine"] = "edge-2";
-  r = Apply(other_machine);
+  ApplyReport r = Apply(other_machine);
   EXPECT_EQ(r.result, ApplyResult::kRefused);
   EXPECT_THAT(r.error, HasSubstr("is not this machine"));
 
