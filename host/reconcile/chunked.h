@@ -3,8 +3,8 @@
 // The whole pass holds every resource's pieces at once (the declared
 // resource, what was seen, the step, the write, the outcome, the new record
 // entry): about 2 KB a file, 200 MiB at 100,000. This path holds one chunk
-// of them at a time, and for the whole declaration only the text, each
-// resource's id and path, and which paths it creates.
+// of them at a time, and for the whole declaration only the text, the paths
+// it creates, and where each record entry waits on disk.
 //
 // Two passes over the same bytes in memory. The first checks everything the
 // whole pass checks before it touches anything — every resource as parsed,
@@ -14,8 +14,10 @@
 // whole pass saves it. The second parses the resources again, a chunk at a
 // time, and carries each chunk through the whole pass's own phases (observe,
 // plan, write with one syncfs, settle); its outcomes go out at once and its
-// record entries to the store's RecordBuilder, which keeps them on disk. The
-// commit is the whole pass's: writes flushed, the intent, the record (sorted
+// record entries to the store's RecordBuilder, which keeps them on disk. A
+// path a chunk creates that the first pass did not see missing is added to
+// the intent before the chunk writes. The commit is the whole pass's: writes
+// flushed, the intent (naming what the chunks created), the record (sorted
 // by id), the intent's `creating` cleared.
 //
 // It is taken only where the whole pass has nothing to do across resources:
