@@ -115,7 +115,7 @@ class Handler final : public nlohmann::json_sax<json> {
   bool Scalar(json&& v) {
     Place(std::move(v));
     if (!levels_.empty() && levels_.back().streamed) Emit();
-    return true;
+    return !Stopped();
   }
 
   // `size`: the container's members, or kUnknownSize (nlohmann's lexer).
@@ -144,8 +144,11 @@ class Handler final : public nlohmann::json_sax<json> {
     } else if (!levels_.empty() && levels_.back().streamed) {
       Emit();
     }
-    return s_.stop == nullptr || !*s_.stop;
+    return !Stopped();
   }
+
+  // The consumer asked for no more members (StreamOptions::stop).
+  bool Stopped() const { return s_.stop != nullptr && *s_.stop; }
 
   void Emit() {
     s_.on_member(member_key_, members_++, member_);

@@ -49,6 +49,32 @@ TEST(JsonStreamTest, HandsOverEachMemberAndKeepsTheRest) {
   EXPECT_EQ(r->document, json::parse(R"({"a": 1, "items": [], "b": {"c": null}})"));
 }
 
+// A consumer that has seen enough stops the parse: nothing more is handed
+// over, the rest is not read (a syntax error after it is never met), and
+// the parse says it stopped — with either parser.
+TEST(JsonStreamTest, AStopEndsTheParseAfterTheMemberThatAskedForIt) {
+  for (JsonEngine engine : {JsonEngine::kFast, JsonEngine::kReference}) {
+    for (const char* text : {R"({"items": [1, 2, 3, 4], "b": [)",
+                             R"({"items": [{"a": "1"}, "2", {"c": "3"}], "b": []})"}) {
+      bool stop = false;
+      std::vector<size_t> positions;
+      MemberCallback cb = [&](std::string&, size_t position, json&) {
+        positions.push_back(position);
+        stop = position == 1;
+      };
+      FlatObjectCallback flat = [&](size_t position, FlatObject&) {
+        positions.push_back(position);
+        stop = position == 1;
+      };
+      auto r = ParseStreamed(text, "items", /*want_array=*/true, cb, flat,
+                             {.engine = engine, .stop = &stop});
+      ASSERT_FALSE(r.has_value());
+      EXPECT_THAT(r.error().message, HasSubstr("parse stopped"));
+      EXPECT_THAT(positions, ElementsAre(0, 1)) << text;
+    }
+  }
+}
+
 TEST(JsonStreamTest, ObjectMembersComeWithTheirKeys) {
   Seen seen;
   auto cb = seen.Callback();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -288,6 +289,26 @@ TEST_F(ChunkedTest, AFileAnotherPutThereMeanwhileIsNotNamedAtTheCommit) {
   without["resources"].erase(8);
   Apply(without);
   EXPECT_TRUE(testing::Exists(Root("/srv/f8.conf"))) << "there before the host: left";
+}
+
+// Out of memory in a chunk, after earlier chunks wrote: the apply fails as
+// the whole pass does when memory runs out, and the intent still says an
+// apply was under way, so the next one sweeps and finishes.
+TEST_F(ChunkedTest, AnExceptionInAChunkIsTheApplysNotTheDeclarations) {
+  root_faulty_->before_write = [&](const std::string& path) {
+    if (path == "/srv/f7.conf") throw std::bad_alloc();
+  };
+  ApplyReport r = Apply(Decl(Files(Names(10))));
+  root_faulty_->before_write = nullptr;
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.error, HasSubstr("out of memory during the apply"));
+  EXPECT_TRUE(store_.Applying());
+  EXPECT_THAT(store_.Owed().creating, ::testing::Contains("/srv/f9.conf"));
+  ApplyReport next = Apply(Decl(Files(Names(10))));
+  EXPECT_EQ(next.result, ApplyResult::kOk) << next.error;
+  for (const std::string& n : Names(10)) {
+    EXPECT_EQ(testing::ReadText(Root("/srv/" + n + ".conf")), n + "\n");
+  }
 }
 
 // Killed before each of its steps in turn (every write, flush, intent and
