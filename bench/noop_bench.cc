@@ -29,6 +29,7 @@
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/posix_file_system.h"
 #include "host/adapters/system_clock.h"
+#include "host/adapters/thread_background.h"
 #include "host/core/declaration.h"
 #include "host/core/sha256.h"
 #include "host/reconcile/reconciler.h"
@@ -132,8 +133,11 @@ int main(int argc, char** argv) {
   auto records = std::move(*adapters::FileRecordStore::Open(dir + "/state", true, /*keep=*/true));
   adapters::LibarchiveReader archives;
   adapters::SystemClock clock;
+  adapters::ThreadBackground background;
   reconcile::ReconcilerPorts ports{root.get(), artifacts.get(), units.get(), &archives,
                                    nullptr,    records.get(),   &clock};
+  // As the host wires it; --no-look-ahead: the full pass as it was without.
+  if (bench::IntFlag(argc, argv, "--no-look-ahead", 0) == 0) ports.background = &background;
   reconcile::ReconcilerOptions options;
   options.machine = "bench";
   reconcile::Reconciler daemon(ports, options);

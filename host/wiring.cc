@@ -67,6 +67,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   ports.services = &m->services;
   ports.records = m->records.get();
   ports.clock = &m->clock;
+  ports.background = &m->background;
   reconcile::ReconcilerOptions options;
   options.machine = flags.machine.empty() ? HostName() : flags.machine;
   options.settle = flags.settle;

@@ -16,6 +16,7 @@
 #include "host/adapters/posix_file_system.h"
 #include "host/adapters/sdbus_service_manager.h"
 #include "host/adapters/system_clock.h"
+#include "host/adapters/thread_background.h"
 #include "host/cli/flags.h"
 #include "host/core/result.h"
 #include "host/reconcile/reconciler.h"
@@ -29,6 +30,7 @@ struct Machine {
   adapters::LibarchiveReader archives;
   adapters::SdbusServiceManager services;
   adapters::SystemClock clock;
+  adapters::ThreadBackground background;
   std::unique_ptr<reconcile::Reconciler> reconciler;
 };
 

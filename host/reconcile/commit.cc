@@ -151,7 +151,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   // What the record holds of it now: the new entry, or the old one when it
   // failed (writes are atomic: the old entry still describes the disk) or
   // in a plan that would change it.
-  const core::RecordEntry* entry = step.entry ? &*step.entry : nullptr;
+  const core::RecordEntry* entry = step.entry ? &*step.entry : step.keeps_old ? step.old : nullptr;
   std::optional<core::RecordEntry> filled;
   if (step.failed() || !written.status) {
     Fail(o, step.failed() ? step.detail : written.status.error().message);
@@ -190,7 +190,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   // Only what differs from the record is kept: a no-op copies nothing.
   const core::RecordEntry* recorded = in.olds->recorded[i];
   if (entry != nullptr) {
-    if (recorded == nullptr || !(*recorded == *entry)) {
+    if (recorded == nullptr || (recorded != entry && !(*recorded == *entry))) {
       if (filled.has_value() && entry == &*filled) {
         out.entries[r.id] = std::move(*filled);
       } else if (step.entry.has_value() && entry == &*step.entry) {

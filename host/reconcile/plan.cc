@@ -30,6 +30,20 @@ Step Failed(Step step, std::string detail) {
   return step;
 }
 
+// A file or a credential found as recorded whose entry would be the
+// record's own, field for field (what PlanFiles would build for it): the hot
+// path of a full pass, where nothing is built (Step::keeps_old).
+bool KeepsRecorded(const Resource& r, const RecordEntry* old, const std::string& want,
+                   const FilesSeen& seen, size_t position) {
+  if (!r.IsFile() || seen.found != Found::kAsRecorded || !RecordedAt(r, old, want)) return false;
+  const core::WrittenPath& w = old->written[0];
+  bool content = r.kind == core::Kind::kFile ? !w.content_digest.empty()
+                                             : seen.content_digest == w.content_digest;
+  return content && old->kind == core::KindName(r.kind) && old->position == position &&
+         !old->unit_record.has_value() && w.fingerprint == seen.fingerprint &&
+         w.file_count == seen.file_count && w.preexisting == seen.preexisting;
+}
+
 // A file, a credential or a tree: as recorded, adopted (the fingerprint
 // moved, or there is no record, but the content matches), or to be written.
 Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
@@ -265,8 +279,15 @@ Step PlanResource(const PlanInputs& in, size_t i) {
       return Failed(std::move(step), *masked);
     }
   }
-  Step step =
-      r.HasFiles() ? PlanFiles(in, r, old, want, in.seen->files[i]) : PlanService(in, r, old, want);
+  Step step;
+  if (r.HasFiles() && KeepsRecorded(r, old, want, in.seen->files[i], i)) {
+    step.old = old;
+    step.detail = kAsDeclared;
+    step.keeps_old = true;
+  } else {
+    step = r.HasFiles() ? PlanFiles(in, r, old, want, in.seen->files[i])
+                        : PlanService(in, r, old, want);
+  }
   if (r.HasUnit() && !step.failed()) PlanUnitFile(in, r, in.seen->UnitFileOf(i), step);
   if (r.HasUnit() && !step.failed()) PlanDropIns(in, r, in.seen->UnitFileOf(i), step);
   if (!r.IsTree() && r.HasFiles() && in.dirs != nullptr) {
@@ -278,6 +299,13 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   if (!step.failed() && step.entry.has_value()) {
     step.entry->position = i;
     if (r.HasUnit()) step.entry->mutable_unit().state = core::UnitStateName(r.unit().state);
+  }
+  // A unit's entry is amended after the plan (what systemd was seen doing):
+  // only a resource without one can know here that nothing will change.
+  if (!step.failed() && !step.changes() && !r.HasUnit() && old != nullptr &&
+      step.entry.has_value() && *step.entry == *old) {
+    step.entry = std::nullopt;
+    step.keeps_old = true;
   }
   return step;
 }

@@ -130,6 +130,10 @@ struct Step {
   // large apply's steps do not each keep an emptied entry's 340 bytes.
   core::Boxed<core::RecordEntry> entry;
   const core::RecordEntry* old = nullptr;
+  // Nothing to write and nothing new to record: `entry` is empty and the
+  // record's own entry (`old`) stands for it. A full pass of a large
+  // declaration would otherwise make and free a copy of every entry.
+  bool keeps_old = false;
 
   bool failed() const { return outcome == core::Outcome::kFailed; }
   bool changes_drop_ins() const { return !write_drop_ins.empty() || !delete_drop_ins.empty(); }

@@ -48,6 +48,10 @@ class ApplyRun {
   // Records the fingerprints of files a proven no-op found touched.
   void RecordTouched(const std::vector<RecordProof::Touched>& touched);
   void LoadRecord();
+  // Starts looking at the recorded paths in the background (ports.background)
+  // while the declaration is read and parsed; TakeLookAhead waits for them.
+  void LookAhead();
+  void TakeLookAhead();
   // False when the intent cannot be read (the apply then changes nothing).
   bool LoadIntent();
   // A first apply too large to hold whole, in chunks (chunked.h): false
@@ -88,7 +92,11 @@ class ApplyRun {
   std::optional<core::Intent> intent_;  // what earlier applies owe (loaded once)
   std::string intent_unreadable_;       // why it could not be read
   core::Intent saved_;                  // the intent as it stands on disk
-  StatCache stats_;                     // paths a failed record proof looked at
+  StatCache stats_;                     // paths a failed record proof, or the look ahead, looked at
+  // Filled by the look ahead's thread; read only after it was waited for.
+  StatCache ahead_stats_;
+  // Last: destroyed (so waited for) before what its work reads and fills.
+  std::unique_ptr<ports::Background::Job> ahead_;
 };
 
 void ApplyRun::LoadRecord() {
@@ -101,6 +109,47 @@ void ApplyRun::LoadRecord() {
     record_ = std::move(*loaded);
     had_record_ = true;
   }
+}
+
+// A full pass stats every declared path before it plans, and most of them
+// are the recorded ones: taken on another core while the declaration is read
+// and parsed, they are there when the observation starts. A stat taken those
+// few milliseconds earlier is as good as one taken then: nothing is written
+// in between, and a file that changes after its stat is caught by the next
+// apply either way (a file read is still checked against the stat it was
+// read for). Worth a thread only for a record of many paths.
+void ApplyRun::LookAhead() {
+  constexpr size_t kLookAheadAt = 256;
+  if (ports_.background == nullptr || !stats_.stats.empty() ||
+      record_->resources.size() < kLookAheadAt) {
+    return;
+  }
+  // The record is read-only during the pass; the root is not used by the
+  // pass until the look ahead was taken.
+  ahead_ = ports_.background->Start([this] {
+    std::vector<std::string_view> paths;
+    paths.reserve(record_->resources.size());
+    for (const auto& [id, e] : record_->resources) {
+      if (e.kind != core::KindName(core::Kind::kService) && !e.written.empty()) {
+        paths.push_back(e.written[0].path);
+      }
+    }
+    // By path: StatMany keeps a directory open for all its files.
+    std::sort(paths.begin(), paths.end());
+    paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+    std::vector<Result<core::FileInfo>> infos = ports_.root->StatMany(paths);
+    for (size_t i = 0; i < paths.size() && i < infos.size(); ++i) {
+      ahead_stats_.Add(std::string(paths[i]), std::move(infos[i]));
+    }
+  });
+}
+
+void ApplyRun::TakeLookAhead() {
+  if (ahead_ == nullptr) return;
+  bool ok = ahead_->Wait();
+  ahead_.reset();
+  if (ok) stats_ = std::move(ahead_stats_);
+  ahead_stats_ = StatCache();
 }
 
 bool ApplyRun::LoadIntent() {
@@ -345,6 +394,7 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   if (options_.confirm_from_record && !digest->empty() && Prove(*digest)) return;
   progress_.Step();
   LoadRecord();
+  LookAhead();
   progress_.Step();
   auto text = source.Text();
   if (!text) return Refuse(text.error());
@@ -437,6 +487,7 @@ void ApplyRun::Apply(Declaration decl) {
   }
   OldEntries olds = OldEntriesOf(decl, *record_);
   std::vector<std::string> wants = Wants(decl, *record_, olds, had_record_, CredentialKey(decl));
+  TakeLookAhead();
   auto observed = Observe(decl, *record_, olds, wants,
                           {ports_.root, ports_.artifacts, ports_.units, ports_.archives,
                            ports_.services, &progress_, &options_.dirs},

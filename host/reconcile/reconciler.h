@@ -24,6 +24,7 @@
 #include "host/core/minisign.h"
 #include "host/core/outcome.h"
 #include "host/ports/archive_reader.h"
+#include "host/ports/background.h"
 #include "host/ports/clock.h"
 #include "host/ports/declaration_source.h"
 #include "host/ports/file_system.h"
@@ -42,6 +43,9 @@ struct ReconcilerPorts {
   ports::ServiceManager* services = nullptr;  // may be null: units then fail
   ports::RecordStore* records = nullptr;
   ports::Clock* clock = nullptr;
+  // May be null: a full pass then looks at the recorded paths only when it
+  // observes, not while it parses.
+  ports::Background* background = nullptr;
 };
 
 struct ReconcilerOptions {
