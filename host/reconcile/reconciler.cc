@@ -114,10 +114,10 @@ void ApplyRun::LoadRecord() {
 // A full pass stats every declared path before it plans, and most of them
 // are the recorded ones: taken on another core while the declaration is read
 // and parsed, they are there when the observation starts. A stat taken those
-// few milliseconds earlier is as good as one taken then: nothing is written
-// in between, and a file that changes after its stat is caught by the next
-// apply either way (a file read is still checked against the stat it was
-// read for). Worth a thread only for a record of many paths.
+// few milliseconds earlier is as good as one taken then: nothing under the
+// root is written in between, and a file that changes after its stat is
+// caught by the next apply either way (a file read is still checked against
+// the stat it was read for). Worth a thread only for a record of many paths.
 void ApplyRun::LookAhead() {
   constexpr size_t kLookAheadAt = 256;
   if (ports_.background == nullptr || !stats_.stats.empty() ||
@@ -417,6 +417,7 @@ bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view 
       !intent_->empty()) {
     return false;
   }
+  TakeLookAhead();  // none with an empty record; the chunks use the root themselves
   ChunkedApply in{ports_.root,
                   ports_.units,
                   ports_.artifacts,
@@ -492,6 +493,7 @@ void ApplyRun::Apply(Declaration decl) {
                           {ports_.root, ports_.artifacts, ports_.units, ports_.archives,
                            ports_.services, &progress_, &options_.dirs},
                           stats_);
+  stats_ = StatCache();  // read by the observation only: not held through the writes
   if (!observed) return Refuse(observed.error());
   if (!dry_run) Sweep(decl);
   ClaimWhatWasBeingCreated(decl, *intent_, *observed);
@@ -600,11 +602,11 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
   ApplyReport report;
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
-  ApplyRun run(ports_, options_, sink, report, progress_, kept_proof_);
-  // Under a memory limit an allocation may fail anywhere in the pass: the
-  // apply fails and says so, and whatever it wrote is already covered by
-  // the intent saved before its first write.
+  // Under a memory limit an allocation may fail anywhere in the pass (its
+  // state's own included): the apply fails and says so, and whatever it
+  // wrote is already covered by the intent saved before its first write.
   try {
+    ApplyRun run(ports_, options_, sink, report, progress_, kept_proof_);
     run.Run(declaration);
   } catch (const std::bad_alloc&) {
     report.result = ApplyResult::kFailed;
