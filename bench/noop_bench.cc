@@ -136,8 +136,9 @@ int main(int argc, char** argv) {
   adapters::ThreadBackground background;
   reconcile::ReconcilerPorts ports{root.get(), artifacts.get(), units.get(), &archives,
                                    nullptr,    records.get(),   &clock};
-  // As the host wires it; --no-look-ahead: the full pass as it was without.
-  if (bench::IntFlag(argc, argv, "--no-look-ahead", 0) == 0) ports.background = &background;
+  // As the host wires it; --one-thread: every apply on the caller's thread
+  // alone (no look ahead, no proof in halves), as before they were.
+  if (bench::IntFlag(argc, argv, "--one-thread", 0) == 0) ports.background = &background;
   reconcile::ReconcilerOptions options;
   options.machine = "bench";
   reconcile::Reconciler daemon(ports, options);

@@ -40,7 +40,9 @@ class FileSystem {
   virtual core::Result<core::FileInfo> Stat(const std::string& path) = 0;
 
   // Stat of many paths at once, in order; an implementation may share the
-  // work of walking common parent directories within the call.
+  // work of walking common parent directories within the call. Stat and
+  // StatMany may run on two threads at once (ports::Background): they must
+  // change nothing the implementation holds.
   virtual std::vector<core::Result<core::FileInfo>> StatMany(
       std::span<const std::string_view> paths) {
     std::vector<core::Result<core::FileInfo>> out;

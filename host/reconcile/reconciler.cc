@@ -178,7 +178,7 @@ bool ApplyRun::LoadIntent() {
 // changes: the proof gathered from it is kept too, and the next no-op only
 // looks at the machine again (RecordProof::Rerun).
 bool ApplyRun::Prove(const std::string& digest) {
-  RecordProof::Ports proof_ports{ports_.root, ports_.units, ports_.services};
+  RecordProof::Ports proof_ports{ports_.root, ports_.units, ports_.services, ports_.background};
   std::optional<RecordProof> streamed;
   RecordProof* proof = nullptr;
   bool proven = false;

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +34,7 @@
 #include "host/core/result.h"
 #include "host/core/unit_status.h"
 #include "host/core/want.h"
+#include "host/ports/background.h"
 #include "host/ports/file_system.h"
 #include "host/ports/service_manager.h"
 
@@ -44,6 +46,9 @@ class RecordProof : public core::RecordVisitor {
     ports::FileSystem* root = nullptr;
     ports::FileSystem* units = nullptr;
     ports::ServiceManager* services = nullptr;  // may be null: then no unit is proven
+    // May be null: a large batch's stats are then all taken on the caller's
+    // thread, not half of them beside it.
+    ports::Background* background = nullptr;
   };
   // Paths are looked at in batches: the batch bounds the memory, and sorted
   // by path it lets StatMany keep each directory open for all its files.
@@ -161,6 +166,8 @@ class RecordProof : public core::RecordVisitor {
   // kept record, a view of the record's own.
   std::string_view Hold(std::string_view s, Text& text);
   bool CheckBatch();
+  // StatMany of `paths`, the second half of a large batch on another thread.
+  std::vector<core::Result<core::FileInfo>> StatInHalves(std::span<const std::string_view> paths);
   // Looks at batch_[begin, end), which is sorted by path.
   bool CheckRange(size_t begin, size_t end);
   // Positions are the declaration's order: each exactly once.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "host/adapters/posix_file_system.h"
+#include "host/adapters/thread_background.h"
 #include "host/core/want.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/testing/temp_dir.h"
@@ -216,6 +217,74 @@ TEST_F(RecordProofTest, AUnitWithoutAServiceManagerIsNotProven) {
   e.position = 5;
   RecordProof proof({root_.get(), units_.get(), nullptr}, "d", "m");
   EXPECT_FALSE(Prove(proof));
+}
+
+// A large batch is looked at in two halves, the second on another thread:
+// the same verdict and the same looks handed over as from one thread,
+// whichever half moved, and when the second thread fails or cannot start.
+class Halves : public ports::Background {
+ public:
+  enum Mode { kThread, kFails, kNoThread };
+  explicit Halves(Mode mode) : mode_(mode) {}
+  std::unique_ptr<Job> Start(std::function<void()> work) override {
+    ++started;
+    if (mode_ == kThread) return thread_.Start(std::move(work));
+    if (mode_ == kFails) return std::make_unique<Failed>();
+    return nullptr;
+  }
+  int started = 0;
+
+ private:
+  struct Failed : Job {
+    bool Wait() override { return false; }
+  };
+  Mode mode_;
+  adapters::ThreadBackground thread_;
+};
+
+TEST_F(RecordProofTest, ALargeBatchInTwoHalvesIsOneBatch) {
+  constexpr int kFiles = 1500;  // over the halves' threshold (1,024)
+  for (int i = 0; i < kFiles; ++i) {
+    std::string path = "/srv/d" + std::to_string(i % 9) + "/g" + std::to_string(i);
+    testing::WriteText(dir_.Sub("root") + path, "y");
+    core::RecordEntry e;
+    e.kind = "file";
+    e.digest = "sha256:g" + std::to_string(i);
+    e.applied_at = "2026-11-30T00:00:00.000Z";
+    e.position = static_cast<uint64_t>(5 + i);
+    e.written.push_back({path, core::FileFingerprint(*root_->Stat(path)), "", 0, false});
+    record_.resources["g" + std::to_string(i)] = e;
+  }
+  auto looks = [&](RecordProof& proof) {
+    std::vector<std::string> out;
+    for (auto& [path, info] : proof.TakeLooks()) {
+      out.push_back(path + " " + (info ? core::FileFingerprint(*info) : info.error().message));
+    }
+    return out;
+  };
+  for (Halves::Mode mode : {Halves::kThread, Halves::kFails, Halves::kNoThread}) {
+    Halves halves(mode);
+    RecordProof proof({root_.get(), units_.get(), nullptr, &halves}, "d", "m");
+    EXPECT_TRUE(Prove(proof)) << mode;
+    EXPECT_EQ(halves.started, 1) << mode;
+  }
+  // A file moved in the second half (paths sorted: /srv/d8 last), then one
+  // in the first as well (/etc first).
+  for (const char* moved : {"/srv/d8/g1493", "/etc/f2"}) {
+    std::filesystem::last_write_time(
+        dir_.Sub("root") + moved,
+        std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
+    RecordProof alone({root_.get(), units_.get(), nullptr}, "d", "m");
+    EXPECT_FALSE(Prove(alone)) << moved;
+    std::vector<std::string> expected = looks(alone);
+    ASSERT_FALSE(expected.empty());
+    for (Halves::Mode mode : {Halves::kThread, Halves::kFails, Halves::kNoThread}) {
+      Halves halves(mode);
+      RecordProof proof({root_.get(), units_.get(), nullptr, &halves}, "d", "m");
+      EXPECT_FALSE(Prove(proof)) << moved << " " << mode;
+      EXPECT_EQ(looks(proof), expected) << moved << " " << mode;
+    }
+  }
 }
 
 }  // namespace
