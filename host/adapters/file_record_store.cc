@@ -111,9 +111,18 @@ core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
   if (fs_ == nullptr) return false;
   auto info = fs_->Stat(kStateFile);
   if (info && info->type == core::FileType::kMissing) return false;
+  auto whole = [&](std::string_view text, size_t slack) {
+    return core::ScanRecord(text, visitor, slack);
+  };
+  // A large record a line at a time, each by simdjson (nlohmann's lexer was
+  // half of a 100,000-file no-op); one not laid out as the host writes it,
+  // from the start again by nlohmann's stream.
+  auto scanned = Read(
+      whole, [&](std::istream& in) { return core::ScanRecordByLines(in, visitor); }, nullptr);
+  if (scanned || scanned.error().kind != core::ErrorKind::kNotByLines) return scanned;
+  if (!visitor.Restart()) return false;
   return Read(
-      [&](std::string_view text, size_t slack) { return core::ScanRecord(text, visitor, slack); },
-      [&](std::istream& in) { return core::ScanRecord(in, visitor); }, nullptr);
+      whole, [&](std::istream& in) { return core::ScanRecord(in, visitor); }, nullptr);
 }
 
 // The file opened is the one trusted and read, by its own size, not by an

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -147,5 +148,18 @@ Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, 
 // `slack`: as StreamOptions::slack.
 std::optional<bool> SaxParseFast(std::string_view text, nlohmann::json_sax<nlohmann::json>& handler,
                                  size_t slack = 0);
+
+// SaxParseFast for many small texts one after the other (a record read a
+// line at a time), with one parser whose buffers are kept between them.
+class FastSax {
+ public:
+  FastSax();
+  ~FastSax();
+  std::optional<bool> Parse(std::string_view text, nlohmann::json_sax<nlohmann::json>& handler);
+
+ private:
+  struct Parser;
+  std::unique_ptr<Parser> parser_;
+};
 
 }  // namespace mesh::core

@@ -1,6 +1,7 @@
 #include "host/core/record.h"
 
 #include <algorithm>
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <type_traits>
@@ -495,6 +496,140 @@ Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor) {
 Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, size_t slack) {
   Record header;
   return ReadRecord(text, header, &visitor, slack);
+}
+
+namespace {
+
+// Hands a line of the record, read as a document of its own, to the reader,
+// less what was put around it to make it one: the two braces closing the
+// head (the last two end_objects: held until another event or the end
+// shows which they are), or the braces around an entry's line (its first
+// start_object and the end_object matching it).
+class LineHandler final : public nlohmann::json_sax<json> {
+ public:
+  enum class Line { kHead, kEntries };
+  LineHandler(nlohmann::json_sax<json>& to, Line line) : to_(to), line_(line) {}
+
+  bool null() override { return Flush() && to_.null(); }
+  bool boolean(bool v) override { return Flush() && to_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return Flush() && to_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Flush() && to_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override {
+    return Flush() && to_.number_float(v, s);
+  }
+  bool string(string_t& v) override { return Flush() && to_.string(v); }
+  bool binary(binary_t& v) override { return Flush() && to_.binary(v); }
+  bool start_array(std::size_t n) override { return Flush() && to_.start_array(n); }
+  bool end_array() override { return Flush() && to_.end_array(); }
+  bool key(string_t& k) override {
+    if (line_ == Line::kEntries && objects_ == 1) ++members_;
+    return Flush() && to_.key(k);
+  }
+  bool start_object(std::size_t n) override {
+    if (line_ == Line::kEntries && objects_++ == 0) return true;
+    return Flush() && to_.start_object(n);
+  }
+  bool end_object() override {
+    if (line_ == Line::kHead) return ++held_, true;
+    if (--objects_ == 0) return true;
+    return to_.end_object();
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;  // not reached: simdjson read the line
+  }
+
+  // After the line: true when it was what it must be (the head, closed by
+  // the two braces put after it; entries, at least one).
+  bool Done() {
+    if (line_ == Line::kEntries) return members_ > 0;
+    if (held_ < 2) return false;
+    held_ -= 2;
+    return Flush();
+  }
+
+ private:
+  bool Flush() {
+    for (; held_ > 0; --held_) {
+      if (!to_.end_object()) return false;
+    }
+    return true;
+  }
+
+  nlohmann::json_sax<json>& to_;
+  Line line_;
+  int objects_ = 0;
+  int held_ = 0;
+  size_t members_ = 0;
+};
+
+}  // namespace
+
+Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor) {
+  Record header;
+  RecordReader reader(header, &visitor);
+  FastSax sax;
+  auto not_by_lines = [] {
+    return Fail(ErrorKind::kNotByLines, "state: not laid out one entry per line");
+  };
+  std::string line, doc;
+  // One line as a document: simdjson must read it as nlohmann would, and it
+  // must be what its place asks for. nullopt: the reader stopped.
+  auto read = [&](std::string_view open, std::string_view close,
+                  LineHandler::Line kind) -> std::optional<bool> {
+    doc.assign(open);
+    doc += line;
+    doc += close;
+    LineHandler handler(reader, kind);
+    std::optional<bool> parsed;
+    try {
+      parsed = sax.Parse(doc, handler);
+    } catch (const json::exception&) {
+      return false;
+    }
+    if (!parsed.has_value()) return false;
+    if (!*parsed) return reader.stopped() ? std::nullopt : std::optional<bool>(false);
+    bool done = handler.Done();
+    if (reader.stopped()) return std::nullopt;
+    return done;
+  };
+  if (!std::getline(text, line)) return not_by_lines();
+  // The head: every field but the entries, "resources" opened last.
+  if (auto ok = read("", "}}", LineHandler::Line::kHead); !ok.has_value()) {
+    return false;
+  } else if (!*ok) {
+    return not_by_lines();
+  }
+  // Entries, each line but the last one before the tail ending in a comma;
+  // then the tail, and nothing after it.
+  bool comma = false;
+  bool first = true;
+  while (true) {
+    if (!std::getline(text, line)) return not_by_lines();
+    if (line == "}}") {
+      if (comma) return not_by_lines();
+      break;
+    }
+    if ((!first && !comma) || line.empty() || line.front() != '"') return not_by_lines();
+    first = false;
+    comma = line.back() == ',';
+    if (comma) line.pop_back();
+    if (auto ok = read("{", "}", LineHandler::Line::kEntries); !ok.has_value()) {
+      return false;
+    } else if (!*ok) {
+      return not_by_lines();
+    }
+  }
+  if (text.peek() != std::char_traits<char>::eof()) return not_by_lines();
+  if (!reader.end_object() || !reader.end_object()) {
+    return reader.stopped() ? Result<bool>(false) : not_by_lines();
+  }
+  if (reader.stopped()) return false;
+  uint64_t version = 0;
+  if (!reader.Finish(&version)) {
+    if (!reader.error().empty()) return Fail("state: " + reader.error());
+    return Fail("state: unknown version " + std::to_string(version));
+  }
+  return true;
 }
 
 bool VisitRecord(const Record& record, RecordVisitor& visitor) {

@@ -130,6 +130,10 @@ class RecordVisitor {
   // fields read so far: the host writes all of them before "resources".
   virtual bool Header(const Record& header) = 0;
   virtual bool Entry(const std::string& id, const RecordEntry& entry) = 0;
+  // The store handed over part of the record, then found it must read it
+  // again another way (ScanRecordByLines): forget what was visited. False:
+  // this visitor cannot, and the scan ends as if it had stopped it.
+  virtual bool Restart() { return false; }
 };
 
 // The record's text (state.json), whole.
@@ -158,6 +162,14 @@ Result<Record> ParseRecord(std::istream& text);
 // keeping it: true when the whole record was read and is well formed, false
 // when the visitor stopped it, an error (as ParseRecord's) when it is not.
 Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor);
+// ScanRecord of a stream, a line at a time, each line read by simdjson: the
+// host writes the head on one line, then one entry per line, then the tail.
+// Every line is read as a document of its own (the head closed, an entry
+// put in braces), and what the reader is handed is what a parse of the
+// whole text would hand it. A text not laid out so, or any line simdjson
+// cannot read as nlohmann would, fails with ErrorKind::kNotByLines, after
+// the visitor may have seen part of it: read it again with ScanRecord.
+Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor);
 // The same for a record's whole text: simdjson reads it (json_stream.h,
 // SaxParseFast), some twenty times faster than the stream's parser.
 Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, size_t slack = 0);

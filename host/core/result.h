@@ -25,6 +25,9 @@ enum class ErrorKind {
   kChanged,
   // A JSON document nests deeper than its reader allows.
   kTooDeep,
+  // A record's text is not laid out as the host writes it (one entry per
+  // line): it must be read another way (core::ScanRecordByLines).
+  kNotByLines,
 };
 
 struct Error {

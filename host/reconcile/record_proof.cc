@@ -125,6 +125,12 @@ uint32_t RecordProof::AppliedAt(const std::string& text) {
   return it->second;
 }
 
+bool RecordProof::Restart() {
+  if (keep_) return false;
+  *this = RecordProof(ports_, digest_, machine_, batch_size_);
+  return true;
+}
+
 bool RecordProof::CheckBatch() {
   std::sort(batch_.begin(), batch_.end(),
             [](const PathCheck& a, const PathCheck& b) { return a.path < b.path; });

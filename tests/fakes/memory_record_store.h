@@ -30,13 +30,19 @@ class MemoryRecordStore : public ports::RecordStore {
     return loaded;
   }
   bool KeepsRecord() const override { return !stream; }
-  // Streams the text as a one-shot apply streams state.json; with `stream`
-  // false, walks a loaded record as the daemon's store does.
+  // Streams the text as a one-shot apply streams a large state.json (a line
+  // at a time, then from the start by reference when it is laid out
+  // otherwise); with `stream` false, walks a loaded record as the daemon's
+  // store does.
   core::Result<bool> Scan(core::RecordVisitor& visitor) override {
     if (!stream) return RecordStore::Scan(visitor);
     if (!text.has_value()) return false;
     std::istringstream in(*text);
-    return core::ScanRecord(in, visitor);
+    auto scanned = core::ScanRecordByLines(in, visitor);
+    if (scanned || scanned.error().kind != core::ErrorKind::kNotByLines) return scanned;
+    if (!visitor.Restart()) return false;
+    std::istringstream again(*text);
+    return core::ScanRecord(again, visitor);
   }
   core::Status Save(core::Record record) override {
     if (kill != nullptr && !kill->Alive()) return core::Ok();  // dead: nothing lands

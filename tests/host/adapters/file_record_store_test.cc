@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/testing/temp_dir.h"
@@ -60,7 +61,14 @@ class Listing : public core::RecordVisitor {
     text += id + " " + entry.digest + " " + entry.applied_at + "\n";
     return true;
   }
+  bool Restart() override {
+    text.clear();
+    ++restarts;
+    return can_restart;
+  }
   std::string text;
+  int restarts = 0;
+  bool can_restart = true;
 };
 
 // Needs no root: the state directory is this user's own.
@@ -113,6 +121,46 @@ TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
     EXPECT_EQ(seen[0], seen[1]);
     EXPECT_THAT(seen[0], HasSubstr(text == good ? "f49 sha256:49" : "refused state: "));
   }
+}
+
+// A large record is streamed a line at a time (core::ScanRecordByLines);
+// one laid out otherwise (pretty-printed, all on one line) is read again
+// from the start by the reference, the visitor told to start over; one
+// that cannot is stopped, not handed anything twice.
+TEST_F(FileRecordStoreReadTest, ALargeRecordLaidOutOtherwiseIsReadAgainFromTheStart) {
+  core::Record record;
+  record.machine = "m";
+  record.declaration_digest = "d";
+  for (int i = 0; i < 20; ++i) {
+    core::RecordEntry e;
+    e.kind = "file";
+    e.digest = "sha256:" + std::to_string(i);
+    e.applied_at = "2026-12-02T01:02:03.000Z";
+    e.written.push_back({"/etc/f-" + std::to_string(i), "1:2:3", "", 0, false});
+    record.resources["f" + std::to_string(i)] = e;
+  }
+  std::string by_lines = core::SerializeRecord(record);
+  auto json = nlohmann::json::parse(by_lines);
+  std::string expected;
+  for (const std::string& text : {by_lines, json.dump(2), json.dump()}) {
+    WriteText(state_ + "/state.json", text);
+    auto store = FileRecordStore::Open(state_, /*create=*/false);
+    ASSERT_TRUE(store.has_value()) << store.error().message;
+    (*store)->set_whole_record_bytes(0);
+    Listing listing;
+    auto scanned = (*store)->Scan(listing);
+    ASSERT_TRUE(scanned.has_value()) << scanned.error().message;
+    EXPECT_TRUE(*scanned);
+    EXPECT_EQ(listing.restarts, text == by_lines ? 0 : 1);
+    if (expected.empty()) expected = listing.text;
+    EXPECT_EQ(listing.text, expected);
+    Listing stuck;
+    stuck.can_restart = false;
+    auto stopped = (*store)->Scan(stuck);
+    ASSERT_TRUE(stopped.has_value());
+    EXPECT_EQ(*stopped, text == by_lines);
+  }
+  EXPECT_THAT(expected, HasSubstr("f19 sha256:19"));
 }
 
 // A record built an entry at a time (a chunked apply's): the entries wait
