@@ -542,7 +542,7 @@ class LineHandler final : public nlohmann::json_sax<json> {
   // the two braces put after it; entries, at least one).
   bool Done() {
     if (line_ == Line::kEntries) return members_ > 0;
-    if (held_ < 2) return false;
+    if (held_ != 2) return false;  // the line ended on an opened object
     held_ -= 2;
     return Flush();
   }
@@ -572,6 +572,17 @@ Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor) {
     return Fail(ErrorKind::kNotByLines, "state: not laid out one entry per line");
   };
   std::string line, doc;
+  // A line, up to kMaxLineBytes: what the host writes is far shorter, and a
+  // longer one (a record all on one line) would be held whole.
+  constexpr size_t kMaxLineBytes = 1 << 20;
+  std::vector<char> buffer(kMaxLineBytes + 1);
+  auto next_line = [&] {
+    text.getline(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    auto got = static_cast<size_t>(text.gcount());
+    if (text.fail()) return false;                           // no more lines, or one too long
+    line.assign(buffer.data(), text.eof() ? got : got - 1);  // less the newline taken
+    return true;
+  };
   // One line as a document: simdjson must read it as nlohmann would, and it
   // must be what its place asks for. nullopt: the reader stopped.
   auto read = [&](std::string_view open, std::string_view close,
@@ -592,8 +603,9 @@ Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor) {
     if (reader.stopped()) return std::nullopt;
     return done;
   };
-  if (!std::getline(text, line)) return not_by_lines();
-  // The head: every field but the entries, "resources" opened last.
+  // The head: every field but the entries, "resources" opened last and
+  // nothing of it on this line (the next line's entry needs no comma).
+  if (!next_line() || !line.ends_with("\"resources\":{")) return not_by_lines();
   if (auto ok = read("", "}}", LineHandler::Line::kHead); !ok.has_value()) {
     return false;
   } else if (!*ok) {
@@ -604,7 +616,7 @@ Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor) {
   bool comma = false;
   bool first = true;
   while (true) {
-    if (!std::getline(text, line)) return not_by_lines();
+    if (!next_line()) return not_by_lines();
     if (line == "}}") {
       if (comma) return not_by_lines();
       break;

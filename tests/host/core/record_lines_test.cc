@@ -133,6 +133,36 @@ TEST(RecordLinesTest, AnotherLayoutIsNotReadByLines) {
   EXPECT_TRUE(*reference.result);
 }
 
+// Found in review: a head line that ends on an entry (or on an unknown
+// field) left open would let the next line's entry in without its comma,
+// where the stream refuses the text. And a record all on one line is not
+// held whole to find out it is not laid out by lines.
+TEST(RecordLinesTest, AHeadThatDoesNotEndOnResourcesIsNotReadByLines) {
+  const std::string head =
+      R"({"declaration_digest":"d","generation":1,"machine":"m",)"
+      R"("settled_declaration_digest":"d","version":1,"want_version":2,"resources":{)";
+  const std::string entry = R"("kind":"file","written":[],"applied_at":"t","digest":)";
+  for (const std::string& t : {
+           head + R"("a":{)" + entry + "\"x\"}\n\"b\":{" + entry + "\"y\"}\n}}\n",
+           head + R"("a":{)" + entry + "\"x\"},\"x\":{\"k\":1\n\"b\":{" + entry + "\"y\"}\n}}\n",
+           head.substr(0, head.size() - 15) + R"("x":{"k":1)" + "\n\"b\":{" + entry +
+               "\"y\"}\n}}\n",
+       }) {
+    Read lines = ByLines(t);
+    ASSERT_FALSE(lines.result.has_value()) << t;
+    EXPECT_EQ(lines.result.error().kind, ErrorKind::kNotByLines) << t;
+    EXPECT_FALSE(ByReference(t).result.has_value()) << "the stream refuses it: " << t;
+  }
+  Record big = Varied();
+  for (int i = 0; i < 6000; ++i) big.resources["pad" + std::to_string(i)] = big.resources["a"];
+  std::string one_line = nlohmann::json::parse(SerializeRecord(big)).dump();
+  ASSERT_GT(one_line.size(), size_t{1} << 20);
+  Read lines = ByLines(one_line);
+  ASSERT_FALSE(lines.result.has_value());
+  EXPECT_EQ(lines.result.error().kind, ErrorKind::kNotByLines);
+  EXPECT_TRUE(lines.seen.empty());
+}
+
 // Read by lines, as the stream reads it, or not by lines at all.
 void ExpectReadAlikeOrNotByLines(const std::string& t, int* read_by_lines = nullptr) {
   Read lines = ByLines(t);
