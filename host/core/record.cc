@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <istream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <type_traits>
@@ -575,12 +576,12 @@ Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor) {
   // A line, up to kMaxLineBytes: what the host writes is far shorter, and a
   // longer one (a record all on one line) would be held whole.
   constexpr size_t kMaxLineBytes = 1 << 20;
-  std::vector<char> buffer(kMaxLineBytes + 1);
+  auto buffer = std::make_unique_for_overwrite<char[]>(kMaxLineBytes + 1);  // not zeroed
   auto next_line = [&] {
-    text.getline(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    text.getline(buffer.get(), static_cast<std::streamsize>(kMaxLineBytes + 1));
     auto got = static_cast<size_t>(text.gcount());
-    if (text.fail()) return false;                           // no more lines, or one too long
-    line.assign(buffer.data(), text.eof() ? got : got - 1);  // less the newline taken
+    if (text.fail()) return false;                          // no more lines, or one too long
+    line.assign(buffer.get(), text.eof() ? got : got - 1);  // less the newline taken
     return true;
   };
   // One line as a document: simdjson must read it as nlohmann would, and it

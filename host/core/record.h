@@ -162,6 +162,11 @@ Result<Record> ParseRecord(std::istream& text);
 // keeping it: true when the whole record was read and is well formed, false
 // when the visitor stopped it, an error (as ParseRecord's) when it is not.
 Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor);
+// The same for a record's whole text: simdjson reads it (json_stream.h,
+// SaxParseFast), some twenty times faster than the stream's parser.
+Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, size_t slack = 0);
+// The same for a record already in memory.
+bool VisitRecord(const Record& record, RecordVisitor& visitor);
 // ScanRecord of a stream, a line at a time, each line read by simdjson: the
 // host writes the head on one line, then one entry per line, then the tail.
 // Every line is read as a document of its own (the head closed, an entry
@@ -170,10 +175,5 @@ Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor);
 // cannot read as nlohmann would, fails with ErrorKind::kNotByLines, after
 // the visitor may have seen part of it: read it again with ScanRecord.
 Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor);
-// The same for a record's whole text: simdjson reads it (json_stream.h,
-// SaxParseFast), some twenty times faster than the stream's parser.
-Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, size_t slack = 0);
-// The same for a record already in memory.
-bool VisitRecord(const Record& record, RecordVisitor& visitor);
 
 }  // namespace mesh::core

@@ -1,9 +1,9 @@
 // Background: work an apply hands to another thread while it goes on.
 //
-// The full pass looks at every recorded path; it can do so while the
-// declaration is still being read and parsed, on a second core, instead of
-// after. What runs here must not throw and must touch nothing the caller
-// uses until Wait() returns.
+// The full pass looks at every recorded path while the declaration is
+// still being read and parsed, on a second core, instead of after; the
+// record proof stats half of a large batch there while it stats the other. What runs here must not
+// throw and must touch nothing the caller uses until Wait() returns.
 #pragma once
 
 #include <functional>

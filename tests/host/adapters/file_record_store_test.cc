@@ -71,6 +71,21 @@ class Listing : public core::RecordVisitor {
   bool can_restart = true;
 };
 
+// A record of `n` files, f0 to f(n-1).
+core::Record Files(int n) {
+  core::Record record;
+  record.machine = "m";
+  for (int i = 0; i < n; ++i) {
+    core::RecordEntry e;
+    e.kind = "file";
+    e.digest = "sha256:" + std::to_string(i);
+    e.applied_at = "2026-12-02T01:02:03.000Z";
+    e.written.push_back({"/etc/f-" + std::to_string(i), "1:2:3", "", 0, false});
+    record.resources["f" + std::to_string(i)] = e;
+  }
+  return record;
+}
+
 // Needs no root: the state directory is this user's own.
 class FileRecordStoreReadTest : public ::testing::Test {
  protected:
@@ -86,16 +101,7 @@ class FileRecordStoreReadTest : public ::testing::Test {
 // the store must read the same file the same way either way, a damaged one
 // with the same words.
 TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
-  core::Record record;
-  record.machine = "m";
-  for (int i = 0; i < 50; ++i) {
-    core::RecordEntry e;
-    e.kind = "file";
-    e.digest = "sha256:" + std::to_string(i);
-    e.applied_at = "2026-12-02T01:02:03.000Z";
-    e.written.push_back({"/etc/f-" + std::to_string(i), "1:2:3", "", 0, false});
-    record.resources["f" + std::to_string(i)] = e;
-  }
+  core::Record record = Files(50);
   auto writer = FileRecordStore::Open(state_, /*create=*/true);
   ASSERT_TRUE(writer.has_value()) << writer.error().message;
   ASSERT_TRUE((*writer)->Save(record).has_value());
@@ -128,17 +134,8 @@ TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
 // from the start by the reference, the visitor told to start over; one
 // that cannot is stopped, not handed anything twice.
 TEST_F(FileRecordStoreReadTest, ALargeRecordLaidOutOtherwiseIsReadAgainFromTheStart) {
-  core::Record record;
-  record.machine = "m";
+  core::Record record = Files(20);
   record.declaration_digest = "d";
-  for (int i = 0; i < 20; ++i) {
-    core::RecordEntry e;
-    e.kind = "file";
-    e.digest = "sha256:" + std::to_string(i);
-    e.applied_at = "2026-12-02T01:02:03.000Z";
-    e.written.push_back({"/etc/f-" + std::to_string(i), "1:2:3", "", 0, false});
-    record.resources["f" + std::to_string(i)] = e;
-  }
   std::string by_lines = core::SerializeRecord(record);
   auto json = nlohmann::json::parse(by_lines);
   std::string expected;

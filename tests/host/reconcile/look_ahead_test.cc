@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "host/adapters/thread_background.h"
+#include "tests/fakes/fake_background.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
 
 namespace mesh::reconcile {
@@ -19,34 +19,15 @@ namespace {
 
 using json = nlohmann::json;
 
-// What the look ahead runs on, in each of the ways it can go.
+// How the look ahead runs: not asked for (no Background), or each way a
+// FakeBackground goes.
 enum class Ahead { kNone, kThread, kFails, kNoThread };
 
-class Backgrounds : public ports::Background {
- public:
-  explicit Backgrounds(Ahead mode) : mode_(mode) {}
-  std::unique_ptr<Job> Start(std::function<void()> work) override {
-    ++started;
-    switch (mode_) {
-      case Ahead::kThread:
-        return thread_.Start(std::move(work));
-      case Ahead::kFails:
-        return std::make_unique<FailedJob>();  // the work never ran
-      case Ahead::kNone:
-      case Ahead::kNoThread:
-        break;
-    }
-    return nullptr;
-  }
-  int started = 0;
-
- private:
-  struct FailedJob : Job {
-    bool Wait() override { return false; }
-  };
-  Ahead mode_;
-  adapters::ThreadBackground thread_;
-};
+fakes::FakeBackground::Mode ModeOf(Ahead ahead) {
+  return ahead == Ahead::kThread  ? fakes::FakeBackground::Mode::kThread
+         : ahead == Ahead::kFails ? fakes::FakeBackground::Mode::kFails
+                                  : fakes::FakeBackground::Mode::kNoThread;
+}
 
 constexpr int kFiles = 300;  // over the look ahead's threshold (256)
 
@@ -87,7 +68,7 @@ Result FullPass(Ahead mode) {
   fakes::FakeClock clock;
   fakes::FakeServiceManager services{clock};
   fakes::MemoryRecordStore store;
-  Backgrounds background(mode);
+  fakes::FakeBackground background(ModeOf(mode));
   ReconcilerPorts ports{root.get(), artifacts.get(), units.get(), &archives,
                         &services,  &store,          &clock};
   if (mode != Ahead::kNone) ports.background = &background;
@@ -148,7 +129,7 @@ class LookAheadTest : public ReconcilerTest {};
 // A full pass refused after the look ahead started waits for it before
 // anything it fills goes away.
 TEST_F(LookAheadTest, ARefusedDeclarationWaitsForIt) {
-  Backgrounds background(Ahead::kThread);
+  fakes::FakeBackground background(fakes::FakeBackground::Mode::kThread);
   ReconcilerPorts ports = Ports();
   ports.background = &background;
   ReconcilerOptions options = Options();

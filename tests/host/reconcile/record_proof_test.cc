@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "host/adapters/posix_file_system.h"
-#include "host/adapters/thread_background.h"
 #include "host/core/want.h"
+#include "tests/fakes/fake_background.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/testing/temp_dir.h"
 
@@ -222,25 +222,9 @@ TEST_F(RecordProofTest, AUnitWithoutAServiceManagerIsNotProven) {
 // A large batch is looked at in two halves, the second on another thread:
 // the same verdict and the same looks handed over as from one thread,
 // whichever half moved, and when the second thread fails or cannot start.
-class Halves : public ports::Background {
- public:
-  enum Mode { kThread, kFails, kNoThread };
-  explicit Halves(Mode mode) : mode_(mode) {}
-  std::unique_ptr<Job> Start(std::function<void()> work) override {
-    ++started;
-    if (mode_ == kThread) return thread_.Start(std::move(work));
-    if (mode_ == kFails) return std::make_unique<Failed>();
-    return nullptr;
-  }
-  int started = 0;
-
- private:
-  struct Failed : Job {
-    bool Wait() override { return false; }
-  };
-  Mode mode_;
-  adapters::ThreadBackground thread_;
-};
+using Halves = fakes::FakeBackground;
+constexpr Halves::Mode kModes[] = {Halves::Mode::kThread, Halves::Mode::kFails,
+                                   Halves::Mode::kNoThread};
 
 TEST_F(RecordProofTest, ALargeBatchInTwoHalvesIsOneBatch) {
   constexpr int kFiles = 1500;  // over the halves' threshold (1,024)
@@ -262,11 +246,11 @@ TEST_F(RecordProofTest, ALargeBatchInTwoHalvesIsOneBatch) {
     }
     return out;
   };
-  for (Halves::Mode mode : {Halves::kThread, Halves::kFails, Halves::kNoThread}) {
+  for (Halves::Mode mode : kModes) {
     Halves halves(mode);
     RecordProof proof({root_.get(), units_.get(), nullptr, &halves}, "d", "m");
-    EXPECT_TRUE(Prove(proof)) << mode;
-    EXPECT_EQ(halves.started, 1) << mode;
+    EXPECT_TRUE(Prove(proof)) << static_cast<int>(mode);
+    EXPECT_EQ(halves.started, 1) << static_cast<int>(mode);
   }
   // A file moved in the second half (paths sorted: /srv/d8 last), then one
   // in the first as well (/etc first).
@@ -278,11 +262,11 @@ TEST_F(RecordProofTest, ALargeBatchInTwoHalvesIsOneBatch) {
     EXPECT_FALSE(Prove(alone)) << moved;
     std::vector<std::string> expected = looks(alone);
     ASSERT_FALSE(expected.empty());
-    for (Halves::Mode mode : {Halves::kThread, Halves::kFails, Halves::kNoThread}) {
+    for (Halves::Mode mode : kModes) {
       Halves halves(mode);
       RecordProof proof({root_.get(), units_.get(), nullptr, &halves}, "d", "m");
-      EXPECT_FALSE(Prove(proof)) << moved << " " << mode;
-      EXPECT_EQ(looks(proof), expected) << moved << " " << mode;
+      EXPECT_FALSE(Prove(proof)) << moved << " " << static_cast<int>(mode);
+      EXPECT_EQ(looks(proof), expected) << moved << " " << static_cast<int>(mode);
     }
   }
 }
