@@ -389,6 +389,53 @@ sd_bus_message* NewCall(sd_bus* bus, const char* path, const char* iface, const 
   return m;
 }
 
+// Reads the value of property `n` (a variant, next in `m`) into `s`, or
+// skips it when the host has no use for it. Negative: unreadable.
+int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s) {
+  std::string* text = n == "LoadState"       ? &s.load_state
+                      : n == "ActiveState"   ? &s.active_state
+                      : n == "SubState"      ? &s.sub_state
+                      : n == "Result"        ? &s.result
+                      : n == "Type"          ? &s.type
+                      : n == "UnitFileState" ? &s.unit_file_state
+                                             : nullptr;
+  int r;
+  if (text != nullptr) {
+    const char* v = nullptr;
+    if ((r = sd_bus_message_read(m, "v", "s", &v)) < 0) return r;
+    *text = v;
+  } else if (n == "NRestarts") {
+    return sd_bus_message_read(m, "v", "u", &s.n_restarts);
+  } else if (n == "NeedDaemonReload") {
+    int need = 0;
+    if ((r = sd_bus_message_read(m, "v", "b", &need)) < 0) return r;
+    s.need_daemon_reload = need != 0;
+  } else if (n == "TimeoutStopUSec") {
+    uint64_t usec = 0;
+    if ((r = sd_bus_message_read(m, "v", "t", &usec)) < 0) return r;
+    // UINT64_MAX is "infinity"; past a day it is as good as one: zero,
+    // unknown to the host.
+    constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
+    if (usec <= kDayUsec) s.timeout_stop = std::chrono::microseconds(usec);
+  } else if (n == "InvocationID") {
+    if ((r = sd_bus_message_enter_container(m, 'v', "ay")) < 0) return r;
+    const void* bytes = nullptr;
+    size_t len = 0;
+    if ((r = sd_bus_message_read_array(m, 'y', &bytes, &len)) < 0) return r;
+    static constexpr char kHex[] = "0123456789abcdef";
+    s.invocation_id.clear();
+    for (size_t i = 0; i < len; ++i) {
+      unsigned char b = static_cast<const unsigned char*>(bytes)[i];
+      s.invocation_id += kHex[b >> 4];
+      s.invocation_id += kHex[b & 0xf];
+    }
+    return sd_bus_message_exit_container(m);
+  } else {
+    return sd_bus_message_skip(m, "v");
+  }
+  return 0;
+}
+
 // Reads one GetAll reply into `s`.
 core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::string& what) {
   auto bad = [&] { return core::Fail(what + ": unreadable reply"); };
@@ -397,52 +444,18 @@ core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::
   while ((rr = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
     const char* name = nullptr;
     if (sd_bus_message_read(m, "s", &name) < 0) return bad();
-    std::string_view n = name;
-    std::string* text = n == "LoadState"       ? &s.load_state
-                        : n == "ActiveState"   ? &s.active_state
-                        : n == "SubState"      ? &s.sub_state
-                        : n == "Result"        ? &s.result
-                        : n == "Type"          ? &s.type
-                        : n == "UnitFileState" ? &s.unit_file_state
-                                               : nullptr;
-    if (text != nullptr) {
-      const char* v = nullptr;
-      if (sd_bus_message_read(m, "v", "s", &v) < 0) return bad();
-      *text = v;
-    } else if (n == "NRestarts") {
-      if (sd_bus_message_read(m, "v", "u", &s.n_restarts) < 0) return bad();
-    } else if (n == "NeedDaemonReload") {
-      int need = 0;
-      if (sd_bus_message_read(m, "v", "b", &need) < 0) return bad();
-      s.need_daemon_reload = need != 0;
-    } else if (n == "TimeoutStopUSec") {
-      uint64_t usec = 0;
-      if (sd_bus_message_read(m, "v", "t", &usec) < 0) return bad();
-      // UINT64_MAX is "infinity"; past a day it is as good as one: zero,
-      // unknown to the host.
-      constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
-      if (usec <= kDayUsec) s.timeout_stop = std::chrono::microseconds(usec);
-    } else if (n == "InvocationID") {
-      if (sd_bus_message_enter_container(m, 'v', "ay") < 0) return bad();
-      const void* bytes = nullptr;
-      size_t len = 0;
-      if (sd_bus_message_read_array(m, 'y', &bytes, &len) < 0) return bad();
-      static constexpr char kHex[] = "0123456789abcdef";
-      s.invocation_id.clear();
-      for (size_t i = 0; i < len; ++i) {
-        unsigned char b = static_cast<const unsigned char*>(bytes)[i];
-        s.invocation_id += kHex[b >> 4];
-        s.invocation_id += kHex[b & 0xf];
-      }
-      if (sd_bus_message_exit_container(m) < 0) return bad();
-    } else if (sd_bus_message_skip(m, "v") < 0) {
-      return bad();
-    }
+    if (ReadProperty(m, name, s) < 0) return bad();
     if (sd_bus_message_exit_container(m) < 0) return bad();
   }
   if (rr < 0) return bad();
   return core::Ok();
 }
+
+// What the host reads of a service's own interface. Asked for one by one:
+// systemd's GetAll of that interface also computes every accounting
+// property (memory, CPU, tasks, IO, IP: cgroup files read for each unit),
+// which cost more than all the rest of a look.
+constexpr const char* kServiceProperties[] = {"Type", "Result", "NRestarts", "TimeoutStopUSec"};
 
 }  // namespace
 
@@ -451,8 +464,7 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
 }
 
 // Two pipelined rounds, whatever the number of units: one GetAll of the
-// Unit interface each, then one of the Service interface for loaded
-// services.
+// Unit interface each, then the service properties of loaded services.
 std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     const std::vector<std::string>& units) {
   std::vector<core::Result<core::UnitStatus>> out(units.size());
@@ -471,34 +483,50 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     paths[i] = std::move(*path);
     out[i] = core::UnitStatus{};
   }
-  std::vector<sd_bus_message*> calls;
-  std::vector<std::string> what;
-  for (const char* iface : {kUnitIface, kServiceIface}) {
+  // The Unit interface whole, then the service properties of loaded services.
+  for (bool service_round : {false, true}) {
     if (bus_ == nullptr) break;  // the connection was lost: the errors say so
-    calls.clear();
-    what.clear();
-    std::vector<size_t> index;
+    std::vector<sd_bus_message*> calls;
+    std::vector<std::string> what;
+    std::vector<std::pair<size_t, const char*>> index;  // unit, property (null: GetAll)
     for (size_t i = 0; i < units.size(); ++i) {
       if (!out[i]) continue;
-      if (iface == kServiceIface &&
-          (!units[i].ends_with(".service") || out[i]->load_state != "loaded")) {
+      if (!service_round) {
+        sd_bus_message* m =
+            NewCall(bus_->bus, paths[i].c_str(), "org.freedesktop.DBus.Properties", "GetAll");
+        if (m != nullptr && sd_bus_message_append(m, "s", kUnitIface) < 0) {
+          m = sd_bus_message_unref(m);
+        }
+        calls.push_back(m);
+        what.push_back(std::string("GetAll ") + kUnitIface + " " + units[i]);
+        index.emplace_back(i, nullptr);
         continue;
       }
-      sd_bus_message* m =
-          NewCall(bus_->bus, paths[i].c_str(), "org.freedesktop.DBus.Properties", "GetAll");
-      if (m != nullptr && sd_bus_message_append(m, "s", iface) < 0) m = sd_bus_message_unref(m);
-      calls.push_back(m);
-      what.push_back(std::string("GetAll ") + iface + " " + units[i]);
-      index.push_back(i);
+      if (!units[i].ends_with(".service") || out[i]->load_state != "loaded") continue;
+      for (const char* property : kServiceProperties) {
+        sd_bus_message* m =
+            NewCall(bus_->bus, paths[i].c_str(), "org.freedesktop.DBus.Properties", "Get");
+        if (m != nullptr && sd_bus_message_append(m, "ss", kServiceIface, property) < 0) {
+          m = sd_bus_message_unref(m);
+        }
+        calls.push_back(m);
+        what.push_back(std::string("Get ") + kServiceIface + "." + property + " " + units[i]);
+        index.emplace_back(i, property);
+      }
     }
     if (calls.empty()) continue;
     std::vector<Reply> replies = CallAll(std::move(calls), what);
     for (size_t k = 0; k < index.size(); ++k) {
-      size_t i = index[k];
+      auto [i, property] = index[k];
+      if (!out[i]) continue;  // an earlier property of this unit failed
       if (!replies[k].error.empty()) {
         out[i] = core::Fail(replies[k].error);
-      } else if (auto st = ParseProperties(replies[k].message.get(), *out[i], what[k]); !st) {
-        out[i] = std::unexpected(st.error());
+      } else if (property == nullptr) {
+        if (auto st = ParseProperties(replies[k].message.get(), *out[i], what[k]); !st) {
+          out[i] = std::unexpected(st.error());
+        }
+      } else if (ReadProperty(replies[k].message.get(), property, *out[i]) < 0) {
+        out[i] = core::Fail(what[k] + ": unreadable reply");
       }
     }
   }

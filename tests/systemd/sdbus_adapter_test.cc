@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "host/adapters/sdbus_service_manager.h"
 
@@ -136,6 +137,42 @@ TEST_F(SdbusAdapterTest, ReadsWhatTheVerdictsNeed) {
   EXPECT_TRUE(host.ReadUnit("t.service")->need_daemon_reload);
   ASSERT_TRUE(host.ReloadDaemon().has_value());
   EXPECT_FALSE(host.ReadUnit("t.service")->need_daemon_reload);
+}
+
+// Each of the service's own properties the verdicts read (asked for one by
+// one, not with the interface's GetAll), beside the unit's.
+TEST_F(SdbusAdapterTest, ReadsTheServicesOwnProperties) {
+  Unit("ran.service", "[Service]\nType=oneshot\nExecStart=/bin/false\n");
+  Unit("loops.service",
+       "[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=/bin/false\n"
+       "Restart=always\nRestartSec=50ms\n");
+  SdbusServiceManager host;
+  ASSERT_TRUE(host.ReloadDaemon().has_value());
+  auto queued = host.EnqueueAll(
+      {{"ran.service", ports::JobKind::kStart}, {"loops.service", ports::JobKind::kStart}});
+  ASSERT_TRUE(queued[0].has_value()) << queued[0].error().message;
+  ASSERT_TRUE(queued[1].has_value()) << queued[1].error().message;
+  (void)host.WaitForJobs({*queued[0], *queued[1]}, 5s);
+  std::vector<core::Result<core::UnitStatus>> seen;
+  for (int i = 0; i < 100; ++i) {  // systemd restarts it every 50 ms
+    seen = host.ReadUnits({"ran.service", "loops.service", "absent.service"});
+    if (seen[1].has_value() && seen[1]->n_restarts >= 2) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(seen[0].has_value()) << seen[0].error().message;
+  EXPECT_EQ(seen[0]->type, "oneshot");
+  EXPECT_EQ(seen[0]->result, "exit-code");
+  EXPECT_EQ(seen[0]->active_state, "failed");
+  EXPECT_EQ(seen[0]->timeout_stop, 90s) << "systemd's default";
+  ASSERT_TRUE(seen[1].has_value()) << seen[1].error().message;
+  EXPECT_EQ(seen[1]->type, "simple");
+  EXPECT_GE(seen[1]->n_restarts, 2u);
+  // A unit systemd does not know is read, not refused: its service part
+  // is not asked for.
+  ASSERT_TRUE(seen[2].has_value()) << seen[2].error().message;
+  EXPECT_EQ(seen[2]->load_state, "not-found");
+  EXPECT_EQ(seen[2]->type, "");
+  Busctl("StopUnit ss loops.service replace");
 }
 
 }  // namespace
