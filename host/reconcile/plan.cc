@@ -33,6 +33,15 @@ Step Failed(Step step, std::string detail) {
 // A file or a credential found as recorded whose entry would be the
 // record's own, field for field (what PlanFiles would build for it): the hot
 // path of a full pass, where nothing is built (Step::keeps_old).
+//
+// Every field of an entry and of its written path is compared here or in
+// RecordedAt, or is the old entry's in what PlanFiles builds (applied_at); a
+// field added to either stops this from compiling until it is one of these.
+[[maybe_unused]] void EveryFieldCompared(const RecordEntry& e) {
+  [[maybe_unused]] const auto& [kind, digest, written, applied_at, position, unit_record] = e;
+  [[maybe_unused]] const auto& [path, fingerprint, content_digest, file_count, preexisting] =
+      e.written[0];
+}
 bool KeepsRecorded(const Resource& r, const RecordEntry* old, const std::string& want,
                    const FilesSeen& seen, size_t position) {
   if (!r.IsFile() || seen.found != Found::kAsRecorded || !RecordedAt(r, old, want)) return false;
