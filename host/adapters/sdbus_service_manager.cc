@@ -97,6 +97,11 @@ constexpr std::chrono::seconds kReloadTimeout{90};
 // all.
 constexpr std::chrono::seconds kRepliesDeadline = kCallTimeout + std::chrono::seconds(1);
 
+// dbus-daemon refuses a connection's call past 128 awaiting their replies
+// (max_replies_per_connection, its default on the system bus): a batch
+// larger than this is sent a window at a time.
+constexpr size_t kCallsInFlight = 64;
+
 uint64_t Usec(std::chrono::nanoseconds d) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
@@ -336,33 +341,58 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
   std::vector<Reply> out(calls.size());
   std::vector<Pending> pending(calls.size());
   std::vector<sd_bus_slot*> slots(calls.size(), nullptr);
+  // Taken back by index as each call is sent; any left unsent are freed.
+  std::vector<Message> owned;
+  owned.reserve(calls.size());
+  for (sd_bus_message* m : calls) owned.emplace_back(m);
   bool lost = false;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    Message call(calls[i]);
-    int r = call == nullptr ? -ENOMEM
-                            : sd_bus_call_async(
-                                  bus_->bus, &slots[i], call.get(),
-                                  [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
-                                    auto* p = static_cast<Pending*>(userdata);
-                                    p->reply = sd_bus_message_ref(m);
-                                    p->done = true;
-                                    return 0;
-                                  },
-                                  &pending[i], Usec(kCallTimeout));
-    if (r < 0) {
-      pending[i].done = true;
-      out[i].error = what[i] + ": " + std::strerror(-r);
-      lost = lost || ConnectionLost(r);
+  size_t sent = 0;
+  size_t answered = 0;
+  auto send_more = [&] {
+    while (!lost && sent < owned.size() && sent - answered < kCallsInFlight) {
+      size_t i = sent++;
+      Message call = std::move(owned[i]);
+      int r = call == nullptr ? -ENOMEM
+                              : sd_bus_call_async(
+                                    bus_->bus, &slots[i], call.get(),
+                                    [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
+                                      auto* p = static_cast<Pending*>(userdata);
+                                      p->reply = sd_bus_message_ref(m);
+                                      p->done = true;
+                                      return 0;
+                                    },
+                                    &pending[i], Usec(kCallTimeout));
+      if (r < 0) {
+        pending[i].done = true;
+        out[i].error = what[i] + ": " + std::strerror(-r);
+        lost = lost || ConnectionLost(r);
+      }
     }
-  }
+  };
+  auto count_answered = [&] {
+    while (answered < sent && pending[answered].done) ++answered;
+  };
+  send_more();
   int r = 0;
-  if (!lost) {
+  // Each window of calls has its own deadline: a large batch takes as long
+  // as systemd needs, but a bus that stops answering ends it.
+  while (!lost && r >= 0) {
+    count_answered();
+    if (answered == owned.size()) break;
+    size_t before = answered;
     r = ProcessUntil(
         [&] {
-          return std::all_of(pending.begin(), pending.end(),
-                             [](const Pending& p) { return p.done; });
+          count_answered();
+          return answered == owned.size() ||
+                 (sent < owned.size() && sent - answered < kCallsInFlight);
         },
         std::chrono::steady_clock::now() + kRepliesDeadline);
+    count_answered();
+    if (answered == before && !(sent < owned.size() && sent - answered < kCallsInFlight)) break;
+    send_more();
+  }
+  for (size_t i = sent; i < owned.size(); ++i) {
+    out[i].error = what[i] + ": " + (lost ? "the connection was lost" : "not sent");
   }
   for (size_t i = 0; i < calls.size(); ++i) {
     sd_bus_slot_unref(slots[i]);

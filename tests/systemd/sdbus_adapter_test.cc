@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "host/adapters/sdbus_service_manager.h"
@@ -173,6 +174,40 @@ TEST_F(SdbusAdapterTest, ReadsTheServicesOwnProperties) {
   EXPECT_EQ(seen[2]->load_state, "not-found");
   EXPECT_EQ(seen[2]->type, "");
   Busctl("StopUnit ss loops.service replace");
+}
+
+// More calls than dbus-daemon lets one connection await at once (128 on
+// the system bus, then it refuses each further call with LimitsExceeded):
+// every start is queued and every unit read.
+TEST_F(SdbusAdapterTest, ManyUnitsAtOnce) {
+  constexpr int kUnits = 150;
+  std::vector<std::pair<std::string, ports::JobKind>> starts, stops;
+  std::vector<std::string> names;
+  for (int i = 0; i < kUnits; ++i) {
+    names.push_back("many" + std::to_string(i) + ".service");
+    Unit(names.back(), "[Service]\nExecStart=/bin/sleep infinity\n");
+    starts.emplace_back(names.back(), ports::JobKind::kStart);
+    stops.emplace_back(names.back(), ports::JobKind::kStop);
+  }
+  SdbusServiceManager host;
+  ASSERT_TRUE(host.ReloadDaemon().has_value());
+  auto queued = host.EnqueueAll(starts);
+  std::vector<std::string> jobs;
+  for (int i = 0; i < kUnits; ++i) {
+    ASSERT_TRUE(queued[i].has_value()) << names[i] << ": " << queued[i].error().message;
+    jobs.push_back(*queued[i]);
+  }
+  auto done = host.WaitForJobs(jobs, 30s);
+  EXPECT_EQ(done.size(), jobs.size());
+  auto seen = host.ReadUnits(names);
+  for (int i = 0; i < kUnits; ++i) {
+    ASSERT_TRUE(seen[i].has_value()) << names[i] << ": " << seen[i].error().message;
+    EXPECT_EQ(seen[i]->active_state, "active") << names[i];
+    EXPECT_EQ(seen[i]->type, "simple") << names[i];
+  }
+  for (const auto& stopped : host.EnqueueAll(stops)) {
+    EXPECT_TRUE(stopped.has_value()) << stopped.error().message;
+  }
 }
 
 }  // namespace
