@@ -98,9 +98,12 @@ constexpr std::chrono::seconds kReloadTimeout{90};
 constexpr std::chrono::seconds kRepliesDeadline = kCallTimeout + std::chrono::seconds(1);
 
 // dbus-daemon refuses a connection's call past 128 awaiting their replies
-// (max_replies_per_connection, its default on the system bus): a batch
-// larger than this is sent a window at a time.
+// (max_replies_per_connection, its default on the system bus): of a larger
+// batch, a call is sent as an earlier one is answered.
 constexpr size_t kCallsInFlight = 64;
+// sd-bus's own answer to a call it gave up waiting for.
+constexpr const char* kNoReply = "org.freedesktop.DBus.Error.NoReply";
+constexpr const char* kUnknownProperty = "org.freedesktop.DBus.Error.UnknownProperty";
 
 uint64_t Usec(std::chrono::nanoseconds d) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
@@ -330,6 +333,7 @@ core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
 struct SdbusServiceManager::Reply {
   Message message;  // the reply, when it was not an error
   std::string error;
+  std::string error_name;  // the D-Bus error's name, when systemd answered with one
 };
 
 std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
@@ -346,10 +350,17 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
   owned.reserve(calls.size());
   for (sd_bus_message* m : calls) owned.emplace_back(m);
   bool lost = false;
+  // A call sd-bus gave up on after kCallTimeout: dbus-daemon still counts it
+  // as awaiting its reply (it never times calls out), and what is sent to a
+  // systemd that stalled would run blind. Nothing more is sent.
+  bool stalled = false;
   size_t sent = 0;
-  size_t answered = 0;
+  size_t answered = 0;  // calls 0..answered-1 have their reply
+  auto can_send = [&] {
+    return !lost && !stalled && sent < owned.size() && sent - answered < kCallsInFlight;
+  };
   auto send_more = [&] {
-    while (!lost && sent < owned.size() && sent - answered < kCallsInFlight) {
+    while (can_send()) {
       size_t i = sent++;
       Message call = std::move(owned[i]);
       int r = call == nullptr ? -ENOMEM
@@ -370,29 +381,35 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
     }
   };
   auto count_answered = [&] {
-    while (answered < sent && pending[answered].done) ++answered;
+    for (; answered < sent && pending[answered].done; ++answered) {
+      sd_bus_message* reply = pending[answered].reply;
+      if (reply != nullptr && sd_bus_message_is_method_error(reply, kNoReply) > 0) stalled = true;
+    }
   };
-  send_more();
   int r = 0;
-  // Each window of calls has its own deadline: a large batch takes as long
-  // as systemd needs, but a bus that stops answering ends it.
-  while (!lost && r >= 0) {
+  // Each wait has its own deadline, from the last reply: a large batch takes
+  // as long as systemd needs, but a bus that stops answering ends it.
+  for (;;) {
+    send_more();
     count_answered();
-    if (answered == owned.size()) break;
+    if (answered == sent) break;  // and nothing more can be sent
     size_t before = answered;
     r = ProcessUntil(
         [&] {
           count_answered();
-          return answered == owned.size() ||
-                 (sent < owned.size() && sent - answered < kCallsInFlight);
+          return answered == sent || can_send();
         },
         std::chrono::steady_clock::now() + kRepliesDeadline);
+    lost = lost || (r < 0 && ConnectionLost(r));
     count_answered();
-    if (answered == before && !(sent < owned.size() && sent - answered < kCallsInFlight)) break;
-    send_more();
+    if (lost || r < 0 || answered == before) break;
   }
   for (size_t i = sent; i < owned.size(); ++i) {
-    out[i].error = what[i] + ": " + (lost ? "the connection was lost" : "not sent");
+    out[i].error = what[i] + ": not sent: " +
+                   (lost      ? std::string("the connection was lost")
+                    : stalled ? "systemd left a call unanswered for " +
+                                    std::to_string(kCallTimeout.count()) + " s"
+                              : std::string("the bus stopped answering"));
   }
   for (size_t i = 0; i < calls.size(); ++i) {
     sd_bus_slot_unref(slots[i]);
@@ -403,6 +420,7 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
     } else if (sd_bus_message_is_method_error(reply.get(), nullptr)) {
       const sd_bus_error* e = sd_bus_message_get_error(reply.get());
       out[i].error = Describe(what[i], "", *e, -EIO);
+      out[i].error_name = e->name != nullptr ? e->name : "";
     } else {
       out[i].message = std::move(reply);
     }
@@ -550,6 +568,9 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
       auto [i, property] = index[k];
       if (!out[i]) continue;  // an earlier property of this unit failed
       if (!replies[k].error.empty()) {
+        // A property this systemd does not have (NRestarts came with 235)
+        // stays unset, as the interface's GetAll would leave it.
+        if (property != nullptr && replies[k].error_name == kUnknownProperty) continue;
         out[i] = core::Fail(replies[k].error);
       } else if (property == nullptr) {
         if (auto st = ParseProperties(replies[k].message.get(), *out[i], what[k]); !st) {

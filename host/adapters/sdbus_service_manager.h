@@ -55,9 +55,10 @@ class SdbusServiceManager : public ports::ServiceManager {
   std::unique_ptr<Bus> bus_;
   // The unit's object path (computed, not asked for).
   core::Result<std::string> UnitPath(const std::string& unit);
-  // Sends every call (taking them), then collects every reply, each bounded
-  // by kCallTimeout. `what[i]` names call i in an error ("GetAll …
-  // u.service").
+  // Sends the calls (taking them), at most kCallsInFlight awaiting their
+  // replies at once, and collects every reply, each bounded by
+  // kCallTimeout; once one goes unanswered that long, the rest are not
+  // sent. `what[i]` names call i in an error ("GetAll … u.service").
   struct Reply;
   std::vector<Reply> CallAll(std::vector<sd_bus_message*> calls,
                              const std::vector<std::string>& what);

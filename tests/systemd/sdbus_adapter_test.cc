@@ -2,7 +2,9 @@
 // inside the project's sandboxed systemd): what it reads of a unit, and
 // that it keeps no job result but the host's own.
 #include <gtest/gtest.h>
+#include <systemd/sd-bus.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -208,6 +210,76 @@ TEST_F(SdbusAdapterTest, ManyUnitsAtOnce) {
   for (const auto& stopped : host.EnqueueAll(stops)) {
     EXPECT_TRUE(stopped.has_value()) << stopped.error().message;
   }
+}
+
+// A systemd that answers Subscribe and nothing else: the name
+// org.freedesktop.systemd1 on the bus with no systemd (EMPTY_BUS_ADDRESS).
+class SilentSystemd {
+ public:
+  explicit SilentSystemd(const char* address) {
+    ok_ = sd_bus_new(&bus_) >= 0 && sd_bus_set_address(bus_, address) >= 0 &&
+          sd_bus_set_bus_client(bus_, 1) >= 0 && sd_bus_start(bus_) >= 0 &&
+          sd_bus_request_name(bus_, "org.freedesktop.systemd1", 0) >= 0 &&
+          sd_bus_add_filter(bus_, nullptr, Filter, this) >= 0;
+    if (ok_) thread_ = std::thread([this] { Serve(); });
+  }
+  ~SilentSystemd() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    sd_bus_flush_close_unref(bus_);
+  }
+  bool ok() const { return ok_; }
+  int calls_left_unanswered() const { return unanswered_; }
+
+ private:
+  static int Filter(sd_bus_message* m, void* userdata, sd_bus_error*) {
+    auto* self = static_cast<SilentSystemd*>(userdata);
+    if (sd_bus_message_is_method_call(m, nullptr, "Subscribe") > 0) {
+      sd_bus_reply_method_return(m, "");
+    } else if (sd_bus_message_is_method_call(m, nullptr, nullptr) > 0) {
+      ++self->unanswered_;
+    }
+    return 1;  // handled: sd-bus answers nothing on its own either
+  }
+  void Serve() {
+    while (!stop_) {
+      while (sd_bus_process(bus_, nullptr) > 0) {
+      }
+      sd_bus_wait(bus_, 50'000);  // µs: stop_ is seen within 50 ms
+    }
+  }
+  sd_bus* bus_ = nullptr;
+  bool ok_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> unanswered_{0};
+  std::thread thread_;
+};
+
+// A systemd that stops answering: the calls sent wait out their timeout
+// (10 s), and the rest of the batch is not sent. dbus-daemon never times a
+// call out, so sending the rest as each timed out would pile up calls it
+// refuses, and queue jobs blind.
+TEST_F(SdbusAdapterTest, NothingMoreIsSentToASystemdThatStoppedAnswering) {
+  const char* empty = std::getenv("EMPTY_BUS_ADDRESS");
+  ASSERT_NE(empty, nullptr) << "sdbus_adapter_test.sh starts a bus with no systemd on it";
+  SilentSystemd silent(empty);
+  ASSERT_TRUE(silent.ok());
+  std::vector<std::string> names;
+  for (int i = 0; i < 100; ++i) names.push_back("s" + std::to_string(i) + ".service");
+  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", empty, 1);
+  std::vector<core::Result<core::UnitStatus>> seen;
+  {
+    SdbusServiceManager host;
+    seen = host.ReadUnits(names);
+  }
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
+  ASSERT_EQ(seen.size(), names.size());
+  for (const auto& s : seen) EXPECT_FALSE(s.has_value()) << "an answer no systemd gave";
+  EXPECT_EQ(silent.calls_left_unanswered(), 64);
+  EXPECT_NE(seen.back().error().message.find("not sent: systemd left a call unanswered"),
+            std::string::npos)
+      << seen.back().error().message;
 }
 
 }  // namespace
