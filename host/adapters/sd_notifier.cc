@@ -3,7 +3,6 @@
 #include <systemd/sd-daemon.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 
 #include "host/adapters/shared_library.h"
@@ -14,53 +13,33 @@ namespace {
 // libsystemd is loaded only where a call can do something: without
 // NOTIFY_SOCKET sd_notify sends nothing, and without WATCHDOG_USEC there is
 // no watchdog (sd_notify(3), sd_watchdog_enabled(3)); a daemon not started
-// by systemd never loads it for these. One started by systemd loads it for
-// each call and closes it after: libsystemd brings six libraries
-// (libgcrypt among them), 0.4-1 MiB of private memory, to keep between
-// watchdog pings half a minute apart for a load of about 0.5 ms. A daemon
-// that talks to systemd over sd-bus holds the library anyway
-// (sdbus_service_manager.cc); the close then unmaps nothing.
-bool Wanted() {
-  return std::getenv("NOTIFY_SOCKET") != nullptr || std::getenv("WATCHDOG_USEC") != nullptr;
-}
-
-struct Loads {
-  std::mutex mu;
-  std::string unavailable;  // why the last load failed; guarded by mu
-};
-Loads& loads() {
-  static auto* l = new Loads;  // never destroyed: a call may come at exit
-  return *l;
-}
-
-// Runs `use` with libsystemd's functions bound, then closes the library.
-// False (and Unavailable() says why) when it could not be loaded.
-template <typename Use>
-bool WithLibsystemd(Use use) {
-  if (!Wanted()) return false;
-  std::lock_guard<std::mutex> lock(loads().mu);
-  std::string& unavailable = loads().unavailable;
-  auto lib = SharedLibrary::Open("libsystemd.so.0");
-  if (!lib) {
-    unavailable = lib.error().message;
-    return false;
-  }
+// by systemd does not load it for these. A load that failed is tried again
+// at the next call; until one succeeds the calls do nothing and
+// Unavailable() says why.
+struct SdDaemon {
   decltype(&::sd_notify) notify = nullptr;
   decltype(&::sd_watchdog_enabled) watchdog_enabled = nullptr;
-  core::Status bound = lib->Bind("sd_notify", notify);
-  if (bound) bound = lib->Bind("sd_watchdog_enabled", watchdog_enabled);
-  if (!bound) {
-    unavailable = bound.error().message;
-  } else {
-    unavailable.clear();
-    use(notify, watchdog_enabled);
+  std::string error;
+};
+
+SdDaemon Libsystemd() {
+  if (std::getenv("NOTIFY_SOCKET") == nullptr && std::getenv("WATCHDOG_USEC") == nullptr) {
+    return SdDaemon{};
   }
-  lib->Close();
-  return bound.has_value();
+  static LoadOnce once;
+  static SdDaemon loaded;
+  auto bound = once([]() -> core::Status {
+    auto lib = SharedLibrary::Open("libsystemd.so.0");
+    if (!lib) return std::unexpected(lib.error());
+    if (auto st = lib->Bind("sd_notify", loaded.notify); !st) return st;
+    return lib->Bind("sd_watchdog_enabled", loaded.watchdog_enabled);
+  });
+  if (!bound) return SdDaemon{nullptr, nullptr, bound.error().message};
+  return loaded;
 }
 
 void Notify(const std::string& line) {
-  WithLibsystemd([&](auto notify, auto) { notify(0, line.c_str()); });
+  if (auto notify = Libsystemd().notify; notify != nullptr) notify(0, line.c_str());
 }
 
 }  // namespace
@@ -79,18 +58,14 @@ void SdNotifier::ExtendStart(std::chrono::nanoseconds by) {
 }
 
 std::chrono::nanoseconds SdNotifier::WatchdogInterval() {
+  auto watchdog_enabled = Libsystemd().watchdog_enabled;
   uint64_t usec = 0;
-  int enabled = 0;
-  WithLibsystemd([&](auto, auto watchdog_enabled) { enabled = watchdog_enabled(0, &usec); });
-  if (enabled <= 0 || usec == 0) return std::chrono::nanoseconds(0);
+  if (watchdog_enabled == nullptr || watchdog_enabled(0, &usec) <= 0 || usec == 0) {
+    return std::chrono::nanoseconds(0);
+  }
   return std::chrono::microseconds(usec / 2);
 }
 
-std::string SdNotifier::Unavailable() {
-  // A load tried now: the daemon asks before anything else was sent.
-  WithLibsystemd([](auto, auto) {});
-  std::lock_guard<std::mutex> lock(loads().mu);
-  return Wanted() ? loads().unavailable : std::string();
-}
+std::string SdNotifier::Unavailable() { return Libsystemd().error; }
 
 }  // namespace mesh::adapters

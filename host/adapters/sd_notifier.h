@@ -1,7 +1,6 @@
 // SdNotifier: the Notifier port over libsystemd's sd_notify. Without
 // NOTIFY_SOCKET (not run by systemd) every call is a no-op, and libsystemd
-// is not loaded for it; with it, each call loads libsystemd and closes it
-// after.
+// is not loaded for it.
 #pragma once
 
 #include "host/ports/notifier.h"

@@ -15,13 +15,7 @@ core::Result<SharedLibrary> SharedLibrary::Open(const std::string& soname) {
   return SharedLibrary(handle, soname);
 }
 
-void SharedLibrary::Close() {
-  if (handle_ != nullptr) dlclose(handle_);
-  handle_ = nullptr;
-}
-
 core::Result<void*> SharedLibrary::Find(const char* name) const {
-  if (handle_ == nullptr) return core::Fail(soname_ + " is closed");
   dlerror();  // a null symbol is only an error when dlerror says so
   void* address = dlsym(handle_, name);
   if (address == nullptr) {

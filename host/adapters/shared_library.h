@@ -6,8 +6,8 @@
 // liblzma, libzstd, liblz4, libcap), and only the commands that talk to
 // systemd need any of them: `mesh-host --version`, a files-only apply and
 // `mesh-host status` should not pay for them (docs/performance.md has the
-// figures). A library opened here stays loaded, its functions callable,
-// until the process exits or Close() is called.
+// figures). A library opened here is never closed: its functions stay
+// callable until the process exits.
 #pragma once
 
 #include <mutex>
@@ -33,11 +33,6 @@ class SharedLibrary {
     fn = reinterpret_cast<F*>(*address);
     return core::Ok();
   }
-
-  // dlclose: the loader unmaps the library, and the libraries it brought,
-  // once no other handle holds them. No function bound from it may be
-  // called after, nor Bind.
-  void Close();
 
  private:
   SharedLibrary(void* handle, std::string soname) : handle_(handle), soname_(std::move(soname)) {}
