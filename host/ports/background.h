@@ -2,8 +2,9 @@
 //
 // The full pass looks at every recorded path while the declaration is
 // still being read and parsed, on a second core, instead of after; the
-// record proof stats half of a large batch there while it stats the other. What runs here must not
-// throw and must touch nothing the caller uses until Wait() returns.
+// record proof stats half of a large batch there while it stats the other.
+// What runs here must not throw and must touch nothing the caller uses
+// until Wait() returns.
 #pragma once
 
 #include <functional>

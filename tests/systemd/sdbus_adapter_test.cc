@@ -212,18 +212,21 @@ TEST_F(SdbusAdapterTest, ManyUnitsAtOnce) {
   }
 }
 
-// A systemd that answers Subscribe and nothing else: the name
-// org.freedesktop.systemd1 on the bus with no systemd (EMPTY_BUS_ADDRESS).
-class SilentSystemd {
+// A stand-in for systemd: the name org.freedesktop.systemd1 on the bus with
+// no systemd (EMPTY_BUS_ADDRESS). Silent, it answers Subscribe and nothing
+// else; old, it also answers a look as a systemd older than 235 would, which
+// has no NRestarts.
+class StandInSystemd {
  public:
-  explicit SilentSystemd(const char* address) {
+  enum class Kind { kSilent, kOld };
+  StandInSystemd(const char* address, Kind kind) : kind_(kind) {
     ok_ = sd_bus_new(&bus_) >= 0 && sd_bus_set_address(bus_, address) >= 0 &&
           sd_bus_set_bus_client(bus_, 1) >= 0 && sd_bus_start(bus_) >= 0 &&
           sd_bus_request_name(bus_, "org.freedesktop.systemd1", 0) >= 0 &&
           sd_bus_add_filter(bus_, nullptr, Filter, this) >= 0;
     if (ok_) thread_ = std::thread([this] { Serve(); });
   }
-  ~SilentSystemd() {
+  ~StandInSystemd() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
     sd_bus_flush_close_unref(bus_);
@@ -233,9 +236,26 @@ class SilentSystemd {
 
  private:
   static int Filter(sd_bus_message* m, void* userdata, sd_bus_error*) {
-    auto* self = static_cast<SilentSystemd*>(userdata);
+    auto* self = static_cast<StandInSystemd*>(userdata);
     if (sd_bus_message_is_method_call(m, nullptr, "Subscribe") > 0) {
       sd_bus_reply_method_return(m, "");
+    } else if (self->kind_ == Kind::kOld &&
+               sd_bus_message_is_method_call(m, nullptr, "GetAll") > 0) {
+      sd_bus_reply_method_return(m, "a{sv}", 3, "LoadState", "s", "loaded", "ActiveState", "s",
+                                 "active", "SubState", "s", "running");
+    } else if (self->kind_ == Kind::kOld && sd_bus_message_is_method_call(m, nullptr, "Get") > 0) {
+      const char* iface = nullptr;
+      const char* property = nullptr;
+      sd_bus_message_read(m, "ss", &iface, &property);
+      std::string p = property != nullptr ? property : "";
+      if (p == "TimeoutStopUSec") {
+        sd_bus_reply_method_return(m, "v", "t", uint64_t{5'000'000});
+      } else if (p == "Type" || p == "Result") {
+        sd_bus_reply_method_return(m, "v", "s", p == "Type" ? "notify" : "success");
+      } else {
+        sd_bus_reply_method_errorf(m, "org.freedesktop.DBus.Error.UnknownProperty",
+                                   "Unknown property %s", p.c_str());
+      }
     } else if (sd_bus_message_is_method_call(m, nullptr, nullptr) > 0) {
       ++self->unanswered_;
     }
@@ -248,6 +268,7 @@ class SilentSystemd {
       sd_bus_wait(bus_, 50'000);  // µs: stop_ is seen within 50 ms
     }
   }
+  Kind kind_;
   sd_bus* bus_ = nullptr;
   bool ok_ = false;
   std::atomic<bool> stop_{false};
@@ -262,7 +283,7 @@ class SilentSystemd {
 TEST_F(SdbusAdapterTest, NothingMoreIsSentToASystemdThatStoppedAnswering) {
   const char* empty = std::getenv("EMPTY_BUS_ADDRESS");
   ASSERT_NE(empty, nullptr) << "sdbus_adapter_test.sh starts a bus with no systemd on it";
-  SilentSystemd silent(empty);
+  StandInSystemd silent(empty, StandInSystemd::Kind::kSilent);
   ASSERT_TRUE(silent.ok());
   std::vector<std::string> names;
   for (int i = 0; i < 100; ++i) names.push_back("s" + std::to_string(i) + ".service");
@@ -280,6 +301,30 @@ TEST_F(SdbusAdapterTest, NothingMoreIsSentToASystemdThatStoppedAnswering) {
   EXPECT_NE(seen.back().error().message.find("not sent: systemd left a call unanswered"),
             std::string::npos)
       << seen.back().error().message;
+}
+
+// A property a systemd does not have (NRestarts came with 235) stays unset,
+// as the interface's GetAll left it, and the rest of the unit is read.
+TEST_F(SdbusAdapterTest, APropertyAnOlderSystemdLacksStaysUnset) {
+  const char* empty = std::getenv("EMPTY_BUS_ADDRESS");
+  ASSERT_NE(empty, nullptr) << "sdbus_adapter_test.sh starts a bus with no systemd on it";
+  StandInSystemd old(empty, StandInSystemd::Kind::kOld);
+  ASSERT_TRUE(old.ok());
+  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", empty, 1);
+  core::Result<core::UnitStatus> seen;
+  {
+    SdbusServiceManager host;
+    seen = host.ReadUnit("old.service");
+  }
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
+  ASSERT_TRUE(seen.has_value()) << seen.error().message;
+  EXPECT_EQ(seen->active_state, "active");
+  EXPECT_EQ(seen->type, "notify");
+  EXPECT_EQ(seen->result, "success");
+  EXPECT_EQ(seen->timeout_stop, 5s);
+  EXPECT_EQ(seen->n_restarts, 0u);
+  EXPECT_EQ(old.calls_left_unanswered(), 0);
 }
 
 }  // namespace
