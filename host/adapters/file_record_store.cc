@@ -102,6 +102,7 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   if (keep_) {
     cached_ = loaded;
     cached_fingerprint_ = core::FileFingerprint(read);
+    ++version_;
   }
   return loaded;
 }
@@ -202,11 +203,13 @@ core::Status FileRecordStore::Save(core::Record record) {
   });
   if (!written) {
     cached_.reset();
+    ++version_;
     return std::unexpected(written.error());
   }
   if (keep_) {
     cached_ = std::make_shared<const core::Record>(std::move(record));
     cached_fingerprint_ = core::FileFingerprint(*written);
+    ++version_;
   }
   return core::Ok();
 }
@@ -239,6 +242,7 @@ class FileRecordStore::SpillingBuilder : public ports::RecordBuilder {
       }
     }
     store_.cached_.reset();
+    ++store_.version_;
     auto written = store_.WriteDurably(
         kStateFile, [&](const ports::FileSystem::ContentSink& write) -> core::Status {
           std::string piece = core::SerializeRecordHead(header);

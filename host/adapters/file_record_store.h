@@ -30,7 +30,9 @@ class FileRecordStore : public ports::RecordStore {
 
   core::Result<std::shared_ptr<const core::Record>> Load() override;
   core::Result<bool> Scan(core::RecordVisitor& visitor) override;
-  bool KeepsRecord() const override { return keep_; }
+  std::optional<uint64_t> KeptRecordVersion() const override {
+    return keep_ ? std::optional<uint64_t>(version_) : std::nullopt;
+  }
   core::Status Save(core::Record record) override;
   // Spills the entries to an unnamed file in the state directory, never
   // holding them; sorts ids and where each text lies at Commit.
@@ -84,6 +86,7 @@ class FileRecordStore : public ports::RecordStore {
   // stat fingerprint: the daemon re-parses it only if someone else changed it.
   std::shared_ptr<const core::Record> cached_;
   std::string cached_fingerprint_;
+  uint64_t version_ = 0;  // KeptRecordVersion: moves with cached_
   DigestKey digest_key_;
 };
 

@@ -7,7 +7,9 @@
 // daemon's no-op copies nothing).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "host/core/intent.h"
@@ -46,10 +48,12 @@ class RecordStore {
     if (*loaded == nullptr) return false;
     return core::VisitRecord(**loaded, visitor);
   }
-  // True when Load hands out the record this store keeps in memory: the
-  // same object for as long as the record is unchanged (the daemon's
-  // store). What a caller derives from it may then be kept with it.
-  virtual bool KeepsRecord() const { return false; }
+  // A store that keeps the record in memory (the daemon's) numbers the
+  // records Load hands out: the same number for as long as Load returns the
+  // same record, a new one with any other. What a caller derives from a
+  // record may be kept under its number. None: this store keeps no record
+  // (a one-shot apply's, which streams state.json).
+  virtual std::optional<uint64_t> KeptRecordVersion() const { return std::nullopt; }
   // Atomic: the old record or the new one survives a crash, never a mix.
   // Taken by value: a store that keeps the record keeps this one, rather
   // than a second copy of every entry alongside the caller's.

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <new>
-#include <set>
-#include <unordered_set>
 
 #include "host/core/declaration.h"
 #include "host/core/record.h"
@@ -18,7 +16,9 @@
 #include "host/reconcile/enable.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
-#include "host/reconcile/record_proof.h"
+#include "host/reconcile/noop_step.h"
+#include "host/reconcile/recovery.h"
+#include "host/reconcile/signature.h"
 #include "host/reconcile/write.h"
 
 namespace mesh::reconcile {
@@ -43,10 +43,6 @@ class ApplyRun {
   void Run(ports::DeclarationSource& source);
 
  private:
-  core::Status VerifySignature(ports::DeclarationSource& source);
-  bool Prove(const std::string& digest);
-  // Records the fingerprints of files a proven no-op found touched.
-  void RecordTouched(const std::vector<RecordProof::Touched>& touched);
   void LoadRecord();
   // Starts looking at the recorded paths in the background (ports.background)
   // while the declaration is read and parsed; TakeLookAhead waits for them.
@@ -65,9 +61,6 @@ class ApplyRun {
   // Saves what the plan will owe before it changes anything; false when it
   // could not (the apply then changes nothing).
   bool SaveIntent(const Plan& plan);
-  void Sweep(const Declaration& decl);
-  void SweepTemporaries(const Declaration& decl);
-  void RemoveOrphans(const Declaration& decl);
   // The digest key, read only when the declaration holds credentials.
   std::string CredentialKey(const Declaration& decl);
   void Apply(Declaration decl);
@@ -170,118 +163,6 @@ bool ApplyRun::LoadIntent() {
   return intent_unreadable_.empty();
 }
 
-// The no-op, proven from the record alone (record_proof.h): the record is
-// visited, not loaded, so a one-shot apply never holds it whole. Nothing
-// may be owed, and no apply may have been cut short.
-//
-// A store that keeps the record in memory hands out the same one until it
-// changes: the proof gathered from it is kept too, and the next no-op only
-// looks at the machine again (RecordProof::Rerun).
-bool ApplyRun::Prove(const std::string& digest) {
-  RecordProof::Ports proof_ports{ports_.root, ports_.units, ports_.services, ports_.background};
-  std::optional<RecordProof> streamed;
-  RecordProof* proof = nullptr;
-  bool proven = false;
-  std::shared_ptr<const core::Record> kept;  // alive while the proof points into it
-  if (ports_.records->KeepsRecord()) {
-    auto loaded = ports_.records->Load();
-    if (!loaded || *loaded == nullptr) return false;  // the full pass says which
-    kept = std::move(*loaded);
-  }
-  if (kept != nullptr) {
-    bool same = kept_proof_.proof != nullptr && kept_proof_.proof->gathered() &&
-                kept_proof_.record.lock() == kept;
-    if (same) {
-      proof = kept_proof_.proof.get();
-      proven = proof->Rerun(digest);
-    } else {
-      // Replaced whole: an allocation that fails here leaves no proof
-      // paired with a record it was not gathered from.
-      kept_proof_ = KeptProof();
-      auto fresh = std::make_unique<RecordProof>(proof_ports, digest, options_.machine);
-      fresh->KeepForReruns();
-      kept_proof_.proof = std::move(fresh);
-      kept_proof_.record = kept;
-      proof = kept_proof_.proof.get();
-      proven = core::VisitRecord(*kept, *proof) && proof->Finish();
-    }
-  } else {
-    proof = &streamed.emplace(proof_ports, digest, options_.machine);
-    auto scanned = ports_.records->Scan(*proof);
-    proven = scanned.has_value() && *scanned && proof->Finish();
-  }
-  if (proven) proven = LoadIntent() && intent_->empty();
-  if (!proven) {
-    // The full pass reuses what the proof just looked at rather than stat
-    // those paths a second time.
-    for (auto& [path, info] : proof->TakeLooks()) stats_.Add(std::move(path), std::move(info));
-    // Not kept through the full pass, which most often writes a new record
-    // anyway: the next no-op gathers from that one.
-    kept_proof_ = KeptProof();
-    return false;
-  }
-  // A few touched files are read again by the next no-op rather than the
-  // whole record rewritten for them: up to one resource in 64, which costs a
-  // no-op a few percent (re-reading every file costs it about three times).
-  constexpr size_t kRecordTouchedShare = 64;
-  std::vector<RecordProof::Touched> touched = proof->TakeTouched();
-  bool rewritten = !options_.dry_run && touched.size() * kRecordTouchedShare > proof->resources();
-  if (rewritten) RecordTouched(touched);
-  report_.machine = proof->header().machine;
-  report_.generation = proof->header().generation;
-  report_.declaration_digest = digest;
-  report_.from_record = true;
-  if (!sink_) report_.outcomes.reserve(proof->resources());
-  proof->Report([&](ResourceOutcome&& out) {
-    if (sink_) {
-      ++report_.resources;
-      sink_(out);
-    } else {
-      report_.outcomes.push_back(std::move(out));
-    }
-  });
-  if (proof == kept_proof_.proof.get()) {
-    // A record rewritten for the touched files is gathered anew next time.
-    if (rewritten) {
-      kept_proof_ = KeptProof();
-    } else {
-      proof->ReleaseLooks();
-    }
-  }
-  return true;
-}
-
-// Best effort: the machine is as declared either way; a record not
-// updated only means the next apply reads these files again.
-void ApplyRun::RecordTouched(const std::vector<RecordProof::Touched>& touched) {
-  if (touched.empty()) return;
-  auto loaded = ports_.records->Load();
-  std::string why;
-  if (!loaded) {
-    why = loaded.error().message;
-  } else if (*loaded == nullptr) {
-    why = "no record";
-  } else {
-    core::Record next = **loaded;
-    for (const RecordProof::Touched& t : touched) {
-      auto it = next.resources.find(t.id);
-      if (it == next.resources.end() || it->second.written.size() != 1) {
-        why = "the record changed under the apply";
-        break;
-      }
-      it->second.written[0].fingerprint = t.fingerprint;
-    }
-    if (why.empty()) {
-      if (auto st = ports_.records->Save(std::move(next)); !st) why = st.error().message;
-    }
-  }
-  if (!why.empty()) {
-    report_.warnings.push_back("new fingerprints of " + std::to_string(touched.size()) +
-                               " touched file(s) not recorded (" + why +
-                               "): the next apply reads them again");
-  }
-}
-
 bool ApplyRun::SaveIntent(const Plan& plan) {
   if (options_.dry_run || !plan.ChangesMachine() || plan.intent == saved_) return true;
   if (auto st = ports_.records->SaveIntent(plan.intent); !st) {
@@ -293,105 +174,21 @@ bool ApplyRun::SaveIntent(const Plan& plan) {
   return true;
 }
 
-// After an apply cut short: the temporary files it left, and what it
-// created that is now neither declared nor recorded (nothing else would
-// ever remove it).
-void ApplyRun::Sweep(const Declaration& decl) {
-  if (intent_->applying) SweepTemporaries(decl);
-  RemoveOrphans(decl);
-}
-
-// In every directory the host writes into: parents of declared, recorded
-// and in-flight paths, and the unit directory.
-void ApplyRun::SweepTemporaries(const Declaration& decl) {
-  std::set<std::string> dirs;
-  auto add_parent = [&](const std::string& path) {
-    size_t slash = path.rfind('/');
-    dirs.insert(slash == 0 ? "/" : path.substr(0, slash));
-  };
-  for (const Resource& r : decl.resources) {
-    if (r.HasFiles()) add_parent(r.path);
-  }
-  for (const auto& [id, e] : record_->resources) {
-    for (const core::WrittenPath& w : e.written) add_parent(w.path);
-  }
-  for (const std::string& path : intent_->creating) add_parent(path);
-  int removed = 0;
-  auto sweep = [&](ports::FileSystem& fs, const std::string& dir) {
-    auto n = fs.RemoveStaleTemporaries(dir);
-    if (n) {
-      removed += *n;
-    } else {
-      // Left for the next interrupted apply's sweep; said, not dropped.
-      report_.warnings.push_back("temporary files left in " + dir +
-                                 " not removed: " + n.error().message);
-    }
-  };
-  for (const std::string& dir : dirs) sweep(*ports_.root, dir);
-  sweep(*ports_.units, "/");
-  report_.warnings.push_back("the previous apply was interrupted; removed " +
-                             std::to_string(removed) + " temporary file(s) it left");
-}
-
-void ApplyRun::RemoveOrphans(const Declaration& decl) {
-  const core::Intent& intent = *intent_;
-  for (const std::string& path : Orphans(intent, decl, *record_)) {
-    // Only what the cut-short apply was creating: a file where it wrote a
-    // file, a directory where it unpacked a tree. Anything else was put
-    // there since, by someone else.
-    bool tree = std::find(intent.creating_trees.begin(), intent.creating_trees.end(), path) !=
-                intent.creating_trees.end();
-    auto info = ports_.root->Stat(path);
-    if (!info || info->type != (tree ? core::FileType::kDirectory : core::FileType::kRegular)) {
-      if (info && info->type != core::FileType::kMissing) {
-        report_.warnings.push_back("left " + path +
-                                   ": an apply cut short was creating it, but what is there now "
-                                   "is not what it was writing");
-      }
-      continue;
-    }
-    auto removed = tree ? ports_.root->Remove(path) : ports_.root->RemoveFile(path);
-    report_.warnings.push_back(
-        removed ? "removed " + path + ": created by an apply cut short, and no longer declared"
-                : "could not remove " + path +
-                      " (created by an apply cut short): " + removed.error().message);
-  }
-  for (const std::string& unit : OrphanUnitFiles(intent, decl, *record_)) {
-    auto removed = ports_.units->RemoveFile("/" + unit);
-    report_.warnings.push_back(
-        removed ? "removed unit file " + unit +
-                      ": created by an apply cut short, and no longer declared"
-                : "could not remove unit file " + unit +
-                      " (created by an apply cut short): " + removed.error().message);
-  }
-}
-
-core::Status ApplyRun::VerifySignature(ports::DeclarationSource& source) {
-  auto sig = source.Signature();
-  if (!sig) return std::unexpected(sig.error());
-  std::string where = "declaration signature " + sig->path + ": ";
-  if (!sig->text.has_value()) {
-    return core::Fail(where +
-                      "missing; with --verify-key every declaration must be signed "
-                      "(minisign -S -s KEY -m DECLARATION writes it)");
-  }
-  auto text = source.Text();
-  if (!text) return std::unexpected(text.error());
-  if (auto ok = core::VerifyMinisign(*options_.verify_key, *sig->text, *text); !ok) {
-    return core::Fail(where + ok.error().message);
-  }
-  return core::Ok();
-}
-
 void ApplyRun::Run(ports::DeclarationSource& source) {
   if (options_.verify_key.has_value()) {
-    if (auto st = VerifySignature(source); !st) return Refuse(st.error());
+    if (auto st = VerifyDeclarationSignature(source, *options_.verify_key); !st) {
+      return Refuse(st.error());
+    }
   }
   // Only the digest at first: a no-op proven from the record never reads
   // the text.
   auto digest = source.Digest();
   if (!digest) return Refuse(digest.error());
-  if (options_.confirm_from_record && !digest->empty() && Prove(*digest)) return;
+  if (options_.confirm_from_record && !digest->empty() &&
+      ProveNoop({ports_, options_, *digest, sink_, [this] { return LoadIntent() && intent_->empty(); }},
+                kept_proof_, report_, stats_)) {
+    return;
+  }
   progress_.Step();
   LoadRecord();
   LookAhead();
@@ -455,29 +252,6 @@ std::string ApplyRun::CredentialKey(const Declaration& decl) {
   return std::move(key.bytes);
 }
 
-// What an apply cut short created is the host's, though it is on disk and
-// not in the record: never "there before the host".
-void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& intent,
-                              Observation& observed) {
-  if (intent.creating.empty() && intent.creating_unit_files.empty()) return;
-  // A set: an apply of 100,000 files cut short names them all.
-  std::unordered_set<std::string_view> creating(intent.creating.begin(), intent.creating.end());
-  auto holds = [](const std::vector<std::string>& v, const std::string& s) {
-    return std::find(v.begin(), v.end(), s) != v.end();
-  };
-  for (size_t i = 0; i < decl.resources.size(); ++i) {
-    const Resource& r = decl.resources[i];
-    if (r.HasFiles() && creating.contains(r.path)) {
-      observed.seen.files[i].preexisting = false;
-    }
-    if (r.unit().text.has_value() && holds(intent.creating_unit_files, r.unit().name)) {
-      if (auto it = observed.seen.unit_files.find(i); it != observed.seen.unit_files.end()) {
-        it->second.preexisting = false;
-      }
-    }
-  }
-}
-
 // The phases of one apply: observe, plan, intent, then what Carry does.
 void ApplyRun::Apply(Declaration decl) {
   bool dry_run = options_.dry_run;
@@ -495,7 +269,11 @@ void ApplyRun::Apply(Declaration decl) {
                           stats_);
   stats_ = StatCache();  // read by the observation only: not held through the writes
   if (!observed) return Refuse(observed.error());
-  if (!dry_run) Sweep(decl);
+  if (!dry_run) {
+    for (std::string& w : RecoverFromCutShort(decl, *record_, *intent_, *ports_.root, *ports_.units)) {
+      report_.warnings.push_back(std::move(w));
+    }
+  }
   ClaimWhatWasBeingCreated(decl, *intent_, *observed);
   auto make_plan = [&](bool plan_only) {
     return MakePlan({&decl, record_.get(), &olds, &*intent_, &observed->seen, &wants,
@@ -592,11 +370,6 @@ ApplyReport Reconciler::Apply(std::string_view declaration_text, const OutcomeSi
   TextSource source(declaration_text);
   return Apply(source, sink);
 }
-
-KeptProof::KeptProof() = default;
-KeptProof::~KeptProof() = default;
-KeptProof::KeptProof(KeptProof&&) noexcept = default;
-KeptProof& KeptProof::operator=(KeptProof&&) noexcept = default;
 
 ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const OutcomeSink& sink) {
   ApplyReport report;

@@ -67,7 +67,7 @@ class RecordProof : public core::RecordVisitor {
   bool Finish();
 
   // For a record that stays in memory, unchanged, across applies (the
-  // daemon's: RecordStore::KeepsRecord). Called before the visit: what
+  // daemon's: RecordStore::KeptRecordVersion). Called before the visit: what
   // Entry gathers from each entry then points into the record rather than
   // into copies, every entry is gathered before any path is looked at, and
   // each recorded fingerprint is read into its numbers once. What was

@@ -26,10 +26,13 @@ class MemoryRecordStore : public ports::RecordStore {
     if (!stream) {
       kept_ = loaded;
       kept_text_ = *text;
+      ++version_;
     }
     return loaded;
   }
-  bool KeepsRecord() const override { return !stream; }
+  std::optional<uint64_t> KeptRecordVersion() const override {
+    return stream ? std::nullopt : std::optional<uint64_t>(version_);
+  }
   // Streams the text as a one-shot apply streams a large state.json (a line
   // at a time, then from the start by reference when it is laid out
   // otherwise); with `stream` false, walks a loaded record as the daemon's
@@ -92,6 +95,7 @@ class MemoryRecordStore : public ports::RecordStore {
  private:
   std::shared_ptr<const core::Record> kept_;
   std::string kept_text_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace mesh::fakes

@@ -1,0 +1,25 @@
+#include "host/reconcile/signature.h"
+
+#include <string>
+
+namespace mesh::reconcile {
+
+core::Status VerifyDeclarationSignature(ports::DeclarationSource& source,
+                                        const core::MinisignKey& key) {
+  auto sig = source.Signature();
+  if (!sig) return std::unexpected(sig.error());
+  std::string where = "declaration signature " + sig->path + ": ";
+  if (!sig->text.has_value()) {
+    return core::Fail(where +
+                      "missing; with --verify-key every declaration must be signed "
+                      "(minisign -S -s KEY -m DECLARATION writes it)");
+  }
+  auto text = source.Text();
+  if (!text) return std::unexpected(text.error());
+  if (auto ok = core::VerifyMinisign(key, *sig->text, *text); !ok) {
+    return core::Fail(where + ok.error().message);
+  }
+  return core::Ok();
+}
+
+}  // namespace mesh::reconcile
