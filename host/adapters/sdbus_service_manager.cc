@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "host/adapters/shared_library.h"
+#include "host/base/shared_library.h"
 
 namespace mesh::adapters {
 namespace {
@@ -57,9 +57,9 @@ constexpr const char* kLibsystemd = "libsystemd.so.0";
 // A failure is the connection's error, and the next connection tries
 // again (LoadOnce).
 core::Status LoadSdBus() {
-  static LoadOnce once;
+  static base::LoadOnce once;
   return once([]() -> core::Status {
-    auto lib = SharedLibrary::Open(kLibsystemd);
+    auto lib = base::SharedLibrary::Open(kLibsystemd);
     if (!lib) return std::unexpected(lib.error());
 #define MESH_SD_BUS_BIND(fn) \
   if (auto st = lib->Bind(#fn, fn); !st) return st;
@@ -259,12 +259,20 @@ core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
   return EnqueueJobs({{unit, kind}}, /*new_batch=*/false)[0];
 }
 
-std::map<std::string, std::string> SdbusServiceManager::WaitForJobs(
+core::Result<std::map<std::string, std::string>> SdbusServiceManager::WaitForJobs(
     const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) {
-  if (jobs.empty() || !Connect()) return {};
+  if (jobs.empty()) return std::map<std::string, std::string>();
+  if (auto st = Connect(); !st) return std::unexpected(st.error());
   int r = ProcessUntil([&] { return jobs_.AllFinished(jobs); },
                        std::chrono::steady_clock::now() + timeout);
-  if (r < 0 && ConnectionLost(r)) Disconnect();
+  if (r < 0 && ConnectionLost(r)) {
+    // The jobs' JobRemoved went with the connection: a new one never hears
+    // of them. Forgotten here, and said.
+    (void)jobs_.Take(jobs);
+    Disconnect();
+    return core::Fail(std::string("waiting for jobs: the bus connection was lost (") +
+                      std::strerror(-r) + ")");
+  }
   return jobs_.Take(jobs);
 }
 

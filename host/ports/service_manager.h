@@ -38,9 +38,11 @@ class ServiceManager {
   // Waits until every listed job has finished or `timeout` has passed.
   // Returns the result ("done", "failed", "canceled", "timeout",
   // "dependency", "skipped") of each job that finished; a job missing from
-  // the map was still pending.
-  virtual std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
-                                                         std::chrono::nanoseconds timeout) = 0;
+  // the map was still pending. An error when systemd cannot be reached or
+  // the connection was lost while waiting: what the jobs came to is then
+  // unknown, never "still pending".
+  virtual core::Result<std::map<std::string, std::string>> WaitForJobs(
+      const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) = 0;
 
   // The unit's current state. A unit systemd does not know reads as
   // load_state "not-found", active_state "inactive".

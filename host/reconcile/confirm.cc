@@ -59,9 +59,15 @@ class FirstLooks {
     if (pending.empty()) return;
     wait = std::max(wait, nanoseconds(1000000));
     auto began = clock_.Monotonic();
-    std::map<std::string, std::string> got = sm_.WaitForJobs(pending, wait);
-    bool all = got.size() == pending.size();
-    for (auto& [job, result] : got) finished_[job] = std::move(result);
+    auto got = sm_.WaitForJobs(pending, wait);
+    if (!got) {
+      // What the open jobs came to is lost with the connection: their
+      // units are looked at now, and nothing is accepted on that look.
+      lost_ = got.error().message;
+      return;
+    }
+    bool all = got->size() == pending.size();
+    for (auto& [job, result] : *got) finished_[job] = std::move(result);
     // A wait that came back early with jobs still open (a lost bus answers
     // at once) is made up: the loop never spins.
     nanoseconds spent = clock_.Monotonic() - began;
@@ -81,12 +87,15 @@ class FirstLooks {
       Watch& w = *open[k];
       core::UnitStatus seen = statuses[k] ? std::move(*statuses[k]) : core::UnitStatus{};
       auto done = finished_.find(w.job);
-      // A unit that cannot be read is looked at now: waiting would not help.
-      if (statuses[k] && !w.wait.Due(at, done != finished_.end(), seen)) continue;
+      bool lost = !lost_.empty() && done == finished_.end();
+      // A unit that cannot be read, or whose job was lost, is looked at
+      // now: waiting would not help.
+      if (statuses[k] && !lost && !w.wait.Due(at, done != finished_.end(), seen)) continue;
       w.looked = true;
       bool ran = w.wait.RanSinceAsked(seen);
-      w.first = {std::move(seen), done == finished_.end(), w.wait.stopping(),
-                 statuses[k] ? "" : statuses[k].error().message, ran};
+      std::string error = !statuses[k] ? statuses[k].error().message : lost ? lost_ : "";
+      w.first = {std::move(seen), done == finished_.end(), w.wait.stopping(), std::move(error),
+                 ran};
       if (done != finished_.end()) w.job_result = done->second;
     }
   }
@@ -97,6 +106,7 @@ class FirstLooks {
   Progress* progress_;
   std::chrono::steady_clock::time_point t0_;
   std::map<std::string, std::string> finished_;
+  std::string lost_;  // the wait for jobs lost the bus: why
 };
 
 }  // namespace
@@ -134,15 +144,21 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     if (w.first.job_pending) pending.push_back(w.job);
     names.push_back(w.name);
   }
-  auto late = pending.empty() ? std::map<std::string, std::string>{}
-                              : services->WaitForJobs(pending, nanoseconds(0));
+  core::Result<std::map<std::string, std::string>> late_or_lost =
+      pending.empty() ? std::map<std::string, std::string>{}
+                      : services->WaitForJobs(pending, nanoseconds(0));
+  std::map<std::string, std::string> late = late_or_lost.value_or(std::map<std::string, std::string>{});
   nanoseconds elapsed = firsts.Since();
   std::vector<core::Result<core::UnitStatus>> second = services->ReadUnits(names);
   for (size_t n = 0; n < watches.size(); ++n) {
     Watch& w = watches[n];
     if (w.first.job_pending && late.contains(w.job)) w.job_result = late[w.job];
     w.second.unit = second[n] ? std::move(*second[n]) : core::UnitStatus{};
-    if (!second[n]) w.second.error = second[n].error().message;
+    if (!second[n]) {
+      w.second.error = second[n].error().message;
+    } else if (!late_or_lost && w.first.job_pending) {
+      w.second.error = late_or_lost.error().message;
+    }
     w.second.job_pending = w.first.job_pending && !late.contains(w.job);
     w.second.ran_since_asked = w.wait.RanSinceAsked(w.second.unit);
     const UnitPlan& u = plan.units[w.unit];

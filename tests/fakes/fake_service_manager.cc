@@ -138,8 +138,11 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
   return id;
 }
 
-std::map<std::string, std::string> FakeServiceManager::WaitForJobs(
+core::Result<std::map<std::string, std::string>> FakeServiceManager::WaitForJobs(
     const std::vector<std::string>& ids, std::chrono::nanoseconds timeout) {
+  if (bus_gone || lose_job_waits) {
+    return core::Fail("waiting for jobs: the bus connection was lost (fake)");
+  }
   auto now = clock_.elapsed();
   auto last = now;
   for (const std::string& id : ids) last = std::max(last, jobs_[id].done_at);

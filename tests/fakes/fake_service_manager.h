@@ -86,8 +86,8 @@ class FakeServiceManager : public ports::ServiceManager {
   }
   int enablements() const { return enablements_; }
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
-  std::map<std::string, std::string> WaitForJobs(const std::vector<std::string>& jobs,
-                                                 std::chrono::nanoseconds timeout) override;
+  core::Result<std::map<std::string, std::string>> WaitForJobs(
+      const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) override;
   core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
   // Advances the clock by `timeout` and reports every watched unit as
   // changed: the fake has no signals, so the watcher re-reads all of them.
@@ -105,6 +105,9 @@ class FakeServiceManager : public ports::ServiceManager {
   int StartsOf(const std::string& unit) const;
   // The bus went away: every call fails as sd-bus reports a closed connection.
   bool bus_gone = false;
+  // Waits for jobs lose the connection (JobRemoved gone with it), while
+  // reads still answer on a new one.
+  bool lose_job_waits = false;
   // systemd refuses the daemon-reload with this message (empty: it does not).
   std::string refuse_daemon_reload;
   // Called whenever a unit (re)starts or reloads, i.e. (re)reads its

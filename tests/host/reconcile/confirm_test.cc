@@ -214,5 +214,20 @@ TEST_F(ConfirmTest, ALostBusEndsTheWaitWithoutSpinning) {
   EXPECT_LT(clock_.elapsed(), 3s) << "an unreadable unit is looked at, not waited on";
 }
 
+// Issue 44: a wait for jobs that lost the bus returned no results, which
+// read as "still pending": a unit slow to come up was then accepted as
+// "still starting" on a job whose end nobody would hear of. Its units are
+// looked at at once and nothing is accepted.
+TEST_F(ConfirmTest, AWaitThatLostTheBusAcceptsNothing) {
+  services_.AddUnit("slow.service", {Behavior::kHealthy, 0s, true, 30s});
+  services_.lose_job_waits = true;
+  auto confirmed = Restart({"slow"});
+  ASSERT_TRUE(confirmed[0].has_value());
+  EXPECT_FALSE(confirmed[0]->verdict.accepted) << confirmed[0]->verdict.detail;
+  EXPECT_THAT(confirmed[0]->verdict.detail,
+              HasSubstr("not looked at (waiting for jobs: the bus connection was lost (fake))"));
+  EXPECT_LT(Took(), 3s) << "a lost wait is not waited out";
+}
+
 }  // namespace
 }  // namespace mesh::reconcile
