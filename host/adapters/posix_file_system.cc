@@ -82,12 +82,25 @@ Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
   return core::Ok();
 }
 
-// fdopendir takes the descriptor over only when it succeeds: on failure it
-// stays with `fd`, which closes it.
-DIR* OpenDirStream(UniqueFd& fd) {
+Result<DirStream> DirStream::Open(UniqueFd& fd, const std::string& shown) {
   DIR* dir = ::fdopendir(fd.get());
-  if (dir != nullptr) (void)fd.release();
-  return dir;
+  if (dir == nullptr) return Fail(Errno("opendir", shown));
+  (void)fd.release();
+  return DirStream(dir, shown);
+}
+
+Result<std::vector<std::string>> DirStream::Names() {
+  std::vector<std::string> names;
+  for (;;) {
+    errno = 0;
+    dirent* d = ::readdir(dir_.get());
+    if (d == nullptr) break;
+    if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0) {
+      names.emplace_back(d->d_name);
+    }
+  }
+  if (errno != 0) return Fail(Errno("readdir", shown_));
+  return names;
 }
 
 Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, int depth) {
@@ -100,22 +113,14 @@ Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, in
     if (depth > kMaxTreeDepth) return Fail("remove " + shown + ": nested too deep");
     UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return Fail(Errno("open", shown));
-    DIR* dir = OpenDirStream(fd);
-    if (dir == nullptr) return Fail(Errno("opendir", shown));
-    std::vector<std::string> names;
-    while (dirent* d = ::readdir(dir)) {
-      if (std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0) {
-        names.emplace_back(d->d_name);
-      }
+    auto dir = DirStream::Open(fd, shown);
+    if (!dir) return std::unexpected(dir.error());
+    auto names = dir->Names();
+    if (!names) return std::unexpected(names.error());
+    for (const std::string& child : *names) {
+      Status st_children = RemoveAt(dir->fd(), child, shown + "/" + child, depth + 1);
+      if (!st_children) return st_children;
     }
-    int child_dir = ::dirfd(dir);
-    Status st_children = core::Ok();
-    for (const std::string& child : names) {
-      st_children = RemoveAt(child_dir, child, shown + "/" + child, depth + 1);
-      if (!st_children) break;
-    }
-    ::closedir(dir);
-    if (!st_children) return st_children;
     if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
       return Fail(Errno("rmdir", shown));
     }
@@ -462,12 +467,14 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
   UniqueFd fd = std::move(*opened);
   UniqueFd dup(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
   if (!dup.valid()) return Fail(Errno("dup", dir));
-  DIR* d = OpenDirStream(dup);
-  if (d == nullptr) return Fail(Errno("opendir", dir));
+  auto d = DirStream::Open(dup, dir);
+  if (!d) return std::unexpected(d.error());
+  auto names = d->Names();
+  if (!names) return std::unexpected(names.error());
   std::vector<std::string> stale;
   static constexpr std::string_view kMark = ".mesh-host-tmp.";
-  while (dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
+  for (std::string& entry : *names) {
+    std::string_view name = entry;
     size_t at = name.rfind(kMark);
     if (name.empty() || name[0] != '.' || at == std::string_view::npos) continue;
     std::string_view rest = name.substr(at + kMark.size());  // "PID.N"
@@ -475,9 +482,8 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
     auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
     if (ec != std::errc() || end == rest.data() + rest.size() || *end != '.') continue;
     if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // still someone's
-    stale.emplace_back(name);
+    stale.push_back(std::move(entry));
   }
-  ::closedir(d);
   int removed = 0;
   for (const std::string& name : stale) {
     if (auto st = RemoveAt(fd.get(), name, dir + "/" + name, 0); !st)

@@ -53,14 +53,14 @@ Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool 
   UniqueFd fd(::openat(dirfd, rel.empty() ? "." : rel.c_str(),
                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) return Fail(Errno("open", shown));
-  DIR* dir = OpenDirStream(fd);
-  if (dir == nullptr) return Fail(Errno("opendir", shown));
+  auto dir = DirStream::Open(fd, shown);
+  if (!dir) return std::unexpected(dir.error());
+  auto names = dir->Names();
+  if (!names) return std::unexpected(names.error());
   std::vector<std::string> subdirs;
   Status status = core::Ok();
-  int own = ::dirfd(dir);
-  while (dirent* d = ::readdir(dir)) {
-    std::string name = d->d_name;
-    if (name == "." || name == "..") continue;
+  int own = dir->fd();
+  for (const std::string& name : *names) {
     struct stat st;
     if (::fstatat(own, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       status = Fail(Errno("stat", shown + "/" + name));
@@ -95,7 +95,6 @@ Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool 
       }
     }
   }
-  ::closedir(dir);
   return status;
 }
 
@@ -439,14 +438,11 @@ Result<size_t> PosixFileSystem::CountEntries(const std::string& path) {
   UniqueFd fd(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) return Fail(Errno("open", path));
-  DIR* dir = OpenDirStream(fd);
-  if (dir == nullptr) return Fail(Errno("opendir", path));
-  size_t n = 0;
-  while (dirent* d = ::readdir(dir)) {
-    n += std::strcmp(d->d_name, ".") != 0 && std::strcmp(d->d_name, "..") != 0;
-  }
-  ::closedir(dir);
-  return n;
+  auto dir = DirStream::Open(fd, path);
+  if (!dir) return std::unexpected(dir.error());
+  auto names = dir->Names();
+  if (!names) return std::unexpected(names.error());
+  return names->size();
 }
 
 Result<UniqueFd> PosixFileSystem::OpenDirectory(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,9 +40,27 @@ std::vector<std::string_view> Components(std::string_view path);
 // per process, so a crashed run's leftovers can be told from real files.
 std::string TempName(std::string_view leaf);
 Status WriteAll(int fd, std::string_view bytes, const std::string& path);
-// fdopendir takes the descriptor over only when it succeeds: on failure it
-// stays with `fd`, which closes it.
-DIR* OpenDirStream(UniqueFd& fd);
+// A directory's entries, owned: closed with the stream. readdir's NULL is
+// both the end and an error; Names tells them apart, so a directory that
+// cannot be read is never taken for an empty one.
+class DirStream {
+ public:
+  // Takes `fd` (a directory) over when it succeeds; on failure it stays
+  // with `fd`, which closes it. `shown` names the directory in errors.
+  static Result<DirStream> Open(UniqueFd& fd, const std::string& shown);
+  // The stream's own descriptor, open as long as the stream is.
+  int fd() const { return ::dirfd(dir_.get()); }
+  // Every entry's name but "." and "..", read to the end.
+  Result<std::vector<std::string>> Names();
+
+ private:
+  struct Close {
+    void operator()(DIR* d) const { (void)::closedir(d); }  // read-only: nothing to lose
+  };
+  DirStream(DIR* dir, std::string shown) : dir_(dir), shown_(std::move(shown)) {}
+  std::unique_ptr<DIR, Close> dir_;
+  std::string shown_;
+};
 // Removes `name` below `dirfd`, a tree whole (at most kMaxTreeDepth deep);
 // `shown` names it in errors. A missing name is not an error.
 Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, int depth);
