@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "host/adapters/shared_library.h"
+#include "host/base/shared_library.h"
 #include "host/core/sha256.h"
 
 namespace mesh::http {
@@ -21,10 +21,10 @@ constexpr size_t kMaxRemembered = 256;
 core::Result<BasicAuth::Crypt> BasicAuth::LoadCrypt() {
   // Never closed (SharedLibrary): reloads of the web config reuse it, and
   // one that failed (a passing EMFILE) is tried again by the next.
-  static adapters::LoadOnce once;
+  static base::LoadOnce once;
   static Crypt crypt = nullptr;
   auto loaded = once([]() -> core::Status {
-    auto lib = adapters::SharedLibrary::Open("libcrypt.so.1");
+    auto lib = base::SharedLibrary::Open("libcrypt.so.1");
     if (!lib) return std::unexpected(lib.error());
     return lib->Bind("crypt_r", crypt);
   });

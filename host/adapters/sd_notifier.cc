@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "host/adapters/shared_library.h"
+#include "host/base/shared_library.h"
 
 namespace mesh::adapters {
 namespace {
@@ -26,10 +26,10 @@ SdDaemon Libsystemd() {
   if (std::getenv("NOTIFY_SOCKET") == nullptr && std::getenv("WATCHDOG_USEC") == nullptr) {
     return SdDaemon{};
   }
-  static LoadOnce once;
+  static base::LoadOnce once;
   static SdDaemon loaded;
   auto bound = once([]() -> core::Status {
-    auto lib = SharedLibrary::Open("libsystemd.so.0");
+    auto lib = base::SharedLibrary::Open("libsystemd.so.0");
     if (!lib) return std::unexpected(lib.error());
     if (auto st = lib->Bind("sd_notify", loaded.notify); !st) return st;
     return lib->Bind("sd_watchdog_enabled", loaded.watchdog_enabled);

@@ -1,8 +1,8 @@
-#include "host/adapters/shared_library.h"
+#include "host/base/shared_library.h"
 
 #include <dlfcn.h>
 
-namespace mesh::adapters {
+namespace mesh::base {
 
 core::Result<SharedLibrary> SharedLibrary::Open(const std::string& soname) {
   // RTLD_LOCAL: its symbols stay its own, not a lookup scope for libraries
@@ -26,4 +26,4 @@ core::Result<void*> SharedLibrary::Find(const char* name) const {
   return address;
 }
 
-}  // namespace mesh::adapters
+}  // namespace mesh::base

@@ -15,7 +15,7 @@
 
 #include "host/core/result.h"
 
-namespace mesh::adapters {
+namespace mesh::base {
 
 class SharedLibrary {
  public:
@@ -63,4 +63,4 @@ class LoadOnce {
   bool loaded_ = false;
 };
 
-}  // namespace mesh::adapters
+}  // namespace mesh::base

@@ -1,10 +1,10 @@
-#include "host/adapters/shared_library.h"
+#include "host/base/shared_library.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-namespace mesh::adapters {
+namespace mesh::base {
 namespace {
 
 TEST(SharedLibrary, BindsAFunctionOfTheLibraryByItsName) {
@@ -57,4 +57,4 @@ TEST(LoadOnce, TriesAgainAfterAFailureAndNeverAfterASuccess) {
 }
 
 }  // namespace
-}  // namespace mesh::adapters
+}  // namespace mesh::base
