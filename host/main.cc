@@ -17,7 +17,7 @@
 #include "host/version/version.h"
 #include "host/wiring.h"
 
-extern char** environ;
+extern char** environ;  // NOLINT(readability-redundant-declaration): unistd.h hides it
 
 namespace {
 

@@ -26,7 +26,7 @@
 
 namespace {
 
-using namespace mesh;
+using namespace mesh;  // NOLINT: the one namespace of this program
 
 // TLS and basic auth of the listener, when --web-config names a file.
 core::Status ConfigureWeb(const cli::Flags& flags, http::StatusServer& server) {

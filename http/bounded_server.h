@@ -40,7 +40,7 @@ struct ConnectionLimits {
   std::chrono::milliseconds connection{30000};
   std::chrono::milliseconds idle{2000};
   std::chrono::milliseconds write{5000};
-  size_t bytes_per_connection = 64 * 1024;
+  size_t bytes_per_connection = 64UL * 1024;
   size_t requests_per_connection = 100;
 };
 

@@ -195,7 +195,7 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
     server_->SetTls(tls_);
   }
   httplib::Server& s = *server_;
-  s.set_payload_max_length(64 * 1024);
+  s.set_payload_max_length(64UL * 1024);
 
   Route(s);
   Guard(s);

@@ -375,7 +375,7 @@ ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
     }
     return bytes;
   };
-  auto for_now = [&](std::string why) {
+  auto for_now = [&](const std::string& why) {
     digest_key_ = {fresh(), fs_->root() + kKeyFile + ": " + why +
                                 "; credential digests use a key for this run only, so each "
                                 "credential is compared by its content"};

@@ -127,7 +127,7 @@ ports::Event LinuxEventSource::Wait(std::chrono::nanoseconds timeout) {
     auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
     pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {watch_.get(), POLLIN, 0}};
     int n = poll(fds, watch_.valid() ? 2 : 1,
-                 static_cast<int>(std::clamp<long long>(ms, 0, 24 * 3600 * 1000)));
+                 static_cast<int>(std::clamp<long long>(ms, 0, 24LL * 3600 * 1000)));
     if (n < 0 && errno != EINTR) {
       return {ports::Event::Kind::kError, std::string("poll: ") + std::strerror(errno)};
     }

@@ -27,7 +27,10 @@ void PrepareOneShotHeap() {
   uintptr_t aligned = (from + kHugePage - 1) & ~(kHugePage - 1);
   // Advice only: a kernel without huge pages answers EINVAL, and the heap
   // works as before.
-  if (to > aligned) ::madvise(reinterpret_cast<void*>(aligned), to - aligned, MADV_HUGEPAGE);
+  if (to > aligned) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): an address rounded to a page
+    ::madvise(reinterpret_cast<void*>(aligned), to - aligned, MADV_HUGEPAGE);
+  }
 }
 
 }  // namespace mesh::adapters

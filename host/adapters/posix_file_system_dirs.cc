@@ -246,6 +246,49 @@ Status StillAsLinked(int top, const std::string& path,
   return core::Ok();
 }
 
+// Makes every entry under `made` (the temporary tree), parents first;
+// files that are exactly an entry of the old tree are linked from `old`.
+// Directories' modes are left for the caller to apply last.
+Status FillTree(const std::string& path, const std::vector<const TreeEntry*>& order,
+                bool link_from_old, TreeDirs& made, TreeDirs& old,
+                std::vector<std::pair<std::string, uint32_t>>& dir_modes,
+                std::vector<std::pair<const std::string*, struct stat>>& linked) {
+  for (const TreeEntry* e : order) {
+    std::string shown = path + "/" + e->relpath;
+    size_t slash = e->relpath.rfind('/');
+    std::string_view parent_rel = slash == std::string::npos
+                                      ? std::string_view()
+                                      : std::string_view(e->relpath).substr(0, slash);
+    std::string name = e->relpath.substr(slash == std::string::npos ? 0 : slash + 1);
+    int cur = made.Open(parent_rel);
+    if (cur < 0) {
+      errno = made.error();
+      return Fail(Errno(made.failed_step(), shown));
+    }
+    if (e->type == FileType::kDirectory) {
+      if (::mkdirat(cur, name.c_str(), 0700) != 0 && errno != EEXIST) {
+        return Fail(Errno("mkdir", shown));
+      }
+      // Modes applied last, so a read-only directory can still be filled.
+      dir_modes.emplace_back(e->relpath, e->mode & 07777);
+      continue;
+    }
+    if (e->type != FileType::kRegular) return Fail("unpack " + shown + ": not a file or directory");
+    if (link_from_old) {
+      if (auto at = LinkIfUnchanged(old.Open(parent_rel), name, *e, cur, made.FreshGid())) {
+        linked.emplace_back(&e->relpath, *at);
+        continue;
+      }
+    }
+    UniqueFd fd(
+        ::openat(cur, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return Fail(Errno("create", shown));
+    if (auto w = WriteAll(fd.get(), e->content, shown); !w) return Fail(w.error().message);
+    if (::fchmod(fd.get(), e->mode & 07777) != 0) return Fail(Errno("chmod", shown));
+  }
+  return core::Ok();
+}
+
 }  // namespace
 
 Status PosixFileSystem::ReplaceTree(const std::string& path,
@@ -272,6 +315,7 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   // directory's own entries come together, so each side keeps the last
   // directory it opened.
   std::vector<const TreeEntry*> order;
+  order.reserve(entries.size());
   for (const TreeEntry& e : entries) order.push_back(&e);
   std::sort(order.begin(), order.end(),
             [](const TreeEntry* a, const TreeEntry* b) { return a->relpath < b->relpath; });
@@ -280,38 +324,8 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   std::vector<std::pair<std::string, uint32_t>> dir_modes;
   // Linked files, and what fstat said of each when its bytes were compared.
   std::vector<std::pair<const std::string*, struct stat>> linked;
-  for (const TreeEntry* e : order) {
-    std::string shown = path + "/" + e->relpath;
-    size_t slash = e->relpath.rfind('/');
-    std::string_view parent_rel = slash == std::string::npos
-                                      ? std::string_view()
-                                      : std::string_view(e->relpath).substr(0, slash);
-    std::string name = e->relpath.substr(slash == std::string::npos ? 0 : slash + 1);
-    int cur = made.Open(parent_rel);
-    if (cur < 0) {
-      errno = made.error();
-      return fail(Errno(made.failed_step(), shown));
-    }
-    if (e->type == FileType::kDirectory) {
-      if (::mkdirat(cur, name.c_str(), 0700) != 0 && errno != EEXIST) {
-        return fail(Errno("mkdir", shown));
-      }
-      // Modes applied last, so a read-only directory can still be filled.
-      dir_modes.emplace_back(e->relpath, e->mode & 07777);
-      continue;
-    }
-    if (e->type != FileType::kRegular) return fail("unpack " + shown + ": not a file or directory");
-    if (old_top.valid()) {
-      if (auto at = LinkIfUnchanged(old.Open(parent_rel), name, *e, cur, made.FreshGid())) {
-        linked.emplace_back(&e->relpath, *at);
-        continue;
-      }
-    }
-    UniqueFd fd(
-        ::openat(cur, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) return fail(Errno("create", shown));
-    if (auto w = WriteAll(fd.get(), e->content, shown); !w) return fail(w.error().message);
-    if (::fchmod(fd.get(), e->mode & 07777) != 0) return fail(Errno("chmod", shown));
+  if (auto st = FillTree(path, order, old_top.valid(), made, old, dir_modes, linked); !st) {
+    return fail(st.error().message);
   }
   for (auto it = dir_modes.rbegin(); it != dir_modes.rend(); ++it) {
     if (::fchmodat(top.get(), it->first.c_str(), it->second, 0) != 0) {

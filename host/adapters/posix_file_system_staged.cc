@@ -11,7 +11,7 @@
 
 namespace mesh::adapters {
 
-using namespace posix_internal;
+using namespace posix_internal;  // NOLINT: the adapter's own helpers
 
 // Still the temporary as the host wrote it: nothing was done to it since
 // (a link, a rename or a write moves its ctime), and no other name reaches

@@ -25,8 +25,8 @@ reconcile::OutcomeSink PrintOutcomes(std::ostream& out, Output format = Output::
 // Prints the outcomes the report still holds to `out`; warnings, a refusal
 // and the summary to `err` (and, as JSON, the summary to `out` too); returns
 // the exit code of SPEC "Command line".
-int PrintReport(const core::ApplyReport& report, bool plan, std::ostream& out,
-                std::ostream& err, Output format = Output::kText);
+int PrintReport(const core::ApplyReport& report, bool plan, std::ostream& out, std::ostream& err,
+                Output format = Output::kText);
 
 // One outcome as the JSON object `--output json` prints.
 std::string OutcomeJson(const core::ResourceOutcome& o);

@@ -19,7 +19,7 @@
 namespace mesh::cli {
 namespace {
 
-std::string Fit(std::string s, size_t width) {
+std::string Fit(const std::string& s, size_t width) {
   if (s.size() <= width) return s + std::string(width - s.size(), ' ');
   return s.substr(0, width - 1) + "~";
 }
@@ -207,7 +207,7 @@ core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
   if (!in) return core::Fail("--targets " + path + ": " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
-  auto fail = [&](std::string why) {
+  auto fail = [&](const std::string& why) {
     return core::Fail("--targets " + path + ": " + why +
                       " (expected Prometheus file_sd JSON: [{\"targets\": [\"HOST:PORT\", ...], "
                       "\"labels\": {...}}, ...])");

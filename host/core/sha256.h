@@ -21,7 +21,7 @@ namespace mesh::core {
 class Sha256 {
  public:
   Sha256();
-  ~Sha256();
+  ~Sha256();  // NOLINT(performance-trivially-destructible): frees the OpenSSL context
   Sha256(const Sha256&) = delete;
   Sha256& operator=(const Sha256&) = delete;
 

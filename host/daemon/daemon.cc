@@ -62,6 +62,7 @@ core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
                       });
   std::jthread ticks;
   if (keepalive.Needed()) {
+    // NOLINTNEXTLINE(performance-unnecessary-value-param): as std::jthread passes it
     ticks = std::jthread([this, &keepalive](std::stop_token stop) {
       std::mutex m;
       std::condition_variable_any cv;

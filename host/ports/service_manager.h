@@ -55,12 +55,14 @@ class ServiceManager {
   virtual std::vector<core::Result<core::UnitStatus>> ReadUnits(
       const std::vector<std::string>& units) {
     std::vector<core::Result<core::UnitStatus>> out;
+    out.reserve(units.size());
     for (const std::string& u : units) out.push_back(ReadUnit(u));
     return out;
   }
   virtual std::vector<core::Result<std::string>> EnqueueAll(
       const std::vector<std::pair<std::string, JobKind>>& jobs) {
     std::vector<core::Result<std::string>> out;
+    out.reserve(jobs.size());
     for (const auto& [unit, kind] : jobs) out.push_back(Enqueue(unit, kind));
     return out;
   }

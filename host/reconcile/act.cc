@@ -93,6 +93,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   // there would be nothing to tell its coming up from, and what it owes
   // stays owed for the next apply.
   std::vector<std::string> names;
+  names.reserve(asks.size());
   for (const auto& ask : asks) names.push_back(ask.first);
   std::vector<core::Result<core::UnitStatus>> before = services->ReadUnits(names);
   std::vector<std::pair<std::string, ports::JobKind>> readable;

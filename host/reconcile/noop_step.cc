@@ -48,8 +48,8 @@ void RecordTouched(ports::RecordStore& records, const std::vector<RecordProof::T
 // store still hands out that record, else one gathered now and kept.
 // `held` keeps the record alive while the proof points into it: recording
 // touched files replaces the store's.
-RecordProof* ProveKept(const NoopInputs& in, const RecordProof::Ports& proof_ports,
-                       KeptProof& kept, std::shared_ptr<const core::Record>& held, bool& proven) {
+RecordProof* ProveKept(const NoopInputs& in, const RecordProof::Ports& proof_ports, KeptProof& kept,
+                       std::shared_ptr<const core::Record>& held, bool& proven) {
   auto loaded = in.ports.records->Load();
   std::optional<uint64_t> version = in.ports.records->KeptRecordVersion();
   proven = false;
@@ -108,8 +108,7 @@ bool ProveNoop(const NoopInputs& in, KeptProof& kept, ApplyReport& report, StatC
     return false;
   }
   std::vector<RecordProof::Touched> touched = proof->TakeTouched();
-  bool rewritten =
-      !in.options.dry_run && touched.size() * kRecordTouchedShare > proof->resources();
+  bool rewritten = !in.options.dry_run && touched.size() * kRecordTouchedShare > proof->resources();
   if (rewritten) RecordTouched(*in.ports.records, touched, report);
   report.machine = proof->header().machine;
   report.generation = proof->header().generation;

@@ -18,7 +18,6 @@ namespace {
 using core::Outcome;
 using core::RecordEntry;
 using core::Resource;
-using core::UnitAction;
 
 Step Failed(Step step, std::string detail) {
   step.outcome = Outcome::kFailed;

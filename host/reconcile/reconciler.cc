@@ -14,9 +14,9 @@
 #include "host/reconcile/daemon_reload.h"
 #include "host/reconcile/diff.h"
 #include "host/reconcile/enable.h"
+#include "host/reconcile/noop_step.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
-#include "host/reconcile/noop_step.h"
 #include "host/reconcile/recovery.h"
 #include "host/reconcile/signature.h"
 #include "host/reconcile/write.h"
@@ -185,8 +185,9 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   auto digest = source.Digest();
   if (!digest) return Refuse(digest.error());
   if (options_.confirm_from_record && !digest->empty() &&
-      ProveNoop({ports_, options_, *digest, sink_, [this] { return LoadIntent() && intent_->empty(); }},
-                kept_proof_, report_, stats_)) {
+      ProveNoop(
+          {ports_, options_, *digest, sink_, [this] { return LoadIntent() && intent_->empty(); }},
+          kept_proof_, report_, stats_)) {
     return;
   }
   progress_.Step();
@@ -270,7 +271,8 @@ void ApplyRun::Apply(Declaration decl) {
   stats_ = StatCache();  // read by the observation only: not held through the writes
   if (!observed) return Refuse(observed.error());
   if (!dry_run) {
-    for (std::string& w : RecoverFromCutShort(decl, *record_, *intent_, *ports_.root, *ports_.units)) {
+    for (std::string& w :
+         RecoverFromCutShort(decl, *record_, *intent_, *ports_.root, *ports_.units)) {
       report_.warnings.push_back(std::move(w));
     }
   }
