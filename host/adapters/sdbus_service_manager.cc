@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "host/base/shared_library.h"
 
@@ -48,6 +49,7 @@ namespace {
   X(sd_bus_slot_unref)              \
   X(sd_bus_start)                   \
   X(sd_bus_wait)
+// NOLINTNEXTLINE(bugprone-macro-parentheses): a declaration, not an expression
 #define MESH_SD_BUS_POINTER(fn) decltype(&::fn) fn = nullptr;
 MESH_SD_BUS_FUNCTIONS(MESH_SD_BUS_POINTER)
 #undef MESH_SD_BUS_POINTER
@@ -344,14 +346,43 @@ struct SdbusServiceManager::Reply {
   std::string error_name;  // the D-Bus error's name, when systemd answered with one
 };
 
+namespace {
+
+// A call of CallAll's on its way: its reply, once there.
+struct PendingCall {
+  sd_bus_message* reply = nullptr;
+  bool done = false;
+};
+
+// Each sent call's reply, or why there is none, into `out` (where no error
+// is said yet); frees the slots and the replies not handed on. A template
+// over the manager's private Reply.
+template <typename Reply>
+void TakeReplies(std::vector<PendingCall>& pending, std::vector<sd_bus_slot*>& slots, int r,
+                 const std::vector<std::string>& what, std::vector<Reply>& out) {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    sd_bus_slot_unref(slots[i]);
+    Message reply(pending[i].reply);
+    if (!out[i].error.empty()) continue;
+    if (reply == nullptr) {
+      out[i].error = what[i] + ": " + (r < 0 ? std::strerror(-r) : "no reply");
+    } else if (sd_bus_message_is_method_error(reply.get(), nullptr)) {
+      const sd_bus_error* e = sd_bus_message_get_error(reply.get());
+      out[i].error = Describe(what[i], "", *e, -EIO);
+      out[i].error_name = e->name != nullptr ? e->name : "";
+    } else {
+      out[i].message = std::move(reply);
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
-    std::vector<sd_bus_message*> calls, const std::vector<std::string>& what) {
-  struct Pending {
-    sd_bus_message* reply = nullptr;
-    bool done = false;
-  };
+    std::vector<sd_bus_message*> calls,  // NOLINT(performance-unnecessary-value-param): owned
+    const std::vector<std::string>& what) {
   std::vector<Reply> out(calls.size());
-  std::vector<Pending> pending(calls.size());
+  std::vector<PendingCall> pending(calls.size());
   std::vector<sd_bus_slot*> slots(calls.size(), nullptr);
   // Taken back by index as each call is sent; any left unsent are freed.
   std::vector<Message> owned;
@@ -375,7 +406,7 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
                               : sd_bus_call_async(
                                     bus_->bus, &slots[i], call.get(),
                                     [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
-                                      auto* p = static_cast<Pending*>(userdata);
+                                      auto* p = static_cast<PendingCall*>(userdata);
                                       p->reply = sd_bus_message_ref(m);
                                       p->done = true;
                                       return 0;
@@ -419,20 +450,7 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
                                     std::to_string(kCallTimeout.count()) + " s"
                               : std::string("the bus stopped answering"));
   }
-  for (size_t i = 0; i < calls.size(); ++i) {
-    sd_bus_slot_unref(slots[i]);
-    Message reply(pending[i].reply);
-    if (!out[i].error.empty()) continue;
-    if (reply == nullptr) {
-      out[i].error = what[i] + ": " + (r < 0 ? std::strerror(-r) : "no reply");
-    } else if (sd_bus_message_is_method_error(reply.get(), nullptr)) {
-      const sd_bus_error* e = sd_bus_message_get_error(reply.get());
-      out[i].error = Describe(what[i], "", *e, -EIO);
-      out[i].error_name = e->name != nullptr ? e->name : "";
-    } else {
-      out[i].message = std::move(reply);
-    }
-  }
+  TakeReplies(pending, slots, r, what, out);
   if (lost || (r < 0 && ConnectionLost(r))) Disconnect();
   return out;
 }
@@ -473,6 +491,16 @@ int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s) {
     // unknown to the host.
     constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
     if (usec <= kDayUsec) s.timeout_stop = std::chrono::microseconds(usec);
+  } else if (n == "StateChangeTimestampMonotonic") {
+    uint64_t usec = 0;
+    if ((r = sd_bus_message_read(m, "v", "t", &usec)) < 0) return r;
+    // CLOCK_MONOTONIC is systemd's and this process's alike.
+    timespec now{};
+    if (usec > 0 && ::clock_gettime(CLOCK_MONOTONIC, &now) == 0) {
+      auto at = std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+      auto since = std::chrono::microseconds(usec);
+      if (at > since) s.in_state_for = at - since;
+    }
   } else if (n == "InvocationID") {
     if ((r = sd_bus_message_enter_container(m, 'v', "ay")) < 0) return r;
     const void* bytes = nullptr;

@@ -43,6 +43,7 @@ json EntryJson(const RecordEntry& e) {
   if (!u.state.empty()) entry["state"] = u.state;
   if (u.n_restarts.has_value()) entry["n_restarts"] = *u.n_restarts;
   if (u.finished) entry["finished"] = true;
+  if (u.starting) entry["starting"] = true;
   if (u.enabled.has_value()) entry["enabled"] = *u.enabled;
   if (!u.drop_ins.empty()) {
     // "NAME=FINGERPRINT ...": names are of a plain alphabet (no "=" or
@@ -266,90 +267,100 @@ class RecordReader final : public nlohmann::json_sax<json> {
     if (stack_.empty()) return Fail("not a JSON object");
     switch (stack_.back()) {
       case kRoot:
-        if (key_ == "version") return Unsigned(v, &version_, &root_seen_, kSeenVersion);
-        if (key_ == "want_version") {
-          uint64_t w = 0;
-          if (!Unsigned(v, &w, nullptr, 0)) return false;
-          rec_.want_version = static_cast<int>(std::min<uint64_t>(w, 1u << 20));
-          return true;
-        }
-        if (key_ == "generation") {
-          return Unsigned(v, &rec_.generation, &root_seen_, kSeenGeneration);
-        }
-        if (key_ == "machine") return Text(v, &rec_.machine, &root_seen_, kSeenMachine);
-        if (key_ == "declaration_digest") {
-          return Text(v, &rec_.declaration_digest, &root_seen_, kSeenDigest);
-        }
-        if (key_ == "settled_declaration_digest") {
-          return Text(v, &rec_.settled_declaration_digest, nullptr, 0);
-        }
-        if (key_ == "resources") return Unexpected("a scalar");
-        return true;  // an unknown field
+        return RootScalar(v);
       case kEntry:
-        if (key_ == "kind") return Text(v, &entry_->kind, &seen_, kSeenKind);
-        if (key_ == "digest") return Text(v, &entry_->digest, &seen_, kSeenEntryDigest);
-        if (key_ == "applied_at") return Text(v, &entry_->applied_at, &seen_, kSeenAppliedAt);
-        if (key_ == "unit") return Text(v, &entry_->mutable_unit().name, nullptr, 0);
-        if (key_ == "unit_file") {
-          return Text(v, &entry_->mutable_unit().file_fingerprint, nullptr, 0);
-        }
-        if (key_ == "state") return Text(v, &entry_->mutable_unit().state, nullptr, 0);
-        if (key_ == "position") {
-          uint64_t at = 0;
-          if (!Unsigned(v, &at, nullptr, 0)) return false;
-          entry_->position = at;
-          return true;
-        }
-        if (key_ == "n_restarts") {
-          uint64_t n = 0;
-          if (!Unsigned(v, &n, nullptr, 0)) return false;
-          if (n > UINT32_MAX) return Fail(Where() + "out of range");
-          entry_->mutable_unit().n_restarts = static_cast<uint32_t>(n);
-          return true;
-        }
-        if (key_ == "drop_ins") {
-          std::string text;
-          if (!Text(v, &text, nullptr, 0)) return false;
-          for (size_t at = 0; at < text.size();) {
-            size_t end = text.find(' ', at);
-            if (end == std::string::npos) end = text.size();
-            std::string item = text.substr(at, end - at);
-            size_t eq = item.find('=');
-            if (eq == std::string::npos || eq == 0) return Fail(Where() + "not NAME=FINGERPRINT");
-            entry_->mutable_unit().drop_ins[item.substr(0, eq)] = item.substr(eq + 1);
-            at = end + 1;
-          }
-          return true;
-        }
-        if (key_ == "enabled") {
-          if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-          entry_->mutable_unit().enabled = v.flag;
-          return true;
-        }
-        if (key_ == "finished" || key_ == "unit_file_preexisting") {
-          if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-          UnitRecord& u = entry_->mutable_unit();
-          (key_ == "finished" ? u.finished : u.file_preexisting) = v.flag;
-          return true;
-        }
-        if (key_ == "written") return Unexpected("a scalar");
-        return true;
-      case kWrittenItem: {
-        WrittenPath& w = entry_->written.back();
-        if (key_ == "path") return Text(v, &w.path, &path_seen_, kSeenPath);
-        if (key_ == "fingerprint") return Text(v, &w.fingerprint, &path_seen_, kSeenFingerprint);
-        if (key_ == "content_digest") return Text(v, &w.content_digest, nullptr, 0);
-        if (key_ == "files") return Unsigned(v, &w.file_count, nullptr, 0);
-        if (key_ == "preexisting") {
-          if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-          w.preexisting = v.flag;
-          return true;
-        }
-        return true;
-      }
+        return EntryScalar(v);
+      case kWrittenItem:
+        return WrittenScalar(v);
       default:
         return Unexpected("a scalar");
     }
+  }
+  bool RootScalar(const Value& v) {
+    if (key_ == "version") return Unsigned(v, &version_, &root_seen_, kSeenVersion);
+    if (key_ == "want_version") {
+      uint64_t w = 0;
+      if (!Unsigned(v, &w, nullptr, 0)) return false;
+      rec_.want_version = static_cast<int>(std::min<uint64_t>(w, 1u << 20));
+      return true;
+    }
+    if (key_ == "generation") {
+      return Unsigned(v, &rec_.generation, &root_seen_, kSeenGeneration);
+    }
+    if (key_ == "machine") return Text(v, &rec_.machine, &root_seen_, kSeenMachine);
+    if (key_ == "declaration_digest") {
+      return Text(v, &rec_.declaration_digest, &root_seen_, kSeenDigest);
+    }
+    if (key_ == "settled_declaration_digest") {
+      return Text(v, &rec_.settled_declaration_digest, nullptr, 0);
+    }
+    if (key_ == "resources") return Unexpected("a scalar");
+    return true;  // an unknown field
+  }
+  bool EntryScalar(const Value& v) {
+    if (key_ == "kind") return Text(v, &entry_->kind, &seen_, kSeenKind);
+    if (key_ == "digest") return Text(v, &entry_->digest, &seen_, kSeenEntryDigest);
+    if (key_ == "applied_at") return Text(v, &entry_->applied_at, &seen_, kSeenAppliedAt);
+    if (key_ == "unit") return Text(v, &entry_->mutable_unit().name, nullptr, 0);
+    if (key_ == "unit_file") {
+      return Text(v, &entry_->mutable_unit().file_fingerprint, nullptr, 0);
+    }
+    if (key_ == "state") return Text(v, &entry_->mutable_unit().state, nullptr, 0);
+    if (key_ == "position") {
+      uint64_t at = 0;
+      if (!Unsigned(v, &at, nullptr, 0)) return false;
+      entry_->position = at;
+      return true;
+    }
+    if (key_ == "n_restarts") {
+      uint64_t n = 0;
+      if (!Unsigned(v, &n, nullptr, 0)) return false;
+      if (n > UINT32_MAX) return Fail(Where() + "out of range");
+      entry_->mutable_unit().n_restarts = static_cast<uint32_t>(n);
+      return true;
+    }
+    if (key_ == "drop_ins") {
+      std::string text;
+      if (!Text(v, &text, nullptr, 0)) return false;
+      for (size_t at = 0; at < text.size();) {
+        size_t end = text.find(' ', at);
+        if (end == std::string::npos) end = text.size();
+        std::string item = text.substr(at, end - at);
+        size_t eq = item.find('=');
+        if (eq == std::string::npos || eq == 0) return Fail(Where() + "not NAME=FINGERPRINT");
+        entry_->mutable_unit().drop_ins[item.substr(0, eq)] = item.substr(eq + 1);
+        at = end + 1;
+      }
+      return true;
+    }
+    if (key_ == "enabled") {
+      if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
+      entry_->mutable_unit().enabled = v.flag;
+      return true;
+    }
+    if (key_ == "finished" || key_ == "starting" || key_ == "unit_file_preexisting") {
+      if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
+      UnitRecord& u = entry_->mutable_unit();
+      (key_ == "finished"   ? u.finished
+       : key_ == "starting" ? u.starting
+                            : u.file_preexisting) = v.flag;
+      return true;
+    }
+    if (key_ == "written") return Unexpected("a scalar");
+    return true;
+  }
+  bool WrittenScalar(const Value& v) {
+    WrittenPath& w = entry_->written.back();
+    if (key_ == "path") return Text(v, &w.path, &path_seen_, kSeenPath);
+    if (key_ == "fingerprint") return Text(v, &w.fingerprint, &path_seen_, kSeenFingerprint);
+    if (key_ == "content_digest") return Text(v, &w.content_digest, nullptr, 0);
+    if (key_ == "files") return Unsigned(v, &w.file_count, nullptr, 0);
+    if (key_ == "preexisting") {
+      if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
+      w.preexisting = v.flag;
+      return true;
+    }
+    return true;
   }
 
   std::string Where() const {
@@ -390,6 +401,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
                                                   "position",
                                                   "n_restarts",
                                                   "finished",
+                                                  "starting",
                                                   "enabled",
                                                   "drop_ins",
                                                   "unit_file_preexisting",

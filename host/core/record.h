@@ -18,6 +18,7 @@
 
 #include "host/core/boxed.h"
 #include "host/core/result.h"
+#include "host/core/unit_status.h"
 
 namespace mesh::core {
 
@@ -62,6 +63,9 @@ struct UnitRecord {
   // that it ran).
   std::optional<uint32_t> n_restarts;
   bool finished = false;
+  // At that look it was still on its way up (activating) and never yet
+  // seen up since: found failed later, its start failed.
+  bool starting = false;
   // The unit's declared `enabled`, as the host last made it hold (the no-op
   // proof checks systemd's UnitFileState against it).
   std::optional<bool> enabled;
@@ -99,6 +103,13 @@ inline std::string_view DropInFingerprint(std::string_view recorded) {
   return recorded.starts_with("pre:") ? recorded.substr(4) : recorded;
 }
 inline bool DropInPreexisting(std::string_view recorded) { return recorded.starts_with("pre:"); }
+
+// What the record remembers of the look at which the host last found the
+// unit of `entry` as declared (none: nothing, a new resource).
+inline UnitBaseline BaselineOfRecord(const RecordEntry* entry) {
+  if (entry == nullptr) return {};
+  return {entry->unit().n_restarts, entry->unit().finished, entry->unit().starting};
+}
 
 struct Record {
   static constexpr int kVersion = 1;

@@ -36,19 +36,35 @@ FirstLookWait::FirstLookWait(UnitAction action, const UnitStatus& before,
       settle_(settle),
       stop_phase_(action != UnitAction::kReload &&
                   (before.active_state == "deactivating" ||
-                   (action == UnitAction::kRestart && before.Running()))) {
-  std::chrono::nanoseconds stop = before.timeout_stop.count() > 0
-                                      ? before.timeout_stop
-                                      : std::chrono::nanoseconds(kDefaultStopTimeout);
-  bound_ = stop_phase_ ? std::min<std::chrono::nanoseconds>(stop, kLongestStop) + settle : settle;
+                   (action == UnitAction::kRestart && before.Running()))),
+      phase_bound_(StopPhaseBound(before)),
+      phase_(before.active_state == "deactivating" ? before.sub_state : "") {
+  bound_ = stop_phase_ ? phase_bound_ + settle : settle;
 }
 
 bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitStatus& now) {
   if (job_done) return true;
+  if (action_ == UnitAction::kReload) {
+    // A reload has no coming up: its verdict is its job's. While systemd
+    // runs ExecReload= (ActiveState reloading, which systemd bounds by the
+    // unit's own timeout) it is waited for; a job not running by the
+    // settle (queued behind another) is looked at then.
+    if (now.active_state != "reloading") return at >= settle_;
+    if (at < kLongestStop + settle_) return false;
+    reloading_ = true;
+    return true;
+  }
   bool fresh = !now.invocation_id.empty() && now.invocation_id != before_;
+  if (stop_phase_ && now.active_state == "deactivating" && now.sub_state != phase_) {
+    // Each stop phase systemd enters (ExecStop=, SIGTERM, SIGKILL,
+    // ExecStopPost=, ...) gets the unit's stop timeout anew: the wait
+    // follows what systemd will do. The first one seen runs from when the
+    // host asked.
+    if (!phase_.empty()) bound_ = std::max(bound_, at + phase_bound_ + settle_);
+    phase_ = now.sub_state;
+  }
   if (!up_at_.has_value()) {
-    if (action_ == UnitAction::kReload ||
-        (now.Running() && now.sub_state != "auto-restart" && fresh)) {
+    if (now.Running() && now.sub_state != "auto-restart" && fresh) {
       up_at_ = at;
     } else if (RanSinceAsked(now) && now.active_state != "deactivating") {
       // It ran and ended: nothing left to wait for. Not a run being
@@ -68,6 +84,9 @@ bool FirstLookWait::RanSinceAsked(const UnitStatus& now) const {
 }
 
 std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const {
+  if (action_ == UnitAction::kReload) {
+    return std::max(std::chrono::nanoseconds(0), kLongestStop + settle_ - at);
+  }
   if (up_at_.has_value()) return std::max(std::chrono::nanoseconds(0), *up_at_ + settle_ - at);
   return std::max(std::chrono::nanoseconds(0), bound_ - at);
 }
@@ -80,6 +99,9 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   }
   if (first.stopping) {
     return {false, "still stopping, " + StateWords(first.unit) + ", past its stop timeout " + when};
+  }
+  if (first.reloading) {
+    return {false, "still reloading, " + StateWords(first.unit) + ", " + when};
   }
   if (job_result.has_value() && *job_result != "done") {
     return {false, "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result +
@@ -104,6 +126,10 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
                        std::to_string(first.unit.n_restarts) + " -> " +
                        std::to_string(second.unit.n_restarts) + "), " + StateWords(second.unit) +
                        " " + when};
+  }
+  if (action == UnitAction::kReload && (first.job_pending || second.job_pending)) {
+    // Nothing of a reload is accepted before its job says how it ended.
+    return {false, "job reload still pending, unit " + StateWords(second.unit) + " " + when};
   }
   if (second.job_pending || second.unit.active_state == "activating") {
     return {true, "still starting (" + StateWords(second.unit) + ")"};

@@ -24,6 +24,8 @@ struct Look {
   // The unit was still in the stop phase of its restart when its stop
   // bound ran out (FirstLookWait::Due).
   bool stopping = false;
+  // A reload's ExecReload= still ran when its bound ran out.
+  bool reloading = false;
   // The look could not be taken (the bus lost): why. Nothing is accepted
   // on a look not taken.
   std::string error;
@@ -43,11 +45,14 @@ struct Look {
 // came up (activating or active under an InvocationID other than the one
 // it ran under when asked) — ADR 184: never a wait for a unit to come up;
 // or at once when it already ran and ended under a new InvocationID (its
-// JobRemoved was missed); or, a stop that outlasts the unit's own stop
-// timeout (at most five minutes), when that bound and a settle have
-// passed. A unit with no stop phase to go through (a reload, a start or
-// restart of a unit that runs nothing) is bounded by one settle, as the job
-// wait always was. Times run from when the jobs were queued.
+// JobRemoved was missed); or, for a stop that outlasts what systemd gives
+// it, when that bound and a settle have passed: each stop phase systemd
+// enters (ExecStop=, SIGTERM, SIGKILL, ExecStopPost=, ...) gets the unit's
+// stop timeout anew, at most five minutes each. A start or restart of a
+// unit that runs nothing is bounded by one settle. A reload has no coming
+// up: it is due when its job finished, waited for while systemd runs
+// ExecReload= (reloading: at most five minutes), else after one settle.
+// Times run from when the jobs were queued.
 class FirstLookWait {
  public:
   // `before`: the unit as the host saw it when it asked (its InvocationID,
@@ -58,22 +63,26 @@ class FirstLookWait {
   bool Due(std::chrono::nanoseconds at, bool job_done, const UnitStatus& now);
   // The first look came from the stop bound, with the stop phase not over.
   bool stopping() const { return stopping_; }
+  // The first look came from a reload's bound, with ExecReload= still running.
+  bool reloading() const { return reloading_; }
   // `now` is not running, under another InvocationID than `before`'s.
   bool RanSinceAsked(const UnitStatus& now) const;
   // How long the caller may wait before asking again, at most.
   std::chrono::nanoseconds Next(std::chrono::nanoseconds at) const;
 
-  static constexpr std::chrono::seconds kDefaultStopTimeout{90};
-  static constexpr std::chrono::minutes kLongestStop{5};
+  static constexpr std::chrono::minutes kLongestStop = kLongestStopPhase;
 
  private:
   UnitAction action_;
   std::string before_;
   std::chrono::nanoseconds settle_;
   bool stop_phase_;
+  std::chrono::nanoseconds phase_bound_;  // one stop phase's (StopPhaseBound)
+  std::string phase_;                     // the stop phase last seen
   std::chrono::nanoseconds bound_;
   std::optional<std::chrono::nanoseconds> up_at_;
   bool stopping_ = false;
+  bool reloading_ = false;
 };
 
 struct Verdict {

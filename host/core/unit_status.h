@@ -2,6 +2,7 @@
 // one rule for whether a unit declared running is as declared ("up").
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -25,6 +26,9 @@ struct UnitStatus {
   // systemd's UnitFileState: enabled, disabled, static, masked, ...; empty
   // when the unit is not loaded.
   std::string unit_file_state;
+  // How long the unit had been in its ActiveState when read (systemd's
+  // StateChangeTimestampMonotonic); zero when unknown.
+  std::chrono::nanoseconds in_state_for{0};
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {
@@ -46,6 +50,35 @@ struct UnitStatus {
 inline bool UnitUp(const UnitStatus& s) {
   if (s.sub_state == "auto-restart") return false;
   return s.Running() || s.FinishedOneshot();
+}
+
+// A unit declared stopped is as declared when nothing of it runs: one still
+// deactivating has its processes alive (a stop that hangs is not a stop).
+inline bool StoppedAsDeclared(const UnitStatus& s) {
+  return !s.Running() && s.active_state != "deactivating";
+}
+
+// Its last run ended badly: failed, or unloaded after a failure.
+inline bool FoundFailed(const UnitStatus& s) {
+  return s.active_state == "failed" ||
+         (s.active_state == "inactive" && !s.result.empty() && s.result != "success");
+}
+
+// How long systemd may take to stop the unit, all its stop phases together:
+// ExecStop=, SIGTERM, SIGKILL, ExecStopPost=, the final SIGTERM and SIGKILL
+// each get TimeoutStopUSec (systemd's service.c arms the timer anew at
+// each). Each is bounded here at five minutes; an unknown or infinite
+// timeout counts as systemd's default of 90 s.
+inline constexpr int kStopPhases = 6;
+inline constexpr std::chrono::minutes kLongestStopPhase{5};
+inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s) {
+  std::chrono::nanoseconds t = s.timeout_stop.count() > 0
+                                   ? s.timeout_stop
+                                   : std::chrono::nanoseconds(std::chrono::seconds(90));
+  return std::min<std::chrono::nanoseconds>(t, kLongestStopPhase);
+}
+inline std::chrono::nanoseconds StopBudget(const UnitStatus& s) {
+  return kStopPhases * StopPhaseBound(s);
 }
 
 // Enabled as `enabled: true` means it: [Install] links that survive a
@@ -70,13 +103,16 @@ inline bool UpSince(const UnitStatus& s, uint32_t baseline) {
 struct UnitBaseline {
   std::optional<uint32_t> n_restarts;  // none: never looked (a lost record)
   bool finished = false;               // a oneshot whose run ended well
+  bool starting = false;               // still activating: never yet seen up
   bool operator==(const UnitBaseline&) const = default;
 };
 
 // What the host records of a look that found a unit as declared. A oneshot
 // accepted then ran, or runs, under this want (one still running, such as a
 // migration, finishes later; if it ends badly its Result says so).
-inline UnitBaseline BaselineOf(const UnitStatus& s) { return {s.n_restarts, s.type == "oneshot"}; }
+inline UnitBaseline BaselineOf(const UnitStatus& s) {
+  return {s.n_restarts, s.type == "oneshot", s.active_state == "activating"};
+}
 
 // Whether a unit declared running is as declared between actions, against
 // what the host recorded: up, not restarted by systemd since, and — for a

@@ -33,6 +33,11 @@ void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& 
   if (u.stop) {
     o.outcome = step.changes() ? step.outcome : Outcome::kStopped;
     o.detail = before + StoppedNotWaited(in.dry_run, r.unit().name);
+  } else if (u.stopping) {
+    bool overdue = u.status.in_state_for > core::StopBudget(u.status);
+    o.outcome = overdue ? Outcome::kFailed : step.changes() ? step.outcome : Outcome::kStopped;
+    o.detail = before + (overdue ? StopPastBudget(r.unit().name, u.status)
+                                 : StillStopping(r.unit().name, u.status));
   } else {
     o.detail = before + StoppedAsDeclared(r.unit().name);
   }
@@ -56,6 +61,8 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
   if (!c->verdict.accepted) {
     Fail(o, (r.unit().name != r.id ? r.unit().name + " " : "") + c->verdict.detail + StillOwed(u));
     o.confirm_failed = true;
+  } else if (!u.start_failed.empty()) {
+    Fail(o, u.start_failed + "; started again: " + c->verdict.detail + StillOwed(u));
   } else if (step.changes()) {
     o.outcome = step.outcome;
     o.detail = step.detail + ", running as " + r.unit().name + " (" + c->verdict.detail + ")";
@@ -126,14 +133,13 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
 // A unit not found as declared keeps what was remembered before.
 void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
               const core::RecordEntry*& entry, std::optional<core::RecordEntry>& filled) {
-  core::UnitBaseline base{old != nullptr ? old->unit().n_restarts : std::nullopt,
-                          old != nullptr && old->unit().finished};
+  core::UnitBaseline base = core::BaselineOfRecord(old);
   if (up != nullptr) base = core::BaselineOf(*up);
-  if (entry->unit().n_restarts == base.n_restarts && entry->unit().finished == base.finished)
-    return;
+  if (core::BaselineOfRecord(entry) == base) return;
   if (!filled.has_value()) filled = *entry;
   filled->mutable_unit().n_restarts = base.n_restarts;
   filled->mutable_unit().finished = base.finished;
+  filled->mutable_unit().starting = base.starting;
   entry = &*filled;
 }
 
@@ -269,7 +275,8 @@ core::Intent StillOwedAfter(const SettleInputs& in) {
     core::Owed& owed = it->second;
     if (reloaded) owed.daemon_reload = false;
     const auto& c = (*in.confirmed)[k];
-    if (c.has_value() && c->verdict.accepted) owed.action.reset();
+    // A start found failed stays owed until a start is seen through.
+    if (c.has_value() && c->verdict.accepted && u.start_failed.empty()) owed.action.reset();
     if (!owed.action.has_value() && !owed.daemon_reload) next.owed.erase(it);
   }
   return next;

@@ -94,8 +94,12 @@ class FirstLooks {
       w.looked = true;
       bool ran = w.wait.RanSinceAsked(seen);
       std::string error = !statuses[k] ? statuses[k].error().message : lost ? lost_ : "";
-      w.first = {std::move(seen), done == finished_.end(), w.wait.stopping(), std::move(error),
-                 ran};
+      w.first = {.unit = std::move(seen),
+                 .job_pending = done == finished_.end(),
+                 .stopping = w.wait.stopping(),
+                 .reloading = w.wait.reloading(),
+                 .error = std::move(error),
+                 .ran_since_asked = ran};
       if (done != finished_.end()) w.job_result = done->second;
     }
   }
@@ -147,7 +151,8 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   core::Result<std::map<std::string, std::string>> late_or_lost =
       pending.empty() ? std::map<std::string, std::string>{}
                       : services->WaitForJobs(pending, nanoseconds(0));
-  std::map<std::string, std::string> late = late_or_lost.value_or(std::map<std::string, std::string>{});
+  std::map<std::string, std::string> late =
+      late_or_lost.value_or(std::map<std::string, std::string>{});
   nanoseconds elapsed = firsts.Since();
   std::vector<core::Result<core::UnitStatus>> second = services->ReadUnits(names);
   for (size_t n = 0; n < watches.size(); ++n) {

@@ -147,7 +147,11 @@ struct UnitPlan {
   // Declared running and as declared against the record (core::UpAsRecorded).
   bool up = false;
   std::optional<core::UnitAction> action;
-  bool stop = false;           // declared stopped and running: stopped, never waited on
+  bool stop = false;      // declared stopped and running: stopped, never waited on
+  bool stopping = false;  // declared stopped and still deactivating: not stopped yet
+  // Declared running, last seen by the host on its way up and found failed
+  // now: that start failed (the words), whatever the start asked now does.
+  std::string start_failed;
   bool daemon_reload = false;  // its definition must be loaded first
   std::string reason;          // the metric's: declared, restart_on, reload_on, was_dead
   std::string why;             // the words: "restart_on app.conf changed"

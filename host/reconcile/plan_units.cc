@@ -131,6 +131,10 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
   u.action = UnitAction::kStart;
   u.reason = asked ? "declared" : "was_dead";
   u.why = asked ? "declared running" : WasDown(u.status, step.old) + ", started";
+  if (!asked && core::FoundFailed(u.status) && core::BaselineOfRecord(step.old).starting) {
+    const Resource& r = in.declaration->resources[i];
+    u.start_failed = StartFoundFailed(r.unit().name, u.status);
+  }
 }
 
 // An action owed from before and one this apply asks for, as one: a restart
@@ -196,13 +200,13 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     u.daemon_reload |= u.status.need_daemon_reload && r.unit().text.has_value();
     const RecordEntry* old = steps[i].old;
     u.up = r.unit().state == core::UnitState::kRunning &&
-           core::UpAsRecorded(u.status, {old != nullptr ? old->unit().n_restarts : std::nullopt,
-                                         old != nullptr && old->unit().finished});
+           core::UpAsRecorded(u.status, core::BaselineOfRecord(old));
     PlanEnablement(r, old, steps[i], u);
   }
   if (r.unit().state == core::UnitState::kStopped) {
     // Declared stopped: whatever start or restart was owed is moot.
     u.stop = u.failed.empty() && u.status.Running();
+    u.stopping = u.failed.empty() && !u.stop && !core::StoppedAsDeclared(u.status);
     return u;
   }
   // A unit that cannot be read is owed what this apply's writes ask of it.

@@ -85,7 +85,7 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     units_.push_back(Unit{u.name,
                           u.file_fingerprint,
                           *state == core::UnitState::kRunning,
-                          {u.n_restarts, u.finished},
+                          core::BaselineOfRecord(&e),
                           {},
                           u.enabled,
                           u.drop_ins});
@@ -111,7 +111,7 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
   p.digest = Hold(e.digest, kept_text_);
   p.position = *e.position;
   p.applied_at = AppliedAt(e.applied_at);
-  proven_.push_back(std::move(p));
+  proven_.push_back(p);
   // Kept: looked at when every entry is in (Finish), and again at reruns.
   return keep_ || batch_.size() < batch_size_ || CheckBatch();
 }
@@ -279,8 +279,9 @@ bool RecordProof::Look() {
     const Unit& u = units_[k];
     // A unit file of the host's that systemd has not loaded: owed a reload.
     if (!u.unit_file_fingerprint.empty() && statuses[k]->need_daemon_reload) return false;
-    // The full pass's rule (plan.cc): up against the record, or stopped.
-    if (u.run ? !core::UpAsRecorded(*statuses[k], u.baseline) : statuses[k]->Running()) {
+    // The full pass's rule (plan_units.cc): up against the record, or stopped.
+    if (u.run ? !core::UpAsRecorded(*statuses[k], u.baseline)
+              : !core::StoppedAsDeclared(*statuses[k])) {
       return false;
     }
     // [Install] links not as declared: the full pass puts them back.

@@ -16,8 +16,8 @@ using core::Resource;
 // In every directory the host writes into: parents of declared, recorded
 // and in-flight paths, and the unit directory.
 void SweepTemporaries(const Declaration& decl, const core::Record& record,
-                      const core::Intent& intent, ports::FileSystem& root,
-                      ports::FileSystem& units, std::vector<std::string>& warnings) {
+                      const core::Intent& intent, ports::FileSystem& root, ports::FileSystem& units,
+                      std::vector<std::string>& warnings) {
   std::set<std::string> dirs;
   auto add_parent = [&](const std::string& path) {
     size_t slash = path.rfind('/');
@@ -46,8 +46,8 @@ void SweepTemporaries(const Declaration& decl, const core::Record& record,
                      " temporary file(s) it left");
 }
 
-void RemoveOrphans(const Declaration& decl, const core::Record& record,
-                   const core::Intent& intent, ports::FileSystem& root, ports::FileSystem& units,
+void RemoveOrphans(const Declaration& decl, const core::Record& record, const core::Intent& intent,
+                   ports::FileSystem& root, ports::FileSystem& units,
                    std::vector<std::string>& warnings) {
   for (const std::string& path : Orphans(intent, decl, record)) {
     // Only what the cut-short apply was creating: a file where it wrote a
@@ -65,19 +65,19 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record,
       continue;
     }
     auto removed = tree ? root.Remove(path) : root.RemoveFile(path);
-    warnings.push_back(removed
-                           ? "removed " + path + ": created by an apply cut short, and no longer "
-                                                 "declared"
-                           : "could not remove " + path +
-                                 " (created by an apply cut short): " + removed.error().message);
+    warnings.push_back(removed ? "removed " + path +
+                                     ": created by an apply cut short, and no longer "
+                                     "declared"
+                               : "could not remove " + path + " (created by an apply cut short): " +
+                                     removed.error().message);
   }
   for (const std::string& unit : OrphanUnitFiles(intent, decl, record)) {
     auto removed = units.RemoveFile("/" + unit);
-    warnings.push_back(removed ? "removed unit file " + unit +
-                                     ": created by an apply cut short, and no longer declared"
-                               : "could not remove unit file " + unit +
-                                     " (created by an apply cut short): " +
-                                     removed.error().message);
+    warnings.push_back(removed
+                           ? "removed unit file " + unit +
+                                 ": created by an apply cut short, and no longer declared"
+                           : "could not remove unit file " + unit +
+                                 " (created by an apply cut short): " + removed.error().message);
   }
 }
 

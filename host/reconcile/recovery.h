@@ -23,9 +23,8 @@ namespace mesh::reconcile {
 // OrphanUnitFiles) that are still what the cut-short apply was writing.
 // Returns the warnings that say what was removed or left, and why.
 std::vector<std::string> RecoverFromCutShort(const core::Declaration& declaration,
-                                             const core::Record& record,
-                                             const core::Intent& intent, ports::FileSystem& root,
-                                             ports::FileSystem& units);
+                                             const core::Record& record, const core::Intent& intent,
+                                             ports::FileSystem& root, ports::FileSystem& units);
 
 // What an apply cut short created is the host's, though it is on disk and
 // not in the record: marks it so in `observed` (never preexisting).

@@ -9,6 +9,7 @@
 
 #include "host/core/intent.h"
 #include "host/core/outcome.h"
+#include "host/core/time_format.h"
 #include "host/core/unit_status.h"
 
 namespace mesh::reconcile {
@@ -33,6 +34,31 @@ inline std::string StoppedNotWaited(bool dry_run, std::string_view unit) {
 // A tree whose files hold.
 inline std::string FilesAsDeclared(uint64_t files) {
   return Plural(files, "file") + " " + std::string(kAsDeclared);
+}
+
+// "web.service deactivating (stop-sigterm)", with how long when known.
+inline std::string InStateFor(std::string_view unit, const core::UnitStatus& s) {
+  std::string words = std::string(unit) + " " + s.active_state + " (" +
+                      (s.result.empty() || s.result == "success" || s.active_state == "deactivating"
+                           ? s.sub_state
+                           : "Result=" + s.result) +
+                      ")";
+  if (s.in_state_for.count() > 0) words += " for " + core::FormatSeconds(s.in_state_for);
+  return words;
+}
+
+// A unit declared stopped whose stop has not finished: not stopped.
+inline std::string StillStopping(std::string_view unit, const core::UnitStatus& s) {
+  return "still stopping: " + InStateFor(unit, s) + " (not waited on)";
+}
+inline std::string StopPastBudget(std::string_view unit, const core::UnitStatus& s) {
+  return "still stopping: " + InStateFor(unit, s) + ", past the " +
+         core::FormatSeconds(core::StopBudget(s)) + " systemd gives its stop";
+}
+
+// A start the host made that was last seen on its way up, found failed.
+inline std::string StartFoundFailed(std::string_view unit, const core::UnitStatus& s) {
+  return "start failed: " + InStateFor(unit, s) + ", never seen running since the host started it";
 }
 
 inline std::string StoppedAsDeclared(std::string_view unit) {

@@ -83,6 +83,11 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
   std::string id = "/org/freedesktop/systemd1/job/" + std::to_string(next_job_++);
   auto now = clock_.elapsed();
   if (kind == ports::JobKind::kStop) {
+    if (u.started && !u.stopped && !u.killed && u.script.stop_delay.count() > 0 &&
+        now >= u.stopping_until) {
+      u.stopping_until = now + u.script.stop_delay;
+      u.stopping_invocation = u.invocation;
+    }
     u.stopped = true;
     u.started = false;
     jobs_[id] = {unit, now, "done"};
@@ -128,6 +133,10 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
       job.done_at = start + u.script.delay;
       break;
     case Behavior::kJobFails:
+      job.result = "failed";
+      break;
+    case Behavior::kNeverReady:
+      job.done_at = start + u.script.delay;
       job.result = "failed";
       break;
     default:
@@ -225,6 +234,15 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
         set("activating", "start");
       else
         set("active", "running");
+      break;
+    case Behavior::kNeverReady:
+      if (since < u.script.delay) {
+        set("activating", "start");
+      } else {
+        set("failed", "failed");
+        s.result = "timeout";
+        s.in_state_for = since - u.script.delay;
+      }
       break;
     case Behavior::kOneshot:
       set("inactive", "dead");

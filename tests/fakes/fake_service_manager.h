@@ -30,15 +30,18 @@ class FakeServiceManager : public ports::ServiceManager {
     kOneshot,
     kSlowOneshot,  // runs for `delay` (activating), then finishes well
     kJobFails,
+    // Type=notify that never says ready: activating for `delay`, then
+    // failed (Result=timeout), its start job failed.
+    kNeverReady,
   };
 
   struct UnitScript {
     Behavior behavior = Behavior::kHealthy;
     std::chrono::nanoseconds delay{0};  // die after / restart period / ready after
     bool running_initially = false;
-    // A restart first stops the running daemon, which takes this long
-    // (deactivating, stop-sigterm, under its old InvocationID); the
-    // behaviour then applies from the new start.
+    // A restart (or a stop) first stops the running daemon, which takes
+    // this long (deactivating, stop-sigterm, under its old InvocationID);
+    // the behaviour then applies from the new start.
     std::chrono::nanoseconds stop_delay{0};
     std::chrono::nanoseconds timeout_stop = std::chrono::seconds(90);
     // systemd's UnitFileState until the host enables or disables it;

@@ -113,5 +113,89 @@ TEST(TwoLookTest, StartingThenRunningIsAccepted) {
   EXPECT_TRUE(v.accepted);
 }
 
+// Issue 38 (1): a reload whose ExecReload= outlasts the settle read
+// "still starting (reloading (reload))" and was accepted. A reload has no
+// starting: nothing is accepted before its job says how it ended.
+TEST(TwoLookTest, AReloadIsJudgedByItsOwnJob) {
+  Look reloading = L("reloading", "reload", "a", 0, true);
+  Verdict pending = JudgeTwoLooks(UnitAction::kReload, std::nullopt, reloading, reloading, 2s);
+  EXPECT_FALSE(pending.accepted) << pending.detail;
+  EXPECT_THAT(pending.detail, HasSubstr("job reload still pending"));
+  Verdict failed = JudgeTwoLooks(UnitAction::kReload, "failed", L("active", "running"),
+                                 L("active", "running"), 4s);
+  EXPECT_FALSE(failed.accepted);
+  EXPECT_EQ(failed.detail, "job reload ended \"failed\", unit active (running) 4.0 s after reload");
+  Verdict done = JudgeTwoLooks(UnitAction::kReload, "done", L("active", "running"),
+                               L("active", "running"), 4s);
+  EXPECT_TRUE(done.accepted);
+  EXPECT_EQ(done.detail, "active (running)");
+}
+
+TEST(FirstLookWaitTest, AReloadWaitsForItsJobWhileSystemdRunsIt) {
+  UnitStatus running;
+  running.active_state = "active";
+  running.sub_state = "running";
+  running.invocation_id = "a";
+  UnitStatus reloading = running;
+  reloading.active_state = "reloading";
+  reloading.sub_state = "reload";
+  FirstLookWait w(UnitAction::kReload, running, 1s);
+  EXPECT_FALSE(w.Due(1s, false, reloading));
+  EXPECT_FALSE(w.Due(3s, false, reloading)) << "ExecReload= still runs: its job decides";
+  EXPECT_TRUE(w.Due(3500ms, true, running));
+  EXPECT_FALSE(w.reloading());
+  FirstLookWait stuck(UnitAction::kReload, running, 1s);
+  EXPECT_TRUE(stuck.Due(5min + 1s, false, reloading));
+  EXPECT_TRUE(stuck.reloading());
+  FirstLookWait queued(UnitAction::kReload, running, 1s);
+  EXPECT_FALSE(queued.Due(900ms, false, running));
+  EXPECT_TRUE(queued.Due(1s, false, running)) << "not running ExecReload=: one settle";
+}
+
+// Issue 38 (5): an ExecStop= that hangs until TimeoutStopSec=, then a
+// SIGTERM ignored until the second timeout: systemd gives each phase the
+// timeout, and so does the wait. It failed at the first timeout before.
+TEST(FirstLookWaitTest, EachStopPhaseGetsTheStopTimeoutAnew) {
+  UnitStatus running;
+  running.active_state = "active";
+  running.sub_state = "running";
+  running.invocation_id = "a";
+  running.timeout_stop = 2s;
+  UnitStatus exec_stop = running;
+  exec_stop.active_state = "deactivating";
+  exec_stop.sub_state = "stop";
+  UnitStatus sigterm = exec_stop;
+  sigterm.sub_state = "stop-sigterm";
+  UnitStatus up = running;
+  up.invocation_id = "b";
+  FirstLookWait w(UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(w.Due(50ms, false, exec_stop));
+  EXPECT_FALSE(w.Due(2s, false, sigterm)) << "the SIGTERM phase begins: its own timeout";
+  EXPECT_FALSE(w.Due(4500ms, false, sigterm));
+  EXPECT_FALSE(w.Due(4600ms, false, up)) << "came up after SIGKILL: a settle from now";
+  EXPECT_TRUE(w.Due(5600ms, false, up));
+  EXPECT_FALSE(w.stopping());
+  FirstLookWait hung(UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(hung.Due(50ms, false, exec_stop));
+  EXPECT_FALSE(hung.Due(2900ms, false, exec_stop));
+  EXPECT_TRUE(hung.Due(3s, false, exec_stop)) << "one phase that outlasts its timeout";
+  EXPECT_TRUE(hung.stopping());
+}
+
+TEST(UnitStatusTest, StoppedIsNotStopping) {
+  UnitStatus s;
+  s.active_state = "deactivating";
+  s.sub_state = "stop-sigterm";
+  EXPECT_FALSE(StoppedAsDeclared(s));
+  s.active_state = "inactive";
+  EXPECT_TRUE(StoppedAsDeclared(s));
+  s.active_state = "failed";
+  EXPECT_TRUE(StoppedAsDeclared(s));
+  s.timeout_stop = 10s;
+  EXPECT_EQ(StopBudget(s), 60s);
+  s.timeout_stop = 0s;
+  EXPECT_EQ(StopBudget(s), 9min) << "systemd's default 90 s, six phases";
+}
+
 }  // namespace
 }  // namespace mesh::core

@@ -285,6 +285,55 @@ TEST_F(UnitsTest, DeadUnitIsStartedAsWasDead) {
   EXPECT_THAT(r.outcomes[0].detail, HasSubstr("was failed, started"));
 }
 
+// Issue 38 (3): a start accepted as still starting that then dies (a
+// Type=notify unit that never becomes ready) read "was failed, started;
+// still starting", exit 0, at every later apply. It fails each of them,
+// naming its result and how long ago, and the start stays owed.
+TEST_F(UnitsTest, AStartFoundFailedAfterItsSettleFailsTheLaterApplies) {
+  services_.AddUnit("n.service", {Behavior::kNeverReady, 3s});
+  ApplyReport first = Run(Decl({Service("n")}));
+  EXPECT_THAT(Outcomes(first), ElementsAre("started"));
+  EXPECT_THAT(first.outcomes[0].detail, HasSubstr("still starting"));
+  for (int k = 2; k <= 3; ++k) {
+    clock_.Advance(10s);
+    ApplyReport r = Run(Decl({Service("n")}));
+    EXPECT_EQ(r.result, ApplyResult::kFailed) << "apply " << k;
+    EXPECT_THAT(Outcomes(r), ElementsAre("failed")) << "apply " << k;
+    EXPECT_THAT(r.outcomes[0].detail,
+                HasSubstr("start failed: n.service failed (Result=timeout) for "))
+        << r.outcomes[0].detail;
+    EXPECT_THAT(r.outcomes[0].detail, HasSubstr("started again: still starting"));
+    EXPECT_TRUE(store_.Owed().owed.contains("n")) << "apply " << k;
+  }
+}
+
+// A unit that ran, was confirmed and was killed later is a dead daemon
+// started again, as before: not a failed start.
+TEST_F(UnitsTest, AConfirmedUnitKilledLaterIsStartedNotAFailedStart) {
+  services_.AddUnit("d.service", {Behavior::kHealthy, 0s});
+  Run(Decl({Service("d")}));
+  services_.Kill("d.service");
+  ApplyReport r = Run(Decl({Service("d")}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("started"));
+  EXPECT_FALSE(store_.Owed().owed.contains("d"));
+}
+
+// Issue 38 (6): a unit declared stopped whose stop has not finished read
+// "unchanged ... stopped as declared" while deactivating.
+TEST_F(UnitsTest, AUnitStillStoppingIsNotStopped) {
+  fakes::FakeServiceManager::UnitScript slow{Behavior::kHealthy, 0s, true, 30s};
+  services_.AddUnit("s.service", slow);
+  json stopped = Service("s", {{"state", "stopped"}});
+  ApplyReport first = Run(Decl({stopped}));
+  EXPECT_THAT(Outcomes(first), ElementsAre("stopped"));
+  ApplyReport r = Run(Decl({stopped}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("stopped"));
+  EXPECT_THAT(r.outcomes[0].detail,
+              HasSubstr("still stopping: s.service deactivating (stop-sigterm)"));
+  clock_.Advance(31s);
+  EXPECT_THAT(Outcomes(Run(Decl({stopped}))), ElementsAre("unchanged"));
+}
+
 TEST_F(UnitsTest, StoppedThenDeclaredRunningIsADeclaredStart) {
   services_.AddUnit("s.service", {});
   json svc = Service("s");
