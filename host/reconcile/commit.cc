@@ -55,13 +55,18 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
                "would " + std::string(core::UnitActionVerb(*u.action)) + " " + r.unit().name;
     return nullptr;
   }
-  o.unit = UnitSnapshotOf(r.unit().name, c->last, c->verdict.accepted);
+  // A reload that failed leaves the daemon running on its old config: the
+  // resource fails, the unit is still up (it is not a dead daemon).
+  bool up =
+      c->verdict.accepted || (*u.action == core::UnitAction::kReload && core::UnitUp(c->last));
+  o.unit = UnitSnapshotOf(r.unit().name, c->last, up);
   o.mutable_declared().restart_reason = *u.action == core::UnitAction::kReload ? "" : u.reason;
   o.host_acted = true;
   if (!c->verdict.accepted) {
     Fail(o, (r.unit().name != r.id ? r.unit().name + " " : "") + c->verdict.detail + StillOwed(u));
     o.confirm_failed = true;
   } else if (!u.start_failed.empty()) {
+    o.unit->up = false;  // never seen up since it failed
     Fail(o, u.start_failed + "; started again: " + c->verdict.detail + StillOwed(u));
   } else if (step.changes()) {
     o.outcome = step.outcome;
@@ -239,6 +244,9 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   for (size_t j = 0; j < left.size() && j < 3; ++j) o.detail = Then(o.detail, "left " + left[j]);
   if (left.size() > 3) {
     o.detail = Then(o.detail, "left " + Plural(left.size() - 3, "more path") + " the host kept");
+  }
+  if (rm.disable) {
+    o.detail = Then(o.detail, DidOrWould(in.dry_run, "disabled", "disable", rm.entry.unit().name));
   }
   if (rm.delete_unit_file) {
     o.detail = Then(

@@ -183,8 +183,13 @@ struct Removal {
   // ("/srv/db: now a directory"); a unit and its unit file not the host's.
   std::vector<std::string> left;
   bool delete_unit_file = false;
+  // Its [Install] links, undone through systemd before its unit file goes:
+  // links to a deleted file would dangle.
+  bool disable = false;
   bool deletes_unit_definition = false;      // a deleted path lies inside --unit-dir
   std::vector<std::string> delete_drop_ins;  // "UNIT.d/NAME", still as the host wrote them
+  // UNIT.d/ itself once those are gone, when nothing else is in it.
+  bool delete_drop_in_dir = false;
   // Declared directories, removed only when empty: after every removal's
   // paths, deepest first, so one emptied by this apply goes too.
   std::vector<std::string> delete_empty_dirs;

@@ -105,24 +105,28 @@ void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
   }
 }
 
-// The unit of a dropped resource: stopped and its unit file deleted only
-// when that file is the host's, untouched, and no other resource's now.
+// The unit of a dropped resource: disabled, stopped and its unit file
+// deleted only when that file is the host's (a unit_text), untouched, and
+// no other resource's now.
 void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEntry& e,
                      Removal& rm) {
   auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
-  bool owns_unit =
-      !e.unit().name.empty() && !claims.Unit(e.unit().name) && !e.unit().file_preexisting;
-  if (!e.unit().name.empty() && e.unit().file_preexisting && !claims.Unit(e.unit().name)) {
+  if (e.unit().name.empty() || claims.Unit(e.unit().name)) return;
+  // Only a unit whose unit file the host wrote is the host's to stop: an
+  // operator's own unit (no unit_text) is forgotten, running as it is.
+  bool owns_unit = !e.unit().file_preexisting && !e.unit().file_fingerprint.empty();
+  if (e.unit().file_preexisting) {
     rm.left.push_back("unit " + e.unit().name +
                       " and its unit file, there before the host wrote it");
+  } else if (e.unit().file_fingerprint.empty()) {
+    rm.left.push_back("unit " + e.unit().name + " as it is (not the host's: no unit_text)");
   }
-  if (owns_unit && !e.unit().file_fingerprint.empty() && unit_dir &&
-      claims.Path(std::string(*unit_dir) + "/" + e.unit().name)) {
+  if (owns_unit && unit_dir && claims.Path(std::string(*unit_dir) + "/" + e.unit().name)) {
     rm.left.push_back("unit " + e.unit().name +
                       " and its unit file, declared by another resource now");
     owns_unit = false;
   }
-  if (owns_unit && !e.unit().file_fingerprint.empty()) {
+  if (owns_unit) {
     std::string why =
         NotAsWritten(Find(in.seen->dropped_unit_files, e.unit().name), e.unit().file_fingerprint);
     if (!why.empty()) {
@@ -132,8 +136,12 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
   }
   if (owns_unit) {
     auto status = in.seen->dropped_units.find(e.unit().name);
-    rm.stop = status != in.seen->dropped_units.end() && status->second && status->second->Running();
-    rm.delete_unit_file = !e.unit().file_fingerprint.empty();
+    bool read = status != in.seen->dropped_units.end() && status->second.has_value();
+    rm.stop = read && status->second->Running();
+    rm.delete_unit_file = true;
+    const DroppedSeen* file = Find(in.seen->dropped_unit_files, e.unit().name);
+    rm.disable = file != nullptr && !file->missing &&
+                 (e.unit().enabled == true || (read && core::UnitFileEnabled(*status->second)));
   }
 }
 
@@ -160,6 +168,9 @@ void PlanDropInRemovals(const PlanInputs& in, const Claims& claims, const Record
       rm.delete_drop_ins.push_back(key);
     }
   }
+  // The folder the host's drop-ins were in goes with them, if that leaves
+  // it empty (an operator's own file there keeps it).
+  rm.delete_drop_in_dir = true;
 }
 
 void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEntry& e,

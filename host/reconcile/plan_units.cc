@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/core/unit_name.h"
 #include "host/core/want.h"
 #include "host/reconcile/words.h"
 
@@ -32,7 +33,8 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                               const std::vector<Step>& steps) {
   std::vector<size_t> out;
   for (size_t j = 0; j < steps.size(); ++j) {
-    if (steps[j].unit_definition && steps[j].changes() && steps[j].defines == r.unit().name) {
+    if (steps[j].unit_definition && steps[j].changes() &&
+        core::PartOfDefinition(steps[j].defines, r.unit().name)) {
       out.push_back(j);
     }
   }
@@ -47,7 +49,8 @@ std::optional<std::string> RemovedDefinition(const PlanInputs& in, const Resourc
   for (const Removal& rm : removals) {
     if (!rm.deletes_unit_definition) continue;
     for (const std::string& path : rm.delete_paths) {
-      if (UnitDefinitionAt(*in.dirs, path) == r.unit().name) return path;
+      auto defines = UnitDefinitionAt(*in.dirs, path);
+      if (defines.has_value() && core::PartOfDefinition(*defines, r.unit().name)) return path;
     }
   }
   return std::nullopt;
@@ -227,6 +230,12 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     }
     u.action = merged;
     u.owed_since = owed->since;
+    // A start owed since one that failed, and not seen through yet: the
+    // unit is on its way up again, as it was before it failed.
+    if (u.start_failed.empty() && carried == UnitAction::kStart &&
+        core::BaselineOfRecord(steps[i].old).starting && u.status.active_state == "activating") {
+      u.start_failed = StartNotSeenThrough(r.unit().name, u.status);
+    }
   }
   return u;
 }

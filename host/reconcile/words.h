@@ -61,6 +61,10 @@ inline std::string StartFoundFailed(std::string_view unit, const core::UnitStatu
   return "start failed: " + InStateFor(unit, s) + ", never seen running since the host started it";
 }
 
+inline std::string StartNotSeenThrough(std::string_view unit, const core::UnitStatus& s) {
+  return "start not seen through: " + InStateFor(unit, s) + ", after a start that failed";
+}
+
 inline std::string StoppedAsDeclared(std::string_view unit) {
   return std::string(unit) + " stopped " + std::string(kAsDeclared);
 }

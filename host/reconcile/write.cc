@@ -81,9 +81,18 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
   for (const std::string& path : rm.delete_paths) {
     keep_first(tree ? ports.root->Remove(path) : ports.root->RemoveFile(path));
   }
-  if (rm.delete_unit_file) keep_first(ports.units->RemoveFile("/" + rm.entry.unit().name));
+  if (rm.disable && ports.services != nullptr) {
+    keep_first(ports.services->SetUnitFileEnabled(rm.entry.unit().name, false));
+  }
+  if (rm.delete_unit_file && first) {
+    keep_first(ports.units->RemoveFile("/" + rm.entry.unit().name));
+  }
   for (const std::string& drop_in : rm.delete_drop_ins)
     keep_first(ports.units->RemoveFile("/" + drop_in));
+  if (rm.delete_drop_in_dir && first) {
+    // Best effort: an operator's file in it, or none there, keeps it.
+    (void)ports.units->RemoveEmptyDirectory("/" + rm.entry.unit().name + ".d");
+  }
   return first;
 }
 

@@ -76,6 +76,12 @@ ONESHOT_OK = [("start", "created", OK, 200, 1), ("hup", "unchanged", OK, 200, 1)
               ("hup", "unchanged", OK, 200, 1)]
 LOST = [("start", "created", OK, 200, 1), ("lose", "unchanged", OK, 200, 1),
         ("hup", "unchanged", OK, 200, 1)]
+DIES_STARTING = [("start", "created", OK, 200, 1), ("wait", "failed", FAILED, 503, 0),
+                 ("hup", "failed", FAILED, 503, 0)]
+# A failed reload leaves the daemon running on its old config: the unit is
+# active, the resource failed.
+RELOAD_REFUSED = [("start", "created", OK, 200, 1), ("bad", "failed", FAILED, 503, 1),
+                  ("hup", "failed", FAILED, 503, 1)]
 CASES = {
     # case: (unit text, a bundle or None for a missing unit; the steps; the
     # one-shot apply's outcome and exit code)
@@ -102,6 +108,31 @@ CASES = {
         "[Service]\nExecStartPre=/bin/false\nExecStart=/bin/sleep infinity\n", LOOPING, "failed",
         1),
     "missing unit": (None, LOOPING, "failed", 1),
+    # Issue 38 (3): a start accepted as still starting that dies after the
+    # settle fails every later apply; its start stays owed.
+    "Type=notify, never ready (TimeoutStartSec=3)": (
+        "[Service]\nType=notify\nTimeoutStartSec=3\nExecStart=/bin/sleep infinity\n",
+        DIES_STARTING, "failed", 1),
+    "ExecStartPre fails after 2.5 s": (
+        "[Service]\nExecStartPre=/bin/sh -c 'sleep 2.5; exit 1'\nExecStart=/bin/sleep infinity\n",
+        DIES_STARTING, "failed", 1),
+    "oneshot, fails after 3 s": (
+        "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'sleep 3; exit 1'\n", DIES_STARTING,
+        "failed", 1),
+    # Issue 38 (1): a reload is judged by its own job.
+    "reload_on, ExecReload fails after 2 s": (
+        "[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/sh -c 'sleep 2; exit 1'\n",
+        RELOAD_REFUSED, "failed", 1, "reload_on"),
+    "reload_on, ExecReload takes 2 s": (
+        "[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/sleep 2\n",
+        [("start", "created", OK, 200, 1), ("bad2", "reloaded", OK, 200, 1),
+         ("hup", "unchanged", OK, 200, 1)], "unchanged", 0, "reload_on"),
+    # Issue 38 (5): ExecStop= hangs to TimeoutStopSec=, then SIGTERM is
+    # ignored to the second timeout: systemd brings the new config up after
+    # both, and the verdict waits for it.
+    "ExecStop hangs, SIGTERM ignored (TimeoutStopSec=2)": (
+        "[Service]\nTimeoutStopSec=2\nExecStart=/bin/sh -c 'trap \"\" TERM; while :; do sleep 0.1; done'\n"
+        "ExecStop=/bin/sleep 60\n", GOOD_CYCLE, "unchanged", 0),
     "bundle with directory entries, record lost": ("bundle+dirs", LOST, "unchanged", 0),
     "bundle without directory entries, record lost": ("bundle", LOST, "unchanged", 0),
 }
@@ -110,7 +141,8 @@ CASES = {
 class Case:
     def __init__(self, name, spec, binary, tmp, index):
         self.name, self.binary = name, binary
-        self.text, self.steps, self.last_outcome, self.last_exit = spec
+        self.text, self.steps, self.last_outcome, self.last_exit = spec[:4]
+        self.on = spec[4] if len(spec) > 4 else "restart_on"
         self.dir = os.path.join(tmp, f"case{index}")
         self.unit = f"m{index}.service"
         self.id = f"m{index}"
@@ -156,7 +188,7 @@ class Case:
             text = (self.text.replace("CONF", f"{self.dir}/root/etc/conf")
                     .replace("RUNS", f"{self.dir}/runs"))
             res = {"id": self.id, "kind": "service", "unit": self.unit, "state": "running",
-                   "unit_text": text, "restart_on": ["conf"]}
+                   "unit_text": text, self.on: ["conf"]}
         with open(self.decl + ".new", "w") as f:
             json.dump({"machine": "box", "generation": self.generation,
                        "resources": [conf, res]}, f)

@@ -3,6 +3,7 @@
 // issue 210 for a process.
 #include <gmock/gmock.h>
 
+#include "host/core/unit_name.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
 
 namespace mesh::reconcile {
@@ -290,7 +291,7 @@ TEST_F(UnitsTest, DeadUnitIsStartedAsWasDead) {
 // still starting", exit 0, at every later apply. It fails each of them,
 // naming its result and how long ago, and the start stays owed.
 TEST_F(UnitsTest, AStartFoundFailedAfterItsSettleFailsTheLaterApplies) {
-  services_.AddUnit("n.service", {Behavior::kNeverReady, 3s});
+  services_.AddUnit("n.service", {Behavior::kNeverReady, 5s});
   ApplyReport first = Run(Decl({Service("n")}));
   EXPECT_THAT(Outcomes(first), ElementsAre("started"));
   EXPECT_THAT(first.outcomes[0].detail, HasSubstr("still starting"));
@@ -305,6 +306,12 @@ TEST_F(UnitsTest, AStartFoundFailedAfterItsSettleFailsTheLaterApplies) {
     EXPECT_THAT(r.outcomes[0].detail, HasSubstr("started again: still starting"));
     EXPECT_TRUE(store_.Owed().owed.contains("n")) << "apply " << k;
   }
+  // At once again: on its way up, as before it failed. Not a success yet.
+  ApplyReport again = Run(Decl({Service("n")}));
+  EXPECT_THAT(Outcomes(again), ElementsAre("failed"));
+  EXPECT_THAT(again.outcomes[0].detail,
+              HasSubstr("start not seen through: n.service activating (start)"));
+  EXPECT_FALSE(again.outcomes[0].unit->up);
 }
 
 // A unit that ran, was confirmed and was killed later is a dead daemon
@@ -569,6 +576,73 @@ TEST_F(UnitsTest, AUnitDefinitionDeclaredAsAFileIsLoadedBeforeTheUnitIsActedOn) 
   EXPECT_THAT(Outcomes(dropped), ElementsAre("restarted", "unchanged", "unchanged", "removed"));
   EXPECT_FALSE(testing::Exists(dir_.Sub("root/etc/systemd/system/web.service.d/env.conf")));
   EXPECT_EQ(services_.daemon_reloads(), reloads + 1);
+}
+
+// Issue 38 (2): a declared instance stayed unchanged, on the old
+// definition, when its template (or the template's drop-in) changed.
+// Whatever systemd reads as part of the unit's definition counts.
+TEST_F(UnitsTest, AnInstanceFollowsItsTemplateAndItsDropIns) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  auto file = [](const std::string& id, const std::string& path, const std::string& v) {
+    return json{{"id", id},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/" + path},
+                {"content", "[Service]\nExecStart=/bin/sleep " + v + "\n"}};
+  };
+  services_.AddUnit("app@a.service", {});
+  services_.AddUnit("other.service", {});
+  json inst = Service("inst", {{"unit", "app@a.service"}});
+  json other = Service("other");
+  ASSERT_EQ(apply(Decl({file("tpl", "app@.service", "1"),
+                        file("tpl.env", "app@.service.d/x.conf", "1"), inst, other}))
+                .result,
+            ApplyResult::kOk);
+  ApplyReport r = apply(Decl({file("tpl", "app@.service", "2"),
+                              file("tpl.env", "app@.service.d/x.conf", "1"), inst, other},
+                             2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "unchanged", "restarted", "unchanged"));
+  EXPECT_THAT(r.outcomes[2].detail,
+              HasSubstr("unit definition /etc/systemd/system/app@.service changed"));
+  ApplyReport d = apply(Decl({file("tpl", "app@.service", "2"),
+                              file("tpl.env", "app@.service.d/x.conf", "2"), inst, other},
+                             3));
+  EXPECT_THAT(Outcomes(d), ElementsAre("unchanged", "updated", "restarted", "unchanged"));
+}
+
+// Issue 38 (7): an operator's own unit (no unit_text) declared running
+// and then dropped was stopped; SPEC 8 says it is forgotten. A unit the
+// host wrote is disabled before its file goes, then stopped.
+TEST_F(UnitsTest, ADroppedUnitIsStoppedOnlyWhenItsUnitFileIsTheHosts) {
+  services_.AddUnit("op.service", {Behavior::kHealthy, 0s, true});
+  services_.AddUnit("own.service", {});
+  json own = Service(
+      "own",
+      {{"unit_text", "[Service]\nExecStart=/bin/own\n[Install]\nWantedBy=x\n"}, {"enabled", true}});
+  ASSERT_EQ(Run(Decl({Service("op"), own})).result, ApplyResult::kOk);
+  ASSERT_EQ(services_.ReadUnit("own.service")->unit_file_state, "enabled");
+  ApplyReport r = Run(Decl(json::array(), 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("removed", "removed"));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "removed op (service): no longer managed; left unit op.service as it is (not the "
+            "host's: no unit_text)");
+  EXPECT_TRUE(services_.ReadUnit("op.service")->Running()) << "the operator's: not stopped";
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("stopped own.service (not waited on), disabled "
+                                              "own.service, deleted unit file own.service"));
+  EXPECT_EQ(services_.ReadUnit("own.service")->unit_file_state, "disabled");
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/own.service")));
+}
+
+TEST(PartOfDefinitionTest, WhatSystemdReadsForAUnit) {
+  EXPECT_TRUE(core::PartOfDefinition("web.service", "web.service"));
+  EXPECT_TRUE(core::PartOfDefinition("app@.service", "app@a.service"));
+  EXPECT_TRUE(core::PartOfDefinition("service", "app@a.service")) << "service.d/";
+  EXPECT_TRUE(core::PartOfDefinition("foo-.service", "foo-bar-baz.service"));
+  EXPECT_TRUE(core::PartOfDefinition("foo-bar-.service", "foo-bar-baz.service"));
+  EXPECT_FALSE(core::PartOfDefinition("app@.service", "app.service"));
+  EXPECT_FALSE(core::PartOfDefinition("app@.socket", "app@a.service"));
+  EXPECT_FALSE(core::PartOfDefinition("foo.service", "foo-bar.service"));
+  EXPECT_FALSE(core::PartOfDefinition("web.service", "webx.service"));
+  EXPECT_FALSE(core::PartOfDefinition("timer", "app@a.service"));
 }
 
 // Review of issue 15: a unit file moving from a `file` resource to a

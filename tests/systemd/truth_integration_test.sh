@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Issue 38 against a real systemd: verdicts where units are templated,
+# stopping, or dropped. Each check names the class; each fails on the
+# binary before the fix (a8b092c).
+#   2. an instance follows its template and the template's drop-ins;
+#   6. a unit declared stopped whose stop has not finished is not stopped;
+#   7. a dropped unit the host wrote is disabled (no dangling links),
+#      stopped and its unit file and drop-in folder deleted; an operator's
+#      own unit is forgotten, still running.
+. "$(dirname "$0")/box_suite.sh" truth
+ROOT=$SDBOX_DIR  # --unit-dir ($UNITS) under --root: a `file` can define a unit
+decl() {  # decl GENERATION JSON-RESOURCES
+  printf '{"machine":"box","generation":%s,"resources":[%s]}' "$1" "$2" > "$T/decl.json"
+}
+prop() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/$1" \
+           org.freedesktop.systemd1.Unit "$2" | cut -d' ' -f2- | tr -d '"'; }
+invocation() { prop "$1" InvocationID; }
+state() { prop "$1" ActiveState; }
+
+# 2. A template declared as a file, its drop-in, and a declared instance.
+tpl() { printf '{"id":"tpl","kind":"file","path":"/units/mh-tpl@.service","content":"[Service]\\nExecStart=/bin/sleep %s\\n"}' "$1"; }
+tpl_env() { printf '{"id":"tpl.env","kind":"file","path":"/units/mh-tpl@.service.d/10-env.conf","content":"[Service]\\nEnvironment=V=%s\\n"}' "$1"; }
+INST='{"id":"inst","kind":"service","unit":"mh-tpl@a.service","state":"running"}'
+INST_PATH=mh_2dtpl_40a_2eservice
+decl 1 "$(tpl 1001),$(tpl_env 1),$INST"; box_apply "$ROOT"
+check "template: the instance starts" '[ $RC = 0 ] && [ "$(state $INST_PATH)" = active ]'
+inv=$(invocation $INST_PATH)
+decl 2 "$(tpl 1002),$(tpl_env 1),$INST"; box_apply "$ROOT"
+check "template changed: the instance is restarted onto it" \
+  '[ $RC = 0 ] && grep -q "^restarted inst (service): unit definition /units/mh-tpl@.service changed" <<<"$OUT" && [ "$(invocation $INST_PATH)" != "$inv" ]'
+check "template changed: systemd runs the new definition" \
+  'inside systemctl show -p ExecStart mh-tpl@a.service | grep -q "sleep 1002"'
+inv=$(invocation $INST_PATH)
+decl 3 "$(tpl 1002),$(tpl_env 2),$INST"; box_apply "$ROOT"
+check "template drop-in changed: the instance is restarted onto it" \
+  '[ $RC = 0 ] && grep -q "^restarted inst (service)" <<<"$OUT" && [ "$(invocation $INST_PATH)" != "$inv" ] && inside systemctl show -p Environment mh-tpl@a.service | grep -q "V=2"'
+box_apply "$ROOT"
+check "template: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged inst (service)" <<<"$OUT"'
+
+# 6. A stop that does not finish: ExecStop= hangs (TimeoutStopSec=30).
+SLOW_TEXT='[Service]\nTimeoutStopSec=30\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 60\n'
+slow() { printf '{"id":"slow","kind":"service","unit":"mh-slow.service","state":"%s","unit_text":"%s"}' "$1" "$SLOW_TEXT"; }
+decl 4 "$(slow running)"; box_apply "$ROOT"
+check "stopping: runs first" '[ $RC = 0 ] && [ "$(state mh_2dslow_2eservice)" = active ]'
+decl 5 "$(slow stopped)"; box_apply "$ROOT"
+check "stopping: the stop is queued, not waited on" \
+  '[ $RC = 0 ] && grep -q "^stopped slow (service): stopped mh-slow.service (not waited on)" <<<"$OUT"'
+box_apply "$ROOT"
+check "stopping: still deactivating is not stopped as declared" \
+  '[ "$(state mh_2dslow_2eservice)" = deactivating ] && grep -q "^stopped slow (service): still stopping: mh-slow.service deactivating (stop)" <<<"$OUT" && ! grep -q "stopped as declared" <<<"$OUT"'
+inside systemctl kill --signal=KILL mh-slow.service
+for _ in $(seq 50); do [ "$(state mh_2dslow_2eservice)" = deactivating ] || break; sleep 0.1; done
+box_apply "$ROOT"
+check "stopping: once stopped, stopped as declared" \
+  '[ $RC = 0 ] && grep -q "^unchanged slow (service): mh-slow.service stopped as declared" <<<"$OUT"'
+
+# 7. Dropped: the host's own unit (enabled, a drop-in) and an operator's.
+OWN='{"id":"own","kind":"service","unit":"mh-own.service","state":"running","enabled":true,"unit_text":"[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=multi-user.target\n","drop_ins":{"10-x.conf":"[Service]\nEnvironment=X=1\n"}}'
+printf '[Service]\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-op.service"
+inside systemctl daemon-reload
+OP='{"id":"op","kind":"service","unit":"mh-op.service","state":"running"}'
+decl 6 "$OWN,$OP"; box_apply "$ROOT"
+check "dropped: both run, own enabled" \
+  '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ]'
+decl 7 ""; box_apply "$ROOT"
+check "dropped: the operator's unit is forgotten, still running" \
+  '[ $RC = 0 ] && grep -q "^removed op (service): no longer managed; left unit mh-op.service as it is" <<<"$OUT" && [ "$(state mh_2dop_2eservice)" = active ] && [ -f "$UNITS/mh-op.service" ]'
+check "dropped: the host's unit is disabled, no link left dangling" \
+  'grep -q "disabled mh-own.service" <<<"$OUT" && [ ! -e "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ ! -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ]'
+check "dropped: its unit file and drop-in folder are gone" \
+  '[ ! -e "$UNITS/mh-own.service" ] && [ ! -e "$UNITS/mh-own.service.d" ]'
+for _ in $(seq 50); do [ "$(state mh_2down_2eservice)" = active ] || break; sleep 0.1; done
+check "dropped: the host's unit is stopped" '[ "$(state mh_2down_2eservice)" != active ]'
+box_apply "$ROOT"
+check "dropped: the next apply has nothing left to do" \
+  '[ $RC = 0 ] && grep -q "0 resource(s), 0 failed" <<<"$OUT" && ! grep -Eq "^(removed|stopped|failed) " <<<"$OUT"'
+
+finish
