@@ -49,12 +49,21 @@ std::optional<Kind> ParseKind(std::string_view name) {
 }
 
 std::string_view UnitStateName(UnitState state) {
-  return state == UnitState::kRunning ? "running" : "stopped";
+  switch (state) {
+    case UnitState::kRunning:
+      return "running";
+    case UnitState::kStopped:
+      return "stopped";
+    case UnitState::kTriggered:
+      return "triggered";
+  }
+  return "stopped";
 }
 
 std::optional<UnitState> ParseUnitState(std::string_view name) {
   if (name == "running") return UnitState::kRunning;
   if (name == "stopped") return UnitState::kStopped;
+  if (name == "triggered") return UnitState::kTriggered;
   return std::nullopt;
 }
 

@@ -31,10 +31,13 @@ std::string_view KindName(Kind kind);
 // The inverse of KindName (a record names kinds by these words).
 std::optional<Kind> ParseKind(std::string_view name);
 
-enum class UnitState { kRunning, kStopped };
+// kTriggered: run by its timer, socket or path unit; the host neither
+// starts nor stops it, and loads its definition's changes for the next
+// activation (a run in progress keeps the definition it started with).
+enum class UnitState { kRunning, kStopped, kTriggered };
 
-// "running" or "stopped": the words of the declaration, the record and
-// /status.
+// "running", "stopped" or "triggered": the words of the declaration, the
+// record and /status.
 std::string_view UnitStateName(UnitState state);
 std::optional<UnitState> ParseUnitState(std::string_view name);
 

@@ -55,6 +55,7 @@ struct UnitSnapshot {
 struct DeclaredUnit {
   std::string unit;
   std::string restart_reason;
+  std::string state;  // running, stopped, triggered (UnitStateName)
 };
 
 struct ResourceOutcome {

@@ -290,7 +290,15 @@ Status ParseUnit(const Fields& in, Resource& r) {
     auto state = in.String("state");
     if (!state) return std::unexpected(state.error());
     auto parsed = ParseUnitState(*state);
-    if (!parsed) return in.Refuse("state", "\"" + *state + "\" is not running or stopped");
+    if (!parsed) {
+      return in.Refuse("state", "\"" + *state + "\" is not running, stopped or triggered");
+    }
+    if (*parsed == UnitState::kTriggered &&
+        (r.kind != Kind::kService || !unit->ends_with(".service"))) {
+      return in.Refuse("state",
+                       "\"triggered\" is for the .service a timer, socket or path unit starts; "
+                       "declare that unit itself running");
+    }
     r.mutable_unit().state = *parsed;
   }
   if (in.Has("unit_text")) {

@@ -126,6 +126,14 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
     SettleStopped(in, r, step, u, o);
     return nullptr;
   }
+  if (r.unit().state == core::UnitState::kTriggered) {
+    std::string loaded = u.daemon_reload && !in.dry_run
+                             ? "; its next activation runs the new definition (a run in "
+                               "progress keeps the one it started with)"
+                             : "";
+    o.detail = Then(step.detail, LeftToTrigger(r.unit().name, u.status) + loaded);
+    return nullptr;
+  }
   if (!u.action.has_value()) {
     o.detail = Then(step.detail, UnitStatePhrase(r.unit().name, u.status));
     return u.up ? &u.status : nullptr;
@@ -158,6 +166,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   if (r.HasUnit()) {
     o.mutable_declared().unit = r.unit().name;
     o.unit_should_run = r.unit().state == core::UnitState::kRunning;
+    o.mutable_declared().state = std::string(core::UnitStateName(r.unit().state));
   }
   // What the record holds of it now: the new entry, or the old one when it
   // failed (writes are atomic: the old entry still describes the disk) or

@@ -212,6 +212,12 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     u.stopping = u.failed.empty() && !u.stop && !core::StoppedAsDeclared(u.status);
     return u;
   }
+  if (r.unit().state == core::UnitState::kTriggered) {
+    // Left to its trigger: neither started nor stopped, never restarted
+    // (that would start a run); a changed definition is loaded (the
+    // daemon-reload above) for its next activation.
+    return u;
+  }
   // A unit that cannot be read is owed what this apply's writes ask of it.
   PlanAction(in, i, steps, removals, /*up=*/!u.failed.empty() || u.up, u);
   if (owed != nullptr && owed->action.has_value()) {

@@ -85,6 +85,7 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     units_.push_back(Unit{u.name,
                           u.file_fingerprint,
                           *state == core::UnitState::kRunning,
+                          *state == core::UnitState::kTriggered,
                           core::BaselineOfRecord(&e),
                           {},
                           u.enabled,
@@ -280,8 +281,8 @@ bool RecordProof::Look() {
     // A unit file of the host's that systemd has not loaded: owed a reload.
     if (!u.unit_file_fingerprint.empty() && statuses[k]->need_daemon_reload) return false;
     // The full pass's rule (plan_units.cc): up against the record, or stopped.
-    if (u.run ? !core::UpAsRecorded(*statuses[k], u.baseline)
-              : !core::StoppedAsDeclared(*statuses[k])) {
+    if (!u.triggered && (u.run ? !core::UpAsRecorded(*statuses[k], u.baseline)
+                               : !core::StoppedAsDeclared(*statuses[k]))) {
       return false;
     }
     // [Install] links not as declared: the full pass puts them back.
@@ -327,8 +328,13 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
       out.unit = UnitSnapshotOf(u.name, u.status, u.run);
       out.mutable_declared().unit = u.name;
       out.unit_should_run = u.run;
-      out.detail =
-          u.run ? Then(out.detail, UnitStatePhrase(u.name, u.status)) : StoppedAsDeclared(u.name);
+      out.mutable_declared().state = std::string(core::UnitStateName(
+          u.run         ? core::UnitState::kRunning
+          : u.triggered ? core::UnitState::kTriggered
+                        : core::UnitState::kStopped));
+      out.detail = u.run         ? Then(out.detail, UnitStatePhrase(u.name, u.status))
+                   : u.triggered ? LeftToTrigger(u.name, u.status)
+                                 : StoppedAsDeclared(u.name);
     }
     deliver(std::move(out));
   }

@@ -157,6 +157,7 @@ class RecordProof : public core::RecordVisitor {
     std::string name;
     std::string unit_file_fingerprint;
     bool run = false;
+    bool triggered = false;  // left to its timer or socket: any state is as declared
     core::UnitBaseline baseline;
     core::UnitStatus status;
     std::optional<bool> enabled;                  // declared: systemd's UnitFileState must agree

@@ -65,6 +65,11 @@ inline std::string StartNotSeenThrough(std::string_view unit, const core::UnitSt
   return "start not seen through: " + InStateFor(unit, s) + ", after a start that failed";
 }
 
+// A unit declared triggered, as its timer or socket left it.
+inline std::string LeftToTrigger(std::string_view unit, const core::UnitStatus& s) {
+  return std::string(unit) + " left to its trigger (" + s.active_state + " (" + s.sub_state + "))";
+}
+
 inline std::string StoppedAsDeclared(std::string_view unit) {
   return std::string(unit) + " stopped " + std::string(kAsDeclared);
 }

@@ -135,8 +135,11 @@ nlohmann::json ToJson(const Snapshot& s) {
           {"result", r.unit->result},
           {"n_restarts", r.unit->n_restarts},
           {"host_restarts", r.unit->host_restarts},
-          {"declared_state", core::UnitStateName(r.unit_should_run ? core::UnitState::kRunning
-                                                                   : core::UnitState::kStopped)}};
+          {"declared_state",
+           !r.declared.value_or_empty().state.empty()
+               ? r.declared.value_or_empty().state
+               : std::string(core::UnitStateName(r.unit_should_run ? core::UnitState::kRunning
+                                                                  : core::UnitState::kStopped))}};
     }
     resources.push_back(std::move(item));
   }

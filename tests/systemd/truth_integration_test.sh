@@ -3,6 +3,8 @@
 # stopping, or dropped. Each check names the class; each fails on the
 # binary before the fix (a8b092c).
 #   2. an instance follows its template and the template's drop-ins;
+#   4. a service its timer or socket runs, declared triggered, is neither
+#      started nor stopped, and its new definition waits for its next run;
 #   6. a unit declared stopped whose stop has not finished is not stopped;
 #   7. a dropped unit the host wrote is disabled (no dangling links),
 #      stopped and its unit file and drop-in folder deleted; an operator's
@@ -37,12 +39,30 @@ check "template drop-in changed: the instance is restarted onto it" \
 box_apply "$ROOT"
 check "template: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged inst (service)" <<<"$OUT"'
 
+# 4. Triggered: started by hand here, as its timer would; never by the host.
+job() { printf '{"id":"job","kind":"service","unit":"mh-job.service","state":"triggered","unit_text":"[Service]\\nExecStart=/bin/sleep %s\\n"}' "$1"; }
+decl 10 "$(job 30)"; box_apply "$ROOT"
+check "triggered: written, not started" \
+  '[ $RC = 0 ] && grep -q "^created job (service)" <<<"$OUT" && [ "$(state mh_2djob_2eservice)" = inactive ]'
+inside systemctl start mh-job.service
+inv=$(invocation mh_2djob_2eservice)
+box_apply "$ROOT"
+check "triggered: a run in progress is left alone" \
+  '[ $RC = 0 ] && grep -q "^unchanged job (service): mh-job.service left to its trigger (active (running))" <<<"$OUT" && [ "$(invocation mh_2djob_2eservice)" = "$inv" ]'
+decl 11 "$(job 31)"; box_apply "$ROOT"
+check "triggered: a new definition is loaded for the next run, the run goes on" \
+  '[ $RC = 0 ] && grep -q "^updated job (service).*its next activation runs the new definition" <<<"$OUT" && [ "$(invocation mh_2djob_2eservice)" = "$inv" ] && [ "$(prop mh_2djob_2eservice NeedDaemonReload)" = false ]'
+inside systemctl stop mh-job.service
+box_apply "$ROOT"
+check "triggered: stopped by someone else, not started" \
+  '[ $RC = 0 ] && grep -q "^unchanged job (service): mh-job.service left to its trigger (inactive (dead))" <<<"$OUT" && [ "$(state mh_2djob_2eservice)" = inactive ]'
+
 # 6. A stop that does not finish: ExecStop= hangs (TimeoutStopSec=30).
 SLOW_TEXT='[Service]\nTimeoutStopSec=30\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 60\n'
 slow() { printf '{"id":"slow","kind":"service","unit":"mh-slow.service","state":"%s","unit_text":"%s"}' "$1" "$SLOW_TEXT"; }
-decl 4 "$(slow running)"; box_apply "$ROOT"
+decl 12 "$(slow running)"; box_apply "$ROOT"
 check "stopping: runs first" '[ $RC = 0 ] && [ "$(state mh_2dslow_2eservice)" = active ]'
-decl 5 "$(slow stopped)"; box_apply "$ROOT"
+decl 13 "$(slow stopped)"; box_apply "$ROOT"
 check "stopping: the stop is queued, not waited on" \
   '[ $RC = 0 ] && grep -q "^stopped slow (service): stopped mh-slow.service (not waited on)" <<<"$OUT"'
 box_apply "$ROOT"
@@ -59,10 +79,10 @@ OWN='{"id":"own","kind":"service","unit":"mh-own.service","state":"running","ena
 printf '[Service]\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-op.service"
 inside systemctl daemon-reload
 OP='{"id":"op","kind":"service","unit":"mh-op.service","state":"running"}'
-decl 6 "$OWN,$OP"; box_apply "$ROOT"
+decl 14 "$OWN,$OP"; box_apply "$ROOT"
 check "dropped: both run, own enabled" \
   '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ]'
-decl 7 ""; box_apply "$ROOT"
+decl 15 ""; box_apply "$ROOT"
 check "dropped: the operator's unit is forgotten, still running" \
   '[ $RC = 0 ] && grep -q "^removed op (service): no longer managed; left unit mh-op.service as it is" <<<"$OUT" && [ "$(state mh_2dop_2eservice)" = active ] && [ -f "$UNITS/mh-op.service" ]'
 check "dropped: the host's unit is disabled, no link left dangling" \

@@ -310,7 +310,8 @@ TEST(DeclarationTest, BadMode) {
 TEST(DeclarationTest, BadState) {
   json doc = Base();
   doc["resources"][2]["state"] = "restarted";
-  EXPECT_THAT(Refusal(doc), HasSubstr("field state: \"restarted\" is not running or stopped"));
+  EXPECT_THAT(Refusal(doc),
+              HasSubstr("field state: \"restarted\" is not running, stopped or triggered"));
 }
 
 TEST(DeclarationTest, BadSha256AndSource) {

@@ -632,6 +632,33 @@ TEST_F(UnitsTest, ADroppedUnitIsStoppedOnlyWhenItsUnitFileIsTheHosts) {
   EXPECT_FALSE(testing::Exists(dir_.Sub("units/own.service")));
 }
 
+// Issue 38 (4): a service its timer or socket runs, declared `stopped` as
+// the docs advised, was killed mid-run. Declared `triggered`, the host
+// neither starts nor stops it, and a new definition is loaded for its
+// next run without touching the run in progress.
+TEST_F(UnitsTest, ATriggeredUnitIsLeftToItsTrigger) {
+  services_.AddUnit("job.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  auto job = [](const std::string& v) {
+    return Service(
+        "job", {{"state", "triggered"}, {"unit_text", "[Service]\nExecStart=/bin/" + v + "\n"}});
+  };
+  ApplyReport first = Run(Decl({job("a")}));
+  EXPECT_THAT(Outcomes(first), ElementsAre("created"));
+  ApplyReport r = Run(Decl({job("a")}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged"));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "unchanged job (service): job.service left to its trigger (active (running))");
+  int reloads = services_.daemon_reloads();
+  ApplyReport changed = Run(Decl({job("b")}, 2));
+  EXPECT_THAT(Outcomes(changed), ElementsAre("updated"));
+  EXPECT_THAT(changed.outcomes[0].detail, HasSubstr("its next activation runs the new definition"));
+  EXPECT_EQ(services_.daemon_reloads(), reloads + 1);
+  EXPECT_EQ(services_.StartsOf("job.service"), 0) << "never started or restarted";
+  for (const auto& c : services_.calls()) EXPECT_NE(c.kind, ports::JobKind::kStop);
+  EXPECT_TRUE(services_.ReadUnit("job.service")->Running()) << "the run in progress goes on";
+  EXPECT_EQ(changed.outcomes[0].declared_unit(), "job.service");
+}
+
 TEST(PartOfDefinitionTest, WhatSystemdReadsForAUnit) {
   EXPECT_TRUE(core::PartOfDefinition("web.service", "web.service"));
   EXPECT_TRUE(core::PartOfDefinition("app@.service", "app@a.service"));
