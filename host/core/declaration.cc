@@ -352,8 +352,9 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   auto streamed = ParseStreamed(text, "resources", /*want_array=*/true, on_other, on_resource,
                                 {.max_depth = kMaxJsonDepth, .on_start = on_start});
   if (!streamed) {
-    bool too_deep = streamed.error().kind == ErrorKind::kTooDeep;
-    return Fail(std::string(too_deep ? "declaration: " : "declaration: invalid JSON: ") +
+    ErrorKind kind = streamed.error().kind;
+    bool json_is_fine = kind == ErrorKind::kTooDeep || kind == ErrorKind::kDuplicateKey;
+    return Fail(std::string(json_is_fine ? "declaration: " : "declaration: invalid JSON: ") +
                 streamed.error().message);
   }
   if (auto st = ParseTopLevel(streamed->document, streamed->members, decl); !st) {

@@ -60,6 +60,10 @@ class Handler final : public nlohmann::json_sax<json> {
   bool end_array() override { return Close(); }
   bool key(string_t& k) override {
     Level& top = levels_.back();
+    bool twice = top.flat       ? flat_.Find(k) != nullptr
+                 : top.streamed ? false
+                                : top.value->is_object() && top.value->contains(k);
+    if (twice) return Duplicate(k);
     if (top.flat) {
       field_ = &flat_.Begin(k);
     } else {
@@ -79,6 +83,7 @@ class Handler final : public nlohmann::json_sax<json> {
 
   StreamedJson Take() { return StreamedJson{std::move(root_), members_}; }
   const std::string& error() const { return error_; }
+  ErrorKind error_kind() const { return error_kind_; }
 
  private:
   struct Level {
@@ -147,6 +152,22 @@ class Handler final : public nlohmann::json_sax<json> {
     return !Stopped();
   }
 
+  // Names the key and where it is: the streamed member by its place and,
+  // when it has one already, its id. Never a value: it may be a secret.
+  bool Duplicate(const std::string& k) {
+    error_kind_ = ErrorKind::kDuplicateKey;
+    error_ = "key \"" + Printable(k, 64) + "\" appears twice";
+    if (levels_.size() >= 2 && levels_[1].streamed) {
+      error_ += " in " + std::string(s_.key) + "[" + std::to_string(members_) + "]";
+      const FlatObject::Field* id =
+          levels_.size() >= 3 && levels_[2].flat ? flat_.Find("id") : nullptr;
+      if (id != nullptr && id->is_string) error_ += " (id \"" + Printable(id->text, 64) + "\")";
+    } else if (levels_.size() == 1) {
+      error_ += " at the top level";
+    }
+    return false;
+  }
+
   // The consumer asked for no more members (StreamOptions::stop).
   bool Stopped() const { return s_.stop != nullptr && *s_.stop; }
 
@@ -165,6 +186,7 @@ class Handler final : public nlohmann::json_sax<json> {
   std::string member_key_;
   size_t members_ = 0;
   std::string error_;
+  ErrorKind error_kind_ = ErrorKind::kOther;
 };
 
 Result<StreamedJson> ParseByReference(std::string_view text, std::string_view key, bool want_array,
@@ -174,7 +196,8 @@ Result<StreamedJson> ParseByReference(std::string_view text, std::string_view ke
   Handler handler(Sinks{key, want_array, on_member, on_object, options.on_start, options.stop});
   try {
     if (!json::sax_parse(text.begin(), text.end(), &handler)) {
-      return Fail(handler.error().empty() ? "parse stopped" : handler.error());
+      return Fail(handler.error_kind(),
+                  handler.error().empty() ? "parse stopped" : handler.error());
     }
   } catch (const json::exception& e) {
     return Fail(JsonErrorWithoutBytes(e.what()));
@@ -316,6 +339,10 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
             Sinks{key, want_array, on_member, on_object, options.on_start, options.stop});
         if (SaxWalk(handler).Value(root)) return handler.Take();
         if (options.stop != nullptr && *options.stop) return Fail("parse stopped");
+        // nlohmann would refuse the same key at the same place.
+        if (handler.error_kind() == ErrorKind::kDuplicateKey) {
+          return Fail(ErrorKind::kDuplicateKey, handler.error());
+        }
       }
     } catch (const json::exception& e) {
       return Fail(JsonErrorWithoutBytes(e.what()));

@@ -28,6 +28,9 @@ enum class ErrorKind {
   // A record's text is not laid out as the host writes it (one entry per
   // line): it must be read another way (core::ScanRecordByLines).
   kNotByLines,
+  // A JSON object names one key twice: which one a reader keeps is its own
+  // choice, so the document is refused.
+  kDuplicateKey,
 };
 
 struct Error {

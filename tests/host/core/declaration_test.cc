@@ -103,29 +103,27 @@ TEST(DeclarationTest, TopLevelRefusalComesBeforeAResourceRefusal) {
   EXPECT_THAT(Refusal(doc), HasSubstr("field machine: must be a non-empty string"));
 }
 
-TEST(DeclarationTest, RepeatedResourcesKeyKeepsTheLastAsAWholeParseDoes) {
+// Issue 39 (7): a repeated "resources" was read as the last one: refused.
+TEST(DeclarationTest, RepeatedResourcesKeyIsRefused) {
   std::string text = R"({"machine": "m", "generation": 1,
     "resources": [{"id": "bad", "kind": "command"}],
     "resources": [{"id": "a", "kind": "file", "path": "/a", "content": ""}]})";
   auto d = ParseDeclaration(text);
-  ASSERT_TRUE(d.has_value()) << d.error().message;
-  ASSERT_EQ(d->resources.size(), 1u);
-  EXPECT_EQ(d->resources[0].id, "a");
-  EXPECT_NE(d->Find("a"), nullptr);
+  ASSERT_FALSE(d.has_value());
+  EXPECT_EQ(d.error().message, "declaration: key \"resources\" appears twice at the top level");
 }
 
-// A last "resources" that is empty holds nothing, as in a whole parse: the
-// first list's resources must not be applied behind it (simdjson's parse and
-// nlohmann's alike: what looks like a "-0" sends the text to nlohmann).
+// A last "resources" that is empty: the first list's resources must not be
+// applied behind it (simdjson's parse and nlohmann's alike: what looks like
+// a "-0" sends the text to nlohmann). The declaration is refused whole.
 TEST(DeclarationTest, AnEmptyLastResourcesListLeavesNoneOfTheFirst) {
   for (std::string content : {"pwn", "pwn [-0"}) {
     std::string text = R"({"machine": "m", "generation": 1,
       "resources": [{"id": "x", "kind": "file", "path": "/etc/x", "content": ")" +
                        content + R"("}], "resources": []})";
     auto d = ParseDeclaration(text);
-    ASSERT_TRUE(d.has_value()) << d.error().message;
-    EXPECT_TRUE(d->resources.empty()) << content;
-    EXPECT_EQ(d->Find("x"), nullptr) << content;
+    ASSERT_FALSE(d.has_value()) << content;
+    EXPECT_THAT(d.error().message, HasSubstr("key \"resources\" appears twice")) << content;
   }
 }
 
@@ -385,6 +383,45 @@ TEST(DeclarationTest, EveryRefusalIsReportedNotOnlyTheFirst) {
   EXPECT_THAT(bounded.error().message, ::testing::StartsWith("60 problems: "));
   ASSERT_EQ(bounded.error().details.size(), 51u);
   EXPECT_EQ(bounded.error().details.back(), "... and 10 more");
+}
+
+}  // namespace
+}  // namespace mesh::core
+
+namespace mesh::core {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Issue 39 (7): a key given twice was read as its last value (`path`,
+// `machine`, `generation` included): what one reader applies is not what
+// another shows. Refused, naming the key and the resource, with either
+// parser, and without quoting a value.
+TEST(DeclarationTest, AKeyGivenTwiceIsRefusedNamingItAndTheResource) {
+  auto refusal = [](std::string_view text) {
+    auto parsed = ParseDeclaration(text);
+    return parsed ? std::string("accepted") : parsed.error().message;
+  };
+  EXPECT_EQ(refusal(R"({"machine":"a","machine":"b","generation":1,"resources":[]})"),
+            "declaration: key \"machine\" appears twice at the top level");
+  EXPECT_EQ(refusal(R"({"machine":"a","generation":1,"resources":[
+      {"id":"app.conf","kind":"file","path":"/etc/a","content":"x","path":"/etc/shadow"}]})"),
+            "declaration: key \"path\" appears twice in resources[0] (id \"app.conf\")");
+  EXPECT_EQ(refusal(R"({"machine":"a","generation":1,"resources":[
+      {"id":"w","kind":"file","path":"/a","content":"x"},
+      {"id":"s","kind":"service","unit":"s.service","state":"running",
+       "drop_ins":{"a.conf":"x","a.conf":"y"}}]})"),
+            "declaration: key \"a.conf\" appears twice in resources[1] (id \"s\")");
+  std::string secret = refusal(R"({"machine":"a","generation":1,"resources":[
+      {"id":"t","kind":"credential","path":"/t","content":"hunter2","content":"hunter3"}]})");
+  EXPECT_THAT(secret, HasSubstr("key \"content\" appears twice"));
+  EXPECT_THAT(secret, Not(HasSubstr("hunter")));
+  EXPECT_THAT(refusal(R"({"machine":"a","generation":1,"resources":[],"resources":[]})"),
+              HasSubstr("key \"resources\" appears twice at the top level"));
+  // -0 sends the text to nlohmann alone: the same refusal.
+  EXPECT_EQ(refusal(R"({"machine":"a","generation":1,"x":-0,"generation":2,"resources":[]})"),
+            "declaration: key \"generation\" appears twice at the top level");
 }
 
 }  // namespace

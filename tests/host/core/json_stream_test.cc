@@ -97,13 +97,20 @@ TEST(JsonStreamTest, OnlyTheTopLevelKeyOfTheWantedTypeIsStreamed) {
   EXPECT_EQ(r->document, json::parse(R"({"o": {"items": [1, 2]}, "items": {"n": 1}})"));
 }
 
-TEST(JsonStreamTest, ARepeatedKeyStartsOverAsAWholeParseKeepsTheLast) {
-  Seen seen;
-  auto cb = seen.Callback();
-  auto r = ParseStreamed(R"({"items": [1, 2], "items": [3]})", "items", true, cb);
-  ASSERT_TRUE(r.has_value()) << r.error().message;
-  EXPECT_THAT(seen.positions, ElementsAre(0, 1, 0));
-  EXPECT_EQ(r->members, 1u);
+// Issue 39 (7): a repeated key was read as a whole parse reads it (the
+// last wins): what one reader applies is not what another shows. Refused,
+// by both parsers, naming the key and where.
+TEST(JsonStreamTest, ARepeatedKeyIsRefused) {
+  for (JsonEngine engine : {JsonEngine::kFast, JsonEngine::kReference}) {
+    Seen seen;
+    auto cb = seen.Callback();
+    StreamOptions o;
+    o.engine = engine;
+    auto r = ParseStreamed(R"({"items": [1, 2], "items": [3]})", "items", true, cb, o);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().kind, ErrorKind::kDuplicateKey);
+    EXPECT_EQ(r.error().message, "key \"items\" appears twice at the top level");
+  }
 }
 
 TEST(JsonStreamTest, SyntaxErrorsAreTheParsersMessageEvenAfterMembers) {
@@ -186,9 +193,9 @@ TEST(JsonStreamTest, AFlatObjectKeepsARepeatedKeysLastValueInItsFirstPlace) {
   auto cb = seen.Callback();
   auto fcb = flat.Callback();
   auto r = ParseStreamed(R"({"items": [{"a": "1", "b": "2", "a": [3]}]})", "items", true, cb, fcb);
-  ASSERT_TRUE(r.has_value()) << r.error().message;
-  ASSERT_EQ(flat.objects.size(), 1u);
-  EXPECT_EQ(flat.objects[0], json::parse(R"({"a": [3], "b": "2"})"));
+  ASSERT_FALSE(r.has_value()) << "a member's repeated key is refused";
+  EXPECT_EQ(r.error().message, "key \"a\" appears twice in items[0]");
+  EXPECT_TRUE(flat.objects.empty());
   FlatObject object;
   object.Begin("a").text = "1";
   object.Begin("b");
@@ -433,13 +440,12 @@ TEST(JsonStreamTest, BothParsersSayWhenTheCollectionStartsTheFastOneItsSize) {
     };
     return o;
   };
-  // The last list is empty: it still starts over.
-  const char* text = R"({"items": [1, 2, 3], "x": [4], "items": []})";
+  const char* text = R"({"items": [1, 2, 3], "x": [4]})";
   ASSERT_TRUE(ParseStreamed(text, "items", true, cb, options(JsonEngine::kFast)).has_value());
-  EXPECT_THAT(heard, ElementsAre("3 before 0", "0 before 3"));
+  EXPECT_THAT(heard, ElementsAre("3 before 0"));
   heard.clear();
   ASSERT_TRUE(ParseStreamed(text, "items", true, cb, options(JsonEngine::kReference)).has_value());
-  EXPECT_THAT(heard, ElementsAre("? before 3", "? before 6"));
+  EXPECT_THAT(heard, ElementsAre("? before 3"));
 }
 
 }  // namespace
