@@ -59,6 +59,30 @@ core::Status OnlyKeys(const YAML::Node& map, const std::set<std::string>& known,
   return core::Ok();
 }
 
+// exporter-toolkit reads the file strictly (yaml.v2's UnmarshalStrict), which
+// refuses a key given twice; yaml-cpp keeps both and answers the first, so
+// an empty `basic_auth_users:` above the real one turned auth off. Refused
+// anywhere in the file, naming the key and its line.
+core::Status NoKeyTwice(const YAML::Node& node, const std::string& where) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "(a non-scalar key)";
+      std::string at = where.empty() ? key : where + "." + key;
+      if (!seen.insert(key).second) {
+        return Bad(at, "given twice (again at line " + std::to_string(kv.first.Mark().line + 1) +
+                           "); each key may appear once");
+      }
+      if (auto st = NoKeyTwice(kv.second, at); !st) return st;
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (auto st = NoKeyTwice(node[i], where + "[" + std::to_string(i) + "]"); !st) return st;
+    }
+  }
+  return core::Ok();
+}
+
 core::Result<int> TlsVersion(const std::string& v, const std::string& where) {
   static const std::map<std::string, int> kVersions = {
       {"TLS10", 0x0301}, {"TLS11", 0x0302}, {"TLS12", 0x0303}, {"TLS13", 0x0304}};
@@ -224,7 +248,9 @@ core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
 core::Result<WebConfig> ParseWebConfig(const std::string& text, const std::string& dir) {
   // yaml-cpp throws; nothing it throws leaves this function.
   try {
-    return Parse(YAML::Load(text), dir);
+    YAML::Node root = YAML::Load(text);
+    if (auto st = NoKeyTwice(root, ""); !st) return std::unexpected(st.error());
+    return Parse(root, dir);
   } catch (const YAML::Exception& e) {
     return core::Fail("not valid YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
                       std::to_string(e.mark.column + 1) + ": " + e.msg);

@@ -37,6 +37,30 @@ basic_auth_users:
   EXPECT_EQ(c->headers.at("Strict-Transport-Security"), "max-age=31536000");
 }
 
+// Issue 39 (1): an empty key above the real one was read as the file's
+// answer (yaml-cpp keeps the first): plain HTTP, no auth. exporter-toolkit
+// refuses a key given twice; so does mesh-host, anywhere in the file.
+TEST(WebConfigTest, AKeyGivenTwiceIsRefusedNamingItAndItsLine) {
+  auto c = ParseWebConfig(
+      std::string("basic_auth_users:\nbasic_auth_users:\n  prometheus: ") + kHash + "\n", "/");
+  ASSERT_FALSE(c.has_value()) << "auth off by a duplicate";
+  EXPECT_EQ(c.error().message,
+            "basic_auth_users: given twice (again at line 2); each key may appear once");
+  auto tls = ParseWebConfig(
+      "tls_server_config:\ntls_server_config:\n  cert_file: a\n  key_file: b\n", "/");
+  ASSERT_FALSE(tls.has_value());
+  EXPECT_THAT(tls.error().message, HasSubstr("tls_server_config: given twice (again at line 2)"));
+  auto deep =
+      ParseWebConfig("tls_server_config:\n  cert_file: a\n  key_file: b\n  cert_file: c\n", "/");
+  ASSERT_FALSE(deep.has_value());
+  EXPECT_THAT(deep.error().message, HasSubstr("tls_server_config.cert_file: given twice"));
+  auto users = ParseWebConfig(
+      std::string("basic_auth_users:\n  u: ") + kHash + "\n  u: " + kHash + "\n", "/");
+  ASSERT_FALSE(users.has_value());
+  EXPECT_THAT(users.error().message, HasSubstr("basic_auth_users.u: given twice"));
+  EXPECT_THAT(users.error().message, Not(HasSubstr("$2y$")));
+}
+
 TEST(WebConfigTest, AnEmptyFileIsPlainHttp) {
   auto c = ParseWebConfig("", "/");
   ASSERT_TRUE(c.has_value());
