@@ -1,6 +1,7 @@
 #include "host/reconcile/diff.h"
 
 #include <map>
+#include <set>
 
 #include "host/core/printable.h"
 #include "host/core/unified_diff.h"
@@ -76,9 +77,11 @@ Current Look(ports::FileSystem& fs, const std::string& path) {
 
 // A file or a unit file that would be written: `shown` is its path as the
 // diff names it (with its leading "/").
+// `was_secret`: the record holds a credential at this path, so what is on
+// the machine is never shown, whatever its mode.
 std::string FileDiff(const Current& now, const std::string& shown, std::string_view content,
                      uint32_t mode, bool secret, const std::string& old_digest,
-                     const std::string& want) {
+                     const std::string& want, bool was_secret = false) {
   std::string out;
   bool missing = now.info.type == FileType::kMissing && now.unreadable.empty();
   if (!now.unreadable.empty() && now.info.type != FileType::kRegular) {
@@ -106,6 +109,10 @@ std::string FileDiff(const Current& now, const std::string& shown, std::string_v
   // What only its owner may read (a credential's old file, a key) may be
   // a secret, and a plan's output goes to CI logs: only the declared side
   // is shown.
+  if (was_secret && now.content != content) {
+    return out + "the content on the machine is not shown (the host wrote a credential there)\n" +
+           ContentDiff("/dev/null", "b" + shown, "", content);
+  }
   if (now.content != content && (now.info.mode & 0004) == 0) {
     return out + "the content on the machine is not shown (not world-readable)\n" +
            ContentDiff("/dev/null", "b" + shown, "", content);
@@ -207,6 +214,15 @@ std::string UnitFilePath(const HostDirs& dirs, const std::string& unit) {
 
 std::vector<std::string> Diffs(const DiffInputs& in) {
   std::vector<std::string> out;
+  // Paths the record holds credentials at: a file declared there now, or a
+  // credential turned into a file, never shows what the machine has.
+  std::set<std::string_view> secret_paths;
+  if (in.record != nullptr) {
+    for (const auto& [id, e] : in.record->resources) {
+      if (e.kind != core::KindName(core::Kind::kCredential)) continue;
+      for (const core::WrittenPath& w : e.written) secret_paths.insert(w.path);
+    }
+  }
   const auto& resources = in.declaration->resources;
   for (size_t i = 0; i < resources.size(); ++i) {
     const Resource& r = resources[i];
@@ -224,7 +240,7 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
       bool secret = r.kind == core::Kind::kCredential;
       block += MetadataDiff(now, r, in.seen->files[i]);
       block += FileDiff(now, r.path, r.content, r.mode, secret, step.old ? step.old->digest : "",
-                        (*in.wants)[i]);
+                        (*in.wants)[i], secret_paths.contains(r.path));
     }
     if (step.write_unit_file && r.unit().text.has_value()) {
       std::string shown = UnitFilePath(*in.dirs, r.unit().name);

@@ -19,6 +19,8 @@ namespace mesh::reconcile {
 
 struct DiffInputs {
   const core::Declaration* declaration = nullptr;
+  // What the host recorded (null: nothing): where it wrote credentials.
+  const core::Record* record = nullptr;
   const Plan* plan = nullptr;
   const Seen* seen = nullptr;
   const BundlesById* bundles = nullptr;

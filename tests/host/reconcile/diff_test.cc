@@ -175,3 +175,39 @@ TEST_F(DiffTest, WhatOnlyItsOwnerMayReadIsNotShown) {
 
 }  // namespace
 }  // namespace mesh::reconcile
+
+namespace mesh::reconcile {
+namespace {
+
+class FormerCredentialDiffTest : public ReconcilerTest {};
+
+// Issue 39 (6): a credential whose resource became a `file`, or whose path
+// a file took, had its old content printed by `plan --diff`.
+TEST_F(FormerCredentialDiffTest, AFormerCredentialIsNeverPrinted) {
+  json token = {{"id", "token"},
+                {"kind", "credential"},
+                {"path", "/etc/app/token"},
+                {"mode", "0644"},
+                {"content", "hunter2\n"}};
+  ASSERT_EQ(Run(Decl({token})).result, ApplyResult::kOk);
+  ReconcilerOptions options = Options();
+  options.dry_run = true;
+  options.diff = true;
+  for (const json& now :
+       {json{
+            {"id", "token"}, {"kind", "file"}, {"path", "/etc/app/token"}, {"content", "public\n"}},
+        json{{"id", "other"},
+             {"kind", "file"},
+             {"path", "/etc/app/token"},
+             {"content", "public\n"}}}) {
+    ApplyReport plan = Reconciler(Ports(), options).Apply(Decl({now}, 2).dump());
+    ASSERT_NE(plan.result, ApplyResult::kRefused) << plan.error;
+    std::string all;
+    for (const std::string& d : plan.diffs) all += d;
+    EXPECT_THAT(all, ::testing::Not(HasSubstr("hunter2"))) << all;
+    EXPECT_THAT(all, HasSubstr("the host wrote a credential there")) << all;
+  }
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
