@@ -22,4 +22,15 @@ core::Status VerifyDeclarationSignature(ports::DeclarationSource& source,
   return core::Ok();
 }
 
+core::Status CheckSignedGeneration(const core::Declaration& decl, const core::Record& record,
+                                   bool had_record) {
+  if (!had_record || decl.generation != record.generation || record.declaration_digest.empty() ||
+      decl.digest == record.declaration_digest) {
+    return core::Ok();
+  }
+  return core::Fail("declaration, field generation: " + std::to_string(decl.generation) +
+                    " was applied from another declaration; with --verify-key a signed change "
+                    "needs a higher generation (one generation, one declaration)");
+}
+
 }  // namespace mesh::reconcile

@@ -4,7 +4,9 @@
 // replaced under an unchanged declaration is caught.
 #pragma once
 
+#include "host/core/declaration.h"
 #include "host/core/minisign.h"
+#include "host/core/record.h"
 #include "host/core/result.h"
 #include "host/ports/declaration_source.h"
 
@@ -14,5 +16,12 @@ namespace mesh::reconcile {
 // file and how to make one.
 core::Status VerifyDeclarationSignature(ports::DeclarationSource& source,
                                         const core::MinisignKey& key);
+
+// Two declarations signed with one generation could be swapped for each
+// other at will, each verifying: a signed change needs a new generation.
+// Fails when `declaration` is not the one the record's generation was
+// applied from.
+core::Status CheckSignedGeneration(const core::Declaration& declaration, const core::Record& record,
+                                   bool had_record);
 
 }  // namespace mesh::reconcile

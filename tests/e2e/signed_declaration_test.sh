@@ -59,6 +59,12 @@ sign -t "generation 3"
 sed -i 's/^trusted comment: generation 3$/trusted comment: generation 4/' "$T/d.json.minisig"
 refused "trusted comment altered" "trusted comment does not verify"
 
+# Issue 39 (8): another declaration, validly signed, at the generation
+# already applied: two of them could be alternated at will.
+decl 2 swapped; sign
+refused "another signed declaration at an applied generation" "field generation: 2 was applied from another declaration"
+cp "$T/gen3.json" "$T/d.json"
+
 printf 'untrusted comment: x\nnot a signature\n' > "$T/d.json.minisig"
 refused "a .minisig that is not a signature" "not a minisign signature"
 
