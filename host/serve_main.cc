@@ -135,5 +135,5 @@ int main(int argc, char** argv) {
   if (flags->verb == mesh::cli::Verb::kRun) return Run(*flags);
   return mesh::cli::RunStatusVerb(flags->urls, flags->targets, flags->url, std::cout, std::cerr,
                                   {flags->ca, flags->cert, flags->key, flags->user, ""},
-                                  flags->password_file);
+                                  flags->password_file, flags->status_timeout);
 }

@@ -49,6 +49,9 @@ flags:
                        given more than once, one line per machine
   --targets FILE       status: the hosts of a Prometheus file_sd JSON file,
                        one line per machine; exit 0 only when all are healthy
+  --timeout DURATION   status: every answer whole by then, or its host is
+                       unreachable, saying so (default 10s); an answer over
+                       16 MiB is cut off
   --output text|json   apply, plan: the outcome lines (default), or one JSON
                        object per outcome, then a {"summary": ...} object
   --diff               plan: after the outcome lines, what each change does: a
@@ -95,7 +98,9 @@ ValueFlags ValueFlagsOf(Flags& flags) {
            {"--key", &flags.key},
            {"--user", &flags.user},
            {"--password-file", &flags.password_file}},
-          {{"--interval", &flags.interval}, {"--settle", &flags.settle}}};
+          {{"--interval", &flags.interval},
+           {"--settle", &flags.settle},
+           {"--timeout", &flags.status_timeout}}};
 }
 
 // One flag's value, checked as it is read.
@@ -109,8 +114,8 @@ core::Status SetValue(ValueFlags& into, Flags& flags, const std::string& name,
   }
   auto d = core::ParseDuration(value);
   if (!d) return core::Fail("flag " + name + ": " + d.error().message);
-  if (d->count() <= 0 && name == "--interval")
-    return core::Fail("flag --interval must be positive");
+  if (d->count() <= 0 && (name == "--interval" || name == "--timeout"))
+    return core::Fail("flag " + name + " must be positive");
   // Shorter, the second look is the first look again: ADR 184 off.
   if (name == "--settle" && *d < kMinSettle) {
     return core::Fail("flag --settle: " + value +

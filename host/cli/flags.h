@@ -34,6 +34,8 @@ struct Flags {
   // certificate, a client certificate and key, a basic-auth user (the
   // password from --password-file or MESH_HOST_PASSWORD, never argv).
   std::string ca, cert, key, user, password_file;
+  // status: the whole command's deadline.
+  std::chrono::nanoseconds status_timeout = std::chrono::seconds(10);
   // run: the exporter-toolkit web config (TLS, basic auth, headers).
   std::string web_config;
   // run: log every outcome at every apply, `unchanged` ones included

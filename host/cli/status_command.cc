@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -153,9 +155,47 @@ Probe Get(const std::string& given, const std::string& path, std::string* body,
   if (!opts.user.empty()) client.set_basic_auth(opts.user, opts.password);
   client.set_connection_timeout(std::chrono::seconds(3));
   client.set_read_timeout(std::chrono::seconds(5));
-  auto res = client.Get(path);
-  if (!res) {
-    p.error = core::Printable(p.url) + " unreachable: " + Why(res.error());
+  std::string received;
+  bool too_large = false;
+  bool timed_out = false;
+  httplib::Result res = [&] {
+    // At the deadline the client is stopped from here: its socket is shut
+    // down under the read, which then returns.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread watch;
+    if (opts.deadline.has_value()) {
+      watch = std::thread([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        if (!cv.wait_until(lock, *opts.deadline, [&] { return done; })) {
+          timed_out = true;
+          client.stop();
+        }
+      });
+    }
+    httplib::Result r = client.Get(path, [&](const char* data, size_t n) {
+      if (received.size() + n > opts.max_bytes) {
+        too_large = true;
+        return false;
+      }
+      received.append(data, n);
+      return true;
+    });
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    cv.notify_one();
+    if (watch.joinable()) watch.join();
+    return r;
+  }();
+  if (too_large || timed_out || !res) {
+    std::string why = too_large ? "its answer is larger than " +
+                                      std::to_string(opts.max_bytes >> 20) + " MiB (cut off there)"
+                      : timed_out ? "no whole answer before the deadline (--timeout)"
+                                  : Why(res.error());
+    p.error = core::Printable(p.url) + " unreachable: " + why;
     return p;
   }
   if (res->status != 200 && !(path == "/healthz" && res->status == 503)) {
@@ -168,7 +208,7 @@ Probe Get(const std::string& given, const std::string& path, std::string* body,
     }
     return p;
   }
-  *body = std::move(res->body);
+  *body = std::move(received);
   return p;
 }
 
@@ -326,7 +366,9 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
 
 int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
                   const std::string& default_url, std::ostream& out, std::ostream& err,
-                  ClientOptions client, const std::string& password_file) {
+                  ClientOptions client, const std::string& password_file,
+                  std::chrono::nanoseconds timeout) {
+  client.deadline = std::chrono::steady_clock::now() + timeout;
   if (!password_file.empty()) {
     std::ifstream in(password_file, std::ios::binary);
     if (!in) {

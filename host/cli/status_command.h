@@ -1,7 +1,10 @@
 // `mesh-host status`: reads /status of a running host and prints a table.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -17,7 +20,17 @@ struct ClientOptions {
   std::string key;
   std::string user;  // basic auth
   std::string password;
+  // Every answer is whole by then or cut off, whatever the peer does
+  // (a byte every few seconds never trips a read timeout); none: no
+  // deadline of the command's own.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  // An answer larger than this is cut off: /status of 10,000 resources is
+  // about 3 MiB.
+  size_t max_bytes = size_t{16} << 20;
 };
+
+// The default of `status --timeout`: a person at a terminal waits that long.
+inline constexpr std::chrono::seconds kDefaultStatusTimeout{10};
 
 // Exit 0 healthy, 1 not healthy, 2 unreachable or not a mesh-host.
 int RunStatus(const std::string& url, std::ostream& out, std::ostream& err,
@@ -27,9 +40,11 @@ int RunStatus(const std::string& url, std::ostream& out, std::ostream& err,
 // `default_url`), or the fleet's lines (several --url, or --targets).
 // `password_file` (or, without one, MESH_HOST_PASSWORD) holds the password
 // of `client.user`.
+// `timeout` bounds the whole command (ClientOptions::deadline).
 int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
                   const std::string& default_url, std::ostream& out, std::ostream& err,
-                  ClientOptions client = {}, const std::string& password_file = "");
+                  ClientOptions client = {}, const std::string& password_file = "",
+                  std::chrono::nanoseconds timeout = kDefaultStatusTimeout);
 
 // The table, for a /status document; fits 80 columns.
 std::string FormatStatusTable(const nlohmann::json& status);

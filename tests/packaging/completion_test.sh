@@ -23,7 +23,7 @@ touch "$T/decl.json"; mkdir "$T/statedir"
 check "--declaration completes files" 'complete_words plan --declaration de | grep -qx decl.json'
 check "--state-dir completes directories only" '[ "$(complete_words run --state-dir s)" = statedir ] && [ -z "$(complete_words run --state-dir de)" ]'
 check "status is offered --targets, not --root" \
-  'complete_words status --t | grep -qx -- --targets && ! complete_words status --r | grep -q .'
+  'complete_words status --t | grep -x -- --targets >/dev/null && ! complete_words status --r | grep -q .'
 check "--output=: values after =" '[ "$(complete_words apply --output = "" | tr "\n" " ")" = "text json " ]'
 check "--output=j: json" '[ "$(complete_words apply --output = j)" = json ]'
 check "--metrics-resources=: values" '[ "$(complete_words run --metrics-resources = | tr "\n" " ")" = "all failing " ]'
@@ -40,7 +40,7 @@ for v in run apply plan status; do
       --help | -h | --verbose | -v | --diff) args=("$f") ;;
       --output) args=("$f" json) ;;
       --metrics-resources) args=("$f" failing) ;;
-      --interval | --settle) args=("$f" 1s) ;;
+      --interval | --settle | --timeout) args=("$f" 1s) ;;
       --root | --state-dir | --artifacts | --unit-dir) args=("$f" /tmp) ;;
       --cert | --key) args=(--cert c --key k) ;;
       *) args=("$f" x) ;;

@@ -3,7 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -89,6 +94,86 @@ TEST(StatusCommandTest, TheUrlOfTheStatusPageItselfWorks) {
         << suffix << ": " << err.str();
     EXPECT_THAT(out.str(), HasSubstr("machine m")) << suffix;
   }
+  server.stop();
+  t.join();
+}
+
+// A peer that accepts and then sends its answer's headers a byte every
+// 200 ms: each byte is within the read timeout, so only a deadline of the
+// command's own ends the wait.
+class TricklingPeer {
+ public:
+  TricklingPeer() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(::listen(listener_, 4), 0);
+    EXPECT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      int c = ::accept(listener_, nullptr, nullptr);
+      if (c < 0) return;
+      const std::string head = "HTTP/1.1 200 OK\r\nX-Slow: ";
+      (void)::send(c, head.data(), head.size(), MSG_NOSIGNAL);
+      // At most 60 s: the test is bounded even when the client never gives up.
+      for (int i = 0; i < 300 && !stop_; ++i) {
+        if (::send(c, "a", 1, MSG_NOSIGNAL) != 1) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      ::close(c);
+    });
+  }
+  ~TricklingPeer() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Issue 39 (4): a target sending a byte every few seconds was still pending
+// at 40 s, and an endless body grew the client until bad_alloc. The
+// command has a deadline and a cap, and says which one a target hit.
+TEST(StatusCommandTest, ATricklingPeerMeetsTheDeadline) {
+  TricklingPeer peer;
+  ClientOptions opts;
+  opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus(peer.url(), out, err, opts), 2);
+  EXPECT_THAT(err.str(), HasSubstr("no whole answer before the deadline (--timeout)"));
+}
+
+TEST(StatusCommandTest, AnEndlessAnswerIsCutOff) {
+  httplib::Server server;
+  server.Get("/status", [](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("application/json",
+                                     [](size_t offset, httplib::DataSink& sink) {
+                                       std::string chunk(64 * 1024, ' ');
+                                       // Bounded for a client that never stops reading: 64 MiB.
+                                       if (offset > (size_t{64} << 20)) {
+                                         sink.done();
+                                         return true;
+                                       }
+                                       return sink.write(chunk.data(), chunk.size());
+                                     });
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  ClientOptions opts;
+  opts.max_bytes = size_t{1} << 20;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://127.0.0.1:" + std::to_string(port), out, err, opts), 2);
+  EXPECT_THAT(err.str(), HasSubstr("its answer is larger than 1 MiB (cut off there)"));
   server.stop();
   t.join();
 }
