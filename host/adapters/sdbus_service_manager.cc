@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include "host/base/shared_library.h"
 
@@ -160,6 +161,7 @@ SdbusServiceManager::~SdbusServiceManager() = default;
 
 void SdbusServiceManager::Disconnect() {
   bus_.reset();
+  held_.clear();           // the references went with the connection
   watched_paths_.clear();  // object paths are re-resolved on the new connection
 }
 
@@ -465,7 +467,14 @@ sd_bus_message* NewCall(sd_bus* bus, const char* path, const char* iface, const 
 
 // Reads the value of property `n` (a variant, next in `m`) into `s`, or
 // skips it when the host has no use for it. Negative: unreadable.
-int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s) {
+// What Conditions and ConditionResult say, in whichever order they come.
+struct ConditionsSeen {
+  std::optional<bool> held;  // ConditionResult
+  std::string first_failed;  // "ConditionPathExists=/etc/x"
+};
+
+int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s,
+                 ConditionsSeen& conditions) {
   std::string* text = n == "LoadState"       ? &s.load_state
                       : n == "ActiveState"   ? &s.active_state
                       : n == "SubState"      ? &s.sub_state
@@ -491,6 +500,28 @@ int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s) {
     // unknown to the host.
     constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
     if (usec <= kDayUsec) s.timeout_stop = std::chrono::microseconds(usec);
+  } else if (n == "Conditions") {
+    // a(sbbsi): type, trigger, negate, parameter, state (<0 failed).
+    if ((r = sd_bus_message_enter_container(m, 'v', "a(sbbsi)")) < 0) return r;
+    if ((r = sd_bus_message_enter_container(m, 'a', "(sbbsi)")) < 0) return r;
+    const char *type = nullptr, *param = nullptr;
+    int trigger = 0, negate = 0;
+    int32_t state = 0;
+    while ((r = sd_bus_message_read(m, "(sbbsi)", &type, &trigger, &negate, &param, &state)) > 0) {
+      // A trigger condition (|) fails the unit only when all of them fail:
+      // the first failed one is named either way.
+      if (state < 0 && conditions.first_failed.empty()) {
+        conditions.first_failed =
+            std::string(type) + "=" + (trigger ? "|" : "") + (negate ? "!" : "") + param;
+      }
+    }
+    if (r < 0) return r;
+    if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+    return sd_bus_message_exit_container(m);
+  } else if (n == "ConditionResult") {
+    int result = 1;
+    if ((r = sd_bus_message_read(m, "v", "b", &result)) < 0) return r;
+    conditions.held = result != 0;
   } else if (n == "StateChangeTimestampMonotonic") {
     uint64_t usec = 0;
     if ((r = sd_bus_message_read(m, "v", "t", &usec)) < 0) return r;
@@ -524,14 +555,21 @@ int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s) {
 core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::string& what) {
   auto bad = [&] { return core::Fail(what + ": unreadable reply"); };
   int rr;
+  ConditionsSeen conditions;
   if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0) return bad();
   while ((rr = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
     const char* name = nullptr;
     if (sd_bus_message_read(m, "s", &name) < 0) return bad();
-    if (ReadProperty(m, name, s) < 0) return bad();
+    if (ReadProperty(m, name, s, conditions) < 0) return bad();
     if (sd_bus_message_exit_container(m) < 0) return bad();
   }
   if (rr < 0) return bad();
+  // Conditions lists every check; only a false ConditionResult skipped it.
+  // A unit loaded afresh (a finished oneshot unloaded since) reads false
+  // with no condition checked: that is no skip.
+  if (conditions.held == false && !conditions.first_failed.empty()) {
+    s.failed_condition = std::move(conditions.first_failed);
+  }
   return core::Ok();
 }
 
@@ -612,7 +650,8 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
         if (auto st = ParseProperties(replies[k].message.get(), *out[i], what[k]); !st) {
           out[i] = std::unexpected(st.error());
         }
-      } else if (ReadProperty(replies[k].message.get(), property, *out[i]) < 0) {
+      } else if (ConditionsSeen none;
+                 ReadProperty(replies[k].message.get(), property, *out[i], none) < 0) {
         out[i] = core::Fail(what[k] + ": unreadable reply");
       }
     }
@@ -642,6 +681,27 @@ int SdbusServiceManager::ProcessUntil(const std::function<bool()>& done,
   }
 }
 
+// systemd unloads a unit that ended and that nothing references (a
+// oneshot that ran, a start skipped on a false condition) at once: read
+// again, it is loaded afresh and says nothing of that run. A reference of
+// this connection's (Unit.Ref, systemd 235 and later) keeps it loaded for
+// the looks, and goes with the connection. Best effort: a unit not held
+// reads as before.
+void SdbusServiceManager::HoldLoaded(
+    const std::vector<std::pair<std::string, ports::JobKind>>& jobs) {
+  std::vector<sd_bus_message*> calls;
+  std::vector<std::string> what;
+  for (const auto& [unit, kind] : jobs) {
+    if (kind == ports::JobKind::kStop || held_.contains(unit)) continue;
+    auto path = UnitPath(unit);
+    if (!path) continue;
+    calls.push_back(NewCall(bus_->bus, path->c_str(), kUnitIface, "Ref"));
+    what.push_back("Ref " + unit);
+    held_.insert(unit);
+  }
+  if (!calls.empty()) (void)CallAll(std::move(calls), what);
+}
+
 std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
     const std::vector<std::pair<std::string, ports::JobKind>>& jobs, bool new_batch) {
   std::vector<core::Result<std::string>> out(jobs.size());
@@ -652,6 +712,7 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
   }
   size_t waited = std::count_if(jobs.begin(), jobs.end(),
                                 [](const auto& j) { return j.second != ports::JobKind::kStop; });
+  HoldLoaded(jobs);
   if (waited > 0) jobs_.ExpectCalls(waited, new_batch);
   std::vector<sd_bus_message*> calls;
   std::vector<std::string> what;

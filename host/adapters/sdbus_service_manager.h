@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "host/adapters/job_ledger.h"
@@ -67,6 +68,9 @@ class SdbusServiceManager : public ports::ServiceManager {
   // batch; EnqueueAll is).
   std::vector<core::Result<std::string>> EnqueueJobs(
       const std::vector<std::pair<std::string, ports::JobKind>>& jobs, bool new_batch);
+  // Keeps the units of starts and restarts loaded for this connection.
+  void HoldLoaded(const std::vector<std::pair<std::string, ports::JobKind>>& jobs);
+  std::set<std::string> held_;  // units this connection holds a reference to
   // Processes what the bus delivers until `done()` or `deadline`: 0 when
   // done; a lost connection's negative errno at once; at the deadline, the
   // last error met on the way (0 if none).

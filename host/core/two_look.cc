@@ -107,6 +107,14 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
     return {false, "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result +
                        "\", unit " + StateWords(second.unit) + " " + when};
   }
+  // systemd skipped the start: not running, and not a run that ended well
+  // (a skipped oneshot reads Result=success too).
+  for (const Look* look : {&first, &second}) {
+    if (!look->unit.failed_condition.empty() && !look->unit.Running() && !look->job_pending) {
+      return {false, "skipped by systemd: " + look->unit.failed_condition + " is false (" +
+                         StateWords(look->unit) + ") " + when};
+    }
+  }
   // A oneshot that ran to completion is what was asked for (Chef's lesson).
   if (second.unit.type == "oneshot" && !second.job_pending && second.unit.result == "success" &&
       (second.unit.active_state == "inactive" || second.unit.active_state == "active")) {

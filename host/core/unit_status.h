@@ -29,14 +29,20 @@ struct UnitStatus {
   // How long the unit had been in its ActiveState when read (systemd's
   // StateChangeTimestampMonotonic); zero when unknown.
   std::chrono::nanoseconds in_state_for{0};
+  // At its last start systemd found this condition false and skipped it
+  // ("ConditionPathExists=/etc/x", from Conditions and ConditionResult);
+  // empty when every condition held or none was checked.
+  std::string failed_condition;
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {
     return active_state == "active" || active_state == "activating" || active_state == "reloading";
   }
-  // A Type=oneshot unit whose last run ended well and left nothing running.
+  // A Type=oneshot unit whose last run ended well and left nothing running
+  // (one systemd skipped on a false condition never ran).
   bool FinishedOneshot() const {
-    return type == "oneshot" && active_state == "inactive" && result == "success";
+    return type == "oneshot" && active_state == "inactive" && result == "success" &&
+           failed_condition.empty();
   }
 };
 

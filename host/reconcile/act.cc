@@ -48,12 +48,12 @@ std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, con
   Acted acted;
   if (u.stop && !dry_run) {
     auto job = services->Enqueue(r.unit().name, ports::JobKind::kStop);
-    acted =
-        job ? Acted{State::kStopQueued, "", *job} : Acted{State::kRefused, job.error().message, ""};
+    acted = job ? Acted{.state = State::kStopQueued, .detail = "", .job = *job}
+                : Acted{.state = State::kRefused, .detail = job.error().message, .job = ""};
   }
   if (r.unit().state == core::UnitState::kRunning) {
     if (auto failed = FailedDependency(decl, plan, writes, r)) {
-      return Acted{State::kBlocked, *failed, ""};
+      return Acted{.state = State::kBlocked, .detail = *failed, .job = ""};
     }
   }
   if (u.daemon_reload && reloaded.has_value() && !reloaded->has_value()) {
@@ -62,7 +62,9 @@ std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, con
     std::string stopped =
         acted.state == State::kStopQueued ? StoppedNotWaited(false, r.unit().name) + "; " : "";
     std::string cause = "daemon-reload failed (" + reloaded->error().message + ")";
-    return Acted{State::kBlocked, stopped + NotActed(past, cause, r.unit().name, "definition"), ""};
+    return Acted{.state = State::kBlocked,
+                 .detail = stopped + NotActed(past, cause, r.unit().name, "definition"),
+                 .job = ""};
   }
   if (!u.action.has_value() || dry_run) return acted;
   return std::nullopt;
@@ -103,8 +105,9 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
       readable.push_back(asks[n]);
       sent.push_back(n);
     } else {
-      acts[asked[n]] =
-          Acted{State::kRefused, n < before.size() ? before[n].error().message : "not read", ""};
+      acts[asked[n]] = Acted{.state = State::kRefused,
+                             .detail = n < before.size() ? before[n].error().message : "not read",
+                             .job = ""};
     }
   }
   if (readable.empty()) return acts;
@@ -113,8 +116,8 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   for (size_t m = 0; m < sent.size(); ++m) {
     size_t n = sent[m];
     Acted& a = acts[asked[n]];
-    a = queued[m] ? Acted{State::kQueued, "", *queued[m]}
-                  : Acted{State::kRefused, queued[m].error().message, ""};
+    a = queued[m] ? Acted{.state = State::kQueued, .detail = "", .job = *queued[m]}
+                  : Acted{.state = State::kRefused, .detail = queued[m].error().message, .job = ""};
     if (queued[m]) a.before = std::move(*before[n]);
   }
   return acts;

@@ -20,6 +20,7 @@ std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
            std::to_string(*old->unit().n_restarts) + " -> " + std::to_string(s.n_restarts) + ")";
   }
   if (s.sub_state == "auto-restart") return "was " + s.active_state + " (auto-restart)";
+  if (!s.failed_condition.empty()) return "was skipped (" + s.failed_condition + " is false)";
   return "was " + s.active_state;
 }
 

@@ -207,6 +207,11 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
       !st) {
     return Refuse(st.error());
   }
+  if (options_.verify_key.has_value()) {
+    if (auto st = CheckSignedGeneration(*decl, *record_, had_record_); !st) {
+      return Refuse(st.error());
+    }
+  }
   Apply(std::move(*decl));
 }
 
@@ -290,8 +295,15 @@ void ApplyRun::Apply(Declaration decl) {
     plan = make_plan(dry_run);
   }
   if (options_.dry_run && options_.diff) {
-    report_.diffs = Diffs({&decl, &plan, &observed->seen, &observed->bundles, &wants,
-                           &options_.dirs, ports_.root, ports_.units});
+    report_.diffs = Diffs({.declaration = &decl,
+                           .record = record_.get(),
+                           .plan = &plan,
+                           .seen = &observed->seen,
+                           .bundles = &observed->bundles,
+                           .wants = &wants,
+                           .dirs = &options_.dirs,
+                           .root = ports_.root,
+                           .units = ports_.units});
   }
   wants = std::vector<std::string>();  // read by the observation and the plan only
   Carry(std::move(decl), olds, std::move(*observed), std::move(plan), dry_run);

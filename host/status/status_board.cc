@@ -84,10 +84,17 @@ bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& s
     if (r.declared_unit() != unit || !r.unit.has_value()) continue;
     core::UnitSnapshot& u = *r.unit;
     Streak& streak = streaks_[unit];
-    if (!core::UpSince(status, u.n_restarts)) {
+    if (!core::UpSince(status, u.n_restarts) ||
+        (streak.since.has_value() && status.invocation_id != streak.invocation)) {
+      // Down, or a new run since the streak began (a death between two
+      // looks, missed by both): the streak starts again.
       streak = {};
-    } else if (!streak.confirmed) {
-      if (!streak.since.has_value()) streak.since = now;
+    }
+    if (core::UpSince(status, u.n_restarts) && !streak.confirmed) {
+      if (!streak.since.has_value()) {
+        streak.since = now;
+        streak.invocation = status.invocation_id;
+      }
       streak.confirmed = now - *streak.since >= settle_;
     }
     up = streak.confirmed;
@@ -139,7 +146,7 @@ nlohmann::json ToJson(const Snapshot& s) {
            !r.declared.value_or_empty().state.empty()
                ? r.declared.value_or_empty().state
                : std::string(core::UnitStateName(r.unit_should_run ? core::UnitState::kRunning
-                                                                  : core::UnitState::kStopped))}};
+                                                                   : core::UnitState::kStopped))}};
     }
     resources.push_back(std::move(item));
   }

@@ -77,9 +77,12 @@ class StatusBoard {
 
  private:
   // Per unit: up since the apply confirmed it, or since when it has been.
+  // A unit seen up since `since`, all of it under one InvocationID: a
+  // crash loop's runs, each shorter than a settle, never add up to one.
   struct Streak {
     bool confirmed = false;
     std::optional<std::chrono::steady_clock::time_point> since;
+    std::string invocation;
   };
 
   const std::chrono::nanoseconds settle_;

@@ -6,6 +6,7 @@
 #   4. a service its timer or socket runs, declared triggered, is neither
 #      started nor stopped, and its new definition waits for its next run;
 #   6. a unit declared stopped whose stop has not finished is not stopped;
+#  10. a start systemd skipped names the condition that was false;
 #   7. a dropped unit the host wrote is disabled (no dangling links),
 #      stopped and its unit file and drop-in folder deleted; an operator's
 #      own unit is forgotten, still running.
@@ -74,15 +75,21 @@ box_apply "$ROOT"
 check "stopping: once stopped, stopped as declared" \
   '[ $RC = 0 ] && grep -q "^unchanged slow (service): mh-slow.service stopped as declared" <<<"$OUT"'
 
+# 10. A false condition: systemd skips the start, and the words say which.
+COND='{"id":"cond","kind":"service","unit":"mh-cond.service","state":"running","unit_text":"[Unit]\nConditionPathExists=/nonexistent-mesh-host\n[Service]\nExecStart=/bin/sleep infinity\n"}'
+decl 16 "$COND"; box_apply "$ROOT"
+check "condition: the skip is a failure naming the condition" \
+  '[ $RC = 1 ] && grep -q "^failed cond (service): mh-cond.service skipped by systemd: ConditionPathExists=/nonexistent-mesh-host is false" <<<"$OUT"'
+
 # 7. Dropped: the host's own unit (enabled, a drop-in) and an operator's.
 OWN='{"id":"own","kind":"service","unit":"mh-own.service","state":"running","enabled":true,"unit_text":"[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=multi-user.target\n","drop_ins":{"10-x.conf":"[Service]\nEnvironment=X=1\n"}}'
 printf '[Service]\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-op.service"
 inside systemctl daemon-reload
 OP='{"id":"op","kind":"service","unit":"mh-op.service","state":"running"}'
-decl 14 "$OWN,$OP"; box_apply "$ROOT"
+decl 17 "$OWN,$OP"; box_apply "$ROOT"
 check "dropped: both run, own enabled" \
   '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ]'
-decl 15 ""; box_apply "$ROOT"
+decl 18 ""; box_apply "$ROOT"
 check "dropped: the operator's unit is forgotten, still running" \
   '[ $RC = 0 ] && grep -q "^removed op (service): no longer managed; left unit mh-op.service as it is" <<<"$OUT" && [ "$(state mh_2dop_2eservice)" = active ] && [ -f "$UNITS/mh-op.service" ]'
 check "dropped: the host's unit is disabled, no link left dangling" \

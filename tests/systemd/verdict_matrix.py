@@ -119,6 +119,14 @@ CASES = {
     "oneshot, fails after 3 s": (
         "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'sleep 3; exit 1'\n", DIES_STARTING,
         "failed", 1),
+    # Issue 38 (10): systemd skipped the start on a false condition; a
+    # skipped oneshot read "finished (Result=success)" though it never ran.
+    "condition false": (
+        "[Unit]\nConditionPathExists=/nonexistent-mesh-host\n[Service]\nExecStart=/bin/sleep infinity\n",
+        LOOPING, "failed", 1),
+    "oneshot, condition false": (
+        "[Unit]\nConditionPathExists=/nonexistent-mesh-host\n[Service]\nType=oneshot\n"
+        "ExecStart=/bin/sh -c 'echo >> RUNS'\n", LOOPING, "failed", 1),
     # Issue 38 (1): a reload is judged by its own job.
     "reload_on, ExecReload fails after 2 s": (
         "[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/sh -c 'sleep 2; exit 1'\n",

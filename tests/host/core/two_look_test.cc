@@ -182,6 +182,22 @@ TEST(FirstLookWaitTest, EachStopPhaseGetsTheStopTimeoutAnew) {
   EXPECT_TRUE(hung.stopping());
 }
 
+// Issue 38 (10): a false condition read "inactive (dead) 1.0 s after
+// start", and a oneshot whose condition was false "finished
+// (Result=success)" though it never ran.
+TEST(TwoLookTest, ASkippedStartSaysWhichConditionWasFalse) {
+  Look skipped = L("inactive", "dead", "", 0, false, "success", "oneshot");
+  skipped.unit.failed_condition = "ConditionPathExists=/etc/app.conf";
+  Verdict v = JudgeTwoLooks(UnitAction::kStart, "done", skipped, skipped, 1s);
+  EXPECT_FALSE(v.accepted) << "a oneshot that never ran is not finished";
+  EXPECT_EQ(
+      v.detail,
+      "skipped by systemd: ConditionPathExists=/etc/app.conf is false (inactive (dead)) 1.0 s "
+      "after start");
+  skipped.unit.type = "simple";
+  EXPECT_FALSE(JudgeTwoLooks(UnitAction::kStart, "done", skipped, skipped, 1s).accepted);
+}
+
 TEST(UnitStatusTest, StoppedIsNotStopping) {
   UnitStatus s;
   s.active_state = "deactivating";

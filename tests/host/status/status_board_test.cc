@@ -135,6 +135,31 @@ TEST(StatusBoardTest, ACrashLoopIsNeverUpBetweenApplies) {
   EXPECT_TRUE(Judge(*board.Get()).healthy);
 }
 
+// Issue 38 (9): in a crash loop whose restarts the watch's looks missed
+// (a death between two looks, NRestarts the same at both), two looks a
+// settle apart under different invocations made it up for a moment every
+// cycle, and MeshHostDaemonDead never fired. A streak is one invocation.
+TEST(StatusBoardTest, TwoRunsAreNotOneStreak) {
+  using namespace std::chrono_literals;
+  StatusBoard board(1s);
+  board.PublishApply(Report());
+  auto t = std::chrono::steady_clock::time_point{} + 100s;
+  core::UnitStatus s;
+  s.active_state = "active";
+  s.sub_state = "running";
+  s.n_restarts = 3;  // grown since the apply: down until it stays up
+  for (int run = 0; run < 6; ++run) {
+    s.invocation_id = "run" + std::to_string(run);
+    EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 600ms)) << "run " << run;
+    EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 600ms)) << "run " << run;
+    s.invocation_id = "run" + std::to_string(run) + "b";  // died and came back, unseen
+  }
+  s.invocation_id = "stays";
+  EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 600ms));
+  EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 600ms));
+  EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t += 600ms)) << "one run, up a settle";
+}
+
 TEST(StatusBoardTest, FailedResourceNamedInHealth) {
   StatusBoard board;
   auto r = Report();
