@@ -77,6 +77,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   // The staged writes' batch of files (write.cc): a chunk of small files
   // is made durable by one syncfs.
   if (!daemon) options.chunk = 4096;
+  options.recorded_on_refusal = daemon;
   if (!flags.verify_key.empty()) {
     auto key = adapters::ReadVerifyKey(flags.verify_key);
     if (!key) return std::unexpected(key.error());

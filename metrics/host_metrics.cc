@@ -143,7 +143,11 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
   duration_->Observe(std::chrono::duration<double>(report.duration).count());
   last_reconcile_->Set(Seconds(report.finished_at));
   if (report.result == core::ApplyResult::kOk) last_success_->Set(Seconds(report.finished_at));
-  if (report.result == core::ApplyResult::kRefused) return;
+  if (report.result == core::ApplyResult::kRefused) {
+    if (report.recorded.has_value() && !shown_) ObserveRecorded(*report.recorded);
+    return;
+  }
+  shown_ = true;
   generation_->Set(static_cast<double>(report.generation));
 
   bool same_declaration = declaration_digest_ == report.declaration_digest;
@@ -187,6 +191,40 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
     s.result = o.unit->result;
     s.n_restarts = o.unit->n_restarts;
     ObserveUnitLocked(o.unit->name, s, o.unit->up);
+  }
+}
+
+// A daemon started on a refused declaration: the recorded generation, the
+// failed resources and the units (their counters at 0), so that the alerts
+// see the machine as recorded. Nothing is counted: no apply happened.
+void HostMetrics::ObserveRecorded(const core::RecordedState& recorded) {
+  shown_ = true;
+  generation_->Set(static_cast<double>(recorded.generation));
+  std::map<std::string, uint64_t> by_kind;
+  running_units_.clear();
+  for (const core::ResourceOutcome& o : recorded.resources) {
+    if (o.unit_should_run && !o.declared_unit().empty()) running_units_.insert(o.declared_unit());
+  }
+  for (const core::ResourceOutcome& o : recorded.resources) {
+    ++by_kind[o.kind];
+    if (o.outcome == core::Outcome::kFailed && !resource_failed_.contains(o.id)) {
+      auto& g = failed_->Add({{"resource", o.id}, {"kind", o.kind}});
+      g.Set(1);
+      resource_failed_.emplace(o.id, &g);
+    }
+    if (o.declared_unit().empty()) continue;
+    CountUnitActions(o);
+    if (!o.unit.has_value() || !o.unit_should_run) continue;
+    core::UnitStatus s;
+    s.active_state = o.unit->active_state;
+    s.sub_state = o.unit->sub_state;
+    s.result = o.unit->result;
+    s.n_restarts = o.unit->n_restarts;
+    ObserveUnitLocked(o.unit->name, s, o.unit->up);
+  }
+  for (core::Kind kind : core::kAllKinds) {
+    std::string name(core::KindName(kind));
+    resources_->Add({{"kind", name}}).Set(static_cast<double>(by_kind[name]));
   }
 }
 

@@ -62,6 +62,7 @@ class HostMetrics {
   std::string Serialize() const;
 
  private:
+  void ObserveRecorded(const core::RecordedState& recorded);
   // `resources`: sorted; a view of each id, not a copy (one per resource,
   // at every apply).
   void ForgetExcept(std::span<const std::string_view> resources,
@@ -116,6 +117,8 @@ class HostMetrics {
   std::map<std::string, prometheus::Counter*> unit_systemd_restarts_;
   std::map<std::string, uint32_t> last_n_restarts_;
   std::set<std::string> running_units_;  // declared running, from the last accepted apply
+  // An accepted apply, or the recorded state, has been shown.
+  bool shown_ = false;
 };
 
 }  // namespace mesh::metrics

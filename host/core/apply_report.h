@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,16 @@ namespace mesh::core {
 
 enum class ApplyResult { kOk, kFailed, kRefused };
 std::string_view ApplyResultName(ApplyResult result);  // "ok", "failed", "refused"
+
+// What the record says the last applied generation left: its machine,
+// generation and each resource (failed where an action is still owed),
+// with the units as systemd shows them now.
+struct RecordedState {
+  std::string machine;
+  uint64_t generation = 0;
+  std::string declaration_digest;
+  std::vector<ResourceOutcome> resources;
+};
 
 struct ApplyReport {
   ApplyResult result = ApplyResult::kOk;
@@ -45,6 +56,10 @@ struct ApplyReport {
   // `plan --diff`: what each change would do to the machine, one block per
   // resource (diff.h).
   std::vector<std::string> diffs;
+  // A refused apply, when asked for (ReconcilerOptions::recorded_on_refusal):
+  // the recorded truth, for a daemon that has shown no apply yet — a bad
+  // push must not blind /status and /metrics.
+  std::optional<RecordedState> recorded;
 };
 
 }  // namespace mesh::core

@@ -94,10 +94,15 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
   }
   std::string summary;
   if (report.result == core::ApplyResult::kRefused) {
+    // Before any apply was shown, what stays in force is what is recorded.
+    auto shown = board_.Get();
+    uint64_t in_force = shown->machine.empty() && report.recorded.has_value()
+                            ? report.recorded->generation
+                            : shown->generation;
     summary =
         "declaration refused: " +
         (report.refusals.empty() ? report.error : report.error.substr(0, report.error.find(':'))) +
-        "; generation " + std::to_string(board_.Get()->generation) + " stays in force";
+        "; generation " + std::to_string(in_force) + " stays in force";
     log_.Line(Priority::kErr, summary);
     for (const std::string& r : report.refusals) log_.Line(Priority::kErr, "  " + r);
   } else {

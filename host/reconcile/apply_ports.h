@@ -49,6 +49,9 @@ struct ReconcilerOptions {
   std::optional<core::MinisignKey> verify_key;
   // Plan only (`plan --diff`): fill ApplyReport::diffs (diff.h).
   bool diff = false;
+  // A refused declaration's report carries what the record holds
+  // (ApplyReport::recorded): the daemon's, whose /status would be blind.
+  bool recorded_on_refusal = false;
   // A first apply of files this large is carried this many resources at a
   // time, never held whole (chunked.h); 0: always whole. The one-shot
   // `apply` sets it; the daemon keeps every outcome for /status anyway.

@@ -17,6 +17,7 @@
 #include "host/reconcile/noop_step.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/recorded.h"
 #include "host/reconcile/recovery.h"
 #include "host/reconcile/signature.h"
 #include "host/reconcile/write.h"
@@ -57,7 +58,10 @@ class ApplyRun {
     report_.error = error.message;
     report_.refusals = error.details;
     report_.result = ApplyResult::kRefused;
+    if (options_.recorded_on_refusal) RecordTruth();
   }
+  // The recorded truth beside the refusal (recorded.h).
+  void RecordTruth();
   // Saves what the plan will owe before it changes anything; false when it
   // could not (the apply then changes nothing).
   bool SaveIntent(const Plan& plan);
@@ -82,6 +86,7 @@ class ApplyRun {
   // The loaded record, shared with the store; read-only during the pass.
   std::shared_ptr<const core::Record> record_ = std::make_shared<const core::Record>();
   bool had_record_ = false;
+  bool record_loaded_ = false;
   std::optional<core::Intent> intent_;  // what earlier applies owe (loaded once)
   std::string intent_unreadable_;       // why it could not be read
   core::Intent saved_;                  // the intent as it stands on disk
@@ -92,7 +97,15 @@ class ApplyRun {
   std::unique_ptr<ports::Background::Job> ahead_;
 };
 
+void ApplyRun::RecordTruth() {
+  if (!record_loaded_) LoadRecord();
+  if (!had_record_) return;
+  (void)LoadIntent();  // unreadable: nothing is known to be owed, and said so by the next apply
+  report_.recorded = RecordedTruth(*record_, *intent_, ports_.services);
+}
+
 void ApplyRun::LoadRecord() {
+  record_loaded_ = true;
   auto loaded = ports_.records->Load();
   if (!loaded) {
     report_.warnings.push_back(loaded.error().message +

@@ -42,6 +42,21 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
   if (report.result == core::ApplyResult::kRefused) {
     for (core::Outcome o : core::kAllOutcomes) next->counts[std::string(core::OutcomeName(o))] = 0;
     next->error = report.error;
+    if (next->machine.empty() && next->resources.empty() && report.recorded.has_value()) {
+      // Nothing applied shown yet (the daemon started on a refused
+      // declaration): the recorded truth, beside the refusal.
+      core::RecordedState& recorded = *report.recorded;
+      next->machine = std::move(recorded.machine);
+      next->generation = recorded.generation;
+      next->declaration_digest = std::move(recorded.declaration_digest);
+      streaks_.clear();
+      for (core::ResourceOutcome& r : recorded.resources) {
+        if (!r.declared_unit().empty()) {
+          streaks_[r.declared_unit()] = {.confirmed = r.unit.has_value() && r.unit->up};
+        }
+        next->resources.push_back(std::move(r));
+      }
+    }
     current_ = std::move(next);
     return;
   }
@@ -60,7 +75,7 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
     core::ResourceOutcome& r = next->resources.emplace_back(std::move(o));
     if (!r.declared_unit().empty()) {
       if (r.host_acted && !r.restart_reason().empty()) host_restarts_[r.declared_unit()]++;
-      streaks_[r.declared_unit()] = {r.unit.has_value() && r.unit->up, std::nullopt};
+      streaks_[r.declared_unit()] = {.confirmed = r.unit.has_value() && r.unit->up};
       if (!r.unit.has_value()) {
         r.unit = core::UnitSnapshot{};
         r.unit->name = r.declared_unit();

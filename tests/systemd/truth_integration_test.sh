@@ -6,6 +6,7 @@
 #   4. a service its timer or socket runs, declared triggered, is neither
 #      started nor stopped, and its new definition waits for its next run;
 #   6. a unit declared stopped whose stop has not finished is not stopped;
+#   8. a daemon started on a refused declaration shows the recorded truth;
 #  10. a start systemd skipped names the condition that was false;
 #   7. a dropped unit the host wrote is disabled (no dangling links),
 #      stopped and its unit file and drop-in folder deleted; an operator's
@@ -101,5 +102,34 @@ check "dropped: the host's unit is stopped" '[ "$(state mh_2down_2eservice)" != 
 box_apply "$ROOT"
 check "dropped: the next apply has nothing left to do" \
   '[ $RC = 0 ] && grep -q "0 resource(s), 0 failed" <<<"$OUT" && ! grep -Eq "^(removed|stopped|failed) " <<<"$OUT"'
+
+# 8. A bad push never blinds: the daemon restarted while its declaration is
+# refused shows the recorded generation and units, beside the refusal.
+REC='{"id":"rec","kind":"service","unit":"mh-rec.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\n"}'
+decl 19 "$REC"; box_apply "$ROOT"
+check "refused push: generation 19 applied" '[ $RC = 0 ] && [ "$(state mh_2drec_2eservice)" = active ]'
+printf '{"machine":"box","generation":20,"resources":[' > "$T/decl.json"  # cut off: not JSON
+"$BIN" run --declaration "$T/decl.json" --root "$ROOT" --state-dir "$T/state" --artifacts "$T/art" \
+  --unit-dir "$UNITS" --machine box --settle 300ms --interval 1h --listen 127.0.0.1:0 2> "$T/run.log" &
+PIDS+=($!)
+url=
+for _ in $(seq 100); do
+  url=$(sed -n 's/.*listening on \([0-9.:]*\).*/http:\/\/\1/p' "$T/run.log" | head -1)
+  [ -n "$url" ] && grep -q "^declaration refused" "$T/run.log" && break; sleep 0.05
+done
+check "refused push: the daemon refuses it, generation 19 in force" \
+  'grep -q "^declaration refused: .*; generation 19 stays in force" "$T/run.log"'
+check "refused push: /status tells the recorded machine, generation and unit, beside the refusal" \
+  'curl -s "$url/status" | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+r = [x for x in s[\"resources\"] if x[\"id\"] == \"rec\"]
+assert s[\"machine\"] == \"box\" and s[\"generation\"] == 19, s
+assert s[\"error\"] and \"invalid JSON\" in s[\"error\"], s[\"error\"]
+assert r and r[0][\"unit\"][\"active_state\"] == \"active\", r
+"'
+check "refused push: /metrics keeps the unit and the generation" \
+  'm=$(curl -s "$url/metrics"); grep -q "^mesh_host_unit_active{unit=\"mh-rec.service\"} 1" <<<"$m" && grep -q "^mesh_host_declaration_generation 19" <<<"$m"'
+kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" || true
 
 finish

@@ -160,6 +160,39 @@ TEST(StatusBoardTest, TwoRunsAreNotOneStreak) {
   EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t += 600ms)) << "one run, up a settle";
 }
 
+// Issue 38 (8): a daemon started on a refused declaration showed machine
+// "", generation 0 and no resources. It shows the recorded truth; once an
+// apply was shown, a refusal keeps that one.
+TEST(StatusBoardTest, ARefusalBeforeAnyApplyShowsTheRecordedTruth) {
+  StatusBoard board;
+  core::ApplyReport refused;
+  refused.result = core::ApplyResult::kRefused;
+  refused.error = "declaration: invalid JSON: ...";
+  core::RecordedState recorded{"edge-1", 15, "abc", {}};
+  core::ResourceOutcome web;
+  web.id = "web";
+  web.kind = "service";
+  web.outcome = core::Outcome::kFailed;
+  web.mutable_declared().unit = "web.service";
+  web.unit_should_run = true;
+  web.unit = core::UnitSnapshot{};
+  web.unit->name = "web.service";
+  recorded.resources.push_back(web);
+  refused.recorded = recorded;
+  board.PublishApply(refused);
+  auto snap = board.Get();
+  EXPECT_EQ(snap->machine, "edge-1");
+  EXPECT_EQ(snap->generation, 15u);
+  ASSERT_EQ(snap->resources.size(), 1u);
+  EXPECT_EQ(snap->resources[0].id, "web");
+  EXPECT_EQ(*snap->error, "declaration: invalid JSON: ...");
+  EXPECT_THAT(board.WatchedUnits(), ::testing::ElementsAre("web.service"));
+  board.PublishApply(Report());
+  refused.recorded->generation = 99;
+  board.PublishApply(refused);
+  EXPECT_NE(board.Get()->generation, 99u) << "an apply shown stays in force";
+}
+
 TEST(StatusBoardTest, FailedResourceNamedInHealth) {
   StatusBoard board;
   auto r = Report();

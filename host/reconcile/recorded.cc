@@ -1,0 +1,70 @@
+#include "host/reconcile/recorded.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/unit_status.h"
+#include "host/reconcile/words.h"
+
+namespace mesh::reconcile {
+
+core::RecordedState RecordedTruth(const core::Record& record, const core::Intent& owed,
+                                  ports::ServiceManager* services) {
+  core::RecordedState out{record.machine, record.generation, record.declaration_digest, {}};
+  std::vector<const std::pair<const std::string, core::RecordEntry>*> entries;
+  entries.reserve(record.resources.size());
+  for (const auto& kv : record.resources) entries.push_back(&kv);
+  std::stable_sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) {
+    return a->second.position.value_or(UINT64_MAX) < b->second.position.value_or(UINT64_MAX);
+  });
+  std::vector<std::string> units;
+  for (const auto* kv : entries) {
+    if (!kv->second.unit().name.empty()) units.push_back(kv->second.unit().name);
+  }
+  std::vector<core::Result<core::UnitStatus>> statuses;
+  if (services != nullptr && !units.empty()) statuses = services->ReadUnits(units);
+  const std::string as_recorded = "as recorded at generation " + std::to_string(record.generation) +
+                                  " (the declaration is refused: nothing looked at or changed)";
+  size_t k = 0;
+  out.resources.reserve(entries.size());
+  for (const auto* kv : entries) {
+    const auto& [id, e] = *kv;
+    core::ResourceOutcome& o = out.resources.emplace_back();
+    o.id = id;
+    o.kind = e.kind;
+    o.digest = e.digest;
+    o.applied_at = e.applied_at;
+    o.detail = as_recorded;
+    if (auto it = owed.owed.find(id); it != owed.owed.end() && it->second.action.has_value()) {
+      o.outcome = core::Outcome::kFailed;
+      o.detail = std::string(core::UnitActionVerb(*it->second.action)) + " " +
+                 OwedSince(it->second.since) + " not done: " + it->second.why +
+                 " (the declaration is refused)";
+    }
+    if (e.unit().name.empty()) continue;
+    const std::string& unit = e.unit().name;
+    bool run = e.unit().state == core::UnitStateName(core::UnitState::kRunning);
+    o.mutable_declared().unit = unit;
+    o.mutable_declared().state = e.unit().state;
+    o.unit_should_run = run;
+    const core::Result<core::UnitStatus>* status = k < statuses.size() ? &statuses[k] : nullptr;
+    ++k;
+    if (status == nullptr || !status->has_value()) {
+      o.unit = UnitSnapshotOf(unit, core::UnitStatus{}, false);
+      continue;
+    }
+    bool up = run && core::UpAsRecorded(**status, core::BaselineOfRecord(&e));
+    o.unit = UnitSnapshotOf(unit, **status, up);
+    if (run && !up && o.outcome != core::Outcome::kFailed) {
+      o.outcome = core::Outcome::kFailed;
+      o.detail = UnitStatePhrase(unit, **status) +
+                 " now, not running as recorded (the "
+                 "declaration is refused: nothing was done)";
+    }
+  }
+  return out;
+}
+
+}  // namespace mesh::reconcile
