@@ -63,7 +63,15 @@ core::Status OnlyKeys(const YAML::Node& map, const std::set<std::string>& known,
 // refuses a key given twice; yaml-cpp keeps both and answers the first, so
 // an empty `basic_auth_users:` above the real one turned auth off. Refused
 // anywhere in the file, naming the key and its line.
-core::Status NoKeyTwice(const YAML::Node& node, const std::string& where) {
+// Aliases can make a node hold itself, or fan out without end: the walk is
+// bounded in depth and in nodes, as no web config needs more.
+constexpr int kMaxYamlDepth = 32;
+constexpr size_t kMaxYamlNodes = 10000;
+
+core::Status NoKeyTwice(const YAML::Node& node, const std::string& where, int depth,
+                        size_t& nodes) {
+  if (depth > kMaxYamlDepth) return Bad(where, "nested deeper than 32 levels");
+  if (++nodes > kMaxYamlNodes) return Bad(where, "more than 10,000 nodes (aliases?)");
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
@@ -73,11 +81,12 @@ core::Status NoKeyTwice(const YAML::Node& node, const std::string& where) {
         return Bad(at, "given twice (again at line " + std::to_string(kv.first.Mark().line + 1) +
                            "); each key may appear once");
       }
-      if (auto st = NoKeyTwice(kv.second, at); !st) return st;
+      if (auto st = NoKeyTwice(kv.second, at, depth + 1, nodes); !st) return st;
     }
   } else if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
-      if (auto st = NoKeyTwice(node[i], where + "[" + std::to_string(i) + "]"); !st) return st;
+      auto st = NoKeyTwice(node[i], where + "[" + std::to_string(i) + "]", depth + 1, nodes);
+      if (!st) return st;
     }
   }
   return core::Ok();
@@ -249,7 +258,8 @@ core::Result<WebConfig> ParseWebConfig(const std::string& text, const std::strin
   // yaml-cpp throws; nothing it throws leaves this function.
   try {
     YAML::Node root = YAML::Load(text);
-    if (auto st = NoKeyTwice(root, ""); !st) return std::unexpected(st.error());
+    size_t nodes = 0;
+    if (auto st = NoKeyTwice(root, "", 0, nodes); !st) return std::unexpected(st.error());
     return Parse(root, dir);
   } catch (const YAML::Exception& e) {
     return core::Fail("not valid YAML at line " + std::to_string(e.mark.line + 1) + ", column " +

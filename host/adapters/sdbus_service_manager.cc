@@ -713,6 +713,13 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
   size_t waited = std::count_if(jobs.begin(), jobs.end(),
                                 [](const auto& j) { return j.second != ports::JobKind::kStop; });
   HoldLoaded(jobs);
+  if (bus_ == nullptr) {  // the connection was lost while holding the units
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      out[i] = core::Fail(std::string(JobMethod(jobs[i].second)) + " " + jobs[i].first +
+                          ": not sent: the connection was lost");
+    }
+    return out;
+  }
   if (waited > 0) jobs_.ExpectCalls(waited, new_batch);
   std::vector<sd_bus_message*> calls;
   std::vector<std::string> what;

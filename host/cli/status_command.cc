@@ -153,8 +153,18 @@ Probe Get(const std::string& given, const std::string& path, std::string* body,
   if (!opts.ca.empty()) client.set_ca_cert_path(opts.ca);
   client.enable_server_certificate_verification(true);
   if (!opts.user.empty()) client.set_basic_auth(opts.user, opts.password);
-  client.set_connection_timeout(std::chrono::seconds(3));
-  client.set_read_timeout(std::chrono::seconds(5));
+  std::chrono::nanoseconds connect = std::chrono::seconds(3), read = std::chrono::seconds(5);
+  if (opts.deadline.has_value()) {
+    auto left = *opts.deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds(0)) {
+      p.error = core::Printable(p.url) + " unreachable: not asked: the deadline (--timeout) passed";
+      return p;
+    }
+    connect = std::min(connect, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    read = std::min(read, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+  }
+  client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(connect));
+  client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read));
   std::string received;
   bool too_large = false;
   bool timed_out = false;
@@ -168,10 +178,13 @@ Probe Get(const std::string& given, const std::string& path, std::string* body,
     if (opts.deadline.has_value()) {
       watch = std::thread([&] {
         std::unique_lock<std::mutex> lock(mu);
-        if (!cv.wait_until(lock, *opts.deadline, [&] { return done; })) {
-          timed_out = true;
+        if (cv.wait_until(lock, *opts.deadline, [&] { return done; })) return;
+        timed_out = true;
+        // stop() interrupts only a request whose socket is open: asked
+        // again until the request ends.
+        do {
           client.stop();
-        }
+        } while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
       });
     }
     httplib::Result r = client.Get(path, [&](const char* data, size_t n) {
@@ -190,7 +203,7 @@ Probe Get(const std::string& given, const std::string& path, std::string* body,
     if (watch.joinable()) watch.join();
     return r;
   }();
-  if (too_large || timed_out || !res) {
+  if (too_large || !res) {
     std::string why = too_large ? "its answer is larger than " +
                                       std::to_string(opts.max_bytes >> 20) + " MiB (cut off there)"
                       : timed_out ? "no whole answer before the deadline (--timeout)"

@@ -135,7 +135,7 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
                        std::to_string(second.unit.n_restarts) + "), " + StateWords(second.unit) +
                        " " + when};
   }
-  if (action == UnitAction::kReload && (first.job_pending || second.job_pending)) {
+  if (action == UnitAction::kReload && second.job_pending) {
     // Nothing of a reload is accepted before its job says how it ended.
     return {false, "job reload still pending, unit " + StateWords(second.unit) + " " + when};
   }

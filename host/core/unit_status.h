@@ -70,21 +70,17 @@ inline bool FoundFailed(const UnitStatus& s) {
          (s.active_state == "inactive" && !s.result.empty() && s.result != "success");
 }
 
-// How long systemd may take to stop the unit, all its stop phases together:
-// ExecStop=, SIGTERM, SIGKILL, ExecStopPost=, the final SIGTERM and SIGKILL
-// each get TimeoutStopUSec (systemd's service.c arms the timer anew at
-// each). Each is bounded here at five minutes; an unknown or infinite
-// timeout counts as systemd's default of 90 s.
-inline constexpr int kStopPhases = 6;
+// How long systemd lets one stop phase of the unit take: ExecStop=, SIGTERM,
+// SIGKILL, ExecStopPost=, the final SIGTERM and SIGKILL each get
+// TimeoutStopUSec (service.c arms the timer anew at each). Bounded here at
+// five minutes; an unknown or infinite timeout counts as systemd's default
+// of 90 s.
 inline constexpr std::chrono::minutes kLongestStopPhase{5};
 inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s) {
   std::chrono::nanoseconds t = s.timeout_stop.count() > 0
                                    ? s.timeout_stop
                                    : std::chrono::nanoseconds(std::chrono::seconds(90));
   return std::min<std::chrono::nanoseconds>(t, kLongestStopPhase);
-}
-inline std::chrono::nanoseconds StopBudget(const UnitStatus& s) {
-  return kStopPhases * StopPhaseBound(s);
 }
 
 // Enabled as `enabled: true` means it: [Install] links that survive a

@@ -48,12 +48,14 @@ std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, con
   Acted acted;
   if (u.stop && !dry_run) {
     auto job = services->Enqueue(r.unit().name, ports::JobKind::kStop);
-    acted = job ? Acted{.state = State::kStopQueued, .detail = "", .job = *job}
-                : Acted{.state = State::kRefused, .detail = job.error().message, .job = ""};
+    acted =
+        job ? Acted{.state = State::kStopQueued, .detail = "", .job = *job, .before = {}}
+            : Acted{
+                  .state = State::kRefused, .detail = job.error().message, .job = "", .before = {}};
   }
   if (r.unit().state == core::UnitState::kRunning) {
     if (auto failed = FailedDependency(decl, plan, writes, r)) {
-      return Acted{.state = State::kBlocked, .detail = *failed, .job = ""};
+      return Acted{.state = State::kBlocked, .detail = *failed, .job = "", .before = {}};
     }
   }
   if (u.daemon_reload && reloaded.has_value() && !reloaded->has_value()) {
@@ -64,7 +66,8 @@ std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, con
     std::string cause = "daemon-reload failed (" + reloaded->error().message + ")";
     return Acted{.state = State::kBlocked,
                  .detail = stopped + NotActed(past, cause, r.unit().name, "definition"),
-                 .job = ""};
+                 .job = "",
+                 .before = {}};
   }
   if (!u.action.has_value() || dry_run) return acted;
   return std::nullopt;
@@ -107,7 +110,8 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
     } else {
       acts[asked[n]] = Acted{.state = State::kRefused,
                              .detail = n < before.size() ? before[n].error().message : "not read",
-                             .job = ""};
+                             .job = "",
+                             .before = {}};
     }
   }
   if (readable.empty()) return acts;
@@ -116,8 +120,11 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   for (size_t m = 0; m < sent.size(); ++m) {
     size_t n = sent[m];
     Acted& a = acts[asked[n]];
-    a = queued[m] ? Acted{.state = State::kQueued, .detail = "", .job = *queued[m]}
-                  : Acted{.state = State::kRefused, .detail = queued[m].error().message, .job = ""};
+    a = queued[m] ? Acted{.state = State::kQueued, .detail = "", .job = *queued[m], .before = {}}
+                  : Acted{.state = State::kRefused,
+                          .detail = queued[m].error().message,
+                          .job = "",
+                          .before = {}};
     if (queued[m]) a.before = std::move(*before[n]);
   }
   return acts;

@@ -34,7 +34,8 @@ void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& 
     o.outcome = step.changes() ? step.outcome : Outcome::kStopped;
     o.detail = before + StoppedNotWaited(in.dry_run, r.unit().name);
   } else if (u.stopping) {
-    bool overdue = u.status.in_state_for > core::StopBudget(u.status);
+    // systemd stamps every change of stop phase: the time is this phase's.
+    bool overdue = u.status.in_state_for > core::StopPhaseBound(u.status);
     o.outcome = overdue ? Outcome::kFailed : step.changes() ? step.outcome : Outcome::kStopped;
     o.detail = before + (overdue ? StopPastBudget(r.unit().name, u.status)
                                  : StillStopping(r.unit().name, u.status));

@@ -169,8 +169,11 @@ void PlanDropInRemovals(const PlanInputs& in, const Claims& claims, const Record
     }
   }
   // The folder the host's drop-ins were in goes with them, if that leaves
-  // it empty (an operator's own file there keeps it).
-  rm.delete_drop_in_dir = true;
+  // it empty (an operator's own file there keeps it) and no resource
+  // declares it.
+  auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
+  rm.delete_drop_in_dir =
+      !unit_dir || !claims.Path(std::string(*unit_dir) + "/" + e.unit().name + ".d");
 }
 
 void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEntry& e,
@@ -199,6 +202,28 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
   }
 }
 
+// A dropped unit without unit_text whose unit file this apply deletes (a
+// `file` resource inside --unit-dir, dropped too) was the host's after
+// all: stopped, or it would run on with no definition and no record.
+void StopWhatLosesItsDefinition(const PlanInputs& in, std::vector<Removal>& removals) {
+  auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
+  if (!unit_dir) return;
+  std::set<std::string, std::less<>> deleted;
+  for (const Removal& rm : removals) deleted.insert(rm.delete_paths.begin(), rm.delete_paths.end());
+  for (Removal& rm : removals) {
+    const std::string& unit = rm.entry.unit().name;
+    if (unit.empty() || rm.stop || rm.delete_unit_file ||
+        !deleted.contains(std::string(*unit_dir) + "/" + unit)) {
+      continue;
+    }
+    auto status = in.seen->dropped_units.find(unit);
+    rm.stop = status != in.seen->dropped_units.end() && status->second.has_value() &&
+              status->second->Running();
+    std::erase_if(
+        rm.left, [&](const std::string& l) { return l.starts_with("unit " + unit + " as it is"); });
+  }
+}
+
 }  // namespace
 
 // Only what the host itself created, and still as it wrote it, is deleted;
@@ -220,6 +245,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     removals.push_back(std::move(rm));
   }
   ReleaseDirectoriesEmptiedTogether(removals);
+  StopWhatLosesItsDefinition(in, removals);
   return removals;
 }
 

@@ -229,8 +229,9 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
 }
 
 bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view text) {
+  // With --verify-key and a record, the whole pass checks the generation.
   if (options_.chunk == 0 || options_.dry_run || !record_->resources.empty() || !LoadIntent() ||
-      !intent_->empty()) {
+      !intent_->empty() || (options_.verify_key.has_value() && had_record_)) {
     return false;
   }
   TakeLookAhead();  // none with an empty record; the chunks use the root themselves

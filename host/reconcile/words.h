@@ -53,7 +53,7 @@ inline std::string StillStopping(std::string_view unit, const core::UnitStatus& 
 }
 inline std::string StopPastBudget(std::string_view unit, const core::UnitStatus& s) {
   return "still stopping: " + InStateFor(unit, s) + ", past the " +
-         core::FormatSeconds(core::StopBudget(s)) + " systemd gives its stop";
+         core::FormatSeconds(core::StopPhaseBound(s)) + " systemd gives each stop phase";
 }
 
 // A start the host made that was last seen on its way up, found failed.

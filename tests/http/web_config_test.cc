@@ -61,6 +61,22 @@ TEST(WebConfigTest, AKeyGivenTwiceIsRefusedNamingItAndItsLine) {
   EXPECT_THAT(users.error().message, Not(HasSubstr("$2y$")));
 }
 
+// An alias that holds itself, or fans out, is bounded, never a crash.
+TEST(WebConfigTest, AliasesAreBounded) {
+  auto self = ParseWebConfig("a: &a [*a]\n", "/");
+  EXPECT_FALSE(self.has_value());
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    std::string prev(1, static_cast<char>(c - 1));
+    laughs += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
+              prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev +
+              ", *" + prev + "]\n";
+  }
+  auto fanned = ParseWebConfig(laughs, "/");
+  ASSERT_FALSE(fanned.has_value());
+  EXPECT_THAT(fanned.error().message, HasSubstr("more than 10,000 nodes"));
+}
+
 TEST(WebConfigTest, AnEmptyFileIsPlainHttp) {
   auto c = ParseWebConfig("", "/");
   ASSERT_TRUE(c.has_value());

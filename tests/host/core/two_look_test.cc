@@ -129,6 +129,10 @@ TEST(TwoLookTest, AReloadIsJudgedByItsOwnJob) {
                                L("active", "running"), 4s);
   EXPECT_TRUE(done.accepted);
   EXPECT_EQ(done.detail, "active (running)");
+  // Its end heard only by the second look: judged by it.
+  Verdict late = JudgeTwoLooks(UnitAction::kReload, "done", L("active", "running", "a", 0, true),
+                               L("active", "running"), 1s);
+  EXPECT_TRUE(late.accepted) << late.detail;
 }
 
 TEST(FirstLookWaitTest, AReloadWaitsForItsJobWhileSystemdRunsIt) {
@@ -208,9 +212,11 @@ TEST(UnitStatusTest, StoppedIsNotStopping) {
   s.active_state = "failed";
   EXPECT_TRUE(StoppedAsDeclared(s));
   s.timeout_stop = 10s;
-  EXPECT_EQ(StopBudget(s), 60s);
+  EXPECT_EQ(StopPhaseBound(s), 10s);
   s.timeout_stop = 0s;
-  EXPECT_EQ(StopBudget(s), 9min) << "systemd's default 90 s, six phases";
+  EXPECT_EQ(StopPhaseBound(s), 90s) << "systemd's default";
+  s.timeout_stop = 24h;
+  EXPECT_EQ(StopPhaseBound(s), 5min);
 }
 
 }  // namespace

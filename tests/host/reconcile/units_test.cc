@@ -659,6 +659,23 @@ TEST_F(UnitsTest, ATriggeredUnitIsLeftToItsTrigger) {
   EXPECT_EQ(changed.outcomes[0].declared_unit(), "job.service");
 }
 
+// A unit whose unit file was a `file` of the host's inside --unit-dir,
+// dropped with it: its definition goes, so it is stopped too (left, it
+// would run on with no definition and no record).
+TEST_F(UnitsTest, AUnitDroppedWithTheFileThatDefinedItIsStopped) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  json file = {{"id", "web-unit"},
+               {"kind", "file"},
+               {"path", "/etc/systemd/system/web.service"},
+               {"content", "[Service]\nExecStart=/bin/web\n"}};
+  services_.AddUnit("web.service", {});
+  ASSERT_EQ(apply(Decl({file, Service("web")})).result, ApplyResult::kOk);
+  ASSERT_TRUE(services_.ReadUnit("web.service")->Running());
+  ApplyReport r = apply(Decl(json::array(), 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_FALSE(services_.ReadUnit("web.service")->Running()) << "stopped with its definition";
+}
+
 TEST(PartOfDefinitionTest, WhatSystemdReadsForAUnit) {
   EXPECT_TRUE(core::PartOfDefinition("web.service", "web.service"));
   EXPECT_TRUE(core::PartOfDefinition("app@.service", "app@a.service"));
