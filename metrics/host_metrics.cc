@@ -183,7 +183,12 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
   }
   std::sort(resources.begin(), resources.end());
   ForgetExcept(resources, units);
-  for (const core::ResourceOutcome& o : report.outcomes) {
+  ObserveUnitsOf(report.outcomes);
+}
+
+// Each unit declared running, as the outcome's snapshot shows it.
+void HostMetrics::ObserveUnitsOf(const std::vector<core::ResourceOutcome>& outcomes) {
+  for (const core::ResourceOutcome& o : outcomes) {
     if (!o.unit.has_value() || !o.unit_should_run) continue;
     core::UnitStatus s;
     s.active_state = o.unit->active_state;
@@ -212,16 +217,9 @@ void HostMetrics::ObserveRecorded(const core::RecordedState& recorded) {
       g.Set(1);
       resource_failed_.emplace(o.id, &g);
     }
-    if (o.declared_unit().empty()) continue;
-    CountUnitActions(o);
-    if (!o.unit.has_value() || !o.unit_should_run) continue;
-    core::UnitStatus s;
-    s.active_state = o.unit->active_state;
-    s.sub_state = o.unit->sub_state;
-    s.result = o.unit->result;
-    s.n_restarts = o.unit->n_restarts;
-    ObserveUnitLocked(o.unit->name, s, o.unit->up);
+    if (!o.declared_unit().empty()) CountUnitActions(o);
   }
+  ObserveUnitsOf(recorded.resources);
   for (core::Kind kind : core::kAllKinds) {
     std::string name(core::KindName(kind));
     resources_->Add({{"kind", name}}).Set(static_cast<double>(by_kind[name]));

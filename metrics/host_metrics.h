@@ -63,6 +63,7 @@ class HostMetrics {
 
  private:
   void ObserveRecorded(const core::RecordedState& recorded);
+  void ObserveUnitsOf(const std::vector<core::ResourceOutcome>& outcomes);
   // `resources`: sorted; a view of each id, not a copy (one per resource,
   // at every apply).
   void ForgetExcept(std::span<const std::string_view> resources,
