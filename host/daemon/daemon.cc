@@ -115,6 +115,9 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
               "apply " + std::string(core::ApplyResultName(report.result)) + ": " + summary);
   }
   metrics_.ObserveApply(report);
+  if (report.result != core::ApplyResult::kRefused || report.recorded.has_value()) {
+    reconciler_.set_recorded_on_refusal(false);  // shown: later refusals keep it
+  }
   board_.PublishApply(std::move(report));  // last: it keeps the outcomes
   notifier_.Status(summary);
 }

@@ -177,6 +177,9 @@ struct Removal {
   std::string id;
   core::RecordEntry entry;
   bool stop = false;  // its unit is the host's and runs
+  // Its unit has no unit_text: the operator's, forgotten (never stopped) —
+  // unless this apply deletes the `file` that defines it.
+  bool unit_without_text = false;
   std::vector<std::string> delete_paths;
   // What is left, each with why: a path there before the host, or declared
   // by another resource now; one no longer as the host wrote it

@@ -119,7 +119,7 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
     rm.left.push_back("unit " + e.unit().name +
                       " and its unit file, there before the host wrote it");
   } else if (e.unit().file_fingerprint.empty()) {
-    rm.left.push_back("unit " + e.unit().name + " as it is (not the host's: no unit_text)");
+    rm.unit_without_text = true;  // decided once every removal is planned
   }
   if (owns_unit && unit_dir && claims.Path(std::string(*unit_dir) + "/" + e.unit().name)) {
     rm.left.push_back("unit " + e.unit().name +
@@ -202,25 +202,24 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
   }
 }
 
-// A dropped unit without unit_text whose unit file this apply deletes (a
-// `file` resource inside --unit-dir, dropped too) was the host's after
-// all: stopped, or it would run on with no definition and no record.
-void StopWhatLosesItsDefinition(const PlanInputs& in, std::vector<Removal>& removals) {
+// A dropped unit without unit_text is the operator's, and forgotten —
+// unless this apply deletes its unit file (a `file` resource inside
+// --unit-dir, dropped too): then it was the host's after all, and is
+// stopped, or it would run on with no definition and no record.
+void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals) {
   auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
-  if (!unit_dir) return;
   std::set<std::string, std::less<>> deleted;
   for (const Removal& rm : removals) deleted.insert(rm.delete_paths.begin(), rm.delete_paths.end());
   for (Removal& rm : removals) {
+    if (!rm.unit_without_text) continue;
     const std::string& unit = rm.entry.unit().name;
-    if (unit.empty() || rm.stop || rm.delete_unit_file ||
-        !deleted.contains(std::string(*unit_dir) + "/" + unit)) {
-      continue;
+    if (unit_dir && deleted.contains(std::string(*unit_dir) + "/" + unit)) {
+      auto status = in.seen->dropped_units.find(unit);
+      rm.stop = status != in.seen->dropped_units.end() && status->second.has_value() &&
+                status->second->Running();
+    } else {
+      rm.left.push_back("unit " + unit + " as it is (not the host's: no unit_text)");
     }
-    auto status = in.seen->dropped_units.find(unit);
-    rm.stop = status != in.seen->dropped_units.end() && status->second.has_value() &&
-              status->second->Running();
-    std::erase_if(
-        rm.left, [&](const std::string& l) { return l.starts_with("unit " + unit + " as it is"); });
   }
 }
 
@@ -245,7 +244,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     removals.push_back(std::move(rm));
   }
   ReleaseDirectoriesEmptiedTogether(removals);
-  StopWhatLosesItsDefinition(in, removals);
+  SettleUnitsWithoutText(in, removals);
   return removals;
 }
 

@@ -30,6 +30,9 @@ class Reconciler {
   ApplyReport Apply(std::string_view declaration_text, const OutcomeSink& sink = nullptr);
 
   const ReconcilerOptions& options() const { return options_; }
+  // The daemon stops asking for the recorded truth once it has shown an
+  // apply or the record (each refusal would read every recorded unit).
+  void set_recorded_on_refusal(bool on) { options_.recorded_on_refusal = on; }
   // Advanced as applies make progress; read from any thread.
   const Progress& progress() const { return progress_; }
 

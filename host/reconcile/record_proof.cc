@@ -82,14 +82,8 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     if (ports_.services == nullptr) return false;
     p.unit = static_cast<int32_t>(units_.size());
     const core::UnitRecord& u = e.unit();
-    units_.push_back(Unit{u.name,
-                          u.file_fingerprint,
-                          *state == core::UnitState::kRunning,
-                          *state == core::UnitState::kTriggered,
-                          core::BaselineOfRecord(&e),
-                          {},
-                          u.enabled,
-                          u.drop_ins});
+    units_.push_back(Unit{
+        u.name, u.file_fingerprint, *state, core::BaselineOfRecord(&e), {}, u.enabled, u.drop_ins});
   }
   if (shape.HasFiles()) {
     core::FileType type = *kind == core::Kind::kDirectory ? core::FileType::kDirectory
@@ -280,15 +274,17 @@ bool RecordProof::Look() {
     const Unit& u = units_[k];
     // A unit file of the host's that systemd has not loaded: owed a reload.
     if (!u.unit_file_fingerprint.empty() && statuses[k]->need_daemon_reload) return false;
-    // The full pass's rule (plan_units.cc): up against the record, or stopped.
-    if (!u.triggered && (u.run ? !core::UpAsRecorded(*statuses[k], u.baseline)
-                               : !core::StoppedAsDeclared(*statuses[k]))) {
-      return false;
-    }
+    // The full pass's rule (plan_units.cc): up against the record, stopped,
+    // or left to its trigger in whatever state.
+    bool as_declared =
+        u.state == core::UnitState::kRunning   ? core::UpAsRecorded(*statuses[k], u.baseline)
+        : u.state == core::UnitState::kStopped ? core::StoppedAsDeclared(*statuses[k])
+                                               : true;
+    if (!as_declared) return false;
     // [Install] links not as declared: the full pass puts them back.
     if (u.enabled.has_value() && core::UnitFileEnabled(*statuses[k]) != *u.enabled) return false;
     // A baseline the full pass would record anew is a change to the record.
-    if (u.run && !(u.baseline == core::BaselineOf(*statuses[k]))) return false;
+    if (u.run() && !(u.baseline == core::BaselineOf(*statuses[k]))) return false;
     units_[k].status = std::move(*statuses[k]);
   }
   return ReadTouched();
@@ -325,16 +321,13 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
     }
     if (p.unit >= 0) {
       const Unit& u = units_[static_cast<size_t>(p.unit)];
-      out.unit = UnitSnapshotOf(u.name, u.status, u.run);
+      out.unit = UnitSnapshotOf(u.name, u.status, u.run());
       out.mutable_declared().unit = u.name;
-      out.unit_should_run = u.run;
-      out.mutable_declared().state = std::string(core::UnitStateName(
-          u.run         ? core::UnitState::kRunning
-          : u.triggered ? core::UnitState::kTriggered
-                        : core::UnitState::kStopped));
-      out.detail = u.run         ? Then(out.detail, UnitStatePhrase(u.name, u.status))
-                   : u.triggered ? LeftToTrigger(u.name, u.status)
-                                 : StoppedAsDeclared(u.name);
+      out.unit_should_run = u.run();
+      out.mutable_declared().state = std::string(core::UnitStateName(u.state));
+      out.detail = u.run() ? Then(out.detail, UnitStatePhrase(u.name, u.status))
+                   : u.state == core::UnitState::kTriggered ? LeftToTrigger(u.name, u.status)
+                                                            : StoppedAsDeclared(u.name);
     }
     deliver(std::move(out));
   }

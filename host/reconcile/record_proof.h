@@ -156,8 +156,8 @@ class RecordProof : public core::RecordVisitor {
   struct Unit {
     std::string name;
     std::string unit_file_fingerprint;
-    bool run = false;
-    bool triggered = false;  // left to its timer or socket: any state is as declared
+    core::UnitState state = core::UnitState::kStopped;  // as declared
+    bool run() const { return state == core::UnitState::kRunning; }
     core::UnitBaseline baseline;
     core::UnitStatus status;
     std::optional<bool> enabled;                  // declared: systemd's UnitFileState must agree
