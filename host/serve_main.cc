@@ -92,6 +92,7 @@ int Run(const cli::Flags& flags) {
   metrics.SetStartTime((*machine)->clock.Now());
   http::StatusServer server(
       board, [&metrics] { return metrics.Serialize(); }, adapters::ReleaseFreedHeap);
+  server.set_version(mesh::VersionLine());
   if (auto st = ConfigureWeb(flags, server); !st) {
     log.Line(daemon::Priority::kErr, st.error().message);
     return cli::kExitRefused;
@@ -133,7 +134,11 @@ int main(int argc, char** argv) {
   if (flags == nullptr) return mesh::cli::kExitRefused;
   if (mesh::wiring::IsOneShot(flags->verb)) return mesh::wiring::RunOneShot(*flags);
   if (flags->verb == mesh::cli::Verb::kRun) return Run(*flags);
+  mesh::cli::ClientOptions client;
+  client.ca = flags->ca;
+  client.cert = flags->cert;
+  client.key = flags->key;
+  client.user = flags->user;
   return mesh::cli::RunStatusVerb(flags->urls, flags->targets, flags->url, std::cout, std::cerr,
-                                  {flags->ca, flags->cert, flags->key, flags->user, ""},
-                                  flags->password_file, flags->status_timeout);
+                                  client, flags->password_file, flags->status_timeout);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "host/status/status_page.h"
 #include "http/basic_auth.h"
 #include "http/bounded_server.h"
 #include "http/gzip.h"
@@ -144,6 +145,30 @@ void StatusServer::Route(httplib::Server& s) {
                                                  std::min(length, body->size() - offset));
                              });
   });
+  // The page for a browser: the same picture, its own strict policy.
+  s.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+    status::PageContext context{.version = version_};
+    if (req.has_param("page")) {
+      const std::string text = req.get_param_value("page");
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), context.page);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+        res.status = 400;
+        res.set_content("page must be a number of 1 or more\n", "text/plain");
+        return;
+      }
+    }
+    auto page = status::RenderStatusPage(*board_.Get(), context);
+    if (!page) {
+      res.status = 404;
+      res.set_content(page.error().message + "\n", "text/plain");
+      return;
+    }
+    res.set_header("Content-Security-Policy", status::StatusPagePolicy());
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(std::move(*page), "text/html; charset=utf-8");
+  });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     status::Health h = status::Judge(*board_.Get());
     res.status = h.healthy ? 200 : 503;
@@ -155,7 +180,7 @@ void StatusServer::Route(httplib::Server& s) {
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
       res.set_content(
-          res.status == 404 ? "not found: try /status, /healthz or /metrics\n" : "error\n",
+          res.status == 404 ? "not found: try /, /status, /healthz or /metrics\n" : "error\n",
           "text/plain");
     }
   });

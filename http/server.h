@@ -1,4 +1,5 @@
-// The HTTP face of mesh-host: GET /status (JSON), /healthz, /metrics.
+// The HTTP face of mesh-host: GET / (a page for a browser), /status (JSON),
+// /healthz, /metrics.
 //
 // Handlers read a StatusBoard snapshot and the metrics text; they never
 // reach the machine and never wait on an apply. A bounded thread pool and
@@ -56,6 +57,9 @@ class StatusServer {
   core::Result<std::string> Start(const ListenAddress& address);
   void Stop();
 
+  // What the page at / names as this program ("0.1.0 (commit ...)").
+  void set_version(std::string version) { version_ = std::move(version); }
+
   // "https" once TLS is configured, else "http".
   std::string scheme() const;
 
@@ -77,6 +81,7 @@ class StatusServer {
   const status::StatusBoard& board_;
   std::function<std::string()> metrics_text_;
   std::function<void()> on_idle_;
+  std::string version_;  // set before Start
   // Rendered with status_mu_ held: requests that arrive together after the
   // picture changed wait for one rendering instead of each building a
   // document of every outcome (sixteen at once at 10,000 resources took

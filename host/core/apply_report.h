@@ -28,6 +28,13 @@ struct RecordedState {
   std::vector<ResourceOutcome> resources;
 };
 
+// Who signed the declaration applied (--verify-key): the key and the
+// trusted comment its signature covers.
+struct Signer {
+  std::string key_id;  // as minisign prints it
+  std::string trusted_comment;
+};
+
 struct ApplyReport {
   ApplyResult result = ApplyResult::kOk;
   // Why the declaration was refused, or a failure outside any one resource
@@ -60,6 +67,8 @@ struct ApplyReport {
   // the recorded truth, for a daemon that has shown no apply yet — a bad
   // push must not blind /status and /metrics.
   std::optional<RecordedState> recorded;
+  // With --verify-key: the signature the declaration was accepted under.
+  std::optional<Signer> signer;
 };
 
 }  // namespace mesh::core

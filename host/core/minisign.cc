@@ -98,9 +98,9 @@ Result<MinisignKey> ParseMinisignKey(std::string_view text) {
   return key;
 }
 
-std::expected<void, SignatureError> VerifyMinisign(const MinisignKey& key,
-                                                   std::string_view signature,
-                                                   std::string_view message) {
+std::expected<std::string, SignatureError> VerifyMinisign(const MinisignKey& key,
+                                                          std::string_view signature,
+                                                          std::string_view message) {
   using enum SignatureProblem;
   std::vector<std::string_view> lines = Lines(signature);
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
@@ -150,7 +150,7 @@ std::expected<void, SignatureError> VerifyMinisign(const MinisignKey& key,
   if (!Ed25519Verify(key, *global, trusted)) {
     return Problem(kTampered, "the trusted comment does not verify: it was changed after signing");
   }
-  return {};
+  return std::string(lines[2].substr(kTrusted.size()));
 }
 
 }  // namespace mesh::core

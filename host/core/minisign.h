@@ -47,9 +47,10 @@ struct SignatureError {
 
 // Verifies `signature` (a .minisig file's text) over `message` with `key`:
 // the key id must be the key's, the signature must cover the bytes, and the
-// global signature must cover the trusted comment.
-std::expected<void, SignatureError> VerifyMinisign(const MinisignKey& key,
-                                                   std::string_view signature,
-                                                   std::string_view message);
+// global signature must cover the trusted comment. Returns that trusted
+// comment, as signed (raw: its reader escapes it where it shows it).
+std::expected<std::string, SignatureError> VerifyMinisign(const MinisignKey& key,
+                                                          std::string_view signature,
+                                                          std::string_view message);
 
 }  // namespace mesh::core

@@ -59,6 +59,14 @@ std::string Sha256Hex(std::string_view bytes) {
   return h.HexDigest();
 }
 
+std::string Sha256Base64(std::string_view bytes) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), md);
+  unsigned char out[4 * ((SHA256_DIGEST_LENGTH + 2) / 3) + 1];
+  int n = EVP_EncodeBlock(out, md, sizeof md);
+  return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
+}
+
 std::string HmacSha256Hex(std::string_view key, std::string_view bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

@@ -44,6 +44,10 @@ std::string Sha256Hex(std::string_view bytes);
 // only applies that declare credentials pay for it.
 std::string HmacSha256Hex(std::string_view key, std::string_view bytes);
 
+// The SHA-256 of `bytes` in base64, as a Content-Security-Policy hash
+// source ('sha256-...') spells it.
+std::string Sha256Base64(std::string_view bytes);
+
 // Strict: refuses characters outside the alphabet and bad padding.
 Result<std::string> DecodeBase64(std::string_view text);
 

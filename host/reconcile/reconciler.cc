@@ -189,9 +189,9 @@ bool ApplyRun::SaveIntent(const Plan& plan) {
 
 void ApplyRun::Run(ports::DeclarationSource& source) {
   if (options_.verify_key.has_value()) {
-    if (auto st = VerifyDeclarationSignature(source, *options_.verify_key); !st) {
-      return Refuse(st.error());
-    }
+    auto signer = VerifyDeclarationSignature(source, *options_.verify_key);
+    if (!signer) return Refuse(signer.error());
+    report_.signer = std::move(*signer);
   }
   // Only the digest at first: a no-op proven from the record never reads
   // the text.

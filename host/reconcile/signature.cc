@@ -4,8 +4,8 @@
 
 namespace mesh::reconcile {
 
-core::Status VerifyDeclarationSignature(ports::DeclarationSource& source,
-                                        const core::MinisignKey& key) {
+core::Result<core::Signer> VerifyDeclarationSignature(ports::DeclarationSource& source,
+                                                      const core::MinisignKey& key) {
   auto sig = source.Signature();
   if (!sig) return std::unexpected(sig.error());
   std::string where = "declaration signature " + sig->path + ": ";
@@ -16,10 +16,10 @@ core::Status VerifyDeclarationSignature(ports::DeclarationSource& source,
   }
   auto text = source.Text();
   if (!text) return std::unexpected(text.error());
-  if (auto ok = core::VerifyMinisign(key, *sig->text, *text); !ok) {
-    return core::Fail(where + ok.error().message);
-  }
-  return core::Ok();
+  auto comment = core::VerifyMinisign(key, *sig->text, *text);
+  if (!comment) return core::Fail(where + comment.error().message);
+  return core::Signer{.key_id = core::MinisignKeyId(key.id),
+                      .trusted_comment = std::move(*comment)};
 }
 
 core::Status CheckSignedGeneration(const core::Declaration& decl, const core::Record& record,

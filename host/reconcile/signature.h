@@ -4,6 +4,7 @@
 // replaced under an unchanged declaration is caught.
 #pragma once
 
+#include "host/core/apply_report.h"
 #include "host/core/declaration.h"
 #include "host/core/minisign.h"
 #include "host/core/record.h"
@@ -12,10 +13,10 @@
 
 namespace mesh::reconcile {
 
-// Ok when `source` is signed by `key`; else why not, naming the signature
-// file and how to make one.
-core::Status VerifyDeclarationSignature(ports::DeclarationSource& source,
-                                        const core::MinisignKey& key);
+// The signer when `source` is signed by `key`; else why not, naming the
+// signature file and how to make one.
+core::Result<core::Signer> VerifyDeclarationSignature(ports::DeclarationSource& source,
+                                                      const core::MinisignKey& key);
 
 // Two declarations signed with one generation could be swapped for each
 // other at will, each verifying: a signed change needs a new generation.

@@ -66,6 +66,7 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
   next->machine = report.machine;
   next->generation = report.generation;
   next->declaration_digest = report.declaration_digest;
+  next->signer = std::move(report.signer);
   streaks_.clear();  // only the units of this declaration are followed
   std::array<int, std::size(core::kAllOutcomes)> counts{};
   next->resources.reserve(report.outcomes.size());
@@ -182,6 +183,9 @@ nlohmann::json ToJson(const Snapshot& s) {
           {"last_reconcile", last},
           {"error", s.error.has_value() ? json(*s.error) : json(nullptr)},
           {"apply_stalled", s.stalled.has_value() ? json(*s.stalled) : json(nullptr)},
+          {"signature", s.signer.has_value() ? json{{"key_id", s.signer->key_id},
+                                                    {"trusted_comment", s.signer->trusted_comment}}
+                                             : json(nullptr)},
           {"resources", std::move(resources)}};
 }
 
@@ -190,6 +194,16 @@ void StatusBoard::SetStalled(std::optional<std::string> why) {
   auto next = std::make_shared<Snapshot>(*current_);
   next->stalled = std::move(why);
   current_ = std::move(next);
+}
+
+namespace {
+bool UnitDown(const core::ResourceOutcome& r) {
+  return r.unit_should_run && r.unit.has_value() && !r.unit->active_state.empty() && !r.unit->up;
+}
+}  // namespace
+
+bool Failing(const core::ResourceOutcome& r) {
+  return r.outcome == core::Outcome::kFailed || UnitDown(r);
 }
 
 Health Judge(const Snapshot& s) {
@@ -202,7 +216,7 @@ Health Judge(const Snapshot& s) {
     if (r.outcome == core::Outcome::kFailed) {
       wrong.push_back("resource " + r.id + " (" + r.kind + ") failed: " + r.detail);
     }
-    if (r.unit_should_run && r.unit.has_value() && !r.unit->active_state.empty() && !r.unit->up) {
+    if (UnitDown(r)) {
       core::UnitStatus seen;
       seen.active_state = r.unit->active_state;
       seen.sub_state = r.unit->sub_state;

@@ -39,6 +39,8 @@ struct ApplySummary {
   // The apply under way is stuck: it has taken no step for longer than the
   // daemon allows (daemon/stall_watch.h).
   std::optional<std::string> stalled;
+  // The signature the applied declaration was accepted under (--verify-key).
+  std::optional<core::Signer> signer;
 };
 
 struct Snapshot : ApplySummary {
@@ -93,6 +95,11 @@ class StatusBoard {
 };
 
 nlohmann::json ToJson(const Snapshot& snapshot);
+// Whether a resource is wrong now, as /healthz judges it: it failed, or its
+// unit is declared running and is not up.
+bool Failing(const core::ResourceOutcome& resource);
+// Healthy, or a line for each thing wrong: the apply's own state, then
+// every resource Failing.
 Health Judge(const Snapshot& snapshot);
 
 }  // namespace mesh::status

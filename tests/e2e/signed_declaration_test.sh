@@ -94,6 +94,14 @@ for _ in $(seq 1 100); do
   [ -n "$url" ] && grep -q "^apply ok" "$T/log" && break; sleep 0.05
 done
 [ -n "$url" ] || fail "the daemon did not start: $(cat "$T/log")"
+# Whose signature the applied generation carries, on /status and the page.
+curl -sf "$url/status" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["signature"]
+sys.exit(0 if s and len(s["key_id"]) == 16 and s["trusted_comment"] else 1)' ||
+  fail "/status does not name the signer: $(curl -s "$url/status")"
+curl -sf "$url/" | grep -q "signed by</dt><dd>key <code>[0-9A-F]\{16\}</code>" ||
+  fail "the page does not name the signer"
 KEY=other sign
 seen=0
 for _ in $(seq 1 100); do

@@ -228,6 +228,37 @@ TEST_F(ServerTest, StatusIsValidJsonWhateverBytesAnOutcomeHolds) {
   EXPECT_THAT(status->body, HasSubstr("\\nfailed fake.service"));
 }
 
+// The page for a browser: HTML of the same picture, under a policy that
+// lets nothing load; a page number that is not one is refused in words.
+TEST_F(ServerTest, ThePageAtTheRootShowsThePictureUnderAStrictPolicy) {
+  Publish(true);
+  auto c = Client();
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_THAT(page->get_header_value("Content-Security-Policy"),
+              HasSubstr("default-src 'none'; style-src 'sha256-"));
+  EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
+  EXPECT_THAT(page->body, HasSubstr("NOT HEALTHY"));
+  EXPECT_THAT(page->body, HasSubstr("resource jail.conf (file) failed: disk full"));
+  auto second = c.Get("/?page=1");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200);
+  for (const char* bad : {"/?page=x", "/?page=", "/?page=-1", "/?page=1x"}) {
+    auto got = c.Get(bad);
+    ASSERT_TRUE(got) << bad;
+    EXPECT_EQ(got->status, 400) << bad;
+  }
+  auto past = c.Get("/?page=2");
+  ASSERT_TRUE(past);
+  EXPECT_EQ(past->status, 404);
+  EXPECT_EQ(past->body, "no page 2: the pages are 1 to 1\n");
+  auto head = c.Head("/");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+}
+
 TEST_F(ServerTest, UnknownPathIs404OtherMethodsAre405) {
   auto c = Client();
   auto nope = c.Get("/nope");

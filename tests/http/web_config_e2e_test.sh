@@ -54,6 +54,9 @@ U=https://127.0.0.1:$PORT
 [ "$(code --cacert ca.crt -u prometheus:wrong $U/status)" = 401 ] || fail "wrong password: not 401"
 [ "$(code --cacert ca.crt -u nobody:right-horse $U/status)" = 401 ] || fail "unknown user: not 401"
 [ "$(code --cacert ca.crt -u prometheus:right-horse $U/metrics)" = 200 ] || fail "right password: not 200"
+# The page for a browser is behind the same TLS and auth.
+[ "$(code --cacert ca.crt $U/)" = 401 ] || fail "the page without credentials: not 401"
+[ "$(code --cacert ca.crt -u prometheus:right-horse $U/)" = 200 ] || fail "the page with the password: not 200"
 curl -s --cacert ca.crt -u prometheus:right-horse -D - -o /dev/null $U/healthz | grep -qi '^X-Frame-Options: deny' ||
   fail "the configured header is missing"
 curl -s --cacert ca.crt -D - -o /dev/null $U/healthz | grep -qi '^WWW-Authenticate: Basic' ||

@@ -41,7 +41,12 @@ TEST_F(MinisignTest, KeyIdReadsAsMinisignPrintsIt) {
 TEST_F(MinisignTest, PrehashedAndLegacySignaturesVerify) {
   for (const char* name : {"prehashed.minisig", "legacy.minisig"}) {
     auto ok = VerifyMinisign(key_, Read(name), message_);
-    EXPECT_TRUE(ok.has_value()) << name << ": " << ok.error().message;
+    ASSERT_TRUE(ok.has_value()) << name << ": " << ok.error().message;
+    // The trusted comment, as signed: what /status shows as the signer's words.
+    std::string sig = Read(name);
+    size_t at = sig.find("\ntrusted comment: ") + 18;
+    EXPECT_EQ(*ok, sig.substr(at, sig.find('\n', at) - at)) << name;
+    EXPECT_FALSE(ok->empty());
   }
 }
 

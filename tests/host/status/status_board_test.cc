@@ -251,4 +251,25 @@ TEST(StatusBoardTest, NothingYetIsNotHealthy) {
 }
 
 }  // namespace
+// With --verify-key, /status says whose signature the applied declaration
+// carries; a refused push (a bad signature among them) leaves the one of
+// the generation in force.
+TEST(StatusBoardTest, TheSignerOfTheAppliedDeclarationStaysThroughARefusal) {
+  StatusBoard board;
+  EXPECT_TRUE(ToJson(*board.Get())["signature"].is_null());
+  core::ApplyReport signed_report = Report();
+  signed_report.signer = core::Signer{"62DA9E45B3F8B0AF", "generation 7 by ops"};
+  board.PublishApply(signed_report);
+  nlohmann::json j = ToJson(*board.Get());
+  EXPECT_EQ(j["signature"]["key_id"], "62DA9E45B3F8B0AF");
+  EXPECT_EQ(j["signature"]["trusted_comment"], "generation 7 by ops");
+  core::ApplyReport refused;
+  refused.result = core::ApplyResult::kRefused;
+  refused.error = "declaration signature d.json.minisig: signed by another key";
+  board.PublishApply(refused);
+  EXPECT_EQ(ToJson(*board.Get())["signature"]["key_id"], "62DA9E45B3F8B0AF");
+  board.PublishApply(Report());  // applied without --verify-key
+  EXPECT_TRUE(ToJson(*board.Get())["signature"].is_null());
+}
+
 }  // namespace mesh::status
