@@ -18,7 +18,7 @@ constexpr std::string_view kStyle =
     "header.bad{background:#cf222e}h1{margin:0;font-size:22px}header p{margin:4px 0 0}"
     "header a{color:#fff}main{padding:4px 20px 20px}h2{font-size:17px;margin:18px 0 6px}"
     "ul.wrong{margin:0;padding-left:20px}ul.wrong li{margin:2px 0}"
-    "table{border-collapse:collapse;background:#fff;width:100%}"
+    "table{border-collapse:collapse;background:#fff;width:100%}#summary table{width:auto}"
     "th,td{border:1px solid #d0d7de;padding:3px 6px;text-align:left;vertical-align:top}"
     "th{background:#eaeef2}td.words{white-space:pre-wrap;word-break:break-word}"
     "tr.failing td{background:#ffebe9}dl{display:grid;grid-template-columns:max-content auto;"

@@ -8,7 +8,7 @@ MESH_HOST_PACKAGES=(
   liblzma-dev libbz2-dev libxml2-dev nettle-dev
   systemd dbus util-linux bsdutils coreutils curl prometheus prometheus-alertmanager python3
   strace minisign libdtl-dev libyaml-cpp-dev libcrypt-dev openssl python3-jsonschema
-  dpkg-dev groff-base groff iproute2
+  dpkg-dev groff-base groff iproute2 chromium fonts-dejavu-core
 )
 
 ensure_packages() {
