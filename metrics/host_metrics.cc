@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "host/core/printable.h"
+
 namespace mesh::metrics {
 namespace {
 
@@ -83,11 +85,13 @@ HostMetrics::HostMetrics(const std::string& version, ResourceSeries series)
   churn_ = gauges("mesh_host_resource_churn",
                   "Times the resource was created, updated or restarted again since the "
                   "declaration last changed (the series exists only while above 0).");
-  // Every {kind, outcome} pair exists from the start, at 0: a series born
-  // at 1 is one increase() cannot see.
+  // Every {kind, outcome} pair that can happen exists from the start, at
+  // 0: a series born at 1 is one increase() cannot see. The rest never
+  // exist (a credential is never reloaded: 20 series a host, never moving).
   for (core::Kind kind : core::kAllKinds) {
     resources_->Add({{"kind", std::string(core::KindName(kind))}});
     for (core::Outcome outcome : core::kAllOutcomes) {
+      if (!core::OutcomeCanHappen(kind, outcome)) continue;
       outcomes_->Add({{"kind", std::string(core::KindName(kind))},
                       {"outcome", std::string(core::OutcomeName(outcome))}});
     }
@@ -103,6 +107,9 @@ HostMetrics::HostMetrics(const std::string& version, ResourceSeries series)
                                "Second looks that found the unit not running as asked.");
   reconciles_ =
       counters("mesh_host_reconciles_total", "Reconciles, by result (ok, failed, refused).");
+  refused_ = gauges("mesh_host_declaration_refused",
+                    "1 while the declaration in place is refused, with the refusal as reason "
+                    "(the series exists only then).");
   for (const char* result : {"ok", "failed", "refused"}) reconciles_->Add({{"result", result}});
   duration_ = &prometheus::BuildHistogram()
                    .Name("mesh_host_reconcile_duration_seconds")
@@ -143,6 +150,7 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
   duration_->Observe(std::chrono::duration<double>(report.duration).count());
   last_reconcile_->Set(Seconds(report.finished_at));
   if (report.result == core::ApplyResult::kOk) last_success_->Set(Seconds(report.finished_at));
+  ObserveRefusal(report);
   if (report.result == core::ApplyResult::kRefused) {
     if (report.recorded.has_value() && !shown_) ObserveRecorded(*report.recorded);
     return;
@@ -197,6 +205,26 @@ void HostMetrics::ObserveUnitsOf(const std::vector<core::ResourceOutcome>& outco
     s.n_restarts = o.unit->n_restarts;
     ObserveUnitLocked(o.unit->name, s, o.unit->up);
   }
+}
+
+// One series while the declaration in place is refused, its reason the
+// refusal's first line, printable and cut: what the alert names. A new
+// refusal replaces it; an accepted apply (ok or failed) removes it.
+void HostMetrics::ObserveRefusal(const core::ApplyReport& report) {
+  std::string reason;
+  if (report.result == core::ApplyResult::kRefused) {
+    std::string_view first = report.error;
+    first = first.substr(0, first.find('\n'));
+    reason = core::Printable(first, kRefusalReasonBytes);
+    if (reason.empty()) reason = "refused";
+  }
+  if (refused_series_ != nullptr && refused_reason_ == reason) return;
+  if (refused_series_ != nullptr) refused_->Remove(refused_series_);
+  refused_series_ = nullptr;
+  refused_reason_ = reason;
+  if (reason.empty()) return;
+  refused_series_ = &refused_->Add({{"reason", reason}});
+  refused_series_->Set(1);
 }
 
 // A daemon started on a refused declaration: the recorded generation, the

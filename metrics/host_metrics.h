@@ -40,6 +40,10 @@ enum class ResourceSeries {
   kFailing,  // only resources failed or churning now (fleets of large declarations)
 };
 
+// A refusal's words in mesh_host_declaration_refused's reason label: enough
+// to name the field and the problem, short enough for an alert.
+inline constexpr size_t kRefusalReasonBytes = 200;
+
 class HostMetrics {
  public:
   explicit HostMetrics(const std::string& version, ResourceSeries series = ResourceSeries::kAll);
@@ -71,6 +75,7 @@ class HostMetrics {
   // Issue 210's shape, judged here: the churn of each resource under one
   // declaration, and its per-resource series.
   void ObserveResource(const core::ResourceOutcome& o, bool same_declaration);
+  void ObserveRefusal(const core::ApplyReport& report);
   // With mu_ held, as the two above.
   void NewDeclaration(const std::string& digest);
   void CountUnitActions(const core::ResourceOutcome& o);
@@ -88,6 +93,9 @@ class HostMetrics {
   prometheus::Family<prometheus::Counter>* systemd_restarts_;
   prometheus::Family<prometheus::Counter>* confirm_failures_;
   prometheus::Family<prometheus::Counter>* reconciles_;
+  prometheus::Family<prometheus::Gauge>* refused_;
+  prometheus::Gauge* refused_series_ = nullptr;  // while the declaration in place is refused
+  std::string refused_reason_;
   prometheus::Histogram* duration_;
   prometheus::Gauge* last_reconcile_;
   prometheus::Gauge* last_success_;

@@ -35,6 +35,16 @@ inline constexpr std::array<Outcome, 9> kAllOutcomes = {
 
 std::string_view OutcomeName(Outcome outcome);
 
+// Whether an apply can give a resource of `kind` this outcome: a unit's
+// resource (service, process) can have every one; a file, credential,
+// bundle, directory or symlink is never started, restarted, reloaded or
+// stopped. The metrics create a counter only for what can happen.
+constexpr bool OutcomeCanHappen(Kind kind, Outcome outcome) {
+  if (kind == Kind::kService || kind == Kind::kProcess) return true;
+  return outcome != Outcome::kStarted && outcome != Outcome::kRestarted &&
+         outcome != Outcome::kReloaded && outcome != Outcome::kStopped;
+}
+
 // What the host saw of a unit, carried on /status for services and processes.
 struct UnitSnapshot {
   std::string name;

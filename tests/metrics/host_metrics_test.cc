@@ -167,6 +167,62 @@ TEST(HostMetricsTest, RefusalCountsButKeepsTheState) {
   EXPECT_THAT(text, HasSubstr(R"(resource="keep")"));
 }
 
+// A refused push alerts on its own: one series naming the refusal while it
+// stands, replaced by the next refusal, gone at the next accepted apply.
+TEST(HostMetricsTest, ARefusedDeclarationIsOneSeriesNamingTheRefusal) {
+  HostMetrics m("v");
+  m.ObserveApply(Report({Out("keep", "file", core::Outcome::kCreated)}));
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_declaration_refused{")));
+  auto refused = Report({}, core::ApplyResult::kRefused);
+  refused.error = "declaration, resource \"x\": field \"mode\": must be 3 or 4 octal digits\nmore";
+  m.ObserveApply(refused);
+  m.ObserveApply(refused);
+  std::string text = m.Serialize();
+  EXPECT_THAT(text,
+              HasSubstr(R"(mesh_host_declaration_refused{reason="declaration, resource \"x\": )"
+                        R"(field \"mode\": must be 3 or 4 octal digits"} 1)"));
+  refused.error = std::string("bad \x1b[31m") + std::string(500, 'y');
+  m.ObserveApply(refused);
+  text = m.Serialize();
+  size_t series = 0;
+  for (size_t at = text.find("mesh_host_declaration_refused{"); at != std::string::npos;
+       at = text.find("mesh_host_declaration_refused{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 1u) << "one refusal at a time";
+  EXPECT_THAT(text, HasSubstr(R"(reason="bad \\x1b[31myyy)"));
+  EXPECT_THAT(text, Not(HasSubstr(std::string(300, 'y'))));
+  m.ObserveApply(
+      Report({Out("keep", "file", core::Outcome::kUnchanged)}, core::ApplyResult::kFailed));
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_declaration_refused{")));
+}
+
+// Counters exist from 0 for what can happen, and only that: 43 series of
+// kind and outcome, not 63, of which 20 could never move.
+TEST(HostMetricsTest, OutcomeCountersOnlyForWhatCanHappen) {
+  std::string text = HostMetrics("v").Serialize();
+  size_t pairs = 0;
+  for (size_t at = text.find("\nmesh_host_resource_outcomes_total{"); at != std::string::npos;
+       at = text.find("\nmesh_host_resource_outcomes_total{", at + 1)) {
+    ++pairs;
+  }
+  EXPECT_EQ(pairs, 5u * 5 + 2u * 9);
+  EXPECT_THAT(
+      text, HasSubstr(R"(mesh_host_resource_outcomes_total{kind="service",outcome="reloaded"} 0)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"(mesh_host_resource_outcomes_total{kind="credential",outcome="removed"} 0)"));
+  EXPECT_THAT(text, Not(HasSubstr(R"(kind="credential",outcome="reloaded")")));
+  EXPECT_THAT(text, Not(HasSubstr(R"(kind="file",outcome="restarted")")));
+  for (core::Kind kind : core::kAllKinds) {
+    for (core::Outcome o :
+         {core::Outcome::kCreated, core::Outcome::kUpdated, core::Outcome::kUnchanged,
+          core::Outcome::kRemoved, core::Outcome::kFailed}) {
+      EXPECT_TRUE(core::OutcomeCanHappen(kind, o)) << core::KindName(kind);
+    }
+  }
+}
+
 // Counts the sample lines of the exposition (not # HELP / # TYPE).
 size_t Series(const std::string& text) {
   size_t n = 0;
