@@ -11,17 +11,20 @@ set -euo pipefail
 umask 022
 out=$1 release=$2 date=$3 binary=$4 serve=$5 unit=$6 env=$7 man=$8 completion=$9 debian=${10}
 shift 10
-docs=() rules=()
+docs=() rules=() dashboards=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do docs+=("$1"); shift; done
 [ $# -gt 0 ] && shift
-rules=("$@")
+while [ $# -gt 0 ] && [ "$1" != -- ]; do rules+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+dashboards=("$@")
 
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 root=$work/root
 for d in DEBIAN etc etc/mesh-host lib lib/systemd lib/systemd/system usr usr/bin usr/share \
   usr/share/man usr/share/man/man1 usr/share/bash-completion usr/share/bash-completion/completions \
-  usr/share/doc usr/share/doc/mesh-host usr/share/mesh-host usr/share/mesh-host/alerts \
+  usr/share/doc usr/share/doc/mesh-host usr/share/doc/mesh-host/images usr/share/mesh-host \
+  usr/share/mesh-host/alerts usr/share/mesh-host/dashboards \
   usr/lib usr/lib/mesh-host; do
   install -d -m 0755 "$root/$d"
 done
@@ -43,12 +46,16 @@ install -m 0644 "$debian/copyright" "$root/usr/share/doc/mesh-host/copyright"
 for d in "${docs[@]}"; do
   case $d in
     */CHANGELOG.md) gzip -9n < "$d" > "$root/usr/share/doc/mesh-host/changelog.gz" ;;
+    */images/*) install -m 0644 "$d" "$root/usr/share/doc/mesh-host/images/$(basename "$d")" ;;
     *) install -m 0644 "$d" "$root/usr/share/doc/mesh-host/$(basename "$d")" ;;
   esac
 done
 for r in "${rules[@]}"; do
   case $r in *.test.yml) continue ;; esac
   install -m 0644 "$r" "$root/usr/share/mesh-host/alerts/$(basename "$r")"
+done
+for b in "${dashboards[@]}"; do
+  case $b in *.json) install -m 0644 "$b" "$root/usr/share/mesh-host/dashboards/$(basename "$b")" ;; esac
 done
 for s in postinst prerm postrm; do install -m 0755 "$debian/$s" "$root/DEBIAN/$s"; done
 echo /etc/mesh-host/mesh-host.env > "$root/DEBIAN/conffiles"

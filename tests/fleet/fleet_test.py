@@ -10,7 +10,8 @@ webhook server in this test. Three hosts go wrong:
 
   - h1 gets a config its daemon refuses: the unit dies after its restart;
   - h2 churns: something rewrites its file every half second;
-  - h3's mesh-host is SIGKILLed.
+  - h3's mesh-host is SIGKILLed;
+  - h4 is pushed a declaration it refuses (a mode that is not one).
 
 Exactly the matching alerts must reach the webhook, each naming its
 instance (and resource or unit), and nothing for the healthy rest.
@@ -36,7 +37,7 @@ import threading
 import time
 
 HOSTS = 20
-REFUSED, CHURN, KILLED = 1, 2, 3
+REFUSED, CHURN, KILLED, BAD_PUSH = 1, 2, 3, 4
 
 
 def find(*candidates):
@@ -235,9 +236,14 @@ scrape_configs:
                  lambda: len([r for r in query("up == 1")]) == HOSTS, 40)
         print(f"ok   - prometheus scrapes all {HOSTS} hosts over TLS with basic auth")
 
-        # h3's mesh-host dies.
+        # h3's mesh-host dies; h4 is pushed a declaration it refuses.
         hosts[KILLED].send_signal(signal.SIGKILL)
         hosts[KILLED].wait()
+        with open(f"{t}/h{BAD_PUSH}/d.json.new", "w") as f:
+            json.dump({"machine": f"h{BAD_PUSH}", "generation": 2, "resources": [
+                {"id": "conf", "kind": "file", "path": "/etc/app.conf", "content": "x\n",
+                 "mode": "9"}]}, f)
+        os.rename(f"{t}/h{BAD_PUSH}/d.json.new", f"{t}/h{BAD_PUSH}/d.json")
 
         inst = {i: f"127.0.0.1:{ports[i]}" for i in range(HOSTS)}
         expected = {
@@ -245,6 +251,7 @@ scrape_configs:
             ("MeshHostDaemonDead", inst[REFUSED], "fleet-h1.service"),
             ("MeshHostResourceChurn", inst[CHURN], "conf"),
             ("MeshHostDown", inst[KILLED], ""),
+            ("MeshHostDeclarationRefused", inst[BAD_PUSH], ""),
         }
 
         def got():
@@ -265,8 +272,13 @@ scrape_configs:
             paths = {(a["labels"]["alertname"], path) for path, a in Webhook.received}
         assert ("MeshHostDown", "/mesh-oncall") in paths, paths
         assert ("MeshHostResourceChurn", "/mesh-team") in paths, paths
-        print("ok   - exactly the four alerts reached the webhook, each naming its instance "
-              "(critical to on-call, warnings to the team); nothing for the healthy 17")
+        with Webhook.lock:
+            reasons = {a["labels"].get("reason", "") for _, a in Webhook.received
+                       if a["labels"]["alertname"] == "MeshHostDeclarationRefused"}
+        assert any("field mode" in r for r in reasons), reasons
+        print("ok   - exactly the five alerts reached the webhook, each naming its instance "
+              "(critical to on-call, warnings to the team; the refusal named); nothing for "
+              f"the healthy {HOSTS - 4}")
 
         # Figures for docs/fleet.md.
         series = query('count by (instance) ({job="mesh-host"})')

@@ -29,15 +29,19 @@ cat > "$T/want" <<'LIST'
 /usr/share/doc/mesh-host/declaration.md
 /usr/share/doc/mesh-host/declaration.schema.json
 /usr/share/doc/mesh-host/fleet.md
+/usr/share/doc/mesh-host/images/page-failing.png
+/usr/share/doc/mesh-host/images/page-healthy.png
 /usr/share/doc/mesh-host/metrics.md
 /usr/share/doc/mesh-host/performance.md
 /usr/share/doc/mesh-host/quickstart.md
 /usr/share/doc/mesh-host/record.md
 /usr/share/doc/mesh-host/reliability.md
+/usr/share/doc/mesh-host/troubleshooting.md
 /usr/share/doc/mesh-host/two-looks.md
 /usr/share/man/man1/mesh-host.1.gz
 /usr/share/mesh-host/alerts/fleet.rules.yml
 /usr/share/mesh-host/alerts/mesh-host.rules.yml
+/usr/share/mesh-host/dashboards/mesh-host-fleet.json
 LIST
 check "holds exactly the expected files" 'diff -u "$T/want" "$T/files"'
 check "every path owned by root" '! dpkg-deb -c "$DEB" | awk "{print \$2}" | grep -v "^root/root$"'
