@@ -9,9 +9,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "third_party/tls_digests.h"
 
 namespace mesh::cli {
 namespace {
@@ -72,8 +75,10 @@ TEST(StatusCommandTest, AnyShapeOfDocumentIsATableNotACrash) {
 TEST(StatusCommandTest, UnreachableIsExit2) {
   std::ostringstream out, err;
   EXPECT_EQ(RunStatus("http://127.0.0.1:1", out, err), 2);
-  EXPECT_THAT(err.str(), HasSubstr("http://127.0.0.1:1 unreachable: nothing answers there (is "
-                                   "`mesh-host run` listening on that address and port?)"));
+  EXPECT_THAT(
+      err.str(),
+      HasSubstr("http://127.0.0.1:1 unreachable: nothing answers there "
+                "(connection refused: is `mesh-host run` listening on that address and port?)"));
   std::ostringstream out2, err2;
   EXPECT_EQ(RunStatus("127.0.0.1:1", out2, err2), 2);
   EXPECT_THAT(err2.str(), HasSubstr("--url 127.0.0.1:1: not a URL; it takes http://HOST:PORT"));
@@ -277,6 +282,129 @@ TEST(StatusCommandTest, CredentialsNeverGoOverPlainHttp) {
       << "with credentials, a targets file without __scheme__ means TLS";
   std::ofstream(path) << R"([{"targets": ["10.0.0.1:9479"], "labels": {"__scheme__": "ftp"}}])";
   EXPECT_FALSE(ReadTargets(path).has_value());
+}
+
+// Issue 42 (1): one fleet, every kind of target at once. Credentials and
+// the CA go only to https targets (a plain-http host is asked without
+// them, not refused), and each unreachable target says why in words.
+class TlsHost {
+ public:
+  TlsHost(const std::string& dir, const std::string& cert, bool auth, bool healthy) {
+    third_party::RegisterTlsDigests();
+    server_ = std::make_unique<httplib::SSLServer>((dir + "/" + cert + ".crt").c_str(),
+                                                   (dir + "/" + cert + ".key").c_str());
+    std::string status = std::string(R"({"machine": ")") + (auth ? "tls-auth" : "tls") +
+                         R"(", "generation": 7, "healthy": )" + (healthy ? "true" : "false") + "}";
+    auto allowed = [auth](const httplib::Request& req, httplib::Response& res) {
+      if (!auth || req.get_header_value("Authorization") == "Basic cHJvbWV0aGV1czpzZWNyZXQ=") {
+        return true;  // prometheus:secret
+      }
+      res.status = 401;
+      return false;
+    };
+    server_->Get("/status", [status, allowed](const httplib::Request& req, httplib::Response& res) {
+      if (allowed(req, res)) res.set_content(status, "application/json");
+    });
+    server_->Get("/healthz", [allowed](const httplib::Request& req, httplib::Response& res) {
+      if (!allowed(req, res)) return;
+      res.status = 503;
+      res.set_content("unit jaild.service is failed (failed), declared running\n", "text/plain");
+    });
+    port_ = server_->bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+  }
+  ~TlsHost() {
+    server_->stop();
+    thread_.join();
+  }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::unique_ptr<httplib::SSLServer> server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(StatusCommandTest, AMixedFleetTellsTheTruthInOneCall) {
+  std::string d = ::testing::TempDir() + "/mixed";
+  std::string make =
+      "set -e; rm -rf " + d + "; mkdir -p " + d + "; cd " + d +
+      "; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key"
+      " -out ca.crt -subj /CN=ca -days 2 2>/dev/null"
+      "; openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout host.key"
+      " -out host.csr -subj /CN=127.0.0.1 2>/dev/null"
+      "; printf 'subjectAltName=IP:127.0.0.1\\n' > ext"
+      "; openssl x509 -req -in host.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out host.crt"
+      " -days 2 -extfile ext 2>/dev/null"
+      "; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout foreign.key"
+      " -out foreign.crt -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -days 2"
+      " 2>/dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0) << "openssl could not make the test's certificates";
+
+  std::atomic<int> plain_with_password{0};
+  httplib::Server plain;
+  plain.Get("/status", [&](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_header("Authorization")) ++plain_with_password;
+    res.set_content(R"({"machine": "plain", "generation": 7, "healthy": true})",
+                    "application/json");
+  });
+  int plain_port = plain.bind_to_any_port("127.0.0.1");
+  std::thread plain_thread([&] { plain.listen_after_bind(); });
+  TlsHost tls(d, "host", /*auth=*/false, /*healthy=*/true);
+  TlsHost tls_auth(d, "host", /*auth=*/true, /*healthy=*/false);
+  TlsHost foreign(d, "foreign", /*auth=*/false, /*healthy=*/true);
+  TricklingPeer frozen;
+  std::string plain_target = "127.0.0.1:" + std::to_string(plain_port);
+  std::string frozen_target = frozen.url().substr(7);
+
+  std::string targets = d + "/targets.json";
+  std::ofstream(targets) << R"([{"targets": [")" << plain_target
+                         << R"("], "labels": {"__scheme__": "http"}},
+      {"targets": [")" << tls.target()
+                         << R"(", ")" << tls_auth.target() << R"("]},
+      {"targets": [")" << plain_target
+                         << R"("], "labels": {"site": "forgot-the-scheme"}},
+      {"targets": ["127.0.0.1:1", ")"
+                         << frozen_target << R"("], "labels": {"__scheme__": "http"}},
+      {"targets": [")" << foreign.target()
+                         << R"("], "labels": {"__scheme__": "https"}}])";
+  ClientOptions opts;
+  opts.ca = d + "/ca.crt";
+  opts.user = "prometheus";
+  std::string password = d + "/password";
+  std::ofstream(password) << "secret\n";
+  std::ostringstream out, err;
+  int rc = RunStatusVerb({}, targets, "", out, err, opts, password, std::chrono::seconds(3));
+  std::string text = out.str();
+  EXPECT_EQ(rc, 1) << err.str() << text;
+  EXPECT_EQ(err.str(), "");
+  auto row = [&](const std::string& target) {
+    std::istringstream lines(text);
+    std::vector<std::string> found;
+    for (std::string l; std::getline(lines, l);) {
+      if (l.starts_with(target + " ")) found.push_back(l);
+    }
+    return found;
+  };
+  ASSERT_EQ(row(plain_target).size(), 2u) << text;
+  EXPECT_THAT(row(plain_target)[0], ::testing::ContainsRegex("plain +7 +healthy$"));
+  EXPECT_THAT(row(plain_target)[1],
+              HasSubstr("UNREACHABLE  the TLS handshake failed: it does not speak TLS (it "
+                        "answers plain http: \"__scheme__\": \"http\" in the targets file)"));
+  EXPECT_EQ(plain_with_password.load(), 0) << "no password over plain http";
+  EXPECT_THAT(row(tls.target())[0], ::testing::ContainsRegex("tls +7 +healthy$"));
+  EXPECT_THAT(row(tls_auth.target())[0],
+              ::testing::ContainsRegex("tls-auth +7 +NOT HEALTHY +unit jaild.service is failed"));
+  EXPECT_THAT(row("127.0.0.1:1")[0], HasSubstr("nothing answers there (connection refused"));
+  EXPECT_THAT(row(frozen_target)[0], HasSubstr("no whole answer before the deadline (--timeout)"));
+  EXPECT_THAT(row(foreign.target())[0],
+              HasSubstr("its TLS certificate does not verify against --ca " + opts.ca + ": "));
+  EXPECT_THAT(text, HasSubstr("7 machine(s): 2 healthy, 1 not healthy, 4 unreachable\n"));
+  for (const char* enum_name : {"SSLConnection", "SSLServerVerification", "Connection"}) {
+    EXPECT_THAT(text, ::testing::Not(::testing::ContainsRegex(std::string(" ") + enum_name + "$")));
+  }
+  plain.stop();
+  plain_thread.join();
 }
 
 }  // namespace
