@@ -140,5 +140,6 @@ int main(int argc, char** argv) {
   client.key = flags->key;
   client.user = flags->user;
   return mesh::cli::RunStatusVerb(flags->urls, flags->targets, flags->url, std::cout, std::cerr,
-                                  client, flags->password_file, flags->status_timeout);
+                                  client, flags->password_file, flags->status_timeout,
+                                  flags->prometheus);
 }

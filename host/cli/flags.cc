@@ -49,6 +49,9 @@ flags:
                        given more than once, one line per machine
   --targets FILE       status: the hosts of a Prometheus file_sd JSON file,
                        one line per machine; exit 0 only when all are healthy
+  --prometheus URL     status: the fleet as that Prometheus (or any store with
+                       its HTTP API) sees it: hosts down, refusing, failing,
+                       dead or flapping units; one line per instance
   --timeout DURATION   status: every answer whole by then, or its host is
                        unreachable, saying so (default 10s); an answer over
                        16 MiB is cut off
@@ -92,6 +95,7 @@ ValueFlags ValueFlagsOf(Flags& flags) {
            {"--verify-key", &flags.verify_key},
            {"--metrics-resources", &flags.metrics_resources},
            {"--targets", &flags.targets},
+           {"--prometheus", &flags.prometheus},
            {"--web-config", &flags.web_config},
            {"--ca", &flags.ca},
            {"--cert", &flags.cert},
@@ -137,6 +141,10 @@ core::Status CheckTogether(const Flags& flags) {
   }
   if (flags.cert.empty() != flags.key.empty()) {
     return core::Fail("flags --cert and --key go together (a client certificate and its key)");
+  }
+  if (!flags.prometheus.empty() && (!flags.targets.empty() || !flags.urls.empty())) {
+    return core::Fail(
+        "flag --prometheus asks Prometheus for the fleet: not with --url or --targets");
   }
   if (flags.diff && flags.verb != Verb::kPlan) {
     return core::Fail("flag --diff is for plan (mesh-host plan --diff)");

@@ -30,6 +30,7 @@ struct Flags {
   // Prometheus file_sd file of more.
   std::vector<std::string> urls;
   std::string targets;
+  std::string prometheus;  // status --prometheus URL
   // status, reaching a host behind its --web-config: the CA that signed its
   // certificate, a client certificate and key, a basic-auth user (the
   // password from --password-file or MESH_HOST_PASSWORD, never argv).

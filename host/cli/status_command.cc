@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -459,10 +460,135 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
   return healthy == urls.size() ? 0 : 1;
 }
 
+namespace {
+
+// One instant query's result vector, or why not.
+core::Result<nlohmann::json> Query(const std::string& base, const std::string& promql,
+                                   const ClientOptions& opts) {
+  std::string body;
+  Probe p =
+      Get(base, "/api/v1/query?query=" + httplib::detail::encode_query_param(promql), &body, opts);
+  if (!p.error.empty()) {
+    // "URL/api/v1/query?query=... answered 404": the query is noise there.
+    size_t q = p.error.find("?query="), answered = p.error.find(" answered ");
+    if (q != std::string::npos && answered != std::string::npos && q < answered) {
+      return core::Fail(p.error.substr(0, q) + p.error.substr(answered) +
+                        ": it did not answer as Prometheus's HTTP API does (is it a Prometheus "
+                        "URL?)");
+    }
+    return core::Fail(p.error);
+  }
+  nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json* data = Member(doc, "data");
+  const nlohmann::json* result = data != nullptr ? Member(*data, "result") : nullptr;
+  if (Str(doc, "status") != "success" || result == nullptr || !result->is_array()) {
+    return core::Fail(core::Printable(p.url) +
+                      "/api/v1/query did not answer as Prometheus's "
+                      "HTTP API does (is it a Prometheus URL?)");
+  }
+  return *result;
+}
+
+std::string Label(const nlohmann::json& sample, const char* name) {
+  const nlohmann::json* metric = Member(sample, "metric");
+  return metric != nullptr ? Str(*metric, name) : "";
+}
+
+std::string Value(const nlohmann::json& sample) {
+  const nlohmann::json* v = Member(sample, "value");
+  return v != nullptr && v->is_array() && v->size() == 2 && (*v)[1].is_string()
+             ? core::Printable((*v)[1].get<std::string>(), 40)
+             : "";
+}
+
+}  // namespace
+
+int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostream& err,
+                        const ClientOptions& client) {
+  if (RefusesPlainHttp(given, client, err)) return 2;
+  const std::string job = R"({job=~"mesh-host.*"})";
+  const std::string sel = R"(job=~"mesh-host.*")";
+  // What /healthz would say, as the shipped alerts read it, in its order.
+  const std::vector<std::pair<std::string, std::string>> wrong = {
+      {"refused", "mesh_host_declaration_refused{" + sel + "} == 1"},
+      {"failed", "mesh_host_resource_failed{" + sel + "} == 1"},
+      {"dead", "mesh_host_unit_active{" + sel + "} == 0"},
+      {"flapping",
+       "sum by (instance, unit) (increase({__name__=~\"mesh_host_unit_systemd_restarts_total|"
+       "mesh_host_unit_restarts_total\"," +
+           sel + "}[15m])) > 2.5"}};
+  auto up = Query(given, "up" + job, client);
+  if (!up) {
+    err << "mesh-host: --prometheus: " << up.error().message << "\n";
+    return 2;
+  }
+  auto generations = Query(given, "mesh_host_declaration_generation" + job, client);
+  std::map<std::string, FleetRow> rows;
+  std::map<std::string, std::vector<std::string>> what;
+  for (const nlohmann::json& s : *up) {
+    FleetRow& row = rows[Label(s, "instance")];
+    row.machine = "-";
+    row.generation = "-";
+    if (Value(s) != "1") {
+      row.health = "UNREACHABLE";
+      row.what = "Prometheus cannot scrape it (up is 0)";
+    }
+  }
+  if (generations) {
+    for (const nlohmann::json& s : *generations) {
+      auto it = rows.find(Label(s, "instance"));
+      if (it != rows.end()) it->second.generation = Value(s);
+    }
+  }
+  for (const auto& [kind, promql] : wrong) {
+    auto result = Query(given, promql, client);
+    if (!result) {
+      err << "mesh-host: --prometheus: " << result.error().message << "\n";
+      return 2;
+    }
+    for (const nlohmann::json& s : *result) {
+      std::string line =
+          kind == "refused" ? "declaration refused: " + Label(s, "reason")
+          : kind == "failed"
+              ? "resource " + Label(s, "resource") + " (" + Label(s, "kind") + ") failed"
+          : kind == "dead"
+              ? "unit " + Label(s, "unit") + " is not up, declared running"
+              : "unit " + Label(s, "unit") + " restarted " + Value(s) + " time(s) in 15 minutes";
+      what[Label(s, "instance")].push_back(line);
+    }
+  }
+  out << Fit("TARGET", 22) << " " << Fit("MACHINE", 14) << " " << Fit("GEN", 6) << " "
+      << Fit("HEALTH", 12) << " WHAT FAILS\n";
+  size_t healthy = 0, unreachable = 0;
+  for (auto& [instance, row] : rows) {
+    if (row.health.empty()) {
+      const std::vector<std::string>& lines = what[instance];
+      if (lines.empty()) {
+        row.health = "healthy";
+        row.healthy = true;
+        ++healthy;
+      } else {
+        row.health = "NOT HEALTHY";
+        row.what = lines[0];
+        if (lines.size() > 1) row.what += " (+" + std::to_string(lines.size() - 1) + " more)";
+      }
+    } else {
+      ++unreachable;
+    }
+    std::string line = FleetLine(instance, row);
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
+  }
+  out << rows.size() << " machine(s): " << healthy << " healthy, "
+      << rows.size() - healthy - unreachable << " not healthy, " << unreachable
+      << " unreachable (as Prometheus sees them)\n";
+  return healthy == rows.size() && !rows.empty() ? 0 : 1;
+}
+
 int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
                   const std::string& default_url, std::ostream& out, std::ostream& err,
                   ClientOptions client, const std::string& password_file,
-                  std::chrono::nanoseconds timeout) {
+                  std::chrono::nanoseconds timeout, const std::string& prometheus) {
   client.deadline = std::chrono::steady_clock::now() + timeout;
   if (!password_file.empty()) {
     std::ifstream in(password_file, std::ios::binary);
@@ -474,6 +600,7 @@ int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targe
   } else if (const char* env = std::getenv("MESH_HOST_PASSWORD"); env != nullptr) {
     client.password = env;
   }
+  if (!prometheus.empty()) return RunPrometheusStatus(prometheus, out, err, client);
   if (urls.size() <= 1 && targets.empty()) return RunStatus(default_url, out, err, client);
   for (const std::string& u : urls) {
     if (RefusesPlainHttp(u, client, err)) return 2;

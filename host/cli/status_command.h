@@ -41,10 +41,12 @@ int RunStatus(const std::string& url, std::ostream& out, std::ostream& err,
 // `password_file` (or, without one, MESH_HOST_PASSWORD) holds the password
 // of `client.user`.
 // `timeout` bounds the whole command (ClientOptions::deadline).
+// `prometheus`: ask that Prometheus instead (RunPrometheusStatus).
 int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
                   const std::string& default_url, std::ostream& out, std::ostream& err,
                   ClientOptions client = {}, const std::string& password_file = "",
-                  std::chrono::nanoseconds timeout = kDefaultStatusTimeout);
+                  std::chrono::nanoseconds timeout = kDefaultStatusTimeout,
+                  const std::string& prometheus = "");
 
 // The table, for a /status document; fits 80 columns.
 std::string FormatStatusTable(const nlohmann::json& status);
@@ -62,6 +64,18 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
 // `default_scheme` for groups without one.
 core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
                                                    const std::string& default_scheme = "http");
+
+// `status --prometheus URL`: the fleet's state as that Prometheus holds it
+// (its HTTP API, /api/v1/query: Thanos, Mimir and other compatible stores
+// too), in the fleet table's shape, one line per instance of a job matching
+// mesh-host.*: UNREACHABLE when its up is 0, NOT HEALTHY with the first of
+// a refused declaration, its failed resources, its units declared running
+// that are not up, its units flapping (the alerts' rules), else healthy.
+// Prometheus knows no machine names: that column is "-". Exit 0 only when
+// every instance is healthy, 1 otherwise, 2 when Prometheus cannot be asked
+// or answers what is not its API. TLS and basic auth as for the hosts.
+int RunPrometheusStatus(const std::string& prometheus_url, std::ostream& out, std::ostream& err,
+                        const ClientOptions& client = {});
 
 // One machine's line of the fleet table.
 struct FleetRow {

@@ -12,6 +12,9 @@ sandboxed real systemd), returns the series that panel is for:
   - h2 down: SIGKILLed once scraped;
   - h3 refusing: its declaration replaced by one it refuses.
 
+Then `mesh-host status --prometheus` against that Prometheus must say what
+`mesh-host status --targets` says asking each host itself.
+
 Grafana's variables are given the values a person would pick ($job all,
 $instance h1). Bounded: every wait has a deadline; everything is torn down.
 """
@@ -289,6 +292,37 @@ def main():
                       f"{len(result)} series" + ("" if ok else f": {expr} -> {result}"))
                 failed += not ok
         assert seen == set(expect), f"expectations without a panel: {set(expect) - seen}"
+
+        # `status --prometheus` tells the same truth as `status --targets`
+        # asking every host itself (issue 42).
+        with open(f"{t}/targets.json", "w") as f:
+            json.dump([{"targets": [f"127.0.0.1:{p}" for p in ports.values()]}], f)
+        by_port = {f"127.0.0.1:{p}": n for n, p in ports.items()}
+
+        def table(args, names):
+            run = subprocess.run([BIN, "status", *args], capture_output=True, text=True,
+                                 timeout=60)
+            rows = {}
+            for line in run.stdout.splitlines()[1:-1]:
+                target, _machine, _gen, rest = line.split(None, 3)
+                health = "NOT HEALTHY" if rest.startswith("NOT HEALTHY") else rest.split()[0]
+                rows[names(target)] = (health, rest)
+            return run.returncode, rows, run.stdout + run.stderr
+        rc_p, from_prometheus, text_p = table(["--prometheus", f"http://127.0.0.1:{pport}"],
+                                              lambda target: target)
+        rc_t, from_targets, text_t = table(["--targets", f"{t}/targets.json"], by_port.get)
+        health = {"h0": "healthy", "h1": "NOT HEALTHY", "h2": "UNREACHABLE", "h3": "NOT HEALTHY"}
+        for name, (rows, text) in {"--prometheus": (from_prometheus, text_p),
+                                   "--targets": (from_targets, text_t)}.items():
+            ok = {n: h for n, (h, _) in rows.items()} == health
+            print(f"{'ok  ' if ok else 'FAIL'} - status {name}: h0 healthy, h1 and h3 not, "
+                  f"h2 unreachable" + ("" if ok else f"\n{text}"))
+            failed += not ok
+        ok = rc_p == rc_t == 1 and from_prometheus["h3"][1].startswith(
+            "NOT HEALTHY  declaration refused: ") and "field mode" in from_prometheus["h3"][1]
+        print(f"{'ok  ' if ok else 'FAIL'} - both exit 1; --prometheus names h3's refusal"
+              + ("" if ok else f" ({rc_p}, {rc_t})\n{text_p}"))
+        failed += not ok
         print(f"dashboard: {failed} failed")
         return 1 if failed else 0
     finally:

@@ -50,6 +50,11 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
   EXPECT_THAT(ParseFlags({"apply", "--root", "rel"}).error().message, HasSubstr("--root"));
   EXPECT_THAT(ParseFlags({"apply", "--root"}).error().message, HasSubstr("needs a value"));
   EXPECT_THAT(ParseFlags({"frobnicate"}).error().message, HasSubstr("unknown verb"));
+  EXPECT_EQ(ParseFlags({"status", "--prometheus", "http://p:9090"})->prometheus, "http://p:9090");
+  EXPECT_THAT(ParseFlags({"status", "--prometheus", "http://p:9090", "--targets", "t.json"})
+                  .error()
+                  .message,
+              HasSubstr("--prometheus asks Prometheus for the fleet: not with --url or --targets"));
 }
 
 TEST(FlagsTest, DiffIsForPlanAndVerifyKeyIsAPath) {

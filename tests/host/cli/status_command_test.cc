@@ -407,5 +407,29 @@ TEST(StatusCommandTest, AMixedFleetTellsTheTruthInOneCall) {
   plain_thread.join();
 }
 
+// --prometheus at something that is not Prometheus's API, or at nothing:
+// exit 2 and why, never a table of nothing called healthy.
+TEST(StatusCommandTest, APrometheusThatIsNotOneIsExit2) {
+  FakeHost host(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatusVerb({}, "", "", out, err, {}, "", std::chrono::seconds(3),
+                          "http://" + host.target()),
+            2);
+  EXPECT_THAT(
+      err.str(),
+      HasSubstr("/api/v1/query answered 404: it did not answer as Prometheus's HTTP API does"));
+  std::ostringstream out2, err2;
+  EXPECT_EQ(
+      RunStatusVerb({}, "", "", out2, err2, {}, "", std::chrono::seconds(3), "http://127.0.0.1:1"),
+      2);
+  EXPECT_THAT(err2.str(),
+              HasSubstr("--prometheus: http://127.0.0.1:1 unreachable: nothing answers"));
+  ClientOptions with_user;
+  with_user.user = "u";
+  std::ostringstream out3, err3;
+  EXPECT_EQ(RunPrometheusStatus("http://127.0.0.1:1", out3, err3, with_user), 2);
+  EXPECT_THAT(err3.str(), HasSubstr("refusing to send a password"));
+}
+
 }  // namespace
 }  // namespace mesh::cli
