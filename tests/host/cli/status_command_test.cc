@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "host/cli/prometheus_status.h"
 #include "third_party/tls_digests.h"
 
 namespace mesh::cli {
@@ -415,15 +416,30 @@ TEST(StatusCommandTest, APrometheusThatIsNotOneIsExit2) {
   EXPECT_EQ(RunStatusVerb({}, "", "", out, err, {}, "", std::chrono::seconds(3),
                           "http://" + host.target()),
             2);
-  EXPECT_THAT(
-      err.str(),
-      HasSubstr("/api/v1/query answered 404: it did not answer as Prometheus's HTTP API does"));
+  EXPECT_THAT(err.str(), HasSubstr("/api/v1/query did not answer as Prometheus's HTTP API does (is "
+                                   "it a Prometheus URL?): it answered 404"));
   std::ostringstream out2, err2;
   EXPECT_EQ(
       RunStatusVerb({}, "", "", out2, err2, {}, "", std::chrono::seconds(3), "http://127.0.0.1:1"),
       2);
   EXPECT_THAT(err2.str(),
               HasSubstr("--prometheus: http://127.0.0.1:1 unreachable: nothing answers"));
+  // A Prometheus that scrapes no mesh-host (a job named otherwise): not a
+  // table of nothing that exits 0.
+  httplib::Server empty;
+  empty.Get("/api/v1/query", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status": "success", "data": {"resultType": "vector", "result": []}})",
+                    "application/json");
+  });
+  int port = empty.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { empty.listen_after_bind(); });
+  std::ostringstream out4, err4;
+  EXPECT_EQ(RunPrometheusStatus("http://127.0.0.1:" + std::to_string(port), out4, err4), 2);
+  EXPECT_THAT(err4.str(),
+              HasSubstr("scrapes no mesh-host (no target of a job matching mesh-host.*)"));
+  EXPECT_EQ(out4.str(), "");
+  empty.stop();
+  serving.join();
   ClientOptions with_user;
   with_user.user = "u";
   std::ostringstream out3, err3;

@@ -1,0 +1,41 @@
+#include "host/cli/fleet_table.h"
+
+#include "host/core/printable.h"
+
+namespace mesh::cli {
+
+std::string Fit(const std::string& s, size_t width) {
+  if (s.size() <= width) return s + std::string(width - s.size(), ' ');
+  return s.substr(0, width - 1) + "~";
+}
+
+std::string FleetLine(const std::string& target, const FleetRow& row) {
+  return Fit(core::Printable(target), 22) + " " + Fit(row.machine, 14) + " " +
+         Fit(row.generation, 6) + " " + Fit(row.health, 12) + " " + row.what;
+}
+
+std::string FirstOf(const std::vector<std::string>& wrong) {
+  if (wrong.empty()) return "";
+  if (wrong.size() == 1) return wrong[0];
+  return wrong[0] + " (+" + std::to_string(wrong.size() - 1) + " more)";
+}
+
+int WriteFleetTable(const std::vector<std::pair<std::string, FleetRow>>& rows, std::ostream& out,
+                    std::string_view source) {
+  out << Fit("TARGET", 22) << " " << Fit("MACHINE", 14) << " " << Fit("GEN", 6) << " "
+      << Fit("HEALTH", 12) << " WHAT FAILS\n";
+  size_t healthy = 0, unreachable = 0;
+  for (const auto& [target, row] : rows) {
+    std::string line = FleetLine(target, row);
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
+    if (row.healthy) ++healthy;
+    if (row.health == "UNREACHABLE") ++unreachable;
+  }
+  out << rows.size() << " machine(s): " << healthy << " healthy, "
+      << rows.size() - healthy - unreachable << " not healthy, " << unreachable << " unreachable"
+      << source << "\n";
+  return healthy == rows.size() ? 0 : 1;
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,227 @@
+#include "host/cli/peer.h"
+
+#include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "host/core/printable.h"
+#include "third_party/tls_digests.h"
+
+namespace mesh::cli {
+namespace {
+
+// What went wrong with a connection, in words: a timeout is a timeout, a
+// TLS failure says which check (httplib's enum names are not words).
+std::string Why(httplib::Error error, const httplib::Client& client, const ClientOptions& opts,
+                unsigned long tls_error) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "nothing answers there (connection refused: is `mesh-host run` listening on that "
+             "address and port?)";
+    case httplib::Error::ConnectionTimeout:
+      return "no connection within the connect timeout (the machine is down, or a firewall "
+             "drops the packets)";
+    case httplib::Error::Read:
+      return "it accepted the connection but sent no whole answer in time";
+    case httplib::Error::Write:
+      return "the connection closed while the request was sent";
+    case httplib::Error::SSLLoadingCerts:
+      return "the --ca, --cert or --key file cannot be loaded";
+    case httplib::Error::SSLServerVerification: {
+      long code = client.get_openssl_verify_result();
+      std::string what = code != X509_V_OK ? X509_verify_cert_error_string(code)
+                                           : "its name is not the one in its certificate";
+      return "its TLS certificate does not verify against " +
+             (opts.ca.empty() ? std::string("the system's CAs (give --ca)") : "--ca " + opts.ca) +
+             ": " + what;
+    }
+    case httplib::Error::SSLConnection: {
+      std::string reason;
+      // Only on this error path: the strings are not loaded at start.
+      OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS, nullptr);
+      if (tls_error != 0 && ERR_reason_error_string(tls_error) != nullptr) {
+        reason = ERR_reason_error_string(tls_error);
+      }
+      if (reason.find("wrong version number") != std::string::npos ||
+          reason.find("packet length too long") != std::string::npos ||
+          reason.find("http request") != std::string::npos) {
+        return "the TLS handshake failed: it does not speak TLS";
+      }
+      if (reason.find("certificate required") != std::string::npos) {
+        return "the TLS handshake failed: it asks for a client certificate (--cert, --key)";
+      }
+      if (reason.find("unknown ca") != std::string::npos ||
+          reason.find("bad certificate") != std::string::npos) {
+        return "the TLS handshake failed: it does not accept the client certificate";
+      }
+      return "the TLS handshake failed" + (reason.empty() ? "" : " (" + reason + ")");
+    }
+    default:
+      return httplib::to_string(error);
+  }
+}
+
+// A TLS handshake that failed without a reason on OpenSSL's queue (the
+// peer answered something that is not TLS and closed): whether the same
+// address answers a plain-http request, within a second and the deadline.
+bool AnswersPlainHttp(const std::string& https_url, const ClientOptions& opts) {
+  std::chrono::nanoseconds budget = std::chrono::seconds(1);
+  if (opts.deadline.has_value()) {
+    budget = std::min(budget, *opts.deadline - std::chrono::steady_clock::now());
+  }
+  if (budget <= std::chrono::nanoseconds(0)) return false;
+  httplib::Client plain("http://" + https_url.substr(std::string_view("https://").size()));
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(budget);
+  plain.set_connection_timeout(us);
+  plain.set_read_timeout(us);
+  return static_cast<bool>(plain.Get("/healthz"));
+}
+
+}  // namespace
+
+std::string BaseUrl(const std::string& given) {
+  std::string url = given;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.ends_with("/status")) url.resize(url.size() - std::string_view("/status").size());
+  return url;
+}
+
+Answer Fetch(const std::string& given, const std::string& path, const ClientOptions& opts) {
+  Answer p;
+  p.url = BaseUrl(given);
+  if (p.url.find("://") == std::string::npos) {
+    p.error = "--url " + core::Printable(given) + ": not a URL; it takes http://HOST:PORT";
+    p.usage = true;
+    return p;
+  }
+  // httplib throws for a scheme it does not know: checked here, never thrown.
+  bool https = p.url.starts_with("https://");
+  if (!https && !p.url.starts_with("http://")) {
+    p.error = core::Printable(p.url) + ": not an http:// or https:// URL";
+    p.usage = true;
+    return p;
+  }
+  // Credentials go only where the scheme is https: a plain-http target of
+  // a mixed fleet is asked without them (RefusesPlainHttp keeps an http
+  // URL typed with --user from being asked at all).
+  if (https) third_party::RegisterTlsDigests();
+  httplib::Client client(p.url, https ? opts.cert : "", https ? opts.key : "");
+  if (https && !opts.ca.empty()) client.set_ca_cert_path(opts.ca);
+  client.enable_server_certificate_verification(true);
+  if (https && !opts.user.empty()) client.set_basic_auth(opts.user, opts.password);
+  std::chrono::nanoseconds connect = std::chrono::seconds(3), read = std::chrono::seconds(5);
+  if (opts.deadline.has_value()) {
+    auto left = *opts.deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds(0)) {
+      p.error = core::Printable(p.url) + " unreachable: not asked: the deadline (--timeout) passed";
+      return p;
+    }
+    connect = std::min(connect, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    read = std::min(read, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+  }
+  client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(connect));
+  client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read));
+  std::string received;
+  bool too_large = false;
+  bool timed_out = false;
+  unsigned long tls_error = 0;
+  httplib::Result res = [&] {
+    // At the deadline the client is stopped from here: its socket is shut
+    // down under the read, which then returns.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread watch;
+    if (opts.deadline.has_value()) {
+      watch = std::thread([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        if (cv.wait_until(lock, *opts.deadline, [&] { return done; })) return;
+        timed_out = true;
+        // stop() interrupts only a request whose socket is open: asked
+        // again until the request ends.
+        do {
+          client.stop();
+        } while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
+      });
+    }
+    ERR_clear_error();  // what the handshake leaves on this thread's queue says why
+    httplib::Result r = client.Get(path, [&](const char* data, size_t n) {
+      if (received.size() + n > opts.max_bytes) {
+        too_large = true;
+        return false;
+      }
+      received.append(data, n);
+      return true;
+    });
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    tls_error = ERR_peek_last_error();
+    cv.notify_one();
+    if (watch.joinable()) watch.join();
+    return r;
+  }();
+  if (!too_large && !res && res.error() == httplib::Error::SSLConnection && !timed_out &&
+      AnswersPlainHttp(p.url, opts)) {
+    p.error = core::Printable(p.url) +
+              " unreachable: the TLS handshake failed: it does not speak TLS (it answers plain "
+              "http: \"__scheme__\": \"http\" in the targets file)";
+    return p;
+  }
+  if (too_large || !res) {
+    std::string why = too_large ? "its answer is larger than " +
+                                      std::to_string(opts.max_bytes >> 20) + " MiB (cut off there)"
+                      : timed_out ? "no whole answer before the deadline (--timeout)"
+                                  : Why(res.error(), client, opts, tls_error);
+    p.error = core::Printable(p.url) + " unreachable: " + why;
+    return p;
+  }
+  p.status = res->status;
+  if (res->status != 200 && !(path == "/healthz" && res->status == 503)) {
+    p.error = core::Printable(p.url) + path + " answered " + std::to_string(res->status);
+    if (res->status == 401) {
+      p.error += !https && !opts.user.empty()
+                     ? ": it asks for a user, and credentials are sent only over https (give "
+                       "it \"__scheme__\": \"https\" in the targets file)"
+                 : opts.user.empty() ? ": it asks for a user (--user, and the password in "
+                                       "--password-file or MESH_HOST_PASSWORD)"
+                                     : ": user " + core::Printable(opts.user) +
+                                           " and that password are not accepted";
+    }
+    return p;
+  }
+  p.body = std::move(received);
+  return p;
+}
+
+bool RefusesPlainHttp(const std::string& given, const ClientOptions& client, std::ostream& err) {
+  if (!BaseUrl(given).starts_with("http://") || (client.user.empty() && client.cert.empty())) {
+    return false;
+  }
+  err << "mesh-host: " << core::Printable(BaseUrl(given))
+      << ": refusing to send a password or client certificate over plain http (use "
+         "https://, or \"__scheme__\": \"https\" in the targets file)\n";
+  return true;
+}
+
+const nlohmann::json* Member(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  const nlohmann::json* v = Member(j, key);
+  if (v == nullptr) return "";
+  if (v->is_string()) return core::Printable(v->get_ref<const std::string&>(), 300);
+  return core::Printable(v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 300);
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,64 @@
+// Asking a peer of `mesh-host status` -- a host's /status and /healthz, or
+// a Prometheus's HTTP API -- over HTTP or HTTPS, within the command's
+// deadline and size cap, and reading what it answers as untrusted text.
+//
+// Credentials go only where the scheme is https. What went wrong is said in
+// words an operator acts on (refused, timed out, not TLS, which certificate
+// check failed), never a library's enum name.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace mesh::cli {
+
+// How `status` reaches a host behind its --web-config.
+struct ClientOptions {
+  std::string ca;    // PEM of the CA that signed the host's certificate
+  std::string cert;  // client certificate and key (client_auth_type)
+  std::string key;
+  std::string user;  // basic auth
+  std::string password;
+  // Every answer is whole by then or cut off, whatever the peer does
+  // (a byte every few seconds never trips a read timeout); none: no
+  // deadline of the command's own.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  // An answer larger than this is cut off: /status of 10,000 resources is
+  // about 3 MiB.
+  size_t max_bytes = size_t{16} << 20;
+};
+
+// One request's answer, or why there is none.
+struct Answer {
+  std::string url;     // the normalised base URL
+  std::string error;   // empty: `body` is the whole answer, status 200 (or /healthz's 503)
+  bool usage = false;  // the URL itself is wrong (not a peer that is down)
+  int status = 0;      // the HTTP status, when an answer came
+  std::string body;
+};
+
+// The base URL: a trailing "/" or the path of /status itself (what one
+// copies from a browser) means the same host.
+std::string BaseUrl(const std::string& given);
+
+// GET `path` of the peer at `given`.
+Answer Fetch(const std::string& given, const std::string& path, const ClientOptions& opts);
+
+// An http:// URL typed on the command line with --user or --cert: the
+// operator meant to send them, and plain http would carry them in the
+// clear. Says so on `err` and returns true; nothing is asked. (A targets
+// file's plain-http hosts are asked without them instead: one fleet may
+// mix both.)
+bool RefusesPlainHttp(const std::string& given, const ClientOptions& client, std::ostream& err);
+
+// A member of a document from the network, which may be missing or of any
+// type: null when absent or null.
+const nlohmann::json* Member(const nlohmann::json& j, const char* key);
+// Its text, printable and cut at 300 bytes; empty when absent.
+std::string Str(const nlohmann::json& j, const char* key);
+
+}  // namespace mesh::cli

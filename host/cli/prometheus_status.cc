@@ -1,0 +1,132 @@
+#include "host/cli/prometheus_status.h"
+
+#include <httplib.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "host/cli/fleet_table.h"
+#include "host/core/printable.h"
+#include "host/core/result.h"
+
+namespace mesh::cli {
+namespace {
+
+// The jobs a fleet's mesh-hosts are scraped under, as the shipped alerts
+// select them (MeshHostDown).
+constexpr std::string_view kJob = R"(job=~"mesh-host.*")";
+
+// One instant query's result vector, or why not.
+core::Result<nlohmann::json> Query(const std::string& base, const std::string& promql,
+                                   const ClientOptions& opts) {
+  Answer a =
+      Fetch(base, "/api/v1/query?query=" + httplib::detail::encode_query_param(promql), opts);
+  std::string not_api = core::Printable(a.url) +
+                        "/api/v1/query did not answer as Prometheus's HTTP API does (is it a "
+                        "Prometheus URL?)";
+  if (a.status != 0 && a.status != 200) {
+    return core::Fail(not_api + ": it answered " + std::to_string(a.status));
+  }
+  if (!a.error.empty()) return core::Fail(a.error);
+  nlohmann::json doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json* data = Member(doc, "data");
+  const nlohmann::json* result = data != nullptr ? Member(*data, "result") : nullptr;
+  if (Str(doc, "status") != "success" || result == nullptr || !result->is_array()) {
+    return core::Fail(not_api);
+  }
+  return *result;
+}
+
+std::string Label(const nlohmann::json& sample, const char* name) {
+  const nlohmann::json* metric = Member(sample, "metric");
+  return metric != nullptr ? Str(*metric, name) : "";
+}
+
+std::string Value(const nlohmann::json& sample) {
+  const nlohmann::json* v = Member(sample, "value");
+  return v != nullptr && v->is_array() && v->size() == 2 && (*v)[1].is_string()
+             ? core::Printable((*v)[1].get<std::string>(), 40)
+             : "";
+}
+
+// What makes a host's /healthz 503, as the shipped alerts read it, in the
+// order /healthz says it; each sample's words.
+struct Wrong {
+  std::string promql;
+  std::string (*words)(const nlohmann::json& sample);
+};
+
+std::vector<Wrong> WhatIsWrong() {
+  std::string sel(kJob);
+  return {
+      {"mesh_host_declaration_refused{" + sel + "} == 1",
+       [](const nlohmann::json& s) { return "declaration refused: " + Label(s, "reason"); }},
+      {"mesh_host_resource_failed{" + sel + "} == 1",
+       [](const nlohmann::json& s) {
+         return "resource " + Label(s, "resource") + " (" + Label(s, "kind") + ") failed";
+       }},
+      {"mesh_host_unit_active{" + sel + "} == 0",
+       [](const nlohmann::json& s) {
+         return "unit " + Label(s, "unit") + " is not up, declared running";
+       }},
+      {"sum by (instance, unit) (increase({__name__=~\"mesh_host_unit_systemd_restarts_total|"
+       "mesh_host_unit_restarts_total\"," +
+           sel + "}[15m])) > 2.5",
+       [](const nlohmann::json& s) {
+         return "unit " + Label(s, "unit") + " restarted " + Value(s) + " time(s) in 15 minutes";
+       }},
+  };
+}
+
+}  // namespace
+
+int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostream& err,
+                        const ClientOptions& client) {
+  if (RefusesPlainHttp(given, client, err)) return 2;
+  auto fail = [&err](const std::string& why) {
+    err << "mesh-host: --prometheus: " << why << "\n";
+    return 2;
+  };
+  std::string sel = "{" + std::string(kJob) + "}";
+  auto up = Query(given, "up" + sel, client);
+  if (!up) return fail(up.error().message);
+  if (up->empty()) {
+    return fail(core::Printable(BaseUrl(given)) +
+                " scrapes no mesh-host (no target of a job matching mesh-host.*)");
+  }
+  auto generations = Query(given, "mesh_host_declaration_generation" + sel, client);
+  if (!generations) return fail(generations.error().message);
+  std::map<std::string, FleetRow> rows;
+  for (const nlohmann::json& s : *up) {
+    FleetRow& row = rows[Label(s, "instance")];
+    row.machine = row.generation = "-";
+    if (Value(s) != "1") {
+      row.health = "UNREACHABLE";
+      row.what = "Prometheus cannot scrape it (up is 0)";
+    }
+  }
+  for (const nlohmann::json& s : *generations) {
+    if (auto it = rows.find(Label(s, "instance")); it != rows.end()) {
+      it->second.generation = Value(s);
+    }
+  }
+  std::map<std::string, std::vector<std::string>> wrong;
+  for (const Wrong& w : WhatIsWrong()) {
+    auto result = Query(given, w.promql, client);
+    if (!result) return fail(result.error().message);
+    for (const nlohmann::json& s : *result) wrong[Label(s, "instance")].push_back(w.words(s));
+  }
+  std::vector<std::pair<std::string, FleetRow>> table;
+  for (auto& [instance, row] : rows) {
+    if (row.health.empty()) {
+      row.what = FirstOf(wrong[instance]);
+      row.healthy = row.what.empty();
+      row.health = row.healthy ? "healthy" : "NOT HEALTHY";
+    }
+    table.emplace_back(instance, std::move(row));
+  }
+  return WriteFleetTable(table, out, " (as Prometheus sees them)");
+}
+
+}  // namespace mesh::cli
