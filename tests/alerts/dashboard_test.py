@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,20 +33,15 @@ import urllib.parse
 import urllib.request
 
 
-def find(*candidates):
-    for c in candidates:
-        if os.path.exists(c):
-            return os.path.abspath(c)
-    sys.exit(f"not found: {candidates}")
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = find("host/mesh-host", os.path.join(ROOT, "bazel-bin/host/mesh-host"))
-SDBOX = find("tests/systemd/sdbox.sh", os.path.join(ROOT, "tests/systemd/sdbox.sh"))
-DASHBOARD = find("metrics/dashboards/mesh-host-fleet.json",
-                 os.path.join(ROOT, "metrics/dashboards/mesh-host-fleet.json"))
-MAKER = find("metrics/dashboards/make_dashboard.py",
-             os.path.join(ROOT, "metrics/dashboards/make_dashboard.py"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "testing"))
+from harness import find, free_port, sdbox_up, wait_for  # noqa: E402
+BIN = find("host/mesh-host")
+SDBOX = find("tests/systemd/sdbox.sh")
+DASHBOARD = find("metrics/dashboards/mesh-host-fleet.json")
+MAKER = find("metrics/dashboards/make_dashboard.py")
 
 # The dashboard schema's fields this dashboard uses, as JSON Schema: Grafana
 # reads more, these must be there and of these types.
@@ -105,20 +99,8 @@ def check_json(dash):
                 assert var in names or var.startswith("__"), f"{p['title']}: ${var} undefined"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_for(what, predicate, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
 
 
 def get(url):
@@ -155,12 +137,8 @@ def main():
     env = dict(os.environ, SDBOX_DIR=f"{t}/box")
     box_up = False
     try:
-        subprocess.run([SDBOX, "up"], env=env, check=True)
+        sdbox_up(SDBOX, env)
         box_up = True
-        for line in subprocess.run([SDBOX, "env"], env=env, check=True, capture_output=True,
-                                   text=True).stdout.split():
-            key, _, value = line.partition("=")
-            env[key] = value
         units = f"{t}/box/units"
 
         plans = {

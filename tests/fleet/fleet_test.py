@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,34 +39,19 @@ HOSTS = 20
 REFUSED, CHURN, KILLED, BAD_PUSH = 1, 2, 3, 4
 
 
-def find(*candidates):
-    for c in candidates:
-        if os.path.exists(c):
-            return os.path.abspath(c)
-    sys.exit(f"not found: {candidates}")
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = find("host/mesh-host", os.path.join(ROOT, "bazel-bin/host/mesh-host"))
-SDBOX = find("tests/systemd/sdbox.sh", os.path.join(ROOT, "tests/systemd/sdbox.sh"))
-RULES = find("metrics/alerts/mesh-host.rules.yml", os.path.join(ROOT, "metrics/alerts/mesh-host.rules.yml"))
-ROUTES = find("examples/fleet/alertmanager.yml", os.path.join(ROOT, "examples/fleet/alertmanager.yml"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "testing"))
+from harness import find, free_port, sdbox_up, wait_for  # noqa: E402
+BIN = find("host/mesh-host")
+SDBOX = find("tests/systemd/sdbox.sh")
+RULES = find("metrics/alerts/mesh-host.rules.yml")
+ROUTES = find("examples/fleet/alertmanager.yml")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_for(what, predicate, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
 
 
 class Webhook(http.server.BaseHTTPRequestHandler):
@@ -98,12 +82,8 @@ def main():
     env = dict(os.environ, SDBOX_DIR=f"{t}/box")
     box_up = False
     try:
-        subprocess.run([SDBOX, "up"], env=env, check=True)
+        sdbox_up(SDBOX, env)
         box_up = True
-        for line in subprocess.run([SDBOX, "env"], env=env, check=True, capture_output=True,
-                                   text=True).stdout.split():
-            key, _, value = line.partition("=")
-            env[key] = value
 
         # One CA, one certificate for 127.0.0.1, one bcrypt hash: every host.
         def sh(cmd):

@@ -6,7 +6,7 @@
 # the box up and DBUS_SYSTEM_BUS_ADDRESS and SDBOX_PID exported) and UNITS
 # (the box's unit directory). At exit: every pid in PIDS is killed, the box
 # torn down, $T removed (kept when KEEP is set). box_apply and inside are
-# below. check NAME EXPR reports one
+# below, and until_true (a bounded wait). check NAME EXPR reports one
 # check; finish prints the count and fails the suite if any failed. Not run
 # as root: a loud skip.
 set -euo pipefail
@@ -29,6 +29,9 @@ eval "$("$SDBOX" env)"
 export DBUS_SYSTEM_BUS_ADDRESS SDBOX_PID
 UNITS=$SDBOX_DIR/units
 fails=0
+# until_true SECONDS EXPR: EXPR evaluated every 0.05 s until it holds
+# (status 0) or SECONDS pass (status 1).
+until_true() { local end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ "$(date +%s%N)" -lt "$end" ]; do eval "$2" && return 0; sleep 0.05; done; return 1; }
 # box_apply [ROOT]: `mesh-host apply` of $T/decl.json onto the box (--root
 # $T/root unless given); sets OUT and RC and shows the output indented.
 box_apply() {

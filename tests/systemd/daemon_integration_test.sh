@@ -7,8 +7,6 @@
 # SIGTERM stops it cleanly with the record whole.
 . "$(dirname "$0")/box_suite.sh" daemon /tmp
 mkdir -p "$T/root" "$T/etc"
-# until SECONDS CONDITION: bounded wait, polling every 0.1 s.
-until_true() { local end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ "$(date +%s%N)" -lt "$end" ]; do eval "$2" && return 0; sleep 0.1; done; return 1; }
 svc() {
   printf '{"id":"%s","kind":"service","unit":"%s.service","state":"running","unit_text":%s}' \
     "$1" "$1" "$(printf '%s' "$2" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')"

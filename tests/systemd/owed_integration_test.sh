@@ -8,7 +8,6 @@
 . "$(dirname "$0")/box_suite.sh" owed
 command -v strace >/dev/null || { echo "strace is missing (tools/lib/packages.sh installs it)" >&2; exit 1; }
 mkdir -p "$T/root/etc" "$T/loaded"
-until_true() { local end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ "$(date +%s%N)" -lt "$end" ]; do eval "$2" && return 0; sleep 0.05; done; return 1; }
 # apply NAME [WRAPPER...]: runs apply on $T/NAME.json, sets OUT and RC.
 apply() {
   local name=$1; shift

@@ -10,7 +10,6 @@
 . "$(dirname "$0")/box_suite.sh" page /tmp
 OUTS=${TEST_UNDECLARED_OUTPUTS_DIR:-$T/outputs}
 mkdir -p "$T/root/etc" "$T/etc" "$OUTS"
-until_true() { local end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ "$(date +%s%N)" -lt "$end" ]; do eval "$2" && return 0; sleep 0.1; done; return 1; }
 CHROMIUM=$(command -v chromium || true)
 [ -n "$CHROMIUM" ] || { echo "FAIL: chromium is not installed (tools/test installs it)"; exit 1; }
 
