@@ -35,4 +35,17 @@ inline bool PartOfDefinition(std::string_view defines, std::string_view unit) {
   return false;
 }
 
+// Whether the unit file named `file` is what `unit` is loaded from: its
+// own, or its template's for an instance (foo@.service for foo@bar.service).
+// Deleting it leaves the unit without a definition; a drop-in directory of
+// PartOfDefinition only changes one.
+inline bool UnitFileOf(std::string_view file, std::string_view unit) {
+  if (file == unit) return true;
+  size_t at = unit.find('@');
+  size_t dot = unit.rfind('.');
+  return at != std::string_view::npos && dot != std::string_view::npos && at < dot &&
+         file.size() == at + 1 + (unit.size() - dot) && file.starts_with(unit.substr(0, at + 1)) &&
+         file.ends_with(unit.substr(dot));
+}
+
 }  // namespace mesh::core

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "host/core/unit_name.h"
 #include "host/core/want.h"
 #include "host/reconcile/words.h"
 
@@ -203,23 +204,37 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
 }
 
 // A dropped unit without unit_text is the operator's, and forgotten —
-// unless this apply deletes its unit file (a `file` resource inside
-// --unit-dir, dropped too): then it was the host's after all, and is
-// stopped, or it would run on with no definition and no record.
+// unless this apply deletes the unit file it is loaded from (its own or its
+// template's, a `file` resource inside --unit-dir, dropped too): then it
+// was the host's after all, and is disabled (while systemd can still read
+// that file: Write disables before it deletes) and stopped, or it would
+// run on, and stay linked, with no definition and no record.
 void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals) {
   auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
-  std::set<std::string, std::less<>> deleted;
-  for (const Removal& rm : removals) deleted.insert(rm.delete_paths.begin(), rm.delete_paths.end());
+  std::vector<std::string> deleted_unit_files;
+  for (const Removal& rm : removals) {
+    for (const std::string& path : rm.delete_paths) {
+      auto defines = unit_dir ? UnitDefinitionAt(*in.dirs, path) : std::nullopt;
+      // A unit file itself, not a file in a drop-in directory.
+      if (defines && !defines->empty() && path == std::string(*unit_dir) + "/" + *defines) {
+        deleted_unit_files.push_back(std::move(*defines));
+      }
+    }
+  }
   for (Removal& rm : removals) {
     if (!rm.unit_without_text) continue;
     const std::string& unit = rm.entry.unit().name;
-    if (unit_dir && deleted.contains(std::string(*unit_dir) + "/" + unit)) {
-      auto status = in.seen->dropped_units.find(unit);
-      rm.stop = status != in.seen->dropped_units.end() && status->second.has_value() &&
-                status->second->Running();
-    } else {
+    bool undefined = std::any_of(deleted_unit_files.begin(), deleted_unit_files.end(),
+                                 [&](const std::string& f) { return core::UnitFileOf(f, unit); });
+    if (!undefined) {
       rm.left.push_back("unit " + unit + " as it is (not the host's: no unit_text)");
+      continue;
     }
+    auto status = in.seen->dropped_units.find(unit);
+    bool read = status != in.seen->dropped_units.end() && status->second.has_value();
+    rm.stop = read && status->second->Running();
+    rm.disable =
+        rm.entry.unit().enabled == true || (read && core::UnitFileEnabled(*status->second));
   }
 }
 

@@ -65,8 +65,10 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
   return w;
 }
 
-core::Status Remove(const Removal& rm, const WritePorts& ports) {
-  core::Status first;
+// `disabled`: how the removal's disable went (Write does every disable
+// first); a failed one keeps the unit file.
+core::Status Remove(const Removal& rm, const WritePorts& ports, core::Status disabled) {
+  core::Status first = std::move(disabled);
   auto keep_first = [&](core::Status st) {
     if (!st && first) first = std::move(st);
   };
@@ -80,9 +82,6 @@ core::Status Remove(const Removal& rm, const WritePorts& ports) {
               rm.entry.kind == core::KindName(core::Kind::kProcess);
   for (const std::string& path : rm.delete_paths) {
     keep_first(tree ? ports.root->Remove(path) : ports.root->RemoveFile(path));
-  }
-  if (rm.disable && ports.services != nullptr) {
-    keep_first(ports.services->SetUnitFileEnabled(rm.entry.unit().name, false));
   }
   if (rm.delete_unit_file && first) {
     keep_first(ports.units->RemoveFile("/" + rm.entry.unit().name));
@@ -228,8 +227,18 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
         !writes.steps[i].unit().drop_in_fingerprints.empty() ||
         (step.changes_drop_ins() && writes.steps[i].status.has_value());
   }
+  // Every disable before any deletion: a unit loaded from another
+  // removal's file (a `file` resource inside --unit-dir) loses its
+  // [Install] links while systemd can still read that file.
+  std::vector<core::Status> disabled(plan.removals.size());
   for (size_t k = 0; k < plan.removals.size(); ++k) {
-    writes.removals[k] = Remove(plan.removals[k], ports);
+    const Removal& rm = plan.removals[k];
+    if (rm.disable && ports.services != nullptr) {
+      disabled[k] = ports.services->SetUnitFileEnabled(rm.entry.unit().name, false);
+    }
+  }
+  for (size_t k = 0; k < plan.removals.size(); ++k) {
+    writes.removals[k] = Remove(plan.removals[k], ports, std::move(disabled[k]));
     writes.unit_files_changed |= plan.removals[k].delete_unit_file ||
                                  plan.removals[k].deletes_unit_definition ||
                                  !plan.removals[k].delete_drop_ins.empty();

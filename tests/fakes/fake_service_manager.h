@@ -77,6 +77,8 @@ class FakeServiceManager : public ports::ServiceManager {
   std::function<void()> on_daemon_reload;
   // Called with the unit of each job asked for, before systemd takes it.
   std::function<void(const std::string& unit)> on_enqueue;
+  // Called at each enable or disable of a unit's files, before it is done.
+  std::function<void(const std::string& unit, bool enabled)> on_set_enabled;
   // The next this many reads of a unit fail as a lost connection does;
   // job requests still go through (sd-bus connects anew).
   int failing_reads = 0;

@@ -676,6 +676,44 @@ TEST_F(UnitsTest, AUnitDroppedWithTheFileThatDefinedItIsStopped) {
   EXPECT_FALSE(services_.ReadUnit("web.service")->Running()) << "stopped with its definition";
 }
 
+// Review of issue 38: the operator's instance of a template that was a
+// `file` of the host's, dropped with it, ran on undefined: only a file
+// named exactly like the unit counted. Its template's file counts too,
+// and an enabled unit is disabled while that file is still there to read.
+TEST_F(UnitsTest, AnInstanceDroppedWithItsTemplateFileIsDisabledThenStopped) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  json tpl = {{"id", "a-tpl"},  // removed before "app": the disable must come first anyway
+              {"kind", "file"},
+              {"path", "/etc/systemd/system/app@.service"},
+              {"content", "[Service]\nExecStart=/bin/app %i\n[Install]\nWantedBy=x\n"}};
+  json inst = Service("app", {{"unit", "app@a.service"}, {"enabled", true}});
+  services_.AddUnit("app@a.service", {});
+  ASSERT_EQ(apply(Decl({tpl, inst})).result, ApplyResult::kOk);
+  ASSERT_TRUE(services_.ReadUnit("app@a.service")->Running());
+  ASSERT_EQ(services_.ReadUnit("app@a.service")->unit_file_state, "enabled");
+  const std::string tpl_file = dir_.Sub("root/etc/systemd/system/app@.service");
+  bool file_there_when_disabled = false;
+  services_.on_set_enabled = [&](const std::string& unit, bool enabled) {
+    if (unit == "app@a.service" && !enabled) file_there_when_disabled = testing::Exists(tpl_file);
+  };
+  ApplyReport r = apply(Decl(json::array(), 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_FALSE(services_.ReadUnit("app@a.service")->Running()) << "stopped with its definition";
+  EXPECT_EQ(services_.ReadUnit("app@a.service")->unit_file_state, "disabled");
+  EXPECT_TRUE(file_there_when_disabled) << "disabled while systemd could still read its file";
+  EXPECT_FALSE(testing::Exists(tpl_file));
+}
+
+TEST(UnitFileOfTest, TheFileAUnitIsLoadedFrom) {
+  EXPECT_TRUE(core::UnitFileOf("web.service", "web.service"));
+  EXPECT_TRUE(core::UnitFileOf("app@.service", "app@a.service"));
+  EXPECT_FALSE(core::UnitFileOf("app@.socket", "app@a.service"));
+  EXPECT_FALSE(core::UnitFileOf("app@.service", "app.service"));
+  EXPECT_FALSE(core::UnitFileOf("foo-.service", "foo-bar.service")) << "a drop-in prefix only";
+  EXPECT_FALSE(core::UnitFileOf("service", "web.service"));
+  EXPECT_FALSE(core::UnitFileOf("ap@.service", "app@a.service"));
+}
+
 TEST(PartOfDefinitionTest, WhatSystemdReadsForAUnit) {
   EXPECT_TRUE(core::PartOfDefinition("web.service", "web.service"));
   EXPECT_TRUE(core::PartOfDefinition("app@.service", "app@a.service"));
