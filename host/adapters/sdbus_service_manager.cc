@@ -685,21 +685,29 @@ int SdbusServiceManager::ProcessUntil(const std::function<bool()>& done,
 // oneshot that ran, a start skipped on a false condition) at once: read
 // again, it is loaded afresh and says nothing of that run. A reference of
 // this connection's (Unit.Ref, systemd 235 and later) keeps it loaded for
-// the looks, and goes with the connection. Best effort: a unit not held
-// reads as before.
+// the looks, and goes with the connection. A stop lets it go (Unit.Unref):
+// a stopped unit reads the same loaded or not, and the daemon's one
+// connection must not pin every unit it ever started. Best effort: a unit
+// not held reads as before, and one whose Ref failed is asked again.
 void SdbusServiceManager::HoldLoaded(
     const std::vector<std::pair<std::string, ports::JobKind>>& jobs) {
   std::vector<sd_bus_message*> calls;
-  std::vector<std::string> what;
+  std::vector<std::string> what, refs;
   for (const auto& [unit, kind] : jobs) {
-    if (kind == ports::JobKind::kStop || held_.contains(unit)) continue;
+    bool stop = kind == ports::JobKind::kStop;
+    if (stop != held_.contains(unit)) continue;
     auto path = UnitPath(unit);
     if (!path) continue;
-    calls.push_back(NewCall(bus_->bus, path->c_str(), kUnitIface, "Ref"));
-    what.push_back("Ref " + unit);
-    held_.insert(unit);
+    calls.push_back(NewCall(bus_->bus, path->c_str(), kUnitIface, stop ? "Unref" : "Ref"));
+    what.push_back((stop ? "Unref " : "Ref ") + unit);
+    refs.push_back(stop ? "" : unit);
+    if (stop) held_.erase(unit);
   }
-  if (!calls.empty()) (void)CallAll(std::move(calls), what);
+  if (calls.empty()) return;
+  std::vector<Reply> replies = CallAll(std::move(calls), what);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!refs[i].empty() && replies[i].error.empty()) held_.insert(refs[i]);
+  }
 }
 
 std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(

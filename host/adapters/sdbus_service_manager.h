@@ -68,7 +68,8 @@ class SdbusServiceManager : public ports::ServiceManager {
   // batch; EnqueueAll is).
   std::vector<core::Result<std::string>> EnqueueJobs(
       const std::vector<std::pair<std::string, ports::JobKind>>& jobs, bool new_batch);
-  // Keeps the units of starts and restarts loaded for this connection.
+  // Keeps the units of starts and restarts loaded for this connection,
+  // and lets the units of stops go.
   void HoldLoaded(const std::vector<std::pair<std::string, ports::JobKind>>& jobs);
   std::set<std::string> held_;  // units this connection holds a reference to
   // Processes what the bus delivers until `done()` or `deadline`: 0 when

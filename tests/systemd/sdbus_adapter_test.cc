@@ -125,6 +125,37 @@ TEST_F(SdbusAdapterTest, TheHostsOwnJobsAreWaitedForThenForgotten) {
   EXPECT_EQ(host.jobs_held(), 0u);
 }
 
+// Review of issue 38: each started unit was held (Unit.Ref) for the life
+// of the connection, so a daemon pinned every unit it ever started. A stop
+// lets it go; a start holds it again.
+TEST_F(SdbusAdapterTest, AStartHoldsTheUnitAndAStopLetsItGo) {
+  Unit("held.service", "[Service]\nExecStart=/bin/sleep infinity\n");
+  SdbusServiceManager host;
+  ASSERT_TRUE(host.ReloadDaemon().has_value());
+  auto refs = [] {
+    std::string out;
+    FILE* p = popen(
+        "busctl get-property org.freedesktop.systemd1 /org/freedesktop/systemd1/unit/"
+        "held_2eservice org.freedesktop.systemd1.Unit Refs 2>&1",
+        "r");
+    char buf[512];
+    while (p != nullptr && fgets(buf, sizeof buf, p) != nullptr) out += buf;
+    if (p != nullptr) pclose(p);
+    return out;
+  };
+  auto started = host.EnqueueAll({{"held.service", ports::JobKind::kStart}});
+  ASSERT_TRUE(started[0].has_value()) << started[0].error().message;
+  ASSERT_TRUE(host.WaitForJobs({*started[0]}, 5s).has_value());
+  EXPECT_EQ(refs().rfind("as 1 ", 0), 0u) << refs();
+  ASSERT_TRUE(host.Enqueue("held.service", ports::JobKind::kStop).has_value());
+  EXPECT_EQ(refs(), "as 0\n") << "the stop let it go";
+  auto again = host.EnqueueAll({{"held.service", ports::JobKind::kStart}});
+  ASSERT_TRUE(again[0].has_value()) << again[0].error().message;
+  ASSERT_TRUE(host.WaitForJobs({*again[0]}, 5s).has_value());
+  EXPECT_EQ(refs().rfind("as 1 ", 0), 0u) << "held again: " << refs();
+  ASSERT_TRUE(host.Enqueue("held.service", ports::JobKind::kStop).has_value());
+}
+
 TEST_F(SdbusAdapterTest, ReadsWhatTheVerdictsNeed) {
   Unit("t.service", "[Service]\nExecStart=/bin/sleep infinity\nTimeoutStopSec=7\n");
   SdbusServiceManager host;
