@@ -7,6 +7,15 @@
 namespace mesh::core {
 namespace {
 
+// Running, or still on its way: the job not done yet, or activating. Not
+// a unit that ran and stopped since the host asked, job pending or not.
+bool RunningOrStarting(const Look& look) {
+  if (look.unit.sub_state == "auto-restart") return false;
+  return look.unit.Running() || (look.job_pending && !look.ran_since_asked);
+}
+
+}  // namespace
+
 std::string StateWords(const UnitStatus& u) {
   std::string s = u.active_state.empty() ? "unknown" : u.active_state;
   if (u.active_state == "failed" || u.active_state == "inactive") {
@@ -19,15 +28,6 @@ std::string StateWords(const UnitStatus& u) {
   }
   return s;
 }
-
-// Running, or still on its way: the job not done yet, or activating. Not
-// a unit that ran and stopped since the host asked, job pending or not.
-bool RunningOrStarting(const Look& look) {
-  if (look.unit.sub_state == "auto-restart") return false;
-  return look.unit.Running() || (look.job_pending && !look.ran_since_asked);
-}
-
-}  // namespace
 
 FirstLookWait::FirstLookWait(UnitAction action, const UnitStatus& before,
                              std::chrono::nanoseconds settle)

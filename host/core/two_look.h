@@ -98,4 +98,8 @@ struct Verdict {
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
                       const Look& first, const Look& second, std::chrono::nanoseconds elapsed);
 
+// A unit's state in the words of every verdict: "failed (Result=exit-code)",
+// "inactive (dead)", "activating (auto-restart)".
+std::string StateWords(const UnitStatus& unit);
+
 }  // namespace mesh::core

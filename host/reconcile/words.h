@@ -10,6 +10,7 @@
 #include "host/core/intent.h"
 #include "host/core/outcome.h"
 #include "host/core/time_format.h"
+#include "host/core/two_look.h"
 #include "host/core/unit_status.h"
 
 namespace mesh::reconcile {
@@ -38,11 +39,7 @@ inline std::string FilesAsDeclared(uint64_t files) {
 
 // "web.service deactivating (stop-sigterm)", with how long when known.
 inline std::string InStateFor(std::string_view unit, const core::UnitStatus& s) {
-  std::string words = std::string(unit) + " " + s.active_state + " (" +
-                      (s.result.empty() || s.result == "success" || s.active_state == "deactivating"
-                           ? s.sub_state
-                           : "Result=" + s.result) +
-                      ")";
+  std::string words = std::string(unit) + " " + core::StateWords(s);
   if (s.in_state_for.count() > 0) words += " for " + core::FormatSeconds(s.in_state_for);
   return words;
 }
