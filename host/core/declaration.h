@@ -19,6 +19,7 @@
 
 #include "host/core/boxed.h"
 #include "host/core/result.h"
+#include "host/core/unit_status.h"  // UnitState
 
 namespace mesh::core {
 
@@ -30,11 +31,6 @@ inline constexpr std::array<Kind, 7> kAllKinds = {
 std::string_view KindName(Kind kind);
 // The inverse of KindName (a record names kinds by these words).
 std::optional<Kind> ParseKind(std::string_view name);
-
-// kTriggered: run by its timer, socket or path unit; the host neither
-// starts nor stops it, and loads its definition's changes for the next
-// activation (a run in progress keeps the definition it started with).
-enum class UnitState { kRunning, kStopped, kTriggered };
 
 // "running", "stopped" or "triggered": the words of the declaration, the
 // record and /status.

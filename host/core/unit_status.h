@@ -100,6 +100,12 @@ inline bool UpSince(const UnitStatus& s, uint32_t baseline) {
   return UnitUp(s) && s.n_restarts <= baseline;
 }
 
+// What a service or process declares of its unit. kTriggered: run by its
+// timer, socket or path unit; the host neither starts nor stops it, and
+// loads its definition's changes for the next activation (a run in
+// progress keeps the definition it started with).
+enum class UnitState { kRunning, kStopped, kTriggered };
+
 // What the host last recorded of a unit it found as declared (the record's
 // n_restarts and finished).
 struct UnitBaseline {
@@ -126,6 +132,22 @@ inline bool UpAsRecorded(const UnitStatus& s, const UnitBaseline& b) {
   if (!UnitUp(s)) return false;
   if (b.n_restarts.has_value() && s.n_restarts > *b.n_restarts) return false;
   return !s.FinishedOneshot() || b.finished;
+}
+
+// Whether a unit is as its declared state asks between actions, against
+// its recorded baseline: up as recorded (running), stopped (stopped), in
+// any state (triggered). The record proof and a refused push's recorded
+// view judge by it; the plan's own branches say the same in more words.
+inline bool AsDeclared(UnitState state, const UnitStatus& s, const UnitBaseline& baseline) {
+  switch (state) {
+    case UnitState::kRunning:
+      return UpAsRecorded(s, baseline);
+    case UnitState::kStopped:
+      return StoppedAsDeclared(s);
+    case UnitState::kTriggered:
+      return true;
+  }
+  return false;
 }
 
 }  // namespace mesh::core

@@ -276,11 +276,7 @@ bool RecordProof::Look() {
     if (!u.unit_file_fingerprint.empty() && statuses[k]->need_daemon_reload) return false;
     // The full pass's rule (plan_units.cc): up against the record, stopped,
     // or left to its trigger in whatever state.
-    bool as_declared =
-        u.state == core::UnitState::kRunning   ? core::UpAsRecorded(*statuses[k], u.baseline)
-        : u.state == core::UnitState::kStopped ? core::StoppedAsDeclared(*statuses[k])
-                                               : true;
-    if (!as_declared) return false;
+    if (!core::AsDeclared(u.state, *statuses[k], u.baseline)) return false;
     // [Install] links not as declared: the full pass puts them back.
     if (u.enabled.has_value() && core::UnitFileEnabled(*statuses[k]) != *u.enabled) return false;
     // A baseline the full pass would record anew is a change to the record.

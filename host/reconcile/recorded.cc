@@ -26,7 +26,7 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
   std::vector<core::Result<core::UnitStatus>> statuses;
   if (services != nullptr && !units.empty()) statuses = services->ReadUnits(units);
   const std::string as_recorded = "as recorded at generation " + std::to_string(record.generation) +
-                                  " (the declaration is refused: nothing looked at or changed)";
+                                  " (the declaration is refused: nothing changed)";
   size_t k = 0;
   out.resources.reserve(entries.size());
   for (const auto* kv : entries) {
@@ -55,13 +55,14 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
       o.unit = UnitSnapshotOf(unit, core::UnitStatus{}, false);
       continue;
     }
-    bool up = run && core::UpAsRecorded(**status, core::BaselineOfRecord(&e));
-    o.unit = UnitSnapshotOf(unit, **status, up);
-    if (run && !up && o.outcome != core::Outcome::kFailed) {
+    core::UnitBaseline baseline = core::BaselineOfRecord(&e);
+    o.unit = UnitSnapshotOf(unit, **status, run && core::UpAsRecorded(**status, baseline));
+    auto state = core::ParseUnitState(e.unit().state);
+    if (state.has_value() && !core::AsDeclared(*state, **status, baseline) &&
+        o.outcome != core::Outcome::kFailed) {
       o.outcome = core::Outcome::kFailed;
-      o.detail = UnitStatePhrase(unit, **status) +
-                 " now, not running as recorded (the "
-                 "declaration is refused: nothing was done)";
+      o.detail = UnitStatePhrase(unit, **status) + " now, not " + e.unit().state +
+                 " as recorded (the declaration is refused: nothing was done)";
     }
   }
   return out;

@@ -704,6 +704,41 @@ TEST_F(UnitsTest, AnInstanceDroppedWithItsTemplateFileIsDisabledThenStopped) {
   EXPECT_FALSE(testing::Exists(tpl_file));
 }
 
+// A refused push shows the recorded truth (recorded.cc): each unit held to
+// its own declared state, as the record proof and the plan hold it. A
+// unit declared stopped and found running read "as recorded" before.
+TEST_F(UnitsTest, ARefusedPushShowsEachUnitAgainstItsDeclaredState) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("idle.service", {});
+  ASSERT_EQ(Run(Decl({Service("web"), Service("idle", {{"state", "stopped"}})})).result,
+            ApplyResult::kOk);
+  services_.Kill("web.service");
+  services_.RestartedByOther("idle.service");
+  ReconcilerOptions options = Options();
+  options.recorded_on_refusal = true;
+  ApplyReport r = Reconciler(Ports(), options).Apply("{not json");
+  ASSERT_EQ(r.result, ApplyResult::kRefused);
+  ASSERT_TRUE(r.recorded.has_value());
+  ASSERT_EQ(r.recorded->resources.size(), 2u);
+  const auto& rs = r.recorded->resources;
+  const core::ResourceOutcome& web = rs[0].id == "web" ? rs[0] : rs[1];
+  const core::ResourceOutcome& idle = rs[0].id == "web" ? rs[1] : rs[0];
+  EXPECT_EQ(idle.outcome, core::Outcome::kFailed) << idle.detail;
+  EXPECT_THAT(idle.detail, HasSubstr("idle.service active (running) now, not stopped as recorded"));
+  EXPECT_EQ(web.outcome, core::Outcome::kFailed) << web.detail;
+  EXPECT_THAT(web.detail, HasSubstr("now, not running as recorded"));
+  EXPECT_FALSE(web.unit->up);
+  // Put back as declared, both read as recorded.
+  services_.RestartedByOther("web.service");
+  services_.Kill("idle.service");
+  ApplyReport again = Reconciler(Ports(), options).Apply("{not json");
+  ASSERT_TRUE(again.recorded.has_value());
+  for (const core::ResourceOutcome& o : again.recorded->resources) {
+    EXPECT_NE(o.outcome, core::Outcome::kFailed) << o.id << ": " << o.detail;
+    EXPECT_THAT(o.detail, HasSubstr("the declaration is refused: nothing changed"));
+  }
+}
+
 TEST(UnitFileOfTest, TheFileAUnitIsLoadedFrom) {
   EXPECT_TRUE(core::UnitFileOf("web.service", "web.service"));
   EXPECT_TRUE(core::UnitFileOf("app@.service", "app@a.service"));
