@@ -86,8 +86,13 @@ core::Status Remove(const Removal& rm, const WritePorts& ports, core::Status dis
   if (rm.delete_unit_file && first) {
     keep_first(ports.units->RemoveFile("/" + rm.entry.unit().name));
   }
-  for (const std::string& drop_in : rm.delete_drop_ins)
-    keep_first(ports.units->RemoveFile("/" + drop_in));
+  // The unit's files go together, once its stop and disable went through:
+  // else all stay, it stays recorded, and the next apply removes them.
+  if (first) {
+    for (const std::string& drop_in : rm.delete_drop_ins) {
+      keep_first(ports.units->RemoveFile("/" + drop_in));
+    }
+  }
   if (rm.delete_drop_in_dir && first) {
     // Best effort: an operator's file in it, or none there, keeps it.
     (void)ports.units->RemoveEmptyDirectory("/" + rm.entry.unit().name + ".d");

@@ -46,6 +46,7 @@ core::Status FakeServiceManager::ReloadDaemon() {
 core::Status FakeServiceManager::SetUnitFileEnabled(const std::string& unit, bool enabled) {
   if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
   if (on_set_enabled) on_set_enabled(unit, enabled);
+  if (!refuse_unit_files.empty()) return core::Fail(refuse_unit_files);
   if (bus_gone) return core::Fail("EnableUnitFiles: Transport endpoint is not connected");
   auto it = units_.find(unit);
   if (it == units_.end()) {

@@ -115,6 +115,9 @@ class FakeServiceManager : public ports::ServiceManager {
   bool lose_job_waits = false;
   // systemd refuses the daemon-reload with this message (empty: it does not).
   std::string refuse_daemon_reload;
+  // systemd refuses every enable and disable with this message (empty: it
+  // does not).
+  std::string refuse_unit_files;
   // Called whenever a unit (re)starts or reloads, i.e. (re)reads its
   // configuration: a test records what the daemon loaded.
   std::function<void(const std::string& unit)> on_load;

@@ -739,6 +739,30 @@ TEST_F(UnitsTest, ARefusedPushShowsEachUnitAgainstItsDeclaredState) {
   }
 }
 
+// Review of issue 38: a disable systemd refused still let the dropped
+// unit's drop-ins go (its unit file stayed): half a definition, recorded
+// as nothing. Its files stay together until the disable goes through.
+TEST_F(UnitsTest, ADroppedUnitWhoseDisableIsRefusedKeepsAllItsFiles) {
+  services_.AddUnit("web.service", {});
+  json web =
+      Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web\n[Install]\nWantedBy=x\n"},
+                      {"enabled", true},
+                      {"drop_ins", {{"10-env.conf", "[Service]\nEnvironment=A=1\n"}}}});
+  ASSERT_EQ(Run(Decl({web})).result, ApplyResult::kOk);
+  services_.refuse_unit_files = "DisableUnitFiles: Access denied";
+  ApplyReport refused = Run(Decl(json::array(), 2));
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/web.service")));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf"))) << "kept with it";
+  services_.refuse_unit_files.clear();
+  ApplyReport done = Run(Decl(json::array(), 3));
+  EXPECT_EQ(done.result, ApplyResult::kOk) << done.error;
+  EXPECT_THAT(Outcomes(done), ElementsAre("removed"));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service")));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")));
+  EXPECT_EQ(services_.ReadUnit("web.service")->unit_file_state, "disabled");
+}
+
 TEST(UnitFileOfTest, TheFileAUnitIsLoadedFrom) {
   EXPECT_TRUE(core::UnitFileOf("web.service", "web.service"));
   EXPECT_TRUE(core::UnitFileOf("app@.service", "app@a.service"));
