@@ -244,6 +244,45 @@ TEST_F(OwedTest, KilledAtEveryStepTheNextApplyPaysWhatIsOwed) {
   EXPECT_GE(kills, 8) << "writes, flushes, intent, reload, jobs, record";
 }
 
+// Review of issue 38: the kill campaign above walks writes and jobs, never
+// a removal. A dropped unit of the host's (unit_text, enabled, a drop-in)
+// is stopped, disabled, and its files deleted, the apply killed before
+// each of those steps in turn: the next apply finishes the removal (the
+// unit stopped and disabled, no file of it left) and the one after finds
+// nothing to do.
+TEST_F(OwedTest, KilledAtEveryStepOfARemovalTheNextApplyFinishesIt) {
+  services_.AddUnit("gone.service", {});
+  json gone = {{"id", "gone"},
+               {"kind", "service"},
+               {"unit", "gone.service"},
+               {"state", "running"},
+               {"enabled", true},
+               {"unit_text", "[Service]\nExecStart=/bin/gone\n[Install]\nWantedBy=x\n"},
+               {"drop_ins", {{"10-env.conf", "[Service]\nEnvironment=A=1\n"}}}};
+  uint64_t generation = 0;
+  int kills = 0;
+  for (int step = 0;; ++step) {
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    ASSERT_EQ(Apply(Decl({gone}, ++generation)).result, ApplyResult::kOk);
+    ASSERT_TRUE(services_.ReadUnit("gone.service")->Running());
+    json dropped = Decl(json::array(), ++generation);
+    kill_.KillAt(step);
+    Apply(dropped);
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    ApplyReport next = Apply(dropped);
+    EXPECT_EQ(next.result, ApplyResult::kOk) << next.error;
+    EXPECT_FALSE(services_.ReadUnit("gone.service")->Running());
+    EXPECT_EQ(services_.ReadUnit("gone.service")->unit_file_state, "disabled");
+    EXPECT_FALSE(testing::Exists(dir_.Sub("units/gone.service")));
+    EXPECT_FALSE(testing::Exists(dir_.Sub("units/gone.service.d/10-env.conf")));
+    EXPECT_TRUE(Apply(dropped).outcomes.empty()) << "nothing left to do";
+    if (!killed) break;  // the removal outlived every step
+    ++kills;
+  }
+  EXPECT_GE(kills, 4) << "intent, stop, disable, files, record";
+}
+
 // The kill that issue 13 reproduced: config written, restart never asked.
 // The next apply finds the file matching and still restarts, saying why.
 TEST_F(OwedTest, KilledBetweenWriteAndRestartIsNotUnchanged) {
