@@ -175,7 +175,7 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
     if (o.declared_unit().empty()) continue;
     const std::string& unit = o.declared_unit();
     units.insert(unit);
-    if (o.unit_should_run) running.insert(unit);
+    if (o.unit_should_run()) running.insert(unit);
     CountUnitActions(o);
   }
   for (const auto& [key, n] : counts) {
@@ -197,7 +197,7 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
 // Each unit declared running, as the outcome's snapshot shows it.
 void HostMetrics::ObserveUnitsOf(const std::vector<core::ResourceOutcome>& outcomes) {
   for (const core::ResourceOutcome& o : outcomes) {
-    if (!o.unit.has_value() || !o.unit_should_run) continue;
+    if (!o.unit.has_value() || !o.unit_should_run()) continue;
     core::UnitStatus s;
     s.active_state = o.unit->active_state;
     s.sub_state = o.unit->sub_state;
@@ -236,7 +236,7 @@ void HostMetrics::ObserveRecorded(const core::RecordedState& recorded) {
   std::map<std::string, uint64_t> by_kind;
   running_units_.clear();
   for (const core::ResourceOutcome& o : recorded.resources) {
-    if (o.unit_should_run && !o.declared_unit().empty()) running_units_.insert(o.declared_unit());
+    if (o.unit_should_run() && !o.declared_unit().empty()) running_units_.insert(o.declared_unit());
   }
   for (const core::ResourceOutcome& o : recorded.resources) {
     ++by_kind[o.kind];

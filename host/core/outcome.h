@@ -81,9 +81,6 @@ struct ResourceOutcome {
   // Services and processes only; read through declared_unit() and
   // restart_reason() below.
   Boxed<DeclaredUnit> declared;
-  // service and process: whether it is declared running (what /healthz and
-  // MeshHostDaemonDead hold it to).
-  bool unit_should_run = false;
   bool host_acted = false;
   // The second look found the unit not running as asked.
   bool confirm_failed = false;
@@ -93,6 +90,11 @@ struct ResourceOutcome {
   // Set when the host asked systemd to start or restart the unit in this
   // apply: "declared", "restart_on" or "was_dead" (the metric's reason).
   const std::string& restart_reason() const { return declared.value_or_empty().restart_reason; }
+  // service and process: whether it is declared running (what /healthz and
+  // MeshHostDaemonDead hold it to): its declared state, not a second field.
+  bool unit_should_run() const {
+    return declared.value_or_empty().state == UnitStateName(UnitState::kRunning);
+  }
   // Made on first use: call it for a unit's outcome only.
   DeclaredUnit& mutable_declared() { return declared.get_or_make(); }
 };

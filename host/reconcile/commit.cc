@@ -166,7 +166,6 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   o.kind = std::string(core::KindName(r.kind));
   if (r.HasUnit()) {
     o.mutable_declared().unit = r.unit().name;
-    o.unit_should_run = r.unit().state == core::UnitState::kRunning;
     o.mutable_declared().state = std::string(core::UnitStateName(r.unit().state));
   }
   // What the record holds of it now: the new entry, or the old one when it

@@ -319,7 +319,6 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
       const Unit& u = units_[static_cast<size_t>(p.unit)];
       out.unit = UnitSnapshotOf(u.name, u.status, u.run());
       out.mutable_declared().unit = u.name;
-      out.unit_should_run = u.run();
       out.mutable_declared().state = std::string(core::UnitStateName(u.state));
       out.detail = u.run() ? Then(out.detail, UnitStatePhrase(u.name, u.status))
                    : u.state == core::UnitState::kTriggered ? LeftToTrigger(u.name, u.status)

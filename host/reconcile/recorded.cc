@@ -48,7 +48,6 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
     bool run = e.unit().state == core::UnitStateName(core::UnitState::kRunning);
     o.mutable_declared().unit = unit;
     o.mutable_declared().state = e.unit().state;
-    o.unit_should_run = run;
     const core::Result<core::UnitStatus>* status = k < statuses.size() ? &statuses[k] : nullptr;
     ++k;
     if (status == nullptr || !status->has_value()) {

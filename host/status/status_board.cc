@@ -151,18 +151,13 @@ nlohmann::json ToJson(const Snapshot& s) {
                  {"applied_at", r.applied_at.empty() ? json(nullptr) : json(r.applied_at)},
                  {"digest", r.digest.empty() ? json(nullptr) : json(r.digest)}};
     if (r.unit.has_value()) {
-      item["unit"] = {
-          {"name", r.unit->name},
-          {"active_state", r.unit->active_state},
-          {"sub_state", r.unit->sub_state},
-          {"result", r.unit->result},
-          {"n_restarts", r.unit->n_restarts},
-          {"host_restarts", r.unit->host_restarts},
-          {"declared_state",
-           !r.declared.value_or_empty().state.empty()
-               ? r.declared.value_or_empty().state
-               : std::string(core::UnitStateName(r.unit_should_run ? core::UnitState::kRunning
-                                                                   : core::UnitState::kStopped))}};
+      item["unit"] = {{"name", r.unit->name},
+                      {"active_state", r.unit->active_state},
+                      {"sub_state", r.unit->sub_state},
+                      {"result", r.unit->result},
+                      {"n_restarts", r.unit->n_restarts},
+                      {"host_restarts", r.unit->host_restarts},
+                      {"declared_state", r.declared.value_or_empty().state}};
     }
     resources.push_back(std::move(item));
   }
@@ -198,7 +193,7 @@ void StatusBoard::SetStalled(std::optional<std::string> why) {
 
 namespace {
 bool UnitDown(const core::ResourceOutcome& r) {
-  return r.unit_should_run && r.unit.has_value() && !r.unit->active_state.empty() && !r.unit->up;
+  return r.unit_should_run() && r.unit.has_value() && !r.unit->active_state.empty() && !r.unit->up;
 }
 }  // namespace
 

@@ -60,7 +60,7 @@ std::string UnitWords(const core::UnitSnapshot& u) {
 std::string Badge(const core::ResourceOutcome& r) {
   if (Failing(r)) return "failing";
   if (!r.unit.has_value()) return "ok";
-  if (!r.unit_should_run) return "as declared";
+  if (!r.unit_should_run()) return "as declared";
   return r.unit->up ? "up" : "not seen yet";
 }
 

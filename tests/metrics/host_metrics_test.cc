@@ -17,7 +17,7 @@ core::ResourceOutcome Out(std::string id, std::string kind, core::Outcome outcom
   o.outcome = outcome;
   if (!unit.empty()) {
     o.mutable_declared().unit = unit;
-    o.unit_should_run = true;
+    o.mutable_declared().state = "running";
     o.unit = core::UnitSnapshot{unit, "active", "running", "success", 0, 0, /*up=*/true};
   }
   return o;

@@ -81,8 +81,9 @@ class NoopTest : public ReconcilerTest, public ::testing::WithParamInterface<boo
                                    "/" + o.unit->result + "/" + std::to_string(o.unit->n_restarts)
                              : "-";
       rows.push_back(core::FormatOutcomeLine(o) + " | " + o.digest + " | " + o.applied_at + " | " +
-                     unit + " | " + o.declared_unit() + " | " + (o.unit_should_run ? "run" : "-") +
-                     " | " + o.restart_reason() + " | " + (o.host_acted ? "acted" : "-"));
+                     unit + " | " + o.declared_unit() + " | " +
+                     (o.unit_should_run() ? "run" : "-") + " | " + o.restart_reason() + " | " +
+                     (o.host_acted ? "acted" : "-"));
     }
     rows.push_back(r.machine + " " + std::to_string(r.generation) + " " + r.declaration_digest +
                    " " + std::string(ApplyResultName(r.result)));

@@ -25,7 +25,7 @@ core::ApplyReport Report(uint64_t generation) {
     o.kind = "service";
     o.outcome = i % 7 == 0 ? core::Outcome::kFailed : core::Outcome::kUnchanged;
     o.mutable_declared().unit = o.id + ".service";
-    o.unit_should_run = true;
+    o.mutable_declared().state = "running";
     o.unit = core::UnitSnapshot{o.declared_unit(), "active", "running", "success", 0, 0};
     o.host_acted = i % 5 == 0;
     o.mutable_declared().restart_reason = "restart_on";

@@ -24,7 +24,7 @@ core::ApplyReport Report() {
   svc.kind = "service";
   svc.outcome = core::Outcome::kRestarted;
   svc.mutable_declared().unit = "fail2ban.service";
-  svc.unit_should_run = true;
+  svc.mutable_declared().state = "running";
   svc.host_acted = true;
   svc.mutable_declared().restart_reason = "restart_on";
   svc.unit = core::UnitSnapshot{"fail2ban.service", "active", "running", "success", 2, 0, true};
@@ -174,7 +174,7 @@ TEST(StatusBoardTest, ARefusalBeforeAnyApplyShowsTheRecordedTruth) {
   web.kind = "service";
   web.outcome = core::Outcome::kFailed;
   web.mutable_declared().unit = "web.service";
-  web.unit_should_run = true;
+  web.mutable_declared().state = "running";
   web.unit = core::UnitSnapshot{};
   web.unit->name = "web.service";
   recorded.resources.push_back(web);

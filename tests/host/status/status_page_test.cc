@@ -45,7 +45,7 @@ core::ResourceOutcome Service(const std::string& id, const std::string& unit, bo
   r.outcome = up ? core::Outcome::kRestarted : core::Outcome::kFailed;
   r.detail = detail;
   r.mutable_declared().unit = unit;
-  r.unit_should_run = true;
+  r.mutable_declared().state = "running";
   r.unit = core::UnitSnapshot{
       unit, up ? "active" : "failed", up ? "running" : "failed", up ? "success" : "exit-code", 0, 1,
       up};
