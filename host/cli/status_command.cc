@@ -87,7 +87,7 @@ struct Probe : Answer {
 };
 
 Probe FetchStatus(const std::string& given, const ClientOptions& opts) {
-  Probe p{Fetch(given, "/status", opts)};
+  Probe p{Fetch(given, "/status", opts), {}};
   if (!p.error.empty()) return p;
   p.doc = nlohmann::json::parse(p.body, nullptr, /*allow_exceptions=*/false);
   if (p.doc.is_discarded() || !p.doc.is_object() || !p.doc.contains("healthy") ||
