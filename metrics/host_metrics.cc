@@ -111,6 +111,12 @@ HostMetrics::HostMetrics(const std::string& version, ResourceSeries series)
                     "1 while the declaration in place is refused, with the refusal as reason "
                     "(the series exists only then).");
   for (const char* result : {"ok", "failed", "refused"}) reconciles_->Add({{"result", result}});
+  rollbacks_ = counters("mesh_host_rollbacks_total",
+                        "Times the host put a unit declared on_failure: rollback back onto its "
+                        "last good generation.");
+  held_ = gauges("mesh_host_unit_held",
+                 "The last good generation a unit declared on_failure: rollback is held at, "
+                 "the daemon having refused a later one (the series exists only then).");
   duration_ = &prometheus::BuildHistogram()
                    .Name("mesh_host_reconcile_duration_seconds")
                    .Help("Time one reconcile took, the settle pause included.")
@@ -177,6 +183,7 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
     units.insert(unit);
     if (o.unit_should_run()) running.insert(unit);
     CountUnitActions(o);
+    ObserveRollback(o);
   }
   for (const auto& [key, n] : counts) {
     outcomes_
@@ -281,6 +288,30 @@ void HostMetrics::CountUnitActions(const core::ResourceOutcome& o) {
   unit_confirm_counters_[unit] = &cf;
 }
 
+// The counter exists at 0 from the unit's first apply under on_failure:
+// rollback; the gauge only while the unit is held.
+void HostMetrics::ObserveRollback(const core::ResourceOutcome& o) {
+  const core::DeclaredUnit& d = o.declared.value_or_empty();
+  if (d.rollback || d.rolled_back) {
+    auto& c = rollbacks_->Add({{"resource", o.id}, {"unit", d.unit}});
+    if (d.rolled_back) c.Increment();
+    rollback_counters_[o.id] = &c;
+  } else if (auto c = rollback_counters_.find(o.id); c != rollback_counters_.end()) {
+    rollbacks_->Remove(c->second);  // the opt-in was dropped
+    rollback_counters_.erase(c);
+  }
+  auto held = held_gauges_.find(o.id);
+  if (d.held.has_value()) {
+    if (held == held_gauges_.end()) {
+      held = held_gauges_.emplace(o.id, &held_->Add({{"resource", o.id}, {"unit", d.unit}})).first;
+    }
+    held->second->Set(static_cast<double>(d.held->generation));
+  } else if (held != held_gauges_.end()) {
+    held_->Remove(held->second);
+    held_gauges_.erase(held);
+  }
+}
+
 void HostMetrics::ObserveResource(const core::ResourceOutcome& o, bool same_declaration) {
   const std::string& id = o.id;
   bool changed = o.outcome != core::Outcome::kUnchanged;
@@ -350,6 +381,8 @@ void HostMetrics::ForgetExcept(std::span<const std::string_view> resources,
                                const std::set<std::string>& units) {
   EraseUnlisted(resource_changes_, resources, [](auto&) {});
   EraseUnlisted(resource_failed_, resources, [&](auto* g) { failed_->Remove(g); });
+  EraseUnlisted(rollback_counters_, resources, [&](auto* c) { rollbacks_->Remove(c); });
+  EraseUnlisted(held_gauges_, resources, [&](auto* g) { held_->Remove(g); });
   EraseUnlisted(resource_churn_, resources, [&](auto& churn) {
     if (churn.second != nullptr) churn_->Remove(churn.second);
   });

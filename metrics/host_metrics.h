@@ -79,6 +79,7 @@ class HostMetrics {
   // With mu_ held, as the two above.
   void NewDeclaration(const std::string& digest);
   void CountUnitActions(const core::ResourceOutcome& o);
+  void ObserveRollback(const core::ResourceOutcome& o);
   void ObserveUnitLocked(const std::string& unit, const core::UnitStatus& status, bool up);
 
   mutable std::mutex mu_;
@@ -94,6 +95,8 @@ class HostMetrics {
   prometheus::Family<prometheus::Counter>* confirm_failures_;
   prometheus::Family<prometheus::Counter>* reconciles_;
   prometheus::Family<prometheus::Gauge>* refused_;
+  prometheus::Family<prometheus::Counter>* rollbacks_;
+  prometheus::Family<prometheus::Gauge>* held_;
   prometheus::Gauge* refused_series_ = nullptr;  // while the declaration in place is refused
   std::string refused_reason_;
   prometheus::Histogram* duration_;
@@ -116,6 +119,9 @@ class HostMetrics {
   std::map<std::string, std::vector<ChangeCount>> resource_changes_;
   // Series handed out, by resource or unit, so they can be removed.
   std::map<std::string, prometheus::Gauge*> resource_failed_;
+  // on_failure: rollback units, by resource id.
+  std::map<std::string, prometheus::Counter*> rollback_counters_;
+  std::map<std::string, prometheus::Gauge*> held_gauges_;
   std::map<std::string, std::pair<uint64_t, prometheus::Gauge*>> resource_churn_;
   // The declaration the churn counts under (none before the first apply
   // of this process: that one is the baseline).

@@ -24,6 +24,7 @@ namespace mesh::adapters {
 namespace {
 constexpr const char* kStateFile = "/state.json";
 constexpr const char* kIntentFile = "/intent.json";
+constexpr const char* kLastGoodFile = "/last-good.json";
 // The bare apply mark of hosts before the intent: still read as "an apply
 // was interrupted" (with nothing known to be owed), removed on commit.
 constexpr const char* kLegacyMark = "/applying";
@@ -78,7 +79,7 @@ core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::
     if (auto st = (*fs)->ChmodRoot(0700); !st) return std::unexpected(st.error());
   }
   std::unique_ptr<FileRecordStore> store(new FileRecordStore(std::move(*fs), create, keep));
-  for (const char* name : {kStateFile, kIntentFile, kLegacyMark}) {
+  for (const char* name : {kStateFile, kIntentFile, kLegacyMark, kLastGoodFile}) {
     if (auto st = store->CheckFile(name); !st) return std::unexpected(st.error());
   }
   return store;
@@ -353,6 +354,34 @@ core::Status FileRecordStore::SaveIntent(const core::Intent& intent) {
   }
   if (auto st = fs_->Remove(kIntentFile); !st) return st;
   return fs_->Flush();
+}
+
+core::Result<core::LastGood> FileRecordStore::LoadLastGood() {
+  if (fs_ == nullptr) return core::LastGood{};
+  auto info = fs_->Stat(kLastGoodFile);
+  if (!info) return std::unexpected(info.error());
+  if (info->type == core::FileType::kMissing) return core::LastGood{};
+  if (auto st = CheckTrusted(*info, fs_->root() + kLastGoodFile); !st) {
+    return std::unexpected(st.error());
+  }
+  // Bounded as a declaration is: it holds a few of its resources.
+  auto text = fs_->ReadFile(kLastGoodFile, 2 * core::kMaxDeclarationBytes);
+  if (!text) return std::unexpected(text.error());
+  return core::ParseLastGood(*text);
+}
+
+core::Status FileRecordStore::SaveLastGood(const core::LastGood& last_good,
+                                           std::string_view machine) {
+  if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
+  if (last_good.empty()) {
+    if (auto st = fs_->Remove(kLastGoodFile); !st) return st;
+    return fs_->Flush();
+  }
+  auto text = core::SerializeLastGood(last_good, machine);
+  if (!text) return std::unexpected(text.error());
+  auto written = WriteDurably(kLastGoodFile, *text);
+  if (!written) return std::unexpected(written.error());
+  return core::Ok();
 }
 
 ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {

@@ -39,6 +39,9 @@ class FileRecordStore : public ports::RecordStore {
   core::Result<std::unique_ptr<ports::RecordBuilder>> BuildRecord() override;
   core::Result<core::Intent> LoadIntent() override;
   core::Status SaveIntent(const core::Intent& intent) override;
+  // <state-dir>/last-good.json, 0600, trusted as the record is.
+  core::Result<core::LastGood> LoadLastGood() override;
+  core::Status SaveLastGood(const core::LastGood& last_good, std::string_view machine) override;
   // <state-dir>/digest.key: 32 random bytes, 0600, made by the first apply
   // that needs it; read once per process.
   DigestKey LoadDigestKey() override;

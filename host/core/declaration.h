@@ -50,6 +50,11 @@ struct UnitSpec {
   // Drop-in file name ("10-limits.conf") -> its text, written to
   // --unit-dir/UNIT.d/: part of the unit's definition.
   std::map<std::string, std::string> drop_ins;
+  // on_failure: rollback. Not part of the want digest: it changes what the
+  // host does when the unit fails, not what the machine holds.
+  bool rollback = false;
+
+  bool operator==(const UnitSpec&) const = default;
 };
 
 struct Resource {
@@ -85,6 +90,8 @@ struct Resource {
   // A regular file of declared content (file, credential).
   bool IsFile() const { return kind == Kind::kFile || kind == Kind::kCredential; }
   bool HasUnit() const { return kind == Kind::kService || kind == Kind::kProcess; }
+
+  bool operator==(const Resource&) const = default;
 };
 
 struct Declaration {

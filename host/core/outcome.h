@@ -62,10 +62,30 @@ struct UnitSnapshot {
 // A service's or process's words in its outcome. Boxed: a file's outcome
 // (most of a large apply's, and of /status's picture) carries one empty
 // pointer for them.
+// A unit declared on_failure: rollback, held at its last good generation
+// because the daemon refused a later one.
+struct HeldAt {
+  uint64_t generation = 0;          // the last good
+  uint64_t refused_generation = 0;  // the one the daemon refused
+  std::string since;                // RFC 3339
+
+  // "held at generation 14 since …, generation 15 refused by the daemon"
+  std::string Words() const {
+    return "held at generation " + std::to_string(generation) + " since " + since +
+           ", generation " + std::to_string(refused_generation) + " refused by the daemon";
+  }
+};
+
 struct DeclaredUnit {
   std::string unit;
   std::string restart_reason;
   std::string state;  // running, stopped, triggered (UnitStateName)
+  // on_failure: rollback. Held (the daemon refused a later generation):
+  // what mesh_host_unit_held and MeshHostRolledBack report.
+  std::optional<HeldAt> held;
+  bool rollback = false;  // declared on_failure: rollback
+  // This apply put the unit back onto its last good (mesh_host_rollbacks_total).
+  bool rolled_back = false;
 };
 
 struct ResourceOutcome {

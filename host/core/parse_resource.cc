@@ -45,14 +45,14 @@ const std::vector<KindSpec>& Kinds() {
       {Kind::kService,
        "service",
        {"id", "kind", "unit", "state", "unit_text", "restart_on", "reload_on", "enabled",
-        "drop_ins"},
+        "drop_ins", "on_failure"},
        {"unit", "state"}},
       {Kind::kDirectory, "directory", {"id", "kind", "path", "mode", "owner", "group"}, {"path"}},
       {Kind::kSymlink, "symlink", {"id", "kind", "path", "target"}, {"path", "target"}},
       {Kind::kProcess,
        "process",
        {"id", "kind", "path", "source", "sha256", "unit", "unit_text", "restart_on", "enabled",
-        "drop_ins"},
+        "drop_ins", "on_failure"},
        {"path", "source", "sha256", "unit", "unit_text"}},
   };
   return *specs;
@@ -277,7 +277,28 @@ Status CheckWhatSystemdDoes(const Fields& in, const Resource& r) {
   return Ok();
 }
 
-// unit, state, unit_text, drop_ins, enabled, restart_on, reload_on.
+// "fail" (the default: the resource fails, the unit is left as it is) or
+// "rollback" (docs/declaration.md, "Back to the last good"). A rollback
+// needs a unit the host keeps running: a stopped or triggered one is never
+// restarted by the host, so nothing would ever confirm it good.
+Status ParseOnFailure(const Fields& in, Resource& r) {
+  auto value = in.String("on_failure");
+  if (!value) return std::unexpected(value.error());
+  if (*value != "fail" && *value != "rollback") {
+    return in.Refuse("on_failure", "\"" + Printable(*value) + "\" is not fail or rollback");
+  }
+  if (*value == "rollback" && r.unit().state != UnitState::kRunning) {
+    return in.Refuse("on_failure",
+                     "rollback needs state running: the host never restarts a unit declared " +
+                         std::string(UnitStateName(r.unit().state)) +
+                         ", so no generation is ever confirmed good");
+  }
+  r.mutable_unit().rollback = *value == "rollback";
+  return Ok();
+}
+
+// unit, state, unit_text, drop_ins, enabled, on_failure, restart_on,
+// reload_on.
 Status ParseUnit(const Fields& in, Resource& r) {
   auto unit = in.String("unit");
   if (!unit) return std::unexpected(unit.error());
@@ -313,6 +334,9 @@ Status ParseUnit(const Fields& in, Resource& r) {
     const json& enabled = in.At("enabled");
     if (!enabled.is_boolean()) return in.Refuse("enabled", "must be true or false");
     r.mutable_unit().enabled = enabled.get<bool>();
+  }
+  if (in.Has("on_failure")) {
+    if (auto st = ParseOnFailure(in, r); !st) return st;
   }
   for (std::string_view f : {"restart_on", "reload_on"}) {
     if (!in.Has(f)) continue;

@@ -73,6 +73,9 @@ struct UnitRecord {
   // "pre:" first when an operator's drop-in of that name was there before
   // (see DropInFingerprint).
   std::map<std::string, std::string> drop_ins;
+  // Declared on_failure: rollback: the no-op proven from the record says
+  // so in its outcomes, as the full pass does (the metrics' series of it).
+  bool rollback = false;
 
   bool operator==(const UnitRecord&) const = default;
 };

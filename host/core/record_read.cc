@@ -250,11 +250,13 @@ class RecordReader final : public nlohmann::json_sax<json> {
       entry_->mutable_unit().enabled = v.flag;
       return true;
     }
-    if (key_ == "finished" || key_ == "starting" || key_ == "unit_file_preexisting") {
+    if (key_ == "finished" || key_ == "starting" || key_ == "unit_file_preexisting" ||
+        key_ == "rollback") {
       if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
       UnitRecord& u = entry_->mutable_unit();
       (key_ == "finished"   ? u.finished
        : key_ == "starting" ? u.starting
+       : key_ == "rollback" ? u.rollback
                             : u.file_preexisting) = v.flag;
       return true;
     }
@@ -317,6 +319,7 @@ class RecordReader final : public nlohmann::json_sax<json> {
                                                   "enabled",
                                                   "drop_ins",
                                                   "unit_file_preexisting",
+                                                  "rollback",
                                                   "written",
                                                   "path",
                                                   "fingerprint",

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "host/core/intent.h"
+#include "host/core/last_good.h"
 #include "host/core/record.h"
 #include "host/core/result.h"
 
@@ -80,6 +81,15 @@ class RecordStore {
   // digest no longer matches), never taken for unchanged on a digest. A
   // store that may not write (plan) and has no key yet uses one for this
   // process only, without a warning.
+  // What units declared `on_failure: rollback` last ran well on, and what
+  // they are held at (core/last_good.h). None yet is an empty one; one that
+  // cannot be read or trusted is an error (the apply then changes nothing:
+  // forgetting a hold would push the refused content onto the daemon again).
+  virtual core::Result<core::LastGood> LoadLastGood() = 0;
+  // Atomic and durable; an empty one leaves no file. `machine` names the
+  // kept declarations (they are read back by the declaration's parser).
+  virtual core::Status SaveLastGood(const core::LastGood& last_good, std::string_view machine) = 0;
+
   struct DigestKey {
     std::string bytes;
     std::string warning;

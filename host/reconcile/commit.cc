@@ -167,6 +167,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   if (r.HasUnit()) {
     o.mutable_declared().unit = r.unit().name;
     o.mutable_declared().state = std::string(core::UnitStateName(r.unit().state));
+    o.mutable_declared().rollback = r.unit().rollback;
   }
   // What the record holds of it now: the new entry, or the old one when it
   // failed (writes are atomic: the old entry still describes the disk) or

@@ -306,7 +306,10 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   }
   if (!step.failed() && step.entry.has_value()) {
     step.entry->position = i;
-    if (r.HasUnit()) step.entry->mutable_unit().state = core::UnitStateName(r.unit().state);
+    if (r.HasUnit()) {
+      step.entry->mutable_unit().state = core::UnitStateName(r.unit().state);
+      step.entry->mutable_unit().rollback = r.unit().rollback;
+    }
   }
   // A unit's entry is amended after the plan (what systemd was seen doing):
   // only a resource without one can know here that nothing will change.

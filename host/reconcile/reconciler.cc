@@ -7,6 +7,7 @@
 #include "host/core/record.h"
 #include "host/core/sha256.h"
 #include "host/core/time_format.h"
+#include "host/core/want.h"
 #include "host/reconcile/act.h"
 #include "host/reconcile/chunked.h"
 #include "host/reconcile/commit.h"
@@ -19,6 +20,7 @@
 #include "host/reconcile/plan.h"
 #include "host/reconcile/recorded.h"
 #include "host/reconcile/recovery.h"
+#include "host/reconcile/rollback.h"
 #include "host/reconcile/signature.h"
 #include "host/reconcile/write.h"
 
@@ -75,6 +77,17 @@ class ApplyRun {
              bool dry_run);
   Settled WriteAndSettle(Declaration& decl, const OldEntries& olds, Observation& observed,
                          Plan& plan, bool dry_run);
+  // False when last-good.json is there and cannot be read (the apply then
+  // changes nothing: a hold forgotten would push refused content again).
+  bool LoadLastGood();
+  // on_failure: rollback, before the plan: swaps the kept content in where
+  // a hold stands, and notes what the units' definitions are made of.
+  void TakeHolds(Declaration& decl, std::vector<std::string>& wants, const std::string& key);
+  // After the commit: keeps what confirmed units run on, and puts back the
+  // units found dead (a second pass over `again_`).
+  void AfterCommit();
+  void RollBack(const std::vector<Rollback>& rollbacks);
+  void SaveLastGood();
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -93,6 +106,16 @@ class ApplyRun {
   StatCache stats_;                     // paths a failed record proof, or the look ahead, looked at
   // Filled by the look ahead's thread; read only after it was waited for.
   StatCache ahead_stats_;
+  // on_failure: rollback (rollback.h).
+  core::LastGood last_good_;
+  bool last_good_changed_ = false;
+  std::vector<HeldUnit> held_;
+  RollbackScope scope_;
+  std::optional<Declaration> again_;  // as declared, for the rollback's second pass
+  // This run is a rollback's second pass: it acts on these units only (the
+  // others' owed actions stay owed), and its outcomes are merged, not said.
+  bool rollback_pass_ = false;
+  std::vector<size_t> only_units_;
   // Last: destroyed (so waited for) before what its work reads and fills.
   std::unique_ptr<ports::Background::Job> ahead_;
 };
@@ -280,8 +303,11 @@ void ApplyRun::Apply(Declaration decl) {
     report_.result = ApplyResult::kFailed;
     dry_run = true;
   }
+  if (!LoadLastGood()) dry_run = true;
   OldEntries olds = OldEntriesOf(decl, *record_);
-  std::vector<std::string> wants = Wants(decl, *record_, olds, had_record_, CredentialKey(decl));
+  std::string key = CredentialKey(decl);
+  std::vector<std::string> wants = Wants(decl, *record_, olds, had_record_, key);
+  TakeHolds(decl, wants, key);
   TakeLookAhead();
   auto observed = Observe(decl, *record_, olds, wants,
                           {ports_.root, ports_.artifacts, ports_.units, ports_.archives,
@@ -301,12 +327,24 @@ void ApplyRun::Apply(Declaration decl) {
                      core::FormatTimestamp(report_.started_at), plan_only,
                      ports_.services != nullptr, &options_.dirs});
   };
+  // A rollback's second pass acts on the units it puts back only.
+  auto restrict = [&](Plan& p) {
+    if (only_units_.empty()) return;
+    for (UnitPlan& u : p.units) {
+      if (std::find(only_units_.begin(), only_units_.end(), u.index) != only_units_.end()) continue;
+      u.action.reset();
+      u.stop = false;
+      u.set_enabled.reset();
+    }
+  };
   Plan plan = make_plan(dry_run);
+  restrict(plan);
   // Nothing is written unless what it will owe is written down first; if
   // it cannot be, the apply says what it would have done.
   if (!dry_run && !SaveIntent(plan)) {
     dry_run = true;
     plan = make_plan(dry_run);
+    restrict(plan);
   }
   if (options_.dry_run && options_.diff) {
     report_.diffs = Diffs({.declaration = &decl,
@@ -321,6 +359,105 @@ void ApplyRun::Apply(Declaration decl) {
   }
   wants = std::vector<std::string>();  // read by the observation and the plan only
   Carry(std::move(decl), olds, std::move(*observed), std::move(plan), dry_run);
+  if (!dry_run && !rollback_pass_) AfterCommit();
+}
+
+bool ApplyRun::LoadLastGood() {
+  auto loaded = ports_.records->LoadLastGood();
+  if (loaded) {
+    last_good_ = std::move(*loaded);
+    return true;
+  }
+  report_.error = "last good not readable: " + loaded.error().message +
+                  "; nothing was changed (remove last-good.json in the state directory to "
+                  "forget every unit's last good and hold)";
+  report_.result = ApplyResult::kFailed;
+  return false;
+}
+
+void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
+                         const std::string& key) {
+  std::vector<RollbackUnit> units = RollbackUnits(decl);
+  if (units.empty() && last_good_.empty()) return;
+  if (!units.empty() && !options_.dry_run && !rollback_pass_) again_ = decl;
+  std::vector<std::string> declared = wants;
+  held_ = reconcile::TakeHolds(
+      decl, wants, last_good_, [&](const Resource& r) { return core::WantDigest(r, key); },
+      &last_good_changed_);
+  scope_.generation = decl.generation;
+  for (const RollbackUnit& ru : units) {
+    const Resource& r = decl.resources[ru.index];
+    RollbackScope::Unit u{ru.index, r.id, r.unit().name, false, ru.deps, {}, {}, {}};
+    u.held = std::any_of(held_.begin(), held_.end(),
+                         [&](const HeldUnit& h) { return h.index == ru.index; });
+    for (size_t d : ru.deps) {
+      const Resource& dep = decl.resources[d];
+      u.resources.emplace(dep.id, core::KeptCopy(dep));
+      u.wants.emplace(dep.id, wants[d]);
+      u.declared.emplace(dep.id, declared[d]);
+    }
+    scope_.units.push_back(std::move(u));
+  }
+}
+
+void ApplyRun::SaveLastGood() {
+  if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
+    report_.warnings.push_back("last good not saved: " + st.error().message);
+    return;
+  }
+  last_good_changed_ = false;
+}
+
+void ApplyRun::AfterCommit() {
+  if (!scope_.units.empty()) {
+    AfterApply after = Decide(scope_, report_.outcomes, last_good_);
+    std::string now = core::FormatTimestamp(report_.started_at);
+    if (KeepConfirmed(scope_, after, now, last_good_)) last_good_changed_ = true;
+    std::vector<Rollback> todo;
+    for (Rollback& r : after.rollbacks) {
+      if (r.impossible.empty()) {
+        todo.push_back(std::move(r));
+      } else {
+        SayNoRollback(scope_, r, report_.outcomes);
+      }
+    }
+    if (!todo.empty()) return RollBack(todo);
+  }
+  if (last_good_changed_) SaveLastGood();
+}
+
+// The hold is saved before anything is put back: a kill from here on leaves
+// the next apply swapping the kept content in, so it converges to the last
+// good and says it is held; a kill before it leaves the next apply finding
+// the same death and rolling back then.
+void ApplyRun::RollBack(const std::vector<Rollback>& rollbacks) {
+  std::string now = core::FormatTimestamp(report_.started_at);
+  RecordHolds(scope_, rollbacks, report_.outcomes, now, last_good_);
+  if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
+    report_.error = "not rolled back: the hold could not be saved: " + st.error().message;
+    return;
+  }
+  last_good_changed_ = false;
+  ApplyReport again;
+  again.started_at = report_.started_at;
+  again.machine = report_.machine;
+  {
+    OutcomeSink none;  // the second pass's outcomes are merged into the first's
+    ApplyRun second(ports_, options_, none, again, progress_, kept_proof_);
+    second.rollback_pass_ = true;
+    for (const Rollback& r : rollbacks) second.only_units_.push_back(scope_.units[r.unit].index);
+    second.LoadRecord();
+    second.Apply(std::move(*again_));
+  }
+  again_.reset();
+  report_.daemon_reloaded = report_.daemon_reloaded || again.daemon_reloaded;
+  if (!again.error.empty()) {
+    report_.error = report_.error.empty() ? again.error : report_.error + "; " + again.error;
+  }
+  for (std::string& w : again.warnings) report_.warnings.push_back(std::move(w));
+  MergeRollback(scope_, rollbacks, report_.outcomes, std::move(again.outcomes), last_good_);
+  report_.result = ApplyResult::kFailed;
+  SaveLastGood();  // a restart onto the last good that failed too is said so
 }
 
 // What the writes, the unit phase and their looks come to. Everything they
@@ -353,6 +490,16 @@ void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation obser
                      bool dry_run) {
   Settled settled = WriteAndSettle(decl, olds, observed, plan, dry_run);
   progress_.Step();
+  // Held resources are not as declared: they fail (so the record is never
+  // settled on them, and no no-op is proven from it while they are held).
+  for (const HeldUnit& h : held_) {
+    settled.failed = true;
+    if (rollback_pass_) continue;  // merged by the first pass
+    SayHeld(h, decl, h.index, settled.outcomes[h.index]);
+    for (size_t i : h.held) {
+      if (i != h.index) SayHeld(h, decl, i, settled.outcomes[i]);
+    }
+  }
   if (settled.failed) report_.result = ApplyResult::kFailed;
   report_.outcomes = std::move(settled.outcomes);
   if (dry_run) return;

@@ -82,8 +82,8 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     if (ports_.services == nullptr) return false;
     p.unit = static_cast<int32_t>(units_.size());
     const core::UnitRecord& u = e.unit();
-    units_.push_back(Unit{
-        u.name, u.file_fingerprint, *state, core::BaselineOfRecord(&e), {}, u.enabled, u.drop_ins});
+    units_.push_back(Unit{u.name, u.file_fingerprint, *state, core::BaselineOfRecord(&e), {},
+                          u.enabled, u.drop_ins, u.rollback});
   }
   if (shape.HasFiles()) {
     core::FileType type = *kind == core::Kind::kDirectory ? core::FileType::kDirectory
@@ -320,6 +320,7 @@ void RecordProof::Report(const std::function<void(core::ResourceOutcome&&)>& del
       out.unit = UnitSnapshotOf(u.name, u.status, u.run());
       out.mutable_declared().unit = u.name;
       out.mutable_declared().state = std::string(core::UnitStateName(u.state));
+      out.mutable_declared().rollback = u.rollback;
       out.detail = u.run() ? Then(out.detail, UnitStatePhrase(u.name, u.status))
                    : u.state == core::UnitState::kTriggered ? LeftToTrigger(u.name, u.status)
                                                             : StoppedAsDeclared(u.name);

@@ -162,6 +162,7 @@ class RecordProof : public core::RecordVisitor {
     core::UnitStatus status;
     std::optional<bool> enabled;                  // declared: systemd's UnitFileState must agree
     std::map<std::string, std::string> drop_ins;  // name -> fingerprint, as written
+    bool rollback = false;                        // declared on_failure: rollback
   };
 
   bool HeaderHolds() const;

@@ -48,6 +48,7 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
     bool run = e.unit().state == core::UnitStateName(core::UnitState::kRunning);
     o.mutable_declared().unit = unit;
     o.mutable_declared().state = e.unit().state;
+    o.mutable_declared().rollback = e.unit().rollback;
     const core::Result<core::UnitStatus>* status = k < statuses.size() ? &statuses[k] : nullptr;
     ++k;
     if (status == nullptr || !status->has_value()) {

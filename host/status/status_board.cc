@@ -157,7 +157,14 @@ nlohmann::json ToJson(const Snapshot& s) {
                       {"result", r.unit->result},
                       {"n_restarts", r.unit->n_restarts},
                       {"host_restarts", r.unit->host_restarts},
-                      {"declared_state", r.declared.value_or_empty().state}};
+                      {"declared_state", r.declared.value_or_empty().state},
+                      {"held", nullptr}};
+      if (const auto& held = r.declared.value_or_empty().held; held.has_value()) {
+        item["unit"]["held"] = {{"generation", held->generation},
+                                {"refused_generation", held->refused_generation},
+                                {"since", held->since},
+                                {"summary", held->Words()}};
+      }
     }
     resources.push_back(std::move(item));
   }

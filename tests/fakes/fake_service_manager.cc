@@ -114,6 +114,9 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     u.script.behavior = p->second;
     pending_behavior_.erase(p);
   }
+  if (behavior_on_start) {
+    if (auto b = behavior_on_start(unit)) u.script.behavior = *b;
+  }
   bool was_running = u.started && !u.stopped && !u.killed;
   auto start = now;
   if (kind == ports::JobKind::kRestart && was_running && u.script.stop_delay.count() > 0) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -121,6 +122,10 @@ class FakeServiceManager : public ports::ServiceManager {
   // Called whenever a unit (re)starts or reloads, i.e. (re)reads its
   // configuration: a test records what the daemon loaded.
   std::function<void(const std::string& unit)> on_load;
+  // Asked at each start, restart or reload of a unit: the behaviour it has
+  // from then on (none: as scripted). A daemon that dies on one config and
+  // runs on another reads its config here.
+  std::function<std::optional<Behavior>(const std::string& unit)> behavior_on_start;
   KillSwitch* kill = nullptr;
 
  private:

@@ -70,6 +70,21 @@ class MemoryRecordStore : public ports::RecordStore {
     }
     return core::Ok();
   }
+  core::Result<core::LastGood> LoadLastGood() override {
+    if (!last_good.has_value()) return core::LastGood{};
+    return core::ParseLastGood(*last_good);
+  }
+  core::Status SaveLastGood(const core::LastGood& next, std::string_view machine) override {
+    if (kill != nullptr && !kill->Alive()) return core::Ok();
+    if (next.empty()) {
+      last_good.reset();
+      return core::Ok();
+    }
+    auto text = core::SerializeLastGood(next, machine);
+    if (!text) return std::unexpected(text.error());
+    last_good = std::move(*text);
+    return core::Ok();
+  }
   DigestKey LoadDigestKey() override { return {digest_key, ""}; }
   // What the last SaveIntent left (empty: no intent file).
   core::Intent Owed() const { return intent ? *core::ParseIntent(*intent) : core::Intent{}; }
@@ -82,7 +97,8 @@ class MemoryRecordStore : public ports::RecordStore {
   }
 
   std::optional<std::string> text;
-  std::optional<std::string> intent;  // intent.json's bytes
+  std::optional<std::string> intent;     // intent.json's bytes
+  std::optional<std::string> last_good;  // last-good.json's bytes
   std::string digest_key = "this machine's secret (fake)";
   bool stream = true;
   int loads = 0;

@@ -110,6 +110,39 @@ TEST(HostMetricsTest, AUnitsCountersExistAtZeroFromItsFirstApply) {
   EXPECT_THAT(text, HasSubstr(R"(mesh_host_reconciles_total{result="refused"} 0)"));
 }
 
+// on_failure: rollback: the counter at 0 from the first apply, 1 after a
+// rollback; the held gauge is the last good generation, present only while
+// held; dropping the opt-in drops the counter.
+TEST(HostMetricsTest, RollbacksAndHolds) {
+  HostMetrics m("1.2.3");
+  auto jail = [](bool rolled_back, bool held, bool rollback = true) {
+    core::ResourceOutcome o = Out("jaild", "service",
+                                  held ? core::Outcome::kFailed : core::Outcome::kUnchanged,
+                                  "jaild.service");
+    o.mutable_declared().rollback = rollback;
+    o.mutable_declared().rolled_back = rolled_back;
+    if (held) o.mutable_declared().held = core::HeldAt{14, 15, "2026-12-03T18:00:00Z"};
+    return o;
+  };
+  m.ObserveApply(Report({jail(false, false)}));
+  EXPECT_THAT(m.Serialize(),
+              HasSubstr(R"(mesh_host_rollbacks_total{resource="jaild",unit="jaild.service"} 0)"));
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_unit_held{")));
+  m.ObserveApply(Report({jail(true, true)}, core::ApplyResult::kFailed, "decl-2"));
+  EXPECT_THAT(m.Serialize(),
+              HasSubstr(R"(mesh_host_rollbacks_total{resource="jaild",unit="jaild.service"} 1)"));
+  EXPECT_THAT(m.Serialize(),
+              HasSubstr(R"(mesh_host_unit_held{resource="jaild",unit="jaild.service"} 14)"));
+  m.ObserveApply(Report({jail(false, true)}, core::ApplyResult::kFailed, "decl-2"));
+  EXPECT_THAT(m.Serialize(),
+              HasSubstr(R"(mesh_host_rollbacks_total{resource="jaild",unit="jaild.service"} 1)"))
+      << "held: no second rollback counted";
+  m.ObserveApply(Report({jail(false, false)}, core::ApplyResult::kOk, "decl-3"));
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_unit_held{")));
+  m.ObserveApply(Report({jail(false, false, false)}, core::ApplyResult::kOk, "decl-4"));
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_rollbacks_total{")));
+}
+
 TEST(HostMetricsTest, SystemdRestartsCountedAcrossResets) {
   HostMetrics m("v");
   m.ObserveApply(Report({Out("d", "service", core::Outcome::kUnchanged, "d.service")}));

@@ -1,0 +1,121 @@
+// Back to the last good: the decisions of `on_failure: rollback`, pure.
+//
+// A unit so declared is confirmed running at some generation: what its
+// definition was made of then (its own resource, those in its restart_on
+// and reload_on) is kept (core/last_good.h). When a later apply restarts or
+// reloads it and the two looks find it not running, the resources that
+// differ from the kept ones are put back as kept — by a second pass of the
+// same pipeline over the declaration with their content swapped — and the
+// unit is held there: later applies of the same declaration swap the same
+// content in before they plan, so they find the machine as the last good
+// left it and restart nothing. The hold ends when the declaration changes
+// any of the refused resources. Everything the reconciler does about it is
+// one of the functions below; the reconciler only runs them in order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/last_good.h"
+#include "host/core/outcome.h"
+
+namespace mesh::reconcile {
+
+// A unit declared on_failure: rollback and what its definition is made of.
+struct RollbackUnit {
+  size_t index = 0;          // the unit's resource
+  std::vector<size_t> deps;  // its own index first, then restart_on, reload_on (once each)
+};
+std::vector<RollbackUnit> RollbackUnits(const core::Declaration& decl);
+
+// A hold that stands in this apply.
+struct HeldUnit {
+  size_t index = 0;         // the unit's resource
+  uint64_t generation = 0;  // the last good it is held at
+  core::Hold hold;
+  std::vector<size_t> held;  // the resources whose content was swapped for the kept
+};
+
+// Before the apply plans: drops from `last_good` what no unit declared
+// on_failure: rollback needs any more (units no longer so declared) and the
+// holds the declaration has moved past (a refused resource now declared
+// otherwise, or gone); swaps the kept content into the declaration for the
+// holds that stand, and their want digests (`want_of`) into `wants`.
+// Returns those holds, and says whether `last_good` changed.
+std::vector<HeldUnit> TakeHolds(core::Declaration& decl, std::vector<std::string>& wants,
+                                core::LastGood& last_good,
+                                const std::function<std::string(const core::Resource&)>& want_of,
+                                bool* changed);
+
+// A held resource's outcome: failed, the hold said first.
+void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, core::ResourceOutcome& o);
+
+// What an apply's outcomes mean for its rollback units, taken before the
+// declaration is let go: the resources as they stood in the apply (the
+// kept content swapped in where held) and their want digests.
+struct RollbackScope {
+  struct Unit {
+    size_t index = 0;
+    std::string id;
+    std::string unit;  // the unit's name
+    bool held = false;
+    std::vector<size_t> deps;
+    std::map<std::string, core::Resource> resources;  // KeptCopy of each dep, by id
+    std::map<std::string, std::string> wants;         // each dep's want, as applied
+    std::map<std::string, std::string> declared;      // each dep's want, as declared
+  };
+  std::vector<Unit> units;
+  uint64_t generation = 0;
+};
+
+// A unit the two looks found dead after this apply's action, and what
+// putting it back means.
+struct Rollback {
+  size_t unit = 0;  // into RollbackScope::units
+  // The resources to put back, by id, with the declared want refused (what
+  // the hold stands on). Empty with `impossible` set: nothing can be.
+  std::map<std::string, std::string> refused;
+  std::string impossible;  // why not, in words
+  uint64_t to_generation = 0;
+};
+
+struct AfterApply {
+  std::vector<size_t> confirmed;    // into scope.units: running on what the apply declared
+  std::vector<Rollback> rollbacks;  // found dead after the apply acted on them
+};
+
+// `outcomes`: the apply's, by declaration index.
+AfterApply Decide(const RollbackScope& scope, const std::vector<core::ResourceOutcome>& outcomes,
+                  const core::LastGood& last_good);
+
+// Keeps what the confirmed units run on: their kept resources become the
+// scope's, at its generation (`now`: RFC 3339), their holds go. True when
+// `last_good` changed (nothing to write when it runs what was kept).
+bool KeepConfirmed(const RollbackScope& scope, const AfterApply& after, std::string_view now,
+                   core::LastGood& last_good);
+
+// Records the holds of the rollbacks about to run, merged with any the
+// unit already had. `refused` in words: each rollback's unit's verdict.
+void RecordHolds(const RollbackScope& scope, const std::vector<Rollback>& rollbacks,
+                 const std::vector<core::ResourceOutcome>& outcomes, std::string_view now,
+                 core::LastGood& last_good);
+
+// The outcomes of the apply once the second pass (`again`, by declaration
+// index) put the rollbacks' units back: the unit and the resources put back
+// fail with the rollback said; any other resource keeps the first pass's
+// words unless the second did something to it. Marks a rollback whose own
+// restart failed (its hold's rollback_failed).
+void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& rollbacks,
+                   std::vector<core::ResourceOutcome>& outcomes,
+                   std::vector<core::ResourceOutcome>&& again, core::LastGood& last_good);
+
+// The words for a rollback that could not happen, said on the unit.
+void SayNoRollback(const RollbackScope& scope, const Rollback& r,
+                   std::vector<core::ResourceOutcome>& outcomes);
+
+}  // namespace mesh::reconcile

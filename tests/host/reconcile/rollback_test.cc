@@ -1,0 +1,272 @@
+// on_failure: rollback over the fake service manager: ADR 184's jail, put
+// back; held without a restart; released by a new digest; the restart onto
+// the last good failing too; the kept copy of a credential never shown; a
+// last-good.json that cannot be read; a kill at every step of a rollback.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/fakes/faulty_file_system.h"
+#include "tests/fakes/kill_switch.h"
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using namespace std::chrono_literals;
+using Behavior = fakes::FakeServiceManager::Behavior;
+
+constexpr const char* kGood = "[sshd]\nenabled = true\n";
+constexpr const char* kBad = "[sshd]\nenabled = true\nlogpath = /nonexistent\n";
+constexpr const char* kFixed = "[sshd]\nenabled = true\nbantime = 1h\n";
+constexpr const char* kSecret = "s3cr3t-token-value";
+
+class RollbackTest : public ReconcilerTest {
+ protected:
+  void SetUp() override {
+    ReconcilerTest::SetUp();
+    // jaild refuses any jail with a logpath it cannot open: it dies 221 ms
+    // after it (re)starts on one, as fail2ban did.
+    services_.AddUnit("jaild.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+    services_.behavior_on_start = [this](const std::string& unit) -> std::optional<Behavior> {
+      if (unit != "jaild.service") return std::nullopt;
+      std::string conf = Root("/etc/jail.conf");
+      bool bad = testing::Exists(conf) &&
+                 (testing::ReadText(conf).find("/nonexistent") != std::string::npos ||
+                  testing::ReadText(conf).find("always-bad") != std::string::npos);
+      return bad ? Behavior::kDiesAfter : Behavior::kHealthy;
+    };
+  }
+
+  static json Jail(const std::string& content, uint64_t generation, bool rollback = true,
+                   bool with_token = false) {
+    json unit = {{"id", "jaild"},
+                 {"kind", "service"},
+                 {"unit", "jaild.service"},
+                 {"state", "running"},
+                 {"unit_text", "[Service]\nExecStart=/usr/bin/jaild\n"},
+                 {"restart_on", with_token ? json{"jail.conf", "jail.token"} : json{"jail.conf"}}};
+    if (rollback) unit["on_failure"] = "rollback";
+    json resources = {
+        {{"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", content}},
+        unit,
+        {{"id", "other.conf"},
+         {"kind", "file"},
+         {"path", "/etc/other.conf"},
+         {"content", "gen " + std::to_string(generation)}}};
+    if (with_token) {
+      resources.push_back({{"id", "jail.token"},
+                           {"kind", "credential"},
+                           {"path", "/etc/jail.token"},
+                           {"content", content == kBad ? std::string("new-") + kSecret : kSecret}});
+    }
+    return Decl(resources, generation);
+  }
+
+  const core::ResourceOutcome& Of(const ApplyReport& r, const std::string& id) {
+    for (const auto& o : r.outcomes) {
+      if (o.id == id) return o;
+    }
+    ADD_FAILURE() << "no outcome for " << id;
+    static const core::ResourceOutcome none;
+    return none;
+  }
+
+  std::string Jailconf() const { return testing::ReadText(Root("/etc/jail.conf")); }
+};
+
+TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  ASSERT_TRUE(store_.last_good.has_value()) << "a confirmed unit's last good is kept";
+  ApplyReport noop = Run(Jail(kGood, 14));
+  EXPECT_TRUE(noop.from_record);
+  EXPECT_TRUE(Of(noop, "jaild").declared->rollback) << "the metrics' series, from the record too";
+
+  ApplyReport refused = Run(Jail(kBad, 15));
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  const auto& unit = Of(refused, "jaild");
+  EXPECT_EQ(unit.outcome, core::Outcome::kFailed);
+  EXPECT_THAT(unit.detail, HasSubstr("jaild.service failed (Result=exit-code)"));
+  EXPECT_THAT(unit.detail, HasSubstr("rolled back to generation 14: running"));
+  ASSERT_TRUE(unit.unit.has_value());
+  EXPECT_TRUE(unit.unit->up) << "mesh_host_unit_active is 1: the daemon runs";
+  EXPECT_TRUE(unit.declared->rolled_back);
+  ASSERT_TRUE(unit.declared->held.has_value());
+  EXPECT_EQ(unit.declared->held->generation, 14u);
+  EXPECT_EQ(unit.declared->held->refused_generation, 15u);
+  EXPECT_EQ(Of(refused, "jail.conf").outcome, core::Outcome::kFailed);
+  EXPECT_THAT(Of(refused, "jail.conf").detail,
+              HasSubstr("jaild.service failed on it: put back as at generation 14"));
+  EXPECT_EQ(Jailconf(), kGood);
+  // Every other resource of the new generation stays applied.
+  EXPECT_EQ(testing::ReadText(Root("/etc/other.conf")), "gen 15");
+  EXPECT_EQ(Of(refused, "other.conf").outcome, core::Outcome::kUpdated);
+
+  // Held: no restart, the words say so, still a failure.
+  for (int i = 0; i < 2; ++i) {
+    int starts = services_.StartsOf("jaild.service");
+    ApplyReport again = Run(Jail(kBad, 15));
+    EXPECT_EQ(again.result, ApplyResult::kFailed);
+    EXPECT_EQ(services_.StartsOf("jaild.service"), starts) << "held, not retried";
+    EXPECT_EQ(Jailconf(), kGood);
+    EXPECT_THAT(Of(again, "jaild").detail, HasSubstr("held at generation 14 since "));
+    EXPECT_THAT(Of(again, "jaild").detail, HasSubstr("generation 15 refused by the daemon"));
+    ASSERT_TRUE(Of(again, "jaild").declared->held.has_value());
+    EXPECT_EQ(Of(again, "jaild").declared->held->generation, 14u);
+    EXPECT_FALSE(Of(again, "jaild").declared->rolled_back);
+    EXPECT_TRUE(Of(again, "jaild").unit->up);
+    EXPECT_EQ(Of(again, "jail.conf").outcome, core::Outcome::kFailed);
+    EXPECT_THAT(Of(again, "jail.conf").detail, HasSubstr("generation 15 refused by jaild.service"));
+  }
+
+  // A fixed declaration applies and clears it.
+  ApplyReport fixed = Run(Jail(kFixed, 16));
+  EXPECT_EQ(fixed.result, ApplyResult::kOk);
+  EXPECT_EQ(Jailconf(), kFixed);
+  EXPECT_FALSE(Of(fixed, "jaild").declared->held.has_value());
+  auto kept = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->units.at("jaild").generation, 16u);
+  EXPECT_FALSE(kept->units.at("jaild").hold.has_value());
+  EXPECT_EQ(Run(Jail(kFixed, 16)).result, ApplyResult::kOk);
+}
+
+TEST_F(RollbackTest, WithoutTheOptInNothingIsPutBack) {
+  ASSERT_EQ(Run(Jail(kGood, 14, false)).result, ApplyResult::kOk);
+  EXPECT_FALSE(store_.last_good.has_value());
+  ApplyReport refused = Run(Jail(kBad, 15, false));
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(refused, "jaild").detail, Not(HasSubstr("rolled back")));
+  EXPECT_FALSE(Of(refused, "jaild").unit->up);
+  EXPECT_EQ(Jailconf(), kBad);
+  // The restart stays owed: the next apply tries again, as it always did.
+  int starts = services_.StartsOf("jaild.service");
+  EXPECT_EQ(Run(Jail(kBad, 15, false)).result, ApplyResult::kFailed);
+  EXPECT_EQ(services_.StartsOf("jaild.service"), starts + 1);
+}
+
+TEST_F(RollbackTest, NoLastGoodIsSaid) {
+  ApplyReport first = Run(Jail(kBad, 1));
+  EXPECT_EQ(first.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(first, "jaild").detail, HasSubstr("not rolled back: no last good to roll back"));
+  EXPECT_EQ(Jailconf(), kBad);
+}
+
+TEST_F(RollbackTest, ARollbackThatFailsTooIsLeft) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  // From now on the daemon dies on anything (its binary broke, say).
+  services_.behavior_on_start = [](const std::string&) { return Behavior::kDiesAfter; };
+  ApplyReport refused = Run(Jail(kBad, 15));
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(refused, "jaild").detail, HasSubstr("rolled back to generation 14: failed too"));
+  EXPECT_EQ(Jailconf(), kGood) << "left at the last good";
+  auto kept = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_TRUE(kept->units.at("jaild").hold->rollback_failed);
+  // No loop: the next apply does not roll back again, nor push the refused
+  // config; it says what it is.
+  ApplyReport next = Run(Jail(kBad, 15));
+  EXPECT_EQ(next.result, ApplyResult::kFailed);
+  EXPECT_EQ(Jailconf(), kGood);
+  EXPECT_THAT(Of(next, "jaild").detail, HasSubstr("its restart onto the last good failed too"));
+  EXPECT_THAT(Of(next, "jaild").detail, Not(HasSubstr("rolled back to")));
+}
+
+TEST_F(RollbackTest, AKeptCredentialIsNeverShown) {
+  ASSERT_EQ(Run(Jail(kGood, 14, true, true)).result, ApplyResult::kOk);
+  ApplyReport refused = Run(Jail(kBad, 15, true, true));
+  EXPECT_THAT(Of(refused, "jaild").detail, HasSubstr("rolled back to generation 14: running"));
+  EXPECT_EQ(testing::ReadText(Root("/etc/jail.token")), kSecret) << "the old secret is back";
+  EXPECT_EQ(Of(refused, "jail.token").outcome, core::Outcome::kFailed);
+  for (const ApplyReport& r : {refused, Run(Jail(kBad, 15, true, true))}) {
+    for (const auto& o : r.outcomes) {
+      EXPECT_THAT(o.detail, Not(HasSubstr(kSecret))) << o.id;
+      EXPECT_THAT(o.digest, Not(HasSubstr(kSecret))) << o.id;
+    }
+    for (const auto& w : r.warnings) EXPECT_THAT(w, Not(HasSubstr(kSecret)));
+    EXPECT_THAT(r.error, Not(HasSubstr(kSecret)));
+  }
+  EXPECT_THAT(*store_.text, Not(HasSubstr(kSecret))) << "the record holds digests only";
+}
+
+TEST_F(RollbackTest, AnUnreadableLastGoodChangesNothing) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  store_.last_good = "{\"version\": 1, \"units\": {\"jaild\": {\"generation\": \"x\"}}}";
+  ApplyReport r = Run(Jail(kBad, 15));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.error, HasSubstr("last good not readable: last-good.json, unit jaild, field "
+                                 "generation"));
+  EXPECT_EQ(Jailconf(), kGood) << "nothing was changed";
+  EXPECT_EQ(testing::ReadText(Root("/etc/other.conf")), "gen 14");
+}
+
+TEST_F(RollbackTest, DroppingTheOptInForgetsTheLastGood) {
+  ASSERT_EQ(Run(Jail(kGood, 14, true, true)).result, ApplyResult::kOk);
+  ASSERT_TRUE(store_.last_good.has_value());
+  ASSERT_EQ(Run(Jail(kGood, 15, false, true)).result, ApplyResult::kOk);
+  EXPECT_FALSE(store_.last_good.has_value()) << "no kept copy of the secret outlives its use";
+}
+
+// A kill at every step of the apply that rolls back: the next apply (and
+// the one after) converge to the last good, held, reported as failed; never
+// a daemon on the refused config reported fine, never a success.
+class RollbackCrashTest : public RollbackTest {
+ protected:
+  void SetUp() override {
+    RollbackTest::SetUp();
+    root_faulty_ = std::make_unique<fakes::FaultyFileSystem>(*root_);
+    units_faulty_ = std::make_unique<fakes::FaultyFileSystem>(*units_);
+    for (auto* f : {root_faulty_.get(), units_faulty_.get()}) f->kill = &kill_;
+    store_.kill = &kill_;
+    services_.kill = &kill_;
+  }
+  ApplyReport Apply(const json& decl) {
+    ReconcilerPorts ports{root_faulty_.get(),
+                          artifacts_.get(),
+                          units_faulty_.get(),
+                          &archives_,
+                          &services_,
+                          &store_,
+                          &clock_};
+    return Reconciler(ports, Options()).Apply(decl.dump());
+  }
+  std::unique_ptr<fakes::FaultyFileSystem> root_faulty_, units_faulty_;
+  fakes::KillSwitch kill_;
+};
+
+TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
+  std::string loaded;  // the jail the daemon last (re)read
+  services_.on_load = [&](const std::string& unit) {
+    if (unit == "jaild.service") loaded = Jailconf();
+  };
+  uint64_t generation = 14;
+  int kills = 0;
+  for (int step = 0; step < 400; ++step, generation += 2) {
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    ApplyReport good = Apply(Jail(kGood, generation));
+    ASSERT_EQ(good.result, ApplyResult::kOk) << good.error;
+    kill_.KillAt(step);
+    (void)Apply(Jail(kBad, generation + 1));
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    for (int after = 0; after < 2; ++after) {
+      ApplyReport r = Apply(Jail(kBad, generation + 1));
+      EXPECT_EQ(r.result, ApplyResult::kFailed) << "never a success on a refused generation";
+      EXPECT_EQ(Jailconf(), kGood);
+      EXPECT_EQ(loaded, kGood) << "the daemon runs a config it was never confirmed on";
+      const auto& unit = Of(r, "jaild");
+      ASSERT_TRUE(unit.unit.has_value());
+      EXPECT_TRUE(unit.unit->up) << unit.detail;
+      EXPECT_EQ(unit.outcome, core::Outcome::kFailed);
+      EXPECT_THAT(unit.detail, ::testing::AnyOf(HasSubstr("held at generation"),
+                                                HasSubstr("rolled back to generation")));
+    }
+    if (!killed) break;  // the apply outlived every step: all were tried
+    ++kills;
+  }
+  EXPECT_GE(kills, 10) << "writes, intent, jobs, record, the hold, the second pass";
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
