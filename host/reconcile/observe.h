@@ -32,6 +32,9 @@
 
 namespace mesh::reconcile {
 
+// The largest bundle file read from --artifacts.
+constexpr uint64_t kMaxBundleBytes = 1ull << 30;
+
 struct ObservePorts {
   ports::FileSystem* root = nullptr;
   ports::FileSystem* artifacts = nullptr;

@@ -24,7 +24,6 @@ using core::Resource;
 using core::Result;
 using core::TreeEntry;
 
-constexpr uint64_t kMaxBundleBytes = 1ull << 30;
 // What the bundles of one declaration may expand to in all: the host holds
 // them unpacked while it applies (and one artifact named by several
 // resources once).

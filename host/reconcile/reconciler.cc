@@ -410,7 +410,16 @@ void ApplyRun::SaveLastGood() {
 
 void ApplyRun::AfterCommit() {
   if (!scope_.units.empty()) {
-    AfterApply after = Decide(scope_, report_.outcomes, last_good_);
+    // A bundle is put back from --artifacts: the old file must be there, as
+    // it was (the second pass would refuse the declaration otherwise).
+    auto missing = [this](const Resource& kept) -> std::string {
+      if (!kept.IsTree()) return "";
+      auto bytes = ports_.artifacts->ReadFile("/" + kept.source, kMaxBundleBytes);
+      if (bytes && core::Sha256Hex(*bytes) == kept.sha256) return "";
+      return "its bundle " + kept.source + " (sha256 " + kept.sha256 +
+             ") is no longer under --artifacts";
+    };
+    AfterApply after = Decide(scope_, report_.outcomes, last_good_, missing);
     std::string now = core::FormatTimestamp(report_.started_at);
     if (KeepConfirmed(scope_, after, now, last_good_)) last_good_changed_ = true;
     std::vector<Rollback> todo;

@@ -82,8 +82,14 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
     if (ports_.services == nullptr) return false;
     p.unit = static_cast<int32_t>(units_.size());
     const core::UnitRecord& u = e.unit();
-    units_.push_back(Unit{u.name, u.file_fingerprint, *state, core::BaselineOfRecord(&e), {},
-                          u.enabled, u.drop_ins, u.rollback});
+    units_.push_back(Unit{u.name,
+                          u.file_fingerprint,
+                          *state,
+                          core::BaselineOfRecord(&e),
+                          {},
+                          u.enabled,
+                          u.drop_ins,
+                          u.rollback});
   }
   if (shape.HasFiles()) {
     core::FileType type = *kind == core::Kind::kDirectory ? core::FileType::kDirectory

@@ -101,7 +101,8 @@ void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, Resourc
 }
 
 AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>& outcomes,
-                  const core::LastGood& last_good) {
+                  const core::LastGood& last_good,
+                  const std::function<std::string(const core::Resource&)>& missing) {
   AfterApply after;
   for (size_t k = 0; k < scope.units.size(); ++k) {
     const RollbackScope::Unit& u = scope.units[k];
@@ -128,6 +129,14 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
       if (r.refused.empty()) {
         r.impossible = "nothing to roll back (it runs generation " +
                        std::to_string(r.to_generation) + "'s definition, the last good)";
+      }
+      for (const auto& [id, want] : r.refused) {
+        std::string why = missing(kept->second.resources.at(id));
+        if (why.empty()) continue;
+        r.impossible = "generation " + std::to_string(r.to_generation) + "'s " + id +
+                       " cannot be put back: " + why;
+        r.refused.clear();
+        break;
       }
     }
     after.rollbacks.push_back(std::move(r));

@@ -89,9 +89,13 @@ struct AfterApply {
   std::vector<Rollback> rollbacks;  // found dead after the apply acted on them
 };
 
-// `outcomes`: the apply's, by declaration index.
+// `outcomes`: the apply's, by declaration index. `missing`: why a kept
+// resource cannot be put back (empty: it can) — a bundle whose old
+// artifact is no longer under --artifacts. A rollback that cannot put back
+// every refused resource puts back none.
 AfterApply Decide(const RollbackScope& scope, const std::vector<core::ResourceOutcome>& outcomes,
-                  const core::LastGood& last_good);
+                  const core::LastGood& last_good,
+                  const std::function<std::string(const core::Resource&)>& missing);
 
 // Keeps what the confirmed units run on: their kept resources become the
 // scope's, at its generation (`now`: RFC 3339), their holds go. True when

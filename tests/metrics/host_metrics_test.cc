@@ -116,9 +116,9 @@ TEST(HostMetricsTest, AUnitsCountersExistAtZeroFromItsFirstApply) {
 TEST(HostMetricsTest, RollbacksAndHolds) {
   HostMetrics m("1.2.3");
   auto jail = [](bool rolled_back, bool held, bool rollback = true) {
-    core::ResourceOutcome o = Out("jaild", "service",
-                                  held ? core::Outcome::kFailed : core::Outcome::kUnchanged,
-                                  "jaild.service");
+    core::ResourceOutcome o =
+        Out("jaild", "service", held ? core::Outcome::kFailed : core::Outcome::kUnchanged,
+            "jaild.service");
     o.mutable_declared().rollback = rollback;
     o.mutable_declared().rolled_back = rolled_back;
     if (held) o.mutable_declared().held = core::HeldAt{14, 15, "2026-12-03T18:00:00Z"};
