@@ -10,7 +10,13 @@
 #include "host/adapters/file_declaration.h"
 #include "host/adapters/one_shot_heap.h"
 #include "host/adapters/process_guard.h"
+#include "host/adapters/unit_verifier.h"
 #include "host/cli/apply_command.h"
+#include "host/cli/validate_command.h"
+#include "host/core/sha256.h"
+#include "host/reconcile/observe.h"
+#include "host/reconcile/private_declaration.h"
+#include "host/reconcile/signature.h"
 #include "host/version/version.h"
 
 namespace mesh::wiring {
@@ -38,6 +44,76 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
   auto format = flags.output == "json" ? cli::Output::kJson : cli::Output::kText;
   auto report = (*machine)->reconciler->Apply(**declaration, cli::PrintOutcomes(std::cout, format));
   return cli::PrintReport(report, plan, std::cout, std::cerr, format);
+}
+
+// Every check an apply makes of the declaration before it touches the
+// machine, and systemd's own reading of the unit texts; nothing written.
+int Validate(const cli::Flags& flags) {
+  adapters::KeepSecretsOutOfCoreFiles();
+  cli::Validation v;
+  v.declaration = flags.declaration;
+  bool json = flags.output == "json";
+  auto done = [&] { return cli::PrintValidation(v, json, std::cout, std::cerr); };
+  auto source = adapters::FileDeclaration::Open(flags.declaration);
+  if (!source) {
+    v.refusals.push_back(source.error().message);
+    return done();
+  }
+  if (!flags.verify_key.empty()) {
+    auto key = adapters::ReadVerifyKey(flags.verify_key);
+    if (!key) {
+      v.refusals.push_back(key.error().message);
+    } else if (auto signer = reconcile::VerifyDeclarationSignature(**source, *key); !signer) {
+      v.refusals.push_back(signer.error().message);
+    } else {
+      v.signer = std::move(*signer);
+    }
+  }
+  auto text = (*source)->Text();
+  if (!text) {
+    v.refusals.push_back(text.error().message);
+    return done();
+  }
+  auto decl = core::ParseDeclaration(*text);
+  if (!decl) {
+    if (decl.error().details.empty()) {
+      v.refusals.push_back(decl.error().message);
+    } else {
+      for (const std::string& d : decl.error().details) v.refusals.push_back(d);
+    }
+    return done();
+  }
+  v.machine = decl->machine;
+  v.generation = decl->generation;
+  v.resources = decl->resources.size();
+  if (!flags.machine.empty() && decl->machine != flags.machine) {
+    v.refusals.push_back("declaration, field machine: \"" + decl->machine +
+                         "\" is not this machine (--machine " + flags.machine + ")");
+  }
+  if (auto st = reconcile::CheckCredentialsPrivate(*decl, **source); !st) {
+    v.refusals.push_back(st.error().message);
+  }
+  // Bundles, where the artifacts are: each file there, as its sha256 says.
+  auto artifacts = adapters::PosixFileSystem::Open(flags.artifacts);
+  bool bundles = std::any_of(decl->resources.begin(), decl->resources.end(),
+                             [](const core::Resource& r) { return r.IsTree(); });
+  if (bundles && !artifacts) {
+    v.warnings.push_back("bundles not checked: --artifacts " + flags.artifacts + ": " +
+                         artifacts.error().message);
+  }
+  for (const core::Resource& r : decl->resources) {
+    if (!r.IsTree() || !artifacts) continue;
+    auto bytes = (*artifacts)->ReadFile("/" + r.source, reconcile::kMaxBundleBytes);
+    if (!bytes) {
+      v.refusals.push_back("resource " + r.id + ", field source: cannot read " + r.source +
+                           " from --artifacts " + flags.artifacts + ": " + bytes.error().message);
+    } else if (std::string actual = core::Sha256Hex(*bytes); actual != r.sha256) {
+      v.refusals.push_back("resource " + r.id + ", field sha256: source " + r.source +
+                           " has sha256 " + actual + ", the declaration says " + r.sha256);
+    }
+  }
+  for (std::string& w : adapters::VerifyUnitTexts(*decl)) v.warnings.push_back(std::move(w));
+  return done();
 }
 
 }  // namespace
@@ -103,7 +179,8 @@ std::unique_ptr<cli::Flags> ParseArgs(int argc, char** argv) {
   auto flags = cli::ParseFlags(args);
   if (!flags) {
     std::cerr << "mesh-host: " << flags.error().message << "\n"
-              << "usage: mesh-host run|apply|plan|status [flags]; mesh-host --help lists them\n";
+              << "usage: mesh-host run|apply|plan|validate|status [flags]; mesh-host VERB --help "
+                 "lists that verb's flags\n";
     return nullptr;
   }
   return std::make_unique<cli::Flags>(std::move(*flags));
@@ -114,7 +191,7 @@ bool IsOneShot(cli::Verb verb) { return verb != cli::Verb::kRun && verb != cli::
 int RunOneShot(const cli::Flags& flags) {
   switch (flags.verb) {
     case cli::Verb::kHelp:
-      std::cout << cli::UsageText();
+      std::cout << cli::UsageText(flags.help_for);
       return 0;
     case cli::Verb::kVersion:
       std::cout << "mesh-host " << VersionLine() << "\n";
@@ -123,6 +200,8 @@ int RunOneShot(const cli::Flags& flags) {
       return ApplyOrPlan(flags, /*plan=*/false);
     case cli::Verb::kPlan:
       return ApplyOrPlan(flags, /*plan=*/true);
+    case cli::Verb::kValidate:
+      return Validate(flags);
     case cli::Verb::kRun:
     case cli::Verb::kStatus:
       break;

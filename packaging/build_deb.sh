@@ -28,6 +28,8 @@ for d in DEBIAN etc etc/mesh-host lib lib/systemd lib/systemd/system usr usr/bin
   usr/lib usr/lib/mesh-host; do
   install -d -m 0755 "$root/$d"
 done
+# The declaration lives here and may hold credentials: only root looks in.
+chmod 0700 "$root/etc/mesh-host"
 chmod 0755 "$root"
 install -m 0755 "$binary" "$root/usr/bin/mesh-host"
 install -m 0755 "$serve" "$root/usr/lib/mesh-host/mesh-host-serve"

@@ -35,8 +35,13 @@ core::Result<std::unique_ptr<FileDeclaration>> FileDeclaration::Open(const std::
     return fail("larger than the limit of " + std::to_string(core::kMaxDeclarationBytes) +
                 " bytes");
   }
-  return std::unique_ptr<FileDeclaration>(
-      new FileDeclaration(path, std::move(fd), static_cast<size_t>(st.st_size)));
+  return std::unique_ptr<FileDeclaration>(new FileDeclaration(
+      path, std::move(fd), static_cast<size_t>(st.st_size), st.st_mode & 07777));
+}
+
+std::optional<ports::DeclarationSource::Exposed> FileDeclaration::ReadableByOthers() const {
+  if ((mode_ & 044) == 0) return std::nullopt;
+  return Exposed{mode_, path_};
 }
 
 core::Result<std::string> FileDeclaration::Digest() {

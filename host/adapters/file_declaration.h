@@ -31,14 +31,17 @@ class FileDeclaration : public ports::DeclarationSource {
   void ReleaseText() override;
   // PATH.minisig: a regular file of at most 64 KiB.
   core::Result<ports::DetachedSignature> Signature() override;
+  // As opened (the mode of the descriptor read, not of a later file).
+  std::optional<Exposed> ReadableByOthers() const override;
 
  private:
-  FileDeclaration(std::string path, UniqueFd fd, size_t size)
-      : path_(std::move(path)), fd_(std::move(fd)), size_(size) {}
+  FileDeclaration(std::string path, UniqueFd fd, size_t size, uint32_t mode)
+      : path_(std::move(path)), fd_(std::move(fd)), size_(size), mode_(mode) {}
 
   std::string path_;
   UniqueFd fd_;
   size_t size_;
+  uint32_t mode_;
   std::optional<std::string> text_;
   bool released_ = false;
 };

@@ -2,77 +2,169 @@
 
 #include <map>
 
+#include "host/core/did_you_mean.h"
 #include "host/core/time_format.h"
 
 namespace mesh::cli {
 
-std::string UsageText() {
-  return R"(usage: mesh-host VERB [flags]
+namespace {
 
-Makes this machine match its declaration, records what it wrote, and reports
-the truth about the result. A unit it starts or restarts is looked at twice
-(ADR 184): once when systemd's job is done, again after --settle.
+enum VerbBit : unsigned {
+  kRunBit = 1,
+  kApplyBit = 2,
+  kPlanBit = 4,
+  kValidateBit = 8,
+  kStatusBit = 16,
+  kAllBits = 31,
+};
 
-verbs:
-  run      the daemon: reconcile now, every --interval, when the declaration
-           file changes, and on SIGHUP; serves /status, /healthz, /metrics
-  apply    one reconcile; prints one line per resource: OUTCOME ID (KIND): DETAIL
-           exit 0 all good, 1 a resource failed, 2 declaration refused or bad usage
-  plan     what apply would do; writes nothing, restarts nothing; same exit codes
-  status   reads /status of a running host and prints a table
-           exit 0 healthy, 1 not healthy, 2 unreachable
-
-flags:
-  --declaration FILE   the declaration (default /etc/mesh-host/declaration.json)
-  --state-dir DIR      where the record state.json lives (default /var/lib/mesh-host)
-  --root DIR           every declared path is resolved under DIR and may not
-                       leave it (default /)
-  --artifacts DIR      where bundles named by `source` are found
-                       (default /var/lib/mesh-host/artifacts)
-  --unit-dir DIR       where unit_text is written (default /etc/systemd/system)
-  --listen HOST:PORT   HTTP address for run (default 127.0.0.1:9479; port 0
-                       picks a free one and the log says `listening on HOST:PORT`)
-  --interval DURATION  time between reconciles in run (default 5m)
-  --settle DURATION    pause between the two looks at a unit (default 1s, at least 100ms)
-  --machine NAME       this machine's name, checked against the declaration
-                       (default: the host name)
-  --verify-key FILE    a minisign public key: every declaration must then come
-                       with DECLARATION.minisig (minisign -S) by that key, or
-                       it is refused whole
-  --web-config FILE    run: TLS, basic auth and response headers, in the
-                       exporter-toolkit web-config.yml format node_exporter
-                       reads (re-read on SIGHUP); default plain HTTP
-  --ca FILE, --cert FILE, --key FILE, --user NAME, --password-file FILE
-                       status: reach a host behind its web config (the
-                       password may come from MESH_HOST_PASSWORD instead)
-  --url URL            status: the host to ask (default http://127.0.0.1:9479);
-                       given more than once, one line per machine
-  --targets FILE       status: the hosts of a Prometheus file_sd JSON file,
-                       one line per machine; exit 0 only when all are healthy
-  --prometheus URL     status: the fleet as that Prometheus (or any store with
-                       its HTTP API) sees it: hosts down, refusing, failing,
-                       dead or flapping units; one line per instance
-  --timeout DURATION   status: every answer whole by then, or its host is
-                       unreachable, saying so (default 10s); an answer over
-                       16 MiB is cut off
-  --output text|json   apply, plan: the outcome lines (default), or one JSON
-                       object per outcome, then a {"summary": ...} object
-  --diff               plan: after the outcome lines, what each change does: a
-                       unified diff per file (a credential: its digests only),
-                       a bundle's members added, removed and changed
-  --metrics-resources all|failing
-                       run: per-resource change counters for every resource
-                       that changed (default all), or only for failed and
-                       churning ones (fleets of large declarations)
-  -v, --verbose        run: log every outcome, unchanged ones too (default:
-                       changes, failures and one summary line per apply)
-  --help               this text
-  --version            the release and, for a packaged build, the commit
-
-Durations read as 250ms, 1s, 5m, 1h. The service manager is the system bus
-(DBUS_SYSTEM_BUS_ADDRESS is honoured).
-)";
+unsigned BitOf(Verb verb) {
+  switch (verb) {
+    case Verb::kRun:
+      return kRunBit;
+    case Verb::kApply:
+      return kApplyBit;
+    case Verb::kPlan:
+      return kPlanBit;
+    case Verb::kValidate:
+      return kValidateBit;
+    case Verb::kStatus:
+      return kStatusBit;
+    case Verb::kHelp:
+    case Verb::kVersion:
+      break;
+  }
+  return kAllBits;
 }
+
+struct Doc {
+  unsigned verbs;
+  const char* text;  // lines of the help, each ending in a newline
+};
+
+// The verbs, in the order of the help, with what each says of itself.
+const Doc kVerbDocs[] = {
+    {kRunBit,
+     "  run      the daemon: reconcile now, every --interval, when the declaration\n"
+     "           file changes, and on SIGHUP; serves /, /status, /healthz, /metrics\n"},
+    {kApplyBit,
+     "  apply    one reconcile; prints one line per resource: OUTCOME ID (KIND): DETAIL\n"
+     "           exit 0 all good, 1 a resource failed, 2 declaration refused or bad usage\n"},
+    {kPlanBit,
+     "  plan     what apply would do; writes nothing, restarts nothing; same exit codes\n"},
+    {kValidateBit,
+     "  validate checks a declaration as apply would before touching anything (every\n"
+     "           refusal at once, the signature, the bundles' digests) and its unit\n"
+     "           texts with systemd-analyze verify; touches nothing\n"
+     "           exit 0 valid, 2 refused\n"},
+    {kStatusBit,
+     "  status   reads /status of a running host and prints a table\n"
+     "           exit 0 healthy, 1 not healthy, 2 unreachable or bad usage\n"},
+};
+
+// Each flag, with the verbs it is for.
+const Doc kFlagDocs[] = {
+    {kRunBit | kApplyBit | kPlanBit | kValidateBit,
+     "  --declaration FILE   the declaration (default /etc/mesh-host/declaration.json)\n"},
+    {kRunBit | kApplyBit | kPlanBit,
+     "  --state-dir DIR      where the record state.json lives (default /var/lib/mesh-host)\n"},
+    {kRunBit | kApplyBit | kPlanBit,
+     "  --root DIR           every declared path is resolved under DIR and may not\n"
+     "                       leave it (default /)\n"},
+    {kRunBit | kApplyBit | kPlanBit | kValidateBit,
+     "  --artifacts DIR      where bundles named by `source` are found\n"
+     "                       (default /var/lib/mesh-host/artifacts)\n"},
+    {kRunBit | kApplyBit | kPlanBit,
+     "  --unit-dir DIR       where unit_text is written (default /etc/systemd/system)\n"},
+    {kRunBit,
+     "  --listen HOST:PORT   HTTP address for run (default 127.0.0.1:9479; port 0\n"
+     "                       picks a free one and the log says `listening on HOST:PORT`)\n"},
+    {kRunBit, "  --interval DURATION  time between reconciles in run (default 5m)\n"},
+    {kRunBit | kApplyBit,
+     "  --settle DURATION    pause between the two looks at a unit (default 1s, at least 100ms)\n"},
+    {kRunBit | kApplyBit | kPlanBit | kValidateBit,
+     "  --machine NAME       this machine's name, checked against the declaration\n"
+     "                       (default: the host name; validate: checked only when given)\n"},
+    {kRunBit | kApplyBit | kPlanBit | kValidateBit,
+     "  --verify-key FILE    a minisign public key: every declaration must then come\n"
+     "                       with DECLARATION.minisig (minisign -S) by that key, or\n"
+     "                       it is refused whole\n"},
+    {kRunBit,
+     "  --web-config FILE    run: TLS, basic auth and response headers, in the\n"
+     "                       exporter-toolkit web-config.yml format node_exporter\n"
+     "                       reads (re-read on SIGHUP); default plain HTTP\n"},
+    {kStatusBit,
+     "  --ca FILE, --cert FILE, --key FILE, --user NAME, --password-file FILE\n"
+     "                       status: reach a host behind its web config (the\n"
+     "                       password may come from MESH_HOST_PASSWORD instead)\n"},
+    {kStatusBit,
+     "  --url URL            status: the host to ask (default http://127.0.0.1:9479);\n"
+     "                       given more than once, one line per machine\n"},
+    {kStatusBit,
+     "  --targets FILE       status: the hosts of a Prometheus file_sd JSON file,\n"
+     "                       one line per machine; exit 0 only when all are healthy\n"},
+    {kStatusBit,
+     "  --prometheus URL     status: the fleet as that Prometheus (or any store with\n"
+     "                       its HTTP API) sees it: hosts down, refusing, failing,\n"
+     "                       dead or flapping units; one line per instance\n"},
+    {kStatusBit,
+     "  --timeout DURATION   status: every answer whole by then, or its host is\n"
+     "                       unreachable, saying so (default 10s); an answer over\n"
+     "                       16 MiB is cut off\n"},
+    {kApplyBit | kPlanBit | kValidateBit,
+     "  --output text|json   apply, plan: the outcome lines (default), or one JSON\n"
+     "                       object per outcome, then a {\"summary\": ...} object;\n"
+     "                       validate: one JSON object (valid, refusals, warnings)\n"},
+    {kPlanBit,
+     "  --diff               plan: after the outcome lines, what each change does: a\n"
+     "                       unified diff per file (a credential: its digests only),\n"
+     "                       a bundle's members added, removed and changed\n"},
+    {kRunBit,
+     "  --metrics-resources all|failing\n"
+     "                       run: per-resource change counters for every resource\n"
+     "                       that changed (default all), or only for failed and\n"
+     "                       churning ones (fleets of large declarations)\n"},
+    {kRunBit,
+     "  -v, --verbose        run: log every outcome, unchanged ones too (default:\n"
+     "                       changes, failures and one summary line per apply)\n"},
+    {kAllBits, "  --help               this text\n"},
+};
+
+constexpr const char* kTail =
+    "\nDurations read as 250ms, 1s, 5m, 1h. The service manager is the system bus\n"
+    "(DBUS_SYSTEM_BUS_ADDRESS is honoured).\n";
+
+}  // namespace
+
+std::string UsageText(Verb verb) {
+  unsigned bit = BitOf(verb);
+  bool all = bit == kAllBits;
+  std::string out;
+  if (all) {
+    out +=
+        "usage: mesh-host VERB [flags]\n\n"
+        "Makes this machine match its declaration, records what it wrote, and reports\n"
+        "the truth about the result. A unit it starts or restarts is looked at twice:\n"
+        "once when systemd's job is done, again after --settle.\n\nverbs:\n";
+  }
+  for (const Doc& d : kVerbDocs) {
+    if (!(d.verbs & bit)) continue;
+    if (!all) {
+      std::string_view text = d.text + 2;  // "  run      ..." as "usage: mesh-host run ..."
+      size_t space = text.find(' ');
+      out += "usage: mesh-host " + std::string(text.substr(0, space)) + " [flags]\n\n";
+    }
+    out += d.text;
+  }
+  out += all ? "\nflags (mesh-host VERB --help: that verb's only):\n" : "\nflags:\n";
+  for (const Doc& d : kFlagDocs) {
+    if (d.verbs & bit) out += d.text;
+  }
+  if (all) out += "  --version            the release and, for a packaged build, the commit\n";
+  return out + kTail;
+}
+
+std::string UsageText() { return UsageText(Verb::kHelp); }
 
 namespace {
 
@@ -164,20 +256,29 @@ core::Status CheckTogether(const Flags& flags) {
 
 core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
   Flags flags;
-  if (args.empty()) return core::Fail("no verb given (run, apply, plan or status)");
+  if (args.empty()) return core::Fail("no verb given (run, apply, plan, validate or status)");
   static const std::map<std::string, Verb> kVerbs = {
-      {"run", Verb::kRun},       {"apply", Verb::kApply},       {"plan", Verb::kPlan},
-      {"status", Verb::kStatus}, {"help", Verb::kHelp},         {"--help", Verb::kHelp},
-      {"-h", Verb::kHelp},       {"--version", Verb::kVersion}, {"version", Verb::kVersion}};
+      {"run", Verb::kRun},           {"apply", Verb::kApply},   {"plan", Verb::kPlan},
+      {"validate", Verb::kValidate}, {"status", Verb::kStatus}, {"help", Verb::kHelp},
+      {"--help", Verb::kHelp},       {"-h", Verb::kHelp},       {"--version", Verb::kVersion},
+      {"version", Verb::kVersion}};
   auto verb = kVerbs.find(args[0]);
   if (verb == kVerbs.end()) {
-    return core::Fail("unknown verb \"" + args[0] + "\" (expected run, apply, plan or status)");
+    return core::Fail("unknown verb \"" + args[0] +
+                      "\" (expected run, apply, plan, validate or status)" +
+                      core::DidYouMean(args[0], {"run", "apply", "plan", "validate", "status"}));
   }
   flags.verb = verb->second;
+  // `mesh-host help VERB`, as `mesh-host VERB --help`.
+  if (flags.verb == Verb::kHelp && args.size() == 2 && kVerbs.contains(args[1])) {
+    flags.help_for = kVerbs.at(args[1]);
+    return flags;
+  }
   ValueFlags values = ValueFlagsOf(flags);
   for (size_t i = 1; i < args.size(); ++i) {
     std::string name = args[i];
     if (name == "--help" || name == "-h") {
+      flags.help_for = flags.verb;
       flags.verb = Verb::kHelp;
       return flags;
     }
@@ -193,7 +294,10 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
       inline_value = true;
     }
     if (!values.strings.contains(name) && !values.durations.contains(name)) {
-      return core::Fail("unknown flag \"" + name + "\"");
+      std::vector<std::string_view> known = {"--verbose", "--diff", "--help"};
+      for (const auto& [flag, at] : values.strings) known.push_back(flag);
+      for (const auto& [flag, at] : values.durations) known.push_back(flag);
+      return core::Fail("unknown flag \"" + name + "\"" + core::DidYouMean(name, known));
     }
     if (!inline_value) {
       if (i + 1 >= args.size()) return core::Fail("flag " + name + " needs a value");

@@ -12,10 +12,12 @@ namespace mesh::cli {
 // SPEC: a shorter --settle would switch the second look off.
 inline constexpr std::chrono::milliseconds kMinSettle{100};
 
-enum class Verb { kRun, kApply, kPlan, kStatus, kHelp, kVersion };
+enum class Verb { kRun, kApply, kPlan, kValidate, kStatus, kHelp, kVersion };
 
 struct Flags {
   Verb verb = Verb::kHelp;
+  // kHelp: the verb whose help was asked for (kHelp: all of them).
+  Verb help_for = Verb::kHelp;
   std::string declaration = "/etc/mesh-host/declaration.json";
   std::string state_dir = "/var/lib/mesh-host";
   std::string root = "/";
@@ -57,5 +59,7 @@ struct Flags {
 core::Result<Flags> ParseFlags(const std::vector<std::string>& args);
 
 std::string UsageText();
+// One verb's: what it does, its exit codes and its flags only.
+std::string UsageText(Verb verb);
 
 }  // namespace mesh::cli

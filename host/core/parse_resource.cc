@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "host/core/did_you_mean.h"
 #include "host/core/printable.h"
 #include "host/core/sha256.h"
 
@@ -386,8 +387,11 @@ Status ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r) {
   auto spec = std::find_if(Kinds().begin(), Kinds().end(),
                            [&](const KindSpec& k) { return k.name == kind; });
   if (spec == Kinds().end()) {
+    std::vector<std::string_view> kinds;
+    for (const KindSpec& k : Kinds()) kinds.push_back(k.name);
     return Fail(Where(id, index, "kind") + "unknown kind \"" + kind +
-                "\" (expected file, credential, directory, symlink, archive, service or process)");
+                "\" (expected file, credential, directory, symlink, archive, service or process)" +
+                DidYouMean(kind, kinds));
   }
   r.kind = spec->kind;
   // Of several unknown fields, the first in sorted order is named, whatever
@@ -399,7 +403,9 @@ Status ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r) {
     }
   }
   if (unknown != nullptr) {
-    return Fail(Where(id, index, *unknown) + "unknown field for kind " + kind);
+    std::vector<std::string_view> known(spec->fields.begin(), spec->fields.end());
+    return Fail(Where(id, index, *unknown) + "unknown field for kind " + kind +
+                DidYouMean(*unknown, known));
   }
   for (std::string_view req : spec->required) {
     if (obj.Find(req) == nullptr) return Fail(Where(id, index, req) + "missing");

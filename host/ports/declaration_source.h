@@ -6,6 +6,7 @@
 // sit in memory for nothing. The text is read only to be parsed.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +40,14 @@ class DeclarationSource {
   virtual core::Result<DetachedSignature> Signature() {
     return DetachedSignature{"(the declaration is not a file)", std::nullopt};
   }
+  // A file others than its owner may read (group or other read bits): its
+  // mode, and what to call it. A declaration holding credentials must not
+  // be one (reconcile/private_declaration.h). None: only its owner can.
+  struct Exposed {
+    uint32_t mode = 0;
+    std::string path;
+  };
+  virtual std::optional<Exposed> ReadableByOthers() const { return std::nullopt; }
 };
 
 }  // namespace mesh::ports

@@ -19,6 +19,7 @@
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/recorded.h"
+#include "host/reconcile/private_declaration.h"
 #include "host/reconcile/recovery.h"
 #include "host/reconcile/rollback.h"
 #include "host/reconcile/signature.h"
@@ -220,7 +221,9 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   // the text.
   auto digest = source.Digest();
   if (!digest) return Refuse(digest.error());
-  if (options_.confirm_from_record && !digest->empty() &&
+  // A file others may read is parsed, whatever the record proves: if it
+  // holds credentials it is refused (private_declaration.h).
+  if (options_.confirm_from_record && !digest->empty() && !source.ReadableByOthers() &&
       ProveNoop(
           {ports_, options_, *digest, sink_, [this] { return LoadIntent() && intent_->empty(); }},
           kept_proof_, report_, stats_)) {
@@ -236,6 +239,7 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   auto decl = core::ParseDeclaration(*text);
   source.ReleaseText();
   if (!decl) return Refuse(decl.error());
+  if (auto st = CheckCredentialsPrivate(*decl, source); !st) return Refuse(st.error());
   report_.machine = decl->machine;
   report_.generation = decl->generation;
   report_.declaration_digest = decl->digest;
@@ -253,7 +257,10 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
 
 bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view text) {
   // With --verify-key and a record, the whole pass checks the generation.
+  // A file others may read goes to the whole pass, which refuses it if it
+  // holds credentials.
   if (options_.chunk == 0 || options_.dry_run || !record_->resources.empty() || !LoadIntent() ||
+      source.ReadableByOthers().has_value() ||
       !intent_->empty() || (options_.verify_key.has_value() && had_record_)) {
     return false;
   }

@@ -64,7 +64,9 @@ def main():
              "--unit-dir", units, "--machine", "crash"]
 
     def write_decl(v, gen):
-        with open(decl_path + ".new", "w") as f:
+        # It holds a credential: only its owner may read it.
+        fd = os.open(decl_path + ".new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
             json.dump(declaration(v, gen), f)
         os.rename(decl_path + ".new", decl_path)
 

@@ -16,6 +16,18 @@ cat > "$T/decl.json" <<JSON
   {"id": "app.token", "kind": "credential", "path": "/etc/app/token", "content_base64": "czNjcjN0LVZhbHVl"},
   {"id": "app.tools", "kind": "archive", "path": "/opt/tools", "source": "tools.tar.gz", "sha256": "$SHA"}]}
 JSON
+# Issue 39: a declaration holding a credential that others can read is
+# refused, naming the fix, and nothing is written; private, it applies.
+chmod 0644 "$T/decl.json"
+set +e
+out=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state-refused" --artifacts "$T/art" --unit-dir "$T/units" --machine e2e 2>&1); rc=$?
+vout=$("$BIN" validate --declaration "$T/decl.json" 2>&1); vrc=$?
+set -e
+[ "$rc" = 2 ] || { echo "FAIL: readable declaration with a credential: exit $rc: $out" >&2; exit 1; }
+grep -q "holds credentials (resource app.token) and users other than its owner can read it (mode 0644): chmod 0600 $T/decl.json" <<<"$out" || { echo "FAIL: refusal words: $out" >&2; exit 1; }
+[ ! -e "$T/root/etc" ] || { echo "FAIL: a refused declaration wrote" >&2; exit 1; }
+[ "$vrc" = 2 ] && grep -q "chmod 0600" <<<"$vout" || { echo "FAIL: validate of it: $vrc $vout" >&2; exit 1; }
+chmod 0600 "$T/decl.json"
 F=(--declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" --unit-dir "$T/units" --machine e2e)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -91,7 +103,7 @@ set +e
 "$BIN" apply --no-such-flag >/dev/null 2>&1; rc2=$?
 set -e
 [ "$rc" = 2 ] && [ "$rc2" = 2 ] || fail "exit codes $rc $rc2"
-"$BIN" --help | grep -q -- "--settle DURATION" || fail "--help"
+"$BIN" --help | grep -- "--settle DURATION" >/dev/null || fail "--help"
 # A FIFO (or a directory) where the declaration belongs is refused at once,
 # never waited on, and leaves the record as it was.
 mkfifo "$T/fifo.json"

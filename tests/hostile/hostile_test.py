@@ -132,7 +132,8 @@ flags = ["--declaration", decl_path, "--root", ROOT, "--state-dir", STATE, "--ar
 
 
 def write(content):
-    with open(decl_path, "wb") as f:
+    # Some hold credentials: only their owner may read them.
+    with os.fdopen(os.open(decl_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
         f.write(content if isinstance(content, bytes) else json.dumps(content).encode())
 
 

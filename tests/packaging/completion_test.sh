@@ -13,7 +13,7 @@ check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((f
 complete_words() {
   (cd "$T" && bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _mesh_host; printf "%s\n" "${COMPREPLY[@]}"' - "$COMPLETION" mesh-host "$@")
 }
-check "verbs" '[ "$(complete_words "" | tr "\n" " ")" = "run apply plan status --help --version " ]'
+check "verbs" '[ "$(complete_words "" | tr "\n" " ")" = "run apply plan validate status --help --version " ]'
 check "a verb from its start" '[ "$(complete_words pl)" = plan ]'
 check "plan --d: --declaration, --diff" '[ "$(complete_words plan --d | sort | tr "\n" " ")" = "--declaration --diff " ]'
 check "apply is not offered --diff" '! complete_words apply --d | grep -qx -- --diff'
@@ -28,13 +28,19 @@ check "--output=: values after =" '[ "$(complete_words apply --output = "" | tr 
 check "--output=j: json" '[ "$(complete_words apply --output = j)" = json ]'
 check "--metrics-resources=: values" '[ "$(complete_words run --metrics-resources = | tr "\n" " ")" = "all failing " ]'
 help_flags=$("$BIN" --help | grep -oE '(^|[ ,])--?[a-z][a-z-]*' | tr -d ' ,' | sort -u)
-offered=$(for v in run apply plan status; do complete_words "$v" -; done | sort -u)
+offered=$(for v in run apply plan validate status; do complete_words "$v" -; done | sort -u)
+# Each verb is offered exactly what its own --help lists (-h, -v aside).
+for v in run apply plan validate status; do
+  own=$("$BIN" "$v" --help | grep -oE '(^|[ ,])--[a-z][a-z-]*' | tr -d ' ,' | sort -u | tr "\n" " ")
+  got=$(complete_words "$v" - | grep -- '^--' | sort -u | tr "\n" " ")
+  check "$v: completion = $v --help ($own)" '[ "$own" = "$got" ]'
+done
 for f in $help_flags; do
   case $f in --version) continue ;; esac  # a verb of its own, offered first
   check "$f is offered for some verb" 'grep -qx -- "$f" <<<"$offered"'
 done
 # Each verb's flags parse with that verb (a value where one is needed).
-for v in run apply plan status; do
+for v in run apply plan validate status; do
   for f in $(complete_words "$v" -); do
     case $f in
       --help | -h | --verbose | -v | --diff) args=("$f") ;;

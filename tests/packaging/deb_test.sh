@@ -46,8 +46,11 @@ LIST
 check "holds exactly the expected files" 'diff -u "$T/want" "$T/files"'
 check "every path owned by root" '! dpkg-deb -c "$DEB" | awk "{print \$2}" | grep -v "^root/root$"'
 # Modes are the package's, whatever the builder's umask was.
-check "directories 0755, files 0644, the binaries 0755" \
-  '! dpkg-deb -c "$DEB" | awk "{print \$1, \$6}" | grep -Ev "^(drwxr-xr-x .*/|-rw-r--r-- .*[^/]|-rwxr-xr-x \./usr/(bin/mesh-host|lib/mesh-host/mesh-host-serve))$"'
+check "directories 0755 (/etc/mesh-host 0700), files 0644, the binaries 0755" \
+  '! dpkg-deb -c "$DEB" | awk "{print \$1, \$6}" | grep -Ev "^(drwxr-xr-x .*/|drwx------ \./etc/mesh-host/|-rw-r--r-- .*[^/]|-rwxr-xr-x \./usr/(bin/mesh-host|lib/mesh-host/mesh-host-serve))$"'
+# Issue 39: the declaration's directory, which may hold credentials, is
+# root's alone.
+check "/etc/mesh-host is 0700" 'dpkg-deb -c "$DEB" | grep "^drwx------ root/root .* \./etc/mesh-host/$" >/dev/null'
 check "every file dated the release, not the build" '[ "$(dpkg-deb -c "$DEB" | awk "{print \$4}" | sort -u | wc -l)" = 1 ]'
 check "control: package, section, architecture" \
   '[ "$(field Package)" = mesh-host ] && [ "$(field Section)" = admin ] && [ "$(field Architecture)" = "$(dpkg --print-architecture)" ]'
@@ -82,7 +85,7 @@ check "every listed file is in the root" 'while read -r f; do [ -e "$R$f" ] || e
 check "postinst made the state dir 0700" '[ "$(stat -c %a "$R/var/lib/mesh-host")" = 700 ] && [ -d "$R/var/lib/mesh-host/artifacts" ]'
 check "postinst asked no service manager (scratch root)" '! grep -q "enable --now" "$T/dpkg.out"'
 check "postinst warns of nothing on a clean root" '! grep -q "shadows the package" "$T/dpkg.out"'
-check "the installed binary runs" '"$R/usr/bin/mesh-host" --help | grep -q "^usage: mesh-host VERB"'
+check "the installed binary runs" '"$R/usr/bin/mesh-host" --help | grep "^usage: mesh-host VERB" >/dev/null'
 # `status` is mesh-host-serve's, found in ../lib/mesh-host: it gets as far
 # as the (closed) port.
 check "... and finds mesh-host-serve for status" \

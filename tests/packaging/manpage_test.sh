@@ -14,7 +14,7 @@ check "--help lists flags (this test reads it)" '[ "$(wc -l <<<"$flags")" -ge 20
 for f in $flags; do
   check "the manual has $f" 'grep -qE -- "(^|[ ,])$f([ ,]|$)" <<<"$text"'
 done
-for v in run apply plan status; do
+for v in run apply plan validate status; do
   check "the manual has the verb $v" 'grep -qE "^ +$v( |$)" <<<"$text"'
 done
 check "its version is the binary's" \

@@ -69,3 +69,49 @@ TEST(FlagsTest, DiffIsForPlanAndVerifyKeyIsAPath) {
 
 }  // namespace
 }  // namespace mesh::cli
+
+namespace mesh::cli {
+namespace {
+
+// Issue 40: each verb's own --help, and "did you mean" for a mistyped verb
+// or flag.
+TEST(FlagsTest, EachVerbHasItsOwnHelp) {
+  auto apply = ParseFlags({"apply", "--help"});
+  ASSERT_TRUE(apply);
+  EXPECT_EQ(apply->verb, Verb::kHelp);
+  EXPECT_EQ(apply->help_for, Verb::kApply);
+  EXPECT_EQ(ParseFlags({"help", "status"})->help_for, Verb::kStatus);
+  std::string a = UsageText(Verb::kApply);
+  EXPECT_THAT(a, HasSubstr("usage: mesh-host apply [flags]"));
+  EXPECT_THAT(a, HasSubstr("--settle DURATION"));
+  EXPECT_THAT(a, ::testing::Not(HasSubstr("--listen")));
+  EXPECT_THAT(a, ::testing::Not(HasSubstr("  status ")));
+  std::string s = UsageText(Verb::kStatus);
+  EXPECT_THAT(s, HasSubstr("--prometheus URL"));
+  EXPECT_THAT(s, ::testing::Not(HasSubstr("--root")));
+  std::string v = UsageText(Verb::kValidate);
+  EXPECT_THAT(v, HasSubstr("exit 0 valid, 2 refused"));
+  EXPECT_THAT(v, ::testing::Not(HasSubstr("--state-dir")));
+  // The whole text still lists every verb and flag.
+  std::string all = UsageText();
+  for (const char* w : {"  run ", "  apply ", "  plan ", "  validate ", "  status ", "--listen",
+                        "--prometheus", "--diff", "--version"}) {
+    EXPECT_THAT(all, HasSubstr(w));
+  }
+}
+
+TEST(FlagsTest, DidYouMean) {
+  EXPECT_THAT(ParseFlags({"aply"}).error().message, HasSubstr("(did you mean \"apply\"?)"));
+  EXPECT_THAT(ParseFlags({"valdiate"}).error().message, HasSubstr("(did you mean \"validate\"?)"));
+  EXPECT_THAT(ParseFlags({"apply", "--setle", "1s"}).error().message,
+              HasSubstr("unknown flag \"--setle\" (did you mean \"--settle\"?)"));
+  EXPECT_THAT(ParseFlags({"plan", "--declaraton=x"}).error().message,
+              HasSubstr("(did you mean \"--declaration\"?)"));
+  // Nothing near: no guess.
+  EXPECT_THAT(ParseFlags({"apply", "--frobnicate"}).error().message,
+              ::testing::Not(HasSubstr("did you mean")));
+  EXPECT_EQ(ParseFlags({"validate", "--declaration", "/tmp/d.json"})->verb, Verb::kValidate);
+}
+
+}  // namespace
+}  // namespace mesh::cli

@@ -169,6 +169,38 @@ TEST(DeclarationTest, OfSeveralUnknownFieldsTheFirstInSortedOrderIsNamed) {
   EXPECT_THAT(d.error().message, HasSubstr("resource a, field mm: unknown field for kind file"));
 }
 
+// Issue 40: a near miss is named.
+TEST(DeclarationTest, AMistypedFieldOrKindSaysWhatWasMeant) {
+  auto refusal = [](const std::string& resource) {
+    auto d =
+        ParseDeclaration(R"({"machine": "m", "generation": 1, "resources": [)" + resource + "]}");
+    return d ? std::string() : d.error().message;
+  };
+  EXPECT_THAT(refusal(R"({"id": "a", "kind": "file", "path": "/a", "contnet": "x"})"),
+              HasSubstr("field contnet: unknown field for kind file (did you mean \"content\"?)"));
+  EXPECT_THAT(refusal(R"({"id": "s", "kind": "service", "unit": "s.service", "state": "running",)"
+                      R"( "restart-on": ["a"]})"),
+              HasSubstr("(did you mean \"restart_on\"?)"));
+  EXPECT_THAT(refusal(R"({"id": "a", "kind": "flie", "path": "/a", "content": "x"})"),
+              HasSubstr("unknown kind \"flie\" (expected file, credential, directory, symlink, "
+                        "archive, service or process) (did you mean \"file\"?)"));
+  EXPECT_THAT(refusal(R"({"id": "a", "kind": "file", "path": "/a", "xyzzy": "x"})"),
+              ::testing::Not(HasSubstr("did you mean")));
+  // on_failure: the two words, and rollback only for a unit kept running.
+  EXPECT_THAT(refusal(R"({"id": "s", "kind": "service", "unit": "s.service", "state": "running",)"
+                      R"( "on_failure": "retry"})"),
+              HasSubstr("field on_failure: \"retry\" is not fail or rollback"));
+  EXPECT_THAT(refusal(R"({"id": "s", "kind": "service", "unit": "s.service", "state": "stopped",)"
+                      R"( "on_failure": "rollback"})"),
+              HasSubstr("field on_failure: rollback needs state running"));
+  EXPECT_THAT(refusal(R"({"id": "a", "kind": "file", "path": "/a", "content": "x",)"
+                      R"( "on_failure": "rollback"})"),
+              HasSubstr("field on_failure: unknown field for kind file"));
+  EXPECT_EQ(refusal(R"({"id": "s", "kind": "service", "unit": "s.service", "state": "running",)"
+                    R"( "on_failure": "fail"})"),
+            "");
+}
+
 TEST(DeclarationTest, AResourceOfHundredsOfFieldsIsRefusedAsSuch) {
   std::string file = R"({"id": "a", "kind": "file", "path": "/a", "content": "")";
   for (int i = 0; i < 500; ++i) file += ", \"f" + std::to_string(i) + "\": \"v\"";

@@ -1,0 +1,18 @@
+// A declaration that holds credentials is read by its owner alone: a
+// declaration file others may read hands every secret in it to any local
+// user, whatever mode the credential is written with. Refused as ssh
+// refuses a private key others can read, with the chmod that fixes it.
+#pragma once
+
+#include "host/core/declaration.h"
+#include "host/core/result.h"
+#include "host/ports/declaration_source.h"
+
+namespace mesh::reconcile {
+
+// Fails, naming the file, its mode, the first credential and the fix, when
+// `declaration` holds a credential and `source` may be read by others.
+core::Status CheckCredentialsPrivate(const core::Declaration& declaration,
+                                     const ports::DeclarationSource& source);
+
+}  // namespace mesh::reconcile

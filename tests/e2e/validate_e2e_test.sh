@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# `mesh-host validate` (issue 40), the built binary: a valid declaration
+# exits 0 and touches nothing (no state directory, no root, no bus); every
+# refusal is named at once, exit 2; a bundle whose digest is wrong, a
+# signature by another key, a readable declaration holding a credential,
+# another machine's name are refused; systemd-analyze's findings on a unit
+# text are warnings; --output json says the same for CI.
+set -euo pipefail
+BIN="$PWD/host/mesh-host"
+T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/validate.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fails=0
+check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
+mkdir -p "$T/art" "$T/b"
+echo hi > "$T/b/run"; tar -C "$T/b" -czf "$T/art/app.tar.gz" .
+SHA=$(sha256sum "$T/art/app.tar.gz" | cut -d' ' -f1)
+umask 077
+cat > "$T/d.json" <<JSON
+{"machine": "edge-1", "generation": 7, "resources": [
+  {"id": "app.conf", "kind": "file", "path": "/etc/app.conf", "content": "x"},
+  {"id": "app.token", "kind": "credential", "path": "/etc/app.token", "content": "s3cr3t"},
+  {"id": "app", "kind": "process", "path": "/opt/app", "source": "app.tar.gz", "sha256": "$SHA",
+   "unit": "app.service", "unit_text": "[Service]\nExecStart=/opt/app/run\nBogusKey=1\n",
+   "restart_on": ["app.conf"], "on_failure": "rollback"}]}
+JSON
+run() { set +e; OUT=$("$BIN" validate "$@" 2>"$T/err"); RC=$?; ERR=$(cat "$T/err"); set -e; }
+
+run --declaration "$T/d.json" --artifacts "$T/art"
+check "valid: exit 0" '[ "$RC" = 0 ]'
+check "valid: says what it read" 'grep -qx "$T/d.json: valid: machine edge-1, generation 7, 3 resource(s)" <<<"$OUT"'
+check "the unit text is read by systemd-analyze: a warning, not a refusal" \
+  'grep -q "^warning: systemd-analyze: app.service:3: Unknown key .BogusKey." <<<"$ERR"'
+check "touched nothing: no default state directory or artifacts made" \
+  '[ ! -e /var/lib/mesh-host/state.json ] || [ "$(stat -c %Y /var/lib/mesh-host/state.json)" -lt "$(stat -c %Y "$T/d.json")" ]'
+check "never a secret in what it says" '! grep -q s3cr3t <<<"$OUT$ERR"'
+
+run --declaration "$T/d.json" --artifacts "$T/art" --machine edge-2
+check "another machine's: exit 2, named" '[ "$RC" = 2 ] && grep -q "field machine: \"edge-1\" is not this machine (--machine edge-2)" <<<"$ERR"'
+
+echo changed > "$T/b/run"; tar -C "$T/b" -czf "$T/art/app.tar.gz" .
+run --declaration "$T/d.json" --artifacts "$T/art"
+check "a bundle whose digest moved: exit 2, both digests named" '[ "$RC" = 2 ] && grep -q "resource app, field sha256: source app.tar.gz has sha256 .*, the declaration says $SHA" <<<"$ERR"'
+run --declaration "$T/d.json" --artifacts "$T/none"
+check "no artifacts directory: a warning, not a refusal" '[ "$RC" = 0 ] && grep -q "^warning: bundles not checked: --artifacts $T/none" <<<"$ERR"'
+
+chmod 0644 "$T/d.json"
+run --declaration "$T/d.json" --artifacts "$T/none"
+check "readable by others with a credential: exit 2, the chmod named" '[ "$RC" = 2 ] && grep -q "(mode 0644): chmod 0600 $T/d.json" <<<"$ERR"'
+chmod 0600 "$T/d.json"
+
+cat > "$T/bad.json" <<'JSON'
+{"machine": "edge-1", "generation": 1, "resources": [
+  {"id": "a", "kind": "file", "path": "etc/a", "content": "x"},
+  {"id": "b", "kind": "file", "path": "/etc/b", "contnet": "x"},
+  {"id": "c", "kind": "service", "unit": "c", "state": "running"}]}
+JSON
+run --declaration "$T/bad.json"
+check "every refusal at once: exit 2" '[ "$RC" = 2 ] && [ "$(grep -c "^refused: " <<<"$ERR")" = 3 ]'
+check "... a relative path named" 'grep -q "^refused: resource a, field path: " <<<"$ERR"'
+check "... a near miss said" 'grep -q "field contnet: unknown field for kind file (did you mean \"content\"?)" <<<"$ERR"'
+check "... a unit name without suffix named" 'grep -q "^refused: resource c, field unit: " <<<"$ERR"'
+run --declaration "$T/bad.json" --output json
+check "--output json: one object, valid false, the refusals" \
+  '[ "$RC" = 2 ] && python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d[\"valid\"] is False and len(d[\"refusals\"]) == 3, d" "$OUT"'
+
+if command -v minisign >/dev/null; then
+  minisign -G -W -p "$T/k.pub" -s "$T/k.key" >/dev/null
+  minisign -G -W -p "$T/o.pub" -s "$T/o.key" >/dev/null
+  minisign -S -s "$T/k.key" -m "$T/d.json" -t "generation 7 by ci" >/dev/null
+  run --declaration "$T/d.json" --artifacts "$T/none" --verify-key "$T/k.pub"
+  check "signed by the key: valid, the signer said" '[ "$RC" = 0 ] && grep -q "signed by " <<<"$OUT"'
+  run --declaration "$T/d.json" --artifacts "$T/none" --verify-key "$T/o.pub" --output json
+  check "signed by another key: exit 2" '[ "$RC" = 2 ] && grep -q "another key" <<<"$OUT"'
+else
+  echo "FAIL - minisign is missing (tools/lib/packages.sh installs it)"; fails=$((fails+1))
+fi
+
+echo "validate: $fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,69 @@
+// Issue 39: a declaration holding a credential that others than its owner
+// can read is refused before anything is touched — also when the record
+// would prove it a no-op — and one without credentials is not.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "host/core/sha256.h"
+#include "tests/host/reconcile/reconciler_fixture.h"
+
+namespace mesh::reconcile {
+namespace {
+
+using ::testing::HasSubstr;
+
+class Exposed : public ports::DeclarationSource {
+ public:
+  Exposed(std::string text, std::optional<uint32_t> mode) : text_(std::move(text)), mode_(mode) {}
+  core::Result<std::string> Digest() override { return core::Sha256Hex(text_); }
+  core::Result<std::string_view> Text() override { return text_; }
+  std::optional<ports::DeclarationSource::Exposed> ReadableByOthers() const override {
+    if (!mode_.has_value()) return std::nullopt;
+    return ports::DeclarationSource::Exposed{*mode_, "/etc/mesh-host/declaration.json"};
+  }
+
+ private:
+  std::string text_;
+  std::optional<uint32_t> mode_;
+};
+
+class PrivateDeclarationTest : public ReconcilerTest {
+ protected:
+  ApplyReport Apply(const json& decl, std::optional<uint32_t> mode) {
+    Exposed source(decl.dump(), mode);
+    return Reconciler(Ports(), Options()).Apply(source);
+  }
+  static json WithToken() {
+    return Decl(
+        {{{"id", "token"}, {"kind", "credential"}, {"path", "/etc/token"}, {"content", "s3cret"}}});
+  }
+};
+
+TEST_F(PrivateDeclarationTest, ReadableWithACredentialIsRefused) {
+  ApplyReport r = Apply(WithToken(), 0644);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr("declaration /etc/mesh-host/declaration.json holds credentials "
+                                 "(resource token) and users other than its owner can read it "
+                                 "(mode 0644): chmod 0600 /etc/mesh-host/declaration.json"));
+  EXPECT_THAT(r.error, ::testing::Not(HasSubstr("s3cret")));
+  EXPECT_FALSE(testing::Exists(Root("/etc/token"))) << "nothing touched";
+  EXPECT_EQ(Apply(WithToken(), 0640).result, ApplyResult::kRefused) << "group-readable too";
+}
+
+TEST_F(PrivateDeclarationTest, PrivateOrWithoutCredentialsApplies) {
+  EXPECT_EQ(Apply(WithToken(), std::nullopt).result, ApplyResult::kOk);
+  json files = Decl({{{"id", "a"}, {"kind", "file"}, {"path", "/etc/a"}, {"content", "a"}}});
+  EXPECT_EQ(Apply(files, 0644).result, ApplyResult::kOk);
+}
+
+// The no-op proof never parses: a declaration made readable after it was
+// applied would pass it. A readable source is parsed whatever the record.
+TEST_F(PrivateDeclarationTest, ANoOpFromTheRecordDoesNotHideIt) {
+  ASSERT_EQ(Apply(WithToken(), std::nullopt).result, ApplyResult::kOk);
+  ApplyReport noop = Apply(WithToken(), std::nullopt);
+  ASSERT_TRUE(noop.from_record);
+  EXPECT_EQ(Apply(WithToken(), 0604).result, ApplyResult::kRefused);
+}
+
+}  // namespace
+}  // namespace mesh::reconcile
