@@ -80,6 +80,15 @@ core::Result<std::string_view> FileDeclaration::Text() {
   return std::string_view(*text_);
 }
 
+core::Result<std::string> FileDeclaration::TextAgain() {
+  if (::lseek(fd_.get(), 0, SEEK_SET) != 0) {
+    return Refuse(path_, std::string("read error: ") + std::strerror(errno));
+  }
+  auto text = ReadUpTo(fd_.get(), size_);
+  if (!text) return Refuse(path_, std::string("read error: ") + std::strerror(text.error()));
+  return std::move(*text);
+}
+
 void FileDeclaration::ReleaseText() {
   released_ = true;
   text_.reset();

@@ -31,6 +31,8 @@ class FileDeclaration : public ports::DeclarationSource {
   void ReleaseText() override;
   // PATH.minisig: a regular file of at most 64 KiB.
   core::Result<ports::DetachedSignature> Signature() override;
+  // From the descriptor opened (the same file, even if renamed over since).
+  core::Result<std::string> TextAgain() override;
   // As opened (the mode of the descriptor read, not of a later file).
   std::optional<Exposed> ReadableByOthers() const override;
 

@@ -25,6 +25,8 @@ namespace {
 constexpr const char* kStateFile = "/state.json";
 constexpr const char* kIntentFile = "/intent.json";
 constexpr const char* kLastGoodFile = "/last-good.json";
+// Bounded as a declaration is: it holds a few of its resources, base64.
+constexpr uint64_t kMaxLastGoodBytes = 2 * core::kMaxDeclarationBytes;
 // The bare apply mark of hosts before the intent: still read as "an apply
 // was interrupted" (with nothing known to be owed), removed on commit.
 constexpr const char* kLegacyMark = "/applying";
@@ -364,8 +366,7 @@ core::Result<core::LastGood> FileRecordStore::LoadLastGood() {
   if (auto st = CheckTrusted(*info, fs_->root() + kLastGoodFile); !st) {
     return std::unexpected(st.error());
   }
-  // Bounded as a declaration is: it holds a few of its resources.
-  auto text = fs_->ReadFile(kLastGoodFile, 2 * core::kMaxDeclarationBytes);
+  auto text = fs_->ReadFile(kLastGoodFile, kMaxLastGoodBytes);
   if (!text) return std::unexpected(text.error());
   return core::ParseLastGood(*text);
 }
@@ -379,6 +380,13 @@ core::Status FileRecordStore::SaveLastGood(const core::LastGood& last_good,
   }
   auto text = core::SerializeLastGood(last_good, machine);
   if (!text) return std::unexpected(text.error());
+  // Never more than Load reads back: a file it refuses would stop every
+  // apply after this one.
+  if (text->size() > kMaxLastGoodBytes) {
+    return core::Fail("the last good of the units under on_failure: rollback is " +
+                      std::to_string(text->size()) + " bytes, over the " +
+                      std::to_string(kMaxLastGoodBytes) + " kept");
+  }
   auto written = WriteDurably(kLastGoodFile, *text);
   if (!written) return std::unexpected(written.error());
   return core::Ok();

@@ -40,6 +40,13 @@ class DeclarationSource {
   virtual core::Result<DetachedSignature> Signature() {
     return DetachedSignature{"(the declaration is not a file)", std::nullopt};
   }
+  // The bytes once more, after ReleaseText: only a rollback's second pass
+  // asks (reconcile/rollback.h), rather than the apply holding a copy of
+  // the declaration throughout. The caller checks their digest against the
+  // one it parsed: a file changed in place since is not used.
+  virtual core::Result<std::string> TextAgain() {
+    return core::Fail("the declaration cannot be read again");
+  }
   // A file others than its owner may read (group or other read bits): its
   // mode, and what to call it. A declaration holding credentials must not
   // be one (reconcile/private_declaration.h). None: only its owner can.

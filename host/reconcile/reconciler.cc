@@ -18,8 +18,8 @@
 #include "host/reconcile/noop_step.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
-#include "host/reconcile/recorded.h"
 #include "host/reconcile/private_declaration.h"
+#include "host/reconcile/recorded.h"
 #include "host/reconcile/recovery.h"
 #include "host/reconcile/rollback.h"
 #include "host/reconcile/signature.h"
@@ -112,7 +112,8 @@ class ApplyRun {
   bool last_good_changed_ = false;
   std::vector<HeldUnit> held_;
   RollbackScope scope_;
-  std::optional<Declaration> again_;  // as declared, for the rollback's second pass
+  // Read again (and its digest checked) for a rollback's second pass.
+  ports::DeclarationSource* source_ = nullptr;
   // This run is a rollback's second pass: it acts on these units only (the
   // others' owed actions stay owed), and its outcomes are merged, not said.
   bool rollback_pass_ = false;
@@ -212,6 +213,7 @@ bool ApplyRun::SaveIntent(const Plan& plan) {
 }
 
 void ApplyRun::Run(ports::DeclarationSource& source) {
+  source_ = &source;
   if (options_.verify_key.has_value()) {
     auto signer = VerifyDeclarationSignature(source, *options_.verify_key);
     if (!signer) return Refuse(signer.error());
@@ -260,8 +262,8 @@ bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view 
   // A file others may read goes to the whole pass, which refuses it if it
   // holds credentials.
   if (options_.chunk == 0 || options_.dry_run || !record_->resources.empty() || !LoadIntent() ||
-      source.ReadableByOthers().has_value() ||
-      !intent_->empty() || (options_.verify_key.has_value() && had_record_)) {
+      source.ReadableByOthers().has_value() || !intent_->empty() ||
+      (options_.verify_key.has_value() && had_record_)) {
     return false;
   }
   TakeLookAhead();  // none with an empty record; the chunks use the root themselves
@@ -343,6 +345,7 @@ void ApplyRun::Apply(Declaration decl) {
       u.stop = false;
       u.set_enabled.reset();
     }
+    p.removals.clear();  // the first pass's, kept with its words
   };
   Plan plan = make_plan(dry_run);
   restrict(plan);
@@ -386,12 +389,23 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
                          const std::string& key) {
   std::vector<RollbackUnit> units = RollbackUnits(decl);
   if (units.empty() && last_good_.empty()) return;
-  if (!units.empty() && !options_.dry_run && !rollback_pass_) again_ = decl;
   std::vector<std::string> declared = wants;
   held_ = reconcile::TakeHolds(
       decl, wants, last_good_, [&](const Resource& r) { return core::WantDigest(r, key); },
       &last_good_changed_);
   scope_.generation = decl.generation;
+  // What every unit's definition is made of, to know who else runs on a
+  // rollback unit's resources.
+  std::map<std::string_view, std::vector<std::string_view>> users;
+  if (!units.empty()) {
+    for (const Resource& r : decl.resources) {
+      if (!r.HasUnit()) continue;
+      users[r.id].push_back(r.id);
+      for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
+        for (const std::string& dep : *list) users[dep].push_back(r.id);
+      }
+    }
+  }
   for (const RollbackUnit& ru : units) {
     const Resource& r = decl.resources[ru.index];
     RollbackScope::Unit u{ru.index, r.id, r.unit().name, false, ru.deps, {}, {}, {}};
@@ -402,6 +416,9 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
       u.resources.emplace(dep.id, core::KeptCopy(dep));
       u.wants.emplace(dep.id, wants[d]);
       u.declared.emplace(dep.id, declared[d]);
+      for (std::string_view other : users[dep.id]) {
+        if (other != r.id) u.shared[dep.id].emplace_back(other);
+      }
     }
     scope_.units.push_back(std::move(u));
   }
@@ -448,6 +465,7 @@ void ApplyRun::AfterCommit() {
 // the same death and rolling back then.
 void ApplyRun::RollBack(const std::vector<Rollback>& rollbacks) {
   std::string now = core::FormatTimestamp(report_.started_at);
+  core::LastGood before = last_good_;
   RecordHolds(scope_, rollbacks, report_.outcomes, now, last_good_);
   if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
     report_.error = "not rolled back: the hold could not be saved: " + st.error().message;
@@ -457,21 +475,32 @@ void ApplyRun::RollBack(const std::vector<Rollback>& rollbacks) {
   ApplyReport again;
   again.started_at = report_.started_at;
   again.machine = report_.machine;
-  {
-    OutcomeSink none;  // the second pass's outcomes are merged into the first's
+  // The declaration once more, as parsed: the apply holds no copy of it.
+  auto text = source_->TextAgain();
+  auto decl =
+      text ? core::ParseDeclaration(*text) : Result<Declaration>(std::unexpected(text.error()));
+  std::string why_not;
+  if (!decl) {
+    why_not = "the declaration could not be read again: " + decl.error().message;
+  } else if (decl->digest != report_.declaration_digest) {
+    why_not = "the declaration file changed during the apply";
+  } else {
+    text = std::string();  // parsed: not held through the second pass
+    OutcomeSink none;      // the second pass's outcomes are merged into the first's
     ApplyRun second(ports_, options_, none, again, progress_, kept_proof_);
     second.rollback_pass_ = true;
     for (const Rollback& r : rollbacks) second.only_units_.push_back(scope_.units[r.unit].index);
     second.LoadRecord();
-    second.Apply(std::move(*again_));
+    second.Apply(std::move(*decl));
+    if (again.result == ApplyResult::kRefused) why_not = again.error;
   }
-  again_.reset();
   report_.daemon_reloaded = report_.daemon_reloaded || again.daemon_reloaded;
   if (!again.error.empty()) {
     report_.error = report_.error.empty() ? again.error : report_.error + "; " + again.error;
   }
   for (std::string& w : again.warnings) report_.warnings.push_back(std::move(w));
-  MergeRollback(scope_, rollbacks, report_.outcomes, std::move(again.outcomes), last_good_);
+  MergeRollback(scope_, rollbacks, report_.outcomes, std::move(again.outcomes), why_not, before,
+                last_good_);
   report_.result = ApplyResult::kFailed;
   SaveLastGood();  // a restart onto the last good that failed too is said so
 }
@@ -550,6 +579,7 @@ class TextSource : public ports::DeclarationSource {
     return core::Sha256Hex(text_);
   }
   Result<std::string_view> Text() override { return text_; }
+  Result<std::string> TextAgain() override { return std::string(text_); }
 
  private:
   std::string_view text_;

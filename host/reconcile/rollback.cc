@@ -104,42 +104,77 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
                   const core::LastGood& last_good,
                   const std::function<std::string(const core::Resource&)>& missing) {
   AfterApply after;
+  std::vector<std::string> dying;  // the units that may roll back together
   for (size_t k = 0; k < scope.units.size(); ++k) {
     const RollbackScope::Unit& u = scope.units[k];
     const ResourceOutcome& o = outcomes[u.index];
     bool deps_ok = std::none_of(u.deps.begin(), u.deps.end(),
                                 [&](size_t d) { return outcomes[d].outcome == Outcome::kFailed; });
-    if (!u.held && deps_ok && RunningAt(o)) {
+    auto kept = last_good.units.find(u.id);
+    bool acted = o.host_acted && !o.confirm_failed;
+    if (u.held) {
+      if (acted && RunningAt(o) && kept != last_good.units.end() && kept->second.hold &&
+          kept->second.hold->rollback_failed) {
+        after.recovered.push_back(k);
+      }
+    } else if (deps_ok && RunningAt(o) && (acted || kept == last_good.units.end())) {
       after.confirmed.push_back(k);
       continue;
     }
     if (!o.confirm_failed || (o.unit && o.unit->up)) continue;  // not found dead after an action
-    Rollback r{k, {}, "", 0};
+    dying.push_back(u.id);
+    after.rollbacks.push_back(Rollback{k, {}, "", 0});
+  }
+  for (Rollback& r : after.rollbacks) {
+    const RollbackScope::Unit& u = scope.units[r.unit];
     auto kept = last_good.units.find(u.id);
     if (kept == last_good.units.end()) {
       r.impossible = "no last good to roll back to (" + u.unit +
                      " was never confirmed running under on_failure: rollback)";
-    } else {
-      r.to_generation = kept->second.generation;
-      for (const auto& [id, want] : u.wants) {
-        auto was = kept->second.wants.find(id);
-        if (was != kept->second.wants.end() && was->second != want)
-          r.refused[id] = u.declared.at(id);
-      }
-      if (r.refused.empty()) {
-        r.impossible = "nothing to roll back (it runs generation " +
-                       std::to_string(r.to_generation) + "'s definition, the last good)";
-      }
-      for (const auto& [id, want] : r.refused) {
-        std::string why = missing(kept->second.resources.at(id));
-        if (why.empty()) continue;
-        r.impossible = "generation " + std::to_string(r.to_generation) + "'s " + id +
-                       " cannot be put back: " + why;
-        r.refused.clear();
-        break;
-      }
+      continue;
     }
-    after.rollbacks.push_back(std::move(r));
+    const core::KeptUnit& k = kept->second;
+    r.to_generation = k.generation;
+    std::string gen = "generation " + std::to_string(k.generation);
+    std::string added, dropped;
+    for (const auto& [id, want] : u.wants) {
+      if (!k.wants.contains(id)) added += (added.empty() ? "" : ", ") + id;
+    }
+    for (const auto& [id, want] : k.wants) {
+      if (!u.wants.contains(id)) dropped += (dropped.empty() ? "" : ", ") + id;
+    }
+    if (!added.empty() || !dropped.empty()) {
+      r.impossible = "its definition is not made of " + gen + "'s resources (" +
+                     (added.empty() ? "" : "added " + added) +
+                     (!added.empty() && !dropped.empty() ? "; " : "") +
+                     (dropped.empty() ? "" : "dropped " + dropped) +
+                     "): a rollback puts content back, never resources";
+      continue;
+    }
+    for (const auto& [id, want] : u.wants) {
+      if (k.wants.at(id) != want) r.refused[id] = u.declared.at(id);
+    }
+    if (r.refused.empty()) {
+      r.impossible = "nothing to roll back (it runs " + gen + "'s definition, the last good)";
+      continue;
+    }
+    for (const auto& [id, want] : r.refused) {
+      const core::Resource& was = k.resources.at(id);
+      std::string why = was.kind != u.resources.at(id).kind
+                            ? "it was a " + std::string(core::KindName(was.kind)) + " then"
+                            : missing(was);
+      if (auto users = u.shared.find(id); why.empty() && users != u.shared.end()) {
+        for (const std::string& other : users->second) {
+          if (std::find(dying.begin(), dying.end(), other) != dying.end()) continue;
+          why = other + " runs on it too and is not rolled back";
+          break;
+        }
+      }
+      if (why.empty()) continue;
+      r.impossible = gen + "'s " + id + " cannot be put back: " + why;
+      r.refused.clear();
+      break;
+    }
   }
   return after;
 }
@@ -156,6 +191,11 @@ bool KeepConfirmed(const RollbackScope& scope, const AfterApply& after, std::str
     kept.resources = u.resources;
     kept.wants = u.wants;
     kept.hold.reset();
+    changed = true;
+  }
+  for (size_t k : after.recovered) {
+    core::KeptUnit& kept = last_good.units.at(scope.units[k].id);
+    if (kept.hold.has_value()) kept.hold->rollback_failed = false;
     changed = true;
   }
   return changed;
@@ -180,23 +220,33 @@ void RecordHolds(const RollbackScope& scope, const std::vector<Rollback>& rollba
 
 void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& rollbacks,
                    std::vector<ResourceOutcome>& outcomes, std::vector<ResourceOutcome>&& again,
+                   std::string_view why_not, const core::LastGood& before,
                    core::LastGood& last_good) {
   std::vector<bool> said(outcomes.size(), false);
   for (const Rollback& r : rollbacks) {
     const RollbackScope::Unit& u = scope.units[r.unit];
-    if (u.index >= again.size()) continue;
-    const ResourceOutcome& back = again[u.index];
-    bool running = RunningAt(back) && back.outcome != Outcome::kFailed;
-    std::string gen = "generation " + std::to_string(r.to_generation);
     ResourceOutcome& o = outcomes[u.index];
+    said[u.index] = true;
+    const ResourceOutcome* back = u.index < again.size() ? &again[u.index] : nullptr;
+    if (back == nullptr || !back->host_acted) {
+      // Nothing was put back: the hold it would have stood on goes.
+      std::string why = back == nullptr                     ? std::string(why_not)
+                        : back->outcome == Outcome::kFailed ? back->detail
+                                                            : "the second pass did not restart it";
+      o.detail += "; not rolled back: " + (why.empty() ? std::string("it was refused") : why);
+      auto was = before.units.find(u.id);
+      if (was != before.units.end()) last_good.units[u.id] = was->second;
+      continue;
+    }
+    bool running = RunningAt(*back) && back->outcome != Outcome::kFailed;
+    std::string gen = "generation " + std::to_string(r.to_generation);
     o.outcome = Outcome::kFailed;
     o.detail += "; rolled back to " + gen + ": " +
-                (running ? std::string("running") : "failed too: " + back.detail);
-    o.unit = back.unit;
-    o.digest = back.digest;
-    o.applied_at = back.applied_at;
+                (running ? std::string("running") : "failed too: " + back->detail);
+    o.unit = back->unit;
+    o.digest = back->digest;
+    o.applied_at = back->applied_at;
     o.mutable_declared().rolled_back = true;
-    said[u.index] = true;
     core::KeptUnit& kept = last_good.units.at(u.id);
     if (kept.hold.has_value()) {
       o.mutable_declared().held =
@@ -215,7 +265,8 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
       said[*d] = true;
     }
   }
-  // What the second pass did to anything else is the later truth.
+  // What the second pass did to any other declared resource is the later
+  // truth (it removes nothing: removals keep the first pass's words).
   for (size_t i = 0; i < again.size() && i < outcomes.size(); ++i) {
     if (!said[i] && again[i].outcome != Outcome::kUnchanged) outcomes[i] = std::move(again[i]);
   }

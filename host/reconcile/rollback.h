@@ -68,6 +68,9 @@ struct RollbackScope {
     std::map<std::string, core::Resource> resources;  // KeptCopy of each dep, by id
     std::map<std::string, std::string> wants;         // each dep's want, as applied
     std::map<std::string, std::string> declared;      // each dep's want, as declared
+    // Each dep that other units' definitions hold too (their own resource,
+    // restart_on, reload_on): by dep id, those units' resource ids.
+    std::map<std::string, std::vector<std::string>> shared;
   };
   std::vector<Unit> units;
   uint64_t generation = 0;
@@ -85,20 +88,30 @@ struct Rollback {
 };
 
 struct AfterApply {
-  std::vector<size_t> confirmed;    // into scope.units: running on what the apply declared
+  // Into scope.units: running on what the apply declared — after the
+  // apply's own action, or as first found (nothing kept yet): a
+  // definition written without a restart was never proven on the daemon.
+  std::vector<size_t> confirmed;
   std::vector<Rollback> rollbacks;  // found dead after the apply acted on them
+  // Held, and seen running after an action of this apply: a restart onto
+  // the last good that failed once has since gone through.
+  std::vector<size_t> recovered;
 };
 
 // `outcomes`: the apply's, by declaration index. `missing`: why a kept
 // resource cannot be put back (empty: it can) — a bundle whose old
 // artifact is no longer under --artifacts. A rollback that cannot put back
-// every refused resource puts back none.
+// every refused resource puts back none: nor one whose definition's
+// resources are not the kept ones (added, dropped, renamed, of another
+// kind: a rollback swaps content, never resources), nor one whose refused
+// resource another unit, not rolled back, runs on.
 AfterApply Decide(const RollbackScope& scope, const std::vector<core::ResourceOutcome>& outcomes,
                   const core::LastGood& last_good,
                   const std::function<std::string(const core::Resource&)>& missing);
 
 // Keeps what the confirmed units run on: their kept resources become the
-// scope's, at its generation (`now`: RFC 3339), their holds go. True when
+// scope's, at its generation (`now`: RFC 3339), their holds go; a
+// recovered unit's hold no longer says its restart failed. True when
 // `last_good` changed (nothing to write when it runs what was kept).
 bool KeepConfirmed(const RollbackScope& scope, const AfterApply& after, std::string_view now,
                    core::LastGood& last_good);
@@ -109,14 +122,19 @@ void RecordHolds(const RollbackScope& scope, const std::vector<Rollback>& rollba
                  const std::vector<core::ResourceOutcome>& outcomes, std::string_view now,
                  core::LastGood& last_good);
 
-// The outcomes of the apply once the second pass (`again`, by declaration
-// index) put the rollbacks' units back: the unit and the resources put back
-// fail with the rollback said; any other resource keeps the first pass's
-// words unless the second did something to it. Marks a rollback whose own
-// restart failed (its hold's rollback_failed).
+// The outcomes of the apply once the second pass (`again`, the declared
+// resources by index; it removes nothing) put the rollbacks' units back:
+// the unit and the resources put back fail with the rollback said; any
+// other resource keeps the first pass's words unless the second did
+// something to it. Marks a rollback whose own restart failed (its hold's
+// rollback_failed). A rollback the second pass did not act on (a write
+// failed, the pass was refused: `why_not` when it says why) is none: its
+// hold is taken back from `last_good` (to what `before` held) and the
+// unit says so.
 void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& rollbacks,
                    std::vector<core::ResourceOutcome>& outcomes,
-                   std::vector<core::ResourceOutcome>&& again, core::LastGood& last_good);
+                   std::vector<core::ResourceOutcome>&& again, std::string_view why_not,
+                   const core::LastGood& before, core::LastGood& last_good);
 
 // The words for a rollback that could not happen, said on the unit.
 void SayNoRollback(const RollbackScope& scope, const Rollback& r,

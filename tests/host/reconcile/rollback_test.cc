@@ -171,6 +171,80 @@ TEST_F(RollbackTest, ARollbackThatFailsTooIsLeft) {
   EXPECT_EQ(Jailconf(), kGood);
   EXPECT_THAT(Of(next, "jaild").detail, HasSubstr("its restart onto the last good failed too"));
   EXPECT_THAT(Of(next, "jaild").detail, Not(HasSubstr("rolled back to")));
+  // Once a restart onto the last good goes through, the hold stops saying
+  // it failed.
+  services_.behavior_on_start = [](const std::string&) { return Behavior::kHealthy; };
+  ApplyReport mended = Run(Jail(kBad, 15));
+  EXPECT_TRUE(Of(mended, "jaild").unit->up);
+  EXPECT_THAT(Of(mended, "jaild").detail, HasSubstr("held at generation 14"));
+  ApplyReport after = Run(Jail(kBad, 15));
+  EXPECT_THAT(Of(after, "jaild").detail, Not(HasSubstr("failed too"))) << Of(after, "jaild").detail;
+}
+
+// Review of issue 43: a rollback swaps content, never resources. A unit
+// whose definition gained, lost or changed the kind of a resource is not
+// rolled back, and says why; one whose refused file another unit (not
+// rolled back) runs on is not either.
+TEST_F(RollbackTest, ARollbackNeverSwapsResources) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  json added = Jail(kBad, 15);
+  added["resources"].push_back(
+      {{"id", "extra.conf"}, {"kind", "file"}, {"path", "/etc/extra.conf"}, {"content", "x"}});
+  added["resources"][1]["restart_on"].push_back("extra.conf");
+  ApplyReport r = Run(added);
+  EXPECT_THAT(Of(r, "jaild").detail,
+              HasSubstr("not rolled back: its definition is not made of generation 14's resources "
+                        "(added extra.conf): a rollback puts content back, never resources"));
+  EXPECT_EQ(Jailconf(), kBad) << "left as the apply made it, as without the opt-in";
+  EXPECT_FALSE(Of(r, "jaild").declared->rolled_back);
+}
+
+TEST_F(RollbackTest, AResourceOfAnotherKindThenIsNotPutBack) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  json kind = Jail(kBad, 15);
+  kind["resources"][0]["kind"] = "credential";
+  ApplyReport r = Run(kind);
+  EXPECT_THAT(Of(r, "jaild").detail,
+              HasSubstr("not rolled back: generation 14's jail.conf cannot be put back: it was a "
+                        "file then"));
+  EXPECT_EQ(Jailconf(), kBad);
+  auto kept = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_FALSE(kept->units.at("jaild").hold.has_value()) << "no hold that cannot stand";
+}
+
+TEST_F(RollbackTest, AFileAnotherUnitRunsOnIsNotPutBack) {
+  services_.AddUnit("web.service", {.behavior = Behavior::kHealthy});
+  auto with_web = [](json d) {
+    d["resources"].push_back({{"id", "web"},
+                              {"kind", "service"},
+                              {"unit", "web.service"},
+                              {"state", "running"},
+                              {"restart_on", {"jail.conf"}}});
+    return d;
+  };
+  ASSERT_EQ(Run(with_web(Jail(kGood, 14))).result, ApplyResult::kOk);
+  ApplyReport r = Run(with_web(Jail(kBad, 15)));
+  EXPECT_THAT(Of(r, "jaild").detail,
+              HasSubstr("not rolled back: generation 14's jail.conf cannot be put back: web runs "
+                        "on it too and is not rolled back"));
+  EXPECT_EQ(Jailconf(), kBad);
+  EXPECT_EQ(Of(r, "web").outcome, core::Outcome::kRestarted);
+}
+
+// The second pass removes nothing: what the first removed keeps its words.
+TEST_F(RollbackTest, WhatTheFirstPassRemovedStaysSaid) {
+  json with_old = Jail(kGood, 14);
+  with_old["resources"].push_back(
+      {{"id", "old.conf"}, {"kind", "file"}, {"path", "/etc/old.conf"}, {"content", "o"}});
+  ASSERT_EQ(Run(with_old).result, ApplyResult::kOk);
+  ApplyReport r = Run(Jail(kBad, 15));
+  EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("rolled back to generation 14: running"));
+  EXPECT_EQ(Of(r, "old.conf").outcome, core::Outcome::kRemoved);
+  EXPECT_FALSE(testing::Exists(Root("/etc/old.conf")));
+  size_t n = 0;
+  for (const auto& o : r.outcomes) n += o.id == "old.conf";
+  EXPECT_EQ(n, 1u) << "said once";
 }
 
 TEST_F(RollbackTest, AKeptCredentialIsNeverShown) {
