@@ -14,6 +14,9 @@ promtool test rules mesh-host.rules.test.yml
 EX=$(cd "$DIR/../../examples/fleet" 2>/dev/null && pwd || true)
 [ -n "$EX" ] || EX=$(cd "$(dirname "$0")/../../examples/fleet" && pwd)
 promtool check config "$EX/prometheus.yml"
+# The shard and global configurations tools/fleet-sim measured (issue 42).
+promtool check config "$EX/prometheus-shard.yml"
+promtool check config "$EX/prometheus-global.yml"
 if command -v amtool >/dev/null; then
   amtool check-config "$EX/alertmanager.yml"
 else
