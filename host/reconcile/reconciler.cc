@@ -9,6 +9,7 @@
 #include "host/core/time_format.h"
 #include "host/core/want.h"
 #include "host/reconcile/act.h"
+#include "host/reconcile/apply_run.h"
 #include "host/reconcile/chunked.h"
 #include "host/reconcile/commit.h"
 #include "host/reconcile/confirm.h"
@@ -26,101 +27,7 @@
 #include "host/reconcile/write.h"
 
 namespace mesh::reconcile {
-namespace {
-
-using core::Declaration;
-using core::Resource;
-using core::ResourceOutcome;
-using core::Result;
-
-class ApplyRun {
- public:
-  ApplyRun(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
-           ApplyReport& report, Progress& progress, KeptProof& kept_proof)
-      : ports_(ports),
-        options_(options),
-        sink_(sink),
-        report_(report),
-        progress_(progress),
-        kept_proof_(kept_proof) {}
-
-  void Run(ports::DeclarationSource& source);
-
- private:
-  void LoadRecord();
-  // Starts looking at the recorded paths in the background (ports.background)
-  // while the declaration is read and parsed; TakeLookAhead waits for them.
-  void LookAhead();
-  void TakeLookAhead();
-  // False when the intent cannot be read (the apply then changes nothing).
-  bool LoadIntent();
-  // A first apply too large to hold whole, in chunks (chunked.h): false
-  // when it is not one, and nothing was done.
-  bool ApplyInChunks(ports::DeclarationSource& source, std::string_view text);
-  void Refuse(const core::Error& error) {
-    report_.error = error.message;
-    report_.refusals = error.details;
-    report_.result = ApplyResult::kRefused;
-    if (options_.recorded_on_refusal) RecordTruth();
-  }
-  // The recorded truth beside the refusal (recorded.h).
-  void RecordTruth();
-  // Saves what the plan will owe before it changes anything; false when it
-  // could not (the apply then changes nothing).
-  bool SaveIntent(const Plan& plan);
-  // The digest key, read only when the declaration holds credentials.
-  std::string CredentialKey(const Declaration& decl);
-  void Apply(Declaration decl);
-  // Writes (or, in a dry run, says what would be written), then enables,
-  // reloads, acts, confirms, settles and commits. It takes the declaration,
-  // the observation and the plan to let go of them before the commit.
-  void Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
-             bool dry_run);
-  Settled WriteAndSettle(Declaration& decl, const OldEntries& olds, Observation& observed,
-                         Plan& plan, bool dry_run);
-  // False when last-good.json is there and cannot be read (the apply then
-  // changes nothing: a hold forgotten would push refused content again).
-  bool LoadLastGood();
-  // on_failure: rollback, before the plan: swaps the kept content in where
-  // a hold stands, and notes what the units' definitions are made of.
-  void TakeHolds(Declaration& decl, std::vector<std::string>& wants, const std::string& key);
-  // After the commit: keeps what confirmed units run on, and puts back the
-  // units found dead (a second pass over `again_`).
-  void AfterCommit();
-  void RollBack(const std::vector<Rollback>& rollbacks);
-  void SaveLastGood();
-
-  const ReconcilerPorts& ports_;
-  const ReconcilerOptions& options_;
-  const OutcomeSink& sink_;
-  ApplyReport& report_;
-  Progress& progress_;
-  KeptProof& kept_proof_;
-
-  // The loaded record, shared with the store; read-only during the pass.
-  std::shared_ptr<const core::Record> record_ = std::make_shared<const core::Record>();
-  bool had_record_ = false;
-  bool record_loaded_ = false;
-  std::optional<core::Intent> intent_;  // what earlier applies owe (loaded once)
-  std::string intent_unreadable_;       // why it could not be read
-  core::Intent saved_;                  // the intent as it stands on disk
-  StatCache stats_;                     // paths a failed record proof, or the look ahead, looked at
-  // Filled by the look ahead's thread; read only after it was waited for.
-  StatCache ahead_stats_;
-  // on_failure: rollback (rollback.h).
-  core::LastGood last_good_;
-  bool last_good_changed_ = false;
-  std::vector<HeldUnit> held_;
-  RollbackScope scope_;
-  // Read again (and its digest checked) for a rollback's second pass.
-  ports::DeclarationSource* source_ = nullptr;
-  // This run is a rollback's second pass: it acts on these units only (the
-  // others' owed actions stay owed), and its outcomes are merged, not said.
-  bool rollback_pass_ = false;
-  std::vector<size_t> only_units_;
-  // Last: destroyed (so waited for) before what its work reads and fills.
-  std::unique_ptr<ports::Background::Job> ahead_;
-};
+namespace apply_internal {
 
 void ApplyRun::RecordTruth() {
   if (!record_loaded_) LoadRecord();
@@ -372,139 +279,6 @@ void ApplyRun::Apply(Declaration decl) {
   if (!dry_run && !rollback_pass_) AfterCommit();
 }
 
-bool ApplyRun::LoadLastGood() {
-  auto loaded = ports_.records->LoadLastGood();
-  if (loaded) {
-    last_good_ = std::move(*loaded);
-    return true;
-  }
-  report_.error = "last good not readable: " + loaded.error().message +
-                  "; nothing was changed (remove last-good.json in the state directory to "
-                  "forget every unit's last good and hold)";
-  report_.result = ApplyResult::kFailed;
-  return false;
-}
-
-void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
-                         const std::string& key) {
-  std::vector<RollbackUnit> units = RollbackUnits(decl);
-  if (units.empty() && last_good_.empty()) return;
-  std::vector<std::string> declared = wants;
-  held_ = reconcile::TakeHolds(
-      decl, wants, last_good_, [&](const Resource& r) { return core::WantDigest(r, key); },
-      &last_good_changed_);
-  scope_.generation = decl.generation;
-  // What every unit's definition is made of, to know who else runs on a
-  // rollback unit's resources.
-  std::map<std::string_view, std::vector<std::string_view>> users;
-  if (!units.empty()) {
-    for (const Resource& r : decl.resources) {
-      if (!r.HasUnit()) continue;
-      users[r.id].push_back(r.id);
-      for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
-        for (const std::string& dep : *list) users[dep].push_back(r.id);
-      }
-    }
-  }
-  for (const RollbackUnit& ru : units) {
-    const Resource& r = decl.resources[ru.index];
-    RollbackScope::Unit u{ru.index, r.id, r.unit().name, false, ru.deps, {}, {}, {}};
-    u.held = std::any_of(held_.begin(), held_.end(),
-                         [&](const HeldUnit& h) { return h.index == ru.index; });
-    for (size_t d : ru.deps) {
-      const Resource& dep = decl.resources[d];
-      u.resources.emplace(dep.id, core::KeptCopy(dep));
-      u.wants.emplace(dep.id, wants[d]);
-      u.declared.emplace(dep.id, declared[d]);
-      for (std::string_view other : users[dep.id]) {
-        if (other != r.id) u.shared[dep.id].emplace_back(other);
-      }
-    }
-    scope_.units.push_back(std::move(u));
-  }
-}
-
-void ApplyRun::SaveLastGood() {
-  if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
-    report_.warnings.push_back("last good not saved: " + st.error().message);
-    return;
-  }
-  last_good_changed_ = false;
-}
-
-void ApplyRun::AfterCommit() {
-  if (!scope_.units.empty()) {
-    // A bundle is put back from --artifacts: the old file must be there, as
-    // it was (the second pass would refuse the declaration otherwise).
-    auto missing = [this](const Resource& kept) -> std::string {
-      if (!kept.IsTree()) return "";
-      auto bytes = ports_.artifacts->ReadFile("/" + kept.source, kMaxBundleBytes);
-      if (bytes && core::Sha256Hex(*bytes) == kept.sha256) return "";
-      return "its bundle " + kept.source + " (sha256 " + kept.sha256 +
-             ") is no longer under --artifacts";
-    };
-    AfterApply after = Decide(scope_, report_.outcomes, last_good_, missing);
-    std::string now = core::FormatTimestamp(report_.started_at);
-    if (KeepConfirmed(scope_, after, now, last_good_)) last_good_changed_ = true;
-    std::vector<Rollback> todo;
-    for (Rollback& r : after.rollbacks) {
-      if (r.impossible.empty()) {
-        todo.push_back(std::move(r));
-      } else {
-        SayNoRollback(scope_, r, report_.outcomes);
-      }
-    }
-    if (!todo.empty()) return RollBack(todo);
-  }
-  if (last_good_changed_) SaveLastGood();
-}
-
-// The hold is saved before anything is put back: a kill from here on leaves
-// the next apply swapping the kept content in, so it converges to the last
-// good and says it is held; a kill before it leaves the next apply finding
-// the same death and rolling back then.
-void ApplyRun::RollBack(const std::vector<Rollback>& rollbacks) {
-  std::string now = core::FormatTimestamp(report_.started_at);
-  core::LastGood before = last_good_;
-  RecordHolds(scope_, rollbacks, report_.outcomes, now, last_good_);
-  if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
-    report_.error = "not rolled back: the hold could not be saved: " + st.error().message;
-    return;
-  }
-  last_good_changed_ = false;
-  ApplyReport again;
-  again.started_at = report_.started_at;
-  again.machine = report_.machine;
-  // The declaration once more, as parsed: the apply holds no copy of it.
-  auto text = source_->TextAgain();
-  auto decl =
-      text ? core::ParseDeclaration(*text) : Result<Declaration>(std::unexpected(text.error()));
-  std::string why_not;
-  if (!decl) {
-    why_not = "the declaration could not be read again: " + decl.error().message;
-  } else if (decl->digest != report_.declaration_digest) {
-    why_not = "the declaration file changed during the apply";
-  } else {
-    text = std::string();  // parsed: not held through the second pass
-    OutcomeSink none;      // the second pass's outcomes are merged into the first's
-    ApplyRun second(ports_, options_, none, again, progress_, kept_proof_);
-    second.rollback_pass_ = true;
-    for (const Rollback& r : rollbacks) second.only_units_.push_back(scope_.units[r.unit].index);
-    second.LoadRecord();
-    second.Apply(std::move(*decl));
-    if (again.result == ApplyResult::kRefused) why_not = again.error;
-  }
-  report_.daemon_reloaded = report_.daemon_reloaded || again.daemon_reloaded;
-  if (!again.error.empty()) {
-    report_.error = report_.error.empty() ? again.error : report_.error + "; " + again.error;
-  }
-  for (std::string& w : again.warnings) report_.warnings.push_back(std::move(w));
-  MergeRollback(scope_, rollbacks, report_.outcomes, std::move(again.outcomes), why_not, before,
-                last_good_);
-  report_.result = ApplyResult::kFailed;
-  SaveLastGood();  // a restart onto the last good that failed too is said so
-}
-
 // What the writes, the unit phase and their looks come to. Everything they
 // hold is freed on return, before the commit; what was seen (the bundles'
 // contents among it) as soon as the writes are done: nothing after them
@@ -566,9 +340,12 @@ void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation obser
   }
 }
 
-}  // namespace
+}  // namespace apply_internal
 
 namespace {
+
+using core::ResourceOutcome;
+using core::Result;
 
 // A declaration already in memory.
 class TextSource : public ports::DeclarationSource {
@@ -600,7 +377,7 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
   // state's own included): the apply fails and says so, and whatever it
   // wrote is already covered by the intent saved before its first write.
   try {
-    ApplyRun run(ports_, options_, sink, report, progress_, kept_proof_);
+    apply_internal::ApplyRun run(ports_, options_, sink, report, progress_, kept_proof_);
     run.Run(declaration);
   } catch (const std::bad_alloc&) {
     report.result = ApplyResult::kFailed;

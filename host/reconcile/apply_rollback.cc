@@ -1,0 +1,148 @@
+// The on_failure: rollback part of an apply (rollback.h decides; this
+// runs it): the last good loaded, the holds swapped in before the plan, and
+// after the commit the last good kept or the second pass that puts a dead
+// unit back.
+#include <algorithm>
+#include <map>
+
+#include "host/core/sha256.h"
+#include "host/core/time_format.h"
+#include "host/core/want.h"
+#include "host/reconcile/apply_run.h"
+
+namespace mesh::reconcile::apply_internal {
+
+bool ApplyRun::LoadLastGood() {
+  auto loaded = ports_.records->LoadLastGood();
+  if (loaded) {
+    last_good_ = std::move(*loaded);
+    return true;
+  }
+  report_.error = "last good not readable: " + loaded.error().message +
+                  "; nothing was changed (remove last-good.json in the state directory to "
+                  "forget every unit's last good and hold)";
+  report_.result = ApplyResult::kFailed;
+  return false;
+}
+
+void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
+                         const std::string& key) {
+  std::vector<RollbackUnit> units = RollbackUnits(decl);
+  if (units.empty() && last_good_.empty()) return;
+  std::vector<std::string> declared = wants;
+  held_ = reconcile::TakeHolds(
+      decl, wants, last_good_, [&](const Resource& r) { return core::WantDigest(r, key); },
+      &last_good_changed_);
+  scope_.generation = decl.generation;
+  // What every unit's definition is made of, to know who else runs on a
+  // rollback unit's resources.
+  std::map<std::string_view, std::vector<std::string_view>> users;
+  if (!units.empty()) {
+    for (const Resource& r : decl.resources) {
+      if (!r.HasUnit()) continue;
+      users[r.id].push_back(r.id);
+      for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
+        for (const std::string& dep : *list) users[dep].push_back(r.id);
+      }
+    }
+  }
+  for (const RollbackUnit& ru : units) {
+    const Resource& r = decl.resources[ru.index];
+    RollbackScope::Unit u{ru.index, r.id, r.unit().name, false, ru.deps, {}, {}, {}};
+    u.held = std::any_of(held_.begin(), held_.end(),
+                         [&](const HeldUnit& h) { return h.index == ru.index; });
+    for (size_t d : ru.deps) {
+      const Resource& dep = decl.resources[d];
+      u.resources.emplace(dep.id, core::KeptCopy(dep));
+      u.wants.emplace(dep.id, wants[d]);
+      u.declared.emplace(dep.id, declared[d]);
+      for (std::string_view other : users[dep.id]) {
+        if (other != r.id) u.shared[dep.id].emplace_back(other);
+      }
+    }
+    scope_.units.push_back(std::move(u));
+  }
+}
+
+void ApplyRun::SaveLastGood() {
+  if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
+    report_.warnings.push_back("last good not saved: " + st.error().message);
+    return;
+  }
+  last_good_changed_ = false;
+}
+
+void ApplyRun::AfterCommit() {
+  if (!scope_.units.empty()) {
+    // A bundle is put back from --artifacts: the old file must be there, as
+    // it was (the second pass would refuse the declaration otherwise).
+    auto missing = [this](const Resource& kept) -> std::string {
+      if (!kept.IsTree()) return "";
+      auto bytes = ports_.artifacts->ReadFile("/" + kept.source, kMaxBundleBytes);
+      if (bytes && core::Sha256Hex(*bytes) == kept.sha256) return "";
+      return "its bundle " + kept.source + " (sha256 " + kept.sha256 +
+             ") is no longer under --artifacts";
+    };
+    AfterApply after = Decide(scope_, report_.outcomes, last_good_, missing);
+    std::string now = core::FormatTimestamp(report_.started_at);
+    if (KeepConfirmed(scope_, after, now, last_good_)) last_good_changed_ = true;
+    std::vector<Rollback> todo;
+    for (Rollback& r : after.rollbacks) {
+      if (r.impossible.empty()) {
+        todo.push_back(std::move(r));
+      } else {
+        SayNoRollback(scope_, r, report_.outcomes);
+      }
+    }
+    if (!todo.empty()) return RollBack(todo);
+  }
+  if (last_good_changed_) SaveLastGood();
+}
+
+// The hold is saved before anything is put back: a kill from here on leaves
+// the next apply swapping the kept content in, so it converges to the last
+// good and says it is held; a kill before it leaves the next apply finding
+// the same death and rolling back then.
+void ApplyRun::RollBack(const std::vector<Rollback>& rollbacks) {
+  std::string now = core::FormatTimestamp(report_.started_at);
+  core::LastGood before = last_good_;
+  RecordHolds(scope_, rollbacks, report_.outcomes, now, last_good_);
+  if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
+    report_.error = "not rolled back: the hold could not be saved: " + st.error().message;
+    return;
+  }
+  last_good_changed_ = false;
+  ApplyReport again;
+  again.started_at = report_.started_at;
+  again.machine = report_.machine;
+  // The declaration once more, as parsed: the apply holds no copy of it.
+  auto text = source_->TextAgain();
+  auto decl =
+      text ? core::ParseDeclaration(*text) : Result<Declaration>(std::unexpected(text.error()));
+  std::string why_not;
+  if (!decl) {
+    why_not = "the declaration could not be read again: " + decl.error().message;
+  } else if (decl->digest != report_.declaration_digest) {
+    why_not = "the declaration file changed during the apply";
+  } else {
+    text = std::string();  // parsed: not held through the second pass
+    OutcomeSink none;      // the second pass's outcomes are merged into the first's
+    ApplyRun second(ports_, options_, none, again, progress_, kept_proof_);
+    second.rollback_pass_ = true;
+    for (const Rollback& r : rollbacks) second.only_units_.push_back(scope_.units[r.unit].index);
+    second.LoadRecord();
+    second.Apply(std::move(*decl));
+    if (again.result == ApplyResult::kRefused) why_not = again.error;
+  }
+  report_.daemon_reloaded = report_.daemon_reloaded || again.daemon_reloaded;
+  if (!again.error.empty()) {
+    report_.error = report_.error.empty() ? again.error : report_.error + "; " + again.error;
+  }
+  for (std::string& w : again.warnings) report_.warnings.push_back(std::move(w));
+  MergeRollback(scope_, rollbacks, report_.outcomes, std::move(again.outcomes), why_not, before,
+                last_good_);
+  report_.result = ApplyResult::kFailed;
+  SaveLastGood();  // a restart onto the last good that failed too is said so
+}
+
+}  // namespace mesh::reconcile::apply_internal

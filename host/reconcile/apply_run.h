@@ -1,0 +1,122 @@
+// ApplyRun: one apply as the reconciler carries it, shared by the files
+// that carry its phases (reconciler.cc; apply_rollback.cc for
+// on_failure: rollback). Internal to host/reconcile: Reconciler is the
+// interface.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/intent.h"
+#include "host/core/last_good.h"
+#include "host/core/record.h"
+#include "host/ports/declaration_source.h"
+#include "host/reconcile/apply_ports.h"
+#include "host/reconcile/commit.h"
+#include "host/reconcile/noop_step.h"
+#include "host/reconcile/observe.h"
+#include "host/reconcile/plan.h"
+#include "host/reconcile/progress.h"
+#include "host/reconcile/rollback.h"
+
+namespace mesh::reconcile::apply_internal {
+
+using core::Declaration;
+using core::Resource;
+using core::ResourceOutcome;
+using core::Result;
+
+class ApplyRun {
+ public:
+  ApplyRun(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
+           ApplyReport& report, Progress& progress, KeptProof& kept_proof)
+      : ports_(ports),
+        options_(options),
+        sink_(sink),
+        report_(report),
+        progress_(progress),
+        kept_proof_(kept_proof) {}
+
+  void Run(ports::DeclarationSource& source);
+
+ private:
+  void LoadRecord();
+  // Starts looking at the recorded paths in the background (ports.background)
+  // while the declaration is read and parsed; TakeLookAhead waits for them.
+  void LookAhead();
+  void TakeLookAhead();
+  // False when the intent cannot be read (the apply then changes nothing).
+  bool LoadIntent();
+  // A first apply too large to hold whole, in chunks (chunked.h): false
+  // when it is not one, and nothing was done.
+  bool ApplyInChunks(ports::DeclarationSource& source, std::string_view text);
+  void Refuse(const core::Error& error) {
+    report_.error = error.message;
+    report_.refusals = error.details;
+    report_.result = ApplyResult::kRefused;
+    if (options_.recorded_on_refusal) RecordTruth();
+  }
+  // The recorded truth beside the refusal (recorded.h).
+  void RecordTruth();
+  // Saves what the plan will owe before it changes anything; false when it
+  // could not (the apply then changes nothing).
+  bool SaveIntent(const Plan& plan);
+  // The digest key, read only when the declaration holds credentials.
+  std::string CredentialKey(const Declaration& decl);
+  void Apply(Declaration decl);
+  // Writes (or, in a dry run, says what would be written), then enables,
+  // reloads, acts, confirms, settles and commits. It takes the declaration,
+  // the observation and the plan to let go of them before the commit.
+  void Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
+             bool dry_run);
+  Settled WriteAndSettle(Declaration& decl, const OldEntries& olds, Observation& observed,
+                         Plan& plan, bool dry_run);
+  // False when last-good.json is there and cannot be read (the apply then
+  // changes nothing: a hold forgotten would push refused content again).
+  bool LoadLastGood();
+  // on_failure: rollback, before the plan: swaps the kept content in where
+  // a hold stands, and notes what the units' definitions are made of.
+  void TakeHolds(Declaration& decl, std::vector<std::string>& wants, const std::string& key);
+  // After the commit: keeps what confirmed units run on, and puts back the
+  // units found dead (a second pass over `again_`).
+  void AfterCommit();
+  void RollBack(const std::vector<Rollback>& rollbacks);
+  void SaveLastGood();
+
+  const ReconcilerPorts& ports_;
+  const ReconcilerOptions& options_;
+  const OutcomeSink& sink_;
+  ApplyReport& report_;
+  Progress& progress_;
+  KeptProof& kept_proof_;
+
+  // The loaded record, shared with the store; read-only during the pass.
+  std::shared_ptr<const core::Record> record_ = std::make_shared<const core::Record>();
+  bool had_record_ = false;
+  bool record_loaded_ = false;
+  std::optional<core::Intent> intent_;  // what earlier applies owe (loaded once)
+  std::string intent_unreadable_;       // why it could not be read
+  core::Intent saved_;                  // the intent as it stands on disk
+  StatCache stats_;                     // paths a failed record proof, or the look ahead, looked at
+  // Filled by the look ahead's thread; read only after it was waited for.
+  StatCache ahead_stats_;
+  // on_failure: rollback (rollback.h).
+  core::LastGood last_good_;
+  bool last_good_changed_ = false;
+  std::vector<HeldUnit> held_;
+  RollbackScope scope_;
+  // Read again (and its digest checked) for a rollback's second pass.
+  ports::DeclarationSource* source_ = nullptr;
+  // This run is a rollback's second pass: it acts on these units only (the
+  // others' owed actions stay owed), and its outcomes are merged, not said.
+  bool rollback_pass_ = false;
+  std::vector<size_t> only_units_;
+  // Last: destroyed (so waited for) before what its work reads and fills.
+  std::unique_ptr<ports::Background::Job> ahead_;
+};
+
+}  // namespace mesh::reconcile::apply_internal
