@@ -26,6 +26,32 @@ bool Healthy(const nlohmann::json& s) {
   return v != nullptr && v->is_boolean() && v->get<bool>();
 }
 
+// A detail whole, wrapped at spaces into lines of at most `width` (a word
+// longer than that is cut there), at most `lines` of them: the part worth
+// reading at 3 a.m. is not cut at the edge of the terminal.
+std::vector<std::string> Wrap(const std::string& text, size_t width, size_t lines) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < text.size() && out.size() < lines) {
+    size_t len = std::min(width, text.size() - at);
+    if (at + len < text.size()) {
+      size_t space = text.rfind(' ', at + len);
+      if (space != std::string::npos && space > at) len = space - at;
+    }
+    out.push_back(text.substr(at, len));
+    at += len;
+    while (at < text.size() && text[at] == ' ') ++at;
+  }
+  if (at < text.size() && !out.empty()) {
+    std::string& last = out.back();
+    if (last.size() + 4 > width) last.resize(width - 4);
+    last += " ...";
+  }
+  return out;
+}
+
+bool Failed(const nlohmann::json& r) { return Str(r, "outcome") == "failed"; }
+
 std::string Seconds(const nlohmann::json& last) {
   const nlohmann::json* v = Member(last, "duration_seconds");
   char buf[32];
@@ -51,20 +77,29 @@ std::string FormatStatusTable(const nlohmann::json& s) {
   // Fixed columns fit 80; the detail follows on its own indented line,
   // because it is the part worth reading whole.
   out += Fit("RESOURCE", 22) + " " + Fit("KIND", 10) + " " + Fit("OUTCOME", 9) + " " +
-         Fit("UNIT STATE", 18) + " RESTARTS sd/host\n";
+         Fit("UNIT STATE", 18) + " RESTARTS\n";
   const nlohmann::json* resources = Member(s, "resources");
-  for (const nlohmann::json& r :
-       resources != nullptr && resources->is_array() ? *resources : nlohmann::json::array()) {
+  const nlohmann::json& all =
+      resources != nullptr && resources->is_array() ? *resources : nlohmann::json::array();
+  // The failing first, each group in the host's order.
+  std::vector<const nlohmann::json*> rows;
+  for (bool failing : {true, false}) {
+    for (const nlohmann::json& r : all) {
+      if (Failed(r) == failing) rows.push_back(&r);
+    }
+  }
+  for (const nlohmann::json* row : rows) {
+    const nlohmann::json& r = *row;
     std::string state, restarts;
     if (const nlohmann::json* unit = Member(r, "unit"); unit != nullptr && unit->is_object()) {
       const nlohmann::json& u = *unit;
       state = Str(u, "active_state") + "/" + Str(u, "sub_state");
-      restarts = Str(u, "n_restarts") + "/" + Str(u, "host_restarts");
+      // Who restarted it: systemd on its own (Restart=), or the host.
+      restarts = "systemd " + Str(u, "n_restarts") + ", host " + Str(u, "host_restarts");
     }
     out += Fit(Str(r, "id"), 22) + " " + Fit(Str(r, "kind"), 10) + " " + Fit(Str(r, "outcome"), 9) +
-           " " + Fit(state, 18) + " " + restarts + "\n";
-    std::string detail = Str(r, "detail");
-    if (!detail.empty()) out += "    " + Fit(detail, 76) + "\n";
+           " " + Fit(state, 18) + " " + Fit(restarts, 17) + "\n";
+    for (const std::string& line : Wrap(Str(r, "detail"), 76, 12)) out += "    " + line + "\n";
   }
   // Trailing padding is noise in a terminal.
   std::string trimmed;

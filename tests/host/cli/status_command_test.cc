@@ -42,8 +42,12 @@ TEST(StatusCommandTest, TableFitsEightyColumnsAndSaysWhatIsWrong) {
   EXPECT_THAT(table, HasSubstr("NOT HEALTHY"));
   EXPECT_THAT(table, HasSubstr("fail2ban.service"));
   EXPECT_THAT(table, HasSubstr("failed/failed"));
-  EXPECT_THAT(table, HasSubstr("failed/failed      0/3"));
+  // Issue 40, the table at 3 a.m.: who restarted it, in words; the failing
+  // first; the detail whole, wrapped rather than cut at 80 columns.
+  EXPECT_THAT(table, HasSubstr("failed/failed      systemd 0, host 3"));
   EXPECT_THAT(table, HasSubstr("failed (Result=exit-code) 1.0 s after restart"));
+  EXPECT_LT(table.find("fail2ban.service"), table.find("fail2ban.jail")) << "failing first";
+  EXPECT_THAT(table, HasSubstr("\n    and on past eighty columns\n")) << table;
   std::istringstream lines(table);
   for (std::string line; std::getline(lines, line);) {
     EXPECT_LE(line.size(), 80u) << line;
