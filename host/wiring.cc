@@ -13,7 +13,6 @@
 #include "host/adapters/unit_verifier.h"
 #include "host/cli/apply_command.h"
 #include "host/cli/validate_command.h"
-#include "host/core/sha256.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/private_declaration.h"
 #include "host/reconcile/signature.h"
@@ -103,13 +102,8 @@ int Validate(const cli::Flags& flags) {
   }
   for (const core::Resource& r : decl->resources) {
     if (!r.IsTree() || !artifacts) continue;
-    auto bytes = (*artifacts)->ReadFile("/" + r.source, reconcile::kMaxBundleBytes);
-    if (!bytes) {
-      v.refusals.push_back("resource " + r.id + ", field source: cannot read " + r.source +
-                           " from --artifacts " + flags.artifacts + ": " + bytes.error().message);
-    } else if (std::string actual = core::Sha256Hex(*bytes); actual != r.sha256) {
-      v.refusals.push_back("resource " + r.id + ", field sha256: source " + r.source +
-                           " has sha256 " + actual + ", the declaration says " + r.sha256);
+    if (auto bytes = reconcile::ReadArtifact(**artifacts, r); !bytes) {
+      v.refusals.push_back(bytes.error().message);
     }
   }
   for (std::string& w : adapters::VerifyUnitTexts(*decl)) v.warnings.push_back(std::move(w));

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 
-#include "host/core/sha256.h"
 #include "host/core/time_format.h"
 #include "host/core/want.h"
 #include "host/reconcile/apply_run.h"
@@ -77,9 +76,7 @@ void ApplyRun::AfterCommit() {
     // A bundle is put back from --artifacts: the old file must be there, as
     // it was (the second pass would refuse the declaration otherwise).
     auto missing = [this](const Resource& kept) -> std::string {
-      if (!kept.IsTree()) return "";
-      auto bytes = ports_.artifacts->ReadFile("/" + kept.source, kMaxBundleBytes);
-      if (bytes && core::Sha256Hex(*bytes) == kept.sha256) return "";
+      if (!kept.IsTree() || ReadArtifact(*ports_.artifacts, kept)) return "";
       return "its bundle " + kept.source + " (sha256 " + kept.sha256 +
              ") is no longer under --artifacts";
     };

@@ -35,6 +35,12 @@ namespace mesh::reconcile {
 // The largest bundle file read from --artifacts.
 constexpr uint64_t kMaxBundleBytes = 1ull << 30;
 
+// The bytes of the bundle `r` names (its `source` under --artifacts),
+// checked against its `sha256`; else why not, naming the resource and the
+// field as a refusal does. The one check the observation, a rollback and
+// `mesh-host validate` make of an artifact.
+core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core::Resource& r);
+
 struct ObservePorts {
   ports::FileSystem* root = nullptr;
   ports::FileSystem* artifacts = nullptr;

@@ -2,6 +2,25 @@
 #include "host/core/want.h"
 #include "host/reconcile/observer.h"
 
+namespace mesh::reconcile {
+
+core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core::Resource& r) {
+  std::string where = "resource " + r.id + ", field ";
+  auto bytes = artifacts.ReadFile("/" + r.source, kMaxBundleBytes);
+  if (!bytes) {
+    return core::Fail(where + "source: cannot read " + r.source +
+                      " from the artifacts directory (--artifacts): " + bytes.error().message);
+  }
+  std::string actual = core::Sha256Hex(*bytes);
+  if (actual != r.sha256) {
+    return core::Fail(where + "sha256: source " + r.source + " has sha256 " + actual +
+                      ", the declaration says " + r.sha256);
+  }
+  return bytes;
+}
+
+}  // namespace mesh::reconcile
+
 namespace mesh::reconcile::observe_internal {
 
 // A bundle the record already holds at this digest was checked when it was
@@ -24,16 +43,8 @@ Result<std::shared_ptr<const std::vector<TreeEntry>>> Observer::LoadBundle(const
   std::string where = "resource " + r.id + ", field ";
   auto key = std::make_pair(r.source, r.sha256);
   if (auto it = by_source_.find(key); it != by_source_.end()) return it->second;
-  auto bytes = ports_.artifacts->ReadFile("/" + r.source, kMaxBundleBytes);
-  if (!bytes) {
-    return core::Fail(where + "source: cannot read " + r.source +
-                      " from the artifacts directory (--artifacts): " + bytes.error().message);
-  }
-  std::string actual = core::Sha256Hex(*bytes);
-  if (actual != r.sha256) {
-    return core::Fail(where + "sha256: source " + r.source + " has sha256 " + actual +
-                      ", the declaration says " + r.sha256);
-  }
+  auto bytes = ReadArtifact(*ports_.artifacts, r);
+  if (!bytes) return std::unexpected(bytes.error());
   auto entries = ports_.archives->Read(*bytes, kMaxHeldBundleBytes - held_bytes_);
   if (!entries) {
     std::string also = held_bytes_ == 0 ? ""

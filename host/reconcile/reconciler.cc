@@ -7,7 +7,6 @@
 #include "host/core/record.h"
 #include "host/core/sha256.h"
 #include "host/core/time_format.h"
-#include "host/core/want.h"
 #include "host/reconcile/act.h"
 #include "host/reconcile/apply_run.h"
 #include "host/reconcile/chunked.h"
@@ -22,7 +21,6 @@
 #include "host/reconcile/private_declaration.h"
 #include "host/reconcile/recorded.h"
 #include "host/reconcile/recovery.h"
-#include "host/reconcile/rollback.h"
 #include "host/reconcile/signature.h"
 #include "host/reconcile/write.h"
 

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "host/core/sha256.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/fakes/kill_switch.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -301,6 +302,34 @@ TEST_F(RollbackTest, ABundleIsPutBackWhileItsOldArtifactIsThere) {
                         v1 + ") is no longer under --artifacts"));
   EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "broken 3") << "left as the apply made it";
   EXPECT_TRUE(gone.error.empty()) << gone.error;
+}
+
+// The second pass reads the declaration again: a file changed in between
+// is not rolled back onto, and the hold it would have stood on is taken
+// back (no hold without a rollback).
+class Rewritten : public ports::DeclarationSource {
+ public:
+  Rewritten(std::string first, std::string again) : first_(first), again_(again) {}
+  core::Result<std::string> Digest() override { return core::Sha256Hex(first_); }
+  core::Result<std::string_view> Text() override { return first_; }
+  core::Result<std::string> TextAgain() override { return again_; }
+
+ private:
+  std::string first_, again_;
+};
+
+TEST_F(RollbackTest, ADeclarationChangedDuringTheApplyIsNotRolledBackOnto) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  Rewritten source(Jail(kBad, 15).dump(), Jail(kFixed, 16).dump());
+  ApplyReport r = Reconciler(Ports(), Options()).Apply(source);
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(r, "jaild").detail,
+              HasSubstr("not rolled back: the declaration file changed during the apply"));
+  EXPECT_FALSE(Of(r, "jaild").declared->rolled_back);
+  EXPECT_EQ(Jailconf(), kBad) << "nothing of generation 16 applied behind the operator's back";
+  auto kept = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_FALSE(kept->units.at("jaild").hold.has_value());
 }
 
 TEST_F(RollbackTest, AnUnreadableLastGoodChangesNothing) {
