@@ -500,6 +500,20 @@ int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s,
     // unknown to the host.
     constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
     if (usec <= kDayUsec) s.timeout_stop = std::chrono::microseconds(usec);
+  } else if (n == "ExecStop" || n == "ExecStopPost") {
+    // a(sasbttttuii): one entry per command; only how many is read.
+    uint32_t& count = n == "ExecStop" ? s.exec_stop : s.exec_stop_post;
+    if ((r = sd_bus_message_enter_container(m, 'v', "a(sasbttttuii)")) < 0) return r;
+    if ((r = sd_bus_message_enter_container(m, 'a', "(sasbttttuii)")) < 0) return r;
+    count = 0;
+    while ((r = sd_bus_message_enter_container(m, 'r', "sasbttttuii")) > 0) {
+      if ((r = sd_bus_message_skip(m, "sasbttttuii")) < 0) return r;
+      if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+      ++count;
+    }
+    if (r < 0) return r;
+    if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+    return sd_bus_message_exit_container(m);
   } else if (n == "Conditions") {
     // a(sbbsi): type, trigger, negate, parameter, state (<0 failed).
     if ((r = sd_bus_message_enter_container(m, 'v', "a(sbbsi)")) < 0) return r;
@@ -577,7 +591,8 @@ core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::
 // systemd's GetAll of that interface also computes every accounting
 // property (memory, CPU, tasks, IO, IP: cgroup files read for each unit),
 // which cost more than all the rest of a look.
-constexpr const char* kServiceProperties[] = {"Type", "Result", "NRestarts", "TimeoutStopUSec"};
+constexpr const char* kServiceProperties[] = {
+    "Type", "Result", "NRestarts", "TimeoutStopUSec", "ExecStop", "ExecStopPost"};
 
 }  // namespace
 

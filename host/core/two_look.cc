@@ -37,9 +37,10 @@ FirstLookWait::FirstLookWait(UnitAction action, const UnitStatus& before,
       stop_phase_(action != UnitAction::kReload &&
                   (before.active_state == "deactivating" ||
                    (action == UnitAction::kRestart && before.Running()))),
-      phase_bound_(StopPhaseBound(before)),
+      before_unit_(before),
       phase_(before.active_state == "deactivating" ? before.sub_state : "") {
-  bound_ = stop_phase_ ? phase_bound_ + settle : settle;
+  std::string_view first = phase_.empty() ? FirstStopPhase(before) : std::string_view(phase_);
+  bound_ = stop_phase_ ? StopPhaseBound(before, first) + settle : settle;
 }
 
 bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitStatus& now) {
@@ -60,7 +61,9 @@ bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitSt
     // ExecStopPost=, ...) gets the unit's stop timeout anew: the wait
     // follows what systemd will do. The first one seen runs from when the
     // host asked.
-    if (!phase_.empty()) bound_ = std::max(bound_, at + phase_bound_ + settle_);
+    if (!phase_.empty()) {
+      bound_ = std::max(bound_, at + StopPhaseBound(before_unit_, now.sub_state) + settle_);
+    }
     phase_ = now.sub_state;
   }
   if (!up_at_.has_value()) {

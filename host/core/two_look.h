@@ -48,7 +48,8 @@ struct Look {
 // JobRemoved was missed); or, for a stop that outlasts what systemd gives
 // it, when that bound and a settle have passed: each stop phase systemd
 // enters (ExecStop=, SIGTERM, SIGKILL, ExecStopPost=, ...) gets the unit's
-// stop timeout anew, at most five minutes each. A start or restart of a
+// stop timeout anew, at most five minutes each, and so does each command
+// of ExecStop= and ExecStopPost= (StopPhaseBound). A start or restart of a
 // unit that runs nothing is bounded by one settle. A reload has no coming
 // up: it is due when its job finished, waited for while systemd runs
 // ExecReload= (reloading: at most five minutes), else after one settle.
@@ -77,8 +78,8 @@ class FirstLookWait {
   std::string before_;
   std::chrono::nanoseconds settle_;
   bool stop_phase_;
-  std::chrono::nanoseconds phase_bound_;  // one stop phase's (StopPhaseBound)
-  std::string phase_;                     // the stop phase last seen
+  UnitStatus before_unit_;  // its stop timeout and commands (StopPhaseBound)
+  std::string phase_;       // the stop phase last seen
   std::chrono::nanoseconds bound_;
   std::optional<std::chrono::nanoseconds> up_at_;
   bool stopping_ = false;

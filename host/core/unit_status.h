@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace mesh::core {
 
@@ -23,6 +24,10 @@ struct UnitStatus {
   // How long systemd lets the unit's stop phase take (TimeoutStopUSec); zero
   // when unknown or infinite.
   std::chrono::nanoseconds timeout_stop{0};
+  // How many ExecStop= and ExecStopPost= commands it has: each gets
+  // TimeoutStopUSec of its own.
+  uint32_t exec_stop = 0;
+  uint32_t exec_stop_post = 0;
   // systemd's UnitFileState: enabled, disabled, static, masked, ...; empty
   // when the unit is not loaded.
   std::string unit_file_state;
@@ -70,17 +75,30 @@ inline bool FoundFailed(const UnitStatus& s) {
          (s.active_state == "inactive" && !s.result.empty() && s.result != "success");
 }
 
-// How long systemd lets one stop phase of the unit take: ExecStop=, SIGTERM,
-// SIGKILL, ExecStopPost=, the final SIGTERM and SIGKILL each get
-// TimeoutStopUSec (service.c arms the timer anew at each). Bounded here at
-// five minutes; an unknown or infinite timeout counts as systemd's default
-// of 90 s.
+// How long systemd lets the stop phase `phase` (a SubState: stop,
+// stop-sigterm, stop-sigkill, stop-post, final-sigterm, ...) of the unit
+// take. Each phase gets TimeoutStopUSec anew, and within stop (ExecStop=)
+// and stop-post (ExecStopPost=) so does each command: service.c arms the
+// timer at every spawn, so a phase of three commands may last three
+// timeouts. A timeout is bounded here at five minutes; an unknown or
+// infinite one counts as systemd's default of 90 s.
 inline constexpr std::chrono::minutes kLongestStopPhase{5};
-inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s) {
+inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s, std::string_view phase) {
   std::chrono::nanoseconds t = s.timeout_stop.count() > 0
                                    ? s.timeout_stop
                                    : std::chrono::nanoseconds(std::chrono::seconds(90));
-  return std::min<std::chrono::nanoseconds>(t, kLongestStopPhase);
+  t = std::min<std::chrono::nanoseconds>(t, kLongestStopPhase);
+  uint32_t commands = phase == "stop" ? s.exec_stop : phase == "stop-post" ? s.exec_stop_post : 1;
+  return t * std::max<uint32_t>(commands, 1);
+}
+// The phase the unit is in now.
+inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s) {
+  return StopPhaseBound(s, s.sub_state);
+}
+// The phase a stop of a running unit begins with: its ExecStop= commands,
+// or SIGTERM when it has none.
+inline std::string_view FirstStopPhase(const UnitStatus& s) {
+  return s.exec_stop > 0 ? "stop" : "stop-sigterm";
 }
 
 // Enabled as `enabled: true` means it: [Install] links that survive a

@@ -50,7 +50,7 @@ inline std::string StillStopping(std::string_view unit, const core::UnitStatus& 
 }
 inline std::string StopPastBudget(std::string_view unit, const core::UnitStatus& s) {
   return "still stopping: " + InStateFor(unit, s) + ", past the " +
-         core::FormatSeconds(core::StopPhaseBound(s)) + " systemd gives each stop phase";
+         core::FormatSeconds(core::StopPhaseBound(s)) + " systemd gives this stop phase";
 }
 
 // A start the host made that was last seen on its way up, found failed.

@@ -157,12 +157,16 @@ TEST_F(SdbusAdapterTest, AStartHoldsTheUnitAndAStopLetsItGo) {
 }
 
 TEST_F(SdbusAdapterTest, ReadsWhatTheVerdictsNeed) {
-  Unit("t.service", "[Service]\nExecStart=/bin/sleep infinity\nTimeoutStopSec=7\n");
+  Unit("t.service",
+       "[Service]\nExecStart=/bin/sleep infinity\nTimeoutStopSec=7\n"
+       "ExecStop=/bin/true\nExecStop=/bin/true\nExecStop=/bin/true\nExecStopPost=/bin/true\n");
   SdbusServiceManager host;
   ASSERT_TRUE(host.ReloadDaemon().has_value());
   auto s = host.ReadUnit("t.service");
   ASSERT_TRUE(s.has_value()) << s.error().message;
   EXPECT_EQ(s->timeout_stop, 7s);
+  EXPECT_EQ(s->exec_stop, 3u) << "each gets TimeoutStopSec= of its own";
+  EXPECT_EQ(s->exec_stop_post, 1u);
   EXPECT_FALSE(s->need_daemon_reload);
   // Running, so systemd keeps it loaded (an idle unit is unloaded and read
   // afresh: it never needs a reload).
@@ -199,6 +203,7 @@ TEST_F(SdbusAdapterTest, ReadsTheServicesOwnProperties) {
   EXPECT_EQ(seen[0]->result, "exit-code");
   EXPECT_EQ(seen[0]->active_state, "failed");
   EXPECT_EQ(seen[0]->timeout_stop, 90s) << "systemd's default";
+  EXPECT_EQ(seen[0]->exec_stop, 0u);
   ASSERT_TRUE(seen[1].has_value()) << seen[1].error().message;
   EXPECT_EQ(seen[1]->type, "simple");
   EXPECT_GE(seen[1]->n_restarts, 2u);

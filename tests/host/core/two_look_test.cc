@@ -186,6 +186,40 @@ TEST(FirstLookWaitTest, EachStopPhaseGetsTheStopTimeoutAnew) {
   EXPECT_TRUE(hung.stopping());
 }
 
+// Each ExecStop= command gets TimeoutStopSec= of its own (the sub-state
+// stays "stop" from one to the next): three commands of 1.6 s under a 2 s
+// timeout are one phase of 4.8 s. It failed at the first timeout before.
+TEST(FirstLookWaitTest, EachExecStopCommandGetsTheStopTimeout) {
+  UnitStatus running;
+  running.active_state = "active";
+  running.sub_state = "running";
+  running.invocation_id = "a";
+  running.timeout_stop = 2s;
+  running.exec_stop = 3;
+  UnitStatus exec_stop = running;
+  exec_stop.active_state = "deactivating";
+  exec_stop.sub_state = "stop";
+  UnitStatus up = running;
+  up.invocation_id = "b";
+  FirstLookWait w(UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(w.Due(50ms, false, exec_stop));
+  EXPECT_FALSE(w.Due(4800ms, false, exec_stop)) << "the third command still within its timeout";
+  EXPECT_FALSE(w.Due(4900ms, false, up));
+  EXPECT_TRUE(w.Due(5900ms, false, up));
+  EXPECT_FALSE(w.stopping());
+  FirstLookWait hung(UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(hung.Due(6900ms, false, exec_stop));
+  EXPECT_TRUE(hung.Due(7s, false, exec_stop)) << "three timeouts and a settle";
+  EXPECT_TRUE(hung.stopping());
+  // No ExecStop=: the stop begins with SIGTERM, one timeout.
+  running.exec_stop = 0;
+  UnitStatus sigterm = exec_stop;
+  sigterm.sub_state = "stop-sigterm";
+  FirstLookWait plain(UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(plain.Due(2900ms, false, sigterm));
+  EXPECT_TRUE(plain.Due(3s, false, sigterm));
+}
+
 // Issue 38 (10): a false condition read "inactive (dead) 1.0 s after
 // start", and a oneshot whose condition was false "finished
 // (Result=success)" though it never ran.
@@ -217,6 +251,13 @@ TEST(UnitStatusTest, StoppedIsNotStopping) {
   EXPECT_EQ(StopPhaseBound(s), 90s) << "systemd's default";
   s.timeout_stop = 24h;
   EXPECT_EQ(StopPhaseBound(s), 5min);
+  s.timeout_stop = 10s;
+  s.exec_stop = 3;
+  s.exec_stop_post = 2;
+  EXPECT_EQ(StopPhaseBound(s), 10s) << "stop-sigterm: one timeout, whatever the commands";
+  EXPECT_EQ(StopPhaseBound(s, "stop"), 30s) << "one timeout per ExecStop=";
+  EXPECT_EQ(StopPhaseBound(s, "stop-post"), 20s) << "one timeout per ExecStopPost=";
+  EXPECT_EQ(FirstStopPhase(s), "stop");
 }
 
 }  // namespace
