@@ -97,12 +97,6 @@ int Run(const cli::Flags& flags) {
     log.Line(daemon::Priority::kErr, st.error().message);
     return cli::kExitRefused;
   }
-  auto bound = server.Start(*listen);
-  if (!bound) {
-    log.Line(daemon::Priority::kErr, bound.error().message);
-    return cli::kExitFailed;
-  }
-  log.Line(daemon::Priority::kNotice, "listening on " + *bound + " (" + server.scheme() + ")");
   adapters::SdbusServiceManager watch;  // its own bus connection, for its own thread
   adapters::SdNotifier notifier;
   daemon::DaemonOptions options = DaemonOptionsOf(flags, server, log);
@@ -115,6 +109,15 @@ int Run(const cli::Flags& flags) {
   if (!watch_warning.empty()) log.Line(daemon::Priority::kWarning, watch_warning);
   daemon::Daemon d(options, *(*machine)->reconciler, board, metrics, &watch, notifier, **events,
                    (*machine)->clock, log);
+  // Before the first answer: a scrape never finds the units' series absent
+  // while the host restarts.
+  d.ShowRecorded();
+  auto bound = server.Start(*listen);
+  if (!bound) {
+    log.Line(daemon::Priority::kErr, bound.error().message);
+    return cli::kExitFailed;
+  }
+  log.Line(daemon::Priority::kNotice, "listening on " + *bound + " (" + server.scheme() + ")");
   int code = d.Run();
   server.Stop();
   return code;

@@ -234,6 +234,11 @@ void HostMetrics::ObserveRefusal(const core::ApplyReport& report) {
   refused_series_->Set(1);
 }
 
+void HostMetrics::ObserveRecordedAtStart(const core::RecordedState& recorded) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!shown_) ObserveRecorded(recorded);
+}
+
 // A daemon started on a refused declaration: the recorded generation, the
 // failed resources and the units (their counters at 0), so that the alerts
 // see the machine as recorded. Nothing is counted: no apply happened.

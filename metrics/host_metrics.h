@@ -58,6 +58,11 @@ class HostMetrics {
   // last accepted declaration keep series.
   void ObserveApply(const core::ApplyReport& report);
 
+  // What the record says, from the daemon's start until its first apply
+  // (reconcile::RecordedAtStart): the units' series exist from the first
+  // scrape, as the record baseline judges them. Nothing is counted.
+  void ObserveRecordedAtStart(const core::RecordedState& recorded);
+
   // What the live watch saw of a unit declared running.
   // `up`: the unit is as declared (status::StatusBoard::PublishUnit says).
   void ObserveUnit(const std::string& unit, const core::UnitStatus& status, bool up);

@@ -48,7 +48,10 @@ Daemon::~Daemon() {
 }
 
 void Daemon::ApplyOnce(const std::string& why, bool starting) {
-  Publish(ApplyUnderKeepalive(starting), why);
+  ++apply_edges_;
+  core::ApplyReport report = ApplyUnderKeepalive(starting);
+  Publish(std::move(report), why);
+  ++apply_edges_;
   if (options_.release_memory) options_.release_memory();
 }
 
@@ -122,13 +125,40 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
   notifier_.Status(summary);
 }
 
+void Daemon::ShowRecorded() {
+  if (recorded_shown_) return;
+  recorded_shown_ = true;
+  std::optional<core::RecordedState> recorded = reconciler_.RecordedAtStart();
+  if (!recorded.has_value()) return;
+  metrics_.ObserveRecordedAtStart(*recorded);
+  board_.PublishRecorded(std::move(*recorded));
+}
+
+// Between applies only: while one runs, its own looks judge the units it
+// acts on (a restart's stop is no death), and its report then says how
+// every declared unit stands. After each apply every unit is read again at
+// once, so a death during a long apply is seen as soon as it ends, judged
+// from the apply's verdict.
 void Daemon::WatchLoop() {
   auto last_full = clock_.Monotonic() - options_.watch_refresh;
+  std::optional<uint64_t> applies_seen;  // none: no apply's verdicts taken yet
   while (!stopping_) {
     std::vector<std::string> units = board_.WatchedUnits();
     if (units.empty() || watch_ == nullptr) {
       clock_.SleepFor(std::chrono::milliseconds(200));
       continue;
+    }
+    uint64_t edges = apply_edges_;
+    if (edges % 2 == 0 && edges != applies_seen) {
+      // An apply ended: start from its verdicts, and look at every unit.
+      applies_seen = edges;
+      unit_up_.clear();
+      for (const core::ResourceOutcome& r : board_.Get()->resources) {
+        if (r.unit.has_value() && !r.declared_unit().empty()) {
+          unit_up_[r.declared_unit()] = r.unit->up;
+        }
+      }
+      last_full = clock_.Monotonic() - options_.watch_refresh;
     }
     auto waited = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
     if (!waited) {
@@ -145,29 +175,37 @@ void Daemon::WatchLoop() {
     if (watch_failing_) log_.Line(Priority::kNotice, "the live unit watch follows systemd again");
     watch_failing_ = false;
     std::vector<std::string> changed = std::move(*waited);
+    if (apply_edges_ != applies_seen) continue;  // an apply runs, or ended: above
     bool full = clock_.Monotonic() - last_full >= options_.watch_refresh;
     if (changed.empty() && !full) continue;
     if (full) {
       changed = units;
       last_full = clock_.Monotonic();
     }
-    // Read at once (pipelined): the full refresh reads every declared unit.
-    std::vector<core::Result<core::UnitStatus>> statuses = watch_->ReadUnits(changed);
-    for (size_t i = 0; i < changed.size(); ++i) {
-      const std::string& unit = changed[i];
-      const core::Result<core::UnitStatus>& status = statuses[i];
-      if (!status) continue;
-      bool up = board_.PublishUnit(unit, *status, clock_.Monotonic());
-      metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
-      auto was = unit_up_.find(unit);
-      if (was != unit_up_.end() && was->second && !up) {
-        log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +
-                                      status->sub_state + ", Result=" + status->result +
-                                      ", NRestarts " + std::to_string(status->n_restarts) +
-                                      ") between applies");
-      }
-      unit_up_[unit] = up;
+    WatchLook(changed, *applies_seen);
+  }
+}
+
+void Daemon::WatchLook(const std::vector<std::string>& units, uint64_t applies_seen) {
+  // Read at once (pipelined): the full refresh reads every declared unit.
+  std::vector<core::Result<core::UnitStatus>> statuses = watch_->ReadUnits(units);
+  for (size_t i = 0; i < units.size(); ++i) {
+    // Read before an apply began: what it shows may be the apply's own
+    // action half done. The apply's report says how it ended.
+    if (apply_edges_ != applies_seen) return;
+    const std::string& unit = units[i];
+    const core::Result<core::UnitStatus>& status = statuses[i];
+    if (!status) continue;
+    bool up = board_.PublishUnit(unit, *status, clock_.Monotonic());
+    metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
+    auto was = unit_up_.find(unit);
+    if (was != unit_up_.end() && was->second && !up) {
+      log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +
+                                    status->sub_state + ", Result=" + status->result +
+                                    ", NRestarts " + std::to_string(status->n_restarts) +
+                                    ") between applies");
     }
+    unit_up_[unit] = up;
   }
 }
 
@@ -175,6 +213,7 @@ int Daemon::Run() {
   if (std::string why = notifier_.Unavailable(); !why.empty()) {
     log_.Line(Priority::kErr, "cannot notify systemd (no READY=1, no watchdog): " + why);
   }
+  ShowRecorded();
   ApplyOnce("start", /*starting=*/true);
   notifier_.Ready();
   if (watch_ != nullptr) watch_thread_ = std::thread([this] { WatchLoop(); });

@@ -68,6 +68,10 @@ class Daemon {
   // Runs until a stop event (SIGTERM, SIGINT); returns the process exit
   // code (1 when the event source failed).
   int Run();
+  // What the record says, for /status and the units' series until the
+  // first apply ends: the machine's truth from the first scrape on. Called
+  // before the listener opens; Run calls it if nobody did.
+  void ShowRecorded();
 
  private:
   // `starting`: the first apply, before READY=1.
@@ -77,6 +81,9 @@ class Daemon {
   // and systemd's STATUS=.
   void Publish(core::ApplyReport report, const std::string& why);
   void WatchLoop();
+  // The watch's look at `units`, unless an apply began or ended meanwhile:
+  // the apply's own looks judge what it does to its units.
+  void WatchLook(const std::vector<std::string>& units, uint64_t applies_seen);
 
   DaemonOptions options_;
   reconcile::Reconciler& reconciler_;
@@ -88,6 +95,10 @@ class Daemon {
   ports::Clock& clock_;
   Log& log_;
   std::atomic<bool> stopping_{false};
+  // Counted up as an apply begins and as it ends (published): odd while one
+  // runs. The watch publishes nothing it read while the count moved.
+  std::atomic<uint64_t> apply_edges_{0};
+  bool recorded_shown_ = false;
   std::thread watch_thread_;
   std::map<std::string, bool> unit_up_;  // watch thread only
   bool watch_failing_ = false;           // watch thread only

@@ -31,7 +31,7 @@ void ApplyRun::RecordTruth() {
   if (!record_loaded_) LoadRecord();
   if (!had_record_) return;
   (void)LoadIntent();  // unreadable: nothing is known to be owed, and said so by the next apply
-  report_.recorded = RecordedTruth(*record_, *intent_, ports_.services);
+  report_.recorded = RecordedTruth(*record_, *intent_, ports_.services, RecordedFor::kRefusal);
 }
 
 void ApplyRun::LoadRecord() {
@@ -361,6 +361,16 @@ class TextSource : public ports::DeclarationSource {
 };
 
 }  // namespace
+
+std::optional<core::RecordedState> Reconciler::RecordedAtStart() {
+  auto record = ports_.records->Load();
+  if (!record || *record == nullptr) return std::nullopt;
+  // An intent that cannot be read owes nothing known here; the apply that
+  // follows changes nothing and says why.
+  auto intent = ports_.records->LoadIntent();
+  return RecordedTruth(**record, intent ? *intent : core::Intent{}, ports_.services,
+                       RecordedFor::kStart);
+}
 
 ApplyReport Reconciler::Apply(std::string_view declaration_text, const OutcomeSink& sink) {
   TextSource source(declaration_text);

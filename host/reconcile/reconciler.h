@@ -11,6 +11,7 @@
 // never stops the others; what it owes is never forgotten.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "host/ports/declaration_source.h"
@@ -28,6 +29,12 @@ class Reconciler {
   ApplyReport Apply(ports::DeclarationSource& declaration, const OutcomeSink& sink = nullptr);
   // The same for a declaration already in memory (tests, benchmarks).
   ApplyReport Apply(std::string_view declaration_text, const OutcomeSink& sink = nullptr);
+
+  // What the record says is on the machine, its units read now
+  // (recorded.h): what a daemon shows from its start until its first apply
+  // ends. None when there is no record, or it cannot be read (the apply
+  // then says why).
+  std::optional<core::RecordedState> RecordedAtStart();
 
   const ReconcilerOptions& options() const { return options_; }
   // The daemon stops asking for the recorded truth once it has shown an

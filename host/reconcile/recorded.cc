@@ -11,7 +11,7 @@
 namespace mesh::reconcile {
 
 core::RecordedState RecordedTruth(const core::Record& record, const core::Intent& owed,
-                                  ports::ServiceManager* services) {
+                                  ports::ServiceManager* services, RecordedFor why) {
   core::RecordedState out{record.machine, record.generation, record.declaration_digest, {}};
   std::vector<const std::pair<const std::string, core::RecordEntry>*> entries;
   entries.reserve(record.resources.size());
@@ -25,8 +25,11 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
   }
   std::vector<core::Result<core::UnitStatus>> statuses;
   if (services != nullptr && !units.empty()) statuses = services->ReadUnits(units);
-  const std::string as_recorded = "as recorded at generation " + std::to_string(record.generation) +
-                                  " (the declaration is refused: nothing changed)";
+  const bool refused = why == RecordedFor::kRefusal;
+  const std::string as_recorded =
+      "as recorded at generation " + std::to_string(record.generation) +
+      (refused ? " (the declaration is refused: nothing changed)"
+               : " (the host has just started: its first apply is under way)");
   size_t k = 0;
   out.resources.reserve(entries.size());
   for (const auto* kv : entries) {
@@ -37,11 +40,13 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
     o.digest = e.digest;
     o.applied_at = e.applied_at;
     o.detail = as_recorded;
+    bool never_up = false;  // a start owed: no look ever found it up
     if (auto it = owed.owed.find(id); it != owed.owed.end() && it->second.action.has_value()) {
       o.outcome = core::Outcome::kFailed;
       o.detail = std::string(core::UnitActionVerb(*it->second.action)) + " " +
                  OwedSince(it->second.since) + " not done: " + it->second.why +
-                 " (the declaration is refused)";
+                 (refused ? " (the declaration is refused)" : " (the first apply is under way)");
+      never_up = *it->second.action == core::UnitAction::kStart;
     }
     if (e.unit().name.empty()) continue;
     const std::string& unit = e.unit().name;
@@ -56,13 +61,16 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
       continue;
     }
     core::UnitBaseline baseline = core::BaselineOfRecord(&e);
-    o.unit = UnitSnapshotOf(unit, **status, run && core::UpAsRecorded(**status, baseline));
+    o.unit =
+        UnitSnapshotOf(unit, **status, run && !never_up && core::UpAsRecorded(**status, baseline));
     auto state = core::ParseUnitState(e.unit().state);
     if (state.has_value() && !core::AsDeclared(*state, **status, baseline) &&
         o.outcome != core::Outcome::kFailed) {
       o.outcome = core::Outcome::kFailed;
       o.detail = UnitStatePhrase(unit, **status) + " now, not " + e.unit().state +
-                 " as recorded (the declaration is refused: nothing was done)";
+                 (refused ? " as recorded (the declaration is refused: nothing was done)"
+                          : " as recorded (the host has just started: its first apply is under "
+                            "way)");
     }
   }
   return out;

@@ -42,24 +42,16 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
   if (report.result == core::ApplyResult::kRefused) {
     for (core::Outcome o : core::kAllOutcomes) next->counts[std::string(core::OutcomeName(o))] = 0;
     next->error = report.error;
-    if (next->machine.empty() && next->resources.empty() && report.recorded.has_value()) {
+    bool shown_nothing = next->machine.empty() && next->resources.empty();
+    if ((next->from_record || shown_nothing) && report.recorded.has_value()) {
       // Nothing applied shown yet (the daemon started on a refused
       // declaration): the recorded truth, beside the refusal.
-      core::RecordedState& recorded = *report.recorded;
-      next->machine = std::move(recorded.machine);
-      next->generation = recorded.generation;
-      next->declaration_digest = std::move(recorded.declaration_digest);
-      streaks_.clear();
-      for (core::ResourceOutcome& r : recorded.resources) {
-        if (!r.declared_unit().empty()) {
-          streaks_[r.declared_unit()] = {.confirmed = r.unit.has_value() && r.unit->up};
-        }
-        next->resources.push_back(std::move(r));
-      }
+      ShowRecorded(*next, std::move(*report.recorded));
     }
     current_ = std::move(next);
     return;
   }
+  next->from_record = false;
   next->error.reset();
   next->apply_error.reset();
   if (!report.error.empty()) next->apply_error = report.error;
@@ -88,6 +80,29 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
     next->counts[std::string(core::OutcomeName(o))] = counts[static_cast<size_t>(o)];
   }
   current_ = std::move(next);
+}
+
+void StatusBoard::PublishRecorded(core::RecordedState recorded) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto next = std::make_shared<Snapshot>(*current_);
+  ShowRecorded(*next, std::move(recorded));
+  current_ = std::move(next);
+}
+
+// With mu_ held.
+void StatusBoard::ShowRecorded(Snapshot& next, core::RecordedState recorded) {
+  next.from_record = true;
+  next.machine = std::move(recorded.machine);
+  next.generation = recorded.generation;
+  next.declaration_digest = std::move(recorded.declaration_digest);
+  next.resources.clear();
+  streaks_.clear();
+  for (core::ResourceOutcome& r : recorded.resources) {
+    if (!r.declared_unit().empty()) {
+      streaks_[r.declared_unit()] = {.confirmed = r.unit.has_value() && r.unit->up};
+    }
+    next.resources.push_back(std::move(r));
+  }
 }
 
 bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& status,

@@ -28,6 +28,9 @@ struct ApplySummary {
   uint64_t generation = 0;
   std::string declaration_digest;
   bool reconciled = false;  // at least one reconcile has run
+  // The resources are the record's (PublishRecorded, or a refusal's
+  // recorded truth): no accepted apply has been shown yet.
+  bool from_record = false;
   std::string started_at, finished_at;
   double duration_seconds = 0;
   std::string result;  // ok, failed, refused
@@ -62,6 +65,11 @@ class StatusBoard {
   // than copied when the caller is done with them (the daemon's no-op hands
   // over one per resource).
   void PublishApply(core::ApplyReport report);
+  // What the record says, shown from the daemon's start until its first
+  // apply ends (reconcile::RecordedAtStart). Nothing is reconciled yet, so
+  // /healthz still says so; the units are judged as the record baseline
+  // says, and the watch follows them from the first apply on.
+  void PublishRecorded(core::RecordedState recorded);
   // The live watch: a declared unit's state between applies, looked at
   // `now`. Returns whether it is up: core::UnitUp, its NRestarts not grown
   // since the host's look before (the apply's or the watch's), and — once a
@@ -86,6 +94,8 @@ class StatusBoard {
     std::optional<std::chrono::steady_clock::time_point> since;
     std::string invocation;
   };
+
+  void ShowRecorded(Snapshot& next, core::RecordedState recorded);
 
   const std::chrono::nanoseconds settle_;
   mutable std::mutex mu_;

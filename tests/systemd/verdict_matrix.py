@@ -2,10 +2,14 @@
 """The verdict matrix (issue 14, docs/two-looks.md): units people run, each
 under its own `mesh-host run` against the sandboxed systemd, over three
 consecutive applies (the daemon's start, then a changed declaration or
-SIGHUP) and a fourth, one-shot `mesh-host apply`. After every apply it
-asserts the resource's outcome word, the apply's result (the daemon's
-"apply ok"/"apply failed" line, the one-shot's exit code), /healthz and
-mesh_host_unit_active.
+SIGHUP, or the host itself restarted) and a fourth, one-shot `mesh-host
+apply`. After every apply it asserts the resource's outcome word, the
+apply's result (the daemon's "apply ok"/"apply failed" line, the one-shot's
+exit code), /healthz and mesh_host_unit_active; through a restart of the
+host, that every /metrics answered before its first apply ended already
+says what the record says (no absent series, no false 1); and of a case
+whose unit is up after every apply, that the live watch never logged the
+host's own restart as a death "between applies".
 
 usage: verdict_matrix.py MESH_HOST SDBOX_SH [CASE ...]
 Prints one line per check and "N passed, N failed" (cases).
@@ -65,7 +69,8 @@ HEALTHY = "[Service]\nExecStart=/bin/sleep infinity\n"
 # apply, expected outcome, result, /healthz, unit_active). "start" starts
 # the daemon on generation 1 (config "good"); "good"/"bad" declare a new
 # generation with that config (restart_on it); "hup" re-applies as it is;
-# "lose" deletes the record first; "wait" lets 5 s pass first.
+# "lose" deletes the record first; "wait" lets 5 s pass first; "rehost"
+# stops the daemon (SIGTERM) and starts another on the same state.
 GOOD_CYCLE = [("start", "created", OK, 200, 1), ("bad2", "restarted", OK, 200, 1),
               ("hup", "unchanged", OK, 200, 1)]
 REFUSED = [("start", "created", OK, 200, 1), ("bad", "failed", FAILED, 503, 0),
@@ -82,6 +87,11 @@ DIES_STARTING = [("start", "created", OK, 200, 1), ("wait", "failed", FAILED, 50
 # active, the resource failed.
 RELOAD_REFUSED = [("start", "created", OK, 200, 1), ("bad", "failed", FAILED, 503, 1),
                   ("hup", "failed", FAILED, 503, 1)]
+# Issue 38 (9): the host itself restarted, between two applies.
+REHOSTED = [("start", "created", OK, 200, 1), ("rehost", "unchanged", OK, 200, 1),
+            ("hup", "unchanged", OK, 200, 1)]
+LOOPING_REHOSTED = [("start", "failed", FAILED, 503, 0), ("rehost", "failed", FAILED, 503, 0),
+                    ("hup", "failed", FAILED, 503, 0)]
 CASES = {
     # case: (unit text, a bundle or None for a missing unit; the steps; the
     # one-shot apply's outcome and exit code)
@@ -91,6 +101,11 @@ CASES = {
     "refused config, dies at 900 ms": (refuses(900), REFUSED, "failed", 1),
     "slow stop 1.5 s": (drains(1.5), GOOD_CYCLE, "unchanged", 0),
     "slow stop 3 s": (drains(3), GOOD_CYCLE, "unchanged", 0),
+    # Issue 38 (9): the live watch has looked at the unit (5 s) before the
+    # host restarts it; the 1.5 s drain it sees is the host's own restart.
+    "slow stop 1.5 s, followed by the watch": (
+        drains(1.5), [("start", "created", OK, 200, 1), ("wait", "unchanged", OK, 200, 1),
+                      ("bad2", "restarted", OK, 200, 1)], "unchanged", 0),
     "slow stop 1.5 s, refused config": (refuses(221, "1.5"), REFUSED, "failed", 1),
     "crash loop, RestartSec=100ms": (crash_loop("100ms"), LOOPING, "failed", 1),
     "crash loop, RestartSec=1s": (crash_loop("1s"), LOOPING, "failed", 1),
@@ -141,6 +156,17 @@ CASES = {
     "ExecStop hangs, SIGTERM ignored (TimeoutStopSec=2)": (
         "[Service]\nTimeoutStopSec=2\nExecStart=/bin/sh -c 'trap \"\" TERM; while :; do sleep 0.1; done'\n"
         "ExecStop=/bin/sleep 60\n", GOOD_CYCLE, "unchanged", 0),
+    # Each ExecStop= command gets TimeoutStopSec= of its own: three that
+    # each take most of it make one stop phase of 4.8 s, and the new config
+    # comes up after it.
+    "three ExecStop= of 1.6 s each (TimeoutStopSec=2)": (
+        "[Service]\nTimeoutStopSec=2\nExecStart=/bin/sleep infinity\n"
+        + "ExecStop=/bin/sleep 1.6\n" * 3, GOOD_CYCLE, "unchanged", 0),
+    # Issue 38 (9): through a restart of the host, a crash loop is never up
+    # and a healthy daemon never absent.
+    "crash loop through a restart of the host": (crash_loop("100ms"), LOOPING_REHOSTED, "failed",
+                                                 1),
+    "healthy through a restart of the host": (HEALTHY, REHOSTED, "unchanged", 0),
     "bundle with directory entries, record lost": ("bundle+dirs", LOST, "unchanged", 0),
     "bundle without directory entries, record lost": ("bundle", LOST, "unchanged", 0),
 }
@@ -215,25 +241,74 @@ class Case:
 
     def applied(self, count, timeout=60):
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            with open(self.log) as f:
-                text = f.read()
+        while True:
+            text = self.read_log()
             applies = re.findall(r"^apply (?:ok|failed|refused): .*$", text, re.M)
             if len(applies) >= count:
                 return text, applies[count - 1]
+            if time.monotonic() >= end:
+                return text, None
             time.sleep(0.05)
-        return text, None
+
+    def start_daemon(self):
+        # --verbose: each apply's outcome word is read from the log, unchanged too.
+        return subprocess.Popen([self.binary, "run", "--verbose", *self.flags, "--interval", "1h",
+                                 "--listen", "127.0.0.1:0"], stderr=open(self.log, "a"))
+
+    def stop_daemon(self, daemon):
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+
+    def unit_active(self, metrics):
+        m = re.search(r'^mesh_host_unit_active\{unit="[^"]+"\} (\S+)$', metrics, re.M)
+        return m and int(float(m.group(1)))
+
+    def rehost(self, daemon, k, active):
+        """Stops the daemon and starts another; until its first apply ends,
+        every /metrics it answers must say `active` already."""
+        self.stop_daemon(daemon)
+        hosts = self.read_log().count("listening on")
+        daemon = self.start_daemon()
+        end = time.monotonic() + 30
+        while time.monotonic() < end and self.read_log().count("listening on") == hosts:
+            time.sleep(0.01)
+        self.port = re.findall(r"listening on 127.0.0.1:(\d+)", self.read_log())[-1]
+        seen = []
+        while time.monotonic() < end and self.applied(k, timeout=0)[1] is None:
+            try:
+                seen.append(self.unit_active(self.get("/metrics")[1]))
+            except OSError:
+                pass
+            time.sleep(0.02)
+        wrong = [v for v in seen if v != active]
+        # A crash loop's first apply restarts it and waits a settle: there
+        # is time to look. A healthy one's is a no-op, over before a look.
+        looked = bool(seen) or active == 1
+        self.say(looked and not wrong,
+                 f"before the restarted host's first apply ended: {len(seen)} answer(s), "
+                 f"mesh_host_unit_active {sorted(set(seen), key=str)} (want {active} in each)")
+        return daemon, looked and not wrong
+
+    def read_log(self):
+        with open(self.log) as f:
+            return f.read()
 
     def run(self):
         ok = True
         self.log = os.path.join(self.dir, "run.log")
+        open(self.log, "w").close()
         self.declare("good")
-        # --verbose: each apply's outcome word is read from the log, unchanged too.
-        daemon = subprocess.Popen([self.binary, "run", "--verbose", *self.flags, "--interval", "1h",
-                                   "--listen", "127.0.0.1:0"], stderr=open(self.log, "w"))
+        daemon = self.start_daemon()
         try:
             for k, (before, outcome, result, health, active) in enumerate(self.steps, 1):
-                if before in ("bad", "bad2"):
+                if before == "rehost":
+                    daemon, rehosted = self.rehost(daemon, k, active)
+                    ok &= rehosted
+                elif before in ("bad", "bad2"):
                     self.declare("bad" if before == "bad" else "good, again")
                 elif before in ("hup", "lose", "wait"):
                     if before == "lose":
@@ -253,18 +328,16 @@ class Case:
                 code, body = self.get("/healthz")
                 ok &= self.say(code == health, f"apply {k}: /healthz {code} (want {health})"
                                + ("" if code == health else f": {body.strip()[:200]}"))
-                _, metrics = self.get("/metrics")
-                m = re.search(r'^mesh_host_unit_active\{unit="[^"]+"\} (\S+)$', metrics, re.M)
-                value = m and int(float(m.group(1)))
+                value = self.unit_active(self.get("/metrics")[1])
                 ok &= self.say(value == active,
                                f"apply {k}: mesh_host_unit_active {value} (want {active})")
         finally:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                daemon.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+            self.stop_daemon(daemon)
+        if all(step[4] == 1 for step in self.steps):
+            # Up after every apply: whatever the watch saw go down was the
+            # host's own restart, inside an apply, never a death between two.
+            deaths = re.findall(r"^.*between applies.*$", self.read_log(), re.M)
+            ok &= self.say(not deaths, f"no death between applies logged: {deaths[:1]}")
         r = subprocess.run([self.binary, "apply", *self.flags], capture_output=True, text=True,
                            timeout=120)
         got = re.findall(rf"^(\w+) {self.id} \(.*$", r.stdout, re.M)

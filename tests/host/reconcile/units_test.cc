@@ -739,6 +739,41 @@ TEST_F(UnitsTest, ARefusedPushShowsEachUnitAgainstItsDeclaredState) {
   }
 }
 
+// Issue 38 (9): what a restarted daemon shows before its first apply ends.
+// A crash loop whose start is owed reads "active" for a moment in every
+// run: it is never up, whenever the look falls. A healthy unit is.
+TEST_F(UnitsTest, TheRecordAtStartNeverCallsACrashLoopUp) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("loop.service", {.behavior = Behavior::kCrashLoop, .delay = 300ms});
+  ASSERT_EQ(Run(Decl({Service("web"), Service("loop")})).result, ApplyResult::kFailed);
+  Reconciler reconciler(Ports(), Options());
+  int looked_active = 0;
+  for (int i = 0; i < 20; ++i) {
+    clock_.Advance(70ms);
+    std::optional<core::RecordedState> r = reconciler.RecordedAtStart();
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->resources.size(), 2u);
+    for (const core::ResourceOutcome& o : r->resources) {
+      ASSERT_TRUE(o.unit.has_value()) << o.id;
+      if (o.id == "web") {
+        EXPECT_TRUE(o.unit->up) << o.detail;
+        EXPECT_THAT(o.detail, HasSubstr("the host has just started: its first apply is under way"));
+      } else {
+        looked_active += o.unit->active_state == "active";
+        EXPECT_FALSE(o.unit->up) << "at " << i << ": " << o.unit->active_state;
+        EXPECT_EQ(o.outcome, core::Outcome::kFailed) << o.detail;
+        EXPECT_THAT(o.detail, HasSubstr("(the first apply is under way)"));
+      }
+    }
+  }
+  EXPECT_GT(looked_active, 0) << "no look fell on a run: the test proves nothing";
+}
+
+// No record: nothing to show before the first apply.
+TEST_F(UnitsTest, NoRecordNothingAtStart) {
+  EXPECT_FALSE(Reconciler(Ports(), Options()).RecordedAtStart().has_value());
+}
+
 // Review of issue 38: a disable systemd refused still let the dropped
 // unit's drop-ins go (its unit file stayed): half a definition, recorded
 // as nothing. Its files stay together until the disable goes through.

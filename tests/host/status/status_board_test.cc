@@ -193,6 +193,48 @@ TEST(StatusBoardTest, ARefusalBeforeAnyApplyShowsTheRecordedTruth) {
   EXPECT_NE(board.Get()->generation, 99u) << "an apply shown stays in force";
 }
 
+// Issue 38 (9): a restarted daemon showed no unit at all until its first
+// apply ended, so the alerts saw the series vanish (a dead daemon's alert
+// resolved). The record is shown from the start, not yet healthy; a
+// refusal then shows its own words, and an apply replaces it.
+TEST(StatusBoardTest, TheRecordIsShownFromTheStartUntilAnApply) {
+  StatusBoard board;
+  core::RecordedState recorded{"edge-1", 15, "abc", {}};
+  core::ResourceOutcome web;
+  web.id = "web";
+  web.kind = "service";
+  web.detail = "as recorded at generation 15 (the host has just started: ...)";
+  web.mutable_declared().unit = "web.service";
+  web.mutable_declared().state = "running";
+  web.unit = core::UnitSnapshot{};
+  web.unit->name = "web.service";
+  web.unit->active_state = "active";
+  web.unit->up = true;
+  recorded.resources.push_back(web);
+  board.PublishRecorded(recorded);
+  auto snap = board.Get();
+  EXPECT_EQ(snap->generation, 15u);
+  ASSERT_EQ(snap->resources.size(), 1u);
+  EXPECT_TRUE(snap->resources[0].unit->up);
+  Health h = Judge(*snap);
+  EXPECT_FALSE(h.healthy);
+  EXPECT_THAT(h.text, HasSubstr("no reconcile has finished yet"));
+  EXPECT_THAT(board.WatchedUnits(), ::testing::ElementsAre("web.service"));
+
+  core::ApplyReport refused;
+  refused.result = core::ApplyResult::kRefused;
+  refused.error = "declaration: invalid JSON: ...";
+  web.detail = "as recorded at generation 15 (the declaration is refused: nothing changed)";
+  refused.recorded = core::RecordedState{"edge-1", 15, "abc", {web}};
+  board.PublishApply(refused);
+  EXPECT_THAT(board.Get()->resources[0].detail, HasSubstr("the declaration is refused"));
+
+  board.PublishApply(Report());
+  refused.recorded->generation = 99;
+  board.PublishApply(refused);
+  EXPECT_NE(board.Get()->generation, 99u) << "an apply shown stays in force";
+}
+
 TEST(StatusBoardTest, FailedResourceNamedInHealth) {
   StatusBoard board;
   auto r = Report();
