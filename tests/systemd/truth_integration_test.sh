@@ -11,10 +11,74 @@
 #   7. a dropped unit the host wrote is disabled (no dangling links),
 #      stopped and its unit file and drop-in folder deleted; an operator's
 #      own unit is forgotten, still running.
-. "$(dirname "$0")/box_suite.sh" truth
+# With TRUTH_MODE=run (truth_run_integration_test.sh) every apply is one
+# of a `mesh-host run` instead, started at the first: a changed declaration
+# is applied by its file watch, the same one by SIGHUP. After each, beside
+# the class's own checks, /healthz, /status and /metrics must agree with
+# the apply's outcome lines (run_agrees).
+. "$(dirname "$0")/box_suite.sh" "truth${TRUTH_MODE:+-$TRUTH_MODE}"
 ROOT=$SDBOX_DIR  # --unit-dir ($UNITS) under --root: a `file` can define a unit
-decl() {  # decl GENERATION JSON-RESOURCES
-  printf '{"machine":"box","generation":%s,"resources":[%s]}' "$1" "$2" > "$T/decl.json"
+decl() {  # decl GENERATION JSON-RESOURCES (renamed into place: the daemon reads it whole)
+  printf '{"machine":"box","generation":%s,"resources":[%s]}' "$1" "$2" > "$T/.decl.json.new"
+  mv "$T/.decl.json.new" "$T/decl.json"
+}
+HOST_PID=
+mkdir -p "$T/seen"
+# apply_now: one apply of $T/decl.json, one-shot or by the daemon; sets OUT
+# (its outcome lines and summary) and RC (0 ok, 1 failed, 2 refused).
+apply_now() {
+  if [ "${TRUTH_MODE:-}" != run ]; then box_apply "$ROOT"; return; fi
+  local n=0
+  if [ -z "$HOST_PID" ]; then
+    "$BIN" run --verbose --declaration "$T/decl.json" --root "$ROOT" --state-dir "$T/state" \
+      --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms --interval 1h \
+      --listen 127.0.0.1:0 2> "$T/host.log" &
+    HOST_PID=$!
+    PIDS+=($HOST_PID)
+  else
+    n=$(grep -c '^apply ' "$T/host.log" || true)
+    cmp -s "$T/decl.json" "$T/seen/decl.json" && kill -HUP "$HOST_PID"
+  fi
+  cp "$T/decl.json" "$T/seen/decl.json"
+  until_true 60 "[ \$(grep -c '^apply ' \"$T/host.log\" || true) -gt $n ]" || true
+  OUT=$(awk -v n="$n" '/^apply /{ if (c == n) print; c++; next } c == n' "$T/host.log")
+  case "$(tail -1 <<<"$OUT")" in
+    "apply ok"*) RC=0 ;;
+    "apply failed"*) RC=1 ;;
+    *) RC=2 ;;
+  esac
+  printf '%s\n(apply %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+  HOST_URL=http://$(sed -n 's/^listening on \([0-9.:]*\).*/\1/p' "$T/host.log" | head -1)
+  run_agrees
+}
+# What the daemon shows after an apply agrees with its outcome lines:
+# /healthz 200 only after an apply that failed nothing, each resource's
+# outcome on /status, mesh_host_resource_failed for exactly the failed
+# ones, and a mesh_host_unit_active series for every unit declared running.
+run_agrees() {
+  local code
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$HOST_URL/healthz")
+  check "  (run) /healthz $code after an apply that exited $RC" \
+    '{ [ $RC = 0 ] && [ $code = 200 ]; } || { [ $RC != 0 ] && [ $code = 503 ]; }'
+  check "  (run) /status and /metrics say what the apply said" \
+    'OUT="$OUT" python3 - "$HOST_URL" <<"PY"
+import json, os, re, sys, urllib.request
+url = sys.argv[1]
+status = json.load(urllib.request.urlopen(url + "/status", timeout=5))
+metrics = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
+said = {m[1]: m[0] for m in re.findall(r"^(\w+) (\S+) \(\w+\): ", os.environ["OUT"], re.M)}
+shown = {r["id"]: r for r in status["resources"]}
+for rid, word in said.items():
+    if word != "removed":
+        assert shown[rid]["outcome"] == word, (rid, word, shown[rid]["outcome"])
+failed = set(re.findall(r"^mesh_host_resource_failed\{[^}]*resource=\"([^\"]+)\"[^}]*\} 1$", metrics, re.M))
+assert failed == {r for r, w in said.items() if w == "failed"}, (failed, said)
+for r in status["resources"]:
+    u = r.get("unit")
+    if u and u["declared_state"] == "running":
+        assert re.search(r"^mesh_host_unit_active\{unit=\"%s\"\} [01]$" % re.escape(u["name"]),
+                         metrics, re.M), u["name"]
+PY'
 }
 prop() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/$1" \
            org.freedesktop.systemd1.Unit "$2" | cut -d' ' -f2- | tr -d '"'; }
@@ -26,59 +90,59 @@ tpl() { printf '{"id":"tpl","kind":"file","path":"/units/mh-tpl@.service","conte
 tpl_env() { printf '{"id":"tpl.env","kind":"file","path":"/units/mh-tpl@.service.d/10-env.conf","content":"[Service]\\nEnvironment=V=%s\\n"}' "$1"; }
 INST='{"id":"inst","kind":"service","unit":"mh-tpl@a.service","state":"running"}'
 INST_PATH=mh_2dtpl_40a_2eservice
-decl 1 "$(tpl 1001),$(tpl_env 1),$INST"; box_apply "$ROOT"
+decl 1 "$(tpl 1001),$(tpl_env 1),$INST"; apply_now
 check "template: the instance starts" '[ $RC = 0 ] && [ "$(state $INST_PATH)" = active ]'
 inv=$(invocation $INST_PATH)
-decl 2 "$(tpl 1002),$(tpl_env 1),$INST"; box_apply "$ROOT"
+decl 2 "$(tpl 1002),$(tpl_env 1),$INST"; apply_now
 check "template changed: the instance is restarted onto it" \
   '[ $RC = 0 ] && grep -q "^restarted inst (service): unit definition /units/mh-tpl@.service changed" <<<"$OUT" && [ "$(invocation $INST_PATH)" != "$inv" ]'
 check "template changed: systemd runs the new definition" \
   'inside systemctl show -p ExecStart mh-tpl@a.service | grep -q "sleep 1002"'
 inv=$(invocation $INST_PATH)
-decl 3 "$(tpl 1002),$(tpl_env 2),$INST"; box_apply "$ROOT"
+decl 3 "$(tpl 1002),$(tpl_env 2),$INST"; apply_now
 check "template drop-in changed: the instance is restarted onto it" \
   '[ $RC = 0 ] && grep -q "^restarted inst (service)" <<<"$OUT" && [ "$(invocation $INST_PATH)" != "$inv" ] && inside systemctl show -p Environment mh-tpl@a.service | grep -q "V=2"'
-box_apply "$ROOT"
+apply_now
 check "template: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged inst (service)" <<<"$OUT"'
 
 # 4. Triggered: started by hand here, as its timer would; never by the host.
 job() { printf '{"id":"job","kind":"service","unit":"mh-job.service","state":"triggered","unit_text":"[Service]\\nExecStart=/bin/sleep %s\\n"}' "$1"; }
-decl 10 "$(job 30)"; box_apply "$ROOT"
+decl 10 "$(job 30)"; apply_now
 check "triggered: written, not started" \
   '[ $RC = 0 ] && grep -q "^created job (service)" <<<"$OUT" && [ "$(state mh_2djob_2eservice)" = inactive ]'
 inside systemctl start mh-job.service
 inv=$(invocation mh_2djob_2eservice)
-box_apply "$ROOT"
+apply_now
 check "triggered: a run in progress is left alone" \
   '[ $RC = 0 ] && grep -q "^unchanged job (service): mh-job.service left to its trigger (active (running))" <<<"$OUT" && [ "$(invocation mh_2djob_2eservice)" = "$inv" ]'
-decl 11 "$(job 31)"; box_apply "$ROOT"
+decl 11 "$(job 31)"; apply_now
 check "triggered: a new definition is loaded for the next run, the run goes on" \
   '[ $RC = 0 ] && grep -q "^updated job (service).*its next activation runs the new definition" <<<"$OUT" && [ "$(invocation mh_2djob_2eservice)" = "$inv" ] && [ "$(prop mh_2djob_2eservice NeedDaemonReload)" = false ]'
 inside systemctl stop mh-job.service
-box_apply "$ROOT"
+apply_now
 check "triggered: stopped by someone else, not started" \
   '[ $RC = 0 ] && grep -q "^unchanged job (service): mh-job.service left to its trigger (inactive (dead))" <<<"$OUT" && [ "$(state mh_2djob_2eservice)" = inactive ]'
 
 # 6. A stop that does not finish: ExecStop= hangs (TimeoutStopSec=30).
 SLOW_TEXT='[Service]\nTimeoutStopSec=30\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 60\n'
 slow() { printf '{"id":"slow","kind":"service","unit":"mh-slow.service","state":"%s","unit_text":"%s"}' "$1" "$SLOW_TEXT"; }
-decl 12 "$(slow running)"; box_apply "$ROOT"
+decl 12 "$(slow running)"; apply_now
 check "stopping: runs first" '[ $RC = 0 ] && [ "$(state mh_2dslow_2eservice)" = active ]'
-decl 13 "$(slow stopped)"; box_apply "$ROOT"
+decl 13 "$(slow stopped)"; apply_now
 check "stopping: the stop is queued, not waited on" \
   '[ $RC = 0 ] && grep -q "^stopped slow (service): stopped mh-slow.service (not waited on)" <<<"$OUT"'
-box_apply "$ROOT"
+apply_now
 check "stopping: still deactivating is not stopped as declared" \
   '[ "$(state mh_2dslow_2eservice)" = deactivating ] && grep -q "^stopped slow (service): still stopping: mh-slow.service deactivating (stop)" <<<"$OUT" && ! grep -q "stopped as declared" <<<"$OUT"'
 inside systemctl kill --signal=KILL mh-slow.service
 for _ in $(seq 50); do [ "$(state mh_2dslow_2eservice)" = deactivating ] || break; sleep 0.1; done
-box_apply "$ROOT"
+apply_now
 check "stopping: once stopped, stopped as declared" \
   '[ $RC = 0 ] && grep -q "^unchanged slow (service): mh-slow.service stopped as declared" <<<"$OUT"'
 
 # 10. A false condition: systemd skips the start, and the words say which.
 COND='{"id":"cond","kind":"service","unit":"mh-cond.service","state":"running","unit_text":"[Unit]\nConditionPathExists=/nonexistent-mesh-host\n[Service]\nExecStart=/bin/sleep infinity\n"}'
-decl 16 "$COND"; box_apply "$ROOT"
+decl 16 "$COND"; apply_now
 check "condition: the skip is a failure naming the condition" \
   '[ $RC = 1 ] && grep -q "^failed cond (service): mh-cond.service skipped by systemd: ConditionPathExists=/nonexistent-mesh-host is false" <<<"$OUT"'
 
@@ -87,10 +151,10 @@ OWN='{"id":"own","kind":"service","unit":"mh-own.service","state":"running","ena
 printf '[Service]\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-op.service"
 inside systemctl daemon-reload
 OP='{"id":"op","kind":"service","unit":"mh-op.service","state":"running"}'
-decl 17 "$OWN,$OP"; box_apply "$ROOT"
+decl 17 "$OWN,$OP"; apply_now
 check "dropped: both run, own enabled" \
   '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ]'
-decl 18 ""; box_apply "$ROOT"
+decl 18 ""; apply_now
 check "dropped: the operator's unit is forgotten, still running" \
   '[ $RC = 0 ] && grep -q "^removed op (service): no longer managed; left unit mh-op.service as it is" <<<"$OUT" && [ "$(state mh_2dop_2eservice)" = active ] && [ -f "$UNITS/mh-op.service" ]'
 check "dropped: the host's unit is disabled, no link left dangling" \
@@ -99,14 +163,16 @@ check "dropped: its unit file and drop-in folder are gone" \
   '[ ! -e "$UNITS/mh-own.service" ] && [ ! -e "$UNITS/mh-own.service.d" ]'
 for _ in $(seq 50); do [ "$(state mh_2down_2eservice)" = active ] || break; sleep 0.1; done
 check "dropped: the host's unit is stopped" '[ "$(state mh_2down_2eservice)" != active ]'
-box_apply "$ROOT"
+apply_now
 check "dropped: the next apply has nothing left to do" \
-  '[ $RC = 0 ] && grep -q "0 resource(s), 0 failed" <<<"$OUT" && ! grep -Eq "^(removed|stopped|failed) " <<<"$OUT"'
+  '[ $RC = 0 ] && grep -Eq "0 resource\(s\), (0 changed, )?0 failed" <<<"$OUT" && ! grep -Eq "^(removed|stopped|failed) " <<<"$OUT"'
+
+if [ "${TRUTH_MODE:-}" = run ]; then finish; exit; fi  # 8 starts a daemon of its own
 
 # 8. A bad push never blinds: the daemon restarted while its declaration is
 # refused shows the recorded generation and units, beside the refusal.
 REC='{"id":"rec","kind":"service","unit":"mh-rec.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\n"}'
-decl 19 "$REC"; box_apply "$ROOT"
+decl 19 "$REC"; apply_now
 check "refused push: generation 19 applied" '[ $RC = 0 ] && [ "$(state mh_2drec_2eservice)" = active ]'
 printf '{"machine":"box","generation":20,"resources":[' > "$T/decl.json"  # cut off: not JSON
 "$BIN" run --declaration "$T/decl.json" --root "$ROOT" --state-dir "$T/state" --artifacts "$T/art" \
