@@ -3,7 +3,9 @@
 # the //packaging:deb genrule; tools/package names the result). Depends: is
 # what dpkg-shlibdeps computes from the binary's shared libraries, and the
 # one it loads itself.
-#   build_deb.sh OUT RELEASE DATE BINARY SERVE UNIT ENV MANPAGE COMPLETION DEBIAN_DIR DOC... -- RULES...
+#   build_deb.sh OUT RELEASE DATE BINARY SERVE UNIT ENV MANPAGE COMPLETION DEBIAN_DIR DOC... \
+#     -- RULES... -- DASHBOARDS... -- EXAMPLES...
+# (EXAMPLES: files under examples/, installed under the doc's examples/.)
 # (SERVE: mesh-host-serve, which mesh-host runs for `run` and `status`.)
 # The same inputs make the same package: modes set whatever the umask, every
 # file dated DATE (the release's), sizes as the files' own.
@@ -16,7 +18,9 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do docs+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 while [ $# -gt 0 ] && [ "$1" != -- ]; do rules+=("$1"); shift; done
 [ $# -gt 0 ] && shift
-dashboards=("$@")
+while [ $# -gt 0 ] && [ "$1" != -- ]; do dashboards+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+examples=("$@")
 
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
@@ -58,6 +62,14 @@ for r in "${rules[@]}"; do
 done
 for b in "${dashboards[@]}"; do
   case $b in *.json) install -m 0644 "$b" "$root/usr/share/mesh-host/dashboards/$(basename "$b")" ;; esac
+done
+for e in "${examples[@]}"; do
+  rel=examples/${e##*/examples/}
+  case $e in examples/*) rel=$e ;; esac
+  case $rel in */BUILD|*/BUILD.bazel) continue ;; esac
+  dir=$root/usr/share/doc/mesh-host/$(dirname "$rel")
+  [ -d "$dir" ] || install -d -m 0755 "$dir"
+  install -m 0644 "$e" "$root/usr/share/doc/mesh-host/$rel"
 done
 for s in postinst prerm postrm; do install -m 0755 "$debian/$s" "$root/DEBIAN/$s"; done
 echo /etc/mesh-host/mesh-host.env > "$root/DEBIAN/conffiles"

@@ -22,3 +22,25 @@ if command -v amtool >/dev/null; then
 else
   echo "amtool missing (Debian package prometheus-alertmanager)" >&2; exit 1
 fi
+
+# One host's Prometheus (docs/alerts.md): the example's two additions merged
+# into Debian's own configuration, as an operator pastes them, the rule path
+# the package's (here: this tree's copy of that file).
+ONE=$(cd "$EX/../prometheus" && pwd)/one-host.yml
+BASE=/usr/share/doc/prometheus/examples/prometheus.yml
+[ -f "$BASE" ] || BASE=/etc/prometheus/prometheus.yml
+T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/one-host.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+python3 - "$BASE" "$ONE" "$PWD/mesh-host.rules.yml" "$T/prometheus.yml" <<'PY'
+import sys, yaml
+base, one, rules, out = sys.argv[1:]
+config = yaml.safe_load(open(base))
+add = yaml.safe_load(open(one))
+assert add["rule_files"] == ["/usr/share/mesh-host/alerts/mesh-host.rules.yml"], add["rule_files"]
+config["rule_files"] = (config.get("rule_files") or []) + [rules]
+config["scrape_configs"] = (config.get("scrape_configs") or []) + add["scrape_configs"]
+jobs = [j["job_name"] for j in config["scrape_configs"]]
+assert jobs.count("mesh-host") == 1 and len(jobs) > 1, jobs  # added to, not replaced
+yaml.safe_dump(config, open(out, "w"))
+PY
+promtool check config "$T/prometheus.yml"

@@ -28,6 +28,12 @@ cat > "$T/want" <<'LIST'
 /usr/share/doc/mesh-host/copyright
 /usr/share/doc/mesh-host/declaration.md
 /usr/share/doc/mesh-host/declaration.schema.json
+/usr/share/doc/mesh-host/examples/fleet/alertmanager.yml
+/usr/share/doc/mesh-host/examples/fleet/prometheus-global.yml
+/usr/share/doc/mesh-host/examples/fleet/prometheus-shard.yml
+/usr/share/doc/mesh-host/examples/fleet/prometheus.yml
+/usr/share/doc/mesh-host/examples/fleet/targets/edge.json
+/usr/share/doc/mesh-host/examples/prometheus/one-host.yml
 /usr/share/doc/mesh-host/fleet.md
 /usr/share/doc/mesh-host/images/page-failing.png
 /usr/share/doc/mesh-host/images/page-healthy.png
