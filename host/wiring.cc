@@ -138,6 +138,8 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   ports.records = m->records.get();
   ports.clock = &m->clock;
   ports.background = &m->background;
+  m->journal = std::make_unique<adapters::SdJournal>(flags.journal_dir);
+  ports.journal = m->journal.get();
   reconcile::ReconcilerOptions options;
   options.machine = flags.machine.empty() ? HostName() : flags.machine;
   options.settle = flags.settle;

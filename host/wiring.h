@@ -14,6 +14,7 @@
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
 #include "host/adapters/posix_file_system.h"
+#include "host/adapters/sd_journal.h"
 #include "host/adapters/sdbus_service_manager.h"
 #include "host/adapters/system_clock.h"
 #include "host/adapters/thread_background.h"
@@ -29,6 +30,7 @@ struct Machine {
   std::unique_ptr<adapters::FileRecordStore> records;
   adapters::LibarchiveReader archives;
   adapters::SdbusServiceManager services;
+  std::unique_ptr<adapters::SdJournal> journal;
   adapters::SystemClock clock;
   adapters::ThreadBackground background;
   std::unique_ptr<reconcile::Reconciler> reconciler;

@@ -17,7 +17,12 @@ std::string Dump(const nlohmann::json& j) {
 }
 
 void PrintOutcome(std::ostream& out, const core::ResourceOutcome& o, Output format) {
-  out << (format == Output::kJson ? OutcomeJson(o) : core::FormatOutcomeLine(o)) << "\n";
+  if (format == Output::kJson) {
+    out << OutcomeJson(o) << "\n";
+    return;
+  }
+  out << core::FormatOutcomeLine(o) << "\n";
+  for (const std::string& line : core::FormatJournalLines(o)) out << line << "\n";
 }
 
 }  // namespace
@@ -32,6 +37,10 @@ std::string OutcomeJson(const core::ResourceOutcome& o) {
                      : o.unit.has_value()       ? o.unit->name
                                                 : "";
   if (!unit.empty()) j["unit"] = unit;
+  if (o.unit.has_value() && (!o.unit->journal.empty() || !o.unit->journal_note.empty())) {
+    j["journal"] = o.unit->journal;
+    if (!o.unit->journal_note.empty()) j["journal_note"] = o.unit->journal_note;
+  }
   return Dump(j);
 }
 

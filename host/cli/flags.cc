@@ -76,6 +76,10 @@ const Doc kFlagDocs[] = {
      "                       (default /var/lib/mesh-host/artifacts)\n"},
     {kRunBit | kApplyBit | kPlanBit,
      "  --unit-dir DIR       where unit_text is written (default /etc/systemd/system)\n"},
+    {kRunBit | kApplyBit,
+     "  --journal-dir DIR    where a failed unit's journal lines are read (default:\n"
+     "                       this machine's system journal; a container's: its\n"
+     "                       /run/log/journal or /var/log/journal)\n"},
     {kRunBit,
      "  --listen HOST:PORT   HTTP address for run (default 127.0.0.1:9479; port 0\n"
      "                       picks a free one and the log says `listening on HOST:PORT`)\n"},
@@ -180,6 +184,7 @@ ValueFlags ValueFlagsOf(Flags& flags) {
            {"--root", &flags.root},
            {"--artifacts", &flags.artifacts},
            {"--unit-dir", &flags.unit_dir},
+           {"--journal-dir", &flags.journal_dir},
            {"--listen", &flags.listen},
            {"--machine", &flags.machine},
            {"--url", &flags.url},

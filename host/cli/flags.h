@@ -23,6 +23,9 @@ struct Flags {
   std::string root = "/";
   std::string artifacts = "/var/lib/mesh-host/artifacts";
   std::string unit_dir = "/etc/systemd/system";
+  // Where a failed unit's journal lines are read: empty, this machine's
+  // system journal; else a journal directory (a container's).
+  std::string journal_dir;
   std::string listen = "127.0.0.1:9479";
   std::chrono::nanoseconds interval = std::chrono::minutes(5);
   std::chrono::nanoseconds settle = std::chrono::seconds(1);

@@ -52,6 +52,29 @@ std::vector<std::string> Wrap(const std::string& text, size_t width, size_t line
 
 bool Failed(const nlohmann::json& r) { return Str(r, "outcome") == "failed"; }
 
+// A failed unit's journal lines, under its detail: at most five, each cut
+// to one line (the answer is another machine's, and may be hostile).
+std::string JournalLines(const nlohmann::json& r) {
+  const nlohmann::json* unit = Member(r, "unit");
+  const nlohmann::json* journal =
+      unit != nullptr && unit->is_object() ? Member(*unit, "journal") : nullptr;
+  if (journal == nullptr || !journal->is_object()) return "";
+  std::string out;
+  const nlohmann::json* lines = Member(*journal, "lines");
+  size_t shown = 0;
+  if (lines != nullptr && lines->is_array()) {
+    for (const nlohmann::json& line : *lines) {
+      if (!line.is_string() || shown == 5) break;
+      out += "    journal: " + core::Printable(line.get_ref<const std::string&>(), 200) + "\n";
+      ++shown;
+    }
+  }
+  if (shown == 0 && !Str(*journal, "note").empty() && Str(*journal, "note") != "null") {
+    out += "    journal: (" + Str(*journal, "note") + ")\n";
+  }
+  return out;
+}
+
 std::string Seconds(const nlohmann::json& last) {
   const nlohmann::json* v = Member(last, "duration_seconds");
   char buf[32];
@@ -100,6 +123,7 @@ std::string FormatStatusTable(const nlohmann::json& s) {
     out += Fit(Str(r, "id"), 22) + " " + Fit(Str(r, "kind"), 10) + " " + Fit(Str(r, "outcome"), 9) +
            " " + Fit(state, 18) + " " + Fit(restarts, 17) + "\n";
     for (const std::string& line : Wrap(Str(r, "detail"), 76, 12)) out += "    " + line + "\n";
+    out += JournalLines(r);
   }
   // Trailing padding is noise in a terminal.
   std::string trimmed;

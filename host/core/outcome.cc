@@ -40,4 +40,14 @@ std::string FormatOutcomeLine(const ResourceOutcome& o) {
   return line;
 }
 
+std::vector<std::string> FormatJournalLines(const ResourceOutcome& o) {
+  std::vector<std::string> out;
+  if (!o.unit.has_value()) return out;
+  for (const std::string& line : o.unit->journal) out.push_back("  journal: " + line);
+  if (out.empty() && !o.unit->journal_note.empty()) {
+    out.push_back("  journal: (" + o.unit->journal_note + ")");
+  }
+  return out;
+}
+
 }  // namespace mesh::core

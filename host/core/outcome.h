@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/core/boxed.h"
 #include "host/core/declaration.h"
@@ -57,6 +58,11 @@ struct UnitSnapshot {
   // restarted by systemd since the host's look before): what /healthz and
   // mesh_host_unit_active hold the unit to.
   bool up = false;
+  // A resource failed on this unit: the last lines its failed run logged
+  // (the journal, by InvocationID), bounded and escaped, oldest first; or
+  // why there are none in `journal_note`. Both empty: not looked.
+  std::vector<std::string> journal;
+  std::string journal_note;
 };
 
 // A service's or process's words in its outcome. Boxed: a file's outcome
@@ -121,5 +127,9 @@ struct ResourceOutcome {
 
 // `OUTCOME ID (KIND): DETAIL`
 std::string FormatOutcomeLine(const ResourceOutcome& o);
+// The lines shown under that one for a failed unit: `  journal: LINE` for
+// each line its failed run logged, or `  journal: (NOTE)`; none when the
+// journal was not looked at.
+std::vector<std::string> FormatJournalLines(const ResourceOutcome& o);
 
 }  // namespace mesh::core

@@ -91,6 +91,9 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
   for (const core::ResourceOutcome& o : report.outcomes) {
     if (options_.verbose || o.outcome != core::Outcome::kUnchanged) {
       log_.Line(PriorityOf(o.outcome), core::FormatOutcomeLine(o));
+      for (const std::string& line : core::FormatJournalLines(o)) {
+        log_.Line(PriorityOf(o.outcome), line);
+      }
     }
     failed += o.outcome == core::Outcome::kFailed;
     changed += o.outcome != core::Outcome::kUnchanged && o.outcome != core::Outcome::kFailed;

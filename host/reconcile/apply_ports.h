@@ -18,6 +18,7 @@
 #include "host/ports/file_system.h"
 #include "host/ports/record_store.h"
 #include "host/ports/service_manager.h"
+#include "host/ports/unit_journal.h"
 #include "host/reconcile/plan.h"
 
 namespace mesh::reconcile {
@@ -33,6 +34,8 @@ struct ReconcilerPorts {
   // May be null: a full pass then looks at the recorded paths only when it
   // observes, not while it parses.
   ports::Background* background = nullptr;
+  // May be null: a failed unit is then shown without its journal lines.
+  ports::UnitJournal* journal = nullptr;
 };
 
 struct ReconcilerOptions {

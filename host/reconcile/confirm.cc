@@ -167,8 +167,9 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     w.second.job_pending = w.first.job_pending && !late.contains(w.job);
     w.second.ran_since_asked = w.wait.RanSinceAsked(w.second.unit);
     const UnitPlan& u = plan.units[w.unit];
-    out[w.unit] = Confirmation{
-        core::JudgeTwoLooks(*u.action, w.job_result, w.first, w.second, elapsed), w.second.unit};
+    out[w.unit] =
+        Confirmation{core::JudgeTwoLooks(*u.action, w.job_result, w.first, w.second, elapsed),
+                     w.second.unit, w.first.unit.invocation_id};
   }
   return out;
 }

@@ -22,6 +22,9 @@ namespace mesh::reconcile {
 struct Confirmation {
   core::Verdict verdict;
   core::UnitStatus last;  // the second look
+  // The run the first look saw (a crash loop's second look may see the
+  // next one): whose journal lines a failure shows first.
+  std::string first_invocation;
 };
 
 // One per plan.units entry: set where a job was queued.

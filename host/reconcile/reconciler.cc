@@ -15,6 +15,7 @@
 #include "host/reconcile/daemon_reload.h"
 #include "host/reconcile/diff.h"
 #include "host/reconcile/enable.h"
+#include "host/reconcile/journal_lines.h"
 #include "host/reconcile/noop_step.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
@@ -299,8 +300,11 @@ Settled ApplyRun::WriteAndSettle(Declaration& decl, const OldEntries& olds, Obse
       dry_run
           ? std::vector<std::optional<Confirmation>>(plan.units.size())
           : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle, &progress_);
-  return Settle({&decl, record_.get(), &olds, &plan, &*intent_, &writes, &reloaded, &acts,
-                 &confirmed, core::FormatTimestamp(report_.started_at), dry_run, &enabled});
+  Settled settled =
+      Settle({&decl, record_.get(), &olds, &plan, &*intent_, &writes, &reloaded, &acts, &confirmed,
+              core::FormatTimestamp(report_.started_at), dry_run, &enabled});
+  if (!dry_run) AddJournalLines(ports_.journal, plan, confirmed, settled.outcomes);
+  return settled;
 }
 
 void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,

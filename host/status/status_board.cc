@@ -173,7 +173,13 @@ nlohmann::json ToJson(const Snapshot& s) {
                       {"n_restarts", r.unit->n_restarts},
                       {"host_restarts", r.unit->host_restarts},
                       {"declared_state", r.declared.value_or_empty().state},
-                      {"held", nullptr}};
+                      {"held", nullptr},
+                      {"journal", nullptr}};
+      if (!r.unit->journal.empty() || !r.unit->journal_note.empty()) {
+        item["unit"]["journal"] = {
+            {"lines", r.unit->journal},
+            {"note", r.unit->journal_note.empty() ? json(nullptr) : json(r.unit->journal_note)}};
+      }
       if (const auto& held = r.declared.value_or_empty().held; held.has_value()) {
         item["unit"]["held"] = {{"generation", held->generation},
                                 {"refused_generation", held->refused_generation},

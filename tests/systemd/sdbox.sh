@@ -11,7 +11,11 @@
 #  - container= set (no read-only remount at shutdown), /sys and /proc/sys read-only inside,
 #    generators off, a valid /etc/machine-id required (no first-boot presets);
 #  - its own dbus-daemon with a root-only policy; teardown stops every unit, then SIGKILLs the
-#    namespace's init after 10 s and removes its cgroup, so no process is left behind.
+#    namespace's init after 10 s and removes its cgroup, so no process is left behind;
+#  - with SDBOX_JOURNAL=1, its own journald too, volatile only (Storage=volatile in the box's
+#    private /run): the journal is the box's /run/log/journal, read from outside as
+#    /proc/$SDBOX_PID/root/run/log/journal, never the machine's /var/log/journal. Units log to
+#    it when they say StandardOutput=journal (the default stays the console log).
 # Derived from the reference script the project was given.
 set -eu
 D=${SDBOX_DIR:-/tmp/sdbox}
@@ -27,7 +31,14 @@ up() {
   mkdir -p "$D/units" "$D/empty" "$D/config"
   for t in sysinit basic shutdown sockets timers paths; do
     printf '[Unit]\nDefaultDependencies=no\n' > "$D/units/$t.target"; done
-  printf '[Unit]\nWants=dbus.service\nAllowIsolate=yes\n' > "$D/units/ci.target"
+  wants=dbus.service journal=
+  if [ "${SDBOX_JOURNAL:-}" = 1 ]; then
+    wants="$wants systemd-journald.service"
+    journal='mkdir -p /run/systemd/journald.conf.d && printf "[Journal]\nStorage=volatile\n" > /run/systemd/journald.conf.d/sdbox.conf'
+    printf '[Unit]\nDefaultDependencies=no\n[Socket]\nListenDatagram=/run/systemd/journal/socket\nListenStream=/run/systemd/journal/stdout\nPassCredentials=yes\nPassSecurity=yes\nService=systemd-journald.service\nSocketMode=0666\n' > "$D/units/systemd-journald.socket"
+    printf '[Unit]\nDefaultDependencies=no\nRequires=systemd-journald.socket\nAfter=systemd-journald.socket\n[Service]\nType=notify\nSockets=systemd-journald.socket\nExecStart=/lib/systemd/systemd-journald\nRuntimeDirectory=systemd/journal\nRuntimeDirectoryPreserve=yes\nStandardOutput=null\n' > "$D/units/systemd-journald.service"
+  fi
+  printf '[Unit]\nWants=%s\nAllowIsolate=yes\n' "$wants" > "$D/units/ci.target"
   printf '[Unit]\nDefaultDependencies=no\nRequires=systemd-exit.service\nAfter=systemd-exit.service\n' > "$D/units/exit.target"
   printf '[Unit]\nDefaultDependencies=no\nRequires=shutdown.target\nAfter=shutdown.target\nSuccessAction=exit-force\n' > "$D/units/systemd-exit.service"
   printf '[Socket]\nListenStream=/run/dbus/system_bus_socket\n' > "$D/units/dbus.socket"
@@ -44,6 +55,7 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys
 mount --bind "\$(tty)" /dev/console
 mount --bind $D/config /etc/systemd/system   # enable links and masks land in the box, not the machine
+$journal
 exec env -i container=sdbox SYSTEMD_UNIT_PATH=/etc/systemd/system:$D/units SYSTEMD_GENERATOR_PATH=$D/empty \
   SYSTEMD_ENVIRONMENT_GENERATOR_PATH=$D/empty /lib/systemd/systemd --unit=ci.target --log-target=console --show-status=no --default-standard-output=tty
 EOF

@@ -15,6 +15,7 @@
 #include "host/reconcile/reconciler.h"
 #include "tests/fakes/fake_clock.h"
 #include "tests/fakes/fake_service_manager.h"
+#include "tests/fakes/fake_unit_journal.h"
 #include "tests/fakes/memory_record_store.h"
 #include "tests/testing/tar_builder.h"
 #include "tests/testing/temp_dir.h"
@@ -51,7 +52,8 @@ class ReconcilerTest : public ::testing::Test {
 
   // The fixture's machine, for a test that drives a Reconciler itself.
   ReconcilerPorts Ports() {
-    return {root_.get(), artifacts_.get(), units_.get(), &archives_, &services_, &store_, &clock_};
+    return {root_.get(), artifacts_.get(), units_.get(), &archives_, &services_, &store_, &clock_,
+            /*background=*/nullptr, &journal_};
   }
   static ReconcilerOptions Options() {
     ReconcilerOptions options;
@@ -87,6 +89,7 @@ class ReconcilerTest : public ::testing::Test {
   adapters::LibarchiveReader archives_;
   fakes::FakeClock clock_;
   fakes::FakeServiceManager services_{clock_};
+  fakes::FakeUnitJournal journal_;
   fakes::MemoryRecordStore store_;
   std::unique_ptr<Reconciler> daemon_;  // see Run
 };

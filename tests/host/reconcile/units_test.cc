@@ -61,6 +61,45 @@ TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
   EXPECT_EQ(r.outcomes[1].restart_reason(), "restart_on");
 }
 
+// Issue 40 (1): beside a failed verdict, what the failed run itself logged
+// (its complaint, which Result=exit-code does not say), the last lines
+// only; none logged and an unreadable journal are said, never silent. A
+// unit that passed its looks is not looked up.
+TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
+  services_.AddUnit("jail.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
+  services_.AddUnit("web.service", {});
+  json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
+  json web = Service("web", {{"restart_on", {"jail.conf"}}});
+  testing::WriteText(Root("/etc/jail.conf"), "good");
+  ASSERT_EQ(Run(Decl({Conf("good"), svc, web})).result, ApplyResult::kOk);
+  for (int i = 1; i <= 7; ++i) journal_.any_run.push_back("line " + std::to_string(i));
+  journal_.any_run.push_back("refusing jail.conf: unknown key \x1b[31m at line 3");
+  ApplyReport r = Run(Decl({Conf("bad"), svc, web}, 2));
+  ASSERT_EQ(r.result, ApplyResult::kFailed);
+  const core::ResourceOutcome& jail = r.outcomes[1];
+  ASSERT_EQ(jail.outcome, core::Outcome::kFailed);
+  EXPECT_THAT(core::FormatJournalLines(jail),
+              ElementsAre("  journal: line 4", "  journal: line 5", "  journal: line 6",
+                          "  journal: line 7",
+                          "  journal: refusing jail.conf: unknown key \\x1b[31m at line 3"))
+      << "the last five, escaped";
+  EXPECT_EQ(r.outcomes[2].outcome, core::Outcome::kRestarted);
+  EXPECT_TRUE(r.outcomes[2].unit->journal.empty() && r.outcomes[2].unit->journal_note.empty())
+      << "a unit that passed its looks is not looked up";
+  for (const std::string& read : journal_.reads()) EXPECT_NE(read, "") << "no run, no read";
+
+  journal_.any_run.clear();
+  ApplyReport again = Run(Decl({Conf("bad"), svc, web}, 2));
+  ASSERT_EQ(again.outcomes[1].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(core::FormatJournalLines(again.outcomes[1]),
+              ElementsAre("  journal: (the journal holds no line of this run)"));
+  journal_.unreadable = "cannot open the journal: Permission denied";
+  ApplyReport unreadable = Run(Decl({Conf("bad"), svc, web}, 2));
+  EXPECT_THAT(core::FormatJournalLines(unreadable.outcomes[1]),
+              ElementsAre("  journal: (journal not readable: cannot open the journal: Permission "
+                          "denied)"));
+}
+
 // Someone else restarted the unit after the host looked at it and before
 // the host asked for its own restart (an operator, or the job of an apply
 // that was killed): the host's restart then stops it under that newer

@@ -57,7 +57,16 @@ TEST(StatusBoardTest, JsonShapeOfTheSpec) {
     EXPECT_TRUE(svc["unit"].contains(key)) << key;
   }
   EXPECT_EQ(svc["unit"]["host_restarts"], 1);
+  EXPECT_TRUE(svc["unit"]["journal"].is_null()) << "not looked: nothing failed on it";
   EXPECT_FALSE(j["resources"][0].contains("unit"));
+
+  core::ApplyReport failed = Report();
+  failed.outcomes[1].outcome = core::Outcome::kFailed;
+  failed.outcomes[1].unit->journal = {"refusing /etc/app.conf: line 3"};
+  board.PublishApply(failed);
+  nlohmann::json unit = ToJson(*board.Get())["resources"][1]["unit"];
+  EXPECT_EQ(unit["journal"],
+            nlohmann::json({{"lines", {"refusing /etc/app.conf: line 3"}}, {"note", nullptr}}));
 }
 
 TEST(StatusBoardTest, DeadUnitBetweenAppliesTurnsUnhealthy) {

@@ -1,0 +1,85 @@
+#include "host/adapters/sd_journal.h"
+
+#include <systemd/sd-journal.h>
+
+#include <cstring>
+
+#include "host/base/shared_library.h"
+
+namespace mesh::adapters {
+namespace {
+
+// As in sdbus_service_manager.cc: each sd-journal function is a pointer of
+// the header's name and type, bound when the library is first loaded.
+#define MESH_SD_JOURNAL_FUNCTIONS(X) \
+  X(sd_journal_open)                 \
+  X(sd_journal_open_directory)       \
+  X(sd_journal_add_match)            \
+  X(sd_journal_seek_tail)            \
+  X(sd_journal_previous)             \
+  X(sd_journal_get_data)             \
+  X(sd_journal_close)
+// NOLINTNEXTLINE(bugprone-macro-parentheses): a declaration, not an expression
+#define MESH_SD_JOURNAL_POINTER(fn) decltype(&::fn) fn = nullptr;
+MESH_SD_JOURNAL_FUNCTIONS(MESH_SD_JOURNAL_POINTER)
+#undef MESH_SD_JOURNAL_POINTER
+
+core::Status LoadSdJournal() {
+  static base::LoadOnce once;
+  return once([]() -> core::Status {
+    auto lib = base::SharedLibrary::Open("libsystemd.so.0");
+    if (!lib) return std::unexpected(lib.error());
+#define MESH_SD_JOURNAL_BIND(fn) \
+  if (auto st = lib->Bind(#fn, fn); !st) return st;
+    MESH_SD_JOURNAL_FUNCTIONS(MESH_SD_JOURNAL_BIND)
+#undef MESH_SD_JOURNAL_BIND
+    return core::Ok();
+  });
+}
+#undef MESH_SD_JOURNAL_FUNCTIONS
+
+std::string Errno(int r) { return std::strerror(r < 0 ? -r : r); }
+
+// Closes the journal on every path out.
+struct Journal {
+  sd_journal* j = nullptr;
+  ~Journal() {
+    if (j != nullptr) sd_journal_close(j);
+  }
+};
+
+}  // namespace
+
+core::Result<std::vector<std::string>> SdJournal::LastLines(std::string_view invocation_id,
+                                                            size_t lines) {
+  if (auto st = LoadSdJournal(); !st) return std::unexpected(st.error());
+  Journal journal;
+  int r = directory_.empty()
+              ? sd_journal_open(&journal.j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM)
+              : sd_journal_open_directory(&journal.j, directory_.c_str(), 0);
+  if (r < 0) {
+    return core::Fail("cannot open the journal" +
+                      (directory_.empty() ? std::string() : " in " + directory_) + ": " + Errno(r));
+  }
+  // The run's own processes (their stdout, stderr and syslog), not what
+  // systemd said of it: the daemon's complaint, which Result= does not say.
+  std::string match = "_SYSTEMD_INVOCATION_ID=" + std::string(invocation_id);
+  if ((r = sd_journal_add_match(journal.j, match.data(), match.size())) < 0 ||
+      (r = sd_journal_seek_tail(journal.j)) < 0) {
+    return core::Fail("cannot read the journal: " + Errno(r));
+  }
+  std::vector<std::string> out;
+  while (out.size() < lines && (r = sd_journal_previous(journal.j)) > 0) {
+    const void* data = nullptr;
+    size_t length = 0;
+    if (sd_journal_get_data(journal.j, "MESSAGE", &data, &length) < 0) continue;
+    constexpr std::string_view kField = "MESSAGE=";
+    std::string_view field(static_cast<const char*>(data), length);
+    if (field.starts_with(kField)) field.remove_prefix(kField.size());
+    out.emplace_back(field);
+  }
+  if (r < 0) return core::Fail("cannot read the journal: " + Errno(r));
+  return std::vector<std::string>(out.rbegin(), out.rend());
+}
+
+}  // namespace mesh::adapters

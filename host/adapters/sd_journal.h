@@ -1,0 +1,25 @@
+// SdJournal: ports::UnitJournal over libsystemd's sd-journal, loaded like
+// sd-bus on first use (host/base/shared_library.h), so a machine without
+// libsystemd still runs every verb that needs no systemd.
+#pragma once
+
+#include <string>
+
+#include "host/ports/unit_journal.h"
+
+namespace mesh::adapters {
+
+class SdJournal : public ports::UnitJournal {
+ public:
+  // `directory`: a journal directory to read (--journal-dir: a container's,
+  // /proc/PID/root/run/log/journal); empty: this machine's system journal.
+  explicit SdJournal(std::string directory = "") : directory_(std::move(directory)) {}
+
+  core::Result<std::vector<std::string>> LastLines(std::string_view invocation_id,
+                                                   size_t lines) override;
+
+ private:
+  std::string directory_;
+};
+
+}  // namespace mesh::adapters

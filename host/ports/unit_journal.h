@@ -1,0 +1,27 @@
+// UnitJournal: what one run of a unit logged, read from the journal by that
+// run's InvocationID, so that a failed verdict can show the daemon's own
+// complaint beside systemd's Result=.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/core/result.h"
+
+namespace mesh::ports {
+
+class UnitJournal {
+ public:
+  virtual ~UnitJournal() = default;
+
+  // The last `lines` messages (at most) that the processes of the run
+  // `invocation_id` logged, oldest first, as they were written (the caller
+  // bounds and escapes them). Empty: the journal holds none. An error: the
+  // journal could not be opened or read.
+  virtual core::Result<std::vector<std::string>> LastLines(std::string_view invocation_id,
+                                                           size_t lines) = 0;
+};
+
+}  // namespace mesh::ports

@@ -1,0 +1,32 @@
+// The daemon's own words beside a failed verdict: the last lines the failed
+// run of a unit logged, read from the journal by its InvocationID after the
+// apply has settled (a read, never a wait: lines not yet in the journal are
+// not there).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "host/core/outcome.h"
+#include "host/ports/unit_journal.h"
+#include "host/reconcile/confirm.h"
+#include "host/reconcile/plan.h"
+
+namespace mesh::reconcile {
+
+// At most this many lines per unit, each cut at this many bytes once
+// escaped: enough for a daemon's complaint, never a page of its log.
+inline constexpr size_t kJournalLines = 5;
+inline constexpr size_t kJournalLineBytes = 240;
+
+// For each unit of `plan` whose resource failed in `outcomes` and which
+// did not stay up (a failed reload's daemon runs: its lines are shown too),
+// the last lines of the run the looks saw (the first look's, then the
+// second's if another), into its UnitSnapshot; `journal_note` when there
+// are none or the journal cannot be read. `journal` may be null: nothing
+// is read.
+void AddJournalLines(ports::UnitJournal* journal, const Plan& plan,
+                     const std::vector<std::optional<Confirmation>>& confirmed,
+                     std::vector<core::ResourceOutcome>& outcomes);
+
+}  // namespace mesh::reconcile

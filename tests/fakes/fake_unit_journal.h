@@ -1,0 +1,40 @@
+// FakeUnitJournal: ports::UnitJournal over lines a test gives each run
+// (InvocationID), or `any_run` for every run it gave none (a test cannot
+// always know the InvocationID a start will get); `unreadable` makes every
+// read fail.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/ports/unit_journal.h"
+
+namespace mesh::fakes {
+
+class FakeUnitJournal : public ports::UnitJournal {
+ public:
+  void Log(const std::string& invocation_id, std::string line) {
+    lines_[invocation_id].push_back(std::move(line));
+  }
+
+  core::Result<std::vector<std::string>> LastLines(std::string_view invocation_id,
+                                                   size_t lines) override {
+    reads_.emplace_back(invocation_id);
+    if (!unreadable.empty()) return core::Fail(unreadable);
+    auto it = lines_.find(std::string(invocation_id));
+    const std::vector<std::string>& all = it == lines_.end() ? any_run : it->second;
+    size_t from = all.size() > lines ? all.size() - lines : 0;
+    return std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(from), all.end());
+  }
+
+  const std::vector<std::string>& reads() const { return reads_; }
+  std::string unreadable;
+  std::vector<std::string> any_run;
+
+ private:
+  std::map<std::string, std::vector<std::string>> lines_;
+  std::vector<std::string> reads_;
+};
+
+}  // namespace mesh::fakes

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Issue 40 (1) against a real systemd with journald (SDBOX_JOURNAL=1): beside
+# a failed verdict, the failed run's own complaint — read from the journal
+# by its InvocationID — in `mesh-host apply`'s output, on /status and in
+# `mesh-host status`; a run that logged nothing says so.
+export SDBOX_JOURNAL=1
+. "$(dirname "$0")/box_suite.sh" journal
+JOURNAL=/proc/$SDBOX_PID/root/run/log/journal
+CONF='{"id":"jail.conf","kind":"file","path":"/etc/jail.conf","content":"%s\\n"}'
+# ADR 184's daemon: it refuses any config but "good", saying why, and dies.
+JAIL='{"id":"jail","kind":"service","unit":"jaild.service","state":"running","restart_on":["jail.conf"],"unit_text":"[Service]\nStandardOutput=journal\nStandardError=journal\nExecStart=/bin/sh -c '"'"'grep -q good '"$T"'/root/etc/jail.conf || { echo \"jaild: /etc/jail.conf line 3: unknown option bantime2\" >&2; sleep 0.2; exit 1; }; exec sleep infinity'"'"'\n"}'
+# A daemon that dies without a word.
+MUTE='{"id":"mute","kind":"service","unit":"mute.service","state":"running","restart_on":["jail.conf"],"unit_text":"[Service]\nStandardOutput=journal\nExecStart=/bin/sh -c '"'"'grep -q good '"$T"'/root/etc/jail.conf || { sleep 0.2; exit 1; }; exec sleep infinity'"'"'\n"}'
+decl() { printf '{"machine":"box","generation":%s,"resources":[%s,%s,%s]}' "$1" "$(printf "$CONF" "$2")" "$JAIL" "$MUTE" > "$T/decl.json"; }
+mkdir -p "$T/root/etc"
+apply() {
+  set +e
+  OUT=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
+        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 500ms \
+        --journal-dir "$JOURNAL" 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
+decl 1 good; apply
+check "a good config runs, and no journal is shown" '[ $RC = 0 ] && ! grep -q "journal:" <<<"$OUT"'
+decl 2 bad; apply
+check "the refused config fails the apply" '[ $RC = 1 ] && grep -q "^failed jail (service): jaild.service failed (Result=exit-code)" <<<"$OUT"'
+check "under it, the daemon's own complaint from the journal" \
+  'grep -A1 "^failed jail (service)" <<<"$OUT" | grep -qx "  journal: jaild: /etc/jail.conf line 3: unknown option bantime2"'
+check "a daemon that logged nothing says so" \
+  'grep -A1 "^failed mute (service)" <<<"$OUT" | grep -qx "  journal: (the journal holds no line of this run)"'
+
+# The daemon: /status and `mesh-host status` carry the same lines.
+"$BIN" run --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" \
+  --unit-dir "$UNITS" --machine box --settle 500ms --journal-dir "$JOURNAL" --interval 1h \
+  --listen 127.0.0.1:0 2> "$T/run.log" &
+PIDS+=($!)
+until_true 30 'grep -q "^apply " "$T/run.log"'
+URL=http://$(sed -n 's/^listening on \([0-9.:]*\).*/\1/p' "$T/run.log" | head -1)
+check "run: the log carries the line under the failed unit" \
+  'grep -A1 "^failed jail (service)" "$T/run.log" | grep -q "journal: jaild: /etc/jail.conf line 3: unknown option bantime2"'
+check "run: /status unit.journal holds it" 'curl -s "$URL/status" | python3 -c "
+import json, sys
+r = {x[\"id\"]: x for x in json.load(sys.stdin)[\"resources\"]}
+assert r[\"jail\"][\"unit\"][\"journal\"][\"lines\"][-1] == \"jaild: /etc/jail.conf line 3: unknown option bantime2\", r[\"jail\"]
+assert r[\"mute\"][\"unit\"][\"journal\"] == {\"lines\": [], \"note\": \"the journal holds no line of this run\"}, r[\"mute\"]
+assert r[\"jail.conf\"].get(\"unit\") is None
+"'
+set +e; ST=$("$BIN" status --url "$URL"); set -e
+printf '%s\n' "$ST" | sed 's/^/    /'
+check "status: the table shows it under the failed unit" \
+  'grep -q "^    journal: jaild: /etc/jail.conf line 3: unknown option bantime2$" <<<"$ST"'
+finish
