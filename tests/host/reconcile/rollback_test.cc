@@ -377,6 +377,39 @@ class RollbackCrashTest : public RollbackTest {
   fakes::KillSwitch kill_;
 };
 
+// The second pass could not put the last good's file back (the disk
+// refused the write once the daemon had died on the new one): nothing was
+// rolled back, and that is said; the hold it would have stood on is taken
+// back, so the next apply restarts onto the declaration again and, once the
+// write goes through, rolls back then. Untested before: the path had only
+// the refused-declaration case.
+TEST_F(RollbackCrashTest, ASecondPassThatCannotWriteTakesItsHoldBack) {
+  ASSERT_EQ(Apply(Jail(kGood, 14)).result, ApplyResult::kOk);
+  services_.on_enqueue = [this](const std::string& unit) {
+    if (unit == "jaild.service") root_faulty_->FailWrites("/etc/jail.conf", EIO);
+  };
+  ApplyReport r = Apply(Jail(kBad, 15));
+  services_.on_enqueue = nullptr;
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  const core::ResourceOutcome& unit = Of(r, "jaild");
+  EXPECT_EQ(unit.outcome, core::Outcome::kFailed);
+  EXPECT_THAT(unit.detail, HasSubstr("not rolled back: "));
+  EXPECT_THAT(unit.detail, Not(HasSubstr("rolled back to generation")));
+  EXPECT_FALSE(unit.declared->rolled_back);
+  EXPECT_FALSE(unit.declared->held.has_value());
+  EXPECT_EQ(Jailconf(), kBad) << "the write was refused: nothing put back";
+  auto kept = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_FALSE(kept->units.at("jaild").hold.has_value()) << "no hold stands on nothing";
+  EXPECT_EQ(kept->units.at("jaild").generation, 14u) << "the last good is kept";
+
+  root_faulty_->Heal();
+  ApplyReport next = Apply(Jail(kBad, 15));
+  EXPECT_EQ(next.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(next, "jaild").detail, HasSubstr("rolled back to generation 14: running"));
+  EXPECT_EQ(Jailconf(), kGood);
+}
+
 TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
   std::string loaded;  // the jail the daemon last (re)read
   services_.on_load = [&](const std::string& unit) {
