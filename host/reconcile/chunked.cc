@@ -215,8 +215,16 @@ bool Run::Chunk(Declaration& chunk) {
          " resource(s)");
     return false;
   }
-  Plan plan = MakePlan({&chunk, in_.record, &olds, &owed_, &observed->seen, &wants, in_.now,
-                        /*dry_run=*/false, in_.services != nullptr, in_.dirs});
+  Plan plan = MakePlan({.declaration = &chunk,
+                        .record = in_.record,
+                        .olds = &olds,
+                        .owed = &owed_,
+                        .seen = &observed->seen,
+                        .wants = &wants,
+                        .now = in_.now,
+                        .dry_run = false,
+                        .services = in_.services != nullptr,
+                        .dirs = in_.dirs});
   wants = std::vector<std::string>();
   if (!Claim(plan, chunk.resources.size())) return false;
   Writes writes = Write(chunk, plan, observed->bundles, observed->seen,
@@ -226,8 +234,18 @@ bool Run::Chunk(Declaration& chunk) {
   std::vector<Acted> acts;
   std::vector<std::optional<Confirmation>> confirmed;
   std::vector<std::optional<core::Status>> enabled;
-  Settled settled = Settle({&chunk, in_.record, &olds, &plan, &owed_, &writes, &reloaded, &acts,
-                            &confirmed, in_.now, /*dry_run=*/false, &enabled});
+  Settled settled = Settle({.declaration = &chunk,
+                            .record = in_.record,
+                            .olds = &olds,
+                            .plan = &plan,
+                            .owed = &owed_,
+                            .writes = &writes,
+                            .reloaded = &reloaded,
+                            .acts = &acts,
+                            .confirmed = &confirmed,
+                            .now = in_.now,
+                            .dry_run = false,
+                            .enabled = &enabled});
   failed_ |= settled.failed;
   for (core::ResourceOutcome& o : settled.outcomes) in_.emit(std::move(o));
   for (auto& [id, entry] : settled.entries) {

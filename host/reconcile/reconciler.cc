@@ -238,9 +238,16 @@ void ApplyRun::Apply(Declaration decl) {
   }
   ClaimWhatWasBeingCreated(decl, *intent_, *observed);
   auto make_plan = [&](bool plan_only) {
-    return MakePlan({&decl, record_.get(), &olds, &*intent_, &observed->seen, &wants,
-                     core::FormatTimestamp(report_.started_at), plan_only,
-                     ports_.services != nullptr, &options_.dirs});
+    return MakePlan({.declaration = &decl,
+                     .record = record_.get(),
+                     .olds = &olds,
+                     .owed = &*intent_,
+                     .seen = &observed->seen,
+                     .wants = &wants,
+                     .now = core::FormatTimestamp(report_.started_at),
+                     .dry_run = plan_only,
+                     .services = ports_.services != nullptr,
+                     .dirs = &options_.dirs});
   };
   // A rollback's second pass acts on the units it puts back only.
   auto restrict = [&](Plan& p) {
@@ -300,9 +307,18 @@ Settled ApplyRun::WriteAndSettle(Declaration& decl, const OldEntries& olds, Obse
       dry_run
           ? std::vector<std::optional<Confirmation>>(plan.units.size())
           : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle, &progress_);
-  Settled settled =
-      Settle({&decl, record_.get(), &olds, &plan, &*intent_, &writes, &reloaded, &acts, &confirmed,
-              core::FormatTimestamp(report_.started_at), dry_run, &enabled});
+  Settled settled = Settle({.declaration = &decl,
+                            .record = record_.get(),
+                            .olds = &olds,
+                            .plan = &plan,
+                            .owed = &*intent_,
+                            .writes = &writes,
+                            .reloaded = &reloaded,
+                            .acts = &acts,
+                            .confirmed = &confirmed,
+                            .now = core::FormatTimestamp(report_.started_at),
+                            .dry_run = dry_run,
+                            .enabled = &enabled});
   if (!dry_run) AddJournalLines(ports_.journal, plan, confirmed, settled.outcomes);
   return settled;
 }
@@ -333,9 +349,14 @@ void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation obser
   plan = Plan();
   decl.resources = std::vector<core::Resource>();
   decl.index = decltype(decl.index)();
-  auto committed = Commit(
-      {ports_.root, ports_.units, ports_.records, &decl, record_.get(), had_record_, &saved_},
-      std::move(settled));
+  auto committed = Commit({.root = ports_.root,
+                           .units = ports_.units,
+                           .records = ports_.records,
+                           .declaration = &decl,
+                           .record = record_.get(),
+                           .had_record = had_record_,
+                           .saved = &saved_},
+                          std::move(settled));
   if (!committed) {
     report_.error = committed.error().message;
     report_.result = ApplyResult::kFailed;
