@@ -97,6 +97,7 @@ bool ProveNoop(const NoopInputs& in, KeptProof& kept, ApplyReport& report, StatC
     auto scanned = in.ports.records->Scan(*proof);
     proven = scanned.has_value() && *scanned && proof->Finish();
   }
+  if (proven && in.exposed && proof->holds_credentials()) proven = false;
   if (proven) proven = in.nothing_owed();
   if (!proven) {
     // The full pass reuses what the proof just looked at rather than stat

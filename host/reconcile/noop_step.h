@@ -40,6 +40,11 @@ struct NoopInputs {
   // Whether earlier applies owe nothing (the intent is read only once the
   // record proved everything else).
   std::function<bool()> nothing_owed;
+  // Users other than its owner can read the declaration: a record holding
+  // a credential then proves nothing, and the full pass refuses the file
+  // (private_declaration.h). A record without one proves a declaration of
+  // its digest has none either.
+  bool exposed = false;
 };
 
 // True: `report` holds the no-op's outcomes (or handed them to the sink)

@@ -17,4 +17,9 @@ core::Status CheckCredentialsPrivate(const core::Declaration& declaration,
                     core::FormatMode(exposed->mode) + "): chmod 0600 " + exposed->path);
 }
 
+bool MayHoldCredentials(std::string_view text) {
+  return text.find("credential") != std::string_view::npos ||
+         text.find("\\u") != std::string_view::npos;
+}
+
 }  // namespace mesh::reconcile

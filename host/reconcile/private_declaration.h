@@ -4,6 +4,8 @@
 // refuses a private key others can read, with the chmod that fixes it.
 #pragma once
 
+#include <string_view>
+
 #include "host/core/declaration.h"
 #include "host/core/result.h"
 #include "host/ports/declaration_source.h"
@@ -14,5 +16,11 @@ namespace mesh::reconcile {
 // `declaration` holds a credential and `source` may be read by others.
 core::Status CheckCredentialsPrivate(const core::Declaration& declaration,
                                      const ports::DeclarationSource& source);
+
+// Whether a declaration's text may hold a credential, read without parsing
+// it (for a pass that writes before the whole declaration is parsed): a
+// kind "credential" is spelt with those letters or with a \u escape, so a
+// text with neither holds none.
+bool MayHoldCredentials(std::string_view text);
 
 }  // namespace mesh::reconcile

@@ -129,12 +129,16 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   // the text.
   auto digest = source.Digest();
   if (!digest) return Refuse(digest.error());
-  // A file others may read is parsed, whatever the record proves: if it
-  // holds credentials it is refused (private_declaration.h).
-  if (options_.confirm_from_record && !digest->empty() && !source.ReadableByOthers() &&
-      ProveNoop(
-          {ports_, options_, *digest, sink_, [this] { return LoadIntent() && intent_->empty(); }},
-          kept_proof_, report_, stats_)) {
+  // A file others may read is proven only from a record without
+  // credentials; else it is parsed, and refused (private_declaration.h).
+  if (options_.confirm_from_record && !digest->empty() &&
+      ProveNoop({.ports = ports_,
+                 .options = options_,
+                 .digest = *digest,
+                 .sink = sink_,
+                 .nothing_owed = [this] { return LoadIntent() && intent_->empty(); },
+                 .exposed = source.ReadableByOthers().has_value()},
+                kept_proof_, report_, stats_)) {
     return;
   }
   progress_.Step();
@@ -165,10 +169,10 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
 
 bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view text) {
   // With --verify-key and a record, the whole pass checks the generation.
-  // A file others may read goes to the whole pass, which refuses it if it
-  // holds credentials.
+  // A file others may read that may hold credentials goes to the whole
+  // pass, which refuses it if it does.
   if (options_.chunk == 0 || options_.dry_run || !record_->resources.empty() || !LoadIntent() ||
-      source.ReadableByOthers().has_value() || !intent_->empty() ||
+      (source.ReadableByOthers().has_value() && MayHoldCredentials(text)) || !intent_->empty() ||
       (options_.verify_key.has_value() && had_record_)) {
     return false;
   }

@@ -64,6 +64,7 @@ bool RecordProof::Entry(const std::string& id, const core::RecordEntry& e) {
   if (!e.position.has_value()) return false;
   auto kind = core::ParseKind(e.kind);
   if (!kind.has_value()) return false;
+  credentials_ = credentials_ || *kind == core::Kind::kCredential;
   // What a resource of this kind has: its shape is checked, not trusted.
   core::Resource shape;
   shape.kind = *kind;

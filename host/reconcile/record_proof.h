@@ -103,6 +103,8 @@ class RecordProof : public core::RecordVisitor {
   std::vector<Touched> TakeTouched();
   // Resources proven so far.
   size_t resources() const { return proven_.size(); }
+  // The record holds a credential: so does a declaration of its digest.
+  bool holds_credentials() const { return credentials_; }
   // More touched files than this and the proof gives way to the full pass,
   // which reads them as well and holds far less per file than a list.
   static constexpr size_t kMaxTouched = 4096;
@@ -200,6 +202,7 @@ class RecordProof : public core::RecordVisitor {
   bool checked_ = false;
   bool keep_ = false;      // KeepForReruns
   bool gathered_ = false;  // kept: every entry in, batch_ sorted
+  bool credentials_ = false;
   bool positions_hold_ = false;
   std::vector<Proven> proven_;
   std::vector<ToRead> touched_;
