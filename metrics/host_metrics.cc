@@ -158,10 +158,10 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
   if (report.result == core::ApplyResult::kOk) last_success_->Set(Seconds(report.finished_at));
   ObserveRefusal(report);
   if (report.result == core::ApplyResult::kRefused) {
-    if (report.recorded.has_value() && !shown_) ObserveRecorded(*report.recorded);
+    if (report.recorded.has_value() && !applied_shown_) ObserveRecorded(*report.recorded);
     return;
   }
-  shown_ = true;
+  applied_shown_ = true;
   generation_->Set(static_cast<double>(report.generation));
 
   bool same_declaration = declaration_digest_ == report.declaration_digest;
@@ -236,15 +236,28 @@ void HostMetrics::ObserveRefusal(const core::ApplyReport& report) {
 
 void HostMetrics::ObserveRecordedAtStart(const core::RecordedState& recorded) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!shown_) ObserveRecorded(recorded);
+  if (!applied_shown_) ObserveRecorded(recorded);
 }
 
 // A daemon started on a refused declaration: the recorded generation, the
 // failed resources and the units (their counters at 0), so that the alerts
 // see the machine as recorded. Nothing is counted: no apply happened.
 void HostMetrics::ObserveRecorded(const core::RecordedState& recorded) {
-  shown_ = true;
   generation_->Set(static_cast<double>(recorded.generation));
+  // A view replaces the one before it (the start's, then a refusal's): a
+  // resource failed in the first and not in the second loses its series.
+  std::set<std::string_view> failed_now;
+  for (const core::ResourceOutcome& o : recorded.resources) {
+    if (o.outcome == core::Outcome::kFailed) failed_now.insert(o.id);
+  }
+  for (auto it = resource_failed_.begin(); it != resource_failed_.end();) {
+    if (failed_now.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    failed_->Remove(it->second);
+    it = resource_failed_.erase(it);
+  }
   std::map<std::string, uint64_t> by_kind;
   running_units_.clear();
   for (const core::ResourceOutcome& o : recorded.resources) {

@@ -59,7 +59,7 @@ class HostMetrics {
   void ObserveApply(const core::ApplyReport& report);
 
   // What the record says, from the daemon's start until its first apply
-  // (reconcile::RecordedAtStart): the units' series exist from the first
+  // (reconcile::Reconciler::Recorded): the units' series exist from the first
   // scrape, as the record baseline judges them. Nothing is counted.
   void ObserveRecordedAtStart(const core::RecordedState& recorded);
 
@@ -137,8 +137,9 @@ class HostMetrics {
   std::map<std::string, prometheus::Counter*> unit_systemd_restarts_;
   std::map<std::string, uint32_t> last_n_restarts_;
   std::set<std::string> running_units_;  // declared running, from the last accepted apply
-  // An accepted apply, or the recorded state, has been shown.
-  bool shown_ = false;
+  // An accepted apply has been shown: a recorded view (the start's, a
+  // refusal's) then changes nothing.
+  bool applied_shown_ = false;
 };
 
 }  // namespace mesh::metrics

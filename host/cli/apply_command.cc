@@ -38,8 +38,10 @@ std::string OutcomeJson(const core::ResourceOutcome& o) {
                                                 : "";
   if (!unit.empty()) j["unit"] = unit;
   if (o.unit.has_value() && (!o.unit->journal.empty() || !o.unit->journal_note.empty())) {
-    j["journal"] = o.unit->journal;
-    if (!o.unit->journal_note.empty()) j["journal_note"] = o.unit->journal_note;
+    // As /status has it (unit.journal).
+    j["journal"] = {{"lines", o.unit->journal},
+                    {"note", o.unit->journal_note.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(o.unit->journal_note)}};
   }
   return Dump(j);
 }

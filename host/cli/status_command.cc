@@ -69,7 +69,8 @@ std::string JournalLines(const nlohmann::json& r) {
       ++shown;
     }
   }
-  if (shown == 0 && !Str(*journal, "note").empty() && Str(*journal, "note") != "null") {
+  const nlohmann::json* note = Member(*journal, "note");
+  if (shown == 0 && note != nullptr && note->is_string()) {
     out += "    journal: (" + Str(*journal, "note") + ")\n";
   }
   return out;

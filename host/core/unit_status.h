@@ -89,9 +89,13 @@ inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s, std::string_
                                    : std::chrono::nanoseconds(std::chrono::seconds(90));
   t = std::min<std::chrono::nanoseconds>(t, kLongestStopPhase);
   uint32_t commands = phase == "stop" ? s.exec_stop : phase == "stop-post" ? s.exec_stop_post : 1;
-  return t * std::max<uint32_t>(commands, 1);
+  // Bounded too: a unit of hundreds of ExecStop= lines is not waited on for
+  // hours (nor the product allowed to overflow).
+  constexpr uint32_t kMostCommands = 16;
+  return t * std::clamp<uint32_t>(commands, 1, kMostCommands);
 }
-// The phase the unit is in now.
+// Judged by its sub-state: systemd stamps each change of phase, so the time
+// the unit has been in its state is this phase's.
 inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s) {
   return StopPhaseBound(s, s.sub_state);
 }

@@ -48,7 +48,10 @@ Daemon::~Daemon() {
 }
 
 void Daemon::ApplyOnce(const std::string& why, bool starting) {
-  ++apply_edges_;
+  {
+    std::lock_guard<std::mutex> lock(publish_mu_);
+    ++apply_edges_;
+  }
   core::ApplyReport report = ApplyUnderKeepalive(starting);
   Publish(std::move(report), why);
   ++apply_edges_;
@@ -82,6 +85,10 @@ core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
   report.result = core::ApplyResult::kRefused;
   report.error = declaration.error().message;
   report.started_at = report.finished_at = clock_.Now();
+  // As the reconciler's own refusals do, while nothing accepted is shown.
+  if (reconciler_.options().recorded_on_refusal) {
+    report.recorded = reconciler_.Recorded(reconcile::RecordedFor::kRefusal);
+  }
   return report;
 }
 
@@ -131,7 +138,8 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
 void Daemon::ShowRecorded() {
   if (recorded_shown_) return;
   recorded_shown_ = true;
-  std::optional<core::RecordedState> recorded = reconciler_.RecordedAtStart();
+  std::optional<core::RecordedState> recorded =
+      reconciler_.Recorded(reconcile::RecordedFor::kStart);
   if (!recorded.has_value()) return;
   metrics_.ObserveRecordedAtStart(*recorded);
   board_.PublishRecorded(std::move(*recorded));
@@ -193,14 +201,18 @@ void Daemon::WatchLook(const std::vector<std::string>& units, uint64_t applies_s
   // Read at once (pipelined): the full refresh reads every declared unit.
   std::vector<core::Result<core::UnitStatus>> statuses = watch_->ReadUnits(units);
   for (size_t i = 0; i < units.size(); ++i) {
-    // Read before an apply began: what it shows may be the apply's own
-    // action half done. The apply's report says how it ended.
-    if (apply_edges_ != applies_seen) return;
     const std::string& unit = units[i];
     const core::Result<core::UnitStatus>& status = statuses[i];
     if (!status) continue;
-    bool up = board_.PublishUnit(unit, *status, clock_.Monotonic());
-    metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
+    bool up = false;
+    {
+      std::lock_guard<std::mutex> lock(publish_mu_);
+      // Read before an apply began: what it shows may be the apply's own
+      // action half done. The apply's report says how it ended.
+      if (apply_edges_ != applies_seen) return;
+      up = board_.PublishUnit(unit, *status, clock_.Monotonic());
+      metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
+    }
     auto was = unit_up_.find(unit);
     if (was != unit_up_.end() && was->second && !up) {
       log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +

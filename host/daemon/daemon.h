@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -98,6 +99,10 @@ class Daemon {
   // Counted up as an apply begins and as it ends (published): odd while one
   // runs. The watch publishes nothing it read while the count moved.
   std::atomic<uint64_t> apply_edges_{0};
+  // Held by the watch from its check of apply_edges_ through its publish,
+  // and by an apply as it begins: a look read before an apply is never
+  // published over that apply's verdict.
+  std::mutex publish_mu_;
   bool recorded_shown_ = false;
   std::thread watch_thread_;
   std::map<std::string, bool> unit_up_;  // watch thread only

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "host/core/printable.h"
+#include "host/core/unit_status.h"
 
 namespace mesh::reconcile {
 
@@ -16,32 +17,38 @@ void AddJournalLines(ports::UnitJournal* journal, const Plan& plan,
     core::ResourceOutcome& o = outcomes[u.index];
     if (o.outcome != core::Outcome::kFailed || !o.unit.has_value()) continue;
     const std::optional<Confirmation>* c = k < confirmed.size() ? &confirmed[k] : nullptr;
-    // The runs to read: the looks' when the host acted, else the one the
-    // plan saw (a start that failed since the last apply).
+    // The runs that failed, the one that died first: the looks' when the
+    // two looks failed the host's own action; else the run the plan found
+    // failed. Not a healthy run's chatter beside a failure that is not its
+    // own (a restart held back, a job systemd refused, an enable).
     std::vector<std::string> runs;
     if (c != nullptr && c->has_value()) {
+      if ((*c)->verdict.accepted) continue;
       runs.push_back((*c)->first_invocation);
       if ((*c)->last.invocation_id != (*c)->first_invocation) {
         runs.push_back((*c)->last.invocation_id);
       }
-    } else {
+    } else if (core::FoundFailed(u.status) || !u.start_failed.empty()) {
       runs.push_back(u.status.invocation_id);
+    } else {
+      continue;
     }
     std::vector<std::string> lines;
     std::string error;
+    bool read = false;
     for (const std::string& run : runs) {
       if (run.empty()) continue;
-      auto read = journal->LastLines(run, kJournalLines);
-      if (!read) {
-        error = read.error().message;
+      read = true;
+      auto got = journal->LastLines(run, kJournalLines);
+      if (!got) {
+        error = got.error().message;
         break;
       }
-      for (std::string& line : *read) lines.push_back(core::Printable(line, kJournalLineBytes));
+      for (std::string& line : *got) lines.push_back(core::Printable(line, kJournalLineBytes));
+      if (!lines.empty()) break;  // the run that died first said why
     }
+    if (!read) continue;  // no run known: nothing looked up, nothing said
     core::UnitSnapshot& snap = *o.unit;
-    if (lines.size() > kJournalLines) {
-      lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(kJournalLines));
-    }
     snap.journal = std::move(lines);
     if (!error.empty()) {
       snap.journal_note = "journal not readable: " + error;

@@ -14,17 +14,18 @@
 
 namespace mesh::reconcile {
 
-// At most this many lines per unit, each cut at this many bytes once
-// escaped: enough for a daemon's complaint, never a page of its log.
+// At most this many lines per unit, each cut at this many bytes of what
+// the run wrote, then escaped: enough for a daemon's complaint, never a
+// page of its log.
 inline constexpr size_t kJournalLines = 5;
 inline constexpr size_t kJournalLineBytes = 240;
 
-// For each unit of `plan` whose resource failed in `outcomes` and which
-// did not stay up (a failed reload's daemon runs: its lines are shown too),
-// the last lines of the run the looks saw (the first look's, then the
-// second's if another), into its UnitSnapshot; `journal_note` when there
-// are none or the journal cannot be read. `journal` may be null: nothing
-// is read.
+// For each unit of `plan` whose own run failed this apply's two looks (a
+// failed reload's too: its daemon runs, and ExecReload's words are its
+// run's), or which the plan found failed, the last lines of that run (the
+// first look's; the second look's run if the first logged none) into its
+// UnitSnapshot; `journal_note` when there are none or the journal cannot
+// be read. `journal` may be null: nothing is read.
 void AddJournalLines(ports::UnitJournal* journal, const Plan& plan,
                      const std::vector<std::optional<Confirmation>>& confirmed,
                      std::vector<core::ResourceOutcome>& outcomes);

@@ -391,14 +391,13 @@ class TextSource : public ports::DeclarationSource {
 
 }  // namespace
 
-std::optional<core::RecordedState> Reconciler::RecordedAtStart() {
+std::optional<core::RecordedState> Reconciler::Recorded(RecordedFor why) {
   auto record = ports_.records->Load();
   if (!record || *record == nullptr) return std::nullopt;
   // An intent that cannot be read owes nothing known here; the apply that
   // follows changes nothing and says why.
   auto intent = ports_.records->LoadIntent();
-  return RecordedTruth(**record, intent ? *intent : core::Intent{}, ports_.services,
-                       RecordedFor::kStart);
+  return RecordedTruth(**record, intent ? *intent : core::Intent{}, ports_.services, why);
 }
 
 ApplyReport Reconciler::Apply(std::string_view declaration_text, const OutcomeSink& sink) {

@@ -18,6 +18,7 @@
 #include "host/reconcile/apply_ports.h"
 #include "host/reconcile/noop_step.h"
 #include "host/reconcile/progress.h"
+#include "host/reconcile/recorded.h"
 
 namespace mesh::reconcile {
 
@@ -32,9 +33,10 @@ class Reconciler {
 
   // What the record says is on the machine, its units read now
   // (recorded.h): what a daemon shows from its start until its first apply
-  // ends. None when there is no record, or it cannot be read (the apply
-  // then says why).
-  std::optional<core::RecordedState> RecordedAtStart();
+  // ends (kStart), or beside a refusal it made itself (kRefusal: the
+  // declaration file could not be opened). None when there is no record, or
+  // it cannot be read (the apply then says why). Not while an Apply runs.
+  std::optional<core::RecordedState> Recorded(RecordedFor why);
 
   const ReconcilerOptions& options() const { return options_; }
   // The daemon stops asking for the recorded truth once it has shown an

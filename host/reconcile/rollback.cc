@@ -243,7 +243,15 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
     o.outcome = Outcome::kFailed;
     o.detail += "; rolled back to " + gen + ": " +
                 (running ? std::string("running") : "failed too: " + back->detail);
+    // The unit as the second pass left it, beside what the refused run
+    // logged (the first pass's journal lines: why it was rolled back).
+    core::Boxed<core::UnitSnapshot> refused = std::move(o.unit);
     o.unit = back->unit;
+    if (refused.has_value() && o.unit.has_value() && o.unit->journal.empty() &&
+        o.unit->journal_note.empty()) {
+      o.unit->journal = std::move(refused->journal);
+      o.unit->journal_note = std::move(refused->journal_note);
+    }
     o.digest = back->digest;
     o.applied_at = back->applied_at;
     o.mutable_declared().rolled_back = true;

@@ -66,7 +66,7 @@ class StatusBoard {
   // over one per resource).
   void PublishApply(core::ApplyReport report);
   // What the record says, shown from the daemon's start until its first
-  // apply ends (reconcile::RecordedAtStart). Nothing is reconciled yet, so
+  // apply ends (reconcile::Reconciler::Recorded). Nothing is reconciled yet, so
   // /healthz still says so; the units are judged as the record baseline
   // says, and the watch follows them from the first apply on.
   void PublishRecorded(core::RecordedState recorded);

@@ -230,6 +230,38 @@ TEST(HostMetricsTest, ARefusedDeclarationIsOneSeriesNamingTheRefusal) {
   EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_declaration_refused{")));
 }
 
+// Issue 38 (9): the record at the daemon's start gives the units' series
+// from the first scrape. A refusal then shows its own recorded view, which
+// replaces the start's: a resource failed at the start and not now loses
+// its failed series (it kept alerting for as long as the refusal lasted).
+TEST(HostMetricsTest, TheStartsRecordIsReplacedByARefusalsAndByAnApply) {
+  HostMetrics m("v");
+  core::RecordedState start{"edge-1", 41, "d", {}};
+  start.resources.push_back(Out("web", "service", core::Outcome::kFailed, "web.service"));
+  start.resources.back().unit->up = false;
+  m.ObserveRecordedAtStart(start);
+  std::string text = m.Serialize();
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_unit_active{unit="web.service"} 0)"));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_resource_failed{kind="service",resource="web"} 1)"));
+  EXPECT_THAT(text, HasSubstr("mesh_host_declaration_generation 41"));
+
+  auto refused = Report({}, core::ApplyResult::kRefused);
+  refused.error = "declaration: invalid JSON";
+  refused.recorded = core::RecordedState{
+      "edge-1", 41, "d", {Out("web", "service", core::Outcome::kUnchanged, "web.service")}};
+  m.ObserveApply(refused);
+  text = m.Serialize();
+  EXPECT_THAT(text, Not(HasSubstr(R"(mesh_host_resource_failed{kind="service",resource="web"})")));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_unit_active{unit="web.service"} 1)"));
+
+  m.ObserveApply(Report({Out("web", "service", core::Outcome::kUnchanged, "web.service")}));
+  start.generation = 7;
+  m.ObserveRecordedAtStart(start);
+  m.ObserveApply(refused);
+  EXPECT_THAT(m.Serialize(), HasSubstr("mesh_host_declaration_generation 42"))
+      << "once an apply is shown, no recorded view replaces it";
+}
+
 // Counters exist from 0 for what can happen, and only that: 43 series of
 // kind and outcome, not 63, of which 20 could never move.
 TEST(HostMetricsTest, OutcomeCountersOnlyForWhatCanHappen) {

@@ -256,6 +256,9 @@ TEST(UnitStatusTest, StoppedIsNotStopping) {
   s.exec_stop_post = 2;
   EXPECT_EQ(StopPhaseBound(s), 10s) << "stop-sigterm: one timeout, whatever the commands";
   EXPECT_EQ(StopPhaseBound(s, "stop"), 30s) << "one timeout per ExecStop=";
+  s.exec_stop = 100000;
+  EXPECT_EQ(StopPhaseBound(s, "stop"), 160s) << "at most sixteen commands' worth";
+  s.exec_stop = 3;
   EXPECT_EQ(StopPhaseBound(s, "stop-post"), 20s) << "one timeout per ExecStopPost=";
   EXPECT_EQ(FirstStopPhase(s), "stop");
 }

@@ -789,7 +789,7 @@ TEST_F(UnitsTest, TheRecordAtStartNeverCallsACrashLoopUp) {
   int looked_active = 0;
   for (int i = 0; i < 20; ++i) {
     clock_.Advance(70ms);
-    std::optional<core::RecordedState> r = reconciler.RecordedAtStart();
+    std::optional<core::RecordedState> r = reconciler.Recorded(RecordedFor::kStart);
     ASSERT_TRUE(r.has_value());
     ASSERT_EQ(r->resources.size(), 2u);
     for (const core::ResourceOutcome& o : r->resources) {
@@ -810,7 +810,7 @@ TEST_F(UnitsTest, TheRecordAtStartNeverCallsACrashLoopUp) {
 
 // No record: nothing to show before the first apply.
 TEST_F(UnitsTest, NoRecordNothingAtStart) {
-  EXPECT_FALSE(Reconciler(Ports(), Options()).RecordedAtStart().has_value());
+  EXPECT_FALSE(Reconciler(Ports(), Options()).Recorded(RecordedFor::kStart).has_value());
 }
 
 // Review of issue 38: a disable systemd refused still let the dropped
