@@ -5,7 +5,8 @@ consecutive applies (the daemon's start, then a changed declaration or
 SIGHUP, or the host itself restarted) and a fourth, one-shot `mesh-host
 apply`. After every apply it asserts the resource's outcome word, the
 apply's result (the daemon's "apply ok"/"apply failed" line, the one-shot's
-exit code), /healthz and mesh_host_unit_active; through a restart of the
+exit code), /healthz, mesh_host_unit_active, /status's outcome and
+mesh_host_resource_failed; through a restart of the
 host, that every /metrics answered before its first apply ended already
 says what the record says (no absent series, no false 1); and of a case
 whose unit is up after every apply, that the live watch never logged the
@@ -332,9 +333,18 @@ class Case:
                 code, body = self.get("/healthz")
                 ok &= self.say(code == health, f"apply {k}: /healthz {code} (want {health})"
                                + ("" if code == health else f": {body.strip()[:200]}"))
-                value = self.unit_active(self.get("/metrics")[1])
+                _, metrics = self.get("/metrics")
+                value = self.unit_active(metrics)
                 ok &= self.say(value == active,
                                f"apply {k}: mesh_host_unit_active {value} (want {active})")
+                # /status and mesh_host_resource_failed say what the log said.
+                failed = re.search(rf'^mesh_host_resource_failed\{{[^}}]*resource="{self.id}"'
+                                   rf'[^}}]*\}} 1$', metrics, re.M) is not None
+                _, body = self.get("/status")
+                shown = {r["id"]: r["outcome"] for r in json.loads(body)["resources"]}
+                ok &= self.say(failed == (outcome == "failed") and shown.get(self.id) == outcome,
+                               f"apply {k}: /status {shown.get(self.id)}, "
+                               f"mesh_host_resource_failed {int(failed)} (want {outcome})")
         finally:
             self.stop_daemon(daemon)
         if all(step[4] == 1 for step in self.steps):
