@@ -25,11 +25,12 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
   }
   std::vector<core::Result<core::UnitStatus>> statuses;
   if (services != nullptr && !units.empty()) statuses = services->ReadUnits(units);
-  const bool refused = why == RecordedFor::kRefusal;
+  // Why nothing was done to what is shown, the same words on every line.
+  const std::string nothing = why == RecordedFor::kRefusal
+                                  ? " (the declaration is refused: nothing changed)"
+                                  : " (the host has just started: its first apply is under way)";
   const std::string as_recorded =
-      "as recorded at generation " + std::to_string(record.generation) +
-      (refused ? " (the declaration is refused: nothing changed)"
-               : " (the host has just started: its first apply is under way)");
+      "as recorded at generation " + std::to_string(record.generation) + nothing;
   size_t k = 0;
   out.resources.reserve(entries.size());
   for (const auto* kv : entries) {
@@ -44,8 +45,7 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
     if (auto it = owed.owed.find(id); it != owed.owed.end() && it->second.action.has_value()) {
       o.outcome = core::Outcome::kFailed;
       o.detail = std::string(core::UnitActionVerb(*it->second.action)) + " " +
-                 OwedSince(it->second.since) + " not done: " + it->second.why +
-                 (refused ? " (the declaration is refused)" : " (the first apply is under way)");
+                 OwedSince(it->second.since) + " not done: " + it->second.why + nothing;
       never_up = *it->second.action == core::UnitAction::kStart;
     }
     if (e.unit().name.empty()) continue;
@@ -67,10 +67,8 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
     if (state.has_value() && !core::AsDeclared(*state, **status, baseline) &&
         o.outcome != core::Outcome::kFailed) {
       o.outcome = core::Outcome::kFailed;
-      o.detail = UnitStatePhrase(unit, **status) + " now, not " + e.unit().state +
-                 (refused ? " as recorded (the declaration is refused: nothing was done)"
-                          : " as recorded (the host has just started: its first apply is under "
-                            "way)");
+      o.detail = UnitStatePhrase(unit, **status) + " now, not " + e.unit().state + " as recorded" +
+                 nothing;
     }
   }
   return out;

@@ -219,5 +219,58 @@ TEST_F(DaemonTest, AFailedEventSourceStopsTheDaemonWithAnError) {
   EXPECT_EQ(notifier.calls().back().what, "STOPPING");
 }
 
+// Issue 38 (9): a restarted daemon answered with no resource at all until
+// its first apply ended. What the record says is shown from before the
+// first apply, not yet healthy, in words that say why.
+TEST_F(DaemonTest, TheRecordIsShownBeforeTheFirstApply) {
+  fakes::FakeNotifier notifier(clock_);
+  events_.At(minutes(1), Kind::kStop, "Terminated");
+  ASSERT_EQ(RunDaemon(Options(), notifier), 0);
+
+  status::StatusBoard board;
+  metrics::HostMetrics metrics{"test"};
+  reconcile::Reconciler reconciler(Ports(), ReconcilerTest::Options());
+  Log log;
+  Daemon daemon(Options(), reconciler, board, metrics, /*watch=*/nullptr, notifier, events_, clock_,
+                log);
+  daemon.ShowRecorded();
+  auto shown = board.Get();
+  EXPECT_TRUE(shown->from_record);
+  EXPECT_EQ(shown->generation, 1u);
+  ASSERT_EQ(shown->resources.size(), 1u);
+  EXPECT_THAT(shown->resources[0].detail,
+              HasSubstr("as recorded at generation 1 (the host has just started"));
+  EXPECT_FALSE(status::Judge(*shown).healthy) << "no reconcile has finished yet";
+  EXPECT_THAT(metrics.Serialize(), HasSubstr("mesh_host_declaration_generation 1"));
+}
+
+// A refusal the daemon makes itself (the declaration cannot be opened)
+// carried no recorded view, so the start's words ("its first apply is
+// under way") stayed for as long as the file was missing.
+TEST_F(DaemonTest, ARefusalOfItsOwnShowsTheRecordInTheRefusalsWords) {
+  fakes::FakeNotifier notifier(clock_);
+  events_.At(minutes(1), Kind::kStop, "Terminated");
+  ASSERT_EQ(RunDaemon(Options(), notifier), 0);
+
+  DaemonOptions options = Options();
+  options.open_declaration = []() -> core::Result<std::unique_ptr<ports::DeclarationSource>> {
+    return core::Fail("declaration /etc/mesh-host/declaration.json: No such file or directory");
+  };
+  reconcile::ReconcilerOptions ro = ReconcilerTest::Options();
+  ro.recorded_on_refusal = true;  // as the daemon is wired
+  reconcile::Reconciler reconciler(Ports(), ro);
+  status::StatusBoard board;
+  metrics::HostMetrics metrics{"test"};
+  Log log;
+  events_.At(minutes(2), Kind::kStop, "Terminated");
+  Daemon daemon(options, reconciler, board, metrics, /*watch=*/nullptr, notifier, events_, clock_,
+                log);
+  EXPECT_EQ(daemon.Run(), 0);
+  auto shown = board.Get();
+  ASSERT_EQ(shown->resources.size(), 1u);
+  EXPECT_THAT(shown->resources[0].detail, HasSubstr("the declaration is refused: nothing changed"));
+  EXPECT_THAT(*shown->error, HasSubstr("No such file or directory"));
+}
+
 }  // namespace
 }  // namespace mesh::daemon

@@ -100,6 +100,21 @@ TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
                           "denied)"));
 }
 
+// A resource can fail on its unit while the unit's run is healthy (it
+// cannot be enabled; a restart held back; a job systemd refused): that
+// run's chatter is not shown as if it were the reason. Before, any failed
+// resource with a unit had its current run's lines read.
+TEST_F(UnitsTest, AHealthyRunsLinesAreNotShownBesideAFailureNotItsOwn) {
+  fakes::FakeServiceManager::UnitScript script{Behavior::kHealthy, {}, /*running_initially=*/true};
+  script.unit_file_state = "static";
+  services_.AddUnit("static.service", script);
+  journal_.any_run = {"serving on :8080"};
+  ApplyReport r = Run(Decl({Service("static", {{"enabled", true}})}));
+  ASSERT_EQ(r.outcomes[0].outcome, core::Outcome::kFailed) << r.outcomes[0].detail;
+  EXPECT_THAT(core::FormatJournalLines(r.outcomes[0]), ::testing::IsEmpty());
+  EXPECT_THAT(journal_.reads(), ::testing::IsEmpty()) << "no failed run: nothing read";
+}
+
 // Someone else restarted the unit after the host looked at it and before
 // the host asked for its own restart (an operator, or the job of an apply
 // that was killed): the host's restart then stops it under that newer
@@ -801,7 +816,8 @@ TEST_F(UnitsTest, TheRecordAtStartNeverCallsACrashLoopUp) {
         looked_active += o.unit->active_state == "active";
         EXPECT_FALSE(o.unit->up) << "at " << i << ": " << o.unit->active_state;
         EXPECT_EQ(o.outcome, core::Outcome::kFailed) << o.detail;
-        EXPECT_THAT(o.detail, HasSubstr("(the first apply is under way)"));
+        EXPECT_THAT(o.detail,
+                    HasSubstr("(the host has just started: its first apply is under way)"));
       }
     }
   }
