@@ -37,37 +37,60 @@ BasicAuth::BasicAuth(std::map<std::string, std::string> users, Crypt crypt)
       crypt_(crypt),
       dummy_(users_.empty() ? kDummyHash : users_.begin()->second) {}
 
-bool BasicAuth::Allows(std::string_view authorization) {
-  if (!required()) return true;
+std::optional<BasicAuth::Credential> BasicAuth::Parse(std::string_view authorization) {
   constexpr std::string_view kBasic = "Basic ";
-  if (!authorization.starts_with(kBasic)) return false;
+  if (!authorization.starts_with(kBasic)) return std::nullopt;
   auto decoded = core::DecodeBase64(authorization.substr(kBasic.size()));
-  if (!decoded) return false;
+  if (!decoded) return std::nullopt;
   size_t colon = decoded->find(':');
   // crypt_r reads a C string: "pass\0junk" must not pass as "pass".
-  if (colon == std::string::npos || decoded->find('\0') != std::string::npos) return false;
-  return Verify(decoded->substr(0, colon), decoded->substr(colon + 1));
+  if (colon == std::string::npos || decoded->find('\0') != std::string::npos) return std::nullopt;
+  return Credential{decoded->substr(0, colon), decoded->substr(colon + 1)};
 }
 
-bool BasicAuth::Verify(const std::string& user, const std::string& password) {
-  auto it = users_.find(user);
-  const std::string hash = it != users_.end() ? it->second : dummy_;
-  std::string key = core::Sha256().Field(user).Field(password).Field(hash).HexDigest();
+std::pair<const std::string*, std::string> BasicAuth::KeyOf(const Credential& c) const {
+  auto it = users_.find(c.user);
+  const std::string* hash = it != users_.end() ? &it->second : &dummy_;
+  return {hash, core::Sha256().Field(c.user).Field(c.password).Field(*hash).HexDigest()};
+}
+
+bool BasicAuth::Allows(std::string_view authorization) {
+  if (!required()) return true;
+  auto credential = Parse(authorization);
+  return credential && Verify(*credential);
+}
+
+bool BasicAuth::Decided(std::string_view authorization) {
+  if (!required()) return true;
+  auto credential = Parse(authorization);
+  if (!credential) return true;
+  std::string key = KeyOf(*credential).second;
+  std::lock_guard<std::mutex> lock(mu_);
+  return verified_.contains(key) || refused_.contains(key);
+}
+
+bool BasicAuth::Verify(const Credential& c) {
+  const bool known = users_.contains(c.user);
+  auto [hash, key] = KeyOf(c);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (it != users_.end() && verified_.contains(key)) return true;
+    if (verified_.contains(key)) return true;
+    if (refused_.contains(key)) return false;
   }
   if (crypt_ == nullptr) return false;
-  // crypt_data is 32 KiB: not on a worker's stack.
-  auto data = std::make_unique<crypt_data>();
-  const char* out = crypt_(password.c_str(), hash.c_str(), data.get());
-  bool ok = out != nullptr && std::string_view(out).size() == hash.size() &&
-            CRYPTO_memcmp(out, hash.data(), hash.size()) == 0 && it != users_.end();
-  if (ok) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (verified_.size() >= kMaxRemembered) verified_.clear();
-    verified_.insert(std::move(key));
+  bool ok;
+  {
+    std::lock_guard<std::mutex> lock(crypt_mu_);
+    // crypt_data is 32 KiB: not on a worker's stack.
+    auto data = std::make_unique<crypt_data>();
+    const char* out = crypt_(c.password.c_str(), hash->c_str(), data.get());
+    ok = out != nullptr && std::string_view(out).size() == hash->size() &&
+         CRYPTO_memcmp(out, hash->data(), hash->size()) == 0 && known;
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string>& remembered = ok ? verified_ : refused_;
+  if (remembered.size() >= kMaxRemembered) remembered.clear();
+  remembered.insert(std::move(key));
   return ok;
 }
 

@@ -1,17 +1,23 @@
 // HTTP basic auth against the web config's bcrypt hashes.
 //
-// bcrypt is slow on purpose (tens of milliseconds at cost 10): a user and
-// password that verified are remembered (as a SHA-256, never in clear), so
-// Prometheus's scrape every 15 seconds does not pay it each time. An
+// bcrypt is slow on purpose (tens of milliseconds at cost 10, a quarter of
+// a second at 12): a user and password that verified, or that failed, are
+// remembered (as a SHA-256, never in clear), so Prometheus's scrape every
+// 15 seconds does not pay it each time and a client repeating a wrong
+// password costs nothing. One hash is computed at a time, as
+// exporter-toolkit does: wrong passwords never take more than a core, and
+// Decided() lets the server keep the requests that need one apart. An
 // unknown user costs the same bcrypt as a known one, so timing does not
 // tell which users exist.
 #pragma once
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "host/core/result.h"
 
@@ -33,13 +39,24 @@ class BasicAuth {
   // are users; without it, nobody is allowed.
   BasicAuth(std::map<std::string, std::string> users, Crypt crypt);
 
+  const std::map<std::string, std::string>& users() const { return users_; }
   // No users configured: everything is allowed.
   bool required() const { return !users_.empty(); }
   // `authorization`: the request's Authorization header ("" when absent).
   bool Allows(std::string_view authorization);
+  // Whether Allows() answers this without hashing a password: no users,
+  // no or a malformed header, or a user and password remembered.
+  bool Decided(std::string_view authorization);
 
  private:
-  bool Verify(const std::string& user, const std::string& password);
+  struct Credential {
+    std::string user;
+    std::string password;
+  };
+  static std::optional<Credential> Parse(std::string_view authorization);
+  // The hash `user` is checked against, and the key it is remembered by.
+  std::pair<const std::string*, std::string> KeyOf(const Credential& c) const;
+  bool Verify(const Credential& c);
 
   const std::map<std::string, std::string> users_;
   const Crypt crypt_;
@@ -48,6 +65,8 @@ class BasicAuth {
   std::string dummy_;
   std::mutex mu_;
   std::set<std::string> verified_;  // SHA-256 of user, password and hash
+  std::set<std::string> refused_;   // the same, of those that failed
+  std::mutex crypt_mu_;             // one hash at a time
 };
 
 }  // namespace mesh::http

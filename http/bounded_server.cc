@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,15 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include "http/head_gatherer.h"
+
 namespace mesh::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Set while the accepting thread runs a connection it has no room for: the
-// job httplib hands the queue is opaque, so the connection learns it is to
-// be closed unserved from here.
-thread_local bool turning_away = false;
 
 // Waits for `events` on `sock` until `deadline`; false on timeout or error.
 bool WaitFor(int sock, short events, Clock::time_point deadline) {
@@ -122,159 +121,224 @@ void NarrowRequest(httplib::Request& req) {
 
 }  // namespace
 
-// A fixed pool of workers that counts every connection it holds, queued or
-// served; one over the limit is run at once on the accepting thread, as
-// "turning away" (closed unserved), so it never waits holding a descriptor.
+// The workers, and the two lanes of whole requests they take: the fast
+// lane in arrival order; the slow lane by turns, one request per client
+// address, so that one client sending wrong passwords cannot keep another
+// waiting for more than a hash per address ahead of it. Slow workers take
+// fast requests when the slow lane is empty; fast workers never take slow
+// ones. It also owns the gatherer, so that both live exactly as long as
+// httplib's listening loop.
 class BoundedServer::Queue : public httplib::TaskQueue {
  public:
-  Queue(const ConnectionLimits& limits, std::function<void()> on_idle)
-      : max_(limits.max_connections), on_idle_(std::move(on_idle)) {
-    for (size_t i = 0; i < limits.workers; ++i) threads_.emplace_back([this] { Work(); });
-  }
-  void enqueue(std::function<void()> fn) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (open_ < max_) {
-        ++open_;
-        jobs_.push_back(std::move(fn));
-        cv_.notify_one();
-        return;
-      }
+  explicit Queue(BoundedServer& server)
+      : server_(server),
+        gatherer_(server.limits_, server.tally_,
+                  [this](std::unique_ptr<Connection> c) { Push(std::move(c)); }) {
+    started_ = gatherer_.Start().has_value();
+    size_t slow = std::min(server.limits_.slow_workers, server.limits_.workers);
+    for (size_t i = 0; i < server.limits_.workers; ++i) {
+      threads_.emplace_back([this, lane_slow = i < slow] { Work(lane_slow); });
     }
-    turning_away = true;
-    fn();
-    turning_away = false;
   }
+
+  // httplib's accepting thread, with one connection's job: it runs here,
+  // handing the socket to the gatherer (process_and_close_socket).
+  void enqueue(std::function<void()> fn) override {
+    accepting = started_ ? this : nullptr;
+    fn();
+    accepting = nullptr;
+  }
+
   void shutdown() override {
+    // Those waiting for a head first, then those queued for a worker are
+    // closed unserved (the daemon's stop would wait on their deadlines);
+    // a request being answered is finished, and its connection closed.
+    gatherer_.Stop();
+    std::deque<std::unique_ptr<Connection>> dropped;
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
+      dropped.swap(fast_);
+      for (auto& [peer, queued] : slow_) {
+        for (auto& c : queued) dropped.push_back(std::move(c));
+      }
+      slow_.clear();
+      turns_.clear();
     }
     cv_.notify_all();
     for (std::thread& t : threads_) t.join();
   }
 
+  void Hold(std::unique_ptr<Connection> c) { gatherer_.Hold(std::move(c)); }
+
+  // Set on the accepting thread while it runs a job of this queue.
+  static thread_local Queue* accepting;
+
  private:
-  void Work() {
+  // On the gatherer's thread: never blocks.
+  void Push(std::unique_ptr<Connection> c) {
+    const size_t head = HeadEnd(*c);
+    const bool slow = server_.slow_ && server_.slow_(std::string_view(c->buffered).substr(0, head));
+    std::unique_ptr<Connection> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        dropped = std::move(c);
+      } else if (!slow) {
+        fast_.push_back(std::move(c));
+      } else {
+        auto& queued = slow_[c->peer];
+        if (queued.empty()) turns_.push_back(c->peer);
+        queued.push_back(std::move(c));
+        if (++slow_count_ > server_.limits_.max_slow_queued) dropped = DropSlowLocked();
+      }
+    }
+    if (dropped != nullptr) ++server_.tally_.shed;
+    cv_.notify_all();
+  }
+
+  // The oldest slow request of the address with the most queued.
+  std::unique_ptr<Connection> DropSlowLocked() {
+    auto most = std::max_element(slow_.begin(), slow_.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    std::unique_ptr<Connection> c = std::move(most->second.front());
+    most->second.pop_front();
+    --slow_count_;
+    if (most->second.empty()) {
+      turns_.erase(std::find(turns_.begin(), turns_.end(), most->first));
+      slow_.erase(most);
+    }
+    return c;
+  }
+
+  std::unique_ptr<Connection> TakeLocked(bool lane_slow) {
+    if (lane_slow && !turns_.empty()) {
+      std::string peer = std::move(turns_.front());
+      turns_.pop_front();
+      auto it = slow_.find(peer);
+      std::unique_ptr<Connection> c = std::move(it->second.front());
+      it->second.pop_front();
+      --slow_count_;
+      if (it->second.empty()) {
+        slow_.erase(it);
+      } else {
+        turns_.push_back(std::move(peer));
+      }
+      return c;
+    }
+    if (fast_.empty()) return nullptr;
+    std::unique_ptr<Connection> c = std::move(fast_.front());
+    fast_.pop_front();
+    return c;
+  }
+
+  void Work(bool lane_slow) {
     for (;;) {
-      std::function<void()> fn;
-      bool closing = false;
+      std::unique_ptr<Connection> c;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // stopping, and every accepted one closed
-        fn = std::move(jobs_.front());
-        jobs_.pop_front();
-        closing = stopping_;
+        cv_.wait(lock,
+                 [&] { return stopping_ || !fast_.empty() || (lane_slow && !turns_.empty()); });
+        if (stopping_) return;
+        c = TakeLocked(lane_slow);
       }
-      // Stopping: a connection still queued is closed unserved, not given
-      // its full deadlines (the daemon's stop would wait on them).
-      turning_away = closing;
-      fn();
-      turning_away = false;
-      bool idle = false;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        idle = --open_ == 0;
-      }
-      if (idle && on_idle_) on_idle_();
+      if (c == nullptr) continue;
+      c = server_.Serve(std::move(c));
+      if (c != nullptr) gatherer_.Hold(std::move(c));
     }
   }
 
-  const size_t max_;
-  const std::function<void()> on_idle_;
+  BoundedServer& server_;
+  HeadGatherer gatherer_;
+  bool started_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  size_t open_ = 0;
+  std::deque<std::unique_ptr<Connection>> fast_;
+  std::map<std::string, std::deque<std::unique_ptr<Connection>>> slow_;
+  std::deque<std::string> turns_;  // addresses with a slow request queued, next first
+  size_t slow_count_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
 
-// The socket as httplib's parser reads it, within the connection's budget.
+thread_local BoundedServer::Queue* BoundedServer::Queue::accepting = nullptr;
+
+// The connection as httplib's parser reads it: first what the gatherer
+// read, then the socket, within the connection's budget and deadlines.
 class BoundedServer::LimitedStream : public httplib::Stream {
  public:
-  // `ssl`: the connection's TLS session, its handshake done (null: plain).
-  LimitedStream(int sock, const ConnectionLimits& limits, SSL* ssl = nullptr)
-      : sock_(sock),
-        ssl_(ssl),
-        limits_(limits),
-        ends_(Clock::now() + limits.connection),
-        budget_(limits.bytes_per_connection) {}
+  LimitedStream(Connection& c, const ConnectionLimits& limits) : c_(c), limits_(limits) {}
+  ~LimitedStream() override { c_.buffered.erase(0, taken_); }
 
-  // Waits for the next request's first byte; then it has `request_head` to
-  // arrive whole.
-  bool NextRequest(std::chrono::milliseconds wait) {
-    if (!Pending() && !WaitFor(sock_, POLLIN, std::min(Clock::now() + wait, ends_))) return false;
-    head_ends_ = std::min(Clock::now() + limits_.request_head, ends_);
-    return true;
-  }
   bool exhausted() const { return exhausted_; }
 
-  bool is_readable() const override { return Pending() || WaitFor(sock_, POLLIN, head_ends_); }
-  bool is_writable() const override { return WaitFor(sock_, POLLOUT, WriteDeadline()); }
+  bool is_readable() const override {
+    return Buffered() > 0 || Pending() || WaitFor(c_.sock, POLLIN, c_.deadline);
+  }
+  bool is_writable() const override { return WaitFor(c_.sock, POLLOUT, WriteDeadline()); }
   ssize_t read(char* ptr, size_t size) override {
-    if (budget_ == 0 || (!Pending() && !WaitFor(sock_, POLLIN, head_ends_))) {
+    if (size_t n = std::min(size, Buffered()); n > 0) {
+      std::memcpy(ptr, c_.buffered.data() + taken_, n);
+      taken_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    if (c_.budget == 0) {
       exhausted_ = true;
       return -1;
     }
-    if (ssl_ != nullptr) {
-      ssize_t n =
-          TlsIo([&] { return SSL_read(ssl_, ptr, static_cast<int>(std::min(size, budget_))); },
-                head_ends_);
-      if (n > 0) budget_ -= static_cast<size_t>(n);
+    if (c_.ssl != nullptr) {
+      ssize_t n = TlsIo(
+          [&] { return SSL_read(c_.ssl.get(), ptr, static_cast<int>(std::min(size, c_.budget))); },
+          c_.deadline);
+      if (n > 0) c_.budget -= static_cast<size_t>(n);
       return n;
     }
     for (;;) {
-      ssize_t n = ::recv(sock_, ptr, std::min(size, budget_), 0);
+      ssize_t n = ::recv(c_.sock, ptr, std::min(size, c_.budget), 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n > 0) budget_ -= static_cast<size_t>(n);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (WaitFor(c_.sock, POLLIN, c_.deadline)) continue;
+        exhausted_ = true;
+        return -1;
+      }
+      if (n > 0) c_.budget -= static_cast<size_t>(n);
       return n;
     }
   }
   ssize_t write(const char* ptr, size_t size) override {
-    if (!WaitFor(sock_, POLLOUT, WriteDeadline())) return -1;
-    if (ssl_ != nullptr) {
+    if (!WaitFor(c_.sock, POLLOUT, WriteDeadline())) return -1;
+    if (c_.ssl != nullptr) {
       return TlsIo(
-          [&] { return SSL_write(ssl_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 20))); },
+          [&] {
+            return SSL_write(c_.ssl.get(), ptr, static_cast<int>(std::min<size_t>(size, 1 << 20)));
+          },
           WriteDeadline());
     }
     for (;;) {
       // Never blocks: a client reading slowly is waited for only until the
       // write deadline, itself within the connection's life.
-      ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n = ::send(c_.sock, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        if (!WaitFor(sock_, POLLOUT, WriteDeadline())) return -1;
+        if (!WaitFor(c_.sock, POLLOUT, WriteDeadline())) return -1;
         continue;
       }
       return n;
     }
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    Address(sock_, true, ip, port);
+    Address(c_.sock, true, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    Address(sock_, false, ip, port);
+    Address(c_.sock, false, ip, port);
   }
-  socket_t socket() const override { return sock_; }
-
-  // The TLS handshake, within the time a request head has.
-  static bool Handshake(int sock, SSL* ssl, std::chrono::milliseconds within) {
-    auto deadline = Clock::now() + within;
-    for (;;) {
-      int rc = SSL_accept(ssl);
-      if (rc == 1) return true;
-      int err = SSL_get_error(ssl, rc);
-      if (err == SSL_ERROR_WANT_READ && WaitFor(sock, POLLIN, deadline)) continue;
-      if (err == SSL_ERROR_WANT_WRITE && WaitFor(sock, POLLOUT, deadline)) continue;
-      return false;
-    }
-  }
+  socket_t socket() const override { return c_.sock; }
 
  private:
+  size_t Buffered() const { return c_.buffered.size() - taken_; }
   // Bytes OpenSSL already decrypted: there is no socket event for them.
-  bool Pending() const { return ssl_ != nullptr && SSL_pending(ssl_) > 0; }
+  bool Pending() const { return c_.ssl != nullptr && SSL_pending(c_.ssl.get()) > 0; }
 
   // One SSL_read or SSL_write on the non-blocking socket, retried as
   // OpenSSL asks until `deadline`.
@@ -283,35 +347,43 @@ class BoundedServer::LimitedStream : public httplib::Stream {
     for (;;) {
       int n = op();
       if (n > 0) return n;
-      int err = SSL_get_error(ssl_, n);
-      if (err == SSL_ERROR_WANT_READ && WaitFor(sock_, POLLIN, deadline)) continue;
-      if (err == SSL_ERROR_WANT_WRITE && WaitFor(sock_, POLLOUT, deadline)) continue;
+      int err = SSL_get_error(c_.ssl.get(), n);
+      if (err == SSL_ERROR_WANT_READ && WaitFor(c_.sock, POLLIN, deadline)) continue;
+      if (err == SSL_ERROR_WANT_WRITE && WaitFor(c_.sock, POLLOUT, deadline)) continue;
       if (err == SSL_ERROR_ZERO_RETURN) return 0;
       exhausted_ = err != SSL_ERROR_SYSCALL || n != 0;
       return -1;
     }
   }
 
-  Clock::time_point WriteDeadline() const { return std::min(Clock::now() + limits_.write, ends_); }
-  int sock_;
-  SSL* ssl_;
+  Clock::time_point WriteDeadline() const {
+    return std::min(Clock::now() + limits_.write, c_.ends);
+  }
+
+  Connection& c_;
   const ConnectionLimits& limits_;
-  Clock::time_point ends_;
-  Clock::time_point head_ends_ = Clock::time_point::min();
-  size_t budget_;
+  size_t taken_ = 0;  // of c_.buffered, read by the parser
   bool exhausted_ = false;
 };
 
 BoundedServer::BoundedServer(ConnectionLimits limits, std::function<void()> on_idle)
-    : limits_(limits), on_idle_(std::move(on_idle)) {
-  new_task_queue = [this] { return new Queue(limits_, on_idle_); };
+    : limits_(limits) {
+  tally_.on_idle = std::move(on_idle);
+  new_task_queue = [this] { return new Queue(*this); };
   // Not httplib's default, which adds SO_REUSEPORT: with it, a second
   // daemon binds the same port and the kernel splits requests between the
   // two. A port in use must be an error at start.
-  set_socket_options([](socket_t sock) {
+  set_socket_options([this](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening_ = sock;
   });
+}
+
+void BoundedServer::WidenBacklog() {
+  // listen() again on a listening socket sets its backlog; the kernel
+  // caps it at net.core.somaxconn.
+  if (int sock = listening_.load(); sock >= 0) (void)::listen(sock, SOMAXCONN);
 }
 
 void BoundedServer::SetTls(std::shared_ptr<const TlsContext> tls) {
@@ -324,58 +396,48 @@ std::shared_ptr<const TlsContext> BoundedServer::Tls() const {
   return tls_;
 }
 
-namespace {
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
-}  // namespace
-
 bool BoundedServer::process_and_close_socket(socket_t sock) {
-  bool served = false;
+  auto c = std::make_unique<Connection>(sock, limits_, &tally_);
+  Queue* queue = Queue::accepting;
+  if (queue == nullptr) {
+    ++tally_.shed;  // the server could not start its event loop
+    return false;
+  }
   // A response goes out as two writes, its head and then its body (/status
   // from a content provider): with Nagle's algorithm the body waits for the
   // client's delayed acknowledgement of the head, 40 ms.
   int yes = 1;
   ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-  // Held for the connection: a reload may replace it meanwhile.
-  std::shared_ptr<const TlsContext> tls = turning_away ? nullptr : Tls();
-  std::unique_ptr<SSL, SslFree> ssl;
-  if (tls != nullptr) {
-    // OpenSSL's reads and writes never block: deadlines are polled for.
-    ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
-    ssl.reset(SSL_new(tls->get()));
-    if (ssl == nullptr || SSL_set_fd(ssl.get(), sock) != 1 ||
-        !LimitedStream::Handshake(sock, ssl.get(), limits_.request_head)) {
-      ++cut_;
-      ssl.reset();
-      ::shutdown(sock, SHUT_RDWR);
-      ::close(sock);
-      return false;
-    }
+  // Every read and write is polled for, within its deadline.
+  ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
+  int port = 0;
+  Address(sock, true, c->peer, port);
+  // The context of this moment: a reload may replace it meanwhile.
+  c->tls = Tls();
+  queue->Hold(std::move(c));
+  return true;
+}
+
+std::unique_ptr<Connection> BoundedServer::Serve(std::unique_ptr<Connection> c) {
+  bool closed = false;
+  bool last = c->served + 1 >= limits_.requests_per_connection;
+  bool exhausted = false;
+  bool answered = false;
+  {
+    LimitedStream stream(*c, limits_);
+    answered = process_request(stream, last, closed, NarrowRequest);
+    exhausted = stream.exhausted();
   }
-  if (turning_away) {
-    ++turned_away_;
-  } else {
-    LimitedStream stream(sock, limits_, ssl.get());
-    for (size_t n = 0; n < limits_.requests_per_connection; ++n) {
-      if (!stream.NextRequest(n == 0 ? limits_.request_head : limits_.idle)) break;
-      bool closed = false;
-      bool last = n + 1 == limits_.requests_per_connection;
-      bool answered = process_request(stream, last, closed, NarrowRequest);
-      // A request cut short is answered 400 by httplib, which would then
-      // wait for the next one on the same connection: that is the slow
-      // client's way back in, so the connection ends here.
-      if (!answered || closed || stream.exhausted()) break;
-      served = true;
-    }
-    if (stream.exhausted()) ++cut_;
+  // A request cut short is answered 400 by httplib, which would then wait
+  // for the next one on the same connection: that is the slow client's
+  // way back in, so the connection ends here.
+  if (exhausted) {
+    ++tally_.cut;
+    return nullptr;
   }
-  // Best effort: a close_notify, never waited on.
-  if (ssl != nullptr) (void)SSL_shutdown(ssl.get());
-  ssl.reset();
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
-  return served;
+  if (!answered || closed || last) return nullptr;
+  ++c->served;
+  return c;
 }
 
 }  // namespace mesh::http

@@ -6,73 +6,82 @@
 // three seconds hold every worker (so /healthz is never answered), and idle
 // connections use up the descriptors the reconcile needs.
 //
-// Every accepted connection is served here, through a stream that enforces
-// a byte budget and deadlines on httplib's own request parser:
-//   - at most `max_connections` accepted and not yet closed; past that, a
-//     new connection is closed at once;
+// Every accepted connection waits in the head gatherer (head_gatherer.h)
+// until its request head is whole, and only then takes a worker; the
+// limits are ConnectionLimits (connection.h):
+//   - at most `max_connections` held; past that, a new one takes the room
+//     of the one waiting longest for its head;
 //   - a request (line and headers) must arrive within `request_head`;
 //   - a connection reads at most `bytes_per_connection` and lives at most
 //     `connection`, then is closed;
 //   - between keep-alive requests it may idle for `idle`;
 //   - with a TLS context, the handshake must be done within `request_head`
 //     (a plain-HTTP client gets nothing but the connection closed), and
-//     every byte goes through OpenSSL under the same budget and deadlines.
+//     every byte goes through OpenSSL under the same budget and deadlines;
+//   - a request the server says is slow (a password to hash) waits for one
+//     of `slow_workers`, taking turns by client address; the others never
+//     wait behind it.
 #pragma once
 
 #include <httplib.h>
 
 #include <atomic>
-#include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
+#include "http/connection.h"
 #include "http/tls_context.h"
 
 namespace mesh::http {
 
-struct ConnectionLimits {
-  size_t workers = 16;
-  size_t max_connections = 64;
-  std::chrono::milliseconds request_head{2000};
-  std::chrono::milliseconds connection{30000};
-  std::chrono::milliseconds idle{2000};
-  std::chrono::milliseconds write{5000};
-  size_t bytes_per_connection = 64UL * 1024;
-  size_t requests_per_connection = 100;
-};
-
 class BoundedServer : public httplib::Server {
  public:
-  // `on_idle`, when given, is called on a worker thread each time the last
-  // open connection has closed: the moment to tidy up after a burst of
-  // requests without competing with one.
+  // `on_idle`, when given, is called (on the server's own threads) each
+  // time the last open connection has closed: the moment to tidy up after
+  // a burst of requests without competing with one.
   explicit BoundedServer(ConnectionLimits limits = {}, std::function<void()> on_idle = nullptr);
 
   // TLS for the connections accepted from now on (null: plain HTTP).
   void SetTls(std::shared_ptr<const TlsContext> tls);
+  // Which whole request heads go to the slow lane (set before listening;
+  // called on the gatherer's thread, so it must be quick).
+  void SetSlow(std::function<bool(std::string_view head)> slow) { slow_ = std::move(slow); }
 
-  // Connections closed unserved because `max_connections` were open.
-  uint64_t turned_away() const { return turned_away_.load(); }
+  // After bind: the kernel's queue of connections not yet accepted, from
+  // the library's 5 to the system's most. With 5, a client opening
+  // connections in a loop fills it, and everyone else's connect is
+  // dropped and retried a second later.
+  void WidenBacklog();
+
+  // Connections open (held, queued or being answered).
+  size_t open() const { return tally_.open.load(); }
+  // Connections closed to make room, or turned away with none.
+  uint64_t shed() const { return tally_.shed.load(); }
   // Connections cut for a deadline or the byte budget.
-  uint64_t cut() const { return cut_.load(); }
+  uint64_t cut() const { return tally_.cut.load(); }
 
  private:
   class Queue;
   class LimitedStream;
 
+  // Called by httplib's accepting thread, through Queue::enqueue: the
+  // socket goes to the gatherer, and this returns at once.
   bool process_and_close_socket(socket_t sock) override;
+  // Answers the one request whose head `c` holds, on a worker; returns
+  // the connection when it is to be kept alive.
+  std::unique_ptr<Connection> Serve(std::unique_ptr<Connection> c);
 
   std::shared_ptr<const TlsContext> Tls() const;
 
   ConnectionLimits limits_;
-  std::function<void()> on_idle_;
+  ConnectionTally tally_;
+  std::atomic<int> listening_{-1};  // the socket bound last
+  std::function<bool(std::string_view)> slow_;
   mutable std::mutex tls_mu_;
   std::shared_ptr<const TlsContext> tls_;
-  std::atomic<uint64_t> turned_away_{0};
-  std::atomic<uint64_t> cut_{0};
 };
 
 }  // namespace mesh::http

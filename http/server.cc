@@ -1,17 +1,48 @@
 #include "http/server.h"
 
 #include <httplib.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <charconv>
+#include <string_view>
+#include <vector>
 
 #include "host/status/status_page.h"
 #include "http/basic_auth.h"
 #include "http/bounded_server.h"
 #include "http/gzip.h"
+#include "http/rate_limiter.h"
 #include "http/tls_context.h"
 
 namespace mesh::http {
+namespace {
+
+// The values of a raw request head's Authorization headers (httplib's
+// reading of a name: up to the colon, any case; the value without the
+// blanks around it).
+std::vector<std::string_view> AuthorizationsOf(std::string_view head) {
+  std::vector<std::string_view> found;
+  size_t eol = head.find("\r\n");
+  while (eol != std::string_view::npos) {
+    head.remove_prefix(eol + 2);
+    eol = head.find("\r\n");
+    std::string_view line = head.substr(0, eol);
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view name = line.substr(0, colon);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+    if (name.size() != 13 || strncasecmp(name.data(), "authorization", 13) != 0) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    found.push_back(value);
+  }
+  return found;
+}
+
+}  // namespace
 
 core::Result<ListenAddress> ParseListen(const std::string& text) {
   ListenAddress a;
@@ -52,9 +83,25 @@ core::Status StatusServer::Configure(const WebConfig& config) {
     crypt = *loaded;
   }
   auto policy = std::make_shared<Policy>();
-  policy->auth = std::make_shared<BasicAuth>(config.basic_auth_users, crypt);
   policy->headers = config.headers;
+  policy->rate_limit = config.rate_limit;
   std::lock_guard<std::mutex> lock(mu_);
+  // A reload that leaves the users as they were keeps what was checked:
+  // every SIGHUP would otherwise send each scrape back to the hashing
+  // lane, behind whatever wrong passwords are queued there. Likewise the
+  // rate limit's bucket is not refilled by a reload.
+  if (policy_ != nullptr && policy_->auth->users() == config.basic_auth_users) {
+    policy->auth = policy_->auth;
+  } else {
+    policy->auth = std::make_shared<BasicAuth>(config.basic_auth_users, crypt);
+  }
+  if (policy_ != nullptr && policy_->rate_limit.interval == config.rate_limit.interval &&
+      policy_->rate_limit.burst == config.rate_limit.burst) {
+    policy->limiter = policy_->limiter;
+  } else {
+    policy->limiter = std::make_shared<RateLimiter>(
+        config.rate_limit.interval, config.rate_limit.burst, RateLimiter::Clock::now());
+  }
   policy_ = std::move(policy);
   tls_ = tls;
   if (server_ != nullptr) server_->SetTls(std::move(tls));
@@ -194,6 +241,11 @@ void StatusServer::Guard(httplib::Server& s) {
     std::shared_ptr<const Policy> policy = CurrentPolicy();
     if (policy != nullptr) {
       for (const auto& [name, value] : policy->headers) res.set_header(name, value);
+      if (!policy->limiter->Allow(RateLimiter::Clock::now())) {
+        res.status = 429;
+        res.set_content("too many requests\n", "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       if (!policy->auth->Allows(req.get_header_value("Authorization"))) {
         res.status = 401;
         res.set_header("WWW-Authenticate", "Basic realm=\"mesh-host\"");
@@ -211,9 +263,10 @@ void StatusServer::Guard(httplib::Server& s) {
 }
 
 core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
-  // Sixteen workers, at most 64 connections, a request head within 2 s and
-  // 64 KiB per connection (bounded_server.h): no client, slow, large or
-  // many, keeps /healthz unanswered or takes the reconcile's descriptors.
+  // Sixteen workers (one for password hashes), at most 512 connections, a
+  // request head within 2 s and 64 KiB per connection (connection.h): no
+  // client, slow, silent, large or many, keeps /healthz unanswered or
+  // takes the reconcile's descriptors.
   server_ = std::make_unique<BoundedServer>(ConnectionLimits{}, [this] { Idle(); });
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -224,6 +277,16 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
 
   Route(s);
   Guard(s);
+  // A request whose password must be hashed waits for the slow lane; one
+  // with none, or one remembered, never waits behind it. More than one
+  // Authorization header: slow, whichever the parser reads.
+  server_->SetSlow([this](std::string_view head) {
+    std::shared_ptr<const Policy> policy = CurrentPolicy();
+    if (policy == nullptr || !policy->auth->required()) return false;
+    std::vector<std::string_view> given = AuthorizationsOf(head);
+    if (given.size() > 1) return true;
+    return !policy->auth->Decided(given.empty() ? std::string_view() : given.front());
+  });
 
   int port = address.port;
   if (port == 0) {
@@ -233,6 +296,7 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
     return core::Fail("listen on " + address.host + ":" + std::to_string(port) +
                       ": cannot bind (in use, or not an address of this machine)");
   }
+  server_->WidenBacklog();
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   std::string host =
       address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host;

@@ -25,6 +25,7 @@ namespace mesh::http {
 
 class BasicAuth;
 class BoundedServer;
+class RateLimiter;
 class TlsContext;
 
 struct ListenAddress {
@@ -66,6 +67,8 @@ class StatusServer {
  private:
   struct Policy {
     std::shared_ptr<BasicAuth> auth;
+    std::shared_ptr<RateLimiter> limiter;
+    RateLimit rate_limit;  // what `limiter` was made of
     std::map<std::string, std::string> headers;
   };
   std::shared_ptr<const Policy> CurrentPolicy() const;

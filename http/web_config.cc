@@ -2,12 +2,16 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace mesh::http {
 namespace {
@@ -15,17 +19,22 @@ namespace {
 // The toolkit's keys: those mesh-host implements, and those it accepts and
 // says it does not (refused with that reason, never silently ignored).
 const std::set<std::string> kTopKeys = {"tls_server_config", "http_server_config",
-                                        "basic_auth_users"};
+                                        "basic_auth_users", "rate_limit"};
+const std::set<std::string> kRateKeys = {"interval", "burst"};
 const std::set<std::string> kTlsKeys = {
     "cert_file",   "key_file",    "client_auth_type",           "client_ca_file",
     "min_version", "max_version", "prefer_server_cipher_suites"};
 const std::set<std::string> kTlsUnsupported = {
     "cipher_suites", "curve_preferences", "client_allowed_sans", "cert", "key", "client_ca"};
 const std::set<std::string> kHttpKeys = {"http2", "headers"};
-// The toolkit allows only these response headers.
-const std::set<std::string> kHeaders = {"Strict-Transport-Security", "X-Content-Type-Options",
-                                        "X-Frame-Options", "X-XSS-Protection",
-                                        "Content-Security-Policy"};
+// The toolkit allows only these response headers, and of two of them
+// only these values (compared exactly, as it compares them).
+const std::map<std::string, std::vector<std::string>> kHeaders = {
+    {"Strict-Transport-Security", {}},
+    {"X-Content-Type-Options", {"nosniff"}},
+    {"X-Frame-Options", {"deny", "sameorigin"}},
+    {"X-XSS-Protection", {}},
+    {"Content-Security-Policy", {}}};
 
 std::unexpected<core::Error> Bad(const std::string& where, const std::string& what) {
   return core::Fail(where + ": " + what);
@@ -112,6 +121,8 @@ core::Result<ClientAuth> ClientAuthType(const std::string& value, const std::str
       {"NoClientCert", ClientAuth::kNone},
       {"RequestClientCert", ClientAuth::kRequest},
       {"RequireAnyClientCert", ClientAuth::kRequireAny},
+      // The toolkit's older name for it, which it still reads.
+      {"RequireClientCert", ClientAuth::kRequireAny},
       {"VerifyClientCertIfGiven", ClientAuth::kVerifyIfGiven},
       {"RequireAndVerifyClientCert", ClientAuth::kRequireAndVerify}};
   auto it = kTypes.find(value);
@@ -185,12 +196,96 @@ core::Result<TlsSettings> ParseTls(const YAML::Node& node, const std::string& di
   return tls;
 }
 
-bool IsBcrypt(const std::string& hash) {
-  // $2a$, $2b$ or $2y$, a two-digit cost, then 53 characters of salt and hash.
-  return hash.size() == 60 && hash[0] == '$' && hash[1] == '2' &&
-         (hash[2] == 'a' || hash[2] == 'b' || hash[2] == 'y') && hash[3] == '$' &&
-         std::isdigit(static_cast<unsigned char>(hash[4])) &&
-         std::isdigit(static_cast<unsigned char>(hash[5])) && hash[6] == '$';
+// What is wrong with a bcrypt hash, or "" when nothing is: "$2a$", "$2b$"
+// or "$2y$", a cost of 04 to 31 (the toolkit refuses others at start),
+// then 22 characters of salt and 31 of hash in bcrypt's alphabet (the
+// toolkit accepts others, and then no password ever matches). The hash
+// itself is never quoted: it is as good as an offline dictionary target.
+std::string BcryptFault(const std::string& hash) {
+  if (hash.size() != 60 || hash[0] != '$' || hash[1] != '2' ||
+      (hash[2] != 'a' && hash[2] != 'b' && hash[2] != 'y') || hash[3] != '$' || hash[6] != '$') {
+    return "not a bcrypt hash ($2a$, $2b$ or $2y$, a cost, then 53 characters)";
+  }
+  if (!std::isdigit(static_cast<unsigned char>(hash[4])) ||
+      !std::isdigit(static_cast<unsigned char>(hash[5]))) {
+    return "the bcrypt cost is not two digits";
+  }
+  int cost = (hash[4] - '0') * 10 + (hash[5] - '0');
+  if (cost < 4 || cost > 31) {
+    return "bcrypt cost " + hash.substr(4, 2) + " is outside 04 to 31";
+  }
+  for (size_t i = 7; i < hash.size(); ++i) {
+    unsigned char ch = static_cast<unsigned char>(hash[i]);
+    if (!std::isalnum(ch) && ch != '.' && ch != '/') {
+      return std::string(i < 29 ? "the salt" : "the hash") +
+             " holds a character outside "
+             "bcrypt's alphabet (./A-Za-z0-9): no password would ever match it";
+    }
+  }
+  return "";
+}
+
+// A Go duration, as the toolkit reads `rate_limit.interval`: "1s", "100ms",
+// "1m30s" (units h, m, s, ms, us, µs, ns).
+std::optional<std::chrono::nanoseconds> GoDuration(const std::string& text) {
+  static const std::vector<std::pair<std::string, double>> kUnits = {
+      {"ns", 1},  {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
+      {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+  if (text == "0") return std::chrono::nanoseconds(0);
+  double total = 0;
+  size_t i = 0;
+  if (text.empty()) return std::nullopt;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      ++i;
+    if (i == start) return std::nullopt;
+    double number = 0;
+    try {
+      number = std::stod(text.substr(start, i - start));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    size_t unit_start = i;
+    while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '.')
+      ++i;
+    std::string unit = text.substr(unit_start, i - unit_start);
+    auto it =
+        std::find_if(kUnits.begin(), kUnits.end(), [&](const auto& u) { return u.first == unit; });
+    if (it == kUnits.end()) return std::nullopt;
+    total += number * it->second;
+  }
+  if (total > 1e18) return std::nullopt;
+  return std::chrono::nanoseconds(static_cast<int64_t>(total));
+}
+
+core::Result<RateLimit> ParseRateLimit(const YAML::Node& node) {
+  if (auto st = OnlyKeys(node, kRateKeys, {}, "rate_limit"); !st)
+    return std::unexpected(st.error());
+  RateLimit limit;
+  if (const YAML::Node interval = node["interval"]; interval && !interval.IsNull()) {
+    auto text = Scalar(interval, "rate_limit.interval");
+    if (!text) return std::unexpected(text.error());
+    auto d = GoDuration(*text);
+    if (!d || d->count() < 0) {
+      return Bad("rate_limit.interval", "\"" + *text + "\" is not a duration such as 1s or 100ms");
+    }
+    limit.interval = *d;
+  }
+  if (const YAML::Node burst = node["burst"]; burst && !burst.IsNull()) {
+    auto text = Scalar(burst, "rate_limit.burst");
+    if (!text) return std::unexpected(text.error());
+    int value = 0;
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (text->empty() || ec != std::errc() || end != text->data() + text->size() || value < 0) {
+      return Bad("rate_limit.burst", "must be a whole number of 0 or more");
+    }
+    limit.burst = value;
+  }
+  if (limit.interval.count() > 0 && limit.burst == 0) {
+    return Bad("rate_limit.burst", "0 with an interval refuses every request (give 1 or more)");
+  }
+  return limit;
 }
 
 core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
@@ -221,7 +316,8 @@ core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
       for (const auto& kv : headers) {
         std::string name = kv.first.as<std::string>();
         std::string at = "http_server_config.headers." + name;
-        if (!kHeaders.contains(name)) {
+        auto allowed = kHeaders.find(name);
+        if (allowed == kHeaders.end()) {
           return Bad(at,
                      "not a header the web config may set (Strict-Transport-Security, "
                      "X-Content-Type-Options, X-Frame-Options, X-XSS-Protection, "
@@ -229,10 +325,22 @@ core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
         }
         auto value = Scalar(kv.second, at);
         if (!value) return std::unexpected(value.error());
+        const std::vector<std::string>& values = allowed->second;
+        if (!values.empty() && std::find(values.begin(), values.end(), *value) == values.end()) {
+          std::string list;
+          for (const std::string& v : values) list += (list.empty() ? "" : " or ") + v;
+          return Bad(at,
+                     "must be " + list + " (as exporter-toolkit allows), not \"" + *value + "\"");
+        }
         if (value->find_first_of("\r\n") != std::string::npos) return Bad(at, "contains a newline");
         config.headers[name] = *value;
       }
     }
+  }
+  if (const YAML::Node rate = root["rate_limit"]; rate && !rate.IsNull()) {
+    auto limit = ParseRateLimit(rate);
+    if (!limit) return std::unexpected(limit.error());
+    config.rate_limit = *limit;
   }
   if (const YAML::Node users = root["basic_auth_users"]; users && !users.IsNull()) {
     if (!users.IsMap()) return Bad("basic_auth_users", "must map each user to a bcrypt hash");
@@ -244,8 +352,7 @@ core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
       }
       auto hash = Scalar(kv.second, at);
       if (!hash) return std::unexpected(hash.error());
-      // Never quote the hash: it is as good as an offline dictionary target.
-      if (!IsBcrypt(*hash)) return Bad(at, "not a bcrypt hash ($2a$, $2b$ or $2y$)");
+      if (std::string fault = BcryptFault(*hash); !fault.empty()) return Bad(at, fault);
       config.basic_auth_users[user] = *hash;
     }
   }

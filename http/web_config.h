@@ -15,7 +15,10 @@
 //     http2: true                    # accepted; mesh-host speaks HTTP/1.1
 //     headers: {Strict-Transport-Security: max-age=31536000}
 //   basic_auth_users:
-//     prometheus: $2y$10$...         # bcrypt ($2a$, $2b$, $2y$)
+//     prometheus: $2y$10$...         # bcrypt ($2a$, $2b$, $2y$; cost 04-31)
+//   rate_limit:                      # every request, all clients together
+//     interval: 100ms                # one more request allowed per interval
+//     burst: 10
 //
 // A file that is not exactly this is refused with what is wrong, as the
 // toolkit refuses it: an unknown or misspelt key, an unknown TLS version or
@@ -24,6 +27,7 @@
 // tls_context.h.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,8 +54,16 @@ struct TlsSettings {
   bool prefer_server_cipher_suites = true;
 };
 
+// exporter-toolkit's limiter: a bucket of `burst` requests refilled one per
+// `interval` (0: no limit); a request with none left is answered 429.
+struct RateLimit {
+  std::chrono::nanoseconds interval{0};
+  int burst = 0;
+};
+
 struct WebConfig {
   std::optional<TlsSettings> tls;
+  RateLimit rate_limit;
   std::map<std::string, std::string> basic_auth_users;  // user -> bcrypt hash
   std::map<std::string, std::string> headers;
 };

@@ -122,6 +122,56 @@ TEST(WebConfigTest, BadFilesSayWhatIsWrong) {
   }
 }
 
+// Issue 39 (2): what exporter-toolkit (0.8.2, Debian 12's) decides, decided
+// alike: a cost it refuses at start; the header values it allows, compared
+// as it compares them; its older client auth name; and, beyond it, a salt
+// it would accept and then never match (refused by name, saying why).
+TEST(WebConfigTest, DecidesAsTheToolkit) {
+  const std::string good = kHash;
+  struct Case {
+    std::string text, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"basic_auth_users:\n  p: '" + good.substr(0, 4) + "03" + good.substr(6) + "'\n",
+            "basic_auth_users.p: bcrypt cost 03 is outside 04 to 31"},
+           {"basic_auth_users:\n  p: '" + good.substr(0, 4) + "99" + good.substr(6) + "'\n",
+            "basic_auth_users.p: bcrypt cost 99 is outside 04 to 31"},
+           {"basic_auth_users:\n  p: '" + good.substr(0, 10) + "!" + good.substr(11) + "'\n",
+            "basic_auth_users.p: the salt holds a character outside bcrypt's alphabet"},
+           {"basic_auth_users:\n  p: '" + good.substr(0, 40) + "-" + good.substr(41) + "'\n",
+            "basic_auth_users.p: the hash holds a character outside bcrypt's alphabet"},
+           {"http_server_config:\n  headers:\n    X-Frame-Options: allowall\n",
+            "X-Frame-Options: must be deny or sameorigin"},
+           {"http_server_config:\n  headers:\n    X-Content-Type-Options: foo\n",
+            "X-Content-Type-Options: must be nosniff"},
+           {"rate_limit:\n  interval: soon\n  burst: 1\n",
+            "rate_limit.interval: \"soon\" is not a duration"},
+           {"rate_limit:\n  interval: 1s\n  burst: -1\n", "rate_limit.burst: must be a whole"},
+           {"rate_limit:\n  interval: 1s\n", "rate_limit.burst: 0 with an interval refuses"},
+           {"rate_limit:\n  every: 1s\n", "rate_limit.every: unknown key"},
+       }) {
+    auto parsed = ParseWebConfig(c.text, "/d");
+    ASSERT_FALSE(parsed.has_value()) << c.text;
+    EXPECT_THAT(parsed.error().message, HasSubstr(c.says)) << c.text;
+    EXPECT_THAT(parsed.error().message, Not(HasSubstr(good.substr(7, 20)))) << "a hash quoted";
+  }
+  auto ok = ParseWebConfig(
+      "tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireClientCert\n"
+      "http_server_config:\n  headers:\n    X-Frame-Options: sameorigin\n"
+      "    X-Content-Type-Options: nosniff\n"
+      "rate_limit:\n  interval: 1m30s\n  burst: 5\n"
+      "basic_auth_users:\n  p: '" +
+          good.substr(0, 4) + "04" + good.substr(6) + "'\n",
+      "/d");
+  ASSERT_TRUE(ok.has_value()) << ok.error().message;
+  EXPECT_EQ(ok->tls->client_auth, ClientAuth::kRequireAny) << "the toolkit's older name";
+  EXPECT_EQ(ok->rate_limit.interval, std::chrono::seconds(90));
+  EXPECT_EQ(ok->rate_limit.burst, 5);
+  auto none = ParseWebConfig("rate_limit:\n  interval: 0\n", "/d");
+  ASSERT_TRUE(none.has_value()) << none.error().message;
+  EXPECT_EQ(none->rate_limit.interval.count(), 0) << "no limit, as the toolkit";
+}
+
 TEST(WebConfigTest, LoadNamesTheFile) {
   auto missing = LoadWebConfig("/nonexistent/web.yml");
   ASSERT_FALSE(missing.has_value());
