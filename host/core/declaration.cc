@@ -88,7 +88,11 @@ Status CheckId(std::string_view id) {
 }
 
 Status CheckPath(std::string_view path) {
-  if (path.empty() || path[0] != '/') return Fail("\"" + std::string(path) + "\" is not absolute");
+  if (path.empty() || path[0] != '/') {
+    return Fail("\"" + std::string(path) +
+                "\" is not absolute: a path starts with \"/\" (such as \"/" + std::string(path) +
+                "\")");
+  }
   if (path.size() > kMaxPathBytes) return Fail("path longer than 4096 bytes");
   if (path == "/") return Fail("\"/\" cannot be a resource's path");
   if (path.find('\0') != std::string_view::npos) return Fail("path contains a NUL byte");
@@ -103,6 +107,25 @@ Status CheckPath(std::string_view path) {
     }
     if (comp.size() > 255) return Fail("a component of the path is longer than 255 bytes");
     start = end + 1;
+  }
+  return Ok();
+}
+
+Status CheckNotKernelMade(std::string_view path) {
+  // What the kernel makes and systemd's sandbox hides: a file declared
+  // there is not where anyone looks (devtmpfs is rebuilt at boot; the
+  // shipped unit's PrivateDevices= gives the host a /dev of its own, its
+  // ProtectKernelTunables= a read-only /proc/sys and /sys).
+  static constexpr std::pair<std::string_view, std::string_view> kKernel[] = {
+      {"dev", "devtmpfs, made by the kernel at boot"},
+      {"proc", "procfs, the kernel's view of processes and tunables"},
+      {"sys", "sysfs, the kernel's view of devices"}};
+  std::string_view first = path.substr(1, path.find('/', 1) - 1);
+  for (const auto& [top, what] : kKernel) {
+    if (first == top) {
+      return Fail("\"" + std::string(path) + "\" is under /" + std::string(top) + " (" +
+                  std::string(what) + "): mesh-host declares no files there");
+    }
   }
   return Ok();
 }
@@ -344,7 +367,7 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     auto [it, fresh] = decl.index.emplace(r.id, decl.resources.size() - 1);
     if (!fresh) {
       problems.Add(Where(r.id, index, "id") + "duplicate id (also resource #" +
-                   std::to_string(it->second) + ")");
+                   std::to_string(it->second) + "): ids are unique in a declaration, rename one");
       decl.resources.pop_back();
       return;
     }

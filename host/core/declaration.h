@@ -139,6 +139,8 @@ Result<Declaration> ParseDeclarationInChunks(
 // Individual rules, exposed for reuse (unit names on the CLI, paths in tests).
 Status CheckId(std::string_view id);
 Status CheckPath(std::string_view path);
+// A declared path under /dev, /proc or /sys is refused, saying why.
+Status CheckNotKernelMade(std::string_view path);
 Status CheckUnitName(std::string_view unit);
 Result<uint32_t> ParseMode(std::string_view mode);
 std::string FormatMode(uint32_t mode);

@@ -166,6 +166,7 @@ Status ParsePath(const Fields& in, Resource& r) {
   auto path = in.Take("path");
   if (!path) return std::unexpected(path.error());
   if (auto st = CheckPath(*path); !st) return in.Refuse("path", st.error().message);
+  if (auto st = CheckNotKernelMade(*path); !st) return in.Refuse("path", st.error().message);
   r.path = std::move(*path);
   return Ok();
 }

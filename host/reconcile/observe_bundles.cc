@@ -9,7 +9,8 @@ core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core:
   auto bytes = artifacts.ReadFile("/" + r.source, kMaxBundleBytes);
   if (!bytes) {
     return core::Fail(where + "source: cannot read " + r.source +
-                      " from the artifacts directory (--artifacts): " + bytes.error().message);
+                      " from the artifacts directory (--artifacts): " + bytes.error().message +
+                      "; put the file there under that name, or correct \"source\"");
   }
   std::string actual = core::Sha256Hex(*bytes);
   if (actual != r.sha256) {

@@ -3,7 +3,10 @@
 # hardening as shipped: Type=notify start completes (READY=1), the watchdog
 # (shortened to 2 s) is petted, STATUS= carries the summary, the declared file
 # is written, and a stop ends it cleanly. Boot: a first apply longer than
-# TimeoutStartSec extends the start timeout and is not killed.
+# TimeoutStartSec extends the start timeout and is not killed. The sandbox
+# (issue 39): files declared under /tmp and /var/tmp land in the machine's,
+# a bundle unpacks, a unit starts under the system-call filter, and one
+# under /dev is refused saying why.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=$PWD/host/mesh-host
@@ -14,7 +17,8 @@ UNIT=$PWD/packaging/mesh-host.service
 # Not under /tmp: the unit's PrivateTmp=yes would hide it from the service.
 T=$(mktemp -d "${TEST_TMPDIR:-/var/lib}/pkg.XXXXXX")
 export SDBOX_DIR=/tmp/mesh-host-pkg.$$
-cleanup() { "$HERE/sdbox.sh" down >/dev/null 2>&1 || true; rm -rf "$T" "$SDBOX_DIR"; }
+TMPF=/tmp/mesh-host-pkg-file.$$ VTMPF=/var/tmp/mesh-host-pkg-file.$$
+cleanup() { "$HERE/sdbox.sh" down >/dev/null 2>&1 || true; rm -rf "$T" "$SDBOX_DIR" "$TMPF" "$VTMPF"; }
 trap cleanup EXIT
 "$HERE/sdbox.sh" up
 eval "$("$HERE/sdbox.sh" env)"
@@ -49,5 +53,40 @@ check "... it took longer than the 2 s timeout (${took} ms)" '[ "$took" -gt 2500
 check "... and the service runs" '[ "$(show ActiveState)" = active ] && [ "$(show NRestarts)" = 0 ]'
 check "... the declared unit was started" '[ "$(ctl show slowpoke -p ActiveState --value)" = active ]'
 ctl stop mesh-host
+
+# The sandbox as shipped, with the machine's own paths (no --root): what the
+# service writes under /tmp and /var/tmp is what everyone else sees there.
+mkdir -p "$T/bundle/bin" "$T/artifacts"
+printf '#!/bin/sh\necho hi\n' > "$T/bundle/bin/hi"; chmod 0755 "$T/bundle/bin/hi"
+tar -C "$T/bundle" -czf "$T/artifacts/b.tar.gz" .
+sha=$(sha256sum "$T/artifacts/b.tar.gz" | cut -d' ' -f1)
+cat > "$T/etc/declaration.json" <<EOF
+{"machine":"box","generation":3,"resources":[
+ {"id":"t","kind":"file","path":"$TMPF","content":"t\n"},
+ {"id":"v","kind":"file","path":"$VTMPF","content":"v\n"},
+ {"id":"b","kind":"archive","path":"$T/tree","source":"b.tar.gz","sha256":"$sha"},
+ {"id":"slowpoke","kind":"service","unit":"slowpoke.service","state":"running"}]}
+EOF
+sed -e "s|^ExecStart=.*|ExecStart=$BIN run --declaration $T/etc/declaration.json --root / --state-dir $T/state2 --artifacts $T/artifacts --unit-dir $SDBOX_DIR/units --machine box --listen 127.0.0.1:0|" \
+    -e "s|^WatchdogSec=.*|WatchdogSec=2s\nStandardError=file:$T/host.log|" "$UNIT" > "$SDBOX_DIR/units/mesh-host.service"
+ctl daemon-reload
+ctl stop slowpoke
+check "the shipped sandbox: start completes" 'timeout 20 nsenter -t "$SDBOX_PID" -m -p systemctl start mesh-host'
+check "... a file declared under /tmp is in the machine's /tmp" '[ "$(cat "$TMPF" 2>&1)" = t ]'
+check "... and under /var/tmp" '[ "$(cat "$VTMPF" 2>&1)" = v ]'
+check "... the bundle is unpacked" '[ "$("$T/tree/bin/hi" 2>&1)" = hi ]'
+check "... the unit was started" '[ "$(ctl show slowpoke -p ActiveState --value)" = active ]'
+check "... nothing failed" 'show StatusText | grep -q "^generation 3: 4 resource(s), 4 changed, 0 failed"'
+sed -i "s|\"$TMPF\"|\"/dev/mesh-host-pkg.$$\"|; s|\"generation\":3|\"generation\":4|" "$T/etc/declaration.json"
+ctl reload mesh-host
+for _ in $(seq 1 50); do grep -q "declaration refused" "$T/host.log" && break; sleep 0.1; done
+check "... a file declared under /dev is refused, saying why" \
+  'grep -q "\"/dev/mesh-host-pkg.$$\" is under /dev (devtmpfs, made by the kernel at boot): mesh-host declares no files there" "$T/host.log"'
+check "... and generation 3 stays in force" 'show StatusText | grep -q "generation 3 stays in force"'
+ctl stop mesh-host
+score=$(cd "$T" && systemd-analyze security --offline=yes "$UNIT" 2>/dev/null |
+        sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
+check "systemd-analyze security scores the shipped unit at most 3.0 (${score:-no score})" \
+  'awk -v s="$score" "BEGIN { exit !(s != \"\" && s <= 3.0) }"'
 echo "packaging: $fails failed"
 [ "$fails" = 0 ]

@@ -293,6 +293,26 @@ TEST(DeclarationTest, PathNotAbsoluteOrWithDotDot) {
   EXPECT_THAT(Refusal(doc), HasSubstr("not in normal form"));
 }
 
+// Issue 39 (9): the shipped unit's PrivateDevices= gives the host a /dev of
+// its own, and /proc and /sys are the kernel's: a file declared there would
+// not be where anyone looks. Refused, saying why; /devices or /system are
+// ordinary paths.
+TEST(DeclarationTest, NoFileUnderWhatTheKernelMakes) {
+  json doc = Base();
+  for (const char* path : {"/dev/x", "/dev/shm/x", "/proc/sys/vm/swappiness", "/sys/x", "/dev"}) {
+    doc["resources"][0]["path"] = path;
+    EXPECT_THAT(Refusal(doc), HasSubstr(std::string("resource fail2ban.jail, field path: \"") +
+                                        path + "\" is under /"))
+        << path;
+    EXPECT_THAT(Refusal(doc), HasSubstr("mesh-host declares no files there")) << path;
+  }
+  for (const char* path : {"/devices/x", "/system/x", "/etc/dev"}) {
+    doc["resources"][0]["path"] = path;
+    auto d = ParseDeclaration(doc.dump());
+    EXPECT_TRUE(d.has_value()) << path << ": " << d.error().message;
+  }
+}
+
 TEST(DeclarationTest, TwoResourcesClaimOnePath) {
   json doc = Base();
   doc["resources"][1]["path"] = "/etc/fail2ban/jail.d/mesh.conf";
@@ -398,7 +418,8 @@ TEST(DeclarationTest, EveryRefusalIsReportedNotOnlyTheFirst) {
   EXPECT_THAT(
       r.error().details,
       ::testing::ElementsAre(
-          "resource a, field path: \"etc/x\" is not absolute",
+          "resource a, field path: \"etc/x\" is not absolute: a path starts with \"/\" (such "
+          "as \"/etc/x\")",
           "resource s, field unit: \"nginx\" has no unit type suffix: say which unit, such as "
           "\"nginx.service\" (.service, .socket, .timer, .path, .target, .mount)",
           "resource x\nfailed, field id: \"x\nfailed\" does not match [a-z0-9][a-z0-9._-]*",
