@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <optional>
+#include <span>
 
 #include "host/base/shared_library.h"
 
@@ -133,6 +134,12 @@ std::string Describe(std::string_view method, std::string_view unit, const sd_bu
   if (e.name != nullptr) {
     s += e.name;
     if (e.message != nullptr) s += std::string(": ") + e.message;
+    // systemd names the setting only in its own log, at load.
+    if (std::string_view(e.name) == "org.freedesktop.systemd1.BadUnitSetting") {
+      std::string_view named = unit.empty() ? method.substr(method.rfind(' ') + 1) : unit;
+      s += " (systemd names the setting in its log: journalctl -u " + std::string(named) +
+           ", or systemd-analyze verify on its unit file)";
+    }
   } else {
     s += std::strerror(-r);
   }
@@ -500,6 +507,23 @@ int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s,
     // unknown to the host.
     constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
     if (usec <= kDayUsec) s.timeout_stop = std::chrono::microseconds(usec);
+  } else if (n == "ExecMainStatus") {
+    return sd_bus_message_read(m, "v", "i", &s.exec_main_status);
+  } else if (n == "ExecStart") {
+    // a(sasbttttuii): the first command's path.
+    if ((r = sd_bus_message_enter_container(m, 'v', "a(sasbttttuii)")) < 0) return r;
+    if ((r = sd_bus_message_enter_container(m, 'a', "(sasbttttuii)")) < 0) return r;
+    if ((r = sd_bus_message_enter_container(m, 'r', "sasbttttuii")) > 0) {
+      const char* path = nullptr;
+      if ((r = sd_bus_message_read(m, "s", &path)) < 0) return r;
+      s.exec_start = path != nullptr ? path : "";
+      if ((r = sd_bus_message_skip(m, "asbttttuii")) < 0) return r;
+      if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+      if ((r = sd_bus_message_skip(m, nullptr)) < 0) return r;  // the other commands
+    }
+    if (r < 0) return r;
+    if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+    return sd_bus_message_exit_container(m);
   } else if (n == "ExecStop" || n == "ExecStopPost") {
     // a(sasbttttuii): one entry per command; only how many is read.
     uint32_t& count = n == "ExecStop" ? s.exec_stop : s.exec_stop_post;
@@ -593,6 +617,8 @@ core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::
 // which cost more than all the rest of a look.
 constexpr const char* kServiceProperties[] = {
     "Type", "Result", "NRestarts", "TimeoutStopUSec", "ExecStop", "ExecStopPost"};
+// Of a service whose run exited badly only: how, and what it ran.
+constexpr const char* kExitProperties[] = {"ExecMainStatus", "ExecStart"};
 
 }  // namespace
 
@@ -600,8 +626,10 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
   return std::move(ReadUnits({unit})[0]);
 }
 
-// Two pipelined rounds, whatever the number of units: one GetAll of the
-// Unit interface each, then the service properties of loaded services.
+// Pipelined rounds, whatever the number of units: one GetAll of the Unit
+// interface each, then the service properties of loaded services, then, of
+// the services whose run exited badly, its exit status and command (no
+// cost while everything runs).
 std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     const std::vector<std::string>& units) {
   std::vector<core::Result<core::UnitStatus>> out(units.size());
@@ -620,8 +648,8 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     paths[i] = std::move(*path);
     out[i] = core::UnitStatus{};
   }
-  // The Unit interface whole, then the service properties of loaded services.
-  for (bool service_round : {false, true}) {
+  for (int round : {0, 1, 2}) {
+    const bool service_round = round > 0;
     if (bus_ == nullptr) break;  // the connection was lost: the errors say so
     std::vector<sd_bus_message*> calls;
     std::vector<std::string> what;
@@ -640,7 +668,9 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
         continue;
       }
       if (!units[i].ends_with(".service") || out[i]->load_state != "loaded") continue;
-      for (const char* property : kServiceProperties) {
+      if (round == 2 && out[i]->result != "exit-code") continue;
+      for (const char* property : round == 1 ? std::span<const char* const>(kServiceProperties)
+                                             : std::span<const char* const>(kExitProperties)) {
         sd_bus_message* m =
             NewCall(bus_->bus, paths[i].c_str(), "org.freedesktop.DBus.Properties", "Get");
         if (m != nullptr && sd_bus_message_append(m, "ss", kServiceIface, property) < 0) {

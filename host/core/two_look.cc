@@ -14,15 +14,41 @@ bool RunningOrStarting(const Look& look) {
   return look.unit.Running() || (look.job_pending && !look.ran_since_asked);
 }
 
+// systemd's own exit statuses (200-243, systemd.exec(5)) of a start that
+// failed before the daemon ran, in plain words; "" for the daemon's own.
+std::string StartStepWords(const UnitStatus& u) {
+  switch (u.exec_main_status) {
+    case 200:
+      return "its WorkingDirectory= could not be entered (status 200/CHDIR)";
+    case 203:
+      return "its ExecStart= command " +
+             (u.exec_start.empty() ? std::string() : u.exec_start + " ") +
+             "could not be run: missing, or not executable (status 203/EXEC)";
+    case 209:
+      return "its standard output could not be set up (status 209/STDOUT)";
+    case 216:
+      return "its Group= does not exist (status 216/GROUP)";
+    case 217:
+      return "its User= does not exist (status 217/USER)";
+    case 226:
+      return "its sandbox could not be set up (status 226/NAMESPACE)";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
 
 std::string StateWords(const UnitStatus& u) {
   std::string s = u.active_state.empty() ? "unknown" : u.active_state;
   if (u.active_state == "failed" || u.active_state == "inactive") {
-    if (!u.result.empty() && u.result != "success")
+    if (!u.result.empty() && u.result != "success") {
       s += " (Result=" + u.result + ")";
-    else if (!u.sub_state.empty())
+    } else if (!u.sub_state.empty()) {
       s += " (" + u.sub_state + ")";
+    }
+  } else if (u.sub_state == "auto-restart") {
+    s += " (auto-restart: it died, and systemd starts it again after RestartSec=)";
   } else if (!u.sub_state.empty()) {
     s += " (" + u.sub_state + ")";
   }
@@ -125,7 +151,8 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   }
   if (!RunningOrStarting(first) || !RunningOrStarting(second)) {
     const UnitStatus& seen = RunningOrStarting(first) ? second.unit : first.unit;
-    return {false, StateWords(seen) + " " + when};
+    std::string step = seen.result == "exit-code" ? StartStepWords(seen) : "";
+    return {false, StateWords(seen) + " " + when + (step.empty() ? "" : ": " + step)};
   }
   if (!first.unit.invocation_id.empty() && !second.unit.invocation_id.empty() &&
       first.unit.invocation_id != second.unit.invocation_id) {

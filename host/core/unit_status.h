@@ -38,6 +38,11 @@ struct UnitStatus {
   // ("ConditionPathExists=/etc/x", from Conditions and ConditionResult);
   // empty when every condition held or none was checked.
   std::string failed_condition;
+  // Of a run that exited badly (Result=exit-code) only: its exit status
+  // (systemd's own 200-243 say which step of starting it failed) and the
+  // first ExecStart= command's path.
+  int32_t exec_main_status = 0;
+  std::string exec_start;
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {

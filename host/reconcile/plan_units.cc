@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/core/two_look.h"
 #include "host/core/unit_name.h"
 #include "host/core/want.h"
 #include "host/reconcile/words.h"
@@ -19,7 +20,7 @@ std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
     return "was restarted by systemd since the host last looked (NRestarts " +
            std::to_string(*old->unit().n_restarts) + " -> " + std::to_string(s.n_restarts) + ")";
   }
-  if (s.sub_state == "auto-restart") return "was " + s.active_state + " (auto-restart)";
+  if (s.sub_state == "auto-restart") return "was " + core::StateWords(s);
   if (!s.failed_condition.empty()) return "was skipped (" + s.failed_condition + " is false)";
   return "was " + s.active_state;
 }

@@ -51,4 +51,16 @@ set +e; ST=$("$BIN" status --url "$URL"); set -e
 printf '%s\n' "$ST" | sed 's/^/    /'
 check "status: the table shows it under the failed unit" \
   'grep -q "^    journal: jaild: /etc/jail.conf line 3: unknown option bantime2$" <<<"$ST"'
+kill "${PIDS[@]}" 2>/dev/null || true; wait "${PIDS[@]}" 2>/dev/null || true; PIDS=()
+
+# What systemd itself refused, in plain words: a daemon whose binary is not
+# there (it never ran, so it logged nothing), and a unit systemd will not load.
+GONE='{"id":"gone","kind":"service","unit":"gone.service","state":"running","unit_text":"[Service]\nExecStart=/usr/local/bin/jaild-missing --foreground\n"}'
+BADSET='{"id":"badset","kind":"service","unit":"badset.service","state":"running","unit_text":"[Service]\nType=simple\n"}'
+printf '{"machine":"box","generation":4,"resources":[%s,%s]}' "$GONE" "$BADSET" > "$T/decl.json"
+apply
+check "a missing ExecStart binary is named" \
+  'grep -q "^failed gone (service): gone.service failed (Result=exit-code) [0-9.]* s after start: its ExecStart= command /usr/local/bin/jaild-missing could not be run: missing, or not executable (status 203/EXEC)$" <<<"$OUT"'
+check "a unit systemd will not load says where systemd names the setting" \
+  'grep -q "^failed badset (service): .*BadUnitSetting.* (systemd names the setting in its log: journalctl -u badset.service, or systemd-analyze verify on its unit file)$" <<<"$OUT"'
 finish

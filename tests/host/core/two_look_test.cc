@@ -37,6 +37,25 @@ TEST(TwoLookTest, DeadAtTheSecondLookFailsNamingTheState) {
   EXPECT_EQ(v.detail, "failed (Result=exit-code) 1.0 s after restart");
 }
 
+// Issue 40 (1): a start that failed before the daemon ran says which step,
+// in plain words; the daemon's own exit status says nothing more.
+TEST(TwoLookTest, AStartThatNeverRanSaysWhy) {
+  Look gone = L("failed", "failed", "b", 0, false, "exit-code");
+  gone.unit.exec_main_status = 203;
+  gone.unit.exec_start = "/usr/sbin/jaild";
+  Verdict v = JudgeTwoLooks(UnitAction::kRestart, "done", gone, gone, 200ms);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_EQ(v.detail,
+            "failed (Result=exit-code) 0.2 s after restart: its ExecStart= command /usr/sbin/jaild "
+            "could not be run: missing, or not executable (status 203/EXEC)");
+  gone.unit.exec_main_status = 217;
+  EXPECT_THAT(JudgeTwoLooks(UnitAction::kStart, "done", gone, gone, 200ms).detail,
+              ::testing::EndsWith("after start: its User= does not exist (status 217/USER)"));
+  gone.unit.exec_main_status = 1;
+  EXPECT_EQ(JudgeTwoLooks(UnitAction::kStart, "done", gone, gone, 200ms).detail,
+            "failed (Result=exit-code) 0.2 s after start");
+}
+
 TEST(TwoLookTest, StillStartingAtBothLooksIsAccepted) {
   Verdict v =
       JudgeTwoLooks(UnitAction::kStart, std::nullopt, L("activating", "start", "a", 0, true),

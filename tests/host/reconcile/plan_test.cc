@@ -141,7 +141,9 @@ TEST_F(PlanTest, AUnitSystemdKeepsRestartingIsNotUp) {
   Plan plan = Make();
   EXPECT_FALSE(plan.units[0].up);
   EXPECT_EQ(plan.units[0].action, UnitAction::kStart);
-  EXPECT_EQ(plan.units[0].why, "was activating (auto-restart), started");
+  EXPECT_EQ(plan.units[0].why,
+            "was activating (auto-restart: it died, and systemd starts it again after "
+            "RestartSec=), started");
 
   record_.resources["web"].mutable_unit().n_restarts = 2;
   UnitSeen(1) = Unit("active", "running", 5);
