@@ -100,7 +100,7 @@ bool ApplyRun::LoadIntent() {
     // nothing and says why, until the file is readable or removed.
     intent_unreadable_ = "intent not readable: " + loaded.error().message +
                          "; nothing was changed (remove the intent file to forget what it "
-                         "owed, or restore it)";
+                         "left undone, or restore it)";
     intent_ = core::Intent{};
   }
   saved_ = *intent_;
@@ -417,7 +417,7 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
     run.Run(declaration);
   } catch (const std::bad_alloc&) {
     report.result = ApplyResult::kFailed;
-    report.error = "out of memory during the apply; the next apply finishes what it owed";
+    report.error = "out of memory during the apply; the next apply finishes what it left undone";
   }
   // What the pass still holds (the full pass needs every outcome until its
   // end: the unit phase and the record amend them).

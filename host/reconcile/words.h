@@ -85,7 +85,7 @@ inline std::string Then(std::string_view first, std::string_view second) {
 
 // An action an earlier apply asked for and could not confirm.
 inline std::string OwedSince(uint64_t generation) {
-  return "owed since generation " + std::to_string(generation);
+  return "pending since generation " + std::to_string(generation);
 }
 
 // "restarted", "started", "reloaded".

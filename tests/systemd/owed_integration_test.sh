@@ -40,7 +40,7 @@ check "no-ExecReload unit starts" '[ $RC = 0 ] && [ "$(runs noreload)" = "a 1" ]
 decl noreload 2 b 1 reload_on; apply noreload
 check "refused reload fails, named" '[ $RC = 1 ] && grep -q "^failed noreload (service): .*JobTypeNotApplicable" <<<"$OUT"'
 apply noreload
-check "... and fails again, owed, not unchanged" '[ $RC = 1 ] && grep -q "^failed noreload (service): .*(reload owed since generation 2)" <<<"$OUT"'
+check "... and fails again, owed, not unchanged" '[ $RC = 1 ] && grep -q "^failed noreload (service): .*(reload pending since generation 2)" <<<"$OUT"'
 check "... the daemon still runs the old config" '[ "$(runs noreload)" = "a 1" ]'
 
 # 2. A daemon-reload systemd refuses: with /run nearly full systemd says
@@ -56,7 +56,7 @@ check "refused daemon-reload fails the unit, named" '[ $RC = 1 ] && grep -q "^fa
 check "... the daemon was not restarted onto the old definition" 'sleep 0.3; [ "$(loads full)" = "$before" ]'
 nsenter -t "$SDBOX_PID" -m -p rm -f /run/ballast
 apply full
-check "next apply reloads and restarts, owed" '[ $RC = 0 ] && grep -q "^restarted full (service): unit file full.service changed (owed since generation 2); full.service active (running)" <<<"$OUT"'
+check "next apply reloads and restarts, owed" '[ $RC = 0 ] && grep -q "^restarted full (service): unit file full.service changed (pending since generation 2); full.service active (running)" <<<"$OUT"'
 check "... the daemon runs version 2" 'until_true 2 "[ \"\$(runs full)\" = \"a 2\" ]"'
 
 # 3. reload_on onto a write that fails (its directory read-only): not
@@ -85,7 +85,7 @@ check "bus lost after the write: failed, named" '[ $RC = 1 ] && grep -Eq "^faile
 check "... the config landed, the daemon still runs the old one" '[ "$(cat "$T/root/etc/bus.conf")" = b ] && [ "$(runs bus)" = "a 1" ]'
 until_true 5 'busctl get-property org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager SystemState >/dev/null 2>&1' || true
 apply bus
-check "next apply restarts, owed" '[ $RC = 0 ] && grep -q "^restarted bus (service): restart_on bus.conf changed (owed since generation 2)" <<<"$OUT"'
+check "next apply restarts, owed" '[ $RC = 0 ] && grep -q "^restarted bus (service): restart_on bus.conf changed (pending since generation 2)" <<<"$OUT"'
 check "... the daemon runs the new config" 'until_true 2 "[ \"\$(runs bus)\" = \"b 1\" ]"'
 
 echo "owed integration: $fails failed"

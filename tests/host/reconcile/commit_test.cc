@@ -102,7 +102,7 @@ TEST_F(SettleTest, AConfirmedDebtIsClearedAndItsGenerationSaid) {
   Restarted(true, 3);
   Settled s = Run();
   EXPECT_EQ(core::FormatOutcomeLine(s.outcomes[1]),
-            "restarted web (service): restart_on conf changed (owed since generation 3); "
+            "restarted web (service): restart_on conf changed (pending since generation 3); "
             "web.service active (running)");
   EXPECT_TRUE(s.outcomes[1].host_acted);
   EXPECT_EQ(s.outcomes[1].restart_reason(), "restart_on");
@@ -126,7 +126,7 @@ TEST_F(SettleTest, AFailedSecondLookKeepsTheDebtAndSaysSo) {
   Settled s = Run();
   EXPECT_EQ(s.outcomes[1].outcome, core::Outcome::kFailed);
   EXPECT_TRUE(s.outcomes[1].confirm_failed);
-  EXPECT_THAT(s.outcomes[1].detail, HasSubstr("(restart owed since generation 3)"));
+  EXPECT_THAT(s.outcomes[1].detail, HasSubstr("(restart pending since generation 3)"));
   EXPECT_FALSE(s.outcomes[1].unit->up);
   EXPECT_TRUE(s.intent.owed.contains("web"));
   EXPECT_TRUE(s.failed);

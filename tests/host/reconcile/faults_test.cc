@@ -241,7 +241,7 @@ TEST_F(FaultsTest, ServiceManagerGoneFailsUnitsButNotFiles) {
   ApplyReport again = RunFaulty(Decl({File("a", "x"), svc}));
   EXPECT_EQ(again.result, ApplyResult::kOk) << again.outcomes[1].detail;
   EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "restarted"));
-  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("owed since generation 1"));
+  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("pending since generation 1"));
   EXPECT_EQ(services_.daemon_reloads(), 1);
   EXPECT_TRUE(store_.Owed().empty());
 }

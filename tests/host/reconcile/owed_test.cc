@@ -300,7 +300,7 @@ TEST_F(OwedTest, KilledBetweenWriteAndRestartIsNotUnchanged) {
   ApplyReport r = Apply(Versioned("b", 2, false));
   EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "restarted", "updated", "reloaded"));
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
-            "restarted web (service): restart_on web.conf changed (owed since generation 2); "
+            "restarted web (service): restart_on web.conf changed (pending since generation 2); "
             "web.service active (running)");
   EXPECT_THAT(loaded_["web.service"], HasSubstr("web b"));
 }
@@ -319,7 +319,7 @@ TEST_F(OwedTest, ARefusedReloadStaysOwed) {
     EXPECT_EQ(r.outcomes[3].outcome, core::Outcome::kFailed);
     EXPECT_THAT(r.outcomes[3].detail, HasSubstr("JobTypeNotApplicable"));
     if (i == 1) {
-      EXPECT_THAT(r.outcomes[3].detail, HasSubstr("reload owed since generation 2"));
+      EXPECT_THAT(r.outcomes[3].detail, HasSubstr("reload pending since generation 2"));
     }
   }
   EXPECT_EQ(store_.Owed().owed.at("cache").action, core::UnitAction::kReload);
@@ -330,7 +330,7 @@ TEST_F(OwedTest, ARefusedReloadStaysOwed) {
   decl["resources"][3]["restart_on"] = {"cache.conf"};
   ApplyReport fixed = Apply(decl);
   EXPECT_EQ(fixed.outcomes[3].outcome, core::Outcome::kRestarted) << fixed.outcomes[3].detail;
-  EXPECT_THAT(fixed.outcomes[3].detail, HasSubstr("owed since generation 2"));
+  EXPECT_THAT(fixed.outcomes[3].detail, HasSubstr("pending since generation 2"));
   EXPECT_EQ(loaded_["cache.service"], OnDisk("cache.service"));
   EXPECT_TRUE(store_.Owed().empty());
 }
@@ -359,7 +359,7 @@ TEST_F(OwedTest, AFailedDaemonReloadFailsTheUnitsAndIsRetried) {
   EXPECT_EQ(again.result, ApplyResult::kOk);
   EXPECT_TRUE(again.daemon_reloaded);
   EXPECT_EQ(again.outcomes[1].outcome, core::Outcome::kRestarted);
-  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("owed since generation 2"));
+  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("pending since generation 2"));
   EXPECT_EQ(loaded_["web.service"], OnDisk("web.service"));
   EXPECT_TRUE(store_.Owed().empty());
 }
@@ -396,11 +396,11 @@ TEST_F(OwedTest, AFailedSecondLookStaysOwed) {
   EXPECT_TRUE(r.outcomes[1].confirm_failed);
   ApplyReport again = Apply(Versioned("b", 2));
   EXPECT_EQ(again.outcomes[1].outcome, core::Outcome::kFailed);
-  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("(restart owed since generation 2)"));
+  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("(restart pending since generation 2)"));
   services_.AddUnit("web.service", {Behavior::kHealthy, 0s, true});  // the daemon is fixed
   ApplyReport fixed = Apply(Versioned("b", 2));
   EXPECT_EQ(fixed.outcomes[1].outcome, core::Outcome::kRestarted);
-  EXPECT_THAT(fixed.outcomes[1].detail, HasSubstr("owed since generation 2"));
+  EXPECT_THAT(fixed.outcomes[1].detail, HasSubstr("pending since generation 2"));
   EXPECT_THAT(Outcomes(Apply(Versioned("b", 2))),
               ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));
 }
@@ -512,7 +512,7 @@ TEST_F(OwedTest, APlanShowsWhatIsOwed) {
   store_.intent = core::SerializeIntent(owed);
   ApplyReport plan = Apply(Versioned("a", 1), /*dry_run=*/true);
   EXPECT_EQ(core::FormatOutcomeLine(plan.outcomes[3]),
-            "reloaded cache (service): reload_on cache.conf changed (owed since generation 1); "
+            "reloaded cache (service): reload_on cache.conf changed (pending since generation 1); "
             "would reload cache.service");
   EXPECT_EQ(store_.Owed(), owed);
 }

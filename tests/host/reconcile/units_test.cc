@@ -182,7 +182,7 @@ TEST_F(UnitsTest, AUnitThatCannotBeReadBeforeItsJobIsNotAskedAndStaysOwed) {
   services_.on_daemon_reload = nullptr;
   ApplyReport next = Run(Decl({svc("/bin/v2")}, 2));
   EXPECT_EQ(next.result, ApplyResult::kOk) << core::FormatOutcomeLine(next.outcomes[0]);
-  EXPECT_THAT(next.outcomes[0].detail, HasSubstr("owed since generation 2"));
+  EXPECT_THAT(next.outcomes[0].detail, HasSubstr("pending since generation 2"));
   EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
 }
 
