@@ -54,10 +54,10 @@ std::pair<const std::string*, std::string> BasicAuth::KeyOf(const Credential& c)
   return {hash, core::Sha256().Field(c.user).Field(c.password).Field(*hash).HexDigest()};
 }
 
-bool BasicAuth::Allows(std::string_view authorization) {
+bool BasicAuth::Allows(std::string_view authorization, bool may_hash) {
   if (!required()) return true;
   auto credential = Parse(authorization);
-  return credential && Verify(*credential);
+  return credential && Verify(*credential, may_hash);
 }
 
 bool BasicAuth::Decided(std::string_view authorization) {
@@ -69,29 +69,37 @@ bool BasicAuth::Decided(std::string_view authorization) {
   return verified_.contains(key) || refused_.contains(key);
 }
 
-bool BasicAuth::Verify(const Credential& c) {
+bool BasicAuth::Verify(const Credential& c, bool may_hash) {
   const bool known = users_.contains(c.user);
   auto [hash, key] = KeyOf(c);
-  {
+  auto remembered = [&]() -> std::optional<bool> {
     std::lock_guard<std::mutex> lock(mu_);
     if (verified_.contains(key)) return true;
     if (refused_.contains(key)) return false;
-  }
-  if (crypt_ == nullptr) return false;
-  bool ok;
-  {
-    std::lock_guard<std::mutex> lock(crypt_mu_);
-    // crypt_data is 32 KiB: not on a worker's stack.
-    auto data = std::make_unique<crypt_data>();
-    const char* out = crypt_(c.password.c_str(), hash->c_str(), data.get());
-    ok = out != nullptr && std::string_view(out).size() == hash->size() &&
-         CRYPTO_memcmp(out, hash->data(), hash->size()) == 0 && known;
-  }
+    return std::nullopt;
+  };
+  if (auto seen = remembered(); seen.has_value()) return *seen;
+  if (crypt_ == nullptr || !may_hash) return false;
+  std::lock_guard<std::mutex> one_at_a_time(crypt_mu_);
+  // Another request with the same user and password may have been hashed
+  // while this one waited.
+  if (auto seen = remembered(); seen.has_value()) return *seen;
+  // crypt_data is 32 KiB: not on a worker's stack.
+  auto data = std::make_unique<crypt_data>();
+  const char* out = crypt_(c.password.c_str(), hash->c_str(), data.get());
+  bool ok = out != nullptr && std::string_view(out).size() == hash->size() &&
+            CRYPTO_memcmp(out, hash->data(), hash->size()) == 0 && known;
   std::lock_guard<std::mutex> lock(mu_);
-  std::set<std::string>& remembered = ok ? verified_ : refused_;
-  if (remembered.size() >= kMaxRemembered) remembered.clear();
-  remembered.insert(std::move(key));
+  Remember(ok ? verified_ : refused_, std::move(key));
   return ok;
+}
+
+void BasicAuth::Remember(std::set<std::string>& set, std::string key) {
+  // One forgotten at a time (the set's first: a digest, so any), never
+  // all: a flood of new wrong passwords cannot make every remembered
+  // login cost a hash again at once.
+  if (set.size() >= kMaxRemembered) set.erase(set.begin());
+  set.insert(std::move(key));
 }
 
 }  // namespace mesh::http

@@ -43,7 +43,10 @@ class BasicAuth {
   // No users configured: everything is allowed.
   bool required() const { return !users_.empty(); }
   // `authorization`: the request's Authorization header ("" when absent).
-  bool Allows(std::string_view authorization);
+  // Without `may_hash`, a user and password not remembered is refused
+  // rather than hashed (and not remembered): the server's fast workers
+  // never wait for a hash, whatever a request's head made them think.
+  bool Allows(std::string_view authorization, bool may_hash = true);
   // Whether Allows() answers this without hashing a password: no users,
   // no or a malformed header, or a user and password remembered.
   bool Decided(std::string_view authorization);
@@ -56,7 +59,9 @@ class BasicAuth {
   static std::optional<Credential> Parse(std::string_view authorization);
   // The hash `user` is checked against, and the key it is remembered by.
   std::pair<const std::string*, std::string> KeyOf(const Credential& c) const;
-  bool Verify(const Credential& c);
+  bool Verify(const Credential& c, bool may_hash);
+  // Under mu_: remembers `key` in `set`, making room by forgetting one.
+  static void Remember(std::set<std::string>& set, std::string key);
 
   const std::map<std::string, std::string> users_;
   const Crypt crypt_;

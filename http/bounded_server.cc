@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <strings.h>
@@ -30,6 +31,9 @@ namespace mesh::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Set for the life of each slow worker's thread.
+thread_local bool on_slow_worker = false;
 
 // Waits for `events` on `sock` until `deadline`; false on timeout or error.
 bool WaitFor(int sock, short events, Clock::time_point deadline) {
@@ -234,6 +238,7 @@ class BoundedServer::Queue : public httplib::TaskQueue {
   }
 
   void Work(bool lane_slow) {
+    on_slow_worker = lane_slow;
     for (;;) {
       std::unique_ptr<Connection> c;
       {
@@ -263,6 +268,8 @@ class BoundedServer::Queue : public httplib::TaskQueue {
 };
 
 thread_local BoundedServer::Queue* BoundedServer::Queue::accepting = nullptr;
+
+bool BoundedServer::OnSlowWorker() { return on_slow_worker; }
 
 // The connection as httplib's parser reads it: first what the gatherer
 // read, then the socket, within the connection's budget and deadlines.
@@ -345,6 +352,9 @@ class BoundedServer::LimitedStream : public httplib::Stream {
   template <typename Op>
   ssize_t TlsIo(Op op, Clock::time_point deadline) {
     for (;;) {
+      // SSL_get_error reads this thread's error queue first: an error left
+      // by another connection would read as this one's.
+      ERR_clear_error();
       int n = op();
       if (n > 0) return n;
       int err = SSL_get_error(c_.ssl.get(), n);

@@ -56,6 +56,10 @@ class BoundedServer : public httplib::Server {
   // dropped and retried a second later.
   void WidenBacklog();
 
+  // Whether the calling thread is a slow worker: only there may a request
+  // wait for a password's hash (a fast worker answers 401 instead).
+  static bool OnSlowWorker();
+
   // Connections open (held, queued or being answered).
   size_t open() const { return tally_.open.load(); }
   // Connections closed to make room, or turned away with none.

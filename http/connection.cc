@@ -1,5 +1,6 @@
 #include "http/connection.h"
 
+#include <openssl/err.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,7 +18,10 @@ Connection::Connection(int sock, const ConnectionLimits& limits, ConnectionTally
 }
 
 Connection::~Connection() {
-  if (ssl != nullptr && handshaken) (void)SSL_shutdown(ssl.get());
+  if (ssl != nullptr && handshaken) {
+    (void)SSL_shutdown(ssl.get());
+    ERR_clear_error();  // what a closed peer left is of no later connection
+  }
   ssl.reset();
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);

@@ -1,7 +1,9 @@
 #include "http/head_gatherer.h"
 
+#include <openssl/err.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +19,8 @@ constexpr auto kSweep = std::chrono::milliseconds(100);
 // New connections handed over and not yet taken in (the thread takes them
 // all at every turn).
 constexpr size_t kInbox = 64;
+// A request line and headers, whole: httplib reads lines of at most 8 KiB.
+constexpr size_t kMaxHead = 16 * 1024;
 
 }  // namespace
 
@@ -58,7 +62,10 @@ void HeadGatherer::Hold(std::unique_ptr<Connection> c) {
     if (c->served == 0) {
       room_.wait(lock, [&] { return stopping_ || !running_ || inbox_.size() < kInbox; });
     }
-    if (!stopping_ && running_) inbox_.push_back(std::move(c));
+    if (!stopping_ && running_) {
+      if (c->served == 0) ++queued_;
+      inbox_.push_back(std::move(c));
+    }
   }
   if (c != nullptr) {
     ++tally_.shed;
@@ -133,24 +140,27 @@ void HeadGatherer::TakeInbox() {
 }
 
 void HeadGatherer::Admit(std::unique_ptr<Connection> c) {
+  const SteadyClock::time_point now = SteadyClock::now();
   if (c->served == 0) {
-    // A new connection over the limit takes the room of the longest silent
-    // one here; with none here (every one is being answered), it is the
-    // one closed.
-    if (tally_.open > limits_.max_connections) {
-      if (silent_.empty() && talking_.empty()) {
-        ++tally_.shed;
-        return;
-      }
-      Drop(!silent_.empty() ? silent_.front() : talking_.front());
+    --queued_;
+    // httplib refuses (500) a socket its select() cannot watch.
+    if (c->sock >= FD_SETSIZE) {
       ++tally_.shed;
+      return;
+    }
+    // A new connection over the limit (those still in the inbox aside)
+    // takes the room of the longest silent one here; with none here (every
+    // one is being answered), it is the one closed.
+    if (tally_.open - queued_ > limits_.max_connections && !MakeRoom()) {
+      ++tally_.shed;
+      return;
     }
   } else {
+    if (now >= c->ends) return;  // its life is over: closed, not read again
     // Back from a worker, kept alive: it waits for the next request.
     c->scanned = 0;
     c->started = !c->buffered.empty();
-    c->deadline =
-        std::min(SteadyClock::now() + (c->started ? limits_.request_head : limits_.idle), c->ends);
+    c->deadline = std::min(now + (c->started ? limits_.request_head : limits_.idle), c->ends);
   }
   int sock = c->sock;
   silent_.push_back(sock);
@@ -161,6 +171,24 @@ void HeadGatherer::Admit(std::unique_ptr<Connection> c) {
   h.events = 0;
   // What it has sent already (often its whole head) is read now.
   Advance(sock);
+}
+
+bool HeadGatherer::MakeRoom() {
+  // One that looks silent may have bytes waiting that no event has brought
+  // yet: it is read first, and is silent no longer. A few are tried; then
+  // the longest silent goes, or, with none silent, the one that sent its
+  // last byte longest ago.
+  for (int tries = 0; tries < 8 && !silent_.empty(); ++tries) {
+    int sock = silent_.front();
+    char byte;
+    if (::recv(sock, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) break;
+    Advance(sock);
+    if (held_.contains(sock) && !held_.at(sock).talking) break;  // still silent after all
+  }
+  if (silent_.empty() && talking_.empty()) return false;
+  Drop(!silent_.empty() ? silent_.front() : talking_.front());
+  ++tally_.shed;
+  return true;
 }
 
 void HeadGatherer::Drop(int sock) {
@@ -178,7 +206,7 @@ void HeadGatherer::Advance(int sock) {
   auto it = held_.find(sock);
   if (it == held_.end()) return;
   Held& h = it->second;
-  const size_t had = h.c->buffered.size();
+  const uint64_t had = BytesIn(*h.c);
   Gathered g = Gather(*h.c);
   if (g == Gathered::kClose) {
     Drop(sock);
@@ -192,9 +220,9 @@ void HeadGatherer::Advance(int sock) {
     ready_(std::move(c));
     return;
   }
-  // Bytes came (a head's, or a handshake's, once OpenSSL has a first
-  // message): the most recent of those talking.
-  if (h.c->buffered.size() != had || (h.c->ssl != nullptr && SSL_in_before(h.c->ssl.get()) == 0)) {
+  // Bytes came (a head's, or a handshake's): the most recent of those
+  // talking.
+  if (BytesIn(*h.c) != had) {
     Unlist(h);
     talking_.push_back(sock);
     h.talking = true;
@@ -212,8 +240,23 @@ void HeadGatherer::Advance(int sock) {
   h.events = want;
 }
 
+uint64_t HeadGatherer::BytesIn(const Connection& c) {
+  if (c.ssl == nullptr) return c.buffered.size();
+  // What OpenSSL took from the socket, handshake records included.
+  return BIO_number_read(SSL_get_rbio(c.ssl.get())) + c.buffered.size();
+}
+
 HeadGatherer::Gathered HeadGatherer::Gather(Connection& c) {
+  // A pipelined request already here needs no more bytes.
+  if (!c.buffered.empty() && HeadEnd(c) > 0) return Gathered::kWhole;
   if (c.tls != nullptr && c.ssl == nullptr) {
+    // No TLS state for a connection that has sent nothing yet.
+    char byte;
+    ssize_t n = ::recv(c.sock, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      return Gathered::kWaitRead;
+    }
+    if (n <= 0) return Gathered::kClose;
     c.ssl.reset(SSL_new(c.tls->get()));
     if (c.ssl == nullptr || SSL_set_fd(c.ssl.get(), c.sock) != 1) {
       c.cut = true;
@@ -223,6 +266,9 @@ HeadGatherer::Gathered HeadGatherer::Gather(Connection& c) {
   }
   SSL* ssl = c.ssl.get();
   if (ssl != nullptr && !c.handshaken) {
+    // SSL_get_error reads this thread's error queue first: an error left
+    // by another connection would read as this one's.
+    ERR_clear_error();
     int rc = SSL_do_handshake(ssl);
     if (rc != 1) {
       int err = SSL_get_error(ssl, rc);
@@ -236,12 +282,13 @@ HeadGatherer::Gathered HeadGatherer::Gather(Connection& c) {
   char buf[4096];
   for (;;) {
     size_t room = std::min(sizeof buf, c.budget);
-    if (room == 0) {
-      c.cut = true;  // a head larger than the connection may send
+    if (room == 0 || c.buffered.size() >= kMaxHead) {
+      c.cut = true;  // a head larger than a head may be, or than the budget
       return Gathered::kClose;
     }
     ssize_t n;
     if (ssl != nullptr) {
+      ERR_clear_error();
       n = SSL_read(ssl, buf, static_cast<int>(room));
       if (n <= 0) {
         int err = SSL_get_error(ssl, static_cast<int>(n));

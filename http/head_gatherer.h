@@ -17,7 +17,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
@@ -65,12 +67,16 @@ class HeadGatherer {
   void Run();
   void TakeInbox();
   void Admit(std::unique_ptr<Connection> c);
+  // Sheds one held connection for a new one; false when none is held.
+  bool MakeRoom();
   void Drop(int sock);
   // Takes the connection out of its list, for good or to move it.
   void Unlist(Held& h);
   void Advance(int sock);
   void Expire(SteadyClock::time_point now);
   Gathered Gather(Connection& c);
+  // Bytes the connection has sent so far (TLS records included).
+  static uint64_t BytesIn(const Connection& c);
 
   const ConnectionLimits limits_;
   ConnectionTally& tally_;
@@ -83,6 +89,8 @@ class HeadGatherer {
   std::condition_variable room_;  // the inbox has room again
   std::vector<std::unique_ptr<Connection>> inbox_;
   bool running_ = false;  // Start() succeeded
+  // New connections in the inbox, counted in the tally but not yet here.
+  std::atomic<size_t> queued_{0};
   bool stopping_ = false;
 
   // The gatherer thread's own: connections by socket; their sockets in

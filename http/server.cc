@@ -246,7 +246,8 @@ void StatusServer::Guard(httplib::Server& s) {
         res.set_content("too many requests\n", "text/plain");
         return httplib::Server::HandlerResponse::Handled;
       }
-      if (!policy->auth->Allows(req.get_header_value("Authorization"))) {
+      if (!policy->auth->Allows(req.get_header_value("Authorization"),
+                                BoundedServer::OnSlowWorker())) {
         res.status = 401;
         res.set_header("WWW-Authenticate", "Basic realm=\"mesh-host\"");
         res.set_content("unauthorized\n", "text/plain");
@@ -283,8 +284,15 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
   server_->SetSlow([this](std::string_view head) {
     std::shared_ptr<const Policy> policy = CurrentPolicy();
     if (policy == nullptr || !policy->auth->required()) return false;
+    // httplib ends a line at a bare LF too, and percent-decodes values:
+    // a head that has either is read here as httplib may not, so it is
+    // slow (a fast worker would refuse it rather than hash).
+    for (size_t lf = head.find('\n'); lf != std::string_view::npos; lf = head.find('\n', lf + 1)) {
+      if (lf == 0 || head[lf - 1] != '\r') return true;
+    }
     std::vector<std::string_view> given = AuthorizationsOf(head);
     if (given.size() > 1) return true;
+    if (!given.empty() && given.front().find('%') != std::string_view::npos) return true;
     return !policy->auth->Decided(given.empty() ? std::string_view() : given.front());
   });
 

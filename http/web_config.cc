@@ -228,35 +228,32 @@ std::string BcryptFault(const std::string& hash) {
 // A Go duration, as the toolkit reads `rate_limit.interval`: "1s", "100ms",
 // "1m30s" (units h, m, s, ms, us, µs, ns).
 std::optional<std::chrono::nanoseconds> GoDuration(const std::string& text) {
-  static const std::vector<std::pair<std::string, double>> kUnits = {
-      {"ns", 1},  {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
-      {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+  static const std::vector<std::pair<std::string_view, double>> kUnits = {
+      {"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
+      {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9}};
   if (text == "0") return std::chrono::nanoseconds(0);
-  double total = 0;
-  size_t i = 0;
   if (text.empty()) return std::nullopt;
-  while (i < text.size()) {
-    size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-      ++i;
-    if (i == start) return std::nullopt;
+  double total = 0;
+  const char* at = text.data();
+  const char* end = text.data() + text.size();
+  while (at < end) {
+    // A number as Go writes one here: digits, at most one point.
+    const char* start = at;
+    while (at < end && (std::isdigit(static_cast<unsigned char>(*at)) || *at == '.')) ++at;
     double number = 0;
-    try {
-      number = std::stod(text.substr(start, i - start));
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-    size_t unit_start = i;
-    while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '.')
-      ++i;
-    std::string unit = text.substr(unit_start, i - unit_start);
+    auto [past, ec] = std::from_chars(start, at, number, std::chars_format::fixed);
+    if (at == start || ec != std::errc() || past != at) return std::nullopt;
+    const char* unit_start = at;
+    while (at < end && !std::isdigit(static_cast<unsigned char>(*at)) && *at != '.') ++at;
+    std::string_view unit(unit_start, static_cast<size_t>(at - unit_start));
     auto it =
         std::find_if(kUnits.begin(), kUnits.end(), [&](const auto& u) { return u.first == unit; });
     if (it == kUnits.end()) return std::nullopt;
     total += number * it->second;
   }
-  if (total > 1e18) return std::nullopt;
-  return std::chrono::nanoseconds(static_cast<int64_t>(total));
+  // A day is far beyond any interval worth limiting by.
+  if (!(total <= 86400e9)) return std::nullopt;
+  return std::chrono::nanoseconds(static_cast<int64_t>(total + 0.5));
 }
 
 core::Result<RateLimit> ParseRateLimit(const YAML::Node& node) {

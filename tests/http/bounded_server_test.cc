@@ -129,6 +129,25 @@ TEST_F(BoundedServerTest, AnIdleKeepAliveHoldsNoWorker) {
       << "the kept connection serves its next request";
 }
 
+// Two requests in one write: the second, already read with the first, is
+// answered without waiting for bytes that will not come.
+TEST_F(BoundedServerTest, APipelinedRequestIsAnswered) {
+  Start(ConnectionLimits{});
+  int fd = Connect();
+  Send(fd, std::string(kGet) + kGet);
+  std::string got;
+  auto end = std::chrono::steady_clock::now() + milliseconds(1500);
+  while (std::chrono::steady_clock::now() < end) {
+    std::string more = Read(fd, milliseconds(100));
+    if (more != "closed") got += more;
+    size_t first = got.find("200 OK");
+    if (first != std::string::npos && got.find("200 OK", first + 1) != std::string::npos) break;
+  }
+  size_t first = got.find("200 OK");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(got.find("200 OK", first + 1), std::string::npos) << "the second is answered too";
+}
+
 // A head that trickles in costs no worker either.
 TEST_F(BoundedServerTest, ATricklingHeadHoldsNoWorker) {
   ConnectionLimits limits;

@@ -86,6 +86,19 @@ TEST(BasicAuthTest, RemembersWhatItCheckedRightOrWrong) {
   EXPECT_EQ(calls.load(), 3) << "each user and password hashed once";
 }
 
+// A fast worker never hashes: what is not remembered is refused there,
+// and not remembered as refused either (the slow lane decides it).
+TEST(BasicAuthTest, WithoutLeaveToHashOnlyTheRememberedPass) {
+  calls = 0;
+  BasicAuth auth({{"prometheus", kHash}}, &SlowCrypt);
+  EXPECT_FALSE(auth.Allows(Header("prometheus", "right"), /*may_hash=*/false));
+  EXPECT_EQ(calls.load(), 0);
+  EXPECT_FALSE(auth.Decided(Header("prometheus", "right")));
+  EXPECT_TRUE(auth.Allows(Header("prometheus", "right")));
+  EXPECT_TRUE(auth.Allows(Header("prometheus", "right"), /*may_hash=*/false));
+  EXPECT_EQ(calls.load(), 1);
+}
+
 // exporter-toolkit hashes one password at a time: wrong passwords from
 // many clients take at most one core, not one per worker.
 TEST(BasicAuthTest, OneHashAtATime) {

@@ -147,6 +147,9 @@ TEST(WebConfigTest, DecidesAsTheToolkit) {
            {"rate_limit:\n  interval: soon\n  burst: 1\n",
             "rate_limit.interval: \"soon\" is not a duration"},
            {"rate_limit:\n  interval: 1s\n  burst: -1\n", "rate_limit.burst: must be a whole"},
+           {"rate_limit:\n  interval: 1.5.5s\n  burst: 1\n", "is not a duration"},
+           {"rate_limit:\n  interval: 1..s\n  burst: 1\n", "is not a duration"},
+           {"rate_limit:\n  interval: 1e9s\n  burst: 1\n", "is not a duration"},
            {"rate_limit:\n  interval: 1s\n", "rate_limit.burst: 0 with an interval refuses"},
            {"rate_limit:\n  every: 1s\n", "rate_limit.every: unknown key"},
        }) {
@@ -167,6 +170,9 @@ TEST(WebConfigTest, DecidesAsTheToolkit) {
   EXPECT_EQ(ok->tls->client_auth, ClientAuth::kRequireAny) << "the toolkit's older name";
   EXPECT_EQ(ok->rate_limit.interval, std::chrono::seconds(90));
   EXPECT_EQ(ok->rate_limit.burst, 5);
+  auto micro = ParseWebConfig("rate_limit:\n  interval: 2.3ms500\xce\xbcs\n  burst: 1\n", "/d");
+  ASSERT_TRUE(micro.has_value()) << micro.error().message;
+  EXPECT_EQ(micro->rate_limit.interval, std::chrono::microseconds(2800));
   auto none = ParseWebConfig("rate_limit:\n  interval: 0\n", "/d");
   ASSERT_TRUE(none.has_value()) << none.error().message;
   EXPECT_EQ(none->rate_limit.interval.count(), 0) << "no limit, as the toolkit";
