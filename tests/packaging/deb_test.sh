@@ -123,5 +123,27 @@ check "... deletes the conffile and the record, keeps the declaration and the bu
 rm -r "$R/etc/mesh-host" "$R/var/lib/mesh-host"
 left=$(cd "$R" && find . -mindepth 1 -not -path './var/lib/dpkg*' -not -type d | sort)
 check "... and leaves no other file behind${left:+: $left}" '[ -z "$left" ]'
+
+# The life cycle (issue 40, item 7), as docs/troubleshooting.md tells it:
+# the packaged host manages a file; a declaration with no resources takes it
+# off; a purge then leaves nothing of the host's behind. Purged with the
+# file still managed, the purge says what stays and how to avoid it.
+check "life cycle: install again" 'dpkgr -i "$DEB"'
+M=$T/machine; D=$R/etc/mesh-host/declaration.json
+mkdir -p "$M/etc"
+host() { "$R/usr/bin/mesh-host" apply --declaration "$D" --root "$M" --state-dir "$R/var/lib/mesh-host" \
+           --unit-dir "$T/units" --machine m 2>&1; }
+decl() { printf '{"machine":"m","generation":%s,"resources":[%s]}' "$1" "$2" > "$D"; chmod 0600 "$D"; }
+A='{"id":"a","kind":"file","path":"/etc/a.conf","content":"x\n"}'
+decl 1 "$A"
+check "... the packaged host manages a file" 'host | grep -q "^created a (file)"'
+decl 2 ""
+check "... a declaration with no resources takes it off" \
+  'host | grep -q "^removed a (file)" && [ ! -e "$M/etc/a.conf" ]'
+check "... then a purge has nothing to warn of" 'dpkgr -P mesh-host && ! grep -q "stays on" "$T/dpkg.out"'
+check "... a reinstall manages the file afresh" 'dpkgr -i "$DEB" && decl 1 "$A" && host | grep -q "^created a (file)"'
+check "a purge with the file still managed says what stays and how to avoid it" \
+  'dpkgr -P mesh-host && grep -q "the record named what the host wrote" "$T/dpkg.out" && grep -q "apply a declaration with no resources, then purge" "$T/dpkg.out"'
+check "... and the file stays" '[ -f "$M/etc/a.conf" ]'
 echo "deb: $fails failed"
 [ "$fails" = 0 ]
