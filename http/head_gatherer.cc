@@ -183,6 +183,8 @@ bool HeadGatherer::MakeRoom() {
     char byte;
     if (::recv(sock, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) break;
     Advance(sock);
+    // Reading it may have closed it (its client had gone): room made.
+    if (tally_.open - queued_ <= limits_.max_connections) return true;
     if (held_.contains(sock) && !held_.at(sock).talking) break;  // still silent after all
   }
   if (silent_.empty() && talking_.empty()) return false;

@@ -86,10 +86,15 @@ echo "ok   - a malformed, missing or non-file key refuses apply and run (exit 2)
 # The daemon re-verifies on every read: the signature replaced under an
 # unchanged declaration refuses it, with the refusal on /status.
 sign
+# The log exists before the daemon starts: the redirection below happens in
+# the child, and the loop must not read a file it has not opened yet.
+: > "$T/log"
 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --interval 1h 2> "$T/log" &
 HOST=$!
 url=
-for _ in $(seq 1 100); do
+# Bounded (30 s), but generous: on CI's two cores the sanitizers compile
+# beside this test, and the first apply can take seconds.
+for _ in $(seq 1 600); do
   url=$(sed -n 's/.*listening on \([0-9.:]*\).*/http:\/\/\1/p' "$T/log" | head -1)
   [ -n "$url" ] && grep -q "^apply ok" "$T/log" && break; sleep 0.05
 done

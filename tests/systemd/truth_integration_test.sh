@@ -175,6 +175,7 @@ REC='{"id":"rec","kind":"service","unit":"mh-rec.service","state":"running","uni
 decl 19 "$REC"; apply_now
 check "refused push: generation 19 applied" '[ $RC = 0 ] && [ "$(state mh_2drec_2eservice)" = active ]'
 printf '{"machine":"box","generation":20,"resources":[' > "$T/decl.json"  # cut off: not JSON
+: > "$T/run.log"  # exists before the child opens it: the loop below reads it at once
 "$BIN" run --declaration "$T/decl.json" --root "$ROOT" --state-dir "$T/state" --artifacts "$T/art" \
   --unit-dir "$UNITS" --machine box --settle 300ms --interval 1h --listen 127.0.0.1:0 2> "$T/run.log" &
 PIDS+=($!)
