@@ -9,8 +9,8 @@
 #include <cstring>
 #include <ctime>
 #include <optional>
-#include <span>
 
+#include "host/adapters/unit_properties.h"
 #include "host/base/shared_library.h"
 
 namespace mesh::adapters {
@@ -113,37 +113,9 @@ uint64_t Usec(std::chrono::nanoseconds d) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
-const char* JobMethod(ports::JobKind kind) {
-  switch (kind) {
-    case ports::JobKind::kStart:
-      return "StartUnit";
-    case ports::JobKind::kRestart:
-      return "RestartUnit";
-    case ports::JobKind::kReload:
-      return "ReloadUnit";
-    case ports::JobKind::kStop:
-      return "StopUnit";
-  }
-  return "StopUnit";
-}
-
 std::string Describe(std::string_view method, std::string_view unit, const sd_bus_error& e, int r) {
-  std::string s = std::string(method);
-  if (!unit.empty()) s += " " + std::string(unit);
-  s += ": ";
-  if (e.name != nullptr) {
-    s += e.name;
-    if (e.message != nullptr) s += std::string(": ") + e.message;
-    // systemd names the setting only in its own log, at load.
-    if (std::string_view(e.name) == "org.freedesktop.systemd1.BadUnitSetting") {
-      std::string_view named = unit.empty() ? method.substr(method.rfind(' ') + 1) : unit;
-      s += " (systemd names the setting in its log: journalctl -u " + std::string(named) +
-           ", or systemd-analyze verify on its unit file)";
-    }
-  } else {
-    s += std::strerror(-r);
-  }
-  return s;
+  return DescribeBusError(method, unit, e.name != nullptr ? e.name : "",
+                          e.message != nullptr ? e.message : "", r);
 }
 
 bool ConnectionLost(int r) {
@@ -472,153 +444,107 @@ sd_bus_message* NewCall(sd_bus* bus, const char* path, const char* iface, const 
   return m;
 }
 
-// Reads the value of property `n` (a variant, next in `m`) into `s`, or
-// skips it when the host has no use for it. Negative: unreadable.
-// What Conditions and ConditionResult say, in whichever order they come.
-struct ConditionsSeen {
-  std::optional<bool> held;  // ConditionResult
-  std::string first_failed;  // "ConditionPathExists=/etc/x"
-};
-
-int ReadProperty(sd_bus_message* m, std::string_view n, core::UnitStatus& s,
-                 ConditionsSeen& conditions) {
-  std::string* text = n == "LoadState"       ? &s.load_state
-                      : n == "ActiveState"   ? &s.active_state
-                      : n == "SubState"      ? &s.sub_state
-                      : n == "Result"        ? &s.result
-                      : n == "Type"          ? &s.type
-                      : n == "UnitFileState" ? &s.unit_file_state
-                                             : nullptr;
+// Reads a value of shape `wire` (inside its variant, next in `m`) into `v`.
+// Negative: unreadable.
+int ReadWire(sd_bus_message* m, Wire wire, PropertyValue& v) {
   int r;
-  if (text != nullptr) {
-    const char* v = nullptr;
-    if ((r = sd_bus_message_read(m, "v", "s", &v)) < 0) return r;
-    *text = v;
-  } else if (n == "NRestarts") {
-    return sd_bus_message_read(m, "v", "u", &s.n_restarts);
-  } else if (n == "NeedDaemonReload") {
-    int need = 0;
-    if ((r = sd_bus_message_read(m, "v", "b", &need)) < 0) return r;
-    s.need_daemon_reload = need != 0;
-  } else if (n == "TimeoutStopUSec") {
-    uint64_t usec = 0;
-    if ((r = sd_bus_message_read(m, "v", "t", &usec)) < 0) return r;
-    // UINT64_MAX is "infinity"; past a day it is as good as one: zero,
-    // unknown to the host.
-    constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
-    if (usec <= kDayUsec) s.timeout_stop = std::chrono::microseconds(usec);
-  } else if (n == "ExecMainStatus") {
-    return sd_bus_message_read(m, "v", "i", &s.exec_main_status);
-  } else if (n == "ExecStart") {
-    // a(sasbttttuii): the first command's path.
-    if ((r = sd_bus_message_enter_container(m, 'v', "a(sasbttttuii)")) < 0) return r;
-    if ((r = sd_bus_message_enter_container(m, 'a', "(sasbttttuii)")) < 0) return r;
-    if ((r = sd_bus_message_enter_container(m, 'r', "sasbttttuii")) > 0) {
-      const char* path = nullptr;
-      if ((r = sd_bus_message_read(m, "s", &path)) < 0) return r;
-      s.exec_start = path != nullptr ? path : "";
-      if ((r = sd_bus_message_skip(m, "asbttttuii")) < 0) return r;
-      if ((r = sd_bus_message_exit_container(m)) < 0) return r;
-      if ((r = sd_bus_message_skip(m, nullptr)) < 0) return r;  // the other commands
+  switch (wire) {
+    case Wire::kString: {
+      const char* text = nullptr;
+      if ((r = sd_bus_message_read(m, "v", "s", &text)) < 0) return r;
+      v.text = text != nullptr ? text : "";
+      return r;
     }
-    if (r < 0) return r;
-    if ((r = sd_bus_message_exit_container(m)) < 0) return r;
-    return sd_bus_message_exit_container(m);
-  } else if (n == "ExecStop" || n == "ExecStopPost") {
-    // a(sasbttttuii): one entry per command; only how many is read.
-    uint32_t& count = n == "ExecStop" ? s.exec_stop : s.exec_stop_post;
-    if ((r = sd_bus_message_enter_container(m, 'v', "a(sasbttttuii)")) < 0) return r;
-    if ((r = sd_bus_message_enter_container(m, 'a', "(sasbttttuii)")) < 0) return r;
-    count = 0;
-    while ((r = sd_bus_message_enter_container(m, 'r', "sasbttttuii")) > 0) {
-      if ((r = sd_bus_message_skip(m, "sasbttttuii")) < 0) return r;
-      if ((r = sd_bus_message_exit_container(m)) < 0) return r;
-      ++count;
+    case Wire::kUint32:
+    case Wire::kInt32: {
+      uint32_t n = 0;  // an int32 read as its bits
+      r = sd_bus_message_read(m, "v", wire == Wire::kUint32 ? "u" : "i", &n);
+      v.number = n;
+      return r;
     }
-    if (r < 0) return r;
-    if ((r = sd_bus_message_exit_container(m)) < 0) return r;
-    return sd_bus_message_exit_container(m);
-  } else if (n == "Conditions") {
-    // a(sbbsi): type, trigger, negate, parameter, state (<0 failed).
-    if ((r = sd_bus_message_enter_container(m, 'v', "a(sbbsi)")) < 0) return r;
-    if ((r = sd_bus_message_enter_container(m, 'a', "(sbbsi)")) < 0) return r;
-    const char *type = nullptr, *param = nullptr;
-    int trigger = 0, negate = 0;
-    int32_t state = 0;
-    while ((r = sd_bus_message_read(m, "(sbbsi)", &type, &trigger, &negate, &param, &state)) > 0) {
-      // A trigger condition (|) fails the unit only when all of them fail:
-      // the first failed one is named either way.
-      if (state < 0 && conditions.first_failed.empty()) {
-        conditions.first_failed =
-            std::string(type) + "=" + (trigger ? "|" : "") + (negate ? "!" : "") + param;
+    case Wire::kBool: {
+      int b = 0;
+      r = sd_bus_message_read(m, "v", "b", &b);
+      v.number = b != 0;
+      return r;
+    }
+    case Wire::kUint64:
+      return sd_bus_message_read(m, "v", "t", &v.number);
+    case Wire::kBytes: {
+      if ((r = sd_bus_message_enter_container(m, 'v', "ay")) < 0) return r;
+      const void* bytes = nullptr;
+      size_t len = 0;
+      if ((r = sd_bus_message_read_array(m, 'y', &bytes, &len)) < 0) return r;
+      const auto* b = static_cast<const uint8_t*>(bytes);
+      v.bytes.assign(b, b + len);
+      return sd_bus_message_exit_container(m);
+    }
+    case Wire::kCommands: {
+      if ((r = sd_bus_message_enter_container(m, 'v', "a(sasbttttuii)")) < 0) return r;
+      if ((r = sd_bus_message_enter_container(m, 'a', "(sasbttttuii)")) < 0) return r;
+      while ((r = sd_bus_message_enter_container(m, 'r', "sasbttttuii")) > 0) {
+        const char* path = nullptr;
+        if ((r = sd_bus_message_read(m, "s", &path)) < 0) return r;
+        v.command_paths.emplace_back(path != nullptr ? path : "");
+        if ((r = sd_bus_message_skip(m, "asbttttuii")) < 0) return r;
+        if ((r = sd_bus_message_exit_container(m)) < 0) return r;
       }
+      if (r < 0) return r;
+      if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+      return sd_bus_message_exit_container(m);
     }
-    if (r < 0) return r;
-    if ((r = sd_bus_message_exit_container(m)) < 0) return r;
-    return sd_bus_message_exit_container(m);
-  } else if (n == "ConditionResult") {
-    int result = 1;
-    if ((r = sd_bus_message_read(m, "v", "b", &result)) < 0) return r;
-    conditions.held = result != 0;
-  } else if (n == "StateChangeTimestampMonotonic") {
-    uint64_t usec = 0;
-    if ((r = sd_bus_message_read(m, "v", "t", &usec)) < 0) return r;
-    // CLOCK_MONOTONIC is systemd's and this process's alike.
-    timespec now{};
-    if (usec > 0 && ::clock_gettime(CLOCK_MONOTONIC, &now) == 0) {
-      auto at = std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
-      auto since = std::chrono::microseconds(usec);
-      if (at > since) s.in_state_for = at - since;
+    case Wire::kConditions: {
+      if ((r = sd_bus_message_enter_container(m, 'v', "a(sbbsi)")) < 0) return r;
+      if ((r = sd_bus_message_enter_container(m, 'a', "(sbbsi)")) < 0) return r;
+      const char *type = nullptr, *param = nullptr;
+      int trigger = 0, negate = 0;
+      int32_t state = 0;
+      while ((r = sd_bus_message_read(m, "(sbbsi)", &type, &trigger, &negate, &param, &state)) >
+             0) {
+        v.conditions.push_back({type, trigger != 0, negate != 0, param, state});
+      }
+      if (r < 0) return r;
+      if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+      return sd_bus_message_exit_container(m);
     }
-  } else if (n == "InvocationID") {
-    if ((r = sd_bus_message_enter_container(m, 'v', "ay")) < 0) return r;
-    const void* bytes = nullptr;
-    size_t len = 0;
-    if ((r = sd_bus_message_read_array(m, 'y', &bytes, &len)) < 0) return r;
-    static constexpr char kHex[] = "0123456789abcdef";
-    s.invocation_id.clear();
-    for (size_t i = 0; i < len; ++i) {
-      unsigned char b = static_cast<const unsigned char*>(bytes)[i];
-      s.invocation_id += kHex[b >> 4];
-      s.invocation_id += kHex[b & 0xf];
-    }
-    return sd_bus_message_exit_container(m);
-  } else {
-    return sd_bus_message_skip(m, "v");
   }
-  return 0;
+  return -EINVAL;
+}
+
+// Reads property `name` (its variant next in `m`) into `s` as its row says,
+// or skips it when the host has no use for it. Negative: unreadable.
+int ReadProperty(sd_bus_message* m, std::string_view name, core::UnitStatus& s,
+                 PropertyContext& context) {
+  const PropertyRow* row = FindProperty(name);
+  if (row == nullptr) return sd_bus_message_skip(m, "v");
+  PropertyValue value;
+  int r = ReadWire(m, row->wire, value);
+  if (r >= 0) row->set(value, s, context);
+  return r;
+}
+
+std::chrono::nanoseconds MonotonicNow() {
+  timespec now{};
+  if (::clock_gettime(CLOCK_MONOTONIC, &now) != 0) return std::chrono::nanoseconds(0);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
 }
 
 // Reads one GetAll reply into `s`.
 core::Status ParseProperties(sd_bus_message* m, core::UnitStatus& s, const std::string& what) {
   auto bad = [&] { return core::Fail(what + ": unreadable reply"); };
   int rr;
-  ConditionsSeen conditions;
+  PropertyContext context{.monotonic_now = MonotonicNow()};
   if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0) return bad();
   while ((rr = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
     const char* name = nullptr;
     if (sd_bus_message_read(m, "s", &name) < 0) return bad();
-    if (ReadProperty(m, name, s, conditions) < 0) return bad();
+    if (ReadProperty(m, name, s, context) < 0) return bad();
     if (sd_bus_message_exit_container(m) < 0) return bad();
   }
   if (rr < 0) return bad();
-  // Conditions lists every check; only a false ConditionResult skipped it.
-  // A unit loaded afresh (a finished oneshot unloaded since) reads false
-  // with no condition checked: that is no skip.
-  if (conditions.held == false && !conditions.first_failed.empty()) {
-    s.failed_condition = std::move(conditions.first_failed);
-  }
+  FinishProperties(context, s);
   return core::Ok();
 }
-
-// What the host reads of a service's own interface. Asked for one by one:
-// systemd's GetAll of that interface also computes every accounting
-// property (memory, CPU, tasks, IO, IP: cgroup files read for each unit),
-// which cost more than all the rest of a look.
-constexpr const char* kServiceProperties[] = {
-    "Type", "Result", "NRestarts", "TimeoutStopUSec", "ExecStop", "ExecStopPost"};
-// Of a service whose run exited badly only: how, and what it ran.
-constexpr const char* kExitProperties[] = {"ExecMainStatus", "ExecStart"};
 
 }  // namespace
 
@@ -667,10 +593,8 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
         index.emplace_back(i, nullptr);
         continue;
       }
-      if (!units[i].ends_with(".service") || out[i]->load_state != "loaded") continue;
-      if (round == 2 && out[i]->result != "exit-code") continue;
-      for (const char* property : round == 1 ? std::span<const char* const>(kServiceProperties)
-                                             : std::span<const char* const>(kExitProperties)) {
+      if (!ReadInRound(round, units[i], *out[i])) continue;
+      for (const char* property : round == 1 ? ServiceProperties() : ExitProperties()) {
         sd_bus_message* m =
             NewCall(bus_->bus, paths[i].c_str(), "org.freedesktop.DBus.Properties", "Get");
         if (m != nullptr && sd_bus_message_append(m, "ss", kServiceIface, property) < 0) {
@@ -695,8 +619,8 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
         if (auto st = ParseProperties(replies[k].message.get(), *out[i], what[k]); !st) {
           out[i] = std::unexpected(st.error());
         }
-      } else if (ConditionsSeen none;
-                 ReadProperty(replies[k].message.get(), property, *out[i], none) < 0) {
+      } else if (PropertyContext alone;
+                 ReadProperty(replies[k].message.get(), property, *out[i], alone) < 0) {
         out[i] = core::Fail(what[k] + ": unreadable reply");
       }
     }

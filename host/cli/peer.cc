@@ -92,6 +92,74 @@ std::string BaseUrl(const std::string& given) {
   return url;
 }
 
+namespace {
+
+// What one GET brought: the body as far as it was read, and which bound, if
+// any, ended it.
+struct Got {
+  httplib::Result result{nullptr, httplib::Error::Unknown};
+  std::string received;
+  bool too_large = false;
+  bool timed_out = false;
+  unsigned long tls_error = 0;  // what the handshake left on this thread's queue
+};
+
+// `path` of `client`, its body cut at opts.max_bytes and the whole request
+// at opts.deadline: at the deadline the client is stopped from a watcher
+// thread (its socket shut down under the read, which then returns).
+Got GetBounded(httplib::Client& client, const std::string& path, const ClientOptions& opts) {
+  Got got;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watch;
+  if (opts.deadline.has_value()) {
+    watch = std::thread([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      if (cv.wait_until(lock, *opts.deadline, [&] { return done; })) return;
+      got.timed_out = true;
+      // stop() interrupts only a request whose socket is open: asked
+      // again until the request ends.
+      do {
+        client.stop();
+      } while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
+    });
+  }
+  ERR_clear_error();
+  got.result = client.Get(path, [&](const char* data, size_t n) {
+    if (got.received.size() + n > opts.max_bytes) {
+      got.too_large = true;
+      return false;
+    }
+    got.received.append(data, n);
+    return true;
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  got.tls_error = ERR_peek_last_error();
+  cv.notify_one();
+  if (watch.joinable()) watch.join();
+  return got;
+}
+
+// Why an answer other than 200 (or /healthz's 503) is not one, in words.
+std::string Answered(const Answer& p, const std::string& path, bool https,
+                     const ClientOptions& opts) {
+  std::string error = core::Printable(p.url) + path + " answered " + std::to_string(p.status);
+  if (p.status != 401) return error;
+  return error + (!https && !opts.user.empty()
+                      ? ": it asks for a user, and credentials are sent only over https (give "
+                        "it \"__scheme__\": \"https\" in the targets file)"
+                  : opts.user.empty() ? ": it asks for a user (--user, and the password in "
+                                        "--password-file or MESH_HOST_PASSWORD)"
+                                      : ": user " + core::Printable(opts.user) +
+                                            " and that password are not accepted");
+}
+
+}  // namespace
+
 Answer Fetch(const std::string& given, const std::string& path, const ClientOptions& opts) {
   Answer p;
   p.url = BaseUrl(given);
@@ -127,77 +195,30 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
   }
   client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(connect));
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read));
-  std::string received;
-  bool too_large = false;
-  bool timed_out = false;
-  unsigned long tls_error = 0;
-  httplib::Result res = [&] {
-    // At the deadline the client is stopped from here: its socket is shut
-    // down under the read, which then returns.
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    std::thread watch;
-    if (opts.deadline.has_value()) {
-      watch = std::thread([&] {
-        std::unique_lock<std::mutex> lock(mu);
-        if (cv.wait_until(lock, *opts.deadline, [&] { return done; })) return;
-        timed_out = true;
-        // stop() interrupts only a request whose socket is open: asked
-        // again until the request ends.
-        do {
-          client.stop();
-        } while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
-      });
-    }
-    ERR_clear_error();  // what the handshake leaves on this thread's queue says why
-    httplib::Result r = client.Get(path, [&](const char* data, size_t n) {
-      if (received.size() + n > opts.max_bytes) {
-        too_large = true;
-        return false;
-      }
-      received.append(data, n);
-      return true;
-    });
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-    }
-    tls_error = ERR_peek_last_error();
-    cv.notify_one();
-    if (watch.joinable()) watch.join();
-    return r;
-  }();
-  if (!too_large && !res && res.error() == httplib::Error::SSLConnection && !timed_out &&
+  Got got = GetBounded(client, path, opts);
+  const httplib::Result& res = got.result;
+  if (!got.too_large && !res && res.error() == httplib::Error::SSLConnection && !got.timed_out &&
       AnswersPlainHttp(p.url, opts)) {
     p.error = core::Printable(p.url) +
               " unreachable: the TLS handshake failed: it does not speak TLS (it answers plain "
               "http: \"__scheme__\": \"http\" in the targets file)";
     return p;
   }
-  if (too_large || !res) {
-    std::string why = too_large ? "its answer is larger than " +
-                                      std::to_string(opts.max_bytes >> 20) + " MiB (cut off there)"
-                      : timed_out ? "no whole answer before the deadline (--timeout)"
-                                  : Why(res.error(), client, opts, tls_error);
+  if (got.too_large || !res) {
+    std::string why = got.too_large ? "its answer is larger than " +
+                                          std::to_string(opts.max_bytes >> 20) +
+                                          " MiB (cut off there)"
+                      : got.timed_out ? "no whole answer before the deadline (--timeout)"
+                                      : Why(res.error(), client, opts, got.tls_error);
     p.error = core::Printable(p.url) + " unreachable: " + why;
     return p;
   }
   p.status = res->status;
   if (res->status != 200 && !(path == "/healthz" && res->status == 503)) {
-    p.error = core::Printable(p.url) + path + " answered " + std::to_string(res->status);
-    if (res->status == 401) {
-      p.error += !https && !opts.user.empty()
-                     ? ": it asks for a user, and credentials are sent only over https (give "
-                       "it \"__scheme__\": \"https\" in the targets file)"
-                 : opts.user.empty() ? ": it asks for a user (--user, and the password in "
-                                       "--password-file or MESH_HOST_PASSWORD)"
-                                     : ": user " + core::Printable(opts.user) +
-                                           " and that password are not accepted";
-    }
+    p.error = Answered(p, path, https, opts);
     return p;
   }
-  p.body = std::move(received);
+  p.body = std::move(got.received);
   return p;
 }
 

@@ -76,6 +76,18 @@ std::string JournalLines(const nlohmann::json& r) {
   return out;
 }
 
+// Whose signature the applied generation carries (--verify-key): the key
+// and its trusted comment, which says what the signer meant it to be.
+std::string Signer(const nlohmann::json& s) {
+  const nlohmann::json* sig = Member(s, "signature");
+  if (sig == nullptr || !sig->is_object()) return "";
+  std::string out = "signed by key " + Str(*sig, "key_id") + "\n";
+  for (const std::string& line : Wrap("trusted comment: " + Str(*sig, "trusted_comment"), 76, 3)) {
+    out += "    " + line + "\n";
+  }
+  return out;
+}
+
 std::string Seconds(const nlohmann::json& last) {
   const nlohmann::json* v = Member(last, "duration_seconds");
   char buf[32];
@@ -98,6 +110,7 @@ std::string FormatStatusTable(const nlohmann::json& s) {
                                   Seconds(last) + ")") +
          "\n";
   if (Member(s, "error") != nullptr) out += "declaration refused: " + Str(s, "error") + "\n";
+  out += Signer(s);
   // Fixed columns fit 80; the detail follows on its own indented line,
   // because it is the part worth reading whole.
   out += Fit("RESOURCE", 22) + " " + Fit("KIND", 10) + " " + Fit("OUTCOME", 9) + " " +

@@ -107,6 +107,10 @@ sys.exit(0 if s and len(s["key_id"]) == 16 and s["trusted_comment"] else 1)' ||
   fail "/status does not name the signer: $(curl -s "$url/status")"
 curl -sf "$url/" | grep -q "signed by</dt><dd>key <code>[0-9A-F]\{16\}</code>" ||
   fail "the page does not name the signer"
+table=$("$BIN" status --url "$url" 2>&1) || true
+grep -q "^signed by key [0-9A-F]\{16\}$" <<<"$table" && grep -q "^    trusted comment: " <<<"$table" ||
+  fail "mesh-host status does not name the signer and its trusted comment: $table"
+echo "ok   - /status, the page and mesh-host status name the signer and the trusted comment"
 KEY=other sign
 seen=0
 for _ in $(seq 1 100); do

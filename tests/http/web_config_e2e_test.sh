@@ -116,6 +116,29 @@ grep -q "key_file: missing.*the web config in force is kept" log || fail "a bad 
   fail "a bad reload changed what is served"
 echo "ok   - a bad file on SIGHUP is reported and the one in force kept"
 
+# Issue 39 (1): an empty basic_auth_users: above the real one would turn
+# auth off if the last one won: on SIGHUP it is refused by key and line,
+# and the users in force still guard every page.
+cat > web.yml <<YML
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+  client_auth_type: RequireAndVerifyClientCert
+  client_ca_file: ca.crt
+basic_auth_users:
+basic_auth_users:
+  prometheus: '$H2'
+YML
+kill -HUP $HOST
+for _ in $(seq 1 100); do grep -q "given twice" log && break; sleep 0.05; done
+grep -q "basic_auth_users: given twice (again at line 7).*the web config in force is kept" log ||
+  fail "a key given twice on SIGHUP is not refused by key and line: $(grep -i twice log)"
+[ "$(code --cacert ca.crt --cert client.crt --key client.key $U/status)" = 401 ] ||
+  fail "a key given twice on SIGHUP turned basic auth off"
+[ "$(code --cacert ca.crt --cert client.crt --key client.key -u prometheus:battery-staple $U/status)" = 200 ] ||
+  fail "a key given twice on SIGHUP changed what is served"
+echo "ok   - a key given twice on SIGHUP is refused by key and line; auth stays on"
+
 # A file caught empty (rewritten in place) never turns TLS or auth off.
 : > web.yml
 kill -HUP $HOST
@@ -143,3 +166,12 @@ bad "not a bcrypt hash" "not a bcrypt hash" $'basic_auth_users:\n  prometheus: p
 set +e; out=$(timeout 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config "$T/none.yml" 2>&1); rc=$?; set -e
 [ "$rc" = 2 ] && grep -q "No such file" <<<"$out" || fail "a missing web config: $rc $out"
 echo "ok   - a bad web config refuses to start (exit 2) and says what is wrong"
+
+# rate_limit, as the toolkit reads it: `burst` requests at once, then one per
+# `interval`, all clients together; past it 429, before any password.
+printf 'rate_limit:\n  interval: 1m\n  burst: 2\n' > web.yml
+start
+codes=$(for _ in 1 2 3 4; do code http://127.0.0.1:$PORT/healthz; echo; done | tr '\n' ' ')
+[ "$codes" = "200 200 429 429 " ] || fail "rate_limit (burst 2, one a minute): answered $codes"
+kill -TERM $HOST; wait $HOST || true; HOST=
+echo "ok   - rate_limit: past the burst, 429"

@@ -21,6 +21,7 @@ namespace mesh::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const char* kStatus = R"({
   "machine": "edge-1", "generation": 42, "declaration_digest": "abc", "healthy": false,
@@ -52,6 +53,22 @@ TEST(StatusCommandTest, TableFitsEightyColumnsAndSaysWhatIsWrong) {
   for (std::string line; std::getline(lines, line);) {
     EXPECT_LE(line.size(), 80u) << line;
   }
+}
+
+// Issue 39 (8): the trusted comment is verified, so it is shown: who signed
+// the generation in force, and what the signer said it is.
+TEST(StatusCommandTest, TheSignerAndTheTrustedCommentAreShown) {
+  nlohmann::json doc = nlohmann::json::parse(kStatus);
+  EXPECT_THAT(FormatStatusTable(doc), Not(HasSubstr("signed by"))) << "unsigned: nothing said";
+  doc["signature"] = {{"key_id", "0123456789ABCDEF"},
+                      {"trusted_comment", "timestamp:1764806400\tfile:d.json\tedge release 42"}};
+  std::string table = FormatStatusTable(doc);
+  EXPECT_THAT(table, HasSubstr("\nsigned by key 0123456789ABCDEF\n"));
+  EXPECT_THAT(table, HasSubstr("    trusted comment: timestamp:1764806400\\x09file:d.json\\x09edge release 42\n"))
+      << "escaped, as everything a peer sends";
+  doc["signature"]["trusted_comment"] = std::string(400, 'x');
+  std::istringstream lines(FormatStatusTable(doc));
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 80u) << line;
 }
 
 // A /status from the network may have any shape: the table is printed, not

@@ -1,0 +1,147 @@
+#include "host/adapters/unit_properties.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace mesh::adapters {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::seconds;
+
+// Sets `name` from `value` as the adapter would once it decoded it.
+core::UnitStatus Set(std::string_view name, const PropertyValue& value,
+                     PropertyContext context = {}) {
+  core::UnitStatus s;
+  const PropertyRow* row = FindProperty(name);
+  EXPECT_NE(row, nullptr) << name;
+  if (row != nullptr) row->set(value, s, context);
+  FinishProperties(context, s);
+  return s;
+}
+
+PropertyValue Text(std::string t) { return {.text = std::move(t)}; }
+PropertyValue Number(uint64_t n) { return {.number = n}; }
+
+TEST(UnitPropertiesTest, EachTextPropertyFillsItsField) {
+  EXPECT_EQ(Set("LoadState", Text("loaded")).load_state, "loaded");
+  EXPECT_EQ(Set("ActiveState", Text("failed")).active_state, "failed");
+  EXPECT_EQ(Set("SubState", Text("auto-restart")).sub_state, "auto-restart");
+  EXPECT_EQ(Set("Result", Text("exit-code")).result, "exit-code");
+  EXPECT_EQ(Set("Type", Text("oneshot")).type, "oneshot");
+  EXPECT_EQ(Set("UnitFileState", Text("enabled")).unit_file_state, "enabled");
+  EXPECT_EQ(FindProperty("LoadState")->wire, Wire::kString);
+}
+
+TEST(UnitPropertiesTest, WhatTheHostHasNoUseForIsNotRead) {
+  EXPECT_EQ(FindProperty("MemoryCurrent"), nullptr);
+  EXPECT_EQ(FindProperty(""), nullptr);
+  EXPECT_EQ(FindProperty("loadstate"), nullptr) << "names are systemd's, to the letter";
+}
+
+TEST(UnitPropertiesTest, NumbersAndFlags) {
+  EXPECT_EQ(Set("NRestarts", Number(7)).n_restarts, 7u);
+  EXPECT_TRUE(Set("NeedDaemonReload", Number(1)).need_daemon_reload);
+  EXPECT_FALSE(Set("NeedDaemonReload", Number(0)).need_daemon_reload);
+  // An int32 arrives as its bits: systemd's 203 (EXEC), and a negative one.
+  EXPECT_EQ(Set("ExecMainStatus", Number(203)).exec_main_status, 203);
+  EXPECT_EQ(Set("ExecMainStatus", Number(static_cast<uint32_t>(-1))).exec_main_status, -1);
+}
+
+TEST(UnitPropertiesTest, AStopTimeoutOfInfinityOrPastADayIsUnknown) {
+  EXPECT_EQ(Set("TimeoutStopUSec", Number(90'000'000)).timeout_stop, seconds(90));
+  EXPECT_EQ(Set("TimeoutStopUSec", Number(86'400'000'000)).timeout_stop, seconds(86400));
+  EXPECT_EQ(Set("TimeoutStopUSec", Number(86'400'000'001)).timeout_stop, seconds(0));
+  EXPECT_EQ(Set("TimeoutStopUSec", Number(std::numeric_limits<uint64_t>::max())).timeout_stop,
+            seconds(0));
+}
+
+TEST(UnitPropertiesTest, TimeInStateIsFromTheMonotonicClockOfTheRead) {
+  PropertyContext at_ten{.monotonic_now = seconds(10)};
+  EXPECT_EQ(Set("StateChangeTimestampMonotonic", Number(4'000'000), at_ten).in_state_for,
+            seconds(6));
+  EXPECT_EQ(Set("StateChangeTimestampMonotonic", Number(0), at_ten).in_state_for, seconds(0))
+      << "never changed state: unknown";
+  EXPECT_EQ(Set("StateChangeTimestampMonotonic", Number(11'000'000), at_ten).in_state_for,
+            seconds(0))
+      << "a change after the read (another clock) is not a negative age";
+}
+
+TEST(UnitPropertiesTest, TheInvocationIdIsLowercaseHex) {
+  PropertyValue id{.bytes = {0x00, 0x0f, 0xa0, 0xff}};
+  EXPECT_EQ(Set("InvocationID", id).invocation_id, "000fa0ff");
+}
+
+TEST(UnitPropertiesTest, CommandsGiveTheFirstPathOrHowManyThereAre) {
+  PropertyValue two{.command_paths = {"/usr/bin/jaild", "/bin/true"}};
+  EXPECT_EQ(Set("ExecStart", two).exec_start, "/usr/bin/jaild");
+  EXPECT_EQ(Set("ExecStart", PropertyValue{}).exec_start, "");
+  EXPECT_EQ(Set("ExecStop", two).exec_stop, 2u);
+  EXPECT_EQ(Set("ExecStopPost", two).exec_stop_post, 2u);
+  EXPECT_EQ(Set("ExecStop", PropertyValue{}).exec_stop, 0u);
+}
+
+// Conditions and ConditionResult mean something only together, in either
+// order: a false ConditionResult names the first condition that failed.
+TEST(UnitPropertiesTest, AFalseConditionIsNamedOnlyWhenTheStartWasSkipped) {
+  PropertyValue checked{.conditions = {{"ConditionPathExists", false, false, "/etc/ok", 1},
+                                       {"ConditionPathExists", true, true, "/etc/x", -1},
+                                       {"ConditionHost", false, false, "other", -1}}};
+  for (bool result_first : {true, false}) {
+    core::UnitStatus s;
+    PropertyContext c;
+    const PropertyRow* conditions = FindProperty("Conditions");
+    const PropertyRow* result = FindProperty("ConditionResult");
+    ASSERT_NE(conditions, nullptr);
+    ASSERT_NE(result, nullptr);
+    if (result_first) result->set(Number(0), s, c);
+    conditions->set(checked, s, c);
+    if (!result_first) result->set(Number(0), s, c);
+    FinishProperties(c, s);
+    EXPECT_EQ(s.failed_condition, "ConditionPathExists=|!/etc/x");
+  }
+  core::UnitStatus held;
+  PropertyContext c;
+  FindProperty("Conditions")->set(checked, held, c);
+  FindProperty("ConditionResult")->set(Number(1), held, c);
+  FinishProperties(c, held);
+  EXPECT_EQ(held.failed_condition, "") << "a trigger failed, the start went on";
+  // Loaded afresh: false, with nothing checked. No skip.
+  core::UnitStatus fresh;
+  PropertyContext f;
+  FindProperty("ConditionResult")->set(Number(0), fresh, f);
+  FinishProperties(f, fresh);
+  EXPECT_EQ(fresh.failed_condition, "");
+}
+
+TEST(UnitPropertiesTest, TheServiceRoundsReadLoadedServicesAndTheExitRoundFailedRuns) {
+  core::UnitStatus loaded{.load_state = "loaded", .result = "success"};
+  core::UnitStatus exited{.load_state = "loaded", .result = "exit-code"};
+  core::UnitStatus missing{.load_state = "not-found"};
+  EXPECT_TRUE(ReadInRound(0, "x.timer", missing));
+  EXPECT_TRUE(ReadInRound(1, "x.service", loaded));
+  EXPECT_FALSE(ReadInRound(1, "x.timer", loaded));
+  EXPECT_FALSE(ReadInRound(1, "x.service", missing));
+  EXPECT_FALSE(ReadInRound(2, "x.service", loaded));
+  EXPECT_TRUE(ReadInRound(2, "x.service", exited));
+  for (auto list : {ServiceProperties(), ExitProperties()}) {
+    for (const char* name : list) EXPECT_NE(FindProperty(name), nullptr) << name;
+  }
+}
+
+TEST(UnitPropertiesTest, ABusErrorInWords) {
+  EXPECT_EQ(JobMethod(ports::JobKind::kRestart), std::string("RestartUnit"));
+  EXPECT_EQ(DescribeBusError("StartUnit", "x.service", "org.freedesktop.systemd1.NoSuchUnit",
+                             "Unit x.service not found.", -5),
+            "StartUnit x.service: org.freedesktop.systemd1.NoSuchUnit: Unit x.service not found.");
+  EXPECT_EQ(DescribeBusError("Reload", "", "", "", -ETIMEDOUT), "Reload: Connection timed out");
+  std::string bad = DescribeBusError("Get org.freedesktop.systemd1.Service.Type x.service", "",
+                                     "org.freedesktop.systemd1.BadUnitSetting", "bad", -5);
+  EXPECT_NE(bad.find("journalctl -u x.service, or systemd-analyze verify"), std::string::npos)
+      << bad;
+}
+
+}  // namespace
+}  // namespace mesh::adapters
