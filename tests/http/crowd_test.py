@@ -264,12 +264,14 @@ def run(mode):
         print(f"# {mode}: a first login from 127.0.0.2 under the crowd: {late_status} in "
               f"{late * 1000:.0f} ms", flush=True)
         # Its own hash and at most one of the crowd's ahead of it, each
-        # slower for sharing the cores: within four of an idle host's.
-        bound = max(1.0, 4 * first)
+        # slower for sharing the cores with the crowd (and, in CI, with
+        # compilers): within six of an idle host's. Behind the crowd's
+        # queue, as before issue 39, it took 3.4-5.4 s.
+        bound = max(1.5, 6 * first)
         check(late_status == 200 and late < bound,
               f"{mode}: a first login from another address answered {late_status} in "
-              f"{late * 1000:.0f} ms (< {bound * 1000:.0f} ms: 4 x the first login's "
-              f"{first * 1000:.0f} ms on an idle host, or 1 s)")
+              f"{late * 1000:.0f} ms (< {bound * 1000:.0f} ms: 6 x the first login's "
+              f"{first * 1000:.0f} ms on an idle host, or 1.5 s)")
     check(applied >= WINDOW / 2, f"{mode}: applies went on ({applied} in {WINDOW:.0f} s)")
     check(held <= 512 + 64 + 16, f"{mode}: the host held {held} sockets (at most 512 connections)")
     host.send_signal(signal.SIGTERM)
