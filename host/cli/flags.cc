@@ -59,7 +59,8 @@ const Doc kVerbDocs[] = {
      "           exit 0 valid, 2 refused\n"},
     {kStatusBit,
      "  status   reads /status of a running host and prints a table\n"
-     "           exit 0 healthy, 1 not healthy, 2 unreachable or bad usage\n"},
+     "           exit 0 healthy, 1 not healthy, 2 unreachable or bad usage; of\n"
+     "           several hosts, 0 all healthy, 1 any not (unreachable too)\n"},
 };
 
 // Each flag, with the verbs it is for.
