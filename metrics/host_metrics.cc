@@ -16,9 +16,6 @@
 namespace mesh::metrics {
 namespace {
 
-// mesh_host_unit_restarts_total's reasons (SPEC "Metrics").
-constexpr const char* kRestartReasons[] = {"declared", "restart_on", "was_dead"};
-
 double Seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
@@ -293,11 +290,13 @@ void HostMetrics::NewDeclaration(const std::string& digest) {
 // one increase() cannot see.
 void HostMetrics::CountUnitActions(const core::ResourceOutcome& o) {
   const std::string& unit = o.declared_unit();
-  for (const char* reason : kRestartReasons) {
-    unit_restart_counters_[unit].insert(&unit_restarts_->Add({{"unit", unit}, {"reason", reason}}));
+  for (core::RestartReason reason : core::kCountedRestartReasons) {
+    unit_restart_counters_[unit].insert(&unit_restarts_->Add(
+        {{"unit", unit}, {"reason", std::string(core::RestartReasonName(reason))}}));
   }
-  if (o.host_acted && !o.restart_reason().empty()) {
-    auto& rc = unit_restarts_->Add({{"unit", unit}, {"reason", o.restart_reason()}});
+  if (o.host_acted && o.restart_reason().has_value()) {
+    auto& rc =
+        unit_restarts_->Add({{"unit", unit}, {"reason", std::string(o.restart_reason_name())}});
     rc.Increment();
     unit_restart_counters_[unit].insert(&rc);
   }

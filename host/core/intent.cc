@@ -32,13 +32,20 @@ Result<Owed> ParseOwed(const std::string& id, const json& j) {
     } else if (key == "daemon_reload") {
       if (!value.is_boolean()) return Fail(where + "daemon_reload: must be true or false");
       owed.daemon_reload = value.get<bool>();
-    } else if (key == "reason" || key == "why") {
+    } else if (key == "reason") {
+      // Empty where only a daemon-reload is owed.
+      if (!value.is_string() ||
+          (!value.get_ref<const std::string&>().empty() &&
+           !(owed.reason = ParseRestartReason(value.get_ref<const std::string&>())))) {
+        return Fail(where + "reason: must be declared, restart_on, reload_on or was_dead");
+      }
+    } else if (key == "why") {
       if (!value.is_string()) return Fail(where + key + ": must be a string");
       std::string text = value.get<std::string>();
       if (std::any_of(text.begin(), text.end(), [](unsigned char c) { return c < 0x20; })) {
         return Fail(where + key + ": has a control character");
       }
-      (key == "reason" ? owed.reason : owed.why) = std::move(text);
+      owed.why = std::move(text);
     } else if (key == "since") {
       if (!value.is_number_unsigned()) return Fail(where + "since: must be a generation");
       owed.since = value.get<uint64_t>();
@@ -68,7 +75,7 @@ std::string SerializeIntent(const Intent& intent) {
   json owed = json::object();
   for (const auto& [id, o] : intent.owed) {
     json item = {{"daemon_reload", o.daemon_reload},
-                 {"reason", o.reason},
+                 {"reason", o.reason ? RestartReasonName(*o.reason) : std::string_view()},
                  {"why", o.why},
                  {"since", o.since}};
     if (o.action.has_value()) item["action"] = std::string(UnitActionVerb(*o.action));

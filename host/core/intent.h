@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "host/core/restart_reason.h"
 #include "host/core/result.h"
 
 namespace mesh::core {
@@ -30,9 +31,9 @@ struct Owed {
   std::optional<UnitAction> action;
   // Its definition changed on disk and systemd has not loaded it yet.
   bool daemon_reload = false;
-  // The metric's reason (declared, restart_on, reload_on, was_dead) and the
+  // The metric's reason (none when only the daemon-reload is owed) and the
   // words of the outcome ("restart_on app.conf changed").
-  std::string reason;
+  std::optional<RestartReason> reason;
   std::string why;
   // The generation of the apply that first owed it.
   uint64_t since = 0;

@@ -14,6 +14,7 @@
 
 #include "host/core/boxed.h"
 #include "host/core/declaration.h"
+#include "host/core/restart_reason.h"
 
 namespace mesh::core {
 
@@ -84,7 +85,7 @@ struct HeldAt {
 
 struct DeclaredUnit {
   std::string unit;
-  std::string restart_reason;
+  std::optional<RestartReason> restart_reason;
   std::string state;  // running, stopped, triggered (UnitStateName)
   // on_failure: rollback. Held (the daemon refused a later generation):
   // what mesh_host_unit_held and MeshHostRolledBack report.
@@ -114,8 +115,15 @@ struct ResourceOutcome {
   // service and process: the declared unit; empty for every other kind.
   const std::string& declared_unit() const { return declared.value_or_empty().unit; }
   // Set when the host asked systemd to start or restart the unit in this
-  // apply: "declared", "restart_on" or "was_dead" (the metric's reason).
-  const std::string& restart_reason() const { return declared.value_or_empty().restart_reason; }
+  // apply (the metric's reason).
+  std::optional<RestartReason> restart_reason() const {
+    return declared.value_or_empty().restart_reason;
+  }
+  // Its name, "" when none ("declared", "restart_on", "was_dead").
+  std::string_view restart_reason_name() const {
+    auto r = restart_reason();
+    return r ? RestartReasonName(*r) : std::string_view();
+  }
   // service and process: whether it is declared running (what /healthz and
   // MeshHostDaemonDead hold it to): its declared state, not a second field.
   bool unit_should_run() const {

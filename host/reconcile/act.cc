@@ -38,32 +38,39 @@ std::optional<std::string> FailedDependency(const core::Declaration& decl, const
   return std::nullopt;
 }
 
-// What becomes of one unit short of queueing its job; nullopt: its start,
-// restart or reload is to be queued.
-std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, const Writes& writes,
-                            const std::optional<core::Status>& reloaded, const UnitPlan& u,
-                            ports::ServiceManager* services, bool dry_run) {
+// A unit is acted on only when its resource, its writes and its plan went
+// through: nothing is started onto half of a change.
+bool Actionable(const Plan& plan, const Writes& writes, const UnitPlan& u) {
+  return !plan.steps[u.index].failed() && writes.Ok(u.index) && u.failed.empty();
+}
+
+// The stop of a unit declared stopped, queued on its own: its end is not
+// waited for (confirm.h looks at it).
+Acted QueueStop(const Resource& r, ports::ServiceManager* services) {
+  auto job = services->Enqueue(r.unit().name, ports::JobKind::kStop);
+  return job ? Acted{.state = State::kStopQueued, .detail = "", .job = *job, .before = {}}
+             : Acted{.state = State::kRefused, .detail = job.error().message, .job = "", .before = {}};
+}
+
+// What holds back an actionable unit's start, restart or reload (a failed
+// dependency, a refused daemon-reload), or keeps it idle (nothing asked, a
+// plan); nullopt: its job is to be queued. `acted` is what was done to it
+// already (its stop), which the words carry on.
+std::optional<Acted> HeldBack(const core::Declaration& decl, const Plan& plan, const Writes& writes,
+                              const SystemdAnswer& reloaded, const UnitPlan& u, Acted acted,
+                              bool dry_run) {
   const Resource& r = decl.resources[u.index];
-  if (plan.steps[u.index].failed() || !writes.Ok(u.index) || !u.failed.empty()) return Acted{};
-  Acted acted;
-  if (u.stop && !dry_run) {
-    auto job = services->Enqueue(r.unit().name, ports::JobKind::kStop);
-    acted =
-        job ? Acted{.state = State::kStopQueued, .detail = "", .job = *job, .before = {}}
-            : Acted{
-                  .state = State::kRefused, .detail = job.error().message, .job = "", .before = {}};
-  }
   if (r.unit().state == core::UnitState::kRunning) {
     if (auto failed = FailedDependency(decl, plan, writes, r)) {
       return Acted{.state = State::kBlocked, .detail = *failed, .job = "", .before = {}};
     }
   }
-  if (u.daemon_reload && reloaded.has_value() && !reloaded->has_value()) {
+  if (u.daemon_reload && reloaded.refused()) {
     std::string past = u.action ? std::string(core::OutcomeName(OutcomeOf(*u.action))) : "loaded";
     // A stop queued already stands: the words say it too.
     std::string stopped =
         acted.state == State::kStopQueued ? StoppedNotWaited(false, r.unit().name) + "; " : "";
-    std::string cause = "daemon-reload failed (" + reloaded->error().message + ")";
+    std::string cause = "daemon-reload failed (" + reloaded.error + ")";
     return Acted{.state = State::kBlocked,
                  .detail = stopped + NotActed(past, cause, r.unit().name, "definition"),
                  .job = "",
@@ -76,16 +83,20 @@ std::optional<Acted> Decide(const core::Declaration& decl, const Plan& plan, con
 }  // namespace
 
 std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Writes& writes,
-                       const std::optional<core::Status>& reloaded, ports::ServiceManager* services,
+                       const SystemdAnswer& reloaded, ports::ServiceManager* services,
                        bool dry_run) {
   std::vector<Acted> acts;
   std::vector<std::pair<std::string, ports::JobKind>> asks;
   std::vector<size_t> asked;
   for (size_t k = 0; k < plan.units.size(); ++k) {
     const UnitPlan& u = plan.units[k];
-    std::optional<Acted> decided = Decide(decl, plan, writes, reloaded, u, services, dry_run);
-    acts.push_back(decided.value_or(Acted{}));
-    if (decided.has_value()) continue;
+    std::optional<Acted> held = Acted{};
+    if (Actionable(plan, writes, u)) {
+      Acted stopped = u.stop && !dry_run ? QueueStop(decl.resources[u.index], services) : Acted{};
+      held = HeldBack(decl, plan, writes, reloaded, u, std::move(stopped), dry_run);
+    }
+    acts.push_back(held.value_or(Acted{}));
+    if (held.has_value()) continue;
     asks.emplace_back(decl.resources[u.index].unit().name, JobOf(*u.action));
     asked.push_back(k);
   }

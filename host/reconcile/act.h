@@ -15,6 +15,7 @@
 #include "host/core/unit_status.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/systemd_answer.h"
 #include "host/reconcile/write.h"
 
 namespace mesh::reconcile {
@@ -39,7 +40,7 @@ struct Acted {
 // One per plan.units entry. With `dry_run` nothing is asked of systemd: only
 // what would be held back is said.
 std::vector<Acted> Act(const core::Declaration& declaration, const Plan& plan, const Writes& writes,
-                       const std::optional<core::Status>& reloaded, ports::ServiceManager* services,
+                       const SystemdAnswer& reloaded, ports::ServiceManager* services,
                        bool dry_run);
 
 }  // namespace mesh::reconcile

@@ -230,10 +230,10 @@ bool Run::Chunk(Declaration& chunk) {
   Writes writes = Write(chunk, plan, observed->bundles, observed->seen,
                         {in_.root, in_.units, in_.services, in_.progress});
   *observed = Observation();
-  std::optional<core::Status> reloaded;
+  SystemdAnswer reloaded;
   std::vector<Acted> acts;
   std::vector<std::optional<Confirmation>> confirmed;
-  std::vector<std::optional<core::Status>> enabled;
+  std::vector<SystemdAnswer> enabled;
   Settled settled = Settle({.declaration = &chunk,
                             .record = in_.record,
                             .olds = &olds,

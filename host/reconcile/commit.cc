@@ -61,7 +61,8 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
   bool up =
       c->verdict.accepted || (*u.action == core::UnitAction::kReload && core::UnitUp(c->last));
   o.unit = UnitSnapshotOf(r.unit().name, c->last, up);
-  o.mutable_declared().restart_reason = *u.action == core::UnitAction::kReload ? "" : u.reason;
+  o.mutable_declared().restart_reason =
+      *u.action == core::UnitAction::kReload ? std::nullopt : u.reason;
   o.host_acted = true;
   if (!c->verdict.accepted) {
     Fail(o, (r.unit().name != r.id ? r.unit().name + " " : "") + c->verdict.detail + StillOwed(u));
@@ -88,12 +89,11 @@ void SettleEnablement(const SettleInputs& in, size_t k, ResourceOutcome& o) {
   if (!u.enable_impossible.empty()) return Fail(o, u.enable_impossible);
   if (!u.set_enabled.has_value()) return;
   const char* verb = *u.set_enabled ? "enable" : "disable";
-  const std::optional<core::Status>* done =
-      in.enabled != nullptr && k < in.enabled->size() ? &(*in.enabled)[k] : nullptr;
-  if (!in.dry_run && (done == nullptr || !done->has_value())) return;  // not asked: failed before
-  if (!in.dry_run && !**done) {
-    return Fail(
-        o, "cannot " + std::string(verb) + " " + r.unit().name + ": " + (**done).error().message);
+  const SystemdAnswer answer =
+      in.enabled != nullptr && k < in.enabled->size() ? (*in.enabled)[k] : SystemdAnswer{};
+  if (!in.dry_run && !answer.asked()) return;  // not asked: failed before
+  if (!in.dry_run && answer.refused()) {
+    return Fail(o, "cannot " + std::string(verb) + " " + r.unit().name + ": " + answer.error);
   }
   std::string words =
       in.dry_run ? "would " + std::string(verb) + " " + r.unit().name
@@ -285,7 +285,7 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
 core::Intent StillOwedAfter(const SettleInputs& in) {
   core::Intent next = std::move(in.plan->intent);  // spent, as the steps are
   next.applying = false;
-  bool reloaded = in.reloaded->has_value() && (*in.reloaded)->has_value();
+  bool reloaded = in.reloaded->done();
   for (size_t k = 0; k < in.plan->units.size(); ++k) {
     const UnitPlan& u = in.plan->units[k];
     auto it = next.owed.find(in.declaration->resources[u.index].id);

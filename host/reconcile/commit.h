@@ -24,6 +24,7 @@
 #include "host/reconcile/act.h"
 #include "host/reconcile/confirm.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/systemd_answer.h"
 #include "host/reconcile/write.h"
 
 namespace mesh::reconcile {
@@ -40,13 +41,13 @@ struct SettleInputs {
   Plan* plan = nullptr;
   const core::Intent* owed = nullptr;  // what earlier applies left owed
   Writes* writes = nullptr;            // spent as the plan is: fingerprints are taken
-  const std::optional<core::Status>* reloaded = nullptr;
+  const SystemdAnswer* reloaded = nullptr;
   const std::vector<Acted>* acts = nullptr;
   const std::vector<std::optional<Confirmation>>* confirmed = nullptr;
   std::string now;
   bool dry_run = false;
   // The enable phase's answers, by plan.units index (none: nothing asked).
-  const std::vector<std::optional<core::Status>>* enabled = nullptr;
+  const std::vector<SystemdAnswer>* enabled = nullptr;
 };
 
 struct Settled {

@@ -10,11 +10,11 @@ bool DaemonReloadNeeded(const Plan& plan, const Writes& writes, bool links_chang
   return false;
 }
 
-std::optional<core::Status> DaemonReload(const Plan& plan, const Writes& writes,
-                                         ports::ServiceManager* services, bool links_changed) {
-  if (!DaemonReloadNeeded(plan, writes, links_changed)) return std::nullopt;
-  if (services == nullptr) return core::Fail("no service manager");
-  return services->ReloadDaemon();
+SystemdAnswer DaemonReload(const Plan& plan, const Writes& writes, ports::ServiceManager* services,
+                           bool links_changed) {
+  if (!DaemonReloadNeeded(plan, writes, links_changed)) return {};
+  if (services == nullptr) return SystemdAnswer::Of(core::Fail("no service manager"));
+  return SystemdAnswer::Of(services->ReloadDaemon());
 }
 
 }  // namespace mesh::reconcile

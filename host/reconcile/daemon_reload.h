@@ -7,11 +7,11 @@
 // it stays owed (commit.h) for the next apply to try again.
 #pragma once
 
-#include <optional>
 
 #include "host/core/result.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/systemd_answer.h"
 #include "host/reconcile/write.h"
 
 namespace mesh::reconcile {
@@ -20,9 +20,8 @@ namespace mesh::reconcile {
 // the enable phase made or removed [Install] links.
 bool DaemonReloadNeeded(const Plan& plan, const Writes& writes, bool links_changed = false);
 
-// nullopt when none was needed; else systemd's answer.
-std::optional<core::Status> DaemonReload(const Plan& plan, const Writes& writes,
-                                         ports::ServiceManager* services,
-                                         bool links_changed = false);
+// Not asked when none was needed; else systemd's answer.
+SystemdAnswer DaemonReload(const Plan& plan, const Writes& writes, ports::ServiceManager* services,
+                           bool links_changed = false);
 
 }  // namespace mesh::reconcile

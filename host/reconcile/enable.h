@@ -13,17 +13,18 @@
 #include "host/core/result.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/systemd_answer.h"
 #include "host/reconcile/write.h"
 
 namespace mesh::reconcile {
 
-// One per plan.units entry: none when nothing was asked (nothing to change,
-// a plan, the resource or its unit file failed), else systemd's answer.
-std::vector<std::optional<core::Status>> Enable(const core::Declaration& declaration,
-                                                const Plan& plan, const Writes& writes,
-                                                ports::ServiceManager* services, bool dry_run);
+// One per plan.units entry: not asked when there was nothing to change (or
+// a plan, or the resource or its unit file failed), else systemd's answer.
+std::vector<SystemdAnswer> Enable(const core::Declaration& declaration, const Plan& plan,
+                                  const Writes& writes, ports::ServiceManager* services,
+                                  bool dry_run);
 
 // Whether any links changed (the daemon-reload must then run).
-bool LinksChanged(const std::vector<std::optional<core::Status>>& enabled);
+bool LinksChanged(const std::vector<SystemdAnswer>& enabled);
 
 }  // namespace mesh::reconcile

@@ -153,7 +153,7 @@ struct UnitPlan {
   // now: that start failed (the words), whatever the start asked now does.
   std::string start_failed;
   bool daemon_reload = false;  // its definition must be loaded first
-  std::string reason;          // the metric's: declared, restart_on, reload_on, was_dead
+  std::optional<core::RestartReason> reason;  // the metric's; set with `action`
   std::string why;             // the words: "restart_on app.conf changed"
   // Set when the action is one an earlier apply owed (the words say so).
   std::optional<uint64_t> owed_since;

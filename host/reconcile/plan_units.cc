@@ -89,36 +89,36 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
     }
   }
   std::vector<size_t> defined_by = DefinedBy(in, r, steps);
-  auto ask = [&](UnitAction action, std::string reason, std::string why,
+  auto ask = [&](UnitAction action, core::RestartReason reason, std::string why,
                  std::vector<size_t> causes) {
     u.action = action;
-    u.reason = std::move(reason);
+    u.reason = reason;
     u.why = std::move(why);
     u.causes = std::move(causes);
   };
   if (step.changes()) {
     // The outcome's words are the step's; these are for an owed restart.
-    ask(UnitAction::kRestart, "declared",
+    ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         step.write_unit_file && step.write_files ? "its files and unit file changed"
         : step.write_unit_file                   ? "unit file " + r.unit().name + " changed"
         : step.write_files                       ? "its files changed"
                                                  : "its drop-ins changed",
         {i});
   } else if (!defined_by.empty()) {
-    ask(UnitAction::kRestart, "declared",
+    ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         "unit definition " + in.declaration->resources[defined_by[0]].path + " changed",
         defined_by);
   } else if (auto removed = RemovedDefinition(in, r, removals)) {
-    ask(UnitAction::kRestart, "declared", "unit definition " + *removed + " removed", {});
+    ask(UnitAction::kRestart, core::RestartReason::kDeclared, "unit definition " + *removed + " removed", {});
   } else if (!restart_deps.empty()) {
-    ask(UnitAction::kRestart, "restart_on",
+    ask(UnitAction::kRestart, core::RestartReason::kRestartOn,
         "restart_on " + in.declaration->resources[restart_deps[0]].id + " changed", restart_deps);
   } else if (!reload_deps.empty()) {
-    ask(UnitAction::kReload, "reload_on",
+    ask(UnitAction::kReload, core::RestartReason::kReloadOn,
         "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
   } else if (u.daemon_reload) {
     // Its unit file changed before this apply and systemd has not loaded it.
-    ask(UnitAction::kRestart, "declared",
+    ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         "unit file " + r.unit().name + " changed but was not loaded", {});
   }
 }
@@ -134,7 +134,7 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
   const Step& step = steps[i];
   bool asked = step.changes() || step.want_changed;
   u.action = UnitAction::kStart;
-  u.reason = asked ? "declared" : "was_dead";
+  u.reason = asked ? core::RestartReason::kDeclared : core::RestartReason::kWasDead;
   u.why = asked ? "declared running" : WasDown(u.status, step.old) + ", started";
   if (!asked && core::FoundFailed(u.status) && core::BaselineOfRecord(step.old).starting) {
     const Resource& r = in.declaration->resources[i];

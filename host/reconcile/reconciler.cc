@@ -300,12 +300,11 @@ Settled ApplyRun::WriteAndSettle(Declaration& decl, const OldEntries& olds, Obse
                                   {ports_.root, ports_.units, ports_.services, &progress_});
   observed = Observation();
   progress_.Step();
-  std::vector<std::optional<core::Status>> enabled =
-      Enable(decl, plan, writes, ports_.services, dry_run);
-  std::optional<core::Status> reloaded;
+  std::vector<SystemdAnswer> enabled = Enable(decl, plan, writes, ports_.services, dry_run);
+  SystemdAnswer reloaded;
   if (!dry_run) reloaded = DaemonReload(plan, writes, ports_.services, LinksChanged(enabled));
   progress_.Step();
-  report_.daemon_reloaded = reloaded.has_value() && reloaded->has_value();
+  report_.daemon_reloaded = reloaded.done();
   std::vector<Acted> acts = Act(decl, plan, writes, reloaded, ports_.services, dry_run);
   std::vector<std::optional<Confirmation>> confirmed =
       dry_run

@@ -40,12 +40,12 @@ TEST(HostMetricsTest, EveryMetricOfTheSpecAfterAScriptedSequence) {
   HostMetrics m("1.2.3");
   auto restarted = Out("jail.service", "service", core::Outcome::kRestarted, "fail2ban.service");
   restarted.host_acted = true;
-  restarted.mutable_declared().restart_reason = "restart_on";
+  restarted.mutable_declared().restart_reason = core::RestartReason::kRestartOn;
   m.ObserveApply(Report({Out("jail.conf", "file", core::Outcome::kUpdated), restarted}));
 
   auto failed = Out("jail.service", "service", core::Outcome::kFailed, "fail2ban.service");
   failed.host_acted = true;
-  failed.mutable_declared().restart_reason = "restart_on";
+  failed.mutable_declared().restart_reason = core::RestartReason::kRestartOn;
   failed.confirm_failed = true;
   failed.unit->active_state = "failed";
   failed.unit->up = false;
@@ -175,7 +175,7 @@ TEST(HostMetricsTest, PrunedResourcesAndUnitsLoseTheirSeries) {
   HostMetrics m("v");
   auto svc = Out("old", "service", core::Outcome::kStarted, "old.service");
   svc.host_acted = true;
-  svc.mutable_declared().restart_reason = "was_dead";
+  svc.mutable_declared().restart_reason = core::RestartReason::kWasDead;
   m.ObserveApply(Report({Out("keep", "file", core::Outcome::kCreated), svc}));
   EXPECT_THAT(m.Serialize(), HasSubstr("old.service"));
   m.ObserveApply(Report({Out("keep", "file", core::Outcome::kUnchanged),

@@ -13,10 +13,10 @@ using ::testing::HasSubstr;
 TEST(IntentTest, RoundTripsEveryField) {
   Intent intent;
   intent.applying = true;
-  intent.owed["web"] = {UnitAction::kRestart, true, "restart_on", "restart_on web.conf changed",
+  intent.owed["web"] = {UnitAction::kRestart, true, core::RestartReason::kRestartOn, "restart_on web.conf changed",
                         41};
-  intent.owed["cache"] = {UnitAction::kReload, false, "reload_on", "reload_on c changed", 7};
-  intent.owed["idle"] = {std::nullopt, true, "declared", "", 3};  // a daemon-reload alone
+  intent.owed["cache"] = {UnitAction::kReload, false, core::RestartReason::kReloadOn, "reload_on c changed", 7};
+  intent.owed["idle"] = {std::nullopt, true, core::RestartReason::kDeclared, "", 3};  // a daemon-reload alone
   intent.creating = {"/etc/cron.d/job", "/opt/tree"};
   intent.creating_unit_files = {"new.service"};
   intent.creating_trees = {"/opt/tree"};
@@ -32,7 +32,7 @@ TEST(IntentTest, RoundTripsEveryField) {
 TEST(IntentTest, TheTextIsTheWholeTreesDump) {
   using json = nlohmann::json;
   Intent intent;
-  intent.owed["web"] = {UnitAction::kRestart, true, "restart_on", "why \"quoted\"", 41};
+  intent.owed["web"] = {UnitAction::kRestart, true, core::RestartReason::kRestartOn, "why \"quoted\"", 41};
   intent.creating = {"/etc/a \"b\"", "/opt/tree", "/\u00e9t\u00e9"};
   intent.creating_unit_files = {"new.service"};
   intent.creating_trees = {"/opt/tree"};
@@ -56,6 +56,16 @@ TEST(IntentTest, TheTextIsTheWholeTreesDump) {
   }
 }
 
+// A daemon-reload owed alone has no reason: written "", read back as none.
+TEST(IntentTest, ADaemonReloadAloneHasNoReason) {
+  Intent intent;
+  intent.owed["idle"] = {std::nullopt, true, std::nullopt, "", 3};
+  auto back = ParseIntent(SerializeIntent(intent));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(*back, intent);
+  EXPECT_THAT(SerializeIntent(intent), HasSubstr(R"("reason":"")"));
+}
+
 // Only this host writes it; anything else is refused, naming what is wrong,
 // so the apply can say it and sweep rather than trust it.
 TEST(IntentTest, EveryBadShapeIsNamed) {
@@ -76,6 +86,11 @@ TEST(IntentTest, EveryBadShapeIsNamed) {
        "field daemon_reload"},
       {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":false}}})", "owes nothing"},
       {R"({"version":1,"applying":false,"owed":{"a":{"why":[]}}})", "field why"},
+      // The reason is a metric's label: only the four the host counts by.
+      {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","reason":"because"}}})",
+       "field reason: must be declared, restart_on, reload_on or was_dead"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","reason":7}}})",
+       "field reason"},
       {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","why":"x\ny"}}})",
        "field why: has a control character"},
       {R"({"version":1,"applying":false,"owed":{"a":{"x":{"y":{"z":{"w":1}}}}}})",

@@ -43,8 +43,7 @@ class ActTest : public ::testing::Test {
     }
     writes_ = NoWrites(plan_);
   }
-  std::vector<Acted> Run(const std::optional<core::Status>& reloaded = std::nullopt,
-                         bool dry_run = false) {
+  std::vector<Acted> Run(const SystemdAnswer& reloaded = {}, bool dry_run = false) {
     return Act(decl_, plan_, writes_, reloaded, &services_, dry_run);
   }
 
@@ -78,7 +77,7 @@ TEST_F(ActTest, AFailedWriteHoldsBackEveryUnitThatDependsOnIt) {
 
 TEST_F(ActTest, AFailedDaemonReloadHoldsBackTheUnitsThatNeededIt) {
   plan_.units[0].daemon_reload = true;
-  std::vector<Acted> acts = Run(core::Status(core::Fail("Reload: refused")));
+  std::vector<Acted> acts = Run(SystemdAnswer::Of(core::Fail("Reload: refused")));
   EXPECT_EQ(acts[0].state, State::kBlocked);
   EXPECT_EQ(acts[0].detail,
             "not restarted: daemon-reload failed (Reload: refused); a.service keeps its previous "
@@ -93,7 +92,7 @@ TEST_F(ActTest, AStopStandsWhenTheDaemonReloadFails) {
   plan_.units[0].stop = true;
   plan_.units[0].daemon_reload = true;
   decl_.resources[1].mutable_unit().state = core::UnitState::kStopped;
-  std::vector<Acted> acts = Run(core::Status(core::Fail("Reload: refused")));
+  std::vector<Acted> acts = Run(SystemdAnswer::Of(core::Fail("Reload: refused")));
   EXPECT_EQ(acts[0].state, State::kBlocked);
   EXPECT_EQ(acts[0].detail,
             "stopped a.service (not waited on); not loaded: daemon-reload failed (Reload: "
@@ -117,7 +116,7 @@ TEST_F(ActTest, StopsAreQueuedAndAPlanAsksNothing) {
   decl_.resources[1].mutable_unit().state = core::UnitState::kStopped;
   EXPECT_EQ(Run()[0].state, State::kStopQueued);
   size_t calls = services_.calls().size();
-  std::vector<Acted> plan = Run(std::nullopt, /*dry_run=*/true);
+  std::vector<Acted> plan = Run({}, /*dry_run=*/true);
   EXPECT_EQ(plan[0].state, State::kIdle);
   EXPECT_EQ(plan[1].state, State::kIdle);
   EXPECT_EQ(services_.calls().size(), calls);
@@ -130,13 +129,15 @@ TEST(DaemonReloadTest, OnlyWhenAUnitDefinitionChangedOrOneIsOwed) {
   plan.steps.resize(1);
   plan.units.push_back(UnitPlan{});
   Writes writes = NoWrites(plan);
-  EXPECT_FALSE(DaemonReload(plan, writes, &services).has_value());
+  EXPECT_FALSE(DaemonReload(plan, writes, &services).asked());
   plan.units[0].daemon_reload = true;
-  EXPECT_TRUE(DaemonReload(plan, writes, &services).value().has_value());
+  EXPECT_TRUE(DaemonReload(plan, writes, &services).done());
   EXPECT_EQ(services.daemon_reloads(), 1);
   services.refuse_daemon_reload = "Refusing to reload";
-  EXPECT_FALSE(DaemonReload(plan, writes, &services).value().has_value());
-  EXPECT_FALSE(DaemonReload(plan, writes, nullptr).value().has_value());
+  SystemdAnswer refused = DaemonReload(plan, writes, &services);
+  EXPECT_TRUE(refused.refused());
+  EXPECT_THAT(refused.error, HasSubstr("Refusing to reload"));
+  EXPECT_EQ(DaemonReload(plan, writes, nullptr).error, "no service manager");
   plan.units[0].daemon_reload = false;
   writes.unit_files_changed = true;
   EXPECT_TRUE(DaemonReloadNeeded(plan, writes));

@@ -74,7 +74,7 @@ class SettleTest : public ::testing::Test {
   void Restarted(bool accepted, std::optional<uint64_t> owed_since = std::nullopt) {
     UnitPlan& u = plan_.units[0];
     u.action = UnitAction::kRestart;
-    u.reason = "restart_on";
+    u.reason = core::RestartReason::kRestartOn;
     u.why = "restart_on conf changed";
     u.owed_since = owed_since;
     acts_[0] = {Acted::State::kQueued, "", "job/1"};
@@ -82,7 +82,7 @@ class SettleTest : public ::testing::Test {
                                                      : "failed (Result=exit-code) 1.0 s after "
                                                        "restart"},
                                  Running(2)};
-    plan_.intent.owed["web"] = {UnitAction::kRestart, false, "restart_on", u.why,
+    plan_.intent.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, u.why,
                                 owed_since.value_or(7)};
   }
 
@@ -92,20 +92,20 @@ class SettleTest : public ::testing::Test {
   Plan plan_;
   core::Intent owed_;
   Writes writes_;
-  std::optional<core::Status> reloaded_;
+  SystemdAnswer reloaded_;
   std::vector<Acted> acts_;
   std::vector<std::optional<Confirmation>> confirmed_;
 };
 
 TEST_F(SettleTest, AConfirmedDebtIsClearedAndItsGenerationSaid) {
-  owed_.owed["web"] = {UnitAction::kRestart, false, "restart_on", "restart_on conf changed", 3};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "restart_on conf changed", 3};
   Restarted(true, 3);
   Settled s = Run();
   EXPECT_EQ(core::FormatOutcomeLine(s.outcomes[1]),
             "restarted web (service): restart_on conf changed (pending since generation 3); "
             "web.service active (running)");
   EXPECT_TRUE(s.outcomes[1].host_acted);
-  EXPECT_EQ(s.outcomes[1].restart_reason(), "restart_on");
+  EXPECT_EQ(s.outcomes[1].restart_reason_name(), "restart_on");
   EXPECT_TRUE(s.intent.owed.empty());
   EXPECT_FALSE(s.failed);
 }
@@ -121,7 +121,7 @@ TEST_F(SettleTest, OnlyAUnitsOutcomeHoldsItsWords) {
 }
 
 TEST_F(SettleTest, AFailedSecondLookKeepsTheDebtAndSaysSo) {
-  owed_.owed["web"] = {UnitAction::kRestart, false, "restart_on", "restart_on conf changed", 3};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "restart_on conf changed", 3};
   Restarted(false, 3);
   Settled s = Run();
   EXPECT_EQ(s.outcomes[1].outcome, core::Outcome::kFailed);
@@ -147,10 +147,10 @@ TEST_F(SettleTest, ADebtHeldBackByAFailedWriteStaysOwed) {
 }
 
 TEST_F(SettleTest, ADoneDaemonReloadIsCleared) {
-  plan_.intent.owed["web"] = {std::nullopt, true, "declared", "", 7};
+  plan_.intent.owed["web"] = {std::nullopt, true, core::RestartReason::kDeclared, "", 7};
   plan_.units[0].daemon_reload = true;
   EXPECT_TRUE(Run().intent.owed.contains("web"));
-  reloaded_ = core::Ok();
+  reloaded_ = SystemdAnswer::Of(core::Ok());
   EXPECT_FALSE(Run().intent.owed.contains("web"));
 }
 
@@ -209,7 +209,7 @@ TEST_F(SettleTest, TheRecordKeepsTheBaselineOfTheLastGoodLook) {
 TEST_F(SettleTest, APlanOwesWhatItFoundAndRecordsNothing) {
   plan_.steps[0].write_files = true;
   plan_.steps[0].outcome = core::Outcome::kCreated;
-  plan_.intent.owed["web"] = {UnitAction::kRestart, false, "restart_on", "x", 7};
+  plan_.intent.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "x", 7};
   Settled s = Run(/*dry_run=*/true);
   EXPECT_EQ(s.intent, plan_.intent);
   EXPECT_FALSE(s.entries.contains("conf")) << "no old entry, nothing written";
@@ -250,7 +250,7 @@ TEST(CommitTest, FlushThenIntentThenRecord) {
   EXPECT_THAT(*store.text, HasSubstr("\"settled_declaration_digest\":\"d2\""));
 
   // Something still owed: the record is not settled (no proof from it).
-  settled.intent.owed["a"] = {UnitAction::kStart, false, "was_dead", "", 2};
+  settled.intent.owed["a"] = {UnitAction::kStart, false, core::RestartReason::kWasDead, "", 2};
   ASSERT_TRUE(
       Commit({&fs, &fs, &store, &decl, &record, true, &saved}, Settled(settled)).has_value());
   EXPECT_THAT(*store.text, HasSubstr("\"settled_declaration_digest\":\"\""));

@@ -82,7 +82,7 @@ class NoopTest : public ReconcilerTest, public ::testing::WithParamInterface<boo
                              : "-";
       rows.push_back(core::FormatOutcomeLine(o) + " | " + o.digest + " | " + o.applied_at + " | " +
                      unit + " | " + o.declared_unit() + " | " +
-                     (o.unit_should_run() ? "run" : "-") + " | " + o.restart_reason() + " | " +
+                     (o.unit_should_run() ? "run" : "-") + " | " + std::string(o.restart_reason_name()) + " | " +
                      (o.host_acted ? "acted" : "-"));
     }
     rows.push_back(r.machine + " " + std::to_string(r.generation) + " " + r.declaration_digest +
@@ -130,7 +130,7 @@ TEST_P(NoopTest, AnyDifferenceRunsTheFullPass) {
   ApplyReport dead = Run(decl);
   EXPECT_FALSE(dead.from_record);
   EXPECT_EQ(dead.outcomes[2].outcome, core::Outcome::kStarted);
-  EXPECT_EQ(dead.outcomes[2].restart_reason(), "was_dead");
+  EXPECT_EQ(dead.outcomes[2].restart_reason_name(), "was_dead");
 
   // A file in a tree edited by hand: put back.
   testing::WriteText(Root("/opt/tools/README"), "edited");

@@ -448,8 +448,8 @@ TEST_F(OwedTest, ADebtEndsWithWhatItWasFor) {
   services_.AddUnit("cache.service", {Behavior::kHealthy, 0s, true});
   ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
   core::Intent owed;
-  owed.owed["web"] = {core::UnitAction::kRestart, false, "restart_on", "web.conf changed", 1};
-  owed.owed["gone"] = {core::UnitAction::kRestart, false, "declared", "", 1};
+  owed.owed["web"] = {core::UnitAction::kRestart, false, core::RestartReason::kRestartOn, "web.conf changed", 1};
+  owed.owed["gone"] = {core::UnitAction::kRestart, false, core::RestartReason::kDeclared, "", 1};
   store_.intent = core::SerializeIntent(owed);
   json decl = Versioned("a", 2);
   decl["resources"][1]["state"] = "stopped";
@@ -505,7 +505,7 @@ TEST_F(OwedTest, APlanShowsWhatIsOwed) {
   services_.AddUnit("cache.service", {});
   ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
   core::Intent owed;
-  owed.owed["cache"] = {core::UnitAction::kReload, false, "reload_on",
+  owed.owed["cache"] = {core::UnitAction::kReload, false, core::RestartReason::kReloadOn,
                         "reload_on cache.conf "
                         "changed",
                         1};
@@ -525,7 +525,7 @@ TEST_F(OwedTest, NeitherTheRecordProofNorALostRecordForgetsADebt) {
   ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
   ASSERT_TRUE(Apply(Versioned("a", 1)).from_record);
   core::Intent owed;
-  owed.owed["web"] = {core::UnitAction::kRestart, false, "restart_on",
+  owed.owed["web"] = {core::UnitAction::kRestart, false, core::RestartReason::kRestartOn,
                       "restart_on web.conf "
                       "changed",
                       1};

@@ -123,7 +123,7 @@ TEST_F(PlanTest, ADriftedFileIsWrittenAndItsRestartOwedBeforehand) {
   EXPECT_TRUE(plan.steps[0].write_files);
   const UnitPlan& u = plan.units[0];
   EXPECT_EQ(u.action, UnitAction::kRestart);
-  EXPECT_EQ(u.reason, "restart_on");
+  EXPECT_EQ(u.reason, core::RestartReason::kRestartOn);
   EXPECT_EQ(u.why, "restart_on conf changed");
   EXPECT_THAT(u.causes, ElementsAre(0u));
   EXPECT_TRUE(plan.intent.applying);
@@ -149,7 +149,7 @@ TEST_F(PlanTest, AUnitSystemdKeepsRestartingIsNotUp) {
   UnitSeen(1) = Unit("active", "running", 5);
   plan = Make();
   EXPECT_FALSE(plan.units[0].up);
-  EXPECT_EQ(plan.units[0].reason, "was_dead");
+  EXPECT_EQ(plan.units[0].reason, core::RestartReason::kWasDead);
   EXPECT_EQ(plan.units[0].why,
             "was restarted by systemd since the host last looked (NRestarts 2 -> 5), started");
 
@@ -175,7 +175,7 @@ TEST_F(PlanTest, AFinishedOneshotIsUpOnlyWhenTheRecordSaysItRan) {
 TEST_F(PlanTest, AnOwedActionIsCarriedWithItsGeneration) {
   Declare();
   RecordAll();
-  owed_.owed["web"] = {UnitAction::kRestart, false, "restart_on", "restart_on conf changed", 3};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "restart_on conf changed", 3};
   Plan plan = Make();
   const UnitPlan& u = plan.units[0];
   EXPECT_EQ(u.action, UnitAction::kRestart);
@@ -191,13 +191,13 @@ TEST_F(PlanTest, OwedAndNewActionsMerge) {
   Declare({{"restart_on", json::array()}, {"reload_on", {"conf"}}});
   RecordAll();
   seen_.files[0].found = Found::kDiffers;
-  owed_.owed["web"] = {UnitAction::kRestart, false, "declared", "its files changed", 2};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kDeclared, "its files changed", 2};
   Plan plan = Make();
   EXPECT_EQ(plan.units[0].action, UnitAction::kRestart);
   EXPECT_EQ(plan.units[0].owed_since, 2u);
   EXPECT_EQ(plan.intent.owed["web"].since, 2u);
 
-  owed_.owed["web"] = {UnitAction::kReload, false, "reload_on", "reload_on conf changed", 2};
+  owed_.owed["web"] = {UnitAction::kReload, false, core::RestartReason::kReloadOn, "reload_on conf changed", 2};
   UnitSeen(1) = Unit("failed", "failed");
   plan = Make();
   EXPECT_EQ(plan.units[0].action, UnitAction::kStart) << "a dead unit is started, not reloaded";
@@ -207,7 +207,7 @@ TEST_F(PlanTest, OwedAndNewActionsMerge) {
 TEST_F(PlanTest, DeclaredStoppedDropsTheOwedActionButNotTheDaemonReload) {
   Declare({{"state", "stopped"}});
   RecordAll();
-  owed_.owed["web"] = {UnitAction::kRestart, true, "declared", "", 2};
+  owed_.owed["web"] = {UnitAction::kRestart, true, core::RestartReason::kDeclared, "", 2};
   Plan plan = Make();
   EXPECT_TRUE(plan.units[0].stop);
   EXPECT_FALSE(plan.units[0].action.has_value());
@@ -248,8 +248,8 @@ TEST_F(PlanTest, AResourceThatCannotBeLookedAtKeepsWhatWasOwed) {
   RecordAll();
   seen_.files[0].found = Found::kError;
   seen_.files[0].error = "stat /etc/conf: Permission denied";
-  owed_.owed["web"] = {UnitAction::kRestart, false, "restart_on", "restart_on conf changed", 4};
-  owed_.owed["gone"] = {UnitAction::kStart, false, "declared", "", 4};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "restart_on conf changed", 4};
+  owed_.owed["gone"] = {UnitAction::kStart, false, core::RestartReason::kDeclared, "", 4};
   Plan plan = Make();
   EXPECT_TRUE(plan.steps[0].failed());
   EXPECT_EQ(plan.steps[0].old, &record_.resources["conf"]);

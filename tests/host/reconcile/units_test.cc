@@ -58,7 +58,7 @@ TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
             "failed jail (service): jail.service failed (Result=exit-code) 1.0 s after restart");
   EXPECT_TRUE(r.outcomes[1].confirm_failed);
-  EXPECT_EQ(r.outcomes[1].restart_reason(), "restart_on");
+  EXPECT_EQ(r.outcomes[1].restart_reason_name(), "restart_on");
 }
 
 // Issue 40 (1): beside a failed verdict, what the failed run itself logged
@@ -268,7 +268,7 @@ TEST_F(UnitsTest, NRestartsGrownSinceTheLastLookIsNotUnchanged) {
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
             "started d (service): was restarted by systemd since the host last looked "
             "(NRestarts 0 -> 3), started; d.service active (running)");
-  EXPECT_EQ(r.outcomes[0].restart_reason(), "was_dead");
+  EXPECT_EQ(r.outcomes[0].restart_reason_name(), "was_dead");
   EXPECT_TRUE(Run(Decl({Service("d")})).from_record) << "confirmed at 3: the new baseline";
 }
 
@@ -336,7 +336,7 @@ TEST_F(UnitsTest, DeadUnitIsStartedAsWasDead) {
   services_.Kill("d.service");
   ApplyReport r = Run(Decl({Service("d")}));
   EXPECT_THAT(Outcomes(r), ElementsAre("started"));
-  EXPECT_EQ(r.outcomes[0].restart_reason(), "was_dead");
+  EXPECT_EQ(r.outcomes[0].restart_reason_name(), "was_dead");
   EXPECT_THAT(r.outcomes[0].detail, HasSubstr("was failed, started"));
 }
 
@@ -403,7 +403,7 @@ TEST_F(UnitsTest, StoppedThenDeclaredRunningIsADeclaredStart) {
   svc["state"] = "running";
   ApplyReport r = Run(Decl({svc}, 2));
   EXPECT_THAT(Outcomes(r), ElementsAre("started"));
-  EXPECT_EQ(r.outcomes[0].restart_reason(), "declared");
+  EXPECT_EQ(r.outcomes[0].restart_reason_name(), "declared");
 }
 
 TEST_F(UnitsTest, RestartOnAFailedResourceDoesNotRestart) {

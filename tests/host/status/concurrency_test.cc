@@ -28,7 +28,7 @@ core::ApplyReport Report(uint64_t generation) {
     o.mutable_declared().state = "running";
     o.unit = core::UnitSnapshot{o.declared_unit(), "active", "running", "success", 0, 0};
     o.host_acted = i % 5 == 0;
-    o.mutable_declared().restart_reason = "restart_on";
+    o.mutable_declared().restart_reason = core::RestartReason::kRestartOn;
     r.outcomes.push_back(o);
   }
   r.result = core::ApplyResult::kFailed;

@@ -26,7 +26,7 @@ core::ApplyReport Report() {
   svc.mutable_declared().unit = "fail2ban.service";
   svc.mutable_declared().state = "running";
   svc.host_acted = true;
-  svc.mutable_declared().restart_reason = "restart_on";
+  svc.mutable_declared().restart_reason = core::RestartReason::kRestartOn;
   svc.unit = core::UnitSnapshot{"fail2ban.service", "active", "running", "success", 2, 0, true};
   r.outcomes = {cred, svc};
   return r;
