@@ -52,7 +52,7 @@ Result<Owed> ParseOwed(const std::string& id, const json& j) {
     }
   }
   if (!owed.action.has_value() && !owed.daemon_reload) {
-    return Fail("intent: resource " + id + ": owes nothing");
+    return Fail("intent: resource " + id + ": names no action and no daemon-reload");
   }
   return owed;
 }

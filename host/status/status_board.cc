@@ -244,8 +244,9 @@ Health Judge(const Snapshot& s) {
       seen.active_state = r.unit->active_state;
       seen.sub_state = r.unit->sub_state;
       std::string restarted = core::UnitUp(seen)
-                                  ? ", NRestarts " + std::to_string(r.unit->n_restarts) +
-                                        ", not up a settle since it was down"
+                                  ? ", restarted by systemd (NRestarts " +
+                                        std::to_string(r.unit->n_restarts) +
+                                        ") and not yet running for a whole --settle since"
                                   : "";
       wrong.push_back("unit " + r.unit->name + " is " + r.unit->active_state + " (" +
                       r.unit->sub_state + ")" + restarted + ", declared running");

@@ -84,7 +84,7 @@ TEST(IntentTest, EveryBadShapeIsNamed) {
        "field since"},
       {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":"yes"}}})",
        "field daemon_reload"},
-      {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":false}}})", "owes nothing"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":false}}})", "names no action and no daemon-reload"},
       {R"({"version":1,"applying":false,"owed":{"a":{"why":[]}}})", "field why"},
       // The reason is a metric's label: only the four the host counts by.
       {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","reason":"because"}}})",

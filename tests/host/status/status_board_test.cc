@@ -138,6 +138,11 @@ TEST(StatusBoardTest, ACrashLoopIsNeverUpBetweenApplies) {
     EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 100ms)) << "active for a moment";
     EXPECT_FALSE(Judge(*board.Get()).healthy);
   }
+  // /healthz says why in plain words (issue 40): who restarted it, and
+  // what it waits for.
+  EXPECT_THAT(Judge(*board.Get()).text,
+              HasSubstr("unit fail2ban.service is active (running), restarted by systemd "
+                        "(NRestarts 7) and not yet running for a whole --settle since"));
   // It stays up now: up again once a settle has passed.
   EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 900ms));
   EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t += 200ms));
