@@ -52,6 +52,20 @@ struct Journal {
 
 core::Result<std::vector<std::string>> SdJournal::LastLines(std::string_view invocation_id,
                                                             size_t lines) {
+  // The run's own processes (their stdout, stderr and syslog), not what
+  // systemd said of it: the daemon's complaint, which Result= does not say.
+  return Tail({"_SYSTEMD_INVOCATION_ID=" + std::string(invocation_id)}, lines);
+}
+
+core::Result<std::vector<std::string>> SdJournal::ManagerLines(std::string_view unit,
+                                                               size_t lines) {
+  // What the service manager itself logged with the unit's name: matches on
+  // two fields are both required.
+  return Tail({"_PID=1", "UNIT=" + std::string(unit)}, lines);
+}
+
+core::Result<std::vector<std::string>> SdJournal::Tail(const std::vector<std::string>& matches,
+                                                       size_t lines) {
   if (auto st = LoadSdJournal(); !st) return std::unexpected(st.error());
   Journal journal;
   int r = directory_.empty()
@@ -61,11 +75,12 @@ core::Result<std::vector<std::string>> SdJournal::LastLines(std::string_view inv
     return core::Fail("cannot open the journal" +
                       (directory_.empty() ? std::string() : " in " + directory_) + ": " + Errno(r));
   }
-  // The run's own processes (their stdout, stderr and syslog), not what
-  // systemd said of it: the daemon's complaint, which Result= does not say.
-  std::string match = "_SYSTEMD_INVOCATION_ID=" + std::string(invocation_id);
-  if ((r = sd_journal_add_match(journal.j, match.data(), match.size())) < 0 ||
-      (r = sd_journal_seek_tail(journal.j)) < 0) {
+  for (const std::string& match : matches) {
+    if ((r = sd_journal_add_match(journal.j, match.data(), match.size())) < 0) {
+      return core::Fail("cannot read the journal: " + Errno(r));
+    }
+  }
+  if ((r = sd_journal_seek_tail(journal.j)) < 0) {
     return core::Fail("cannot read the journal: " + Errno(r));
   }
   std::vector<std::string> out;

@@ -17,8 +17,15 @@ class SdJournal : public ports::UnitJournal {
 
   core::Result<std::vector<std::string>> LastLines(std::string_view invocation_id,
                                                    size_t lines) override;
+  core::Result<std::vector<std::string>> ManagerLines(std::string_view unit,
+                                                      size_t lines) override;
 
  private:
+  // The last `lines` MESSAGEs of the entries that hold every one of
+  // `matches` ("FIELD=value"), oldest first.
+  core::Result<std::vector<std::string>> Tail(const std::vector<std::string>& matches,
+                                               size_t lines);
+
   std::string directory_;
 };
 

@@ -80,9 +80,12 @@ constexpr PropertyRow kRows[] = {
     MESH_TEXT_ROW("UnitFileState", unit_file_state),
 };
 #undef MESH_TEXT_ROW
-static_assert(std::is_sorted(std::begin(kRows), std::end(kRows),
-                             [](const PropertyRow& a, const PropertyRow& b) { return a.name < b.name; }),
-              "FindProperty looks the rows up by name");
+// Strictly: a row named twice would never be found.
+static_assert(std::adjacent_find(std::begin(kRows), std::end(kRows),
+                                 [](const PropertyRow& a, const PropertyRow& b) {
+                                   return a.name >= b.name;
+                                 }) == std::end(kRows),
+              "FindProperty looks the rows up by name: sorted, each once");
 
 constexpr const char* kServiceProperties[] = {
     "Type", "Result", "NRestarts", "TimeoutStopUSec", "ExecStop", "ExecStopPost"};

@@ -1,6 +1,7 @@
 // UnitJournal: what one run of a unit logged, read from the journal by that
 // run's InvocationID, so that a failed verdict can show the daemon's own
-// complaint beside systemd's Result=.
+// complaint beside systemd's Result=; and what systemd itself logged of a
+// unit, which is the only place a unit it will not load is said why.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,12 @@ class UnitJournal {
   // journal could not be opened or read.
   virtual core::Result<std::vector<std::string>> LastLines(std::string_view invocation_id,
                                                            size_t lines) = 0;
+
+  // The last `lines` messages (at most) the service manager (PID 1) logged
+  // about `unit`, oldest first: for a unit it refuses to load
+  // (BadUnitSetting), the setting and why. Same contract otherwise.
+  virtual core::Result<std::vector<std::string>> ManagerLines(std::string_view unit,
+                                                              size_t lines) = 0;
 };
 
 }  // namespace mesh::ports

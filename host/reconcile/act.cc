@@ -136,7 +136,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
                           .detail = queued[m].error().message,
                           .job = "",
                           .before = {}};
-    if (queued[m]) a.before = std::move(*before[n]);
+    a.before = std::move(*before[n]);  // a refusal's too: it says whether systemd loaded it
   }
   return acts;
 }

@@ -31,9 +31,10 @@ struct Acted {
   State state = State::kIdle;
   std::string detail;
   std::string job;
-  // A queued job's unit as read just before it was asked for: what the
-  // first look tells its coming up from (core::FirstLookWait). A unit that
-  // could not be read then was not asked (kRefused, the read's error).
+  // A queued or refused job's unit as read just before it was asked for:
+  // what the first look tells its coming up from (core::FirstLookWait), or
+  // whether systemd had loaded it. A unit that could not be read then was
+  // not asked (kRefused, the read's error, no `before`).
   std::optional<core::UnitStatus> before;
 };
 

@@ -7,7 +7,17 @@
 
 namespace mesh::reconcile {
 
-void AddJournalLines(ports::UnitJournal* journal, const Plan& plan,
+namespace {
+
+// A unit systemd would not load, as Act read it before asking for its job.
+bool NotLoadable(const std::vector<Acted>& acts, size_t k) {
+  return k < acts.size() && acts[k].state == Acted::State::kRefused &&
+         acts[k].before.has_value() && acts[k].before->load_state == "bad-setting";
+}
+
+}  // namespace
+
+void AddJournalLines(ports::UnitJournal* journal, const Plan& plan, const std::vector<Acted>& acts,
                      const std::vector<std::optional<Confirmation>>& confirmed,
                      std::vector<core::ResourceOutcome>& outcomes) {
   if (journal == nullptr) return;
@@ -22,6 +32,21 @@ void AddJournalLines(ports::UnitJournal* journal, const Plan& plan,
     // failed. Not a healthy run's chatter beside a failure that is not its
     // own (a restart held back, a job systemd refused, an enable).
     std::vector<std::string> runs;
+    if (NotLoadable(acts, k)) {
+      auto got = journal->ManagerLines(o.unit->name, kJournalLines);
+      core::UnitSnapshot& snap = *o.unit;
+      if (!got) {
+        snap.journal_note = "journal not readable: " + got.error().message;
+      } else if (got->empty()) {
+        snap.journal_note = "the journal holds no line of systemd's about this unit";
+      }
+      // systemd says it again at each load of the unit: once is enough.
+      for (std::string& line : got.value_or(std::vector<std::string>())) {
+        std::string shown = core::Printable(line, kJournalLineBytes);
+        if (snap.journal.empty() || snap.journal.back() != shown) snap.journal.push_back(shown);
+      }
+      continue;
+    }
     if (c != nullptr && c->has_value()) {
       if ((*c)->verdict.accepted) continue;
       runs.push_back((*c)->first_invocation);

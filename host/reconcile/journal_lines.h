@@ -9,6 +9,7 @@
 
 #include "host/core/outcome.h"
 #include "host/ports/unit_journal.h"
+#include "host/reconcile/act.h"
 #include "host/reconcile/confirm.h"
 #include "host/reconcile/plan.h"
 
@@ -25,8 +26,11 @@ inline constexpr size_t kJournalLineBytes = 240;
 // run's), or which the plan found failed, the last lines of that run (the
 // first look's; the second look's run if the first logged none) into its
 // UnitSnapshot; `journal_note` when there are none or the journal cannot
-// be read. `journal` may be null: nothing is read.
-void AddJournalLines(ports::UnitJournal* journal, const Plan& plan,
+// be read. A unit systemd refused to start because it will not load it
+// (LoadState bad-setting, as read just before its job was asked) never ran:
+// the lines are what systemd itself logged of it, which name the setting.
+// `journal` may be null: nothing is read.
+void AddJournalLines(ports::UnitJournal* journal, const Plan& plan, const std::vector<Acted>& acts,
                      const std::vector<std::optional<Confirmation>>& confirmed,
                      std::vector<core::ResourceOutcome>& outcomes);
 

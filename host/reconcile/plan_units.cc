@@ -237,6 +237,13 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
       u.causes.clear();
     }
     u.action = merged;
+    // A reload's reason never counts a start or restart: the change it was
+    // for is paid by the restart (restart_on), or by the start of a unit
+    // found down (was_dead).
+    if (merged != UnitAction::kReload && u.reason == core::RestartReason::kReloadOn) {
+      u.reason = merged == UnitAction::kStart ? core::RestartReason::kWasDead
+                                              : core::RestartReason::kRestartOn;
+    }
     u.owed_since = owed->since;
     // A start owed since one that failed, and not seen through yet: the
     // unit is on its way up again, as it was before it failed.

@@ -322,7 +322,7 @@ Settled ApplyRun::WriteAndSettle(Declaration& decl, const OldEntries& olds, Obse
                             .now = core::FormatTimestamp(report_.started_at),
                             .dry_run = dry_run,
                             .enabled = &enabled});
-  if (!dry_run) AddJournalLines(ports_.journal, plan, confirmed, settled.outcomes);
+  if (!dry_run) AddJournalLines(ports_.journal, plan, acts, confirmed, settled.outcomes);
   return settled;
 }
 

@@ -78,6 +78,11 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
                       " not found.");
   }
   Unit& u = it->second;
+  if (u.bad_setting && kind != ports::JobKind::kStop) {
+    return core::Fail("StartUnit " + unit +
+                      ": org.freedesktop.systemd1.BadUnitSetting: Unit " + unit +
+                      " has a bad unit file setting.");
+  }
   if (u.masked && kind != ports::JobKind::kStop) {
     return core::Fail("StartUnit " + unit + ": org.freedesktop.systemd1.UnitMasked: Unit " + unit +
                       " is masked.");
@@ -183,7 +188,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
     return s;
   }
   const Unit& u = it->second;
-  s.load_state = u.masked ? "masked" : "loaded";
+  s.load_state = u.masked ? "masked" : u.bad_setting ? "bad-setting" : "loaded";
   s.type = u.script.behavior == Behavior::kOneshot || u.script.behavior == Behavior::kSlowOneshot
                ? "oneshot"
                : "simple";

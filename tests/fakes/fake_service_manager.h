@@ -68,6 +68,9 @@ class FakeServiceManager : public ports::ServiceManager {
   // Masked as `systemctl mask` and a daemon-reload leave it: it keeps
   // running, and systemd refuses to start, restart or reload it.
   void Mask(const std::string& name, bool masked = true) { units_[name].masked = masked; }
+  // A unit file systemd will not load (LoadState bad-setting): every job but
+  // a stop is refused with BadUnitSetting, as systemd refuses it.
+  void BadSetting(const std::string& name) { units_[name].bad_setting = true; }
   // Its unit file changed on disk since the last daemon-reload.
   void SetNeedDaemonReload(const std::string& name) { units_[name].need_daemon_reload = true; }
   // Someone else restarted the unit now (an operator's `systemctl
@@ -139,6 +142,7 @@ class FakeServiceManager : public ports::ServiceManager {
     int invocation = 0;
     bool need_daemon_reload = false;
     bool masked = false;
+    bool bad_setting = false;
     std::chrono::nanoseconds stopping_until{0};
     int stopping_invocation = 0;
   };

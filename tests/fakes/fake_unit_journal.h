@@ -28,12 +28,28 @@ class FakeUnitJournal : public ports::UnitJournal {
     return std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(from), all.end());
   }
 
+  // What the service manager logged of a unit.
+  void LogManager(const std::string& unit, std::string line) {
+    manager_[unit].push_back(std::move(line));
+  }
+  core::Result<std::vector<std::string>> ManagerLines(std::string_view unit,
+                                                      size_t lines) override {
+    reads_.push_back("manager:" + std::string(unit));
+    if (!unreadable.empty()) return core::Fail(unreadable);
+    auto it = manager_.find(std::string(unit));
+    if (it == manager_.end()) return std::vector<std::string>();
+    size_t from = it->second.size() > lines ? it->second.size() - lines : 0;
+    return std::vector<std::string>(it->second.begin() + static_cast<std::ptrdiff_t>(from),
+                                    it->second.end());
+  }
+
   const std::vector<std::string>& reads() const { return reads_; }
   std::string unreadable;
   std::vector<std::string> any_run;
 
  private:
   std::map<std::string, std::vector<std::string>> lines_;
+  std::map<std::string, std::vector<std::string>> manager_;
   std::vector<std::string> reads_;
 };
 

@@ -40,6 +40,7 @@ printf '{"machine":"m","generation":1,"resources":[]}' > d.json
 F=(--declaration d.json --root "$T/root" --state-dir "$T/st" --unit-dir "$T/u" --artifacts "$T/a" --machine m)
 mkdir -p root
 start() {
+  : > "$T/log"  # this daemon's log only: never the last one's port or apply
   "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --interval 1h --web-config "$T/web.yml" 2> "$T/log" &
   HOST=$!
   for _ in $(seq 1 100); do grep -q "^apply ok" "$T/log" 2>/dev/null && break; sleep 0.05; done
@@ -116,9 +117,10 @@ grep -q "key_file: missing.*the web config in force is kept" log || fail "a bad 
   fail "a bad reload changed what is served"
 echo "ok   - a bad file on SIGHUP is reported and the one in force kept"
 
-# Issue 39 (1): an empty basic_auth_users: above the real one would turn
-# auth off if the last one won: on SIGHUP it is refused by key and line,
-# and the users in force still guard every page.
+# Issue 39 (1): an empty basic_auth_users: above another would turn auth off
+# if the first one won, or change the password if the last one did: on
+# SIGHUP it is refused by key and line, and the users in force (the
+# battery-staple password) still guard every page.
 cat > web.yml <<YML
 tls_server_config:
   cert_file: server.crt
@@ -127,7 +129,7 @@ tls_server_config:
   client_ca_file: ca.crt
 basic_auth_users:
 basic_auth_users:
-  prometheus: '$H2'
+  prometheus: '$H1'
 YML
 kill -HUP $HOST
 for _ in $(seq 1 100); do grep -q "given twice" log && break; sleep 0.05; done
@@ -137,6 +139,8 @@ grep -q "basic_auth_users: given twice (again at line 7).*the web config in forc
   fail "a key given twice on SIGHUP turned basic auth off"
 [ "$(code --cacert ca.crt --cert client.crt --key client.key -u prometheus:battery-staple $U/status)" = 200 ] ||
   fail "a key given twice on SIGHUP changed what is served"
+[ "$(code --cacert ca.crt --cert client.crt --key client.key -u prometheus:right-horse $U/status)" = 401 ] ||
+  fail "a key given twice on SIGHUP: the last one's password was taken"
 echo "ok   - a key given twice on SIGHUP is refused by key and line; auth stays on"
 
 # A file caught empty (rewritten in place) never turns TLS or auth off.
@@ -168,7 +172,7 @@ set +e; out=$(timeout 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config 
 echo "ok   - a bad web config refuses to start (exit 2) and says what is wrong"
 
 # rate_limit, as the toolkit reads it: `burst` requests at once, then one per
-# `interval`, all clients together; past it 429, before any password.
+# `interval`, all clients together; past it 429.
 printf 'rate_limit:\n  interval: 1m\n  burst: 2\n' > web.yml
 start
 codes=$(for _ in 1 2 3 4; do code http://127.0.0.1:$PORT/healthz; echo; done | tr '\n' ' ')

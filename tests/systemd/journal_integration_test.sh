@@ -63,4 +63,6 @@ check "a missing ExecStart binary is named" \
   'grep -q "^failed gone (service): gone.service failed (Result=exit-code) [0-9.]* s after start: its ExecStart= command /usr/local/bin/jaild-missing could not be run: missing, or not executable (status 203/EXEC)$" <<<"$OUT"'
 check "a unit systemd will not load says where systemd names the setting" \
   'grep -q "^failed badset (service): .*BadUnitSetting.* (systemd names the setting in its log: journalctl -u badset.service, or systemd-analyze verify on its unit file)$" <<<"$OUT"'
+check "... and under it, what systemd logged of it: the setting it refuses" \
+  'grep -A5 "^failed badset (service)" <<<"$OUT" | grep -c "^  journal: badset.service: Service has no ExecStart=, ExecStop=, or SuccessAction=. Refusing.$" | grep -qx 1'
 finish

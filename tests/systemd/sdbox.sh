@@ -31,9 +31,13 @@ up() {
   mkdir -p "$D/units" "$D/empty" "$D/config"
   for t in sysinit basic shutdown sockets timers paths; do
     printf '[Unit]\nDefaultDependencies=no\n' > "$D/units/$t.target"; done
-  wants=dbus.service journal=
+  wants=dbus.service journal= target=console
   if [ "${SDBOX_JOURNAL:-}" = 1 ]; then
     wants="$wants systemd-journald.service"
+    # systemd's own messages go to the box's journal once journald is up (to
+    # the console before), as on a booted machine: what it says of a unit it
+    # will not load is read there.
+    target=journal
     journal='mkdir -p /run/systemd/journald.conf.d && printf "[Journal]\nStorage=volatile\n" > /run/systemd/journald.conf.d/sdbox.conf'
     printf '[Unit]\nDefaultDependencies=no\n[Socket]\nListenDatagram=/run/systemd/journal/socket\nListenStream=/run/systemd/journal/stdout\nPassCredentials=yes\nPassSecurity=yes\nService=systemd-journald.service\nSocketMode=0666\n' > "$D/units/systemd-journald.socket"
     printf '[Unit]\nDefaultDependencies=no\nRequires=systemd-journald.socket\nAfter=systemd-journald.socket\n[Service]\nType=notify\nSockets=systemd-journald.socket\nExecStart=/lib/systemd/systemd-journald\nRuntimeDirectory=systemd/journal\nRuntimeDirectoryPreserve=yes\nStandardOutput=null\n' > "$D/units/systemd-journald.service"
@@ -57,7 +61,7 @@ mount --bind "\$(tty)" /dev/console
 mount --bind $D/config /etc/systemd/system   # enable links and masks land in the box, not the machine
 $journal
 exec env -i container=sdbox SYSTEMD_UNIT_PATH=/etc/systemd/system:$D/units SYSTEMD_GENERATOR_PATH=$D/empty \
-  SYSTEMD_ENVIRONMENT_GENERATOR_PATH=$D/empty /lib/systemd/systemd --unit=ci.target --log-target=console --show-status=no --default-standard-output=tty
+  SYSTEMD_ENVIRONMENT_GENERATOR_PATH=$D/empty /lib/systemd/systemd --unit=ci.target --log-target=$target --show-status=no --default-standard-output=tty
 EOF
   mkdir "$CG"
   t0=$(date +%s%N)

@@ -35,6 +35,36 @@ TEST(UnitPropertiesTest, EachTextPropertyFillsItsField) {
   EXPECT_EQ(FindProperty("LoadState")->wire, Wire::kString);
 }
 
+// The D-Bus signature of each property, as systemd's org.freedesktop.
+// systemd1(5) gives it: a row read with another shape makes every unit
+// unreadable, so each is held to it here.
+TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
+  const std::pair<const char*, Wire> kSystemd[] = {
+      {"ActiveState", Wire::kString},
+      {"ConditionResult", Wire::kBool},
+      {"Conditions", Wire::kConditions},  // a(sbbsi)
+      {"ExecMainStatus", Wire::kInt32},
+      {"ExecStart", Wire::kCommands},  // a(sasbttttuii)
+      {"ExecStop", Wire::kCommands},
+      {"ExecStopPost", Wire::kCommands},
+      {"InvocationID", Wire::kBytes},
+      {"LoadState", Wire::kString},
+      {"NRestarts", Wire::kUint32},
+      {"NeedDaemonReload", Wire::kBool},
+      {"Result", Wire::kString},
+      {"StateChangeTimestampMonotonic", Wire::kUint64},
+      {"SubState", Wire::kString},
+      {"TimeoutStopUSec", Wire::kUint64},
+      {"Type", Wire::kString},
+      {"UnitFileState", Wire::kString},
+  };
+  for (const auto& [name, wire] : kSystemd) {
+    const PropertyRow* row = FindProperty(name);
+    ASSERT_NE(row, nullptr) << name;
+    EXPECT_EQ(row->wire, wire) << name;
+  }
+}
+
 TEST(UnitPropertiesTest, WhatTheHostHasNoUseForIsNotRead) {
   EXPECT_EQ(FindProperty("MemoryCurrent"), nullptr);
   EXPECT_EQ(FindProperty(""), nullptr);

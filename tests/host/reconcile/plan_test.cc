@@ -202,6 +202,22 @@ TEST_F(PlanTest, OwedAndNewActionsMerge) {
   plan = Make();
   EXPECT_EQ(plan.units[0].action, UnitAction::kStart) << "a dead unit is started, not reloaded";
   EXPECT_EQ(plan.intent.owed["web"].since, 2u);
+  // A reload's reason never labels a start or restart: mesh_host_unit_
+  // restarts_total has no reload_on series (its reasons are made at 0).
+  EXPECT_EQ(plan.units[0].reason, core::RestartReason::kWasDead);
+  EXPECT_EQ(plan.intent.owed["web"].reason, core::RestartReason::kWasDead);
+}
+
+// A reload owed to a unit that no longer reloads on anything is paid with a
+// restart, counted as restart_on.
+TEST_F(PlanTest, AnOwedReloadTurnedRestartIsCountedAsOne) {
+  Declare({{"restart_on", {"conf"}}, {"reload_on", json::array()}});
+  RecordAll();
+  owed_.owed["web"] = {UnitAction::kReload, false, core::RestartReason::kReloadOn,
+                       "reload_on conf changed", 2};
+  Plan plan = Make();
+  EXPECT_EQ(plan.units[0].action, UnitAction::kRestart);
+  EXPECT_EQ(plan.units[0].reason, core::RestartReason::kRestartOn);
 }
 
 TEST_F(PlanTest, DeclaredStoppedDropsTheOwedActionButNotTheDaemonReload) {

@@ -100,6 +100,36 @@ TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
                           "denied)"));
 }
 
+// Issue 40 (1): a unit systemd will not load (BadUnitSetting) never ran, so
+// no run logged a word; systemd itself logged which setting, and that is
+// what is shown under it. Before, the words only said to go and look.
+TEST_F(UnitsTest, AUnitSystemdWillNotLoadShowsWhatSystemdLoggedOfIt) {
+  services_.AddUnit("jail.service", {});
+  services_.BadSetting("jail.service");
+  journal_.any_run.push_back("a run's line, not this unit's");
+  for (int load = 0; load < 2; ++load) {  // said again at each load
+    journal_.LogManager("jail.service",
+                        "jail.service: Service has no ExecStart=, ExecStop=, or SuccessAction=. "
+                        "Refusing.");
+  }
+  ApplyReport r = Run(Decl({Service("jail", json::object())}));
+  ASSERT_EQ(r.result, ApplyResult::kFailed);
+  const core::ResourceOutcome& jail = r.outcomes[0];
+  ASSERT_EQ(jail.outcome, core::Outcome::kFailed);
+  EXPECT_THAT(jail.detail, HasSubstr("BadUnitSetting"));
+  EXPECT_THAT(core::FormatJournalLines(jail),
+              ElementsAre("  journal: jail.service: Service has no ExecStart=, ExecStop=, or "
+                          "SuccessAction=. Refusing."));
+  EXPECT_THAT(journal_.reads(), ElementsAre("manager:jail.service")) << "no run was looked up";
+
+  services_.AddUnit("mute.service", {});
+  services_.BadSetting("mute.service");
+  ApplyReport mute = Run(Decl({Service("mute", json::object())}, 2));
+  ASSERT_EQ(mute.outcomes[0].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(core::FormatJournalLines(mute.outcomes[0]),
+              ElementsAre("  journal: (the journal holds no line of systemd's about this unit)"));
+}
+
 // A resource can fail on its unit while the unit's run is healthy (it
 // cannot be enabled; a restart held back; a job systemd refused): that
 // run's chatter is not shown as if it were the reason. Before, any failed
