@@ -17,6 +17,7 @@
 #include "host/ports/declaration_source.h"
 #include "host/reconcile/apply_ports.h"
 #include "host/reconcile/commit.h"
+#include "host/reconcile/look_ahead.h"
 #include "host/reconcile/noop_step.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
@@ -45,9 +46,7 @@ class ApplyRun {
 
  private:
   void LoadRecord();
-  // Starts looking at the recorded paths in the background (ports.background)
-  // while the declaration is read and parsed; TakeLookAhead waits for them.
-  void LookAhead();
+  // What the look ahead saw, into stats_ (look_ahead.h).
   void TakeLookAhead();
   // False when the intent cannot be read (the apply then changes nothing).
   bool LoadIntent();
@@ -102,8 +101,6 @@ class ApplyRun {
   std::string intent_unreadable_;       // why it could not be read
   core::Intent saved_;                  // the intent as it stands on disk
   StatCache stats_;                     // paths a failed record proof, or the look ahead, looked at
-  // Filled by the look ahead's thread; read only after it was waited for.
-  StatCache ahead_stats_;
   // on_failure: rollback (rollback.h).
   core::LastGood last_good_;
   bool last_good_changed_ = false;
@@ -115,8 +112,8 @@ class ApplyRun {
   // others' owed actions stay owed), and its outcomes are merged, not said.
   bool rollback_pass_ = false;
   std::vector<size_t> only_units_;
-  // Last: destroyed (so waited for) before what its work reads and fills.
-  std::unique_ptr<ports::Background::Job> ahead_;
+  // Last: destroyed (so waited for) before the rest of the run.
+  LookAhead look_ahead_;
 };
 
 }  // namespace mesh::reconcile::apply_internal

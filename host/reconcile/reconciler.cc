@@ -48,45 +48,8 @@ void ApplyRun::LoadRecord() {
   }
 }
 
-// A full pass stats every declared path before it plans, and most of them
-// are the recorded ones: taken on another core while the declaration is read
-// and parsed, they are there when the observation starts. A stat taken those
-// few milliseconds earlier is as good as one taken then: nothing under the
-// root is written in between, and a file that changes after its stat is
-// caught by the next apply either way (a file read is still checked against
-// the stat it was read for). Worth a thread only for a record of many paths.
-void ApplyRun::LookAhead() {
-  constexpr size_t kLookAheadAt = 256;
-  if (ports_.background == nullptr || !stats_.stats.empty() ||
-      record_->resources.size() < kLookAheadAt) {
-    return;
-  }
-  // The record is read-only during the pass; the root is not used by the
-  // pass until the look ahead was taken.
-  ahead_ = ports_.background->Start([this] {
-    std::vector<std::string_view> paths;
-    paths.reserve(record_->resources.size());
-    for (const auto& [id, e] : record_->resources) {
-      if (e.kind != core::KindName(core::Kind::kService) && !e.written.empty()) {
-        paths.push_back(e.written[0].path);
-      }
-    }
-    // By path: StatMany keeps a directory open for all its files.
-    std::sort(paths.begin(), paths.end());
-    paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
-    std::vector<Result<core::FileInfo>> infos = ports_.root->StatMany(paths);
-    for (size_t i = 0; i < paths.size() && i < infos.size(); ++i) {
-      ahead_stats_.Add(std::string(paths[i]), std::move(infos[i]));
-    }
-  });
-}
-
 void ApplyRun::TakeLookAhead() {
-  if (ahead_ == nullptr) return;
-  bool ok = ahead_->Wait();
-  ahead_.reset();
-  if (ok) stats_ = std::move(ahead_stats_);
-  ahead_stats_ = StatCache();
+  if (std::optional<StatCache> ahead = look_ahead_.Take()) stats_ = std::move(*ahead);
 }
 
 bool ApplyRun::LoadIntent() {
@@ -143,7 +106,8 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   }
   progress_.Step();
   LoadRecord();
-  LookAhead();
+  // Nothing to look ahead at when a failed record proof looked already.
+  if (stats_.stats.empty()) look_ahead_.Start(ports_.background, ports_.root, record_);
   progress_.Step();
   auto text = source.Text();
   if (!text) return Refuse(text.error());
@@ -176,7 +140,7 @@ bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view 
       (options_.verify_key.has_value() && had_record_)) {
     return false;
   }
-  TakeLookAhead();  // none with an empty record; the chunks use the root themselves
+  TakeLookAhead();  // none ran with an empty record; the chunks use the root themselves
   ChunkedApply in{ports_.root,
                   ports_.units,
                   ports_.artifacts,
