@@ -2,7 +2,9 @@
 
 #include <systemd/sd-journal.h>
 
+#include <algorithm>
 #include <cstring>
+#include <fstream>
 
 #include "host/base/shared_library.h"
 
@@ -40,6 +42,16 @@ core::Status LoadSdJournal() {
 
 std::string Errno(int r) { return std::strerror(r < 0 ? -r : r); }
 
+// This boot's ID as the journal writes it (32 hex digits); empty when the
+// kernel does not say. A container's journal shares it.
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
+  return id.size() == 32 ? id : "";
+}
+
 // Closes the journal on every path out.
 struct Journal {
   sd_journal* j = nullptr;
@@ -59,13 +71,19 @@ core::Result<std::vector<std::string>> SdJournal::LastLines(std::string_view inv
 
 core::Result<std::vector<std::string>> SdJournal::ManagerLines(std::string_view unit,
                                                                size_t lines) {
-  // What the service manager itself logged with the unit's name: matches on
-  // two fields are both required.
-  return Tail({"_PID=1", "UNIT=" + std::string(unit)}, lines);
+  // What the service manager itself logged with the unit's name, at warning
+  // or worse (not its "Started" and "Stopped"), in this boot: a persistent
+  // journal holds earlier boots' loads too. Read back to the previous load.
+  std::vector<std::string> matches = {"_PID=1", "UNIT=" + std::string(unit)};
+  for (int priority = 0; priority <= 4; ++priority) {
+    matches.push_back("PRIORITY=" + std::to_string(priority));
+  }
+  if (std::string boot = BootId(); !boot.empty()) matches.push_back("_BOOT_ID=" + boot);
+  return Tail(matches, lines, /*until_repeat=*/true);
 }
 
 core::Result<std::vector<std::string>> SdJournal::Tail(const std::vector<std::string>& matches,
-                                                       size_t lines) {
+                                                       size_t lines, bool until_repeat) {
   if (auto st = LoadSdJournal(); !st) return std::unexpected(st.error());
   Journal journal;
   int r = directory_.empty()
@@ -91,6 +109,7 @@ core::Result<std::vector<std::string>> SdJournal::Tail(const std::vector<std::st
     constexpr std::string_view kField = "MESSAGE=";
     std::string_view field(static_cast<const char*>(data), length);
     if (field.starts_with(kField)) field.remove_prefix(kField.size());
+    if (until_repeat && std::find(out.begin(), out.end(), field) != out.end()) break;
     out.emplace_back(field);
   }
   if (r < 0) return core::Fail("cannot read the journal: " + Errno(r));

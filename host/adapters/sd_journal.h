@@ -21,10 +21,12 @@ class SdJournal : public ports::UnitJournal {
                                                       size_t lines) override;
 
  private:
-  // The last `lines` MESSAGEs of the entries that hold every one of
-  // `matches` ("FIELD=value"), oldest first.
+  // The last `lines` MESSAGEs of the entries that match `matches`
+  // ("FIELD=value": different fields all, one field's values any), oldest
+  // first. `until_repeat`: read back only to the first message met again
+  // (what was said at an earlier load of the same unit).
   core::Result<std::vector<std::string>> Tail(const std::vector<std::string>& matches,
-                                               size_t lines);
+                                               size_t lines, bool until_repeat = false);
 
   std::string directory_;
 };

@@ -108,6 +108,7 @@ void FinishProperties(PropertyContext& context, UnitStatus& s) {
   }
 }
 
+std::span<const PropertyRow> PropertyRows() { return kRows; }
 std::span<const char* const> ServiceProperties() { return kServiceProperties; }
 std::span<const char* const> ExitProperties() { return kExitProperties; }
 

@@ -70,6 +70,8 @@ struct PropertyRow {
 // The row of a property the host reads, or null: a property the host has no
 // use for is skipped unread.
 const PropertyRow* FindProperty(std::string_view name);
+// Every row, by name.
+std::span<const PropertyRow> PropertyRows();
 
 // After every property of a reply was set: what only the whole reply says.
 void FinishProperties(PropertyContext& context, core::UnitStatus& s);

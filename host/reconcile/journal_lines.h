@@ -27,8 +27,9 @@ inline constexpr size_t kJournalLineBytes = 240;
 // first look's; the second look's run if the first logged none) into its
 // UnitSnapshot; `journal_note` when there are none or the journal cannot
 // be read. A unit systemd refused to start because it will not load it
-// (LoadState bad-setting, as read just before its job was asked) never ran:
-// the lines are what systemd itself logged of it, which name the setting.
+// (LoadState bad-setting or error, as read just before its job was asked)
+// never ran: the lines are what systemd itself logged of it at its last
+// load, which name the setting.
 // `journal` may be null: nothing is read.
 void AddJournalLines(ports::UnitJournal* journal, const Plan& plan, const std::vector<Acted>& acts,
                      const std::vector<std::optional<Confirmation>>& confirmed,

@@ -29,7 +29,9 @@ class LookAhead {
   LookAhead() = default;
   LookAhead(const LookAhead&) = delete;
   LookAhead& operator=(const LookAhead&) = delete;
-  ~LookAhead() { (void)Take(); }
+  // Waits for the job (a Job's destructor does), allocating nothing: it may
+  // run while an out-of-memory error unwinds the apply.
+  ~LookAhead() { job_.reset(); }
 
   // Starts statting the recorded paths of `record` under `root` on
   // `background`, when there is one and the record is large enough.

@@ -54,6 +54,13 @@ struct ObservePorts {
 // Stats already taken this apply (a failed record proof's), by path: not
 // taken again. Keys are views into `paths`.
 struct StatCache {
+  StatCache() = default;
+  // Moved, never copied: a copy's keys would view the original's strings.
+  StatCache(StatCache&&) = default;
+  StatCache& operator=(StatCache&&) = default;
+  StatCache(const StatCache&) = delete;
+  StatCache& operator=(const StatCache&) = delete;
+
   std::deque<std::string> paths;
   std::unordered_map<std::string_view, core::Result<core::FileInfo>> stats;
 

@@ -230,6 +230,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
                              ? UnitAction::kRestart
                              : *owed->action;
     UnitAction merged = Merge(carried, u.action, u.failed.empty() && Runs(u.status));
+    std::optional<core::RestartReason> own = u.reason;
     // The words are this apply's when its own writes ask for the action.
     if (!u.action.has_value() || *u.action != merged || u.causes.empty()) {
       u.reason = owed->reason;
@@ -241,8 +242,9 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     // for is paid by the restart (restart_on), or by the start of a unit
     // found down (was_dead).
     if (merged != UnitAction::kReload && u.reason == core::RestartReason::kReloadOn) {
-      u.reason = merged == UnitAction::kStart ? core::RestartReason::kWasDead
-                                              : core::RestartReason::kRestartOn;
+      u.reason = own.has_value() && *own != core::RestartReason::kReloadOn ? *own
+                 : merged == UnitAction::kStart                           ? core::RestartReason::kWasDead
+                                                                          : core::RestartReason::kRestartOn;
     }
     u.owed_since = owed->since;
     // A start owed since one that failed, and not seen through yet: the

@@ -63,6 +63,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
     ASSERT_NE(row, nullptr) << name;
     EXPECT_EQ(row->wire, wire) << name;
   }
+  EXPECT_EQ(PropertyRows().size(), std::size(kSystemd)) << "a row read with no signature checked";
 }
 
 TEST(UnitPropertiesTest, WhatTheHostHasNoUseForIsNotRead) {

@@ -240,6 +240,15 @@ TEST_F(PlanTest, NeedDaemonReloadOnAHostUnitFileOwesReloadAndRestart) {
   EXPECT_TRUE(plan.units[0].daemon_reload);
   EXPECT_EQ(plan.units[0].action, UnitAction::kRestart);
   EXPECT_EQ(plan.units[0].why, "unit file web.service changed but was not loaded");
+  EXPECT_EQ(plan.units[0].reason, core::RestartReason::kDeclared);
+  // A reload owed as well: the restart that pays both is this apply's, and
+  // counted as such, never as the reload's reason.
+  owed_.owed["web"] = {UnitAction::kReload, false, core::RestartReason::kReloadOn,
+                       "reload_on conf changed", 2};
+  plan = Make();
+  EXPECT_EQ(plan.units[0].action, UnitAction::kRestart);
+  EXPECT_EQ(plan.units[0].reason, core::RestartReason::kDeclared);
+  owed_.owed.clear();
   // The machine's own unit file: not the host's to reload for.
   Declare();
   RecordAll();
