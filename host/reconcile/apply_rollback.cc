@@ -24,6 +24,13 @@ bool ApplyRun::LoadLastGood() {
   return false;
 }
 
+bool ApplyRun::LastGoodKeeps(const std::vector<std::string>& ids) {
+  auto loaded = ports_.records->LoadLastGood();
+  return loaded && std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
+           return loaded->units.contains(id);
+         });
+}
+
 void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
                          const std::string& key) {
   std::vector<RollbackUnit> units = RollbackUnits(decl);

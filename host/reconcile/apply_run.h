@@ -77,6 +77,9 @@ class ApplyRun {
   // False when last-good.json is there and cannot be read (the apply then
   // changes nothing: a hold forgotten would push refused content again).
   bool LoadLastGood();
+  // Whether last-good.json keeps each of these units (false when it cannot
+  // be read: the full pass says why).
+  bool LastGoodKeeps(const std::vector<std::string>& ids);
   // on_failure: rollback, before the plan: swaps the kept content in where
   // a hold stands, and notes what the units' definitions are made of.
   void TakeHolds(Declaration& decl, std::vector<std::string>& wants, const std::string& key);

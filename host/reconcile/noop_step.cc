@@ -99,6 +99,10 @@ bool ProveNoop(const NoopInputs& in, KeptProof& kept, ApplyReport& report, StatC
   }
   if (proven && in.exposed && proof->holds_credentials()) proven = false;
   if (proven) proven = in.nothing_owed();
+  if (proven && in.last_good_kept) {
+    std::vector<std::string> ids = proof->RollbackIds();
+    proven = ids.empty() || in.last_good_kept(ids);
+  }
   if (!proven) {
     // The full pass reuses what the proof just looked at rather than stat
     // those paths a second time.

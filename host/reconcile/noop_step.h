@@ -40,6 +40,10 @@ struct NoopInputs {
   // Whether earlier applies owe nothing (the intent is read only once the
   // record proved everything else).
   std::function<bool()> nothing_owed;
+  // Whether a last good is kept for each of these units (declared
+  // on_failure: rollback): one that has none is confirmed, and kept, by the
+  // full pass, never by a no-op (which keeps nothing). Null: not asked.
+  std::function<bool(const std::vector<std::string>& ids)> last_good_kept;
   // Users other than its owner can read the declaration: a record holding
   // a credential then proves nothing, and the full pass refuses the file
   // (private_declaration.h). A record without one proves a declaration of

@@ -100,6 +100,9 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
                  .digest = *digest,
                  .sink = sink_,
                  .nothing_owed = [this] { return LoadIntent() && intent_->empty(); },
+                 .last_good_kept = [this](const std::vector<std::string>& ids) {
+                   return LastGoodKeeps(ids);
+                 },
                  .exposed = source.ReadableByOthers().has_value()},
                 kept_proof_, report_, stats_)) {
     return;

@@ -349,4 +349,12 @@ std::vector<std::pair<std::string, core::Result<core::FileInfo>>> RecordProof::T
   return looks;
 }
 
+std::vector<std::string> RecordProof::RollbackIds() const {
+  std::vector<std::string> ids;
+  for (const Proven& p : proven_) {
+    if (p.unit >= 0 && units_[static_cast<size_t>(p.unit)].rollback) ids.emplace_back(p.id);
+  }
+  return ids;
+}
+
 }  // namespace mesh::reconcile

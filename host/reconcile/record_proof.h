@@ -105,6 +105,8 @@ class RecordProof : public core::RecordVisitor {
   size_t resources() const { return proven_.size(); }
   // The record holds a credential: so does a declaration of its digest.
   bool holds_credentials() const { return credentials_; }
+  // The ids of the unit resources declared on_failure: rollback.
+  std::vector<std::string> RollbackIds() const;
   // More touched files than this and the proof gives way to the full pass,
   // which reads them as well and holds far less per file than a list.
   static constexpr size_t kMaxTouched = 4096;

@@ -133,6 +133,24 @@ TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
   EXPECT_EQ(Run(Jail(kFixed, 16)).result, ApplyResult::kOk);
 }
 
+// Issue 43: a unit whose last good is not kept (last-good.json removed, or
+// lost) is confirmed by the full pass, which keeps it; the no-op proven
+// from the record keeps nothing, and a later refused push then had nothing
+// to go back to.
+TEST_F(RollbackTest, ANoopDoesNotLeaveAUnitWithoutItsLastGood) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  ASSERT_TRUE(Run(Jail(kGood, 14)).from_record) << "kept: the no-op is proven from the record";
+  store_.last_good.reset();  // removed by hand, as troubleshooting.md says one may
+  ApplyReport again = Run(Jail(kGood, 14));
+  EXPECT_FALSE(again.from_record) << "the full pass keeps what the unit runs on";
+  EXPECT_EQ(again.result, ApplyResult::kOk);
+  ASSERT_TRUE(store_.last_good.has_value());
+  EXPECT_TRUE(Run(Jail(kGood, 14)).from_record) << "and the no-op is proven again";
+  ApplyReport refused = Run(Jail(kBad, 15));
+  EXPECT_THAT(Of(refused, "jaild").detail, HasSubstr("rolled back to generation 14: running"));
+  EXPECT_EQ(Jailconf(), kGood);
+}
+
 TEST_F(RollbackTest, WithoutTheOptInNothingIsPutBack) {
   ASSERT_EQ(Run(Jail(kGood, 14, false)).result, ApplyResult::kOk);
   EXPECT_FALSE(store_.last_good.has_value());
