@@ -20,7 +20,7 @@ constexpr auto kSweep = std::chrono::milliseconds(100);
 // all at every turn).
 constexpr size_t kInbox = 64;
 // A request line and headers, whole: httplib reads lines of at most 8 KiB.
-constexpr size_t kMaxHead = 16 * 1024;
+constexpr size_t kMaxHead = size_t{16} * 1024;
 
 }  // namespace
 

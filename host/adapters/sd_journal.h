@@ -17,16 +17,15 @@ class SdJournal : public ports::UnitJournal {
 
   core::Result<std::vector<std::string>> LastLines(std::string_view invocation_id,
                                                    size_t lines) override;
-  core::Result<std::vector<std::string>> ManagerLines(std::string_view unit,
-                                                      size_t lines) override;
+  core::Result<std::vector<std::string>> ManagerLines(std::string_view unit, size_t lines) override;
 
  private:
   // The last `lines` MESSAGEs of the entries that match `matches`
   // ("FIELD=value": different fields all, one field's values any), oldest
   // first. `until_repeat`: read back only to the first message met again
   // (what was said at an earlier load of the same unit).
-  core::Result<std::vector<std::string>> Tail(const std::vector<std::string>& matches,
-                                               size_t lines, bool until_repeat = false);
+  core::Result<std::vector<std::string>> Tail(const std::vector<std::string>& matches, size_t lines,
+                                              bool until_repeat = false);
 
   std::string directory_;
 };

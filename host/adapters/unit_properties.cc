@@ -34,19 +34,23 @@ void SetConditions(const PropertyValue& v, UnitStatus&, PropertyContext& c) {
     // A trigger condition (|) fails the unit only when all of them fail:
     // the first failed one is named either way.
     if (k.state < 0 && c.first_failed.empty()) {
-      c.first_failed =
-          k.type + "=" + (k.trigger ? "|" : "") + (k.negate ? "!" : "") + k.parameter;
+      c.first_failed = k.type + "=" + (k.trigger ? "|" : "") + (k.negate ? "!" : "") + k.parameter;
     }
   }
 }
 
 // The rows, by name. A text property is one line: the field it fills.
-#define MESH_TEXT_ROW(name, field) \
-  {name, Wire::kString, [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.field = v.text; }}
+#define MESH_TEXT_ROW(name, field)                                                        \
+  {                                                                                       \
+    name, Wire::kString,                                                                  \
+        [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.field = v.text; } \
+  }
 constexpr PropertyRow kRows[] = {
     MESH_TEXT_ROW("ActiveState", active_state),
     {"ConditionResult", Wire::kBool,
-     [](const PropertyValue& v, UnitStatus&, PropertyContext& c) { c.conditions_held = v.number != 0; }},
+     [](const PropertyValue& v, UnitStatus&, PropertyContext& c) {
+       c.conditions_held = v.number != 0;
+     }},
     {"Conditions", Wire::kConditions, SetConditions},
     {"ExecMainStatus", Wire::kInt32,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
@@ -71,7 +75,9 @@ constexpr PropertyRow kRows[] = {
        s.n_restarts = static_cast<uint32_t>(v.number);
      }},
     {"NeedDaemonReload", Wire::kBool,
-     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.need_daemon_reload = v.number != 0; }},
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
+       s.need_daemon_reload = v.number != 0;
+     }},
     MESH_TEXT_ROW("Result", result),
     {"StateChangeTimestampMonotonic", Wire::kUint64, SetStateChange},
     MESH_TEXT_ROW("SubState", sub_state),

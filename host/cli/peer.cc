@@ -205,9 +205,9 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
     return p;
   }
   if (got.too_large || !res) {
-    std::string why = got.too_large ? "its answer is larger than " +
-                                          std::to_string(opts.max_bytes >> 20) +
-                                          " MiB (cut off there)"
+    std::string why = got.too_large
+                          ? "its answer is larger than " + std::to_string(opts.max_bytes >> 20) +
+                                " MiB (cut off there)"
                       : got.timed_out ? "no whole answer before the deadline (--timeout)"
                                       : Why(res.error(), client, opts, got.tls_error);
     p.error = core::Printable(p.url) + " unreachable: " + why;

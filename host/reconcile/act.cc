@@ -49,7 +49,10 @@ bool Actionable(const Plan& plan, const Writes& writes, const UnitPlan& u) {
 Acted QueueStop(const Resource& r, ports::ServiceManager* services) {
   auto job = services->Enqueue(r.unit().name, ports::JobKind::kStop);
   return job ? Acted{.state = State::kStopQueued, .detail = "", .job = *job, .before = {}}
-             : Acted{.state = State::kRefused, .detail = job.error().message, .job = "", .before = {}};
+             : Acted{.state = State::kRefused,
+                     .detail = job.error().message,
+                     .job = "",
+                     .before = {}};
 }
 
 // What holds back an actionable unit's start, restart or reload (a failed

@@ -26,9 +26,8 @@ bool ApplyRun::LoadLastGood() {
 
 bool ApplyRun::LastGoodKeeps(const std::vector<std::string>& ids) {
   auto loaded = ports_.records->LoadLastGood();
-  return loaded && std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
-           return loaded->units.contains(id);
-         });
+  return loaded && std::all_of(ids.begin(), ids.end(),
+                               [&](const std::string& id) { return loaded->units.contains(id); });
 }
 
 void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,

@@ -7,7 +7,6 @@
 // it stays owed (commit.h) for the next apply to try again.
 #pragma once
 
-
 #include "host/core/result.h"
 #include "host/ports/service_manager.h"
 #include "host/reconcile/plan.h"

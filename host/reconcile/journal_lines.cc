@@ -12,8 +12,7 @@ namespace {
 // A unit systemd would not load (a setting it refuses; a unit file it
 // could not read), as Act read it before asking for its job.
 bool NotLoadable(const std::vector<Acted>& acts, size_t k) {
-  return k < acts.size() && acts[k].state == Acted::State::kRefused &&
-         acts[k].before.has_value() &&
+  return k < acts.size() && acts[k].state == Acted::State::kRefused && acts[k].before.has_value() &&
          (acts[k].before->load_state == "bad-setting" || acts[k].before->load_state == "error");
 }
 

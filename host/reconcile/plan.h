@@ -152,9 +152,9 @@ struct UnitPlan {
   // Declared running, last seen by the host on its way up and found failed
   // now: that start failed (the words), whatever the start asked now does.
   std::string start_failed;
-  bool daemon_reload = false;  // its definition must be loaded first
+  bool daemon_reload = false;                 // its definition must be loaded first
   std::optional<core::RestartReason> reason;  // the metric's; set with `action`
-  std::string why;             // the words: "restart_on app.conf changed"
+  std::string why;                            // the words: "restart_on app.conf changed"
   // Set when the action is one an earlier apply owed (the words say so).
   std::optional<uint64_t> owed_since;
   // The resources whose writes in this apply ask for the action (empty when

@@ -109,7 +109,8 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
         "unit definition " + in.declaration->resources[defined_by[0]].path + " changed",
         defined_by);
   } else if (auto removed = RemovedDefinition(in, r, removals)) {
-    ask(UnitAction::kRestart, core::RestartReason::kDeclared, "unit definition " + *removed + " removed", {});
+    ask(UnitAction::kRestart, core::RestartReason::kDeclared,
+        "unit definition " + *removed + " removed", {});
   } else if (!restart_deps.empty()) {
     ask(UnitAction::kRestart, core::RestartReason::kRestartOn,
         "restart_on " + in.declaration->resources[restart_deps[0]].id + " changed", restart_deps);
@@ -243,8 +244,8 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     // found down (was_dead).
     if (merged != UnitAction::kReload && u.reason == core::RestartReason::kReloadOn) {
       u.reason = own.has_value() && *own != core::RestartReason::kReloadOn ? *own
-                 : merged == UnitAction::kStart                           ? core::RestartReason::kWasDead
-                                                                          : core::RestartReason::kRestartOn;
+                 : merged == UnitAction::kStart ? core::RestartReason::kWasDead
+                                                : core::RestartReason::kRestartOn;
     }
     u.owed_since = owed->since;
     // A start owed since one that failed, and not seen through yet: the

@@ -100,9 +100,8 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
                  .digest = *digest,
                  .sink = sink_,
                  .nothing_owed = [this] { return LoadIntent() && intent_->empty(); },
-                 .last_good_kept = [this](const std::vector<std::string>& ids) {
-                   return LastGoodKeeps(ids);
-                 },
+                 .last_good_kept =
+                     [this](const std::vector<std::string>& ids) { return LastGoodKeeps(ids); },
                  .exposed = source.ReadableByOthers().has_value()},
                 kept_proof_, report_, stats_)) {
     return;

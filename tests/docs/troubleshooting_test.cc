@@ -60,7 +60,8 @@ TEST_F(TroubleshootingTest, EveryAlertHasItsSectionAndItsRunbookLandsThere) {
     if (line.starts_with("#")) anchors.insert(Anchor(line.substr(line.find(' ') + 1)));
   }
   std::regex alert(R"(- alert: (\w+))");
-  std::regex runbook(R"(runbook_url: "file:///usr/share/doc/mesh-host/troubleshooting\.md#([\w-]+)\")");
+  std::regex runbook(
+      R"(runbook_url: "file:///usr/share/doc/mesh-host/troubleshooting\.md#([\w-]+)\")");
   size_t alerts = 0;
   for (std::sregex_iterator it(rules_.begin(), rules_.end(), alert), end; it != end; ++it) {
     ++alerts;
@@ -80,10 +81,10 @@ TEST_F(TroubleshootingTest, EveryAlertHasItsSectionAndItsRunbookLandsThere) {
 TEST_F(TroubleshootingTest, TheWordsOfAUnitAreExplained) {
   for (const char* words :
        {"failed (Result=exit-code)", "status 203/EXEC", "BadUnitSetting", "auto-restart",
-        "died and was restarted by systemd", "skipped by systemd", "start failed:",
-        "start not seen through", "left to its trigger", "still stopping", "still starting",
-        "held at generation", "rolled back to generation", "not restarted: restart_on",
-        "(the journal holds no line", "declaration refused"}) {
+        "died and was restarted by systemd", "skipped by systemd",
+        "start failed:", "start not seen through", "left to its trigger", "still stopping",
+        "still starting", "held at generation", "rolled back to generation",
+        "not restarted: restart_on", "(the journal holds no line", "declaration refused"}) {
     EXPECT_NE(doc_.find(words), std::string::npos) << words;
   }
 }

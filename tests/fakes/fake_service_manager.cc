@@ -79,9 +79,8 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
   }
   Unit& u = it->second;
   if (u.bad_setting && kind != ports::JobKind::kStop) {
-    return core::Fail("StartUnit " + unit +
-                      ": org.freedesktop.systemd1.BadUnitSetting: Unit " + unit +
-                      " has a bad unit file setting.");
+    return core::Fail("StartUnit " + unit + ": org.freedesktop.systemd1.BadUnitSetting: Unit " +
+                      unit + " has a bad unit file setting.");
   }
   if (u.masked && kind != ports::JobKind::kStop) {
     return core::Fail("StartUnit " + unit + ": org.freedesktop.systemd1.UnitMasked: Unit " + unit +

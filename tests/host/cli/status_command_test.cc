@@ -64,7 +64,9 @@ TEST(StatusCommandTest, TheSignerAndTheTrustedCommentAreShown) {
                       {"trusted_comment", "timestamp:1764806400\tfile:d.json\tedge release 42"}};
   std::string table = FormatStatusTable(doc);
   EXPECT_THAT(table, HasSubstr("\nsigned by key 0123456789ABCDEF\n"));
-  EXPECT_THAT(table, HasSubstr("    trusted comment: timestamp:1764806400\\x09file:d.json\\x09edge release 42\n"))
+  EXPECT_THAT(
+      table,
+      HasSubstr("    trusted comment: timestamp:1764806400\\x09file:d.json\\x09edge release 42\n"))
       << "escaped, as everything a peer sends";
   doc["signature"]["trusted_comment"] = std::string(400, 'x');
   std::istringstream lines(FormatStatusTable(doc));

@@ -13,10 +13,12 @@ using ::testing::HasSubstr;
 TEST(IntentTest, RoundTripsEveryField) {
   Intent intent;
   intent.applying = true;
-  intent.owed["web"] = {UnitAction::kRestart, true, core::RestartReason::kRestartOn, "restart_on web.conf changed",
-                        41};
-  intent.owed["cache"] = {UnitAction::kReload, false, core::RestartReason::kReloadOn, "reload_on c changed", 7};
-  intent.owed["idle"] = {std::nullopt, true, core::RestartReason::kDeclared, "", 3};  // a daemon-reload alone
+  intent.owed["web"] = {UnitAction::kRestart, true, core::RestartReason::kRestartOn,
+                        "restart_on web.conf changed", 41};
+  intent.owed["cache"] = {UnitAction::kReload, false, core::RestartReason::kReloadOn,
+                          "reload_on c changed", 7};
+  intent.owed["idle"] = {std::nullopt, true, core::RestartReason::kDeclared, "",
+                         3};  // a daemon-reload alone
   intent.creating = {"/etc/cron.d/job", "/opt/tree"};
   intent.creating_unit_files = {"new.service"};
   intent.creating_trees = {"/opt/tree"};
@@ -32,7 +34,8 @@ TEST(IntentTest, RoundTripsEveryField) {
 TEST(IntentTest, TheTextIsTheWholeTreesDump) {
   using json = nlohmann::json;
   Intent intent;
-  intent.owed["web"] = {UnitAction::kRestart, true, core::RestartReason::kRestartOn, "why \"quoted\"", 41};
+  intent.owed["web"] = {UnitAction::kRestart, true, core::RestartReason::kRestartOn,
+                        "why \"quoted\"", 41};
   intent.creating = {"/etc/a \"b\"", "/opt/tree", "/\u00e9t\u00e9"};
   intent.creating_unit_files = {"new.service"};
   intent.creating_trees = {"/opt/tree"};
@@ -84,7 +87,8 @@ TEST(IntentTest, EveryBadShapeIsNamed) {
        "field since"},
       {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":"yes"}}})",
        "field daemon_reload"},
-      {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":false}}})", "names no action and no daemon-reload"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"daemon_reload":false}}})",
+       "names no action and no daemon-reload"},
       {R"({"version":1,"applying":false,"owed":{"a":{"why":[]}}})", "field why"},
       // The reason is a metric's label: only the four the host counts by.
       {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","reason":"because"}}})",

@@ -98,7 +98,8 @@ class SettleTest : public ::testing::Test {
 };
 
 TEST_F(SettleTest, AConfirmedDebtIsClearedAndItsGenerationSaid) {
-  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "restart_on conf changed", 3};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn,
+                       "restart_on conf changed", 3};
   Restarted(true, 3);
   Settled s = Run();
   EXPECT_EQ(core::FormatOutcomeLine(s.outcomes[1]),
@@ -121,7 +122,8 @@ TEST_F(SettleTest, OnlyAUnitsOutcomeHoldsItsWords) {
 }
 
 TEST_F(SettleTest, AFailedSecondLookKeepsTheDebtAndSaysSo) {
-  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "restart_on conf changed", 3};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn,
+                       "restart_on conf changed", 3};
   Restarted(false, 3);
   Settled s = Run();
   EXPECT_EQ(s.outcomes[1].outcome, core::Outcome::kFailed);

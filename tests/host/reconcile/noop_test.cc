@@ -82,8 +82,8 @@ class NoopTest : public ReconcilerTest, public ::testing::WithParamInterface<boo
                              : "-";
       rows.push_back(core::FormatOutcomeLine(o) + " | " + o.digest + " | " + o.applied_at + " | " +
                      unit + " | " + o.declared_unit() + " | " +
-                     (o.unit_should_run() ? "run" : "-") + " | " + std::string(o.restart_reason_name()) + " | " +
-                     (o.host_acted ? "acted" : "-"));
+                     (o.unit_should_run() ? "run" : "-") + " | " +
+                     std::string(o.restart_reason_name()) + " | " + (o.host_acted ? "acted" : "-"));
     }
     rows.push_back(r.machine + " " + std::to_string(r.generation) + " " + r.declaration_digest +
                    " " + std::string(ApplyResultName(r.result)));

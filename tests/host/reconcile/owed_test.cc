@@ -448,7 +448,8 @@ TEST_F(OwedTest, ADebtEndsWithWhatItWasFor) {
   services_.AddUnit("cache.service", {Behavior::kHealthy, 0s, true});
   ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
   core::Intent owed;
-  owed.owed["web"] = {core::UnitAction::kRestart, false, core::RestartReason::kRestartOn, "web.conf changed", 1};
+  owed.owed["web"] = {core::UnitAction::kRestart, false, core::RestartReason::kRestartOn,
+                      "web.conf changed", 1};
   owed.owed["gone"] = {core::UnitAction::kRestart, false, core::RestartReason::kDeclared, "", 1};
   store_.intent = core::SerializeIntent(owed);
   json decl = Versioned("a", 2);

@@ -175,7 +175,8 @@ TEST_F(PlanTest, AFinishedOneshotIsUpOnlyWhenTheRecordSaysItRan) {
 TEST_F(PlanTest, AnOwedActionIsCarriedWithItsGeneration) {
   Declare();
   RecordAll();
-  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "restart_on conf changed", 3};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn,
+                       "restart_on conf changed", 3};
   Plan plan = Make();
   const UnitPlan& u = plan.units[0];
   EXPECT_EQ(u.action, UnitAction::kRestart);
@@ -191,13 +192,15 @@ TEST_F(PlanTest, OwedAndNewActionsMerge) {
   Declare({{"restart_on", json::array()}, {"reload_on", {"conf"}}});
   RecordAll();
   seen_.files[0].found = Found::kDiffers;
-  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kDeclared, "its files changed", 2};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kDeclared,
+                       "its files changed", 2};
   Plan plan = Make();
   EXPECT_EQ(plan.units[0].action, UnitAction::kRestart);
   EXPECT_EQ(plan.units[0].owed_since, 2u);
   EXPECT_EQ(plan.intent.owed["web"].since, 2u);
 
-  owed_.owed["web"] = {UnitAction::kReload, false, core::RestartReason::kReloadOn, "reload_on conf changed", 2};
+  owed_.owed["web"] = {UnitAction::kReload, false, core::RestartReason::kReloadOn,
+                       "reload_on conf changed", 2};
   UnitSeen(1) = Unit("failed", "failed");
   plan = Make();
   EXPECT_EQ(plan.units[0].action, UnitAction::kStart) << "a dead unit is started, not reloaded";
@@ -273,7 +276,8 @@ TEST_F(PlanTest, AResourceThatCannotBeLookedAtKeepsWhatWasOwed) {
   RecordAll();
   seen_.files[0].found = Found::kError;
   seen_.files[0].error = "stat /etc/conf: Permission denied";
-  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn, "restart_on conf changed", 4};
+  owed_.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kRestartOn,
+                       "restart_on conf changed", 4};
   owed_.owed["gone"] = {UnitAction::kStart, false, core::RestartReason::kDeclared, "", 4};
   Plan plan = Make();
   EXPECT_TRUE(plan.steps[0].failed());
