@@ -33,10 +33,10 @@ Result<Owed> ParseOwed(const std::string& id, const json& j) {
       if (!value.is_boolean()) return Fail(where + "daemon_reload: must be true or false");
       owed.daemon_reload = value.get<bool>();
     } else if (key == "reason") {
+      const std::string* name = value.is_string() ? &value.get_ref<const std::string&>() : nullptr;
       // Empty where only a daemon-reload is owed.
-      if (!value.is_string() ||
-          (!value.get_ref<const std::string&>().empty() &&
-           !(owed.reason = ParseRestartReason(value.get_ref<const std::string&>())))) {
+      if (name != nullptr && !name->empty()) owed.reason = ParseRestartReason(*name);
+      if (name == nullptr || (!name->empty() && !owed.reason.has_value())) {
         return Fail(where + "reason: must be declared, restart_on, reload_on or was_dead");
       }
     } else if (key == "why") {

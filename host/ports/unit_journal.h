@@ -24,9 +24,11 @@ class UnitJournal {
   virtual core::Result<std::vector<std::string>> LastLines(std::string_view invocation_id,
                                                            size_t lines) = 0;
 
-  // The last `lines` messages (at most) the service manager (PID 1) logged
-  // about `unit`, oldest first: for a unit it refuses to load
-  // (BadUnitSetting), the setting and why. Same contract otherwise.
+  // What the service manager (PID 1) logged about `unit` at warning or worse
+  // at its last load, this boot: for a unit it refuses to load
+  // (BadUnitSetting), the setting and why. At most `lines` messages, oldest
+  // first, each once (systemd says them again at every load: reading back
+  // stops at the first one met again). Same errors as LastLines.
   virtual core::Result<std::vector<std::string>> ManagerLines(std::string_view unit,
                                                               size_t lines) = 0;
 };

@@ -41,10 +41,8 @@ void AddJournalLines(ports::UnitJournal* journal, const Plan& plan, const std::v
       } else if (got->empty()) {
         snap.journal_note = "the journal holds no line of systemd's about this unit";
       }
-      // systemd says it again at each load of the unit: once is enough.
-      for (std::string& line : got.value_or(std::vector<std::string>())) {
-        std::string shown = core::Printable(line, kJournalLineBytes);
-        if (snap.journal.empty() || snap.journal.back() != shown) snap.journal.push_back(shown);
+      for (const std::string& line : got.value_or(std::vector<std::string>())) {
+        snap.journal.push_back(core::Printable(line, kJournalLineBytes));
       }
       continue;
     }

@@ -4,6 +4,7 @@
 // read fail.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,9 +39,13 @@ class FakeUnitJournal : public ports::UnitJournal {
     if (!unreadable.empty()) return core::Fail(unreadable);
     auto it = manager_.find(std::string(unit));
     if (it == manager_.end()) return std::vector<std::string>();
-    size_t from = it->second.size() > lines ? it->second.size() - lines : 0;
-    return std::vector<std::string>(it->second.begin() + static_cast<std::ptrdiff_t>(from),
-                                    it->second.end());
+    // As the port says: back from the newest, up to the first line met again.
+    std::vector<std::string> out;
+    for (auto line = it->second.rbegin(); line != it->second.rend() && out.size() < lines; ++line) {
+      if (std::find(out.begin(), out.end(), *line) != out.end()) break;
+      out.push_back(*line);
+    }
+    return std::vector<std::string>(out.rbegin(), out.rend());
   }
 
   const std::vector<std::string>& reads() const { return reads_; }

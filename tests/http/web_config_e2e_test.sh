@@ -82,12 +82,13 @@ set +e; out=$("$BIN" status --url $U --user prometheus --password-file pw 2>&1);
 echo "ok   - mesh-host status: --ca, --user, --password-file / MESH_HOST_PASSWORD; 401 explained"
 
 # SIGHUP: a new password and client certificates required.
-cat > web.yml <<YML
-tls_server_config:
+CLIENT_TLS='tls_server_config:
   cert_file: server.crt
   key_file: server.key
   client_auth_type: RequireAndVerifyClientCert
-  client_ca_file: ca.crt
+  client_ca_file: ca.crt'
+cat > web.yml <<YML
+$CLIENT_TLS
 basic_auth_users:
   prometheus: '$H2'
 YML
@@ -122,11 +123,7 @@ echo "ok   - a bad file on SIGHUP is reported and the one in force kept"
 # SIGHUP it is refused by key and line, and the users in force (the
 # battery-staple password) still guard every page.
 cat > web.yml <<YML
-tls_server_config:
-  cert_file: server.crt
-  key_file: server.key
-  client_auth_type: RequireAndVerifyClientCert
-  client_ca_file: ca.crt
+$CLIENT_TLS
 basic_auth_users:
 basic_auth_users:
   prometheus: '$H1'

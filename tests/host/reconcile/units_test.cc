@@ -107,11 +107,9 @@ TEST_F(UnitsTest, AUnitSystemdWillNotLoadShowsWhatSystemdLoggedOfIt) {
   services_.AddUnit("jail.service", {});
   services_.BadSetting("jail.service");
   journal_.any_run.push_back("a run's line, not this unit's");
-  for (int load = 0; load < 2; ++load) {  // said again at each load
-    journal_.LogManager("jail.service",
-                        "jail.service: Service has no ExecStart=, ExecStop=, or SuccessAction=. "
-                        "Refusing.");
-  }
+  journal_.LogManager("jail.service",
+                      "jail.service: Service has no ExecStart=, ExecStop=, or SuccessAction=. "
+                      "Refusing.");
   ApplyReport r = Run(Decl({Service("jail", json::object())}));
   ASSERT_EQ(r.result, ApplyResult::kFailed);
   const core::ResourceOutcome& jail = r.outcomes[0];
