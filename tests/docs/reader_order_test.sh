@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The docs in the order a reader meets them, on one machine: the README's
+# blocks (its example applied, then the service installed and running), then
+# examples/README.md, then docs/quickstart.md, then docs/declaration.md's
+# signing — one shell, as one terminal would be, each page's commands as
+# written, as root in a real systemd's box (sdbox.sh) with /etc, /opt, /srv,
+# /usr/local and /var/lib copy-on-write there. What one page leaves (a
+# running service, a recorded generation, the working directory) is what the
+# next one meets. Each page alone is run by its own test (commands_test.sh,
+# examples_test.sh, quickstart_test.sh); a page given commands to run is
+# added here, or this test fails.
+. "$PWD/tests/systemd/box_suite.sh" reader
+for port in 8931 9479 9480; do
+  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+    echo "SKIP (LOUD): 127.0.0.1:$port is in use on this machine; a page's service would not listen"
+    finish; exit
+  fi
+done
+box_cow /etc /opt /srv /usr/local /var/lib
+W=$T/work
+mkdir -p "$W/bazel-bin/host" "$T/bin" "$T/home"
+cp -rL README.md docs examples packaging "$W/"
+cp "$BIN" "$(dirname "$BIN")/mesh-host-serve" "$W/bazel-bin/host/"
+cp "$BIN" "$(dirname "$BIN")/mesh-host-serve" "$T/bin/"
+machine=$(inside hostname)
+printf '{"machine": "%s", "generation": 1, "resources": [{"id": "motd", "kind": "file", "path": "/etc/motd.d/mesh", "content": "managed\\n"}]}\n' \
+  "$machine" > "$W/my-declaration.json"
+
+# The pages in reading order, and how each is read: "marked" runs the blocks
+# marked for commands_test.sh, "all" every ```sh block (the pages whose own
+# test runs them whole). README.md's tools/demo and tools/test block is
+# CI's, not a reader's step here.
+PAGES=("README.md marked" "examples/README.md all" "docs/quickstart.md all" "docs/declaration.md marked")
+runnable=$( (grep -l '^<!-- tested: tests/docs/commands_test.sh -->$' README.md docs/*.md examples/README.md;
+             echo examples/README.md; echo docs/quickstart.md) | sort -u | tr '\n' ' ')
+named=$(printf '%s\n' "${PAGES[@]}" | cut -d' ' -f1 | sort | tr '\n' ' ')
+check "every page with commands to run is read here ($runnable)" '[ "$runnable" = "$named" ]'
+{
+  echo 'set -euo pipefail'
+  echo "export PATH=/usr/local/bin:\$PATH:$T/bin HOME=$T/home"
+  echo 'unset DBUS_SYSTEM_BUS_ADDRESS  # in the box, the default bus is its own'
+  echo 'bazel() { [ "$*" = "build //host:mesh-host" ]; }  # built: this test depends on it'
+  echo "cd $W  # the repository's top directory, where the README and examples/ start"
+  for entry in "${PAGES[@]}"; do
+    set -- $entry
+    echo "echo '=== $1'"
+    case $2 in
+      marked) awk '/^<!-- tested: tests\/docs\/commands_test.sh -->$/ {mark=1; next}
+                   mark && /^```sh$/ {on=1; mark=0; next} {mark=0} /^```$/ {on=0} on' "$1" ;;
+      all) awk '/^```sh$/ {on=1; next} /^```$/ {on=0} on' "$1" ;;
+    esac
+    # examples/README.md is read from the repository's top directory too.
+    [ "$1" = README.md ] && echo "cd $W"
+  done
+  echo "echo '=== end'"
+} > "$T/steps.sh"
+set +e
+inside timeout 420 bash "$T/steps.sh" > "$T/out" 2>&1
+rc=$?
+set -e
+sed 's/^/    /' "$T/out"
+reached=$(grep '^=== ' "$T/out" | tail -1)
+check "every page ran as written, in reading order (exit 0; last page begun: ${reached#=== })" '[ "$rc" = 0 ] && [ "$reached" = "=== end" ]'
+page() { awk -v p="=== $1" '$0 == p {on=1; next} /^=== / {on=0} on' "$T/out"; }
+check "README: the installed service runs" 'page README.md | grep -Eq "^machine $machine +generation 1 +HEALTHY"'
+check "examples: the web example applies" 'page examples/README.md | grep -q "^created web (service): wrote unit file web.service, running as web.service"'
+check "quickstart: its first apply creates all four" \
+  '[ "$(page docs/quickstart.md | grep -cE "^created hello\.[a-z]+ \([a-z]+\): (wrote|unpacked) ")" = 4 ]'
+check "quickstart: the refused config is caught" 'page docs/quickstart.md | grep -q "^failed hello.service (service): failed (Result=exit-code)"'
+check "declaration.md: the signed declaration applies" 'page docs/declaration.md | grep -q "^mesh-host: apply of generation"'
+left=$(inside systemctl show hello.service web.service greeter.service -p ActiveState --value | grep . | sort -u | tr '\n' ' ')
+check "nothing a page started is left running: hello, web, greeter (${left% })" '[ "$left" = "inactive " ]'
+inside systemctl stop mesh-host 2>/dev/null || true
+finish
