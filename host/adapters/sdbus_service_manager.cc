@@ -79,6 +79,7 @@ constexpr const char* kPath = "/org/freedesktop/systemd1";
 constexpr const char* kManager = "org.freedesktop.systemd1.Manager";
 constexpr const char* kUnitIface = "org.freedesktop.systemd1.Unit";
 constexpr const char* kServiceIface = "org.freedesktop.systemd1.Service";
+constexpr const char* kProperties = "org.freedesktop.DBus.Properties";
 constexpr const char* kDefaultAddress = "unix:path=/run/dbus/system_bus_socket";
 
 // RAII for the sd-bus objects this file touches.
@@ -122,6 +123,20 @@ bool ConnectionLost(int r) {
   return r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE || r == -ESHUTDOWN || r == -ECONNREFUSED;
 }
 
+// A call of systemd's, its arguments appended (`types` as
+// sd_bus_message_append reads them); null when it cannot be made, which
+// CallAll says for that call.
+template <typename... Args>
+sd_bus_message* NewCall(sd_bus* bus, const char* path, const char* iface, const char* member,
+                        const char* types = nullptr, Args... args) {
+  sd_bus_message* m = nullptr;
+  if (sd_bus_message_new_method_call(bus, &m, kDest, path, iface, member) < 0) return nullptr;
+  if (types != nullptr && sd_bus_message_append(m, types, args...) < 0) {
+    return sd_bus_message_unref(m);
+  }
+  return m;
+}
+
 }  // namespace
 
 struct SdbusServiceManager::Bus {
@@ -142,6 +157,11 @@ void SdbusServiceManager::Disconnect() {
   bus_.reset();
   held_.clear();           // the references went with the connection
   watched_paths_.clear();  // object paths are re-resolved on the new connection
+}
+
+core::Status SdbusServiceManager::CallFailed(std::string what, int r) {
+  if (ConnectionLost(r)) Disconnect();
+  return core::Fail(std::move(what));
 }
 
 core::Status SdbusServiceManager::Connect() {
@@ -189,19 +209,13 @@ core::Status SdbusServiceManager::ReloadDaemon() {
   if (auto st = Connect(); !st) return st;
   ErrorGuard err;
   // Reload returns once systemd has re-read its units; allow it time.
-  Message msg;
-  sd_bus_message* call = nullptr;
-  int r = sd_bus_message_new_method_call(bus_->bus, &call, kDest, kPath, kManager, "Reload");
-  msg.reset(call);
+  Message call(NewCall(bus_->bus, kPath, kManager, "Reload"));
   sd_bus_message* reply = nullptr;
-  if (r >= 0) r = sd_bus_call(bus_->bus, call, Usec(kReloadTimeout), &err.e, &reply);
+  int r = call == nullptr
+              ? -ENOMEM
+              : sd_bus_call(bus_->bus, call.get(), Usec(kReloadTimeout), &err.e, &reply);
   sd_bus_message_unref(reply);
-  if (r < 0) {
-    std::string what = Describe("Reload", "", err.e, r);
-    if (ConnectionLost(r)) Disconnect();
-    return core::Fail(what);
-  }
-  return core::Ok();
+  return r < 0 ? CallFailed(Describe("Reload", "", err.e, r), r) : core::Ok();
 }
 
 core::Status SdbusServiceManager::SetUnitFileEnabled(const std::string& unit, bool enabled) {
@@ -216,11 +230,7 @@ core::Status SdbusServiceManager::SetUnitFileEnabled(const std::string& unit, bo
                   : sd_bus_call_method(bus_->bus, kDest, kPath, kManager, method, &err.e, &raw,
                                        "asb", 1, unit.c_str(), 0);
   Message reply(raw);
-  if (r < 0) {
-    std::string what = Describe(method, unit, err.e, r);
-    if (ConnectionLost(r)) Disconnect();
-    return core::Fail(what);
-  }
+  if (r < 0) return CallFailed(Describe(method, unit, err.e, r), r);
   if (enabled) {
     int carries_install_info = 0;
     if (sd_bus_message_read(reply.get(), "b", &carries_install_info) < 0) {
@@ -280,8 +290,7 @@ core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
   // PropertiesChanged of every unit systemd touches while it restarts.
   if (bus_->properties_changed == nullptr) {
     int r = sd_bus_match_signal(
-        bus_->bus, &bus_->properties_changed, kDest, nullptr, "org.freedesktop.DBus.Properties",
-        "PropertiesChanged",
+        bus_->bus, &bus_->properties_changed, kDest, nullptr, kProperties, "PropertiesChanged",
         [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
           auto* self = static_cast<SdbusServiceManager*>(userdata);
           const char* path = sd_bus_message_get_path(m);
@@ -438,12 +447,6 @@ std::vector<SdbusServiceManager::Reply> SdbusServiceManager::CallAll(
 
 namespace {
 
-sd_bus_message* NewCall(sd_bus* bus, const char* path, const char* iface, const char* member) {
-  sd_bus_message* m = nullptr;
-  if (sd_bus_message_new_method_call(bus, &m, kDest, path, iface, member) < 0) return nullptr;
-  return m;
-}
-
 // Reads a value of shape `wire` (inside its variant, next in `m`) into `v`.
 // Negative: unreadable.
 int ReadWire(sd_bus_message* m, Wire wire, PropertyValue& v) {
@@ -583,24 +586,16 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     for (size_t i = 0; i < units.size(); ++i) {
       if (!out[i]) continue;
       if (!service_round) {
-        sd_bus_message* m =
-            NewCall(bus_->bus, paths[i].c_str(), "org.freedesktop.DBus.Properties", "GetAll");
-        if (m != nullptr && sd_bus_message_append(m, "s", kUnitIface) < 0) {
-          m = sd_bus_message_unref(m);
-        }
-        calls.push_back(m);
+        calls.push_back(
+            NewCall(bus_->bus, paths[i].c_str(), kProperties, "GetAll", "s", kUnitIface));
         what.push_back(std::string("GetAll ") + kUnitIface + " " + units[i]);
         index.emplace_back(i, nullptr);
         continue;
       }
       if (!ReadInRound(round, units[i], *out[i])) continue;
       for (const char* property : round == 1 ? ServiceProperties() : ExitProperties()) {
-        sd_bus_message* m =
-            NewCall(bus_->bus, paths[i].c_str(), "org.freedesktop.DBus.Properties", "Get");
-        if (m != nullptr && sd_bus_message_append(m, "ss", kServiceIface, property) < 0) {
-          m = sd_bus_message_unref(m);
-        }
-        calls.push_back(m);
+        calls.push_back(NewCall(bus_->bus, paths[i].c_str(), kProperties, "Get", "ss",
+                                kServiceIface, property));
         what.push_back(std::string("Get ") + kServiceIface + "." + property + " " + units[i]);
         index.emplace_back(i, property);
       }
@@ -702,11 +697,7 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
   std::vector<std::string> what;
   for (const auto& [unit, kind] : jobs) {
     const char* method = JobMethod(kind);
-    sd_bus_message* m = NewCall(bus_->bus, kPath, kManager, method);
-    if (m != nullptr && sd_bus_message_append(m, "ss", unit.c_str(), "replace") < 0) {
-      m = sd_bus_message_unref(m);
-    }
-    calls.push_back(m);
+    calls.push_back(NewCall(bus_->bus, kPath, kManager, method, "ss", unit.c_str(), "replace"));
     what.push_back(std::string(method) + " " + unit);
   }
   std::vector<Reply> replies = CallAll(std::move(calls), what);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "host/adapters/job_ledger.h"
 #include "host/ports/service_manager.h"
@@ -53,6 +54,9 @@ class SdbusServiceManager : public ports::ServiceManager {
   struct Bus;  // sd-bus state, kept out of this header
   core::Status Connect();
   void Disconnect();
+  // A call that failed (`r`), said in `what`; a lost connection is let go
+  // of, so that the next call connects again.
+  core::Status CallFailed(std::string what, int r);
   std::unique_ptr<Bus> bus_;
   // The unit's object path (computed, not asked for).
   core::Result<std::string> UnitPath(const std::string& unit);

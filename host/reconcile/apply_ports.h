@@ -1,6 +1,8 @@
 // What one apply is given: the ports it speaks through and the options it
-// runs under. Every phase of host/reconcile takes what it needs from these
-// two, so that a port is named in one place.
+// runs under. Every phase of host/reconcile that speaks through a port takes
+// ReconcilerPorts whole, so that a port is named in one place and a test
+// names the ones it fills (designated initializers: a port given in the
+// wrong place does not compile into another's).
 #pragma once
 
 #include <chrono>
@@ -20,6 +22,7 @@
 #include "host/ports/service_manager.h"
 #include "host/ports/unit_journal.h"
 #include "host/reconcile/plan.h"
+#include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
 
@@ -36,6 +39,9 @@ struct ReconcilerPorts {
   ports::Background* background = nullptr;
   // May be null: a failed unit is then shown without its journal lines.
   ports::UnitJournal* journal = nullptr;
+  // Advanced at every step an apply completes (progress.h). The Reconciler
+  // points it at its own; may be null.
+  Progress* progress = nullptr;
 };
 
 struct ReconcilerOptions {

@@ -130,7 +130,7 @@ void ApplyRun::RollBack(const std::vector<Rollback>& rollbacks) {
   } else {
     text = std::string();  // parsed: not held through the second pass
     OutcomeSink none;      // the second pass's outcomes are merged into the first's
-    ApplyRun second(ports_, options_, none, again, progress_, kept_proof_);
+    ApplyRun second(ports_, options_, none, again, kept_proof_);
     second.rollback_pass_ = true;
     for (const Rollback& r : rollbacks) second.only_units_.push_back(scope_.units[r.unit].index);
     second.LoadRecord();

@@ -21,7 +21,6 @@
 #include "host/reconcile/noop_step.h"
 #include "host/reconcile/observe.h"
 #include "host/reconcile/plan.h"
-#include "host/reconcile/progress.h"
 #include "host/reconcile/rollback.h"
 
 namespace mesh::reconcile::apply_internal {
@@ -34,13 +33,8 @@ using core::Result;
 class ApplyRun {
  public:
   ApplyRun(const ReconcilerPorts& ports, const ReconcilerOptions& options, const OutcomeSink& sink,
-           ApplyReport& report, Progress& progress, KeptProof& kept_proof)
-      : ports_(ports),
-        options_(options),
-        sink_(sink),
-        report_(report),
-        progress_(progress),
-        kept_proof_(kept_proof) {}
+           ApplyReport& report, KeptProof& kept_proof)
+      : ports_(ports), options_(options), sink_(sink), report_(report), kept_proof_(kept_proof) {}
 
   void Run(ports::DeclarationSource& source);
 
@@ -93,7 +87,6 @@ class ApplyRun {
   const ReconcilerOptions& options_;
   const OutcomeSink& sink_;
   ApplyReport& report_;
-  Progress& progress_;
   KeptProof& kept_proof_;
 
   // The loaded record, shared with the store; read-only during the pass.

@@ -99,7 +99,7 @@ std::optional<FirstPass> Check(const ChunkedApply& in) {
     size_t to = std::min(all.at.size(), from + in.chunk);
     looked.clear();
     for (size_t k = from; k < to; ++k) looked.push_back(all[k]);
-    std::vector<core::Result<core::FileInfo>> seen = in.root->StatMany(looked);
+    std::vector<core::Result<core::FileInfo>> seen = in.ports->root->StatMany(looked);
     for (size_t k = from; k < to; ++k) {
       const core::Result<core::FileInfo>& info = seen[k - from];
       if (!info && info.error().kind == core::ErrorKind::kOutsideRoot) return std::nullopt;
@@ -190,7 +190,8 @@ bool Run::Claim(const Plan& plan, size_t resources) {
     }
   }
   if (more_creating_.size() == before) return true;
-  if (auto st = in_.records->SaveIntent(IntentOf(first_.creating, nullptr, more_creating_, true));
+  if (auto st =
+          in_.ports->records->SaveIntent(IntentOf(first_.creating, nullptr, more_creating_, true));
       !st) {
     Fail("intent not saved: " + st.error().message + "; the apply stopped after " +
          std::to_string(done_) + " resource(s)");
@@ -205,10 +206,7 @@ bool Run::Chunk(Declaration& chunk) {
   chunk.digest = first_.header.digest;
   OldEntries olds = OldEntriesOf(chunk, *in_.record);
   std::vector<std::string> wants = Wants(chunk, *in_.record, olds, in_.had_record, credential_key_);
-  auto observed = Observe(
-      chunk, *in_.record, olds, wants,
-      {in_.root, in_.artifacts, in_.units, in_.archives, in_.services, in_.progress, in_.dirs},
-      stats_);
+  auto observed = Observe(chunk, *in_.record, olds, wants, *in_.ports, in_.dirs, stats_);
   if (!observed) {
     // A path made to lead out of the root since the first pass looked.
     Fail(observed.error().message + "; the apply stopped after " + std::to_string(done_) +
@@ -223,12 +221,11 @@ bool Run::Chunk(Declaration& chunk) {
                         .wants = &wants,
                         .now = in_.now,
                         .dry_run = false,
-                        .services = in_.services != nullptr,
+                        .services = in_.ports->services != nullptr,
                         .dirs = in_.dirs});
   wants = std::vector<std::string>();
   if (!Claim(plan, chunk.resources.size())) return false;
-  Writes writes = Write(chunk, plan, observed->bundles, observed->seen,
-                        {in_.root, in_.units, in_.services, in_.progress});
+  Writes writes = Write(chunk, plan, observed->bundles, observed->seen, *in_.ports);
   *observed = Observation();
   SystemdAnswer reloaded;
   std::vector<Acted> acts;
@@ -257,18 +254,18 @@ bool Run::Chunk(Declaration& chunk) {
     }
   }
   done_ += chunk.resources.size();
-  if (in_.progress != nullptr) in_.progress->Step();
+  if (in_.ports->progress != nullptr) in_.ports->progress->Step();
   return true;
 }
 
 // The whole pass's commit (commit.h), with the record from the builder.
 core::Status Run::Commit() {
-  core::Status flushed = in_.root->Flush();
-  if (flushed) flushed = in_.units->Flush();
+  core::Status flushed = in_.ports->root->Flush();
+  if (flushed) flushed = in_.ports->units->Flush();
   if (!flushed) return core::Fail("record not saved: " + flushed.error().message);
   // `creating` stays named until the record holds it.
   core::Intent settled = IntentOf(first_.creating, &claimed_, more_creating_, false);
-  if (auto st = in_.records->SaveIntent(settled); !st) {
+  if (auto st = in_.ports->records->SaveIntent(settled); !st) {
     return core::Fail("intent not saved: " + st.error().message);
   }
   settled = core::Intent();
@@ -286,7 +283,7 @@ core::Status Run::Commit() {
   // have written what it could not record; the next apply claims it (or
   // removes it).
   if (done_ < first_.resources) return core::Ok();
-  if (auto st = in_.records->SaveIntent(core::Intent()); !st) {
+  if (auto st = in_.ports->records->SaveIntent(core::Intent()); !st) {
     return core::Fail("intent not saved: " + st.error().message);
   }
   return core::Ok();
@@ -324,16 +321,16 @@ bool ApplyInChunks(const ChunkedApply& in, core::ApplyReport& report) {
   if (!first.has_value()) return false;
   // Whatever cannot be set up is left to the whole pass, which meets it
   // again and says so, before anything is written.
-  auto builder = in.records->BuildRecord();
+  auto builder = in.ports->records->BuildRecord();
   if (!builder) return false;
   std::string key;
   std::string warning;
   if (first->credentials) {
-    auto loaded = in.records->LoadDigestKey();
+    auto loaded = in.ports->records->LoadDigestKey();
     key = std::move(loaded.bytes);
     warning = std::move(loaded.warning);
   }
-  if (!in.records->SaveIntent(IntentOf(first->creating, nullptr, {}, /*applying=*/true))) {
+  if (!in.ports->records->SaveIntent(IntentOf(first->creating, nullptr, {}, /*applying=*/true))) {
     return false;
   }
   report.machine = first->header.machine;

@@ -36,23 +36,13 @@
 #include "host/core/apply_report.h"
 #include "host/core/outcome.h"
 #include "host/core/record.h"
-#include "host/ports/archive_reader.h"
-#include "host/ports/file_system.h"
-#include "host/ports/record_store.h"
-#include "host/ports/service_manager.h"
+#include "host/reconcile/apply_ports.h"
 #include "host/reconcile/plan.h"
-#include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
 
 struct ChunkedApply {
-  ports::FileSystem* root = nullptr;
-  ports::FileSystem* units = nullptr;
-  ports::FileSystem* artifacts = nullptr;
-  ports::ArchiveReader* archives = nullptr;
-  ports::ServiceManager* services = nullptr;  // may be null
-  ports::RecordStore* records = nullptr;
-  Progress* progress = nullptr;          // may be null
+  const ReconcilerPorts* ports = nullptr;
   std::string_view text;                 // the declaration, whole
   size_t chunk = 0;                      // resources at a time
   const core::Record* record = nullptr;  // as loaded: no entries

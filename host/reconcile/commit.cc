@@ -319,7 +319,7 @@ Settled Settle(const SettleInputs& in) {
   return out;
 }
 
-core::Status Commit(const CommitInputs& in, Settled&& settled) {
+core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settled&& settled) {
   const core::Record& old = *in.record;
   const core::Declaration& decl = *in.declaration;
   // Settled only when nothing failed and nothing is owed: the next apply of
@@ -333,11 +333,11 @@ core::Status Commit(const CommitInputs& in, Settled&& settled) {
   if (same_record && same_intent) return core::Ok();
   // What was renamed and removed reaches the disk before the intent or the
   // record says so.
-  core::Status flushed = in.root->Flush();
-  if (flushed) flushed = in.units->Flush();
+  core::Status flushed = ports.root->Flush();
+  if (flushed) flushed = ports.units->Flush();
   if (!flushed) return core::Fail("record not saved: " + flushed.error().message);
   if (!same_intent) {
-    if (auto st = in.records->SaveIntent(settled.intent); !st) {
+    if (auto st = ports.records->SaveIntent(settled.intent); !st) {
       return core::Fail("intent not saved: " + st.error().message);
     }
   }
@@ -358,7 +358,7 @@ core::Status Commit(const CommitInputs& in, Settled&& settled) {
   next.declaration_digest = decl.digest;
   next.want_version = core::Record::kWantVersion;
   next.settled_declaration_digest = settled_digest;
-  if (auto st = in.records->Save(std::move(next)); !st) {
+  if (auto st = ports.records->Save(std::move(next)); !st) {
     return core::Fail("record not saved: " + st.error().message);
   }
   // What this apply created stayed named in the intent until the record
@@ -368,7 +368,7 @@ core::Status Commit(const CommitInputs& in, Settled&& settled) {
     done.creating.clear();
     done.creating_unit_files.clear();
     done.creating_trees.clear();
-    if (auto st = in.records->SaveIntent(done); !st) {
+    if (auto st = ports.records->SaveIntent(done); !st) {
       return core::Fail("intent not saved: " + st.error().message);
     }
   }

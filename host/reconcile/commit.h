@@ -22,6 +22,7 @@
 #include "host/ports/file_system.h"
 #include "host/ports/record_store.h"
 #include "host/reconcile/act.h"
+#include "host/reconcile/apply_ports.h"
 #include "host/reconcile/confirm.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/systemd_answer.h"
@@ -62,9 +63,6 @@ struct Settled {
 Settled Settle(const SettleInputs& in);
 
 struct CommitInputs {
-  ports::FileSystem* root = nullptr;
-  ports::FileSystem* units = nullptr;
-  ports::RecordStore* records = nullptr;
   // Only its machine, generation and digest are read: the apply lets go
   // of its resources before it commits.
   const core::Declaration* declaration = nullptr;
@@ -77,6 +75,6 @@ struct CommitInputs {
 // An error names what could not be saved; the apply then fails. The
 // settled entries are moved into the new record, each freed from `settled`
 // as it goes.
-core::Status Commit(const CommitInputs& in, Settled&& settled);
+core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settled&& settled);
 
 }  // namespace mesh::reconcile

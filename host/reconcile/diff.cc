@@ -212,7 +212,7 @@ std::string UnitFilePath(const HostDirs& dirs, const std::string& unit) {
 
 }  // namespace
 
-std::vector<std::string> Diffs(const DiffInputs& in) {
+std::vector<std::string> Diffs(const DiffInputs& in, const ReconcilerPorts& ports) {
   std::vector<std::string> out;
   // Paths the record holds credentials at: a file declared there now, or a
   // credential turned into a file, never shows what the machine has.
@@ -230,13 +230,13 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
     if (step.failed() || !step.changes()) continue;
     std::string block;
     if (step.write_files && r.IsTree()) {
-      block += TreeDiff(*in.root, r, *in.bundles);
+      block += TreeDiff(*ports.root, r, *in.bundles);
     } else if (step.write_files && r.kind == core::Kind::kDirectory) {
-      block += DirectoryDiff(*in.root, r, in.seen->files[i]);
+      block += DirectoryDiff(*ports.root, r, in.seen->files[i]);
     } else if (step.write_files && r.kind == core::Kind::kSymlink) {
-      block += SymlinkDiff(*in.root, r);
+      block += SymlinkDiff(*ports.root, r);
     } else if (step.write_files) {
-      Current now = Look(*in.root, r.path);
+      Current now = Look(*ports.root, r.path);
       bool secret = r.kind == core::Kind::kCredential;
       block += MetadataDiff(now, r, in.seen->files[i]);
       block += FileDiff(now, r.path, r.content, r.mode, secret, step.old ? step.old->digest : "",
@@ -244,17 +244,17 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
     }
     if (step.write_unit_file && r.unit().text.has_value()) {
       std::string shown = UnitFilePath(*in.dirs, r.unit().name);
-      block += FileDiff(Look(*in.units, "/" + r.unit().name), shown, *r.unit().text, 0644, false,
+      block += FileDiff(Look(*ports.units, "/" + r.unit().name), shown, *r.unit().text, 0644, false,
                         "", "");
     }
     for (const std::string& name : step.write_drop_ins) {
       std::string rel = r.unit().name + ".d/" + name;
-      block += FileDiff(Look(*in.units, "/" + rel), UnitFilePath(*in.dirs, rel),
+      block += FileDiff(Look(*ports.units, "/" + rel), UnitFilePath(*in.dirs, rel),
                         r.unit().drop_ins.at(name), 0644, false, "", "");
     }
     for (const std::string& name : step.delete_drop_ins) {
       std::string rel = r.unit().name + ".d/" + name;
-      Current now = Look(*in.units, "/" + rel);
+      Current now = Look(*ports.units, "/" + rel);
       block += "deleted drop-in\n" +
                ContentDiff("a" + UnitFilePath(*in.dirs, rel), "/dev/null", now.content, "");
     }
@@ -264,7 +264,7 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
     std::string block;
     bool secret = removal.entry.kind == "credential";
     for (const std::string& path : removal.delete_paths) {
-      Current now = Look(*in.root, path);
+      Current now = Look(*ports.root, path);
       if (now.info.type == FileType::kDirectory) {
         block += "deleted tree " + core::Printable(path) + "\n";
       } else if (secret) {
@@ -277,7 +277,7 @@ std::vector<std::string> Diffs(const DiffInputs& in) {
     }
     if (removal.delete_unit_file) {
       std::string unit = removal.entry.unit().name;
-      Current now = Look(*in.units, "/" + unit);
+      Current now = Look(*ports.units, "/" + unit);
       block += "deleted unit file\n" +
                ContentDiff("a" + UnitFilePath(*in.dirs, unit), "/dev/null", now.content, "");
     }

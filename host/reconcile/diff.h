@@ -13,6 +13,7 @@
 
 #include "host/core/declaration.h"
 #include "host/ports/file_system.h"
+#include "host/reconcile/apply_ports.h"
 #include "host/reconcile/plan.h"
 
 namespace mesh::reconcile {
@@ -26,12 +27,10 @@ struct DiffInputs {
   const BundlesById* bundles = nullptr;
   const std::vector<std::string>* wants = nullptr;
   const HostDirs* dirs = nullptr;
-  ports::FileSystem* root = nullptr;
-  ports::FileSystem* units = nullptr;
 };
 
 // One block of lines per resource with something to show, each starting
 // "diff ID (KIND)", in declaration order, then the removals.
-std::vector<std::string> Diffs(const DiffInputs& in);
+std::vector<std::string> Diffs(const DiffInputs& in, const ReconcilerPorts& ports);
 
 }  // namespace mesh::reconcile

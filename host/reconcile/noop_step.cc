@@ -48,7 +48,7 @@ void RecordTouched(ports::RecordStore& records, const std::vector<RecordProof::T
 // store still hands out that record, else one gathered now and kept.
 // `held` keeps the record alive while the proof points into it: recording
 // touched files replaces the store's.
-RecordProof* ProveKept(const NoopInputs& in, const RecordProof::Ports& proof_ports, KeptProof& kept,
+RecordProof* ProveKept(const NoopInputs& in, KeptProof& kept,
                        std::shared_ptr<const core::Record>& held, bool& proven) {
   auto loaded = in.ports.records->Load();
   std::optional<uint64_t> version = in.ports.records->KeptRecordVersion();
@@ -63,7 +63,7 @@ RecordProof* ProveKept(const NoopInputs& in, const RecordProof::Ports& proof_por
   // Replaced whole: an allocation that fails here leaves no proof paired
   // with a record it was not gathered from.
   kept = KeptProof();
-  auto fresh = std::make_unique<RecordProof>(proof_ports, in.digest, in.options.machine);
+  auto fresh = std::make_unique<RecordProof>(in.ports, in.digest, in.options.machine);
   fresh->KeepForReruns();
   kept.proof = std::move(fresh);
   kept.version = *version;
@@ -83,17 +83,15 @@ KeptProof& KeptProof::operator=(KeptProof&&) noexcept = default;
 // changes: the proof gathered from it is kept too, and the next no-op only
 // looks at the machine again (RecordProof::Rerun).
 bool ProveNoop(const NoopInputs& in, KeptProof& kept, ApplyReport& report, StatCache& looked) {
-  RecordProof::Ports proof_ports{in.ports.root, in.ports.units, in.ports.services,
-                                 in.ports.background};
   std::optional<RecordProof> streamed;
   RecordProof* proof = nullptr;
   bool proven = false;
   std::shared_ptr<const core::Record> held;
   if (in.ports.records->KeptRecordVersion().has_value()) {
-    proof = ProveKept(in, proof_ports, kept, held, proven);
+    proof = ProveKept(in, kept, held, proven);
     if (proof == nullptr) return false;
   } else {
-    proof = &streamed.emplace(proof_ports, in.digest, in.options.machine);
+    proof = &streamed.emplace(in.ports, in.digest, in.options.machine);
     auto scanned = in.ports.records->Scan(*proof);
     proven = scanned.has_value() && *scanned && proof->Finish();
   }

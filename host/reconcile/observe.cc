@@ -341,8 +341,9 @@ void StatCache::Add(std::string path, core::Result<core::FileInfo> info) {
 
 core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,
                                   const OldEntries& olds, const std::vector<std::string>& wants,
-                                  const ObservePorts& ports, StatCache& cache) {
-  return observe_internal::Observer(declaration, record, olds, wants, ports, cache).Run();
+                                  const ReconcilerPorts& ports, const HostDirs* dirs,
+                                  StatCache& cache) {
+  return observe_internal::Observer(declaration, record, olds, wants, ports, dirs, cache).Run();
 }
 
 }  // namespace mesh::reconcile

@@ -27,6 +27,7 @@
 #include "host/ports/archive_reader.h"
 #include "host/ports/file_system.h"
 #include "host/ports/service_manager.h"
+#include "host/reconcile/apply_ports.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/progress.h"
 
@@ -40,16 +41,6 @@ constexpr uint64_t kMaxBundleBytes = 1ull << 30;
 // field as a refusal does. The one check the observation, a rollback and
 // `mesh-host validate` make of an artifact.
 core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core::Resource& r);
-
-struct ObservePorts {
-  ports::FileSystem* root = nullptr;
-  ports::FileSystem* artifacts = nullptr;
-  ports::FileSystem* units = nullptr;
-  ports::ArchiveReader* archives = nullptr;
-  ports::ServiceManager* services = nullptr;  // may be null
-  Progress* progress = nullptr;               // may be null
-  const HostDirs* dirs = nullptr;             // may be null
-};
 
 // Stats already taken this apply (a failed record proof's), by path: not
 // taken again. Keys are views into `paths`.
@@ -75,6 +66,7 @@ struct Observation {
 
 core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,
                                   const OldEntries& olds, const std::vector<std::string>& wants,
-                                  const ObservePorts& ports, StatCache& cache);
+                                  const ReconcilerPorts& ports, const HostDirs* dirs,
+                                  StatCache& cache);
 
 }  // namespace mesh::reconcile

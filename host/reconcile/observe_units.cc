@@ -9,7 +9,7 @@ namespace mesh::reconcile::observe_internal {
 // unit file, or UNIT.d/NAME): moved since to a unit_text or drop_ins, it
 // is still the host's.
 bool Observer::WroteAsFile(const std::string& in_unit_dir) const {
-  auto unit_dir = ports_.dirs != nullptr ? UnitDirInRoot(*ports_.dirs) : std::nullopt;
+  auto unit_dir = dirs_ != nullptr ? UnitDirInRoot(*dirs_) : std::nullopt;
   return unit_dir && Recorded(std::string(*unit_dir) + "/" + in_unit_dir);
 }
 

@@ -33,8 +33,15 @@ constexpr uint64_t kMaxUnitFileBytes = 1ull << 20;
 class Observer {
  public:
   Observer(const core::Declaration& decl, const core::Record& record, const OldEntries& olds,
-           const std::vector<std::string>& wants, const ObservePorts& ports, StatCache& cache)
-      : decl_(decl), record_(record), olds_(olds), wants_(wants), ports_(ports), cache_(cache) {}
+           const std::vector<std::string>& wants, const ReconcilerPorts& ports,
+           const HostDirs* dirs, StatCache& cache)
+      : decl_(decl),
+        record_(record),
+        olds_(olds),
+        wants_(wants),
+        ports_(ports),
+        dirs_(dirs),
+        cache_(cache) {}
 
   Result<Observation> Run();
 
@@ -75,7 +82,8 @@ class Observer {
   const core::Record& record_;
   const OldEntries& olds_;
   const std::vector<std::string>& wants_;
-  const ObservePorts& ports_;
+  const ReconcilerPorts& ports_;
+  const HostDirs* dirs_;  // may be null
   StatCache& cache_;
   Observation out_;
   std::vector<const Result<FileInfo>*> declared_stats_;  // by resource index (files only)

@@ -106,11 +106,11 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
                 kept_proof_, report_, stats_)) {
     return;
   }
-  progress_.Step();
+  ports_.progress->Step();
   LoadRecord();
   // Nothing to look ahead at when a failed record proof looked already.
   if (stats_.stats.empty()) look_ahead_.Start(ports_.background, ports_.root, record_);
-  progress_.Step();
+  ports_.progress->Step();
   auto text = source.Text();
   if (!text) return Refuse(text.error());
   if (ApplyInChunks(source, *text)) return;
@@ -143,30 +143,25 @@ bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view 
     return false;
   }
   TakeLookAhead();  // none ran with an empty record; the chunks use the root themselves
-  ChunkedApply in{ports_.root,
-                  ports_.units,
-                  ports_.artifacts,
-                  ports_.archives,
-                  ports_.services,
-                  ports_.records,
-                  &progress_,
-                  text,
-                  options_.chunk,
-                  record_.get(),
-                  had_record_,
-                  options_.machine,
-                  &options_.dirs,
-                  core::FormatTimestamp(report_.started_at),
-                  [&](ResourceOutcome&& out) {
-                    if (sink_) {
-                      ++report_.resources;
-                      report_.failed += out.outcome == core::Outcome::kFailed;
-                      sink_(out);
-                    } else {
-                      report_.outcomes.push_back(std::move(out));
-                    }
-                  },
-                  [&] { source.ReleaseText(); }};
+  ChunkedApply in{.ports = &ports_,
+                  .text = text,
+                  .chunk = options_.chunk,
+                  .record = record_.get(),
+                  .had_record = had_record_,
+                  .machine = options_.machine,
+                  .dirs = &options_.dirs,
+                  .now = core::FormatTimestamp(report_.started_at),
+                  .emit =
+                      [&](ResourceOutcome&& out) {
+                        if (sink_) {
+                          ++report_.resources;
+                          report_.failed += out.outcome == core::Outcome::kFailed;
+                          sink_(out);
+                        } else {
+                          report_.outcomes.push_back(std::move(out));
+                        }
+                      },
+                  .release_text = [&] { source.ReleaseText(); }};
   return reconcile::ApplyInChunks(in, report_);
 }
 
@@ -194,10 +189,7 @@ void ApplyRun::Apply(Declaration decl) {
   std::vector<std::string> wants = Wants(decl, *record_, olds, had_record_, key);
   TakeHolds(decl, wants, key);
   TakeLookAhead();
-  auto observed = Observe(decl, *record_, olds, wants,
-                          {ports_.root, ports_.artifacts, ports_.units, ports_.archives,
-                           ports_.services, &progress_, &options_.dirs},
-                          stats_);
+  auto observed = Observe(decl, *record_, olds, wants, ports_, &options_.dirs, stats_);
   stats_ = StatCache();  // read by the observation only: not held through the writes
   if (!observed) return Refuse(observed.error());
   if (!dry_run) {
@@ -246,9 +238,8 @@ void ApplyRun::Apply(Declaration decl) {
                            .seen = &observed->seen,
                            .bundles = &observed->bundles,
                            .wants = &wants,
-                           .dirs = &options_.dirs,
-                           .root = ports_.root,
-                           .units = ports_.units});
+                           .dirs = &options_.dirs},
+                          ports_);
   }
   wants = std::vector<std::string>();  // read by the observation and the plan only
   Carry(std::move(decl), olds, std::move(*observed), std::move(plan), dry_run);
@@ -261,21 +252,20 @@ void ApplyRun::Apply(Declaration decl) {
 // reads it, and the unit phase waits out the settle pause.
 Settled ApplyRun::WriteAndSettle(Declaration& decl, const OldEntries& olds, Observation& observed,
                                  Plan& plan, bool dry_run) {
-  Writes writes = dry_run ? NoWrites(plan)
-                          : Write(decl, plan, observed.bundles, observed.seen,
-                                  {ports_.root, ports_.units, ports_.services, &progress_});
+  Writes writes =
+      dry_run ? NoWrites(plan) : Write(decl, plan, observed.bundles, observed.seen, ports_);
   observed = Observation();
-  progress_.Step();
+  ports_.progress->Step();
   std::vector<SystemdAnswer> enabled = Enable(decl, plan, writes, ports_.services, dry_run);
   SystemdAnswer reloaded;
   if (!dry_run) reloaded = DaemonReload(plan, writes, ports_.services, LinksChanged(enabled));
-  progress_.Step();
+  ports_.progress->Step();
   report_.daemon_reloaded = reloaded.done();
   std::vector<Acted> acts = Act(decl, plan, writes, reloaded, ports_.services, dry_run);
   std::vector<std::optional<Confirmation>> confirmed =
-      dry_run
-          ? std::vector<std::optional<Confirmation>>(plan.units.size())
-          : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle, &progress_);
+      dry_run ? std::vector<std::optional<Confirmation>>(plan.units.size())
+              : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle,
+                        ports_.progress);
   Settled settled = Settle({.declaration = &decl,
                             .record = record_.get(),
                             .olds = &olds,
@@ -295,7 +285,7 @@ Settled ApplyRun::WriteAndSettle(Declaration& decl, const OldEntries& olds, Obse
 void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
                      bool dry_run) {
   Settled settled = WriteAndSettle(decl, olds, observed, plan, dry_run);
-  progress_.Step();
+  ports_.progress->Step();
   // Held resources are not as declared: they fail (so the record is never
   // settled on them, and no no-op is proven from it while they are held).
   for (const HeldUnit& h : held_) {
@@ -318,14 +308,10 @@ void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation obser
   plan = Plan();
   decl.resources = std::vector<core::Resource>();
   decl.index = decltype(decl.index)();
-  auto committed = Commit({.root = ports_.root,
-                           .units = ports_.units,
-                           .records = ports_.records,
-                           .declaration = &decl,
-                           .record = record_.get(),
-                           .had_record = had_record_,
-                           .saved = &saved_},
-                          std::move(settled));
+  auto committed = Commit(
+      ports_,
+      {.declaration = &decl, .record = record_.get(), .had_record = had_record_, .saved = &saved_},
+      std::move(settled));
   if (!committed) {
     report_.error = committed.error().message;
     report_.result = ApplyResult::kFailed;
@@ -378,7 +364,7 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
   // state's own included): the apply fails and says so, and whatever it
   // wrote is already covered by the intent saved before its first write.
   try {
-    apply_internal::ApplyRun run(ports_, options_, sink, report, progress_, kept_proof_);
+    apply_internal::ApplyRun run(ports_, options_, sink, report, kept_proof_);
     run.Run(declaration);
   } catch (const std::bad_alloc&) {
     report.result = ApplyResult::kFailed;

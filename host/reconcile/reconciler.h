@@ -25,7 +25,9 @@ namespace mesh::reconcile {
 class Reconciler {
  public:
   Reconciler(ReconcilerPorts ports, ReconcilerOptions options)
-      : ports_(ports), options_(std::move(options)) {}
+      : ports_(ports), options_(std::move(options)) {
+    ports_.progress = &progress_;
+  }
 
   ApplyReport Apply(ports::DeclarationSource& declaration, const OutcomeSink& sink = nullptr);
   // The same for a declaration already in memory (tests, benchmarks).

@@ -37,25 +37,22 @@
 #include "host/ports/background.h"
 #include "host/ports/file_system.h"
 #include "host/ports/service_manager.h"
+#include "host/reconcile/apply_ports.h"
 
 namespace mesh::reconcile {
 
 class RecordProof : public core::RecordVisitor {
  public:
-  struct Ports {
-    ports::FileSystem* root = nullptr;
-    ports::FileSystem* units = nullptr;
-    ports::ServiceManager* services = nullptr;  // may be null: then no unit is proven
-    // May be null: a large batch's stats are then all taken on the caller's
-    // thread, not half of them beside it.
-    ports::Background* background = nullptr;
-  };
   // Paths are looked at in batches: the batch bounds the memory, and sorted
   // by path it lets StatMany keep each directory open for all its files.
   static constexpr size_t kBatch = 8192;
 
-  // `digest`: the declaration's; `machine`: --machine (empty: any).
-  RecordProof(Ports ports, std::string_view digest, std::string_view machine, size_t batch = kBatch)
+  // `digest`: the declaration's; `machine`: --machine (empty: any). Of
+  // the ports, root, units, services (null: no unit is proven) and
+  // background (null: a large batch's stats are all taken on the caller's
+  // thread, not half of them beside it).
+  RecordProof(const ReconcilerPorts& ports, std::string_view digest, std::string_view machine,
+              size_t batch = kBatch)
       : ports_(ports), digest_(digest), machine_(machine), batch_size_(batch) {}
 
   bool Header(const core::Record& header) override;
@@ -188,7 +185,7 @@ class RecordProof : public core::RecordVisitor {
   bool ReadTouched();
   uint32_t AppliedAt(const std::string& text);
 
-  Ports ports_;
+  ReconcilerPorts ports_;
   std::string digest_;
   std::string machine_;
   size_t batch_size_;

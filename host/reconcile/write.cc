@@ -16,7 +16,7 @@ using core::Resource;
 // (StageBatch), to be put in place here.
 Written WriteResource(const Resource& r, const Step& step, const BundlesById& bundles,
                       const FilesSeen& seen, const ports::StagedFile* staged,
-                      const WritePorts& ports) {
+                      const ReconcilerPorts& ports) {
   Written w;
   if (step.write_files && r.IsTree()) {
     const std::vector<core::TreeEntry>& bundle = *bundles.at(r.id);
@@ -67,7 +67,7 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
 
 // `disabled`: how the removal's disable went (Write does every disable
 // first); a failed one keeps the unit file.
-core::Status Remove(const Removal& rm, const WritePorts& ports, core::Status disabled) {
+core::Status Remove(const Removal& rm, const ReconcilerPorts& ports, core::Status disabled) {
   core::Status first = std::move(disabled);
   auto keep_first = [&](core::Status st) {
     if (!st && first) first = std::move(st);
@@ -105,7 +105,7 @@ core::Status Remove(const Removal& rm, const WritePorts& ports, core::Status dis
 // forgotten — unless what it holds is the host's own, whose removal failed
 // in this apply: then it fails too, stays recorded, and the next apply
 // removes both.
-void RemoveDirectories(const Plan& plan, const WritePorts& ports, Writes& writes) {
+void RemoveDirectories(const Plan& plan, const ReconcilerPorts& ports, Writes& writes) {
   std::vector<std::pair<std::string_view, size_t>> dirs;
   std::set<std::string_view> failed;  // paths of the removals that failed
   for (size_t k = 0; k < plan.removals.size(); ++k) {
@@ -145,8 +145,8 @@ constexpr uint64_t kBatchBytes = 64ull << 20;
 // go on; if the durable step fails, every file of the batch fails and none
 // is placed. Returns the step after the last one considered.
 size_t StageBatch(const core::Declaration& decl, const Plan& plan, size_t first,
-                  const WritePorts& ports, std::vector<std::optional<ports::StagedFile>>& staged,
-                  Writes& writes) {
+                  const ReconcilerPorts& ports,
+                  std::vector<std::optional<ports::StagedFile>>& staged, Writes& writes) {
   std::set<std::string_view> dirs;
   size_t files = 0;
   uint64_t bytes = 0;
@@ -199,7 +199,7 @@ Writes NoWrites(const Plan& plan) {
 }
 
 Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById& bundles,
-             const Seen& seen, const WritePorts& ports) {
+             const Seen& seen, const ReconcilerPorts& ports) {
   Writes writes = NoWrites(plan);
   std::vector<std::optional<ports::StagedFile>> staged(plan.steps.size());
   // However Write ends (an allocation failure unwinds through it), no file

@@ -18,17 +18,11 @@
 #include "host/core/result.h"
 #include "host/ports/file_system.h"
 #include "host/ports/service_manager.h"
+#include "host/reconcile/apply_ports.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
-
-struct WritePorts {
-  ports::FileSystem* root = nullptr;
-  ports::FileSystem* units = nullptr;
-  ports::ServiceManager* services = nullptr;  // may be null: removals then stop nothing
-  Progress* progress = nullptr;               // may be null
-};
 
 // What the writes of a unit's definition did.
 struct WrittenUnit {
@@ -62,6 +56,6 @@ struct Writes {
 Writes NoWrites(const Plan& plan);
 
 Writes Write(const core::Declaration& declaration, const Plan& plan, const BundlesById& bundles,
-             const Seen& seen, const WritePorts& ports);
+             const Seen& seen, const ReconcilerPorts& ports);
 
 }  // namespace mesh::reconcile

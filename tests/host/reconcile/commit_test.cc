@@ -245,22 +245,29 @@ TEST(CommitTest, FlushThenIntentThenRecord) {
   saved.applying = true;
   Settled settled;
   settled.entries["a"] = core::RecordEntry{};
-  ASSERT_TRUE(
-      Commit({&fs, &fs, &store, &decl, &record, true, &saved}, Settled(settled)).has_value());
+  ASSERT_TRUE(Commit({.root = &fs, .units = &fs, .records = &store},
+                     {.declaration = &decl, .record = &record, .had_record = true, .saved = &saved},
+                     Settled(settled))
+                  .has_value());
   EXPECT_THAT(store.order, ElementsAre("intent after 2 flush(es)", "record"));
   EXPECT_FALSE(store.intent.has_value()) << "nothing owed: no intent file";
   EXPECT_THAT(*store.text, HasSubstr("\"settled_declaration_digest\":\"d2\""));
 
   // Something still owed: the record is not settled (no proof from it).
   settled.intent.owed["a"] = {UnitAction::kStart, false, core::RestartReason::kWasDead, "", 2};
-  ASSERT_TRUE(
-      Commit({&fs, &fs, &store, &decl, &record, true, &saved}, Settled(settled)).has_value());
+  ASSERT_TRUE(Commit({.root = &fs, .units = &fs, .records = &store},
+                     {.declaration = &decl, .record = &record, .had_record = true, .saved = &saved},
+                     Settled(settled))
+                  .has_value());
   EXPECT_THAT(*store.text, HasSubstr("\"settled_declaration_digest\":\"\""));
 
   // A flush that fails saves neither: the intent still says applying.
   fs.FailFlush();
   store.order.clear();
-  auto failed = Commit({&fs, &fs, &store, &decl, &record, true, &saved}, Settled(settled));
+  auto failed =
+      Commit({.root = &fs, .units = &fs, .records = &store},
+             {.declaration = &decl, .record = &record, .had_record = true, .saved = &saved},
+             Settled(settled));
   EXPECT_THAT(failed.error().message, HasSubstr("record not saved: fsync"));
   EXPECT_TRUE(store.order.empty());
 }

@@ -35,7 +35,12 @@ class PhaseTest : public ReconcilerTest {
   core::Result<Observation> Look() {
     olds_ = OldEntriesOf(decl_, record_);
     return Observe(decl_, record_, olds_, wants_,
-                   {root_.get(), artifacts_.get(), units_.get(), &archives_, &services_}, cache_);
+                   {.root = root_.get(),
+                    .artifacts = artifacts_.get(),
+                    .units = units_.get(),
+                    .archives = &archives_,
+                    .services = &services_},
+                   nullptr, cache_);
   }
   static json File(const char* content) {
     return {{"id", "f"}, {"kind", "file"}, {"path", "/etc/f"}, {"content", content}};
@@ -121,7 +126,8 @@ TEST_F(PhaseTest, WriteReportsWhatLandedAndStopsAtTheFirstFailure) {
   Seen seen;
   seen.files.resize(2);
   fakes::FaultyFileSystem root(*root_);
-  Writes w = Write(decl_, plan, {}, seen, {&root, units_.get(), &services_});
+  Writes w =
+      Write(decl_, plan, {}, seen, {.root = &root, .units = units_.get(), .services = &services_});
   ASSERT_TRUE(w.steps[0].status.has_value());
   EXPECT_EQ(w.steps[0].fingerprint, core::FileFingerprint(*root_->Stat("/etc/f")));
   EXPECT_EQ(w.steps[1].unit().file_fingerprint, core::FileFingerprint(*units_->Stat("/s.service")));
@@ -129,7 +135,7 @@ TEST_F(PhaseTest, WriteReportsWhatLandedAndStopsAtTheFirstFailure) {
   EXPECT_FALSE(w.steps[0].unit_written.has_value());
   EXPECT_TRUE(w.unit_files_changed);
   root.FailWrites("/etc/f", ENOSPC);
-  w = Write(decl_, plan, {}, seen, {&root, units_.get(), &services_});
+  w = Write(decl_, plan, {}, seen, {.root = &root, .units = units_.get(), .services = &services_});
   EXPECT_THAT(w.steps[0].status.error().message, HasSubstr("No space left on device"));
   EXPECT_TRUE(w.steps[1].status.has_value()) << "one failure stops no other resource";
 }
@@ -147,7 +153,8 @@ TEST_F(PhaseTest, ARemovalStopsItsUnitAndDeletesOnlyItsPaths) {
   rm.delete_paths = {"/etc/old"};
   rm.delete_unit_file = true;
   plan.removals.push_back(rm);
-  Writes w = Write(decl_, plan, {}, Seen{}, {root_.get(), units_.get(), &services_});
+  Writes w = Write(decl_, plan, {}, Seen{},
+                   {.root = root_.get(), .units = units_.get(), .services = &services_});
   EXPECT_TRUE(w.removals[0].has_value());
   EXPECT_FALSE(testing::Exists(dir_.Sub("root/etc/old")));
   EXPECT_FALSE(testing::Exists(dir_.Sub("units/old.service")));

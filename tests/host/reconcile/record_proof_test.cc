@@ -58,7 +58,7 @@ class RecordProofTest : public ::testing::Test {
 
 TEST_F(RecordProofTest, ChecksInBatchesAndReportsInDeclarationOrder) {
   fakes::FaultyFileSystem counted(*root_);
-  RecordProof proof({&counted, units_.get(), nullptr}, "d", "m", /*batch=*/2);
+  RecordProof proof({.root = &counted, .units = units_.get()}, "d", "m", /*batch=*/2);
   ASSERT_TRUE(Prove(proof));
   EXPECT_EQ(counted.stats(), 5u);
   std::vector<std::string> lines;
@@ -78,7 +78,7 @@ TEST_F(RecordProofTest, AMovedFileStopsTheProofAtItsBatchAndHandsItsLooksOver) {
   std::filesystem::last_write_time(
       dir_.Sub("root/etc/f3"),
       std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
-  RecordProof proof({root_.get(), units_.get(), nullptr}, "d", "m", /*batch=*/2);
+  RecordProof proof({.root = root_.get(), .units = units_.get()}, "d", "m", /*batch=*/2);
   // r0, r1: first batch holds; r2, r3: the second does not, and the visit stops.
   EXPECT_FALSE(core::VisitRecord(record_, proof));
   auto looks = proof.TakeLooks();
@@ -89,21 +89,21 @@ TEST_F(RecordProofTest, AMovedFileStopsTheProofAtItsBatchAndHandsItsLooksOver) {
 }
 
 TEST_F(RecordProofTest, ProvesNothingForAnotherDeclarationOrMachineOrABrokenOrder) {
-  RecordProof other_digest({root_.get(), units_.get(), nullptr}, "e", "m");
+  RecordProof other_digest({.root = root_.get(), .units = units_.get()}, "e", "m");
   EXPECT_FALSE(Prove(other_digest));
-  RecordProof other_machine({root_.get(), units_.get(), nullptr}, "d", "n");
+  RecordProof other_machine({.root = root_.get(), .units = units_.get()}, "d", "n");
   EXPECT_FALSE(Prove(other_machine));
   record_.resources["r3"].position = 0;  // two resources at position 0
-  RecordProof twice({root_.get(), units_.get(), nullptr}, "d", "m");
+  RecordProof twice({.root = root_.get(), .units = units_.get()}, "d", "m");
   EXPECT_FALSE(Prove(twice));
   record_.resources["r3"].position = 7;  // a gap
-  RecordProof gap({root_.get(), units_.get(), nullptr}, "d", "m");
+  RecordProof gap({.root = root_.get(), .units = units_.get()}, "d", "m");
   EXPECT_FALSE(Prove(gap));
   record_.resources["r3"].position = 1;
-  RecordProof whole({root_.get(), units_.get(), nullptr}, "d", "m");
+  RecordProof whole({.root = root_.get(), .units = units_.get()}, "d", "m");
   EXPECT_TRUE(Prove(whole)) << "the record as written";
   record_.resources["r4"].kind = "future-kind";
-  RecordProof unknown({root_.get(), units_.get(), nullptr}, "d", "m");
+  RecordProof unknown({.root = root_.get(), .units = units_.get()}, "d", "m");
   EXPECT_FALSE(Prove(unknown));
 }
 
@@ -125,7 +125,7 @@ TEST_F(RecordProofTest, AStreamedRecordOfThousandsIsProvenFromItsOwnCopies) {
     e.written.push_back({path, core::FileFingerprint(*root_->Stat(path)), "", 0, false});
     record_.resources["resource-with-a-long-identifier-" + std::to_string(i)] = e;
   }
-  RecordProof proof({root_.get(), units_.get(), nullptr}, "d", "m", /*batch=*/256);
+  RecordProof proof({.root = root_.get(), .units = units_.get()}, "d", "m", /*batch=*/256);
   std::istringstream text(core::SerializeRecord(record_));
   auto scanned = core::ScanRecord(text, proof);
   ASSERT_TRUE(scanned.has_value()) << scanned.error().message;
@@ -149,7 +149,7 @@ TEST_F(RecordProofTest, AStreamedRecordOfThousandsIsProvenFromItsOwnCopies) {
 // own stat, and the gathered proof stays whole for the next rerun.
 TEST_F(RecordProofTest, AKeptProofRerunsInBatchesAndHandsTheFailingBatchsLooksOver) {
   fakes::FaultyFileSystem counted(*root_);
-  RecordProof proof({&counted, units_.get(), nullptr}, "d", "m", /*batch=*/2);
+  RecordProof proof({.root = &counted, .units = units_.get()}, "d", "m", /*batch=*/2);
   proof.KeepForReruns();
   ASSERT_TRUE(Prove(proof));
   EXPECT_TRUE(proof.gathered());
@@ -189,7 +189,7 @@ TEST_F(RecordProofTest, AKeptProofForgetsWhatAFailedRerunFoundTouched) {
       std::filesystem::rename(dir_.Sub("root/etc/f0"), dir_.Sub("root/etc/f0.away"));
     }
   };
-  RecordProof proof({&root, units_.get(), nullptr}, "d", "m", /*batch=*/2);
+  RecordProof proof({.root = &root, .units = units_.get()}, "d", "m", /*batch=*/2);
   proof.KeepForReruns();
   ASSERT_TRUE(Prove(proof));
   std::filesystem::last_write_time(
@@ -215,7 +215,7 @@ TEST_F(RecordProofTest, AUnitWithoutAServiceManagerIsNotProven) {
   e.mutable_unit().name = "s.service";
   e.mutable_unit().state = "running";
   e.position = 5;
-  RecordProof proof({root_.get(), units_.get(), nullptr}, "d", "m");
+  RecordProof proof({.root = root_.get(), .units = units_.get()}, "d", "m");
   EXPECT_FALSE(Prove(proof));
 }
 
@@ -248,7 +248,8 @@ TEST_F(RecordProofTest, ALargeBatchInTwoHalvesIsOneBatch) {
   };
   for (Halves::Mode mode : kModes) {
     Halves halves(mode);
-    RecordProof proof({root_.get(), units_.get(), nullptr, &halves}, "d", "m");
+    RecordProof proof({.root = root_.get(), .units = units_.get(), .background = &halves}, "d",
+                      "m");
     EXPECT_TRUE(Prove(proof)) << static_cast<int>(mode);
     EXPECT_EQ(halves.started, 1) << static_cast<int>(mode);
   }
@@ -258,13 +259,14 @@ TEST_F(RecordProofTest, ALargeBatchInTwoHalvesIsOneBatch) {
     std::filesystem::last_write_time(
         dir_.Sub("root") + moved,
         std::filesystem::file_time_type::clock::now() + std::chrono::hours(1));
-    RecordProof alone({root_.get(), units_.get(), nullptr}, "d", "m");
+    RecordProof alone({.root = root_.get(), .units = units_.get()}, "d", "m");
     EXPECT_FALSE(Prove(alone)) << moved;
     std::vector<std::string> expected = looks(alone);
     ASSERT_FALSE(expected.empty());
     for (Halves::Mode mode : kModes) {
       Halves halves(mode);
-      RecordProof proof({root_.get(), units_.get(), nullptr, &halves}, "d", "m");
+      RecordProof proof({.root = root_.get(), .units = units_.get(), .background = &halves}, "d",
+                        "m");
       EXPECT_FALSE(Prove(proof)) << moved << " " << static_cast<int>(mode);
       EXPECT_EQ(looks(proof), expected) << moved << " " << static_cast<int>(mode);
     }
@@ -280,15 +282,15 @@ TEST_F(RecordProofTest, AProofThatStartsOverIsTheProofOfOneVisit) {
     proof.Report([&](core::ResourceOutcome&& o) { out.push_back(core::FormatOutcomeLine(o)); });
     return out;
   };
-  RecordProof fresh({root_.get(), units_.get(), nullptr}, "d", "m");
+  RecordProof fresh({.root = root_.get(), .units = units_.get()}, "d", "m");
   ASSERT_TRUE(Prove(fresh));
-  RecordProof again({root_.get(), units_.get(), nullptr}, "d", "m");
+  RecordProof again({.root = root_.get(), .units = units_.get()}, "d", "m");
   ASSERT_TRUE(core::VisitRecord(record_, again));
   ASSERT_TRUE(again.Restart());
   ASSERT_TRUE(Prove(again));
   EXPECT_EQ(lines(again), lines(fresh));
   EXPECT_EQ(again.resources(), 5u);
-  RecordProof kept({root_.get(), units_.get(), nullptr}, "d", "m");
+  RecordProof kept({.root = root_.get(), .units = units_.get()}, "d", "m");
   kept.KeepForReruns();
   EXPECT_FALSE(kept.Restart()) << "a kept proof points into its record: it cannot start over";
 }
