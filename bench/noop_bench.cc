@@ -134,8 +134,13 @@ int main(int argc, char** argv) {
   adapters::LibarchiveReader archives;
   adapters::SystemClock clock;
   adapters::ThreadBackground background;
-  reconcile::ReconcilerPorts ports{root.get(), artifacts.get(), units.get(), &archives,
-                                   nullptr,    records.get(),   &clock};
+  reconcile::ReconcilerPorts ports{.root = root.get(),
+                                   .artifacts = artifacts.get(),
+                                   .units = units.get(),
+                                   .archives = &archives,
+                                   .services = nullptr,
+                                   .records = records.get(),
+                                   .clock = &clock};
   // As the host wires it; --one-thread: every apply on the caller's thread
   // alone (no look ahead, no proof in halves), as before they were.
   if (bench::IntFlag(argc, argv, "--one-thread", 0) == 0) ports.background = &background;

@@ -124,8 +124,9 @@ bool ConnectionLost(int r) {
 }
 
 // A call of systemd's, its arguments appended (`types` as
-// sd_bus_message_append reads them); null when it cannot be made, which
-// CallAll says for that call.
+// sd_bus_message_append reads them: C strings and integers of the exact
+// width, never a std::string); null when it cannot be made, which CallAll
+// says for that call.
 template <typename... Args>
 sd_bus_message* NewCall(sd_bus* bus, const char* path, const char* iface, const char* member,
                         const char* types = nullptr, Args... args) {
@@ -209,11 +210,13 @@ core::Status SdbusServiceManager::ReloadDaemon() {
   if (auto st = Connect(); !st) return st;
   ErrorGuard err;
   // Reload returns once systemd has re-read its units; allow it time.
-  Message call(NewCall(bus_->bus, kPath, kManager, "Reload"));
+  // The call is made here, not by NewCall: its own error (a closed bus)
+  // is what CallFailed judges.
+  sd_bus_message* raw = nullptr;
+  int r = sd_bus_message_new_method_call(bus_->bus, &raw, kDest, kPath, kManager, "Reload");
+  Message call(raw);
   sd_bus_message* reply = nullptr;
-  int r = call == nullptr
-              ? -ENOMEM
-              : sd_bus_call(bus_->bus, call.get(), Usec(kReloadTimeout), &err.e, &reply);
+  if (r >= 0) r = sd_bus_call(bus_->bus, call.get(), Usec(kReloadTimeout), &err.e, &reply);
   sd_bus_message_unref(reply);
   return r < 0 ? CallFailed(Describe("Reload", "", err.e, r), r) : core::Ok();
 }

@@ -40,7 +40,8 @@ struct ReconcilerPorts {
   // May be null: a failed unit is then shown without its journal lines.
   ports::UnitJournal* journal = nullptr;
   // Advanced at every step an apply completes (progress.h). The Reconciler
-  // points it at its own; may be null.
+  // points it at its own, so an apply always has one; a phase run alone (a
+  // test) may be given none.
   Progress* progress = nullptr;
 };
 

@@ -25,8 +25,13 @@ using testing::ReadText;
 class FaultsTest : public ReconcilerTest {
  protected:
   ApplyReport RunFaulty(const json& decl) {
-    ReconcilerPorts ports{faulty_.get(), artifacts_.get(), units_.get(), &archives_,
-                          &services_,    &store_,          &clock_};
+    ReconcilerPorts ports{.root = faulty_.get(),
+                          .artifacts = artifacts_.get(),
+                          .units = units_.get(),
+                          .archives = &archives_,
+                          .services = &services_,
+                          .records = &store_,
+                          .clock = &clock_};
     ReconcilerOptions options;
     options.machine = "edge-1";
     return Reconciler(ports, options).Apply(decl.dump());

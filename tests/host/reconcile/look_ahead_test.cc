@@ -69,8 +69,13 @@ Result FullPass(Ahead mode) {
   fakes::FakeServiceManager services{clock};
   fakes::MemoryRecordStore store;
   fakes::FakeBackground background(ModeOf(mode));
-  ReconcilerPorts ports{root.get(), artifacts.get(), units.get(), &archives,
-                        &services,  &store,          &clock};
+  ReconcilerPorts ports{.root = root.get(),
+                        .artifacts = artifacts.get(),
+                        .units = units.get(),
+                        .archives = &archives,
+                        .services = &services,
+                        .records = &store,
+                        .clock = &clock};
   if (mode != Ahead::kNone) ports.background = &background;
   ReconcilerOptions options;
   options.machine = "edge-1";

@@ -35,13 +35,13 @@ class OwedTest : public ReconcilerTest {
   }
 
   ApplyReport Apply(const json& decl, bool dry_run = false) {
-    ReconcilerPorts ports{root_faulty_.get(),
-                          artifacts_.get(),
-                          units_faulty_.get(),
-                          &archives_,
-                          &services_,
-                          &store_,
-                          &clock_};
+    ReconcilerPorts ports{.root = root_faulty_.get(),
+                          .artifacts = artifacts_.get(),
+                          .units = units_faulty_.get(),
+                          .archives = &archives_,
+                          .services = &services_,
+                          .records = &store_,
+                          .clock = &clock_};
     ReconcilerOptions options = Options();
     options.dry_run = dry_run;
     return Reconciler(ports, options).Apply(decl.dump());

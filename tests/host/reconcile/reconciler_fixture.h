@@ -52,8 +52,14 @@ class ReconcilerTest : public ::testing::Test {
 
   // The fixture's machine, for a test that drives a Reconciler itself.
   ReconcilerPorts Ports() {
-    return {root_.get(), artifacts_.get(), units_.get(), &archives_, &services_, &store_, &clock_,
-            /*background=*/nullptr, &journal_};
+    return {.root = root_.get(),
+            .artifacts = artifacts_.get(),
+            .units = units_.get(),
+            .archives = &archives_,
+            .services = &services_,
+            .records = &store_,
+            .clock = &clock_,
+            .journal = &journal_};
   }
   static ReconcilerOptions Options() {
     ReconcilerOptions options;

@@ -382,13 +382,13 @@ class RollbackCrashTest : public RollbackTest {
     services_.kill = &kill_;
   }
   ApplyReport Apply(const json& decl) {
-    ReconcilerPorts ports{root_faulty_.get(),
-                          artifacts_.get(),
-                          units_faulty_.get(),
-                          &archives_,
-                          &services_,
-                          &store_,
-                          &clock_};
+    ReconcilerPorts ports{.root = root_faulty_.get(),
+                          .artifacts = artifacts_.get(),
+                          .units = units_faulty_.get(),
+                          .archives = &archives_,
+                          .services = &services_,
+                          .records = &store_,
+                          .clock = &clock_};
     return Reconciler(ports, Options()).Apply(decl.dump());
   }
   std::unique_ptr<fakes::FaultyFileSystem> root_faulty_, units_faulty_;
