@@ -20,6 +20,7 @@
 #include "host/reconcile/look_ahead.h"
 #include "host/reconcile/noop_step.h"
 #include "host/reconcile/observe.h"
+#include "host/reconcile/pipeline.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/rollback.h"
 
@@ -61,13 +62,9 @@ class ApplyRun {
   // The digest key, read only when the declaration holds credentials.
   std::string CredentialKey(const Declaration& decl);
   void Apply(Declaration decl);
-  // Writes (or, in a dry run, says what would be written), then enables,
-  // reloads, acts, confirms, settles and commits. It takes the declaration,
-  // the observation and the plan to let go of them before the commit.
-  void Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
-             bool dry_run);
-  Settled WriteAndSettle(Declaration& decl, const OldEntries& olds, Observation& observed,
-                         Plan& plan, bool dry_run);
+  // The pipeline's write-to-settle phases (pipeline.h), then the commit;
+  // what the state holds is let go of before the commit.
+  void Carry(ApplyState& state);
   // False when last-good.json is there and cannot be read (the apply then
   // changes nothing: a hold forgotten would push refused content again).
   bool LoadLastGood();

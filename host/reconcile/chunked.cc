@@ -10,11 +10,9 @@
 
 #include "host/core/declaration.h"
 #include "host/core/intent.h"
-#include "host/reconcile/act.h"
 #include "host/reconcile/commit.h"
-#include "host/reconcile/confirm.h"
 #include "host/reconcile/observe.h"
-#include "host/reconcile/write.h"
+#include "host/reconcile/pipeline.h"
 
 namespace mesh::reconcile {
 namespace {
@@ -200,49 +198,32 @@ bool Run::Claim(const Plan& plan, size_t resources) {
   return true;
 }
 
+// A chunk through the whole pass's own pipeline (pipeline.h), its outcomes
+// handed on and its record entries to the builder.
 bool Run::Chunk(Declaration& chunk) {
-  chunk.machine = first_.header.machine;
-  chunk.generation = first_.header.generation;
-  chunk.digest = first_.header.digest;
-  OldEntries olds = OldEntriesOf(chunk, *in_.record);
-  std::vector<std::string> wants = Wants(chunk, *in_.record, olds, in_.had_record, credential_key_);
-  auto observed = Observe(chunk, *in_.record, olds, wants, *in_.ports, in_.dirs, stats_);
+  ApplyState s{.decl = std::move(chunk),
+               .record = in_.record,
+               .had_record = in_.had_record,
+               .owed = &owed_,
+               .now = in_.now,
+               .dirs = in_.dirs};
+  s.decl.machine = first_.header.machine;
+  s.decl.generation = first_.header.generation;
+  s.decl.digest = first_.header.digest;
+  s.olds = OldEntriesOf(s.decl, *in_.record);
+  s.wants = Wants(s.decl, *in_.record, s.olds, in_.had_record, credential_key_);
+  auto observed = Observe(s.decl, *in_.record, s.olds, s.wants, *in_.ports, in_.dirs, stats_);
   if (!observed) {
     // A path made to lead out of the root since the first pass looked.
     Fail(observed.error().message + "; the apply stopped after " + std::to_string(done_) +
          " resource(s)");
     return false;
   }
-  Plan plan = MakePlan({.declaration = &chunk,
-                        .record = in_.record,
-                        .olds = &olds,
-                        .owed = &owed_,
-                        .seen = &observed->seen,
-                        .wants = &wants,
-                        .now = in_.now,
-                        .dry_run = false,
-                        .services = in_.ports->services != nullptr,
-                        .dirs = in_.dirs});
-  wants = std::vector<std::string>();
-  if (!Claim(plan, chunk.resources.size())) return false;
-  Writes writes = Write(chunk, plan, observed->bundles, observed->seen, *in_.ports);
-  *observed = Observation();
-  SystemdAnswer reloaded;
-  std::vector<Acted> acts;
-  std::vector<std::optional<Confirmation>> confirmed;
-  std::vector<SystemdAnswer> enabled;
-  Settled settled = Settle({.declaration = &chunk,
-                            .record = in_.record,
-                            .olds = &olds,
-                            .plan = &plan,
-                            .owed = &owed_,
-                            .writes = &writes,
-                            .reloaded = &reloaded,
-                            .acts = &acts,
-                            .confirmed = &confirmed,
-                            .now = in_.now,
-                            .dry_run = false,
-                            .enabled = &enabled});
+  s.observed = std::move(*observed);
+  s.plan = PlanOf(s, in_.ports->services != nullptr);
+  s.wants = std::vector<std::string>();
+  if (!Claim(s.plan, s.decl.resources.size())) return false;
+  Settled settled = WriteAndSettle(s, *in_.ports, std::chrono::nanoseconds(0));
   failed_ |= settled.failed;
   for (core::ResourceOutcome& o : settled.outcomes) in_.emit(std::move(o));
   for (auto& [id, entry] : settled.entries) {
@@ -253,7 +234,7 @@ bool Run::Chunk(Declaration& chunk) {
       return false;
     }
   }
-  done_ += chunk.resources.size();
+  done_ += s.decl.resources.size();
   if (in_.ports->progress != nullptr) in_.ports->progress->Step();
   return true;
 }

@@ -12,8 +12,8 @@
 // path leading out of the root — and stats every path: what is missing is
 // what the apply creates, saved in the intent before the first write, as the
 // whole pass saves it. The second parses the resources again, a chunk at a
-// time, and carries each chunk through the whole pass's own phases (observe,
-// plan, write with one syncfs, settle); its outcomes go out at once and its
+// time, and carries each chunk through the whole pass's own pipeline
+// (pipeline.h: observe, plan, write with one syncfs, settle); its outcomes go out at once and its
 // record entries to the store's RecordBuilder, which keeps them on disk. A
 // path a chunk creates that the first pass did not see missing is added to
 // the intent before the chunk writes. The commit is the whole pass's: writes

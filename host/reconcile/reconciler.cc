@@ -12,12 +12,10 @@
 #include "host/reconcile/chunked.h"
 #include "host/reconcile/commit.h"
 #include "host/reconcile/confirm.h"
-#include "host/reconcile/daemon_reload.h"
 #include "host/reconcile/diff.h"
-#include "host/reconcile/enable.h"
-#include "host/reconcile/journal_lines.h"
 #include "host/reconcile/noop_step.h"
 #include "host/reconcile/observe.h"
+#include "host/reconcile/pipeline.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/private_declaration.h"
 #include "host/reconcile/recorded.h"
@@ -175,45 +173,42 @@ std::string ApplyRun::CredentialKey(const Declaration& decl) {
   return std::move(key.bytes);
 }
 
-// The phases of one apply: observe, plan, intent, then what Carry does.
+// The phases of one apply over one ApplyState (pipeline.h): observe, plan,
+// intent, then what Carry does.
 void ApplyRun::Apply(Declaration decl) {
-  bool dry_run = options_.dry_run;
+  ApplyState s{.decl = std::move(decl),
+               .record = record_.get(),
+               .had_record = had_record_,
+               .now = core::FormatTimestamp(report_.started_at),
+               .dry_run = options_.dry_run,
+               .dirs = &options_.dirs};
   if (!LoadIntent()) {
     report_.error = intent_unreadable_;
     report_.result = ApplyResult::kFailed;
-    dry_run = true;
+    s.dry_run = true;
   }
-  if (!LoadLastGood()) dry_run = true;
-  OldEntries olds = OldEntriesOf(decl, *record_);
-  std::string key = CredentialKey(decl);
-  std::vector<std::string> wants = Wants(decl, *record_, olds, had_record_, key);
-  TakeHolds(decl, wants, key);
+  if (!LoadLastGood()) s.dry_run = true;
+  s.owed = &*intent_;
+  s.olds = OldEntriesOf(s.decl, *record_);
+  std::string key = CredentialKey(s.decl);
+  s.wants = Wants(s.decl, *record_, s.olds, had_record_, key);
+  TakeHolds(s.decl, s.wants, key);
   TakeLookAhead();
-  auto observed = Observe(decl, *record_, olds, wants, ports_, &options_.dirs, stats_);
+  auto observed = Observe(s.decl, *record_, s.olds, s.wants, ports_, s.dirs, stats_);
   stats_ = StatCache();  // read by the observation only: not held through the writes
   if (!observed) return Refuse(observed.error());
-  if (!dry_run) {
+  s.observed = std::move(*observed);
+  if (!s.dry_run) {
     for (std::string& w :
-         RecoverFromCutShort(decl, *record_, *intent_, *ports_.root, *ports_.units)) {
+         RecoverFromCutShort(s.decl, *record_, *intent_, *ports_.root, *ports_.units)) {
       report_.warnings.push_back(std::move(w));
     }
   }
-  ClaimWhatWasBeingCreated(decl, *intent_, *observed);
-  auto make_plan = [&](bool plan_only) {
-    return MakePlan({.declaration = &decl,
-                     .record = record_.get(),
-                     .olds = &olds,
-                     .owed = &*intent_,
-                     .seen = &observed->seen,
-                     .wants = &wants,
-                     .now = core::FormatTimestamp(report_.started_at),
-                     .dry_run = plan_only,
-                     .services = ports_.services != nullptr,
-                     .dirs = &options_.dirs});
-  };
+  ClaimWhatWasBeingCreated(s.decl, *intent_, s.observed);
   // A rollback's second pass acts on the units it puts back only.
-  auto restrict = [&](Plan& p) {
-    if (only_units_.empty()) return;
+  auto make_plan = [&] {
+    Plan p = PlanOf(s, ports_.services != nullptr);
+    if (only_units_.empty()) return p;
     for (UnitPlan& u : p.units) {
       if (std::find(only_units_.begin(), only_units_.end(), u.index) != only_units_.end()) continue;
       u.action.reset();
@@ -221,97 +216,68 @@ void ApplyRun::Apply(Declaration decl) {
       u.set_enabled.reset();
     }
     p.removals.clear();  // the first pass's, kept with its words
+    return p;
   };
-  Plan plan = make_plan(dry_run);
-  restrict(plan);
+  s.plan = make_plan();
   // Nothing is written unless what it will owe is written down first; if
   // it cannot be, the apply says what it would have done.
-  if (!dry_run && !SaveIntent(plan)) {
-    dry_run = true;
-    plan = make_plan(dry_run);
-    restrict(plan);
+  if (!s.dry_run && !SaveIntent(s.plan)) {
+    s.dry_run = true;
+    s.plan = make_plan();
   }
   if (options_.dry_run && options_.diff) {
-    report_.diffs = Diffs({.declaration = &decl,
+    report_.diffs = Diffs({.declaration = &s.decl,
                            .record = record_.get(),
-                           .plan = &plan,
-                           .seen = &observed->seen,
-                           .bundles = &observed->bundles,
-                           .wants = &wants,
+                           .plan = &s.plan,
+                           .seen = &s.observed.seen,
+                           .bundles = &s.observed.bundles,
+                           .wants = &s.wants,
                            .dirs = &options_.dirs},
                           ports_);
   }
-  wants = std::vector<std::string>();  // read by the observation and the plan only
-  Carry(std::move(decl), olds, std::move(*observed), std::move(plan), dry_run);
-  if (!dry_run && !rollback_pass_) AfterCommit();
+  s.wants = std::vector<std::string>();  // read by the observation and the plan only
+  Carry(s);
+  if (!s.dry_run && !rollback_pass_) AfterCommit();
 }
 
-// What the writes, the unit phase and their looks come to. Everything they
-// hold is freed on return, before the commit; what was seen (the bundles'
-// contents among it) as soon as the writes are done: nothing after them
-// reads it, and the unit phase waits out the settle pause.
-Settled ApplyRun::WriteAndSettle(Declaration& decl, const OldEntries& olds, Observation& observed,
-                                 Plan& plan, bool dry_run) {
-  Writes writes =
-      dry_run ? NoWrites(plan) : Write(decl, plan, observed.bundles, observed.seen, ports_);
-  observed = Observation();
-  ports_.progress->Step();
-  std::vector<SystemdAnswer> enabled = Enable(decl, plan, writes, ports_.services, dry_run);
-  SystemdAnswer reloaded;
-  if (!dry_run) reloaded = DaemonReload(plan, writes, ports_.services, LinksChanged(enabled));
-  ports_.progress->Step();
-  report_.daemon_reloaded = reloaded.done();
-  std::vector<Acted> acts = Act(decl, plan, writes, reloaded, ports_.services, dry_run);
-  std::vector<std::optional<Confirmation>> confirmed =
-      dry_run ? std::vector<std::optional<Confirmation>>(plan.units.size())
-              : Confirm(decl, plan, acts, ports_.services, *ports_.clock, options_.settle,
-                        ports_.progress);
-  Settled settled = Settle({.declaration = &decl,
-                            .record = record_.get(),
-                            .olds = &olds,
-                            .plan = &plan,
-                            .owed = &*intent_,
-                            .writes = &writes,
-                            .reloaded = &reloaded,
-                            .acts = &acts,
-                            .confirmed = &confirmed,
-                            .now = core::FormatTimestamp(report_.started_at),
-                            .dry_run = dry_run,
-                            .enabled = &enabled});
-  if (!dry_run) AddJournalLines(ports_.journal, plan, acts, confirmed, settled.outcomes);
-  return settled;
-}
-
-void ApplyRun::Carry(Declaration decl, const OldEntries& olds, Observation observed, Plan plan,
-                     bool dry_run) {
-  Settled settled = WriteAndSettle(decl, olds, observed, plan, dry_run);
+void ApplyRun::Carry(ApplyState& s) {
+  Settled settled = WriteAndSettle(s, ports_, options_.settle);
+  report_.daemon_reloaded = s.reloaded.done();
+  // Read by the settle only (each is assigned a new object: `= {}` is
+  // clear(), which keeps the buffers).
+  s.writes = Writes();
+  s.enabled = std::vector<SystemdAnswer>();
+  s.acts = std::vector<Acted>();
+  s.confirmed = std::vector<std::optional<Confirmation>>();
   ports_.progress->Step();
   // Held resources are not as declared: they fail (so the record is never
   // settled on them, and no no-op is proven from it while they are held).
   for (const HeldUnit& h : held_) {
     settled.failed = true;
     if (rollback_pass_) continue;  // merged by the first pass
-    SayHeld(h, decl, h.index, settled.outcomes[h.index]);
+    SayHeld(h, s.decl, h.index, settled.outcomes[h.index]);
     for (size_t i : h.held) {
-      if (i != h.index) SayHeld(h, decl, i, settled.outcomes[i]);
+      if (i != h.index) SayHeld(h, s.decl, i, settled.outcomes[i]);
     }
   }
   if (settled.failed) report_.result = ApplyResult::kFailed;
   report_.outcomes = std::move(settled.outcomes);
-  if (dry_run) return;
+  if (s.dry_run) return;
   // The commit reads the settled entries and the declaration's machine,
   // generation and digest (CommitInputs). The plan and the declared
-  // resources go first (what was seen went after the writes), so that the record's text and the new
-  // record come on top of the settled entries alone, not of the whole
-  // pass. (Each is assigned a new object: `= {}` is clear(), which keeps
-  // the buffers.)
-  plan = Plan();
-  decl.resources = std::vector<core::Resource>();
-  decl.index = decltype(decl.index)();
-  auto committed = Commit(
-      ports_,
-      {.declaration = &decl, .record = record_.get(), .had_record = had_record_, .saved = &saved_},
-      std::move(settled));
+  // resources go first (what was seen went after the writes), so that the
+  // record's text and the new record come on top of the settled entries
+  // alone, not of the whole pass.
+  s.plan = Plan();
+  s.olds = OldEntries();
+  s.decl.resources = std::vector<core::Resource>();
+  s.decl.index = decltype(s.decl.index)();
+  auto committed = Commit(ports_,
+                          {.declaration = &s.decl,
+                           .record = record_.get(),
+                           .had_record = had_record_,
+                           .saved = &saved_},
+                          std::move(settled));
   if (!committed) {
     report_.error = committed.error().message;
     report_.result = ApplyResult::kFailed;

@@ -64,8 +64,17 @@ class SettleTest : public ::testing::Test {
     spent_ = plan_;  // the settle spends the plan, the writes and the contents
     spent_writes_ = writes_;
     spent_decl_ = decl_;
-    return Settle({&spent_decl_, &record_, &olds_, &spent_, &owed_, &spent_writes_, &reloaded_,
-                   &acts_, &confirmed_, "now", dry_run});
+    return Settle({.declaration = &spent_decl_,
+                   .record = &record_,
+                   .olds = &olds_,
+                   .plan = &spent_,
+                   .owed = &owed_,
+                   .writes = &spent_writes_,
+                   .reloaded = &reloaded_,
+                   .acts = &acts_,
+                   .confirmed = &confirmed_,
+                   .now = "now",
+                   .dry_run = dry_run});
   }
   Plan spent_;
   Writes spent_writes_;

@@ -73,7 +73,14 @@ class PlanTest : public ::testing::Test {
   }
   Plan Make(bool dry_run = false) {
     olds_ = OldEntriesOf(decl_, record_);
-    return MakePlan({&decl_, &record_, &olds_, &owed_, &seen_, &wants_, "now", dry_run, true});
+    return MakePlan({.declaration = &decl_,
+                     .record = &record_,
+                     .olds = &olds_,
+                     .owed = &owed_,
+                     .seen = &seen_,
+                     .wants = &wants_,
+                     .now = "now",
+                     .dry_run = dry_run});
   }
   core::UnitStatus& UnitSeen(size_t i) { return *seen_.units.at(i); }
 

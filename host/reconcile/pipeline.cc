@@ -1,0 +1,61 @@
+#include "host/reconcile/pipeline.h"
+
+#include <utility>
+
+#include "host/reconcile/daemon_reload.h"
+#include "host/reconcile/enable.h"
+#include "host/reconcile/journal_lines.h"
+
+namespace mesh::reconcile {
+
+Plan PlanOf(const ApplyState& state, bool services) {
+  return MakePlan({.declaration = &state.decl,
+                   .record = state.record,
+                   .olds = &state.olds,
+                   .owed = state.owed,
+                   .seen = &state.observed.seen,
+                   .wants = &state.wants,
+                   .now = state.now,
+                   .dry_run = state.dry_run,
+                   .services = services,
+                   .dirs = state.dirs});
+}
+
+// Everything these phases hold is freed by the caller after the settle;
+// what was seen (the bundles' contents among it) as soon as the writes are
+// done: nothing after them reads it, and the unit phase waits out the
+// settle pause.
+Settled WriteAndSettle(ApplyState& s, const ReconcilerPorts& ports,
+                       std::chrono::nanoseconds settle) {
+  auto step = [&] {
+    if (ports.progress != nullptr) ports.progress->Step();
+  };
+  s.writes = s.dry_run ? NoWrites(s.plan)
+                       : Write(s.decl, s.plan, s.observed.bundles, s.observed.seen, ports);
+  s.observed = Observation();
+  step();
+  s.enabled = Enable(s.decl, s.plan, s.writes, ports.services, s.dry_run);
+  if (!s.dry_run)
+    s.reloaded = DaemonReload(s.plan, s.writes, ports.services, LinksChanged(s.enabled));
+  step();
+  s.acts = Act(s.decl, s.plan, s.writes, s.reloaded, ports.services, s.dry_run);
+  s.confirmed = s.dry_run ? std::vector<std::optional<Confirmation>>(s.plan.units.size())
+                          : Confirm(s.decl, s.plan, s.acts, ports.services, *ports.clock, settle,
+                                    ports.progress);
+  Settled settled = Settle({.declaration = &s.decl,
+                            .record = s.record,
+                            .olds = &s.olds,
+                            .plan = &s.plan,
+                            .owed = s.owed,
+                            .writes = &s.writes,
+                            .reloaded = &s.reloaded,
+                            .acts = &s.acts,
+                            .confirmed = &s.confirmed,
+                            .now = s.now,
+                            .dry_run = s.dry_run,
+                            .enabled = &s.enabled});
+  if (!s.dry_run) AddJournalLines(ports.journal, s.plan, s.acts, s.confirmed, settled.outcomes);
+  return settled;
+}
+
+}  // namespace mesh::reconcile

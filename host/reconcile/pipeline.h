@@ -1,0 +1,63 @@
+// One apply's values, and the phases that fill them in turn: the pipeline
+// the whole pass (reconciler.cc) and each chunk of a chunked first apply
+// (chunked.cc) both run, so that neither restates a phase's inputs.
+//
+// Each phase library keeps explicit inputs (its own tests call it so); an
+// ApplyState is what the pipeline hands from one phase to the next, and
+// the phase table of docs/architecture.md reads down its fields.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/core/declaration.h"
+#include "host/core/intent.h"
+#include "host/core/record.h"
+#include "host/reconcile/act.h"
+#include "host/reconcile/apply_ports.h"
+#include "host/reconcile/commit.h"
+#include "host/reconcile/confirm.h"
+#include "host/reconcile/observe.h"
+#include "host/reconcile/plan.h"
+#include "host/reconcile/systemd_answer.h"
+#include "host/reconcile/write.h"
+
+namespace mesh::reconcile {
+
+struct ApplyState {
+  // Given. The declaration's resource contents are spent by Settle.
+  core::Declaration decl;
+  const core::Record* record = nullptr;  // as loaded (an empty one when none)
+  bool had_record = false;
+  const core::Intent* owed = nullptr;  // what earlier applies left owed
+  std::string now;                     // applied_at of what this apply writes
+  bool dry_run = false;
+  const HostDirs* dirs = nullptr;  // may be null: no declared path is a unit definition
+  // Observe: the record's entries by resource index, each resource's want
+  // digest, and what the machine has.
+  OldEntries olds;
+  std::vector<std::string> wants;
+  Observation observed;
+  // Plan.
+  Plan plan;
+  // Write, enable, daemon-reload, act, confirm.
+  Writes writes;
+  std::vector<SystemdAnswer> enabled;  // by plan.units index
+  SystemdAnswer reloaded;
+  std::vector<Acted> acts;
+  std::vector<std::optional<Confirmation>> confirmed;
+};
+
+// The plan of what `state` observed (plan.h: pure). `services`: a service
+// manager is there.
+Plan PlanOf(const ApplyState& state, bool services);
+
+// Writes (in a dry run: says what would be written), lets go of what was
+// observed, then enables, reloads, acts, confirms, and settles. The unit
+// phases have nothing to do for a plan without units (a chunk's).
+Settled WriteAndSettle(ApplyState& state, const ReconcilerPorts& ports,
+                       std::chrono::nanoseconds settle);
+
+}  // namespace mesh::reconcile
