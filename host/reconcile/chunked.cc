@@ -211,7 +211,7 @@ bool Run::Chunk(Declaration& chunk) {
   s.decl.generation = first_.header.generation;
   s.decl.digest = first_.header.digest;
   s.olds = OldEntriesOf(s.decl, *in_.record);
-  s.wants = Wants(s.decl, *in_.record, s.olds, in_.had_record, credential_key_);
+  s.wants = Wants(s.decl, *s.record, s.olds, s.had_record, credential_key_);
   auto observed = Observe(s.decl, *in_.record, s.olds, s.wants, *in_.ports, in_.dirs, stats_);
   if (!observed) {
     // A path made to lead out of the root since the first pass looked.

@@ -191,7 +191,7 @@ void ApplyRun::Apply(Declaration decl) {
   s.owed = &*intent_;
   s.olds = OldEntriesOf(s.decl, *record_);
   std::string key = CredentialKey(s.decl);
-  s.wants = Wants(s.decl, *record_, s.olds, had_record_, key);
+  s.wants = Wants(s.decl, *s.record, s.olds, s.had_record, key);
   TakeHolds(s.decl, s.wants, key);
   TakeLookAhead();
   auto observed = Observe(s.decl, *record_, s.olds, s.wants, ports_, s.dirs, stats_);
@@ -275,7 +275,7 @@ void ApplyRun::Carry(ApplyState& s) {
   auto committed = Commit(ports_,
                           {.declaration = &s.decl,
                            .record = record_.get(),
-                           .had_record = had_record_,
+                           .had_record = s.had_record,
                            .saved = &saved_},
                           std::move(settled));
   if (!committed) {
