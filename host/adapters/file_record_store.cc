@@ -25,6 +25,9 @@ namespace {
 constexpr const char* kStateFile = "/state.json";
 constexpr const char* kIntentFile = "/intent.json";
 constexpr const char* kLastGoodFile = "/last-good.json";
+constexpr const char* kKeptArtifactsDir = "/kept-artifacts";
+// A bundle's largest artifact (reconcile/observe.h's kMaxBundleBytes).
+constexpr uint64_t kMaxKeptArtifactBytes = 1ull << 30;
 // Bounded as a declaration is: it holds a few of its resources, base64.
 constexpr uint64_t kMaxLastGoodBytes = 2 * core::kMaxDeclarationBytes;
 // The bare apply mark of hosts before the intent: still read as "an apply
@@ -390,6 +393,67 @@ core::Status FileRecordStore::SaveLastGood(const core::LastGood& last_good,
   auto written = WriteDurably(kLastGoodFile, *text);
   if (!written) return std::unexpected(written.error());
   return core::Ok();
+}
+
+namespace {
+
+// A kept copy's name is its sha256, checked so that no other name is made.
+std::optional<std::string> KeptArtifactPath(const std::string& sha256) {
+  if (sha256.size() != 64 || sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::string(kKeptArtifactsDir) + "/" + sha256;
+}
+
+}  // namespace
+
+core::Status FileRecordStore::KeepArtifact(const std::string& sha256, const ArtifactReader& read) {
+  if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
+  auto path = KeptArtifactPath(sha256);
+  if (!path) return core::Fail("not a sha256: " + sha256);
+  auto info = fs_->Stat(*path);
+  if (!info) return std::unexpected(info.error());
+  if (info->type == core::FileType::kRegular && CheckTrusted(*info, fs_->root() + *path)) {
+    return core::Ok();
+  }
+  auto bytes = read();
+  if (!bytes) return std::unexpected(bytes.error());
+  auto written = WriteDurably(*path, *bytes);
+  if (!written) return std::unexpected(written.error());
+  return core::Ok();
+}
+
+core::Result<std::string> FileRecordStore::KeptArtifact(const std::string& sha256) {
+  auto path = KeptArtifactPath(sha256);
+  if (fs_ == nullptr || !path) return core::Fail("no copy of " + sha256 + " is kept");
+  auto info = fs_->Stat(*path);
+  if (!info) return std::unexpected(info.error());
+  if (info->type != core::FileType::kRegular)
+    return core::Fail("no copy of " + sha256 + " is kept");
+  if (auto st = CheckTrusted(*info, fs_->root() + *path); !st) return std::unexpected(st.error());
+  return fs_->ReadFile(*path, kMaxKeptArtifactBytes);
+}
+
+core::Status FileRecordStore::KeepOnlyArtifacts(const std::set<std::string>& sha256s) {
+  if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
+  auto dir = fs_->Stat(kKeptArtifactsDir);
+  if (!dir) return std::unexpected(dir.error());
+  if (dir->type == core::FileType::kMissing) return core::Ok();
+  auto entries = fs_->ScanTree(kKeptArtifactsDir, /*hash_contents=*/false);
+  if (!entries) return std::unexpected(entries.error());
+  core::Status out = core::Ok();
+  for (const core::TreeEntry& e : *entries) {
+    if (e.relpath.empty() || e.relpath.find('/') != std::string::npos ||
+        sha256s.contains(e.relpath)) {
+      continue;
+    }
+    if (auto st = fs_->RemoveFile(std::string(kKeptArtifactsDir) + "/" + e.relpath); !st && out) {
+      out = st;
+    }
+  }
+  if (sha256s.empty()) (void)fs_->RemoveEmptyDirectory(kKeptArtifactsDir);
+  if (auto flushed = fs_->Flush(); !flushed && out) out = flushed;
+  return out;
 }
 
 ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {

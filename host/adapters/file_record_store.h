@@ -42,6 +42,10 @@ class FileRecordStore : public ports::RecordStore {
   // <state-dir>/last-good.json, 0600, trusted as the record is.
   core::Result<core::LastGood> LoadLastGood() override;
   core::Status SaveLastGood(const core::LastGood& last_good, std::string_view machine) override;
+  // <state-dir>/kept-artifacts/SHA256, mode 0600, trusted as the record is.
+  core::Status KeepArtifact(const std::string& sha256, const ArtifactReader& read) override;
+  core::Result<std::string> KeptArtifact(const std::string& sha256) override;
+  core::Status KeepOnlyArtifacts(const std::set<std::string>& sha256s) override;
   // <state-dir>/digest.key: 32 random bytes, 0600, made by the first apply
   // that needs it; read once per process.
   DigestKey LoadDigestKey() override;

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "host/core/intent.h"
@@ -89,6 +91,27 @@ class RecordStore {
   // Atomic and durable; an empty one leaves no file. `machine` names the
   // kept declarations (they are read back by the declaration's parser).
   virtual core::Status SaveLastGood(const core::LastGood& last_good, std::string_view machine) = 0;
+
+  // Copies of the bundles the last good is made of, by their sha256: what
+  // a rollback unpacks when --artifacts no longer holds those bytes (the
+  // artifact removed, or replaced under its name by the next version).
+  // KeepArtifact keeps one, durably, asking `read` for the bytes only when
+  // none is kept yet; KeptArtifact reads one back (the caller checks its
+  // digest); KeepOnlyArtifacts removes every copy not named. A store that
+  // keeps none refuses KeepArtifact and has none to read.
+  using ArtifactReader = std::function<core::Result<std::string>()>;
+  virtual core::Status KeepArtifact(const std::string& sha256, const ArtifactReader& read) {
+    (void)sha256;
+    (void)read;
+    return core::Fail("this store keeps no bundles");
+  }
+  virtual core::Result<std::string> KeptArtifact(const std::string& sha256) {
+    return core::Fail("no copy of " + sha256 + " is kept");
+  }
+  virtual core::Status KeepOnlyArtifacts(const std::set<std::string>& sha256s) {
+    (void)sha256s;
+    return core::Ok();
+  }
 
   struct DigestKey {
     std::string bytes;

@@ -4,6 +4,7 @@
 // unit back.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "host/core/time_format.h"
 #include "host/core/want.h"
@@ -69,22 +70,44 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
   }
 }
 
+// A copy of each bundle the last good is made of is kept before the last
+// good names it, so that a rollback has one even once --artifacts has moved
+// on; copies the last good no longer names go after it is saved. A copy
+// that cannot be made leaves the rollback to --artifacts, said.
 void ApplyRun::SaveLastGood() {
+  std::set<std::string> bundles;
+  for (const auto& [unit, kept] : last_good_.units) {
+    for (const auto& [id, r] : kept.resources) {
+      if (!r.IsTree() || !bundles.insert(r.sha256).second) continue;
+      auto st = ports_.records->KeepArtifact(r.sha256,
+                                             [&]() { return ReadArtifact(*ports_.artifacts, r); });
+      if (!st) {
+        report_.warnings.push_back(
+            "no copy kept of the bundle " + r.source + " of " + unit +
+            "'s last good (a rollback needs it under --artifacts): " + st.error().message);
+      }
+    }
+  }
   if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
     report_.warnings.push_back("last good not saved: " + st.error().message);
     return;
   }
   last_good_changed_ = false;
+  if (auto st = ports_.records->KeepOnlyArtifacts(bundles); !st) {
+    report_.warnings.push_back("copies of bundles no longer needed not removed: " +
+                               st.error().message);
+  }
 }
 
 void ApplyRun::AfterCommit() {
   if (!scope_.units.empty()) {
-    // A bundle is put back from --artifacts: the old file must be there, as
-    // it was (the second pass would refuse the declaration otherwise).
+    // A bundle is put back from --artifacts, or from the copy kept of it:
+    // one must hold those bytes (the second pass would refuse the
+    // declaration otherwise).
     auto missing = [this](const Resource& kept) -> std::string {
-      if (!kept.IsTree() || ReadArtifact(*ports_.artifacts, kept)) return "";
+      if (!kept.IsTree() || ReadBundle(ports_, kept)) return "";
       return "its bundle " + kept.source + " (sha256 " + kept.sha256 +
-             ") is no longer under --artifacts";
+             ") is no longer under --artifacts, and no copy of it is kept";
     };
     AfterApply after = Decide(scope_, report_.outcomes, last_good_, missing);
     std::string now = core::FormatTimestamp(report_.started_at);

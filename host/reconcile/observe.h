@@ -42,6 +42,12 @@ constexpr uint64_t kMaxBundleBytes = 1ull << 30;
 // `mesh-host validate` make of an artifact.
 core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core::Resource& r);
 
+// The same, and when --artifacts no longer holds those bytes, the copy the
+// record store keeps for the last good (RecordStore::KeptArtifact), its
+// digest checked again: what the observation and a rollback read. The
+// error is --artifacts'.
+core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::Resource& r);
+
 // Stats already taken this apply (a failed record proof's), by path: not
 // taken again. Keys are views into `paths`.
 struct StatCache {

@@ -20,6 +20,14 @@ core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core:
   return bytes;
 }
 
+core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::Resource& r) {
+  auto bytes = ReadArtifact(*ports.artifacts, r);
+  if (bytes || ports.records == nullptr) return bytes;
+  auto kept = ports.records->KeptArtifact(r.sha256);
+  if (kept && core::Sha256Hex(*kept) == r.sha256) return kept;
+  return bytes;
+}
+
 }  // namespace mesh::reconcile
 
 namespace mesh::reconcile::observe_internal {
@@ -44,7 +52,7 @@ Result<std::shared_ptr<const std::vector<TreeEntry>>> Observer::LoadBundle(const
   std::string where = "resource " + r.id + ", field ";
   auto key = std::make_pair(r.source, r.sha256);
   if (auto it = by_source_.find(key); it != by_source_.end()) return it->second;
-  auto bytes = ReadArtifact(*ports_.artifacts, r);
+  auto bytes = ReadBundle(ports_, r);
   if (!bytes) return std::unexpected(bytes.error());
   auto entries = ports_.archives->Read(*bytes, kMaxHeldBundleBytes - held_bytes_);
   if (!entries) {

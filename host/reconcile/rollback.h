@@ -99,12 +99,11 @@ struct AfterApply {
 };
 
 // `outcomes`: the apply's, by declaration index. `missing`: why a kept
-// resource cannot be put back (empty: it can) — a bundle whose old
-// artifact is no longer under --artifacts. A rollback that cannot put back
-// every refused resource puts back none: nor one whose definition's
-// resources are not the kept ones (added, dropped, renamed, of another
-// kind: a rollback swaps content, never resources), nor one whose refused
-// resource another unit, not rolled back, runs on.
+// resource cannot be put back (empty: it can) — a bundle whose old bytes
+// are neither under --artifacts nor kept (RecordStore::KeptArtifact). A rollback that cannot put
+// back every refused resource puts back none: nor one whose definition's resources are not the kept
+// ones (added, dropped, renamed, of another kind: a rollback swaps content, never resources), nor
+// one whose refused resource another unit, not rolled back, runs on.
 AfterApply Decide(const RollbackScope& scope, const std::vector<core::ResourceOutcome>& outcomes,
                   const core::LastGood& last_good,
                   const std::function<std::string(const core::Resource&)>& missing);

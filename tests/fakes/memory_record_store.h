@@ -2,8 +2,10 @@
 // string, so tests see exactly the bytes state.json would hold.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -86,6 +88,25 @@ class MemoryRecordStore : public ports::RecordStore {
     return core::Ok();
   }
   DigestKey LoadDigestKey() override { return {digest_key, ""}; }
+  core::Status KeepArtifact(const std::string& sha256, const ArtifactReader& read) override {
+    if (!keeps_artifacts) return RecordStore::KeepArtifact(sha256, read);
+    if (kill != nullptr && !kill->Alive()) return core::Ok();
+    if (artifacts.contains(sha256)) return core::Ok();
+    auto bytes = read();
+    if (!bytes) return std::unexpected(bytes.error());
+    artifacts[sha256] = std::move(*bytes);
+    return core::Ok();
+  }
+  core::Result<std::string> KeptArtifact(const std::string& sha256) override {
+    auto it = artifacts.find(sha256);
+    if (it == artifacts.end()) return RecordStore::KeptArtifact(sha256);
+    return it->second;
+  }
+  core::Status KeepOnlyArtifacts(const std::set<std::string>& sha256s) override {
+    if (kill != nullptr && !kill->Alive()) return core::Ok();
+    std::erase_if(artifacts, [&](const auto& a) { return !sha256s.contains(a.first); });
+    return core::Ok();
+  }
   // What the last SaveIntent left (empty: no intent file).
   core::Intent Owed() const { return intent ? *core::ParseIntent(*intent) : core::Intent{}; }
   bool Applying() const { return Owed().applying; }
@@ -97,8 +118,10 @@ class MemoryRecordStore : public ports::RecordStore {
   }
 
   std::optional<std::string> text;
-  std::optional<std::string> intent;     // intent.json's bytes
-  std::optional<std::string> last_good;  // last-good.json's bytes
+  std::optional<std::string> intent;             // intent.json's bytes
+  std::optional<std::string> last_good;          // last-good.json's bytes
+  bool keeps_artifacts = true;                   // false: a store that keeps no bundles
+  std::map<std::string, std::string> artifacts;  // kept bundles, by sha256
   std::string digest_key = "this machine's secret (fake)";
   bool stream = true;
   int loads = 0;

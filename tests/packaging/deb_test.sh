@@ -119,12 +119,14 @@ check "... deletes the files, the conffile and record aside" \
   '[ ! -e "$R/usr/bin/mesh-host" ] && [ ! -e "$R/lib/systemd/system/mesh-host.service" ] && [ -f "$R/etc/mesh-host/mesh-host.env" ] && [ -f "$R/var/lib/mesh-host/state.json" ]'
 # Everything the host keeps of the machine: a kept last good (on_failure:
 # rollback) outliving a purge would hold a reinstall's unit at old content.
-for f in intent.json digest.key last-good.json; do echo kept > "$R/var/lib/mesh-host/$f"; done
+for f in intent.json digest.key last-good.json kept-artifacts/$(printf 'a%.0s' {1..64}); do
+  mkdir -p "$(dirname "$R/var/lib/mesh-host/$f")"; echo kept > "$R/var/lib/mesh-host/$f"
+done
 check "purge" 'dpkgr -P mesh-host'
 check "... deletes the conffile and the record, keeps the declaration and the bundles" \
   '[ ! -e "$R/etc/mesh-host/mesh-host.env" ] && [ ! -e "$R/var/lib/mesh-host/state.json" ] && [ -f "$R/etc/mesh-host/declaration.json" ] && [ -f "$R/var/lib/mesh-host/artifacts/app-1.0.tar.gz" ]'
-check "... and the intent, the digest key and the last good" \
-  '[ ! -e "$R/var/lib/mesh-host/intent.json" ] && [ ! -e "$R/var/lib/mesh-host/digest.key" ] && [ ! -e "$R/var/lib/mesh-host/last-good.json" ]'
+check "... and the intent, the digest key and the last good with its bundles" \
+  '[ ! -e "$R/var/lib/mesh-host/intent.json" ] && [ ! -e "$R/var/lib/mesh-host/digest.key" ] && [ ! -e "$R/var/lib/mesh-host/last-good.json" ] && [ ! -e "$R/var/lib/mesh-host/kept-artifacts" ]'
 rm -r "$R/etc/mesh-host" "$R/var/lib/mesh-host"
 left=$(cd "$R" && find . -mindepth 1 -not -path './var/lib/dpkg*' -not -type d | sort)
 check "... and leaves no other file behind${left:+: $left}" '[ -z "$left" ]'

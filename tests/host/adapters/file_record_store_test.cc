@@ -353,5 +353,38 @@ TEST_F(FileRecordStoreTest, TheDigestKeyIsMadeOnceAndKeptSecret) {
   EXPECT_THAT(key.warning, HasSubstr("owned by uid 65534"));
 }
 
+// The bundles of the last good: kept once, read back, pruned; a name that
+// is not a sha256 makes no file.
+TEST_F(FileRecordStoreTest, BundlesOfTheLastGoodAreKeptReadBackAndPruned) {
+  auto store = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  const std::string a(64, 'a');
+  const std::string b(64, 'b');
+  int reads = 0;
+  auto bytes = [&reads](std::string content) {
+    return [&reads, content]() -> core::Result<std::string> {
+      ++reads;
+      return content;
+    };
+  };
+  ASSERT_TRUE((*store)->KeepArtifact(a, bytes("bundle a")).has_value());
+  ASSERT_TRUE((*store)->KeepArtifact(a, bytes("other")).has_value());
+  EXPECT_EQ(reads, 1) << "kept once: not read again";
+  ASSERT_TRUE((*store)->KeepArtifact(b, bytes("bundle b")).has_value());
+  EXPECT_EQ((*store)->KeptArtifact(a).value_or(""), "bundle a");
+  struct stat st;
+  ASSERT_EQ(::stat((state_ + "/kept-artifacts/" + a).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+
+  EXPECT_FALSE((*store)->KeepArtifact("../state.json", bytes("x")).has_value());
+  EXPECT_FALSE(std::filesystem::exists(state_ + "/state.json"));
+
+  ASSERT_TRUE((*store)->KeepOnlyArtifacts({b}).has_value());
+  EXPECT_FALSE((*store)->KeptArtifact(a).has_value());
+  EXPECT_EQ((*store)->KeptArtifact(b).value_or(""), "bundle b");
+  ASSERT_TRUE((*store)->KeepOnlyArtifacts({}).has_value());
+  EXPECT_FALSE(std::filesystem::exists(state_ + "/kept-artifacts"));
+}
+
 }  // namespace
 }  // namespace mesh::adapters

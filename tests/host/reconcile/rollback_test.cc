@@ -13,8 +13,12 @@
 namespace mesh::reconcile {
 namespace {
 
+using ::testing::_;
+using ::testing::Contains;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::Pair;
 using namespace std::chrono_literals;
 using Behavior = fakes::FakeServiceManager::Behavior;
 
@@ -283,9 +287,45 @@ TEST_F(RollbackTest, AKeptCredentialIsNeverShown) {
   EXPECT_THAT(*store_.text, Not(HasSubstr(kSecret))) << "the record holds digests only";
 }
 
-// A process: its bundle is put back from --artifacts while the old file is
-// there; once it is gone, nothing is put back and the words say why.
-TEST_F(RollbackTest, ABundleIsPutBackWhileItsOldArtifactIsThere) {
+// A process whose bundle the next version replaced under the same name:
+// the rollback unpacks the copy kept with the last good. Pruned once a
+// newer generation is confirmed.
+TEST_F(RollbackTest, ABundleReplacedUnderItsNameIsPutBackFromTheKeptCopy) {
+  services_.AddUnit("app.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
+    bool bad = testing::ReadText(Root("/opt/app/run")).find("broken") != std::string::npos;
+    return bad ? Behavior::kDiesAfter : Behavior::kHealthy;
+  };
+  auto app = [&](const std::string& sha, uint64_t generation) {
+    return Decl({{{"id", "app"},
+                  {"kind", "process"},
+                  {"path", "/opt/app"},
+                  {"source", "app.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", "app.service"},
+                  {"unit_text", "[Service]\nExecStart=/opt/app/run\n"},
+                  {"on_failure", "rollback"}}},
+                generation);
+  };
+  std::string v1 = Bundle("app.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
+  ASSERT_EQ(Run(app(v1, 1)).result, ApplyResult::kOk);
+  EXPECT_THAT(store_.artifacts, ElementsAre(Pair(v1, _))) << "kept with the last good";
+  std::string v2 = Bundle("app.tar.gz", {{.name = "run", .content = "broken", .mode = 0755}});
+  ApplyReport refused = Run(app(v2, 2));
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(refused, "app").detail, HasSubstr("rolled back to generation 1: running"));
+  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v1");
+
+  std::string v3 = Bundle("app.tar.gz", {{.name = "run", .content = "v3", .mode = 0755}});
+  ASSERT_EQ(Run(app(v3, 3)).result, ApplyResult::kOk);
+  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v3");
+  EXPECT_THAT(store_.artifacts, ElementsAre(Pair(v3, _))) << "v1's copy pruned";
+}
+
+// A store that keeps no copy, and the old artifact gone: nothing is put
+// back, and the words say why.
+TEST_F(RollbackTest, WithoutTheOldArtifactOrACopyNothingIsPutBack) {
+  store_.keeps_artifacts = false;
   services_.AddUnit("app.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
   services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
     bool bad = testing::ReadText(Root("/opt/app/run")).find("broken") != std::string::npos;
@@ -304,21 +344,17 @@ TEST_F(RollbackTest, ABundleIsPutBackWhileItsOldArtifactIsThere) {
   };
   std::string v1 = Bundle("app-1.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
   std::string v2 = Bundle("app-2.tar.gz", {{.name = "run", .content = "broken", .mode = 0755}});
-  std::string v3 = Bundle("app-3.tar.gz", {{.name = "run", .content = "broken 3", .mode = 0755}});
-  ASSERT_EQ(Run(app("app-1.tar.gz", v1, 1)).result, ApplyResult::kOk);
-  ApplyReport refused = Run(app("app-2.tar.gz", v2, 2));
-  EXPECT_THAT(Of(refused, "app").detail, HasSubstr("rolled back to generation 1: running"));
-  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v1");
-
-  // Held at 1; generation 3 is refused too, and app-1.tar.gz is gone.
+  ApplyReport first = Run(app("app-1.tar.gz", v1, 1));
+  ASSERT_EQ(first.result, ApplyResult::kOk);
+  EXPECT_THAT(first.warnings, Contains(HasSubstr("no copy kept of the bundle app-1.tar.gz")));
   std::filesystem::remove(dir_.Sub("artifacts/app-1.tar.gz"));
-  ApplyReport gone = Run(app("app-3.tar.gz", v3, 3));
+  ApplyReport gone = Run(app("app-2.tar.gz", v2, 2));
   EXPECT_EQ(gone.result, ApplyResult::kFailed);
   EXPECT_THAT(Of(gone, "app").detail,
               HasSubstr("not rolled back: generation 1's app cannot be put back: its bundle "
                         "app-1.tar.gz (sha256 " +
-                        v1 + ") is no longer under --artifacts"));
-  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "broken 3") << "left as the apply made it";
+                        v1 + ") is no longer under --artifacts, and no copy of it is kept"));
+  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "broken") << "left as the apply made it";
   EXPECT_TRUE(gone.error.empty()) << gone.error;
 }
 
