@@ -16,6 +16,7 @@ bool ApplyRun::LoadLastGood() {
   auto loaded = ports_.records->LoadLastGood();
   if (loaded) {
     last_good_ = std::move(*loaded);
+    loaded_bundles_ = BundlesOf(last_good_);
     return true;
   }
   report_.error = "last good not readable: " + loaded.error().message +
@@ -70,44 +71,62 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
   }
 }
 
-// A copy of each bundle the last good is made of is kept before the last
-// good names it, so that a rollback has one even once --artifacts has moved
-// on; copies the last good no longer names go after it is saved. A copy
-// that cannot be made leaves the rollback to --artifacts, said.
-void ApplyRun::SaveLastGood() {
-  std::set<std::string> bundles;
-  for (const auto& [unit, kept] : last_good_.units) {
+std::set<std::string> ApplyRun::BundlesOf(const core::LastGood& last_good) {
+  std::set<std::string> out;
+  for (const auto& [unit, kept] : last_good.units) {
     for (const auto& [id, r] : kept.resources) {
-      if (!r.IsTree() || !bundles.insert(r.sha256).second) continue;
+      if (r.IsTree()) out.insert(r.sha256);
+    }
+  }
+  return out;
+}
+
+void ApplyRun::KeepBundles(const core::LastGood& last_good, bool say) {
+  std::set<std::string> done;
+  for (const auto& [unit, kept] : last_good.units) {
+    for (const auto& [id, r] : kept.resources) {
+      if (!r.IsTree() || !done.insert(r.sha256).second) continue;
       auto st = ports_.records->KeepArtifact(r.sha256,
                                              [&]() { return ReadArtifact(*ports_.artifacts, r); });
-      if (!st) {
+      if (!st && say) {
         report_.warnings.push_back(
             "no copy kept of the bundle " + r.source + " of " + unit +
             "'s last good (a rollback needs it under --artifacts): " + st.error().message);
       }
     }
   }
-  if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
-    report_.warnings.push_back("last good not saved: " + st.error().message);
-    return;
-  }
-  last_good_changed_ = false;
-  if (auto st = ports_.records->KeepOnlyArtifacts(bundles); !st) {
+}
+
+// A copy of each bundle the last good is made of is kept before the last
+// good names it, so that a rollback has one even once --artifacts has moved
+// on; the copies the saved last good no longer names go after it (those of
+// the last good on disk stay when it could not be saved). A copy that
+// cannot be made leaves the rollback to --artifacts, said.
+void ApplyRun::SaveLastGood() {
+  KeepBundles(last_good_, /*say=*/true);
+  auto saved = ports_.records->SaveLastGood(last_good_, report_.machine);
+  if (!saved) report_.warnings.push_back("last good not saved: " + saved.error().message);
+  if (auto st = ports_.records->KeepOnlyArtifacts(saved ? BundlesOf(last_good_) : loaded_bundles_);
+      !st) {
     report_.warnings.push_back("copies of bundles no longer needed not removed: " +
                                st.error().message);
   }
+  if (saved) last_good_changed_ = false;
 }
 
 void ApplyRun::AfterCommit() {
+  // The loaded last good's bundles, kept while --artifacts still holds
+  // them (a last good from before copies were kept, or a copy that could
+  // not be made then): a stat each when they are.
+  KeepBundles(last_good_, /*say=*/false);
   if (!scope_.units.empty()) {
     // A bundle is put back from --artifacts, or from the copy kept of it:
     // one must hold those bytes (the second pass would refuse the
     // declaration otherwise).
     auto missing = [this](const Resource& kept) -> std::string {
-      if (!kept.IsTree() || ReadBundle(ports_, kept)) return "";
+      if (!kept.IsTree() || ReadBundle(ports_, kept, /*use_kept=*/true)) return "";
       return "its bundle " + kept.source + " (sha256 " + kept.sha256 +
-             ") is no longer under --artifacts, and no copy of it is kept";
+             ") is neither under --artifacts nor kept with the last good";
     };
     AfterApply after = Decide(scope_, report_.outcomes, last_good_, missing);
     std::string now = core::FormatTimestamp(report_.started_at);

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,11 @@ class ApplyRun {
   void AfterCommit();
   void RollBack(const std::vector<Rollback>& rollbacks);
   void SaveLastGood();
+  // Keeps a copy of each bundle `last_good` is made of that is not kept
+  // yet (RecordStore::KeepArtifact); says each that cannot be kept when
+  // `say`.
+  void KeepBundles(const core::LastGood& last_good, bool say);
+  static std::set<std::string> BundlesOf(const core::LastGood& last_good);
 
   const ReconcilerPorts& ports_;
   const ReconcilerOptions& options_;
@@ -96,6 +102,7 @@ class ApplyRun {
   StatCache stats_;                     // paths a failed record proof, or the look ahead, looked at
   // on_failure: rollback (rollback.h).
   core::LastGood last_good_;
+  std::set<std::string> loaded_bundles_;  // the bundles of the last good as loaded
   bool last_good_changed_ = false;
   std::vector<HeldUnit> held_;
   RollbackScope scope_;

@@ -342,8 +342,10 @@ void StatCache::Add(std::string path, core::Result<core::FileInfo> info) {
 core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,
                                   const OldEntries& olds, const std::vector<std::string>& wants,
                                   const ReconcilerPorts& ports, const HostDirs* dirs,
-                                  StatCache& cache) {
-  return observe_internal::Observer(declaration, record, olds, wants, ports, dirs, cache).Run();
+                                  StatCache& cache, const std::set<std::string>* kept_bundles) {
+  return observe_internal::Observer(declaration, record, olds, wants, ports, dirs, cache,
+                                    kept_bundles)
+      .Run();
 }
 
 }  // namespace mesh::reconcile

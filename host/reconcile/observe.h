@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,11 +43,13 @@ constexpr uint64_t kMaxBundleBytes = 1ull << 30;
 // `mesh-host validate` make of an artifact.
 core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core::Resource& r);
 
-// The same, and when --artifacts no longer holds those bytes, the copy the
-// record store keeps for the last good (RecordStore::KeptArtifact), its
-// digest checked again: what the observation and a rollback read. The
-// error is --artifacts'.
-core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::Resource& r);
+// The same, and for a bundle the last good is made of (`use_kept`: its
+// content was swapped in by a hold or a rollback) when --artifacts no
+// longer holds those bytes, the copy the record store keeps of it
+// (RecordStore::KeptArtifact), its digest checked again. The error says
+// both.
+core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::Resource& r,
+                                     bool use_kept);
 
 // Stats already taken this apply (a failed record proof's), by path: not
 // taken again. Keys are views into `paths`.
@@ -73,6 +76,7 @@ struct Observation {
 core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,
                                   const OldEntries& olds, const std::vector<std::string>& wants,
                                   const ReconcilerPorts& ports, const HostDirs* dirs,
-                                  StatCache& cache);
+                                  StatCache& cache,
+                                  const std::set<std::string>* kept_bundles = nullptr);
 
 }  // namespace mesh::reconcile

@@ -20,12 +20,14 @@ core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core:
   return bytes;
 }
 
-core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::Resource& r) {
+core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::Resource& r,
+                                     bool use_kept) {
   auto bytes = ReadArtifact(*ports.artifacts, r);
-  if (bytes || ports.records == nullptr) return bytes;
+  if (bytes || !use_kept || ports.records == nullptr) return bytes;
   auto kept = ports.records->KeptArtifact(r.sha256);
   if (kept && core::Sha256Hex(*kept) == r.sha256) return kept;
-  return bytes;
+  return core::Fail(bytes.error().message + "; nor the copy kept with the last good: " +
+                    (kept ? std::string("not those bytes") : kept.error().message));
 }
 
 }  // namespace mesh::reconcile
@@ -52,7 +54,7 @@ Result<std::shared_ptr<const std::vector<TreeEntry>>> Observer::LoadBundle(const
   std::string where = "resource " + r.id + ", field ";
   auto key = std::make_pair(r.source, r.sha256);
   if (auto it = by_source_.find(key); it != by_source_.end()) return it->second;
-  auto bytes = ReadBundle(ports_, r);
+  auto bytes = ReadBundle(ports_, r, kept_bundles_ != nullptr && kept_bundles_->contains(r.sha256));
   if (!bytes) return std::unexpected(bytes.error());
   auto entries = ports_.archives->Read(*bytes, kMaxHeldBundleBytes - held_bytes_);
   if (!entries) {

@@ -34,14 +34,15 @@ class Observer {
  public:
   Observer(const core::Declaration& decl, const core::Record& record, const OldEntries& olds,
            const std::vector<std::string>& wants, const ReconcilerPorts& ports,
-           const HostDirs* dirs, StatCache& cache)
+           const HostDirs* dirs, StatCache& cache, const std::set<std::string>* kept_bundles)
       : decl_(decl),
         record_(record),
         olds_(olds),
         wants_(wants),
         ports_(ports),
         dirs_(dirs),
-        cache_(cache) {}
+        cache_(cache),
+        kept_bundles_(kept_bundles) {}
 
   Result<Observation> Run();
 
@@ -85,6 +86,9 @@ class Observer {
   const ReconcilerPorts& ports_;
   const HostDirs* dirs_;  // may be null
   StatCache& cache_;
+  // Bundles (by sha256) the last good is made of and a hold or rollback
+  // swapped in: read from the kept copy when --artifacts lacks them.
+  const std::set<std::string>* kept_bundles_;
   Observation out_;
   std::vector<const Result<FileInfo>*> declared_stats_;  // by resource index (files only)
   std::vector<Result<FileInfo>> fresh_stats_;            // what StatAll looked at itself

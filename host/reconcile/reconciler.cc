@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <new>
+#include <set>
 
 #include "host/core/declaration.h"
 #include "host/core/record.h"
@@ -193,8 +194,14 @@ void ApplyRun::Apply(Declaration decl) {
   std::string key = CredentialKey(s.decl);
   s.wants = Wants(s.decl, *s.record, s.olds, s.had_record, key);
   TakeHolds(s.decl, s.wants, key);
+  std::set<std::string> kept_bundles;  // swapped in by a hold: their kept copies may serve
+  for (const HeldUnit& h : held_) {
+    for (size_t i : h.held) {
+      if (s.decl.resources[i].IsTree()) kept_bundles.insert(s.decl.resources[i].sha256);
+    }
+  }
   TakeLookAhead();
-  auto observed = Observe(s.decl, *record_, s.olds, s.wants, ports_, s.dirs, stats_);
+  auto observed = Observe(s.decl, *record_, s.olds, s.wants, ports_, s.dirs, stats_, &kept_bundles);
   stats_ = StatCache();  // read by the observation only: not held through the writes
   if (!observed) return Refuse(observed.error());
   s.observed = std::move(*observed);

@@ -119,7 +119,8 @@ check "... deletes the files, the conffile and record aside" \
   '[ ! -e "$R/usr/bin/mesh-host" ] && [ ! -e "$R/lib/systemd/system/mesh-host.service" ] && [ -f "$R/etc/mesh-host/mesh-host.env" ] && [ -f "$R/var/lib/mesh-host/state.json" ]'
 # Everything the host keeps of the machine: a kept last good (on_failure:
 # rollback) outliving a purge would hold a reinstall's unit at old content.
-for f in intent.json digest.key last-good.json kept-artifacts/$(printf 'a%.0s' {1..64}); do
+for f in intent.json digest.key last-good.json kept-artifacts/$(printf 'a%.0s' {1..64}) \
+         kept-artifacts/.aaaa.mesh-host-tmp.1.1; do
   mkdir -p "$(dirname "$R/var/lib/mesh-host/$f")"; echo kept > "$R/var/lib/mesh-host/$f"
 done
 check "purge" 'dpkgr -P mesh-host'

@@ -315,11 +315,30 @@ TEST_F(RollbackTest, ABundleReplacedUnderItsNameIsPutBackFromTheKeptCopy) {
   EXPECT_EQ(refused.result, ApplyResult::kFailed);
   EXPECT_THAT(Of(refused, "app").detail, HasSubstr("rolled back to generation 1: running"));
   EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v1");
+  // Held: the same declaration again reads the kept v1, restarting nothing.
+  ApplyReport held = Run(app(v2, 2));
+  EXPECT_THAT(Of(held, "app").detail, HasSubstr("held at generation 1"));
+  EXPECT_TRUE(held.error.empty()) << held.error;
+  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v1");
 
   std::string v3 = Bundle("app.tar.gz", {{.name = "run", .content = "v3", .mode = 0755}});
   ASSERT_EQ(Run(app(v3, 3)).result, ApplyResult::kOk);
   EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v3");
   EXPECT_THAT(store_.artifacts, ElementsAre(Pair(v3, _))) << "v1's copy pruned";
+
+  // Only what a hold or a rollback swapped in is read from a kept copy: with
+  // v3 kept and app.tar.gz replaced again, another resource naming v3 reads
+  // --artifacts alone, and refuses the declaration as an unusable bundle does.
+  Bundle("app.tar.gz", {{.name = "run", .content = "v4", .mode = 0755}});
+  json other = {{"id", "other"},
+                {"kind", "archive"},
+                {"path", "/opt/other"},
+                {"source", "app.tar.gz"},
+                {"sha256", v3}};
+  ApplyReport not_held = Run(Decl({app(v3, 3)["resources"][0], other}, 3));
+  EXPECT_EQ(not_held.result, ApplyResult::kRefused);
+  EXPECT_THAT(not_held.error, HasSubstr("source app.tar.gz has sha256 "));
+  EXPECT_FALSE(std::filesystem::exists(Root("/opt/other/run")));
 }
 
 // A store that keeps no copy, and the old artifact gone: nothing is put
@@ -353,7 +372,7 @@ TEST_F(RollbackTest, WithoutTheOldArtifactOrACopyNothingIsPutBack) {
   EXPECT_THAT(Of(gone, "app").detail,
               HasSubstr("not rolled back: generation 1's app cannot be put back: its bundle "
                         "app-1.tar.gz (sha256 " +
-                        v1 + ") is no longer under --artifacts, and no copy of it is kept"));
+                        v1 + ") is neither under --artifacts nor kept with the last good"));
   EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "broken") << "left as the apply made it";
   EXPECT_TRUE(gone.error.empty()) << gone.error;
 }
