@@ -25,12 +25,9 @@
 #include "host/core/file_info.h"
 #include "host/core/record.h"
 #include "host/core/result.h"
-#include "host/ports/archive_reader.h"
 #include "host/ports/file_system.h"
-#include "host/ports/service_manager.h"
 #include "host/reconcile/apply_ports.h"
 #include "host/reconcile/plan.h"
-#include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
 

@@ -17,10 +17,8 @@
 #include "host/core/file_info.h"
 #include "host/core/result.h"
 #include "host/ports/file_system.h"
-#include "host/ports/service_manager.h"
 #include "host/reconcile/apply_ports.h"
 #include "host/reconcile/plan.h"
-#include "host/reconcile/progress.h"
 
 namespace mesh::reconcile {
 

@@ -36,13 +36,8 @@ class ChunkedTest : public ReconcilerTest {
   // `chunk` 0: the whole pass. Each outcome as "OUTCOME ID: DETAIL".
   ApplyReport Apply(const json& decl, size_t chunk = kChunk,
                     std::vector<std::string>* lines = nullptr) {
-    ReconcilerPorts ports{.root = root_faulty_.get(),
-                          .artifacts = artifacts_.get(),
-                          .units = units_.get(),
-                          .archives = &archives_,
-                          .services = &services_,
-                          .records = &store_,
-                          .clock = &clock_};
+    ReconcilerPorts ports = Ports();
+    ports.root = root_faulty_.get();
     ReconcilerOptions options = Options();
     options.chunk = chunk;
     // Where systemd's unit directory lies under the root: a file declared
@@ -230,13 +225,9 @@ TEST_F(ChunkedTest, TheRecordOnDiskIsTheWholePasses) {
     std::string state = dir_.Sub("state-" + std::to_string(chunk));
     auto store = adapters::FileRecordStore::Open(state, /*create=*/true);
     EXPECT_TRUE(store.has_value()) << store.error().message;
-    ReconcilerPorts ports{.root = root_faulty_.get(),
-                          .artifacts = artifacts_.get(),
-                          .units = units_.get(),
-                          .archives = &archives_,
-                          .services = &services_,
-                          .records = store->get(),
-                          .clock = &clock_};
+    ReconcilerPorts ports = Ports();
+    ports.root = root_faulty_.get();
+    ports.records = store->get();
     ReconcilerOptions options = Options();
     options.chunk = chunk;
     size_t before = Stats();

@@ -25,13 +25,8 @@ using testing::ReadText;
 class FaultsTest : public ReconcilerTest {
  protected:
   ApplyReport RunFaulty(const json& decl) {
-    ReconcilerPorts ports{.root = faulty_.get(),
-                          .artifacts = artifacts_.get(),
-                          .units = units_.get(),
-                          .archives = &archives_,
-                          .services = &services_,
-                          .records = &store_,
-                          .clock = &clock_};
+    ReconcilerPorts ports = Ports();
+    ports.root = faulty_.get();
     ReconcilerOptions options;
     options.machine = "edge-1";
     return Reconciler(ports, options).Apply(decl.dump());

@@ -35,13 +35,9 @@ class OwedTest : public ReconcilerTest {
   }
 
   ApplyReport Apply(const json& decl, bool dry_run = false) {
-    ReconcilerPorts ports{.root = root_faulty_.get(),
-                          .artifacts = artifacts_.get(),
-                          .units = units_faulty_.get(),
-                          .archives = &archives_,
-                          .services = &services_,
-                          .records = &store_,
-                          .clock = &clock_};
+    ReconcilerPorts ports = Ports();
+    ports.root = root_faulty_.get();
+    ports.units = units_faulty_.get();
     ReconcilerOptions options = Options();
     options.dry_run = dry_run;
     return Reconciler(ports, options).Apply(decl.dump());

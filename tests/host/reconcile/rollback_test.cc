@@ -437,13 +437,9 @@ class RollbackCrashTest : public RollbackTest {
     services_.kill = &kill_;
   }
   ApplyReport Apply(const json& decl) {
-    ReconcilerPorts ports{.root = root_faulty_.get(),
-                          .artifacts = artifacts_.get(),
-                          .units = units_faulty_.get(),
-                          .archives = &archives_,
-                          .services = &services_,
-                          .records = &store_,
-                          .clock = &clock_};
+    ReconcilerPorts ports = Ports();
+    ports.root = root_faulty_.get();
+    ports.units = units_faulty_.get();
     return Reconciler(ports, Options()).Apply(decl.dump());
   }
   std::unique_ptr<fakes::FaultyFileSystem> root_faulty_, units_faulty_;
