@@ -64,14 +64,16 @@ set -e
 sed 's/^/    /' "$T/out"
 reached=$(grep '^=== ' "$T/out" | tail -1)
 check "every page ran as written, in reading order (exit 0; last page begun: ${reached#=== })" '[ "$rc" = 0 ] && [ "$reached" = "=== end" ]'
+# A page's output. Read whole (grep <<<"$(page …)"), not piped into a grep
+# -q that may leave first: under pipefail, awk's SIGPIPE would fail the check.
 page() { awk -v p="=== $1" '$0 == p {on=1; next} /^=== / {on=0} on' "$T/out"; }
-check "README: the installed service runs" 'page README.md | grep -Eq "^machine $machine +generation 1 +HEALTHY"'
-check "examples: the web example applies" 'page examples/README.md | grep -q "^created web (service): wrote unit file web.service, running as web.service"'
+check "README: the installed service runs" 'grep -Eq "^machine $machine +generation 1 +HEALTHY" <<<"$(page README.md)"'
+check "examples: the web example applies" 'grep -q "^created web (service): wrote unit file web.service, running as web.service" <<<"$(page examples/README.md)"'
 check "quickstart: its first apply creates all four" \
-  '[ "$(page docs/quickstart.md | grep -cE "^created hello\.[a-z]+ \([a-z]+\): (wrote|unpacked) ")" = 4 ]'
-check "quickstart: the refused config is caught" 'page docs/quickstart.md | grep -q "^failed hello.service (service): failed (Result=exit-code)"'
+  '[ "$(grep -cE "^created hello\.[a-z]+ \([a-z]+\): (wrote|unpacked) " <<<"$(page docs/quickstart.md)")" = 4 ]'
+check "quickstart: the refused config is caught" 'grep -q "^failed hello.service (service): failed (Result=exit-code)" <<<"$(page docs/quickstart.md)"'
 check "declaration.md: the signature verifies; the signed declaration applies" \
-  'page docs/declaration.md | grep -q "^Signature and comment signature verified" && page docs/declaration.md | grep -q "^mesh-host: apply of generation 3: "'
+  'grep -q "^Signature and comment signature verified" <<<"$(page docs/declaration.md)" && grep -q "^mesh-host: apply of generation 3: " <<<"$(page docs/declaration.md)"'
 # The host's units, and the README's service the pages stopped (app.service,
 # the examples' stand-in for a unit of the machine's own, stays as a
 # machine's would).
