@@ -16,7 +16,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "host/core/json_stream.h"
 #include "host/core/want.h"
 
 namespace mesh::adapters {
@@ -100,9 +99,8 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   if (cached_ != nullptr && core::FileFingerprint(*info) == cached_fingerprint_) return cached_;
   // The fingerprint kept is that of the file read, not of the path's stat.
   core::FileInfo read;
-  auto record =
-      Read([](std::string_view text, size_t slack) { return core::ParseRecord(text, slack); },
-           [](std::istream& in) { return core::ParseRecord(in); }, &read);
+  auto record = Read([](std::string_view text) { return core::ParseRecord(text); },
+                     [](std::istream& in) { return core::ParseRecord(in); }, &read);
   if (!record) return std::unexpected(record.error());
   auto loaded = std::make_shared<const core::Record>(std::move(*record));
   if (keep_) {
@@ -118,24 +116,13 @@ core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
   if (fs_ == nullptr) return false;
   auto info = fs_->Stat(kStateFile);
   if (info && info->type == core::FileType::kMissing) return false;
-  auto whole = [&](std::string_view text, size_t slack) {
-    return core::ScanRecord(text, visitor, slack);
-  };
-  // A large record a line at a time, each by simdjson (nlohmann's lexer was
-  // half of a 100,000-file no-op); one not laid out as the host writes it,
-  // from the start again by nlohmann's stream.
-  auto scanned = Read(
-      whole, [&](std::istream& in) { return core::ScanRecordByLines(in, visitor); }, nullptr);
-  if (scanned || scanned.error().kind != core::ErrorKind::kNotByLines) return scanned;
-  if (!visitor.Restart()) return false;
-  return Read(
-      whole, [&](std::istream& in) { return core::ScanRecord(in, visitor); }, nullptr);
+  return Read([&](std::string_view text) { return core::ScanRecord(text, visitor); },
+              [&](std::istream& in) { return core::ScanRecord(in, visitor); }, nullptr);
 }
 
 // The file opened is the one trusted and read, by its own size, not by an
-// earlier look at the path: up to whole_record_bytes_ whole, with
-// kFastParseSlack zeroed bytes past its end so that simdjson parses it
-// where it lies; past that, streamed, never read whole or mapped: the
+// earlier look at the path: up to whole_record_bytes_ whole, in one read;
+// past that, streamed a line at a time, never read whole or mapped: the
 // record is 28 MB at 100,000 resources, and a whole copy of it would sit
 // beside what is parsed from it at the apply's peak. A read error wins over
 // the parse error it causes.
@@ -154,11 +141,11 @@ std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
   if (after_open_) after_open_();
   if (info->size <= whole_record_bytes_) {
     size_t size = static_cast<size_t>(info->size);
-    std::string text(size + core::kFastParseSlack, '\0');
+    auto text = std::make_unique_for_overwrite<char[]>(size);
     size_t got = 0;
     ssize_t n = 1;
     while (got < size && n != 0) {
-      n = ::read(fd.get(), text.data() + got, size - got);
+      n = ::read(fd.get(), text.get() + got, size - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         int error = errno;
@@ -174,8 +161,7 @@ std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
       return core::Fail(core::ErrorKind::kChanged,
                         "read " + std::string(kStateFile) + ": changed while it was read");
     }
-    text.resize(size);  // the capacity, and the zeroed bytes past the end, stay
-    return whole(std::string_view(text), text.capacity() - text.size());
+    return whole(std::string_view(text.get(), size));
   }
   FdStreamBuf buffer(fd.get());
   std::istream in(&buffer);
@@ -231,7 +217,7 @@ class FileRecordStore::SpillingBuilder : public ports::RecordBuilder {
 
   core::Status Add(const std::string& id, const core::RecordEntry& entry) override {
     text_.clear();
-    core::AppendRecordEntry(text_, id, entry, /*first=*/true);
+    core::AppendRecordEntry(text_, id, entry);
     Spilled s{ids_.size(), id.size(), spilled_, text_.size()};
     if (auto st = WriteAll(text_); !st) return st;
     ids_ += id;
@@ -251,10 +237,8 @@ class FileRecordStore::SpillingBuilder : public ports::RecordBuilder {
     ++store_.version_;
     auto written = store_.WriteDurably(
         kStateFile, [&](const ports::FileSystem::ContentSink& write) -> core::Status {
-          std::string piece = core::SerializeRecordHead(header);
-          for (size_t k = 0; k < index_.size(); ++k) {
-            const Spilled& s = index_[k];
-            if (k > 0) piece += ',';
+          std::string piece = core::SerializeRecordHead(header, index_.size());
+          for (const Spilled& s : index_) {
             size_t at = piece.size();
             piece.resize(at + s.bytes);
             if (auto st = ReadAll(piece.data() + at, s.bytes, s.offset); !st) return st;
@@ -263,8 +247,7 @@ class FileRecordStore::SpillingBuilder : public ports::RecordBuilder {
               piece.clear();
             }
           }
-          piece += core::kRecordTail;
-          return write(piece);
+          return piece.empty() ? core::Ok() : write(piece);
         });
     if (!written) return std::unexpected(written.error());
     return core::Ok();

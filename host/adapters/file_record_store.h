@@ -54,10 +54,10 @@ class FileRecordStore : public ports::RecordStore {
   // fails at once, naming the holder's purpose, if another process has it.
   core::Status Lock();
 
-  // A record of up to this many bytes is read whole, for simdjson: the text
-  // and the parser's buffers, a few times it touched. A larger one is
-  // streamed through nlohmann and never held whole. Tests set it lower to
-  // stream small records.
+  // A record of up to this many bytes is read whole, in one read (and a
+  // change while it is read shows in its size); a larger one is streamed a
+  // line at a time and never held whole. Both are read by one reader
+  // (core::ParseRecord). Tests set it lower to stream small records.
   static constexpr uint64_t kWholeRecordBytes = 8ull << 20;
   void set_whole_record_bytes(uint64_t bytes) { whole_record_bytes_ = bytes; }
   // Tests only: called once state.json is opened and trusted, before a
@@ -69,8 +69,7 @@ class FileRecordStore : public ports::RecordStore {
   FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool writable, bool keep)
       : fs_(std::move(fs)), writable_(writable), keep_(keep) {}
   // Opens state.json, refuses it unless trusted, and runs `whole` over its
-  // text (and the bytes readable past it), or `streamed` over it as a
-  // stream when it is large. `read` (if not null): the stat of the file
+  // text, or `streamed` over it as a stream when it is large. `read` (if not null): the stat of the file
   // opened.
   template <typename Whole, typename Streamed>
   std::invoke_result_t<Streamed, std::istream&> Read(Whole whole, Streamed streamed,

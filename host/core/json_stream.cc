@@ -362,33 +362,6 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
 
 }  // namespace
 
-std::optional<bool> SaxParseFast(std::string_view text, nlohmann::json_sax<json>& handler,
-                                 size_t slack) {
-  dom::parser parser;
-  dom::element root;
-  if (!ParseFast(text, 0, slack, parser, root)) return std::nullopt;
-  return SaxWalk(handler).Value(root);
-}
-
-struct FastSax::Parser {
-  dom::parser parser;
-};
-
-FastSax::FastSax() : parser_(std::make_unique<Parser>()) {}
-FastSax::~FastSax() = default;
-
-std::optional<bool> FastSax::Parse(std::string_view text, nlohmann::json_sax<json>& handler) {
-  // ParseFast's checks, not its allocate(), which sizes the parser to each
-  // text: parse() grows it only for a text larger than any before.
-  if (text.size() > kMaxFastBytes || MayHaveMinusZero(text)) return std::nullopt;
-  dom::element root;
-  if (parser_->parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root) !=
-      simdjson::SUCCESS) {
-    return std::nullopt;
-  }
-  return SaxWalk(handler).Value(root);
-}
-
 const FlatObject::Field* FlatObject::Find(std::string_view key) const {
   for (size_t i = 0; i < size_; ++i) {
     if (fields_[i].key == key) return &fields_[i];

@@ -1,7 +1,7 @@
 // Parses a JSON document whose bulk is one collection under a top-level key
 // (the declaration's "resources" list), handing that collection's members to
-// a callback one at a time. (The record, whose shape is fixed, has its own
-// reader straight into the model: record.cc.)
+// a callback one at a time. (The record, JSON Lines of a fixed shape, has
+// its own reader straight into the model: record_read.cc.)
 //
 // A whole-document parse holds every member's tree at once: for a
 // declaration of 10,000 files that is tens of MiB of fresh pages, and a
@@ -135,31 +135,5 @@ Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, 
                                    const MemberCallback& on_member,
                                    const FlatObjectCallback& on_object,
                                    const StreamOptions& options = {});
-
-// nlohmann::json::sax_parse(text, &handler), with simdjson reading the bytes
-// when it can: the same events in the same order, the numbers typed the
-// same, each container's size given (nlohmann gives -1), a float's own text
-// not (number_float's second argument is empty). ParseStreamed's fast path
-// is this, feeding the reference's own handler. nullopt: simdjson could not read the text as
-// nlohmann would (it refused it, or a zero's sign would be lost), and nothing was handed to
-// `handler`: the caller runs nlohmann's parse, whose verdict and message then
-// stand. Otherwise what sax_parse returns: false when the handler stopped.
-// Exceptions from the handler pass through, as from sax_parse.
-// `slack`: as StreamOptions::slack.
-std::optional<bool> SaxParseFast(std::string_view text, nlohmann::json_sax<nlohmann::json>& handler,
-                                 size_t slack = 0);
-
-// SaxParseFast for many small texts one after the other (a record read a
-// line at a time), with one parser whose buffers are kept between them.
-class FastSax {
- public:
-  FastSax();
-  ~FastSax();
-  std::optional<bool> Parse(std::string_view text, nlohmann::json_sax<nlohmann::json>& handler);
-
- private:
-  struct Parser;
-  std::unique_ptr<Parser> parser_;
-};
 
 }  // namespace mesh::core

@@ -51,46 +51,48 @@ json EntryJson(const RecordEntry& e) {
 
 }  // namespace
 
-// One resource per line: the file stays readable and greppable by id, and
-// is a third smaller than an indented dump, which a fresh `mesh-host apply`
-// must read and parse before it can know that nothing changed.
-std::string SerializeRecordHead(const Record& record) {
-  json head = {{"version", Record::kVersion},
-               {"want_version", record.want_version},
-               {"settled_declaration_digest", record.settled_declaration_digest},
-               {"machine", record.machine},
-               {"generation", record.generation},
-               {"declaration_digest", record.declaration_digest}};
+// JSON Lines: the file stays readable and greppable by id, each line is a
+// document of its own (read one at a time, a large record is never held
+// whole), and the head's count of entries makes a file cut short at a line
+// boundary read as cut, not as a smaller record.
+std::string SerializeRecordHead(const Record& header, size_t entries) {
+  // Ordered: "version" first, for a reader that looks no further.
+  nlohmann::ordered_json head(nlohmann::ordered_json::value_t::object);
+  head["version"] = Record::kVersion;
+  head["want_version"] = header.want_version;
+  head["settled_declaration_digest"] = header.settled_declaration_digest;
+  head["machine"] = header.machine;
+  head["generation"] = header.generation;
+  head["declaration_digest"] = header.declaration_digest;
+  head["entries"] = entries;
   std::string out = head.dump(-1, ' ', false, json::error_handler_t::replace);
-  out.pop_back();  // the closing brace: "resources" comes last
-  out += ",\"resources\":{";
+  out += '\n';
   return out;
 }
 
-void AppendRecordEntry(std::string& out, const std::string& id, const RecordEntry& entry,
-                       bool first) {
-  out += first ? "\n" : ",\n";
+void AppendRecordEntry(std::string& out, const std::string& id, const RecordEntry& entry) {
+  // The id first, where grep and a reader of the file look for it.
+  out += "{\"id\":";
   out += json(id).dump(-1, ' ', false, json::error_handler_t::replace);
-  out += ':';
-  out += EntryJson(entry).dump(-1, ' ', false, json::error_handler_t::replace);
+  out += ',';
+  std::string fields = EntryJson(entry).dump(-1, ' ', false, json::error_handler_t::replace);
+  out.append(fields, 1);  // less the opening brace: EntryJson always has fields
+  out += '\n';
 }
 
 Status SerializeRecord(const Record& record, const std::function<Status(std::string_view)>& write,
                        size_t piece_bytes) {
   std::string piece;
   piece.reserve(std::min<size_t>(piece_bytes, 1 << 20) + 4096);
-  piece += SerializeRecordHead(record);
-  bool first = true;
+  piece += SerializeRecordHead(record, record.resources.size());
   for (const auto& [id, e] : record.resources) {
-    AppendRecordEntry(piece, id, e, first);
-    first = false;
+    AppendRecordEntry(piece, id, e);
     if (piece.size() >= piece_bytes) {
       if (auto st = write(piece); !st) return st;
       piece.clear();
     }
   }
-  piece += kRecordTail;
-  return write(piece);
+  return piece.empty() ? Ok() : write(piece);
 }
 
 std::string SerializeRecord(const Record& record) {
@@ -104,6 +106,7 @@ std::string SerializeRecord(const Record& record) {
 
 bool VisitRecord(const Record& record, RecordVisitor& visitor) {
   Record header;
+  header.version = record.version;
   header.want_version = record.want_version;
   header.settled_declaration_digest = record.settled_declaration_digest;
   header.machine = record.machine;

@@ -1,4 +1,6 @@
-// The record: what the host last wrote, kept in <state-dir>/state.json.
+// The record: what the host last wrote, kept in <state-dir>/state.json as
+// JSON Lines: a head (every field but the entries, and how many entries
+// follow), then one entry per line, sorted by id.
 //
 // It is how the host knows a resource is `unchanged` without re-reading it:
 // each entry holds the want digest it was applied at and a stat fingerprint
@@ -115,7 +117,13 @@ inline UnitBaseline BaselineOfRecord(const RecordEntry* entry) {
 }
 
 struct Record {
-  static constexpr int kVersion = 1;
+  // 2: JSON Lines. A record of version 1 (one JSON document, the entries
+  // under "resources") is still read, whole, and written back as 2.
+  static constexpr int kVersion = 2;
+  // The version of the text this record was read from (kVersion for one
+  // made here): an older one proves no no-op, so the full pass writes it
+  // anew, and a one-shot apply reads it whole only once.
+  int version = kVersion;
   // Which WantDigest() wrote the digests; a new one never trusts old digests.
   // 2: credentials' digests are keyed (WantDigest).
   static constexpr int kWantVersion = 2;
@@ -140,14 +148,9 @@ struct Record {
 class RecordVisitor {
  public:
   virtual ~RecordVisitor() = default;
-  // `header` has no resources. Called once, before the first entry, with the
-  // fields read so far: the host writes all of them before "resources".
+  // `header` has no resources. Called once, before the first entry.
   virtual bool Header(const Record& header) = 0;
   virtual bool Entry(const std::string& id, const RecordEntry& entry) = 0;
-  // The store handed over part of the record, then found it must read it
-  // again another way (ScanRecordByLines): forget what was visited. False:
-  // this visitor cannot, and the scan ends as if it had stopped it.
-  virtual bool Restart() { return false; }
 };
 
 // The record's text (state.json), whole.
@@ -159,35 +162,26 @@ std::string SerializeRecord(const Record& record);
 Status SerializeRecord(const Record& record, const std::function<Status(std::string_view)>& write,
                        size_t piece_bytes = 64 << 10);
 // The same text made by hand, for a record too large to hold whole (the
-// record store's RecordBuilder): the head (every field but the entries),
-// then each entry, in id order (`first` for the first one), then the tail.
-// SerializeRecord is these three put together.
-std::string SerializeRecordHead(const Record& record);
-void AppendRecordEntry(std::string& out, const std::string& id, const RecordEntry& entry,
-                       bool first);
-inline constexpr std::string_view kRecordTail = "\n}}\n";
-// `slack`: bytes readable past the end of `text`; with kFastParseSlack of
-// them (json_stream.h) the text is parsed in place, not copied.
-Result<Record> ParseRecord(std::string_view text, size_t slack = 0);
-// The same, pulling the text from a stream: a large record is never held
-// whole (the record store reads state.json a chunk at a time).
+// record store's RecordBuilder): the head line, which says how many entries
+// follow, then each entry's line, in id order. SerializeRecord is these put
+// together.
+std::string SerializeRecordHead(const Record& header, size_t entries);
+void AppendRecordEntry(std::string& out, const std::string& id, const RecordEntry& entry);
+
+// Reading is one reader, a line at a time, each line by simdjson, from a
+// whole text or a stream alike (the store streams a large record, never
+// holding it whole). A record whose lines are fewer or more than its head
+// says, a line over 1 MiB, or a line that is not JSON is refused with its
+// line number. Unknown fields are skipped, so a newer host's record still
+// reads; a repeated key or id keeps its last value.
+Result<Record> ParseRecord(std::string_view text);
 Result<Record> ParseRecord(std::istream& text);
-// Reads the record from a stream, handing each entry to `visitor` instead of
-// keeping it: true when the whole record was read and is well formed, false
-// when the visitor stopped it, an error (as ParseRecord's) when it is not.
+// Reads the record, handing each entry to `visitor` instead of keeping it:
+// true when the whole record was read and is well formed, false when the
+// visitor stopped it, an error (as ParseRecord's) when it is not.
 Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor);
-// The same for a record's whole text: simdjson reads it (json_stream.h,
-// SaxParseFast), some twenty times faster than the stream's parser.
-Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, size_t slack = 0);
+Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor);
 // The same for a record already in memory.
 bool VisitRecord(const Record& record, RecordVisitor& visitor);
-// ScanRecord of a stream, a line at a time, each line read by simdjson: the
-// host writes the head on one line, then one entry per line, then the tail.
-// Every line is read as a document of its own (the head closed, an entry
-// put in braces), and what the reader is handed is what a parse of the
-// whole text would hand it. A text not laid out so, or any line simdjson
-// cannot read as nlohmann would, fails with ErrorKind::kNotByLines, after
-// the visitor may have seen part of it: read it again with ScanRecord.
-Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor);
 
 }  // namespace mesh::core

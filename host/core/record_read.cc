@@ -1,575 +1,473 @@
-// Reading the record: straight into the model or through a visitor, from a
-// whole text (simdjson first, nlohmann for what it refuses), a stream, or a
-// line at a time for a record too large to hold whole. Writing it is
+// Reading the record (record.h): one reader, a line at a time, each line
+// parsed by simdjson and read straight into the model. Writing it is
 // record.cc.
+#include <simdjson.h>
+
 #include <algorithm>
 #include <istream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <type_traits>
+#include <string>
 
-#include "host/core/json_stream.h"
-#include "host/core/printable.h"
 #include "host/core/record.h"
 
 namespace mesh::core {
 namespace {
 
-using json = nlohmann::json;
+namespace dom = simdjson::dom;
 
-}  // namespace
+// Far beyond any line the host writes (an entry is some hundreds of bytes);
+// a longer one would be held whole to be parsed.
+constexpr size_t kMaxLineBytes = 1 << 20;
+// A record of version 1 is one document, read whole: once, by the first
+// apply after an upgrade (some 33 MB at 100,000 files).
+constexpr size_t kMaxVersion1Bytes = 64 << 20;
 
-namespace {
+// Where a value is, in the words of a refusal: "resource ID, field KEY: ".
+struct Place {
+  std::string_view id;  // empty: the head
+  std::string_view key;
 
-// Reads the record straight into the model, event by event: no tree of the
-// document or of an entry is built. The record is the one file every fresh
-// `mesh-host apply` must parse before it can prove a no-op, and it holds an
-// entry per resource (megabytes at 10,000 files). Unknown fields are skipped,
-// so a newer host's record still reads.
-class RecordReader final : public nlohmann::json_sax<json> {
- public:
-  // With a visitor, entries are handed to it one at a time and not kept.
-  explicit RecordReader(Record& record, RecordVisitor* visitor = nullptr)
-      : rec_(record), visitor_(visitor) {}
-
-  bool null() override { return Scalar(Value{}); }
-  bool boolean(bool v) override { return Scalar(Value{.kind = Value::kBool, .flag = v}); }
-  bool number_integer(number_integer_t) override { return Scalar(Value{.kind = Value::kOther}); }
-  bool number_unsigned(number_unsigned_t v) override {
-    return Scalar(Value{.kind = Value::kUnsigned, .number = v});
+  std::unexpected<Error> Wrong(std::string_view what) const {
+    std::string where = id.empty() ? "" : "resource " + std::string(id) + ", ";
+    return Fail(where + "field " + std::string(key) + ": " + std::string(what));
   }
-  bool number_float(number_float_t, const string_t&) override {
-    return Scalar(Value{.kind = Value::kOther});
-  }
-  bool string(string_t& v) override { return Scalar(Value{.kind = Value::kString, .text = &v}); }
-  bool binary(binary_t&) override { return Scalar(Value{.kind = Value::kOther}); }
-
-  bool start_object(std::size_t) override {
-    if (skip_ > 0) return ++skip_, true;
-    if (stack_.empty()) return Push(kRoot);
-    switch (stack_.back()) {
-      case kRoot:
-        if (key_ == "resources") {
-          rec_.resources.clear();
-          if (visitor_ != nullptr && !visitor_->Header(rec_)) return Stop();
-          return Push(kResources);
-        }
-        break;
-      case kResources: {
-        if (visitor_ != nullptr) {
-          scratch_ = RecordEntry{};
-          entry_ = &scratch_;
-          entry_id_ = key_;
-          seen_ = 0;
-          return Push(kEntry);
-        }
-        // Sorted as written: the hint makes each insert constant time. A
-        // repeated id starts over (the last wins, as in a whole parse).
-        size_t before = rec_.resources.size();
-        auto it = rec_.resources.try_emplace(rec_.resources.end(), key_);
-        if (rec_.resources.size() == before) it->second = RecordEntry{};
-        entry_ = &it->second;
-        entry_id_ = key_;
-        seen_ = 0;
-        return Push(kEntry);
-      }
-      case kWritten:
-        entry_->written.emplace_back();
-        path_seen_ = 0;
-        return Push(kWrittenItem);
-      default:
-        break;
-    }
-    return Unexpected("an object");
-  }
-  bool start_array(std::size_t) override {
-    if (skip_ > 0) return ++skip_, true;
-    if (stack_.empty()) return Fail("not a JSON object");
-    if (stack_.back() == kEntry && key_ == "written") {
-      seen_ |= kSeenWritten;
-      return Push(kWritten);
-    }
-    return Unexpected("a list");
-  }
-  bool end_object() override { return End(); }
-  bool end_array() override { return End(); }
-  // Keys and values are copied, not moved: a moved-from token buffer makes
-  // the lexer grow a new one char by char for the next token.
-  bool key(string_t& k) override {
-    key_.assign(k);
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    if (error_.empty()) error_ = JsonErrorWithoutBytes(e.what());
-    return false;
-  }
-
-  const std::string& error() const { return error_; }
-  bool stopped() const { return stopped_; }
-  // Called after the parse: what the whole document must have had.
-  bool Finish(uint64_t* version) {
-    if (root_seen_ & kSeenVersion) *version = version_;
-    if (!(root_seen_ & kSeenVersion) || version_ != Record::kVersion) return false;
-    for (auto [bit, name] : {std::pair{kSeenMachine, "machine"},
-                             {kSeenGeneration, "generation"},
-                             {kSeenDigest, "declaration_digest"},
-                             {kSeenResources, "resources"}}) {
-      if (!(root_seen_ & bit)) return Fail(std::string(name) + " missing");
-    }
-    return true;
-  }
-
- private:
-  enum Context { kRoot, kResources, kEntry, kWritten, kWrittenItem };
-  enum Seen : unsigned {
-    kSeenVersion = 1,
-    kSeenMachine = 2,
-    kSeenGeneration = 4,
-    kSeenDigest = 8,
-    kSeenResources = 16,
-    kSeenKind = 1,
-    kSeenEntryDigest = 2,
-    kSeenAppliedAt = 4,
-    kSeenWritten = 8,
-    kSeenPath = 1,
-    kSeenFingerprint = 2,
-  };
-  struct Value {
-    enum Kind { kNull, kBool, kUnsigned, kString, kOther } kind = kNull;
-    bool flag = false;
-    uint64_t number = 0;
-    std::string* text = nullptr;
-  };
-
-  bool Push(Context c) {
-    if (c == kRoot) root_open_ = true;
-    if (c == kResources) root_seen_ |= kSeenResources;
-    stack_.push_back(c);
-    return true;
-  }
-
-  bool End() {
-    if (skip_ > 0) return --skip_, true;
-    Context c = stack_.back();
-    stack_.pop_back();
-    if (c == kEntry) {
-      for (auto [bit, name] : {std::pair{kSeenKind, "kind"},
-                               {kSeenEntryDigest, "digest"},
-                               {kSeenAppliedAt, "applied_at"},
-                               {kSeenWritten, "written"}}) {
-        if (!(seen_ & bit)) return Fail("resource " + entry_id_ + ", field " + name + ": missing");
-      }
-      // Unit keys that say nothing ("finished": false) make no unit part:
-      // the entry reads as it serializes, and equals its planned self.
-      if (entry_->unit_record && *entry_->unit_record == UnitRecord{}) {
-        entry_->unit_record = std::nullopt;
-      }
-      if (visitor_ != nullptr && !visitor_->Entry(entry_id_, *entry_)) return Stop();
-    }
-    if (c == kWrittenItem &&
-        (path_seen_ & (kSeenPath | kSeenFingerprint)) != (kSeenPath | kSeenFingerprint)) {
-      return Fail("resource " + entry_id_ + ", field written: path and fingerprint are required");
-    }
-    return true;
-  }
-
-  bool Scalar(Value v) {
-    if (skip_ > 0) return true;
-    if (stack_.empty()) return Fail("not a JSON object");
-    switch (stack_.back()) {
-      case kRoot:
-        return RootScalar(v);
-      case kEntry:
-        return EntryScalar(v);
-      case kWrittenItem:
-        return WrittenScalar(v);
-      default:
-        return Unexpected("a scalar");
-    }
-  }
-  bool RootScalar(const Value& v) {
-    if (key_ == "version") return Unsigned(v, &version_, &root_seen_, kSeenVersion);
-    if (key_ == "want_version") {
-      uint64_t w = 0;
-      if (!Unsigned(v, &w, nullptr, 0)) return false;
-      rec_.want_version = static_cast<int>(std::min<uint64_t>(w, 1u << 20));
-      return true;
-    }
-    if (key_ == "generation") {
-      return Unsigned(v, &rec_.generation, &root_seen_, kSeenGeneration);
-    }
-    if (key_ == "machine") return Text(v, &rec_.machine, &root_seen_, kSeenMachine);
-    if (key_ == "declaration_digest") {
-      return Text(v, &rec_.declaration_digest, &root_seen_, kSeenDigest);
-    }
-    if (key_ == "settled_declaration_digest") {
-      return Text(v, &rec_.settled_declaration_digest, nullptr, 0);
-    }
-    if (key_ == "resources") return Unexpected("a scalar");
-    return true;  // an unknown field
-  }
-  bool EntryScalar(const Value& v) {
-    if (key_ == "kind") return Text(v, &entry_->kind, &seen_, kSeenKind);
-    if (key_ == "digest") return Text(v, &entry_->digest, &seen_, kSeenEntryDigest);
-    if (key_ == "applied_at") return Text(v, &entry_->applied_at, &seen_, kSeenAppliedAt);
-    if (key_ == "unit") return Text(v, &entry_->mutable_unit().name, nullptr, 0);
-    if (key_ == "unit_file") {
-      return Text(v, &entry_->mutable_unit().file_fingerprint, nullptr, 0);
-    }
-    if (key_ == "state") return Text(v, &entry_->mutable_unit().state, nullptr, 0);
-    if (key_ == "position") {
-      uint64_t at = 0;
-      if (!Unsigned(v, &at, nullptr, 0)) return false;
-      entry_->position = at;
-      return true;
-    }
-    if (key_ == "n_restarts") {
-      uint64_t n = 0;
-      if (!Unsigned(v, &n, nullptr, 0)) return false;
-      if (n > UINT32_MAX) return Fail(Where() + "out of range");
-      entry_->mutable_unit().n_restarts = static_cast<uint32_t>(n);
-      return true;
-    }
-    if (key_ == "drop_ins") {
-      std::string text;
-      if (!Text(v, &text, nullptr, 0)) return false;
-      for (size_t at = 0; at < text.size();) {
-        size_t end = text.find(' ', at);
-        if (end == std::string::npos) end = text.size();
-        std::string item = text.substr(at, end - at);
-        size_t eq = item.find('=');
-        if (eq == std::string::npos || eq == 0) return Fail(Where() + "not NAME=FINGERPRINT");
-        entry_->mutable_unit().drop_ins[item.substr(0, eq)] = item.substr(eq + 1);
-        at = end + 1;
-      }
-      return true;
-    }
-    if (key_ == "enabled") {
-      if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-      entry_->mutable_unit().enabled = v.flag;
-      return true;
-    }
-    if (key_ == "finished" || key_ == "starting" || key_ == "unit_file_preexisting" ||
-        key_ == "rollback") {
-      if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-      UnitRecord& u = entry_->mutable_unit();
-      (key_ == "finished"   ? u.finished
-       : key_ == "starting" ? u.starting
-       : key_ == "rollback" ? u.rollback
-                            : u.file_preexisting) = v.flag;
-      return true;
-    }
-    if (key_ == "written") return Unexpected("a scalar");
-    return true;
-  }
-  bool WrittenScalar(const Value& v) {
-    WrittenPath& w = entry_->written.back();
-    if (key_ == "path") return Text(v, &w.path, &path_seen_, kSeenPath);
-    if (key_ == "fingerprint") return Text(v, &w.fingerprint, &path_seen_, kSeenFingerprint);
-    if (key_ == "content_digest") return Text(v, &w.content_digest, nullptr, 0);
-    if (key_ == "files") return Unsigned(v, &w.file_count, nullptr, 0);
-    if (key_ == "preexisting") {
-      if (v.kind != Value::kBool) return Fail(Where() + "must be true or false");
-      w.preexisting = v.flag;
-      return true;
-    }
-    return true;
-  }
-
-  std::string Where() const {
-    if (stack_.back() == kRoot) return "field " + key_ + ": ";
-    return "resource " + entry_id_ + ", field " + key_ + ": ";
-  }
-  bool Text(const Value& v, std::string* out, unsigned* seen, unsigned bit) {
-    if (v.kind != Value::kString) return Fail(Where() + "must be a string");
-    out->assign(*v.text);
-    if (seen != nullptr) *seen |= bit;
-    return true;
-  }
-  // Numbers are checked for kind: a float or a negative number where a
-  // count belongs is an error (the record fuzzer once found a huge float
-  // cast to an integer: undefined behaviour).
-  bool Unsigned(const Value& v, uint64_t* out, unsigned* seen, unsigned bit) {
-    if (v.kind != Value::kUnsigned) return Fail(Where() + "must be a non-negative integer");
-    *out = v.number;
-    if (seen != nullptr) *seen |= bit;
-    return true;
-  }
-  // A value of a shape the record does not have there: skipped when it is
-  // a container under an unknown field (a newer host's), else an error.
-  bool Unexpected(const char* what) {
-    static constexpr std::string_view kKnown[] = {"version",
-                                                  "want_version",
-                                                  "generation",
-                                                  "machine",
-                                                  "declaration_digest",
-                                                  "settled_declaration_digest",
-                                                  "resources",
-                                                  "kind",
-                                                  "digest",
-                                                  "applied_at",
-                                                  "unit",
-                                                  "unit_file",
-                                                  "state",
-                                                  "position",
-                                                  "n_restarts",
-                                                  "finished",
-                                                  "starting",
-                                                  "enabled",
-                                                  "drop_ins",
-                                                  "unit_file_preexisting",
-                                                  "rollback",
-                                                  "written",
-                                                  "path",
-                                                  "fingerprint",
-                                                  "content_digest",
-                                                  "files",
-                                                  "preexisting"};
-    switch (stack_.back()) {
-      case kResources:
-        return Fail("resource " + key_ + ": must be an object");
-      case kWritten:
-        return Fail("resource " + entry_id_ + ", field written: must list objects");
-      default:
-        break;
-    }
-    bool known = std::find(std::begin(kKnown), std::end(kKnown), key_) != std::end(kKnown);
-    if (!known) {
-      skip_ = 1;
-      return true;
-    }
-    return Fail(Where() + "must not be " + what);
-  }
-  bool Fail(std::string message) {
-    if (error_.empty()) error_ = std::move(message);
-    return false;
-  }
-  bool Stop() {
-    stopped_ = true;
-    return false;
-  }
-
-  Record& rec_;
-  RecordVisitor* visitor_;
-  RecordEntry scratch_;  // the entry being read, when a visitor takes them
-  bool stopped_ = false;
-  std::vector<Context> stack_;
-  std::string key_;
-  int skip_ = 0;  // depth inside a skipped (unknown) container
-  bool root_open_ = false;
-  unsigned root_seen_ = 0;
-  uint64_t version_ = 0;
-  RecordEntry* entry_ = nullptr;
-  std::string entry_id_;
-  unsigned seen_ = 0;
-  unsigned path_seen_ = 0;
-  std::string error_;
 };
 
-// The record read to its end: whole, and of a version this host reads.
-Result<bool> Finished(RecordReader& reader) {
+Status Text(dom::element v, const Place& at, std::string* out) {
+  std::string_view text;
+  if (v.get_string().get(text) != simdjson::SUCCESS) return at.Wrong("must be a string");
+  out->assign(text);
+  return Ok();
+}
+
+// A float or a negative number where a count belongs is refused, never cast.
+Status Count(dom::element v, const Place& at, uint64_t* out) {
+  if (v.get_uint64().get(*out) != simdjson::SUCCESS) {
+    return at.Wrong("must be a non-negative integer");
+  }
+  return Ok();
+}
+
+Status Flag(dom::element v, const Place& at, bool* out) {
+  if (v.get_bool().get(*out) != simdjson::SUCCESS) return at.Wrong("must be true or false");
+  return Ok();
+}
+
+// What the head says beside the header's own fields.
+struct Head {
+  enum Seen : unsigned {
+    kVersion = 1,
+    kMachine = 2,
+    kGeneration = 4,
+    kDigest = 8,
+    kEntries = 16,
+  };
+  unsigned seen = 0;
   uint64_t version = 0;
-  if (!reader.Finish(&version)) {
-    if (!reader.error().empty()) return Fail("state: " + reader.error());
-    return Fail("state: unknown version " + std::to_string(version));
+  uint64_t entries = 0;
+};
+
+// The head's fields; any other is skipped (a newer host's, or version 1's
+// "resources", read apart).
+Status ReadHead(dom::object object, Record& header, Head& head) {
+  for (dom::key_value_pair field : object) {
+    std::string_view key = field.key;
+    Place at{{}, key};
+    Status read = Ok();
+    if (key == "version") {
+      read = Count(field.value, at, &head.version);
+      head.seen |= Head::kVersion;
+    } else if (key == "want_version") {
+      uint64_t w = 0;
+      read = Count(field.value, at, &w);
+      header.want_version = static_cast<int>(std::min<uint64_t>(w, 1u << 20));
+    } else if (key == "generation") {
+      read = Count(field.value, at, &header.generation);
+      head.seen |= Head::kGeneration;
+    } else if (key == "machine") {
+      read = Text(field.value, at, &header.machine);
+      head.seen |= Head::kMachine;
+    } else if (key == "declaration_digest") {
+      read = Text(field.value, at, &header.declaration_digest);
+      head.seen |= Head::kDigest;
+    } else if (key == "settled_declaration_digest") {
+      read = Text(field.value, at, &header.settled_declaration_digest);
+    } else if (key == "entries") {
+      read = Count(field.value, at, &head.entries);
+      head.seen |= Head::kEntries;
+    }
+    if (!read) return read;
+  }
+  return Ok();
+}
+
+// The head is of `version` and has every field that version must have.
+Status CheckHead(const Head& head, uint64_t version) {
+  if (head.version != version) return Fail("unknown version " + std::to_string(head.version));
+  for (auto [bit, name] : {std::pair{Head::kMachine, "machine"},
+                           {Head::kGeneration, "generation"},
+                           {Head::kDigest, "declaration_digest"}}) {
+    if (!(head.seen & bit)) return Fail(std::string(name) + " missing");
+  }
+  if (version == Record::kVersion && !(head.seen & Head::kEntries)) {
+    return Fail("entries missing");
+  }
+  return Ok();
+}
+
+// A repeated "written" keeps its last list, as any repeated key does.
+Status ReadWritten(dom::element value, const Place& at, std::vector<WrittenPath>* out) {
+  dom::array list;
+  if (value.get_array().get(list) != simdjson::SUCCESS) return at.Wrong("must be a list");
+  out->clear();
+  for (dom::element item : list) {
+    dom::object object;
+    if (item.get_object().get(object) != simdjson::SUCCESS) return at.Wrong("must list objects");
+    WrittenPath& w = out->emplace_back();
+    bool path = false, fingerprint = false;
+    for (dom::key_value_pair field : object) {
+      std::string_view key = field.key;
+      Place in{at.id, key};
+      Status read = Ok();
+      if (key == "path") {
+        read = Text(field.value, in, &w.path);
+        path = true;
+      } else if (key == "fingerprint") {
+        read = Text(field.value, in, &w.fingerprint);
+        fingerprint = true;
+      } else if (key == "content_digest") {
+        read = Text(field.value, in, &w.content_digest);
+      } else if (key == "files") {
+        read = Count(field.value, in, &w.file_count);
+      } else if (key == "preexisting") {
+        read = Flag(field.value, in, &w.preexisting);
+      }
+      if (!read) return read;
+    }
+    if (!path || !fingerprint) return at.Wrong("path and fingerprint are required");
+  }
+  return Ok();
+}
+
+// "NAME=FINGERPRINT ...", as record.cc writes it.
+Status ReadDropIns(dom::element value, const Place& at, std::map<std::string, std::string>* out) {
+  std::string text;
+  if (auto read = Text(value, at, &text); !read) return read;
+  for (size_t from = 0; from < text.size();) {
+    size_t end = std::min(text.find(' ', from), text.size());
+    std::string_view item = std::string_view(text).substr(from, end - from);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) return at.Wrong("not NAME=FINGERPRINT");
+    (*out)[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+    from = end + 1;
+  }
+  return Ok();
+}
+
+// A unit's field of the entry; false: `key` is not one.
+bool ReadUnitField(std::string_view key, dom::element value, const Place& at, RecordEntry& e,
+                   Status* read) {
+  if (key == "unit") {
+    *read = Text(value, at, &e.mutable_unit().name);
+  } else if (key == "unit_file") {
+    *read = Text(value, at, &e.mutable_unit().file_fingerprint);
+  } else if (key == "state") {
+    *read = Text(value, at, &e.mutable_unit().state);
+  } else if (key == "n_restarts") {
+    uint64_t n = 0;
+    *read = Count(value, at, &n);
+    if (*read && n > UINT32_MAX) *read = at.Wrong("out of range");
+    if (*read) e.mutable_unit().n_restarts = static_cast<uint32_t>(n);
+  } else if (key == "enabled") {
+    bool enabled = false;
+    *read = Flag(value, at, &enabled);
+    if (*read) e.mutable_unit().enabled = enabled;
+  } else if (key == "finished") {
+    *read = Flag(value, at, &e.mutable_unit().finished);
+  } else if (key == "starting") {
+    *read = Flag(value, at, &e.mutable_unit().starting);
+  } else if (key == "rollback") {
+    *read = Flag(value, at, &e.mutable_unit().rollback);
+  } else if (key == "unit_file_preexisting") {
+    *read = Flag(value, at, &e.mutable_unit().file_preexisting);
+  } else if (key == "drop_ins") {
+    *read = ReadDropIns(value, at, &e.mutable_unit().drop_ins);
+  } else {
+    return false;
   }
   return true;
 }
 
-}  // namespace
-
-// No depth pre-check: the SAX parser keeps its own stack, and the reader
-// refuses nesting where the record has none and counts it where it skips.
-namespace {
-
-// Into `record`, or, with a visitor, through it. True: read whole and well
-// formed; false: the visitor stopped it.
-template <typename Input>
-Result<bool> ReadRecord(Input& input, Record& record, RecordVisitor* visitor, size_t slack = 0) {
-  RecordReader reader(record, visitor);
-  bool parsed = false;
-  try {
-    // A whole text goes to simdjson first; what it cannot read as nlohmann
-    // would reaches the reader from nlohmann, as a stream always does.
-    std::optional<bool> fast;
-    if constexpr (std::is_same_v<Input, std::string_view>) {
-      fast = SaxParseFast(input, reader, slack);
+// An entry's fields into `e`, which starts empty; "id" and unknown fields
+// are skipped.
+Status ReadEntry(dom::object object, std::string_view id, RecordEntry& e) {
+  enum Seen : unsigned { kKind = 1, kDigest = 2, kAppliedAt = 4, kWritten = 8 };
+  unsigned seen = 0;
+  for (dom::key_value_pair field : object) {
+    std::string_view key = field.key;
+    Place at{id, key};
+    Status read = Ok();
+    if (key == "kind") {
+      read = Text(field.value, at, &e.kind);
+      seen |= kKind;
+    } else if (key == "digest") {
+      read = Text(field.value, at, &e.digest);
+      seen |= kDigest;
+    } else if (key == "applied_at") {
+      read = Text(field.value, at, &e.applied_at);
+      seen |= kAppliedAt;
+    } else if (key == "written") {
+      read = ReadWritten(field.value, at, &e.written);
+      seen |= kWritten;
+    } else if (key == "position") {
+      uint64_t position = 0;
+      read = Count(field.value, at, &position);
+      e.position = position;
+    } else {
+      ReadUnitField(key, field.value, at, e, &read);
     }
-    parsed = fast.has_value() ? *fast : json::sax_parse(input, &reader);
-  } catch (const json::exception& e) {
-    return Fail("state: " + JsonErrorWithoutBytes(e.what()));
+    if (!read) return read;
   }
-  if (reader.stopped()) return false;
-  if (!parsed) return Fail("state: " + (reader.error().empty() ? "unreadable" : reader.error()));
-  return Finished(reader);
+  for (auto [bit, name] : {std::pair{kKind, "kind"},
+                           {kDigest, "digest"},
+                           {kAppliedAt, "applied_at"},
+                           {kWritten, "written"}}) {
+    if (!(seen & bit)) return Place{id, name}.Wrong("missing");
+  }
+  // Unit keys that say nothing ("finished": false) make no unit part: the
+  // entry reads as it serializes, and equals its planned self.
+  if (e.unit_record && *e.unit_record == UnitRecord{}) e.unit_record = std::nullopt;
+  return Ok();
 }
 
-template <typename Input>
-Result<Record> ParseRecordFrom(Input& input, size_t slack = 0) {
-  Record record;
-  auto read = ReadRecord(input, record, nullptr, slack);
-  if (!read) return std::unexpected(read.error());
-  return record;
-}
-
-}  // namespace
-
-Result<Record> ParseRecord(std::string_view text, size_t slack) {
-  return ParseRecordFrom(text, slack);
-}
-
-Result<Record> ParseRecord(std::istream& text) { return ParseRecordFrom(text); }
-
-Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor) {
-  Record header;
-  return ReadRecord(text, header, &visitor);
-}
-
-Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, size_t slack) {
-  Record header;
-  return ReadRecord(text, header, &visitor, slack);
-}
-
-namespace {
-
-// Hands a line of the record, read as a document of its own, to the reader,
-// less what was put around it to make it one: the two braces closing the
-// head (the last two end_objects: held until another event or the end
-// shows which they are), or the braces around an entry's line (its first
-// start_object and the end_object matching it).
-class LineHandler final : public nlohmann::json_sax<json> {
+// Hands each entry to the visitor, or keeps it in the record.
+class Entries {
  public:
-  enum class Line { kHead, kEntries };
-  LineHandler(nlohmann::json_sax<json>& to, Line line) : to_(to), line_(line) {}
+  Entries(Record& record, RecordVisitor* visitor) : record_(record), visitor_(visitor) {}
 
-  bool null() override { return Flush() && to_.null(); }
-  bool boolean(bool v) override { return Flush() && to_.boolean(v); }
-  bool number_integer(number_integer_t v) override { return Flush() && to_.number_integer(v); }
-  bool number_unsigned(number_unsigned_t v) override { return Flush() && to_.number_unsigned(v); }
-  bool number_float(number_float_t v, const string_t& s) override {
-    return Flush() && to_.number_float(v, s);
+  // The entry to read `id` into, empty (a repeated id starts over: the
+  // last wins).
+  RecordEntry& Begin(std::string_view id) {
+    if (visitor_ != nullptr) {
+      scratch_ = RecordEntry{};
+      scratch_id_.assign(id);
+      return scratch_;
+    }
+    // Sorted as written: the hint makes each insert constant time.
+    size_t before = record_.resources.size();
+    auto it = record_.resources.try_emplace(record_.resources.end(), std::string(id));
+    if (record_.resources.size() == before) it->second = RecordEntry{};
+    return it->second;
   }
-  bool string(string_t& v) override { return Flush() && to_.string(v); }
-  bool binary(binary_t& v) override { return Flush() && to_.binary(v); }
-  bool start_array(std::size_t n) override { return Flush() && to_.start_array(n); }
-  bool end_array() override { return Flush() && to_.end_array(); }
-  bool key(string_t& k) override {
-    if (line_ == Line::kEntries && objects_ == 1) ++members_;
-    return Flush() && to_.key(k);
-  }
-  bool start_object(std::size_t n) override {
-    if (line_ == Line::kEntries && objects_++ == 0) return true;
-    return Flush() && to_.start_object(n);
-  }
-  bool end_object() override {
-    if (line_ == Line::kHead) return ++held_, true;
-    if (--objects_ == 0) return true;
-    return to_.end_object();
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;  // not reached: simdjson read the line
-  }
+  // False: the visitor stopped the reading.
+  bool End() { return visitor_ == nullptr || visitor_->Entry(scratch_id_, scratch_); }
+  bool Header() { return visitor_ == nullptr || visitor_->Header(record_); }
 
-  // After the line: true when it was what it must be (the head, closed by
-  // the two braces put after it; entries, at least one).
-  bool Done() {
-    if (line_ == Line::kEntries) return members_ > 0;
-    if (held_ != 2) return false;  // the line ended on an opened object
-    held_ -= 2;
-    return Flush();
+ private:
+  Record& record_;
+  RecordVisitor* visitor_;
+  RecordEntry scratch_;
+  std::string scratch_id_;
+};
+
+std::string NotJson(simdjson::error_code error) {
+  if (error == simdjson::INCORRECT_TYPE) return "not a JSON object";
+  return std::string("not JSON (") + simdjson::error_message(error) + ")";
+}
+
+// A record of version 1: one object, the entries under "resources".
+Result<bool> ReadVersion1(dom::element document, Record& record, RecordVisitor* visitor) {
+  dom::object root;
+  if (document.get_object().get(root) != simdjson::SUCCESS) return Fail("not a JSON object");
+  Head head;
+  if (auto read = ReadHead(root, record, head); !read) return std::unexpected(read.error());
+  if (auto checked = CheckHead(head, 1); !checked) return std::unexpected(checked.error());
+  record.version = 1;
+  dom::element resources;
+  if (root.at_key("resources").get(resources) != simdjson::SUCCESS) {
+    return Fail("resources missing");
+  }
+  dom::object entries;
+  if (resources.get_object().get(entries) != simdjson::SUCCESS) {
+    return Place{{}, "resources"}.Wrong("must be an object");
+  }
+  Entries out(record, visitor);
+  if (!out.Header()) return false;
+  for (dom::key_value_pair member : entries) {
+    dom::object fields;
+    if (member.value.get_object().get(fields) != simdjson::SUCCESS) {
+      return Fail("resource " + std::string(member.key) + ": must be an object");
+    }
+    if (auto read = ReadEntry(fields, member.key, out.Begin(member.key)); !read) {
+      return std::unexpected(read.error());
+    }
+    if (!out.End()) return false;
+  }
+  return true;
+}
+
+// The lines of a whole text.
+class TextLines {
+ public:
+  explicit TextLines(std::string_view text) : text_(text) {}
+
+  // False past the last line; a last line without its newline is a line.
+  bool Next(std::string_view* line) {
+    if (at_ >= text_.size()) return false;
+    size_t end = std::min(text_.find('\n', at_), text_.size());
+    *line = text_.substr(at_, end - at_);
+    at_ = end + 1;
+    return true;
+  }
+  // The whole text, the first line included.
+  Result<std::string_view> Whole() {
+    if (text_.size() > kMaxVersion1Bytes) return Fail("larger than a record of version 1 is");
+    return text_;
   }
 
  private:
-  bool Flush() {
-    for (; held_ > 0; --held_) {
-      if (!to_.end_object()) return false;
-    }
+  std::string_view text_;
+  size_t at_ = 0;
+};
+
+// The lines of a stream, each read into one buffer: never more than a line
+// is held.
+class StreamLines {
+ public:
+  explicit StreamLines(std::istream& in)
+      : in_(in), buffer_(std::make_unique_for_overwrite<char[]>(kMaxLineBytes + 2)) {}
+
+  // A line longer than kMaxLineBytes comes cut to kMaxLineBytes + 1 (the
+  // reader refuses it by its length); the rest of it is the next line.
+  bool Next(std::string_view* line) {
+    in_.getline(buffer_.get(), static_cast<std::streamsize>(kMaxLineBytes + 2));
+    auto got = static_cast<size_t>(in_.gcount());
+    if (got == 0 && in_.eof()) return false;
+    bool newline = !in_.fail() && !in_.eof();
+    if (in_.fail()) in_.clear(in_.rdstate() & ~std::ios::failbit);
+    *line = std::string_view(buffer_.get(), newline ? got - 1 : got);
+    if (lines_++ == 0) whole_.assign(*line).append(newline ? "\n" : "");
     return true;
   }
+  // The whole text, when only the first line was read.
+  Result<std::string_view> Whole() {
+    char chunk[64 << 10];
+    while (in_.read(chunk, sizeof chunk) || in_.gcount() > 0) {
+      whole_.append(chunk, static_cast<size_t>(in_.gcount()));
+      if (whole_.size() > kMaxVersion1Bytes) return Fail("larger than a record of version 1 is");
+    }
+    return std::string_view(whole_);
+  }
 
-  nlohmann::json_sax<json>& to_;
-  Line line_;
-  int objects_ = 0;
-  int held_ = 0;
-  size_t members_ = 0;
+ private:
+  std::istream& in_;
+  std::unique_ptr<char[]> buffer_;
+  size_t lines_ = 0;
+  std::string whole_;
 };
+
+// One line into `object`: an error's words, or nothing.
+std::optional<std::string> ParseLine(dom::parser& parser, std::string_view line,
+                                     dom::object* object) {
+  if (line.size() > kMaxLineBytes) return "longer than 1 MiB";
+  auto error = parser.parse(line.data(), line.size()).get_object().get(*object);
+  if (error != simdjson::SUCCESS) return NotJson(error);
+  return std::nullopt;
+}
+
+template <typename Lines>
+Result<bool> ReadLines(Lines& lines, Record& record, RecordVisitor* visitor) {
+  dom::parser parser;
+  std::string_view line;
+  size_t number = 1;
+  auto on_line = [&](const std::string& what) {
+    return Fail("line " + std::to_string(number) + ": " + what);
+  };
+  if (!lines.Next(&line)) return Fail("empty");
+  // The head. Anything else on the first line is a record of version 1 (its
+  // head line is not a document of its own), or no record at all.
+  dom::object object;
+  std::optional<std::string> not_head = ParseLine(parser, line, &object);
+  Head head;
+  if (!not_head) {
+    if (auto read = ReadHead(object, record, head); !read) return on_line(read.error().message);
+  }
+  if (not_head || head.version != Record::kVersion) {
+    if (auto whole = lines.Whole(); whole) {
+      record = Record{};
+      dom::element document;
+      if (parser.parse(whole->data(), whole->size()).get(document) == simdjson::SUCCESS) {
+        return ReadVersion1(document, record, visitor);
+      }
+    }
+    if (!not_head) return Fail("unknown version " + std::to_string(head.version));
+    return on_line(*not_head);
+  }
+  if (auto checked = CheckHead(head, Record::kVersion); !checked) {
+    return on_line(checked.error().message);
+  }
+  Entries out(record, visitor);
+  if (!out.Header()) return false;
+  uint64_t read = 0;
+  while (lines.Next(&line)) {
+    ++number;
+    if (read == head.entries) {
+      return on_line("past the " + std::to_string(head.entries) +
+                     " entries its head names: not as the host wrote it");
+    }
+    if (auto error = ParseLine(parser, line, &object)) return on_line(*error);
+    std::string_view id;
+    if (object.at_key("id").get_string().get(id) != simdjson::SUCCESS) {
+      return on_line("field id: missing, or not a string");
+    }
+    if (auto entry = ReadEntry(object, id, out.Begin(id)); !entry) {
+      return on_line(entry.error().message);
+    }
+    if (!out.End()) return false;
+    ++read;
+  }
+  if (read != head.entries) {
+    return Fail(std::to_string(read) + " of the " + std::to_string(head.entries) +
+                " entries its head names: cut short");
+  }
+  return true;
+}
+
+// Every refusal begins "state: ".
+template <typename Lines>
+Result<bool> Read(Lines lines, Record& record, RecordVisitor* visitor) {
+  auto read = ReadLines(lines, record, visitor);
+  if (!read) return Fail(read.error().kind, "state: " + read.error().message);
+  return read;
+}
 
 }  // namespace
 
-Result<bool> ScanRecordByLines(std::istream& text, RecordVisitor& visitor) {
+Result<Record> ParseRecord(std::string_view text) {
+  Record record;
+  if (auto read = Read(TextLines(text), record, nullptr); !read) {
+    return std::unexpected(read.error());
+  }
+  return record;
+}
+
+Result<Record> ParseRecord(std::istream& text) {
+  Record record;
+  if (auto read = Read(StreamLines(text), record, nullptr); !read) {
+    return std::unexpected(read.error());
+  }
+  return record;
+}
+
+Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor) {
   Record header;
-  RecordReader reader(header, &visitor);
-  FastSax sax;
-  auto not_by_lines = [] {
-    return Fail(ErrorKind::kNotByLines, "state: not laid out one entry per line");
-  };
-  std::string line, doc;
-  // A line, up to kMaxLineBytes: what the host writes is far shorter, and a
-  // longer one (a record all on one line) would be held whole.
-  constexpr size_t kMaxLineBytes = 1 << 20;
-  auto buffer = std::make_unique_for_overwrite<char[]>(kMaxLineBytes + 1);  // not zeroed
-  auto next_line = [&] {
-    text.getline(buffer.get(), static_cast<std::streamsize>(kMaxLineBytes + 1));
-    auto got = static_cast<size_t>(text.gcount());
-    if (text.fail()) return false;                          // no more lines, or one too long
-    line.assign(buffer.get(), text.eof() ? got : got - 1);  // less the newline taken
-    return true;
-  };
-  // One line as a document: simdjson must read it as nlohmann would, and it
-  // must be what its place asks for. nullopt: the reader stopped.
-  auto read = [&](std::string_view open, std::string_view close,
-                  LineHandler::Line kind) -> std::optional<bool> {
-    doc.assign(open);
-    doc += line;
-    doc += close;
-    LineHandler handler(reader, kind);
-    std::optional<bool> parsed;
-    try {
-      parsed = sax.Parse(doc, handler);
-    } catch (const json::exception&) {
-      return false;
-    }
-    if (!parsed.has_value()) return false;
-    if (!*parsed) return reader.stopped() ? std::nullopt : std::optional<bool>(false);
-    bool done = handler.Done();
-    if (reader.stopped()) return std::nullopt;
-    return done;
-  };
-  // The head: every field but the entries, "resources" opened last and
-  // nothing of it on this line (the next line's entry needs no comma).
-  if (!next_line() || !line.ends_with("\"resources\":{")) return not_by_lines();
-  if (auto ok = read("", "}}", LineHandler::Line::kHead); !ok.has_value()) {
-    return false;
-  } else if (!*ok) {
-    return not_by_lines();
-  }
-  // Entries, each line but the last one before the tail ending in a comma;
-  // then the tail, and nothing after it.
-  bool comma = false;
-  bool first = true;
-  while (true) {
-    if (!next_line()) return not_by_lines();
-    if (line == "}}") {
-      if (comma) return not_by_lines();
-      break;
-    }
-    if ((!first && !comma) || line.empty() || line.front() != '"') return not_by_lines();
-    first = false;
-    comma = line.back() == ',';
-    if (comma) line.pop_back();
-    if (auto ok = read("{", "}", LineHandler::Line::kEntries); !ok.has_value()) {
-      return false;
-    } else if (!*ok) {
-      return not_by_lines();
-    }
-  }
-  if (text.peek() != std::char_traits<char>::eof()) return not_by_lines();
-  if (!reader.end_object() || !reader.end_object()) {
-    return reader.stopped() ? Result<bool>(false) : not_by_lines();
-  }
-  if (reader.stopped()) return false;
-  return Finished(reader);
+  return Read(StreamLines(text), header, &visitor);
+}
+
+Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor) {
+  Record header;
+  return Read(TextLines(text), header, &visitor);
 }
 
 }  // namespace mesh::core

@@ -25,9 +25,6 @@ enum class ErrorKind {
   kChanged,
   // A JSON document nests deeper than its reader allows.
   kTooDeep,
-  // A record's text is not laid out as the host writes it (one entry per
-  // line): it must be read another way (core::ScanRecordByLines).
-  kNotByLines,
   // A JSON object names one key twice: which one a reader keeps is its own
   // choice, so the document is refused.
   kDuplicateKey,

@@ -327,6 +327,7 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
   std::string settled_digest = settled.failed || !settled.intent.owed.empty() ? "" : decl.digest;
   bool same_record = in.had_record && settled.entries.empty() && old.machine == decl.machine &&
                      old.generation == decl.generation && old.declaration_digest == decl.digest &&
+                     old.version == core::Record::kVersion &&
                      old.want_version == core::Record::kWantVersion &&
                      old.settled_declaration_digest == settled_digest;
   bool same_intent = settled.intent == *in.saved;

@@ -41,6 +41,7 @@ bool RecordProof::Header(const core::Record& header) {
 
 bool RecordProof::HeaderHolds() const {
   return header_.declaration_digest == digest_ && header_.settled_declaration_digest == digest_ &&
+         header_.version == core::Record::kVersion &&
          header_.want_version == core::Record::kWantVersion &&
          (machine_.empty() || header_.machine == machine_);
 }
@@ -125,12 +126,6 @@ uint32_t RecordProof::AppliedAt(const std::string& text) {
   auto [it, added] = applied_at_index_.try_emplace(text, static_cast<uint32_t>(applied_at_.size()));
   if (added) applied_at_.push_back(text);
   return it->second;
-}
-
-bool RecordProof::Restart() {
-  if (keep_) return false;
-  *this = RecordProof(ports_, digest_, machine_, batch_size_);
-  return true;
 }
 
 bool RecordProof::CheckBatch() {

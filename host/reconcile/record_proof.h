@@ -57,8 +57,6 @@ class RecordProof : public core::RecordVisitor {
 
   bool Header(const core::Record& header) override;
   bool Entry(const std::string& id, const core::RecordEntry& entry) override;
-  // A streamed proof starts over, as made; a kept one cannot.
-  bool Restart() override;
   // After the whole record was visited: checks what is left (the last
   // batch of files, unit files, units). True: every resource is unchanged.
   bool Finish();

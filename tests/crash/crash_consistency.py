@@ -97,7 +97,11 @@ def main():
         sp = os.path.join(state, "state.json")
         if os.path.exists(sp):
             try:
-                json.load(open(sp))
+                # JSON Lines: the head counts the entries that follow.
+                lines = open(sp).read().splitlines()
+                head, entries = json.loads(lines[0]), [json.loads(l) for l in lines[1:]]
+                if len(entries) != head["entries"]:
+                    failures.append(f"{label}: record has {len(entries)} of {head['entries']} entries")
             except Exception as e:  # noqa: BLE001
                 failures.append(f"{label}: record does not parse: {e}")
         tools = os.path.join(root, "opt/tools/lib")

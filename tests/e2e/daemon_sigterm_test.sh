@@ -32,8 +32,9 @@ grep -q "stopping on Terminated" "$T/log" || fail "no clean stop in the log"
 python3 - "$T" <<'PY' || exit 1
 import json, os, sys
 t = sys.argv[1]
-rec = json.load(open(f"{t}/state/state.json"))
-assert len(rec["resources"]) == 3000, f"record has {len(rec['resources'])} entries"
+lines = open(f"{t}/state/state.json").read().splitlines()
+head, entries = json.loads(lines[0]), [json.loads(l) for l in lines[1:]]
+assert head["entries"] == len(entries) == 3000, f"record has {len(entries)} of {head['entries']} entries"
 for i in range(3000):
     p = f"{t}/root/data/d{i // 100:03d}/f{i:05d}"
     with open(p) as f:

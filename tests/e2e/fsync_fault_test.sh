@@ -23,7 +23,7 @@ apply_failing_syncfs() {
   [ "$rc" = 1 ] || fail "exit $rc, not 1"
 }
 generation_is() {
-  python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["generation"] != int(sys.argv[2]))' "$T/state/state.json" "$1"
+  python3 -c 'import json,sys; sys.exit(json.loads(open(sys.argv[1]).readline())["generation"] != int(sys.argv[2]))' "$T/state/state.json" "$1"
 }
 # The unpack makes its tree durable with one syncfs, the apply's only one.
 apply_failing_syncfs 1

@@ -35,19 +35,14 @@ class MemoryRecordStore : public ports::RecordStore {
   std::optional<uint64_t> KeptRecordVersion() const override {
     return stream ? std::nullopt : std::optional<uint64_t>(version_);
   }
-  // Streams the text as a one-shot apply streams a large state.json (a line
-  // at a time, then from the start by reference when it is laid out
-  // otherwise); with `stream` false, walks a loaded record as the daemon's
+  // Streams the text as a one-shot apply streams a large state.json, a line
+  // at a time; with `stream` false, walks a loaded record as the daemon's
   // store does.
   core::Result<bool> Scan(core::RecordVisitor& visitor) override {
     if (!stream) return RecordStore::Scan(visitor);
     if (!text.has_value()) return false;
     std::istringstream in(*text);
-    auto scanned = core::ScanRecordByLines(in, visitor);
-    if (scanned || scanned.error().kind != core::ErrorKind::kNotByLines) return scanned;
-    if (!visitor.Restart()) return false;
-    std::istringstream again(*text);
-    return core::ScanRecord(again, visitor);
+    return core::ScanRecord(in, visitor);
   }
   core::Status Save(core::Record record) override {
     if (kill != nullptr && !kill->Alive()) return core::Ok();  // dead: nothing lands

@@ -17,8 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // With the declaration's kind of depth limit too: what is refused as too
   // deep, and what is handed over below it.
   if (disagreement.empty()) disagreement = mesh::core::testing_json::Disagreement(text, 4);
-  if (disagreement.empty()) disagreement = mesh::core::testing_json::SaxDisagreement(text);
-  if (disagreement.empty()) disagreement = mesh::core::testing_json::SaxDisagreement(text, 5);
   if (!disagreement.empty()) {
     std::fprintf(stderr, "%s\n", disagreement.c_str());
     std::abort();

@@ -3,9 +3,8 @@
 // save and a load unchanged. Streamed to a visitor (how a one-shot apply
 // reads it), the same text must read the same way: the same verdict, the
 // same entries, and a visitor that stops part-way must stop the reading.
-// A whole text (simdjson) and a stream (nlohmann) must read alike, down to
-// the words of a refusal; read a line at a time (ScanRecordByLines), alike
-// too, or not at all (kNotByLines).
+// A whole text and a stream must read alike, down to the words of a
+// refusal.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -67,21 +66,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     whole.entries != all.entries
               : scanned_whole.error().message != scanned.error().message) {
     std::abort();
-  }
-  // A line at a time (a large state.json): the stream's reading exactly,
-  // or kNotByLines (the store then reads it again by reference).
-  for (size_t stop : {SIZE_MAX, all.entries.size() / 2}) {
-    Collect reference(stop), lines(stop);
-    std::istringstream a{std::string(text)}, b{std::string(text)};
-    auto by_reference = mesh::core::ScanRecord(a, reference);
-    auto by_lines = mesh::core::ScanRecordByLines(b, lines);
-    if (!by_lines && by_lines.error().kind == mesh::core::ErrorKind::kNotByLines) continue;
-    if (by_lines.has_value() != by_reference.has_value()) std::abort();
-    if (by_lines ? *by_lines != *by_reference || lines.headers != reference.headers ||
-                       lines.entries != reference.entries
-                 : by_lines.error().message != by_reference.error().message) {
-      std::abort();
-    }
   }
   if (!all.entries.empty()) {
     Collect some(all.entries.size() - 1);

@@ -85,6 +85,6 @@ until_true 10 '! kill -0 $HOST 2>/dev/null'; wait $HOST; rc=$?
 set -e
 check "SIGTERM: exit 0" '[ $rc = 0 ]'
 check "SIGTERM: STOPPING=1 sent" 'grep -q STOPPING=1 "$T/notify.log"'
-check "record whole after stop" 'python3 -c "import json; json.load(open(\"$T/state/state.json\"))"'
+check "record whole after stop" 'python3 -c "import json, sys; l = open(sys.argv[1]).read().splitlines(); sys.exit(len(l) - 1 != json.loads(l[0])[\"entries\"] or any(json.loads(x) is None for x in l))" "$T/state/state.json"'
 echo "daemon integration: $fails failed"
 [ "$fails" = 0 ]

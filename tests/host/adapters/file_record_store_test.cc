@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/testing/record_json.h"
 #include "tests/testing/temp_dir.h"
 
 namespace mesh::adapters {
@@ -61,14 +62,7 @@ class Listing : public core::RecordVisitor {
     text += id + " " + entry.digest + " " + entry.applied_at + "\n";
     return true;
   }
-  bool Restart() override {
-    text.clear();
-    ++restarts;
-    return can_restart;
-  }
   std::string text;
-  int restarts = 0;
-  bool can_restart = true;
 };
 
 // A record of `n` files, f0 to f(n-1).
@@ -129,33 +123,33 @@ TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
   }
 }
 
-// A large record is streamed a line at a time (core::ScanRecordByLines);
-// one laid out otherwise (pretty-printed, all on one line) is read again
-// from the start by the reference, the visitor told to start over; one
-// that cannot is stopped, not handed anything twice.
-TEST_F(FileRecordStoreReadTest, ALargeRecordLaidOutOtherwiseIsReadAgainFromTheStart) {
+// A record an older host wrote (version 1: one document, in any layout) is
+// read whole or streamed alike, and what it holds is what the host's own
+// record of today holds.
+TEST_F(FileRecordStoreReadTest, ARecordOfVersion1ReadsWholeOrStreamed) {
   core::Record record = Files(20);
   record.declaration_digest = "d";
-  std::string by_lines = core::SerializeRecord(record);
-  auto json = nlohmann::json::parse(by_lines);
+  std::string today = core::SerializeRecord(record);
+  nlohmann::json old = testing::RecordJson(today);
   std::string expected;
-  for (const std::string& text : {by_lines, json.dump(2), json.dump()}) {
+  for (const std::string& text :
+       {today, testing::Version1Text(old, 2), testing::Version1Text(old)}) {
     WriteText(state_ + "/state.json", text);
-    auto store = FileRecordStore::Open(state_, /*create=*/false);
-    ASSERT_TRUE(store.has_value()) << store.error().message;
-    (*store)->set_whole_record_bytes(0);
-    Listing listing;
-    auto scanned = (*store)->Scan(listing);
-    ASSERT_TRUE(scanned.has_value()) << scanned.error().message;
-    EXPECT_TRUE(*scanned);
-    EXPECT_EQ(listing.restarts, text == by_lines ? 0 : 1);
-    if (expected.empty()) expected = listing.text;
-    EXPECT_EQ(listing.text, expected);
-    Listing stuck;
-    stuck.can_restart = false;
-    auto stopped = (*store)->Scan(stuck);
-    ASSERT_TRUE(stopped.has_value());
-    EXPECT_EQ(*stopped, text == by_lines);
+    for (uint64_t limit : {FileRecordStore::kWholeRecordBytes, uint64_t{0}}) {
+      auto store = FileRecordStore::Open(state_, /*create=*/false);
+      ASSERT_TRUE(store.has_value()) << store.error().message;
+      (*store)->set_whole_record_bytes(limit);
+      Listing listing;
+      auto scanned = (*store)->Scan(listing);
+      ASSERT_TRUE(scanned.has_value()) << scanned.error().message;
+      EXPECT_TRUE(*scanned);
+      if (expected.empty()) expected = listing.text;
+      EXPECT_EQ(listing.text, expected) << text.substr(0, 40) << " limit " << limit;
+      auto loaded = (*store)->Load();
+      ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+      EXPECT_EQ((*loaded)->version, text == today ? 2 : 1);
+      EXPECT_EQ((*loaded)->resources, record.resources);
+    }
   }
   EXPECT_THAT(expected, HasSubstr("f19 sha256:19"));
 }

@@ -89,56 +89,6 @@ inline std::string Disagreement(std::string_view text, int max_depth = 0) {
   return fast == reference ? "" : "simdjson:\n" + fast + "\nnlohmann:\n" + reference;
 }
 
-// nlohmann's SAX events written out, one per line; a handler that stops
-// at the `stop_at`-th event (0: never) shows the early stop.
-class SaxTrace final : public nlohmann::json_sax<json> {
- public:
-  explicit SaxTrace(size_t stop_at = 0) : stop_at_(stop_at) {}
-  bool null() override { return Add("null"); }
-  bool boolean(bool v) override { return Add(v ? "true" : "false"); }
-  bool number_integer(number_integer_t v) override { return Add("i" + std::to_string(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return Add("u" + std::to_string(v)); }
-  // The float's text is not compared: SaxParseFast does not give it.
-  bool number_float(number_float_t v, const string_t&) override {
-    return Add("f" + json(v).dump());
-  }
-  bool string(string_t& v) override { return Add("s" + json(v).dump()); }
-  bool binary(binary_t&) override { return Add("binary"); }
-  // Sizes are not compared: simdjson knows them, nlohmann gives -1.
-  bool start_object(std::size_t) override { return Add("{"); }
-  bool end_object() override { return Add("}"); }
-  bool start_array(std::size_t) override { return Add("["); }
-  bool end_array() override { return Add("]"); }
-  bool key(string_t& k) override { return Add("k" + json(k).dump()); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return Add("error");
-  }
-  std::string text;
-
- private:
-  bool Add(const std::string& event) {
-    text += event + "\n";
-    return ++events_ != stop_at_;
-  }
-  size_t stop_at_;
-  size_t events_ = 0;
-};
-
-// Empty when SaxParseFast either hands `text` over to nlohmann untouched or
-// sends exactly nlohmann's events and verdict; otherwise both.
-inline std::string SaxDisagreement(std::string_view text, size_t stop_at = 0) {
-  SaxTrace fast(stop_at);
-  std::optional<bool> verdict = SaxParseFast(text, fast);
-  if (!verdict.has_value()) {
-    return fast.text.empty() ? "" : "events before the hand-over:\n" + fast.text;
-  }
-  SaxTrace reference(stop_at);
-  bool parsed = json::sax_parse(text, &reference);
-  if (*verdict == parsed && fast.text == reference.text) return "";
-  return "simdjson (" + std::to_string(*verdict) + "):\n" + fast.text + "nlohmann (" +
-         std::to_string(parsed) + "):\n" + reference.text;
-}
-
 // The input as a JSON string, whatever its bytes.
 inline std::string Quoted(std::string_view text) {
   return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);

@@ -381,7 +381,7 @@ TEST_F(FilesTest, ANewKeyNeverRestartsWhatTheCredentialFeeds) {
   json old = Record();
   old["want_version"] = 1;
   old["resources"]["app.token"]["digest"] = "sha256:" + core::Sha256Hex("any older recipe");
-  store_.text = old.dump();
+  store_.text = testing::Version1Text(old);  // as an older host wrote it
   ApplyReport upgraded = Run(decl);
   ASSERT_EQ(upgraded.result, ApplyResult::kOk) << upgraded.error;
   EXPECT_THAT(Outcomes(upgraded), ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));

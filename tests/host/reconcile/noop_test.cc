@@ -298,7 +298,7 @@ TEST_P(NoopTest, AnOlderRecordLearnsTheBytesDigestFromTheFullPass) {
   EXPECT_FALSE(old["resources"]["app.token"]["written"][0].contains("content_digest"))
       << "a secret's bytes are not digested in the record";
   written.erase("content_digest");
-  store_.text = old.dump();
+  store_.text = testing::Version1Text(old);  // as an older host wrote it
   std::filesystem::last_write_time(Root("/etc/app.conf"),
                                    std::filesystem::file_time_type::clock::now() + 1h);
   ApplyReport upgrade = Run(decl);
@@ -421,7 +421,7 @@ TEST_P(NoopTest, AnOlderRecordIsUpgradedByOneFullPass) {
     entry.erase("position");
     entry.erase("state");
   }
-  store_.text = old.dump(1);  // indented, as the first host wrote it
+  store_.text = testing::Version1Text(old, 1);  // indented, as the first host wrote it
   int starts = services_.StartsOf("web.service") + services_.StartsOf("tools.service");
   ApplyReport upgrade = Run(decl);
   EXPECT_FALSE(upgrade.from_record);
@@ -430,6 +430,27 @@ TEST_P(NoopTest, AnOlderRecordIsUpgradedByOneFullPass) {
                                              "unchanged", "unchanged"));
   EXPECT_EQ(services_.StartsOf("web.service") + services_.StartsOf("tools.service"), starts);
   EXPECT_TRUE(Record()["resources"]["tools"].contains("position"));
+  EXPECT_TRUE(Run(decl).from_record);
+}
+
+// A record of version 1 that holds everything the no-op needs proves
+// nothing: the full pass runs once, touches nothing and writes the record
+// anew as JSON Lines, and the next no-op is proven from it. Kept as it
+// was, every one-shot apply would read the old document whole.
+TEST_P(NoopTest, ARecordOfVersion1IsWrittenAnewByOneFullPass) {
+  json decl = Everything();
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_TRUE(Run(decl).from_record);
+  store_.text = testing::Version1Text(Record());
+  int starts = services_.StartsOf("web.service") + services_.StartsOf("tools.service");
+  int saves = store_.saves;
+  ApplyReport upgrade = Run(decl);
+  EXPECT_FALSE(upgrade.from_record);
+  EXPECT_EQ(upgrade.result, ApplyResult::kOk) << upgrade.error;
+  EXPECT_THAT(Outcomes(upgrade), ::testing::Each("unchanged"));
+  EXPECT_EQ(services_.StartsOf("web.service") + services_.StartsOf("tools.service"), starts);
+  EXPECT_EQ(store_.saves, saves + 1);
+  EXPECT_THAT(*store_.text, ::testing::StartsWith(R"({"version":2,)"));
   EXPECT_TRUE(Run(decl).from_record);
 }
 

@@ -17,6 +17,7 @@
 #include "tests/fakes/fake_service_manager.h"
 #include "tests/fakes/fake_unit_journal.h"
 #include "tests/fakes/memory_record_store.h"
+#include "tests/testing/record_json.h"
 #include "tests/testing/tar_builder.h"
 #include "tests/testing/temp_dir.h"
 
@@ -88,7 +89,7 @@ class ReconcilerTest : public ::testing::Test {
 
   std::string Root(const std::string& rel) const { return dir_.Sub("root") + rel; }
 
-  json Record() const { return json::parse(*store_.text); }
+  json Record() const { return testing::RecordJson(*store_.text); }
 
   testing::TempDir dir_;
   std::unique_ptr<adapters::PosixFileSystem> root_, artifacts_, units_;

@@ -273,27 +273,5 @@ TEST_F(RecordProofTest, ALargeBatchInTwoHalvesIsOneBatch) {
   }
 }
 
-// The store read part of a record a line at a time, then reads it again
-// from the start another way (FileRecordStore::Scan): the proof starts over,
-// as made. Visited twice without it, every resource would be there twice.
-TEST_F(RecordProofTest, AProofThatStartsOverIsTheProofOfOneVisit) {
-  auto lines = [](const RecordProof& proof) {
-    std::vector<std::string> out;
-    proof.Report([&](core::ResourceOutcome&& o) { out.push_back(core::FormatOutcomeLine(o)); });
-    return out;
-  };
-  RecordProof fresh({.root = root_.get(), .units = units_.get()}, "d", "m");
-  ASSERT_TRUE(Prove(fresh));
-  RecordProof again({.root = root_.get(), .units = units_.get()}, "d", "m");
-  ASSERT_TRUE(core::VisitRecord(record_, again));
-  ASSERT_TRUE(again.Restart());
-  ASSERT_TRUE(Prove(again));
-  EXPECT_EQ(lines(again), lines(fresh));
-  EXPECT_EQ(again.resources(), 5u);
-  RecordProof kept({.root = root_.get(), .units = units_.get()}, "d", "m");
-  kept.KeepForReruns();
-  EXPECT_FALSE(kept.Restart()) << "a kept proof points into its record: it cannot start over";
-}
-
 }  // namespace
 }  // namespace mesh::reconcile
