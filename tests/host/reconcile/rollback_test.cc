@@ -1,7 +1,8 @@
 // on_failure: rollback over the fake service manager: ADR 184's jail, put
 // back; held without a restart; released by a new digest; the restart onto
 // the last good failing too; the kept copy of a credential never shown; a
-// last-good.json that cannot be read; a kill at every step of a rollback.
+// last-good.json that cannot be read; a kill at every step of a rollback,
+// of files and of a bundle.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -510,6 +511,65 @@ TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
     ++kills;
   }
   EXPECT_GE(kills, 10) << "writes, intent, jobs, record, the hold, the second pass";
+}
+
+// The same for a bundle: the refused v2 is packed under v1's name, so the
+// rollback can only unpack the copy kept with the last good. A kill at any
+// step (the unpack, the restart, the hold, the record) leaves the next two
+// applies on v1, the daemon running what it was confirmed on, reported as
+// failed. Before this test only reasoning covered a kill there.
+TEST_F(RollbackCrashTest, AKillAnywhereInABundleRollbackConvergesToTheKeptCopy) {
+  services_.AddUnit("app.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  auto run_text = [this] {
+    std::string run = Root("/opt/app/run");
+    return testing::Exists(run) ? testing::ReadText(run) : std::string("(none)");
+  };
+  services_.behavior_on_start = [&](const std::string&) -> std::optional<Behavior> {
+    return run_text() == "broken" ? Behavior::kDiesAfter : Behavior::kHealthy;
+  };
+  std::string loaded;  // what the daemon last (re)started on
+  services_.on_load = [&](const std::string& unit) {
+    if (unit == "app.service") loaded = run_text();
+  };
+  auto app = [](const std::string& sha, uint64_t generation) {
+    return Decl({{{"id", "app"},
+                  {"kind", "process"},
+                  {"path", "/opt/app"},
+                  {"source", "app.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", "app.service"},
+                  {"unit_text", "[Service]\nExecStart=/opt/app/run\n"},
+                  {"on_failure", "rollback"}}},
+                generation);
+  };
+  uint64_t generation = 1;
+  int kills = 0;
+  for (int step = 0; step < 400; ++step, generation += 2) {
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    std::string v1 = Bundle("app.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
+    ApplyReport good = Apply(app(v1, generation));
+    ASSERT_EQ(good.result, ApplyResult::kOk) << good.error;
+    ASSERT_EQ(run_text(), "v1");
+    std::string v2 = Bundle("app.tar.gz", {{.name = "run", .content = "broken", .mode = 0755}});
+    kill_.KillAt(step);
+    (void)Apply(app(v2, generation + 1));
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    for (int after = 0; after < 2; ++after) {
+      ApplyReport r = Apply(app(v2, generation + 1));
+      EXPECT_EQ(r.result, ApplyResult::kFailed) << "never a success on a refused generation";
+      EXPECT_EQ(run_text(), "v1");
+      EXPECT_EQ(loaded, "v1") << "the daemon runs a bundle it was never confirmed on";
+      const auto& unit = Of(r, "app");
+      ASSERT_TRUE(unit.unit.has_value());
+      EXPECT_TRUE(unit.unit->up) << unit.detail;
+      EXPECT_THAT(unit.detail, ::testing::AnyOf(HasSubstr("held at generation"),
+                                                HasSubstr("rolled back to generation")));
+    }
+    if (HasFailure() || !killed) break;
+    ++kills;
+  }
+  EXPECT_GE(kills, 15) << "the unpack, intent, jobs, record, the hold, the second pass";
 }
 
 }  // namespace
