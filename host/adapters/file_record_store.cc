@@ -199,6 +199,7 @@ core::Status FileRecordStore::Save(core::Record record) {
     return std::unexpected(written.error());
   }
   if (keep_) {
+    record.version = core::Record::kVersion;  // what was written, whatever was read
     cached_ = std::make_shared<const core::Record>(std::move(record));
     cached_fingerprint_ = core::FileFingerprint(*written);
     ++version_;

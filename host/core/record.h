@@ -170,10 +170,14 @@ void AppendRecordEntry(std::string& out, const std::string& id, const RecordEntr
 
 // Reading is one reader, a line at a time, each line by simdjson, from a
 // whole text or a stream alike (the store streams a large record, never
-// holding it whole). A record whose lines are fewer or more than its head
-// says, a line over 1 MiB, or a line that is not JSON is refused with its
-// line number. Unknown fields are skipped, so a newer host's record still
-// reads; a repeated key or id keeps its last value.
+// holding it whole). A line over 1 MiB, a line that is not a JSON object,
+// or a line past the head's count of entries is refused with its number,
+// fewer lines than the count as cut short. Unknown fields are skipped, so
+// a newer host's record still reads; a repeated key or id keeps its last
+// value. A record of version 1 is read a line at a time as its hosts laid
+// it out, else whole up to 64 MiB; past that it is refused with
+// ErrorKind::kTooLarge, which is not a corrupt record (the apply changes
+// nothing rather than start from an empty one).
 Result<Record> ParseRecord(std::string_view text);
 Result<Record> ParseRecord(std::istream& text);
 // Reads the record, handing each entry to `visitor` instead of keeping it:

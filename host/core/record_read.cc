@@ -276,6 +276,27 @@ std::string NotJson(simdjson::error_code error) {
   return std::string("not JSON (") + simdjson::error_message(error) + ")";
 }
 
+// The last value of `key` (a repeated key keeps its last, as everywhere in
+// the record); false when there is none.
+bool LastValue(dom::object object, std::string_view key, dom::element* out) {
+  bool found = false;
+  for (dom::key_value_pair field : object) {
+    if (field.key == key) {
+      *out = field.value;
+      found = true;
+    }
+  }
+  return found;
+}
+
+std::unexpected<Error> TooLarge(const std::string& why) {
+  return Fail(ErrorKind::kTooLarge,
+              why +
+                  ": it is not read as corrupt, and nothing is changed until it is laid out one "
+                  "entry per line (as the host writes it) or removed (the next apply then "
+                  "adopts what is on disk)");
+}
+
 // A record of version 1: one object, the entries under "resources".
 Result<bool> ReadVersion1(dom::element document, Record& record, RecordVisitor* visitor) {
   dom::object root;
@@ -285,9 +306,7 @@ Result<bool> ReadVersion1(dom::element document, Record& record, RecordVisitor* 
   if (auto checked = CheckHead(head, 1); !checked) return std::unexpected(checked.error());
   record.version = 1;
   dom::element resources;
-  if (root.at_key("resources").get(resources) != simdjson::SUCCESS) {
-    return Fail("resources missing");
-  }
+  if (!LastValue(root, "resources", &resources)) return Fail("resources missing");
   dom::object entries;
   if (resources.get_object().get(entries) != simdjson::SUCCESS) {
     return Place{{}, "resources"}.Wrong("must be an object");
@@ -376,49 +395,31 @@ std::optional<std::string> ParseLine(dom::parser& parser, std::string_view line,
   return std::nullopt;
 }
 
-template <typename Lines>
-Result<bool> ReadLines(Lines& lines, Record& record, RecordVisitor* visitor) {
-  dom::parser parser;
-  std::string_view line;
+// "line N: " before a refusal.
+struct LineNumber {
   size_t number = 1;
-  auto on_line = [&](const std::string& what) {
+  std::unexpected<Error> operator()(const std::string& what) const {
     return Fail("line " + std::to_string(number) + ": " + what);
-  };
-  if (!lines.Next(&line)) return Fail("empty");
-  // The head. Anything else on the first line is a record of version 1 (its
-  // head line is not a document of its own), or no record at all.
+  }
+};
+
+// Version 2 past its head: an entry a line, as many as the head says.
+template <typename Lines>
+Result<bool> ReadEntryLines(Lines& lines, dom::parser& parser, uint64_t entries, Entries& out) {
+  LineNumber on_line;
+  std::string_view line;
   dom::object object;
-  std::optional<std::string> not_head = ParseLine(parser, line, &object);
-  Head head;
-  if (!not_head) {
-    if (auto read = ReadHead(object, record, head); !read) return on_line(read.error().message);
-  }
-  if (not_head || head.version != Record::kVersion) {
-    if (auto whole = lines.Whole(); whole) {
-      record = Record{};
-      dom::element document;
-      if (parser.parse(whole->data(), whole->size()).get(document) == simdjson::SUCCESS) {
-        return ReadVersion1(document, record, visitor);
-      }
-    }
-    if (!not_head) return Fail("unknown version " + std::to_string(head.version));
-    return on_line(*not_head);
-  }
-  if (auto checked = CheckHead(head, Record::kVersion); !checked) {
-    return on_line(checked.error().message);
-  }
-  Entries out(record, visitor);
-  if (!out.Header()) return false;
   uint64_t read = 0;
   while (lines.Next(&line)) {
-    ++number;
-    if (read == head.entries) {
-      return on_line("past the " + std::to_string(head.entries) +
+    ++on_line.number;
+    if (read == entries) {
+      return on_line("past the " + std::to_string(entries) +
                      " entries its head names: not as the host wrote it");
     }
     if (auto error = ParseLine(parser, line, &object)) return on_line(*error);
+    dom::element id_value;
     std::string_view id;
-    if (object.at_key("id").get_string().get(id) != simdjson::SUCCESS) {
+    if (!LastValue(object, "id", &id_value) || id_value.get_string().get(id) != simdjson::SUCCESS) {
       return on_line("field id: missing, or not a string");
     }
     if (auto entry = ReadEntry(object, id, out.Begin(id)); !entry) {
@@ -427,11 +428,108 @@ Result<bool> ReadLines(Lines& lines, Record& record, RecordVisitor* visitor) {
     if (!out.End()) return false;
     ++read;
   }
-  if (read != head.entries) {
-    return Fail(std::to_string(read) + " of the " + std::to_string(head.entries) +
+  if (read != entries) {
+    return Fail(std::to_string(read) + " of the " + std::to_string(entries) +
                 " entries its head names: cut short");
   }
   return true;
+}
+
+// The end of the head line of version 1 as its hosts laid it out.
+constexpr std::string_view kVersion1ListOpens = "\"resources\":{";
+
+// Version 1 as its hosts laid it out: the head on the first line, ending
+// in "resources":{, then an entry ("ID":{...}) a line, each but the last
+// followed by a comma, then "}}" alone. Read a line at a time as version 2
+// is, each line made a document of its own: no size is too large.
+template <typename Lines>
+Result<bool> ReadVersion1Lines(Lines& lines, std::string_view first, dom::parser& parser,
+                               Record& record, RecordVisitor* visitor) {
+  LineNumber on_line;
+  std::string doc(first.substr(0, first.size() - kVersion1ListOpens.size()));
+  if (doc.ends_with(',')) doc.pop_back();
+  doc += '}';
+  dom::object object;
+  if (auto error = ParseLine(parser, doc, &object)) return on_line(*error);
+  Head head;
+  if (auto read = ReadHead(object, record, head); !read) return on_line(read.error().message);
+  if (auto checked = CheckHead(head, 1); !checked) return on_line(checked.error().message);
+  record.version = 1;
+  Entries out(record, visitor);
+  if (!out.Header()) return false;
+  std::string_view line;
+  bool first_entry = true, comma = false;
+  while (true) {
+    if (!lines.Next(&line)) return Fail("cut short: no \"}}\" closes it");
+    ++on_line.number;
+    if (line == "}}") break;
+    if (!first_entry && !comma) return on_line("no comma after the entry before");
+    first_entry = false;
+    comma = line.ends_with(',');
+    doc.assign("{").append(line.substr(0, line.size() - comma)).append("}");
+    if (auto error = ParseLine(parser, doc, &object)) return on_line(*error);
+    size_t members = 0;
+    for ([[maybe_unused]] dom::key_value_pair member : object) ++members;
+    if (members != 1) return on_line("not one entry");
+    dom::key_value_pair member = *object.begin();
+    dom::object fields;
+    if (member.value.get_object().get(fields) != simdjson::SUCCESS) {
+      return on_line("resource " + std::string(member.key) + ": must be an object");
+    }
+    if (auto entry = ReadEntry(fields, member.key, out.Begin(member.key)); !entry) {
+      return on_line(entry.error().message);
+    }
+    if (!out.End()) return false;
+  }
+  if (comma) return on_line("a comma after the last entry");
+  if (lines.Next(&line)) return Fail("text after the closing \"}}\"");
+  return true;
+}
+
+// Version 1 laid out otherwise (indented, on one line): one document, read
+// whole, up to kMaxVersion1Bytes. `first_error`: why the first line alone
+// is no head, said if the whole is no JSON either.
+template <typename Lines>
+Result<bool> ReadVersion1Whole(Lines& lines, const std::optional<std::string>& first_error,
+                               dom::parser& parser, Record& record, RecordVisitor* visitor) {
+  auto whole = lines.Whole();
+  if (!whole) {
+    return TooLarge("a record of version 1 over 64 MiB, not laid out one entry per line");
+  }
+  record = Record{};
+  dom::element document;
+  auto error = parser.parse(whole->data(), whole->size()).get(document);
+  if (error == simdjson::MEMALLOC) {
+    return TooLarge("not enough memory to read a record of version 1 whole");
+  }
+  if (error != simdjson::SUCCESS) {
+    return first_error ? LineNumber{}(*first_error) : Fail(NotJson(error));
+  }
+  return ReadVersion1(document, record, visitor);
+}
+
+template <typename Lines>
+Result<bool> ReadLines(Lines& lines, Record& record, RecordVisitor* visitor) {
+  dom::parser parser;
+  std::string_view first;
+  if (!lines.Next(&first)) return Fail("empty");
+  dom::object object;
+  std::optional<std::string> not_head = ParseLine(parser, first, &object);
+  if (not_head) {
+    if (first.starts_with('{') && first.ends_with(kVersion1ListOpens)) {
+      return ReadVersion1Lines(lines, first, parser, record, visitor);
+    }
+    return ReadVersion1Whole(lines, not_head, parser, record, visitor);
+  }
+  Head head;
+  if (auto read = ReadHead(object, record, head); !read) return LineNumber{}(read.error().message);
+  if (head.version == 1) return ReadVersion1Whole(lines, std::nullopt, parser, record, visitor);
+  if (auto checked = CheckHead(head, Record::kVersion); !checked) {
+    return LineNumber{}(checked.error().message);
+  }
+  Entries out(record, visitor);
+  if (!out.Header()) return false;
+  return ReadEntryLines(lines, parser, head.entries, out);
 }
 
 // Every refusal begins "state: ".

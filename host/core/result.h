@@ -28,6 +28,9 @@ enum class ErrorKind {
   // A JSON object names one key twice: which one a reader keeps is its own
   // choice, so the document is refused.
   kDuplicateKey,
+  // A document is larger than its reader can hold (a record of version 1
+  // laid out as no host writes it): refused as such, never read as corrupt.
+  kTooLarge,
 };
 
 struct Error {

@@ -357,6 +357,7 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
   next.machine = decl.machine;
   next.generation = decl.generation;
   next.declaration_digest = decl.digest;
+  next.version = core::Record::kVersion;  // as Save writes it, whatever was read
   next.want_version = core::Record::kWantVersion;
   next.settled_declaration_digest = settled_digest;
   if (auto st = ports.records->Save(std::move(next)); !st) {

@@ -37,7 +37,11 @@ void ApplyRun::RecordTruth() {
 void ApplyRun::LoadRecord() {
   record_loaded_ = true;
   auto loaded = ports_.records->Load();
-  if (!loaded) {
+  if (!loaded && loaded.error().kind == core::ErrorKind::kTooLarge) {
+    // Not corrupt: starting from an empty record would forget what the
+    // host wrote, and overwrite the record that knows it.
+    record_unreadable_ = "record not readable: " + loaded.error().message;
+  } else if (!loaded) {
     report_.warnings.push_back(loaded.error().message +
                                "; starting from an empty record: files that already match are "
                                "adopted, not rewritten");
@@ -136,7 +140,8 @@ bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view 
   // With --verify-key and a record, the whole pass checks the generation.
   // A file others may read that may hold credentials goes to the whole
   // pass, which refuses it if it does.
-  if (options_.chunk == 0 || options_.dry_run || !record_->resources.empty() || !LoadIntent() ||
+  if (options_.chunk == 0 || options_.dry_run || !record_unreadable_.empty() ||
+      !record_->resources.empty() || !LoadIntent() ||
       (source.ReadableByOthers().has_value() && MayHoldCredentials(text)) || !intent_->empty() ||
       (options_.verify_key.has_value() && had_record_)) {
     return false;
@@ -185,6 +190,11 @@ void ApplyRun::Apply(Declaration decl) {
                .dirs = &options_.dirs};
   if (!LoadIntent()) {
     report_.error = intent_unreadable_;
+    report_.result = ApplyResult::kFailed;
+    s.dry_run = true;
+  }
+  if (!record_unreadable_.empty()) {
+    report_.error = record_unreadable_;
     report_.result = ApplyResult::kFailed;
     s.dry_run = true;
   }

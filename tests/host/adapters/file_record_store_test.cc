@@ -91,7 +91,7 @@ class FileRecordStoreReadTest : public ::testing::Test {
   std::string state_ = dir_.Sub("state");
 };
 
-// A small record is read whole (simdjson), a large one streamed (nlohmann):
+// A small record is read whole, a large one streamed:
 // the store must read the same file the same way either way, a damaged one
 // with the same words.
 TEST_F(FileRecordStoreReadTest, ARecordReadWholeOrStreamedReadsAlike) {
@@ -152,6 +152,27 @@ TEST_F(FileRecordStoreReadTest, ARecordOfVersion1ReadsWholeOrStreamed) {
     }
   }
   EXPECT_THAT(expected, HasSubstr("f19 sha256:19"));
+}
+
+// The daemon's store keeps what it saved: a record read as version 1 and
+// saved again (written as version 2) must be kept as version 2, or every
+// later pass proves no no-op and rewrites the record. Fails when the store
+// keeps the object it was handed as it was.
+TEST_F(FileRecordStoreReadTest, ARecordOfVersion1SavedIsKeptAsTheVersionWritten) {
+  core::Record record = Files(3);
+  WriteText(state_ + "/state.json",
+            testing::Version1Text(testing::RecordJson(core::SerializeRecord(record))));
+  auto store = FileRecordStore::Open(state_, /*create=*/true, /*keep=*/true);
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  auto loaded = (*store)->Load();
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+  EXPECT_EQ((*loaded)->version, 1);
+  ASSERT_TRUE((*store)->Save(**loaded).has_value());
+  auto again = (*store)->Load();
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_EQ((*again)->version, core::Record::kVersion);
+  EXPECT_EQ((*again)->resources, record.resources);
+  EXPECT_THAT(testing::ReadText(state_ + "/state.json"), ::testing::StartsWith(R"({"version":2,)"));
 }
 
 // A record built an entry at a time (a chunked apply's): the entries wait

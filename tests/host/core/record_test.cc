@@ -223,6 +223,26 @@ TEST(RecordTest, ARecordCutAtALineOrGrownByOneIsRefused) {
 
 // A line is held whole to be parsed: past 1 MiB it is refused by its
 // length, read whole or streamed alike.
+// At the bound and one byte past it, with and without a last newline: the
+// whole text and the stream cut lines alike.
+TEST(RecordTest, ALineAtTheBoundIsReadAndOneBytePastItRefusedAlike) {
+  const std::string open = R"({"id":"a","kind":"file","digest":")";
+  const std::string close = R"(","applied_at":"t","written":[]})";
+  for (size_t bytes : {size_t{1} << 20, (size_t{1} << 20) + 1}) {
+    std::string line = open + std::string(bytes - open.size() - close.size(), 'x') + close;
+    ASSERT_EQ(line.size(), bytes);
+    std::string text = Lines(kHead, {line});
+    for (const std::string& t : {text, text.substr(0, text.size() - 1)}) {
+      auto whole = ParseRecord(t);
+      std::istringstream in(t);
+      auto streamed = ParseRecord(in);
+      ASSERT_EQ(whole.has_value(), streamed.has_value()) << bytes;
+      EXPECT_EQ(whole.has_value(), bytes == size_t{1} << 20) << bytes;
+      if (!whole) EXPECT_EQ(whole.error().message, streamed.error().message);
+    }
+  }
+}
+
 TEST(RecordTest, ALineOverOneMebibyteIsRefused) {
   std::string huge = R"({"id":"a","kind":"file","digest":")" + std::string(1 << 20, 'x') +
                      R"(","applied_at":"t","written":[]})";
@@ -341,6 +361,82 @@ TEST(RecordTest, ARecordOfVersion1ReadsAsTheSameRecord) {
   }
 }
 
+// Version 1 as its hosts laid it out is read a line at a time, and its
+// damage is named by line: a lost tail, a missing comma, a comma after the
+// last entry, text after the end, a damaged entry.
+TEST(RecordTest, ARecordOfVersion1ByLinesThatIsDamagedIsRefusedByLine) {
+  const std::string head =
+      R"({"declaration_digest":"d","generation":1,"machine":"m","version":1,"resources":{)";
+  const std::string a = R"("a":{"kind":"file","digest":"d","applied_at":"t","written":[]})";
+  const std::string b = R"("b":{"kind":"file","digest":"e","applied_at":"t","written":[]})";
+  std::string good = head + "\n" + a + ",\n" + b + "\n}}\n";
+  auto read = ParseRecord(good);
+  ASSERT_TRUE(read.has_value()) << read.error().message;
+  EXPECT_EQ(read->version, 1);
+  EXPECT_EQ(read->resources.size(), 2u);
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {head + "\n" + a + ",\n" + b + "\n", "state: cut short"},
+           {head + "\n" + a + "\n" + b + "\n}}\n", "state: line 3: no comma"},
+           {head + "\n" + a + ",\n" + b + ",\n}}\n", "state: line 4: a comma after the last"},
+           {good + "{}\n", "state: text after"},
+           {head + "\n" + a + ",\n" + b.substr(0, 20) + "\n}}\n", "state: line 3: not JSON"},
+           {head + "\n" + R"("a":1)" + "\n}}\n", "state: line 2: resource a: must be an object"},
+       }) {
+    auto r = ParseRecord(text);
+    ASSERT_FALSE(r.has_value()) << text;
+    EXPECT_THAT(r.error().message, ::testing::StartsWith(says));
+    std::istringstream in(text);
+    auto streamed = ParseRecord(in);
+    ASSERT_FALSE(streamed.has_value());
+    EXPECT_EQ(streamed.error().message, r.error().message);
+  }
+}
+
+// Counts what a scan hands over, keeping nothing.
+class Count : public RecordVisitor {
+ public:
+  bool Header(const Record&) override { return true; }
+  bool Entry(const std::string&, const RecordEntry&) override { return ++entries, true; }
+  size_t entries = 0;
+};
+
+// Past 64 MiB, version 1 is read a line at a time when laid out as its
+// hosts wrote it, and refused as too large (never as corrupt: the host
+// would start over from an empty record and overwrite it) when not.
+TEST(RecordTest, ALargeRecordOfVersion1IsReadByLinesOrRefusedAsTooLarge) {
+  std::string text =
+      R"({"declaration_digest":"d","generation":1,"machine":"m","version":1,"resources":{)";
+  const std::string entry = R"(":{"kind":"file","digest":"sha256:)" + std::string(64, 'f') +
+                            R"(","applied_at":"2026-12-05T00:00:00.000Z","written":[]})";
+  size_t n = 0;
+  while (text.size() <= (size_t{64} << 20) + 4096) {
+    text += n == 0 ? "\n\"" : ",\n\"";
+    text += std::to_string(n) + entry;
+    ++n;
+  }
+  text += "\n}}\n";
+  Count whole, streamed;
+  auto scanned = ScanRecord(text, whole);
+  ASSERT_TRUE(scanned.has_value()) << scanned.error().message;
+  std::istringstream in(text);
+  auto by_stream = ScanRecord(in, streamed);
+  ASSERT_TRUE(by_stream.has_value()) << by_stream.error().message;
+  EXPECT_EQ(whole.entries, n);
+  EXPECT_EQ(streamed.entries, n);
+
+  std::string indented = R"({"version": 1, "machine": "m", "generation": 1,)" +
+                         std::string(size_t{65} << 20, ' ') +
+                         R"("declaration_digest": "d", "resources": {}})";
+  auto too_large = ParseRecord(indented);
+  ASSERT_FALSE(too_large.has_value());
+  EXPECT_EQ(too_large.error().kind, ErrorKind::kTooLarge);
+  EXPECT_THAT(too_large.error().message, ::testing::HasSubstr("not read as corrupt"));
+  std::istringstream big(indented);
+  auto too_large_streamed = ParseRecord(big);
+  ASSERT_FALSE(too_large_streamed.has_value());
+  EXPECT_EQ(too_large_streamed.error().kind, ErrorKind::kTooLarge);
+}
+
 // The store reads a small record whole and a large one as a stream: both
 // must read every text alike, refusals word for word.
 TEST(RecordTest, TheWholeTextAndTheStreamReadAlike) {
@@ -374,8 +470,10 @@ TEST(RecordTest, TheWholeTextAndTheStreamReadAlike) {
     std::string t = text;
     if (i > 0) {
       size_t at = random() % t.size();
-      const char* bytes = "{}[]:,\"0-1e.tn \\";
-      t[at] = bytes[random() % 16];
+      // Line ends, carriage returns and NULs too: where the two readers
+      // split lines is where they could differ.
+      const char bytes[] = "{}[]:,\"0-1e.tn \\\n\r";
+      t[at] = random() % 50 == 0 ? '\0' : bytes[random() % (sizeof bytes - 1)];
     }
     auto whole = ParseRecord(std::string_view(t));
     std::istringstream in(t);

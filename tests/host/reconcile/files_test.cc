@@ -137,6 +137,26 @@ TEST_F(FilesTest, MissingRecordAdoptsMatchingFilesWithoutRewriting) {
   EXPECT_THAT(r.warnings[0], HasSubstr("adopted"));
 }
 
+// A record too large to read (version 1, laid out as no host writes it,
+// past 64 MiB) is not corrupt: read as empty, the apply would forget what
+// the host wrote and save over the record that knows it. The apply fails,
+// writes nothing, and the record stays.
+TEST_F(FilesTest, ARecordTooLargeToReadChangesNothing) {
+  json decl = Decl(Resources());
+  Run(decl);
+  store_.text = R"({"version": 1, "machine": "edge-1", "generation": 1,)" +
+                std::string(size_t{65} << 20, ' ') +
+                R"("declaration_digest": "", "resources": {}})";
+  std::string before = *store_.text;
+  WriteText(Root("/etc/app/app.conf"), "changed by hand\n");
+  ApplyReport r = Run(decl);
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.error, HasSubstr("record not readable: "));
+  EXPECT_THAT(r.error, HasSubstr("not read as corrupt"));
+  EXPECT_EQ(ReadText(Root("/etc/app/app.conf")), "changed by hand\n") << "nothing is written";
+  EXPECT_EQ(*store_.text, before) << "the record is not saved over";
+}
+
 TEST_F(FilesTest, PruneRemovesOnlyWhatTheHostCreated) {
   WriteText(Root("/etc/app/token"), "was here before");
   json resources = Resources();
