@@ -233,6 +233,12 @@ Status ParseTopLevel(json& doc, size_t members, Declaration& decl) {
   if (!doc["machine"].is_string() || doc["machine"].get<std::string>().empty()) {
     return Fail("declaration, field machine: must be a non-empty string");
   }
+  // Bounded as a host name is: it heads the record's first line, which a
+  // reader holds whole.
+  if (doc["machine"].get_ref<const std::string&>().size() > kMaxMachineBytes) {
+    return Fail("declaration, field machine: longer than " + std::to_string(kMaxMachineBytes) +
+                " bytes (a host name has at most 253)");
+  }
   decl.machine = doc["machine"];
   if (!doc.contains("generation")) return Fail("declaration, field generation: missing");
   if (!doc["generation"].is_number_unsigned()) {

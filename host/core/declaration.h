@@ -119,6 +119,7 @@ inline constexpr size_t kMaxContentBytes = 16u << 20;
 inline constexpr int kMaxJsonDepth = 32;
 inline constexpr size_t kMaxResources = 100000;
 inline constexpr size_t kMaxPathBytes = 4096;
+inline constexpr size_t kMaxMachineBytes = 255;
 inline constexpr size_t kMaxDropIns = 64;
 
 Result<Declaration> ParseDeclaration(std::string_view text);

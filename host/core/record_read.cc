@@ -289,6 +289,23 @@ bool LastValue(dom::object object, std::string_view key, dom::element* out) {
   return found;
 }
 
+// Whether `prefix` begins as a record of version 1: an object whose
+// "version" is 1, spaces aside.
+bool LooksLikeVersion1(std::string_view prefix) {
+  std::string bare;
+  bare.reserve(prefix.size());
+  for (char c : prefix) {
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') bare += c;
+  }
+  if (!bare.starts_with('{')) return false;
+  for (size_t at = bare.find("\"version\":1"); at != std::string::npos;
+       at = bare.find("\"version\":1", at + 1)) {
+    size_t next = at + 11;
+    if (next < bare.size() && (bare[next] == ',' || bare[next] == '}')) return true;
+  }
+  return false;
+}
+
 std::unexpected<Error> TooLarge(const std::string& why) {
   return Fail(ErrorKind::kTooLarge,
               why +
@@ -339,11 +356,13 @@ class TextLines {
     at_ = end + 1;
     return true;
   }
-  // The whole text, the first line included.
-  Result<std::string_view> Whole() {
-    if (text_.size() > kMaxVersion1Bytes) return Fail("larger than a record of version 1 is");
+  // The whole text, the first line included; none past kMaxVersion1Bytes.
+  std::optional<std::string_view> Whole() {
+    if (text_.size() > kMaxVersion1Bytes) return std::nullopt;
     return text_;
   }
+  // The text's first bytes, after Whole().
+  std::string_view Prefix() const { return text_.substr(0, kMaxLineBytes); }
 
  private:
   std::string_view text_;
@@ -369,15 +388,18 @@ class StreamLines {
     if (lines_++ == 0) whole_.assign(*line).append(newline ? "\n" : "");
     return true;
   }
-  // The whole text, when only the first line was read.
-  Result<std::string_view> Whole() {
+  // The whole text, when only the first line was read; none past
+  // kMaxVersion1Bytes.
+  std::optional<std::string_view> Whole() {
     char chunk[64 << 10];
     while (in_.read(chunk, sizeof chunk) || in_.gcount() > 0) {
       whole_.append(chunk, static_cast<size_t>(in_.gcount()));
-      if (whole_.size() > kMaxVersion1Bytes) return Fail("larger than a record of version 1 is");
+      if (whole_.size() > kMaxVersion1Bytes) return std::nullopt;
     }
     return std::string_view(whole_);
   }
+  // The text's first bytes, after Whole().
+  std::string_view Prefix() const { return std::string_view(whole_).substr(0, kMaxLineBytes); }
 
  private:
   std::istream& in_;
@@ -493,18 +515,22 @@ template <typename Lines>
 Result<bool> ReadVersion1Whole(Lines& lines, const std::optional<std::string>& first_error,
                                dom::parser& parser, Record& record, RecordVisitor* visitor) {
   auto whole = lines.Whole();
+  // Too large to read whole is said only of what begins as a record of
+  // version 1 does: anything else is corrupt, and adopted from.
+  auto corrupt = [&](simdjson::error_code error) {
+    return first_error ? LineNumber{}(*first_error) : Fail(NotJson(error));
+  };
   if (!whole) {
+    if (!LooksLikeVersion1(lines.Prefix())) return corrupt(simdjson::CAPACITY);
     return TooLarge("a record of version 1 over 64 MiB, not laid out one entry per line");
   }
   record = Record{};
   dom::element document;
   auto error = parser.parse(whole->data(), whole->size()).get(document);
-  if (error == simdjson::MEMALLOC) {
+  if (error == simdjson::MEMALLOC && LooksLikeVersion1(lines.Prefix())) {
     return TooLarge("not enough memory to read a record of version 1 whole");
   }
-  if (error != simdjson::SUCCESS) {
-    return first_error ? LineNumber{}(*first_error) : Fail(NotJson(error));
-  }
+  if (error != simdjson::SUCCESS) return corrupt(error);
   return ReadVersion1(document, record, visitor);
 }
 
@@ -516,7 +542,8 @@ Result<bool> ReadLines(Lines& lines, Record& record, RecordVisitor* visitor) {
   dom::object object;
   std::optional<std::string> not_head = ParseLine(parser, first, &object);
   if (not_head) {
-    if (first.starts_with('{') && first.ends_with(kVersion1ListOpens)) {
+    if (first.size() <= kMaxLineBytes && first.starts_with('{') &&
+        first.ends_with(kVersion1ListOpens)) {
       return ReadVersion1Lines(lines, first, parser, record, visitor);
     }
     return ReadVersion1Whole(lines, not_head, parser, record, visitor);
@@ -536,7 +563,11 @@ Result<bool> ReadLines(Lines& lines, Record& record, RecordVisitor* visitor) {
 template <typename Lines>
 Result<bool> Read(Lines lines, Record& record, RecordVisitor* visitor) {
   auto read = ReadLines(lines, record, visitor);
-  if (!read) return Fail(read.error().kind, "state: " + read.error().message);
+  if (!read) {
+    ErrorKind kind = read.error().kind;
+    return Fail(kind == ErrorKind::kOther ? ErrorKind::kCorrupt : kind,
+                "state: " + read.error().message);
+  }
   return read;
 }
 

@@ -31,6 +31,9 @@ enum class ErrorKind {
   // A document is larger than its reader can hold (a record of version 1
   // laid out as no host writes it): refused as such, never read as corrupt.
   kTooLarge,
+  // A record's text that is no record (core::ParseRecord): the one failure
+  // to read it after which the host starts from an empty record.
+  kCorrupt,
 };
 
 struct Error {

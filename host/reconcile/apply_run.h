@@ -98,7 +98,7 @@ class ApplyRun {
   bool record_loaded_ = false;
   std::optional<core::Intent> intent_;  // what earlier applies owe (loaded once)
   std::string intent_unreadable_;       // why it could not be read
-  std::string record_unreadable_;       // why the record could not be (kTooLarge)
+  std::string record_unreadable_;       // why the record could not be (not corrupt)
   core::Intent saved_;                  // the intent as it stands on disk
   StatCache stats_;                     // paths a failed record proof, or the look ahead, looked at
   // on_failure: rollback (rollback.h).

@@ -37,10 +37,13 @@ void ApplyRun::RecordTruth() {
 void ApplyRun::LoadRecord() {
   record_loaded_ = true;
   auto loaded = ports_.records->Load();
-  if (!loaded && loaded.error().kind == core::ErrorKind::kTooLarge) {
-    // Not corrupt: starting from an empty record would forget what the
-    // host wrote, and overwrite the record that knows it.
-    record_unreadable_ = "record not readable: " + loaded.error().message;
+  if (!loaded && loaded.error().kind != core::ErrorKind::kCorrupt) {
+    // Not corrupt (too large, untrusted, changed while read, a read error):
+    // starting from an empty record would forget what the host wrote, and
+    // save over the record that knows it. Nothing is changed until it reads.
+    record_unreadable_ = "record not readable: " + loaded.error().message +
+                         "; nothing was changed (a record that cannot be trusted or read "
+                         "whole is never replaced)";
   } else if (!loaded) {
     report_.warnings.push_back(loaded.error().message +
                                "; starting from an empty record: files that already match are "

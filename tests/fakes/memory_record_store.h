@@ -20,6 +20,7 @@ class MemoryRecordStore : public ports::RecordStore {
   // out again until the text changes, as the daemon's store keeps it.
   core::Result<std::shared_ptr<const core::Record>> Load() override {
     ++loads;
+    if (fail_loads.has_value()) return std::unexpected(*fail_loads);
     if (!text.has_value()) return std::shared_ptr<const core::Record>();
     if (!stream && kept_ != nullptr && kept_text_ == *text) return kept_;
     auto r = core::ParseRecord(*text);
@@ -40,6 +41,7 @@ class MemoryRecordStore : public ports::RecordStore {
   // store does.
   core::Result<bool> Scan(core::RecordVisitor& visitor) override {
     if (!stream) return RecordStore::Scan(visitor);
+    if (fail_loads.has_value()) return std::unexpected(*fail_loads);
     if (!text.has_value()) return false;
     std::istringstream in(*text);
     return core::ScanRecord(in, visitor);
@@ -123,6 +125,7 @@ class MemoryRecordStore : public ports::RecordStore {
   int saves = 0;
   int marks = 0;  // intents saved as applying: an apply that writes nothing makes none
   bool fail_saves = false;
+  std::optional<core::Error> fail_loads;  // what Load (and a streamed Scan) fail with
   bool fail_intent_saves = false;
   KillSwitch* kill = nullptr;
 

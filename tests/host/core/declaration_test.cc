@@ -103,6 +103,16 @@ TEST(DeclarationTest, TopLevelRefusalComesBeforeAResourceRefusal) {
   EXPECT_THAT(Refusal(doc), HasSubstr("field machine: must be a non-empty string"));
 }
 
+// The machine heads the record's first line, which its reader holds whole
+// (up to 1 MiB): a name of a host name's length at most, not a megabyte.
+TEST(DeclarationTest, AMachineNameIsBoundedAsAHostName) {
+  json doc = Base();
+  doc["machine"] = std::string(255, 'm');
+  EXPECT_TRUE(ParseDeclaration(doc.dump()).has_value());
+  doc["machine"] = std::string(256, 'm');
+  EXPECT_THAT(Refusal(doc), HasSubstr("field machine: longer than 255 bytes"));
+}
+
 // Issue 39 (7): a repeated "resources" was read as the last one: refused.
 TEST(DeclarationTest, RepeatedResourcesKeyIsRefused) {
   std::string text = R"({"machine": "m", "generation": 1,

@@ -435,6 +435,20 @@ TEST(RecordTest, ALargeRecordOfVersion1IsReadByLinesOrRefusedAsTooLarge) {
   auto too_large_streamed = ParseRecord(big);
   ASSERT_FALSE(too_large_streamed.has_value());
   EXPECT_EQ(too_large_streamed.error().kind, ErrorKind::kTooLarge);
+
+  // What does not begin as a record of version 1 is corrupt, whatever its
+  // size: too large would block every apply, corrupt is adopted from.
+  for (const std::string& junk :
+       {std::string(size_t{65} << 20, 'x'),
+        R"({"version":2,"machine":"m",)" + std::string(size_t{65} << 20, ' ') + "\n{}\n"}) {
+    auto corrupt = ParseRecord(junk);
+    ASSERT_FALSE(corrupt.has_value());
+    EXPECT_EQ(corrupt.error().kind, ErrorKind::kCorrupt) << corrupt.error().message;
+    std::istringstream in_junk(junk);
+    auto streamed_junk = ParseRecord(in_junk);
+    ASSERT_FALSE(streamed_junk.has_value());
+    EXPECT_EQ(streamed_junk.error().kind, ErrorKind::kCorrupt);
+  }
 }
 
 // The store reads a small record whole and a large one as a stream: both

@@ -137,6 +137,28 @@ TEST_F(FilesTest, MissingRecordAdoptsMatchingFilesWithoutRewriting) {
   EXPECT_THAT(r.warnings[0], HasSubstr("adopted"));
 }
 
+// Only a record that is no record is adopted from: one that could not be
+// read (a read error, not the host's own, changed while read) fails the
+// apply, which writes nothing and saves nothing over it. Before, any
+// failure to load started from an empty record and saved over it.
+TEST_F(FilesTest, ARecordThatCannotBeReadIsNotReplaced) {
+  json decl = Decl(Resources());
+  Run(decl);
+  std::string before = *store_.text;
+  WriteText(Root("/etc/app/app.conf"), "changed by hand\n");
+  store_.fail_loads = core::Error{"read /state.json: Input/output error"};
+  int saves = store_.saves;
+  ApplyReport r = Run(decl);
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.error, HasSubstr("record not readable: read /state.json: Input/output error"));
+  EXPECT_EQ(ReadText(Root("/etc/app/app.conf")), "changed by hand\n");
+  EXPECT_EQ(store_.saves, saves);
+  EXPECT_EQ(*store_.text, before);
+  store_.fail_loads.reset();
+  EXPECT_EQ(Run(decl).result, ApplyResult::kOk);
+  EXPECT_EQ(ReadText(Root("/etc/app/app.conf")), "a = 1\n") << "put back once it reads";
+}
+
 // A record too large to read (version 1, laid out as no host writes it,
 // past 64 MiB) is not corrupt: read as empty, the apply would forget what
 // the host wrote and save over the record that knows it. The apply fails,
