@@ -69,8 +69,8 @@ class FileRecordStore : public ports::RecordStore {
   FileRecordStore(std::unique_ptr<PosixFileSystem> fs, bool writable, bool keep)
       : fs_(std::move(fs)), writable_(writable), keep_(keep) {}
   // Opens state.json, refuses it unless trusted, and runs `whole` over its
-  // text, or `streamed` over it as a stream when it is large. `read` (if not null): the stat of the file
-  // opened.
+  // text, or `streamed` over it as a stream when it is large. `read` (if not null): the stat of the
+  // file opened.
   template <typename Whole, typename Streamed>
   std::invoke_result_t<Streamed, std::istream&> Read(Whole whole, Streamed streamed,
                                                      core::FileInfo* read);

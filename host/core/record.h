@@ -178,13 +178,25 @@ void AppendRecordEntry(std::string& out, const std::string& id, const RecordEntr
 // it out, else whole up to 64 MiB; past that it is refused with
 // ErrorKind::kTooLarge, which is not a corrupt record (the apply changes
 // nothing rather than start from an empty one).
-Result<Record> ParseRecord(std::string_view text);
-Result<Record> ParseRecord(std::istream& text);
+// What a read holds at once, at most. Tests lower the bounds to reach them
+// with small texts.
+struct RecordLimits {
+  // Far beyond any line the host writes (an entry is some hundreds of
+  // bytes); a longer one would be held whole to be parsed.
+  size_t max_line_bytes = size_t{1} << 20;
+  // A record of version 1 laid out as no host wrote it is one document,
+  // read whole once (by the first apply after an upgrade).
+  size_t max_version1_bytes = size_t{64} << 20;
+};
+Result<Record> ParseRecord(std::string_view text, const RecordLimits& limits = {});
+Result<Record> ParseRecord(std::istream& text, const RecordLimits& limits = {});
 // Reads the record, handing each entry to `visitor` instead of keeping it:
 // true when the whole record was read and is well formed, false when the
 // visitor stopped it, an error (as ParseRecord's) when it is not.
-Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor);
-Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor);
+Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor,
+                        const RecordLimits& limits = {});
+Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor,
+                        const RecordLimits& limits = {});
 // The same for a record already in memory.
 bool VisitRecord(const Record& record, RecordVisitor& visitor);
 

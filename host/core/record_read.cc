@@ -16,12 +16,11 @@ namespace {
 
 namespace dom = simdjson::dom;
 
-// Far beyond any line the host writes (an entry is some hundreds of bytes);
-// a longer one would be held whole to be parsed.
-constexpr size_t kMaxLineBytes = 1 << 20;
-// A record of version 1 is one document, read whole: once, by the first
-// apply after an upgrade (some 33 MB at 100,000 files).
-constexpr size_t kMaxVersion1Bytes = 64 << 20;
+// "1 MiB", or "1000 bytes" for a bound that is no whole number of MiB.
+std::string Bytes(size_t n) {
+  if (n % (1 << 20) == 0) return std::to_string(n >> 20) + " MiB";
+  return std::to_string(n) + " bytes";
+}
 
 // Where a value is, in the words of a refusal: "resource ID, field KEY: ".
 struct Place {
@@ -298,9 +297,10 @@ bool LooksLikeVersion1(std::string_view prefix) {
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r') bare += c;
   }
   if (!bare.starts_with('{')) return false;
-  for (size_t at = bare.find("\"version\":1"); at != std::string::npos;
-       at = bare.find("\"version\":1", at + 1)) {
-    size_t next = at + 11;
+  constexpr std::string_view kVersion1 = "\"version\":1";
+  for (size_t at = bare.find(kVersion1); at != std::string::npos;
+       at = bare.find(kVersion1, at + 1)) {
+    size_t next = at + kVersion1.size();
     if (next < bare.size() && (bare[next] == ',' || bare[next] == '}')) return true;
   }
   return false;
@@ -346,7 +346,8 @@ Result<bool> ReadVersion1(dom::element document, Record& record, RecordVisitor* 
 // The lines of a whole text.
 class TextLines {
  public:
-  explicit TextLines(std::string_view text) : text_(text) {}
+  TextLines(std::string_view text, const RecordLimits& limits) : text_(text), limits_(limits) {}
+  const RecordLimits& limits() const { return limits_; }
 
   // False past the last line; a last line without its newline is a line.
   bool Next(std::string_view* line) {
@@ -356,16 +357,17 @@ class TextLines {
     at_ = end + 1;
     return true;
   }
-  // The whole text, the first line included; none past kMaxVersion1Bytes.
+  // The whole text, the first line included; none past max_version1_bytes.
   std::optional<std::string_view> Whole() {
-    if (text_.size() > kMaxVersion1Bytes) return std::nullopt;
+    if (text_.size() > limits_.max_version1_bytes) return std::nullopt;
     return text_;
   }
   // The text's first bytes, after Whole().
-  std::string_view Prefix() const { return text_.substr(0, kMaxLineBytes); }
+  std::string_view Prefix() const { return text_.substr(0, limits_.max_line_bytes); }
 
  private:
   std::string_view text_;
+  RecordLimits limits_;
   size_t at_ = 0;
 };
 
@@ -373,13 +375,16 @@ class TextLines {
 // is held.
 class StreamLines {
  public:
-  explicit StreamLines(std::istream& in)
-      : in_(in), buffer_(std::make_unique_for_overwrite<char[]>(kMaxLineBytes + 2)) {}
+  StreamLines(std::istream& in, const RecordLimits& limits)
+      : in_(in),
+        limits_(limits),
+        buffer_(std::make_unique_for_overwrite<char[]>(limits.max_line_bytes + 2)) {}
+  const RecordLimits& limits() const { return limits_; }
 
-  // A line longer than kMaxLineBytes comes cut to kMaxLineBytes + 1 (the
+  // A line longer than max_line_bytes comes cut to max_line_bytes + 1 (the
   // reader refuses it by its length); the rest of it is the next line.
   bool Next(std::string_view* line) {
-    in_.getline(buffer_.get(), static_cast<std::streamsize>(kMaxLineBytes + 2));
+    in_.getline(buffer_.get(), static_cast<std::streamsize>(limits_.max_line_bytes + 2));
     auto got = static_cast<size_t>(in_.gcount());
     if (got == 0 && in_.eof()) return false;
     bool newline = !in_.fail() && !in_.eof();
@@ -389,20 +394,23 @@ class StreamLines {
     return true;
   }
   // The whole text, when only the first line was read; none past
-  // kMaxVersion1Bytes.
+  // max_version1_bytes.
   std::optional<std::string_view> Whole() {
     char chunk[64 << 10];
     while (in_.read(chunk, sizeof chunk) || in_.gcount() > 0) {
       whole_.append(chunk, static_cast<size_t>(in_.gcount()));
-      if (whole_.size() > kMaxVersion1Bytes) return std::nullopt;
+      if (whole_.size() > limits_.max_version1_bytes) return std::nullopt;
     }
     return std::string_view(whole_);
   }
   // The text's first bytes, after Whole().
-  std::string_view Prefix() const { return std::string_view(whole_).substr(0, kMaxLineBytes); }
+  std::string_view Prefix() const {
+    return std::string_view(whole_).substr(0, limits_.max_line_bytes);
+  }
 
  private:
   std::istream& in_;
+  RecordLimits limits_;
   std::unique_ptr<char[]> buffer_;
   size_t lines_ = 0;
   std::string whole_;
@@ -410,8 +418,8 @@ class StreamLines {
 
 // One line into `object`: an error's words, or nothing.
 std::optional<std::string> ParseLine(dom::parser& parser, std::string_view line,
-                                     dom::object* object) {
-  if (line.size() > kMaxLineBytes) return "longer than 1 MiB";
+                                     const RecordLimits& limits, dom::object* object) {
+  if (line.size() > limits.max_line_bytes) return "longer than " + Bytes(limits.max_line_bytes);
   auto error = parser.parse(line.data(), line.size()).get_object().get(*object);
   if (error != simdjson::SUCCESS) return NotJson(error);
   return std::nullopt;
@@ -438,7 +446,7 @@ Result<bool> ReadEntryLines(Lines& lines, dom::parser& parser, uint64_t entries,
       return on_line("past the " + std::to_string(entries) +
                      " entries its head names: not as the host wrote it");
     }
-    if (auto error = ParseLine(parser, line, &object)) return on_line(*error);
+    if (auto error = ParseLine(parser, line, lines.limits(), &object)) return on_line(*error);
     dom::element id_value;
     std::string_view id;
     if (!LastValue(object, "id", &id_value) || id_value.get_string().get(id) != simdjson::SUCCESS) {
@@ -472,7 +480,7 @@ Result<bool> ReadVersion1Lines(Lines& lines, std::string_view first, dom::parser
   if (doc.ends_with(',')) doc.pop_back();
   doc += '}';
   dom::object object;
-  if (auto error = ParseLine(parser, doc, &object)) return on_line(*error);
+  if (auto error = ParseLine(parser, doc, lines.limits(), &object)) return on_line(*error);
   Head head;
   if (auto read = ReadHead(object, record, head); !read) return on_line(read.error().message);
   if (auto checked = CheckHead(head, 1); !checked) return on_line(checked.error().message);
@@ -489,7 +497,7 @@ Result<bool> ReadVersion1Lines(Lines& lines, std::string_view first, dom::parser
     first_entry = false;
     comma = line.ends_with(',');
     doc.assign("{").append(line.substr(0, line.size() - comma)).append("}");
-    if (auto error = ParseLine(parser, doc, &object)) return on_line(*error);
+    if (auto error = ParseLine(parser, doc, lines.limits(), &object)) return on_line(*error);
     size_t members = 0;
     for ([[maybe_unused]] dom::key_value_pair member : object) ++members;
     if (members != 1) return on_line("not one entry");
@@ -509,7 +517,7 @@ Result<bool> ReadVersion1Lines(Lines& lines, std::string_view first, dom::parser
 }
 
 // Version 1 laid out otherwise (indented, on one line): one document, read
-// whole, up to kMaxVersion1Bytes. `first_error`: why the first line alone
+// whole, up to max_version1_bytes. `first_error`: why the first line alone
 // is no head, said if the whole is no JSON either.
 template <typename Lines>
 Result<bool> ReadVersion1Whole(Lines& lines, const std::optional<std::string>& first_error,
@@ -522,7 +530,8 @@ Result<bool> ReadVersion1Whole(Lines& lines, const std::optional<std::string>& f
   };
   if (!whole) {
     if (!LooksLikeVersion1(lines.Prefix())) return corrupt(simdjson::CAPACITY);
-    return TooLarge("a record of version 1 over 64 MiB, not laid out one entry per line");
+    return TooLarge("a record of version 1 over " + Bytes(lines.limits().max_version1_bytes) +
+                    ", not laid out one entry per line");
   }
   record = Record{};
   dom::element document;
@@ -540,9 +549,9 @@ Result<bool> ReadLines(Lines& lines, Record& record, RecordVisitor* visitor) {
   std::string_view first;
   if (!lines.Next(&first)) return Fail("empty");
   dom::object object;
-  std::optional<std::string> not_head = ParseLine(parser, first, &object);
+  std::optional<std::string> not_head = ParseLine(parser, first, lines.limits(), &object);
   if (not_head) {
-    if (first.size() <= kMaxLineBytes && first.starts_with('{') &&
+    if (first.size() <= lines.limits().max_line_bytes && first.starts_with('{') &&
         first.ends_with(kVersion1ListOpens)) {
       return ReadVersion1Lines(lines, first, parser, record, visitor);
     }
@@ -573,30 +582,30 @@ Result<bool> Read(Lines lines, Record& record, RecordVisitor* visitor) {
 
 }  // namespace
 
-Result<Record> ParseRecord(std::string_view text) {
+Result<Record> ParseRecord(std::string_view text, const RecordLimits& limits) {
   Record record;
-  if (auto read = Read(TextLines(text), record, nullptr); !read) {
+  if (auto read = Read(TextLines(text, limits), record, nullptr); !read) {
     return std::unexpected(read.error());
   }
   return record;
 }
 
-Result<Record> ParseRecord(std::istream& text) {
+Result<Record> ParseRecord(std::istream& text, const RecordLimits& limits) {
   Record record;
-  if (auto read = Read(StreamLines(text), record, nullptr); !read) {
+  if (auto read = Read(StreamLines(text, limits), record, nullptr); !read) {
     return std::unexpected(read.error());
   }
   return record;
 }
 
-Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor) {
+Result<bool> ScanRecord(std::istream& text, RecordVisitor& visitor, const RecordLimits& limits) {
   Record header;
-  return Read(StreamLines(text), header, &visitor);
+  return Read(StreamLines(text, limits), header, &visitor);
 }
 
-Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor) {
+Result<bool> ScanRecord(std::string_view text, RecordVisitor& visitor, const RecordLimits& limits) {
   Record header;
-  return Read(TextLines(text), header, &visitor);
+  return Read(TextLines(text, limits), header, &visitor);
 }
 
 }  // namespace mesh::core

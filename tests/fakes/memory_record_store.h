@@ -23,7 +23,7 @@ class MemoryRecordStore : public ports::RecordStore {
     if (fail_loads.has_value()) return std::unexpected(*fail_loads);
     if (!text.has_value()) return std::shared_ptr<const core::Record>();
     if (!stream && kept_ != nullptr && kept_text_ == *text) return kept_;
-    auto r = core::ParseRecord(*text);
+    auto r = core::ParseRecord(*text, limits);
     if (!r) return std::unexpected(r.error());
     auto loaded = std::make_shared<const core::Record>(std::move(*r));
     if (!stream) {
@@ -44,7 +44,7 @@ class MemoryRecordStore : public ports::RecordStore {
     if (fail_loads.has_value()) return std::unexpected(*fail_loads);
     if (!text.has_value()) return false;
     std::istringstream in(*text);
-    return core::ScanRecord(in, visitor);
+    return core::ScanRecord(in, visitor, limits);
   }
   core::Status Save(core::Record record) override {
     if (kill != nullptr && !kill->Alive()) return core::Ok();  // dead: nothing lands
@@ -126,6 +126,7 @@ class MemoryRecordStore : public ports::RecordStore {
   int marks = 0;  // intents saved as applying: an apply that writes nothing makes none
   bool fail_saves = false;
   std::optional<core::Error> fail_loads;  // what Load (and a streamed Scan) fail with
+  core::RecordLimits limits;              // the reader's bounds (lowered: reached by small texts)
   bool fail_intent_saves = false;
   KillSwitch* kill = nullptr;
 

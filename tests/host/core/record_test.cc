@@ -238,7 +238,9 @@ TEST(RecordTest, ALineAtTheBoundIsReadAndOneBytePastItRefusedAlike) {
       auto streamed = ParseRecord(in);
       ASSERT_EQ(whole.has_value(), streamed.has_value()) << bytes;
       EXPECT_EQ(whole.has_value(), bytes == size_t{1} << 20) << bytes;
-      if (!whole) EXPECT_EQ(whole.error().message, streamed.error().message);
+      if (!whole) {
+        EXPECT_EQ(whole.error().message, streamed.error().message);
+      }
     }
   }
 }
@@ -400,52 +402,56 @@ class Count : public RecordVisitor {
   size_t entries = 0;
 };
 
-// Past 64 MiB, version 1 is read a line at a time when laid out as its
-// hosts wrote it, and refused as too large (never as corrupt: the host
-// would start over from an empty record and overwrite it) when not.
+// Past its bound (64 MiB; 4 KiB here), version 1 is read a line at a time
+// when laid out as its hosts wrote it, and refused as too large (never as
+// corrupt: the host would start over from an empty record and save over
+// it) when not. What does not begin as a record of version 1 is corrupt,
+// whatever its size: too large would block every apply, corrupt is
+// adopted from.
 TEST(RecordTest, ALargeRecordOfVersion1IsReadByLinesOrRefusedAsTooLarge) {
+  const RecordLimits small{.max_line_bytes = 512, .max_version1_bytes = 4096};
   std::string text =
       R"({"declaration_digest":"d","generation":1,"machine":"m","version":1,"resources":{)";
   const std::string entry = R"(":{"kind":"file","digest":"sha256:)" + std::string(64, 'f') +
                             R"(","applied_at":"2026-12-05T00:00:00.000Z","written":[]})";
   size_t n = 0;
-  while (text.size() <= (size_t{64} << 20) + 4096) {
+  while (text.size() <= 3 * small.max_version1_bytes) {
     text += n == 0 ? "\n\"" : ",\n\"";
     text += std::to_string(n) + entry;
     ++n;
   }
   text += "\n}}\n";
   Count whole, streamed;
-  auto scanned = ScanRecord(text, whole);
+  auto scanned = ScanRecord(text, whole, small);
   ASSERT_TRUE(scanned.has_value()) << scanned.error().message;
   std::istringstream in(text);
-  auto by_stream = ScanRecord(in, streamed);
+  auto by_stream = ScanRecord(in, streamed, small);
   ASSERT_TRUE(by_stream.has_value()) << by_stream.error().message;
   EXPECT_EQ(whole.entries, n);
   EXPECT_EQ(streamed.entries, n);
 
   std::string indented = R"({"version": 1, "machine": "m", "generation": 1,)" +
-                         std::string(size_t{65} << 20, ' ') +
+                         std::string(small.max_version1_bytes, ' ') +
                          R"("declaration_digest": "d", "resources": {}})";
-  auto too_large = ParseRecord(indented);
+  ASSERT_TRUE(ParseRecord(indented).has_value()) << "read whole under the default bound";
+  auto too_large = ParseRecord(indented, small);
   ASSERT_FALSE(too_large.has_value());
   EXPECT_EQ(too_large.error().kind, ErrorKind::kTooLarge);
+  EXPECT_THAT(too_large.error().message, ::testing::HasSubstr("over 4096 bytes"));
   EXPECT_THAT(too_large.error().message, ::testing::HasSubstr("not read as corrupt"));
   std::istringstream big(indented);
-  auto too_large_streamed = ParseRecord(big);
+  auto too_large_streamed = ParseRecord(big, small);
   ASSERT_FALSE(too_large_streamed.has_value());
   EXPECT_EQ(too_large_streamed.error().kind, ErrorKind::kTooLarge);
 
-  // What does not begin as a record of version 1 is corrupt, whatever its
-  // size: too large would block every apply, corrupt is adopted from.
-  for (const std::string& junk :
-       {std::string(size_t{65} << 20, 'x'),
-        R"({"version":2,"machine":"m",)" + std::string(size_t{65} << 20, ' ') + "\n{}\n"}) {
-    auto corrupt = ParseRecord(junk);
+  for (const std::string& junk : {std::string(2 * small.max_version1_bytes, 'x'),
+                                  R"({"version":2,"machine":"m",)" +
+                                      std::string(2 * small.max_version1_bytes, ' ') + "\n{}\n"}) {
+    auto corrupt = ParseRecord(junk, small);
     ASSERT_FALSE(corrupt.has_value());
     EXPECT_EQ(corrupt.error().kind, ErrorKind::kCorrupt) << corrupt.error().message;
     std::istringstream in_junk(junk);
-    auto streamed_junk = ParseRecord(in_junk);
+    auto streamed_junk = ParseRecord(in_junk, small);
     ASSERT_FALSE(streamed_junk.has_value());
     EXPECT_EQ(streamed_junk.error().kind, ErrorKind::kCorrupt);
   }

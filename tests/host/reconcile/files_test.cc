@@ -146,7 +146,8 @@ TEST_F(FilesTest, ARecordThatCannotBeReadIsNotReplaced) {
   Run(decl);
   std::string before = *store_.text;
   WriteText(Root("/etc/app/app.conf"), "changed by hand\n");
-  store_.fail_loads = core::Error{"read /state.json: Input/output error"};
+  store_.fail_loads =
+      core::Error{"read /state.json: Input/output error", core::ErrorKind::kOther, {}};
   int saves = store_.saves;
   ApplyReport r = Run(decl);
   EXPECT_EQ(r.result, ApplyResult::kFailed);
@@ -160,14 +161,14 @@ TEST_F(FilesTest, ARecordThatCannotBeReadIsNotReplaced) {
 }
 
 // A record too large to read (version 1, laid out as no host writes it,
-// past 64 MiB) is not corrupt: read as empty, the apply would forget what
+// past its bound) is not corrupt: read as empty, the apply would forget what
 // the host wrote and save over the record that knows it. The apply fails,
 // writes nothing, and the record stays.
 TEST_F(FilesTest, ARecordTooLargeToReadChangesNothing) {
   json decl = Decl(Resources());
   Run(decl);
-  store_.text = R"({"version": 1, "machine": "edge-1", "generation": 1,)" +
-                std::string(size_t{65} << 20, ' ') +
+  store_.limits.max_version1_bytes = 4096;  // 64 MiB in the host
+  store_.text = R"({"version": 1, "machine": "edge-1", "generation": 1,)" + std::string(4096, ' ') +
                 R"("declaration_digest": "", "resources": {}})";
   std::string before = *store_.text;
   WriteText(Root("/etc/app/app.conf"), "changed by hand\n");
