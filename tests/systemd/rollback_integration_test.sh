@@ -5,7 +5,8 @@
 # daemon runs again within the apply; the apply fails (exit 1 in the log's
 # words, /healthz 503, the held and rollback series); the next two applies
 # leave it held without a restart; a fixed declaration clears it. Without
-# the opt-in, the same push leaves the daemon dead, as before.
+# the opt-in, the same push leaves the daemon dead, as before. A real
+# Prometheus with the shipped rules fires MeshHostRolledBack while held.
 . "$(dirname "$0")/box_suite.sh" rollback /tmp
 mkdir -p "$T/root/etc" "$T/etc" "$T/art"
 JAIL=$'[Service]\nExecStart=/bin/sh -c \'grep -q logpath=/nonexistent '"$T"$'/root/etc/jail.conf && { sleep 0.221; exit 1; }; exec sleep infinity\'\n'
@@ -44,6 +45,33 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$URL$1"; }
 applies() { grep -c '^apply ' "$T/run.log" || true; }
 metric() { curl -s "$URL/metrics" | grep -E "^$1" || true; }
 
+# A real Prometheus scrapes the host with the shipped rules (MeshHostRolledBack
+# has no `for`: the hold is a decision, not a blip).
+RULES=$(dirname "$BIN")/../metrics/alerts/mesh-host.rules.yml
+PPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$T/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: ["$RULES"]
+scrape_configs:
+  - job_name: mesh-host
+    static_configs:
+      - targets: ["127.0.0.1:$PORT"]
+YML
+prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb" \
+  --web.listen-address="127.0.0.1:$PPORT" --log.level=warn 2> "$T/prometheus.log" &
+PIDS+=($!)
+API=http://127.0.0.1:$PPORT/api/v1
+rolled_back_alert() {  # the resources MeshHostRolledBack fires for, or nothing
+  curl -sf "$API/query" --data-urlencode 'query=ALERTS{alertname="MeshHostRolledBack",alertstate="firing"}' |
+    python3 -c 'import json,sys; print(" ".join(x["metric"].get("resource","?") for x in json.load(sys.stdin)["data"]["result"]))'
+}
+scraped() { grep -q '"value":\[[0-9.]*,"1"\]' <<<"$(curl -sf "$API/query?query=up")"; }
+fires_for() { [ "$(rolled_back_alert)" = "$1" ]; }
+check "prometheus scrapes the host" 'until_true 30 scraped'
+check "no MeshHostRolledBack while generation 14 runs" 'fires_for ""'
+
 check "generation 14 runs and is healthy" 'until_true 10 "[ \$(code /healthz) = 200 ]"'
 check "its last good is kept, 0600" '[ "$(stat -c %a "$T/state/last-good.json")" = 600 ]'
 check "the rollback counter exists at 0" 'metric "mesh_host_rollbacks_total\\{resource=\"jaild\"" | grep -q " 0$"'
@@ -62,6 +90,7 @@ check "mesh_host_resource_failed set" 'metric "mesh_host_resource_failed\\{.*res
 check "mesh_host_unit_active 1" 'metric "mesh_host_unit_active\\{unit=\"jaild.service\"\\}" | grep -q " 1$"'
 check "mesh_host_unit_held is the last good generation" 'metric "mesh_host_unit_held\\{resource=\"jaild\"" | grep -q " 14$"'
 check "mesh_host_rollbacks_total counted once" 'metric "mesh_host_rollbacks_total\\{resource=\"jaild\"" | grep -q " 1$"'
+check "MeshHostRolledBack fires for jaild, from a real Prometheus" 'until_true 20 "fires_for jaild"'
 check "/status says held" 'curl -s "$URL/status" | python3 -c "import json,sys; u=[r for r in json.load(sys.stdin)[\"resources\"] if r[\"id\"]==\"jaild\"][0][\"unit\"]; assert u[\"held\"][\"summary\"].startswith(\"held at generation 14 since \") and u[\"held\"][\"summary\"].endswith(\"generation 15 refused by the daemon\"), u"'
 
 INV=$(invocation jaild.service)
@@ -77,6 +106,7 @@ push 16 $'[sshd]\nenabled=true\nbantime=1h\n'
 check "a fixed declaration applies" 'until_true 15 "[ \$(applies) = 5 ]"'
 check "it runs and clears the hold" 'until_true 10 "[ \$(code /healthz) = 200 ]" && grep -q "^bantime=1h$" "$T/root/etc/jail.conf"'
 check "mesh_host_unit_held gone" '[ -z "$(metric "mesh_host_unit_held\\{")" ]'
+check "... and MeshHostRolledBack resolves" 'until_true 20 "fires_for \"\""'
 kill -TERM $HOST
 wait $HOST || true
 
