@@ -1,6 +1,7 @@
 // Reading the record (record.h): one reader, a line at a time, each line
-// parsed by simdjson and read straight into the model. Writing it is
-// record.cc.
+// parsed by simdjson and its fields read straight into the model
+// (record_fields.h); which version a text is, and how each cuts into
+// objects, is decided here. Writing it is record.cc.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -10,234 +11,22 @@
 #include <string>
 
 #include "host/core/record.h"
+#include "host/core/record_fields.h"
 
 namespace mesh::core {
 namespace {
 
 namespace dom = simdjson::dom;
+using record_reading::CheckHead;
+using record_reading::Head;
+using record_reading::Place;
+using record_reading::ReadEntry;
+using record_reading::ReadHead;
 
 // "1 MiB", or "1000 bytes" for a bound that is no whole number of MiB.
 std::string Bytes(size_t n) {
   if (n % (1 << 20) == 0) return std::to_string(n >> 20) + " MiB";
   return std::to_string(n) + " bytes";
-}
-
-// Where a value is, in the words of a refusal: "resource ID, field KEY: ".
-struct Place {
-  std::string_view id;  // empty: the head
-  std::string_view key;
-
-  std::unexpected<Error> Wrong(std::string_view what) const {
-    std::string where = id.empty() ? "" : "resource " + std::string(id) + ", ";
-    return Fail(where + "field " + std::string(key) + ": " + std::string(what));
-  }
-};
-
-Status Text(dom::element v, const Place& at, std::string* out) {
-  std::string_view text;
-  if (v.get_string().get(text) != simdjson::SUCCESS) return at.Wrong("must be a string");
-  out->assign(text);
-  return Ok();
-}
-
-// A float or a negative number where a count belongs is refused, never cast.
-Status Count(dom::element v, const Place& at, uint64_t* out) {
-  if (v.get_uint64().get(*out) != simdjson::SUCCESS) {
-    return at.Wrong("must be a non-negative integer");
-  }
-  return Ok();
-}
-
-Status Flag(dom::element v, const Place& at, bool* out) {
-  if (v.get_bool().get(*out) != simdjson::SUCCESS) return at.Wrong("must be true or false");
-  return Ok();
-}
-
-// What the head says beside the header's own fields.
-struct Head {
-  enum Seen : unsigned {
-    kVersion = 1,
-    kMachine = 2,
-    kGeneration = 4,
-    kDigest = 8,
-    kEntries = 16,
-  };
-  unsigned seen = 0;
-  uint64_t version = 0;
-  uint64_t entries = 0;
-};
-
-// The head's fields; any other is skipped (a newer host's, or version 1's
-// "resources", read apart).
-Status ReadHead(dom::object object, Record& header, Head& head) {
-  for (dom::key_value_pair field : object) {
-    std::string_view key = field.key;
-    Place at{{}, key};
-    Status read = Ok();
-    if (key == "version") {
-      read = Count(field.value, at, &head.version);
-      head.seen |= Head::kVersion;
-    } else if (key == "want_version") {
-      uint64_t w = 0;
-      read = Count(field.value, at, &w);
-      header.want_version = static_cast<int>(std::min<uint64_t>(w, 1u << 20));
-    } else if (key == "generation") {
-      read = Count(field.value, at, &header.generation);
-      head.seen |= Head::kGeneration;
-    } else if (key == "machine") {
-      read = Text(field.value, at, &header.machine);
-      head.seen |= Head::kMachine;
-    } else if (key == "declaration_digest") {
-      read = Text(field.value, at, &header.declaration_digest);
-      head.seen |= Head::kDigest;
-    } else if (key == "settled_declaration_digest") {
-      read = Text(field.value, at, &header.settled_declaration_digest);
-    } else if (key == "entries") {
-      read = Count(field.value, at, &head.entries);
-      head.seen |= Head::kEntries;
-    }
-    if (!read) return read;
-  }
-  return Ok();
-}
-
-// The head is of `version` and has every field that version must have.
-Status CheckHead(const Head& head, uint64_t version) {
-  if (head.version != version) return Fail("unknown version " + std::to_string(head.version));
-  for (auto [bit, name] : {std::pair{Head::kMachine, "machine"},
-                           {Head::kGeneration, "generation"},
-                           {Head::kDigest, "declaration_digest"}}) {
-    if (!(head.seen & bit)) return Fail(std::string(name) + " missing");
-  }
-  if (version == Record::kVersion && !(head.seen & Head::kEntries)) {
-    return Fail("entries missing");
-  }
-  return Ok();
-}
-
-// A repeated "written" keeps its last list, as any repeated key does.
-Status ReadWritten(dom::element value, const Place& at, std::vector<WrittenPath>* out) {
-  dom::array list;
-  if (value.get_array().get(list) != simdjson::SUCCESS) return at.Wrong("must be a list");
-  out->clear();
-  for (dom::element item : list) {
-    dom::object object;
-    if (item.get_object().get(object) != simdjson::SUCCESS) return at.Wrong("must list objects");
-    WrittenPath& w = out->emplace_back();
-    bool path = false, fingerprint = false;
-    for (dom::key_value_pair field : object) {
-      std::string_view key = field.key;
-      Place in{at.id, key};
-      Status read = Ok();
-      if (key == "path") {
-        read = Text(field.value, in, &w.path);
-        path = true;
-      } else if (key == "fingerprint") {
-        read = Text(field.value, in, &w.fingerprint);
-        fingerprint = true;
-      } else if (key == "content_digest") {
-        read = Text(field.value, in, &w.content_digest);
-      } else if (key == "files") {
-        read = Count(field.value, in, &w.file_count);
-      } else if (key == "preexisting") {
-        read = Flag(field.value, in, &w.preexisting);
-      }
-      if (!read) return read;
-    }
-    if (!path || !fingerprint) return at.Wrong("path and fingerprint are required");
-  }
-  return Ok();
-}
-
-// "NAME=FINGERPRINT ...", as record.cc writes it.
-Status ReadDropIns(dom::element value, const Place& at, std::map<std::string, std::string>* out) {
-  std::string text;
-  if (auto read = Text(value, at, &text); !read) return read;
-  for (size_t from = 0; from < text.size();) {
-    size_t end = std::min(text.find(' ', from), text.size());
-    std::string_view item = std::string_view(text).substr(from, end - from);
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0) return at.Wrong("not NAME=FINGERPRINT");
-    (*out)[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
-    from = end + 1;
-  }
-  return Ok();
-}
-
-// A unit's field of the entry; false: `key` is not one.
-bool ReadUnitField(std::string_view key, dom::element value, const Place& at, RecordEntry& e,
-                   Status* read) {
-  if (key == "unit") {
-    *read = Text(value, at, &e.mutable_unit().name);
-  } else if (key == "unit_file") {
-    *read = Text(value, at, &e.mutable_unit().file_fingerprint);
-  } else if (key == "state") {
-    *read = Text(value, at, &e.mutable_unit().state);
-  } else if (key == "n_restarts") {
-    uint64_t n = 0;
-    *read = Count(value, at, &n);
-    if (*read && n > UINT32_MAX) *read = at.Wrong("out of range");
-    if (*read) e.mutable_unit().n_restarts = static_cast<uint32_t>(n);
-  } else if (key == "enabled") {
-    bool enabled = false;
-    *read = Flag(value, at, &enabled);
-    if (*read) e.mutable_unit().enabled = enabled;
-  } else if (key == "finished") {
-    *read = Flag(value, at, &e.mutable_unit().finished);
-  } else if (key == "starting") {
-    *read = Flag(value, at, &e.mutable_unit().starting);
-  } else if (key == "rollback") {
-    *read = Flag(value, at, &e.mutable_unit().rollback);
-  } else if (key == "unit_file_preexisting") {
-    *read = Flag(value, at, &e.mutable_unit().file_preexisting);
-  } else if (key == "drop_ins") {
-    *read = ReadDropIns(value, at, &e.mutable_unit().drop_ins);
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// An entry's fields into `e`, which starts empty; "id" and unknown fields
-// are skipped.
-Status ReadEntry(dom::object object, std::string_view id, RecordEntry& e) {
-  enum Seen : unsigned { kKind = 1, kDigest = 2, kAppliedAt = 4, kWritten = 8 };
-  unsigned seen = 0;
-  for (dom::key_value_pair field : object) {
-    std::string_view key = field.key;
-    Place at{id, key};
-    Status read = Ok();
-    if (key == "kind") {
-      read = Text(field.value, at, &e.kind);
-      seen |= kKind;
-    } else if (key == "digest") {
-      read = Text(field.value, at, &e.digest);
-      seen |= kDigest;
-    } else if (key == "applied_at") {
-      read = Text(field.value, at, &e.applied_at);
-      seen |= kAppliedAt;
-    } else if (key == "written") {
-      read = ReadWritten(field.value, at, &e.written);
-      seen |= kWritten;
-    } else if (key == "position") {
-      uint64_t position = 0;
-      read = Count(field.value, at, &position);
-      e.position = position;
-    } else {
-      ReadUnitField(key, field.value, at, e, &read);
-    }
-    if (!read) return read;
-  }
-  for (auto [bit, name] : {std::pair{kKind, "kind"},
-                           {kDigest, "digest"},
-                           {kAppliedAt, "applied_at"},
-                           {kWritten, "written"}}) {
-    if (!(seen & bit)) return Place{id, name}.Wrong("missing");
-  }
-  // Unit keys that say nothing ("finished": false) make no unit part: the
-  // entry reads as it serializes, and equals its planned self.
-  if (e.unit_record && *e.unit_record == UnitRecord{}) e.unit_record = std::nullopt;
-  return Ok();
 }
 
 // Hands each entry to the visitor, or keeps it in the record.

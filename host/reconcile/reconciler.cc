@@ -191,13 +191,11 @@ void ApplyRun::Apply(Declaration decl) {
                .now = core::FormatTimestamp(report_.started_at),
                .dry_run = options_.dry_run,
                .dirs = &options_.dirs};
-  if (!LoadIntent()) {
-    report_.error = intent_unreadable_;
-    report_.result = ApplyResult::kFailed;
-    s.dry_run = true;
-  }
-  if (!record_unreadable_.empty()) {
-    report_.error = record_unreadable_;
+  // What the state directory holds and cannot be read is never guessed:
+  // the apply fails, saying why, and only says what it would have done.
+  const std::string& unreadable = LoadIntent() ? record_unreadable_ : intent_unreadable_;
+  if (!unreadable.empty()) {
+    report_.error = unreadable;
     report_.result = ApplyResult::kFailed;
     s.dry_run = true;
   }

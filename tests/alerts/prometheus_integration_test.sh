@@ -11,6 +11,7 @@ BIN=$ROOTDIR/host/mesh-host
 [ -x "$BIN" ] || BIN=$ROOTDIR/bazel-bin/host/mesh-host
 SDBOX=$ROOTDIR/tests/systemd/sdbox.sh
 RULES=$ROOTDIR/metrics/alerts/mesh-host.rules.yml
+. "$ROOTDIR/tests/testing/prometheus.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
 command -v prometheus >/dev/null || { echo "prometheus missing (Debian package prometheus)" >&2; exit 1; }
 T=$(mktemp -d /tmp/mesh-host-prom.XXXXXX)
@@ -46,22 +47,7 @@ until_true 15 'curl -sf "http://127.0.0.1:$HPORT/metrics" >/dev/null'
 # A test copy of the shipped rules with short windows, documented above.
 sed -e 's/\[15m\]/[30s]/; s/\[1h\]/[1m]/g; s/for: 1m/for: 5s/; s/for: 2m/for: 5s/; s/for: 10m/for: 5s/' "$RULES" > "$T/rules.yml"
 promtool check rules "$T/rules.yml" >/dev/null
-PPORT=$(free_port)
-cat > "$T/prometheus.yml" <<YML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files: ["$T/rules.yml"]
-scrape_configs:
-  - job_name: mesh-host
-    static_configs:
-      - targets: ["127.0.0.1:$HPORT"]
-YML
-prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb" \
-  --web.listen-address="127.0.0.1:$PPORT" --log.level=warn 2> "$T/prometheus.log" &
-PIDS+=($!)
-API=http://127.0.0.1:$PPORT/api/v1
-until_true 30 'curl -sf "$API/query?query=up" | grep -q "\"value\":\[[0-9.]*,\"1\"\]"' || { tail "$T/prometheus.log"; exit 1; }
+start_prometheus "$T/rules.yml" "127.0.0.1:$HPORT"
 echo "ok   - prometheus scrapes mesh-host (up == 1)"
 
 fails=0

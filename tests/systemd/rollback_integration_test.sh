@@ -47,29 +47,14 @@ metric() { curl -s "$URL/metrics" | grep -E "^$1" || true; }
 
 # A real Prometheus scrapes the host with the shipped rules (MeshHostRolledBack
 # has no `for`: the hold is a decision, not a blip).
-RULES=$(dirname "$BIN")/../metrics/alerts/mesh-host.rules.yml
-PPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$T/prometheus.yml" <<YML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files: ["$RULES"]
-scrape_configs:
-  - job_name: mesh-host
-    static_configs:
-      - targets: ["127.0.0.1:$PORT"]
-YML
-prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb" \
-  --web.listen-address="127.0.0.1:$PPORT" --log.level=warn 2> "$T/prometheus.log" &
-PIDS+=($!)
-API=http://127.0.0.1:$PPORT/api/v1
+. "$(dirname "$BIN")/../tests/testing/prometheus.sh"
+check "prometheus scrapes the host" \
+  'start_prometheus "$(dirname "$BIN")/../metrics/alerts/mesh-host.rules.yml" "127.0.0.1:$PORT"'
 rolled_back_alert() {  # the resources MeshHostRolledBack fires for, or nothing
   curl -sf "$API/query" --data-urlencode 'query=ALERTS{alertname="MeshHostRolledBack",alertstate="firing"}' |
     python3 -c 'import json,sys; print(" ".join(x["metric"].get("resource","?") for x in json.load(sys.stdin)["data"]["result"]))'
 }
-scraped() { grep -q '"value":\[[0-9.]*,"1"\]' <<<"$(curl -sf "$API/query?query=up")"; }
 fires_for() { [ "$(rolled_back_alert)" = "$1" ]; }
-check "prometheus scrapes the host" 'until_true 30 scraped'
 check "no MeshHostRolledBack while generation 14 runs" 'fires_for ""'
 
 check "generation 14 runs and is healthy" 'until_true 10 "[ \$(code /healthz) = 200 ]"'

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -265,7 +266,8 @@ TEST(RecordTest, UnknownFieldsAreSkippedAndTheLastOfARepeatedKeyWins) {
   auto r = ParseRecord(Lines(
       R"("future":{"x":[1,{"y":2}]},"machine":"m","generation":3,"declaration_digest":"d")",
       {R"({"id":"a","kind":"file","digest":"old","applied_at":"t","written":[],"labels":["l"]})",
-       R"({"id":"a","kind":"file","digest":"new","applied_at":"t",)"
+       R"({"id":"a","kind":"file","digest":"new","applied_at":"t","drop_ins":"a.conf=1",)"
+       R"("drop_ins":"b.conf=2",)"
        R"("written":[{"path":"/a","fingerprint":"f","extra":{}}],"position":4,"state":"running"})"}));
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->generation, 3u);
@@ -274,6 +276,8 @@ TEST(RecordTest, UnknownFieldsAreSkippedAndTheLastOfARepeatedKeyWins) {
   EXPECT_EQ(a.digest, "new");
   EXPECT_EQ(a.position, 4u);
   EXPECT_EQ(a.unit().state, "running");
+  EXPECT_EQ(a.unit().drop_ins, (std::map<std::string, std::string>{{"b.conf", "2"}}))
+      << "a repeated drop_ins keeps its last list, not both";
   ASSERT_EQ(a.written.size(), 1u);
   EXPECT_EQ(a.written[0].fingerprint, "f");
 }

@@ -80,6 +80,31 @@ class RollbackTest : public ReconcilerTest {
   }
 
   std::string Jailconf() const { return testing::ReadText(Root("/etc/jail.conf")); }
+
+  // app.service runs /opt/app/run, a process resource's bundle, and dies
+  // 221 ms after it starts on one whose run says "broken".
+  std::string AppRun() const {
+    std::string run = Root("/opt/app/run");
+    return testing::Exists(run) ? testing::ReadText(run) : std::string("(none)");
+  }
+  void AddApp() {
+    services_.AddUnit("app.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+    services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
+      return AppRun() == "broken" ? Behavior::kDiesAfter : Behavior::kHealthy;
+    };
+  }
+  static json App(const std::string& sha, uint64_t generation,
+                  const std::string& artifact = "app.tar.gz") {
+    return Decl({{{"id", "app"},
+                  {"kind", "process"},
+                  {"path", "/opt/app"},
+                  {"source", artifact},
+                  {"sha256", sha},
+                  {"unit", "app.service"},
+                  {"unit_text", "[Service]\nExecStart=/opt/app/run\n"},
+                  {"on_failure", "rollback"}}},
+                generation);
+  }
 };
 
 TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
@@ -292,39 +317,24 @@ TEST_F(RollbackTest, AKeptCredentialIsNeverShown) {
 // the rollback unpacks the copy kept with the last good. Pruned once a
 // newer generation is confirmed.
 TEST_F(RollbackTest, ABundleReplacedUnderItsNameIsPutBackFromTheKeptCopy) {
-  services_.AddUnit("app.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
-  services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
-    bool bad = testing::ReadText(Root("/opt/app/run")).find("broken") != std::string::npos;
-    return bad ? Behavior::kDiesAfter : Behavior::kHealthy;
-  };
-  auto app = [&](const std::string& sha, uint64_t generation) {
-    return Decl({{{"id", "app"},
-                  {"kind", "process"},
-                  {"path", "/opt/app"},
-                  {"source", "app.tar.gz"},
-                  {"sha256", sha},
-                  {"unit", "app.service"},
-                  {"unit_text", "[Service]\nExecStart=/opt/app/run\n"},
-                  {"on_failure", "rollback"}}},
-                generation);
-  };
+  AddApp();
   std::string v1 = Bundle("app.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
-  ASSERT_EQ(Run(app(v1, 1)).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(App(v1, 1)).result, ApplyResult::kOk);
   EXPECT_THAT(store_.artifacts, ElementsAre(Pair(v1, _))) << "kept with the last good";
   std::string v2 = Bundle("app.tar.gz", {{.name = "run", .content = "broken", .mode = 0755}});
-  ApplyReport refused = Run(app(v2, 2));
+  ApplyReport refused = Run(App(v2, 2));
   EXPECT_EQ(refused.result, ApplyResult::kFailed);
   EXPECT_THAT(Of(refused, "app").detail, HasSubstr("rolled back to generation 1: running"));
-  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v1");
+  EXPECT_EQ(AppRun(), "v1");
   // Held: the same declaration again reads the kept v1, restarting nothing.
-  ApplyReport held = Run(app(v2, 2));
+  ApplyReport held = Run(App(v2, 2));
   EXPECT_THAT(Of(held, "app").detail, HasSubstr("held at generation 1"));
   EXPECT_TRUE(held.error.empty()) << held.error;
-  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v1");
+  EXPECT_EQ(AppRun(), "v1");
 
   std::string v3 = Bundle("app.tar.gz", {{.name = "run", .content = "v3", .mode = 0755}});
-  ASSERT_EQ(Run(app(v3, 3)).result, ApplyResult::kOk);
-  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "v3");
+  ASSERT_EQ(Run(App(v3, 3)).result, ApplyResult::kOk);
+  EXPECT_EQ(AppRun(), "v3");
   EXPECT_THAT(store_.artifacts, ElementsAre(Pair(v3, _))) << "v1's copy pruned";
 
   // Only what a hold or a rollback swapped in is read from a kept copy: with
@@ -336,7 +346,7 @@ TEST_F(RollbackTest, ABundleReplacedUnderItsNameIsPutBackFromTheKeptCopy) {
                 {"path", "/opt/other"},
                 {"source", "app.tar.gz"},
                 {"sha256", v3}};
-  ApplyReport not_held = Run(Decl({app(v3, 3)["resources"][0], other}, 3));
+  ApplyReport not_held = Run(Decl({App(v3, 3)["resources"][0], other}, 3));
   EXPECT_EQ(not_held.result, ApplyResult::kRefused);
   EXPECT_THAT(not_held.error, HasSubstr("source app.tar.gz has sha256 "));
   EXPECT_FALSE(std::filesystem::exists(Root("/opt/other/run")));
@@ -346,35 +356,20 @@ TEST_F(RollbackTest, ABundleReplacedUnderItsNameIsPutBackFromTheKeptCopy) {
 // back, and the words say why.
 TEST_F(RollbackTest, WithoutTheOldArtifactOrACopyNothingIsPutBack) {
   store_.keeps_artifacts = false;
-  services_.AddUnit("app.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
-  services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
-    bool bad = testing::ReadText(Root("/opt/app/run")).find("broken") != std::string::npos;
-    return bad ? Behavior::kDiesAfter : Behavior::kHealthy;
-  };
-  auto app = [&](const std::string& artifact, const std::string& sha, uint64_t generation) {
-    return Decl({{{"id", "app"},
-                  {"kind", "process"},
-                  {"path", "/opt/app"},
-                  {"source", artifact},
-                  {"sha256", sha},
-                  {"unit", "app.service"},
-                  {"unit_text", "[Service]\nExecStart=/opt/app/run\n"},
-                  {"on_failure", "rollback"}}},
-                generation);
-  };
+  AddApp();
   std::string v1 = Bundle("app-1.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
   std::string v2 = Bundle("app-2.tar.gz", {{.name = "run", .content = "broken", .mode = 0755}});
-  ApplyReport first = Run(app("app-1.tar.gz", v1, 1));
+  ApplyReport first = Run(App(v1, 1, "app-1.tar.gz"));
   ASSERT_EQ(first.result, ApplyResult::kOk);
   EXPECT_THAT(first.warnings, Contains(HasSubstr("no copy kept of the bundle app-1.tar.gz")));
   std::filesystem::remove(dir_.Sub("artifacts/app-1.tar.gz"));
-  ApplyReport gone = Run(app("app-2.tar.gz", v2, 2));
+  ApplyReport gone = Run(App(v2, 2, "app-2.tar.gz"));
   EXPECT_EQ(gone.result, ApplyResult::kFailed);
   EXPECT_THAT(Of(gone, "app").detail,
               HasSubstr("not rolled back: generation 1's app cannot be put back: its bundle "
                         "app-1.tar.gz (sha256 " +
                         v1 + ") is neither under --artifacts nor kept with the last good"));
-  EXPECT_EQ(testing::ReadText(Root("/opt/app/run")), "broken") << "left as the apply made it";
+  EXPECT_EQ(AppRun(), "broken") << "left as the apply made it";
   EXPECT_TRUE(gone.error.empty()) << gone.error;
 }
 
@@ -519,46 +514,28 @@ TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
 // applies on v1, the daemon running what it was confirmed on, reported as
 // failed. Before this test only reasoning covered a kill there.
 TEST_F(RollbackCrashTest, AKillAnywhereInABundleRollbackConvergesToTheKeptCopy) {
-  services_.AddUnit("app.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
-  auto run_text = [this] {
-    std::string run = Root("/opt/app/run");
-    return testing::Exists(run) ? testing::ReadText(run) : std::string("(none)");
-  };
-  services_.behavior_on_start = [&](const std::string&) -> std::optional<Behavior> {
-    return run_text() == "broken" ? Behavior::kDiesAfter : Behavior::kHealthy;
-  };
+  AddApp();
   std::string loaded;  // what the daemon last (re)started on
   services_.on_load = [&](const std::string& unit) {
-    if (unit == "app.service") loaded = run_text();
-  };
-  auto app = [](const std::string& sha, uint64_t generation) {
-    return Decl({{{"id", "app"},
-                  {"kind", "process"},
-                  {"path", "/opt/app"},
-                  {"source", "app.tar.gz"},
-                  {"sha256", sha},
-                  {"unit", "app.service"},
-                  {"unit_text", "[Service]\nExecStart=/opt/app/run\n"},
-                  {"on_failure", "rollback"}}},
-                generation);
+    if (unit == "app.service") loaded = AppRun();
   };
   uint64_t generation = 1;
   int kills = 0;
   for (int step = 0; step < 400; ++step, generation += 2) {
     SCOPED_TRACE("killed before step " + std::to_string(step));
     std::string v1 = Bundle("app.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
-    ApplyReport good = Apply(app(v1, generation));
+    ApplyReport good = Apply(App(v1, generation));
     ASSERT_EQ(good.result, ApplyResult::kOk) << good.error;
-    ASSERT_EQ(run_text(), "v1");
+    ASSERT_EQ(AppRun(), "v1");
     std::string v2 = Bundle("app.tar.gz", {{.name = "run", .content = "broken", .mode = 0755}});
     kill_.KillAt(step);
-    (void)Apply(app(v2, generation + 1));
+    (void)Apply(App(v2, generation + 1));
     bool killed = kill_.Killed();
     kill_.Disarm();
     for (int after = 0; after < 2; ++after) {
-      ApplyReport r = Apply(app(v2, generation + 1));
+      ApplyReport r = Apply(App(v2, generation + 1));
       EXPECT_EQ(r.result, ApplyResult::kFailed) << "never a success on a refused generation";
-      EXPECT_EQ(run_text(), "v1");
+      EXPECT_EQ(AppRun(), "v1");
       EXPECT_EQ(loaded, "v1") << "the daemon runs a bundle it was never confirmed on";
       const auto& unit = Of(r, "app");
       ASSERT_TRUE(unit.unit.has_value());
