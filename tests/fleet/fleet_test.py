@@ -138,9 +138,12 @@ def main():
                                  env=env, stderr=log, stdout=subprocess.DEVNULL)
             procs.append(p)
             hosts.append(p)
+        # A bound against a hang, not a speed: twenty daemons start at once
+        # (TLS, bcrypt, a first apply each), beside the sanitizers' run in
+        # ./tools/test; 30 s ran out once there for the eighteenth.
         for i in range(HOSTS):
             wait_for(f"h{i}'s first apply",
-                     lambda: re.search(r"^apply (ok|failed)", open(f"{t}/h{i}/log").read(), re.M), 30)
+                     lambda: re.search(r"^apply (ok|failed)", open(f"{t}/h{i}/log").read(), re.M), 90)
         print(f"ok   - {HOSTS} hosts applied (TLS + basic auth on each)")
 
         # Something fights h2: its file rewritten twice a second.
