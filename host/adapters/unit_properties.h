@@ -1,6 +1,6 @@
 // What systemd's unit and service properties mean to the host.
 //
-// The sd-bus adapter (sdbus_service_manager.cc) only decodes: it looks a
+// The sd-bus adapter (systemd_bus.cc) only decodes: it looks a
 // property's name up here, reads a value of the wire shape this table gives
 // off the message, and hands it back to the row's setter. Everything else —
 // which properties are read at all and in which round, what infinity or a
