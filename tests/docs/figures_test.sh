@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Each page's table of figures (performance.md's from tools/bench, fleet.md's
-# from tools/fleet-sim, reliability.md's from tools/crash) is what
+# from tools/fleet-sim, reliability.md's two from tools/crash and tools/fuzz) is what
 # docs/figures.tsv makes. (Whether another page restates one of its figures
 # is not looked for: a number of a run matched unrelated numbers of other
 # pages; those pages point to the tables instead.)
@@ -21,5 +21,32 @@ check "a tool's run leaves the other tools' rows" \
    [ "$(crash_rows "$T/docs/figures.tsv")" = 1 ] &&
    (cd "$T" && python3 "$OLDPWD/tools/lib/figures.py" check docs/figures.tsv >/dev/null) &&
    grep -q "| a campaign: kills survived | 3 of 3 (seed 1) | RUN |" "$T/docs/reliability.md"'
+# The counts of hostile inputs reliability.md states are those the tests
+# hold the host to (each test fails unless every one passes).
+count_check() {
+  python3 - "$@" <<'PY'
+import ast, re, sys
+script, name, pattern = sys.argv[1:4]
+tree = ast.parse(open(script).read())
+values = [n.value for n in tree.body if isinstance(n, ast.Assign)
+          and any(getattr(t, "id", None) == name for t in n.targets)]
+n = len(values[0].elts) if isinstance(values[0], ast.List) else values[0].value
+doc = open("docs/reliability.md").read()
+stated = re.search(pattern, doc)
+if not stated or int(stated[1]) != n or int(stated[2]) != n:
+    sys.exit(f"docs/reliability.md says {stated[0] if stated else 'nothing'}; {script} holds {n}")
+PY
+}
+check "the hostile declarations counted as hostile_test.py holds them" \
+  'count_check tests/hostile/hostile_test.py CASES "hostile declarations refused whole[^|]*\| \*\*(\d+) of (\d+)\*\*"'
+check "the FIFO race's applies counted as fifo_race_test.py runs them" \
+  'count_check tests/hostile/fifo_race_test.py APPLIES "\*\*(\d+) of (\d+) applies finish\*\*"'
+# Two tools' tables on one page: a run of one leaves the other's table.
+printf 'fuzz: a target\t5 executions in 1 s, no finding\t\t\n' > "$T/fuzz.tsv"
+check "a tool's run leaves another tool's table on the same page" \
+  '(cd "$T" && python3 "$OLDPWD/tools/lib/figures.py" write tools/fuzz fuzz.tsv docs/figures.tsv "RUN2" >/dev/null) &&
+   (cd "$T" && python3 "$OLDPWD/tools/lib/figures.py" check docs/figures.tsv >/dev/null) &&
+   grep -q "| a campaign: kills survived | 3 of 3 (seed 1) | RUN |" "$T/docs/reliability.md" &&
+   grep -q "| a target | 5 executions in 1 s, no finding | RUN2 |" "$T/docs/reliability.md"'
 echo "$fails failed"
 [ "$fails" = 0 ]

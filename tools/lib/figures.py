@@ -32,6 +32,7 @@ OWNERS = {
     "tools/bench": ("", "docs/performance.md"),
     "tools/fleet-sim": ("fleet: ", "docs/fleet.md"),
     "tools/crash": ("crash: ", "docs/reliability.md"),
+    "tools/fuzz": ("fuzz: ", "docs/reliability.md"),
 }
 BEGIN = "<!-- figures begin: {tool} writes this table from docs/figures.tsv -->"
 END = "<!-- figures end -->"
