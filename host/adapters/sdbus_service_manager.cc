@@ -25,6 +25,7 @@ SdbusServiceManager::SdbusServiceManager()
               },
           .disconnected =
               [this] {
+                ++connection_;
                 held_.clear();           // the references went with the connection
                 watched_paths_.clear();  // object paths are resolved again on the next
               },
@@ -77,6 +78,17 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
 core::Result<std::map<std::string, std::string>> SdbusServiceManager::WaitForJobs(
     const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) {
   if (jobs.empty()) return std::map<std::string, std::string>();
+  bool unheard = std::any_of(jobs.begin(), jobs.end(), [&](const std::string& job) {
+    auto it = queued_on_.find(job);
+    return it != queued_on_.end() && it->second != connection_;
+  });
+  for (const std::string& job : jobs) queued_on_.erase(job);
+  if (unheard) {
+    // Queued on a connection since lost: their JobRemoved went with it, and
+    // a new connection never hears of them.
+    (void)jobs_.Take(jobs);
+    return core::Fail("waiting for jobs: the bus connection was lost after they were queued");
+  }
   if (auto st = bus_.Connect(); !st) return std::unexpected(st.error());
   auto st = bus_.ProcessUntil([&] { return jobs_.AllFinished(jobs); },
                               std::chrono::steady_clock::now() + timeout);
@@ -143,7 +155,15 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     out[i] = core::UnitStatus{};
   }
   for (int round : {0, 1, 2}) {
-    if (round > 0 && !bus_.connected()) break;  // the connection was lost: the errors say so
+    if (round > 0 && !bus_.connected()) {
+      // The connection was lost: a unit read in part is not read.
+      for (size_t i = 0; i < units.size(); ++i) {
+        if (!out[i] || !ReadInRound(round, units[i], *out[i])) continue;
+        out[i] = core::Fail(std::string("Get ") + kServiceIface + " " + units[i] +
+                            ": not sent: the connection was lost");
+      }
+      continue;
+    }
     std::vector<SystemdBus::Call> calls;
     std::vector<std::pair<size_t, const char*>> index;  // unit, property (null: GetAll)
     for (size_t i = 0; i < units.size(); ++i) {
@@ -219,6 +239,7 @@ void SdbusServiceManager::HoldLoaded(
   }
   if (calls.empty()) return;
   std::vector<SystemdBus::Reply> replies = bus_.CallAll(calls);
+  if (!bus_.connected()) return;  // the references went with the connection
   for (size_t i = 0; i < replies.size(); ++i) {
     if (!refs[i].empty() && replies[i].ok()) held_.insert(refs[i]);
   }
@@ -243,6 +264,8 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
     return out;
   }
   if (waited > 0) jobs_.ExpectCalls(waited, new_batch);
+  if (new_batch) queued_on_.clear();  // no one waits for earlier jobs any more
+  const uint64_t connection = connection_;
   std::vector<SystemdBus::Call> calls;
   for (const auto& [unit, kind] : jobs) {
     const char* method = JobMethod(kind);
@@ -263,7 +286,9 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
       out[i] = std::unexpected(job.error());
     } else {
       out[i] = *job;
-      if (jobs[i].second != ports::JobKind::kStop) kept.push_back(*job);
+      if (jobs[i].second == ports::JobKind::kStop) continue;
+      kept.push_back(*job);
+      queued_on_[*job] = connection;
     }
   }
   if (waited > 0) jobs_.KeepJobs(waited, kept);

@@ -62,6 +62,10 @@ class SdbusServiceManager : public ports::ServiceManager {
   std::map<std::string, std::string> watched_paths_;  // object path -> unit
   std::vector<std::string> watched_units_;
   std::vector<std::string> changed_units_;
+  // Which connection each job the host waits for was queued on (counted by
+  // the connections lost before it): a job of a lost one is never heard of.
+  uint64_t connection_ = 0;
+  std::map<std::string, uint64_t> queued_on_;
   SystemdBus bus_;  // last: its handlers reach the members above
 };
 

@@ -26,6 +26,7 @@ namespace {
   X(sd_bus_call_method)             \
   X(sd_bus_error_free)              \
   X(sd_bus_flush_close_unref)       \
+  X(sd_bus_is_open)                 \
   X(sd_bus_match_signal)            \
   X(sd_bus_message_append)          \
   X(sd_bus_message_enter_container) \
@@ -468,6 +469,10 @@ std::vector<SystemdBus::Reply> SystemdBus::CallAll(const std::vector<Call>& call
     count_answered();
     if (lost || r < 0 || answered == before) break;
   }
+  // A bus that closed answers every call awaiting its reply itself
+  // ("Connection terminated"), so the batch ends as if answered: the
+  // connection is lost all the same.
+  lost = lost || sd_bus_is_open(bus_->bus) <= 0;
   for (size_t i = sent; i < calls.size(); ++i) {
     out[i].error = out[i].what + ": not sent: " +
                    (lost      ? std::string("the connection was lost")

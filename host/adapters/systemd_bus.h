@@ -53,8 +53,8 @@ class SystemdBus {
     const char* iface;
     const char* member;
     Args args = Args::kNone;
-    std::string first;
-    std::string second;
+    std::string first{};
+    std::string second{};
     std::string what;  // names the call in an error ("GetAll … u.service")
   };
 

@@ -2,11 +2,15 @@
 // inside the project's sandboxed systemd): what it reads of a unit, and
 // that it keeps no job result but the host's own.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <systemd/sd-bus.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -363,6 +367,192 @@ TEST_F(SdbusAdapterTest, APropertyAnOlderSystemdLacksStaysUnset) {
   EXPECT_EQ(seen->timeout_stop, 5s);
   EXPECT_EQ(seen->n_restarts, 0u);
   EXPECT_EQ(old.calls_left_unanswered(), 0);
+}
+
+// A bus of the test's own (dbus-daemon at a short path of /tmp), which a
+// stand-in for systemd can take down mid-batch, and which can be brought
+// back at the same address.
+class OwnBus {
+ public:
+  OwnBus() {
+    char dir[] = "/tmp/mh-own-bus.XXXXXX";
+    if (mkdtemp(dir) == nullptr) return;
+    dir_ = dir;
+    address_ = "unix:path=" + dir_ + "/bus";
+    std::ofstream(dir_ + "/bus.conf")
+        << "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+           " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+           "<busconfig><type>session</type><listen>"
+        << address_
+        << "</listen><auth>EXTERNAL</auth><policy context=\"default\">"
+           "<allow send_destination=\"*\" eavesdrop=\"true\"/><allow eavesdrop=\"true\"/>"
+           "<allow own=\"*\"/></policy></busconfig>\n";
+    Start();
+  }
+  ~OwnBus() {
+    Kill();
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  bool Start() {
+    std::filesystem::remove(dir_ + "/bus");
+    std::string cmd = "dbus-daemon --config-file=" + dir_ + "/bus.conf --fork --print-pid";
+    FILE* out = popen(cmd.c_str(), "r");
+    if (out == nullptr) return false;
+    int pid = 0;
+    if (std::fscanf(out, "%d", &pid) != 1) pid = 0;
+    pclose(out);
+    pid_ = pid;
+    return pid_ > 0;
+  }
+  void Kill() {
+    int pid = pid_.exchange(0);
+    if (pid > 0) ::kill(pid, SIGKILL);
+  }
+  bool up() const { return pid_ > 0; }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string dir_;
+  std::string address_;
+  std::atomic<int> pid_{0};
+};
+
+// A systemd whose bus goes away mid-batch: it answers Subscribe and Ref,
+// the first `answered` StartUnit calls with a job and every property of
+// a.service (a service whose run exited badly), then takes the bus down at
+// the next call (after its answers have had time to reach the host).
+class DyingSystemd {
+ public:
+  DyingSystemd(OwnBus& own, int answered) : own_(own), answered_(answered) {
+    ok_ = sd_bus_new(&bus_) >= 0 && sd_bus_set_address(bus_, own.address().c_str()) >= 0 &&
+          sd_bus_set_bus_client(bus_, 1) >= 0 && sd_bus_start(bus_) >= 0 &&
+          sd_bus_request_name(bus_, "org.freedesktop.systemd1", 0) >= 0 &&
+          sd_bus_add_filter(bus_, nullptr, Filter, this) >= 0;
+    if (ok_) thread_ = std::thread([this] { Serve(); });
+  }
+  ~DyingSystemd() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    sd_bus_close_unref(bus_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  static int Filter(sd_bus_message* m, void* userdata, sd_bus_error*) {
+    auto* self = static_cast<DyingSystemd*>(userdata);
+    if (self->down_) return 1;
+    std::string path = sd_bus_message_get_path(m) != nullptr ? sd_bus_message_get_path(m) : "";
+    bool of_a = path.ends_with("/a_2eservice");
+    if (sd_bus_message_is_method_call(m, nullptr, "Subscribe") > 0 ||
+        sd_bus_message_is_method_call(m, nullptr, "Ref") > 0) {
+      sd_bus_reply_method_return(m, "");
+    } else if (sd_bus_message_is_method_call(m, nullptr, "GetAll") > 0) {
+      sd_bus_reply_method_return(m, "a{sv}", 2, "LoadState", "s", "loaded", "ActiveState", "s",
+                                 "failed");
+    } else if (of_a && sd_bus_message_is_method_call(m, nullptr, "Get") > 0) {
+      const char* iface = nullptr;
+      const char* property = nullptr;
+      sd_bus_message_read(m, "ss", &iface, &property);
+      std::string p = property != nullptr ? property : "";
+      if (p == "Result" || p == "Type") {
+        sd_bus_reply_method_return(m, "v", "s", p == "Result" ? "exit-code" : "simple");
+      } else {
+        sd_bus_reply_method_errorf(m, "org.freedesktop.DBus.Error.UnknownProperty",
+                                   "Unknown property %s", p.c_str());
+      }
+    } else if (sd_bus_message_is_method_call(m, nullptr, "StartUnit") > 0 && self->answered_ > 0) {
+      --self->answered_;
+      std::string job = "/org/freedesktop/systemd1/job/" + std::to_string(++self->jobs_);
+      sd_bus_reply_method_return(m, "o", job.c_str());
+    } else if (sd_bus_message_is_method_call(m, nullptr, nullptr) > 0) {
+      sd_bus_flush(self->bus_);
+      std::this_thread::sleep_for(200ms);  // the answers above reach the host first
+      self->own_.Kill();
+      self->down_ = true;
+    }
+    return 1;
+  }
+  void Serve() {
+    while (!stop_) {
+      while (!down_ && sd_bus_process(bus_, nullptr) > 0) {
+      }
+      if (down_) {
+        std::this_thread::sleep_for(50ms);
+        continue;
+      }
+      sd_bus_wait(bus_, 50'000);  // µs: stop_ is seen within 50 ms
+    }
+  }
+  OwnBus& own_;
+  int answered_;
+  int jobs_ = 0;
+  sd_bus* bus_ = nullptr;
+  bool ok_ = false;
+  std::atomic<bool> down_{false};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Jobs queued on a connection that was lost before they were waited for:
+// their JobRemoved went with it. Before, the wait made a new connection,
+// waited out its timeout and called them still pending, which the port's
+// contract forbids; now it fails at once, saying so.
+TEST_F(SdbusAdapterTest, JobsQueuedOnALostConnectionAreNotCalledPending) {
+  OwnBus own;
+  ASSERT_TRUE(own.up());
+  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", own.address().c_str(), 1);
+  std::vector<std::pair<std::string, ports::JobKind>> jobs;
+  jobs.reserve(10);
+  for (int i = 0; i < 10; ++i)
+    jobs.emplace_back("s" + std::to_string(i) + ".service", ports::JobKind::kStart);
+  SdbusServiceManager host;
+  std::vector<core::Result<std::string>> queued;
+  {
+    DyingSystemd dying(own, /*answered=*/3);
+    ASSERT_TRUE(dying.ok());
+    queued = host.EnqueueAll(jobs);
+  }
+  ASSERT_EQ(queued.size(), jobs.size());
+  std::vector<std::string> ids;
+  for (const auto& q : queued) {
+    if (q) ids.push_back(*q);
+  }
+  ASSERT_EQ(ids.size(), 3u) << "the stand-in answered three starts";
+  // The bus is back, with a systemd that answers Subscribe and nothing else.
+  ASSERT_TRUE(own.Start());
+  DyingSystemd back(own, /*answered=*/0);
+  ASSERT_TRUE(back.ok());
+  auto waited = host.WaitForJobs(ids, 2s);
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
+  ASSERT_FALSE(waited.has_value()) << "jobs of a lost connection read as still pending";
+  EXPECT_NE(waited.error().message.find("connection was lost"), std::string::npos)
+      << waited.error().message;
+}
+
+// A unit read in part when the connection went: a.service's service
+// properties were all read, b.service's calls found the bus gone, and the
+// exit status of a.service's failed run was never asked for. Before, a
+// came back as read, without what its run exited with; now it fails.
+TEST_F(SdbusAdapterTest, AUnitReadInPartIsNotCalledRead) {
+  OwnBus own;
+  ASSERT_TRUE(own.up());
+  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", own.address().c_str(), 1);
+  std::vector<core::Result<core::UnitStatus>> seen;
+  {
+    DyingSystemd dying(own, /*answered=*/0);
+    ASSERT_TRUE(dying.ok());
+    SdbusServiceManager host;
+    seen = host.ReadUnits({"a.service", "b.service"});
+  }
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_FALSE(seen[1].has_value()) << "b.service's properties were never answered";
+  ASSERT_FALSE(seen[0].has_value())
+      << "a.service read without its exit status: result " << seen[0]->result;
+  EXPECT_NE(seen[0].error().message.find("not sent: the connection was lost"), std::string::npos)
+      << seen[0].error().message;
 }
 
 }  // namespace
