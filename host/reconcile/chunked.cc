@@ -212,7 +212,7 @@ bool Run::Chunk(Declaration& chunk) {
   s.decl.digest = first_.header.digest;
   s.olds = OldEntriesOf(s.decl, *in_.record);
   s.wants = Wants(s.decl, *s.record, s.olds, s.had_record, credential_key_);
-  auto observed = Observe(s.decl, *in_.record, s.olds, s.wants, *in_.ports, in_.dirs, stats_);
+  auto observed = ObserveOf(s, *in_.ports, stats_);
   if (!observed) {
     // A path made to lead out of the root since the first pass looked.
     Fail(observed.error().message + "; the apply stopped after " + std::to_string(done_) +

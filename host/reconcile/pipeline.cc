@@ -8,6 +8,12 @@
 
 namespace mesh::reconcile {
 
+core::Result<Observation> ObserveOf(const ApplyState& state, const ReconcilerPorts& ports,
+                                    StatCache& cache, const std::set<std::string>* kept_bundles) {
+  return Observe(state.decl, *state.record, state.olds, state.wants, ports, state.dirs, cache,
+                 kept_bundles);
+}
+
 Plan PlanOf(const ApplyState& state, bool services) {
   return MakePlan({.declaration = &state.decl,
                    .record = state.record,

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,28 +29,34 @@ namespace mesh::reconcile {
 
 struct ApplyState {
   // Given. The declaration's resource contents are spent by Settle.
-  core::Declaration decl;
+  core::Declaration decl{};
   const core::Record* record = nullptr;  // as loaded (an empty one when none)
   bool had_record = false;
   const core::Intent* owed = nullptr;  // what earlier applies left owed
-  std::string now;                     // applied_at of what this apply writes
+  std::string now{};                   // applied_at of what this apply writes
   bool dry_run = false;
   const HostDirs* dirs = nullptr;  // may be null: no declared path is a unit definition
   // Observe: the record's entries by resource index, each resource's want
   // digest, and what the machine has.
-  OldEntries olds;
-  std::vector<std::string> wants;
-  Observation observed;
+  OldEntries olds{};
+  std::vector<std::string> wants{};
+  Observation observed{};
   // Plan.
-  Plan plan;
+  Plan plan{};
   // Write, enable, daemon-reload, act, confirm.
-  Writes writes;
-  std::vector<SystemdAnswer> enabled;  // by plan.units index
-  SystemdAnswer reloaded;
-  std::vector<Acted> acts;
-  std::vector<std::optional<Confirmation>> confirmed;
+  Writes writes{};
+  std::vector<SystemdAnswer> enabled{};  // by plan.units index
+  SystemdAnswer reloaded{};
+  std::vector<Acted> acts{};
+  std::vector<std::optional<Confirmation>> confirmed{};
 };
 
+// What the machine has of `state`'s declaration, as its record and wants
+// say to look (observe.h). `kept_bundles`: bundles a hold swapped in, whose
+// kept copies may serve.
+core::Result<Observation> ObserveOf(const ApplyState& state, const ReconcilerPorts& ports,
+                                    StatCache& cache,
+                                    const std::set<std::string>* kept_bundles = nullptr);
 // The plan of what `state` observed (plan.h: pure). `services`: a service
 // manager is there.
 Plan PlanOf(const ApplyState& state, bool services);

@@ -212,7 +212,7 @@ void ApplyRun::Apply(Declaration decl) {
     }
   }
   TakeLookAhead();
-  auto observed = Observe(s.decl, *record_, s.olds, s.wants, ports_, s.dirs, stats_, &kept_bundles);
+  auto observed = ObserveOf(s, ports_, stats_, &kept_bundles);
   stats_ = StatCache();  // read by the observation only: not held through the writes
   if (!observed) return Refuse(observed.error());
   s.observed = std::move(*observed);
