@@ -214,7 +214,7 @@ void StatusServer::Route(httplib::Server& s) {
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("Referrer-Policy", "no-referrer");
     res.set_header("Cache-Control", "no-store");
-    res.set_content(std::move(*page), "text/html; charset=utf-8");
+    res.set_content(*page, "text/html; charset=utf-8");
   });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     status::Health h = status::Judge(*board_.Get());

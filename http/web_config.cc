@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -253,7 +254,7 @@ std::optional<std::chrono::nanoseconds> GoDuration(const std::string& text) {
   }
   // A day is far beyond any interval worth limiting by.
   if (!(total <= 86400e9)) return std::nullopt;
-  return std::chrono::nanoseconds(static_cast<int64_t>(total + 0.5));
+  return std::chrono::nanoseconds(std::llround(total));
 }
 
 core::Result<RateLimit> ParseRateLimit(const YAML::Node& node) {

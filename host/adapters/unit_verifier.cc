@@ -49,12 +49,14 @@ bool Run(const std::vector<std::string>& args, std::string& output) {
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   // No pager, no colour, no terminal questions: a child of a CI job.
   std::vector<std::string> env = {"SYSTEMD_PAGER=cat", "SYSTEMD_COLORS=0", "SYSTEMD_LOG_COLOR=0",
                                   "LANG=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid = 0;
