@@ -21,26 +21,28 @@ check "a tool's run leaves the other tools' rows" \
    [ "$(crash_rows "$T/docs/figures.tsv")" = 1 ] &&
    (cd "$T" && python3 "$OLDPWD/tools/lib/figures.py" check docs/figures.tsv >/dev/null) &&
    grep -q "| a campaign: kills survived | 3 of 3 (seed 1) | RUN |" "$T/docs/reliability.md"'
-# The counts of hostile inputs reliability.md states are those the tests
-# hold the host to (each test fails unless every one passes).
-count_check() {
+# The counts of cases the docs state are those the tests hold the host to
+# (each test fails unless every case passes).
+count_check() {  # SCRIPT NAME DOC PATTERN: every group of PATTERN in DOC is len(NAME)
   python3 - "$@" <<'PY'
 import ast, re, sys
-script, name, pattern = sys.argv[1:4]
+script, name, doc_path, pattern = sys.argv[1:5]
 tree = ast.parse(open(script).read())
 values = [n.value for n in tree.body if isinstance(n, ast.Assign)
           and any(getattr(t, "id", None) == name for t in n.targets)]
-n = len(values[0].elts) if isinstance(values[0], ast.List) else values[0].value
-doc = open("docs/reliability.md").read()
-stated = re.search(pattern, doc)
-if not stated or int(stated[1]) != n or int(stated[2]) != n:
-    sys.exit(f"docs/reliability.md says {stated[0] if stated else 'nothing'}; {script} holds {n}")
+v = values[0]
+n = len(v.keys) if isinstance(v, ast.Dict) else len(v.elts) if isinstance(v, ast.List) else v.value
+stated = re.search(pattern, open(doc_path).read())
+if not stated or any(int(g) != n for g in stated.groups()):
+    sys.exit(f"{doc_path} says {stated[0] if stated else 'nothing'}; {script} holds {n}")
 PY
 }
 check "the hostile declarations counted as hostile_test.py holds them" \
-  'count_check tests/hostile/hostile_test.py CASES "hostile declarations refused whole[^|]*\| \*\*(\d+) of (\d+)\*\*"'
+  'count_check tests/hostile/hostile_test.py CASES docs/reliability.md "hostile declarations refused whole[^|]*\| \*\*(\d+) of (\d+)\*\*"'
 check "the FIFO race's applies counted as fifo_race_test.py runs them" \
-  'count_check tests/hostile/fifo_race_test.py APPLIES "\*\*(\d+) of (\d+) applies finish\*\*"'
+  'count_check tests/hostile/fifo_race_test.py APPLIES docs/reliability.md "\*\*(\d+) of (\d+) applies finish\*\*"'
+check "the verdict matrix counted as verdict_matrix.py holds it" \
+  'count_check tests/systemd/verdict_matrix.py CASES README.md "the verdict matrix of (\d+) units"'
 # Two tools' tables on one page: a run of one leaves the other's table.
 printf 'fuzz: a target\t5 executions in 1 s, no finding\t\t\n' > "$T/fuzz.tsv"
 check "a tool's run leaves another tool's table on the same page" \
