@@ -417,13 +417,15 @@ class OwnBus {
   std::atomic<int> pid_{0};
 };
 
-// A systemd whose bus goes away mid-batch: it answers Subscribe and Ref,
-// the first `answered` StartUnit calls with a job and every property of
-// a.service (a service whose run exited badly), then takes the bus down at
-// the next call (after its answers have had time to reach the host).
+// A systemd whose bus goes away mid-batch: it answers Subscribe, the first
+// `refs` Ref calls, the first `answered` StartUnit calls with a job and
+// every property of a.service (a service whose run exited badly), then
+// takes the bus down at the next call (after its answers have had time to
+// reach the host). It counts the Refs it was sent.
 class DyingSystemd {
  public:
-  DyingSystemd(OwnBus& own, int answered) : own_(own), answered_(answered) {
+  DyingSystemd(OwnBus& own, int answered, int refs = 1000)
+      : own_(own), answered_(answered), refs_(refs) {
     ok_ = sd_bus_new(&bus_) >= 0 && sd_bus_set_address(bus_, own.address().c_str()) >= 0 &&
           sd_bus_set_bus_client(bus_, 1) >= 0 && sd_bus_start(bus_) >= 0 &&
           sd_bus_request_name(bus_, "org.freedesktop.systemd1", 0) >= 0 &&
@@ -436,15 +438,18 @@ class DyingSystemd {
     sd_bus_close_unref(bus_);
   }
   bool ok() const { return ok_; }
+  int refs_sent() const { return refs_sent_; }
 
  private:
   static int Filter(sd_bus_message* m, void* userdata, sd_bus_error*) {
     auto* self = static_cast<DyingSystemd*>(userdata);
     if (self->down_) return 1;
+    bool ref = sd_bus_message_is_method_call(m, nullptr, "Ref") > 0;
+    if (ref) ++self->refs_sent_;
     std::string path = sd_bus_message_get_path(m) != nullptr ? sd_bus_message_get_path(m) : "";
     bool of_a = path.ends_with("/a_2eservice");
-    if (sd_bus_message_is_method_call(m, nullptr, "Subscribe") > 0 ||
-        sd_bus_message_is_method_call(m, nullptr, "Ref") > 0) {
+    if (sd_bus_message_is_method_call(m, nullptr, "Subscribe") > 0 || (ref && self->refs_ > 0)) {
+      if (ref) --self->refs_;
       sd_bus_reply_method_return(m, "");
     } else if (sd_bus_message_is_method_call(m, nullptr, "GetAll") > 0) {
       sd_bus_reply_method_return(m, "a{sv}", 2, "LoadState", "s", "loaded", "ActiveState", "s",
@@ -485,6 +490,8 @@ class DyingSystemd {
   }
   OwnBus& own_;
   int answered_;
+  int refs_;
+  std::atomic<int> refs_sent_{0};
   int jobs_ = 0;
   sd_bus* bus_ = nullptr;
   bool ok_ = false;
@@ -528,6 +535,35 @@ TEST_F(SdbusAdapterTest, JobsQueuedOnALostConnectionAreNotCalledPending) {
   ASSERT_FALSE(waited.has_value()) << "jobs of a lost connection read as still pending";
   EXPECT_NE(waited.error().message.find("connection was lost"), std::string::npos)
       << waited.error().message;
+}
+
+// The units a connection held loaded go with it. Before, a Ref answered
+// before the connection was lost in the same batch put its unit back as
+// held, so the next connection never asked for it again, and a oneshot
+// it started could be unloaded before its run was looked at.
+TEST_F(SdbusAdapterTest, UnitsHeldByALostConnectionAreHeldAgain) {
+  OwnBus own;
+  ASSERT_TRUE(own.up());
+  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", own.address().c_str(), 1);
+  SdbusServiceManager host;
+  {
+    DyingSystemd dying(own, /*answered=*/0, /*refs=*/1);
+    ASSERT_TRUE(dying.ok());
+    (void)host.EnqueueAll(
+        {{"s0.service", ports::JobKind::kStart}, {"s1.service", ports::JobKind::kStart}});
+  }
+  ASSERT_TRUE(own.Start());
+  int refs_sent = -1;
+  {
+    DyingSystemd back(own, /*answered=*/1);
+    ASSERT_TRUE(back.ok());
+    auto queued = host.EnqueueAll({{"s0.service", ports::JobKind::kStart}});
+    ASSERT_TRUE(queued[0].has_value()) << queued[0].error().message;
+    refs_sent = back.refs_sent();
+  }
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
+  EXPECT_EQ(refs_sent, 1) << "s0.service is held by the new connection only if it asks";
 }
 
 // A unit read in part when the connection went: a.service's service
