@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -254,38 +255,74 @@ TEST_F(SdbusAdapterTest, ManyUnitsAtOnce) {
   }
 }
 
-// A stand-in for systemd: the name org.freedesktop.systemd1 on the bus with
-// no systemd (EMPTY_BUS_ADDRESS). Silent, it answers Subscribe and nothing
-// else; old, it also answers a look as a systemd older than 235 would, which
-// has no NRestarts.
-class StandInSystemd {
+// The name org.freedesktop.systemd1 on a bus, taken by the test: each
+// method call sent to it is handed to `answer` on a thread of the peer's
+// own, until the peer is destroyed or told to stop reading.
+class SystemdPeer {
  public:
-  enum class Kind { kSilent, kOld };
-  StandInSystemd(const char* address, Kind kind) : kind_(kind) {
+  using Answer = std::function<void(sd_bus_message* call)>;
+  SystemdPeer(const char* address, Answer answer) : answer_(std::move(answer)) {
     ok_ = sd_bus_new(&bus_) >= 0 && sd_bus_set_address(bus_, address) >= 0 &&
           sd_bus_set_bus_client(bus_, 1) >= 0 && sd_bus_start(bus_) >= 0 &&
           sd_bus_request_name(bus_, "org.freedesktop.systemd1", 0) >= 0 &&
           sd_bus_add_filter(bus_, nullptr, Filter, this) >= 0;
     if (ok_) thread_ = std::thread([this] { Serve(); });
   }
-  ~StandInSystemd() {
+  ~SystemdPeer() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
-    sd_bus_flush_close_unref(bus_);
+    sd_bus_close_unref(bus_);
   }
+  SystemdPeer(const SystemdPeer&) = delete;
+  SystemdPeer& operator=(const SystemdPeer&) = delete;
   bool ok() const { return ok_; }
-  int calls_left_unanswered() const { return unanswered_; }
+  sd_bus* bus() { return bus_; }
+  // Reads nothing more (its bus is gone).
+  void StopReading() { reading_ = false; }
 
  private:
   static int Filter(sd_bus_message* m, void* userdata, sd_bus_error*) {
-    auto* self = static_cast<StandInSystemd*>(userdata);
+    static_cast<SystemdPeer*>(userdata)->answer_(m);
+    return 1;  // handled: sd-bus answers nothing on its own either
+  }
+  void Serve() {
+    while (!stop_) {
+      while (reading_ && sd_bus_process(bus_, nullptr) > 0) {
+      }
+      if (!reading_) {
+        std::this_thread::sleep_for(50ms);
+        continue;
+      }
+      sd_bus_wait(bus_, 50'000);  // µs: stop_ is seen within 50 ms
+    }
+  }
+  Answer answer_;
+  sd_bus* bus_ = nullptr;
+  bool ok_ = false;
+  std::atomic<bool> reading_{true};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A stand-in for systemd on the bus with no systemd (EMPTY_BUS_ADDRESS).
+// Silent, it answers Subscribe and nothing else; old, it also answers a
+// look as a systemd older than 235 would, which has no NRestarts.
+class StandInSystemd {
+ public:
+  enum class Kind { kSilent, kOld };
+  StandInSystemd(const char* address, Kind kind)
+      : kind_(kind), peer_(address, [this](sd_bus_message* m) { Answer(m); }) {}
+  bool ok() const { return peer_.ok(); }
+  int calls_left_unanswered() const { return unanswered_; }
+
+ private:
+  void Answer(sd_bus_message* m) {
     if (sd_bus_message_is_method_call(m, nullptr, "Subscribe") > 0) {
       sd_bus_reply_method_return(m, "");
-    } else if (self->kind_ == Kind::kOld &&
-               sd_bus_message_is_method_call(m, nullptr, "GetAll") > 0) {
+    } else if (kind_ == Kind::kOld && sd_bus_message_is_method_call(m, nullptr, "GetAll") > 0) {
       sd_bus_reply_method_return(m, "a{sv}", 3, "LoadState", "s", "loaded", "ActiveState", "s",
                                  "active", "SubState", "s", "running");
-    } else if (self->kind_ == Kind::kOld && sd_bus_message_is_method_call(m, nullptr, "Get") > 0) {
+    } else if (kind_ == Kind::kOld && sd_bus_message_is_method_call(m, nullptr, "Get") > 0) {
       const char* iface = nullptr;
       const char* property = nullptr;
       sd_bus_message_read(m, "ss", &iface, &property);
@@ -299,23 +336,12 @@ class StandInSystemd {
                                    "Unknown property %s", p.c_str());
       }
     } else if (sd_bus_message_is_method_call(m, nullptr, nullptr) > 0) {
-      ++self->unanswered_;
-    }
-    return 1;  // handled: sd-bus answers nothing on its own either
-  }
-  void Serve() {
-    while (!stop_) {
-      while (sd_bus_process(bus_, nullptr) > 0) {
-      }
-      sd_bus_wait(bus_, 50'000);  // µs: stop_ is seen within 50 ms
+      ++unanswered_;
     }
   }
   Kind kind_;
-  sd_bus* bus_ = nullptr;
-  bool ok_ = false;
-  std::atomic<bool> stop_{false};
   std::atomic<int> unanswered_{0};
-  std::thread thread_;
+  SystemdPeer peer_;  // last: it answers with the members above
 };
 
 // A systemd that stops answering: the calls sent wait out their timeout
@@ -425,31 +451,21 @@ class OwnBus {
 class DyingSystemd {
  public:
   DyingSystemd(OwnBus& own, int answered, int refs = 1000)
-      : own_(own), answered_(answered), refs_(refs) {
-    ok_ = sd_bus_new(&bus_) >= 0 && sd_bus_set_address(bus_, own.address().c_str()) >= 0 &&
-          sd_bus_set_bus_client(bus_, 1) >= 0 && sd_bus_start(bus_) >= 0 &&
-          sd_bus_request_name(bus_, "org.freedesktop.systemd1", 0) >= 0 &&
-          sd_bus_add_filter(bus_, nullptr, Filter, this) >= 0;
-    if (ok_) thread_ = std::thread([this] { Serve(); });
-  }
-  ~DyingSystemd() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    sd_bus_close_unref(bus_);
-  }
-  bool ok() const { return ok_; }
+      : own_(own),
+        answered_(answered),
+        refs_(refs),
+        peer_(own.address().c_str(), [this](sd_bus_message* m) { Answer(m); }) {}
+  bool ok() const { return peer_.ok(); }
   int refs_sent() const { return refs_sent_; }
 
  private:
-  static int Filter(sd_bus_message* m, void* userdata, sd_bus_error*) {
-    auto* self = static_cast<DyingSystemd*>(userdata);
-    if (self->down_) return 1;
+  void Answer(sd_bus_message* m) {
     bool ref = sd_bus_message_is_method_call(m, nullptr, "Ref") > 0;
-    if (ref) ++self->refs_sent_;
+    if (ref) ++refs_sent_;
     std::string path = sd_bus_message_get_path(m) != nullptr ? sd_bus_message_get_path(m) : "";
     bool of_a = path.ends_with("/a_2eservice");
-    if (sd_bus_message_is_method_call(m, nullptr, "Subscribe") > 0 || (ref && self->refs_ > 0)) {
-      if (ref) --self->refs_;
+    if (sd_bus_message_is_method_call(m, nullptr, "Subscribe") > 0 || (ref && refs_ > 0)) {
+      if (ref) --refs_;
       sd_bus_reply_method_return(m, "");
     } else if (sd_bus_message_is_method_call(m, nullptr, "GetAll") > 0) {
       sd_bus_reply_method_return(m, "a{sv}", 2, "LoadState", "s", "loaded", "ActiveState", "s",
@@ -465,27 +481,15 @@ class DyingSystemd {
         sd_bus_reply_method_errorf(m, "org.freedesktop.DBus.Error.UnknownProperty",
                                    "Unknown property %s", p.c_str());
       }
-    } else if (sd_bus_message_is_method_call(m, nullptr, "StartUnit") > 0 && self->answered_ > 0) {
-      --self->answered_;
-      std::string job = "/org/freedesktop/systemd1/job/" + std::to_string(++self->jobs_);
+    } else if (sd_bus_message_is_method_call(m, nullptr, "StartUnit") > 0 && answered_ > 0) {
+      --answered_;
+      std::string job = "/org/freedesktop/systemd1/job/" + std::to_string(++jobs_);
       sd_bus_reply_method_return(m, "o", job.c_str());
     } else if (sd_bus_message_is_method_call(m, nullptr, nullptr) > 0) {
-      sd_bus_flush(self->bus_);
+      sd_bus_flush(peer_.bus());
       std::this_thread::sleep_for(200ms);  // the answers above reach the host first
-      self->own_.Kill();
-      self->down_ = true;
-    }
-    return 1;
-  }
-  void Serve() {
-    while (!stop_) {
-      while (!down_ && sd_bus_process(bus_, nullptr) > 0) {
-      }
-      if (down_) {
-        std::this_thread::sleep_for(50ms);
-        continue;
-      }
-      sd_bus_wait(bus_, 50'000);  // µs: stop_ is seen within 50 ms
+      own_.Kill();
+      peer_.StopReading();
     }
   }
   OwnBus& own_;
@@ -493,11 +497,7 @@ class DyingSystemd {
   int refs_;
   std::atomic<int> refs_sent_{0};
   int jobs_ = 0;
-  sd_bus* bus_ = nullptr;
-  bool ok_ = false;
-  std::atomic<bool> down_{false};
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  SystemdPeer peer_;  // last: it answers with the members above
 };
 
 // Jobs queued on a connection that was lost before they were waited for:
