@@ -395,15 +395,33 @@ TEST_F(SdbusAdapterTest, APropertyAnOlderSystemdLacksStaysUnset) {
   EXPECT_EQ(old.calls_left_unanswered(), 0);
 }
 
+// DBUS_SYSTEM_BUS_ADDRESS is `address` for the guard's life, whichever way
+// the test leaves.
+class BusAddress {
+ public:
+  explicit BusAddress(const std::string& address) : saved_(std::getenv("DBUS_SYSTEM_BUS_ADDRESS")) {
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", address.c_str(), 1);
+  }
+  ~BusAddress() { setenv("DBUS_SYSTEM_BUS_ADDRESS", saved_.c_str(), 1); }
+  BusAddress(const BusAddress&) = delete;
+  BusAddress& operator=(const BusAddress&) = delete;
+
+ private:
+  std::string saved_;
+};
+
 // A bus of the test's own (dbus-daemon at a short path of /tmp), which a
 // stand-in for systemd can take down mid-batch, and which can be brought
 // back at the same address.
 class OwnBus {
  public:
   OwnBus() {
-    char dir[] = "/tmp/mh-own-bus.XXXXXX";
-    if (mkdtemp(dir) == nullptr) return;
-    dir_ = dir;
+    // Under the script's directory (OWN_BUS_DIR), whose cleanup kills a
+    // daemon a crashed test left (its pid file) and removes the rest.
+    const char* base = std::getenv("OWN_BUS_DIR");
+    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/own.XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) return;
+    dir_ = pattern;
     address_ = "unix:path=" + dir_ + "/bus";
     std::ofstream(dir_ + "/bus.conf")
         << "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
@@ -420,6 +438,7 @@ class OwnBus {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   bool Start() {
+    Kill();
     std::filesystem::remove(dir_ + "/bus");
     std::string cmd = "dbus-daemon --config-file=" + dir_ + "/bus.conf --fork --print-pid";
     FILE* out = popen(cmd.c_str(), "r");
@@ -428,11 +447,14 @@ class OwnBus {
     if (std::fscanf(out, "%d", &pid) != 1) pid = 0;
     pclose(out);
     pid_ = pid;
+    std::ofstream(dir_ + "/pid") << pid << "\n";
     return pid_ > 0;
   }
   void Kill() {
     int pid = pid_.exchange(0);
-    if (pid > 0) ::kill(pid, SIGKILL);
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    std::filesystem::remove(dir_ + "/pid");
   }
   bool up() const { return pid_ > 0; }
   const std::string& address() const { return address_; }
@@ -486,11 +508,22 @@ class DyingSystemd {
       std::string job = "/org/freedesktop/systemd1/job/" + std::to_string(++jobs_);
       sd_bus_reply_method_return(m, "o", job.c_str());
     } else if (sd_bus_message_is_method_call(m, nullptr, nullptr) > 0) {
-      sd_bus_flush(peer_.bus());
-      std::this_thread::sleep_for(200ms);  // the answers above reach the host first
+      ReachedTheHost(m);
       own_.Kill();
       peer_.StopReading();
     }
+  }
+  // Returns once the host has read every answer sent before `call`: a Ping
+  // of the host's connection (sd-bus answers it itself) comes after them.
+  void ReachedTheHost(sd_bus_message* call) {
+    const char* host = sd_bus_message_get_sender(call);
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    if (host == nullptr || sd_bus_call_method(peer_.bus(), host, "/", "org.freedesktop.DBus.Peer",
+                                              "Ping", &error, nullptr, "") < 0) {
+      ADD_FAILURE() << "the host did not answer a Ping: "
+                    << (error.message != nullptr ? error.message : "no sender");
+    }
+    sd_bus_error_free(&error);
   }
   OwnBus& own_;
   int answered_;
@@ -507,8 +540,7 @@ class DyingSystemd {
 TEST_F(SdbusAdapterTest, JobsQueuedOnALostConnectionAreNotCalledPending) {
   OwnBus own;
   ASSERT_TRUE(own.up());
-  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
-  setenv("DBUS_SYSTEM_BUS_ADDRESS", own.address().c_str(), 1);
+  BusAddress address(own.address());
   std::vector<std::pair<std::string, ports::JobKind>> jobs;
   jobs.reserve(10);
   for (int i = 0; i < 10; ++i)
@@ -526,12 +558,11 @@ TEST_F(SdbusAdapterTest, JobsQueuedOnALostConnectionAreNotCalledPending) {
     if (q) ids.push_back(*q);
   }
   ASSERT_EQ(ids.size(), 3u) << "the stand-in answered three starts";
-  // The bus is back, with a systemd that answers Subscribe and nothing else.
+  // The bus is back, with a systemd that answers Subscribe and Ref.
   ASSERT_TRUE(own.Start());
   DyingSystemd back(own, /*answered=*/0);
   ASSERT_TRUE(back.ok());
   auto waited = host.WaitForJobs(ids, 2s);
-  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
   ASSERT_FALSE(waited.has_value()) << "jobs of a lost connection read as still pending";
   EXPECT_NE(waited.error().message.find("connection was lost"), std::string::npos)
       << waited.error().message;
@@ -544,8 +575,7 @@ TEST_F(SdbusAdapterTest, JobsQueuedOnALostConnectionAreNotCalledPending) {
 TEST_F(SdbusAdapterTest, UnitsHeldByALostConnectionAreHeldAgain) {
   OwnBus own;
   ASSERT_TRUE(own.up());
-  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
-  setenv("DBUS_SYSTEM_BUS_ADDRESS", own.address().c_str(), 1);
+  BusAddress address(own.address());
   SdbusServiceManager host;
   {
     DyingSystemd dying(own, /*answered=*/0, /*refs=*/1);
@@ -562,7 +592,6 @@ TEST_F(SdbusAdapterTest, UnitsHeldByALostConnectionAreHeldAgain) {
     ASSERT_TRUE(queued[0].has_value()) << queued[0].error().message;
     refs_sent = back.refs_sent();
   }
-  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
   EXPECT_EQ(refs_sent, 1) << "s0.service is held by the new connection only if it asks";
 }
 
@@ -573,8 +602,7 @@ TEST_F(SdbusAdapterTest, UnitsHeldByALostConnectionAreHeldAgain) {
 TEST_F(SdbusAdapterTest, AUnitReadInPartIsNotCalledRead) {
   OwnBus own;
   ASSERT_TRUE(own.up());
-  std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
-  setenv("DBUS_SYSTEM_BUS_ADDRESS", own.address().c_str(), 1);
+  BusAddress address(own.address());
   std::vector<core::Result<core::UnitStatus>> seen;
   {
     DyingSystemd dying(own, /*answered=*/0);
@@ -582,7 +610,6 @@ TEST_F(SdbusAdapterTest, AUnitReadInPartIsNotCalledRead) {
     SdbusServiceManager host;
     seen = host.ReadUnits({"a.service", "b.service"});
   }
-  setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_FALSE(seen[1].has_value()) << "b.service's properties were never answered";
   ASSERT_FALSE(seen[0].has_value())

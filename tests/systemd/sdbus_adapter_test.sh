@@ -13,6 +13,11 @@ E=$(mktemp -d /tmp/mh-bus.XXXXXX)
 EMPTY_PID=
 cleanup() {
   [ -z "$EMPTY_PID" ] || kill "$EMPTY_PID" 2>/dev/null || true
+  # The buses the test binary starts of its own (OwnBus), should it die
+  # before it kills them: each left its pid under $E.
+  for f in "$E"/own.*/pid; do
+    [ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true
+  done
   "$HERE/sdbox.sh" down >/dev/null 2>&1 || true
   rm -rf "$T" "$E"
 }
@@ -35,6 +40,7 @@ cat > "$T/empty-bus.conf" <<EOF
 EOF
 EMPTY_PID=$(dbus-daemon --config-file="$T/empty-bus.conf" --fork --print-pid)
 export EMPTY_BUS_ADDRESS=unix:path=$E/bus
+export OWN_BUS_DIR=$E
 "$HERE/sdbox.sh" up
 eval "$("$HERE/sdbox.sh" env)"
 export DBUS_SYSTEM_BUS_ADDRESS

@@ -202,7 +202,7 @@ TEST(StatusPageTest, SelfContainedUnderItsOwnPolicy) {
   EXPECT_EQ(core::Sha256Base64(""), "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=");
 }
 
-// 10,000 resources, every one failing: the page stays small, the failing
+// 10,000 resources, half of them failing: the page stays small, the failing
 // come first, and the rest are one page away.
 TEST(StatusPageTest, TenThousandResourcesArePagedAndBounded) {
   std::vector<core::ResourceOutcome> rs;
