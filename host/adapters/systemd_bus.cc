@@ -311,7 +311,16 @@ core::Status SystemdBus::Failed(std::string what, int r) {
 }
 
 core::Status SystemdBus::Connect() {
-  if (bus_ != nullptr) return core::Ok();
+  if (bus_ != nullptr) {
+    // A connection whose bus went while it lay idle (dbus-daemon restarted)
+    // says so only once read: what is there is read first, and a closed
+    // one is made again rather than failing the calls about to be sent.
+    int r;
+    while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
+    }
+    if (!(r < 0 && ConnectionLost(r)) && sd_bus_is_open(bus_->bus) > 0) return core::Ok();
+    Disconnect();
+  }
   if (auto st = LoadSdBus(); !st) return st;
   auto c = std::make_unique<Connection>();
   const char* address = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");

@@ -40,7 +40,8 @@ Daemon::Daemon(DaemonOptions options, reconcile::Reconciler& reconciler, status:
       notifier_(notifier),
       events_(events),
       clock_(clock),
-      log_(log) {}
+      log_(log),
+      sight_(options_.watch_refresh) {}
 
 Daemon::~Daemon() {
   stopping_ = true;
@@ -173,43 +174,57 @@ void Daemon::WatchLoop() {
     }
     auto waited = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
     if (!waited) {
-      // Said once, not once a second; /status keeps the last look at each
-      // unit meanwhile, and the next apply looks again on its own.
-      if (!watch_failing_) {
-        log_.Line(Priority::kWarning, "the live unit watch cannot follow systemd (" +
-                                          waited.error().message + "); trying again every second");
-      }
-      watch_failing_ = true;
+      // /status keeps the last look at each unit meanwhile, until sight
+      // has been lost for a refresh period; then /healthz says so.
+      TellSight(sight_.Failed(waited.error().message, clock_.Monotonic()), Priority::kWarning);
       clock_.SleepFor(kWatchRetry);
       continue;
     }
-    if (watch_failing_) log_.Line(Priority::kNotice, "the live unit watch follows systemd again");
-    watch_failing_ = false;
     std::vector<std::string> changed = std::move(*waited);
     if (apply_edges_ != applies_seen) continue;  // an apply runs, or ended: above
-    bool full = clock_.Monotonic() - last_full >= options_.watch_refresh;
+    // After a failure every unit is read: a change while the watch was
+    // blind sent no signal it heard.
+    bool full = sight_.failing() || clock_.Monotonic() - last_full >= options_.watch_refresh;
     if (changed.empty() && !full) continue;
     if (full) {
       changed = units;
       last_full = clock_.Monotonic();
     }
-    WatchLook(changed, *applies_seen);
+    std::optional<std::string> unread = WatchLook(changed, *applies_seen);
+    if (!unread.has_value()) continue;  // an apply began: its report says
+    if (!unread->empty()) {
+      TellSight(sight_.Failed(*unread, clock_.Monotonic()), Priority::kWarning);
+    } else if (full) {
+      TellSight(sight_.Saw(), Priority::kNotice);
+    }
   }
 }
 
-void Daemon::WatchLook(const std::vector<std::string>& units, uint64_t applies_seen) {
+void Daemon::TellSight(const WatchSight::Say& say, Priority priority) {
+  if (say.log.has_value()) log_.Line(priority, *say.log);
+  if (say.unseen.has_value()) {
+    board_.SetUnitsUnseen(say.unseen->empty() ? std::nullopt : say.unseen);
+  }
+}
+
+std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& units,
+                                             uint64_t applies_seen) {
   // Read at once (pipelined): the full refresh reads every declared unit.
   std::vector<core::Result<core::UnitStatus>> statuses = watch_->ReadUnits(units);
+  std::string unread;
   for (size_t i = 0; i < units.size(); ++i) {
     const std::string& unit = units[i];
     const core::Result<core::UnitStatus>& status = statuses[i];
-    if (!status) continue;
+    if (!status) {
+      if (unread.empty()) unread = status.error().message;
+      continue;
+    }
     bool up = false;
     {
       std::lock_guard<std::mutex> lock(publish_mu_);
       // Read before an apply began: what it shows may be the apply's own
       // action half done. The apply's report says how it ended.
-      if (apply_edges_ != applies_seen) return;
+      if (apply_edges_ != applies_seen) return std::nullopt;
       up = board_.PublishUnit(unit, *status, clock_.Monotonic());
       metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
     }
@@ -222,6 +237,7 @@ void Daemon::WatchLook(const std::vector<std::string>& units, uint64_t applies_s
     }
     unit_up_[unit] = up;
   }
+  return unread;
 }
 
 int Daemon::Run() {

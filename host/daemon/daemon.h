@@ -17,11 +17,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "host/core/result.h"
 #include "host/daemon/log.h"
+#include "host/daemon/watch_sight.h"
 #include "host/ports/clock.h"
 #include "host/ports/declaration_source.h"
 #include "host/ports/event_source.h"
@@ -82,9 +84,13 @@ class Daemon {
   // and systemd's STATUS=.
   void Publish(core::ApplyReport report, const std::string& why);
   void WatchLoop();
-  // The watch's look at `units`, unless an apply began or ended meanwhile:
-  // the apply's own looks judge what it does to its units.
-  void WatchLook(const std::vector<std::string>& units, uint64_t applies_seen);
+  // The watch's look at `units`: the first unit's read error, or empty when
+  // every read worked; nothing when an apply began or ended meanwhile (the
+  // apply's own looks judge what it does to its units).
+  std::optional<std::string> WatchLook(const std::vector<std::string>& units,
+                                       uint64_t applies_seen);
+  // What WatchSight says, to the log and the board.
+  void TellSight(const WatchSight::Say& say, Priority priority);
 
   DaemonOptions options_;
   reconcile::Reconciler& reconciler_;
@@ -106,7 +112,7 @@ class Daemon {
   bool recorded_shown_ = false;
   std::thread watch_thread_;
   std::map<std::string, bool> unit_up_;  // watch thread only
-  bool watch_failing_ = false;           // watch thread only
+  WatchSight sight_;                     // watch thread only
 };
 
 }  // namespace mesh::daemon

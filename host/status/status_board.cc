@@ -206,6 +206,7 @@ nlohmann::json ToJson(const Snapshot& s) {
           {"last_reconcile", last},
           {"error", s.error.has_value() ? json(*s.error) : json(nullptr)},
           {"apply_stalled", s.stalled.has_value() ? json(*s.stalled) : json(nullptr)},
+          {"units_unseen", s.units_unseen.has_value() ? json(*s.units_unseen) : json(nullptr)},
           {"signature", s.signer.has_value() ? json{{"key_id", s.signer->key_id},
                                                     {"trusted_comment", s.signer->trusted_comment}}
                                              : json(nullptr)},
@@ -216,6 +217,13 @@ void StatusBoard::SetStalled(std::optional<std::string> why) {
   std::lock_guard<std::mutex> lock(mu_);
   auto next = std::make_shared<Snapshot>(*current_);
   next->stalled = std::move(why);
+  current_ = std::move(next);
+}
+
+void StatusBoard::SetUnitsUnseen(std::optional<std::string> why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto next = std::make_shared<Snapshot>(*current_);
+  next->units_unseen = std::move(why);
   current_ = std::move(next);
 }
 
@@ -232,6 +240,7 @@ bool Failing(const core::ResourceOutcome& r) {
 Health Judge(const Snapshot& s) {
   std::vector<std::string> wrong;
   if (s.stalled.has_value()) wrong.push_back(*s.stalled);
+  if (s.units_unseen.has_value()) wrong.push_back(*s.units_unseen);
   if (!s.reconciled) wrong.push_back("no reconcile has finished yet");
   if (s.error.has_value()) wrong.push_back("declaration refused: " + *s.error);
   if (s.apply_error.has_value()) wrong.push_back("the last apply failed: " + *s.apply_error);

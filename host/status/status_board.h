@@ -42,6 +42,9 @@ struct ApplySummary {
   // The apply under way is stuck: it has taken no step for longer than the
   // daemon allows (daemon/stall_watch.h).
   std::optional<std::string> stalled;
+  // The live unit watch has not seen systemd for a while: the units'
+  // states shown are the last it saw (daemon/watch_sight.h).
+  std::optional<std::string> units_unseen;
   // The signature the applied declaration was accepted under (--verify-key).
   std::optional<core::Signer> signer;
 };
@@ -80,6 +83,9 @@ class StatusBoard {
   // Set while the apply under way is stuck, cleared when it moves again or
   // ends (PublishApply).
   void SetStalled(std::optional<std::string> why);
+  // Set while the live watch cannot see systemd, cleared when it sees it
+  // again; applies keep it (the watch says when it sees again).
+  void SetUnitsUnseen(std::optional<std::string> why);
   // Units the watch should follow: declared in the last accepted apply.
   std::vector<std::string> WatchedUnits() const;
 

@@ -128,6 +128,7 @@ void LastApply(std::string& out, const Snapshot& s) {
   }
   if (s.apply_error.has_value()) Item(out, "error", HtmlText(*s.apply_error, 4 * kWordsLimit));
   if (s.stalled.has_value()) Item(out, "stalled", HtmlText(*s.stalled, kWordsLimit));
+  if (s.units_unseen.has_value()) Item(out, "units unseen", HtmlText(*s.units_unseen, kWordsLimit));
   Item(out, "generation", std::to_string(s.generation));
   Item(out, "declaration", "<code>" + HtmlText(s.declaration_digest) + "</code>");
   if (s.signer.has_value()) {

@@ -3,7 +3,8 @@
 # READY=1 and WATCHDOG=1 on a test socket; /healthz, /status, /metrics; a
 # unit killed with SIGKILL shows as dead within seconds (no reconcile); SIGHUP
 # applies; an atomic rename of a new declaration triggers exactly one apply; a
-# crash-looping unit's systemd restart counter rises; `mesh-host status`;
+# crash-looping unit's systemd restart counter rises; the bus gone, /healthz
+# says the units are unseen; `mesh-host status`;
 # SIGTERM stops it cleanly with the record whole.
 . "$(dirname "$0")/box_suite.sh" daemon /tmp
 mkdir -p "$T/root" "$T/etc"
@@ -59,6 +60,20 @@ check "no reconcile ran for it" '[ "$(applies)" = 1 ]'
 kill -HUP $HOST
 check "SIGHUP applies (the unit is started again)" 'until_true 5 "[ \$(applies) = 2 ]" && grep -q "^started web (service): was failed, started" "$T/run.log"'
 check "healthy again" 'until_true 5 "[ \$(code /healthz) = 200 ]"'
+
+# The bus gone (dbus and its socket stopped in the box, so nothing starts it
+# again): the watch cannot see systemd. Within a refresh period (10 s)
+# /healthz says so instead of vouching for the last look; with the bus back
+# it reads every unit and is healthy again.
+SC=(nsenter -t "$SDBOX_PID" -m -p systemctl)
+"${SC[@]}" stop dbus.socket dbus.service
+check "bus gone: /healthz 503 within 15 s" 'until_true 15 "[ \$(code /healthz) = 503 ]"'
+check "bus gone: /healthz says the units are unseen" 'curl -s $URL/healthz | grep -q "the live unit watch cannot follow systemd"'
+check "bus gone: /status units_unseen" 'curl -s $URL/status | python3 -c "import json,sys; assert json.load(sys.stdin)[\"units_unseen\"]"'
+check "bus gone: logged once" '[ "$(grep -c "cannot follow systemd" "$T/run.log")" = 1 ]'
+"${SC[@]}" start dbus.socket
+check "bus back: healthy again within 15 s" 'until_true 15 "[ \$(code /healthz) = 200 ]"'
+check "bus back: logged" 'grep -q "follows systemd again" "$T/run.log"'
 
 printf '{"machine":"box","generation":2,"resources":[%s,%s,%s]}' "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" > "$T/etc/.declaration.json.new"
 mv "$T/etc/.declaration.json.new" "$T/etc/declaration.json"

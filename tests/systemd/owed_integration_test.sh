@@ -74,19 +74,33 @@ check "... the daemon runs the new config" 'until_true 2 "[ \"\$(runs ro)\" = \"
 
 # 4. The bus lost after the writes: the apply pauses just after its config
 # write lands (strace delays that rename's return) while the box's bus is
-# killed; its restart cannot be asked. The next apply restarts, owed.
+# killed, its socket stopped so that nothing starts it again; its restart
+# cannot be asked. The next apply, the bus back, restarts, owed.
+SC=(nsenter -t "$SDBOX_PID" -m -p systemctl)
 decl bus 1 a 1 restart_on; apply bus
 check "unit starts" '[ $RC = 0 ] && [ "$(runs bus)" = "a 1" ]'
 decl bus 2 b 1 restart_on
-( until_true 5 'grep -q b "$T/root/etc/bus.conf"' && nsenter -t "$SDBOX_PID" -m -p systemctl kill --signal=KILL dbus.service ) &
+( until_true 5 'grep -q b "$T/root/etc/bus.conf"' && "${SC[@]}" stop dbus.socket && "${SC[@]}" kill --signal=KILL dbus.service ) &
 apply bus strace -f -qq -o /dev/null -e trace=renameat -e inject=renameat:delay_exit=1500000:when=2
 wait
-check "bus lost after the write: failed, named" '[ $RC = 1 ] && grep -Eq "^failed bus \(service\): .*(Connection reset|Broken pipe|not connected|Transport endpoint)" <<<"$OUT"'
+check "bus lost after the write: failed, named" '[ $RC = 1 ] && grep -Eq "^failed bus \(service\): .*(Connection reset|Broken pipe|not connected|Transport endpoint|no systemd answers on the system bus)" <<<"$OUT"'
 check "... the config landed, the daemon still runs the old one" '[ "$(cat "$T/root/etc/bus.conf")" = b ] && [ "$(runs bus)" = "a 1" ]'
+"${SC[@]}" start dbus.socket
 until_true 5 'busctl get-property org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager SystemState >/dev/null 2>&1' || true
 apply bus
 check "next apply restarts, owed" '[ $RC = 0 ] && grep -q "^restarted bus (service): restart_on bus.conf changed (pending since generation 2)" <<<"$OUT"'
 check "... the daemon runs the new config" 'until_true 2 "[ \"\$(runs bus)\" = \"b 1\" ]"'
+
+# 5. The bus restarted under an apply (killed after the write, started again
+# by its socket): the apply's connection, closed while it lay idle, is made
+# again before its restart is asked, and the restart is done. Before, the
+# closed connection failed the unit (and kept failing every call).
+decl bus 3 c 1 restart_on
+( until_true 5 'grep -q c "$T/root/etc/bus.conf"' && "${SC[@]}" kill --signal=KILL dbus.service ) &
+apply bus strace -f -qq -o /dev/null -e trace=renameat -e inject=renameat:delay_exit=1500000:when=2
+wait
+check "bus restarted after the write: the restart is done" '[ $RC = 0 ] && grep -q "^restarted bus (service): restart_on bus.conf changed" <<<"$OUT"'
+check "... the daemon runs the new config" 'until_true 2 "[ \"\$(runs bus)\" = \"c 1\" ]"'
 
 echo "owed integration: $fails failed"
 [ "$fails" = 0 ]

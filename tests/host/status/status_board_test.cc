@@ -119,6 +119,28 @@ TEST(StatusBoardTest, AStuckApplyIsNotHealthy) {
   EXPECT_TRUE(ToJson(*board.Get())["apply_stalled"].is_null());
 }
 
+// The live watch blind to systemd (the bus gone): the units' states shown
+// are the last seen, and /healthz says so rather than vouching for them.
+// An apply keeps it: only the watch, seeing again, clears it.
+TEST(StatusBoardTest, UnitsTheWatchCannotSeeAreNotHealthy) {
+  StatusBoard board;
+  board.PublishApply(Report());
+  ASSERT_TRUE(Judge(*board.Get()).healthy);
+  board.SetUnitsUnseen(
+      "the units have not been seen for 10.0 s: the live unit watch cannot follow "
+      "systemd (the bus connection was lost)");
+  Health h = Judge(*board.Get());
+  EXPECT_FALSE(h.healthy);
+  EXPECT_THAT(h.text, HasSubstr("the live unit watch cannot follow systemd"));
+  EXPECT_THAT(ToJson(*board.Get())["units_unseen"].get<std::string>(),
+              HasSubstr("not been seen for 10.0 s"));
+  board.PublishApply(Report());
+  EXPECT_FALSE(Judge(*board.Get()).healthy) << "an apply does not give the watch its sight back";
+  board.SetUnitsUnseen(std::nullopt);
+  EXPECT_TRUE(Judge(*board.Get()).healthy);
+  EXPECT_TRUE(ToJson(*board.Get())["units_unseen"].is_null());
+}
+
 // Issue 14: a crash loop reads "active" for a moment in every run. Once a
 // look found the unit down (NRestarts grown, auto-restart, failed), it is
 // up again only after staying up a settle, as two looks would say.

@@ -1,0 +1,61 @@
+// WatchSight: a watch that cannot reach systemd is logged once, reported
+// unseen only after a refresh period without sight, and cleared by the
+// first look that works; the look after a failure reads every unit.
+#include "host/daemon/watch_sight.h"
+
+#include <gmock/gmock.h>
+
+namespace mesh::daemon {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+TEST(WatchSightTest, BlindForARefreshPeriodIsSaidThenClearedBySight) {
+  WatchSight sight(seconds(10));
+  WatchSight::TimePoint t0{seconds(100)};
+  EXPECT_FALSE(sight.failing());
+
+  WatchSight::Say first = sight.Failed("the bus connection was lost", t0);
+  ASSERT_TRUE(first.log.has_value());
+  EXPECT_THAT(*first.log, HasSubstr("cannot follow systemd (the bus connection was lost)"));
+  EXPECT_FALSE(first.unseen.has_value()) << "a second's gap is no blindness yet";
+  EXPECT_TRUE(sight.failing()) << "the next look reads every unit";
+
+  WatchSight::Say again = sight.Failed("the bus connection was lost", t0 + seconds(9));
+  EXPECT_FALSE(again.log.has_value()) << "said once, not once a second";
+  EXPECT_FALSE(again.unseen.has_value());
+
+  WatchSight::Say blind = sight.Failed("reading the bus: timed out", t0 + seconds(10));
+  ASSERT_TRUE(blind.unseen.has_value());
+  EXPECT_THAT(*blind.unseen, HasSubstr("not been seen for 10.0 s"));
+  EXPECT_THAT(*blind.unseen, HasSubstr("reading the bus: timed out"));
+  EXPECT_FALSE(sight.Failed("x", t0 + seconds(30)).unseen.has_value()) << "told once";
+
+  WatchSight::Say seen = sight.Saw();
+  ASSERT_TRUE(seen.log.has_value());
+  EXPECT_THAT(*seen.log, HasSubstr("follows systemd again"));
+  ASSERT_TRUE(seen.unseen.has_value());
+  EXPECT_EQ(*seen.unseen, "") << "cleared";
+  EXPECT_FALSE(sight.failing());
+
+  WatchSight::Say quiet = sight.Saw();
+  EXPECT_FALSE(quiet.log.has_value());
+  EXPECT_FALSE(quiet.unseen.has_value()) << "nothing to clear";
+}
+
+TEST(WatchSightTest, AShortGapIsLoggedButNeverReportedUnseen) {
+  WatchSight sight(seconds(10));
+  WatchSight::TimePoint t0{seconds(5)};
+  EXPECT_TRUE(sight.Failed("lost", t0).log.has_value());
+  WatchSight::Say seen = sight.Saw();
+  EXPECT_TRUE(seen.log.has_value());
+  EXPECT_FALSE(seen.unseen.has_value()) << "the board was never told";
+  // A new failure counts from its own start.
+  EXPECT_TRUE(sight.Failed("lost", t0 + seconds(60)).log.has_value());
+  EXPECT_FALSE(sight.Failed("lost", t0 + seconds(65)).unseen.has_value());
+  EXPECT_TRUE(sight.Failed("lost", t0 + seconds(70)).unseen.has_value());
+}
+
+}  // namespace
+}  // namespace mesh::daemon
