@@ -78,6 +78,13 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueAll(
 core::Result<std::map<std::string, std::string>> SdbusServiceManager::WaitForJobs(
     const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) {
   if (jobs.empty()) return std::map<std::string, std::string>();
+  // First: a connection found closed here is made again, and the jobs
+  // queued on it are then known unheard.
+  if (auto st = bus_.Connect(); !st) {
+    (void)jobs_.Take(jobs);
+    for (const std::string& job : jobs) queued_on_.erase(job);
+    return std::unexpected(st.error());
+  }
   bool unheard = std::any_of(jobs.begin(), jobs.end(), [&](const std::string& job) {
     auto it = queued_on_.find(job);
     return it != queued_on_.end() && it->second != connection_;
@@ -89,7 +96,6 @@ core::Result<std::map<std::string, std::string>> SdbusServiceManager::WaitForJob
     (void)jobs_.Take(jobs);
     return core::Fail("waiting for jobs: the bus connection was lost after they were queued");
   }
-  if (auto st = bus_.Connect(); !st) return std::unexpected(st.error());
   auto st = bus_.ProcessUntil([&] { return jobs_.AllFinished(jobs); },
                               std::chrono::steady_clock::now() + timeout);
   if (!st && !bus_.connected()) {
@@ -108,6 +114,12 @@ core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
   // connection: an apply's connection would otherwise receive every
   // PropertiesChanged of every unit systemd touches while it restarts.
   if (auto st = bus_.WatchPropertiesChanged(); !st) return std::unexpected(st.error());
+  if (watched_connection_ != connection_) {
+    // Made again since the last wait (found closed while it lay idle):
+    // what changed in between sent no signal this connection heard.
+    watched_connection_ = connection_;
+    return units;
+  }
   // The watch calls this every second: resolve object paths only when the
   // set of units changed (or the connection was made again), not per call.
   if (units != watched_units_ || watched_paths_.empty()) {
@@ -263,9 +275,14 @@ std::vector<core::Result<std::string>> SdbusServiceManager::EnqueueJobs(
     }
     return out;
   }
+  // The connection the jobs go out on (Connect makes a closed one again).
+  if (auto st = bus_.Connect(); !st) {
+    for (auto& o : out) o = std::unexpected(st.error());
+    return out;
+  }
+  const uint64_t connection = connection_;
   if (waited > 0) jobs_.ExpectCalls(waited, new_batch);
   if (new_batch) queued_on_.clear();  // no one waits for earlier jobs any more
-  const uint64_t connection = connection_;
   std::vector<SystemdBus::Call> calls;
   for (const auto& [unit, kind] : jobs) {
     const char* method = JobMethod(kind);

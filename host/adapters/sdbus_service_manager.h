@@ -66,7 +66,8 @@ class SdbusServiceManager : public ports::ServiceManager {
   // the connections lost before it): a job of a lost one is never heard of.
   uint64_t connection_ = 0;
   std::map<std::string, uint64_t> queued_on_;
-  SystemdBus bus_;  // last: its handlers reach the members above
+  uint64_t watched_connection_ = 0;  // the connection the watch's last wait was on
+  SystemdBus bus_;                   // last: its handlers reach the members above
 };
 
 }  // namespace mesh::adapters

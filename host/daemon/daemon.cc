@@ -157,6 +157,7 @@ void Daemon::WatchLoop() {
   while (!stopping_) {
     std::vector<std::string> units = board_.WatchedUnits();
     if (units.empty() || watch_ == nullptr) {
+      TellSight(sight_.NothingToWatch(), Priority::kNotice);
       clock_.SleepFor(std::chrono::milliseconds(200));
       continue;
     }

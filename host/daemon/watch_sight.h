@@ -61,6 +61,16 @@ class WatchSight {
     return say;
   }
 
+  // Nothing left to watch (a declaration without units): there is nothing
+  // the host could vouch for wrongly, so what was said is cleared, quietly.
+  Say NothingToWatch() {
+    Say say;
+    if (told_) say.unseen = "";
+    failing_ = false;
+    told_ = false;
+    return say;
+  }
+
   // Whether the last step failed: the next look must read every unit, for
   // what changed while the watch was blind sent no signal it heard.
   bool failing() const { return failing_; }

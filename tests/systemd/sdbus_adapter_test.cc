@@ -568,6 +568,31 @@ TEST_F(SdbusAdapterTest, JobsQueuedOnALostConnectionAreNotCalledPending) {
       << waited.error().message;
 }
 
+// The bus restarted while a job was pending and nothing was being read (an
+// apply's settle): the wait finds the connection closed and makes it again,
+// and the job, whose JobRemoved went with the old one, is not called
+// pending.
+TEST_F(SdbusAdapterTest, AJobOfAConnectionFoundClosedIsNotCalledPending) {
+  OwnBus own;
+  ASSERT_TRUE(own.up());
+  BusAddress address(own.address());
+  SdbusServiceManager host;
+  std::vector<core::Result<std::string>> queued;
+  {
+    DyingSystemd answering(own, /*answered=*/1);
+    ASSERT_TRUE(answering.ok());
+    queued = host.EnqueueAll({{"s0.service", ports::JobKind::kStart}});
+  }
+  ASSERT_TRUE(queued[0].has_value()) << queued[0].error().message;
+  ASSERT_TRUE(own.Start()) << "the bus restarted (the one before killed)";
+  DyingSystemd back(own, /*answered=*/0);
+  ASSERT_TRUE(back.ok());
+  auto waited = host.WaitForJobs({*queued[0]}, 2s);
+  ASSERT_FALSE(waited.has_value()) << "a job of a closed connection read as still pending";
+  EXPECT_NE(waited.error().message.find("connection was lost"), std::string::npos)
+      << waited.error().message;
+}
+
 // The units a connection held loaded go with it. Before, a Ref answered
 // before the connection was lost in the same batch put its unit back as
 // held, so the next connection never asked for it again, and a oneshot

@@ -57,5 +57,20 @@ TEST(WatchSightTest, AShortGapIsLoggedButNeverReportedUnseen) {
   EXPECT_TRUE(sight.Failed("lost", t0 + seconds(70)).unseen.has_value());
 }
 
+// A declaration with no unit left to watch: nothing shown is vouched for,
+// so a blind watch's words go (before, /healthz stayed 503 for ever).
+TEST(WatchSightTest, NothingToWatchClearsWhatWasSaid) {
+  WatchSight sight(seconds(10));
+  WatchSight::TimePoint t0{seconds(1)};
+  (void)sight.Failed("lost", t0);
+  ASSERT_TRUE(sight.Failed("lost", t0 + seconds(10)).unseen.has_value());
+  WatchSight::Say none = sight.NothingToWatch();
+  EXPECT_FALSE(none.log.has_value());
+  ASSERT_TRUE(none.unseen.has_value());
+  EXPECT_EQ(*none.unseen, "");
+  EXPECT_FALSE(sight.failing());
+  EXPECT_FALSE(sight.NothingToWatch().unseen.has_value()) << "said once";
+}
+
 }  // namespace
 }  // namespace mesh::daemon
