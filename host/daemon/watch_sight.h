@@ -5,10 +5,11 @@
 // watch last read. A watch that cannot reach systemd (the bus gone, systemd
 // not answering its reads) would leave them showing a daemon "active" that
 // may have died since: the host would vouch for a machine it cannot see.
-// So a failure is logged once when it starts; once the watch has seen
-// nothing for `bound` (a refresh period: a healthy watch reads every unit
-// that often), the board is told that the units are unseen, which /healthz
-// reports; and the first look that works again clears it.
+// So a failure is logged when it starts; once the watch has seen nothing
+// for `bound` (a refresh period: a healthy watch reads every unit that
+// often), the board is told that the units are unseen, which /healthz
+// reports, and the log says so once more; the first look that works again
+// clears it.
 #pragma once
 
 #include <chrono>
@@ -47,6 +48,8 @@ class WatchSight {
       say.unseen = "the units have not been seen for " + core::FormatSeconds(now - since_) +
                    ": the live unit watch cannot follow systemd (" + why +
                    "); their states shown are the last seen";
+      // The moment /healthz turns 503 is in the log too.
+      if (!say.log.has_value()) say.log = *say.unseen + "; /healthz says so";
     }
     return say;
   }

@@ -28,9 +28,13 @@ TEST(WatchSightTest, BlindForARefreshPeriodIsSaidThenClearedBySight) {
 
   WatchSight::Say blind = sight.Failed("reading the bus: timed out", t0 + seconds(10));
   ASSERT_TRUE(blind.unseen.has_value());
+  ASSERT_TRUE(blind.log.has_value()) << "the moment /healthz turns 503 is logged";
+  EXPECT_THAT(*blind.log, HasSubstr("/healthz says so"));
   EXPECT_THAT(*blind.unseen, HasSubstr("not been seen for 10.0 s"));
   EXPECT_THAT(*blind.unseen, HasSubstr("reading the bus: timed out"));
-  EXPECT_FALSE(sight.Failed("x", t0 + seconds(30)).unseen.has_value()) << "told once";
+  WatchSight::Say later = sight.Failed("x", t0 + seconds(30));
+  EXPECT_FALSE(later.unseen.has_value()) << "told once";
+  EXPECT_FALSE(later.log.has_value());
 
   WatchSight::Say seen = sight.Saw();
   ASSERT_TRUE(seen.log.has_value());
