@@ -156,6 +156,13 @@ core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& 
 std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     const std::vector<std::string>& units) {
   std::vector<core::Result<core::UnitStatus>> out(units.size());
+  if (units.empty()) return out;
+  // One connection (and one load of libsystemd) for all of them, or one
+  // error said for each.
+  if (auto st = bus_.Connect(); !st) {
+    for (auto& o : out) o = std::unexpected(st.error());
+    return out;
+  }
   std::vector<std::string> paths(units.size());
   for (size_t i = 0; i < units.size(); ++i) {
     auto path = bus_.UnitPath(units[i]);

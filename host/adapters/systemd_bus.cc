@@ -315,9 +315,7 @@ core::Status SystemdBus::Connect() {
     // A connection whose bus went while it lay idle (dbus-daemon restarted)
     // says so only once read: what is there is read first, and a closed
     // one is made again rather than failing the calls about to be sent.
-    int r;
-    while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
-    }
+    int r = Drain();
     if (!(r < 0 && ConnectionLost(r)) && sd_bus_is_open(bus_->bus) > 0) return core::Ok();
     Disconnect();
   }
@@ -497,14 +495,19 @@ std::vector<SystemdBus::Reply> SystemdBus::CallAll(const std::vector<Call>& call
   return out;
 }
 
+int SystemdBus::Drain() {
+  int r;
+  while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
+  }
+  return r;
+}
+
 int SystemdBus::Process(const std::function<bool()>& done,
                         std::chrono::steady_clock::time_point deadline) {
   int failed = 0;
   for (;;) {
-    // Drain everything queued (signals may have arrived with method replies).
-    int r;
-    while ((r = sd_bus_process(bus_->bus, nullptr)) > 0) {
-    }
+    // Everything queued (signals may have arrived with method replies).
+    int r = Drain();
     if (r < 0 && ConnectionLost(r)) return r;
     if (r < 0) failed = r;
     auto now = std::chrono::steady_clock::now();

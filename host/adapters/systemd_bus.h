@@ -70,7 +70,8 @@ class SystemdBus {
     std::string error_name;
 
     bool ok() const { return error.empty(); }
-    // The reply's one value, of the shape named (o, b).
+    // Each reads the message from where the last read left it: one of them,
+    // once, per reply. The reply's one value, of the shape named (o, b).
     core::Result<std::string> ObjectPath() const;
     core::Result<bool> Flag() const;
     // A GetAll's a{sv}, each property the host reads set into `s`
@@ -125,6 +126,9 @@ class SystemdBus {
   // ProcessUntil's loop: 0 when done; a lost connection's negative errno at
   // once; at the deadline, the last error met on the way (0 if none).
   int Process(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline);
+  // Dispatches everything queued on the connection: sd-bus's last answer
+  // (0: nothing left; negative: an error, a lost connection among them).
+  int Drain();
   // `what` failed with sd-bus's `r`: a lost connection is let go of.
   core::Status Failed(std::string what, int r);
   Handlers handlers_;

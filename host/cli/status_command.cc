@@ -110,6 +110,12 @@ std::string FormatStatusTable(const nlohmann::json& s) {
                                   Seconds(last) + ")") +
          "\n";
   if (Member(s, "error") != nullptr) out += "declaration refused: " + Str(s, "error") + "\n";
+  // What /healthz holds against the machine beyond its resources, whole.
+  for (const auto& [key, said] : {std::pair{"apply_stalled", "apply stalled: "},
+                                  std::pair{"units_unseen", "units unseen: "}}) {
+    if (Member(s, key) == nullptr) continue;
+    for (const std::string& line : Wrap(said + Str(s, key), 80, 4)) out += line + "\n";
+  }
   out += Signer(s);
   // Fixed columns fit 80; the detail follows on its own indented line,
   // because it is the part worth reading whole.

@@ -55,6 +55,27 @@ TEST(StatusCommandTest, TableFitsEightyColumnsAndSaysWhatIsWrong) {
   }
 }
 
+// Why the host is not healthy when no resource failed: an apply stuck, or
+// units the live watch cannot see. Before, the table said NOT HEALTHY and
+// showed every unit as it last was, with no word why.
+TEST(StatusCommandTest, AStuckApplyAndUnseenUnitsAreSaid) {
+  nlohmann::json s = nlohmann::json::parse(kStatus);
+  s["apply_stalled"] = nullptr;
+  s["units_unseen"] =
+      "the units have not been seen for 10.0 s: the live unit watch cannot follow systemd (the bus "
+      "connection was lost (Connection reset by peer)); their states shown are the last seen";
+  std::string table = FormatStatusTable(s);
+  EXPECT_THAT(table, HasSubstr("units unseen: the units have not been seen for 10.0 s"));
+  EXPECT_THAT(table, HasSubstr("their states shown are the last seen")) << "whole, wrapped";
+  EXPECT_THAT(table, Not(HasSubstr("apply stalled"))) << "null is not said";
+  s["apply_stalled"] = "the apply under way has made no progress for 600.0 s";
+  EXPECT_THAT(FormatStatusTable(s), HasSubstr("apply stalled: the apply under way has made no"));
+  std::istringstream lines(FormatStatusTable(s));
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_LE(line.size(), 80u) << line;
+  }
+}
+
 // Issue 39 (8): the trusted comment is verified, so it is shown: who signed
 // the generation in force, and what the signer said it is.
 TEST(StatusCommandTest, TheSignerAndTheTrustedCommentAreShown) {
