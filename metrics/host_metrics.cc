@@ -108,6 +108,10 @@ HostMetrics::HostMetrics(const std::string& version, ResourceSeries series)
                     "1 while the declaration in place is refused, with the refusal as reason "
                     "(the series exists only then).");
   for (const char* result : {"ok", "failed", "refused"}) reconciles_->Add({{"result", result}});
+  unseen_ = gauges("mesh_host_units_unseen",
+                   "1 while the live unit watch has not seen the declared units for a refresh "
+                   "period: mesh_host_unit_active shows their last look (the series exists "
+                   "only then).");
   rollbacks_ = counters("mesh_host_rollbacks_total",
                         "Times the host put a unit declared on_failure: rollback back onto its "
                         "last good generation.");
@@ -229,6 +233,18 @@ void HostMetrics::ObserveRefusal(const core::ApplyReport& report) {
   if (reason.empty()) return;
   refused_series_ = &refused_->Add({{"reason", reason}});
   refused_series_->Set(1);
+}
+
+void HostMetrics::SetUnitsUnseen(bool unseen) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (unseen == (unseen_series_ != nullptr)) return;
+  if (unseen) {
+    unseen_series_ = &unseen_->Add({});
+    unseen_series_->Set(1);
+  } else {
+    unseen_->Remove(unseen_series_);
+    unseen_series_ = nullptr;
+  }
 }
 
 void HostMetrics::ObserveRecordedAtStart(const core::RecordedState& recorded) {

@@ -67,6 +67,12 @@ class HostMetrics {
   // `up`: the unit is as declared (status::StatusBoard::PublishUnit says).
   void ObserveUnit(const std::string& unit, const core::UnitStatus& status, bool up);
 
+  // Whether the live unit watch has lost sight of systemd for longer than
+  // its bound (daemon::WatchSight): while it has, every unit series shows
+  // the last look, and MeshHostUnitsUnseen says that no DaemonDead alert
+  // can be trusted to fire.
+  void SetUnitsUnseen(bool unseen);
+
   // Prometheus text exposition format.
   std::string Serialize() const;
 
@@ -103,6 +109,8 @@ class HostMetrics {
   prometheus::Family<prometheus::Counter>* rollbacks_;
   prometheus::Family<prometheus::Gauge>* held_;
   prometheus::Gauge* refused_series_ = nullptr;  // while the declaration in place is refused
+  prometheus::Family<prometheus::Gauge>* unseen_;
+  prometheus::Gauge* unseen_series_ = nullptr;  // while the watch cannot see the units
   std::string refused_reason_;
   prometheus::Histogram* duration_;
   prometheus::Gauge* last_reconcile_;

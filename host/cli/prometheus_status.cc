@@ -60,6 +60,10 @@ struct Wrong {
 std::vector<Wrong> WhatIsWrong() {
   std::string sel(kJob);
   return {
+      {"mesh_host_units_unseen{" + sel + "} == 1",
+       [](const nlohmann::json&) {
+         return std::string("units unseen: it cannot read its units from systemd");
+       }},
       {"mesh_host_declaration_refused{" + sel + "} == 1",
        [](const nlohmann::json& s) { return "declaration refused: " + Label(s, "reason"); }},
       {"mesh_host_resource_failed{" + sel + "} == 1",

@@ -204,6 +204,7 @@ void Daemon::WatchLoop() {
 void Daemon::TellSight(const WatchSight::Say& say, Priority priority) {
   if (say.log.has_value()) log_.Line(priority, *say.log);
   if (say.unseen.has_value()) {
+    metrics_.SetUnitsUnseen(!say.unseen->empty());
     board_.SetUnitsUnseen(say.unseen->empty() ? std::nullopt : say.unseen);
   }
 }

@@ -171,6 +171,26 @@ TEST(HostMetricsTest, LiveWatchMovesUnitActive) {
   EXPECT_THAT(m.Serialize(), Not(HasSubstr("undeclared.service")));
 }
 
+// A watch that cannot see systemd leaves unit_active at its last look, so
+// it must say so in a series of its own: only while it is so, once.
+TEST(HostMetricsTest, UnitsUnseenIsOneSeriesOnlyWhileTheWatchIsBlind) {
+  HostMetrics m("v");
+  m.ObserveApply(Report({Out("d", "service", core::Outcome::kUnchanged, "d.service")}));
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_units_unseen 1")));
+  m.SetUnitsUnseen(true);
+  m.SetUnitsUnseen(true);
+  std::string blind = m.Serialize();
+  EXPECT_THAT(blind, HasSubstr("\nmesh_host_units_unseen 1\n"));
+  EXPECT_THAT(blind, HasSubstr(R"(mesh_host_unit_active{unit="d.service"} 1)"));
+  m.ObserveApply(Report({Out("d", "service", core::Outcome::kUnchanged, "d.service")}));
+  EXPECT_THAT(m.Serialize(), HasSubstr("\nmesh_host_units_unseen 1\n"))
+      << "an apply's own looks are not the watch's: only the watch clears it";
+  m.SetUnitsUnseen(false);
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_units_unseen 1")));
+  m.SetUnitsUnseen(false);
+  EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_units_unseen 1")));
+}
+
 TEST(HostMetricsTest, PrunedResourcesAndUnitsLoseTheirSeries) {
   HostMetrics m("v");
   auto svc = Out("old", "service", core::Outcome::kStarted, "old.service");
