@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The docs in the order a reader meets them, on one machine: the README's
-# blocks (its example applied, then the service installed and running), then
+# The docs in the order a reader meets them, on one machine — one shell, as
+# one terminal would be, each page's commands as written, as root in a real
+# systemd's box (sdbox.sh) with /etc, /opt, /srv, /usr/local and /var/lib
+# copy-on-write there. What one page leaves (a running service, a recorded
+# generation, the working directory) is what the next one meets. The order
+# is the arguments (PAGE:HOW, HOW as below); by default the README's
+# (its example applied, then the service installed and running), then
 # examples/README.md, then docs/quickstart.md, then docs/declaration.md's
-# signing — one shell, as one terminal would be, each page's commands as
-# written, as root in a real systemd's box (sdbox.sh) with /etc, /opt, /srv,
-# /usr/local and /var/lib copy-on-write there. What one page leaves (a
-# running service, a recorded generation, the working directory) is what the
-# next one meets. Each page alone is run by its own test (commands_test.sh,
+# signing. BUILD runs the order the quickstart's own "Next:" sends a newcomer
+# too. Each page alone is run by its own test (commands_test.sh,
 # examples_test.sh, quickstart_test.sh); a page given commands to run is
 # added here, or this test fails.
 . "$PWD/tests/systemd/box_suite.sh" reader
@@ -23,14 +25,18 @@ cp -rL README.md docs examples packaging "$W/"
 cp "$BIN" "$(dirname "$BIN")/mesh-host-serve" "$W/bazel-bin/host/"
 cp "$BIN" "$(dirname "$BIN")/mesh-host-serve" "$T/bin/"
 machine=$(inside hostname)
+# The operator's own declaration, as the README and declaration.md assume
+# one (the quickstart's page makes its own).
 printf '{"machine": "%s", "generation": 1, "resources": [{"id": "motd", "kind": "file", "path": "/etc/motd.d/mesh", "content": "managed\\n"}]}\n' \
-  "$machine" > "$W/my-declaration.json"
+  "$machine" | tee "$W/my-declaration.json" > "$W/declaration.json"
 
 # The pages in reading order, and how each is read: "marked" runs the blocks
 # marked for commands_test.sh, "all" every ```sh block (the pages whose own
 # test runs them whole). README.md's tools/demo and tools/test block is
 # CI's, not a reader's step here.
 PAGES=("README.md marked" "examples/README.md all" "docs/quickstart.md all" "docs/declaration.md marked")
+[ $# = 0 ] || PAGES=("${@/:/ }")
+echo "order: ${PAGES[*]%% *}"
 # The pages run whole are commands_check.py's WHOLE; the others' marked
 # blocks are commands_test.sh's.
 whole=$(sed -n '/^WHOLE = {/,/}$/p' tests/docs/commands_check.py | grep -o '"[^"]*\.md":' | tr -d '":')
@@ -47,13 +53,14 @@ check "every page with commands to run is read here ($runnable)" '[ "$runnable" 
   for entry in "${PAGES[@]}"; do
     set -- $entry
     echo "echo '=== $1'"
+    # The README and examples/README.md are read from the repository's top
+    # directory; the other pages go on where the last one left the reader.
+    case $1 in README.md | examples/README.md) echo "cd $W" ;; esac
     case $2 in
       marked) awk '/^<!-- tested: tests\/docs\/commands_test.sh -->$/ {mark=1; next}
                    mark && /^```sh$/ {on=1; mark=0; next} {mark=0} /^```$/ {on=0} on' "$1" ;;
       all) awk '/^```sh$/ {on=1; next} /^```$/ {on=0} on' "$1" ;;
     esac
-    # examples/README.md is read from the repository's top directory too.
-    [ "$1" = README.md ] && echo "cd $W"
   done
   echo "echo '=== end'"
 } > "$T/steps.sh"
@@ -73,11 +80,18 @@ check "quickstart: its first apply creates all four" \
   '[ "$(grep -cE "^created hello\.[a-z]+ \([a-z]+\): (wrote|unpacked) " <<<"$(page docs/quickstart.md)")" = 4 ]'
 check "quickstart: the refused config is caught" 'grep -q "^failed hello.service (service): failed (Result=exit-code)" <<<"$(page docs/quickstart.md)"'
 check "declaration.md: the signature verifies; the signed declaration applies" \
-  'grep -q "^Signature and comment signature verified" <<<"$(page docs/declaration.md)" && grep -q "^mesh-host: apply of generation 3: " <<<"$(page docs/declaration.md)"'
+  'grep -q "^Signature and comment signature verified" <<<"$(page docs/declaration.md)" && grep -q "^mesh-host: apply of generation [0-9]*: [0-9]* resource(s), 0 failed" <<<"$(page docs/declaration.md)"'
 # The host's units, and the README's service the pages stopped (app.service,
 # the examples' stand-in for a unit of the machine's own, stays as a
 # machine's would).
-left=$(inside systemctl show hello.service web.service greeter.service motd-render.service mesh-host.service -p ActiveState --value | grep . | sort -u | tr '\n' ' ')
-check "nothing the host started is left running, nor the stopped service (${left% })" '[ "$left" = "inactive " ]'
-inside systemctl stop mesh-host 2>/dev/null || true
+if [ "${PAGES[-1]%% *}" = README.md ]; then
+  # The README ends with its service installed and running, over the
+  # operator's own declaration.
+  check "the README's service is left running, as its page leaves it" \
+    '[ "$(inside systemctl is-active mesh-host)" = active ]'
+else
+  left=$(inside systemctl show hello.service web.service greeter.service motd-render.service mesh-host.service -p ActiveState --value | grep . | sort -u | tr '\n' ' ')
+  check "nothing the host started is left running, nor the stopped service (${left% })" '[ "$left" = "inactive " ]'
+fi
+inside systemctl stop mesh-host web.service 2>/dev/null || true
 finish
