@@ -60,7 +60,8 @@ const Doc kVerbDocs[] = {
     {kStatusBit,
      "  status   reads /status of a running host and prints a table\n"
      "           exit 0 healthy, 1 not healthy, 2 unreachable or bad usage; of\n"
-     "           several hosts, 0 all healthy, 1 any not (unreachable too)\n"},
+     "           several hosts, 0 all healthy, 1 any not (unreachable too); with\n"
+     "           --prometheus, 2 when that Prometheus cannot be asked\n"},
 };
 
 // Each flag, with the verbs it is for.
