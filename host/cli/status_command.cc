@@ -16,6 +16,7 @@
 
 #include "host/cli/fleet_table.h"
 #include "host/cli/prometheus_status.h"
+#include "host/core/outcome.h"
 #include "host/core/printable.h"
 
 namespace mesh::cli {
@@ -52,8 +53,14 @@ std::vector<std::string> Wrap(const std::string& text, size_t width, size_t line
 
 bool Failed(const nlohmann::json& r) { return Str(r, "outcome") == "failed"; }
 
-// A failed unit's journal lines, under its detail: at most five, each cut
-// to one line (the answer is another machine's, and may be hostile).
+// The most a host sends of one journal line: kJournalLineBytes of what the
+// run wrote, each byte at most four once escaped, and the mark of a cut.
+constexpr size_t kJournalLineSent = 4 * core::kJournalLineBytes + 3;
+
+// A failed unit's journal lines, under its detail: at most five, each whole
+// as a host sends it (kJournalLineBytes of the run's words, escaped),
+// wrapped. Bounded all the same: the answer is another machine's, and may
+// be hostile.
 std::string JournalLines(const nlohmann::json& r) {
   const nlohmann::json* unit = Member(r, "unit");
   const nlohmann::json* journal =
@@ -65,7 +72,8 @@ std::string JournalLines(const nlohmann::json& r) {
   if (lines != nullptr && lines->is_array()) {
     for (const nlohmann::json& line : *lines) {
       if (!line.is_string() || shown == 5) break;
-      out += "    journal: " + core::Printable(line.get_ref<const std::string&>(), 200) + "\n";
+      std::string text = core::Printable(line.get_ref<const std::string&>(), kJournalLineSent);
+      for (const std::string& part : Wrap("journal: " + text, 76, 16)) out += "    " + part + "\n";
       ++shown;
     }
   }
@@ -109,6 +117,11 @@ std::string FormatStatusTable(const nlohmann::json& s) {
                             : Str(last, "result") + " at " + Str(last, "finished_at") + " (" +
                                   Seconds(last) + ")") +
          "\n";
+  if (last.is_object() && Member(last, "error") != nullptr) {
+    for (const std::string& line : Wrap("last apply failed: " + Str(last, "error"), 80, 4)) {
+      out += line + "\n";
+    }
+  }
   if (Member(s, "error") != nullptr) out += "declaration refused: " + Str(s, "error") + "\n";
   // What /healthz holds against the machine beyond its resources, whole.
   for (const auto& [key, said] : {std::pair{"apply_stalled", "apply stalled: "},
@@ -140,8 +153,17 @@ std::string FormatStatusTable(const nlohmann::json& s) {
       // Who restarted it: systemd on its own (Restart=), or the host.
       restarts = "systemd " + Str(u, "n_restarts") + ", host " + Str(u, "host_restarts");
     }
-    out += Fit(Str(r, "id"), 22) + " " + Fit(Str(r, "kind"), 10) + " " + Fit(Str(r, "outcome"), 9) +
-           " " + Fit(state, 18) + " " + Fit(restarts, 17) + "\n";
+    std::string id = Str(r, "id");
+    out += Fit(id, 22) + " " + Fit(Str(r, "kind"), 10) + " " + Fit(Str(r, "outcome"), 9) + " " +
+           Fit(state, 18) + " " + Fit(restarts, 17) + "\n";
+    // What its column cut (a long id; a crash loop's activating/auto-restart)
+    // is said whole under it.
+    if (id.size() > 22) {
+      for (const std::string& line : Wrap("id " + id, 76, 4)) out += "    " + line + "\n";
+    }
+    if (state.size() > 18) {
+      for (const std::string& line : Wrap("unit state " + state, 76, 2)) out += "    " + line + "\n";
+    }
     for (const std::string& line : Wrap(Str(r, "detail"), 76, 12)) out += "    " + line + "\n";
     out += JournalLines(r);
   }

@@ -47,6 +47,12 @@ constexpr bool OutcomeCanHappen(Kind kind, Outcome outcome) {
          outcome != Outcome::kReloaded && outcome != Outcome::kStopped;
 }
 
+// At most this many journal lines per unit, each cut at this many bytes of
+// what the run wrote, then escaped: enough for a daemon's complaint, never a
+// page of its log.
+inline constexpr size_t kJournalLines = 5;
+inline constexpr size_t kJournalLineBytes = 240;
+
 // What the host saw of a unit, carried on /status for services and processes.
 struct UnitSnapshot {
   std::string name;
@@ -62,7 +68,7 @@ struct UnitSnapshot {
   // A resource failed on this unit: the last lines its failed run logged
   // (the journal, by InvocationID), bounded and escaped, oldest first; or
   // why there are none in `journal_note`. Both empty: not looked.
-  std::vector<std::string> journal;
+  std::vector<std::string> journal;  // kJournalLines of kJournalLineBytes
   std::string journal_note;
 };
 

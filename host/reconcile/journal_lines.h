@@ -15,11 +15,8 @@
 
 namespace mesh::reconcile {
 
-// At most this many lines per unit, each cut at this many bytes of what
-// the run wrote, then escaped: enough for a daemon's complaint, never a
-// page of its log.
-inline constexpr size_t kJournalLines = 5;
-inline constexpr size_t kJournalLineBytes = 240;
+using core::kJournalLineBytes;
+using core::kJournalLines;
 
 // For each unit of `plan` whose own run failed this apply's two looks (a
 // failed reload's too: its daemon runs, and ExecReload's words are its

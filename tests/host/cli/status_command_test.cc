@@ -76,6 +76,35 @@ TEST(StatusCommandTest, AStuckApplyAndUnseenUnitsAreSaid) {
   }
 }
 
+// What a column cuts is said whole under the row: a crash loop's
+// activating/auto-restart (23 characters in a column of 18), a long id. The
+// last apply's own error ("record not saved") is said. A failed unit's
+// journal lines are shown as whole as the host sent them (240 bytes of the
+// run's words, escaped), wrapped, and a hostile peer's are still bounded.
+TEST(StatusCommandTest, WhatAColumnCutsAndTheApplysErrorAreSaidWhole) {
+  nlohmann::json s = nlohmann::json::parse(kStatus);
+  s["last_reconcile"]["error"] = "record not saved: state.json: No space left on device";
+  nlohmann::json& unit = s["resources"][1]["unit"];
+  unit["active_state"] = "activating";
+  unit["sub_state"] = "auto-restart";
+  s["resources"][1]["id"] = "a-resource-id-longer-than-its-column.service";
+  std::string sent = "jaild[412]: ERROR: " + std::string(200, 'x') + " \\x1b[31m" + "tail";
+  unit["journal"] = {{"lines", {sent, std::string(100000, 'y')}}};
+  std::string table = FormatStatusTable(s);
+  EXPECT_THAT(table, HasSubstr("\nlast apply failed: record not saved: state.json: No space left on "
+                               "device\n"));
+  EXPECT_THAT(table, HasSubstr("\n    unit state activating/auto-restart\n")) << table;
+  EXPECT_THAT(table, HasSubstr("\n    id a-resource-id-longer-than-its-column.service\n"));
+  std::string joined;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_LE(line.size(), 80u) << line;
+    if (line.starts_with("    ")) joined += line.substr(4);
+  }
+  EXPECT_THAT(joined, HasSubstr("[31mtail")) << "the line's end is shown, not cut at 200";
+  EXPECT_LT(table.size(), 8000u) << "a hostile line is bounded";
+}
+
 // Issue 39 (8): the trusted comment is verified, so it is shown: who signed
 // the generation in force, and what the signer said it is.
 TEST(StatusCommandTest, TheSignerAndTheTrustedCommentAreShown) {

@@ -72,7 +72,9 @@ TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
   json web = Service("web", {{"restart_on", {"jail.conf"}}});
   testing::WriteText(Root("/etc/jail.conf"), "good");
   ASSERT_EQ(Run(Decl({Conf("good"), svc, web})).result, ApplyResult::kOk);
-  for (int i = 1; i <= 7; ++i) journal_.any_run.push_back("line " + std::to_string(i));
+  for (int i = 1; i <= 6; ++i) journal_.any_run.push_back("line " + std::to_string(i));
+  // A line longer than kJournalLineBytes is cut there, whole before it.
+  journal_.any_run.push_back(std::string(239, 'a') + "bc");
   journal_.any_run.push_back("refusing jail.conf: unknown key \x1b[31m at line 3");
   ApplyReport r = Run(Decl({Conf("bad"), svc, web}, 2));
   ASSERT_EQ(r.result, ApplyResult::kFailed);
@@ -80,9 +82,9 @@ TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
   ASSERT_EQ(jail.outcome, core::Outcome::kFailed);
   EXPECT_THAT(core::FormatJournalLines(jail),
               ElementsAre("  journal: line 4", "  journal: line 5", "  journal: line 6",
-                          "  journal: line 7",
+                          "  journal: " + std::string(239, 'a') + "b...",
                           "  journal: refusing jail.conf: unknown key \\x1b[31m at line 3"))
-      << "the last five, escaped";
+      << "the last five, each cut at 240 bytes, escaped";
   EXPECT_EQ(r.outcomes[2].outcome, core::Outcome::kRestarted);
   EXPECT_TRUE(r.outcomes[2].unit->journal.empty() && r.outcomes[2].unit->journal_note.empty())
       << "a unit that passed its looks is not looked up";
