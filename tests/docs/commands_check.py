@@ -13,7 +13,9 @@ fence is refused. Each `mesh-host ...` in a fenced block (continued lines
 joined) or an inline code span is parsed by the built binary — its flags,
 then --help so nothing is done (a flag named without its value is given
 one) — so a renamed or removed flag fails here, not on an operator's first
-day.
+day. A block fenced otherwise (```text) whose lines are commands is a shell
+block in disguise, and is refused unless the line before it says why it is
+not run: `<!-- not run: REASON -->`.
 """
 import glob
 import os
@@ -31,6 +33,11 @@ RUNNERS = {"tests/docs/commands_test.sh", "tools/test"}
 CI_COMMANDS = {"./tools/demo", "./tools/test"}
 # Flags that take no value.
 BOOLEAN = {"--diff", "--verbose", "-v", "--help", "-h"}
+# The words a command line of the docs begins with (not an output's
+# "mesh-host: apply of …").
+COMMAND = re.compile(r"^(sudo|systemctl|rm|apt|apt-get|dpkg|mesh-host|echo|curl|install|cp|mv|"
+                     r"sed|journalctl|minisign|bazel|tar|cat|mkdir|promtool|amtool|chmod|chown|"
+                     r"ln|export|cd|busctl|python3|printf|\./tools/\S+|tools/\S+) ")
 fails = 0
 
 
@@ -77,6 +84,14 @@ for page in pages:
                               "./tools/demo" in open(os.path.join(ROOT, "tools/test")).read())
             continue
         if fence is not None and line.startswith("```"):
+            if fence[0] != "sh":
+                body = [l for l in lines[fence[1] + 1:n] if l.strip() and not l.startswith("#")]
+                said = re.fullmatch(r"<!-- not run: .+ -->",
+                                    lines[fence[1] - 1] if fence[1] else "")
+                if said is None and any(COMMAND.match(l) for l in body):
+                    check(f"{page}:{fence[1] + 1} commands fenced ```{fence[0]}", False,
+                          "fence them ```sh so a test runs them, or say why not with "
+                          "<!-- not run: REASON --> before it")
             fence = None
             continue
         if fence is not None and fence[0] in ("sh", "", "text"):

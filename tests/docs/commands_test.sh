@@ -48,12 +48,26 @@ run() {
   echo "  $1:"; sed 's/^/    /' "$out"
   OUT=$(cat "$out")
 }
-# Every page with a marked block (the README last: it installs the service).
-pages=$(grep -l '^<!-- tested: tests/docs/commands_test.sh -->$' README.md docs/*.md examples/README.md | sort | grep -v '^README.md$'; echo README.md)
+# Every page with a marked block (the README last: it installs the service;
+# then the pages whose blocks act on that service).
+after_readme="docs/troubleshooting.md"
+pages=$(grep -l '^<!-- tested: tests/docs/commands_test.sh -->$' README.md docs/*.md examples/README.md | sort | grep -vxF -e README.md -e "$after_readme"; echo README.md "$after_readme")
 for page in $pages; do
   run "$page"
   check "$page: its marked blocks run as written (exit 0)" '[ "$RC" = 0 ]'
   case $page in
+    README.md)
+      check "README: the example applies" 'grep -q "^created web (service): wrote unit file web.service, running as web.service" <<<"$OUT"'
+      check "README: the installed service runs, enabled" \
+        '[ "$(inside systemctl is-active mesh-host)" = active ] && [ "$(inside systemctl is-enabled mesh-host)" = enabled ]'
+      check "README: mesh-host status shows it healthy" 'grep -Eq "^machine $machine +generation 1 +HEALTHY" <<<"$OUT"'
+      record_before=$(inside stat -c %i /var/lib/mesh-host/state.json) ;;
+    docs/troubleshooting.md)
+      # Starting over: the service forgot its record and made it anew,
+      # adopting the file it had written (nothing to write, so unchanged).
+      # (A record that stayed would be kept as it is: a no-op writes none.)
+      check "troubleshooting: started over, the service made its record anew" \
+        'until_true 10 "inside test -s /var/lib/mesh-host/state.json" && [ "$(inside stat -c %i /var/lib/mesh-host/state.json)" != "$record_before" ] && [ "$(inside systemctl is-active mesh-host)" = active ] && inside grep -q "^managed" /etc/motd.d/mesh' ;;
     docs/declaration.md)
       check "declaration.md: the signature verifies; the signed declaration applies" \
         'grep -q "^Signature and comment signature verified" <<<"$OUT" && grep -q "^created motd (file)" <<<"$OUT"'
@@ -61,9 +75,5 @@ for page in $pages; do
         'echo " " >> "$W/declaration.json" && ! inside "$W/bazel-bin/host/mesh-host" plan --declaration "$W/declaration.json" --verify-key "$W/mesh.pub" >/dev/null 2>&1' ;;
   esac
 done
-check "README: the example applies" 'grep -q "^created web (service): wrote unit file web.service, running as web.service" <<<"$OUT"'
-check "README: the installed service runs, enabled" \
-  '[ "$(inside systemctl is-active mesh-host)" = active ] && [ "$(inside systemctl is-enabled mesh-host)" = enabled ]'
-check "README: mesh-host status shows it healthy" 'grep -Eq "^machine $machine +generation 1 +HEALTHY" <<<"$OUT"'
 inside systemctl stop mesh-host web.service 2>/dev/null || true
 finish

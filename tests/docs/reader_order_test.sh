@@ -6,6 +6,7 @@
 # generation, the working directory) is what the next one meets. The order
 # is the arguments (PAGE:HOW, HOW as below); by default the README's
 # (its example applied, then the service installed and running), then
+# troubleshooting.md's starting over (of that service), then
 # examples/README.md, then docs/quickstart.md, then docs/declaration.md's
 # signing. BUILD runs the order the quickstart's own "Next:" sends a newcomer
 # too. Each page alone is run by its own test (commands_test.sh,
@@ -34,7 +35,8 @@ printf '{"machine": "%s", "generation": 1, "resources": [{"id": "motd", "kind": 
 # marked for commands_test.sh, "all" every ```sh block (the pages whose own
 # test runs them whole). README.md's tools/demo and tools/test block is
 # CI's, not a reader's step here.
-PAGES=("README.md marked" "examples/README.md all" "docs/quickstart.md all" "docs/declaration.md marked")
+PAGES=("README.md marked" "docs/troubleshooting.md marked" "examples/README.md all"
+       "docs/quickstart.md all" "docs/declaration.md marked")
 [ $# = 0 ] || PAGES=("${@/:/ }")
 echo "order: ${PAGES[*]%% *}"
 # The pages run whole are commands_check.py's WHOLE; the others' marked
@@ -84,9 +86,16 @@ check "declaration.md: the signature verifies; the signed declaration applies" \
 # The host's units, and the README's service the pages stopped (app.service,
 # the examples' stand-in for a unit of the machine's own, stays as a
 # machine's would).
-if [ "${PAGES[-1]%% *}" = README.md ]; then
-  # The README ends with its service installed and running, over the
-  # operator's own declaration.
+# The README ends with its service installed and running, over the
+# operator's own declaration; the quickstart and examples/ stop it.
+readme_at=-1 stopped_at=-1
+for i in "${!PAGES[@]}"; do
+  case ${PAGES[i]%% *} in
+    README.md) readme_at=$i ;;
+    docs/quickstart.md | examples/README.md) stopped_at=$i ;;
+  esac
+done
+if [ "$readme_at" -gt "$stopped_at" ]; then
   check "the README's service is left running, as its page leaves it" \
     '[ "$(inside systemctl is-active mesh-host)" = active ]'
 else
