@@ -30,6 +30,16 @@ check "under it, the daemon's own complaint from the journal" \
   'grep -A1 "^failed jail (service)" <<<"$OUT" | grep -qx "  journal: jaild: /etc/jail.conf line 3: unknown option bantime2"'
 check "a daemon that logged nothing says so" \
   'grep -A1 "^failed mute (service)" <<<"$OUT" | grep -qx "  journal: (the journal holds no line of this run)"'
+# Without --journal-dir, as the packaged service runs: the machine's own
+# journal (here the box's: its mount namespace, its bus). The restart is
+# still pending, so this apply runs it again and it fails again.
+set +e
+OUT2=$(inside env -u DBUS_SYSTEM_BUS_ADDRESS "$BIN" apply --declaration "$T/decl.json" --root "$T/root" \
+       --state-dir "$T/state" --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 500ms 2>&1)
+set -e
+printf '%s\n' "$OUT2" | sed 's/^/    /'
+check "the default journal, no --journal-dir: the same complaint" \
+  'grep -A1 "^failed jail (service)" <<<"$OUT2" | grep -qx "  journal: jaild: /etc/jail.conf line 3: unknown option bantime2"'
 
 # The daemon: /status and `mesh-host status` carry the same lines.
 "$BIN" run --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" \
