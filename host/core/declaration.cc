@@ -323,6 +323,29 @@ void CheckClaims(const Declaration& decl, Problems& problems) {
   }
 }
 
+// How to mend the syntax error the parser names, in an operator's words:
+// the parser says what it expected, which is where the fix starts but not
+// how to make it.
+std::string JsonFixHint(std::string_view message) {
+  auto has = [message](std::string_view part) { return message.find(part) != message.npos; };
+  if (has("unexpected end of input")) {
+    return "the text ends too soon: a closing } or ] or a value is missing at its end";
+  }
+  if (has("missing closing quote")) return "a string is not closed: end it with \"";
+  if (has("control character")) {
+    return "a string holds a line break or tab as it is: write it as \\n or \\t";
+  }
+  if (has("unexpected ']'") || has("unexpected '}'")) {
+    return "a value is missing there: a comma before a closing ] or }, or nothing after "
+           "a \":\"; remove the comma or add the value";
+  }
+  if (has("unexpected string literal") || has("unexpected '{'") || has("unexpected '['")) {
+    return "a comma is missing before it";
+  }
+  return "mend the JSON at that line and column (python3 -m json.tool FILE points at the "
+         "same place)";
+}
+
 }  // namespace
 
 Result<Declaration> ParseDeclaration(std::string_view text) {
@@ -383,8 +406,9 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   if (!streamed) {
     ErrorKind kind = streamed.error().kind;
     bool json_is_fine = kind == ErrorKind::kTooDeep || kind == ErrorKind::kDuplicateKey;
-    return Fail(std::string(json_is_fine ? "declaration: " : "declaration: invalid JSON: ") +
-                streamed.error().message);
+    if (json_is_fine) return Fail("declaration: " + streamed.error().message);
+    return Fail("declaration: invalid JSON: " + streamed.error().message + ": " +
+                JsonFixHint(streamed.error().message));
   }
   if (auto st = ParseTopLevel(streamed->document, streamed->members, decl); !st) {
     return std::unexpected(st.error());

@@ -42,7 +42,7 @@ CASES = [
      decl({"id": "web", "kind": "service", "unit": "nginx", "state": "running"}), [],
      ["resource web", "field unit"], ['such as "nginx.service"']),
     ("bad JSON", decl(GOOD)[:-2] + ",]}", [],
-     ["line 1, column", "resources[1]"], ["unexpected ']'"]),
+     ["line 1, column", "resources[1]"], ["unexpected ']'", "remove the comma"]),
     ("an unknown flag", None, ["--declration"], ['"--declration"'],
      ['did you mean "--declaration"?']),
 ]

@@ -77,6 +77,25 @@ TEST(DeclarationTest, InvalidJson) {
   EXPECT_THAT(d.error().message, HasSubstr("invalid JSON"));
 }
 
+// A syntax error says how to mend it, not only what the parser expected.
+TEST(DeclarationTest, InvalidJsonSaysHowToMendIt) {
+  std::string good = Base().dump();
+  auto said = [](const std::string& text) {
+    auto d = ParseDeclaration(text);
+    return d ? std::string("accepted") : d.error().message;
+  };
+  std::string trailing = good;
+  trailing.insert(trailing.rfind(']'), ",");
+  EXPECT_THAT(said(trailing), HasSubstr("a comma before a closing ] or }"));
+  EXPECT_THAT(said(good.substr(0, good.size() - 1)), HasSubstr("the text ends too soon"));
+  EXPECT_THAT(said(R"({"machine": "m" "generation": 1, "resources": []})"),
+              HasSubstr("a comma is missing before it"));
+  EXPECT_THAT(said("{\"machine\": \"a\nb\", \"generation\": 1, \"resources\": []}"),
+              HasSubstr("write it as \\n"));
+  EXPECT_THAT(said(R"({"machine": "m", "generation": 1, "resources": [], "x": tru})"),
+              HasSubstr("python3 -m json.tool FILE"));
+}
+
 TEST(DeclarationTest, InvalidUtf8) {
   auto d = ParseDeclaration("{\"machine\": \"\xff\xfe\", \"generation\": 1, \"resources\": []}");
   ASSERT_FALSE(d);
