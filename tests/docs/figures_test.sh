@@ -3,7 +3,10 @@
 # from tools/fleet-sim, reliability.md's two from tools/crash and tools/fuzz) is what
 # docs/figures.tsv makes. (Whether another page restates one of its figures
 # is not looked for: a number of a run matched unrelated numbers of other
-# pages; those pages point to the tables instead.)
+# pages; those pages point to the tables instead.) Figures measured
+# elsewhere are checked where they are measured: the series tables and
+# fleet.md's arithmetic by series_figures_test.sh, the unit's security
+# score by tests/systemd/packaging_test.sh.
 set -euo pipefail
 fails=0
 check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }

@@ -65,5 +65,26 @@ for n in 10 1000 10000; do
 done
 check "fleet.md's fixed series per host ($fail_s) as measured" \
   'grep -q "A host exports $fail_s fixed series" "$DOCS/fleet.md"'
+# fleet.md's arithmetic (hosts x resources) from the same measurement: a
+# host has $fail_s fixed series, and one more per resource under `all`.
+arithmetic() {
+  python3 - "$DOCS/fleet.md" "$fail_s" "$all_s" <<'PY'
+import re, sys
+doc, fixed, all_10k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+per_resource = (all_10k - fixed) / 10000
+rows = re.findall(r"^\| ([\d,]+) × ([\d,]+) \| ([\d.]+) M[^|]*\| ([\d.]+) M[^|]*\|$", open(doc).read(), re.M)
+bad = []
+for hosts, res, all_m, fail_m in rows:
+    hosts, res = int(hosts.replace(",", "")), int(res.replace(",", ""))
+    for shown, series in ((all_m, hosts * (fixed + per_resource * res)), (fail_m, hosts * fixed)):
+        exact = series / 1e6
+        decimals = len(shown.split(".")[1]) if "." in shown else 0
+        if abs(float(shown) - exact) > max(0.5 * 10 ** -decimals, 0.01 * exact):
+            bad.append(f"{hosts} x {res}: {shown} M shown, {exact:.3f} M measured")
+print("; ".join(bad) or f"{len(rows)} rows")
+sys.exit(1 if bad or len(rows) < 4 else 0)
+PY
+}
+check "fleet.md's arithmetic, hosts x resources, from these series ($(arithmetic || true))" 'arithmetic >/dev/null'
 echo "series figures: $fails failed"
 [ "$fails" = 0 ]
