@@ -156,5 +156,14 @@ check "... a reinstall manages the file afresh" 'dpkgr -i "$DEB" && decl 1 "$A" 
 check "a purge with the file still managed says what stays and how to avoid it" \
   'dpkgr -P mesh-host && grep -q "the record named what the host wrote" "$T/dpkg.out" && grep -q "apply a declaration with no resources, then purge" "$T/dpkg.out"'
 check "... and the file stays" '[ -f "$M/etc/a.conf" ]'
+# What a reinstall adopts, as troubleshooting.md says: no record, so the
+# file already as declared is taken over without a write, and, once no
+# longer declared, left: the host never prunes what it did not record
+# writing.
+check "... a reinstall adopts it, unwritten" \
+  'dpkgr -i "$DEB" && said "^unchanged a (file): adopted: already as declared"'
+decl 2 ""
+check "... and, dropped, leaves it: there before the host managed it" \
+  'said "^removed a (file): no longer managed; left /etc/a.conf, there before the host managed it" && [ -f "$M/etc/a.conf" ]'
 echo "deb: $fails failed"
 [ "$fails" = 0 ]
