@@ -173,11 +173,13 @@ void Daemon::WatchLoop() {
       }
       last_full = clock_.Monotonic() - options_.watch_refresh;
     }
+    auto began = clock_.Monotonic();
     auto waited = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
     if (!waited) {
       // /status keeps the last look at each unit meanwhile, until sight
       // has been lost for a refresh period; then /healthz says so.
-      TellSight(sight_.Failed(waited.error().message, clock_.Monotonic()), Priority::kWarning);
+      TellSight(sight_.Failed(waited.error().message, clock_.Monotonic(), began),
+                Priority::kWarning);
       clock_.SleepFor(kWatchRetry);
       continue;
     }
@@ -191,10 +193,11 @@ void Daemon::WatchLoop() {
       changed = units;
       last_full = clock_.Monotonic();
     }
+    began = clock_.Monotonic();
     std::optional<std::string> unread = WatchLook(changed, *applies_seen);
     if (!unread.has_value()) continue;  // an apply began: its report says
     if (!unread->empty()) {
-      TellSight(sight_.Failed(*unread, clock_.Monotonic()), Priority::kWarning);
+      TellSight(sight_.Failed(*unread, clock_.Monotonic(), began), Priority::kWarning);
     } else if (full) {
       TellSight(sight_.Saw(), Priority::kNotice);
     }

@@ -35,11 +35,15 @@ class WatchSight {
   };
 
   // A wait or a read failed at `now`, saying `why`.
-  Say Failed(const std::string& why, TimePoint now) {
+  Say Failed(const std::string& why, TimePoint now) { return Failed(why, now, now); }
+  // The same for a step that began at `began`: sight is lost from then, not
+  // from when the step gave up (a read of a systemd that does not answer
+  // fails only at its own bound, seconds later).
+  Say Failed(const std::string& why, TimePoint now, TimePoint began) {
     Say say;
     if (!failing_) {
       failing_ = true;
-      since_ = now;
+      since_ = began;
       say.log =
           "the live unit watch cannot follow systemd (" + why + "); trying again every second";
     }

@@ -7,7 +7,7 @@ DIR=metrics/alerts
 promtool check rules "$DIR/mesh-host.rules.yml"
 promtool check rules "$DIR/fleet.rules.yml"
 cd "$DIR"
-promtool test rules mesh-host.rules.test.yml
+promtool test rules mesh-host.rules.test.yml mesh-host.rules.timing.test.yml fleet.rules.test.yml
 
 # The fleet example as shipped: the Prometheus config (its paths are
 # relative to it) and the Alertmanager routing.

@@ -72,27 +72,29 @@ check "healthy again" 'until_true 5 "[ \$(code /healthz) = 200 ]"'
 . "$(dirname "$BIN")/../tests/testing/prometheus.sh"
 check "prometheus scrapes the host" \
   'start_prometheus "$(dirname "$BIN")/../metrics/alerts/mesh-host.rules.yml" "127.0.0.1:$PORT"'
-unseen_alert() {  # MeshHostUnitsUnseen's state (pending, firing) or nothing
-  curl -sf "$API/query" --data-urlencode 'query=ALERTS{alertname="MeshHostUnitsUnseen"}' |
-    python3 -c 'import json,sys; print(" ".join(x["metric"]["alertstate"] for x in json.load(sys.stdin)["data"]["result"]))'
+unseen_alert_is() {  # STATE ("pending", "firing" or "" for none): false too when Prometheus does not answer
+  local answer
+  answer=$(curl -sf "$API/query" --data-urlencode 'query=ALERTS{alertname="MeshHostUnitsUnseen"}') || return 1
+  [ "$(python3 -c 'import json,sys; print(" ".join(x["metric"]["alertstate"] for x in json.load(sys.stdin)["data"]["result"]))' <<<"$answer")" = "$1" ]
 }
+metrics_have() { grep -q "$1" <<<"$(curl -sf "$URL/metrics")"; }  # whole, not piped into a grep that may leave first
 fleet() { "$BIN" status --prometheus "${API%/api/v1}" > "$T/fleet.out" 2>&1; }
 check "sighted: no mesh_host_units_unseen, no MeshHostUnitsUnseen" \
-  '! curl -s $URL/metrics | grep -q "^mesh_host_units_unseen" && [ -z "$(unseen_alert)" ]'
+  'metrics_have "^mesh_host_unit_active" && ! metrics_have "^mesh_host_units_unseen" && unseen_alert_is ""'
 SC=(nsenter -t "$SDBOX_PID" -m -p systemctl)
 "${SC[@]}" stop dbus.socket dbus.service
 check "bus gone: /healthz 503 within 15 s" 'until_true 15 "[ \$(code /healthz) = 503 ]"'
 check "bus gone: /healthz says the units are unseen" 'curl -s $URL/healthz | grep -q "the live unit watch cannot follow systemd"'
 check "bus gone: /status units_unseen" 'curl -s $URL/status | python3 -c "import json,sys; assert json.load(sys.stdin)[\"units_unseen\"]"'
 check "bus gone: logged when it began and when /healthz turned 503, no more" '[ "$(grep -c "^the live unit watch cannot follow systemd" "$T/run.log")" = 1 ] && [ "$(grep -c "/healthz says so" "$T/run.log")" = 1 ]'
-check "bus gone: /metrics mesh_host_units_unseen 1" 'curl -s $URL/metrics | grep -qx "mesh_host_units_unseen 1"'
-check "bus gone: the shipped MeshHostUnitsUnseen is pending" 'until_true 10 "[ \"\$(unseen_alert)\" = pending ]"'
+check "bus gone: /metrics mesh_host_units_unseen 1" 'metrics_have "^mesh_host_units_unseen 1$"'
+check "bus gone: the shipped MeshHostUnitsUnseen is pending" 'until_true 10 "unseen_alert_is pending"'
 check "bus gone: status --prometheus exits 1 and says the units are unseen" \
   '! fleet && grep -q "NOT HEALTHY  units unseen: it cannot read its units from systemd" "$T/fleet.out"'
 "${SC[@]}" start dbus.socket
 check "bus back: healthy again within 15 s" 'until_true 15 "[ \$(code /healthz) = 200 ]"'
-check "bus back: no mesh_host_units_unseen" '! curl -s $URL/metrics | grep -q "^mesh_host_units_unseen"'
-check "bus back: MeshHostUnitsUnseen gone" 'until_true 10 "[ -z \"\$(unseen_alert)\" ]"'
+check "bus back: no mesh_host_units_unseen" 'metrics_have "^mesh_host_unit_active" && ! metrics_have "^mesh_host_units_unseen"'
+check "bus back: MeshHostUnitsUnseen gone" 'until_true 10 "unseen_alert_is \"\""'
 check "bus back: logged" 'grep -q "follows systemd again" "$T/run.log"'
 
 printf '{"machine":"box","generation":2,"resources":[%s,%s,%s]}' "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" > "$T/etc/.declaration.json.new"

@@ -61,6 +61,17 @@ TEST(WatchSightTest, AShortGapIsLoggedButNeverReportedUnseen) {
   EXPECT_TRUE(sight.Failed("lost", t0 + seconds(70)).unseen.has_value());
 }
 
+// A systemd that does not answer: the read fails only at its own bound,
+// 11 s after it began. Sight was lost when the read began, so the board is
+// told at once, not a refresh period after the failure came back.
+TEST(WatchSightTest, BlindnessCountsFromWhenTheFailingStepBegan) {
+  WatchSight sight(seconds(10));
+  WatchSight::TimePoint began{seconds(100)};
+  WatchSight::Say hung = sight.Failed("timed out", began + seconds(11), began);
+  ASSERT_TRUE(hung.unseen.has_value());
+  EXPECT_THAT(*hung.unseen, ::testing::HasSubstr("not been seen for 11.0 s"));
+}
+
 // A declaration with no unit left to watch: nothing shown is vouched for,
 // so a blind watch's words go (before, /healthz stayed 503 for ever).
 TEST(WatchSightTest, NothingToWatchClearsWhatWasSaid) {
