@@ -6,7 +6,10 @@ namespace mesh::cli {
 
 std::string Fit(const std::string& s, size_t width) {
   if (s.size() <= width) return s + std::string(width - s.size(), ' ');
-  return s.substr(0, width - 1) + "~";
+  // Cut between characters, never inside one (a name of many-byte ones).
+  size_t cut = width - 1;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "~" + std::string(width - 1 - cut, ' ');
 }
 
 std::string FleetLine(const std::string& target, const FleetRow& row) {

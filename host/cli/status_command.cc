@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -37,7 +38,12 @@ std::vector<std::string> Wrap(const std::string& text, size_t width, size_t line
     size_t len = std::min(width, text.size() - at);
     if (at + len < text.size()) {
       size_t space = text.rfind(' ', at + len);
-      if (space != std::string::npos && space > at) len = space - at;
+      if (space != std::string::npos && space > at) {
+        len = space - at;
+      } else {
+        // A word cut at the edge is cut between characters, not inside one.
+        while (len > 1 && (static_cast<unsigned char>(text[at + len]) & 0xC0) == 0x80) --len;
+      }
     }
     out.push_back(text.substr(at, len));
     at += len;
@@ -49,6 +55,18 @@ std::vector<std::string> Wrap(const std::string& text, size_t width, size_t line
     last += " ...";
   }
   return out;
+}
+
+// `label` and `text` after `indent`, wrapped to 80 columns under a hanging
+// indent, so that what continues a line reads as its continuation.
+void AddWrapped(std::string& out, std::string_view indent, std::string_view label,
+                const std::string& text, size_t lines = 64) {
+  std::string hang(indent.size() + label.size(), ' ');
+  bool first = true;
+  for (const std::string& part : Wrap(text, 80 - hang.size(), lines)) {
+    out += (first ? std::string(indent) + std::string(label) : hang) + part + "\n";
+    first = false;
+  }
 }
 
 bool Failed(const nlohmann::json& r) { return Str(r, "outcome") == "failed"; }
@@ -71,15 +89,15 @@ std::string JournalLines(const nlohmann::json& r) {
   size_t shown = 0;
   if (lines != nullptr && lines->is_array()) {
     for (const nlohmann::json& line : *lines) {
-      if (!line.is_string() || shown == 5) break;
-      std::string text = core::Printable(line.get_ref<const std::string&>(), kJournalLineSent);
-      for (const std::string& part : Wrap("journal: " + text, 76, 16)) out += "    " + part + "\n";
+      if (!line.is_string() || shown == core::kJournalLines) break;
+      AddWrapped(out, "    ", "journal: ",
+                 core::Printable(line.get_ref<const std::string&>(), kJournalLineSent));
       ++shown;
     }
   }
   const nlohmann::json* note = Member(*journal, "note");
   if (shown == 0 && note != nullptr && note->is_string()) {
-    out += "    journal: (" + Str(*journal, "note") + ")\n";
+    AddWrapped(out, "    ", "journal: ", "(" + Str(*journal, "note") + ")");
   }
   return out;
 }
@@ -89,10 +107,9 @@ std::string JournalLines(const nlohmann::json& r) {
 std::string Signer(const nlohmann::json& s) {
   const nlohmann::json* sig = Member(s, "signature");
   if (sig == nullptr || !sig->is_object()) return "";
-  std::string out = "signed by key " + Str(*sig, "key_id") + "\n";
-  for (const std::string& line : Wrap("trusted comment: " + Str(*sig, "trusted_comment"), 76, 3)) {
-    out += "    " + line + "\n";
-  }
+  std::string out;
+  AddWrapped(out, "", "signed by key ", Str(*sig, "key_id"), 2);
+  AddWrapped(out, "    ", "trusted comment: ", Str(*sig, "trusted_comment"), 3);
   return out;
 }
 
@@ -117,17 +134,20 @@ std::string FormatStatusTable(const nlohmann::json& s) {
                             : Str(last, "result") + " at " + Str(last, "finished_at") + " (" +
                                   Seconds(last) + ")") +
          "\n";
+  // The last accepted apply's own error: after a refusal, the one before it.
   if (last.is_object() && Member(last, "error") != nullptr) {
-    for (const std::string& line : Wrap("last apply failed: " + Str(last, "error"), 80, 4)) {
-      out += line + "\n";
-    }
+    AddWrapped(
+        out, "",
+        Str(last, "result") == "refused" ? "the apply before failed: " : "last apply failed: ",
+        Str(last, "error"), 6);
   }
-  if (Member(s, "error") != nullptr) out += "declaration refused: " + Str(s, "error") + "\n";
+  if (Member(s, "error") != nullptr)
+    AddWrapped(out, "", "declaration refused: ", Str(s, "error"), 6);
   // What /healthz holds against the machine beyond its resources, whole.
   for (const auto& [key, said] : {std::pair{"apply_stalled", "apply stalled: "},
                                   std::pair{"units_unseen", "units unseen: "}}) {
     if (Member(s, key) == nullptr) continue;
-    for (const std::string& line : Wrap(said + Str(s, key), 80, 4)) out += line + "\n";
+    AddWrapped(out, "", said, Str(s, key), 4);
   }
   out += Signer(s);
   // Fixed columns fit 80; the detail follows on its own indented line,
@@ -158,12 +178,8 @@ std::string FormatStatusTable(const nlohmann::json& s) {
            Fit(state, 18) + " " + Fit(restarts, 17) + "\n";
     // What its column cut (a long id; a crash loop's activating/auto-restart)
     // is said whole under it.
-    if (id.size() > 22) {
-      for (const std::string& line : Wrap("id " + id, 76, 4)) out += "    " + line + "\n";
-    }
-    if (state.size() > 18) {
-      for (const std::string& line : Wrap("unit state " + state, 76, 2)) out += "    " + line + "\n";
-    }
+    if (id.size() > 22) AddWrapped(out, "    ", "id ", id, 4);
+    if (state.size() > 18) AddWrapped(out, "    ", "unit state ", state, 2);
     for (const std::string& line : Wrap(Str(r, "detail"), 76, 12)) out += "    " + line + "\n";
     out += JournalLines(r);
   }

@@ -324,10 +324,23 @@ void CheckClaims(const Declaration& decl, Problems& problems) {
 }
 
 // How to mend the syntax error the parser names, in an operator's words:
-// the parser says what it expected, which is where the fix starts but not
-// how to make it.
+// the parser says what it found and what it expected there, which is where
+// the fix starts but not how to make it. What it expected decides first (a
+// ']' found where a '}' was expected is an object left open, not a value
+// missing). Empty for what is not a syntax error.
 std::string JsonFixHint(std::string_view message) {
   auto has = [message](std::string_view part) { return message.find(part) != message.npos; };
+  if (!has("syntax error")) return "";
+  // "... - unexpected FOUND; expected WANTED (in resources[N])"
+  auto after = [message](std::string_view mark, std::string_view end) {
+    size_t at = message.find(mark);
+    if (at == message.npos) return std::string_view();
+    std::string_view rest = message.substr(at + mark.size());
+    return rest.substr(0, rest.find(end));
+  };
+  std::string_view found = after("- unexpected ", ";");
+  std::string_view wanted = after("; expected ", " (in ");
+  bool closer = found == "']'" || found == "'}'";
   if (has("unexpected end of input")) {
     return "the text ends too soon: a closing } or ] or a value is missing at its end";
   }
@@ -335,12 +348,21 @@ std::string JsonFixHint(std::string_view message) {
   if (has("control character")) {
     return "a string holds a line break or tab as it is: write it as \\n or \\t";
   }
-  if (has("unexpected ']'") || has("unexpected '}'")) {
-    return "a value is missing there: a comma before a closing ] or }, or nothing after "
-           "a \":\"; remove the comma or add the value";
+  if (wanted == "end of input") {
+    return "text follows the end of the declaration: a } or ] too many, or a second document";
   }
-  if (has("unexpected string literal") || has("unexpected '{'") || has("unexpected '['")) {
-    return "a comma is missing before it";
+  if (wanted == "':'") return "a colon is missing between a key and its value";
+  if ((wanted == "'}'" || wanted == "']'") && closer) {
+    return "the brackets do not pair: a { or [ is closed by the other kind, or not at all";
+  }
+  if (wanted == "'}'" || wanted == "']'") return "a comma is missing before it";
+  if (wanted == "string literal") {
+    return closer ? "a comma before a closing }: remove it"
+                  : "an object's key must be a string in double quotes";
+  }
+  if (closer) {
+    return "a value is missing there: a comma before a closing ] or }, or nothing after a "
+           "\":\"; remove the comma or add the value";
   }
   return "mend the JSON at that line and column (python3 -m json.tool FILE points at the "
          "same place)";
@@ -407,8 +429,9 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     ErrorKind kind = streamed.error().kind;
     bool json_is_fine = kind == ErrorKind::kTooDeep || kind == ErrorKind::kDuplicateKey;
     if (json_is_fine) return Fail("declaration: " + streamed.error().message);
-    return Fail("declaration: invalid JSON: " + streamed.error().message + ": " +
-                JsonFixHint(streamed.error().message));
+    std::string hint = JsonFixHint(streamed.error().message);
+    return Fail("declaration: invalid JSON: " + streamed.error().message +
+                (hint.empty() ? "" : ": " + hint));
   }
   if (auto st = ParseTopLevel(streamed->document, streamed->members, decl); !st) {
     return std::unexpected(st.error());

@@ -88,7 +88,7 @@ for page in pages:
                 body = [l for l in lines[fence[1] + 1:n] if l.strip() and not l.startswith("#")]
                 said = re.fullmatch(r"<!-- not run: .+ -->",
                                     lines[fence[1] - 1] if fence[1] else "")
-                if said is None and any(COMMAND.match(l) for l in body):
+                if said is None and any(COMMAND.match(l.removeprefix("$ ")) for l in body):
                     check(f"{page}:{fence[1] + 1} commands fenced ```{fence[0]}", False,
                           "fence them ```sh so a test runs them, or say why not with "
                           "<!-- not run: REASON --> before it")

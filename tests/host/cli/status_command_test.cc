@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "host/cli/prometheus_status.h"
+#include "host/core/printable.h"
 #include "third_party/tls_digests.h"
 
 namespace mesh::cli {
@@ -91,8 +92,9 @@ TEST(StatusCommandTest, WhatAColumnCutsAndTheApplysErrorAreSaidWhole) {
   std::string sent = "jaild[412]: ERROR: " + std::string(200, 'x') + " \\x1b[31m" + "tail";
   unit["journal"] = {{"lines", {sent, std::string(100000, 'y')}}};
   std::string table = FormatStatusTable(s);
-  EXPECT_THAT(table, HasSubstr("\nlast apply failed: record not saved: state.json: No space left on "
-                               "device\n"));
+  EXPECT_THAT(table,
+              HasSubstr("\nlast apply failed: record not saved: state.json: No space left on "
+                        "device\n"));
   EXPECT_THAT(table, HasSubstr("\n    unit state activating/auto-restart\n")) << table;
   EXPECT_THAT(table, HasSubstr("\n    id a-resource-id-longer-than-its-column.service\n"));
   std::string joined;
@@ -103,6 +105,19 @@ TEST(StatusCommandTest, WhatAColumnCutsAndTheApplysErrorAreSaidWhole) {
   }
   EXPECT_THAT(joined, HasSubstr("[31mtail")) << "the line's end is shown, not cut at 200";
   EXPECT_LT(table.size(), 8000u) << "a hostile line is bounded";
+
+  // A long refusal, a peer's long key id, a word of many-byte characters:
+  // still 80 columns, and never a character cut in two.
+  s["error"] = "field x: " + std::string(150, 'r') + " and more words after it";
+  s["signature"] = {{"key_id", std::string(120, 'k')}, {"trusted_comment", "generation 42"}};
+  std::string accents;
+  for (int i = 0; i < 60; ++i) accents += "\u00e9";
+  s["resources"][0]["id"] = accents;
+  std::istringstream wide(FormatStatusTable(s));
+  for (std::string line; std::getline(wide, line);) {
+    EXPECT_LE(line.size(), 80u) << line;
+    EXPECT_TRUE(core::IsPrintable(line)) << "cut inside a character: " << line;
+  }
 }
 
 // Issue 39 (8): the trusted comment is verified, so it is shown: who signed

@@ -94,6 +94,18 @@ TEST(DeclarationTest, InvalidJsonSaysHowToMendIt) {
               HasSubstr("write it as \\n"));
   EXPECT_THAT(said(R"({"machine": "m", "generation": 1, "resources": [], "x": tru})"),
               HasSubstr("python3 -m json.tool FILE"));
+  // What the parser expected decides before what it found: a ']' where a
+  // '}' belongs is an object left open, not a value missing.
+  EXPECT_THAT(said(R"({"machine": "m", "generation": 1, "resources": [{"id": "x"]})"),
+              HasSubstr("the brackets do not pair"));
+  EXPECT_THAT(said(good + "}"), HasSubstr("a } or ] too many"));
+  EXPECT_THAT(said(R"({"machine" "m", "generation": 1, "resources": []})"),
+              HasSubstr("a colon is missing"));
+  EXPECT_THAT(said(R"({"machine": "m", "generation": 1, "resources": [{"id": "a",}]})"),
+              HasSubstr("a comma before a closing }: remove it"));
+  EXPECT_THAT(said(R"({"machine": "m", "generation": 1, "resources": [{"id": "a"} {"id": "b"}]})"),
+              HasSubstr("a comma is missing before it"));
+  EXPECT_THAT(said(R"({"machine": })"), HasSubstr("nothing after a \":\""));
 }
 
 TEST(DeclarationTest, InvalidUtf8) {
