@@ -51,7 +51,12 @@ std::vector<std::string> Wrap(const std::string& text, size_t width, size_t line
   }
   if (at < text.size() && !out.empty()) {
     std::string& last = out.back();
-    if (last.size() + 4 > width) last.resize(width - 4);
+    if (last.size() + 4 > width) {
+      // Cut between characters, as above.
+      size_t cut = width - 4;
+      while (cut > 0 && (static_cast<unsigned char>(last[cut]) & 0xC0) == 0x80) --cut;
+      last.resize(cut);
+    }
     last += " ...";
   }
   return out;
@@ -62,6 +67,11 @@ std::vector<std::string> Wrap(const std::string& text, size_t width, size_t line
 void AddWrapped(std::string& out, std::string_view indent, std::string_view label,
                 const std::string& text, size_t lines = 64) {
   std::string hang(indent.size() + label.size(), ' ');
+  if (text.empty()) {  // the label alone still says the field is there
+    out +=
+        std::string(indent) + std::string(label.substr(0, label.find_last_not_of(' ') + 1)) + "\n";
+    return;
+  }
   bool first = true;
   for (const std::string& part : Wrap(text, 80 - hang.size(), lines)) {
     out += (first ? std::string(indent) + std::string(label) : hang) + part + "\n";

@@ -357,8 +357,11 @@ std::string JsonFixHint(std::string_view message) {
   }
   if (wanted == "'}'" || wanted == "']'") return "a comma is missing before it";
   if (wanted == "string literal") {
-    return closer ? "a comma before a closing }: remove it"
-                  : "an object's key must be a string in double quotes";
+    if (found == "'}'") return "a comma before a closing }: remove it";
+    if (found == "']'") {
+      return "the brackets do not pair: a { or [ is closed by the other kind, or not at all";
+    }
+    return "an object's key must be a string in double quotes";
   }
   if (closer) {
     return "a value is missing there: a comma before a closing ] or }, or nothing after a "

@@ -52,8 +52,10 @@ class WatchSight {
       say.unseen = "the units have not been seen for " + core::FormatSeconds(now - since_) +
                    ": the live unit watch cannot follow systemd (" + why +
                    "); their states shown are the last seen";
-      // The moment /healthz turns 503 is in the log too.
-      if (!say.log.has_value()) say.log = *say.unseen + "; /healthz says so";
+      // The moment /healthz turns 503 is in the log too: one line when it
+      // is also the moment the failure began (a read that hung past the
+      // bound).
+      say.log = *say.unseen + "; /healthz says so";
     }
     return say;
   }

@@ -113,6 +113,7 @@ TEST(StatusCommandTest, WhatAColumnCutsAndTheApplysErrorAreSaidWhole) {
   std::string accents;
   for (int i = 0; i < 60; ++i) accents += "\u00e9";
   s["resources"][0]["id"] = accents;
+  s["signature"]["trusted_comment"] = accents + accents + accents + accents;  // past its lines
   std::istringstream wide(FormatStatusTable(s));
   for (std::string line; std::getline(wide, line);) {
     EXPECT_LE(line.size(), 80u) << line;

@@ -106,6 +106,8 @@ TEST(DeclarationTest, InvalidJsonSaysHowToMendIt) {
   EXPECT_THAT(said(R"({"machine": "m", "generation": 1, "resources": [{"id": "a"} {"id": "b"}]})"),
               HasSubstr("a comma is missing before it"));
   EXPECT_THAT(said(R"({"machine": })"), HasSubstr("nothing after a \":\""));
+  EXPECT_THAT(said(R"({"machine": "m", "resources": [{"id": "a",]})"),
+              HasSubstr("the brackets do not pair"));
 }
 
 TEST(DeclarationTest, InvalidUtf8) {

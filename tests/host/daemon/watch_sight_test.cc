@@ -70,6 +70,8 @@ TEST(WatchSightTest, BlindnessCountsFromWhenTheFailingStepBegan) {
   WatchSight::Say hung = sight.Failed("timed out", began + seconds(11), began);
   ASSERT_TRUE(hung.unseen.has_value());
   EXPECT_THAT(*hung.unseen, ::testing::HasSubstr("not been seen for 11.0 s"));
+  ASSERT_TRUE(hung.log.has_value());
+  EXPECT_EQ(*hung.log, *hung.unseen + "; /healthz says so") << "one line says both";
 }
 
 // A declaration with no unit left to watch: nothing shown is vouched for,
