@@ -4,12 +4,17 @@
 
 namespace mesh::cli {
 
+// Columns are counted in characters (UTF-8 code points), not bytes, so that
+// a name of many-byte characters keeps the columns after it in line.
 std::string Fit(const std::string& s, size_t width) {
-  if (s.size() <= width) return s + std::string(width - s.size(), ' ');
-  // Cut between characters, never inside one (a name of many-byte ones).
-  size_t cut = width - 1;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut) + "~" + std::string(width - 1 - cut, ' ');
+  size_t chars = 0, cut = s.size();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;  // inside a character
+    if (chars == width - 1) cut = i;
+    ++chars;
+  }
+  if (chars <= width) return s + std::string(width - chars, ' ');
+  return s.substr(0, cut) + "~";
 }
 
 std::string FleetLine(const std::string& target, const FleetRow& row) {

@@ -114,11 +114,16 @@ TEST(StatusCommandTest, WhatAColumnCutsAndTheApplysErrorAreSaidWhole) {
   for (int i = 0; i < 60; ++i) accents += "\u00e9";
   s["resources"][0]["id"] = accents;
   s["signature"]["trusted_comment"] = accents + accents + accents + accents;  // past its lines
-  std::istringstream wide(FormatStatusTable(s));
+  std::string table2 = FormatStatusTable(s);
+  std::istringstream wide(table2);
   for (std::string line; std::getline(wide, line);) {
     EXPECT_LE(line.size(), 80u) << line;
     EXPECT_TRUE(core::IsPrintable(line)) << "cut inside a character: " << line;
   }
+  // Its row keeps the columns in line: 21 characters and the mark of a cut.
+  std::string row;
+  for (int i = 0; i < 21; ++i) row += "\u00e9";
+  EXPECT_THAT(table2, HasSubstr("\n" + row + "~ file       updated")) << table2;
 }
 
 // Issue 39 (8): the trusted comment is verified, so it is shown: who signed
