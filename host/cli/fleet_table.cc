@@ -4,6 +4,11 @@
 
 namespace mesh::cli {
 
+size_t CharBoundary(std::string_view s, size_t at) {
+  while (at > 0 && at < s.size() && (static_cast<unsigned char>(s[at]) & 0xC0) == 0x80) --at;
+  return at;
+}
+
 // Columns are counted in characters (UTF-8 code points), not bytes, so that
 // a name of many-byte characters keeps the columns after it in line.
 std::string Fit(const std::string& s, size_t width) {

@@ -18,7 +18,11 @@ struct FleetRow {
   bool healthy = false;
 };
 
-// `s` padded to `width` columns, or cut there with a "~".
+// The largest place at or before `at` that does not fall inside a UTF-8
+// character of `s`: where a cut of `s` may fall.
+size_t CharBoundary(std::string_view s, size_t at);
+
+// `s` padded to `width` columns (characters), or cut there with a "~".
 std::string Fit(const std::string& s, size_t width);
 
 // The line, padded to its columns.

@@ -40,9 +40,8 @@ std::vector<std::string> Wrap(const std::string& text, size_t width, size_t line
       size_t space = text.rfind(' ', at + len);
       if (space != std::string::npos && space > at) {
         len = space - at;
-      } else {
-        // A word cut at the edge is cut between characters, not inside one.
-        while (len > 1 && (static_cast<unsigned char>(text[at + len]) & 0xC0) == 0x80) --len;
+      } else if (size_t cut = CharBoundary(text, at + len); cut > at) {
+        len = cut - at;  // a word cut at the edge is cut between characters
       }
     }
     out.push_back(text.substr(at, len));
@@ -51,12 +50,7 @@ std::vector<std::string> Wrap(const std::string& text, size_t width, size_t line
   }
   if (at < text.size() && !out.empty()) {
     std::string& last = out.back();
-    if (last.size() + 4 > width) {
-      // Cut between characters, as above.
-      size_t cut = width - 4;
-      while (cut > 0 && (static_cast<unsigned char>(last[cut]) & 0xC0) == 0x80) --cut;
-      last.resize(cut);
-    }
+    if (last.size() + 4 > width) last.resize(CharBoundary(last, width - 4));
     last += " ...";
   }
   return out;
