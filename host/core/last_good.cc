@@ -10,34 +10,13 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Base64(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    for (int s : {18, 12, 6, 0}) out.push_back(kAlphabet[(n >> s) & 63]);
-  }
-  if (i < bytes.size()) {
-    uint32_t n = uint8_t(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) n |= uint8_t(bytes[i + 1]) << 8;
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=');
-    out.push_back('=');
-  }
-  return out;
-}
-
 // A kept resource in the declaration's own words, so that reading it back
 // is the declaration parser's job (every field checked as a push is).
 json ResourceJson(const Resource& r) {
   json o = {{"id", r.id}, {"kind", std::string(KindName(r.kind))}};
   if (r.kind != Kind::kService) o["path"] = r.path;
   if (r.IsFile()) {
-    o["content_base64"] = Base64(r.content);
+    o["content_base64"] = EncodeBase64(r.content);
     o["mode"] = FormatMode(r.mode);
     o["owner"] = r.owner;
     o["group"] = r.group;

@@ -7,6 +7,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace mesh::core {
@@ -62,9 +63,23 @@ std::string Sha256Hex(std::string_view bytes) {
 std::string Sha256Base64(std::string_view bytes) {
   unsigned char md[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), md);
-  unsigned char out[4 * ((SHA256_DIGEST_LENGTH + 2) / 3) + 1];
-  int n = EVP_EncodeBlock(out, md, sizeof md);
-  return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
+  return EncodeBase64(std::string_view(reinterpret_cast<const char*>(md), sizeof md));
+}
+
+std::string EncodeBase64(std::string_view bytes) {
+  // EVP_EncodeBlock takes an int length: whole groups of 3 bytes at a time
+  // keep the padding to the last call and the length in range.
+  constexpr size_t kStep = size_t{3} << 20;
+  std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');
+  size_t written = 0;
+  for (size_t at = 0; at < bytes.size(); at += kStep) {
+    size_t n = std::min(kStep, bytes.size() - at);
+    written += static_cast<size_t>(EVP_EncodeBlock(
+        reinterpret_cast<unsigned char*>(out.data() + written),
+        reinterpret_cast<const unsigned char*>(bytes.data() + at), static_cast<int>(n)));
+  }
+  out.resize(written);
+  return out;
 }
 
 std::string HmacSha256Hex(std::string_view key, std::string_view bytes) {

@@ -48,6 +48,9 @@ std::string HmacSha256Hex(std::string_view key, std::string_view bytes);
 // source ('sha256-...') spells it.
 std::string Sha256Base64(std::string_view bytes);
 
+// Standard base64 with '=' padding and no line breaks.
+std::string EncodeBase64(std::string_view bytes);
+
 // Strict: refuses characters outside the alphabet and bad padding.
 Result<std::string> DecodeBase64(std::string_view text);
 

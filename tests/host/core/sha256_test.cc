@@ -1,0 +1,45 @@
+#include "host/core/sha256.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace mesh::core {
+namespace {
+
+// RFC 4648 section 10: every padding case.
+TEST(EncodeBase64, MatchesTheRfcVectors) {
+  EXPECT_EQ(EncodeBase64(""), "");
+  EXPECT_EQ(EncodeBase64("f"), "Zg==");
+  EXPECT_EQ(EncodeBase64("fo"), "Zm8=");
+  EXPECT_EQ(EncodeBase64("foo"), "Zm9v");
+  EXPECT_EQ(EncodeBase64("foob"), "Zm9vYg==");
+  EXPECT_EQ(EncodeBase64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(EncodeBase64("foobar"), "Zm9vYmFy");
+}
+
+TEST(EncodeBase64, EveryByteValueRoundTrips) {
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(i));
+  auto back = DecodeBase64(EncodeBase64(bytes));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(*back, bytes);
+}
+
+// The encoder works in steps of 3 MiB: a text one and two bytes past a step
+// must pad only at its very end.
+TEST(EncodeBase64, ATextLongerThanOneStepPadsOnlyAtItsEnd) {
+  for (size_t extra : {1, 2}) {
+    std::string bytes((size_t{3} << 20) + extra, '\0');
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 3);
+    std::string text = EncodeBase64(bytes);
+    EXPECT_EQ(text.size(), (bytes.size() + 2) / 3 * 4);
+    EXPECT_EQ(text.find('='), text.size() - (3 - extra));
+    auto back = DecodeBase64(text);
+    ASSERT_TRUE(back.has_value()) << back.error().message;
+    EXPECT_EQ(*back, bytes);
+  }
+}
+
+}  // namespace
+}  // namespace mesh::core
