@@ -145,10 +145,6 @@ core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
   return out;
 }
 
-core::Result<core::UnitStatus> SdbusServiceManager::ReadUnit(const std::string& unit) {
-  return std::move(ReadUnits({unit})[0]);
-}
-
 // Pipelined rounds, whatever the number of units: one GetAll of the Unit
 // interface each, then the service properties of loaded services, then, of
 // the services whose run exited badly, its exit status and command (no

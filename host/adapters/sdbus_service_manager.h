@@ -36,7 +36,6 @@ class SdbusServiceManager : public ports::ServiceManager {
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
   core::Result<std::map<std::string, std::string>> WaitForJobs(
       const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) override;
-  core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
   std::vector<core::Result<core::UnitStatus>> ReadUnits(
       const std::vector<std::string>& units) override;
   std::vector<core::Result<std::string>> EnqueueAll(

@@ -56,15 +56,14 @@ class RecordStore {
   // same record, a new one with any other. What a caller derives from a
   // record may be kept under its number. None: this store keeps no record
   // (a one-shot apply's, which streams state.json).
-  virtual std::optional<uint64_t> KeptRecordVersion() const { return std::nullopt; }
+  virtual std::optional<uint64_t> KeptRecordVersion() const = 0;
   // Atomic: the old record or the new one survives a crash, never a mix.
   // Taken by value: a store that keeps the record keeps this one, rather
   // than a second copy of every entry alongside the caller's.
   virtual core::Status Save(core::Record record) = 0;
-  // A builder of the next record. This default gathers the entries in
-  // memory and calls Save: a store that can keep them elsewhere (on disk)
-  // does, so that an apply's peak does not hold them.
-  virtual core::Result<std::unique_ptr<RecordBuilder>> BuildRecord();
+  // A builder of the next record, keeping its entries out of memory where
+  // the store can (on disk), so that an apply's peak does not hold them.
+  virtual core::Result<std::unique_ptr<RecordBuilder>> BuildRecord() = 0;
 
   // What earlier applies still owe, and whether one was interrupted after
   // it began changing the machine (its temporary files need sweeping). No
@@ -76,13 +75,6 @@ class RecordStore {
   // (nothing owed, not applying) leaves no file: the no-op costs no fsync.
   virtual core::Status SaveIntent(const core::Intent& intent) = 0;
 
-  // The secret that keys credentials' digests (core::WantDigest): made once,
-  // kept beside the record, never shown. Never fails: a key the store cannot
-  // read or keep is made for this process only and `warning` says why —
-  // each credential is then compared by its content again (its recorded
-  // digest no longer matches), never taken for unchanged on a digest. A
-  // store that may not write (plan) and has no key yet uses one for this
-  // process only, without a warning.
   // What units declared `on_failure: rollback` last ran well on, and what
   // they are held at (core/last_good.h). None yet is an empty one; one that
   // cannot be read or trusted is an error (the apply then changes nothing:
@@ -100,19 +92,17 @@ class RecordStore {
   // digest); KeepOnlyArtifacts removes every copy not named. A store that
   // keeps none refuses KeepArtifact and has none to read.
   using ArtifactReader = std::function<core::Result<std::string>()>;
-  virtual core::Status KeepArtifact(const std::string& sha256, const ArtifactReader& read) {
-    (void)sha256;
-    (void)read;
-    return core::Fail("this store keeps no bundles");
-  }
-  virtual core::Result<std::string> KeptArtifact(const std::string& sha256) {
-    return core::Fail("no copy of " + sha256 + " is kept");
-  }
-  virtual core::Status KeepOnlyArtifacts(const std::set<std::string>& sha256s) {
-    (void)sha256s;
-    return core::Ok();
-  }
+  virtual core::Status KeepArtifact(const std::string& sha256, const ArtifactReader& read) = 0;
+  virtual core::Result<std::string> KeptArtifact(const std::string& sha256) = 0;
+  virtual core::Status KeepOnlyArtifacts(const std::set<std::string>& sha256s) = 0;
 
+  // The secret that keys credentials' digests (core::WantDigest): made once,
+  // kept beside the record, never shown. Never fails: a key the store cannot
+  // read or keep is made for this process only and `warning` says why —
+  // each credential is then compared by its content again (its recorded
+  // digest no longer matches), never taken for unchanged on a digest. A
+  // store that may not write (plan) and has no key yet uses one for this
+  // process only, without a warning.
   struct DigestKey {
     std::string bytes;
     std::string warning;

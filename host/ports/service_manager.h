@@ -44,28 +44,16 @@ class ServiceManager {
   virtual core::Result<std::map<std::string, std::string>> WaitForJobs(
       const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) = 0;
 
-  // The unit's current state. A unit systemd does not know reads as
-  // load_state "not-found", active_state "inactive".
-  virtual core::Result<core::UnitStatus> ReadUnit(const std::string& unit) = 0;
-
-  // Many units or many jobs at once. An adapter may pipeline the calls, so
+  // The units' current states, in the order asked. A unit systemd does not
+  // know reads as load_state "not-found", active_state "inactive". Many
+  // units or many jobs at once: an adapter may pipeline the calls, so
   // looking at twelve units costs about one round trip to systemd rather
   // than twelve (the restarts of one apply share one settle, and the looks
   // should not eat it). Results come back in the order asked.
   virtual std::vector<core::Result<core::UnitStatus>> ReadUnits(
-      const std::vector<std::string>& units) {
-    std::vector<core::Result<core::UnitStatus>> out;
-    out.reserve(units.size());
-    for (const std::string& u : units) out.push_back(ReadUnit(u));
-    return out;
-  }
+      const std::vector<std::string>& units) = 0;
   virtual std::vector<core::Result<std::string>> EnqueueAll(
-      const std::vector<std::pair<std::string, JobKind>>& jobs) {
-    std::vector<core::Result<std::string>> out;
-    out.reserve(jobs.size());
-    for (const auto& [unit, kind] : jobs) out.push_back(Enqueue(unit, kind));
-    return out;
-  }
+      const std::vector<std::pair<std::string, JobKind>>& jobs) = 0;
 
   // The live watch: blocks until systemd reports a property change of one
   // of `units` or `timeout` passes, and returns the units that changed

@@ -97,7 +97,21 @@ class FakeServiceManager : public ports::ServiceManager {
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
   core::Result<std::map<std::string, std::string>> WaitForJobs(
       const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) override;
-  core::Result<core::UnitStatus> ReadUnit(const std::string& unit) override;
+  core::Result<core::UnitStatus> ReadUnit(const std::string& unit);
+  std::vector<core::Result<core::UnitStatus>> ReadUnits(
+      const std::vector<std::string>& units) override {
+    std::vector<core::Result<core::UnitStatus>> out;
+    out.reserve(units.size());
+    for (const std::string& u : units) out.push_back(ReadUnit(u));
+    return out;
+  }
+  std::vector<core::Result<std::string>> EnqueueAll(
+      const std::vector<std::pair<std::string, ports::JobKind>>& jobs) override {
+    std::vector<core::Result<std::string>> out;
+    out.reserve(jobs.size());
+    for (const auto& [unit, kind] : jobs) out.push_back(Enqueue(unit, kind));
+    return out;
+  }
   // Advances the clock by `timeout` and reports every watched unit as
   // changed: the fake has no signals, so the watcher re-reads all of them.
   core::Result<std::vector<std::string>> WaitForUnitChanges(

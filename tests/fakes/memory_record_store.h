@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "host/ports/record_store.h"
 #include "tests/fakes/kill_switch.h"
@@ -85,8 +86,12 @@ class MemoryRecordStore : public ports::RecordStore {
     return core::Ok();
   }
   DigestKey LoadDigestKey() override { return {digest_key, ""}; }
+  // Gathers the entries in memory and saves them whole.
+  core::Result<std::unique_ptr<ports::RecordBuilder>> BuildRecord() override {
+    return std::make_unique<GatheringBuilder>(*this);
+  }
   core::Status KeepArtifact(const std::string& sha256, const ArtifactReader& read) override {
-    if (!keeps_artifacts) return RecordStore::KeepArtifact(sha256, read);
+    if (!keeps_artifacts) return core::Fail("this store keeps no bundles");
     if (kill != nullptr && !kill->Alive()) return core::Ok();
     if (artifacts.contains(sha256)) return core::Ok();
     auto bytes = read();
@@ -96,7 +101,7 @@ class MemoryRecordStore : public ports::RecordStore {
   }
   core::Result<std::string> KeptArtifact(const std::string& sha256) override {
     auto it = artifacts.find(sha256);
-    if (it == artifacts.end()) return RecordStore::KeptArtifact(sha256);
+    if (it == artifacts.end()) return core::Fail("no copy of " + sha256 + " is kept");
     return it->second;
   }
   core::Status KeepOnlyArtifacts(const std::set<std::string>& sha256s) override {
@@ -131,6 +136,29 @@ class MemoryRecordStore : public ports::RecordStore {
   KillSwitch* kill = nullptr;
 
  private:
+  class GatheringBuilder : public ports::RecordBuilder {
+   public:
+    explicit GatheringBuilder(RecordStore& store) : store_(store) {}
+    core::Status Add(const std::string& id, const core::RecordEntry& entry) override {
+      if (!record_.resources.emplace(id, entry).second) {
+        return core::Fail("record entry " + id + " added twice");
+      }
+      return core::Ok();
+    }
+    core::Status Commit(const core::Record& header) override {
+      record_.want_version = header.want_version;
+      record_.settled_declaration_digest = header.settled_declaration_digest;
+      record_.machine = header.machine;
+      record_.generation = header.generation;
+      record_.declaration_digest = header.declaration_digest;
+      return store_.Save(std::move(record_));
+    }
+
+   private:
+    RecordStore& store_;
+    core::Record record_;
+  };
+
   std::shared_ptr<const core::Record> kept_;
   std::string kept_text_;
   uint64_t version_ = 0;

@@ -167,7 +167,7 @@ TEST_F(SdbusAdapterTest, ReadsWhatTheVerdictsNeed) {
        "ExecStop=/bin/true\nExecStop=/bin/true\nExecStop=/bin/true\nExecStopPost=/bin/true\n");
   SdbusServiceManager host;
   ASSERT_TRUE(host.ReloadDaemon().has_value());
-  auto s = host.ReadUnit("t.service");
+  auto s = host.ReadUnits({"t.service"})[0];
   ASSERT_TRUE(s.has_value()) << s.error().message;
   EXPECT_EQ(s->timeout_stop, 7s);
   EXPECT_EQ(s->exec_stop, 3u) << "each gets TimeoutStopSec= of its own";
@@ -178,9 +178,9 @@ TEST_F(SdbusAdapterTest, ReadsWhatTheVerdictsNeed) {
   Busctl("StartUnit ss t.service replace");
   std::this_thread::sleep_for(1100ms);  // a new mtime, by the second
   Unit("t.service", "[Service]\nExecStart=/bin/sleep 1000\nTimeoutStopSec=7\n");
-  EXPECT_TRUE(host.ReadUnit("t.service")->need_daemon_reload);
+  EXPECT_TRUE(host.ReadUnits({"t.service"})[0]->need_daemon_reload);
   ASSERT_TRUE(host.ReloadDaemon().has_value());
-  EXPECT_FALSE(host.ReadUnit("t.service")->need_daemon_reload);
+  EXPECT_FALSE(host.ReadUnits({"t.service"})[0]->need_daemon_reload);
 }
 
 // Each of the service's own properties the verdicts read (asked for one by
@@ -354,6 +354,7 @@ TEST_F(SdbusAdapterTest, NothingMoreIsSentToASystemdThatStoppedAnswering) {
   StandInSystemd silent(empty, StandInSystemd::Kind::kSilent);
   ASSERT_TRUE(silent.ok());
   std::vector<std::string> names;
+  names.reserve(100);
   for (int i = 0; i < 100; ++i) names.push_back("s" + std::to_string(i) + ".service");
   std::string saved = std::getenv("DBUS_SYSTEM_BUS_ADDRESS");
   setenv("DBUS_SYSTEM_BUS_ADDRESS", empty, 1);
@@ -383,7 +384,7 @@ TEST_F(SdbusAdapterTest, APropertyAnOlderSystemdLacksStaysUnset) {
   core::Result<core::UnitStatus> seen;
   {
     SdbusServiceManager host;
-    seen = host.ReadUnit("old.service");
+    seen = host.ReadUnits({"old.service"})[0];
   }
   setenv("DBUS_SYSTEM_BUS_ADDRESS", saved.c_str(), 1);
   ASSERT_TRUE(seen.has_value()) << seen.error().message;
