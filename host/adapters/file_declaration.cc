@@ -68,13 +68,8 @@ core::Result<std::string> FileDeclaration::Digest() {
 core::Result<std::string_view> FileDeclaration::Text() {
   if (released_) return Refuse(path_, "read after its text was released");
   if (!text_.has_value()) {
-    if (::lseek(fd_.get(), 0, SEEK_SET) != 0) {
-      return Refuse(path_, std::string("read error: ") + std::strerror(errno));
-    }
-    auto text = ReadUpTo(fd_.get(), size_);
-    if (!text) {
-      return Refuse(path_, std::string("read error: ") + std::strerror(text.error()));
-    }
+    auto text = TextAgain();
+    if (!text) return std::unexpected(text.error());
     text_ = std::move(*text);
   }
   return std::string_view(*text_);

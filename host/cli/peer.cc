@@ -165,14 +165,12 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
   p.url = BaseUrl(given);
   if (p.url.find("://") == std::string::npos) {
     p.error = "--url " + core::Printable(given) + ": not a URL; it takes http://HOST:PORT";
-    p.usage = true;
     return p;
   }
   // httplib throws for a scheme it does not know: checked here, never thrown.
   bool https = p.url.starts_with("https://");
   if (!https && !p.url.starts_with("http://")) {
     p.error = core::Printable(p.url) + ": not an http:// or https:// URL";
-    p.usage = true;
     return p;
   }
   // Credentials go only where the scheme is https: a plain-http target of

@@ -34,10 +34,9 @@ struct ClientOptions {
 
 // One request's answer, or why there is none.
 struct Answer {
-  std::string url;     // the normalised base URL
-  std::string error;   // empty: `body` is the whole answer, status 200 (or /healthz's 503)
-  bool usage = false;  // the URL itself is wrong (not a peer that is down)
-  int status = 0;      // the HTTP status, when an answer came
+  std::string url;    // the normalised base URL
+  std::string error;  // empty: `body` is the whole answer, status 200 (or /healthz's 503)
+  int status = 0;     // the HTTP status, when an answer came
   std::string body;
 };
 

@@ -224,10 +224,6 @@ int RunStatus(const std::string& given, std::ostream& out, std::ostream& err,
               const ClientOptions& client) {
   if (RefusesPlainHttp(given, client, err)) return 2;
   Probe p = FetchStatus(given, client);
-  if (p.usage) {
-    err << "mesh-host: " << p.error << "\n";
-    return 2;
-  }
   if (!p.error.empty()) {
     err << "mesh-host: " << p.error << "\n";
     return 2;
