@@ -237,25 +237,22 @@ bool MayHaveMinusZero(std::string_view text) {
   return false;
 }
 
-static_assert(kFastParseSlack >= simdjson::SIMDJSON_PADDING);
-
 // Past this, a text is left to nlohmann: simdjson's buffers are reserved
 // at about fifteen times the text (a few times it touched), and a
 // declaration of 100,000 files is 23 MB.
 constexpr size_t kMaxFastBytes = 32u << 20;
 
 // simdjson's document of `text`, when it reads it as nlohmann would.
-bool ParseFast(std::string_view text, int max_depth, size_t slack, dom::parser& parser,
-               dom::element& root) {
+bool ParseFast(std::string_view text, int max_depth, dom::parser& parser, dom::element& root) {
   if (text.size() > kMaxFastBytes || MayHaveMinusZero(text)) return false;
   // simdjson's depth is at least as strict as JsonDepthWithin's (a
   // non-empty container at the limit is refused, an empty one is not): a
   // document it reads needs no check of its own, one it refuses is counted
   // again by the caller.
   size_t depth = max_depth > 0 ? size_t(max_depth) : simdjson::DEFAULT_MAX_DEPTH;
-  bool copy = slack < simdjson::SIMDJSON_PADDING;
+  // Copied: simdjson reads SIMDJSON_PADDING bytes past the end of its input.
   return parser.allocate(text.size(), depth) == simdjson::SUCCESS &&
-         parser.parse(text.data(), text.size(), copy).get(root) == simdjson::SUCCESS;
+         parser.parse(text.data(), text.size(), true).get(root) == simdjson::SUCCESS;
 }
 
 // simdjson's document as the events nlohmann's parser would send, with
@@ -332,7 +329,7 @@ Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool wan
       // buffers (several times its size) while the daemon idles.
       dom::parser parser;
       dom::element root;
-      if (ParseFast(text, options.max_depth, options.slack, parser, root)) {
+      if (ParseFast(text, options.max_depth, parser, root)) {
         // The reference's own handler, fed by simdjson: the same members,
         // trees and number types by construction.
         Handler handler(

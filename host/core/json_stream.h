@@ -59,17 +59,11 @@ struct StreamOptions {
   // collection's size when the parser knows it (simdjson does, nlohmann
   // does not): a hint to reserve for, within the consumer's own limits.
   std::function<void(std::optional<size_t> members)> on_start;
-  // Bytes readable past the end of `text` (a std::string's room beyond its
-  // size): with kFastParseSlack of them, simdjson reads the text in place
-  // instead of copying it.
-  size_t slack = 0;
   // Read after each member of the collection is handed over: once it
   // points to true, nothing more is handed over and the parse fails
   // ("parse stopped") without reading the rest.
   const bool* stop = nullptr;
 };
-
-inline constexpr size_t kFastParseSlack = 64;
 
 // `key` names the top-level member to stream; it is streamed only when it
 // is an array (`want_array`) or an object (otherwise), else kept whole. The
