@@ -34,11 +34,10 @@ class WatchSight {
     std::optional<std::string> unseen;
   };
 
-  // A wait or a read failed at `now`, saying `why`.
-  Say Failed(const std::string& why, TimePoint now) { return Failed(why, now, now); }
-  // The same for a step that began at `began`: sight is lost from then, not
-  // from when the step gave up (a read of a systemd that does not answer
-  // fails only at its own bound, seconds later).
+  // A wait or a read that began at `began` failed at `now`, saying `why`.
+  // Sight is lost from when the step began, not from when it gave up (a
+  // read of a systemd that does not answer fails only at its own bound,
+  // seconds later).
   Say Failed(const std::string& why, TimePoint now, TimePoint began) {
     Say say;
     if (!failing_) {

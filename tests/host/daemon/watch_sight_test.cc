@@ -11,28 +11,33 @@ namespace {
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
+// A step (a wait, a read) that failed as soon as it began: a bus gone.
+WatchSight::Say FailedAtOnce(WatchSight& sight, const std::string& why, WatchSight::TimePoint t) {
+  return sight.Failed(why, t, t);
+}
+
 TEST(WatchSightTest, BlindForARefreshPeriodIsSaidThenClearedBySight) {
   WatchSight sight(seconds(10));
   WatchSight::TimePoint t0{seconds(100)};
   EXPECT_FALSE(sight.failing());
 
-  WatchSight::Say first = sight.Failed("the bus connection was lost", t0);
+  WatchSight::Say first = FailedAtOnce(sight, "the bus connection was lost", t0);
   ASSERT_TRUE(first.log.has_value());
   EXPECT_THAT(*first.log, HasSubstr("cannot follow systemd (the bus connection was lost)"));
   EXPECT_FALSE(first.unseen.has_value()) << "a second's gap is no blindness yet";
   EXPECT_TRUE(sight.failing()) << "the next look reads every unit";
 
-  WatchSight::Say again = sight.Failed("the bus connection was lost", t0 + seconds(9));
+  WatchSight::Say again = FailedAtOnce(sight, "the bus connection was lost", t0 + seconds(9));
   EXPECT_FALSE(again.log.has_value()) << "said once, not once a second";
   EXPECT_FALSE(again.unseen.has_value());
 
-  WatchSight::Say blind = sight.Failed("reading the bus: timed out", t0 + seconds(10));
+  WatchSight::Say blind = FailedAtOnce(sight, "reading the bus: timed out", t0 + seconds(10));
   ASSERT_TRUE(blind.unseen.has_value());
   ASSERT_TRUE(blind.log.has_value()) << "the moment /healthz turns 503 is logged";
   EXPECT_THAT(*blind.log, HasSubstr("/healthz says so"));
   EXPECT_THAT(*blind.unseen, HasSubstr("not been seen for 10.0 s"));
   EXPECT_THAT(*blind.unseen, HasSubstr("reading the bus: timed out"));
-  WatchSight::Say later = sight.Failed("x", t0 + seconds(30));
+  WatchSight::Say later = FailedAtOnce(sight, "x", t0 + seconds(30));
   EXPECT_FALSE(later.unseen.has_value()) << "told once";
   EXPECT_FALSE(later.log.has_value());
 
@@ -51,14 +56,14 @@ TEST(WatchSightTest, BlindForARefreshPeriodIsSaidThenClearedBySight) {
 TEST(WatchSightTest, AShortGapIsLoggedButNeverReportedUnseen) {
   WatchSight sight(seconds(10));
   WatchSight::TimePoint t0{seconds(5)};
-  EXPECT_TRUE(sight.Failed("lost", t0).log.has_value());
+  EXPECT_TRUE(FailedAtOnce(sight, "lost", t0).log.has_value());
   WatchSight::Say seen = sight.Saw();
   EXPECT_TRUE(seen.log.has_value());
   EXPECT_FALSE(seen.unseen.has_value()) << "the board was never told";
   // A new failure counts from its own start.
-  EXPECT_TRUE(sight.Failed("lost", t0 + seconds(60)).log.has_value());
-  EXPECT_FALSE(sight.Failed("lost", t0 + seconds(65)).unseen.has_value());
-  EXPECT_TRUE(sight.Failed("lost", t0 + seconds(70)).unseen.has_value());
+  EXPECT_TRUE(FailedAtOnce(sight, "lost", t0 + seconds(60)).log.has_value());
+  EXPECT_FALSE(FailedAtOnce(sight, "lost", t0 + seconds(65)).unseen.has_value());
+  EXPECT_TRUE(FailedAtOnce(sight, "lost", t0 + seconds(70)).unseen.has_value());
 }
 
 // A systemd that does not answer: the read fails only at its own bound,
@@ -79,8 +84,8 @@ TEST(WatchSightTest, BlindnessCountsFromWhenTheFailingStepBegan) {
 TEST(WatchSightTest, NothingToWatchClearsWhatWasSaid) {
   WatchSight sight(seconds(10));
   WatchSight::TimePoint t0{seconds(1)};
-  (void)sight.Failed("lost", t0);
-  ASSERT_TRUE(sight.Failed("lost", t0 + seconds(10)).unseen.has_value());
+  (void)FailedAtOnce(sight, "lost", t0);
+  ASSERT_TRUE(FailedAtOnce(sight, "lost", t0 + seconds(10)).unseen.has_value());
   WatchSight::Say none = sight.NothingToWatch();
   EXPECT_FALSE(none.log.has_value());
   ASSERT_TRUE(none.unseen.has_value());
