@@ -5,6 +5,8 @@
 #include <optional>
 #include <stop_token>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "host/core/time_format.h"
 #include "host/daemon/keepalive.h"
@@ -106,6 +108,10 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
     failed += o.outcome == core::Outcome::kFailed;
     changed += o.outcome != core::Outcome::kUnchanged && o.outcome != core::Outcome::kFailed;
   }
+  // The apply's closing lines are logged once /status, /metrics, /healthz
+  // and systemd's STATUS= show it: whoever waits for "apply ..." or
+  // "declaration refused" and then asks the host hears the same apply.
+  std::vector<std::pair<Priority, std::string>> closing;
   std::string summary;
   if (report.result == core::ApplyResult::kRefused) {
     // Before any apply was shown, what stays in force is what is recorded.
@@ -117,23 +123,25 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
         "declaration refused: " +
         (report.refusals.empty() ? report.error : report.error.substr(0, report.error.find(':'))) +
         "; generation " + std::to_string(in_force) + " stays in force";
-    log_.Line(Priority::kErr, summary);
-    for (const std::string& r : report.refusals) log_.Line(Priority::kErr, "  " + r);
+    closing.emplace_back(Priority::kErr, summary);
+    for (const std::string& r : report.refusals) closing.emplace_back(Priority::kErr, "  " + r);
   } else {
-    if (!report.error.empty()) log_.Line(Priority::kErr, report.error);
+    if (!report.error.empty()) closing.emplace_back(Priority::kErr, report.error);
     summary = "generation " + std::to_string(report.generation) + ": " +
               std::to_string(report.outcomes.size()) + " resource(s), " + std::to_string(changed) +
               " changed, " + std::to_string(failed) + " failed (" + why + ", " +
               core::FormatSeconds(report.duration) + ")";
-    log_.Line(failed > 0 ? Priority::kErr : Priority::kInfo,
-              "apply " + std::string(core::ApplyResultName(report.result)) + ": " + summary);
+    closing.emplace_back(
+        failed > 0 ? Priority::kErr : Priority::kInfo,
+        "apply " + std::string(core::ApplyResultName(report.result)) + ": " + summary);
   }
   metrics_.ObserveApply(report);
   if (report.result != core::ApplyResult::kRefused || report.recorded.has_value()) {
     reconciler_.set_recorded_on_refusal(false);  // shown: later refusals keep it
   }
-  board_.PublishApply(std::move(report));  // last: it keeps the outcomes
+  board_.PublishApply(std::move(report));  // last of the views: it keeps the outcomes
   notifier_.Status(summary);
+  for (const auto& [priority, line] : closing) log_.Line(priority, line);
 }
 
 void Daemon::ShowRecorded() {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The daemon's closing line of an apply ("apply ok: ...", "declaration
+# refused: ...") is logged once /status, /metrics and /healthz show that
+# apply: whoever waits for the line and then asks the host hears the same
+# apply. strace holds every write(2) half a second after it is done, so a
+# line logged before the views change is read while they still show the
+# apply before.
+set -euo pipefail
+BIN=$PWD/host/mesh-host
+command -v strace >/dev/null || { echo "strace is missing (tools/lib/packages.sh installs it)" >&2; exit 1; }
+T=$(mktemp -d /tmp/mesh-host-said.XXXXXX)
+HOST= TRACER=
+# The daemon first: a tracer killed lets its tracee go on running.
+trap '[ -z "$HOST" ] || kill -KILL $HOST 2>/dev/null; [ -z "$TRACER" ] || kill -KILL $TRACER 2>/dev/null; rm -rf "$T"' EXIT
+fails=0
+check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails + 1)); fi; }
+# until_true SECONDS CMD: bounded poll.
+until_true() { local end=$((SECONDS + $1)); while [ $SECONDS -lt $end ]; do eval "$2" && return 0; sleep 0.02; done; return 1; }
+decl() {
+  printf '{"machine":"t","generation":%s,"resources":[{"id":"conf","kind":"file","path":"/etc/app.conf","content":"%s\\n"%s}]}' \
+    "$1" "$2" "${3:-}" > "$T/.decl.new"
+  mv "$T/.decl.new" "$T/decl.json"
+}
+mkdir -p "$T/root"
+decl 1 one
+strace -f -qq -o /dev/null -e trace=write -e inject=write:delay_exit=500000 \
+  "$BIN" run --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
+  --unit-dir "$T/units" --machine t --listen 127.0.0.1:0 --interval 1h 2> "$T/log" &
+TRACER=$!
+until_true 10 'HOST=$(pgrep -P $TRACER) && [ -n "$HOST" ]'
+until_true 60 'grep -q "^apply ok: generation 1" "$T/log"'
+URL=http://$(grep -o 'listening on [0-9.:]*' "$T/log" | cut -d' ' -f3)
+status_generation() { curl -sf "$URL/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
+
+# Each line is read the moment it is in the log, and the host asked at once.
+decl 2 two
+until_true 60 'grep -q "^apply ok: generation 2" "$T/log"'
+check "apply ok: generation 2 logged, /status shows generation 2" '[ "$(status_generation)" = 2 ]'
+check "... and /metrics counts its apply" \
+  'curl -sf "$URL/metrics" | grep -q "^mesh_host_reconciles_total{result=\"ok\"} 2$"'
+
+decl 3 three ',"mode":"9"'
+until_true 60 'grep -q "^declaration refused" "$T/log"'
+check "declaration refused logged, /healthz already says so" \
+  '[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/healthz")" = 503 ]'
+check "... and /metrics has the refusal" 'curl -sf "$URL/metrics" | grep -q "^mesh_host_declaration_refused{"'
+
+kill -TERM $HOST
+until_true 30 '! kill -0 $HOST 2>/dev/null' && HOST=
+wait $TRACER || true; TRACER=
+echo "said when shown: $fails failed"
+[ "$fails" = 0 ]
