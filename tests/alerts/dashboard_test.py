@@ -134,12 +134,12 @@ def main():
         sys.exit("prometheus is missing (tools/lib/packages.sh installs it)")
     t = tempfile.mkdtemp(prefix="mesh-host-dashboard.")
     procs = []
-    env = dict(os.environ, SDBOX_DIR=f"{t}/box")
+    env = dict(os.environ, SDBOX_DIR=f"{t}/dashboard-box")
     box_up = False
     try:
         sdbox_up(SDBOX, env)
         box_up = True
-        units = f"{t}/box/units"
+        units = f"{t}/dashboard-box/units"
 
         plans = {
             "h0": [{"id": "conf", "kind": "file", "path": "/etc/app.conf", "content": "h0\n"},

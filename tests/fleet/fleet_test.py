@@ -79,7 +79,7 @@ def main():
             sys.exit(f"{tool} is missing (tools/lib/packages.sh installs it)")
     t = tempfile.mkdtemp(prefix="mesh-host-fleet.")
     procs, fighter_stop = [], threading.Event()
-    env = dict(os.environ, SDBOX_DIR=f"{t}/box")
+    env = dict(os.environ, SDBOX_DIR=f"{t}/fleet-box")
     box_up = False
     try:
         sdbox_up(SDBOX, env)
@@ -126,14 +126,15 @@ def main():
                                                f"{h}/root/etc/app.conf || exit 1; exec sleep infinity'\n"})
             with open(f"{h}/d.json", "w") as f:
                 json.dump({"machine": f"h{i}", "generation": 1, "resources": resources}, f)
-            port = free_port()
-            ports.append(port)
             log = open(f"{h}/log", "w")
             p = subprocess.Popen([BIN, "run", "--declaration", f"{h}/d.json", "--root", f"{h}/root",
                                   "--state-dir", f"{h}/state", "--artifacts", f"{h}/art",
-                                  "--unit-dir", f"{t}/box/units", "--machine", f"h{i}",
-                                  "--listen", f"127.0.0.1:{port}", "--web-config", f"{t}/web.yml",
-                                  "--interval", "1s" if i == CHURN else "1h",
+                                  "--unit-dir", f"{t}/fleet-box/units", "--machine", f"h{i}",
+                                  "--listen", "127.0.0.1:0", "--web-config", f"{t}/web.yml",
+                                  # 2 s: MeshHostReconcileStale is 3 intervals,
+                                  # which a loaded machine's scrape lag must
+                                  # not reach for a host that applies on time.
+                                  "--interval", "2s" if i == CHURN else "1h",
                                   "--settle", "300ms"],
                                  env=env, stderr=log, stdout=subprocess.DEVNULL)
             procs.append(p)
@@ -144,6 +145,11 @@ def main():
         for i in range(HOSTS):
             wait_for(f"h{i}'s first apply",
                      lambda: re.search(r"^apply (ok|failed)", open(f"{t}/h{i}/log").read(), re.M), 90)
+        # Each host binds a port of the kernel's choosing and logs it: ports
+        # picked here and bound later could be handed out twice meanwhile.
+        for i in range(HOSTS):
+            ports.append(int(re.search(r"^listening on 127\.0\.0\.1:(\d+) ",
+                                       open(f"{t}/h{i}/log").read(), re.M).group(1)))
         print(f"ok   - {HOSTS} hosts applied (TLS + basic auth on each)")
 
         # Something fights h2: its file rewritten twice a second.

@@ -14,7 +14,9 @@ svc() {
     "$1" "$1" "$(printf '%s' "$2" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')"
 }
 WEB=$(svc web $'[Service]\nExecStart=/bin/sleep infinity\n')
-FLAP=$(svc flap $'[Unit]\nStartLimitIntervalSec=0\n[Service]\nRestart=always\nRestartSec=0\nExecStart=/bin/sh -c \'sleep 0.5; exit 1\'\n')
+# flap dies 0.4 s into every run: the second look, a 1 s settle on, falls
+# inside a run of a new invocation, never on a death.
+FLAP=$(svc flap $'[Unit]\nStartLimitIntervalSec=0\n[Service]\nRestart=always\nRestartSec=0\nExecStart=/bin/sh -c \'sleep 0.4; exit 1\'\n')
 CONF='{"id":"web.conf","kind":"file","path":"/etc/web.conf","content":"v1\n"}'
 printf '{"machine":"box","generation":1,"resources":[%s,%s]}' "$CONF" "$WEB" > "$T/etc/declaration.json"
 

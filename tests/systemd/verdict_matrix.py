@@ -101,7 +101,7 @@ CASES = {
     "healthy restart": (HEALTHY, GOOD_CYCLE, "unchanged", 0),
     "refused config, dies at 50 ms": (refuses(50), REFUSED, "failed", 1),
     "refused config, dies at 221 ms": (refuses(221), REFUSED, "failed", 1),
-    "refused config, dies at 900 ms": (refuses(900), REFUSED, "failed", 1),
+    "refused config, dies at 800 ms": (refuses(800), REFUSED, "failed", 1),
     "slow stop 1.5 s": (drains(1.5), GOOD_CYCLE, "unchanged", 0),
     "slow stop 3 s": (drains(3), GOOD_CYCLE, "unchanged", 0),
     # Issue 38 (9): the live watch has looked at the unit (5 s) before the
@@ -131,8 +131,8 @@ CASES = {
     "Type=notify, never ready (TimeoutStartSec=3)": (
         "[Service]\nType=notify\nTimeoutStartSec=3\nExecStart=/bin/sleep infinity\n",
         DIES_STARTING, "failed", 1),
-    "ExecStartPre fails after 2.5 s": (
-        "[Service]\nExecStartPre=/bin/sh -c 'sleep 2.5; exit 1'\nExecStart=/bin/sleep infinity\n",
+    "ExecStartPre fails after 3 s": (
+        "[Service]\nExecStartPre=/bin/sh -c 'sleep 3; exit 1'\nExecStart=/bin/sleep infinity\n",
         DIES_STARTING, "failed", 1),
     "oneshot, fails after 3 s": (
         "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'sleep 3; exit 1'\n", DIES_STARTING,
