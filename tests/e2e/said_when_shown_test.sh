@@ -27,23 +27,26 @@ strace -f -qq -o /dev/null -e trace=write -e inject=write:delay_exit=500000 \
   "$BIN" run --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
   --unit-dir "$T/units" --machine t --listen 127.0.0.1:0 --interval 1h 2> "$T/log" &
 TRACER=$!
-until_true 10 'HOST=$(pgrep -P $TRACER) && [ -n "$HOST" ]'
-until_true 60 'grep -q "^apply ok: generation 1" "$T/log"'
+must() { until_true "$1" "$2" || { echo "FAIL - $3"; tail -5 "$T/log"; exit 1; }; }
+must 10 'HOST=$(pgrep -P $TRACER) && [ -n "$HOST" ]' "the daemon under strace started"
+must 60 'grep -q "^apply ok: generation 1" "$T/log"' "the first apply"
 URL=http://$(grep -o 'listening on [0-9.:]*' "$T/log" | cut -d' ' -f3)
 status_generation() { curl -sf "$URL/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
+# Read whole, not piped into a grep that may leave first.
+metrics_have() { local m; m=$(curl -sf "$URL/metrics") && grep -q "$1" <<<"$m"; }
 
 # Each line is read the moment it is in the log, and the host asked at once.
 decl 2 two
-until_true 60 'grep -q "^apply ok: generation 2" "$T/log"'
+must 60 'grep -q "^apply ok: generation 2" "$T/log"' "apply of generation 2"
 check "apply ok: generation 2 logged, /status shows generation 2" '[ "$(status_generation)" = 2 ]'
 check "... and /metrics counts its apply" \
-  'curl -sf "$URL/metrics" | grep -q "^mesh_host_reconciles_total{result=\"ok\"} 2$"'
+  'metrics_have "^mesh_host_reconciles_total{result=\"ok\"} 2$"'
 
 decl 3 three ',"mode":"9"'
-until_true 60 'grep -q "^declaration refused" "$T/log"'
+must 60 'grep -q "^declaration refused" "$T/log"' "the refusal of generation 3"
 check "declaration refused logged, /healthz already says so" \
   '[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/healthz")" = 503 ]'
-check "... and /metrics has the refusal" 'curl -sf "$URL/metrics" | grep -q "^mesh_host_declaration_refused{"'
+check "... and /metrics has the refusal" 'metrics_have "^mesh_host_declaration_refused{"'
 
 kill -TERM $HOST
 until_true 30 '! kill -0 $HOST 2>/dev/null' && HOST=
