@@ -66,8 +66,8 @@ core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
   // call an apply makes is bounded, so a tick is never far off.
   Keepalive keepalive(notifier_, starting, options_.stall_after, reconciler_.progress().steps(),
                       clock_.Monotonic(), [this](const std::optional<std::string>& why) {
+                        board_.SetStalled(why);  // shown, then said
                         if (why) log_.Line(Priority::kErr, *why);
-                        board_.SetStalled(why);
                       });
   std::jthread ticks;
   if (keepalive.Needed()) {
@@ -212,12 +212,13 @@ void Daemon::WatchLoop() {
   }
 }
 
+// Logged after the views change, as an apply's closing line is (Publish).
 void Daemon::TellSight(const WatchSight::Say& say, Priority priority) {
-  if (say.log.has_value()) log_.Line(priority, *say.log);
   if (say.unseen.has_value()) {
     metrics_.SetUnitsUnseen(!say.unseen->empty());
     board_.SetUnitsUnseen(say.unseen->empty() ? std::nullopt : say.unseen);
   }
+  if (say.log.has_value()) log_.Line(priority, *say.log);
 }
 
 std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& units,
