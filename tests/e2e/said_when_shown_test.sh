@@ -3,17 +3,17 @@
 # ("apply ok: ...", "declaration refused: ...") once /status, /metrics and
 # /healthz show that apply; "/healthz says so" of a blind unit watch once
 # /healthz and /metrics do. Whoever waits for a line and then asks the host
-# hears the same. strace holds every write(2) half a second after it is
-# done, so a line logged before the views change is read while they still
-# show what was before. No systemd: the watch is blind because no bus
-# answers.
+# hears the same. strace holds every write(2) to the log half a second
+# after it is done (only the log's: -P), so a line logged before the views
+# change is read while they still show what was before. No systemd: the
+# watch is blind because no bus answers.
 set -euo pipefail
 BIN=$PWD/host/mesh-host
 command -v strace >/dev/null || { echo "strace is missing (tools/lib/packages.sh installs it)" >&2; exit 1; }
 T=$(mktemp -d /tmp/mesh-host-said.XXXXXX)
 HOST= TRACER=
 # The daemon first: a tracer killed lets its tracee go on running.
-trap '[ -z "$HOST" ] || kill -KILL $HOST 2>/dev/null; [ -z "$TRACER" ] || kill -KILL $TRACER 2>/dev/null; rm -rf "$T"' EXIT
+trap '[ -z "$HOST" ] || kill -KILL $HOST 2>/dev/null || true; [ -z "$TRACER" ] || kill -KILL $TRACER 2>/dev/null || true; rm -rf "$T"' EXIT
 fails=0
 check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails + 1)); fi; }
 # until_true SECONDS CMD: bounded poll.
@@ -27,7 +27,7 @@ conf() { printf '{"id":"conf","kind":"file","path":"/etc/app.conf","content":"%s
 # traced: starts the daemon on $T/decl.json under strace; sets HOST and URL.
 traced() {
   rm -rf "$T/state" "$T/log"
-  strace -f -qq -o /dev/null -e trace=write -e inject=write:delay_exit=500000 \
+  strace -f -qq -o /dev/null -P "$T/log" -e trace=write -e inject=write:delay_exit=500000 \
     "$BIN" run --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
     --unit-dir "$T/units" --machine t --listen 127.0.0.1:0 --interval 1h 2> "$T/log" &
   TRACER=$!
@@ -37,7 +37,8 @@ traced() {
 }
 stop() {
   kill -TERM $HOST
-  until_true 30 '! kill -0 $HOST 2>/dev/null' && HOST=
+  until_true 30 '! kill -0 $HOST 2>/dev/null' || kill -KILL $HOST 2>/dev/null || true
+  HOST=
   wait $TRACER || true; TRACER=
 }
 status_generation() { curl -sf "$URL/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }

@@ -15,7 +15,7 @@ svc() {
 }
 WEB=$(svc web $'[Service]\nExecStart=/bin/sleep infinity\n')
 # flap dies 0.4 s into every run: the second look, a 1 s settle on, falls
-# inside a run of a new invocation, never on a death.
+# inside a run of a new invocation, unless a restart costs some 0.1 s.
 FLAP=$(svc flap $'[Unit]\nStartLimitIntervalSec=0\n[Service]\nRestart=always\nRestartSec=0\nExecStart=/bin/sh -c \'sleep 0.4; exit 1\'\n')
 CONF='{"id":"web.conf","kind":"file","path":"/etc/web.conf","content":"v1\n"}'
 printf '{"machine":"box","generation":1,"resources":[%s,%s]}' "$CONF" "$WEB" > "$T/etc/declaration.json"
