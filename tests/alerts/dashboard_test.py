@@ -164,14 +164,20 @@ def main():
                     f.write("in the way\n")
             with open(f"{h}/declaration.json", "w") as f:
                 f.write(decl(name, 1, resources))
-            ports[name] = free_port()
             log = open(f"{h}/run.log", "w")
             procs.append((name, subprocess.Popen(
                 [BIN, "run", "--declaration", f"{h}/declaration.json", "--root", f"{h}/root",
                  "--state-dir", f"{h}/state", "--unit-dir", units, "--machine", name,
-                 "--settle", "300ms", "--interval", "2s", "--listen", f"127.0.0.1:{ports[name]}"],
+                 "--settle", "300ms", "--interval", "2s", "--listen", "127.0.0.1:0"],
                 env=env, stdout=log, stderr=log)))
 
+        # Each host binds a port of the kernel's choosing and logs it.
+        def listening(name):
+            return re.search(r"^listening on 127\.0\.0\.1:(\d+) ",
+                             open(f"{t}/{name}/run.log").read(), re.M)
+        for name in plans:
+            wait_for(f"{name} listening", lambda: listening(name), 30)
+            ports[name] = int(listening(name).group(1))
         pport = free_port()
         targets = "\n".join(f"      - targets: ['127.0.0.1:{p}']\n        labels: {{instance: {n}}}"
                             for n, p in ports.items())
