@@ -26,17 +26,23 @@ decl() {  # decl GENERATION RESOURCES_JSON
 conf() { printf '{"id":"conf","kind":"file","path":"/etc/app.conf","content":"%s\\n"%s}' "$1" "${2:-}"; }
 # traced: starts the daemon on $T/decl.json under strace; sets HOST and URL.
 traced() {
-  rm -rf "$T/state" "$T/log"
-  strace -f -qq -o /dev/null -P "$T/log" -e trace=write -e inject=write:delay_exit=500000 \
+  rm -rf "$T/state" "$T/log" "$T/strace.out"
+  strace -f -qq -o "$T/strace.out" -P "$T/log" -e trace=write -e inject=write:delay_exit=500000 \
     "$BIN" run --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
     --unit-dir "$T/units" --machine t --listen 127.0.0.1:0 --interval 1h 2> "$T/log" &
   TRACER=$!
-  must 10 'HOST=$(pgrep -P $TRACER) && [ -n "$HOST" ]' "the daemon under strace started"
   must 60 'grep -q "^listening on" "$T/log"' "the daemon listening"
+  # Only now: strace forks short-lived children of its own as it starts
+  # (probing what ptrace can do), and one of those is no daemon.
+  HOST=$(pgrep -P $TRACER)
+  grep -q -- "--state-dir" "/proc/$HOST/cmdline" || { echo "FAIL - no daemon under strace: $HOST"; exit 1; }
   URL=http://$(grep -o 'listening on [0-9.:]*' "$T/log" | cut -d' ' -f3)
 }
 stop() {
-  kill -TERM $HOST
+  if ! kill -TERM $HOST 2>/dev/null; then
+    echo "FAIL - the daemon was gone before it was stopped"; fails=$((fails + 1))
+    tail -3 "$T/strace.out"; tail -5 "$T/log"
+  fi
   until_true 30 '! kill -0 $HOST 2>/dev/null' || kill -KILL $HOST 2>/dev/null || true
   HOST=
   wait $TRACER || true; TRACER=
