@@ -12,8 +12,11 @@ BIN=$PWD/host/mesh-host
 command -v strace >/dev/null || { echo "strace is missing (tools/lib/packages.sh installs it)" >&2; exit 1; }
 T=$(mktemp -d /tmp/mesh-host-said.XXXXXX)
 HOST= TRACER=
-# The daemon first: a tracer killed lets its tracee go on running.
-trap '[ -z "$HOST" ] || kill -KILL $HOST 2>/dev/null || true; [ -z "$TRACER" ] || kill -KILL $TRACER 2>/dev/null || true; rm -rf "$T"' EXIT
+# The daemon first (found by its tracer when HOST is not set yet): a tracer
+# killed lets its tracee go on running.
+trap '[ -z "$HOST" ] || kill -KILL $HOST 2>/dev/null || true
+      [ -z "$TRACER" ] || { pkill -KILL -P $TRACER 2>/dev/null; kill -KILL $TRACER 2>/dev/null; } || true
+      rm -rf "$T"' EXIT
 fails=0
 check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails + 1)); fi; }
 # until_true SECONDS CMD: bounded poll.
