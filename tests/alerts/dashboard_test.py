@@ -37,7 +37,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "testing"))
-from harness import find, free_port, sdbox_up, wait_for  # noqa: E402
+from harness import find, free_port, listening_port, sdbox_up, wait_for  # noqa: E402
 BIN = find("host/mesh-host")
 SDBOX = find("tests/systemd/sdbox.sh")
 DASHBOARD = find("metrics/dashboards/mesh-host-fleet.json")
@@ -171,13 +171,8 @@ def main():
                  "--settle", "300ms", "--interval", "2s", "--listen", "127.0.0.1:0"],
                 env=env, stdout=log, stderr=log)))
 
-        # Each host binds a port of the kernel's choosing and logs it.
-        def listening(name):
-            return re.search(r"^listening on 127\.0\.0\.1:(\d+) ",
-                             open(f"{t}/{name}/run.log").read(), re.M)
         for name in plans:
-            wait_for(f"{name} listening", lambda: listening(name), 30)
-            ports[name] = int(listening(name).group(1))
+            ports[name] = listening_port(f"{t}/{name}/run.log", f"{name} listening", 30)
         pport = free_port()
         targets = "\n".join(f"      - targets: ['127.0.0.1:{p}']\n        labels: {{instance: {n}}}"
                             for n, p in ports.items())

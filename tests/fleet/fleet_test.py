@@ -43,7 +43,7 @@ REFUSED, CHURN, KILLED, BAD_PUSH = 1, 2, 3, 4
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "testing"))
-from harness import find, free_port, sdbox_up, wait_for  # noqa: E402
+from harness import find, free_port, listening_port, sdbox_up, wait_for  # noqa: E402
 BIN = find("host/mesh-host")
 SDBOX = find("tests/systemd/sdbox.sh")
 RULES = find("metrics/alerts/mesh-host.rules.yml")
@@ -108,7 +108,7 @@ def main():
             f.write("fleet-secret")
 
         # The hosts.
-        ports, hosts = [], []
+        hosts = []
         for i in range(HOSTS):
             h = f"{t}/h{i}"
             os.makedirs(f"{h}/root/etc")
@@ -145,11 +145,7 @@ def main():
         for i in range(HOSTS):
             wait_for(f"h{i}'s first apply",
                      lambda: re.search(r"^apply (ok|failed)", open(f"{t}/h{i}/log").read(), re.M), 90)
-        # Each host binds a port of the kernel's choosing and logs it: ports
-        # picked here and bound later could be handed out twice meanwhile.
-        for i in range(HOSTS):
-            ports.append(int(re.search(r"^listening on 127\.0\.0\.1:(\d+) ",
-                                       open(f"{t}/h{i}/log").read(), re.M).group(1)))
+        ports = [listening_port(f"{t}/h{i}/log", f"h{i} listening", 10) for i in range(HOSTS)]
         print(f"ok   - {HOSTS} hosts applied (TLS + basic auth on each)")
 
         # Something fights h2: its file rewritten twice a second.

@@ -7,6 +7,7 @@ from their own path), so it needs no install.
 """
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -41,6 +42,17 @@ def wait_for(what, predicate, seconds):
             return value
         time.sleep(0.25)
     raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+
+
+def listening_port(log_path, what, seconds):
+    """The port a `mesh-host run` logging to `log_path` bound ("listening on
+    127.0.0.1:PORT (...)"), waited for as wait_for does. Hosts that bind port
+    0 and say which: a port picked free and bound later could be handed to
+    another host meanwhile."""
+    def bound():
+        with open(log_path) as f:
+            return re.search(r"^listening on 127\.0\.0\.1:(\d+) ", f.read(), re.M)
+    return int(wait_for(what, bound, seconds).group(1))
 
 
 def sdbox_up(sdbox, env):
