@@ -69,19 +69,16 @@ core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
                         board_.SetStalled(why);  // shown, then said
                         if (why) log_.Line(Priority::kErr, *why);
                       });
-  std::jthread ticks;
-  if (keepalive.Needed()) {
-    // NOLINTNEXTLINE(performance-unnecessary-value-param): as std::jthread passes it
-    ticks = std::jthread([this, &keepalive](std::stop_token stop) {
-      std::mutex m;
-      std::condition_variable_any cv;
-      std::unique_lock lock(m);
-      do {
-        keepalive.Tick(reconciler_.progress().steps(), clock_.Monotonic());
-        cv.wait_for(lock, stop, keepalive.Every(), [] { return false; });  // wakes on stop
-      } while (!stop.stop_requested());
-    });
-  }
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): as std::jthread passes it
+  std::jthread ticks([this, &keepalive](std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lock(m);
+    do {
+      keepalive.Tick(reconciler_.progress().steps(), clock_.Monotonic());
+      cv.wait_for(lock, stop, keepalive.Every(), [] { return false; });  // wakes on stop
+    } while (!stop.stop_requested());
+  });
   auto declaration = options_.open_declaration();
   if (declaration) return reconciler_.Apply(**declaration);
   core::ApplyReport report;

@@ -17,8 +17,10 @@ Keepalive::Keepalive(ports::Notifier& notifier, bool starting, std::chrono::nano
       stalled_(std::move(stalled)) {}
 
 std::chrono::nanoseconds Keepalive::Every() const {
-  if (pet_.count() > 0) return std::min<std::chrono::nanoseconds>(pet_, kExtendEvery);
-  return kExtendEvery;
+  std::chrono::nanoseconds every =
+      std::min<std::chrono::nanoseconds>(kExtendEvery, stall_.allowance() / 2);
+  if (pet_.count() > 0) every = std::min(every, pet_);
+  return std::max<std::chrono::nanoseconds>(every, std::chrono::milliseconds(1));
 }
 
 void Keepalive::Tick(uint64_t steps, TimePoint now) {
@@ -30,7 +32,7 @@ void Keepalive::Tick(uint64_t steps, TimePoint now) {
   } else if (!told_) {
     stalled_("the apply under way has made no progress for " +
              core::FormatSeconds(stall_.Still(now)) +
-             "; no longer telling systemd's watchdog the host is alive");
+             (pet_.count() > 0 ? "; no longer telling systemd's watchdog the host is alive" : ""));
     told_ = true;
   }
 }

@@ -7,7 +7,9 @@
 // kExtendAtMost, after which systemd's own timeout acts rather than a boot
 // blocking for ever. Once the apply has not moved for the stall allowance,
 // the ticks stop petting (systemd then restarts the host and says why) and
-// the board says so, once; a step taken again lifts it.
+// the board says so, once; a step taken again lifts it. The ticks run for
+// every apply, watchdog or not: without one, /healthz saying 503 is the
+// only sign that an apply is frozen.
 #pragma once
 
 #include <chrono>
@@ -37,9 +39,8 @@ class Keepalive {
             uint64_t steps, TimePoint now,
             std::function<void(const std::optional<std::string>&)> stalled);
 
-  // Whether a tick is needed at all (a watchdog, or a start to extend).
-  bool Needed() const { return pet_.count() > 0 || starting_; }
-  // How often to tick.
+  // How often to tick: often enough to pet the watchdog, to extend the
+  // start, and to tell a stall within half its allowance of its coming.
   std::chrono::nanoseconds Every() const;
   // One tick at `now`, the apply having taken `steps` steps so far.
   void Tick(uint64_t steps, TimePoint now);

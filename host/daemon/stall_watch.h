@@ -30,6 +30,7 @@ class StallWatch {
     }
     return now - moved_at_ < allowance_;
   }
+  std::chrono::nanoseconds allowance() const { return allowance_; }
   // How long since the last step.
   std::chrono::nanoseconds Still(TimePoint now) const { return now - moved_at_; }
 

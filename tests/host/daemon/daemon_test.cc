@@ -7,6 +7,8 @@
 
 #include <gmock/gmock.h>
 
+#include <thread>
+
 #include "host/adapters/file_declaration.h"
 #include "host/daemon/schedule.h"
 #include "tests/fakes/fake_event_source.h"
@@ -198,6 +200,26 @@ TEST_F(DaemonTest, ASigtermDuringAnApplyLetsItFinishThenStops) {
   ASSERT_GE(calls.size(), 2u);
   EXPECT_THAT(calls[calls.size() - 2].what, HasSubstr("generation 2: 1 resource(s), 1 changed"));
   EXPECT_EQ(calls.back().what, "STOPPING");
+}
+
+TEST_F(DaemonTest, AnApplyFrozenWithoutAWatchdogTurnsHealthzUnhealthy) {
+  fakes::FakeNotifier notifier(clock_);  // no WatchdogSec=: nothing restarts the host
+  DaemonOptions options = Options();
+  options.stall_after = milliseconds(20);
+  bool unhealthy = false;
+  on_open_ = [&](int n) {
+    if (n != 2) return;
+    clock_.Advance(minutes(1));  // the second apply, frozen in one call for a minute
+    for (int i = 0; i < 5000 && !unhealthy; ++i) {  // bounded: 5 s at most
+      unhealthy = !status::Judge(*board_.Get()).healthy;
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    events_.Push(Kind::kStop, "Terminated");
+  };
+  events_.At(minutes(1), Kind::kReload, "SIGHUP");
+  ASSERT_EQ(RunDaemon(options, notifier), 0);
+  EXPECT_TRUE(unhealthy) << "a frozen apply must not leave /healthz saying ok";
+  EXPECT_EQ(notifier.Count("WATCHDOG"), 0);
 }
 
 TEST_F(DaemonTest, TheLoopPetsTheWatchdogEveryPeriod) {

@@ -61,7 +61,6 @@ class KeepaliveTest : public ::testing::Test {
 TEST_F(KeepaliveTest, PetsOnlyWhileTheApplyMoves) {
   fakes::FakeNotifier notifier(clock_, seconds(10));
   Keepalive k(notifier, /*starting=*/false, seconds(60), /*steps=*/0, At(seconds(0)), record_);
-  EXPECT_TRUE(k.Needed());
   EXPECT_EQ(k.Every(), seconds(10));
   k.Tick(1, At(seconds(0)));
   k.Tick(2, At(seconds(10)));
@@ -82,14 +81,29 @@ TEST_F(KeepaliveTest, PetsOnlyWhileTheApplyMoves) {
 TEST_F(KeepaliveTest, TheFirstApplyExtendsTheStartButNotForEver) {
   fakes::FakeNotifier notifier(clock_);  // no watchdog
   Keepalive k(notifier, /*starting=*/true, minutes(60), 0, At(seconds(0)), record_);
-  EXPECT_TRUE(k.Needed()) << "the start timeout needs it even without a watchdog";
   EXPECT_EQ(k.Every(), Keepalive::kExtendEvery);
   uint64_t steps = 0;
   for (auto t = seconds(0); t < minutes(40); t += seconds(10)) k.Tick(++steps, At(t));
   EXPECT_EQ(notifier.Count("EXTEND"), 180) << "every 10 s for 30 min, then systemd decides";
   EXPECT_EQ(notifier.Count("WATCHDOG"), 0);
-  fakes::FakeNotifier quiet(clock_);
-  EXPECT_FALSE(Keepalive(quiet, false, minutes(10), 0, At(seconds(0)), record_).Needed());
+}
+
+TEST_F(KeepaliveTest, AStallIsToldWithoutAWatchdogToo) {
+  // Run in a shell, or by a unit without WatchdogSec=: nothing restarts a
+  // frozen apply, so /healthz is the one that must say it.
+  fakes::FakeNotifier notifier(clock_);  // no watchdog
+  Keepalive k(notifier, /*starting=*/false, minutes(10), 0, At(seconds(0)), record_);
+  EXPECT_EQ(k.Every(), Keepalive::kExtendEvery);
+  k.Tick(1, At(seconds(0)));
+  k.Tick(1, At(minutes(10) + seconds(5)));
+  ASSERT_EQ(stalled_.size(), 1u);
+  ASSERT_TRUE(stalled_[0].has_value());
+  EXPECT_THAT(*stalled_[0], ::testing::HasSubstr("no progress for 605.0 s"));
+  EXPECT_THAT(*stalled_[0], ::testing::Not(::testing::HasSubstr("watchdog")))
+      << "there is no watchdog to stop telling";
+  EXPECT_EQ(notifier.calls().size(), 0u);
+  // A short allowance is told within half of it.
+  EXPECT_EQ(Keepalive(notifier, false, seconds(4), 0, At(seconds(0)), record_).Every(), seconds(2));
 }
 
 }  // namespace
