@@ -143,6 +143,7 @@ Status CheckPath(std::string_view path);
 // A declared path under /dev, /proc or /sys is refused, saying why.
 Status CheckNotKernelMade(std::string_view path);
 Status CheckUnitName(std::string_view unit);
+Status CheckDropInName(std::string_view name);
 Result<uint32_t> ParseMode(std::string_view mode);
 std::string FormatMode(uint32_t mode);
 

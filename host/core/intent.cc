@@ -57,7 +57,20 @@ Result<Owed> ParseOwed(const std::string& id, const json& j) {
   return owed;
 }
 
+Status CheckDropInPath(std::string_view path) {
+  auto [unit, name] = SplitDropIn(path);
+  if (unit.empty()) return Fail("a drop-in is named UNIT.d/NAME");
+  if (auto st = CheckUnitName(unit); !st) return st;
+  return CheckDropInName(name);
+}
+
 }  // namespace
+
+std::pair<std::string_view, std::string_view> SplitDropIn(std::string_view drop_in) {
+  size_t slash = drop_in.find('/');
+  if (slash == drop_in.npos || slash < 2 || drop_in.substr(slash - 2, 2) != ".d") return {};
+  return {drop_in.substr(0, slash - 2), drop_in.substr(slash + 1)};
+}
 
 std::string_view UnitActionVerb(UnitAction action) {
   switch (action) {
@@ -83,6 +96,7 @@ std::string SerializeIntent(const Intent& intent) {
   }
   json j = {{"version", kIntentVersion}, {"applying", intent.applying}, {"owed", std::move(owed)}};
   if (!intent.creating_unit_files.empty()) j["creating_unit_files"] = intent.creating_unit_files;
+  if (!intent.creating_drop_ins.empty()) j["creating_drop_ins"] = intent.creating_drop_ins;
   if (!intent.creating_trees.empty()) j["creating_trees"] = intent.creating_trees;
   std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
   if (intent.creating.empty()) return text + "\n";
@@ -131,6 +145,7 @@ Result<Intent> ParseIntent(std::string_view text) {
   for (auto [key, out, check] :
        {std::tuple{"creating", &intent.creating, &CheckPath},
         std::tuple{"creating_unit_files", &intent.creating_unit_files, &CheckUnitName},
+        std::tuple{"creating_drop_ins", &intent.creating_drop_ins, &CheckDropInPath},
         std::tuple{"creating_trees", &intent.creating_trees, &CheckPath}}) {
     auto list = j.find(key);
     if (list == j.end()) continue;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "host/core/restart_reason.h"
@@ -54,15 +55,24 @@ struct Intent {
   // their directories of the temporary files a killed write leaves.
   std::vector<std::string> creating;
   std::vector<std::string> creating_unit_files;
+  // The drop-ins it writes where none was, as UNIT.d/NAME: one no record
+  // holds would otherwise be taken for the operator's (and never deleted),
+  // or go unseen by an apply of a generation that does not declare it.
+  std::vector<std::string> creating_drop_ins;
   // Which of `creating` are trees (archive, process): an orphan is removed
   // only when it is still of the type the apply was creating.
   std::vector<std::string> creating_trees;
 
   bool empty() const {
-    return !applying && owed.empty() && creating.empty() && creating_unit_files.empty();
+    return !applying && owed.empty() && creating.empty() && creating_unit_files.empty() &&
+           creating_drop_ins.empty();
   }
   bool operator==(const Intent&) const = default;
 };
+
+// "web.service.d/10-env.conf", as creating_drop_ins names a drop-in: its
+// unit and its name (both empty for what is not so named).
+std::pair<std::string_view, std::string_view> SplitDropIn(std::string_view drop_in);
 
 std::string SerializeIntent(const Intent& intent);
 // Refuses, naming the field, what this host cannot trust: a wrong shape, an

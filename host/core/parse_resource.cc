@@ -76,24 +76,6 @@ bool IsHexDigest(std::string_view s) {
          });
 }
 
-// A drop-in's name is a file name systemd reads from UNIT.d/: it must end
-// in ".conf", and it is kept to a plain alphabet (no "/", no "..", nothing
-// a shell or a log would misread).
-Status CheckDropInName(std::string_view name) {
-  if (name.size() > 255 || !name.ends_with(".conf") || name.size() == 5 || name.front() == '.') {
-    return Fail(
-        "a drop-in name ends in \".conf\", does not start with \".\", and has at most "
-        "255 characters");
-  }
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-' || c == '@';
-    if (!ok) return Fail("a drop-in name has only letters, digits and \"._-@\"");
-  }
-  if (name.find("..") != std::string_view::npos) return Fail("a drop-in name has no \"..\"");
-  return Ok();
-}
-
 Result<std::map<std::string, std::string>> ParseDropIns(const json& v, const std::string& where) {
   if (!v.is_object()) return Fail(where + "must map drop-in file names to their text");
   if (v.size() > kMaxDropIns) {

@@ -365,10 +365,12 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
   }
   // What this apply created stayed named in the intent until the record
   // holds it: a kill in between leaves it named, not orphaned.
-  if (!settled.intent.creating.empty() || !settled.intent.creating_unit_files.empty()) {
+  if (!settled.intent.creating.empty() || !settled.intent.creating_unit_files.empty() ||
+      !settled.intent.creating_drop_ins.empty()) {
     core::Intent done = settled.intent;
     done.creating.clear();
     done.creating_unit_files.clear();
+    done.creating_drop_ins.clear();
     done.creating_trees.clear();
     if (auto st = ports.records->SaveIntent(done); !st) {
       return core::Fail("intent not saved: " + st.error().message);

@@ -336,6 +336,11 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
     if (step.write_unit_file && in.seen->UnitFileOf(i).missing) {
       intent.creating_unit_files.push_back(r.unit().name);
     }
+    for (const std::string& name : step.write_drop_ins) {
+      if (in.seen->UnitFileOf(i).drop_ins.at(name).missing) {
+        intent.creating_drop_ins.push_back(r.unit().name + ".d/" + name);
+      }
+    }
   }
   // What an earlier apply cut short created and no record holds yet stays
   // named: this apply finds it on disk (not missing), and a second kill
@@ -369,6 +374,18 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
     if (!held && std::find(intent.creating_unit_files.begin(), intent.creating_unit_files.end(),
                            unit) == intent.creating_unit_files.end()) {
       intent.creating_unit_files.push_back(unit);
+    }
+  }
+  for (const std::string& drop_in : in.owed->creating_drop_ins) {
+    auto [unit, name] = core::SplitDropIn(drop_in);
+    bool held = false;
+    for (const auto& [id, e] : in.record->resources) {
+      held |= e.unit().name == unit && e.unit().drop_ins.contains(std::string(name));
+    }
+    auto& named_drop_ins = intent.creating_drop_ins;
+    if (!held &&
+        std::find(named_drop_ins.begin(), named_drop_ins.end(), drop_in) == named_drop_ins.end()) {
+      named_drop_ins.push_back(drop_in);
     }
   }
   for (const UnitPlan& u : plan.units) {
@@ -474,51 +491,6 @@ core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
 }
 
 }  // namespace
-
-std::vector<std::string> Orphans(const core::Intent& intent, const core::Declaration& decl,
-                                 const core::Record& record) {
-  std::vector<std::string> out;
-  if (intent.creating.empty()) return out;
-  std::set<std::string_view> recorded;
-  for (const auto& [id, e] : record.resources) {
-    for (const core::WrittenPath& w : e.written) recorded.insert(w.path);
-  }
-  // Sorted, so that a path is matched with the declared ones it overlaps in
-  // a few searches, not a scan: an apply of 100,000 files cut short names
-  // them all, and the one after must not compare each with each.
-  std::vector<std::string_view> declared;
-  for (const Resource& r : decl.resources) {
-    if (r.HasFiles()) declared.push_back(r.path);
-  }
-  std::sort(declared.begin(), declared.end());
-  auto holds = [&](std::string_view path) {
-    return std::binary_search(declared.begin(), declared.end(), path);
-  };
-  for (const std::string& path : intent.creating) {
-    if (recorded.contains(path)) continue;
-    // The path itself, one of its directories, or something inside it.
-    auto inside = std::lower_bound(declared.begin(), declared.end(), path + "/");
-    bool overlaps = holds(path) || core::AnyAncestor(path, holds) ||
-                    (inside != declared.end() && inside->starts_with(path + "/"));
-    if (!overlaps) out.push_back(path);
-  }
-  return out;
-}
-
-std::vector<std::string> OrphanUnitFiles(const core::Intent& intent, const core::Declaration& decl,
-                                         const core::Record& record) {
-  std::vector<std::string> out;
-  for (const std::string& unit : intent.creating_unit_files) {
-    bool kept = false;
-    for (const Resource& r : decl.resources)
-      kept |= r.unit().text.has_value() && r.unit().name == unit;
-    for (const auto& [id, e] : record.resources) {
-      kept |= e.unit().name == unit && !e.unit().file_fingerprint.empty();
-    }
-    if (!kept) out.push_back(unit);
-  }
-  return out;
-}
 
 core::Status CheckDeclaration(const core::Declaration& decl, const core::Record& record,
                               bool had_record, std::string_view machine, const HostDirs& dirs) {

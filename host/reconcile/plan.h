@@ -262,16 +262,6 @@ struct PlanInputs {
 core::Status CheckDeclaration(const core::Declaration& declaration, const core::Record& record,
                               bool had_record, std::string_view machine, const HostDirs& dirs = {});
 
-// What an apply cut short created (its intent's `creating`) that is now
-// neither recorded nor declared, nor over or under a declared path: the
-// host's own leftovers, which nothing else would ever remove. And the same
-// for the unit files it created.
-std::vector<std::string> Orphans(const core::Intent& intent, const core::Declaration& declaration,
-                                 const core::Record& record);
-std::vector<std::string> OrphanUnitFiles(const core::Intent& intent,
-                                         const core::Declaration& declaration,
-                                         const core::Record& record);
-
 // Where --unit-dir lies as a declared path ("/etc/systemd/system" with the
 // defaults); none when it is not under --root.
 std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs);

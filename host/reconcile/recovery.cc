@@ -13,6 +13,71 @@ namespace {
 using core::Declaration;
 using core::Resource;
 
+// What an apply cut short created (its intent's `creating`) that is now
+// neither recorded nor declared, nor over or under a declared path: the
+// host's own leftovers, which nothing else would ever remove. And the same
+// for the unit files and the drop-ins (UNIT.d/NAME) it created.
+std::vector<std::string> Orphans(const core::Intent& intent, const core::Declaration& decl,
+                                 const core::Record& record) {
+  std::vector<std::string> out;
+  if (intent.creating.empty()) return out;
+  std::set<std::string_view> recorded;
+  for (const auto& [id, e] : record.resources) {
+    for (const core::WrittenPath& w : e.written) recorded.insert(w.path);
+  }
+  // Sorted, so that a path is matched with the declared ones it overlaps in
+  // a few searches, not a scan: an apply of 100,000 files cut short names
+  // them all, and the one after must not compare each with each.
+  std::vector<std::string_view> declared;
+  for (const Resource& r : decl.resources) {
+    if (r.HasFiles()) declared.push_back(r.path);
+  }
+  std::sort(declared.begin(), declared.end());
+  auto holds = [&](std::string_view path) {
+    return std::binary_search(declared.begin(), declared.end(), path);
+  };
+  for (const std::string& path : intent.creating) {
+    if (recorded.contains(path)) continue;
+    // The path itself, one of its directories, or something inside it.
+    auto inside = std::lower_bound(declared.begin(), declared.end(), path + "/");
+    bool overlaps = holds(path) || core::AnyAncestor(path, holds) ||
+                    (inside != declared.end() && inside->starts_with(path + "/"));
+    if (!overlaps) out.push_back(path);
+  }
+  return out;
+}
+
+std::vector<std::string> OrphanUnitFiles(const core::Intent& intent, const core::Declaration& decl,
+                                         const core::Record& record) {
+  std::vector<std::string> out;
+  for (const std::string& unit : intent.creating_unit_files) {
+    bool kept = false;
+    for (const Resource& r : decl.resources)
+      kept |= r.unit().text.has_value() && r.unit().name == unit;
+    for (const auto& [id, e] : record.resources) {
+      kept |= e.unit().name == unit && !e.unit().file_fingerprint.empty();
+    }
+    if (!kept) out.push_back(unit);
+  }
+  return out;
+}
+
+std::vector<std::string> OrphanDropIns(const core::Intent& intent, const core::Declaration& decl,
+                                       const core::Record& record) {
+  std::vector<std::string> out;
+  for (const std::string& drop_in : intent.creating_drop_ins) {
+    auto [unit, name] = core::SplitDropIn(drop_in);
+    auto holds = [&](const auto& u) {
+      return u.name == unit && u.drop_ins.contains(std::string(name));
+    };
+    bool kept = false;
+    for (const Resource& r : decl.resources) kept |= holds(r.unit());
+    for (const auto& [id, e] : record.resources) kept |= holds(e.unit());
+    if (!kept) out.push_back(drop_in);
+  }
+  return out;
+}
+
 // In every directory the host writes into: parents of declared, recorded
 // and in-flight paths, and the unit directory.
 void SweepTemporaries(const Declaration& decl, const core::Record& record,
@@ -42,11 +107,41 @@ void SweepTemporaries(const Declaration& decl, const core::Record& record,
   };
   for (const std::string& dir : dirs) sweep(root, dir);
   sweep(units, "/");
+  // And the drop-in directories: a drop-in is written as a file is.
+  std::set<std::string> drop_in_dirs;
+  for (const Resource& r : decl.resources) {
+    if (!r.unit().drop_ins.empty()) drop_in_dirs.insert("/" + r.unit().name + ".d");
+  }
+  for (const auto& [id, e] : record.resources) {
+    if (!e.unit().drop_ins.empty()) drop_in_dirs.insert("/" + e.unit().name + ".d");
+  }
+  for (const std::string& drop_in : intent.creating_drop_ins) {
+    drop_in_dirs.insert("/" + std::string(core::SplitDropIn(drop_in).first) + ".d");
+  }
+  for (const std::string& dir : drop_in_dirs) sweep(units, dir);
   warnings.push_back("the previous apply was interrupted; removed " + std::to_string(removed) +
                      " temporary file(s) it left");
 }
 
-void RemoveOrphans(const Declaration& decl, const core::Record& record, const core::Intent& intent,
+// A drop-in the cut-short apply created for a unit still declared, and no
+// longer declared: systemd may have loaded it (the apply restarted the unit
+// before it was killed), so its removal is a change of the unit's
+// definition like any other, owed until it is loaded and confirmed.
+void OweRestartFor(const Declaration& decl, std::string_view unit, const std::string& drop_in,
+                   core::Intent& intent) {
+  for (const Resource& r : decl.resources) {
+    if (!r.HasUnit() || r.unit().name != unit) continue;
+    core::Owed& owed = intent.owed[r.id];
+    owed.daemon_reload = true;
+    if (owed.action.has_value()) continue;
+    owed.action = core::UnitAction::kRestart;
+    owed.reason = core::RestartReason::kDeclared;
+    owed.why = "drop-in " + drop_in + " removed";
+    owed.since = decl.generation;
+  }
+}
+
+void RemoveOrphans(const Declaration& decl, const core::Record& record, core::Intent& intent,
                    ports::FileSystem& root, ports::FileSystem& units,
                    std::vector<std::string>& warnings) {
   for (const std::string& path : Orphans(intent, decl, record)) {
@@ -79,12 +174,32 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record, const co
                            : "could not remove unit file " + unit +
                                  " (created by an apply cut short): " + removed.error().message);
   }
+  for (const std::string& drop_in : OrphanDropIns(intent, decl, record)) {
+    auto info = units.Stat("/" + drop_in);
+    if (!info || info->type != core::FileType::kRegular) {
+      if (info && info->type != core::FileType::kMissing) {
+        warnings.push_back("left drop-in " + drop_in +
+                           ": an apply cut short was creating it, but what is there now is not "
+                           "a file");
+      }
+      continue;
+    }
+    auto removed = units.RemoveFile("/" + drop_in);
+    if (!removed) {
+      warnings.push_back("could not remove drop-in " + drop_in +
+                         " (created by an apply cut short): " + removed.error().message);
+      continue;
+    }
+    warnings.push_back("removed drop-in " + drop_in +
+                       ": created by an apply cut short, and no longer declared");
+    OweRestartFor(decl, core::SplitDropIn(drop_in).first, drop_in, intent);
+  }
 }
 
 }  // namespace
 
 std::vector<std::string> RecoverFromCutShort(const Declaration& decl, const core::Record& record,
-                                             const core::Intent& intent, ports::FileSystem& root,
+                                             core::Intent& intent, ports::FileSystem& root,
                                              ports::FileSystem& units) {
   std::vector<std::string> warnings;
   if (intent.applying) SweepTemporaries(decl, record, intent, root, units, warnings);
@@ -94,7 +209,10 @@ std::vector<std::string> RecoverFromCutShort(const Declaration& decl, const core
 
 void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& intent,
                               Observation& observed) {
-  if (intent.creating.empty() && intent.creating_unit_files.empty()) return;
+  if (intent.creating.empty() && intent.creating_unit_files.empty() &&
+      intent.creating_drop_ins.empty()) {
+    return;
+  }
   // A set: an apply of 100,000 files cut short names them all.
   std::unordered_set<std::string_view> creating(intent.creating.begin(), intent.creating.end());
   auto holds = [](const std::vector<std::string>& v, const std::string& s) {
@@ -105,10 +223,13 @@ void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& inten
     if (r.HasFiles() && creating.contains(r.path)) {
       observed.seen.files[i].preexisting = false;
     }
+    auto unit_file = observed.seen.unit_files.find(i);
+    if (unit_file == observed.seen.unit_files.end()) continue;
     if (r.unit().text.has_value() && holds(intent.creating_unit_files, r.unit().name)) {
-      if (auto it = observed.seen.unit_files.find(i); it != observed.seen.unit_files.end()) {
-        it->second.preexisting = false;
-      }
+      unit_file->second.preexisting = false;
+    }
+    for (auto& [name, seen] : unit_file->second.drop_ins) {
+      if (holds(intent.creating_drop_ins, r.unit().name + ".d/" + name)) seen.preexisting = false;
     }
   }
 }

@@ -19,11 +19,13 @@
 namespace mesh::reconcile {
 
 // Sweeps temporaries (only when `intent.applying`) in every directory the
-// host writes into, and removes the orphans (plan.h's Orphans and
-// OrphanUnitFiles) that are still what the cut-short apply was writing.
-// Returns the warnings that say what was removed or left, and why.
+// host writes into, and removes what the cut-short apply created (the
+// intent's `creating`, `creating_unit_files`, `creating_drop_ins`) that is
+// now neither declared nor recorded and still what it was writing; a removed drop-in of a unit
+// still declared makes its daemon-reload and restart owed in `intent`. Returns the warnings that
+// say what was removed or left, and why.
 std::vector<std::string> RecoverFromCutShort(const core::Declaration& declaration,
-                                             const core::Record& record, const core::Intent& intent,
+                                             const core::Record& record, core::Intent& intent,
                                              ports::FileSystem& root, ports::FileSystem& units);
 
 // What an apply cut short created is the host's, though it is on disk and

@@ -22,11 +22,14 @@ TEST(IntentTest, RoundTripsEveryField) {
   intent.creating = {"/etc/cron.d/job", "/opt/tree"};
   intent.creating_unit_files = {"new.service"};
   intent.creating_trees = {"/opt/tree"};
+  intent.creating_drop_ins = {"web.service.d/10-env.conf"};
   auto back = ParseIntent(SerializeIntent(intent));
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ(*back, intent);
   EXPECT_FALSE(back->empty());
   EXPECT_TRUE(Intent{}.empty());
+  EXPECT_FALSE(Intent{.creating_drop_ins = {"web.service.d/10-env.conf"}}.empty())
+      << "a drop-in being created keeps the next apply from proving a no-op";
 }
 
 // "creating" is written a path at a time (it may name 100,000): the text
@@ -107,6 +110,12 @@ TEST(IntentTest, EveryBadShapeIsNamed) {
       {R"({"version":1,"applying":true,"owed":{},"creating":[1]})", "not a string"},
       {R"({"version":1,"applying":true,"owed":{},"creating_unit_files":["../x.service"]})",
        "creating_unit_files"},
+      {R"({"version":1,"applying":true,"owed":{},"creating_drop_ins":["web.service/x.conf"]})",
+       "creating_drop_ins: a drop-in is named UNIT.d/NAME"},
+      {R"({"version":1,"applying":true,"owed":{},"creating_drop_ins":["web.service.d/../x.conf"]})",
+       "creating_drop_ins"},
+      {R"({"version":1,"applying":true,"owed":{},"creating_drop_ins":["../x.service.d/a.conf"]})",
+       "creating_drop_ins"},
   };
   for (const Case& c : cases) {
     auto parsed = ParseIntent(c.text);

@@ -46,8 +46,10 @@ class OwedTest : public ReconcilerTest {
   std::string OnDisk(const std::string& unit) const {
     std::string conf = Root("/etc/" + unit.substr(0, unit.find('.')) + ".conf");
     std::string text = dir_.Sub("units/" + unit);
+    std::string drop_in = dir_.Sub("units/" + unit + ".d/10-env.conf");
     return (testing::Exists(conf) ? testing::ReadText(conf) : "-") + "|" +
-           (testing::Exists(text) ? testing::ReadText(text) : "-");
+           (testing::Exists(text) ? testing::ReadText(text) : "-") + "|" +
+           (testing::Exists(drop_in) ? testing::ReadText(drop_in) : "-");
   }
 
   // `web` restarts on its config and `cache` reloads on its; both have unit
@@ -238,6 +240,58 @@ TEST_F(OwedTest, KilledAtEveryStepTheNextApplyPaysWhatIsOwed) {
     ++kills;
   }
   EXPECT_GE(kills, 8) << "writes, flushes, intent, reload, jobs, record";
+}
+
+// A drop-in the host adds, the apply killed before each of its steps in
+// turn, then the generation before it declared again. The drop-in was never
+// recorded; were it not named while being created, the next apply would
+// prove the old generation from the record (`unchanged`) while web ran with
+// an undeclared drop-in, or take it for the operator's and never delete it.
+TEST_F(OwedTest, ADropInAddedByAKilledApplyIsTheHostsToRemove) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  uint64_t generation = 0;
+  auto with_drop_in = [&](uint64_t g) {
+    json decl = Versioned("a", g);
+    decl["resources"][1]["drop_ins"] = {{"10-env.conf", "[Service]\nEnvironment=A=1\n"}};
+    return decl;
+  };
+  int kills = 0;
+  for (int step = 0;; ++step) {
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    ASSERT_EQ(Apply(Versioned("a", ++generation)).result, ApplyResult::kOk);
+    kill_.KillAt(step);
+    Apply(with_drop_in(++generation));
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    // Back to the generation without it.
+    json before = Versioned("a", ++generation);
+    ApplyReport next = Apply(before);
+    EXPECT_EQ(next.result, ApplyResult::kOk) << next.error;
+    EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")));
+    EXPECT_EQ(loaded_["web.service"], OnDisk("web.service"))
+        << "web runs a drop-in that is not declared";
+    EXPECT_THAT(Outcomes(Apply(before)),
+                ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));
+    if (!killed) break;  // the apply outlived every step: all were tried
+    ++kills;
+  }
+  EXPECT_GE(kills, 6) << "intent, write, flush, reload, job, record";
+  // Killed, then the same generation applied whole: the drop-in is the
+  // host's, and goes when it is no longer declared.
+  for (int step = 0; step < 12; ++step) {
+    SCOPED_TRACE("killed before step " + std::to_string(step) + ", then applied again");
+    ASSERT_EQ(Apply(Versioned("a", ++generation)).result, ApplyResult::kOk);
+    kill_.KillAt(step);
+    Apply(with_drop_in(++generation));
+    kill_.Disarm();
+    ASSERT_EQ(Apply(with_drop_in(generation)).result, ApplyResult::kOk);
+    ApplyReport dropped = Apply(Versioned("a", ++generation));
+    EXPECT_EQ(dropped.result, ApplyResult::kOk) << dropped.error;
+    EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")))
+        << core::FormatOutcomeLine(dropped.outcomes[1]);
+    EXPECT_EQ(loaded_["web.service"], OnDisk("web.service"));
+  }
 }
 
 // Review of issue 38: the kill campaign above walks writes and jobs, never
