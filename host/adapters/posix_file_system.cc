@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +26,13 @@ using core::kMaxTreeDepth;
 
 std::string Errno(std::string_view what, const std::string& path, int err) {
   return std::string(what) + " " + path + ": " + std::strerror(err);
+}
+
+Status DropInheritedAcl(int fd, const std::string& path) {
+  if (::fremovexattr(fd, "system.posix_acl_access") == 0 || errno == ENODATA || errno == ENOTSUP) {
+    return core::Ok();
+  }
+  return Fail(Errno("remove the inherited ACL of", path));
 }
 
 FileInfo FromStat(const struct stat& st) {
@@ -398,6 +406,7 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomicFrom(const std::string& path,
   if (!produced) return cleanup(produced.error().message);
   // chown before chmod: chown clears set-id bits.
   if (::fchown(fd.get(), own.uid, own.gid) != 0) return cleanup(Errno("chown", path));
+  if (auto st = DropInheritedAcl(fd.get(), path); !st) return cleanup(st.error().message);
   if (::fchmod(fd.get(), own.mode & 07777) != 0) return cleanup(Errno("chmod", path));
   if (::fsync(fd.get()) != 0) return cleanup(Errno("fsync", path));
   if (::close(fd.release()) != 0) return cleanup(Errno("close", path));

@@ -307,6 +307,15 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   };
   UniqueFd top(::openat(dir, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!top.valid()) return fail(Errno("open temporary tree for", path));
+  // Nothing unpacked inherits an ACL: the modes the bundle gives are all
+  // the access its entries get (DropInheritedAcl).
+  if (auto dropped = DropInheritedAcl(top.get(), path); !dropped) {
+    return fail(dropped.error().message);
+  }
+  if (::fremovexattr(top.get(), "system.posix_acl_default") != 0 && errno != ENODATA &&
+      errno != ENOTSUP) {
+    return fail(Errno("remove the inherited default ACL of", path));
+  }
   // The tree being replaced, if any: its files that are exactly the new
   // entries are linked into the new tree rather than written again.
   UniqueFd old_top(::openat(dir, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -403,6 +412,9 @@ Result<FileInfo> PosixFileSystem::MakeDirectory(const std::string& path,
   if (!fd.valid()) return Fail(Errno("open", path));
   // chown before chmod: chown clears set-id bits.
   if (::fchown(fd.get(), own.uid, own.gid) != 0) return Fail(Errno("chown", path));
+  if (auto dropped = DropInheritedAcl(fd.get(), path); !dropped) {
+    return std::unexpected(dropped.error());
+  }
   if (::fchmod(fd.get(), own.mode & 07777) != 0) return Fail(Errno("chmod", path));
   if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
   return FromStat(st);

@@ -160,6 +160,9 @@ Result<core::FileInfo> PosixFileSystem::PlaceStaged(const ports::StagedFile& sta
   if ((st.st_uid != own.uid || st.st_gid != own.gid) && ::fchown(fd.get(), own.uid, own.gid) != 0) {
     return fail(Errno("chown", path));
   }
+  if (auto dropped = DropInheritedAcl(fd.get(), path); !dropped) {
+    return fail(dropped.error().message);
+  }
   if (::fchmod(fd.get(), own.mode & 07777) != 0) return fail(Errno("chmod", path));
   fd.Reset();
   if (::renameat(dir, s.temp.c_str(), dir, s.leaf.c_str()) != 0) {

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -76,6 +78,63 @@ TEST_F(PosixFileSystemTest, WritesAtomicallyWithModeAndCreatesParents) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("root/etc/app")),
                           std::filesystem::directory_iterator()),
             1);
+}
+
+// A directory with a default ACL naming another user: the file written in
+// it inherits an access ACL, whose mask a chmod to 0440 would open to that
+// user. The mode declared is all the access a written file gets.
+TEST_F(PosixFileSystemTest, AnInheritedAclIsRemovedSoTheModeIsAllTheAccess) {
+  std::string shared = dir_.Sub("root/etc/shared");
+  std::filesystem::create_directories(shared);
+  struct Entry {
+    uint16_t tag, perm;
+    uint32_t id;
+  };
+  // posix_acl_xattr: version 2, then user::rwx user:nobody:r-- group::r-x
+  // mask::r-- other::---.
+  uint32_t version = 2;
+  const Entry entries[] = {
+      {0x01, 7, ~0u}, {0x02, 4, 65534}, {0x04, 5, ~0u}, {0x10, 4, ~0u}, {0x20, 0, ~0u}};
+  std::string acl(reinterpret_cast<const char*>(&version), sizeof version);
+  acl.append(reinterpret_cast<const char*>(entries), sizeof entries);
+  if (::setxattr(shared.c_str(), "system.posix_acl_default", acl.data(), acl.size(), 0) != 0) {
+    GTEST_SKIP() << "no POSIX ACLs on this file system: " << std::strerror(errno);
+  }
+  std::string token = shared + "/token";
+  // What a file made there without the host gets: the ACL (the test's own check).
+  {
+    std::ofstream(shared + "/plain") << "x";
+    ASSERT_GT(::getxattr((shared + "/plain").c_str(), "system.posix_acl_access", nullptr, 0), 0);
+  }
+  auto no_acl = [](const std::string& path) {
+    errno = 0;
+    return ::getxattr(path.c_str(), "system.posix_acl_access", nullptr, 0) < 0 && errno == ENODATA;
+  };
+  // Written whole, staged then placed, a directory, a bundle's tree.
+  auto info = fs_->WriteFileAtomic("/etc/shared/token", "secret", {0440, 0, 0});
+  ASSERT_TRUE(info.has_value()) << info.error().message;
+  EXPECT_TRUE(no_acl(token)) << "user:nobody may read the credential";
+  struct stat st;
+  ASSERT_EQ(::stat(token.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0440u);
+  auto staged = fs_->StageFile("/etc/shared/key", "secret");
+  ASSERT_TRUE(staged.has_value()) << staged.error().message;
+  ASSERT_TRUE(fs_->MakeStagedDurable().has_value());
+  ASSERT_TRUE(fs_->PlaceStaged(*staged, {0440, 0, 0}).has_value());
+  EXPECT_TRUE(no_acl(shared + "/key"));
+  ASSERT_TRUE(fs_->MakeDirectory("/etc/shared/private", {0750, 0, 0}).has_value());
+  EXPECT_TRUE(no_acl(shared + "/private"));
+  std::vector<core::TreeEntry> tree(2);
+  tree[0].relpath = "conf/secret";
+  tree[0].mode = 0640;
+  tree[0].content = "secret";
+  tree[1].relpath = "conf";
+  tree[1].mode = 0750;
+  tree[1].type = core::FileType::kDirectory;
+  ASSERT_TRUE(fs_->ReplaceTree("/etc/shared/bundle", tree).has_value());
+  for (const char* entry : {"bundle", "bundle/conf", "bundle/conf/secret"}) {
+    EXPECT_TRUE(no_acl(shared + "/" + entry)) << entry;
+  }
 }
 
 // Staged: written beside the path, private to the host and invisible until
@@ -276,7 +335,7 @@ auto WithFilesOf4KiB(Fn fn) {
 TEST_F(PosixFileSystemTest, WriteThatFailsHalfWayLeavesTheOldFile) {
   WriteText(dir_.Sub("root/big"), "old content");
   auto written = WithFilesOf4KiB([&] {
-    return fs_->WriteFileAtomic("/big", std::string(64 * 1024, 'n'), {0644, 0, 0});
+    return fs_->WriteFileAtomic("/big", std::string(size_t{64} * 1024, 'n'), {0644, 0, 0});
   });
   ASSERT_FALSE(written.has_value());
   EXPECT_THAT(written.error().message, HasSubstr("write /big"));
