@@ -339,6 +339,27 @@ void CheckClaims(const Declaration& decl, Problems& problems) {
       }
     }
   }
+  // Only a directory holds other declared paths: under a file, a credential
+  // or a symlink, one of the two could never be written (the one written
+  // first is in the other's way at every apply).
+  for (size_t i = 0; i < decl.resources.size(); ++i) {
+    const Resource& r = decl.resources[i];
+    if (!r.HasFiles()) continue;
+    std::string_view holder;
+    AnyAncestor(r.path, [&](std::string_view parent) {
+      auto it = paths.find(parent);
+      if (it == paths.end()) return false;
+      auto above = decl.index.find(it->second);
+      if (above == decl.index.end()) return false;
+      const Resource& a = decl.resources[above->second];
+      if (a.kind != Kind::kDirectory && !a.IsTree()) holder = it->second;
+      return !holder.empty();
+    });
+    if (!holder.empty()) {
+      problems.Add(Where(r.id, i, "path") + "\"" + r.path + "\" lies under the path of resource " +
+                   std::string(holder) + ", which is not a directory");
+    }
+  }
 }
 
 // How to mend the syntax error the parser names, in an operator's words:

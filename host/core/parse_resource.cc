@@ -205,10 +205,12 @@ Status ParseMetadata(const Fields& in, Resource& r) {
 Status ParseTarget(const Fields& in, Resource& r) {
   auto target = in.String("target");
   if (!target) return std::unexpected(target.error());
-  if (target->empty() || target->size() > kMaxPathBytes ||
+  // A symlink holds at most PATH_MAX - 1 bytes: symlinkat refuses more.
+  constexpr size_t kMaxTargetBytes = kMaxPathBytes - 1;
+  if (target->empty() || target->size() > kMaxTargetBytes ||
       target->find('\0') != std::string::npos) {
-    return in.Refuse(
-        "target", "must be a path of 1 to " + std::to_string(kMaxPathBytes) + " bytes without NUL");
+    return in.Refuse("target", "must be a path of 1 to " + std::to_string(kMaxTargetBytes) +
+                                   " bytes without NUL");
   }
   r.target = *target;
   return Ok();

@@ -89,6 +89,15 @@ std::optional<FirstPass> Check(const ChunkedApply& in) {
       !CheckDeclaration(*header, *in.record, in.had_record, in.machine, *in.dirs)) {
     return std::nullopt;
   }
+  // Only a directory holds declared paths (CheckClaims), and every one here
+  // is a file: a path under another one is the whole pass's to refuse.
+  for (size_t k = 0; k < all.at.size(); ++k) {
+    if (core::AnyAncestor(all[k], [&](std::string_view parent) {
+          return std::binary_search(paths.begin(), paths.end(), hash(parent));
+        })) {
+      return std::nullopt;
+    }
+  }
   ids = paths = std::vector<size_t>();
   // A chunk's paths at a time; the missing ones kept.
   std::vector<std::string_view> looked;

@@ -374,6 +374,45 @@ TEST(DeclarationTest, FileInsideABundleDirectoryClashes) {
   EXPECT_THAT(Refusal(doc), HasSubstr("is also claimed by resource node-tools.runtime"));
 }
 
+// Only a directory holds other declared paths. A file under a file (or a
+// credential, or a symlink) could never be written: each apply writes the
+// first and fails the other, "a directory is in the way". Either order.
+TEST(DeclarationTest, APathUnderAFileIsRefused) {
+  for (const char* above : {"file", "credential", "symlink"}) {
+    json holder = {{"id", "holder"}, {"kind", above}, {"path", "/etc/mesh"}};
+    if (std::string(above) == "symlink") {
+      holder["target"] = "/srv";
+    } else {
+      holder["content"] = "x";
+    }
+    for (bool first : {true, false}) {
+      json doc = Base();
+      auto& list = doc["resources"];
+      list.insert(first ? list.begin() : list.end(), holder);
+      EXPECT_THAT(Refusal(doc),
+                  HasSubstr("resource node-tools.token, field path: \"/etc/mesh/node-tools.token\" "
+                            "lies under the path of resource holder, which is not a directory"))
+          << above << (first ? " first" : " last");
+    }
+  }
+  json doc = Base();
+  doc["resources"].push_back(
+      {{"id", "holder"}, {"kind", "directory"}, {"path", "/etc/mesh"}, {"mode", "0700"}});
+  auto d = ParseDeclaration(doc.dump());
+  EXPECT_TRUE(d.has_value()) << "a directory holds them: " << d.error().message;
+}
+
+TEST(DeclarationTest, ASymlinkTargetFitsWhatTheKernelKeeps) {
+  json doc = Base();
+  json link = {{"id", "link"}, {"kind", "symlink"}, {"path", "/etc/link"}};
+  link["target"] = "/" + std::string(4094, 'a');
+  doc["resources"].push_back(link);
+  auto d = ParseDeclaration(doc.dump());
+  EXPECT_TRUE(d.has_value()) << d.error().message;
+  doc["resources"].back()["target"] = "/" + std::string(4095, 'a');
+  EXPECT_THAT(Refusal(doc), HasSubstr("field target: must be a path of 1 to 4095 bytes"));
+}
+
 TEST(DeclarationTest, InvalidUnitName) {
   for (const char* bad :
        {"fail2ban", "fail2ban.exe", "foo@.service", "a b.service", "x/y.service"}) {

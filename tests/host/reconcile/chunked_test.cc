@@ -19,7 +19,6 @@ namespace mesh::reconcile {
 namespace {
 
 using ::testing::Each;
-using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr size_t kChunk = 3;
@@ -177,6 +176,7 @@ TEST_F(ChunkedTest, ARefusalInALaterChunkIsTheWholePassesAndWritesNothing) {
       {"path", "/var/lib/mesh-host/x", 9, "overlaps the host's state directory"},
       {"path", "/srv/out/x.conf", 9, "resource f9, field path"},
       {"mode", "0999", 9, "resource f9, field mode: \"0999\" is not an octal mode"},
+      {"path", "/srv/f0.conf/x", 9, "lies under the path of resource f0, which is not a directory"},
   };
   for (const Case& c : cases) {
     json decl = Decl(Files(Names(10)));
@@ -345,6 +345,7 @@ TEST_F(ChunkedTest, KilledAtEveryStepTheNextApplyLeavesTheMachineRight) {
     std::vector<std::string> lines;
     Apply(Decl(Files(kept), 2), kChunk, &lines);
     std::vector<std::string> outcomes;
+    outcomes.reserve(lines.size());
     for (const std::string& l : lines) outcomes.push_back(l.substr(0, l.find(' ')));
     EXPECT_THAT(outcomes, Each(std::string("unchanged")));
     if (!killed) break;
