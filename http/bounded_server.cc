@@ -433,9 +433,22 @@ std::unique_ptr<Connection> BoundedServer::Serve(std::unique_ptr<Connection> c) 
   bool last = c->served + 1 >= limits_.requests_per_connection;
   bool exhausted = false;
   bool answered = false;
+  bool has_body = false;
   {
     LimitedStream stream(*c, limits_);
-    answered = process_request(stream, last, closed, NarrowRequest);
+    answered = process_request(stream, last, closed, [&has_body](httplib::Request& req) {
+      NarrowRequest(req);
+      // Only GET is served, and no body is read: left on the connection,
+      // its bytes would be taken for the next request (one smuggled past a
+      // proxy in front). The answer says the connection ends, and it does.
+      auto length = req.headers.find("Content-Length");
+      has_body = req.has_header("Transfer-Encoding") ||
+                 (length != req.headers.end() && length->second != "0");
+      if (has_body) {
+        req.headers.erase("Connection");
+        req.headers.emplace("Connection", "close");
+      }
+    });
     exhausted = stream.exhausted();
   }
   // A request cut short is answered 400 by httplib, which would then wait
@@ -445,7 +458,7 @@ std::unique_ptr<Connection> BoundedServer::Serve(std::unique_ptr<Connection> c) 
     ++tally_.cut;
     return nullptr;
   }
-  if (!answered || closed || last) return nullptr;
+  if (!answered || closed || last || has_body) return nullptr;
   ++c->served;
   return c;
 }

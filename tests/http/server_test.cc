@@ -272,6 +272,40 @@ TEST_F(ServerTest, UnknownPathIs404OtherMethodsAre405) {
   EXPECT_EQ(del->status, 405);
 }
 
+// A body is never read (only GET is served): left on a kept-alive
+// connection, its bytes would be taken for the next request — a request
+// smuggled past whatever proxy stands in front. The connection ends with
+// the answer to the request that carried it.
+TEST_F(ServerTest, ARequestWithABodyEndsItsConnection) {
+  for (const char* framing : {"Content-Length: 36", "Transfer-Encoding: chunked"}) {
+    int fd = ConnectLoopback(port_);
+    ASSERT_GE(fd, 0);
+    std::string smuggled = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";  // 36 bytes
+    std::string body = std::string(framing).starts_with("Content")
+                           ? smuggled
+                           : "24\r\n" + smuggled + "\r\n0\r\n\r\n";
+    for (const char* method : {"GET", "POST"}) {
+      std::string request =
+          std::string(method) + " /healthz HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n" + body;
+      if (std::string(method) == "POST") {
+        ::close(fd);
+        fd = ConnectLoopback(port_);
+        ASSERT_GE(fd, 0);
+      }
+      ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+      std::string answer;
+      char buf[4096];
+      timeval tv{3, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) answer.append(buf, n);
+      EXPECT_THAT(answer, HasSubstr("Connection: close")) << method << " " << framing;
+      EXPECT_THAT(answer, Not(HasSubstr("mesh_host_build_info")))
+          << method << " " << framing << ": the body was served as a request";
+    }
+    ::close(fd);
+  }
+}
+
 TEST_F(ServerTest, HalfARequestDoesNotBlockMetrics) {
   // A client that sends half a request line and stalls.
   int fd = ConnectLoopback(port_);
