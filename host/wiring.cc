@@ -100,11 +100,23 @@ int Validate(const cli::Flags& flags) {
     v.warnings.push_back("bundles not checked: --artifacts " + flags.artifacts + ": " +
                          artifacts.error().message);
   }
+  // Unpacked and checked as an apply does: a bundle every apply would
+  // refuse is refused here.
+  adapters::LibarchiveReader archives;
+  uint64_t held = 0;
   for (const core::Resource& r : decl->resources) {
     if (!r.IsTree() || !artifacts) continue;
-    if (auto bytes = reconcile::ReadArtifact(**artifacts, r); !bytes) {
+    auto bytes = reconcile::ReadArtifact(**artifacts, r);
+    if (!bytes) {
       v.refusals.push_back(bytes.error().message);
+      continue;
     }
+    auto entries = reconcile::UnpackBundle(archives, r, *bytes, held);
+    if (!entries) {
+      v.refusals.push_back(entries.error().message);
+      continue;
+    }
+    for (const core::TreeEntry& e : *entries) held += e.content.size();
   }
   for (std::string& w : adapters::VerifyUnitTexts(*decl)) v.warnings.push_back(std::move(w));
   return done();

@@ -54,8 +54,8 @@ const Doc kVerbDocs[] = {
      "  plan     what apply would do; writes nothing, restarts nothing; same exit codes\n"},
     {kValidateBit,
      "  validate checks a declaration as apply would before touching anything (every\n"
-     "           refusal at once, the signature, the bundles' digests) and its unit\n"
-     "           texts with systemd-analyze verify; touches nothing\n"
+     "           refusal at once, the signature, the bundles' digests and entries)\n"
+     "           and its unit texts with systemd-analyze verify; touches nothing\n"
      "           exit 0 valid, 2 refused\n"},
     {kStatusBit,
      "  status   reads /status of a running host and prints a table\n"

@@ -40,6 +40,16 @@ constexpr uint64_t kMaxBundleBytes = 1ull << 30;
 // `mesh-host validate` make of an artifact.
 core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core::Resource& r);
 
+// The entries of bundle `r` from its bytes, unpacked within `budget` bytes
+// expanded and checked as every apply checks them (core::CheckBundleEntries),
+// else why not, naming the resource; `others` is what the declaration's other
+// bundles already hold of kMaxHeldBundleBytes. What the observation and
+// `mesh-host validate` unpack.
+core::Result<std::vector<core::TreeEntry>> UnpackBundle(ports::ArchiveReader& archives,
+                                                        const core::Resource& r,
+                                                        std::string_view bytes,
+                                                        uint64_t others = 0);
+
 // The same, and for a bundle the last good is made of (`use_kept`: its
 // content was swapped in by a hold or a rollback) when --artifacts no
 // longer holds those bytes, the copy the record store keeps of it

@@ -30,6 +30,26 @@ core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::R
                     (kept ? std::string("not those bytes") : kept.error().message));
 }
 
+core::Result<std::vector<core::TreeEntry>> UnpackBundle(ports::ArchiveReader& archives,
+                                                        const core::Resource& r,
+                                                        std::string_view bytes, uint64_t others) {
+  std::string where = "resource " + r.id + ", field source: ";
+  using observe_internal::kMaxHeldBundleBytes;
+  auto entries = archives.Read(bytes, kMaxHeldBundleBytes - others);
+  if (!entries) {
+    std::string also = others == 0 ? ""
+                                   : " (what the declaration's other bundles leave of the " +
+                                         std::to_string(kMaxHeldBundleBytes) +
+                                         " bytes all of them may expand to)";
+    return core::Fail(where + entries.error().message + also);
+  }
+  auto checked = core::CheckBundleEntries(std::move(*entries));
+  if (!checked) {
+    return core::Fail(where + "bundle " + r.source + " refused: " + checked.error().message);
+  }
+  return checked;
+}
+
 }  // namespace mesh::reconcile
 
 namespace mesh::reconcile::observe_internal {
@@ -51,24 +71,12 @@ core::Status Observer::LoadChangedBundles() {
 }
 
 Result<std::shared_ptr<const std::vector<TreeEntry>>> Observer::LoadBundle(const Resource& r) {
-  std::string where = "resource " + r.id + ", field ";
   auto key = std::make_pair(r.source, r.sha256);
   if (auto it = by_source_.find(key); it != by_source_.end()) return it->second;
   auto bytes = ReadBundle(ports_, r, kept_bundles_ != nullptr && kept_bundles_->contains(r.sha256));
   if (!bytes) return std::unexpected(bytes.error());
-  auto entries = ports_.archives->Read(*bytes, kMaxHeldBundleBytes - held_bytes_);
-  if (!entries) {
-    std::string also = held_bytes_ == 0 ? ""
-                                        : " (what the declaration's other bundles leave of the " +
-                                              std::to_string(kMaxHeldBundleBytes) +
-                                              " bytes all of them may expand to)";
-    return core::Fail(where + "source: " + entries.error().message + also);
-  }
-  auto checked = core::CheckBundleEntries(std::move(*entries));
-  if (!checked) {
-    return core::Fail(where + "source: bundle " + r.source +
-                      " refused: " + checked.error().message);
-  }
+  auto checked = UnpackBundle(*ports_.archives, r, *bytes, held_bytes_);
+  if (!checked) return std::unexpected(checked.error());
   for (const TreeEntry& e : *checked) held_bytes_ += e.content.size();
   core::HashContents(*checked);
   auto held = std::make_shared<const std::vector<TreeEntry>>(std::move(*checked));

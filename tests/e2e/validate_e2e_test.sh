@@ -55,6 +55,14 @@ check "another machine's: exit 2, named" '[ "$RC" = 2 ] && grep -q "field machin
 echo changed > "$T/b/run"; tar -C "$T/b" -czf "$T/art/app.tar.gz" .
 run --declaration "$T/d.json" --artifacts "$T/art"
 check "a bundle whose digest moved: exit 2, both digests named" '[ "$RC" = 2 ] && grep -q "resource app, field sha256: source app.tar.gz has sha256 .*, the declaration says $SHA" <<<"$ERR"'
+# A bundle apply would refuse (a symlink member: it could lead out of the
+# tree) is refused by validate too, in apply's words.
+mkdir -p "$T/h"; echo hi > "$T/h/run"; ln -s /etc/passwd "$T/h/link"
+tar -C "$T/h" -czf "$T/art/evil.tar.gz" .
+EVIL=$(sha256sum "$T/art/evil.tar.gz" | cut -d' ' -f1)
+sed -e "s/app.tar.gz/evil.tar.gz/" -e "s/$SHA/$EVIL/" "$T/d.json" > "$T/evil.json"
+run --declaration "$T/evil.json" --artifacts "$T/art"
+check "a bundle with a symlink member: exit 2, refused as apply refuses it" '[ "$RC" = 2 ] && grep -q "^refused: resource app, field source: bundle evil.tar.gz refused: " <<<"$ERR"'
 run --declaration "$T/d.json" --artifacts "$T/none"
 check "no artifacts directory: a warning, not a refusal" '[ "$RC" = 0 ] && grep -q "^warning: bundles not checked: --artifacts $T/none" <<<"$ERR"'
 
