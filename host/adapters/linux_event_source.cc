@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,13 +53,26 @@ core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
   if (!signals.valid()) return core::Fail(std::string("signalfd: ") + std::strerror(errno));
   auto [dir, name] = SplitPath(declaration);
   UniqueFd watch(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
-  if (!watch.valid() || inotify_add_watch(watch.get(), dir.c_str(), kWatchMask) < 0) {
+  bool watched = watch.valid() && inotify_add_watch(watch.get(), dir.c_str(), kWatchMask) >= 0;
+  if (!watched) {
+    // A directory that is not there yet (made by whoever pushes the first
+    // declaration) is watched once it is: Rewatch tries at every wait.
     *warning = "cannot watch " + dir + " (" + std::strerror(errno) +
-               "); changes are seen at the next interval or SIGHUP";
-    watch.Reset();
+               "); changes are seen at the next interval or SIGHUP" +
+               (watch.valid() ? " until it can be" : "");
   }
-  return std::unique_ptr<LinuxEventSource>(
+  auto source = std::unique_ptr<LinuxEventSource>(
       new LinuxEventSource(std::move(signals), std::move(watch), std::move(dir), std::move(name)));
+  source->watched_ = watched;
+  source->seen_ = source->Look();
+  return source;
+}
+
+LinuxEventSource::Identity LinuxEventSource::Look() const {
+  struct stat st;
+  if (::stat((dir_ + "/" + name_).c_str(), &st) != 0) return {};
+  return {st.st_dev,          st.st_ino,         st.st_size,        st.st_mtim.tv_sec,
+          st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
 }
 
 void LinuxEventSource::ReadSignals() {
@@ -76,18 +90,29 @@ void LinuxEventSource::ReadWatch() {
   alignas(inotify_event) char buf[4096];
   ssize_t len;
   bool changed = false;
+  bool other = false;  // something else in the directory
   while ((len = read(watch_.get(), buf, sizeof buf)) > 0) {
     for (char* p = buf; p < buf + len;) {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       // The signature is read with the declaration (--verify-key). Events
       // lost to an overflow may have been the declaration's.
-      changed |= (ev->mask & IN_Q_OVERFLOW) != 0 ||
-                 (ev->len > 0 && (name_ == ev->name || name_ + ".minisig" == ev->name));
+      bool ours = (ev->mask & IN_Q_OVERFLOW) != 0 ||
+                  (ev->len > 0 && (name_ == ev->name || name_ + ".minisig" == ev->name));
+      changed |= ours;
+      other |= !ours && ev->len > 0;
       // The directory itself went (removed, replaced, unmounted): the
       // watch is gone with it and is made again (Rewatch).
       watched_ &= (ev->mask & IN_IGNORED) == 0;
       p += sizeof(inotify_event) + ev->len;
     }
+  }
+  // The declaration may be a link through another name in the directory
+  // (a Kubernetes volume swaps "..data" to a new directory, and nothing
+  // named declaration.json moves): what it leads to is looked at again.
+  if (changed || other) {
+    Identity now = Look();
+    changed |= now != seen_;
+    seen_ = now;
   }
   // A burst read at once is one change; the schedule debounces the rest.
   if (changed) ready_.push_back({ports::Event::Kind::kDeclarationChanged, ""});
@@ -97,6 +122,7 @@ void LinuxEventSource::Rewatch() {
   if (watched_ || !watch_.valid()) return;
   if (inotify_add_watch(watch_.get(), dir_.c_str(), kWatchMask) >= 0) {
     watched_ = true;
+    seen_ = Look();
     // What happened while nothing watched may have been a change.
     ready_.push_back({ports::Event::Kind::kDeclarationChanged, ""});
   }

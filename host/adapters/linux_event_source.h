@@ -4,6 +4,8 @@
 // .minisig beside it), both waited on with poll.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -24,7 +26,8 @@ class LinuxEventSource : public ports::EventSource {
  public:
   // Fails only when the signals cannot be read. A directory that cannot be
   // watched leaves `warning` set: changes are then seen at the next
-  // interval or SIGHUP.
+  // interval or SIGHUP, until the directory can be watched (it is tried
+  // again at every wait).
   static core::Result<std::unique_ptr<LinuxEventSource>> Open(const std::string& declaration,
                                                               std::string* warning);
 
@@ -39,9 +42,24 @@ class LinuxEventSource : public ports::EventSource {
   // What one wait read, as what the daemon must act on (see .cc).
   void Collapse();
 
+  // What the declaration's path leads to, links followed: all zero when
+  // nothing is there.
+  struct Identity {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    time_t mtime = 0;
+    long mtime_ns = 0;
+    time_t ctime = 0;
+    long ctime_ns = 0;
+    bool operator==(const Identity&) const = default;
+  };
+  Identity Look() const;
+
   UniqueFd signals_;
-  UniqueFd watch_;  // invalid when the directory could not be watched
+  UniqueFd watch_;  // invalid when inotify could not be had
   bool watched_ = true;
+  Identity seen_;
   std::string dir_;
   std::string name_;
   std::deque<ports::Event> ready_;

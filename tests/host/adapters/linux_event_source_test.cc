@@ -65,5 +65,47 @@ TEST_F(LinuxEventSourceTest, AReplacedDirectoryIsWatchedAgain) {
   EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
 }
 
+// A Kubernetes volume: declaration.json is a link through "..data", which
+// is swapped to a new directory by a rename; nothing named declaration.json
+// moves, and what it leads to is new.
+TEST_F(LinuxEventSourceTest, ADeclarationSwappedThroughALinkIsAChange) {
+  namespace fs = std::filesystem;
+  auto version = [&](const std::string& v) {
+    fs::create_directories(dir_.Sub("etc/.." + v));
+    testing::WriteText(dir_.Sub("etc/.." + v + "/declaration.json"), "{\"v\": \"" + v + "\"}");
+    fs::create_symlink(".." + v, dir_.Sub("etc/..data_tmp"));
+    fs::rename(dir_.Sub("etc/..data_tmp"), dir_.Sub("etc/..data"));
+  };
+  version("v1");
+  fs::create_symlink("..data/declaration.json", dir_.Sub("etc/declaration.json"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout);
+  version("v2");
+  fs::remove_all(dir_.Sub("etc/..v1"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged)
+      << "declaration.json leads to another file now";
+  EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout);
+  // Other names coming and going, the declaration the same: no change.
+  testing::WriteText(dir_.Sub("etc/notes.txt"), "x");
+  EXPECT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kTimeout);
+}
+
+// The declaration's directory made after the daemon started (by whoever
+// pushes the first declaration): watched from when it is there.
+TEST(LinuxEventSourceLateTest, ADirectoryMadeAfterTheStartIsWatchedOnceItIs) {
+  BlockDaemonSignals();
+  testing::TempDir dir;
+  std::string warning;
+  auto events = LinuxEventSource::Open(dir.Sub("etc/declaration.json"), &warning);
+  ASSERT_TRUE(events.has_value()) << events.error().message;
+  EXPECT_NE(warning.find("until it can be"), std::string::npos) << warning;
+  EXPECT_EQ((*events)->Wait(milliseconds(50)).kind, Kind::kTimeout);
+  std::filesystem::create_directories(dir.Sub("etc"));
+  EXPECT_EQ((*events)->Wait(milliseconds(200)).kind, Kind::kDeclarationChanged);
+  testing::WriteText(dir.Sub("etc/.next"), "{}");
+  std::filesystem::rename(dir.Sub("etc/.next"), dir.Sub("etc/declaration.json"));
+  EXPECT_EQ((*events)->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+}
+
 }  // namespace
 }  // namespace mesh::adapters
