@@ -18,6 +18,30 @@
 namespace mesh::http {
 namespace {
 
+bool RequiresCert(ClientAuth a) {
+  return a == ClientAuth::kRequireAny || a == ClientAuth::kRequireAndVerify;
+}
+bool VerifiesCert(ClientAuth a) {
+  return a == ClientAuth::kVerifyIfGiven || a == ClientAuth::kRequireAndVerify;
+}
+
+// A file caught half-written (cut before client_auth_type, say) reads as a
+// web config that asks less of clients: a reload may tighten TLS, never
+// loosen it.
+core::Status NoWeaker(const TlsSettings& now, const TlsSettings& next) {
+  const char* why = nullptr;
+  if (RequiresCert(now.client_auth) && !RequiresCert(next.client_auth)) {
+    why = "client certificates would no longer be required";
+  } else if (VerifiesCert(now.client_auth) && !VerifiesCert(next.client_auth)) {
+    why = "client certificates would no longer be verified";
+  } else if (next.min_version < now.min_version) {
+    why = "min_version would be lowered";
+  }
+  if (why == nullptr) return core::Ok();
+  return core::Fail(std::string("tls_server_config: ") + why +
+                    ": TLS is not loosened by a reload (restart mesh-host for that)");
+}
+
 // The values of a raw request head's Authorization headers (httplib's
 // reading of a name: up to the colon, any case; the value without the
 // blanks around it).
@@ -104,6 +128,7 @@ core::Status StatusServer::Configure(const WebConfig& config) {
   }
   policy_ = std::move(policy);
   tls_ = tls;
+  tls_settings_ = config.tls;
   if (server_ != nullptr) server_->SetTls(std::move(tls));
   return core::Ok();
 }
@@ -120,6 +145,9 @@ core::Status StatusServer::Reload(const WebConfig& config) {
       return core::Fail(
           "it has no basic_auth_users: basic auth is not turned off by a reload "
           "(restart mesh-host for that)");
+    }
+    if (tls_settings_.has_value() && config.tls.has_value()) {
+      if (auto st = NoWeaker(*tls_settings_, *config.tls); !st) return st;
     }
   }
   return Configure(config);

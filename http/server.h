@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -97,6 +98,7 @@ class StatusServer {
   mutable std::mutex mu_;
   std::shared_ptr<const Policy> policy_;
   std::shared_ptr<const TlsContext> tls_;
+  std::optional<TlsSettings> tls_settings_;  // what tls_ was made of
   std::unique_ptr<BoundedServer> server_;
   std::thread thread_;
 };

@@ -140,6 +140,24 @@ grep -q "basic_auth_users: given twice (again at line 7).*the web config in forc
   fail "a key given twice on SIGHUP: the last one's password was taken"
 echo "ok   - a key given twice on SIGHUP is refused by key and line; auth stays on"
 
+# A file cut before client_auth_type reads as TLS without client
+# certificates: on SIGHUP that is refused, and a client without one is
+# still turned away.
+cat > web.yml <<YML
+tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+basic_auth_users:
+  prometheus: '$H2'
+YML
+kill -HUP $HOST
+for _ in $(seq 1 100); do grep -q "no longer be required" log && break; sleep 0.05; done
+grep -q "client certificates would no longer be required: TLS is not loosened by a reload.*the web config in force is kept" log ||
+  fail "a reload dropping client certificates is not refused: $(tail -3 log)"
+[ "$(code --cacert ca.crt -u prometheus:battery-staple $U/status)" = 000 ] ||
+  fail "a reload turned client certificates off"
+echo "ok   - a reload never loosens TLS: client certificates stay required"
+
 # A file caught empty (rewritten in place) never turns TLS or auth off.
 : > web.yml
 kill -HUP $HOST
