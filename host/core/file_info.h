@@ -16,6 +16,9 @@ namespace mesh::core {
 inline constexpr int kMaxTreeDepth = 128;
 // The longest file name component Linux takes (NAME_MAX).
 inline constexpr size_t kMaxNameBytes = 255;
+// The longest path within a tree: a tree's modes are set by paths from its
+// top (PATH_MAX, its NUL aside), so a longer one would fail every apply.
+inline constexpr size_t kMaxEntryPathBytes = 4095;
 
 enum class FileType { kMissing, kRegular, kDirectory, kSymlink, kHardlink, kOther };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "host/core/printable.h"
 #include "host/core/sha256.h"
 
 namespace mesh::core {
@@ -209,6 +210,10 @@ Result<std::string> NormalEntryPath(const std::string& relpath, const std::strin
       norm.append(comp);
     }
     start = end + 1;
+  }
+  if (norm.size() > kMaxEntryPathBytes) {
+    return Fail("entry \"" + Printable(relpath, 80) + "\" is " + std::to_string(norm.size()) +
+                " bytes long; at most " + std::to_string(kMaxEntryPathBytes));
   }
   return norm;
 }

@@ -181,6 +181,13 @@ TEST(WantTest, BundleEscapesRefused) {
   EXPECT_THAT(CheckBundleEntries({File("a"), File("./a")}).error().message, HasSubstr("twice"));
   EXPECT_THAT(CheckBundleEntries({File("a"), File("a/b")}).error().message,
               HasSubstr("which is not a directory"));
+  // Within every other limit (20 levels of 250-byte names), too long a path
+  // for the kernel: refused, not failed at every apply.
+  std::string deep;
+  for (int i = 0; i < 20; ++i) deep += std::string(250, 'd') + "/";
+  EXPECT_THAT(CheckBundleEntries({File(deep + "f")}).error().message,
+              HasSubstr("\" is 5021 bytes long; at most 4095"));
+  EXPECT_TRUE(CheckBundleEntries({File(deep.substr(0, 4094) + "f")}).has_value());
 }
 
 }  // namespace
