@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -104,8 +105,9 @@ int Validate(const cli::Flags& flags) {
   // refuse is refused here.
   adapters::LibarchiveReader archives;
   uint64_t held = 0;
+  std::set<std::pair<std::string, std::string>> unpacked;  // one bundle, read once, as apply does
   for (const core::Resource& r : decl->resources) {
-    if (!r.IsTree() || !artifacts) continue;
+    if (!r.IsTree() || !artifacts || !unpacked.emplace(r.source, r.sha256).second) continue;
     auto bytes = reconcile::ReadArtifact(**artifacts, r);
     if (!bytes) {
       v.refusals.push_back(bytes.error().message);

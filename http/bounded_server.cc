@@ -433,17 +433,19 @@ std::unique_ptr<Connection> BoundedServer::Serve(std::unique_ptr<Connection> c) 
   bool last = c->served + 1 >= limits_.requests_per_connection;
   bool exhausted = false;
   bool answered = false;
-  bool has_body = false;
+  // Only GET is served, and no body is read: left on the connection, its
+  // bytes would be taken for the next request (one smuggled past a proxy in
+  // front). A request httplib answers before it is looked at (a head it
+  // cannot parse, a URI too long, a range it refuses) may have one too.
+  bool has_body = true;
   {
     LimitedStream stream(*c, limits_);
     answered = process_request(stream, last, closed, [&has_body](httplib::Request& req) {
       NarrowRequest(req);
-      // Only GET is served, and no body is read: left on the connection,
-      // its bytes would be taken for the next request (one smuggled past a
-      // proxy in front). The answer says the connection ends, and it does.
-      auto length = req.headers.find("Content-Length");
+      auto [from, to] = req.headers.equal_range("Content-Length");
       has_body = req.has_header("Transfer-Encoding") ||
-                 (length != req.headers.end() && length->second != "0");
+                 std::any_of(from, to, [](const auto& h) { return h.second != "0"; });
+      // The answer says the connection ends, and it does.
       if (has_body) {
         req.headers.erase("Connection");
         req.headers.emplace("Connection", "close");

@@ -330,6 +330,16 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
                      old.version == core::Record::kVersion &&
                      old.want_version == core::Record::kWantVersion &&
                      old.settled_declaration_digest == settled_digest;
+  if (same_record && !settled.failed) {
+    // Nothing failed and nothing more will be recorded: what this apply
+    // names as created is held by the record already, or gone (an orphan
+    // removed). Kept named, it would keep every later apply from being
+    // proven a no-op.
+    settled.intent.creating.clear();
+    settled.intent.creating_unit_files.clear();
+    settled.intent.creating_drop_ins.clear();
+    settled.intent.creating_trees.clear();
+  }
   bool same_intent = settled.intent == *in.saved;
   if (same_record && same_intent) return core::Ok();
   // What was renamed and removed reaches the disk before the intent or the

@@ -212,6 +212,12 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
       }
     }
   }
+  for (const auto& [name, d] : seen.drop_ins) {
+    if (!d.cut_short || r.unit().drop_ins.contains(name)) continue;
+    step.delete_drop_ins.push_back(name);
+    say(DidOrWould(in.dry_run, "deleted", "delete", "drop-in " + r.unit().name + ".d/" + name) +
+        " (written by an apply cut short, not declared)");
+  }
   if (words.empty()) return;
   if (!step.changes()) {
     // Only left drop-ins: said, and the record forgets them.

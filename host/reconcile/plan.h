@@ -55,7 +55,11 @@ struct DropInSeen {
   std::string error;
   bool missing = false;
   bool preexisting = false;  // there, and not in the record: not the host's to delete
-  std::string fingerprint;   // as found
+  // Neither declared nor recorded: written by an apply cut short (the
+  // intent's creating_drop_ins), still the file it was writing. The host's
+  // to delete, through the plan, so that its unit's restart is owed first.
+  bool cut_short = false;
+  std::string fingerprint;  // as found
 };
 
 struct UnitFileSeen {

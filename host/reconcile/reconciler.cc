@@ -218,7 +218,7 @@ void ApplyRun::Apply(Declaration decl) {
   s.observed = std::move(*observed);
   if (!s.dry_run) {
     for (std::string& w :
-         RecoverFromCutShort(s.decl, *record_, *intent_, *ports_.root, *ports_.units)) {
+         RecoverFromCutShort(s.decl, *record_, *intent_, *ports_.root, *ports_.units, s.observed)) {
       report_.warnings.push_back(std::move(w));
     }
   }

@@ -1,10 +1,12 @@
 #include "host/reconcile/recovery.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_set>
 
+#include "host/core/want.h"
 #include "host/reconcile/plan.h"
 
 namespace mesh::reconcile {
@@ -123,26 +125,16 @@ void SweepTemporaries(const Declaration& decl, const core::Record& record,
                      " temporary file(s) it left");
 }
 
-// A drop-in the cut-short apply created for a unit still declared, and no
-// longer declared: systemd may have loaded it (the apply restarted the unit
-// before it was killed), so its removal is a change of the unit's
-// definition like any other, owed until it is loaded and confirmed.
-void OweRestartFor(const Declaration& decl, std::string_view unit, const std::string& drop_in,
-                   core::Intent& intent) {
-  for (const Resource& r : decl.resources) {
-    if (!r.HasUnit() || r.unit().name != unit) continue;
-    core::Owed& owed = intent.owed[r.id];
-    owed.daemon_reload = true;
-    if (owed.action.has_value()) continue;
-    owed.action = core::UnitAction::kRestart;
-    owed.reason = core::RestartReason::kDeclared;
-    owed.why = "drop-in " + drop_in + " removed";
-    owed.since = decl.generation;
+// What unit_files[i] of a declared unit the orphan drop-in belongs to.
+std::optional<size_t> DeclaredUnit(const Declaration& decl, std::string_view unit) {
+  for (size_t i = 0; i < decl.resources.size(); ++i) {
+    if (decl.resources[i].HasUnit() && decl.resources[i].unit().name == unit) return i;
   }
+  return std::nullopt;
 }
 
-void RemoveOrphans(const Declaration& decl, const core::Record& record, core::Intent& intent,
-                   ports::FileSystem& root, ports::FileSystem& units,
+void RemoveOrphans(const Declaration& decl, const core::Record& record, const core::Intent& intent,
+                   ports::FileSystem& root, ports::FileSystem& units, Observation& observed,
                    std::vector<std::string>& warnings) {
   for (const std::string& path : Orphans(intent, decl, record)) {
     // Only what the cut-short apply was creating: a file where it wrote a
@@ -175,6 +167,7 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record, core::In
                                  " (created by an apply cut short): " + removed.error().message);
   }
   for (const std::string& drop_in : OrphanDropIns(intent, decl, record)) {
+    auto [unit, name] = core::SplitDropIn(drop_in);
     auto info = units.Stat("/" + drop_in);
     if (!info || info->type != core::FileType::kRegular) {
       if (info && info->type != core::FileType::kMissing) {
@@ -184,26 +177,35 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record, core::In
       }
       continue;
     }
-    auto removed = units.RemoveFile("/" + drop_in);
-    if (!removed) {
-      warnings.push_back("could not remove drop-in " + drop_in +
-                         " (created by an apply cut short): " + removed.error().message);
+    // Of a unit still declared: systemd may have loaded it (the apply may
+    // have restarted the unit before it was cut short), so it goes as a
+    // change of the unit's definition, its restart owed before the file
+    // does (plan.cc, PlanDropIns).
+    if (auto i = DeclaredUnit(decl, unit)) {
+      auto seen = observed.seen.unit_files.find(*i);
+      if (seen == observed.seen.unit_files.end()) continue;
+      DropInSeen& d = seen->second.drop_ins[std::string(name)];
+      d.cut_short = true;
+      d.fingerprint = core::FileFingerprint(*info);
       continue;
     }
-    warnings.push_back("removed drop-in " + drop_in +
-                       ": created by an apply cut short, and no longer declared");
-    OweRestartFor(decl, core::SplitDropIn(drop_in).first, drop_in, intent);
+    auto removed = units.RemoveFile("/" + drop_in);
+    warnings.push_back(removed
+                           ? "removed drop-in " + drop_in +
+                                 ": created by an apply cut short, and no longer declared"
+                           : "could not remove drop-in " + drop_in +
+                                 " (created by an apply cut short): " + removed.error().message);
   }
 }
 
 }  // namespace
 
 std::vector<std::string> RecoverFromCutShort(const Declaration& decl, const core::Record& record,
-                                             core::Intent& intent, ports::FileSystem& root,
-                                             ports::FileSystem& units) {
+                                             const core::Intent& intent, ports::FileSystem& root,
+                                             ports::FileSystem& units, Observation& observed) {
   std::vector<std::string> warnings;
   if (intent.applying) SweepTemporaries(decl, record, intent, root, units, warnings);
-  RemoveOrphans(decl, record, intent, root, units, warnings);
+  RemoveOrphans(decl, record, intent, root, units, observed, warnings);
   return warnings;
 }
 

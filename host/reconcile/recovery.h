@@ -21,12 +21,14 @@ namespace mesh::reconcile {
 // Sweeps temporaries (only when `intent.applying`) in every directory the
 // host writes into, and removes what the cut-short apply created (the
 // intent's `creating`, `creating_unit_files`, `creating_drop_ins`) that is
-// now neither declared nor recorded and still what it was writing; a removed drop-in of a unit
-// still declared makes its daemon-reload and restart owed in `intent`. Returns the warnings that
-// say what was removed or left, and why.
+// now neither declared nor recorded and still what it was writing. A drop-in
+// of a unit still declared is not removed here: it is marked `cut_short` in
+// `observed`, for the plan to delete with the restart it owes. Returns the
+// warnings that say what was removed or left, and why.
 std::vector<std::string> RecoverFromCutShort(const core::Declaration& declaration,
-                                             const core::Record& record, core::Intent& intent,
-                                             ports::FileSystem& root, ports::FileSystem& units);
+                                             const core::Record& record, const core::Intent& intent,
+                                             ports::FileSystem& root, ports::FileSystem& units,
+                                             Observation& observed);
 
 // What an apply cut short created is the host's, though it is on disk and
 // not in the record: marks it so in `observed` (never preexisting).

@@ -277,13 +277,15 @@ TEST_F(ServerTest, UnknownPathIs404OtherMethodsAre405) {
 // smuggled past whatever proxy stands in front. The connection ends with
 // the answer to the request that carried it.
 TEST_F(ServerTest, ARequestWithABodyEndsItsConnection) {
-  for (const char* framing : {"Content-Length: 36", "Transfer-Encoding: chunked"}) {
+  // The last: a Range httplib refuses (416) before the request is looked at.
+  for (const char* framing :
+       {"Content-Length: 36", "Transfer-Encoding: chunked", "Range: x\r\nContent-Length: 36"}) {
     int fd = ConnectLoopback(port_);
     ASSERT_GE(fd, 0);
     std::string smuggled = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";  // 36 bytes
-    std::string body = std::string(framing).starts_with("Content")
-                           ? smuggled
-                           : "24\r\n" + smuggled + "\r\n0\r\n\r\n";
+    std::string body = std::string(framing).starts_with("Transfer")
+                           ? "24\r\n" + smuggled + "\r\n0\r\n\r\n"
+                           : smuggled;
     for (const char* method : {"GET", "POST"}) {
       std::string request =
           std::string(method) + " /healthz HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n" + body;
@@ -297,8 +299,12 @@ TEST_F(ServerTest, ARequestWithABodyEndsItsConnection) {
       char buf[4096];
       timeval tv{3, 0};
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) answer.append(buf, n);
-      EXPECT_THAT(answer, HasSubstr("Connection: close")) << method << " " << framing;
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof buf)) > 0) answer.append(buf, n);
+      EXPECT_EQ(n, 0) << method << " " << framing << ": the connection was kept open";
+      if (!std::string(framing).starts_with("Range")) {  // httplib's own 416 says nothing of it
+        EXPECT_THAT(answer, HasSubstr("Connection: close")) << method << " " << framing;
+      }
       EXPECT_THAT(answer, Not(HasSubstr("mesh_host_build_info")))
           << method << " " << framing << ": the body was served as a request";
     }

@@ -148,6 +148,26 @@ TEST_F(OwedTest, AnApplyCutShortLeavesNoOrphans) {
   EXPECT_TRUE(store_.Owed().empty());
 }
 
+// The generation the record holds applied again after a cut-short apply:
+// its orphan removed, nothing else to record. What that apply had named as
+// created must not stay named, or no later apply is proven a no-op again.
+TEST_F(OwedTest, AnOrphanRemovedUnderTheRecordedGenerationLeavesNothingNamed) {
+  json conf = {{"id", "a.conf"}, {"kind", "file"}, {"path", "/etc/a.conf"}, {"content", "a"}};
+  json cron = {{"id", "job"}, {"kind", "file"}, {"path", "/etc/cron.d/job"}, {"content", "* * *"}};
+  ASSERT_EQ(Apply(Decl({conf}, 1)).result, ApplyResult::kOk);
+  root_faulty_->before_write = [&](const std::string& path) {
+    if (path == "/etc/cron.d/job") kill_.KillAt(0);  // this write lands; nothing after
+  };
+  Apply(Decl({conf, cron}, 2));
+  root_faulty_->before_write = nullptr;
+  kill_.Disarm();
+  ASSERT_TRUE(testing::Exists(Root("/etc/cron.d/job")));
+  ApplyReport r = Apply(Decl({conf}, 1));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.error;
+  EXPECT_FALSE(testing::Exists(Root("/etc/cron.d/job")));
+  EXPECT_TRUE(store_.Owed().empty()) << "still named: " << store_.intent.value_or("");
+}
+
 // Review of issue 15: a second apply cut short found the first one's
 // creation on disk (not missing) and its intent dropped it: the third
 // apply then took it for "there before the host" and never pruned it.
@@ -273,10 +293,33 @@ TEST_F(OwedTest, ADropInAddedByAKilledApplyIsTheHostsToRemove) {
         << "web runs a drop-in that is not declared";
     EXPECT_THAT(Outcomes(Apply(before)),
                 ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));
+    EXPECT_TRUE(store_.Owed().empty()) << "nothing left named: the next no-op is proven again";
     if (!killed) break;  // the apply outlived every step: all were tried
     ++kills;
   }
   EXPECT_GE(kills, 6) << "intent, write, flush, reload, job, record";
+  // The drop-in written, its record not saved (a full disk); then the
+  // generation before, whose intent cannot be saved: that apply changes
+  // nothing, the drop-in included, as it says; the next one removes it
+  // and restarts web.
+  ASSERT_EQ(Apply(Versioned("a", ++generation)).result, ApplyResult::kOk);
+  store_.fail_saves = true;
+  Apply(with_drop_in(++generation));
+  store_.fail_saves = false;
+  ASSERT_TRUE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")));
+  store_.fail_intent_saves = true;
+  ApplyReport unsaved = Apply(Versioned("a", ++generation));
+  store_.fail_intent_saves = false;
+  EXPECT_THAT(unsaved.error, HasSubstr("intent not saved"));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")))
+      << "an apply that could not write down what it owes changed the machine";
+  ApplyReport removed = Apply(Versioned("a", generation));
+  EXPECT_EQ(removed.result, ApplyResult::kOk) << removed.error;
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")));
+  EXPECT_EQ(loaded_["web.service"], OnDisk("web.service"));
+  EXPECT_THAT(
+      core::FormatOutcomeLine(removed.outcomes[1]),
+      HasSubstr("deleted drop-in web.service.d/10-env.conf (written by an apply cut short"));
   // Killed, then the same generation applied whole: the drop-in is the
   // host's, and goes when it is no longer declared.
   for (int step = 0; step < 12; ++step) {
