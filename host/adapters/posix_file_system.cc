@@ -28,11 +28,14 @@ std::string Errno(std::string_view what, const std::string& path, int err) {
   return std::string(what) + " " + path + ": " + std::strerror(err);
 }
 
-Status DropInheritedAcl(int fd, const std::string& path) {
-  if (::fremovexattr(fd, "system.posix_acl_access") == 0 || errno == ENODATA || errno == ENOTSUP) {
-    return core::Ok();
+Status DropInheritedAcl(int fd, const std::string& path, bool and_default) {
+  for (const char* acl : {"system.posix_acl_access", "system.posix_acl_default"}) {
+    if (::fremovexattr(fd, acl) != 0 && errno != ENODATA && errno != ENOTSUP) {
+      return Fail(Errno("remove the inherited ACL of", path));
+    }
+    if (!and_default) break;
   }
-  return Fail(Errno("remove the inherited ACL of", path));
+  return core::Ok();
 }
 
 FileInfo FromStat(const struct stat& st) {

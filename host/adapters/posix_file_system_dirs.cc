@@ -309,12 +309,8 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   if (!top.valid()) return fail(Errno("open temporary tree for", path));
   // Nothing unpacked inherits an ACL: the modes the bundle gives are all
   // the access its entries get (DropInheritedAcl).
-  if (auto dropped = DropInheritedAcl(top.get(), path); !dropped) {
+  if (auto dropped = DropInheritedAcl(top.get(), path, /*and_default=*/true); !dropped) {
     return fail(dropped.error().message);
-  }
-  if (::fremovexattr(top.get(), "system.posix_acl_default") != 0 && errno != ENODATA &&
-      errno != ENOTSUP) {
-    return fail(Errno("remove the inherited default ACL of", path));
   }
   // The tree being replaced, if any: its files that are exactly the new
   // entries are linked into the new tree rather than written again.

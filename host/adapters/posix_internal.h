@@ -36,9 +36,10 @@ std::string Errno(std::string_view what, const std::string& path, int err = errn
 // The mode declared is all the access a file or directory the host writes
 // gets: the access ACL it inherited from its directory's default ACL goes
 // before the chmod that would open that ACL's mask to the users and groups
-// it names (a credential of 0440 read by whoever the directory names). A
-// file system without ACLs has none to drop.
-Status DropInheritedAcl(int fd, const std::string& path);
+// it names (a credential of 0440 read by whoever the directory names); with
+// `and_default`, a directory's default ACL too, so that nothing made in it
+// inherits one. A file system without ACLs has none to drop.
+Status DropInheritedAcl(int fd, const std::string& path, bool and_default = false);
 FileInfo FromStat(const struct stat& st);
 // "/a//b/" -> {"a", "b"}.
 std::vector<std::string_view> Components(std::string_view path);

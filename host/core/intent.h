@@ -63,10 +63,18 @@ struct Intent {
   // only when it is still of the type the apply was creating.
   std::vector<std::string> creating_trees;
 
-  bool empty() const {
-    return !applying && owed.empty() && creating.empty() && creating_unit_files.empty() &&
-           creating_drop_ins.empty();
+  // Whether it names anything being created (the lists above).
+  bool Creating() const {
+    return !creating.empty() || !creating_unit_files.empty() || !creating_drop_ins.empty();
   }
+  // What was being created is forgotten: the record holds it, or it is gone.
+  void ForgetCreating() {
+    creating.clear();
+    creating_unit_files.clear();
+    creating_drop_ins.clear();
+    creating_trees.clear();
+  }
+  bool empty() const { return !applying && owed.empty() && !Creating(); }
   bool operator==(const Intent&) const = default;
 };
 

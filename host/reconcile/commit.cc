@@ -335,10 +335,7 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
     // names as created is held by the record already, or gone (an orphan
     // removed). Kept named, it would keep every later apply from being
     // proven a no-op.
-    settled.intent.creating.clear();
-    settled.intent.creating_unit_files.clear();
-    settled.intent.creating_drop_ins.clear();
-    settled.intent.creating_trees.clear();
+    settled.intent.ForgetCreating();
   }
   bool same_intent = settled.intent == *in.saved;
   if (same_record && same_intent) return core::Ok();
@@ -375,13 +372,9 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
   }
   // What this apply created stayed named in the intent until the record
   // holds it: a kill in between leaves it named, not orphaned.
-  if (!settled.intent.creating.empty() || !settled.intent.creating_unit_files.empty() ||
-      !settled.intent.creating_drop_ins.empty()) {
+  if (settled.intent.Creating()) {
     core::Intent done = settled.intent;
-    done.creating.clear();
-    done.creating_unit_files.clear();
-    done.creating_drop_ins.clear();
-    done.creating_trees.clear();
+    done.ForgetCreating();
     if (auto st = ports.records->SaveIntent(done); !st) {
       return core::Fail("intent not saved: " + st.error().message);
     }

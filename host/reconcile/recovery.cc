@@ -125,7 +125,7 @@ void SweepTemporaries(const Declaration& decl, const core::Record& record,
                      " temporary file(s) it left");
 }
 
-// What unit_files[i] of a declared unit the orphan drop-in belongs to.
+// The declared resource that manages `unit`, if any.
 std::optional<size_t> DeclaredUnit(const Declaration& decl, std::string_view unit) {
   for (size_t i = 0; i < decl.resources.size(); ++i) {
     if (decl.resources[i].HasUnit() && decl.resources[i].unit().name == unit) return i;
@@ -211,10 +211,7 @@ std::vector<std::string> RecoverFromCutShort(const Declaration& decl, const core
 
 void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& intent,
                               Observation& observed) {
-  if (intent.creating.empty() && intent.creating_unit_files.empty() &&
-      intent.creating_drop_ins.empty()) {
-    return;
-  }
+  if (!intent.Creating()) return;
   // A set: an apply of 100,000 files cut short names them all.
   std::unordered_set<std::string_view> creating(intent.creating.begin(), intent.creating.end());
   auto holds = [](const std::vector<std::string>& v, const std::string& s) {
