@@ -330,11 +330,13 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
                      old.version == core::Record::kVersion &&
                      old.want_version == core::Record::kWantVersion &&
                      old.settled_declaration_digest == settled_digest;
-  if (same_record && !settled.failed) {
-    // Nothing failed and nothing more will be recorded: what this apply
-    // names as created is held by the record already, or gone (an orphan
-    // removed). Kept named, it would keep every later apply from being
-    // proven a no-op.
+  if (same_record) {
+    // Nothing more will be recorded: what this apply names as created is
+    // held by the record already, or is not there (a write that failed
+    // leaves nothing; an orphan removed), or an orphan that could not be
+    // removed (left, and said). Kept named, a name would stand for
+    // whatever is put at that path later, taken then for the host's
+    // leftover and deleted; and no later apply would be proven a no-op.
     settled.intent.ForgetCreating();
   }
   bool same_intent = settled.intent == *in.saved;

@@ -159,6 +159,17 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record, const co
                                      removed.error().message);
   }
   for (const std::string& unit : OrphanUnitFiles(intent, decl, record)) {
+    // A link (the operator's mask, or their own unit linked in) or a
+    // directory is not what the apply was writing.
+    auto info = units.Stat("/" + unit);
+    if (!info || info->type != core::FileType::kRegular) {
+      if (info && info->type != core::FileType::kMissing) {
+        warnings.push_back("left unit file " + unit +
+                           ": an apply cut short was creating it, but what is there now is not "
+                           "a file");
+      }
+      continue;
+    }
     auto removed = units.RemoveFile("/" + unit);
     warnings.push_back(removed
                            ? "removed unit file " + unit +

@@ -168,6 +168,27 @@ TEST_F(OwedTest, AnOrphanRemovedUnderTheRecordedGenerationLeavesNothingNamed) {
   EXPECT_TRUE(store_.Owed().empty()) << "still named: " << store_.intent.value_or("");
 }
 
+// A write that fails on every apply of the same declaration (a full disk)
+// leaves nothing at its path. Its name must not stay in the intent: once
+// the operator puts their own file there and the mesh drops the resource,
+// it would be taken for the host's leftover and deleted.
+TEST_F(OwedTest, AWriteThatKeepsFailingLeavesNothingNamed) {
+  json conf = {{"id", "a.conf"}, {"kind", "file"}, {"path", "/etc/a.conf"}, {"content", "a"}};
+  json data = {{"id", "data"}, {"kind", "file"}, {"path", "/srv/data"}, {"content", "x"}};
+  ASSERT_EQ(Apply(Decl({conf}, 1)).result, ApplyResult::kOk);
+  root_faulty_->FailWrites("/srv/data", ENOSPC);
+  for (int i = 0; i < 3; ++i) {  // as the daemon applies it, interval after interval
+    ASSERT_EQ(Apply(Decl({conf, data}, 2)).result, ApplyResult::kFailed);
+    EXPECT_FALSE(store_.Owed().Creating()) << "apply " << i << ": " << store_.intent.value_or("");
+  }
+  root_faulty_->Heal();
+  std::filesystem::create_directories(Root("/srv"));
+  testing::WriteText(Root("/srv/data"), "the operator's");
+  Apply(Decl({conf}, 3));
+  ASSERT_TRUE(testing::Exists(Root("/srv/data")));
+  EXPECT_EQ(testing::ReadText(Root("/srv/data")), "the operator's");
+}
+
 // Review of issue 15: a second apply cut short found the first one's
 // creation on disk (not missing) and its intent dropped it: the third
 // apply then took it for "there before the host" and never pruned it.
@@ -211,6 +232,33 @@ TEST_F(OwedTest, AnOrphanReplacedBySomethingElseIsLeft) {
   ApplyReport r = Apply(Decl({conf}, 3));
   EXPECT_EQ(testing::ReadText(Root("/srv/data/mine")), "the operator's");
   EXPECT_THAT(r.warnings, ::testing::Contains(HasSubstr("left /srv/data: an apply cut short")));
+}
+
+// The same for a unit file: the operator masked the unit (a link to
+// /dev/null) where a cut-short apply was writing its unit file. The mask
+// is theirs, and stays.
+TEST_F(OwedTest, AUnitFileMaskedSinceIsLeft) {
+  json conf = {{"id", "a.conf"}, {"kind", "file"}, {"path", "/etc/a.conf"}, {"content", "a"}};
+  json svc = {{"id", "svc"},
+              {"kind", "service"},
+              {"unit", "new.service"},
+              {"state", "stopped"},
+              {"unit_text", "[Service]\nExecStart=/bin/new\n"}};
+  services_.AddUnit("new.service", {});
+  ASSERT_EQ(Apply(Decl({conf}, 1)).result, ApplyResult::kOk);
+  units_faulty_->before_write = [&](const std::string& path) {
+    if (path == "/new.service") kill_.KillAt(0);  // this write lands; nothing after
+  };
+  Apply(Decl({conf, svc}, 2));
+  units_faulty_->before_write = nullptr;
+  kill_.Disarm();
+  std::string unit_file = dir_.Sub("units/new.service");
+  ASSERT_TRUE(testing::Exists(unit_file));
+  std::filesystem::remove(unit_file);
+  std::filesystem::create_symlink("/dev/null", unit_file);
+  ApplyReport r = Apply(Decl({conf}, 3));
+  EXPECT_TRUE(std::filesystem::is_symlink(unit_file)) << "the operator's mask is left";
+  EXPECT_THAT(r.warnings, ::testing::Contains(HasSubstr("left unit file new.service")));
 }
 
 // Killed after the record was saved but before the intent forgot what the
