@@ -89,11 +89,14 @@ core::Result<std::map<std::string, std::string>> SdbusServiceManager::WaitForJob
     auto it = queued_on_.find(job);
     return it != queued_on_.end() && it->second != connection_;
   });
-  for (const std::string& job : jobs) queued_on_.erase(job);
+  auto forget = [&] {
+    (void)jobs_.Take(jobs);
+    for (const std::string& job : jobs) queued_on_.erase(job);
+  };
   if (unheard) {
     // Queued on a connection since lost: their JobRemoved went with it, and
     // a new connection never hears of them.
-    (void)jobs_.Take(jobs);
+    forget();
     return core::Fail("waiting for jobs: the bus connection was lost after they were queued");
   }
   auto st = bus_.ProcessUntil([&] { return jobs_.AllFinished(jobs); },
@@ -101,10 +104,15 @@ core::Result<std::map<std::string, std::string>> SdbusServiceManager::WaitForJob
   if (!st && !bus_.connected()) {
     // The jobs' JobRemoved went with the connection: a new one never hears
     // of them. Forgotten here, and said.
-    (void)jobs_.Take(jobs);
+    forget();
     return core::Fail("waiting for jobs: " + st.error().message);
   }
-  return jobs_.Take(jobs);
+  // A job still pending keeps the connection it was queued on: waited for
+  // again after that connection is lost (the confirm phase asks until its
+  // first look), it is unheard, not pending for ever.
+  std::map<std::string, std::string> finished = jobs_.Take(jobs);
+  for (const auto& [job, result] : finished) queued_on_.erase(job);
+  return finished;
 }
 
 core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
@@ -194,7 +202,10 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
         continue;
       }
       if (!ReadInRound(round, units[i], *out[i])) continue;
-      for (const char* property : round == 1 ? ServiceProperties() : ExitProperties()) {
+      std::vector<const char*> late;
+      if (round == 2) late = LateProperties(*out[i]);
+      for (const char* property :
+           round == 1 ? ServiceProperties() : std::span<const char* const>(late)) {
         calls.push_back(
             {.path = paths[i],
              .iface = kPropertiesIface,

@@ -78,6 +78,10 @@ constexpr PropertyRow kRows[] = {
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
        s.need_daemon_reload = v.number != 0;
      }},
+    {"RemainAfterExit", Wire::kBool,
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
+       s.remain_after_exit = v.number != 0;
+     }},
     MESH_TEXT_ROW("Result", result),
     {"StateChangeTimestampMonotonic", Wire::kUint64, SetStateChange},
     MESH_TEXT_ROW("SubState", sub_state),
@@ -116,12 +120,17 @@ void FinishProperties(PropertyContext& context, UnitStatus& s) {
 
 std::span<const PropertyRow> PropertyRows() { return kRows; }
 std::span<const char* const> ServiceProperties() { return kServiceProperties; }
-std::span<const char* const> ExitProperties() { return kExitProperties; }
+std::vector<const char*> LateProperties(const UnitStatus& s) {
+  std::vector<const char*> out;
+  if (s.result == "exit-code") out.assign(std::begin(kExitProperties), std::end(kExitProperties));
+  if (s.type == "oneshot") out.push_back("RemainAfterExit");
+  return out;
+}
 
 bool ReadInRound(int round, std::string_view unit, const UnitStatus& s) {
   if (round == 0) return true;
   if (!unit.ends_with(".service") || s.load_state != "loaded") return false;
-  return round == 1 || s.result == "exit-code";
+  return round == 1 || !LateProperties(s).empty();
 }
 
 const char* JobMethod(ports::JobKind kind) {

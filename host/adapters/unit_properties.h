@@ -79,9 +79,12 @@ void FinishProperties(PropertyContext& context, core::UnitStatus& s);
 // Asked for one by one of a loaded service (the Service interface's GetAll
 // also computes every accounting figure from the cgroup).
 std::span<const char* const> ServiceProperties();
-// Of a service whose run exited badly only: how, and what it ran.
-std::span<const char* const> ExitProperties();
-// Whether round 1 (ServiceProperties) or 2 (ExitProperties) reads `unit`,
+// Round 2, as rounds 0 and 1 left `s`: of a service whose run exited
+// badly, how and what it ran; of a oneshot, whether it stays active after
+// its run (RemainAfterExit=). Empty for most units: no cost while
+// everything runs.
+std::vector<const char*> LateProperties(const core::UnitStatus& s);
+// Whether round 1 (ServiceProperties) or 2 (LateProperties) reads `unit`,
 // as its Unit properties (round 0) left `s`.
 bool ReadInRound(int round, std::string_view unit, const core::UnitStatus& s);
 

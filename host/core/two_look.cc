@@ -154,8 +154,18 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
     std::string step = seen.result == "exit-code" ? StartStepWords(seen) : "";
     return {false, StateWords(seen) + " " + when + (step.empty() ? "" : ": " + step)};
   }
-  if (!first.unit.invocation_id.empty() && !second.unit.invocation_id.empty() &&
-      first.unit.invocation_id != second.unit.invocation_id) {
+  // SPEC: accepted on the way up is activating, nothing else. A job still
+  // queued (held behind a unit it is ordered after) has not started the
+  // unit: if that unit never comes up, the job ends "dependency" and this
+  // one never runs.
+  if (second.job_pending && !second.unit.Running()) {
+    return {false, "its " + std::string(UnitActionVerb(action)) + " job is still queued, " +
+                       StateWords(second.unit) + " " + when};
+  }
+  // A first look taken while the job was still queued saw the run before
+  // the host's: the new InvocationID at the second is the one it asked for.
+  if (first.unit.Running() && !first.unit.invocation_id.empty() &&
+      !second.unit.invocation_id.empty() && first.unit.invocation_id != second.unit.invocation_id) {
     return {false, "died and was restarted by systemd (new InvocationID), " +
                        StateWords(second.unit) + " " + when};
   }
@@ -169,7 +179,7 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
     // Nothing of a reload is accepted before its job says how it ended.
     return {false, "job reload still pending, unit " + StateWords(second.unit) + " " + when};
   }
-  if (second.job_pending || second.unit.active_state == "activating") {
+  if (second.unit.active_state == "activating") {
     return {true, "still starting (" + StateWords(second.unit) + ")"};
   }
   return {true, StateWords(second.unit)};

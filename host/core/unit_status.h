@@ -43,16 +43,20 @@ struct UnitStatus {
   // first ExecStart= command's path.
   int32_t exec_main_status = 0;
   std::string exec_start;
+  // Of a oneshot: RemainAfterExit=yes, it reads active (exited) after a
+  // run that ended well, and inactive only once stopped.
+  bool remain_after_exit = false;
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {
     return active_state == "active" || active_state == "activating" || active_state == "reloading";
   }
   // A Type=oneshot unit whose last run ended well and left nothing running
-  // (one systemd skipped on a false condition never ran).
+  // (one systemd skipped on a false condition never ran). Not one with
+  // RemainAfterExit=yes: inactive, it was stopped.
   bool FinishedOneshot() const {
-    return type == "oneshot" && active_state == "inactive" && result == "success" &&
-           failed_condition.empty();
+    return type == "oneshot" && !remain_after_exit && active_state == "inactive" &&
+           result == "success" && failed_condition.empty();
   }
 };
 

@@ -237,6 +237,11 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   o.kind = rm.entry.kind;
   o.outcome = Outcome::kRemoved;
   o.applied_at = in.now;
+  if (!rm.not_now.empty()) {
+    Fail(o, rm.not_now);
+    o.digest = rm.entry.digest;
+    return o;
+  }
   if (!done) {
     Fail(o, "removing: " + done.error().message);
     o.digest = rm.entry.digest;

@@ -180,6 +180,10 @@ struct UnitPlan {
 struct Removal {
   std::string id;
   core::RecordEntry entry;
+  // Set: nothing of this removal is done in this apply, for this reason
+  // (its unit, the host's to stop, could not be read): it fails and stays
+  // recorded, and the next apply removes it.
+  std::string not_now;
   bool stop = false;  // its unit is the host's and runs
   // Its unit has no unit_text: the operator's, forgotten (never stopped) —
   // unless this apply deletes the `file` that defines it.

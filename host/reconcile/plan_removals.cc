@@ -138,7 +138,17 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
   if (owns_unit) {
     auto status = in.seen->dropped_units.find(e.unit().name);
     bool read = status != in.seen->dropped_units.end() && status->second.has_value();
-    rm.stop = read && status->second->Running();
+    if (!read) {
+      // Whether it runs is not known: its file deleted, it would run on
+      // with no definition and no record.
+      rm.not_now =
+          "its unit " + e.unit().name + " could not be read from systemd" +
+          (status != in.seen->dropped_units.end() ? " (" + status->second.error().message + ")"
+                                                  : std::string()) +
+          ": not stopped, nothing deleted; the next apply removes it";
+      return;
+    }
+    rm.stop = status->second->Running();
     rm.delete_unit_file = true;
     const DroppedSeen* file = Find(in.seen->dropped_unit_files, e.unit().name);
     rm.disable = file != nullptr && !file->missing &&
@@ -254,8 +264,10 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     rm.id = id;
     rm.entry = e;
     PlanUnitRemoval(in, *claims, e, rm);
-    PlanDropInRemovals(in, *claims, e, rm);
-    PlanPathRemovals(in, *claims, e, rm);
+    if (rm.not_now.empty()) {
+      PlanDropInRemovals(in, *claims, e, rm);
+      PlanPathRemovals(in, *claims, e, rm);
+    }
     removals.push_back(std::move(rm));
   }
   ReleaseDirectoriesEmptiedTogether(removals);

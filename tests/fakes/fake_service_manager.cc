@@ -148,6 +148,10 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
       job.done_at = start + u.script.delay;
       job.result = "failed";
       break;
+    case Behavior::kBlockedByDependency:
+      job.done_at = start + u.script.delay;
+      job.result = "dependency";
+      break;
     default:
       break;
   }
@@ -266,6 +270,10 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
     case Behavior::kJobFails:
       set("failed", "failed");
       s.result = "exit-code";
+      break;
+    case Behavior::kBlockedByDependency:
+      set("inactive", "dead");
+      s.invocation_id.clear();
       break;
   }
   return s;

@@ -34,6 +34,10 @@ class FakeServiceManager : public ports::ServiceManager {
     // Type=notify that never says ready: activating for `delay`, then
     // failed (Result=timeout), its start job failed.
     kNeverReady,
+    // Requires= and After= a unit that never comes up: the start job
+    // waits `delay` while the unit stays inactive (dead), then ends
+    // "dependency"; the unit never ran.
+    kBlockedByDependency,
   };
 
   struct UnitScript {

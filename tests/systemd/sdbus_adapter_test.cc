@@ -594,6 +594,34 @@ TEST_F(SdbusAdapterTest, AJobOfAConnectionFoundClosedIsNotCalledPending) {
       << waited.error().message;
 }
 
+// Waited for once and still pending, then the bus restarted before the
+// next wait (the confirm phase asks again until its first look): every
+// wait forgot the connection its jobs were queued on, so the next one,
+// on a new connection, called the job pending for good.
+TEST_F(SdbusAdapterTest, AJobStillPendingIsNotCalledPendingOnceItsConnectionIsLost) {
+  OwnBus own;
+  ASSERT_TRUE(own.up());
+  BusAddress address(own.address());
+  SdbusServiceManager host;
+  std::vector<core::Result<std::string>> queued;
+  {
+    DyingSystemd answering(own, /*answered=*/1);
+    ASSERT_TRUE(answering.ok());
+    queued = host.EnqueueAll({{"s0.service", ports::JobKind::kStart}});
+    ASSERT_TRUE(queued[0].has_value()) << queued[0].error().message;
+    auto pending = host.WaitForJobs({*queued[0]}, 100ms);
+    ASSERT_TRUE(pending.has_value()) << pending.error().message;
+    EXPECT_TRUE(pending->empty()) << "no JobRemoved was sent: still pending";
+  }
+  ASSERT_TRUE(own.Start()) << "the bus restarted (the one before killed)";
+  DyingSystemd back(own, /*answered=*/0);
+  ASSERT_TRUE(back.ok());
+  auto waited = host.WaitForJobs({*queued[0]}, 2s);
+  ASSERT_FALSE(waited.has_value()) << "a job of a lost connection read as still pending";
+  EXPECT_NE(waited.error().message.find("connection was lost"), std::string::npos)
+      << waited.error().message;
+}
+
 // The units a connection held loaded go with it. Before, a Ref answered
 // before the connection was lost in the same batch put its unit back as
 // held, so the next connection never asked for it again, and a oneshot

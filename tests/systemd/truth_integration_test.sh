@@ -8,6 +8,9 @@
 #   6. a unit declared stopped whose stop has not finished is not stopped;
 #   8. a daemon started on a refused declaration shows the recorded truth;
 #  10. a start systemd skipped names the condition that was false;
+#   3. a start whose job is still queued behind a unit that never comes up
+#      is not accepted (SPEC: activating, nothing else); a oneshot that
+#      remains after exit, stopped since, is not "finished";
 #   7. a dropped unit the host wrote is disabled (no dangling links),
 #      stopped and its unit file and drop-in folder deleted; an operator's
 #      own unit is forgotten, still running.
@@ -139,6 +142,32 @@ for _ in $(seq 50); do [ "$(state mh_2dslow_2eservice)" = deactivating ] || brea
 apply_now
 check "stopping: once stopped, stopped as declared" \
   '[ $RC = 0 ] && grep -q "^unchanged slow (service): mh-slow.service stopped as declared" <<<"$OUT"'
+
+# 3. A start held behind a unit it requires and is ordered after, one that
+# is never ready (TimeoutStartSec=2): the start job waits while the unit is
+# inactive (dead), then ends "dependency". Every apply was "still starting
+# (inactive (dead))", exit 0, with the daemon never run.
+printf '[Service]\nType=notify\nTimeoutStartSec=2\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-dep.service"
+inside systemctl daemon-reload
+HELD='{"id":"held","kind":"service","unit":"mh-held.service","state":"running","unit_text":"[Unit]\nRequires=mh-dep.service\nAfter=mh-dep.service\n[Service]\nExecStart=/bin/sleep infinity\n"}'
+decl 14 "$HELD"
+for k in 1 2 3; do
+  apply_now
+  check "held behind a dependency: apply $k fails, its start job still queued" \
+    '[ $RC = 1 ] && grep -q "^failed held (service): mh-held.service its start job is still queued, inactive (dead)" <<<"$OUT" && [ "$(state mh_2dheld_2eservice)" != active ]'
+  # Past the dependency's start timeout: the job ended "dependency".
+  for _ in $(seq 40); do [ "$(state mh_2ddep_2eservice)" = failed ] && break; sleep 0.1; done
+done
+
+# A oneshot with RemainAfterExit=yes stopped since: inactive (dead) with
+# Result=success read as a run that ended well, "unchanged" for ever.
+RAE='{"id":"rae","kind":"service","unit":"mh-rae.service","state":"running","unit_text":"[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n"}'
+decl 15 "$RAE"; apply_now
+check "RemainAfterExit: runs and remains" '[ $RC = 0 ] && [ "$(state mh_2drae_2eservice)" = active ]'
+inside systemctl stop mh-rae.service
+apply_now
+check "RemainAfterExit: stopped since, it is started again" \
+  '[ $RC = 0 ] && grep -q "^started rae (service)" <<<"$OUT" && [ "$(state mh_2drae_2eservice)" = active ]'
 
 # 10. A false condition: systemd skips the start, and the words say which.
 COND='{"id":"cond","kind":"service","unit":"mh-cond.service","state":"running","unit_text":"[Unit]\nConditionPathExists=/nonexistent-mesh-host\n[Service]\nExecStart=/bin/sleep infinity\n"}'

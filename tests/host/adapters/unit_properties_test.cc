@@ -46,6 +46,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"ExecStop", Wire::kCommands},     {"ExecStopPost", Wire::kCommands},
       {"InvocationID", Wire::kBytes},    {"LoadState", Wire::kString},
       {"NRestarts", Wire::kUint32},      {"NeedDaemonReload", Wire::kBool},
+      {"RemainAfterExit", Wire::kBool},  // b
       {"Result", Wire::kString},         {"StateChangeTimestampMonotonic", Wire::kUint64},
       {"SubState", Wire::kString},       {"TimeoutStopUSec", Wire::kUint64},
       {"Type", Wire::kString},           {"UnitFileState", Wire::kString},
@@ -149,9 +150,21 @@ TEST(UnitPropertiesTest, TheServiceRoundsReadLoadedServicesAndTheExitRoundFailed
   EXPECT_FALSE(ReadInRound(1, "x.service", missing));
   EXPECT_FALSE(ReadInRound(2, "x.service", loaded));
   EXPECT_TRUE(ReadInRound(2, "x.service", exited));
-  for (auto list : {ServiceProperties(), ExitProperties()}) {
-    for (const char* name : list) EXPECT_NE(FindProperty(name), nullptr) << name;
+  // A oneshot's RemainAfterExit= decides whether inactive is finished or
+  // stopped: read of every oneshot, and only of oneshots.
+  core::UnitStatus oneshot{.load_state = "loaded", .result = "success", .type = "oneshot"};
+  EXPECT_TRUE(ReadInRound(2, "x.service", oneshot));
+  ASSERT_EQ(LateProperties(oneshot).size(), 1u);
+  EXPECT_STREQ(LateProperties(oneshot)[0], "RemainAfterExit");
+  EXPECT_TRUE(LateProperties(loaded).empty());
+  for (const char* name : ServiceProperties()) EXPECT_NE(FindProperty(name), nullptr) << name;
+  for (const auto* s : {&exited, &oneshot}) {
+    for (const char* name : LateProperties(*s)) EXPECT_NE(FindProperty(name), nullptr) << name;
   }
+  core::UnitStatus remains = oneshot;
+  PropertyContext c;
+  FindProperty("RemainAfterExit")->set(Number(1), remains, c);
+  EXPECT_TRUE(remains.remain_after_exit);
 }
 
 TEST(UnitPropertiesTest, ABusErrorInWords) {

@@ -77,10 +77,24 @@ TEST(TwoLookTest, APendingJobOfAUnitThatRanAndStoppedIsNotStarting) {
   ended.ran_since_asked = true;
   Look up = L("active", "running", "b", 0, true);
   EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, std::nullopt, up, ended, 1s).accepted);
-  // Not running under the InvocationID it had when asked: still a start
-  // on its way (held behind an ordering dependency).
+}
+
+// A start whose job is still queued at the second look (held behind a unit
+// it is ordered after) has not started the unit: SPEC accepts activating,
+// nothing else. If the unit it waits on never comes up, the job ends
+// "dependency" and the unit never runs; this was accepted as "still
+// starting (inactive (dead))".
+TEST(TwoLookTest, AJobStillQueuedIsNotAStart) {
   Look waiting = L("inactive", "dead", "a", 0, true);
-  EXPECT_TRUE(JudgeTwoLooks(UnitAction::kStart, std::nullopt, waiting, waiting, 1s).accepted);
+  Verdict v = JudgeTwoLooks(UnitAction::kStart, std::nullopt, waiting, waiting, 1s);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_EQ(v.detail, "its start job is still queued, inactive (dead) 1.0 s after start");
+  // Queued at the first look, up at the second: the new InvocationID is the
+  // run the host asked for, not systemd restarting a dead one.
+  Look up = L("active", "running", "b", 0, false);
+  Verdict came_up = JudgeTwoLooks(UnitAction::kStart, "done", waiting, up, 1s);
+  EXPECT_TRUE(came_up.accepted) << came_up.detail;
+  EXPECT_EQ(came_up.detail, "active (running)");
 }
 
 TEST(TwoLookTest, JobResultOtherThanDoneFails) {
@@ -117,6 +131,28 @@ TEST(TwoLookTest, FinishedOneshotIsAccepted) {
   EXPECT_TRUE(JudgeTwoLooks(UnitAction::kStart, "done", done, done, 1s).accepted);
   Look failed = L("failed", "failed", "", 0, false, "exit-code", "oneshot");
   EXPECT_FALSE(JudgeTwoLooks(UnitAction::kStart, "done", failed, failed, 1s).accepted);
+}
+
+// A oneshot with RemainAfterExit=yes reads active (exited) after its run;
+// inactive, it was stopped (systemctl stop, or a reboot while not
+// enabled). It read "finished" and was up as recorded for ever: never run
+// again, unchanged at every apply, mesh_host_unit_active 1.
+TEST(TwoLookTest, AOneshotThatRemainsIsNotFinishedOnceStopped) {
+  UnitStatus stopped;
+  stopped.type = "oneshot";
+  stopped.active_state = "inactive";
+  stopped.sub_state = "dead";
+  stopped.result = "success";
+  stopped.remain_after_exit = true;
+  EXPECT_FALSE(stopped.FinishedOneshot());
+  EXPECT_FALSE(UnitUp(stopped));
+  EXPECT_FALSE(UpAsRecorded(stopped, UnitBaseline{0, /*finished=*/true, false}));
+  UnitStatus ran = stopped;
+  ran.active_state = "active";
+  ran.sub_state = "exited";
+  EXPECT_TRUE(UpAsRecorded(ran, UnitBaseline{0, /*finished=*/true, false}));
+  stopped.remain_after_exit = false;  // without it, inactive is the run ended well
+  EXPECT_TRUE(UpAsRecorded(stopped, UnitBaseline{0, /*finished=*/true, false}));
 }
 
 TEST(TwoLookTest, DeadAtTheFirstLookFails) {

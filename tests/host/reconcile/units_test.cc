@@ -398,6 +398,27 @@ TEST_F(UnitsTest, AStartFoundFailedAfterItsSettleFailsTheLaterApplies) {
   EXPECT_FALSE(again.outcomes[0].unit->up);
 }
 
+// A start held behind a dependency that never comes up (Requires= and
+// After= a unit that fails): the job waits while the unit reads inactive
+// (dead), then ends "dependency", and the unit never ran. Every apply said
+// "still starting (inactive (dead))", exit 0, the first as "started", the
+// later ones as "was inactive, started". Each fails, and the start stays
+// owed.
+TEST_F(UnitsTest, AStartHeldBehindADependencyIsNotAccepted) {
+  services_.AddUnit("a.service", {Behavior::kBlockedByDependency, 5s});
+  for (int k = 1; k <= 3; ++k) {
+    ApplyReport r = Run(Decl({Service("a")}));
+    EXPECT_EQ(r.result, ApplyResult::kFailed) << "apply " << k;
+    EXPECT_THAT(r.outcomes[0].detail,
+                HasSubstr("a.service its start job is still queued, inactive (dead) 2.0 s after "
+                          "start"))
+        << r.outcomes[0].detail;
+    EXPECT_FALSE(r.outcomes[0].unit->up) << "apply " << k;
+    EXPECT_TRUE(store_.Owed().owed.contains("a")) << "apply " << k;
+    clock_.Advance(10s);
+  }
+}
+
 // A unit that ran, was confirmed and was killed later is a dead daemon
 // started again, as before: not a failed start.
 TEST_F(UnitsTest, AConfirmedUnitKilledLaterIsStartedNotAFailedStart) {
@@ -691,6 +712,33 @@ TEST_F(UnitsTest, AnInstanceFollowsItsTemplateAndItsDropIns) {
                               file("tpl.env", "app@.service.d/x.conf", "2"), inst, other},
                              3));
   EXPECT_THAT(Outcomes(d), ElementsAre("unchanged", "updated", "restarted", "unchanged"));
+}
+
+// A dropped unit of the host's that systemd could not be asked about (a
+// stalled bus) was not stopped, yet its unit file was deleted and its
+// entry forgotten: the daemon ran on with no definition, for good. Nothing
+// of such a removal is done; it fails, stays recorded, and the next apply
+// does it.
+TEST_F(UnitsTest, ADroppedUnitThatCannotBeReadIsNotForgotten) {
+  services_.AddUnit("own.service", {});
+  json own = Service("own", {{"unit_text", "[Service]\nExecStart=/bin/own\n"}});
+  ASSERT_EQ(Run(Decl({own})).result, ApplyResult::kOk);
+  services_.failing_reads = 1;  // the dropped unit's read
+  ApplyReport r = Run(Decl(json::array(), 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed"));
+  EXPECT_THAT(r.outcomes[0].detail,
+              HasSubstr("own.service could not be read from systemd (GetAll own.service: "
+                        "Connection reset by peer): not stopped, nothing deleted"))
+      << r.outcomes[0].detail;
+  EXPECT_TRUE(services_.ReadUnit("own.service")->Running());
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/own.service")));
+  ApplyReport again = Run(Decl(json::array(), 2));
+  EXPECT_EQ(again.result, ApplyResult::kOk);
+  EXPECT_THAT(again.outcomes[0].detail,
+              HasSubstr("stopped own.service (not waited on), deleted unit file own.service"));
+  EXPECT_FALSE(services_.ReadUnit("own.service")->Running());
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/own.service")));
 }
 
 // Issue 38 (7): an operator's own unit (no unit_text) declared running
