@@ -497,19 +497,30 @@ ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
   return digest_key_;
 }
 
+// Both the lock file and the state directory itself are locked: the file
+// for a host of an older release, which locks only it; the directory
+// because the file can be deleted under its holder (taken for a stale one),
+// and the next process would lock a new one beside it.
 core::Status FileRecordStore::Lock() {
   if (fs_ == nullptr) return core::Ok();
-  std::string path = fs_->root() + "/lock";
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return core::Fail("open " + path + ": " + std::strerror(errno));
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      return core::Fail("another mesh-host process holds " + path +
-                        "; one apply at a time per state directory");
+  auto take = [](const std::string& path, int flags) -> core::Result<UniqueFd> {
+    UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid()) return core::Fail("open " + path + ": " + std::strerror(errno));
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) {
+        return core::Fail("another mesh-host process holds " + path +
+                          "; one apply at a time per state directory");
+      }
+      return core::Fail("lock " + path + ": " + std::strerror(errno));
     }
-    return core::Fail("lock " + path + ": " + std::strerror(errno));
-  }
-  lock_fd_ = std::move(fd);
+    return fd;
+  };
+  auto file = take(fs_->root() + "/lock", O_RDWR | O_CREAT);
+  if (!file) return std::unexpected(file.error());
+  auto dir = take(fs_->root(), O_RDONLY | O_DIRECTORY);
+  if (!dir) return std::unexpected(dir.error());
+  lock_fd_ = std::move(*file);
+  dir_lock_fd_ = std::move(*dir);
   return core::Ok();
 }
 

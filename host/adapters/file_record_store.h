@@ -50,8 +50,9 @@ class FileRecordStore : public ports::RecordStore {
   // that needs it; read once per process.
   DigestKey LoadDigestKey() override;
 
-  // Takes an exclusive lock on <state-dir>/lock for the life of this object;
-  // fails at once, naming the holder's purpose, if another process has it.
+  // Takes an exclusive lock on <state-dir>/lock and on <state-dir> itself
+  // for the life of this object; fails at once, naming the holder's
+  // purpose, if another process has either.
   core::Status Lock();
 
   // A record of up to this many bytes is read whole, in one read (and a
@@ -88,6 +89,7 @@ class FileRecordStore : public ports::RecordStore {
   uint64_t whole_record_bytes_ = kWholeRecordBytes;
   std::function<void()> after_open_;
   UniqueFd lock_fd_;
+  UniqueFd dir_lock_fd_;
   // What state.json held when this process last read or wrote it, and its
   // stat fingerprint: the daemon re-parses it only if someone else changed it.
   std::shared_ptr<const core::Record> cached_;

@@ -51,6 +51,31 @@ TEST_F(FileRecordStoreTest, ItsOwnDirectoryOpensAndSaves) {
   EXPECT_EQ((*loaded)->machine, "m");
 }
 
+// One apply at a time per state directory, even when the lock file is
+// deleted under a holder (an operator taking it for a stale one): the
+// next process made a new lock file, locked it, and two applies ran at
+// once, each saving its own record over the other's.
+TEST_F(FileRecordStoreTest, ALockFileDeletedUnderItsHolderStillLocks) {
+  auto holder = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(holder.has_value()) << holder.error().message;
+  ASSERT_TRUE((*holder)->Lock().has_value());
+  auto second = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(second.has_value()) << second.error().message;
+  auto refused = (*second)->Lock();
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_THAT(refused.error().message, HasSubstr("another mesh-host process holds"));
+  ASSERT_EQ(::unlink((state_ + "/lock").c_str()), 0);
+  auto third = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(third.has_value()) << third.error().message;
+  auto also_refused = (*third)->Lock();
+  ASSERT_FALSE(also_refused.has_value()) << "two holders at once";
+  EXPECT_THAT(also_refused.error().message, HasSubstr("another mesh-host process holds"));
+  holder->reset();
+  auto now = FileRecordStore::Open(state_, /*create=*/true);
+  ASSERT_TRUE(now.has_value()) << now.error().message;
+  EXPECT_TRUE((*now)->Lock().has_value()) << "released with its holder";
+}
+
 // What Scan hands over, written out: header, entries, verdict.
 class Listing : public core::RecordVisitor {
  public:
