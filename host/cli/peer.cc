@@ -1,15 +1,22 @@
 #include "host/cli/peer.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
+#include "host/core/json_depth.h"
 #include "host/core/printable.h"
 #include "third_party/tls_digests.h"
 
@@ -67,22 +74,6 @@ std::string Why(httplib::Error error, const httplib::Client& client, const Clien
   }
 }
 
-// A TLS handshake that failed without a reason on OpenSSL's queue (the
-// peer answered something that is not TLS and closed): whether the same
-// address answers a plain-http request, within a second and the deadline.
-bool AnswersPlainHttp(const std::string& https_url, const ClientOptions& opts) {
-  std::chrono::nanoseconds budget = std::chrono::seconds(1);
-  if (opts.deadline.has_value()) {
-    budget = std::min(budget, *opts.deadline - std::chrono::steady_clock::now());
-  }
-  if (budget <= std::chrono::nanoseconds(0)) return false;
-  httplib::Client plain("http://" + https_url.substr(std::string_view("https://").size()));
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(budget);
-  plain.set_connection_timeout(us);
-  plain.set_read_timeout(us);
-  return static_cast<bool>(plain.Get("/healthz"));
-}
-
 }  // namespace
 
 std::string BaseUrl(const std::string& given) {
@@ -105,23 +96,35 @@ struct Got {
 };
 
 // `path` of `client`, its body cut at opts.max_bytes and the whole request
-// at opts.deadline: at the deadline the client is stopped from a watcher
-// thread (its socket shut down under the read, which then returns).
+// at opts.deadline: at the deadline a watcher thread shuts the request's
+// sockets down under it (the connect, the TLS handshake or the read then
+// returns). Not httplib's stop(): it waits for the lock httplib holds
+// through the whole TLS handshake, which a peer sending a byte now and
+// then keeps going for hours. Each socket is duplicated as it is made, so
+// the watcher never touches a descriptor number another thread may have
+// been given since.
 Got GetBounded(httplib::Client& client, const std::string& path, const ClientOptions& opts) {
   Got got;
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
+  std::vector<int> sockets;  // duplicates, closed here at the end
+  client.set_socket_options([&](int sock) {
+    int dup = ::fcntl(sock, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    sockets.push_back(dup);
+  });
   std::thread watch;
   if (opts.deadline.has_value()) {
     watch = std::thread([&] {
       std::unique_lock<std::mutex> lock(mu);
       if (cv.wait_until(lock, *opts.deadline, [&] { return done; })) return;
       got.timed_out = true;
-      // stop() interrupts only a request whose socket is open: asked
-      // again until the request ends.
+      // Again until the request ends: a socket made after a shutdown
+      // (the next address of the name) is shut down too.
       do {
-        client.stop();
+        for (int sock : sockets) ::shutdown(sock, SHUT_RDWR);
       } while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
     });
   }
@@ -141,7 +144,70 @@ Got GetBounded(httplib::Client& client, const std::string& path, const ClientOpt
   got.tls_error = ERR_peek_last_error();
   cv.notify_one();
   if (watch.joinable()) watch.join();
+  for (int sock : sockets) ::close(sock);
   return got;
+}
+
+// A TLS handshake that failed without a reason on OpenSSL's queue (the
+// peer answered something that is not TLS and closed): whether the same
+// address answers a plain-http request, within a second and the deadline,
+// read no further than 64 KiB.
+bool AnswersPlainHttp(const std::string& https_url, const ClientOptions& opts) {
+  ClientOptions plain_opts;
+  plain_opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  if (opts.deadline.has_value())
+    plain_opts.deadline = std::min(*plain_opts.deadline, *opts.deadline);
+  plain_opts.max_bytes = 64 << 10;
+  auto budget = *plain_opts.deadline - std::chrono::steady_clock::now();
+  if (budget <= std::chrono::nanoseconds(0)) return false;
+  httplib::Client plain("http://" + https_url.substr(std::string_view("https://").size()));
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(budget);
+  plain.set_connection_timeout(us);
+  plain.set_read_timeout(us);
+  Got got = GetBounded(plain, "/healthz", plain_opts);
+  return static_cast<bool>(got.result) || got.too_large;
+}
+
+// What in an http(s) URL the client cannot take, in words; "" when it
+// can. httplib's own pattern takes what it does not match (an IPv6 address
+// with letters, a query) for a host name, whose lookup then fails as
+// "refused"; and it throws on a port beyond an int.
+std::string CheckUrl(const std::string& url) {
+  std::string_view rest(url);
+  rest.remove_prefix(rest.find("://") + 3);
+  size_t slash = rest.find_first_of("/?#");
+  std::string_view authority = rest.substr(0, slash);
+  if (authority.find('@') != std::string_view::npos) {
+    return "credentials in the URL are not taken (--user, and the password in --password-file "
+           "or MESH_HOST_PASSWORD)";
+  }
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    return "a query or fragment in the URL is not taken (give SCHEME://HOST:PORT[/PATH])";
+  }
+  if (authority.empty()) return "no host";
+  std::optional<std::string_view> port;
+  if (authority.front() == '[') {
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) return "an IPv6 address without its closing ]";
+    if (authority.substr(1, close - 1).find_first_not_of("0123456789:") != std::string_view::npos) {
+      return "an IPv6 address with letters is not taken here (give a host name for it)";
+    }
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return "not HOST:PORT";
+    if (!after.empty()) port = after.substr(1);
+  } else if (size_t colon = authority.find(':'); colon != std::string_view::npos) {
+    if (colon != authority.rfind(':')) return "an IPv6 address goes in brackets ([ADDRESS]:PORT)";
+    port = authority.substr(colon + 1);
+  }
+  if (port.has_value()) {
+    unsigned value = 0;
+    auto [end, ec] = std::from_chars(port->data(), port->data() + port->size(), value);
+    if (port->empty() || ec != std::errc() || end != port->data() + port->size() || value == 0 ||
+        value > 65535) {
+      return "the port must be a number from 1 to 65535";
+    }
+  }
+  return "";
 }
 
 // Why an answer other than 200 (or /healthz's 503) is not one, in words.
@@ -173,11 +239,24 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
     p.error = core::Printable(p.url) + ": not an http:// or https:// URL";
     return p;
   }
+  if (std::string why = CheckUrl(p.url); !why.empty()) {
+    std::string shown = p.url.substr(0, p.url.find("://") + 3) + "...";
+    // Not the URL itself when it carries a password.
+    if (p.url.find('@') == std::string::npos) shown = core::Printable(p.url);
+    p.error = shown + ": " + why;
+    return p;
+  }
   // Credentials go only where the scheme is https: a plain-http target of
   // a mixed fleet is asked without them (RefusesPlainHttp keeps an http
   // URL typed with --user from being asked at all).
   if (https) third_party::RegisterTlsDigests();
-  httplib::Client client(p.url, https ? opts.cert : "", https ? opts.key : "");
+  // A path is a prefix of every request (a Prometheus API served under
+  // /prometheus, a host behind a proxy's path): httplib's client takes
+  // only SCHEME://HOST:PORT.
+  size_t path_at = p.url.find('/', p.url.find("://") + 3);
+  std::string server = p.url.substr(0, path_at);
+  std::string prefix = path_at == std::string::npos ? "" : p.url.substr(path_at);
+  httplib::Client client(server, https ? opts.cert : "", https ? opts.key : "");
   if (https && !opts.ca.empty()) client.set_ca_cert_path(opts.ca);
   client.enable_server_certificate_verification(true);
   if (https && !opts.user.empty()) client.set_basic_auth(opts.user, opts.password);
@@ -193,10 +272,10 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
   }
   client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(connect));
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read));
-  Got got = GetBounded(client, path, opts);
+  Got got = GetBounded(client, prefix + path, opts);
   const httplib::Result& res = got.result;
   if (!got.too_large && !res && res.error() == httplib::Error::SSLConnection && !got.timed_out &&
-      AnswersPlainHttp(p.url, opts)) {
+      AnswersPlainHttp(server, opts)) {
     p.error = core::Printable(p.url) +
               " unreachable: the TLS handshake failed: it does not speak TLS (it answers plain "
               "http: \"__scheme__\": \"http\" in the targets file)";
@@ -228,6 +307,12 @@ bool RefusesPlainHttp(const std::string& given, const ClientOptions& client, std
       << ": refusing to send a password or client certificate over plain http (use "
          "https://, or \"__scheme__\": \"https\" in the targets file)\n";
   return true;
+}
+
+nlohmann::json ParseAnswer(std::string_view body) {
+  // Printing a value of the document recurses once a level.
+  if (!core::JsonDepthWithin(body, kMaxAnswerDepth)) return nlohmann::json::value_t::discarded;
+  return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
 }
 
 const nlohmann::json* Member(const nlohmann::json& j, const char* key) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 namespace mesh::cli {
 
@@ -53,6 +54,12 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
 // file's plain-http hosts are asked without them instead: one fleet may
 // mix both.)
 bool RefusesPlainHttp(const std::string& given, const ClientOptions& client, std::ostream& err);
+
+// A JSON answer from the network, or discarded when it is not JSON or
+// nests deeper than kMaxAnswerDepth (no answer of a mesh-host or a
+// Prometheus nests past a handful).
+inline constexpr int kMaxAnswerDepth = 64;
+nlohmann::json ParseAnswer(std::string_view body);
 
 // A member of a document from the network, which may be missing or of any
 // type: null when absent or null.

@@ -29,7 +29,7 @@ core::Result<nlohmann::json> Query(const std::string& base, const std::string& p
     return core::Fail(not_api + ": it answered " + std::to_string(a.status));
   }
   if (!a.error.empty()) return core::Fail(a.error);
-  nlohmann::json doc = nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc = ParseAnswer(a.body);
   const nlohmann::json* data = Member(doc, "data");
   const nlohmann::json* result = data != nullptr ? Member(*data, "result") : nullptr;
   if (Str(doc, "status") != "success" || result == nullptr || !result->is_array()) {
@@ -79,6 +79,19 @@ std::vector<Wrong> WhatIsWrong() {
            sel + "}[15m])) > 2.5",
        [](const nlohmann::json& s) {
          return "unit " + Label(s, "unit") + " restarted " + Value(s) + " time(s) in 15 minutes";
+       }},
+      // Last: what the ones above may explain. Failed outside any one
+      // resource (the record not saved, a bundle not read), or never
+      // succeeded since the start; and stalled, as MeshHostReconcileStale
+      // reads it.
+      {"mesh_host_last_reconcile_timestamp_seconds{" + sel +
+           "} > mesh_host_last_success_timestamp_seconds{" + sel + "}",
+       [](const nlohmann::json&) { return std::string("the last apply failed"); }},
+      {"time() - (mesh_host_last_success_timestamp_seconds{" + sel +
+           "} > 0 or mesh_host_start_time_seconds{" + sel +
+           "}) > 3 * mesh_host_reconcile_interval_seconds{" + sel + "}",
+       [](const nlohmann::json&) {
+         return std::string("no successful apply for three --interval periods");
        }},
   };
 }

@@ -210,7 +210,7 @@ struct Probe : Answer {
 Probe FetchStatus(const std::string& given, const ClientOptions& opts) {
   Probe p{Fetch(given, "/status", opts), {}};
   if (!p.error.empty()) return p;
-  p.doc = nlohmann::json::parse(p.body, nullptr, /*allow_exceptions=*/false);
+  p.doc = ParseAnswer(p.body);
   if (p.doc.is_discarded() || !p.doc.is_object() || !p.doc.contains("healthy") ||
       !p.doc["healthy"].is_boolean()) {
     p.error = core::Printable(p.url) + "/status is not a mesh-host status document";

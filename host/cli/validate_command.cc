@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/cli/apply_command.h"
+#include "host/core/printable.h"
 
 namespace mesh::cli {
 
@@ -27,14 +28,18 @@ int PrintValidation(const Validation& v, bool json, std::ostream& out, std::ostr
     out << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return valid ? kExitOk : kExitRefused;
   }
-  for (const std::string& r : v.refusals) err << "refused: " << r << "\n";
-  for (const std::string& w : v.warnings) err << "warning: " << w << "\n";
+  // The declaration's own text (an unknown key, a machine name) is in
+  // these words: escaped, as apply escapes them, so that no byte of it
+  // reaches the terminal as a control sequence or a line of its own.
+  for (const std::string& r : v.refusals) err << "refused: " << core::Printable(r) << "\n";
+  for (const std::string& w : v.warnings) err << "warning: " << core::Printable(w) << "\n";
   if (valid) {
-    out << v.declaration << ": valid: machine " << v.machine << ", generation " << v.generation
-        << ", " << v.resources << " resource(s)"
+    out << core::Printable(v.declaration) << ": valid: machine " << core::Printable(v.machine)
+        << ", generation " << v.generation << ", " << v.resources << " resource(s)"
         << (v.signer.has_value() ? ", signed by " + v.signer->key_id : std::string()) << "\n";
   } else {
-    out << v.declaration << ": refused (" << v.refusals.size() << " problem(s)); nothing was "
+    out << core::Printable(v.declaration) << ": refused (" << v.refusals.size()
+        << " problem(s)); nothing was "
         << "touched\n";
   }
   return valid ? kExitOk : kExitRefused;

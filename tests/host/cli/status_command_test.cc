@@ -278,6 +278,142 @@ TEST(StatusCommandTest, AnEndlessAnswerIsCutOff) {
   t.join();
 }
 
+// A peer that plays two tricks on an https client, each bounded at 20 s:
+// kTlsTrickle reads the ClientHello and answers a TLS record header, then
+// one byte of the record every 200 ms (every byte inside the read timeout,
+// so only the command's deadline ends the handshake); kPlainEndless
+// answers the ClientHello as a plain-http server does, then serves the
+// plain-http retry an endless chunked body. `outlasted()`: the peer ran its
+// trick to the end (the client never gave up).
+class TrickyTlsPeer {
+ public:
+  enum class Trick { kTlsTrickle, kPlainEndless };
+  explicit TrickyTlsPeer(Trick trick) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(::listen(listener_, 4), 0);
+    EXPECT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, trick] {
+      int c = ::accept(listener_, nullptr, nullptr);
+      if (c < 0) return;
+      char hello[4096];
+      (void)::recv(c, hello, sizeof(hello), 0);
+      if (trick == Trick::kTlsTrickle) {
+        (void)::send(c, "\x16\x03\x03\x40\x00", 5, MSG_NOSIGNAL);
+        Trickle(c, "a", std::chrono::milliseconds(200));
+        ::close(c);
+        return;
+      }
+      const std::string refused = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+      (void)::send(c, refused.data(), refused.size(), MSG_NOSIGNAL);
+      ::close(c);
+      c = ::accept(listener_, nullptr, nullptr);
+      if (c < 0) return;
+      (void)::recv(c, hello, sizeof(hello), 0);
+      const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+      (void)::send(c, head.data(), head.size(), MSG_NOSIGNAL);
+      Trickle(c, "10000\r\n" + std::string(0x10000, ' ') + "\r\n", std::chrono::milliseconds(200));
+      ::close(c);
+    });
+  }
+  ~TrickyTlsPeer() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  bool outlasted() const { return outlasted_; }
+
+ private:
+  void Trickle(int c, const std::string& piece, std::chrono::milliseconds every) {
+    for (int i = 0; i < 100; ++i) {
+      if (stop_ || ::send(c, piece.data(), piece.size(), MSG_NOSIGNAL) < 0) return;
+      std::this_thread::sleep_for(every);
+    }
+    outlasted_ = true;
+  }
+
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> outlasted_{false};
+  std::thread thread_;
+};
+
+// A TLS handshake fed a byte at a time held the command past its deadline
+// for as long as the peer liked (hours): httplib's stop() waits for the
+// lock it holds through the handshake.
+TEST(StatusCommandTest, ATricklingTlsHandshakeMeetsTheDeadline) {
+  third_party::RegisterTlsDigests();
+  TrickyTlsPeer peer(TrickyTlsPeer::Trick::kTlsTrickle);
+  ClientOptions opts;
+  opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus(peer.url(), out, err, opts), 2);
+  EXPECT_FALSE(peer.outlasted()) << "the command waited out the peer's 20 s";
+  EXPECT_THAT(err.str(), HasSubstr("no whole answer before the deadline (--timeout)"));
+}
+
+// After a failed handshake the command asks whether the address speaks
+// plain http; that answer was read whole, without a cap or a deadline.
+TEST(StatusCommandTest, ThePlainHttpRetryIsBoundedToo) {
+  third_party::RegisterTlsDigests();
+  TrickyTlsPeer peer(TrickyTlsPeer::Trick::kPlainEndless);
+  ClientOptions opts;
+  opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus(peer.url(), out, err, opts), 2);
+  EXPECT_FALSE(peer.outlasted()) << "the retry read the endless answer to its end";
+  EXPECT_THAT(err.str(), HasSubstr("it does not speak TLS (it answers plain http"));
+}
+
+// A URL httplib cannot take: a port beyond an int threw out of httplib
+// (the process aborted); a path became part of the host name, and the
+// failed lookup read "connection refused".
+TEST(StatusCommandTest, AUrlItCannotTakeIsSaidSo) {
+  struct Case {
+    const char* url;
+    const char* words;
+  };
+  for (const Case& c : {Case{"http://127.0.0.1:99999999999",
+                             "the port must be a number from 1 "
+                             "to 65535"},
+                        Case{"http://127.0.0.1:0", "the port must be a number from 1 to 65535"},
+                        Case{"http://127.0.0.1:80/x?y=1", "a query or fragment in the URL"},
+                        Case{"http://[2001:db8::1]:80", "an IPv6 address with letters"},
+                        Case{"http://2001:db8::1", "an IPv6 address goes in brackets"},
+                        Case{"https://me:hunter2@127.0.0.1:1", "credentials in the URL"}}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(RunStatus(c.url, out, err, ClientOptions{}), 2) << c.url;
+    EXPECT_THAT(err.str(), HasSubstr(c.words)) << c.url;
+    EXPECT_THAT(err.str(), Not(HasSubstr("hunter2")));
+  }
+}
+
+// A document nested a million deep (2 MB, well under the cap): printing a
+// value of it recursed once a level, and the command died of its stack.
+TEST(StatusCommandTest, ADeeplyNestedAnswerIsNotADocument) {
+  std::string deep = R"({"healthy": true, "machine": )" + std::string(1000000, '[') +
+                     std::string(1000000, ']') + "}";
+  httplib::Server server;
+  server.Get("/status", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(deep, "application/json");
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://127.0.0.1:" + std::to_string(port), out, err, ClientOptions{}), 2);
+  EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document"));
+  server.stop();
+  t.join();
+}
+
 // A stand-in for one mesh-host: /status and /healthz.
 class FakeHost {
  public:
@@ -539,6 +675,63 @@ TEST(StatusCommandTest, APrometheusThatIsNotOneIsExit2) {
   std::ostringstream out3, err3;
   EXPECT_EQ(RunPrometheusStatus("http://127.0.0.1:1", out3, err3, with_user), 2);
   EXPECT_THAT(err3.str(), HasSubstr("refusing to send a password"));
+}
+
+// A host whose last apply failed outside any one resource (its record not
+// saved), or that has not succeeded for three intervals (an apply stalled):
+// its /healthz says 503, and --prometheus said "healthy".
+TEST(StatusCommandTest, PrometheusSeesAnApplyThatFailedOrStalled) {
+  httplib::Server api;
+  api.Get("/api/v1/query", [](const httplib::Request& req, httplib::Response& res) {
+    std::string q = req.get_param_value("query");
+    auto sample = [](const char* instance, const char* value) {
+      return std::string(R"({"metric": {"instance": ")") + instance + R"("}, "value": [1, ")" +
+             value + R"("]})";
+    };
+    std::string result;
+    if (q.starts_with("up{")) {
+      result =
+          sample("failed:1", "1") + "," + sample("stalled:1", "1") + "," + sample("fine:1", "1");
+    } else if (q.starts_with("mesh_host_last_reconcile_timestamp_seconds")) {
+      result = sample("failed:1", "1700000000");
+    } else if (q.starts_with("time() - (mesh_host_last_success_timestamp_seconds")) {
+      result = sample("stalled:1", "7200");
+    }
+    res.set_content(
+        R"({"status": "success", "data": {"resultType": "vector", "result": [)" + result + "]}}",
+        "application/json");
+  });
+  int port = api.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { api.listen_after_bind(); });
+  std::ostringstream out, err;
+  EXPECT_EQ(RunPrometheusStatus("http://127.0.0.1:" + std::to_string(port), out, err), 1)
+      << err.str();
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("failed:1 .*NOT HEALTHY +the last apply failed"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex(
+                             "stalled:1 .*NOT HEALTHY +no successful apply for three --interval"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("fine:1 .*healthy"));
+  api.stop();
+  serving.join();
+}
+
+// An API served under a path (Mimir's /prometheus, a proxy's prefix): the
+// path was taken as part of the host name, and the command said
+// "unreachable: nothing answers".
+TEST(StatusCommandTest, APrometheusUnderAPathIsAsked) {
+  httplib::Server api;
+  api.Get("/prometheus/api/v1/query", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status": "success", "data": {"resultType": "vector", "result": []}})",
+                    "application/json");
+  });
+  int port = api.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { api.listen_after_bind(); });
+  std::ostringstream out, err;
+  EXPECT_EQ(
+      RunPrometheusStatus("http://127.0.0.1:" + std::to_string(port) + "/prometheus/", out, err),
+      2);
+  EXPECT_THAT(err.str(), HasSubstr("scrapes no mesh-host")) << "asked, and answered";
+  api.stop();
+  serving.join();
 }
 
 }  // namespace
