@@ -168,16 +168,25 @@ Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string
 }
 
 Result<core::FileInfo> PosixFileSystem::StatRoot() {
-  if (!root_fd_.valid()) return Fail(open_error_);
+  if (!Reopened()) return Fail(open_error_);
   struct stat st;
   if (::fstat(root_fd_.get(), &st) != 0) return Fail(Errno("stat", root_));
   return FromStat(st);
 }
 
 core::Status PosixFileSystem::ChmodRoot(uint32_t mode) {
-  if (!root_fd_.valid()) return Fail(open_error_);
+  if (!Reopened()) return Fail(open_error_);
   if (::fchmod(root_fd_.get(), mode) != 0) return Fail(Errno("chmod", root_));
   return core::Ok();
+}
+
+bool PosixFileSystem::Reopened() {
+  if (root_fd_.valid()) return true;
+  UniqueFd fd(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  root_fd_ = std::move(fd);
+  open_error_.clear();
+  return true;
 }
 
 std::unique_ptr<PosixFileSystem> PosixFileSystem::OpenOrDeferError(const std::string& root) {
@@ -189,7 +198,7 @@ std::unique_ptr<PosixFileSystem> PosixFileSystem::OpenOrDeferError(const std::st
 
 Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool create,
                                              std::string* leaf) {
-  if (!root_fd_.valid()) return Fail(open_error_);
+  if (!Reopened()) return Fail(open_error_);
   std::vector<std::string_view> comps = Components(path);
   if (comps.empty()) return Fail("path " + path + " names the root itself");
   for (std::string_view c : comps) {
@@ -240,7 +249,7 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
 Result<FileInfo> PosixFileSystem::Stat(const std::string& path) {
   // A root that does not exist yet holds nothing: everything under it is
   // missing (a plan before the first apply).
-  if (!root_fd_.valid() && ::access(root_.c_str(), F_OK) != 0 && errno == ENOENT) return FileInfo{};
+  if (!Reopened() && ::access(root_.c_str(), F_OK) != 0 && errno == ENOENT) return FileInfo{};
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);
   if (!parent) return std::unexpected(parent.error());

@@ -29,7 +29,8 @@ class PosixFileSystem : public ports::FileSystem {
   static core::Result<std::unique_ptr<PosixFileSystem>> Open(const std::string& root,
                                                              bool create = false);
   // For directories that may legitimately be absent (a plan on a fresh
-  // machine, no --artifacts yet): every call then fails naming the root.
+  // machine, no --artifacts yet): every call then fails naming the root,
+  // until the directory exists.
   static std::unique_ptr<PosixFileSystem> OpenOrDeferError(const std::string& root);
 
   core::Result<core::FileInfo> Stat(const std::string& path) override;
@@ -99,6 +100,11 @@ class PosixFileSystem : public ports::FileSystem {
  private:
   PosixFileSystem(std::string root, UniqueFd fd, std::string open_error = "")
       : root_(std::move(root)), root_fd_(std::move(fd)), open_error_(std::move(open_error)) {}
+
+  // Whether the root is open: one that could not be (OpenOrDeferError) is
+  // tried again at each use, so a directory made after the daemon started
+  // (--artifacts filled by the first sync) is found without a restart.
+  bool Reopened();
 
   // Opens the directory holding the last component of `path`, creating
   // missing directories when `create`. *leaf receives the last component.

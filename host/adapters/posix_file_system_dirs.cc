@@ -469,7 +469,7 @@ Result<size_t> PosixFileSystem::CountEntries(const std::string& path) {
 
 Result<UniqueFd> PosixFileSystem::OpenDirectory(const std::string& path) {
   if (path == "/" || path.empty()) {
-    if (!root_fd_.valid()) return Fail(open_error_);
+    if (!Reopened()) return Fail(open_error_);
     UniqueFd fd(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
     if (!fd.valid()) return Fail(Errno("dup root", root_));
     return fd;

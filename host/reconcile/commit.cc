@@ -242,6 +242,16 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.digest = rm.entry.digest;
     return o;
   }
+  if (!rm.until_stopped.empty()) {
+    // Stays recorded: the next apply finds it dropped again and, the unit
+    // stopped, removes the rest.
+    o.detail = rm.stop
+                   ? StoppedNotWaited(in.dry_run, rm.entry.unit().name) + "; " + rm.until_stopped
+                   : rm.until_stopped;
+    o.digest = rm.entry.digest;
+    out.pending = true;
+    return o;
+  }
   if (!done) {
     Fail(o, "removing: " + done.error().message);
     o.digest = rm.entry.digest;
@@ -329,7 +339,8 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
   const core::Declaration& decl = *in.declaration;
   // Settled only when nothing failed and nothing is owed: the next apply of
   // these same bytes may then be proven from the record alone.
-  std::string settled_digest = settled.failed || !settled.intent.owed.empty() ? "" : decl.digest;
+  std::string settled_digest =
+      settled.failed || settled.pending || !settled.intent.owed.empty() ? "" : decl.digest;
   bool same_record = in.had_record && settled.entries.empty() && old.machine == decl.machine &&
                      old.generation == decl.generation && old.declaration_digest == decl.digest &&
                      old.version == core::Record::kVersion &&

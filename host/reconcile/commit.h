@@ -58,6 +58,9 @@ struct Settled {
   std::map<std::string, std::optional<core::RecordEntry>> entries;
   core::Intent intent;  // what is still owed
   bool failed = false;  // some resource failed
+  // A removal waits for its unit to stop (Removal::until_stopped): the
+  // record is not settled, so the next apply is a full pass that finds it.
+  bool pending = false;
 };
 
 Settled Settle(const SettleInputs& in);

@@ -184,6 +184,11 @@ struct Removal {
   // (its unit, the host's to stop, could not be read): it fails and stays
   // recorded, and the next apply removes it.
   std::string not_now;
+  // Set: a dropped process whose unit still runs or stops. SPEC 8: its
+  // tree (and its unit file and drop-ins) go once the unit no longer runs;
+  // until then this apply does only the stop (when the unit is the host's)
+  // and the removal stays recorded. These are the words for what waits.
+  std::string until_stopped;
   bool stop = false;  // its unit is the host's and runs
   // Its unit has no unit_text: the operator's, forgotten (never stopped) —
   // unless this apply deletes the `file` that defines it.

@@ -106,6 +106,41 @@ void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
   }
 }
 
+// SPEC 8: a dropped process's tree goes once its unit no longer runs (an
+// ExecStop= in the bundle, a drain on SIGTERM, run from the tree), whoever
+// the unit's. Until then only the stop is done (of the host's unit), and
+// what it would delete waits.
+void WaitForTheStop(const PlanInputs& in, Removal& rm) {
+  bool deletes = !rm.delete_paths.empty() || !rm.delete_empty_dirs.empty() ||
+                 !rm.held_dirs.empty() || rm.delete_unit_file || !rm.delete_drop_ins.empty();
+  if (!deletes) return;
+  const std::string& unit = rm.entry.unit().name;
+  auto status = in.seen->dropped_units.find(unit);
+  bool read = status != in.seen->dropped_units.end() && status->second.has_value();
+  if (read && !status->second->Running() && status->second->active_state != "deactivating") {
+    return;
+  }
+  bool hosts = rm.delete_unit_file;
+  if (!read) {
+    rm.not_now =
+        "its unit " + unit + " could not be read from systemd" +
+        (status != in.seen->dropped_units.end() ? " (" + status->second.error().message + ")"
+                                                : std::string()) +
+        ": its tree is kept while it may run; the next apply removes it";
+    rm.stop = rm.disable = false;
+  } else if (hosts) {
+    rm.until_stopped = (rm.stop ? "" : unit + " still stopping; ") +
+                       "its tree and unit file go once " + unit + " no longer runs";
+  } else {
+    rm.until_stopped = unit + " runs, not the host's to stop: its tree goes once it no longer runs";
+  }
+  rm.delete_paths.clear();
+  rm.delete_empty_dirs.clear();
+  rm.held_dirs.clear();
+  rm.delete_drop_ins.clear();
+  rm.delete_unit_file = rm.delete_drop_in_dir = rm.deletes_unit_definition = false;
+}
+
 // The unit of a dropped resource: disabled, stopped and its unit file
 // deleted only when that file is the host's (a unit_text), untouched, and
 // no other resource's now.
@@ -267,6 +302,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
       PlanPathRemovals(in, *claims, e, rm);
+      if (e.kind == core::KindName(core::Kind::kProcess)) WaitForTheStop(in, rm);
     }
     removals.push_back(std::move(rm));
   }

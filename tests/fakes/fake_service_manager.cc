@@ -286,4 +286,10 @@ int FakeServiceManager::StartsOf(const std::string& unit) const {
   }));
 }
 
+int FakeServiceManager::StopsOf(const std::string& unit) const {
+  return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const Call& c) {
+    return c.unit == unit && c.kind == ports::JobKind::kStop;
+  }));
+}
+
 }  // namespace mesh::fakes

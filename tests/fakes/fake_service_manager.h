@@ -130,6 +130,8 @@ class FakeServiceManager : public ports::ServiceManager {
   bool links_changed_unloaded() const { return links_unloaded_; }
   // Start and restart requests for one unit.
   int StartsOf(const std::string& unit) const;
+  // Stops asked of `unit`.
+  int StopsOf(const std::string& unit) const;
   // The bus went away: every call fails as sd-bus reports a closed connection.
   bool bus_gone = false;
   // Waits for jobs lose the connection (JobRemoved gone with it), while

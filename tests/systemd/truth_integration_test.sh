@@ -13,7 +13,8 @@
 #      remains after exit, stopped since, is not "finished";
 #   7. a dropped unit the host wrote is disabled (no dangling links),
 #      stopped and its unit file and drop-in folder deleted; an operator's
-#      own unit is forgotten, still running.
+#      own unit is forgotten, still running; a dropped process's tree goes
+#      once its unit no longer runs (SPEC 8).
 # With TRUTH_MODE=run (truth_run_integration_test.sh) every apply is one
 # of a `mesh-host run` instead, started at the first: a changed declaration
 # is applied by its file watch, the same one by SIGHUP. After each, beside
@@ -180,9 +181,15 @@ OWN='{"id":"own","kind":"service","unit":"mh-own.service","state":"running","ena
 printf '[Service]\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-op.service"
 inside systemctl daemon-reload
 OP='{"id":"op","kind":"service","unit":"mh-op.service","state":"running"}'
-decl 17 "$OWN,$OP"; apply_now
+# And a process whose daemon drains 1.5 s on SIGTERM, run from its tree.
+mkdir -p "$T/pb/bin" "$T/art"
+printf '#!/bin/sh\ntrap "sleep 1.5; exit 0" TERM\nwhile :; do sleep 0.1; done\n' > "$T/pb/bin/serve"
+chmod 755 "$T/pb/bin/serve"
+tar -C "$T/pb" -czf "$T/art/pr.tar.gz" .
+PROC=$(printf '{"id":"proc","kind":"process","path":"/opt/pr","source":"pr.tar.gz","sha256":"%s","unit":"mh-proc.service","unit_text":"[Service]\\nExecStart=%s/opt/pr/bin/serve\\n"}' "$(sha256sum "$T/art/pr.tar.gz" | cut -d' ' -f1)" "$ROOT")
+decl 17 "$OWN,$OP,$PROC"; apply_now
 check "dropped: both run, own enabled" \
-  '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ]'
+  '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ "$(state mh_2dproc_2eservice)" = active ]'
 decl 18 ""; apply_now
 check "dropped: the operator's unit is forgotten, still running" \
   '[ $RC = 0 ] && grep -q "^removed op (service): no longer managed; left unit mh-op.service as it is" <<<"$OUT" && [ "$(state mh_2dop_2eservice)" = active ] && [ -f "$UNITS/mh-op.service" ]'
@@ -192,6 +199,13 @@ check "dropped: its unit file and drop-in folder are gone" \
   '[ ! -e "$UNITS/mh-own.service" ] && [ ! -e "$UNITS/mh-own.service.d" ]'
 for _ in $(seq 50); do [ "$(state mh_2down_2eservice)" = active ] || break; sleep 0.1; done
 check "dropped: the host's unit is stopped" '[ "$(state mh_2down_2eservice)" != active ]'
+# SPEC 8: a dropped process's tree goes once its unit no longer runs.
+check "dropped process: stopped, its tree and unit file kept while it runs" \
+  'grep -q "^removed proc (process): stopped mh-proc.service (not waited on); its tree and unit file go once mh-proc.service no longer runs" <<<"$OUT" && [ -x "$ROOT/opt/pr/bin/serve" ] && [ -f "$UNITS/mh-proc.service" ]'
+for _ in $(seq 50); do [ "$(state mh_2dproc_2eservice)" = inactive ] && break; sleep 0.1; done
+apply_now
+check "dropped process: once it stopped, its tree and unit file go" \
+  '[ $RC = 0 ] && grep -q "^removed proc (process): .*deleted unit file mh-proc.service" <<<"$OUT" && [ ! -e "$ROOT/opt/pr" ] && [ ! -e "$UNITS/mh-proc.service" ]'
 apply_now
 check "dropped: the next apply has nothing left to do" \
   '[ $RC = 0 ] && grep -Eq "0 resource\(s\), (0 changed, )?0 failed" <<<"$OUT" && ! grep -Eq "^(removed|stopped|failed) " <<<"$OUT"'

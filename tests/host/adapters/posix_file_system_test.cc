@@ -141,6 +141,22 @@ TEST_F(PosixFileSystemTest, AnInheritedAclIsRemovedSoTheModeIsAllTheAccess) {
 // placed; made durable in one step for all; discarded, nothing is left.
 // What is read is the file looked at: not a file renamed over it, nor one
 // a directory swapped higher up the path leads to, nor one written since.
+// A daemon started before its --artifacts directory existed failed every
+// bundle for the rest of its life ("open root ...: No such file or
+// directory"), the directory made and filled since notwithstanding.
+TEST_F(PosixFileSystemTest, ARootMadeAfterItWasOpenedIsFound) {
+  std::string later = dir_.Sub("later");
+  auto fs = PosixFileSystem::OpenOrDeferError(later);
+  auto before = fs->ReadFile("/a.tar.gz", 1024);
+  ASSERT_FALSE(before.has_value());
+  EXPECT_THAT(before.error().message, HasSubstr("No such file or directory"));
+  std::filesystem::create_directories(later);
+  testing::WriteText(later + "/a.tar.gz", "bytes");
+  auto after = fs->ReadFile("/a.tar.gz", 1024);
+  ASSERT_TRUE(after.has_value()) << after.error().message;
+  EXPECT_EQ(*after, "bytes");
+}
+
 TEST_F(PosixFileSystemTest, ReadsOnlyTheFileAsItWasSeen) {
   WriteText(dir_.Sub("root/srv/app/conf/x"), "ours");
   auto seen = fs_->Stat("/srv/app/conf/x");

@@ -309,10 +309,19 @@ TEST_F(PlanTest, WhatIsNoLongerDeclaredIsRemovedOnlyWhereTheHostMadeIt) {
   ASSERT_EQ(plan.removals.size(), 1u);
   const Removal& rm = plan.removals[0];
   EXPECT_TRUE(rm.stop);
-  EXPECT_THAT(rm.delete_paths, ElementsAre("/opt/old"));
-  EXPECT_TRUE(rm.delete_unit_file);
+  // SPEC 8: its tree, and the unit file it runs from, once it no longer
+  // runs (a later apply).
+  EXPECT_THAT(rm.delete_paths, ElementsAre());
+  EXPECT_FALSE(rm.delete_unit_file);
+  EXPECT_EQ(rm.until_stopped, "its tree and unit file go once old.service no longer runs");
   EXPECT_THAT(rm.left, ElementsAre("/etc/kept, there before the host managed it"));
   EXPECT_TRUE(plan.ChangesMachine());
+  seen_.dropped_units["old.service"] = Unit("inactive", "dead");
+  Plan stopped = Make();
+  EXPECT_FALSE(stopped.removals[0].stop);
+  EXPECT_THAT(stopped.removals[0].delete_paths, ElementsAre("/opt/old"));
+  EXPECT_TRUE(stopped.removals[0].delete_unit_file);
+  EXPECT_EQ(stopped.removals[0].until_stopped, "");
 }
 
 // Prune deletes only what is still as the host wrote it: a file replaced by

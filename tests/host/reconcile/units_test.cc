@@ -508,6 +508,45 @@ TEST_F(UnitsTest, Issue210ProcessAppliedThreeTimesStartsOnce) {
   EXPECT_EQ(services_.StartsOf("node-tools.service"), 1);
 }
 
+// SPEC 8: the tree of a dropped process is deleted once its unit no longer
+// runs; until then that removal is owed. It was deleted in the apply that
+// queued the stop: an ExecStop= in the bundle was gone before systemd ran
+// it, and a unit still draining lost its files under it.
+TEST_F(UnitsTest, ADroppedProcessKeepsItsTreeUntilItsUnitNoLongerRuns) {
+  fakes::FakeServiceManager::UnitScript draining{Behavior::kHealthy, 0s, false, 30s};
+  services_.AddUnit("rt.service", draining);
+  std::string sha = Bundle("rt.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  json decl = Decl({{{"id", "rt"},
+                     {"kind", "process"},
+                     {"path", "/opt/rt"},
+                     {"source", "rt.tar.gz"},
+                     {"sha256", sha},
+                     {"unit", "rt.service"},
+                     {"unit_text", "[Service]\nExecStart=/opt/rt/bin/serve\n"}}});
+  ASSERT_THAT(Outcomes(Run(decl)), ElementsAre("created"));
+  ApplyReport stopping = Run(Decl(json::array(), 2));
+  EXPECT_EQ(stopping.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(stopping), ElementsAre("removed"));
+  EXPECT_THAT(stopping.outcomes[0].detail,
+              HasSubstr("stopped rt.service (not waited on); its tree and unit file go once "
+                        "rt.service no longer runs"))
+      << stopping.outcomes[0].detail;
+  EXPECT_TRUE(testing::Exists(Root("/opt/rt/bin/serve")));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/rt.service")));
+  clock_.Advance(5s);  // still draining: deactivating
+  ApplyReport still = Run(Decl(json::array(), 2));
+  EXPECT_THAT(still.outcomes[0].detail, HasSubstr("go once rt.service no longer runs"));
+  EXPECT_TRUE(testing::Exists(Root("/opt/rt/bin/serve")));
+  clock_.Advance(30s);
+  ApplyReport done = Run(Decl(json::array(), 2));
+  EXPECT_THAT(Outcomes(done), ElementsAre("removed"));
+  EXPECT_THAT(done.outcomes[0].detail, HasSubstr("deleted unit file rt.service"));
+  EXPECT_FALSE(testing::Exists(Root("/opt/rt")));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/rt.service")));
+  EXPECT_TRUE(Run(Decl(json::array(), 2)).outcomes.empty()) << "nothing left recorded";
+  EXPECT_EQ(services_.StopsOf("rt.service"), 1);
+}
+
 // Issue 14, issue 210's shape: a bundle made as most are (`tar czf x
 // bin/serve`, no directory entries). After a lost record, or a chmod to the
 // same mode, its tree must still read as declared: not re-unpacked, the
