@@ -26,10 +26,21 @@ bool ApplyRun::LoadLastGood() {
   return false;
 }
 
-bool ApplyRun::LastGoodKeeps(const std::vector<std::string>& ids) {
+// Kept, and kept of what the record says runs: a last good not saved after
+// its unit's confirmation (killed between the record and last-good.json, a
+// full disk) is a generation behind, and would put back what the record
+// moved on from. The full pass then catches it up (rollback.h, Decide).
+bool ApplyRun::LastGoodKeeps(const std::vector<std::string>& ids,
+                             const NoopInputs::RecordedWant& recorded) {
   auto loaded = ports_.records->LoadLastGood();
-  return loaded && std::all_of(ids.begin(), ids.end(),
-                               [&](const std::string& id) { return loaded->units.contains(id); });
+  if (!loaded) return false;
+  return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) {
+    auto kept = loaded->units.find(id);
+    if (kept == loaded->units.end()) return false;
+    const auto& wants = kept->second.wants;
+    return std::all_of(wants.begin(), wants.end(),
+                       [&](const auto& want) { return recorded(want.first) == want.second; });
+  });
 }
 
 void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,

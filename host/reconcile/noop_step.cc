@@ -99,7 +99,8 @@ bool ProveNoop(const NoopInputs& in, KeptProof& kept, ApplyReport& report, StatC
   if (proven) proven = in.nothing_owed();
   if (proven && in.last_good_kept) {
     std::vector<std::string> ids = proof->RollbackIds();
-    proven = ids.empty() || in.last_good_kept(ids);
+    proven = ids.empty() ||
+             in.last_good_kept(ids, [&](std::string_view id) { return proof->RecordedWant(id); });
   }
   if (!proven) {
     // The full pass reuses what the proof just looked at rather than stat

@@ -41,9 +41,14 @@ struct NoopInputs {
   // record proved everything else).
   std::function<bool()> nothing_owed;
   // Whether a last good is kept for each of these units (declared
-  // on_failure: rollback): one that has none is confirmed, and kept, by the
-  // full pass, never by a no-op (which keeps nothing). Null: not asked.
-  std::function<bool(const std::vector<std::string>& ids)> last_good_kept;
+  // on_failure: rollback), and of the wants the record holds for its
+  // resources (`recorded`: a resource's recorded want digest by id): one
+  // that has none, or an older one (not saved after its confirmation), is
+  // kept by the full pass, never by a no-op (which keeps nothing). Null:
+  // not asked.
+  using RecordedWant = std::function<std::string_view(std::string_view id)>;
+  std::function<bool(const std::vector<std::string>& ids, const RecordedWant& recorded)>
+      last_good_kept;
   // Users other than its owner can read the declaration: a record holding
   // a credential then proves nothing, and the full pass refuses the file
   // (private_declaration.h). A record without one proves a declaration of

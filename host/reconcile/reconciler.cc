@@ -107,7 +107,10 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
                  .sink = sink_,
                  .nothing_owed = [this] { return LoadIntent() && intent_->empty(); },
                  .last_good_kept =
-                     [this](const std::vector<std::string>& ids) { return LastGoodKeeps(ids); },
+                     [this](const std::vector<std::string>& ids,
+                            const NoopInputs::RecordedWant& recorded) {
+                       return LastGoodKeeps(ids, recorded);
+                     },
                  .exposed = source.ReadableByOthers().has_value()},
                 kept_proof_, report_, stats_)) {
     return;

@@ -344,6 +344,15 @@ std::vector<std::pair<std::string, core::Result<core::FileInfo>>> RecordProof::T
   return looks;
 }
 
+std::string_view RecordProof::RecordedWant(std::string_view id) const {
+  // Asked of a few resources (a rollback unit's own and its restart_on and
+  // reload_on), and only when such units are declared.
+  for (const Proven& p : proven_) {
+    if (p.id == id) return p.digest;
+  }
+  return "";
+}
+
 std::vector<std::string> RecordProof::RollbackIds() const {
   std::vector<std::string> ids;
   for (const Proven& p : proven_) {

@@ -102,6 +102,8 @@ class RecordProof : public core::RecordVisitor {
   bool holds_credentials() const { return credentials_; }
   // The ids of the unit resources declared on_failure: rollback.
   std::vector<std::string> RollbackIds() const;
+  // The want digest the record holds for resource `id` ("" when none).
+  std::string_view RecordedWant(std::string_view id) const;
   // More touched files than this and the proof gives way to the full pass,
   // which reads them as well and holds far less per file than a list.
   static constexpr size_t kMaxTouched = 4096;

@@ -117,7 +117,12 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
           kept->second.hold->rollback_failed) {
         after.recovered.push_back(k);
       }
-    } else if (deps_ok && RunningAt(o) && (acted || kept == last_good.units.end())) {
+    } else if (deps_ok && RunningAt(o) &&
+               (acted || kept == last_good.units.end() ||
+                // Running as recorded, unchanged, on other wants than those
+                // kept: confirmed by an apply whose last good was not saved.
+                (o.outcome == Outcome::kUnchanged && !kept->second.hold &&
+                 kept->second.wants != u.wants))) {
       after.confirmed.push_back(k);
       continue;
     }

@@ -76,6 +76,7 @@ class MemoryRecordStore : public ports::RecordStore {
   }
   core::Status SaveLastGood(const core::LastGood& next, std::string_view machine) override {
     if (kill != nullptr && !kill->Alive()) return core::Ok();
+    if (fail_last_good_saves) return core::Fail("disk full (fake)");
     if (next.empty()) {
       last_good.reset();
       return core::Ok();
@@ -133,6 +134,7 @@ class MemoryRecordStore : public ports::RecordStore {
   std::optional<core::Error> fail_loads;  // what Load (and a streamed Scan) fail with
   core::RecordLimits limits;              // the reader's bounds (lowered: reached by small texts)
   bool fail_intent_saves = false;
+  bool fail_last_good_saves = false;
   KillSwitch* kill = nullptr;
 
  private:

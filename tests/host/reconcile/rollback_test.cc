@@ -181,6 +181,26 @@ TEST_F(RollbackTest, ANoopDoesNotLeaveAUnitWithoutItsLastGood) {
   EXPECT_EQ(Jailconf(), kGood);
 }
 
+// The last good not saved after a confirmed restart (killed between the
+// record and last-good.json, or the disk full): every later apply of that
+// generation was proven a no-op, which keeps nothing, so the last good
+// stayed a generation behind for good, and the next refused push put back
+// the older content — undoing a change the refused push never touched.
+TEST_F(RollbackTest, ALastGoodNotSavedIsCaughtUp) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  store_.fail_last_good_saves = true;
+  ApplyReport fixed = Run(Jail(kFixed, 15));
+  store_.fail_last_good_saves = false;
+  ASSERT_EQ(Of(fixed, "jaild").outcome, core::Outcome::kRestarted);
+  ApplyReport again = Run(Jail(kFixed, 15));  // as the daemon applies it, interval after interval
+  EXPECT_FALSE(again.from_record) << "the last good is behind the record: a full pass";
+  EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 15u);
+  EXPECT_TRUE(Run(Jail(kFixed, 15)).from_record) << "caught up: proven a no-op again";
+  ApplyReport refused = Run(Jail(kBad, 16));
+  EXPECT_THAT(Of(refused, "jaild").detail, HasSubstr("rolled back to generation 15: running"));
+  EXPECT_EQ(Jailconf(), kFixed);
+}
+
 TEST_F(RollbackTest, WithoutTheOptInNothingIsPutBack) {
   ASSERT_EQ(Run(Jail(kGood, 14, false)).result, ApplyResult::kOk);
   EXPECT_FALSE(store_.last_good.has_value());
