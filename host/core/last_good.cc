@@ -184,6 +184,18 @@ Result<std::string> SerializeLastGood(const LastGood& last_good, std::string_vie
                {{"machine", machine.empty() ? std::string("kept") : std::string(machine)},
                 {"generation", k.generation},
                 {"resources", std::move(resources)}}}};
+    // Read back one unit at a time by the declaration's parser, which
+    // refuses a text over its bound: kept larger, the file would stop
+    // every apply after this one.
+    try {
+      if (size_t bytes = u["declaration"].dump().size(); bytes > kMaxDeclarationBytes) {
+        return Fail("the last good of " + id + " is " + std::to_string(bytes) +
+                    " bytes, over the " + std::to_string(kMaxDeclarationBytes) +
+                    " a declaration may be (its resources, base64): not kept");
+      }
+    } catch (const json::exception&) {
+      return Fail("last-good.json: a kept text is not valid UTF-8");
+    }
     if (k.hold.has_value()) {
       u["hold"] = {{"generation", k.hold->generation},
                    {"since", k.hold->since},
