@@ -1,6 +1,7 @@
 #include "host/reconcile/rollback.h"
 
 #include <algorithm>
+#include <set>
 
 #include "host/core/printable.h"
 
@@ -104,7 +105,6 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
                   const core::LastGood& last_good,
                   const std::function<std::string(const core::Resource&)>& missing) {
   AfterApply after;
-  std::vector<std::string> dying;  // the units that may roll back together
   for (size_t k = 0; k < scope.units.size(); ++k) {
     const RollbackScope::Unit& u = scope.units[k];
     const ResourceOutcome& o = outcomes[u.index];
@@ -127,7 +127,6 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
       continue;
     }
     if (!o.confirm_failed || (o.unit && o.unit->up)) continue;  // not found dead after an action
-    dying.push_back(u.id);
     after.rollbacks.push_back(Rollback{k, {}, "", 0});
   }
   for (Rollback& r : after.rollbacks) {
@@ -165,20 +164,44 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
     }
     for (const auto& [id, want] : r.refused) {
       const core::Resource& was = k.resources.at(id);
-      std::string why = was.kind != u.resources.at(id).kind
-                            ? "it was a " + std::string(core::KindName(was.kind)) + " then"
-                            : missing(was);
-      if (auto users = u.shared.find(id); why.empty() && users != u.shared.end()) {
-        for (const std::string& other : users->second) {
-          if (std::find(dying.begin(), dying.end(), other) != dying.end()) continue;
-          why = other + " runs on it too and is not rolled back";
-          break;
-        }
-      }
+      const core::Resource& now = u.resources.at(id);
+      std::string why =
+          was.kind != now.kind ? "it was a " + std::string(core::KindName(was.kind)) + " then"
+          // Content is put back, never a path: generation N's bytes at a
+          // path it never had are not generation N.
+          : was.path != now.path ? "it was at " + was.path + " then, " + now.path + " now"
+          : was.HasUnit() && was.unit().name != now.unit().name
+              ? "it was unit " + was.unit().name + " then, " + now.unit().name + " now"
+              : missing(was);
       if (why.empty()) continue;
       r.impossible = gen + "'s " + id + " cannot be put back: " + why;
       r.refused.clear();
       break;
+    }
+  }
+  // A resource another unit runs on is put back only when that unit rolls
+  // back too: until no rollback is made impossible by another that is.
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<std::string_view> rolling;
+    for (const Rollback& r : after.rollbacks) {
+      if (r.impossible.empty()) rolling.insert(scope.units[r.unit].id);
+    }
+    for (Rollback& r : after.rollbacks) {
+      if (!r.impossible.empty()) continue;
+      const RollbackScope::Unit& u = scope.units[r.unit];
+      for (const auto& [id, want] : r.refused) {
+        auto users = u.shared.find(id);
+        if (users == u.shared.end()) continue;
+        auto other = std::find_if(users->second.begin(), users->second.end(),
+                                  [&](const std::string& o) { return !rolling.contains(o); });
+        if (other == users->second.end()) continue;
+        r.impossible = "generation " + std::to_string(r.to_generation) + "'s " + id +
+                       " cannot be put back: " + *other + " runs on it too and is not rolled back";
+        r.refused.clear();
+        changed = true;
+        break;
+      }
     }
   }
   return after;

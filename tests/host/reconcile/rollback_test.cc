@@ -201,6 +201,56 @@ TEST_F(RollbackTest, ALastGoodNotSavedIsCaughtUp) {
   EXPECT_EQ(Jailconf(), kFixed);
 }
 
+// A file two units run on is put back only when both roll back. A unit
+// added with the bad push has no last good: its rollback is impossible,
+// and it was counted as rolling back all the same, so the file went back
+// under it (a config it was never declared with, restarted onto next).
+TEST_F(RollbackTest, AFileAnotherUnitRunsOnStaysWhenThatUnitCannotRollBack) {
+  services_.AddUnit("jaild2.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
+    return Jailconf().find("/nonexistent") != std::string::npos ? Behavior::kDiesAfter
+                                                                : Behavior::kHealthy;
+  };
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  json bad = Jail(kBad, 15);
+  bad["resources"].push_back({{"id", "jaild2"},
+                              {"kind", "service"},
+                              {"unit", "jaild2.service"},
+                              {"state", "running"},
+                              {"unit_text", "[Service]\nExecStart=/usr/bin/jaild2\n"},
+                              {"restart_on", {"jail.conf"}},
+                              {"on_failure", "rollback"}});
+  ApplyReport r = Run(bad);
+  EXPECT_THAT(Of(r, "jaild2").detail, HasSubstr("no last good to roll back to"));
+  EXPECT_THAT(Of(r, "jaild").detail,
+              HasSubstr("jail.conf cannot be put back: jaild2 runs on it too and is not rolled "
+                        "back"))
+      << Of(r, "jaild").detail;
+  EXPECT_EQ(Jailconf(), kBad) << "declared, and left as declared";
+}
+
+// A rollback puts content back, never a path: generation 14's bytes at the
+// path generation 15 moved the file to were reported "rolled back to
+// generation 14: running" on a layout that never was.
+TEST_F(RollbackTest, AFileMovedSinceIsNotPutBackElsewhere) {
+  services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
+    std::string moved = Root("/etc/jail/jail.conf");
+    return testing::Exists(moved) &&
+                   testing::ReadText(moved).find("/nonexistent") != std::string::npos
+               ? Behavior::kDiesAfter
+               : Behavior::kHealthy;
+  };
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  json moved = Jail(kBad, 15);
+  moved["resources"][0]["path"] = "/etc/jail/jail.conf";
+  ApplyReport r = Run(moved);
+  EXPECT_THAT(Of(r, "jaild").detail,
+              HasSubstr("jail.conf cannot be put back: it was at /etc/jail.conf then, "
+                        "/etc/jail/jail.conf now"))
+      << Of(r, "jaild").detail;
+  EXPECT_THAT(Of(r, "jaild").detail, Not(HasSubstr("rolled back to generation 14")));
+}
+
 TEST_F(RollbackTest, WithoutTheOptInNothingIsPutBack) {
   ASSERT_EQ(Run(Jail(kGood, 14, false)).result, ApplyResult::kOk);
   EXPECT_FALSE(store_.last_good.has_value());
