@@ -502,7 +502,10 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
     pid_t pid = 0;
     auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
     if (ec != std::errc() || end == rest.data() + rest.size() || *end != '.') continue;
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // still someone's
+    // Another process's, while it lives. This process's own are stale too:
+    // the sweep runs before an apply writes, and a daemon given its killed
+    // predecessor's PID after a reboot would keep those for ever.
+    if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno != ESRCH)) continue;
     stale.push_back(std::move(entry));
   }
   int removed = 0;

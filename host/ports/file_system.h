@@ -156,9 +156,10 @@ class FileSystem {
   // record never claims a file the disk lost.
   virtual core::Status Flush() = 0;
 
-  // After an interrupted apply: deletes the temporary files and trees a
-  // killed mesh-host left in `dir` (".NAME.mesh-host-tmp.PID.N" whose PID is
-  // no longer running). Returns how many. A missing `dir` holds none.
+  // After an interrupted apply, before this one writes: deletes the
+  // temporary files and trees a killed mesh-host left in `dir`
+  // (".NAME.mesh-host-tmp.PID.N" whose PID is no longer running, or is this
+  // process's own). Returns how many. A missing `dir` holds none.
   virtual core::Result<int> RemoveStaleTemporaries(const std::string& dir) = 0;
 
   // Numeric ids for a user and group name, as the machine knows them.

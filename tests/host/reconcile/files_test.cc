@@ -2,6 +2,7 @@
 // prune, plan, refusals, and issue 210's regression.
 #include <gmock/gmock.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/host/reconcile/reconciler_fixture.h"
 
@@ -363,6 +364,22 @@ TEST_F(FilesTest, InterruptedApplyLeavesNoTemporaryFilesBehind) {
   ASSERT_FALSE(r.warnings.empty());
   EXPECT_THAT(r.warnings[0], HasSubstr("interrupted; removed 2 temporary file(s)"));
   EXPECT_FALSE(store_.Applying()) << "a finished apply clears its mark";
+}
+
+// After a reboot a daemon may well be given the PID its killed
+// predecessor had (early-boot PIDs repeat): the predecessor's temporaries
+// carried the sweeper's own PID and were taken for its own writes in
+// flight — left for ever, a credential's secret among them. The sweep runs
+// before the apply writes anything: none of its own is in flight.
+TEST_F(FilesTest, TemporariesUnderThisProcesssPidAreSweptToo) {
+  json decl = Decl(Resources());
+  Run(decl);
+  std::string mine = Root("/etc/app/.app.conf.mesh-host-tmp." + std::to_string(::getpid()) + ".3");
+  WriteText(mine, "the secret, half written before the reboot");
+  store_.SetApplying();
+  ApplyReport r = Run(decl);
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_FALSE(Exists(mine));
 }
 
 TEST_F(FilesTest, RecordNotSavedIsAFailure) {
