@@ -688,14 +688,17 @@ TEST(StatusCommandTest, PrometheusSeesAnApplyThatFailedOrStalled) {
       return std::string(R"({"metric": {"instance": ")") + instance + R"("}, "value": [1, ")" +
              value + R"("]})";
     };
+    for (std::string wrapper : {"topk by (instance) (1, ", "count by (instance) ("}) {
+      if (q.starts_with(wrapper)) q = q.substr(wrapper.size());
+    }
     std::string result;
     if (q.starts_with("up{")) {
       result =
           sample("failed:1", "1") + "," + sample("stalled:1", "1") + "," + sample("fine:1", "1");
     } else if (q.starts_with("mesh_host_last_reconcile_timestamp_seconds")) {
-      result = sample("failed:1", "1700000000");
+      result = sample("failed:1", "1");
     } else if (q.starts_with("time() - (mesh_host_last_success_timestamp_seconds")) {
-      result = sample("stalled:1", "7200");
+      result = sample("stalled:1", "1");
     }
     res.set_content(
         R"({"status": "success", "data": {"resultType": "vector", "result": [)" + result + "]}}",
@@ -710,6 +713,49 @@ TEST(StatusCommandTest, PrometheusSeesAnApplyThatFailedOrStalled) {
   EXPECT_THAT(out.str(), ::testing::ContainsRegex(
                              "stalled:1 .*NOT HEALTHY +no successful apply for three --interval"));
   EXPECT_THAT(out.str(), ::testing::ContainsRegex("fine:1 .*healthy"));
+  api.stop();
+  serving.join();
+}
+
+// A mass failure: 200,000 resources failed across the fleet. Every sample
+// at once is 24 MiB, past the cap, and the command exited 2 saying only
+// that: the one moment its answer was wanted most.
+TEST(StatusCommandTest, PrometheusNamesAMassFailureWithinTheCap) {
+  constexpr int kFailed = 200000;
+  httplib::Server api;
+  api.Get("/api/v1/query", [](const httplib::Request& req, httplib::Response& res) {
+    std::string q = req.get_param_value("query");
+    auto sample = [](const std::string& labels, const std::string& value) {
+      return R"({"metric": {"instance": "h:1")" + labels + R"(}, "value": [1, ")" + value +
+             R"("]})";
+    };
+    std::string result;
+    if (q.starts_with("up{")) {
+      result = sample("", "1");
+    } else if (q.find("mesh_host_resource_failed") != std::string::npos) {
+      auto failed = [&](int i) {
+        return sample(R"(, "resource": "r)" + std::to_string(i) +
+                          R"(", "kind": "file", "job": "mesh-host-with-a-long-job-name")",
+                      "1");
+      };
+      if (q.starts_with("count by (instance)")) {
+        result = sample("", std::to_string(kFailed));
+      } else if (q.starts_with("topk by (instance) (1, ")) {
+        result = failed(0);
+      } else {  // every sample: about 120 bytes each
+        for (int i = 0; i < kFailed; ++i) result += (i > 0 ? "," : "") + failed(i);
+      }
+    }
+    res.set_content(
+        R"({"status": "success", "data": {"resultType": "vector", "result": [)" + result + "]}}",
+        "application/json");
+  });
+  int port = api.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { api.listen_after_bind(); });
+  std::ostringstream out, err;
+  EXPECT_EQ(RunPrometheusStatus("http://127.0.0.1:" + std::to_string(port), out, err), 1)
+      << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("NOT HEALTHY  resource r0 (file) failed (+199999 more)"));
   api.stop();
   serving.join();
 }
