@@ -23,6 +23,24 @@
 namespace mesh::cli {
 namespace {
 
+// A file the operator names, read whole up to `limit` bytes: larger (or
+// endless, as /dev/zero) is an error, not a process that grows until it
+// is killed.
+constexpr size_t kMaxTargetsBytes = size_t{16} << 20;
+constexpr size_t kMaxPasswordBytes = 4096;
+core::Result<std::string> ReadAtMost(const std::string& path, size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::Fail(std::strerror(errno));
+  std::string text;
+  char chunk[4096];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > limit) return core::Fail("larger than " + std::to_string(limit) + " bytes");
+  }
+  if (in.bad()) return core::Fail("read error");
+  return text;
+}
+
 bool Healthy(const nlohmann::json& s) {
   const nlohmann::json* v = Member(s, "healthy");
   return v != nullptr && v->is_boolean() && v->get<bool>();
@@ -234,16 +252,14 @@ int RunStatus(const std::string& given, std::ostream& out, std::ostream& err,
 
 core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
                                                    const std::string& default_scheme) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::Fail("--targets " + path + ": " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
+  auto text = ReadAtMost(path, kMaxTargetsBytes);
+  if (!text) return core::Fail("--targets " + path + ": " + text.error().message);
   auto fail = [&](const std::string& why) {
     return core::Fail("--targets " + path + ": " + why +
                       " (expected Prometheus file_sd JSON: [{\"targets\": [\"HOST:PORT\", ...], "
                       "\"labels\": {...}}, ...])");
   };
-  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc = ParseAnswer(*text);
   if (doc.is_discarded()) return fail("not JSON");
   if (!doc.is_array()) return fail("not a list of target groups");
   std::vector<std::string> urls;
@@ -300,7 +316,9 @@ FleetRow ProbeRow(const std::string& url, const ClientOptions& opts) {
       lines.push_back(core::Printable(std::string_view(h.body).substr(at, end - at), 200));
     at = end + 1;
   }
-  row.what = lines.empty() ? "(/healthz says nothing more)" : FirstOf(lines);
+  row.what = !h.error.empty() ? "(/healthz not read: " + h.error + ")"
+             : lines.empty()  ? "(/healthz says nothing more)"
+                              : FirstOf(lines);
   return row;
 }
 
@@ -340,12 +358,13 @@ int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targe
                   std::chrono::nanoseconds timeout, const std::string& prometheus) {
   client.deadline = std::chrono::steady_clock::now() + timeout;
   if (!password_file.empty()) {
-    std::ifstream in(password_file, std::ios::binary);
-    if (!in) {
-      err << "mesh-host: --password-file " << password_file << ": " << std::strerror(errno) << "\n";
+    // Its first line; a FIFO is fine, an endless file (/dev/zero) is not.
+    auto text = ReadAtMost(password_file, kMaxPasswordBytes);
+    if (!text) {
+      err << "mesh-host: --password-file " << password_file << ": " << text.error().message << "\n";
       return 2;
     }
-    std::getline(in, client.password);
+    client.password = text->substr(0, text->find('\n'));
   } else if (const char* env = std::getenv("MESH_HOST_PASSWORD"); env != nullptr) {
     client.password = env;
   }

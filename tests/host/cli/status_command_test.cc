@@ -414,6 +414,19 @@ TEST(StatusCommandTest, ADeeplyNestedAnswerIsNotADocument) {
   t.join();
 }
 
+// --targets and --password-file are read whole: /dev/zero (no newline,
+// no end) grew the command until the kernel killed it.
+TEST(StatusCommandTest, AnEndlessTargetsOrPasswordFileIsRefused) {
+  auto targets = ReadTargets("/dev/zero", "http");
+  ASSERT_FALSE(targets.has_value());
+  EXPECT_THAT(targets.error().message, HasSubstr("--targets /dev/zero: larger than"));
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatusVerb({}, "", "http://127.0.0.1:1", out, err, ClientOptions{}, "/dev/zero",
+                          std::chrono::seconds(1)),
+            2);
+  EXPECT_THAT(err.str(), HasSubstr("--password-file /dev/zero: larger than 4096 bytes"));
+}
+
 // A stand-in for one mesh-host: /status and /healthz.
 class FakeHost {
  public:
@@ -439,6 +452,17 @@ class FakeHost {
   int port_ = 0;
   std::thread thread_;
 };
+
+// A host whose /healthz could not be read (a proxy's 500, the deadline)
+// was said to have "nothing more" to say: it was never heard.
+TEST(StatusCommandTest, AHealthzNotReadIsNotNothingMore) {
+  FakeHost broken(R"({"machine": "edge-3", "generation": 42, "healthy": false})", 500, "");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunFleetStatus({"http://" + broken.target()}, out, err, ClientOptions{}), 1);
+  EXPECT_THAT(out.str(), HasSubstr("(/healthz not read: "));
+  EXPECT_THAT(out.str(), HasSubstr("answered 500"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("says nothing more")));
+}
 
 // Issue 21: "which of my machines are not healthy?" — one line each, from a
 // file_sd file or several --url, exit 0 only when all are healthy.
