@@ -504,7 +504,7 @@ ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
 core::Status FileRecordStore::Lock() {
   if (fs_ == nullptr) return core::Ok();
   auto take = [](const std::string& path, int flags) -> core::Result<UniqueFd> {
-    UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW, 0600));
+    UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC, 0600));
     if (!fd.valid()) return core::Fail("open " + path + ": " + std::strerror(errno));
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       if (errno == EWOULDBLOCK) {
@@ -515,8 +515,10 @@ core::Status FileRecordStore::Lock() {
     }
     return fd;
   };
-  auto file = take(fs_->root() + "/lock", O_RDWR | O_CREAT);
+  auto file = take(fs_->root() + "/lock", O_RDWR | O_CREAT | O_NOFOLLOW);
   if (!file) return std::unexpected(file.error());
+  // The state directory as --state-dir names it, a link followed (as the
+  // store itself opens it).
   auto dir = take(fs_->root(), O_RDONLY | O_DIRECTORY);
   if (!dir) return std::unexpected(dir.error());
   lock_fd_ = std::move(*file);

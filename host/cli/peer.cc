@@ -145,6 +145,7 @@ Got GetBounded(httplib::Client& client, const std::string& path, const ClientOpt
   cv.notify_one();
   if (watch.joinable()) watch.join();
   for (int sock : sockets) ::close(sock);
+  client.set_socket_options(nullptr);  // it names this frame's `sockets`
   return got;
 }
 

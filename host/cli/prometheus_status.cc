@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <utility>
@@ -133,32 +134,37 @@ int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostrea
   // failure (10 resources failed on each of 10,000 hosts) as every sample
   // would be 17 MiB, past the cap, and the command would say nothing just
   // when it is needed most.
-  std::map<std::string, std::vector<std::string>> wrong;
+  struct Said {
+    std::string first;   // the first wrong, in /healthz's order
+    uint64_t count = 0;  // all of them (a count Prometheus gives, so bounded)
+  };
+  std::map<std::string, Said> wrong;
   for (const Wrong& w : WhatIsWrong()) {
     auto first = Query(given, "topk by (instance) (1, " + w.promql + ")", client);
     if (!first) return fail(first.error().message);
     auto counted = Query(given, "count by (instance) (" + w.promql + ")", client);
     if (!counted) return fail(counted.error().message);
-    std::map<std::string, size_t> counts;
+    std::map<std::string, uint64_t> counts;
     for (const nlohmann::json& s : *counted) {
-      size_t n = 0;
+      uint64_t n = 1;
       std::string v = Value(s);
       std::from_chars(v.data(), v.data() + v.size(), n);
-      counts[Label(s, "instance")] = n;
+      counts[Label(s, "instance")] = std::clamp<uint64_t>(n, 1, uint64_t{1} << 40);
     }
     for (const nlohmann::json& s : *first) {
       std::string instance = Label(s, "instance");
-      std::vector<std::string>& said = wrong[instance];
-      said.push_back(w.words(s));
-      // The others are counted, not named (FirstOf names the first only).
-      size_t n = counts[instance];
-      if (n > 1) said.resize(said.size() + (n - 1));
+      Said& said = wrong[instance];
+      if (said.first.empty()) said.first = w.words(s);
+      auto n = counts.find(instance);
+      said.count += n != counts.end() ? n->second : 1;
     }
   }
   std::vector<std::pair<std::string, FleetRow>> table;
   for (auto& [instance, row] : rows) {
     if (row.health.empty()) {
-      row.what = FirstOf(wrong[instance]);
+      const Said& said = wrong[instance];
+      row.what = said.count > 1 ? said.first + " (+" + std::to_string(said.count - 1) + " more)"
+                                : said.first;
       row.healthy = row.what.empty();
       row.health = row.healthy ? "healthy" : "NOT HEALTHY";
     }

@@ -172,29 +172,48 @@ bool Substitute(Resource& declared, const Resource& kept) {
   return true;
 }
 
+namespace {
+
+// A unit's kept resources, as the declaration its reading parses.
+json KeptDeclaration(const KeptUnit& k, std::string_view machine) {
+  json resources = json::array();
+  for (const auto& [rid, r] : k.resources) resources.push_back(ResourceJson(r));
+  return {{"machine", machine.empty() ? std::string("kept") : std::string(machine)},
+          {"generation", k.generation},
+          {"resources", std::move(resources)}};
+}
+
+Status DeclarationFits(std::string_view id, const json& declaration) {
+  try {
+    if (size_t bytes = declaration.dump().size(); bytes > kMaxDeclarationBytes) {
+      return Fail("the last good of " + std::string(id) + " is " + std::to_string(bytes) +
+                  " bytes, over the " + std::to_string(kMaxDeclarationBytes) +
+                  " a declaration may be (its resources, base64)");
+    }
+  } catch (const json::exception&) {
+    return Fail("last-good.json: a kept text is not valid UTF-8");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Status KeptUnitFits(std::string_view id, const KeptUnit& k, std::string_view machine) {
+  return DeclarationFits(id, KeptDeclaration(k, machine));
+}
+
 Result<std::string> SerializeLastGood(const LastGood& last_good, std::string_view machine) {
   json units = json::object();
   for (const auto& [id, k] : last_good.units) {
-    json resources = json::array();
-    for (const auto& [rid, r] : k.resources) resources.push_back(ResourceJson(r));
     json u = {{"generation", k.generation},
               {"confirmed_at", k.confirmed_at},
               {"wants", k.wants},
-              {"declaration",
-               {{"machine", machine.empty() ? std::string("kept") : std::string(machine)},
-                {"generation", k.generation},
-                {"resources", std::move(resources)}}}};
+              {"declaration", KeptDeclaration(k, machine)}};
     // Read back one unit at a time by the declaration's parser, which
     // refuses a text over its bound: kept larger, the file would stop
     // every apply after this one.
-    try {
-      if (size_t bytes = u["declaration"].dump().size(); bytes > kMaxDeclarationBytes) {
-        return Fail("the last good of " + id + " is " + std::to_string(bytes) +
-                    " bytes, over the " + std::to_string(kMaxDeclarationBytes) +
-                    " a declaration may be (its resources, base64): not kept");
-      }
-    } catch (const json::exception&) {
-      return Fail("last-good.json: a kept text is not valid UTF-8");
+    if (auto fits = DeclarationFits(id, u["declaration"]); !fits) {
+      return std::unexpected(fits.error());
     }
     if (k.hold.has_value()) {
       u["hold"] = {{"generation", k.hold->generation},

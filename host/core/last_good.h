@@ -75,8 +75,12 @@ Resource KeptCopy(const Resource& r);
 // and digest. False, and `declared` untouched, when the kinds differ.
 bool Substitute(Resource& declared, const Resource& kept);
 
-// last-good.json's text. Fails only when a kept text is not valid UTF-8
-// JSON can carry (a declaration's text always is).
+// Whether `k`'s kept resources read back: the declaration's parser refuses
+// a text over kMaxDeclarationBytes (base64 makes content a third larger).
+Status KeptUnitFits(std::string_view id, const KeptUnit& k, std::string_view machine);
+
+// last-good.json's text. Fails when a kept text is not valid UTF-8 JSON can
+// carry (a declaration's text always is), or a unit does not fit.
 Result<std::string> SerializeLastGood(const LastGood& last_good, std::string_view machine);
 // Refuses, naming the unit and the field, what does not read back exactly:
 // a wrong shape or version, a kept resource its declaration would refuse, a

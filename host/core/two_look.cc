@@ -133,8 +133,12 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
     return {false, "still reloading, " + StateWords(first.unit) + ", " + when};
   }
   if (job_result.has_value() && *job_result != "done") {
-    return {false, "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result +
-                       "\", unit " + StateWords(second.unit) + " " + when};
+    // "dependency": a unit it needs failed, and it was never started on
+    // what the apply wrote.
+    return {false,
+            "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result + "\", unit " +
+                StateWords(second.unit) + " " + when,
+            /*not_run=*/*job_result == "dependency"};
   }
   // systemd skipped the start: not running, and not a run that ended well
   // (a skipped oneshot reads Result=success too).
@@ -159,8 +163,11 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   // unit: if that unit never comes up, the job ends "dependency" and this
   // one never runs.
   if (second.job_pending && !second.unit.Running()) {
-    return {false, "its " + std::string(UnitActionVerb(action)) + " job is still queued, " +
-                       StateWords(second.unit) + " " + when};
+    return {false,
+            "its " + std::string(UnitActionVerb(action)) +
+                " job is still queued (behind a unit it is ordered after), " +
+                StateWords(second.unit) + " " + when,
+            /*not_run=*/true};
   }
   // A first look taken while the job was still queued saw the run before
   // the host's: the new InvocationID at the second is the one it asked for.

@@ -91,6 +91,10 @@ struct Verdict {
   // Why, in the words of the outcome line: "active (running)",
   // "failed (Result=exit-code) 1.0 s after restart", ...
   std::string detail;
+  // Not accepted, and not run either: its job still queued behind another
+  // unit's. Not a death on what the apply wrote (nothing to roll back,
+  // no confirm failure counted); the action stays owed.
+  bool not_run = false;
 };
 
 // `job_result` is systemd's JobRemoved result when the job finished before

@@ -113,7 +113,22 @@ void ApplyRun::KeepBundles(const core::LastGood& last_good, bool say) {
 // on; the copies the saved last good no longer names go after it (those of
 // the last good on disk stay when it could not be saved). A copy that
 // cannot be made leaves the rollback to --artifacts, said.
+// A unit too large to read back is left out, not the whole file: every
+// other unit's last good and hold still stand.
+void ApplyRun::LeaveOutWhatCannotBeRead() {
+  for (auto it = last_good_.units.begin(); it != last_good_.units.end();) {
+    if (auto fits = core::KeptUnitFits(it->first, it->second, report_.machine); !fits) {
+      report_.warnings.push_back(fits.error().message + ": not kept, so " + it->first +
+                                 " cannot be rolled back");
+      it = last_good_.units.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void ApplyRun::SaveLastGood() {
+  LeaveOutWhatCannotBeRead();
   KeepBundles(last_good_, /*say=*/true);
   auto saved = ports_.records->SaveLastGood(last_good_, report_.machine);
   if (!saved) report_.warnings.push_back("last good not saved: " + saved.error().message);
@@ -163,6 +178,7 @@ void ApplyRun::RollBack(const std::vector<Rollback>& rollbacks) {
   std::string now = core::FormatTimestamp(report_.started_at);
   core::LastGood before = last_good_;
   RecordHolds(scope_, rollbacks, report_.outcomes, now, last_good_);
+  LeaveOutWhatCannotBeRead();
   if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
     report_.error = "not rolled back: the hold could not be saved: " + st.error().message;
     return;

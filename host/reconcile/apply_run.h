@@ -71,6 +71,7 @@ class ApplyRun {
   bool LoadLastGood();
   // Whether last-good.json keeps each of these units (false when it cannot
   // be read: the full pass says why).
+  void LeaveOutWhatCannotBeRead();
   bool LastGoodKeeps(const std::vector<std::string>& ids, const NoopInputs::RecordedWant& recorded);
   // on_failure: rollback, before the plan: swaps the kept content in where
   // a hold stands, and notes what the units' definitions are made of.

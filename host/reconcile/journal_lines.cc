@@ -1,6 +1,7 @@
 #include "host/reconcile/journal_lines.h"
 
 #include <string>
+#include <string_view>
 
 #include "host/core/printable.h"
 #include "host/core/unit_status.h"
@@ -16,9 +17,37 @@ bool NotLoadable(const std::vector<Acted>& acts, size_t k) {
          (acts[k].before->load_state == "bad-setting" || acts[k].before->load_state == "error");
 }
 
+// `line` with every secret's content, and each of its longer lines,
+// replaced by its name.
+std::string Redact(std::string line, const Secrets& secrets) {
+  auto replace = [&](std::string_view secret, const std::string& name) {
+    for (size_t at = line.find(secret); at != std::string::npos;
+         at = line.find(secret, at + name.size())) {
+      line.replace(at, secret.size(), name);
+    }
+  };
+  for (const auto& [id, content] : secrets) {
+    std::string name = "[credential " + id + "]";
+    if (content.size() >= 4) replace(content, name);
+    std::string_view rest = content;
+    while (!rest.empty()) {
+      size_t end = rest.find('\n');
+      std::string_view piece = rest.substr(0, end);
+      while (!piece.empty() && (piece.back() == '\r' || piece.back() == ' '))
+        piece.remove_suffix(1);
+      while (!piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
+      if (piece.size() >= 8) replace(piece, name);
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+  }
+  return line;
+}
+
 }  // namespace
 
-void AddJournalLines(ports::UnitJournal* journal, const Plan& plan, const std::vector<Acted>& acts,
+void AddJournalLines(ports::UnitJournal* journal, const Secrets& secrets, const Plan& plan,
+                     const std::vector<Acted>& acts,
                      const std::vector<std::optional<Confirmation>>& confirmed,
                      std::vector<core::ResourceOutcome>& outcomes) {
   if (journal == nullptr) return;
@@ -42,7 +71,7 @@ void AddJournalLines(ports::UnitJournal* journal, const Plan& plan, const std::v
         snap.journal_note = "the journal holds no line of systemd's about this unit";
       }
       for (const std::string& line : got.value_or(std::vector<std::string>())) {
-        snap.journal.push_back(core::Printable(line, kJournalLineBytes));
+        snap.journal.push_back(core::Printable(Redact(line, secrets), kJournalLineBytes));
       }
       continue;
     }
@@ -68,7 +97,9 @@ void AddJournalLines(ports::UnitJournal* journal, const Plan& plan, const std::v
         error = got.error().message;
         break;
       }
-      for (std::string& line : *got) lines.push_back(core::Printable(line, kJournalLineBytes));
+      for (std::string& line : *got) {
+        lines.push_back(core::Printable(Redact(std::move(line), secrets), kJournalLineBytes));
+      }
       if (!lines.empty()) break;  // the run that died first said why
     }
     if (!read) continue;  // no run known: nothing looked up, nothing said

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "host/core/outcome.h"
@@ -28,7 +29,14 @@ using core::kJournalLines;
 // never ran: the lines are what systemd itself logged of it at its last
 // load, which name the setting.
 // `journal` may be null: nothing is read.
-void AddJournalLines(ports::UnitJournal* journal, const Plan& plan, const std::vector<Acted>& acts,
+// `secrets`: each credential's id and content. A daemon may well log the
+// secret it refused; its lines reach /status and the log, where a
+// credential's content never appears (SPEC): each is replaced by
+// "[credential ID]" (the whole content, and each of its lines of 8 bytes
+// or more), before the line is cut.
+using Secrets = std::vector<std::pair<std::string, std::string>>;
+void AddJournalLines(ports::UnitJournal* journal, const Secrets& secrets, const Plan& plan,
+                     const std::vector<Acted>& acts,
                      const std::vector<std::optional<Confirmation>>& confirmed,
                      std::vector<core::ResourceOutcome>& outcomes);
 

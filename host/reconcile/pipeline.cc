@@ -48,6 +48,16 @@ Settled WriteAndSettle(ApplyState& s, const ReconcilerPorts& ports,
   s.confirmed = s.dry_run ? std::vector<std::optional<Confirmation>>(s.plan.units.size())
                           : Confirm(s.decl, s.plan, s.acts, ports.services, *ports.clock, settle,
                                     ports.progress);
+  // Settle lets go of the contents: the secrets a failed unit's journal
+  // lines are cleaned of are taken first (only when a unit was acted on).
+  Secrets secrets;
+  if (!s.dry_run && ports.journal != nullptr && !s.plan.units.empty()) {
+    for (const core::Resource& r : s.decl.resources) {
+      if (r.kind == core::Kind::kCredential && !r.content.empty()) {
+        secrets.emplace_back(r.id, r.content);
+      }
+    }
+  }
   Settled settled = Settle({.declaration = &s.decl,
                             .record = s.record,
                             .olds = &s.olds,
@@ -60,7 +70,9 @@ Settled WriteAndSettle(ApplyState& s, const ReconcilerPorts& ports,
                             .now = s.now,
                             .dry_run = s.dry_run,
                             .enabled = &s.enabled});
-  if (!s.dry_run) AddJournalLines(ports.journal, s.plan, s.acts, s.confirmed, settled.outcomes);
+  if (!s.dry_run) {
+    AddJournalLines(ports.journal, secrets, s.plan, s.acts, s.confirmed, settled.outcomes);
+  }
   return settled;
 }
 

@@ -83,16 +83,32 @@ const DroppedSeen* Find(const Map& map, const std::string& key) {
 // removed counts for its parent. Otherwise it is left, said.
 void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
   std::set<std::string, std::less<>> gone;
+  // What a removal that waits (for its unit to stop, or to be read) keeps:
+  // a directory holding it waits with it, rather than being let go as
+  // "not empty" and never removed once it is.
+  std::vector<std::string> waiting;
   std::vector<std::tuple<std::string, size_t, size_t>> held;  // path, entries, removal
   for (size_t k = 0; k < removals.size(); ++k) {
     gone.insert(removals[k].delete_paths.begin(), removals[k].delete_paths.end());
     gone.insert(removals[k].delete_empty_dirs.begin(), removals[k].delete_empty_dirs.end());
     for (auto& [path, entries] : removals[k].held_dirs) held.emplace_back(path, entries, k);
     removals[k].held_dirs.clear();
+    if (!removals[k].until_stopped.empty() || !removals[k].not_now.empty()) {
+      for (const core::WrittenPath& w : removals[k].entry.written) waiting.push_back(w.path);
+    }
   }
   std::sort(held.begin(), held.end(), std::greater<>());
   for (auto& [dir, entries, k] : held) {
     std::string prefix = dir + "/";
+    auto kept = std::find_if(waiting.begin(), waiting.end(),
+                             [&](const std::string& w) { return w.starts_with(prefix); });
+    if (kept != waiting.end()) {
+      if (removals[k].until_stopped.empty()) {
+        removals[k].until_stopped = dir + " holds " + *kept + ", which goes first";
+      }
+      waiting.push_back(dir);
+      continue;
+    }
     size_t removed = 0;
     for (auto it = gone.lower_bound(prefix); it != gone.end() && it->starts_with(prefix); ++it) {
       removed += it->find('/', prefix.size()) == std::string::npos;
@@ -104,13 +120,19 @@ void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
       removals[k].left.push_back(dir + ": not empty");
     }
   }
+  for (Removal& rm : removals) {
+    if (!rm.until_stopped.empty()) rm.delete_empty_dirs.clear();
+  }
 }
 
 // SPEC 8: a dropped process's tree goes once its unit no longer runs (an
 // ExecStop= in the bundle, a drain on SIGTERM, run from the tree), whoever
 // the unit's. Until then only the stop is done (of the host's unit), and
 // what it would delete waits.
-void WaitForTheStop(const PlanInputs& in, Removal& rm) {
+void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
+  // Its unit another resource's now: that one keeps it running, and what
+  // this one left goes now.
+  if (claims.Unit(rm.entry.unit().name)) return;
   bool deletes = !rm.delete_paths.empty() || !rm.delete_empty_dirs.empty() ||
                  !rm.held_dirs.empty() || rm.delete_unit_file || !rm.delete_drop_ins.empty();
   if (!deletes) return;
@@ -302,7 +324,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
       PlanPathRemovals(in, *claims, e, rm);
-      if (e.kind == core::KindName(core::Kind::kProcess)) WaitForTheStop(in, rm);
+      if (e.kind == core::KindName(core::Kind::kProcess)) WaitForTheStop(in, *claims, rm);
     }
     removals.push_back(std::move(rm));
   }

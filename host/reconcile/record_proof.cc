@@ -345,12 +345,10 @@ std::vector<std::pair<std::string, core::Result<core::FileInfo>>> RecordProof::T
 }
 
 std::string_view RecordProof::RecordedWant(std::string_view id) const {
-  // Asked of a few resources (a rollback unit's own and its restart_on and
-  // reload_on), and only when such units are declared.
-  for (const Proven& p : proven_) {
-    if (p.id == id) return p.digest;
-  }
-  return "";
+  // Entries are taken only in increasing id order (Entry).
+  auto it = std::lower_bound(proven_.begin(), proven_.end(), id,
+                             [](const Proven& p, std::string_view i) { return p.id < i; });
+  return it != proven_.end() && it->id == id ? it->digest : std::string_view();
 }
 
 std::vector<std::string> RecordProof::RollbackIds() const {

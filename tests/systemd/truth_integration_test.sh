@@ -155,7 +155,7 @@ decl 14 "$HELD"
 for k in 1 2 3; do
   apply_now
   check "held behind a dependency: apply $k fails, its start job still queued" \
-    '[ $RC = 1 ] && grep -q "^failed held (service): mh-held.service its start job is still queued, inactive (dead)" <<<"$OUT" && [ "$(state mh_2dheld_2eservice)" != active ]'
+    '[ $RC = 1 ] && grep -q "^failed held (service): mh-held.service its start job is still queued (behind a unit it is ordered after), inactive (dead)" <<<"$OUT" && [ "$(state mh_2dheld_2eservice)" != active ]'
   # Past the dependency's start timeout: the job ended "dependency".
   for _ in $(seq 40); do [ "$(state mh_2ddep_2eservice)" = failed ] && break; sleep 0.1; done
 done

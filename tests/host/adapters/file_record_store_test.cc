@@ -74,6 +74,15 @@ TEST_F(FileRecordStoreTest, ALockFileDeletedUnderItsHolderStillLocks) {
   auto now = FileRecordStore::Open(state_, /*create=*/true);
   ASSERT_TRUE(now.has_value()) << now.error().message;
   EXPECT_TRUE((*now)->Lock().has_value()) << "released with its holder";
+  now->reset();
+  // A --state-dir that is a link (/var/lib/mesh-host -> /data/...) locks
+  // the directory it names.
+  std::string link = dir_.Sub("state-link");
+  ASSERT_EQ(::symlink(state_.c_str(), link.c_str()), 0);
+  auto linked = FileRecordStore::Open(link, /*create=*/true);
+  ASSERT_TRUE(linked.has_value()) << linked.error().message;
+  auto locked = (*linked)->Lock();
+  EXPECT_TRUE(locked.has_value()) << locked.error().message;
 }
 
 // What Scan hands over, written out: header, entries, verdict.

@@ -88,7 +88,10 @@ TEST(TwoLookTest, AJobStillQueuedIsNotAStart) {
   Look waiting = L("inactive", "dead", "a", 0, true);
   Verdict v = JudgeTwoLooks(UnitAction::kStart, std::nullopt, waiting, waiting, 1s);
   EXPECT_FALSE(v.accepted);
-  EXPECT_EQ(v.detail, "its start job is still queued, inactive (dead) 1.0 s after start");
+  EXPECT_EQ(v.detail,
+            "its start job is still queued (behind a unit it is ordered after), inactive (dead) "
+            "1.0 s after start");
+  EXPECT_TRUE(v.not_run) << "not a death on what was written: nothing to roll back";
   // Queued at the first look, up at the second: the new InvocationID is the
   // run the host asked for, not systemd restarting a dead one.
   Look up = L("active", "running", "b", 0, false);

@@ -251,6 +251,60 @@ TEST_F(RollbackTest, AFileMovedSinceIsNotPutBackElsewhere) {
   EXPECT_THAT(Of(r, "jaild").detail, Not(HasSubstr("rolled back to generation 14")));
 }
 
+// A restart whose job waits behind a unit it needs, which then fails (a
+// migration): not accepted, but it never ran on what was written —
+// nothing is rolled back (the hold would pin the old content on a fault
+// that is not the content's), and the restart stays owed.
+TEST_F(RollbackTest, AStartStillQueuedIsNotRolledBack) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  // From its next restart on, its job waits 5 s behind another unit's.
+  services_.behavior_on_start = nullptr;
+  services_.AddUnit(
+      "jaild.service",
+      {.behavior = Behavior::kBlockedByDependency, .delay = 5s, .running_initially = true});
+  ApplyReport r = Run(Jail(kFixed, 15));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("job restart ended \"dependency\""));
+  EXPECT_THAT(Of(r, "jaild").detail, Not(HasSubstr("rolled back")));
+  EXPECT_EQ(Jailconf(), kFixed) << "declared, never run: not put back";
+  EXPECT_TRUE(store_.Owed().owed.contains("jaild"));
+}
+
+// One unit whose last good is too large to read back (three 16 MiB files
+// are 64 MiB in base64, past what a declaration may be) failed the whole
+// save at every apply: no other unit's last good or hold was kept, and
+// none could roll back. It is left out, and said.
+TEST_F(RollbackTest, AUnitTooLargeToKeepLeavesTheOthersTheirs) {
+  services_.AddUnit("big.service", {});
+  auto with_big = [](json decl) {
+    json restart_on = json::array();
+    for (int i = 0; i < 3; ++i) {
+      std::string id = "big" + std::to_string(i) + ".conf";
+      decl["resources"].push_back({{"id", id},
+                                   {"kind", "file"},
+                                   {"path", "/etc/" + id},
+                                   {"content", std::string(16u << 20, 'x')}});
+      restart_on.push_back(id);
+    }
+    decl["resources"].push_back({{"id", "big"},
+                                 {"kind", "service"},
+                                 {"unit", "big.service"},
+                                 {"state", "running"},
+                                 {"unit_text", "[Service]\nExecStart=/usr/bin/big\n"},
+                                 {"restart_on", restart_on},
+                                 {"on_failure", "rollback"}});
+    return decl;
+  };
+  ApplyReport first = Run(with_big(Jail(kGood, 14)));
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  EXPECT_THAT(first.warnings, ::testing::Contains(HasSubstr("big cannot be rolled back")));
+  ASSERT_TRUE(store_.last_good.has_value());
+  auto kept = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(kept.has_value()) << kept.error().message;
+  EXPECT_TRUE(kept->units.contains("jaild")) << "the others' last good is kept";
+  EXPECT_FALSE(kept->units.contains("big"));
+}
+
 TEST_F(RollbackTest, WithoutTheOptInNothingIsPutBack) {
   ASSERT_EQ(Run(Jail(kGood, 14, false)).result, ApplyResult::kOk);
   EXPECT_FALSE(store_.last_good.has_value());

@@ -11,6 +11,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using namespace std::chrono_literals;
 using Behavior = fakes::FakeServiceManager::Behavior;
 using testing::TarMember;
@@ -65,6 +66,30 @@ TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
 // (its complaint, which Result=exit-code does not say), the last lines
 // only; none logged and an unreadable journal are said, never silent. A
 // unit that passed its looks is not looked up.
+// A daemon that refuses a rotated token may log it: its journal lines
+// went to /status, the apply's output and the log whole, where SPEC says a
+// credential's content never appears.
+TEST_F(UnitsTest, ACredentialInAFailedRunsJournalIsNotShown) {
+  services_.AddUnit("api.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
+  const std::string token = "tok-9f8e7d6c5b4a";
+  const std::string pem = "-----BEGIN KEY-----\nMIIBVgIBADANBgkqhkiG9w0B\n-----END KEY-----\n";
+  json cred = {
+      {"id", "api.token"}, {"kind", "credential"}, {"path", "/etc/api.token"}, {"content", token}};
+  json key = {
+      {"id", "api.key"}, {"kind", "credential"}, {"path", "/etc/api.key"}, {"content", pem}};
+  json svc = Service("api", {{"restart_on", {"api.token", "api.key"}}});
+  journal_.any_run = {"token " + token + " rejected by upstream",
+                      "bad key line MIIBVgIBADANBgkqhkiG9w0B in api.key"};
+  ApplyReport r = Run(Decl({cred, key, svc}));
+  ASSERT_EQ(r.outcomes[2].outcome, core::Outcome::kFailed);
+  std::string shown;
+  for (const std::string& line : core::FormatJournalLines(r.outcomes[2])) shown += line + "\n";
+  EXPECT_THAT(shown, HasSubstr("token [credential api.token] rejected by upstream")) << shown;
+  EXPECT_THAT(shown, HasSubstr("bad key line [credential api.key] in api.key")) << shown;
+  EXPECT_THAT(shown, Not(HasSubstr(token)));
+  EXPECT_THAT(shown, Not(HasSubstr("MIIBVgIBADANBgkqhkiG9w0B")));
+}
+
 TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
   services_.AddUnit("jail.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
   services_.AddUnit("web.service", {});
@@ -410,10 +435,11 @@ TEST_F(UnitsTest, AStartHeldBehindADependencyIsNotAccepted) {
     ApplyReport r = Run(Decl({Service("a")}));
     EXPECT_EQ(r.result, ApplyResult::kFailed) << "apply " << k;
     EXPECT_THAT(r.outcomes[0].detail,
-                HasSubstr("a.service its start job is still queued, inactive (dead) 2.0 s after "
-                          "start"))
+                HasSubstr("a.service its start job is still queued (behind a unit it is "
+                          "ordered after), inactive (dead) 2.0 s after start"))
         << r.outcomes[0].detail;
     EXPECT_FALSE(r.outcomes[0].unit->up) << "apply " << k;
+    EXPECT_FALSE(r.outcomes[0].confirm_failed) << "it never ran: no death to count";
     EXPECT_TRUE(store_.Owed().owed.contains("a")) << "apply " << k;
     clock_.Advance(10s);
   }
@@ -533,6 +559,9 @@ TEST_F(UnitsTest, ADroppedProcessKeepsItsTreeUntilItsUnitNoLongerRuns) {
       << stopping.outcomes[0].detail;
   EXPECT_TRUE(testing::Exists(Root("/opt/rt/bin/serve")));
   EXPECT_TRUE(testing::Exists(dir_.Sub("units/rt.service")));
+  // Stopped on purpose: the record's own view (the daemon's at its start,
+  // beside a refused push) must not call it dead.
+  EXPECT_EQ(Record()["resources"]["rt"]["state"], "stopped");
   clock_.Advance(5s);  // still draining: deactivating
   ApplyReport still = Run(Decl(json::array(), 2));
   EXPECT_THAT(still.outcomes[0].detail, HasSubstr("go once rt.service no longer runs"));
@@ -545,6 +574,58 @@ TEST_F(UnitsTest, ADroppedProcessKeepsItsTreeUntilItsUnitNoLongerRuns) {
   EXPECT_FALSE(testing::Exists(dir_.Sub("units/rt.service")));
   EXPECT_TRUE(Run(Decl(json::array(), 2)).outcomes.empty()) << "nothing left recorded";
   EXPECT_EQ(services_.StopsOf("rt.service"), 1);
+}
+
+// The same unit taken over by another resource (a process renamed, its
+// tree moved): that one keeps it running, so the old tree does not wait
+// for it to stop. It waited for ever, failing every apply ("could not be
+// read": a declared unit is not read as a dropped one).
+TEST_F(UnitsTest, AProcessRenamedOnTheSameUnitLeavesNoTreeBehind) {
+  services_.AddUnit("api.service", {});
+  std::string sha = Bundle("api.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  auto api = [&](const std::string& id, const std::string& path) {
+    return json{{"id", id},
+                {"kind", "process"},
+                {"path", path},
+                {"source", "api.tar.gz"},
+                {"sha256", sha},
+                {"unit", "api.service"},
+                {"unit_text", "[Service]\nExecStart=" + path + "/bin/serve\n"}};
+  };
+  ASSERT_EQ(Run(Decl({api("api", "/opt/api-1")})).result, ApplyResult::kOk);
+  ApplyReport moved = Run(Decl({api("api2", "/opt/api-2")}, 2));
+  EXPECT_EQ(moved.result, ApplyResult::kOk) << moved.outcomes[0].detail;
+  EXPECT_FALSE(testing::Exists(Root("/opt/api-1"))) << "the old tree goes";
+  EXPECT_TRUE(testing::Exists(Root("/opt/api-2/bin/serve")));
+  ApplyReport after = Run(Decl({api("api2", "/opt/api-2")}, 2));
+  EXPECT_EQ(after.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(after), ElementsAre("unchanged")) << "nothing left to remove";
+}
+
+// A directory dropped with the running process whose tree it holds: it
+// was let go as "not empty" and forgotten, and stayed once the tree went.
+// It waits with the tree.
+TEST_F(UnitsTest, ADirectoryHoldingAWaitingTreeWaitsWithIt) {
+  fakes::FakeServiceManager::UnitScript draining{Behavior::kHealthy, 0s, false, 30s};
+  services_.AddUnit("rt.service", draining);
+  std::string sha = Bundle("rt.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  json dir = {{"id", "app"}, {"kind", "directory"}, {"path", "/opt/app"}};
+  json rt = {{"id", "rt"},
+             {"kind", "process"},
+             {"path", "/opt/app/current"},
+             {"source", "rt.tar.gz"},
+             {"sha256", sha},
+             {"unit", "rt.service"},
+             {"unit_text", "[Service]\nExecStart=/opt/app/current/bin/serve\n"}};
+  ASSERT_EQ(Run(Decl({dir, rt})).result, ApplyResult::kOk);
+  ApplyReport stopping = Run(Decl(json::array(), 2));
+  EXPECT_TRUE(testing::Exists(Root("/opt/app/current/bin/serve")));
+  EXPECT_THAT(stopping.outcomes[0].detail,
+              HasSubstr("/opt/app holds /opt/app/current, which goes first"));
+  clock_.Advance(31s);
+  ApplyReport done = Run(Decl(json::array(), 2));
+  EXPECT_FALSE(testing::Exists(Root("/opt/app"))) << "both gone once the unit stopped";
+  EXPECT_TRUE(Run(Decl(json::array(), 2)).outcomes.empty()) << "nothing left recorded";
 }
 
 // Issue 14, issue 210's shape: a bundle made as most are (`tar czf x
