@@ -111,6 +111,10 @@ mkdir -p "$wants"
 ln -s /lib/systemd/system/mesh-host.service "$wants/mesh-host.service"
 check "remove" 'dpkgr -r mesh-host'
 check "... drops the enable link of the packaged unit" '[ ! -L "$wants/mesh-host.service" ]'
+# systemd without split-usr (255 on) links the packaged unit under /usr/lib.
+ln -s /usr/lib/systemd/system/mesh-host.service "$wants/mesh-host.service"
+dpkgr -i "$DEB"
+check "... and one systemd made under /usr/lib" 'dpkgr -r mesh-host && [ ! -L "$wants/mesh-host.service" ]'
 ln -s /etc/systemd/system/mesh-host.service "$wants/mesh-host.service"
 dpkgr -i "$DEB" && dpkgr -r mesh-host
 check "... but not one of an install.sh unit" '[ -L "$wants/mesh-host.service" ]'

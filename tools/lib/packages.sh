@@ -31,9 +31,20 @@ ensure_packages() {
   apt-get update -q >&2
   # prometheus's postinst may try to start a service; there is no systemd
   # here, so keep it from starting anything.
+  # A policy the machine had (a container image's) is put back, and ours
+  # goes whether the install succeeds or not.
+  local saved="" rc=0
+  if [ -e /usr/sbin/policy-rc.d ]; then
+    saved=$(mktemp) && cp -p /usr/sbin/policy-rc.d "$saved"
+  fi
   printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-  rm -f /usr/sbin/policy-rc.d
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 || rc=$?
+  if [ -n "$saved" ]; then
+    mv -f "$saved" /usr/sbin/policy-rc.d
+  else
+    rm -f /usr/sbin/policy-rc.d
+  fi
+  return $rc
 }
 
 # /etc/machine-id must be valid for the sandboxed systemd of the tests.
