@@ -11,6 +11,8 @@
 namespace mesh::adapters {
 namespace {
 
+constexpr size_t kMostMessageBytes = 64 << 10;
+
 // As in sdbus_service_manager.cc: each sd-journal function is a pointer of
 // the header's name and type, bound when the library is first loaded.
 #define MESH_SD_JOURNAL_FUNCTIONS(X) \
@@ -109,6 +111,10 @@ core::Result<std::vector<std::string>> SdJournal::Tail(const std::vector<std::st
     constexpr std::string_view kField = "MESSAGE=";
     std::string_view field(static_cast<const char*>(data), length);
     if (field.starts_with(kField)) field.remove_prefix(kField.size());
+    // An uncompressed field comes back whole (a container's journal may
+    // hold one of any size): what is kept is bounded. 64 KiB, not the 240
+    // bytes shown, so that a secret in it is whole when it is redacted.
+    field = field.substr(0, kMostMessageBytes);
     if (until_repeat && std::find(out.begin(), out.end(), field) != out.end()) break;
     out.emplace_back(field);
   }
