@@ -27,8 +27,7 @@ constexpr const char* kLastGoodFile = "/last-good.json";
 constexpr const char* kKeptArtifactsDir = "/kept-artifacts";
 // A bundle's largest artifact (reconcile/observe.h's kMaxBundleBytes).
 constexpr uint64_t kMaxKeptArtifactBytes = 1ull << 30;
-// Bounded as a declaration is: it holds a few of its resources, base64.
-constexpr uint64_t kMaxLastGoodBytes = 2 * core::kMaxDeclarationBytes;
+using core::kMaxLastGoodBytes;
 // The bare apply mark of hosts before the intent: still read as "an apply
 // was interrupted" (with nothing known to be owed), removed on commit.
 constexpr const char* kLegacyMark = "/applying";

@@ -183,23 +183,25 @@ json KeptDeclaration(const KeptUnit& k, std::string_view machine) {
           {"resources", std::move(resources)}};
 }
 
-Status DeclarationFits(std::string_view id, const json& declaration) {
+Result<size_t> DeclarationBytes(std::string_view id, const json& declaration) {
+  size_t bytes = 0;
   try {
-    if (size_t bytes = declaration.dump().size(); bytes > kMaxDeclarationBytes) {
-      return Fail("the last good of " + std::string(id) + " is " + std::to_string(bytes) +
-                  " bytes, over the " + std::to_string(kMaxDeclarationBytes) +
-                  " a declaration may be (its resources, base64)");
-    }
+    bytes = declaration.dump().size();
   } catch (const json::exception&) {
     return Fail("last-good.json: a kept text is not valid UTF-8");
   }
-  return Ok();
+  if (bytes > kMaxDeclarationBytes) {
+    return Fail("the last good of " + std::string(id) + " is " + std::to_string(bytes) +
+                " bytes, over the " + std::to_string(kMaxDeclarationBytes) +
+                " a declaration may be (its resources, base64)");
+  }
+  return bytes;
 }
 
 }  // namespace
 
-Status KeptUnitFits(std::string_view id, const KeptUnit& k, std::string_view machine) {
-  return DeclarationFits(id, KeptDeclaration(k, machine));
+Result<size_t> KeptUnitBytes(std::string_view id, const KeptUnit& k, std::string_view machine) {
+  return DeclarationBytes(id, KeptDeclaration(k, machine));
 }
 
 Result<std::string> SerializeLastGood(const LastGood& last_good, std::string_view machine) {
@@ -212,7 +214,7 @@ Result<std::string> SerializeLastGood(const LastGood& last_good, std::string_vie
     // Read back one unit at a time by the declaration's parser, which
     // refuses a text over its bound: kept larger, the file would stop
     // every apply after this one.
-    if (auto fits = DeclarationFits(id, u["declaration"]); !fits) {
+    if (auto fits = DeclarationBytes(id, u["declaration"]); !fits) {
       return std::unexpected(fits.error());
     }
     if (k.hold.has_value()) {

@@ -75,9 +75,13 @@ Resource KeptCopy(const Resource& r);
 // and digest. False, and `declared` untouched, when the kinds differ.
 bool Substitute(Resource& declared, const Resource& kept);
 
-// Whether `k`'s kept resources read back: the declaration's parser refuses
-// a text over kMaxDeclarationBytes (base64 makes content a third larger).
-Status KeptUnitFits(std::string_view id, const KeptUnit& k, std::string_view machine);
+// last-good.json is read whole up to this (a few units' resources, base64).
+inline constexpr uint64_t kMaxLastGoodBytes = 2 * kMaxDeclarationBytes;
+
+// The size of `k`'s kept resources as saved, or why they would not read
+// back: the declaration's parser refuses a text over kMaxDeclarationBytes
+// (base64 makes content a third larger).
+Result<size_t> KeptUnitBytes(std::string_view id, const KeptUnit& k, std::string_view machine);
 
 // last-good.json's text. Fails when a kept text is not valid UTF-8 JSON can
 // carry (a declaration's text always is), or a unit does not fit.

@@ -117,6 +117,9 @@ struct ResourceOutcome {
   bool host_acted = false;
   // The second look found the unit not running as asked.
   bool confirm_failed = false;
+  // ... because its job was still queued behind another unit's: it never
+  // ran on what the apply wrote (nothing to roll back).
+  bool never_ran = false;
 
   // service and process: the declared unit; empty for every other kind.
   const std::string& declared_unit() const { return declared.value_or_empty().unit; }

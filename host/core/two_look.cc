@@ -133,12 +133,8 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
     return {false, "still reloading, " + StateWords(first.unit) + ", " + when};
   }
   if (job_result.has_value() && *job_result != "done") {
-    // "dependency": a unit it needs failed, and it was never started on
-    // what the apply wrote.
-    return {false,
-            "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result + "\", unit " +
-                StateWords(second.unit) + " " + when,
-            /*not_run=*/*job_result == "dependency"};
+    return {false, "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result +
+                       "\", unit " + StateWords(second.unit) + " " + when};
   }
   // systemd skipped the start: not running, and not a run that ended well
   // (a skipped oneshot reads Result=success too).

@@ -92,8 +92,8 @@ struct Verdict {
   // "failed (Result=exit-code) 1.0 s after restart", ...
   std::string detail;
   // Not accepted, and not run either: its job still queued behind another
-  // unit's. Not a death on what the apply wrote (nothing to roll back,
-  // no confirm failure counted); the action stays owed.
+  // unit's. Not a death on what the apply wrote (nothing to roll back);
+  // the action stays owed.
   bool not_run = false;
 };
 

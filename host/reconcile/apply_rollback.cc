@@ -113,17 +113,27 @@ void ApplyRun::KeepBundles(const core::LastGood& last_good, bool say) {
 // on; the copies the saved last good no longer names go after it (those of
 // the last good on disk stay when it could not be saved). A copy that
 // cannot be made leaves the rollback to --artifacts, said.
-// A unit too large to read back is left out, not the whole file: every
-// other unit's last good and hold still stand.
+// A unit too large to read back, or past what the file may hold with the
+// others, is left out, not the whole file: every other unit's last good
+// and hold still stand.
 void ApplyRun::LeaveOutWhatCannotBeRead() {
+  // Room for the file's own keys and each unit's wants and hold.
+  constexpr uint64_t kRoom = 4u << 20;
+  uint64_t total = 0;
   for (auto it = last_good_.units.begin(); it != last_good_.units.end();) {
-    if (auto fits = core::KeptUnitFits(it->first, it->second, report_.machine); !fits) {
-      report_.warnings.push_back(fits.error().message + ": not kept, so " + it->first +
-                                 " cannot be rolled back");
-      it = last_good_.units.erase(it);
-    } else {
+    auto bytes = core::KeptUnitBytes(it->first, it->second, report_.machine);
+    std::string why = !bytes ? bytes.error().message
+                      : total + *bytes + kRoom > core::kMaxLastGoodBytes
+                          ? "the last good of " + it->first + " does not fit beside the others' (" +
+                                std::to_string(core::kMaxLastGoodBytes) + " bytes in all)"
+                          : "";
+    if (why.empty()) {
+      total += *bytes;
       ++it;
+      continue;
     }
+    report_.warnings.push_back(why + ": not kept, so " + it->first + " cannot be rolled back");
+    it = last_good_.units.erase(it);
   }
 }
 

@@ -66,7 +66,8 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
   o.host_acted = true;
   if (!c->verdict.accepted) {
     Fail(o, (r.unit().name != r.id ? r.unit().name + " " : "") + c->verdict.detail + StillOwed(u));
-    o.confirm_failed = !c->verdict.not_run;
+    o.confirm_failed = true;
+    o.never_ran = c->verdict.not_run;
   } else if (!u.start_failed.empty()) {
     o.unit->up = false;  // never seen up since it failed
     Fail(o, u.start_failed + "; started again: " + c->verdict.detail + StillOwed(u));
@@ -252,7 +253,7 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     out.pending = true;
     // Stopped on purpose: recorded so, lest the record's view of it (the
     // daemon's at its start, beside a refused push) call it dead.
-    if (!in.dry_run && rm.entry.unit().state == "running") {
+    if (!in.dry_run && rm.stop && rm.entry.unit().state == "running") {
       core::RecordEntry stopped = rm.entry;
       stopped.mutable_unit().state = "stopped";
       out.entries[rm.id] = std::move(stopped);

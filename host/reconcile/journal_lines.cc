@@ -1,7 +1,10 @@
 #include "host/reconcile/journal_lines.h"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "host/core/printable.h"
 #include "host/core/unit_status.h"
@@ -17,28 +20,39 @@ bool NotLoadable(const std::vector<Acted>& acts, size_t k) {
          (acts[k].before->load_state == "bad-setting" || acts[k].before->load_state == "error");
 }
 
-// `line` with every secret's content, and each of its longer lines,
-// replaced by its name.
+// `line` with every secret's content (its surrounding blanks and newlines
+// trimmed), and each of its lines of 8 bytes or more, replaced by its name:
+// the longest first, so that a secret holding another (a URL holding its
+// user) is replaced whole before the shorter one could break it up. A
+// secret under 4 bytes is not looked for (it would stand for every such
+// run of letters).
 std::string Redact(std::string line, const Secrets& secrets) {
-  auto replace = [&](std::string_view secret, const std::string& name) {
-    for (size_t at = line.find(secret); at != std::string::npos;
-         at = line.find(secret, at + name.size())) {
-      line.replace(at, secret.size(), name);
-    }
+  auto trimmed = [](std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    return s;
   };
+  std::vector<std::pair<std::string_view, std::string>> pieces;  // text, its name
   for (const auto& [id, content] : secrets) {
     std::string name = "[credential " + id + "]";
-    if (content.size() >= 4) replace(content, name);
+    if (std::string_view whole = trimmed(content); whole.size() >= 4)
+      pieces.emplace_back(whole, name);
     std::string_view rest = content;
     while (!rest.empty()) {
       size_t end = rest.find('\n');
-      std::string_view piece = rest.substr(0, end);
-      while (!piece.empty() && (piece.back() == '\r' || piece.back() == ' '))
-        piece.remove_suffix(1);
-      while (!piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
-      if (piece.size() >= 8) replace(piece, name);
+      if (std::string_view piece = trimmed(rest.substr(0, end)); piece.size() >= 8) {
+        pieces.emplace_back(piece, name);
+      }
       if (end == std::string_view::npos) break;
       rest.remove_prefix(end + 1);
+    }
+  }
+  std::stable_sort(pieces.begin(), pieces.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [secret, name] : pieces) {
+    for (size_t at = line.find(secret); at != std::string::npos;
+         at = line.find(secret, at + name.size())) {
+      line.replace(at, secret.size(), name);
     }
   }
   return line;

@@ -559,6 +559,7 @@ Plan MakePlan(const PlanInputs& in) {
   for (size_t i = 0; i < resources.size(); ++i) {
     if (resources[i].HasUnit()) plan.units.push_back(PlanUnit(in, i, plan.steps, plan.removals));
   }
+  WaitForTheRestartOnTheNewTree(*in.declaration, plan.units, plan.removals);
   plan.intent = IntentOf(in, plan);
   return plan;
 }

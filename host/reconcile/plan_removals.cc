@@ -130,8 +130,8 @@ void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
 // the unit's. Until then only the stop is done (of the host's unit), and
 // what it would delete waits.
 void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
-  // Its unit another resource's now: that one keeps it running, and what
-  // this one left goes now.
+  // Its unit another resource's now: that one keeps it running, from its
+  // own tree once it acted on it (WaitForTheRestartOnTheNewTree).
   if (claims.Unit(rm.entry.unit().name)) return;
   bool deletes = !rm.delete_paths.empty() || !rm.delete_empty_dirs.empty() ||
                  !rm.held_dirs.empty() || rm.delete_unit_file || !rm.delete_drop_ins.empty();
@@ -306,6 +306,26 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
 }
 
 }  // namespace
+
+void WaitForTheRestartOnTheNewTree(const core::Declaration& decl,
+                                   const std::vector<UnitPlan>& units,
+                                   std::vector<Removal>& removals) {
+  for (Removal& rm : removals) {
+    if (rm.entry.kind != core::KindName(core::Kind::kProcess) || rm.delete_paths.empty() ||
+        !rm.until_stopped.empty() || !rm.not_now.empty()) {
+      continue;
+    }
+    for (const UnitPlan& u : units) {
+      const core::Resource& r = decl.resources[u.index];
+      if (r.unit().name != rm.entry.unit().name || (!u.action.has_value() && !u.stop)) continue;
+      rm.until_stopped = "its tree goes once " + r.unit().name + " no longer runs from it (" +
+                         r.id + " " + (u.stop ? "stops" : "restarts") + " it now)";
+      rm.delete_paths.clear();
+      rm.delete_empty_dirs.clear();
+      break;
+    }
+  }
+}
 
 // Only what the host itself created, and still as it wrote it, is deleted;
 // a unit is stopped only when its unit file is the host's and untouched.

@@ -13,4 +13,11 @@ namespace mesh::reconcile {
 
 std::vector<Removal> PlanRemovals(const PlanInputs& in);
 
+// Once the units are planned: a dropped process whose unit another
+// resource declares now, and stops or restarts in this apply, keeps its
+// tree until then — the unit runs from it until the action (SPEC 8).
+void WaitForTheRestartOnTheNewTree(const core::Declaration& decl,
+                                   const std::vector<UnitPlan>& units,
+                                   std::vector<Removal>& removals);
+
 }  // namespace mesh::reconcile

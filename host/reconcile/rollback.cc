@@ -101,6 +101,84 @@ void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, Resourc
   }
 }
 
+namespace {
+
+// What putting `u` back to its last good `k` would mean (r.refused), or
+// why it cannot be (r.impossible).
+void PlanRollback(const RollbackScope::Unit& u, const core::KeptUnit& k,
+                  const std::function<std::string(const core::Resource&)>& missing, Rollback& r) {
+  r.to_generation = k.generation;
+  std::string gen = "generation " + std::to_string(k.generation);
+  std::string added, dropped;
+  for (const auto& [id, want] : u.wants) {
+    if (!k.wants.contains(id)) added += (added.empty() ? "" : ", ") + id;
+  }
+  for (const auto& [id, want] : k.wants) {
+    if (!u.wants.contains(id)) dropped += (dropped.empty() ? "" : ", ") + id;
+  }
+  if (!added.empty() || !dropped.empty()) {
+    r.impossible = "its definition is not made of " + gen + "'s resources (" +
+                   (added.empty() ? "" : "added " + added) +
+                   (!added.empty() && !dropped.empty() ? "; " : "") +
+                   (dropped.empty() ? "" : "dropped " + dropped) +
+                   "): a rollback puts content back, never resources";
+    return;
+  }
+  for (const auto& [id, want] : u.wants) {
+    if (k.wants.at(id) != want) r.refused[id] = u.declared.at(id);
+  }
+  if (r.refused.empty()) {
+    r.impossible = "nothing to roll back (it runs " + gen + "'s definition, the last good)";
+    return;
+  }
+  for (const auto& [id, want] : r.refused) {
+    const core::Resource& was = k.resources.at(id);
+    const core::Resource& now = u.resources.at(id);
+    std::string why =
+        was.kind != now.kind ? "it was a " + std::string(core::KindName(was.kind)) + " then"
+        // Content is put back, never a path: generation N's bytes at a
+        // path it never had are not generation N.
+        : was.path != now.path ? "it was at " + was.path + " then, " + now.path + " now"
+        : was.HasUnit() && was.unit().name != now.unit().name
+            ? "it was unit " + was.unit().name + " then, " + now.unit().name + " now"
+            : missing(was);
+    if (why.empty()) continue;
+    r.impossible = gen + "'s " + id + " cannot be put back: " + why;
+    r.refused.clear();
+    return;
+  }
+}
+
+// A resource another unit runs on is put back only when that unit rolls
+// back too: until no rollback is made impossible by another that is.
+void KeepWhatOthersRunOn(const RollbackScope& scope, std::vector<Rollback>& rollbacks) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<std::string_view> rolling;
+    for (const Rollback& r : rollbacks) {
+      if (r.impossible.empty()) rolling.insert(scope.units[r.unit].id);
+    }
+    for (Rollback& r : rollbacks) {
+      if (!r.impossible.empty()) continue;
+      const RollbackScope::Unit& u = scope.units[r.unit];
+      for (const auto& [id, want] : r.refused) {
+        auto users = u.shared.find(id);
+        if (users == u.shared.end()) continue;
+        auto other = std::find_if(users->second.begin(), users->second.end(),
+                                  [&](const std::string& o) { return !rolling.contains(o); });
+        if (other == users->second.end()) continue;
+        r.impossible = "generation " + std::to_string(r.to_generation) + "'s " + id +
+                       " cannot be put back: " + *other + " runs on it too and is not rolled back";
+        r.refused.clear();
+        changed = true;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>& outcomes,
                   const core::LastGood& last_good,
                   const std::function<std::string(const core::Resource&)>& missing) {
@@ -126,7 +204,9 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
       after.confirmed.push_back(k);
       continue;
     }
-    if (!o.confirm_failed || (o.unit && o.unit->up)) continue;  // not found dead after an action
+    // Not found dead after an action: up, or never started on what was
+    // written (its job still queued behind another unit's).
+    if (!o.confirm_failed || o.never_ran || (o.unit && o.unit->up)) continue;
     after.rollbacks.push_back(Rollback{k, {}, "", 0});
   }
   for (Rollback& r : after.rollbacks) {
@@ -135,75 +215,11 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
     if (kept == last_good.units.end()) {
       r.impossible = "no last good to roll back to (" + u.unit +
                      " was never confirmed running under on_failure: rollback)";
-      continue;
-    }
-    const core::KeptUnit& k = kept->second;
-    r.to_generation = k.generation;
-    std::string gen = "generation " + std::to_string(k.generation);
-    std::string added, dropped;
-    for (const auto& [id, want] : u.wants) {
-      if (!k.wants.contains(id)) added += (added.empty() ? "" : ", ") + id;
-    }
-    for (const auto& [id, want] : k.wants) {
-      if (!u.wants.contains(id)) dropped += (dropped.empty() ? "" : ", ") + id;
-    }
-    if (!added.empty() || !dropped.empty()) {
-      r.impossible = "its definition is not made of " + gen + "'s resources (" +
-                     (added.empty() ? "" : "added " + added) +
-                     (!added.empty() && !dropped.empty() ? "; " : "") +
-                     (dropped.empty() ? "" : "dropped " + dropped) +
-                     "): a rollback puts content back, never resources";
-      continue;
-    }
-    for (const auto& [id, want] : u.wants) {
-      if (k.wants.at(id) != want) r.refused[id] = u.declared.at(id);
-    }
-    if (r.refused.empty()) {
-      r.impossible = "nothing to roll back (it runs " + gen + "'s definition, the last good)";
-      continue;
-    }
-    for (const auto& [id, want] : r.refused) {
-      const core::Resource& was = k.resources.at(id);
-      const core::Resource& now = u.resources.at(id);
-      std::string why =
-          was.kind != now.kind ? "it was a " + std::string(core::KindName(was.kind)) + " then"
-          // Content is put back, never a path: generation N's bytes at a
-          // path it never had are not generation N.
-          : was.path != now.path ? "it was at " + was.path + " then, " + now.path + " now"
-          : was.HasUnit() && was.unit().name != now.unit().name
-              ? "it was unit " + was.unit().name + " then, " + now.unit().name + " now"
-              : missing(was);
-      if (why.empty()) continue;
-      r.impossible = gen + "'s " + id + " cannot be put back: " + why;
-      r.refused.clear();
-      break;
+    } else {
+      PlanRollback(u, kept->second, missing, r);
     }
   }
-  // A resource another unit runs on is put back only when that unit rolls
-  // back too: until no rollback is made impossible by another that is.
-  for (bool changed = true; changed;) {
-    changed = false;
-    std::set<std::string_view> rolling;
-    for (const Rollback& r : after.rollbacks) {
-      if (r.impossible.empty()) rolling.insert(scope.units[r.unit].id);
-    }
-    for (Rollback& r : after.rollbacks) {
-      if (!r.impossible.empty()) continue;
-      const RollbackScope::Unit& u = scope.units[r.unit];
-      for (const auto& [id, want] : r.refused) {
-        auto users = u.shared.find(id);
-        if (users == u.shared.end()) continue;
-        auto other = std::find_if(users->second.begin(), users->second.end(),
-                                  [&](const std::string& o) { return !rolling.contains(o); });
-        if (other == users->second.end()) continue;
-        r.impossible = "generation " + std::to_string(r.to_generation) + "'s " + id +
-                       " cannot be put back: " + *other + " runs on it too and is not rolled back";
-        r.refused.clear();
-        changed = true;
-        break;
-      }
-    }
-  }
+  KeepWhatOthersRunOn(scope, after.rollbacks);
   return after;
 }
 

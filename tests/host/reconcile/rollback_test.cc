@@ -251,20 +251,18 @@ TEST_F(RollbackTest, AFileMovedSinceIsNotPutBackElsewhere) {
   EXPECT_THAT(Of(r, "jaild").detail, Not(HasSubstr("rolled back to generation 14")));
 }
 
-// A restart whose job waits behind a unit it needs, which then fails (a
-// migration): not accepted, but it never ran on what was written —
-// nothing is rolled back (the hold would pin the old content on a fault
-// that is not the content's), and the restart stays owed.
+// A start whose job waits behind a unit it is ordered after (a slow
+// migration) at the second look: not accepted, but it never ran on what
+// was written — nothing is rolled back (the hold would pin the old content
+// on a fault not the content's), and the start stays owed.
 TEST_F(RollbackTest, AStartStillQueuedIsNotRolledBack) {
   ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
-  // From its next restart on, its job waits 5 s behind another unit's.
+  // Dead since, and its next start waits 5 s behind another unit's job.
   services_.behavior_on_start = nullptr;
-  services_.AddUnit(
-      "jaild.service",
-      {.behavior = Behavior::kBlockedByDependency, .delay = 5s, .running_initially = true});
+  services_.AddUnit("jaild.service", {.behavior = Behavior::kBlockedByDependency, .delay = 5s});
   ApplyReport r = Run(Jail(kFixed, 15));
   EXPECT_EQ(r.result, ApplyResult::kFailed);
-  EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("job restart ended \"dependency\""));
+  EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("its start job is still queued"));
   EXPECT_THAT(Of(r, "jaild").detail, Not(HasSubstr("rolled back")));
   EXPECT_EQ(Jailconf(), kFixed) << "declared, never run: not put back";
   EXPECT_TRUE(store_.Owed().owed.contains("jaild"));

@@ -78,16 +78,32 @@ TEST_F(UnitsTest, ACredentialInAFailedRunsJournalIsNotShown) {
   json key = {
       {"id", "api.key"}, {"kind", "credential"}, {"path", "/etc/api.key"}, {"content", pem}};
   json svc = Service("api", {{"restart_on", {"api.token", "api.key"}}});
+  // A user declared before the URL that holds it: replaced first, it broke
+  // the URL up and its password showed. And a file's trailing newline.
+  json user = {{"id", "db.user"},
+               {"kind", "credential"},
+               {"path", "/etc/db.user"},
+               {"content", "postgres_app\n"}};
+  json url = {{"id", "db.url"},
+              {"kind", "credential"},
+              {"path", "/etc/db.url"},
+              {"content", "postgres://postgres_app:S3cretPw@db/x\n"}};
+  svc["restart_on"].push_back("db.user");
+  svc["restart_on"].push_back("db.url");
   journal_.any_run = {"token " + token + " rejected by upstream",
-                      "bad key line MIIBVgIBADANBgkqhkiG9w0B in api.key"};
-  ApplyReport r = Run(Decl({cred, key, svc}));
-  ASSERT_EQ(r.outcomes[2].outcome, core::Outcome::kFailed);
+                      "bad key line MIIBVgIBADANBgkqhkiG9w0B in api.key",
+                      "cannot reach postgres://postgres_app:S3cretPw@db/x as postgres_app"};
+  ApplyReport r = Run(Decl({cred, key, user, url, svc}));
+  ASSERT_EQ(r.outcomes[4].outcome, core::Outcome::kFailed);
   std::string shown;
-  for (const std::string& line : core::FormatJournalLines(r.outcomes[2])) shown += line + "\n";
+  for (const std::string& line : core::FormatJournalLines(r.outcomes[4])) shown += line + "\n";
   EXPECT_THAT(shown, HasSubstr("token [credential api.token] rejected by upstream")) << shown;
   EXPECT_THAT(shown, HasSubstr("bad key line [credential api.key] in api.key")) << shown;
+  EXPECT_THAT(shown, HasSubstr("cannot reach [credential db.url] as [credential db.user]"))
+      << shown;
   EXPECT_THAT(shown, Not(HasSubstr(token)));
   EXPECT_THAT(shown, Not(HasSubstr("MIIBVgIBADANBgkqhkiG9w0B")));
+  EXPECT_THAT(shown, Not(HasSubstr("S3cretPw")));
 }
 
 TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
@@ -439,7 +455,8 @@ TEST_F(UnitsTest, AStartHeldBehindADependencyIsNotAccepted) {
                           "ordered after), inactive (dead) 2.0 s after start"))
         << r.outcomes[0].detail;
     EXPECT_FALSE(r.outcomes[0].unit->up) << "apply " << k;
-    EXPECT_FALSE(r.outcomes[0].confirm_failed) << "it never ran: no death to count";
+    EXPECT_TRUE(r.outcomes[0].confirm_failed) << "its second look failed";
+    EXPECT_TRUE(r.outcomes[0].never_ran) << "but it never ran: no death to roll back";
     EXPECT_TRUE(store_.Owed().owed.contains("a")) << "apply " << k;
     clock_.Advance(10s);
   }
@@ -577,9 +594,12 @@ TEST_F(UnitsTest, ADroppedProcessKeepsItsTreeUntilItsUnitNoLongerRuns) {
 }
 
 // The same unit taken over by another resource (a process renamed, its
-// tree moved): that one keeps it running, so the old tree does not wait
-// for it to stop. It waited for ever, failing every apply ("could not be
-// read": a declared unit is not read as a dropped one).
+// tree moved): the old tree goes once the new resource restarted the unit
+// onto its own (the unit runs from the old one until then), not once the
+// unit stops, which it never does. It waited for ever, failing every
+// apply ("could not be read": a declared unit is not read as a dropped
+// one); deleted at once instead, the restart onto the new tree could
+// still fail and leave the daemon on a deleted tree.
 TEST_F(UnitsTest, AProcessRenamedOnTheSameUnitLeavesNoTreeBehind) {
   services_.AddUnit("api.service", {});
   std::string sha = Bundle("api.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
@@ -595,8 +615,14 @@ TEST_F(UnitsTest, AProcessRenamedOnTheSameUnitLeavesNoTreeBehind) {
   ASSERT_EQ(Run(Decl({api("api", "/opt/api-1")})).result, ApplyResult::kOk);
   ApplyReport moved = Run(Decl({api("api2", "/opt/api-2")}, 2));
   EXPECT_EQ(moved.result, ApplyResult::kOk) << moved.outcomes[0].detail;
-  EXPECT_FALSE(testing::Exists(Root("/opt/api-1"))) << "the old tree goes";
+  EXPECT_TRUE(testing::Exists(Root("/opt/api-1/bin/serve"))) << "run from until the restart";
+  EXPECT_THAT(moved.outcomes[1].detail,
+              HasSubstr("its tree goes once api.service no longer runs from it (api2 restarts "
+                        "it now)"));
   EXPECT_TRUE(testing::Exists(Root("/opt/api-2/bin/serve")));
+  ApplyReport next = Run(Decl({api("api2", "/opt/api-2")}, 2));
+  EXPECT_EQ(next.result, ApplyResult::kOk);
+  EXPECT_FALSE(testing::Exists(Root("/opt/api-1"))) << "the old tree goes";
   ApplyReport after = Run(Decl({api("api2", "/opt/api-2")}, 2));
   EXPECT_EQ(after.result, ApplyResult::kOk);
   EXPECT_THAT(Outcomes(after), ElementsAre("unchanged")) << "nothing left to remove";
