@@ -198,21 +198,27 @@ TEST(StatusCommandTest, TheUrlOfTheStatusPageItselfWorks) {
   t.join();
 }
 
+// A listening socket on 127.0.0.1, at a port the kernel picks.
+int ListenOnLoopback(int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  EXPECT_EQ(::listen(fd, 4), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 // A peer that accepts and then sends its answer's headers a byte every
 // 200 ms: each byte is within the read timeout, so only a deadline of the
 // command's own ends the wait.
 class TricklingPeer {
  public:
   TricklingPeer() {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(::listen(listener_, 4), 0);
-    EXPECT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port_ = ntohs(addr.sin_port);
+    listener_ = ListenOnLoopback(&port_);
     thread_ = std::thread([this] {
       int c = ::accept(listener_, nullptr, nullptr);
       if (c < 0) return;
@@ -289,15 +295,7 @@ class TrickyTlsPeer {
  public:
   enum class Trick { kTlsTrickle, kPlainEndless };
   explicit TrickyTlsPeer(Trick trick) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(::listen(listener_, 4), 0);
-    EXPECT_EQ(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port_ = ntohs(addr.sin_port);
+    listener_ = ListenOnLoopback(&port_);
     thread_ = std::thread([this, trick] {
       int c = ::accept(listener_, nullptr, nullptr);
       if (c < 0) return;
