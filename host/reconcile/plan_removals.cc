@@ -125,6 +125,20 @@ void ReleaseDirectoriesEmptiedTogether(std::vector<Removal>& removals) {
   }
 }
 
+// A dropped unit as read before anything was written, or null with `why`
+// set: systemd could not be asked, so whether it runs is not known.
+const core::UnitStatus* DroppedUnit(const PlanInputs& in, const std::string& unit,
+                                    std::string* why) {
+  auto status = in.seen->dropped_units.find(unit);
+  if (status != in.seen->dropped_units.end() && status->second.has_value()) {
+    return &*status->second;
+  }
+  *why = "its unit " + unit + " could not be read from systemd" +
+         (status != in.seen->dropped_units.end() ? " (" + status->second.error().message + ")"
+                                                 : std::string());
+  return nullptr;
+}
+
 // SPEC 8: a dropped process's tree goes once its unit no longer runs (an
 // ExecStop= in the bundle, a drain on SIGTERM, run from the tree), whoever
 // the unit's. Until then only the stop is done (of the host's unit), and
@@ -137,20 +151,13 @@ void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
                  !rm.held_dirs.empty() || rm.delete_unit_file || !rm.delete_drop_ins.empty();
   if (!deletes) return;
   const std::string& unit = rm.entry.unit().name;
-  auto status = in.seen->dropped_units.find(unit);
-  bool read = status != in.seen->dropped_units.end() && status->second.has_value();
-  if (read && !status->second->Running() && status->second->active_state != "deactivating") {
-    return;
-  }
-  bool hosts = rm.delete_unit_file;
-  if (!read) {
-    rm.not_now =
-        "its unit " + unit + " could not be read from systemd" +
-        (status != in.seen->dropped_units.end() ? " (" + status->second.error().message + ")"
-                                                : std::string()) +
-        ": its tree is kept while it may run; the next apply removes it";
+  std::string why;
+  const core::UnitStatus* status = DroppedUnit(in, unit, &why);
+  if (status != nullptr && !status->Running() && status->active_state != "deactivating") return;
+  if (status == nullptr) {
+    rm.not_now = why + ": its tree is kept while it may run; the next apply removes it";
     rm.stop = rm.disable = false;
-  } else if (hosts) {
+  } else if (rm.delete_unit_file) {
     rm.until_stopped = (rm.stop ? "" : unit + " still stopping; ") +
                        "its tree and unit file go once " + unit + " no longer runs";
   } else {
@@ -193,23 +200,18 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
     }
   }
   if (owns_unit) {
-    auto status = in.seen->dropped_units.find(e.unit().name);
-    bool read = status != in.seen->dropped_units.end() && status->second.has_value();
-    if (!read) {
-      // Whether it runs is not known: its file deleted, it would run on
-      // with no definition and no record.
-      rm.not_now =
-          "its unit " + e.unit().name + " could not be read from systemd" +
-          (status != in.seen->dropped_units.end() ? " (" + status->second.error().message + ")"
-                                                  : std::string()) +
-          ": not stopped, nothing deleted; the next apply removes it";
+    std::string why;
+    const core::UnitStatus* status = DroppedUnit(in, e.unit().name, &why);
+    if (status == nullptr) {
+      // Its file deleted, it would run on with no definition and no record.
+      rm.not_now = why + ": not stopped, nothing deleted; the next apply removes it";
       return;
     }
-    rm.stop = status->second->Running();
+    rm.stop = status->Running();
     rm.delete_unit_file = true;
     const DroppedSeen* file = Find(in.seen->dropped_unit_files, e.unit().name);
     rm.disable = file != nullptr && !file->missing &&
-                 (e.unit().enabled == true || (read && core::UnitFileEnabled(*status->second)));
+                 (e.unit().enabled == true || core::UnitFileEnabled(*status));
   }
 }
 
@@ -297,11 +299,11 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
       rm.left.push_back("unit " + unit + " as it is (not the host's: no unit_text)");
       continue;
     }
-    auto status = in.seen->dropped_units.find(unit);
-    bool read = status != in.seen->dropped_units.end() && status->second.has_value();
-    rm.stop = read && status->second->Running();
+    std::string why;
+    const core::UnitStatus* status = DroppedUnit(in, unit, &why);
+    rm.stop = status != nullptr && status->Running();
     rm.disable =
-        rm.entry.unit().enabled == true || (read && core::UnitFileEnabled(*status->second));
+        rm.entry.unit().enabled == true || (status != nullptr && core::UnitFileEnabled(*status));
   }
 }
 

@@ -125,6 +125,30 @@ void SweepTemporaries(const Declaration& decl, const core::Record& record,
                      " temporary file(s) it left");
 }
 
+// What a cut-short apply was creating at `path`, if it is still of the
+// type it was writing; anything else there was put since, by someone else,
+// and is left (said). Missing: nothing to do.
+std::optional<core::FileInfo> StillAsCreated(ports::FileSystem& fs, const std::string& path,
+                                             core::FileType type, std::string_view what,
+                                             std::vector<std::string>& warnings) {
+  auto info = fs.Stat(path);
+  if (info && info->type == type) return *info;
+  if (info && info->type != core::FileType::kMissing) {
+    warnings.push_back("left " + std::string(what) +
+                       ": an apply cut short was creating it, but what is there now is not what "
+                       "it was writing");
+  }
+  return std::nullopt;
+}
+
+void SayRemoved(const core::Status& removed, const std::string& what,
+                std::vector<std::string>& warnings) {
+  warnings.push_back(removed ? "removed " + what +
+                                   ": created by an apply cut short, and no longer declared"
+                             : "could not remove " + what +
+                                   " (created by an apply cut short): " + removed.error().message);
+}
+
 // The declared resource that manages `unit`, if any.
 std::optional<size_t> DeclaredUnit(const Declaration& decl, std::string_view unit) {
   for (size_t i = 0; i < decl.resources.size(); ++i) {
@@ -137,57 +161,29 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record, const co
                    ports::FileSystem& root, ports::FileSystem& units, Observation& observed,
                    std::vector<std::string>& warnings) {
   for (const std::string& path : Orphans(intent, decl, record)) {
-    // Only what the cut-short apply was creating: a file where it wrote a
-    // file, a directory where it unpacked a tree. Anything else was put
-    // there since, by someone else.
+    // A file where it wrote a file, a directory where it unpacked a tree.
     bool tree = std::find(intent.creating_trees.begin(), intent.creating_trees.end(), path) !=
                 intent.creating_trees.end();
-    auto info = root.Stat(path);
-    if (!info || info->type != (tree ? core::FileType::kDirectory : core::FileType::kRegular)) {
-      if (info && info->type != core::FileType::kMissing) {
-        warnings.push_back("left " + path +
-                           ": an apply cut short was creating it, but what is there now is not "
-                           "what it was writing");
-      }
+    if (!StillAsCreated(root, path, tree ? core::FileType::kDirectory : core::FileType::kRegular,
+                        path, warnings)) {
       continue;
     }
-    auto removed = tree ? root.Remove(path) : root.RemoveFile(path);
-    warnings.push_back(removed ? "removed " + path +
-                                     ": created by an apply cut short, and no longer "
-                                     "declared"
-                               : "could not remove " + path + " (created by an apply cut short): " +
-                                     removed.error().message);
+    SayRemoved(tree ? root.Remove(path) : root.RemoveFile(path), path, warnings);
   }
   for (const std::string& unit : OrphanUnitFiles(intent, decl, record)) {
-    // A link (the operator's mask, or their own unit linked in) or a
-    // directory is not what the apply was writing.
-    auto info = units.Stat("/" + unit);
-    if (!info || info->type != core::FileType::kRegular) {
-      if (info && info->type != core::FileType::kMissing) {
-        warnings.push_back("left unit file " + unit +
-                           ": an apply cut short was creating it, but what is there now is not "
-                           "a file");
-      }
+    // A link (the operator's mask, or their own unit linked in) is not
+    // what the apply was writing.
+    if (!StillAsCreated(units, "/" + unit, core::FileType::kRegular, "unit file " + unit,
+                        warnings)) {
       continue;
     }
-    auto removed = units.RemoveFile("/" + unit);
-    warnings.push_back(removed
-                           ? "removed unit file " + unit +
-                                 ": created by an apply cut short, and no longer declared"
-                           : "could not remove unit file " + unit +
-                                 " (created by an apply cut short): " + removed.error().message);
+    SayRemoved(units.RemoveFile("/" + unit), "unit file " + unit, warnings);
   }
   for (const std::string& drop_in : OrphanDropIns(intent, decl, record)) {
     auto [unit, name] = core::SplitDropIn(drop_in);
-    auto info = units.Stat("/" + drop_in);
-    if (!info || info->type != core::FileType::kRegular) {
-      if (info && info->type != core::FileType::kMissing) {
-        warnings.push_back("left drop-in " + drop_in +
-                           ": an apply cut short was creating it, but what is there now is not "
-                           "a file");
-      }
-      continue;
-    }
+    auto info = StillAsCreated(units, "/" + drop_in, core::FileType::kRegular, "drop-in " + drop_in,
+                               warnings);
+    if (!info) continue;
     // Of a unit still declared: systemd may have loaded it (the apply may
     // have restarted the unit before it was cut short), so it goes as a
     // change of the unit's definition, its restart owed before the file
@@ -200,12 +196,7 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record, const co
       d.fingerprint = core::FileFingerprint(*info);
       continue;
     }
-    auto removed = units.RemoveFile("/" + drop_in);
-    warnings.push_back(removed
-                           ? "removed drop-in " + drop_in +
-                                 ": created by an apply cut short, and no longer declared"
-                           : "could not remove drop-in " + drop_in +
-                                 " (created by an apply cut short): " + removed.error().message);
+    SayRemoved(units.RemoveFile("/" + drop_in), "drop-in " + drop_in, warnings);
   }
 }
 
