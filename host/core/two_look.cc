@@ -127,6 +127,16 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
     if (!look->error.empty()) return {false, "not looked at (" + look->error + ") " + when};
   }
   if (first.stopping) {
+    // A restart's job runs its stop at once (deactivating): a unit still
+    // up under the run it had, its job pending, was never stopped. The job
+    // waits behind a unit it is ordered after; nothing of the apply ran.
+    if (first.job_pending && first.unit.Running() && !first.ran_since_asked) {
+      return {false,
+              "its " + std::string(UnitActionVerb(action)) +
+                  " job is still queued (behind a unit it is ordered after), " +
+                  StateWords(first.unit) + ", past its stop timeout " + when,
+              /*not_run=*/true};
+    }
     return {false, "still stopping, " + StateWords(first.unit) + ", past its stop timeout " + when};
   }
   if (first.reloading) {

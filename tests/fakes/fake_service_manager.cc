@@ -19,7 +19,10 @@ void FakeServiceManager::AddUnit(const std::string& name, UnitScript script) {
   units_[name] = u;
 }
 
-void FakeServiceManager::Kill(const std::string& name) { units_[name].killed = true; }
+void FakeServiceManager::Kill(const std::string& name) {
+  units_[name].killed = true;
+  units_[name].held_running = false;
+}
 
 void FakeServiceManager::RestartedByOther(const std::string& name) {
   Unit& u = units_[name];
@@ -96,6 +99,7 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     }
     u.stopped = true;
     u.started = false;
+    u.held_running = false;
     jobs_[id] = {unit, now, "done"};
     return id;
   }
@@ -127,6 +131,12 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     u.stopping_until = now + u.script.stop_delay;
     u.stopping_invocation = u.invocation;
     start = u.stopping_until;
+  }
+  u.held_running = kind == ports::JobKind::kRestart && was_running &&
+                   u.script.behavior == Behavior::kBlockedByDependency;
+  if (u.held_running) {
+    jobs_[id] = Job{unit, now + u.script.delay, "dependency"};
+    return id;
   }
   if (kind != ports::JobKind::kReload || !u.started) {
     u.started = true;
@@ -212,6 +222,10 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
     s.active_state = active;
     s.sub_state = sub;
   };
+  if (u.held_running) {
+    set("active", "running");
+    return s;
+  }
   if (!u.started || u.stopped) {
     set("inactive", "dead");
     s.invocation_id.clear();

@@ -165,6 +165,9 @@ class FakeServiceManager : public ports::ServiceManager {
     bool bad_setting = false;
     std::chrono::nanoseconds stopping_until{0};
     int stopping_invocation = 0;
+    // A restart of its run held behind a dependency (kBlockedByDependency):
+    // the old run goes on, untouched, as systemd leaves it.
+    bool held_running = false;
   };
   struct Job {
     std::string unit;

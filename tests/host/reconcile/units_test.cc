@@ -462,6 +462,30 @@ TEST_F(UnitsTest, AStartHeldBehindADependencyIsNotAccepted) {
   }
 }
 
+// The same for a restart of a unit that runs: its job waits behind a unit
+// it is ordered after, slower than its own stop timeout, and the old run
+// goes on untouched. It was waited on for that timeout and then read
+// "still stopping, active (running)": a stop that never began, and a
+// death on the new config, rolled back. It fails as queued: nothing of
+// what the apply wrote ran, and the restart stays owed.
+TEST_F(UnitsTest, ARestartHeldBehindADependencyIsQueuedNotStopping) {
+  fakes::FakeServiceManager::UnitScript held{Behavior::kBlockedByDependency, 60s, true};
+  held.timeout_stop = 5s;
+  services_.AddUnit("jail.service", held);
+  json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
+  testing::WriteText(Root("/etc/jail.conf"), "good");
+  Run(Decl({Conf("good"), svc}));
+  ApplyReport r = Run(Decl({Conf("new"), svc}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.outcomes[1].detail,
+              HasSubstr("jail.service its restart job is still queued (behind a unit it is "
+                        "ordered after), active (running), past its stop timeout"))
+      << r.outcomes[1].detail;
+  EXPECT_FALSE(r.outcomes[1].unit->up);
+  EXPECT_TRUE(r.outcomes[1].never_ran) << "the old run went on: no death to roll back";
+  EXPECT_TRUE(store_.Owed().owed.contains("jail"));
+}
+
 // A unit that ran, was confirmed and was killed later is a dead daemon
 // started again, as before: not a failed start.
 TEST_F(UnitsTest, AConfirmedUnitKilledLaterIsStartedNotAFailedStart) {
