@@ -114,8 +114,9 @@ int Run(const cli::Flags& flags) {
   d.ShowRecorded();
   auto bound = server.Start(*listen);
   if (!bound) {
+    // SPEC: an address already in use is an error at start, as a bad flag.
     log.Line(daemon::Priority::kErr, bound.error().message);
-    return cli::kExitFailed;
+    return cli::kExitRefused;
   }
   log.Line(daemon::Priority::kNotice, "listening on " + *bound + " (" + server.scheme() + ")");
   int code = d.Run();

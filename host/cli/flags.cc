@@ -131,8 +131,11 @@ const Doc kFlagDocs[] = {
      "                       that changed (default all), or only for failed and\n"
      "                       churning ones (fleets of large declarations)\n"},
     {kRunBit,
-     "  -v, --verbose        run: log every outcome, unchanged ones too (default:\n"
-     "                       changes, failures and one summary line per apply)\n"},
+     "  --log-level info|debug\n"
+     "                       run: info (default) logs changes, failures and one\n"
+     "                       summary line per apply; debug every outcome, unchanged\n"
+     "                       ones too\n"
+     "  -v, --verbose        run: as --log-level debug\n"},
     {kAllBits, "  --help               this text\n"},
 };
 
@@ -193,6 +196,7 @@ ValueFlags ValueFlagsOf(Flags& flags) {
            {"--output", &flags.output},
            {"--verify-key", &flags.verify_key},
            {"--metrics-resources", &flags.metrics_resources},
+           {"--log-level", &flags.log_level},
            {"--targets", &flags.targets},
            {"--prometheus", &flags.prometheus},
            {"--web-config", &flags.web_config},
@@ -237,6 +241,10 @@ core::Status CheckTogether(const Flags& flags) {
   if (flags.metrics_resources != "all" && flags.metrics_resources != "failing") {
     return core::Fail("flag --metrics-resources: \"" + flags.metrics_resources +
                       "\" is not all or failing");
+  }
+  if (flags.log_level != "info" && flags.log_level != "debug") {
+    return core::Fail("flag --log-level: \"" + flags.log_level +
+                      "\" is not info or debug (debug: every unchanged outcome too)");
   }
   if (flags.cert.empty() != flags.key.empty()) {
     return core::Fail("flags --cert and --key go together (a client certificate and its key)");
@@ -313,6 +321,7 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
     if (auto st = SetValue(values, flags, name, value); !st) return std::unexpected(st.error());
   }
   if (auto st = CheckTogether(flags); !st) return std::unexpected(st.error());
+  flags.verbose = flags.verbose || flags.log_level == "debug";
   return flags;
 }
 

@@ -45,8 +45,10 @@ struct Flags {
   // run: the exporter-toolkit web config (TLS, basic auth, headers).
   std::string web_config;
   // run: log every outcome at every apply, `unchanged` ones included
-  // (default: changes, failures and one summary line per apply).
+  // (default: changes, failures and one summary line per apply):
+  // --verbose, or --log-level debug.
   bool verbose = false;
+  std::string log_level = "info";
   // run: `all` keeps a change counter for every resource that changed;
   // `failing` only for failed and churning ones (SPEC "Metrics").
   std::string metrics_resources = "all";

@@ -182,8 +182,8 @@ try:
         rc = twin.wait(10)
     except subprocess.TimeoutExpired:
         rc = None
-    check(rc not in (None, 0) and "cannot bind" in log_text(twin_log),
-          f"a second daemon on port {port} is refused at start (exit {rc})")
+    check(rc == 2 and "cannot bind" in log_text(twin_log),
+          f"a second daemon on port {port} is refused at start, exit 2 (exit {rc})")
 
     host.send_signal(signal.SIGTERM)
     check(host.wait(15) == 0, "SIGTERM: exit 0")

@@ -23,6 +23,15 @@ TEST(FlagsTest, DefaultsAreTheContract) {
   EXPECT_FALSE(f->verbose) << "quiet by default";
   EXPECT_TRUE(ParseFlags({"run", "-v"})->verbose);
   EXPECT_TRUE(ParseFlags({"run", "--verbose", "--interval", "1m"})->verbose);
+  // SPEC: `--log-level debug` adds every unchanged line.
+  EXPECT_TRUE(ParseFlags({"run", "--log-level", "debug"})->verbose);
+  EXPECT_TRUE(ParseFlags({"run", "--log-level=debug"})->verbose);
+  EXPECT_FALSE(ParseFlags({"run", "--log-level", "info"})->verbose);
+  auto bad = ParseFlags({"run", "--log-level", "trace"});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message,
+            "flag --log-level: \"trace\" is not info or debug (debug: every unchanged outcome "
+            "too)");
   EXPECT_EQ(f->output, "text");
   EXPECT_EQ(ParseFlags({"plan", "--output", "json"})->output, "json");
   EXPECT_THAT(ParseFlags({"plan", "--output=yaml"}).error().message,
