@@ -397,12 +397,17 @@ void HostMetrics::ObserveUnitLocked(const std::string& unit, const core::UnitSta
   unit_active_gauges_[unit] = &g;
   auto& sr = systemd_restarts_->Add({{"unit", unit}});
   unit_systemd_restarts_[unit] = &sr;
-  // A counter of systemd's NRestarts: the first sight sets the baseline,
-  // growth adds the difference, and a drop (reset-failed, reboot) means the
-  // new value counts restarts since the reset.
+  // A counter of systemd's NRestarts, at 0 at first sight (SPEC): those
+  // restarts happened before this process looked, and a series born at
+  // NRestarts would read, after the host itself restarts, as a reset
+  // followed by that many new restarts. Growth adds the difference; a drop
+  // (reset-failed, a restart by hand, reboot) means the new value counts
+  // restarts since the reset.
   uint32_t n = status.n_restarts;
   auto last = last_n_restarts_.find(unit);
-  if (last == last_n_restarts_.end() || n < last->second) {
+  if (last == last_n_restarts_.end()) {
+    // baseline only
+  } else if (n < last->second) {
     sr.Increment(n);
   } else {
     sr.Increment(n - last->second);

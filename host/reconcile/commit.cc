@@ -61,8 +61,15 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
   bool up =
       c->verdict.accepted || (*u.action == core::UnitAction::kReload && core::UnitUp(c->last));
   o.unit = UnitSnapshotOf(r.unit().name, c->last, up);
+  // A start of a unit that runs (systemd restarted it on its own) is a
+  // job systemd ends without touching the daemon, the same run seen after
+  // it: it has the unit looked at twice and restarts nothing. Counted as
+  // the host's restart, MeshHostUnitFlapping saw each of systemd's twice.
+  bool started_nothing = *u.action == core::UnitAction::kStart && u.status.Running() &&
+                         !u.status.invocation_id.empty() &&
+                         c->last.invocation_id == u.status.invocation_id;
   o.mutable_declared().restart_reason =
-      *u.action == core::UnitAction::kReload ? std::nullopt : u.reason;
+      *u.action == core::UnitAction::kReload || started_nothing ? std::nullopt : u.reason;
   o.host_acted = true;
   if (!c->verdict.accepted) {
     Fail(o, (r.unit().name != r.id ? r.unit().name + " " : "") + c->verdict.detail + StillOwed(u));

@@ -145,17 +145,25 @@ TEST(HostMetricsTest, RollbacksAndHolds) {
 
 TEST(HostMetricsTest, SystemdRestartsCountedAcrossResets) {
   HostMetrics m("v");
-  m.ObserveApply(Report({Out("d", "service", core::Outcome::kUnchanged, "d.service")}));
+  core::ResourceOutcome first = Out("d", "service", core::Outcome::kUnchanged, "d.service");
+  first.unit->n_restarts = 3;
+  m.ObserveApply(Report({first}));
   core::UnitStatus s;
   s.active_state = "active";
   s.sub_state = "running";
-  for (uint32_t n : {3u, 5u, 1u, 2u}) {  // 5 -> 1: reset-failed in between
+  // SPEC: a unit's counter starts at 0. Born at NRestarts, a host that
+  // restarts itself turned 5 into 3: a reset and three new restarts to
+  // increase(), and MeshHostUnitFlapping for a unit quiet for weeks.
+  EXPECT_THAT(m.Serialize(),
+              HasSubstr(R"(mesh_host_unit_systemd_restarts_total{unit="d.service"} 0)"))
+      << "restarts before the first sight are not new";
+  for (uint32_t n : {5u, 1u, 2u}) {  // 5 -> 1: reset-failed in between
     s.n_restarts = n;
     m.ObserveUnit("d.service", s, true);
   }
-  // 3 (first sight) + 2 + 1 (after the reset) + 1 = 7
+  // 0 (first sight) + 2 + 1 (after the reset) + 1 = 4
   EXPECT_THAT(m.Serialize(),
-              HasSubstr(R"(mesh_host_unit_systemd_restarts_total{unit="d.service"} 7)"));
+              HasSubstr(R"(mesh_host_unit_systemd_restarts_total{unit="d.service"} 4)"));
 }
 
 TEST(HostMetricsTest, LiveWatchMovesUnitActive) {
