@@ -140,7 +140,8 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
                              ? "; its next activation runs the new definition (a run in "
                                "progress keeps the one it started with)"
                              : "";
-    o.detail = Then(step.detail, LeftToTrigger(r.unit().name, u.status) + loaded);
+    o.detail = Then(step.detail, LeftToTrigger(r.unit().name, u.status) + loaded +
+                                     (u.why.empty() ? "" : "; " + u.why));
     return nullptr;
   }
   if (!u.action.has_value()) {

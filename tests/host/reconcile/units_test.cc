@@ -965,6 +965,30 @@ TEST_F(UnitsTest, ATriggeredUnitIsLeftToItsTrigger) {
   EXPECT_EQ(changed.outcomes[0].declared_unit(), "job.service");
 }
 
+// A triggered unit's restart_on was accepted and never acted on, unsaid:
+// a daemon its socket started ran on the old config while every apply
+// said "unchanged … left to its trigger (active (running))". The host
+// still never restarts it (that would kill a run in progress), and says
+// so.
+TEST_F(UnitsTest, ATriggeredUnitsRestartOnIsSaidNotDone) {
+  services_.AddUnit("job.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  json job = Service("job", {{"state", "triggered"}, {"restart_on", {"jail.conf"}}});
+  testing::WriteText(Root("/etc/jail.conf"), "one");
+  ASSERT_EQ(Run(Decl({Conf("one"), job})).result, ApplyResult::kOk);
+  ApplyReport r = Run(Decl({Conf("two"), job}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "unchanged job (service): job.service left to its trigger (active (running)); "
+            "restart_on jail.conf changed: not restarted (left to its trigger: a run in progress "
+            "keeps what it started with, its next activation reads the change)");
+  EXPECT_EQ(services_.StartsOf("job.service"), 0);
+  EXPECT_TRUE(store_.Owed().owed.empty()) << "nothing owed: its next activation reads it";
+  ApplyReport again = Run(Decl({Conf("two"), job}, 2));
+  EXPECT_EQ(core::FormatOutcomeLine(again.outcomes[1]),
+            "unchanged job (service): job.service left to its trigger (active (running))")
+      << "said once, with the change";
+}
+
 // A unit whose unit file was a `file` of the host's inside --unit-dir,
 // dropped with it: its definition goes, so it is stopped too (left, it
 // would run on with no definition and no record).
