@@ -137,9 +137,17 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
   u.action = UnitAction::kStart;
   u.reason = asked ? core::RestartReason::kDeclared : core::RestartReason::kWasDead;
   u.why = asked ? "declared running" : WasDown(u.status, step.old) + ", started";
-  if (!asked && core::FoundFailed(u.status) && core::BaselineOfRecord(step.old).starting) {
+  // A start accepted while still starting, and never seen up since, that
+  // is found failed — or found restarted by systemd (Restart=): it died on
+  // the way up, and its new run merges with this start — failed.
+  core::UnitBaseline base = core::BaselineOfRecord(step.old);
+  if (!asked && base.starting) {
     const Resource& r = in.declaration->resources[i];
-    u.start_failed = StartFoundFailed(r.unit().name, u.status);
+    if (core::FoundFailed(u.status)) {
+      u.start_failed = StartFoundFailed(r.unit().name, u.status);
+    } else if (u.status.n_restarts > base.n_restarts.value_or(u.status.n_restarts)) {
+      u.start_failed = StartDiedOnItsWayUp(r.unit().name, *base.n_restarts, u.status);
+    }
   }
 }
 

@@ -58,6 +58,13 @@ inline std::string StartFoundFailed(std::string_view unit, const core::UnitStatu
   return "start failed: " + InStateFor(unit, s) + ", never seen running since the host started it";
 }
 
+inline std::string StartDiedOnItsWayUp(std::string_view unit, uint32_t seen,
+                                       const core::UnitStatus& s) {
+  return "start failed: " + std::string(unit) +
+         " died before it was ever seen running and was restarted by systemd (NRestarts " +
+         std::to_string(seen) + " -> " + std::to_string(s.n_restarts) + "), " + InStateFor(unit, s);
+}
+
 inline std::string StartNotSeenThrough(std::string_view unit, const core::UnitStatus& s) {
   return "start not seen through: " + InStateFor(unit, s) + ", after a start that failed";
 }

@@ -443,6 +443,30 @@ TEST_F(UnitsTest, AStartFoundFailedAfterItsSettleFailsTheLaterApplies) {
   EXPECT_FALSE(again.outcomes[0].unit->up);
 }
 
+// A Type=notify daemon that never gets ready, under Restart=on-failure:
+// accepted "still starting" once, then found activating again, systemd
+// having restarted it. The host's start merged with systemd's own, both
+// looks read activating, and every apply said "started … still starting",
+// exit 0, for a daemon never up. It died on its way up: the start failed.
+TEST_F(UnitsTest, AStartRestartedBySystemdBeforeItWasUpFails) {
+  services_.AddUnit("n.service", {Behavior::kSlowStart, 1h});
+  ApplyReport first = Run(Decl({Service("n")}));
+  EXPECT_THAT(first.outcomes[0].detail, HasSubstr("still starting"));
+  for (int k = 2; k <= 3; ++k) {
+    services_.RestartedBySystemd("n.service", 2);
+    clock_.Advance(5min);
+    ApplyReport r = Run(Decl({Service("n")}));
+    EXPECT_EQ(r.result, ApplyResult::kFailed) << "apply " << k;
+    EXPECT_THAT(r.outcomes[0].detail,
+                HasSubstr("start failed: n.service died before it was ever seen running and was "
+                          "restarted by systemd (NRestarts " +
+                          std::to_string(2 * k - 4) + " -> " + std::to_string(2 * k - 2) + ")"))
+        << r.outcomes[0].detail;
+    EXPECT_FALSE(r.outcomes[0].unit->up);
+    EXPECT_TRUE(store_.Owed().owed.contains("n")) << "apply " << k;
+  }
+}
+
 // A start held behind a dependency that never comes up (Requires= and
 // After= a unit that fails): the job waits while the unit reads inactive
 // (dead), then ends "dependency", and the unit never ran. Every apply said
