@@ -200,6 +200,15 @@ int ReadWire(sd_bus_message* m, Wire wire, PropertyValue& v) {
       if ((r = sd_bus_message_exit_container(m)) < 0) return r;
       return sd_bus_message_exit_container(m);
     }
+    case Wire::kStrings: {
+      if ((r = sd_bus_message_enter_container(m, 'v', "as")) < 0) return r;
+      if ((r = sd_bus_message_enter_container(m, 'a', "s")) < 0) return r;
+      const char* text = nullptr;
+      while ((r = sd_bus_message_read(m, "s", &text)) > 0) v.strings.emplace_back(text);
+      if (r < 0) return r;
+      if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+      return sd_bus_message_exit_container(m);
+    }
     case Wire::kConditions: {
       if ((r = sd_bus_message_enter_container(m, 'v', "a(sbbsi)")) < 0) return r;
       if ((r = sd_bus_message_enter_container(m, 'a', "(sbbsi)")) < 0) return r;

@@ -86,6 +86,8 @@ constexpr PropertyRow kRows[] = {
     {"StateChangeTimestampMonotonic", Wire::kUint64, SetStateChange},
     MESH_TEXT_ROW("SubState", sub_state),
     {"TimeoutStopUSec", Wire::kUint64, SetTimeoutStop},
+    {"Triggers", Wire::kStrings,
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.triggers = v.strings; }},
     MESH_TEXT_ROW("Type", type),
     MESH_TEXT_ROW("UnitFileState", unit_file_state),
 };

@@ -32,6 +32,7 @@ enum class Wire {
   kBytes,       // ay
   kCommands,    // a(sasbttttuii): ExecStart= and the like
   kConditions,  // a(sbbsi)
+  kStrings,     // as: Triggers=
 };
 
 // One condition systemd checked at the last start (a(sbbsi)).
@@ -50,6 +51,7 @@ struct PropertyValue {
   std::vector<uint8_t> bytes;
   std::vector<std::string> command_paths;  // each command's path, in order
   std::vector<ConditionChecked> conditions;
+  std::vector<std::string> strings;
 };
 
 // What one reply says beyond its single properties: Conditions and

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mesh::core {
 
@@ -46,6 +47,10 @@ struct UnitStatus {
   // Of a oneshot: RemainAfterExit=yes, it reads active (exited) after a
   // run that ended well, and inactive only once stopped.
   bool remain_after_exit = false;
+  // The units it starts (Triggers=): a socket's service, a timer's. A
+  // socket whose service runs cannot be restarted (systemd refuses to
+  // start it again: "already active, refusing").
+  std::vector<std::string> triggers;
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {

@@ -1,5 +1,10 @@
 #include "host/reconcile/act.h"
 
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -83,6 +88,49 @@ std::optional<Acted> HeldBack(const core::Declaration& decl, const Plan& plan, c
   return std::nullopt;
 }
 
+// The service a socket starts, when it runs: systemd refuses to start the
+// socket again while it does ("already active, refusing"), so a restart
+// would stop the socket and leave it dead, nothing listening. An Accept=yes
+// socket's per-connection instances (NAME@...) hold nothing back.
+// `services_seen`: each service a socket being restarted triggers, as read.
+std::optional<std::string> SocketHeldByItsService(
+    const std::string& socket, const core::UnitStatus& before,
+    const std::map<std::string, core::Result<core::UnitStatus>>& services_seen) {
+  for (const std::string& service : before.triggers) {
+    auto seen = services_seen.find(service);
+    if (seen == services_seen.end() || !seen->second) continue;
+    const core::UnitStatus& s = *seen->second;
+    if (s.sub_state == "dead" || s.sub_state == "failed" || s.sub_state == "auto-restart") continue;
+    return "not restarted: its service " + InStateFor(service, s) +
+           ", and systemd refuses to start " + socket +
+           " again while it runs (a restart would leave nothing listening); its new "
+           "definition is loaded, and the restart waits until " +
+           service + " stops";
+  }
+  return std::nullopt;
+}
+
+// What a socket's restart would find, read at once for every such socket.
+std::map<std::string, core::Result<core::UnitStatus>> ServicesOfSockets(
+    const std::vector<std::pair<std::string, ports::JobKind>>& asks,
+    const std::vector<core::Result<core::UnitStatus>>& before, ports::ServiceManager* services) {
+  std::vector<std::string> names;
+  for (size_t n = 0; n < asks.size() && n < before.size(); ++n) {
+    if (asks[n].second != ports::JobKind::kRestart || !asks[n].first.ends_with(".socket") ||
+        !before[n]) {
+      continue;
+    }
+    for (const std::string& t : before[n]->triggers) {
+      if (t.ends_with(".service") && t.find('@') == std::string::npos) names.push_back(t);
+    }
+  }
+  std::map<std::string, core::Result<core::UnitStatus>> seen;
+  if (names.empty()) return seen;
+  std::vector<core::Result<core::UnitStatus>> read = services->ReadUnits(names);
+  for (size_t k = 0; k < names.size() && k < read.size(); ++k) seen.emplace(names[k], read[k]);
+  return seen;
+}
+
 }  // namespace
 
 std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Writes& writes,
@@ -115,10 +163,17 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   names.reserve(asks.size());
   for (const auto& ask : asks) names.push_back(ask.first);
   std::vector<core::Result<core::UnitStatus>> before = services->ReadUnits(names);
+  auto services_of_sockets = ServicesOfSockets(asks, before, services);
   std::vector<std::pair<std::string, ports::JobKind>> readable;
   std::vector<size_t> sent;  // into asks
   for (size_t n = 0; n < asks.size(); ++n) {
-    if (n < before.size() && before[n]) {
+    std::optional<std::string> held =
+        n < before.size() && before[n] && !services_of_sockets.empty()
+            ? SocketHeldByItsService(asks[n].first, *before[n], services_of_sockets)
+            : std::nullopt;
+    if (held.has_value()) {
+      acts[asked[n]] = Acted{.state = State::kRefused, .detail = *held, .job = "", .before = {}};
+    } else if (n < before.size() && before[n]) {
       readable.push_back(asks[n]);
       sent.push_back(n);
     } else {

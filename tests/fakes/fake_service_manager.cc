@@ -138,6 +138,14 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     jobs_[id] = Job{unit, now + u.script.delay, "dependency"};
     return id;
   }
+  // As systemd: a socket whose service runs is not started again
+  // ("already active, refusing"); a restart has stopped it by then.
+  if (kind != ports::JobKind::kReload && unit.ends_with(".socket") && ServiceRuns(u.triggers)) {
+    u.stopped = true;
+    u.started = false;
+    jobs_[id] = Job{unit, now, "failed"};
+    return id;
+  }
   if (kind != ports::JobKind::kReload || !u.started) {
     u.started = true;
     u.stopped = false;
@@ -211,6 +219,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.need_daemon_reload = u.need_daemon_reload;
   s.timeout_stop = u.script.timeout_stop;
   s.unit_file_state = u.masked ? "masked" : u.script.unit_file_state;
+  s.triggers = u.triggers;
   if (clock_.elapsed() < u.stopping_until) {
     s.active_state = "deactivating";
     s.sub_state = "stop-sigterm";
@@ -291,6 +300,13 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
       break;
   }
   return s;
+}
+
+bool FakeServiceManager::ServiceRuns(const std::vector<std::string>& triggers) {
+  return std::any_of(triggers.begin(), triggers.end(), [&](const std::string& t) {
+    auto seen = ReadUnit(t);
+    return seen && seen->Running();
+  });
 }
 
 int FakeServiceManager::StartsOf(const std::string& unit) const {

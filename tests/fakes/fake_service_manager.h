@@ -72,6 +72,10 @@ class FakeServiceManager : public ports::ServiceManager {
   // Masked as `systemctl mask` and a daemon-reload leave it: it keeps
   // running, and systemd refuses to start, restart or reload it.
   void Mask(const std::string& name, bool masked = true) { units_[name].masked = masked; }
+  // The units it starts (systemd's Triggers): a socket's service.
+  void SetTriggers(const std::string& name, std::vector<std::string> triggers) {
+    units_[name].triggers = std::move(triggers);
+  }
   // A unit file systemd will not load (LoadState bad-setting): every job but
   // a stop is refused with BadUnitSetting, as systemd refuses it.
   void BadSetting(const std::string& name) { units_[name].bad_setting = true; }
@@ -168,7 +172,9 @@ class FakeServiceManager : public ports::ServiceManager {
     // A restart of its run held behind a dependency (kBlockedByDependency):
     // the old run goes on, untouched, as systemd leaves it.
     bool held_running = false;
+    std::vector<std::string> triggers;
   };
+  bool ServiceRuns(const std::vector<std::string>& triggers);
   struct Job {
     std::string unit;
     std::chrono::nanoseconds done_at;

@@ -77,6 +77,47 @@ write 3 '{"id": "tick2", "kind": "service", "unit": "mh-tock.timer", "state": "r
 check "reload_on on a timer is refused too" \
   '[ $RC = 2 ] && grep -q "resource tick2, field reload_on: mh-tock.timer cannot be reloaded" <<<"$OUT"'
 check "and nothing was written" '[ "$before" = "$(cd "$T" && find state root -printf "%p %T@\n" | sort)" ]'
+
+# A socket's new definition while the service it activates runs: systemd
+# would stop the socket and refuse to start it again ("already active,
+# refusing"), leaving nothing listening. The restart waits, said and owed.
+sockdecl() {  # sockdecl GENERATION BACKLOG: the socket's service left to it
+  python3 - "$T/decl.json" "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["generation"] = int(sys.argv[2])
+d["resources"] = [r for r in d["resources"] if r["id"] not in ("sock2", "tick2")]
+for r in d["resources"]:
+    if r["id"] == "echo-job":
+        # It takes the connection (one left queued would start it again
+        # when stopped), then stays.
+        r["state"] = "triggered"
+        r["unit_text"] = ("[Service]\nExecStart=/usr/bin/python3 -c \"import socket, time; "
+                          "socket.socket(fileno=3).accept(); time.sleep(1000)\"\n")
+    if r["id"] == "echo":
+        r["unit_text"] = r["unit_text"].split("Backlog=")[0] + f"Backlog={sys.argv[3]}\n"
+json.dump(d, open(sys.argv[1], "w"))
+PY
+}
+sockdecl 4 16; box_apply
+check "the socket's service, triggered, is left to it; the socket restarted on its new definition" \
+  '[ $RC = 0 ] && [ "$(state mh_2decho_2esocket SubState)" = listening ]'
+inside python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('$SOCK')"
+until_true 5 '[ "$(state mh_2decho_2eservice ActiveState)" = active ]' || true
+check "a connection starts the socket's service" \
+  '[ "$(state mh_2decho_2eservice ActiveState)" = active ]'
+for apply in 1 2; do
+  sockdecl 5 32; box_apply
+  check "a new socket definition under its running service fails, said (apply $apply)" \
+    '[ $RC = 1 ] && grep -q "^failed echo (service): not restarted: its service mh-echo.service active (running) .*, and systemd refuses to start mh-echo.socket again while it runs" <<<"$OUT"'
+  check "... and the socket is still up, its path there (apply $apply)" \
+    '[ "$(state mh_2decho_2esocket ActiveState)" = active ] && inside test -S "$SOCK"'
+done
+busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager \
+  StopUnit ss mh-echo.service replace >/dev/null
+until_true 5 '[ "$(state mh_2decho_2eservice ActiveState)" != active ]' || true
+box_apply
+check "once its service stopped, the socket is restarted on the new definition" \
+  '[ $RC = 0 ] && grep -q "^restarted echo (service)" <<<"$OUT" && [ "$(state mh_2decho_2esocket SubState)" = listening ]'
 "$SDBOX" down >/dev/null 2>&1 || true
 rm -f "$SOCK"
 finish

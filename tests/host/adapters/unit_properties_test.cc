@@ -49,6 +49,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"RemainAfterExit", Wire::kBool},  // b
       {"Result", Wire::kString},         {"StateChangeTimestampMonotonic", Wire::kUint64},
       {"SubState", Wire::kString},       {"TimeoutStopUSec", Wire::kUint64},
+      {"Triggers", Wire::kStrings},  // as
       {"Type", Wire::kString},           {"UnitFileState", Wire::kString},
   };
   for (const auto& [name, wire] : kSystemd) {

@@ -1013,6 +1013,38 @@ TEST_F(UnitsTest, ATriggeredUnitsRestartOnIsSaidNotDone) {
       << "said once, with the change";
 }
 
+// A socket's new definition was restarted into while the service it
+// activates ran: systemd stopped the socket, refused to start it again
+// ("already active, refusing"), and nothing listened any more. The
+// restart now waits, said and owed, until the service stops.
+TEST_F(UnitsTest, ASocketIsNotRestartedUnderItsRunningService) {
+  services_.AddUnit("echo.socket", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.AddUnit("echo.service", {Behavior::kHealthy, 0s});
+  services_.SetTriggers("echo.socket", {"echo.service", "echo@0-1-2.service"});
+  auto socket = [](const std::string& path) {
+    return Service(
+        "echo", {{"unit", "echo.socket"}, {"unit_text", "[Socket]\nListenStream=" + path + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({socket("/run/a")})).result, ApplyResult::kOk);
+  services_.AddUnit("echo.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  for (int k = 2; k <= 3; ++k) {
+    ApplyReport r = Run(Decl({socket("/run/b")}, 2));
+    EXPECT_EQ(r.result, ApplyResult::kFailed) << "apply " << k;
+    EXPECT_THAT(r.outcomes[0].detail,
+                HasSubstr("not restarted: its service echo.service active (running), and systemd "
+                          "refuses to start echo.socket again while it runs"))
+        << r.outcomes[0].detail;
+    EXPECT_TRUE(services_.ReadUnit("echo.socket")->Running()) << "still listening, apply " << k;
+    EXPECT_TRUE(store_.Owed().owed.contains("echo")) << "apply " << k;
+  }
+  services_.Kill("echo.service");  // it exits
+  ApplyReport r = Run(Decl({socket("/run/b")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.outcomes[0].detail;
+  EXPECT_THAT(Outcomes(r), ElementsAre("restarted"));
+  EXPECT_TRUE(services_.ReadUnit("echo.socket")->Running());
+  EXPECT_FALSE(store_.Owed().owed.contains("echo"));
+}
+
 // A unit whose unit file was a `file` of the host's inside --unit-dir,
 // dropped with it: its definition goes, so it is stopped too (left, it
 // would run on with no definition and no record).
