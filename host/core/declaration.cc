@@ -219,6 +219,11 @@ class Problems {
     named_.clear();
     total_ = 0;
   }
+  // `later`'s after these, counted whole.
+  void Append(const Problems& later) {
+    for (const std::string& m : later.named_) Add(m);
+    total_ += later.total_ - later.named_.size();
+  }
   bool empty() const { return total_ == 0; }
   // One refusal: its message, as it always read. Several: a count and
   // all of them on one line, and each in `details` for sinks with lines.
@@ -239,36 +244,49 @@ class Problems {
   size_t total_ = 0;
 };
 
-// The document's own fields: machine, generation, resources.
-Status ParseTopLevel(json& doc, size_t members, Declaration& decl) {
-  if (!doc.is_object()) return Fail("declaration: must be a JSON object");
+// The document's own fields (machine, generation, resources): every
+// problem of them, each named, so that a refusal lists them beside the
+// resources' (SPEC: every refusal found, up to 50).
+void CheckTopLevel(json& doc, size_t members, Declaration& decl, Problems& problems) {
+  if (!doc.is_object()) return problems.Add("declaration: must be a JSON object");
   for (const auto& [key, value] : doc.items()) {
     if (key != "machine" && key != "generation" && key != "resources") {
-      return Fail("declaration, field " + key + ": unknown field");
+      problems.Add("declaration, field " + key + ": unknown field");
     }
   }
-  if (!doc.contains("machine")) return Fail("declaration, field machine: missing");
-  if (!doc["machine"].is_string() || doc["machine"].get<std::string>().empty()) {
-    return Fail("declaration, field machine: must be a non-empty string");
+  if (!doc.contains("machine")) {
+    problems.Add("declaration, field machine: missing");
+  } else if (!doc["machine"].is_string() || doc["machine"].get<std::string>().empty()) {
+    problems.Add("declaration, field machine: must be a non-empty string");
+  } else if (doc["machine"].get_ref<const std::string&>().size() > kMaxMachineBytes) {
+    // Bounded as a host name is: it heads the record's first line, which a
+    // reader holds whole.
+    problems.Add("declaration, field machine: longer than " + std::to_string(kMaxMachineBytes) +
+                 " bytes (a host name has at most 253)");
+  } else {
+    decl.machine = doc["machine"];
   }
-  // Bounded as a host name is: it heads the record's first line, which a
-  // reader holds whole.
-  if (doc["machine"].get_ref<const std::string&>().size() > kMaxMachineBytes) {
-    return Fail("declaration, field machine: longer than " + std::to_string(kMaxMachineBytes) +
-                " bytes (a host name has at most 253)");
+  if (!doc.contains("generation")) {
+    problems.Add("declaration, field generation: missing");
+  } else if (!doc["generation"].is_number_unsigned()) {
+    problems.Add("declaration, field generation: must be a non-negative integer");
+  } else {
+    decl.generation = doc["generation"];
   }
-  decl.machine = doc["machine"];
-  if (!doc.contains("generation")) return Fail("declaration, field generation: missing");
-  if (!doc["generation"].is_number_unsigned()) {
-    return Fail("declaration, field generation: must be a non-negative integer");
+  if (!doc.contains("resources")) {
+    problems.Add("declaration, field resources: missing");
+  } else if (!doc["resources"].is_array()) {
+    problems.Add("declaration, field resources: must be a list");
+  } else if (members > kMaxResources) {
+    problems.Add("declaration, field resources: more than " + std::to_string(kMaxResources) +
+                 " resources");
   }
-  decl.generation = doc["generation"];
-  if (!doc.contains("resources")) return Fail("declaration, field resources: missing");
-  if (!doc["resources"].is_array()) return Fail("declaration, field resources: must be a list");
-  if (members > kMaxResources) {
-    return Fail("declaration, field resources: more than " + std::to_string(kMaxResources) +
-                " resources");
-  }
+}
+
+Status ParseTopLevel(json& doc, size_t members, Declaration& decl) {
+  Problems problems;
+  CheckTopLevel(doc, members, decl, problems);
+  if (!problems.empty()) return std::unexpected(problems.ToError());
   return Ok();
 }
 
@@ -475,12 +493,12 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
     return Fail("declaration: invalid JSON: " + streamed.error().message +
                 (hint.empty() ? "" : ": " + hint));
   }
-  if (auto st = ParseTopLevel(streamed->document, streamed->members, decl); !st) {
-    return std::unexpected(st.error());
-  }
-  CheckReferences(decl, refused_ids, problems);
-  CheckClaims(decl, problems);
-  if (!problems.empty()) return std::unexpected(problems.ToError());
+  Problems all;
+  CheckTopLevel(streamed->document, streamed->members, decl, all);
+  all.Append(problems);
+  CheckReferences(decl, refused_ids, all);
+  CheckClaims(decl, all);
+  if (!all.empty()) return std::unexpected(all.ToError());
   // Grown by doubling while the count was unknown: up to half of it idle
   // capacity, held through the whole apply.
   decl.resources.shrink_to_fit();

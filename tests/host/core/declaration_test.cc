@@ -508,6 +508,20 @@ TEST(DeclarationTest, EveryRefusalIsReportedNotOnlyTheFirst) {
           "resource c, field path: \"/x\" is also claimed by resource b"));
   EXPECT_THAT(r.error().message, ::testing::StartsWith("4 problems: resource a, field path: "));
 
+  // A problem of the top level hid every resource's: all are named.
+  json top = {{"machine", ""},
+              {"generation", -1},
+              {"extra", 1},
+              {"resources", {{{"id", "A"}, {"kind", "file"}, {"path", "/a"}, {"content", ""}}}}};
+  auto both = ParseDeclaration(top.dump());
+  ASSERT_FALSE(both.has_value());
+  EXPECT_THAT(
+      both.error().details,
+      ::testing::ElementsAre("declaration, field extra: unknown field",
+                             "declaration, field machine: must be a non-empty string",
+                             "declaration, field generation: must be a non-negative integer",
+                             ::testing::StartsWith("resource A, field id: ")));
+
   json many = {{"machine", "m"}, {"generation", 1}, {"resources", json::array()}};
   for (int i = 0; i < 60; ++i) {
     many["resources"].push_back(
