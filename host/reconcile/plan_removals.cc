@@ -273,11 +273,12 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
 }
 
 // A dropped unit without unit_text is the operator's, and forgotten —
-// unless this apply deletes the unit file it is loaded from (its own or its
-// template's, a `file` resource inside --unit-dir, dropped too): then it
-// was the host's after all, and is disabled (while systemd can still read
-// that file: Write disables before it deletes) and stopped, or it would
-// run on, and stay linked, with no definition and no record.
+// unless the unit file it is loaded from (its own or its template's) is a
+// `file` resource inside --unit-dir that the host made: then it was the
+// host's after all, and is disabled and stopped. When this apply deletes
+// that file too, the disable comes while systemd can still read it (Write
+// disables before it deletes), or the unit would run on, and stay linked,
+// with no definition and no record.
 void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals) {
   auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
   std::vector<std::string> deleted_unit_files;
@@ -290,12 +291,29 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
       }
     }
   }
+  // Unit files the host made, still declared as files inside --unit-dir
+  // (a template whose other instances stay, say): a unit loaded from one
+  // is the host's too.
+  std::vector<std::string> kept_unit_files;
+  for (size_t i = 0; unit_dir && i < in.declaration->resources.size(); ++i) {
+    const core::Resource& r = in.declaration->resources[i];
+    const core::RecordEntry* old = in.olds != nullptr ? in.olds->by_index[i] : nullptr;
+    if (r.kind != core::Kind::kFile || old == nullptr || old->written.size() != 1 ||
+        old->written[0].preexisting || old->written[0].path != r.path) {
+      continue;
+    }
+    auto defines = UnitDefinitionAt(*in.dirs, r.path);
+    if (defines && !defines->empty() && r.path == std::string(*unit_dir) + "/" + *defines) {
+      kept_unit_files.push_back(std::move(*defines));
+    }
+  }
   for (Removal& rm : removals) {
     if (!rm.unit_without_text) continue;
     const std::string& unit = rm.entry.unit().name;
-    bool undefined = std::any_of(deleted_unit_files.begin(), deleted_unit_files.end(),
-                                 [&](const std::string& f) { return core::UnitFileOf(f, unit); });
-    if (!undefined) {
+    auto defines = [&](const std::string& f) { return core::UnitFileOf(f, unit); };
+    bool undefined = std::any_of(deleted_unit_files.begin(), deleted_unit_files.end(), defines);
+    bool hosts = std::any_of(kept_unit_files.begin(), kept_unit_files.end(), defines);
+    if (!undefined && !hosts) {
       rm.left.push_back("unit " + unit + " as it is (not the host's: no unit_text)");
       continue;
     }

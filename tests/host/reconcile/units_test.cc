@@ -1090,6 +1090,37 @@ TEST_F(UnitsTest, AnInstanceDroppedWithItsTemplateFileIsDisabledThenStopped) {
   EXPECT_FALSE(testing::Exists(tpl_file));
 }
 
+// An instance dropped while its template, a `file` the host made, stays
+// declared for the others: its unit file is the host's, so it is the
+// host's to stop, as a unit_text's is. It was "left … (not the host's: no
+// unit_text)" and ran on with no record of it.
+TEST_F(UnitsTest, AnInstanceOfTheHostsTemplateDroppedAloneIsStopped) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  json tpl = {{"id", "a-tpl"},
+              {"kind", "file"},
+              {"path", "/etc/systemd/system/app@.service"},
+              {"content", "[Service]\nExecStart=/bin/app %i\n[Install]\nWantedBy=x\n"}};
+  json a = Service("app-a", {{"unit", "app@a.service"}});
+  json b = Service("app-b", {{"unit", "app@b.service"}, {"enabled", true}});
+  services_.AddUnit("app@a.service", {});
+  services_.AddUnit("app@b.service", {});
+  ASSERT_EQ(apply(Decl({tpl, a, b})).result, ApplyResult::kOk);
+  ApplyReport r = apply(Decl({tpl, a}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_FALSE(services_.ReadUnit("app@b.service")->Running()) << r.outcomes.back().detail;
+  EXPECT_EQ(services_.ReadUnit("app@b.service")->unit_file_state, "disabled");
+  EXPECT_TRUE(services_.ReadUnit("app@a.service")->Running()) << "the other instance runs on";
+  EXPECT_TRUE(testing::Exists(dir_.Sub("root/etc/systemd/system/app@.service")));
+  // An operator's own template, never the host's: its instance is left.
+  testing::WriteText(dir_.Sub("root/etc/systemd/system/ops@.service"), "[Service]\n");
+  services_.AddUnit("ops@x.service", {});
+  ASSERT_EQ(apply(Decl({tpl, a, Service("ops", {{"unit", "ops@x.service"}})}, 3)).result,
+            ApplyResult::kOk);
+  ApplyReport left = apply(Decl({tpl, a}, 4));
+  EXPECT_TRUE(services_.ReadUnit("ops@x.service")->Running());
+  EXPECT_THAT(left.outcomes.back().detail, HasSubstr("not the host's: no unit_text"));
+}
+
 // A refused push shows the recorded truth (recorded.cc): each unit held to
 // its own declared state, as the record proof and the plan hold it. A
 // unit declared stopped and found running read "as recorded" before.
