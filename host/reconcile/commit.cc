@@ -246,6 +246,11 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   o.kind = rm.entry.kind;
   o.outcome = Outcome::kRemoved;
   o.applied_at = in.now;
+  // A unit a resource left is in the record only while its removal is
+  // not done: as it was, unless recorded stopped below.
+  if (rm.moved_unit && !in.dry_run && (!rm.not_now.empty() || !rm.until_stopped.empty() || !done)) {
+    out.entries[rm.id] = rm.entry;
+  }
   if (!rm.not_now.empty()) {
     Fail(o, rm.not_now);
     o.digest = rm.entry.digest;

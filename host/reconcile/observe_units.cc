@@ -124,10 +124,9 @@ void Observer::Units() {
     declared.insert(r.unit().name);
   }
   size_t first_dropped = names.size();
-  for (const auto& [id, e] : record_.resources) {
-    if (!e.unit().name.empty() && decl_.Find(id) == nullptr && !declared.contains(e.unit().name)) {
-      names.push_back(e.unit().name);
-    }
+  for (const auto* dropped : olds_.dropped) {
+    const std::string& unit = dropped->second.unit().name;
+    if (!unit.empty() && !declared.contains(unit)) names.push_back(unit);
   }
   if (names.empty()) return;
   std::vector<Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);

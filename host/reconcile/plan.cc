@@ -191,12 +191,6 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
     say((drifted ? "drifted: drop-in " + name + " changed on the machine, put back; " : "") +
         DidOrWould(in.dry_run, "wrote", "write", "drop-in " + r.unit().name + ".d/" + name));
   }
-  if (old != nullptr && !ours && !old->unit().drop_ins.empty()) {
-    // The resource now manages another unit: the old one's drop-ins stay
-    // with it, said once, and forgotten.
-    say("left " + Plural(old->unit().drop_ins.size(), "drop-in") + " of " + old->unit().name +
-        ": the resource manages " + r.unit().name + " now");
-  }
   if (ours) {
     for (const auto& [name, fp] : old->unit().drop_ins) {
       if (r.unit().drop_ins.contains(name)) continue;
@@ -541,8 +535,27 @@ OldEntries OldEntriesOf(const core::Declaration& decl, const core::Record& recor
     size_t i = static_cast<size_t>(r - decl.resources.data());
     olds.recorded[i] = &e;
     if (e.kind == core::KindName(r->kind)) olds.by_index[i] = &e;
+    const std::string& unit = e.unit().name;
+    if (!unit.empty() && (!r->HasUnit() || r->unit().name != unit) &&
+        !record.resources.contains(MovedUnitId(id, unit))) {
+      core::RecordEntry left = e;
+      left.written.clear();
+      olds.moved_units.emplace_back(MovedUnitId(id, unit), std::move(left));
+    }
   }
+  // After the last emplace: a deque's elements stay where they are.
+  for (const auto& moved : olds.moved_units) olds.dropped.push_back(&moved);
   return olds;
+}
+
+std::string MovedUnitId(std::string_view id, std::string_view unit) {
+  return std::string(id) + "~" + std::string(unit);
+}
+
+bool OldEntries::MovedUnit(
+    const std::pair<const std::string, core::RecordEntry>* dropped_entry) const {
+  return std::any_of(moved_units.begin(), moved_units.end(),
+                     [&](const auto& moved) { return &moved == dropped_entry; });
 }
 
 bool RecordedAt(const Resource& r, const RecordEntry* old, const std::string& want) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -193,6 +194,9 @@ struct Removal {
   // Its unit has no unit_text: the operator's, forgotten (never stopped) —
   // unless this apply deletes the `file` that defines it.
   bool unit_without_text = false;
+  // The unit a declared resource left (OldEntries::moved_units): not in the
+  // record, so recorded by this removal while it is pending or failed.
+  bool moved_unit = false;
   std::vector<std::string> delete_paths;
   // What is left, each with why: a path there before the host, or declared
   // by another resource now; one no longer as the host wrote it
@@ -244,11 +248,22 @@ struct OldEntries {
   // By resource index: the record's entry of that id, whatever its kind
   // (what the record holds of it now, which Settle compares with).
   std::vector<const core::RecordEntry*> recorded;
-  // The record's entries whose ids are no longer declared, in id order.
+  // The record's entries whose ids are no longer declared, in id order;
+  // then the units resources left for others (moved_units).
   std::vector<const std::pair<const std::string, core::RecordEntry>*> dropped;
+  // A declared resource whose recorded unit is not its unit now (renamed,
+  // or the resource no longer a unit): that unit is dropped as a resource of
+  // its own would be, under the id ID~UNIT (never a declared id), which the
+  // record holds only while its removal is pending. Its entry is the unit's
+  // part: the paths stay the resource's.
+  std::deque<std::pair<const std::string, core::RecordEntry>> moved_units;
 
   const core::RecordEntry* operator[](size_t i) const { return by_index[i]; }
+  bool MovedUnit(const std::pair<const std::string, core::RecordEntry>* dropped_entry) const;
 };
+
+// The id a unit left by resource `id` is removed under.
+std::string MovedUnitId(std::string_view id, std::string_view unit);
 
 struct PlanInputs {
   const core::Declaration* declaration = nullptr;

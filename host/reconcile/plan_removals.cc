@@ -360,6 +360,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     Removal rm;
     rm.id = id;
     rm.entry = e;
+    rm.moved_unit = in.olds->MovedUnit(dropped);
     PlanUnitRemoval(in, *claims, e, rm);
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);

@@ -191,6 +191,25 @@ void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step,
   u.enabled_drifted = old != nullptr && old->unit().enabled == r.unit().enabled;
 }
 
+// A unit left to its trigger: neither started nor stopped, never restarted
+// (that would start a run, or kill one); a changed definition is loaded
+// (the daemon-reload) for its next activation. What its restart_on or
+// reload_on would ask is said, not done: a daemon its socket started runs
+// on what it read.
+void LeaveToTheTrigger(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+                       const std::vector<Removal>& removals, UnitPlan& u) {
+  AskForChanges(in, i, steps, removals, u);
+  bool said = u.action.has_value() && (u.reason == core::RestartReason::kRestartOn ||
+                                       u.reason == core::RestartReason::kReloadOn);
+  u.why = said ? u.why + (*u.action == UnitAction::kReload ? ": not reloaded" : ": not restarted") +
+                     " (left to its trigger: a run in progress keeps what it started with, "
+                     "its next activation reads the change)"
+               : "";
+  u.action.reset();
+  u.reason.reset();
+  u.causes.clear();
+}
+
 }  // namespace
 
 UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
@@ -224,22 +243,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     return u;
   }
   if (r.unit().state == core::UnitState::kTriggered) {
-    // Left to its trigger: neither started nor stopped, never restarted
-    // (that would start a run, or kill one); a changed definition is
-    // loaded (the daemon-reload above) for its next activation. What its
-    // restart_on or reload_on would ask is said, not done: a daemon its
-    // socket started runs on what it read.
-    AskForChanges(in, i, steps, removals, u);
-    bool said = u.action.has_value() && (u.reason == core::RestartReason::kRestartOn ||
-                                         u.reason == core::RestartReason::kReloadOn);
-    u.why = said ? u.why +
-                       (*u.action == UnitAction::kReload ? ": not reloaded" : ": not restarted") +
-                       " (left to its trigger: a run in progress keeps what it started with, "
-                       "its next activation reads the change)"
-                 : "";
-    u.action.reset();
-    u.reason.reset();
-    u.causes.clear();
+    LeaveToTheTrigger(in, i, steps, removals, u);
     return u;
   }
   // A unit that cannot be read is owed what this apply's writes ask of it.

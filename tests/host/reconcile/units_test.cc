@@ -1121,6 +1121,36 @@ TEST_F(UnitsTest, AnInstanceOfTheHostsTemplateDroppedAloneIsStopped) {
   EXPECT_THAT(left.outcomes.back().detail, HasSubstr("not the host's: no unit_text"));
 }
 
+// A resource that moves to another unit under the same id left the old
+// one running, its unit file, drop-in and [Install] links in place, and no
+// record of any of it. The old unit is now removed as a dropped resource's
+// would be, under ID~UNIT.
+TEST_F(UnitsTest, AResourceMovedToAnotherUnitRemovesTheOldOne) {
+  auto web = [](const std::string& unit) {
+    return Service("web", {{"unit", unit},
+                           {"unit_text", "[Service]\nExecStart=/bin/web\n"},
+                           {"drop_ins", {{"10-env.conf", "[Service]\nEnvironment=A=1\n"}}},
+                           {"enabled", true}});
+  };
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("web2.service", {});
+  ASSERT_EQ(Run(Decl({web("web.service")})).result, ApplyResult::kOk);
+  ASSERT_TRUE(services_.ReadUnit("web.service")->Running());
+  ApplyReport r = Run(Decl({web("web2.service")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  EXPECT_EQ(r.outcomes[1].id, "web~web.service");
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("stopped web.service"));
+  EXPECT_FALSE(services_.ReadUnit("web.service")->Running());
+  EXPECT_EQ(services_.ReadUnit("web.service")->unit_file_state, "disabled");
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service")));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")));
+  EXPECT_TRUE(services_.ReadUnit("web2.service")->Running());
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/web2.service")));
+  ApplyReport again = Run(Decl({web("web2.service")}, 2));
+  EXPECT_THAT(Outcomes(again), ElementsAre("unchanged")) << "nothing of the old unit recorded";
+}
+
 // A refused push shows the recorded truth (recorded.cc): each unit held to
 // its own declared state, as the record proof and the plan hold it. A
 // unit declared stopped and found running read "as recorded" before.
