@@ -68,6 +68,7 @@ constexpr PropertyRow kRows[] = {
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
        s.exec_stop_post = static_cast<uint32_t>(v.command_paths.size());
      }},
+    MESH_TEXT_ROW("FragmentPath", fragment_path),
     {"InvocationID", Wire::kBytes, SetInvocationId},
     MESH_TEXT_ROW("LoadState", load_state),
     {"NRestarts", Wire::kUint32,

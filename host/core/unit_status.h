@@ -51,6 +51,9 @@ struct UnitStatus {
   // socket whose service runs cannot be restarted (systemd refuses to
   // start it again: "already active, refusing").
   std::vector<std::string> triggers;
+  // The unit file systemd loaded it from (FragmentPath): an instance's own
+  // file comes before its template's. Empty when unknown.
+  std::string fragment_path;
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {

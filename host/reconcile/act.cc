@@ -88,10 +88,23 @@ std::optional<Acted> HeldBack(const core::Declaration& decl, const Plan& plan, c
   return std::nullopt;
 }
 
+bool SocketRestart(const std::pair<std::string, ports::JobKind>& ask) {
+  return ask.second == ports::JobKind::kRestart && ask.first.ends_with(".socket");
+}
+
+// The service of `socket` whose run holds back its start: not an Accept=yes
+// socket's per-connection instance (NAME@CONNECTION.service), which holds
+// nothing back.
+bool ServiceOfSocket(std::string_view socket, std::string_view unit) {
+  std::string_view stem = socket.substr(0, socket.size() - std::string_view(".socket").size());
+  return unit.ends_with(".service") &&
+         !(unit.starts_with(stem) && unit.size() > stem.size() && unit[stem.size()] == '@');
+}
+
 // The service a socket starts, when it runs: systemd refuses to start the
-// socket again while it does ("already active, refusing"), so a restart
-// would stop the socket and leave it dead, nothing listening. An Accept=yes
-// socket's per-connection instances (NAME@...) hold nothing back.
+// socket again unless that service is dead, failed or waiting to be
+// restarted ("already active, refusing"), so a restart would stop the
+// socket and leave it dead, nothing listening.
 // `services_seen`: each service a socket being restarted triggers, as read.
 std::optional<std::string> SocketHeldByItsService(
     const std::string& socket, const core::UnitStatus& before,
@@ -100,7 +113,10 @@ std::optional<std::string> SocketHeldByItsService(
     auto seen = services_seen.find(service);
     if (seen == services_seen.end() || !seen->second) continue;
     const core::UnitStatus& s = *seen->second;
-    if (s.sub_state == "dead" || s.sub_state == "failed" || s.sub_state == "auto-restart") continue;
+    if (s.active_state == "inactive" || s.active_state == "failed" ||
+        s.sub_state.starts_with("auto-restart")) {
+      continue;
+    }
     return "not restarted: its service " + InStateFor(service, s) +
            ", and systemd refuses to start " + socket +
            " again while it runs (a restart would leave nothing listening); its new "
@@ -116,12 +132,9 @@ std::map<std::string, core::Result<core::UnitStatus>> ServicesOfSockets(
     const std::vector<core::Result<core::UnitStatus>>& before, ports::ServiceManager* services) {
   std::vector<std::string> names;
   for (size_t n = 0; n < asks.size() && n < before.size(); ++n) {
-    if (asks[n].second != ports::JobKind::kRestart || !asks[n].first.ends_with(".socket") ||
-        !before[n]) {
-      continue;
-    }
+    if (!SocketRestart(asks[n]) || !before[n]) continue;
     for (const std::string& t : before[n]->triggers) {
-      if (t.ends_with(".service") && t.find('@') == std::string::npos) names.push_back(t);
+      if (ServiceOfSocket(asks[n].first, t)) names.push_back(t);
     }
   }
   std::map<std::string, core::Result<core::UnitStatus>> seen;
@@ -168,7 +181,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   std::vector<size_t> sent;  // into asks
   for (size_t n = 0; n < asks.size(); ++n) {
     std::optional<std::string> held =
-        n < before.size() && before[n] && !services_of_sockets.empty()
+        n < before.size() && before[n] && SocketRestart(asks[n])
             ? SocketHeldByItsService(asks[n].first, *before[n], services_of_sockets)
             : std::nullopt;
     if (held.has_value()) {

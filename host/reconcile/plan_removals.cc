@@ -310,18 +310,32 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
   for (Removal& rm : removals) {
     if (!rm.unit_without_text) continue;
     const std::string& unit = rm.entry.unit().name;
-    auto defines = [&](const std::string& f) { return core::UnitFileOf(f, unit); };
+    std::string why;
+    const core::UnitStatus* status = DroppedUnit(in, unit, &why);
+    // By name, and by the file systemd says it loaded the unit from when
+    // it says: an operator's own app@b.service comes before the host's
+    // app@.service.
+    auto defines = [&](const std::string& f) {
+      return core::UnitFileOf(f, unit) && (status == nullptr || status->fragment_path.empty() ||
+                                           status->fragment_path == in.dirs->units + "/" + f);
+    };
     bool undefined = std::any_of(deleted_unit_files.begin(), deleted_unit_files.end(), defines);
     bool hosts = std::any_of(kept_unit_files.begin(), kept_unit_files.end(), defines);
     if (!undefined && !hosts) {
       rm.left.push_back("unit " + unit + " as it is (not the host's: no unit_text)");
       continue;
     }
-    std::string why;
-    const core::UnitStatus* status = DroppedUnit(in, unit, &why);
-    rm.stop = status != nullptr && status->Running();
-    rm.disable =
-        rm.entry.unit().enabled == true || (status != nullptr && core::UnitFileEnabled(*status));
+    if (status == nullptr) {
+      // Not known to be stopped: not forgotten either, and nothing of it
+      // deleted (a tree it may run from).
+      rm.not_now = why + ": not stopped, nothing deleted; the next apply removes it";
+      rm.delete_paths.clear();
+      rm.delete_drop_ins.clear();
+      rm.delete_unit_file = rm.delete_drop_in_dir = rm.deletes_unit_definition = false;
+      continue;
+    }
+    rm.stop = status->Running();
+    rm.disable = rm.entry.unit().enabled == true || core::UnitFileEnabled(*status);
   }
 }
 
@@ -365,12 +379,15 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
       PlanPathRemovals(in, *claims, e, rm);
-      if (e.kind == core::KindName(core::Kind::kProcess)) WaitForTheStop(in, *claims, rm);
+      // A unit a resource left has no tree of its own to wait for.
+      if (e.kind == core::KindName(core::Kind::kProcess) && !rm.moved_unit) {
+        WaitForTheStop(in, *claims, rm);
+      }
     }
     removals.push_back(std::move(rm));
   }
-  ReleaseDirectoriesEmptiedTogether(removals);
   SettleUnitsWithoutText(in, removals);
+  ReleaseDirectoriesEmptiedTogether(removals);
   return removals;
 }
 

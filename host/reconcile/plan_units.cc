@@ -138,14 +138,16 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
   u.reason = asked ? core::RestartReason::kDeclared : core::RestartReason::kWasDead;
   u.why = asked ? "declared running" : WasDown(u.status, step.old) + ", started";
   // A start accepted while still starting, and never seen up since, that
-  // is found failed — or found restarted by systemd (Restart=): it died on
-  // the way up, and its new run merges with this start — failed.
+  // is found failed — or restarted by systemd (Restart=) and on its way up
+  // again: it died on the way up, and its new run merges with this start —
+  // failed. One found up since is a daemon systemd restarted, as any.
   core::UnitBaseline base = core::BaselineOfRecord(step.old);
   if (!asked && base.starting) {
     const Resource& r = in.declaration->resources[i];
     if (core::FoundFailed(u.status)) {
       u.start_failed = StartFoundFailed(r.unit().name, u.status);
-    } else if (u.status.n_restarts > base.n_restarts.value_or(u.status.n_restarts)) {
+    } else if (u.status.active_state != "active" &&
+               u.status.n_restarts > base.n_restarts.value_or(u.status.n_restarts)) {
       u.start_failed = StartDiedOnItsWayUp(r.unit().name, *base.n_restarts, u.status);
     }
   }

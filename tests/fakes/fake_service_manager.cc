@@ -220,6 +220,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.timeout_stop = u.script.timeout_stop;
   s.unit_file_state = u.masked ? "masked" : u.script.unit_file_state;
   s.triggers = u.triggers;
+  s.fragment_path = u.fragment_path;
   if (clock_.elapsed() < u.stopping_until) {
     s.active_state = "deactivating";
     s.sub_state = "stop-sigterm";

@@ -76,6 +76,10 @@ class FakeServiceManager : public ports::ServiceManager {
   void SetTriggers(const std::string& name, std::vector<std::string> triggers) {
     units_[name].triggers = std::move(triggers);
   }
+  // The unit file systemd says it loaded the unit from (FragmentPath).
+  void SetFragmentPath(const std::string& name, std::string path) {
+    units_[name].fragment_path = std::move(path);
+  }
   // A unit file systemd will not load (LoadState bad-setting): every job but
   // a stop is refused with BadUnitSetting, as systemd refuses it.
   void BadSetting(const std::string& name) { units_[name].bad_setting = true; }
@@ -173,6 +177,7 @@ class FakeServiceManager : public ports::ServiceManager {
     // the old run goes on, untouched, as systemd leaves it.
     bool held_running = false;
     std::vector<std::string> triggers;
+    std::string fragment_path;
   };
   bool ServiceRuns(const std::vector<std::string>& triggers);
   struct Job {

@@ -44,9 +44,9 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"Conditions", Wire::kConditions},                                  // a(sbbsi)
       {"ExecMainStatus", Wire::kInt32},  {"ExecStart", Wire::kCommands},  // a(sasbttttuii)
       {"ExecStop", Wire::kCommands},     {"ExecStopPost", Wire::kCommands},
-      {"InvocationID", Wire::kBytes},    {"LoadState", Wire::kString},
-      {"NRestarts", Wire::kUint32},      {"NeedDaemonReload", Wire::kBool},
-      {"RemainAfterExit", Wire::kBool},  // b
+      {"FragmentPath", Wire::kString},   {"InvocationID", Wire::kBytes},
+      {"LoadState", Wire::kString},      {"NRestarts", Wire::kUint32},
+      {"NeedDaemonReload", Wire::kBool}, {"RemainAfterExit", Wire::kBool},  // b
       {"Result", Wire::kString},         {"StateChangeTimestampMonotonic", Wire::kUint64},
       {"SubState", Wire::kString},       {"TimeoutStopUSec", Wire::kUint64},
       {"Triggers", Wire::kStrings},  // as

@@ -467,6 +467,18 @@ TEST_F(UnitsTest, AStartRestartedBySystemdBeforeItWasUpFails) {
   }
 }
 
+// ... but one that came up since, died once and is up again is a daemon
+// systemd restarted, as any: looked at twice, not a failed start.
+TEST_F(UnitsTest, AStartUpSinceThenRestartedBySystemdIsNoFailedStart) {
+  services_.AddUnit("n.service", {Behavior::kSlowStart, 10s});
+  EXPECT_THAT(Run(Decl({Service("n")})).outcomes[0].detail, HasSubstr("still starting"));
+  clock_.Advance(1min);
+  services_.RestartedBySystemd("n.service", 1);
+  ApplyReport r = Run(Decl({Service("n")}));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.outcomes[0].detail;
+  EXPECT_THAT(r.outcomes[0].detail, Not(HasSubstr("start failed")));
+}
+
 // A start held behind a dependency that never comes up (Requires= and
 // After= a unit that fails): the job waits while the unit reads inactive
 // (dead), then ends "dependency", and the unit never ran. Every apply said
@@ -1021,14 +1033,22 @@ TEST_F(UnitsTest, ASocketIsNotRestartedUnderItsRunningService) {
   services_.AddUnit("echo.socket", {Behavior::kHealthy, 0s, /*running_initially=*/true});
   services_.AddUnit("echo.service", {Behavior::kHealthy, 0s});
   services_.SetTriggers("echo.socket", {"echo.service", "echo@0-1-2.service"});
+  // A timer of the same service is no socket: restarted as asked.
+  services_.AddUnit("echo.timer", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.SetTriggers("echo.timer", {"echo.service"});
   auto socket = [](const std::string& path) {
     return Service(
         "echo", {{"unit", "echo.socket"}, {"unit_text", "[Socket]\nListenStream=" + path + "\n"}});
   };
-  ASSERT_EQ(Run(Decl({socket("/run/a")})).result, ApplyResult::kOk);
+  auto timer = [](const std::string& when) {
+    return Service("tick", {{"unit", "echo.timer"}, {"unit_text", "[Timer]\nOnCalendar=" + when}});
+  };
+  ASSERT_EQ(Run(Decl({socket("/run/a"), timer("daily")})).result, ApplyResult::kOk);
   services_.AddUnit("echo.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  ApplyReport both = Run(Decl({socket("/run/b"), timer("hourly")}, 2));
+  EXPECT_THAT(Outcomes(both), ElementsAre("failed", "updated")) << both.outcomes[1].detail;
   for (int k = 2; k <= 3; ++k) {
-    ApplyReport r = Run(Decl({socket("/run/b")}, 2));
+    ApplyReport r = Run(Decl({socket("/run/b"), timer("hourly")}, 2));
     EXPECT_EQ(r.result, ApplyResult::kFailed) << "apply " << k;
     EXPECT_THAT(r.outcomes[0].detail,
                 HasSubstr("not restarted: its service echo.service active (running), and systemd "
@@ -1038,9 +1058,9 @@ TEST_F(UnitsTest, ASocketIsNotRestartedUnderItsRunningService) {
     EXPECT_TRUE(store_.Owed().owed.contains("echo")) << "apply " << k;
   }
   services_.Kill("echo.service");  // it exits
-  ApplyReport r = Run(Decl({socket("/run/b")}, 2));
+  ApplyReport r = Run(Decl({socket("/run/b"), timer("hourly")}, 2));
   EXPECT_EQ(r.result, ApplyResult::kOk) << r.outcomes[0].detail;
-  EXPECT_THAT(Outcomes(r), ElementsAre("restarted"));
+  EXPECT_THAT(Outcomes(r), ElementsAre("restarted", "unchanged"));
   EXPECT_TRUE(services_.ReadUnit("echo.socket")->Running());
   EXPECT_FALSE(store_.Owed().owed.contains("echo"));
 }
@@ -1104,6 +1124,7 @@ TEST_F(UnitsTest, AnInstanceOfTheHostsTemplateDroppedAloneIsStopped) {
   json b = Service("app-b", {{"unit", "app@b.service"}, {"enabled", true}});
   services_.AddUnit("app@a.service", {});
   services_.AddUnit("app@b.service", {});
+  services_.SetFragmentPath("app@b.service", dir_.Sub("root/etc/systemd/system/app@.service"));
   ASSERT_EQ(apply(Decl({tpl, a, b})).result, ApplyResult::kOk);
   ApplyReport r = apply(Decl({tpl, a}, 2));
   EXPECT_EQ(r.result, ApplyResult::kOk);
@@ -1119,6 +1140,36 @@ TEST_F(UnitsTest, AnInstanceOfTheHostsTemplateDroppedAloneIsStopped) {
   ApplyReport left = apply(Decl({tpl, a}, 4));
   EXPECT_TRUE(services_.ReadUnit("ops@x.service")->Running());
   EXPECT_THAT(left.outcomes.back().detail, HasSubstr("not the host's: no unit_text"));
+  // An instance with a unit file of its own, the operator's: systemd loads
+  // it rather than the host's template, so it is the operator's to keep.
+  testing::WriteText(dir_.Sub("root/etc/systemd/system/app@c.service"), "[Service]\n");
+  services_.AddUnit("app@c.service", {});
+  services_.SetFragmentPath("app@c.service", dir_.Sub("root/etc/systemd/system/app@c.service"));
+  ASSERT_EQ(apply(Decl({tpl, a, Service("app-c", {{"unit", "app@c.service"}})}, 5)).result,
+            ApplyResult::kOk);
+  ApplyReport own = apply(Decl({tpl, a}, 6));
+  EXPECT_TRUE(services_.ReadUnit("app@c.service")->Running());
+  EXPECT_THAT(own.outcomes.back().detail, HasSubstr("not the host's: no unit_text"));
+}
+
+// ... and one that cannot be read is neither stopped nor forgotten.
+TEST_F(UnitsTest, AnUnreadableInstanceOfTheHostsTemplateIsKept) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  json tpl = {{"id", "a-tpl"},
+              {"kind", "file"},
+              {"path", "/etc/systemd/system/app@.service"},
+              {"content", "[Service]\nExecStart=/bin/app %i\n"}};
+  services_.AddUnit("app@a.service", {});
+  ASSERT_EQ(apply(Decl({tpl, Service("app-a", {{"unit", "app@a.service"}})})).result,
+            ApplyResult::kOk);
+  services_.failing_reads = 1;  // the dropped unit's read
+  ApplyReport r = apply(Decl({tpl}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.outcomes.back().detail, HasSubstr("not stopped, nothing deleted"));
+  EXPECT_TRUE(services_.ReadUnit("app@a.service")->Running());
+  ApplyReport again = apply(Decl({tpl}, 2));
+  EXPECT_EQ(again.result, ApplyResult::kOk) << again.outcomes.back().detail;
+  EXPECT_FALSE(services_.ReadUnit("app@a.service")->Running()) << "kept, then stopped";
 }
 
 // A resource that moves to another unit under the same id left the old
