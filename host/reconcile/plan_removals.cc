@@ -280,6 +280,11 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
 // disables before it deletes), or the unit would run on, and stay linked,
 // with no definition and no record.
 void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals) {
+  // The full pass of every apply comes here: most drop no such unit.
+  if (std::none_of(removals.begin(), removals.end(),
+                   [](const Removal& rm) { return rm.unit_without_text; })) {
+    return;
+  }
   auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
   std::vector<std::string> deleted_unit_files;
   for (const Removal& rm : removals) {
