@@ -10,7 +10,7 @@ namespace {
 // Running, or still on its way: the job not done yet, or activating. Not
 // a unit that ran and stopped since the host asked, job pending or not.
 bool RunningOrStarting(const Look& look) {
-  if (look.unit.sub_state == "auto-restart") return false;
+  if (AwaitingAutoRestart(look.unit)) return false;
   return look.unit.Running() || (look.job_pending && !look.ran_since_asked);
 }
 
@@ -47,8 +47,8 @@ std::string StateWords(const UnitStatus& u) {
     } else if (!u.sub_state.empty()) {
       s += " (" + u.sub_state + ")";
     }
-  } else if (u.sub_state == "auto-restart") {
-    s += " (auto-restart: it died, and systemd starts it again after RestartSec=)";
+  } else if (AwaitingAutoRestart(u)) {
+    s += " (" + u.sub_state + ": it died, and systemd starts it again after RestartSec=)";
   } else if (!u.sub_state.empty()) {
     s += " (" + u.sub_state + ")";
   }
@@ -93,7 +93,7 @@ bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitSt
     phase_ = now.sub_state;
   }
   if (!up_at_.has_value()) {
-    if (now.Running() && now.sub_state != "auto-restart" && fresh) {
+    if (now.Running() && !AwaitingAutoRestart(now) && fresh) {
       up_at_ = at;
     } else if (RanSinceAsked(now) && now.active_state != "deactivating") {
       // It ran and ended: nothing left to wait for. Not a run being

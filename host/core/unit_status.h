@@ -68,6 +68,13 @@ struct UnitStatus {
   }
 };
 
+// Dead, and waiting for systemd's Restart= to start it again: SubState
+// auto-restart, or (systemd 254 and later) auto-restart-queued once that
+// start is queued. Either reads ActiveState activating.
+inline bool AwaitingAutoRestart(const UnitStatus& s) {
+  return s.sub_state.starts_with("auto-restart");
+}
+
 // A unit declared running is up when it runs and is not waiting to be
 // restarted by systemd after a death (SubState auto-restart reads
 // "activating"), or when it is a oneshot that finished well. This is the
@@ -76,7 +83,7 @@ struct UnitStatus {
 // since the host last looked, a oneshot that never ran — the callers that
 // hold a baseline add (see UpSince).
 inline bool UnitUp(const UnitStatus& s) {
-  if (s.sub_state == "auto-restart") return false;
+  if (AwaitingAutoRestart(s)) return false;
   return s.Running() || s.FinishedOneshot();
 }
 

@@ -114,7 +114,7 @@ std::optional<std::string> SocketHeldByItsService(
     if (seen == services_seen.end() || !seen->second) continue;
     const core::UnitStatus& s = *seen->second;
     if (s.active_state == "inactive" || s.active_state == "failed" ||
-        s.sub_state.starts_with("auto-restart")) {
+        core::AwaitingAutoRestart(s)) {
       continue;
     }
     return "not restarted: its service " + InStateFor(service, s) +

@@ -20,14 +20,14 @@ std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
     return "was restarted by systemd since the host last looked (NRestarts " +
            std::to_string(*old->unit().n_restarts) + " -> " + std::to_string(s.n_restarts) + ")";
   }
-  if (s.sub_state == "auto-restart") return "was " + core::StateWords(s);
+  if (core::AwaitingAutoRestart(s)) return "was " + core::StateWords(s);
   if (!s.failed_condition.empty()) return "was skipped (" + s.failed_condition + " is false)";
   return "was " + s.active_state;
 }
 
 // Whether a unit runs a process: a start of it is a job systemd finishes at
 // once without touching the daemon.
-bool Runs(const core::UnitStatus& s) { return s.Running() && s.sub_state != "auto-restart"; }
+bool Runs(const core::UnitStatus& s) { return s.Running() && !core::AwaitingAutoRestart(s); }
 
 // The declared files that define `r`'s unit (its unit file or a drop-in,
 // declared as files) and change in this apply.

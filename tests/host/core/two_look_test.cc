@@ -64,6 +64,18 @@ TEST(TwoLookTest, StillStartingAtBothLooksIsAccepted) {
   EXPECT_THAT(v.detail, HasSubstr("still starting"));
 }
 
+// systemd 254 and later read auto-restart-queued (activating) once the
+// restart after a death is queued: dead, as auto-restart is, not starting.
+TEST(TwoLookTest, AnAutoRestartQueuedIsNotStarting) {
+  Look queued = L("activating", "auto-restart-queued", "b");
+  Verdict v = JudgeTwoLooks(UnitAction::kRestart, "done", L("active", "running", "b"), queued, 1s);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_EQ(v.detail,
+            "activating (auto-restart-queued: it died, and systemd starts it again after "
+            "RestartSec=) 1.0 s after restart");
+  EXPECT_FALSE(UnitUp(queued.unit));
+}
+
 // A job still pending is not the unit on its way up when the unit ran
 // and stopped since the host asked: a stop of someone else's run, or a run
 // that already ended.
