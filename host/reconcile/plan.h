@@ -242,6 +242,14 @@ struct HostDirs {
 // The record seen from the declaration, matched once per apply: every phase
 // asks for a resource's entry, and prune for what is no longer declared.
 struct OldEntries {
+  // Moved, never copied: `dropped` points into moved_units, whose elements
+  // stay put when the deque moves but not in a copy.
+  OldEntries() = default;
+  OldEntries(OldEntries&&) = default;
+  OldEntries& operator=(OldEntries&&) = default;
+  OldEntries(const OldEntries&) = delete;
+  OldEntries& operator=(const OldEntries&) = delete;
+
   // By resource index: the record's entry when it is of the same kind (none:
   // a new resource, or one whose kind changed).
   std::vector<const core::RecordEntry*> by_index;

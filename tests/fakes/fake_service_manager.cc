@@ -196,8 +196,8 @@ core::Result<std::map<std::string, std::string>> FakeServiceManager::WaitForJobs
 
 core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& unit) {
   if (bus_gone) return core::Fail("LoadUnit " + unit + ": Transport endpoint is not connected");
-  if (failing_reads > 0) {
-    --failing_reads;
+  if (failing_reads > 0 || unreadable.contains(unit)) {
+    if (failing_reads > 0) --failing_reads;
     return core::Fail("GetAll " + unit + ": Connection reset by peer");
   }
   core::UnitStatus s;

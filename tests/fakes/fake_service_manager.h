@@ -76,6 +76,8 @@ class FakeServiceManager : public ports::ServiceManager {
   void SetTriggers(const std::string& name, std::vector<std::string> triggers) {
     units_[name].triggers = std::move(triggers);
   }
+  // Units whose every read fails (the bus drops the answer), until erased.
+  std::set<std::string> unreadable;
   // The unit file systemd says it loaded the unit from (FragmentPath).
   void SetFragmentPath(const std::string& name, std::string path) {
     units_[name].fragment_path = std::move(path);

@@ -1202,6 +1202,33 @@ TEST_F(UnitsTest, AResourceMovedToAnotherUnitRemovesTheOldOne) {
   EXPECT_THAT(Outcomes(again), ElementsAre("unchanged")) << "nothing of the old unit recorded";
 }
 
+// The old unit cannot be read when the resource moves: neither stopped nor
+// forgotten. Not in the record under its own id until now, it is recorded
+// so by the removal that fails, and the next apply removes it.
+TEST_F(UnitsTest, AnOldUnitThatCannotBeReadIsKeptUntilItIsRemoved) {
+  auto web = [](const std::string& unit) {
+    return Service("web", {{"unit", unit}, {"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  };
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("web2.service", {});
+  ASSERT_EQ(Run(Decl({web("web.service")})).result, ApplyResult::kOk);
+  services_.unreadable.insert("web.service");
+  ApplyReport r = Run(Decl({web("web2.service")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  EXPECT_EQ(r.outcomes[1].id, "web~web.service");
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("not stopped, nothing deleted"));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/web.service")));
+  services_.unreadable.clear();
+  ApplyReport again = Run(Decl({web("web2.service")}, 2));
+  EXPECT_EQ(again.result, ApplyResult::kOk);
+  ASSERT_EQ(again.outcomes.size(), 2u) << "the removal kept in the record";
+  EXPECT_THAT(again.outcomes[1].detail, HasSubstr("stopped web.service"));
+  EXPECT_FALSE(services_.ReadUnit("web.service")->Running());
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service")));
+  EXPECT_THAT(Outcomes(Run(Decl({web("web2.service")}, 2))), ElementsAre("unchanged"));
+}
+
 // A refused push shows the recorded truth (recorded.cc): each unit held to
 // its own declared state, as the record proof and the plan hold it. A
 // unit declared stopped and found running read "as recorded" before.
