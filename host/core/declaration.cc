@@ -18,6 +18,7 @@ namespace mesh::core {
 
 using json = nlohmann::json;
 using resource_parsing::ParseResource;
+using resource_parsing::Problems;
 using resource_parsing::Where;
 
 std::string_view KindName(Kind kind) {
@@ -205,44 +206,6 @@ bool PathWithin(std::string_view inner, std::string_view outer) {
 }
 
 namespace {
-
-// The refusals of one declaration, at most kMaxProblems of them named.
-class Problems {
- public:
-  static constexpr size_t kMaxProblems = 50;
-
-  void Add(std::string message) {
-    if (named_.size() < kMaxProblems) named_.push_back(std::move(message));
-    ++total_;
-  }
-  void Clear() {
-    named_.clear();
-    total_ = 0;
-  }
-  // `later`'s after these, counted whole.
-  void Append(const Problems& later) {
-    for (const std::string& m : later.named_) Add(m);
-    total_ += later.total_ - later.named_.size();
-  }
-  bool empty() const { return total_ == 0; }
-  // One refusal: its message, as it always read. Several: a count and
-  // all of them on one line, and each in `details` for sinks with lines.
-  Error ToError() const {
-    if (total_ == 1) return Error{named_[0], ErrorKind::kOther, {}};
-    Error e;
-    e.message = std::to_string(total_) + " problems: ";
-    e.details = named_;
-    if (total_ > named_.size()) {
-      e.details.push_back("... and " + std::to_string(total_ - named_.size()) + " more");
-    }
-    for (size_t k = 0; k < e.details.size(); ++k) e.message += (k ? "; " : "") + e.details[k];
-    return e;
-  }
-
- private:
-  std::vector<std::string> named_;
-  size_t total_ = 0;
-};
 
 // The document's own fields (machine, generation, resources): every
 // problem of them, each named, so that a refusal lists them beside the
@@ -467,9 +430,8 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   auto on_resource = [&](size_t index, FlatObject& item) {
     if (over(index)) return;
     Resource& r = decl.resources.emplace_back();
-    if (auto st = ParseResource(item, index, r); !st) {
+    if (!ParseResource(item, index, r, problems)) {
       decl.resources.pop_back();
-      problems.Add(st.error().message);
       if (const FlatObject::Field* id = item.Find("id"); id != nullptr && id->is_string) {
         refused_ids.insert(id->text);
       }
@@ -533,7 +495,9 @@ Result<Declaration> ParseDeclarationInChunks(
     if (index >= kMaxResources) return refuse("too many resources");
     if (batch.resources.empty()) batch.resources.reserve(chunk);
     Resource& r = batch.resources.emplace_back();
-    if (auto st = ParseResource(item, index, r); !st) return refuse(st.error().message);
+    if (Problems problems; !ParseResource(item, index, r, problems)) {
+      return refuse(problems.ToError().message);
+    }
     if (!batch.index.emplace(r.id, batch.resources.size() - 1).second) {
       return refuse("duplicate id");
     }

@@ -20,6 +20,23 @@ std::string Where(const std::string& id, size_t index, std::string_view field) {
   return who + ", field " + std::string(field) + ": ";
 }
 
+void Problems::Append(const Problems& later) {
+  for (const std::string& m : later.named_) Add(m);
+  total_ += later.total_ - later.named_.size();
+}
+
+Error Problems::ToError() const {
+  if (total_ == 1) return Error{named_[0], ErrorKind::kOther, {}};
+  Error e;
+  e.message = std::to_string(total_) + " problems: ";
+  e.details = named_;
+  if (total_ > named_.size()) {
+    e.details.push_back("... and " + std::to_string(total_ - named_.size()) + " more");
+  }
+  for (size_t k = 0; k < e.details.size(); ++k) e.message += (k ? "; " : "") + e.details[k];
+  return e;
+}
+
 namespace {
 
 struct KindSpec {
@@ -183,24 +200,28 @@ bool IsUserName(std::string_view name) {
 }
 
 // mode, owner, group: of files, credentials and directories.
-Status ParseMetadata(const Fields& in, Resource& r) {
+Status ParseModeField(const Fields& in, Resource& r) {
   r.mode = r.kind == Kind::kCredential ? 0400 : r.kind == Kind::kDirectory ? 0755 : 0644;
-  if (in.Has("mode")) {
-    auto mode = in.String("mode");
-    if (!mode) return std::unexpected(mode.error());
-    auto parsed = ParseMode(*mode);
-    if (!parsed) return in.Refuse("mode", parsed.error().message);
-    r.mode = *parsed;
-  }
-  for (std::string_view f : {"owner", "group"}) {
-    if (!in.Has(f)) continue;
-    auto name = in.String(f);
-    if (!name) return std::unexpected(name.error());
-    if (!IsUserName(*name)) return in.Refuse(f, "\"" + *name + "\" is not a user or group name");
-    (f == "owner" ? r.owner : r.group) = *name;
-  }
+  if (!in.Has("mode")) return Ok();
+  auto mode = in.String("mode");
+  if (!mode) return std::unexpected(mode.error());
+  auto parsed = ParseMode(*mode);
+  if (!parsed) return in.Refuse("mode", parsed.error().message);
+  r.mode = *parsed;
   return Ok();
 }
+
+Status ParseUserName(const Fields& in, std::string_view f, std::string& to) {
+  if (!in.Has(f)) return Ok();
+  auto name = in.String(f);
+  if (!name) return std::unexpected(name.error());
+  if (!IsUserName(*name)) return in.Refuse(f, "\"" + *name + "\" is not a user or group name");
+  to = *name;
+  return Ok();
+}
+
+Status ParseOwner(const Fields& in, Resource& r) { return ParseUserName(in, "owner", r.owner); }
+Status ParseGroup(const Fields& in, Resource& r) { return ParseUserName(in, "group", r.group); }
 
 Status ParseTarget(const Fields& in, Resource& r) {
   auto target = in.String("target");
@@ -217,7 +238,7 @@ Status ParseTarget(const Fields& in, Resource& r) {
 }
 
 // source and sha256: a bundle under --artifacts.
-Status ParseBundle(const Fields& in, Resource& r) {
+Status ParseSource(const Fields& in, Resource& r) {
   auto source = in.String("source");
   if (!source) return std::unexpected(source.error());
   if (source->empty() || source->find('/') != std::string::npos || *source == "." ||
@@ -225,6 +246,10 @@ Status ParseBundle(const Fields& in, Resource& r) {
     return in.Refuse("source", "\"" + *source + "\" must be a plain file name under --artifacts");
   }
   r.source = *source;
+  return Ok();
+}
+
+Status ParseSha256(const Fields& in, Resource& r) {
   auto sha = in.String("sha256");
   if (!sha) return std::unexpected(sha.error());
   std::string lower = *sha;
@@ -236,6 +261,7 @@ Status ParseBundle(const Fields& in, Resource& r) {
 }
 
 Status ParseUnitText(const Fields& in, Resource& r) {
+  if (!in.Has("unit_text")) return Ok();
   auto text = in.String("unit_text");
   if (!text) return std::unexpected(text.error());
   if (text->size() > kMaxContentBytes) return in.Refuse("unit_text", "exceeds the content limit");
@@ -268,6 +294,7 @@ Status CheckWhatSystemdDoes(const Fields& in, const Resource& r) {
 // needs a unit the host keeps running: a stopped or triggered one is never
 // restarted by the host, so nothing would ever confirm it good.
 Status ParseOnFailure(const Fields& in, Resource& r) {
+  if (!in.Has("on_failure")) return Ok();
   auto value = in.String("on_failure");
   if (!value) return std::unexpected(value.error());
   if (*value != "fail" && *value != "rollback") {
@@ -283,9 +310,7 @@ Status ParseOnFailure(const Fields& in, Resource& r) {
   return Ok();
 }
 
-// unit, state, unit_text, drop_ins, enabled, on_failure, restart_on,
-// reload_on.
-Status ParseUnit(const Fields& in, Resource& r) {
+Status ParseUnitName(const Fields& in, Resource& r) {
   auto unit = in.String("unit");
   if (!unit) return std::unexpected(unit.error());
   if (auto st = CheckUnitName(*unit); !st) return in.Refuse("unit", st.error().message);
@@ -293,120 +318,158 @@ Status ParseUnit(const Fields& in, Resource& r) {
     return in.Refuse("unit", "a process runs as a .service unit");
   }
   r.mutable_unit().name = *unit;
-  if (in.Has("state")) {
-    auto state = in.String("state");
-    if (!state) return std::unexpected(state.error());
-    auto parsed = ParseUnitState(*state);
-    if (!parsed) {
-      return in.Refuse("state", "\"" + *state + "\" is not running, stopped or triggered");
-    }
-    if (*parsed == UnitState::kTriggered &&
-        (r.kind != Kind::kService || !unit->ends_with(".service"))) {
-      return in.Refuse("state",
-                       "\"triggered\" is for the .service a timer, socket or path unit starts; "
-                       "declare that unit itself running");
-    }
-    r.mutable_unit().state = *parsed;
+  return Ok();
+}
+
+// After ParseUnitName: "triggered" is judged by the unit's type only when
+// the unit was read.
+Status ParseStateField(const Fields& in, Resource& r) {
+  if (!in.Has("state")) return Ok();
+  auto state = in.String("state");
+  if (!state) return std::unexpected(state.error());
+  auto parsed = ParseUnitState(*state);
+  if (!parsed) {
+    return in.Refuse("state", "\"" + *state + "\" is not running, stopped or triggered");
   }
-  if (in.Has("unit_text")) {
-    if (auto st = ParseUnitText(in, r); !st) return st;
+  const std::string& unit = r.unit().name;
+  if (*parsed == UnitState::kTriggered &&
+      (r.kind != Kind::kService || (!unit.empty() && !unit.ends_with(".service")))) {
+    return in.Refuse("state",
+                     "\"triggered\" is for the .service a timer, socket or path unit starts; "
+                     "declare that unit itself running");
   }
-  if (in.Has("drop_ins")) {
-    auto drop_ins = ParseDropIns(in.At("drop_ins"), in.Where("drop_ins"));
-    if (!drop_ins) return std::unexpected(drop_ins.error());
-    r.mutable_unit().drop_ins = std::move(*drop_ins);
-  }
-  if (in.Has("enabled")) {
-    const json& enabled = in.At("enabled");
-    if (!enabled.is_boolean()) return in.Refuse("enabled", "must be true or false");
-    r.mutable_unit().enabled = enabled.get<bool>();
-  }
-  if (in.Has("on_failure")) {
-    if (auto st = ParseOnFailure(in, r); !st) return st;
-  }
-  for (std::string_view f : {"restart_on", "reload_on"}) {
-    if (!in.Has(f)) continue;
-    auto list = in.IdList(f);
-    if (!list) return std::unexpected(list.error());
-    (f == "restart_on" ? r.mutable_unit().restart_on : r.mutable_unit().reload_on) =
-        std::move(*list);
-  }
-  return CheckWhatSystemdDoes(in, r);
+  r.mutable_unit().state = *parsed;
+  return Ok();
+}
+
+Status ParseUnitDropIns(const Fields& in, Resource& r) {
+  if (!in.Has("drop_ins")) return Ok();
+  auto drop_ins = ParseDropIns(in.At("drop_ins"), in.Where("drop_ins"));
+  if (!drop_ins) return std::unexpected(drop_ins.error());
+  r.mutable_unit().drop_ins = std::move(*drop_ins);
+  return Ok();
+}
+
+Status ParseEnabled(const Fields& in, Resource& r) {
+  if (!in.Has("enabled")) return Ok();
+  const json& enabled = in.At("enabled");
+  if (!enabled.is_boolean()) return in.Refuse("enabled", "must be true or false");
+  r.mutable_unit().enabled = enabled.get<bool>();
+  return Ok();
+}
+
+Status ParseIds(const Fields& in, std::string_view f, std::vector<std::string>& to) {
+  if (!in.Has(f)) return Ok();
+  auto list = in.IdList(f);
+  if (!list) return std::unexpected(list.error());
+  to = std::move(*list);
+  return Ok();
+}
+
+Status ParseRestartOn(const Fields& in, Resource& r) {
+  return ParseIds(in, "restart_on", r.mutable_unit().restart_on);
+}
+Status ParseReloadOn(const Fields& in, Resource& r) {
+  return ParseIds(in, "reload_on", r.mutable_unit().reload_on);
 }
 
 using FieldParser = Status (*)(const Fields&, Resource&);
 
+// Each group reads its own fields, so that a resource's refusal names every
+// field wrong, not only the first. A group that reads several fields at
+// once judges them together (content against content_base64).
 const std::vector<FieldParser>& KindParsers(Kind kind) {
+  static const std::vector<FieldParser> kUnit = {ParseUnitName,    ParseStateField, ParseUnitText,
+                                                 ParseUnitDropIns, ParseEnabled,    ParseOnFailure,
+                                                 ParseRestartOn,   ParseReloadOn};
   static const auto* parsers = new std::map<Kind, std::vector<FieldParser>>{
-      {Kind::kFile, {ParsePath, ParseContent, ParseMetadata}},
-      {Kind::kCredential, {ParsePath, ParseContent, ParseMetadata}},
-      {Kind::kDirectory, {ParsePath, ParseMetadata}},
+      {Kind::kFile, {ParsePath, ParseContent, ParseModeField, ParseOwner, ParseGroup}},
+      {Kind::kCredential, {ParsePath, ParseContent, ParseModeField, ParseOwner, ParseGroup}},
+      {Kind::kDirectory, {ParsePath, ParseModeField, ParseOwner, ParseGroup}},
       {Kind::kSymlink, {ParsePath, ParseTarget}},
-      {Kind::kArchive, {ParsePath, ParseBundle}},
-      {Kind::kService, {ParseUnit}},
-      {Kind::kProcess, {ParsePath, ParseBundle, ParseUnit}},
+      {Kind::kArchive, {ParsePath, ParseSource, ParseSha256}},
+      {Kind::kService, kUnit},
+      {Kind::kProcess,
+       [] {
+         std::vector<FieldParser> p = {ParsePath, ParseSource, ParseSha256};
+         p.insert(p.end(), kUnit.begin(), kUnit.end());
+         return p;
+       }()},
   };
   return parsers->at(kind);
 }
 
-// id and kind, then no field the kind does not have and every one it needs.
-Status ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r) {
+// id and kind: without them nothing else is read. Then every field the
+// kind does not have (in sorted order, whatever order they came in: the
+// message does not depend on the writer's order) and every one it needs.
+// Returns whether the kind's own fields can be read.
+bool ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r, Problems& refusals) {
+  auto refuse = [&](std::string why) {
+    refusals.Add(std::move(why));
+    return false;
+  };
   const FlatObject::Field* id_at = obj.Find("id");
   if (id_at == nullptr && obj.overflowed()) {
-    return Fail(Where("", index, "") + "more than " + std::to_string(FlatObject::kMaxFields) +
-                " fields");
+    return refuse(Where("", index, "") + "more than " + std::to_string(FlatObject::kMaxFields) +
+                  " fields");
   }
-  if (id_at == nullptr) return Fail(Where("", index, "id") + "missing");
-  if (!id_at->is_string) return Fail(Where("", index, "id") + "must be a string");
+  if (id_at == nullptr) return refuse(Where("", index, "id") + "missing");
+  if (!id_at->is_string) return refuse(Where("", index, "id") + "must be a string");
   const std::string& id = id_at->text;
-  if (auto st = CheckId(id); !st) return Fail(Where(id, index, "id") + st.error().message);
+  if (auto st = CheckId(id); !st) return refuse(Where(id, index, "id") + st.error().message);
   r.id = id;
   if (obj.overflowed()) {
-    return Fail(Where(id, index, "") + "more than " + std::to_string(FlatObject::kMaxFields) +
-                " fields");
+    return refuse(Where(id, index, "") + "more than " + std::to_string(FlatObject::kMaxFields) +
+                  " fields");
   }
   const FlatObject::Field* kind_at = obj.Find("kind");
-  if (kind_at == nullptr) return Fail(Where(id, index, "kind") + "missing");
-  if (!kind_at->is_string) return Fail(Where(id, index, "kind") + "must be a string");
+  if (kind_at == nullptr) return refuse(Where(id, index, "kind") + "missing");
+  if (!kind_at->is_string) return refuse(Where(id, index, "kind") + "must be a string");
   const std::string& kind = kind_at->text;
   auto spec = std::find_if(Kinds().begin(), Kinds().end(),
                            [&](const KindSpec& k) { return k.name == kind; });
   if (spec == Kinds().end()) {
     std::vector<std::string_view> kinds;
     for (const KindSpec& k : Kinds()) kinds.push_back(k.name);
-    return Fail(Where(id, index, "kind") + "unknown kind \"" + kind +
-                "\" (expected file, credential, directory, symlink, archive, service or process)" +
-                DidYouMean(kind, kinds));
+    return refuse(Where(id, index, "kind") + "unknown kind \"" + kind +
+                  "\" (expected file, credential, directory, symlink, archive, service or " +
+                  "process)" + DidYouMean(kind, kinds));
   }
   r.kind = spec->kind;
-  // Of several unknown fields, the first in sorted order is named, whatever
-  // order they came in: the message does not depend on the writer's order.
-  const std::string* unknown = nullptr;
+  std::vector<std::string_view> unknown;
   for (const FlatObject::Field& f : obj.fields()) {
-    if (!spec->fields.contains(f.key) && (unknown == nullptr || f.key < *unknown)) {
-      unknown = &f.key;
+    if (!spec->fields.contains(f.key)) unknown.push_back(f.key);
+  }
+  if (!unknown.empty()) {
+    std::sort(unknown.begin(), unknown.end());
+    std::vector<std::string_view> known(spec->fields.begin(), spec->fields.end());
+    for (std::string_view f : unknown) {
+      refuse(Where(id, index, f) + "unknown field for kind " + kind + DidYouMean(f, known));
     }
   }
-  if (unknown != nullptr) {
-    std::vector<std::string_view> known(spec->fields.begin(), spec->fields.end());
-    return Fail(Where(id, index, *unknown) + "unknown field for kind " + kind +
-                DidYouMean(*unknown, known));
-  }
+  bool readable = true;
   for (std::string_view req : spec->required) {
-    if (obj.Find(req) == nullptr) return Fail(Where(id, index, req) + "missing");
+    if (obj.Find(req) == nullptr) readable = refuse(Where(id, index, req) + "missing");
   }
-  return Ok();
+  return readable;
 }
 
 }  // namespace
 
-Status ParseResource(FlatObject& obj, size_t index, Resource& r) {
-  if (auto st = ParseIdAndKind(obj, index, r); !st) return st;
-  Fields in(obj, r.id, index);
-  for (FieldParser parse : KindParsers(r.kind)) {
-    if (auto st = parse(in, r); !st) return st;
+bool ParseResource(FlatObject& obj, size_t index, Resource& r, Problems& refusals) {
+  size_t before = refusals.total();
+  if (ParseIdAndKind(obj, index, r, refusals)) {
+    Fields in(obj, r.id, index);
+    for (FieldParser parse : KindParsers(r.kind)) {
+      if (auto st = parse(in, r); !st) refusals.Add(std::move(st.error().message));
+    }
+    // Judged across fields: only of fields each read right.
+    bool unit = r.kind == Kind::kService || r.kind == Kind::kProcess;
+    if (unit && refusals.total() == before) {
+      if (auto st = CheckWhatSystemdDoes(in, r); !st) refusals.Add(std::move(st.error().message));
+    }
   }
-  return Ok();
+  return refusals.total() == before;
 }
 
 }  // namespace mesh::core::resource_parsing

@@ -204,12 +204,49 @@ TEST(DeclarationTest, UnknownFieldCannotSmuggleACommand) {
 }
 
 // Named the same whatever order the writer put the fields in.
-TEST(DeclarationTest, OfSeveralUnknownFieldsTheFirstInSortedOrderIsNamed) {
+TEST(DeclarationTest, SeveralUnknownFieldsAreNamedInSortedOrder) {
   std::string file = R"({"zz": "1", "id": "a", "kind": "file", "path": "/a", "content": "",)"
                      R"( "mm": "2"})";
   auto d = ParseDeclaration(R"({"machine": "m", "generation": 1, "resources": [)" + file + "]}");
   ASSERT_FALSE(d);
   EXPECT_THAT(d.error().message, HasSubstr("resource a, field mm: unknown field for kind file"));
+  EXPECT_THAT(d.error().details,
+              ::testing::ElementsAre(HasSubstr("resource a, field mm: unknown field"),
+                                     HasSubstr("resource a, field zz: unknown field")));
+}
+
+// SPEC: every refusal found, each naming resource and field. A resource
+// with three fields wrong names all three, not only the first: fixing a
+// declaration should not take one run per mistake.
+TEST(DeclarationTest, EveryWrongFieldOfOneResourceIsNamed) {
+  auto details = [](const std::string& resource) {
+    auto d =
+        ParseDeclaration(R"({"machine": "m", "generation": 1, "resources": [)" + resource + "]}");
+    return d ? std::vector<std::string>{"accepted"} : d.error().details;
+  };
+  EXPECT_THAT(details(R"({"id": "a", "kind": "file", "path": "rel", "content": "x",)"
+                      R"( "mode": "999", "owner": "a b", "colour": "red"})"),
+              ::testing::ElementsAre(HasSubstr("resource a, field colour: unknown field"),
+                                     HasSubstr("resource a, field path: "),
+                                     HasSubstr("resource a, field mode: "),
+                                     HasSubstr("resource a, field owner: ")));
+  EXPECT_THAT(details(R"({"id": "s", "kind": "service", "unit": "nginx", "state": "up",)"
+                      R"( "enabled": "yes", "restart_on": "a"})"),
+              ::testing::ElementsAre(HasSubstr("resource s, field unit: "),
+                                     HasSubstr("resource s, field state: \"up\" is not"),
+                                     HasSubstr("resource s, field enabled: "),
+                                     HasSubstr("resource s, field restart_on: ")));
+  EXPECT_THAT(details(R"({"id": "b", "kind": "archive", "path": "/opt/b"})"),
+              ::testing::ElementsAre(HasSubstr("resource b, field sha256: missing"),
+                                     HasSubstr("resource b, field source: missing")));
+  // A field judged against another is judged only once both read right: a
+  // unit that is not a unit is not also refused a reload.
+  auto one = ParseDeclaration(
+      R"({"machine": "m", "generation": 1, "resources": [{"id": "t", "kind": "service",)"
+      R"( "unit": "t", "state": "running", "reload_on": ["x"]}]})");
+  ASSERT_FALSE(one);
+  EXPECT_THAT(one.error().message, ::testing::StartsWith("resource t, field unit: "));
+  EXPECT_THAT(one.error().details, ::testing::IsEmpty());
 }
 
 // Issue 40: a near miss is named.
