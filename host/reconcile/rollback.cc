@@ -272,7 +272,16 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
     ResourceOutcome& o = outcomes[u.index];
     said[u.index] = true;
     const ResourceOutcome* back = u.index < again.size() ? &again[u.index] : nullptr;
-    if (back == nullptr || !back->host_acted) {
+    core::KeptUnit& kept = last_good.units.at(u.id);
+    // What the second pass put back: the record holds the kept want of it.
+    auto put_back = [&](size_t d) {
+      auto want = kept.wants.find(outcomes[d].id);
+      return d < again.size() && want != kept.wants.end() && again[d].digest == want->second;
+    };
+    bool any_put_back = back != nullptr && std::any_of(u.deps.begin(), u.deps.end(), [&](size_t d) {
+                          return r.refused.contains(outcomes[d].id) && put_back(d);
+                        });
+    if (back == nullptr || (!back->host_acted && !any_put_back)) {
       // Nothing was put back: the hold it would have stood on goes.
       std::string why = back == nullptr                     ? std::string(why_not)
                         : back->outcome == Outcome::kFailed ? back->detail
@@ -282,7 +291,10 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
       if (was != before.units.end()) last_good.units[u.id] = was->second;
       continue;
     }
-    bool running = RunningAt(*back) && back->outcome != Outcome::kFailed;
+    // Put back on disk but not restarted onto (systemd refused the job, the
+    // daemon-reload failed): a rollback that failed too. The hold stays, or
+    // the next apply would write the refused config again.
+    bool running = back->host_acted && RunningAt(*back) && back->outcome != Outcome::kFailed;
     std::string gen = "generation " + std::to_string(r.to_generation);
     o.outcome = Outcome::kFailed;
     o.detail += "; rolled back to " + gen + ": " +
@@ -299,7 +311,6 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
     o.digest = back->digest;
     o.applied_at = back->applied_at;
     o.mutable_declared().rolled_back = true;
-    core::KeptUnit& kept = last_good.units.at(u.id);
     if (kept.hold.has_value()) {
       o.mutable_declared().held =
           core::HeldAt{r.to_generation, kept.hold->generation, kept.hold->since};
@@ -308,7 +319,7 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
     for (const auto& [id, want] : r.refused) {
       auto d = std::find_if(u.deps.begin(), u.deps.end(),
                             [&](size_t j) { return outcomes[j].id == id; });
-      if (d == u.deps.end() || *d == u.index) continue;
+      if (d == u.deps.end() || *d == u.index || !put_back(*d)) continue;
       ResourceOutcome& dep = outcomes[*d];
       dep.outcome = Outcome::kFailed;
       dep.detail += "; " + u.unit + " failed on it: put back as at " + gen;

@@ -352,6 +352,49 @@ TEST_F(RollbackTest, ARollbackThatFailsTooIsLeft) {
   EXPECT_THAT(Of(after, "jaild").detail, Not(HasSubstr("failed too"))) << Of(after, "jaild").detail;
 }
 
+// Issue 43, "no loop": a rollback whose own restart systemd refuses (the
+// unit masked in between, here) has put the last good back on disk all the
+// same. It is a rollback that failed too: held, so the next apply does not
+// write the refused config again and restart the daemon onto it. It was
+// read as "not rolled back", the hold dropped, and every apply pushed the
+// refused config and killed the daemon again.
+TEST_F(RollbackTest, ARollbackWhoseRestartSystemdRefusesStaysHeld) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  int asked = 0;
+  services_.on_enqueue = [&](const std::string& unit) {
+    if (unit == "jaild.service" && ++asked == 2) services_.Mask("jaild.service");
+  };
+  ApplyReport refused = Run(Jail(kBad, 15));
+  services_.on_enqueue = nullptr;
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  EXPECT_EQ(Jailconf(), kGood);
+  const auto& unit = Of(refused, "jaild");
+  EXPECT_THAT(unit.detail, HasSubstr("rolled back to generation 14: failed too: "));
+  EXPECT_THAT(unit.detail, HasSubstr("masked"));
+  EXPECT_TRUE(unit.declared->rolled_back);
+  ASSERT_TRUE(unit.declared->held.has_value());
+  EXPECT_EQ(unit.declared->held->generation, 14u);
+  EXPECT_THAT(Of(refused, "jail.conf").detail, HasSubstr("put back as at generation 14"));
+  auto kept = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(kept.has_value());
+  ASSERT_TRUE(kept->units.at("jaild").hold.has_value());
+  EXPECT_TRUE(kept->units.at("jaild").hold->rollback_failed);
+
+  // Unmasked: the next apply of the same declaration restarts the daemon
+  // (the restart is still owed) on the last good, never on the refused.
+  services_.Mask("jaild.service", false);
+  bool loaded_bad = false;
+  services_.on_load = [&](const std::string&) {
+    loaded_bad = loaded_bad || Jailconf() != kGood;
+  };
+  ApplyReport next = Run(Jail(kBad, 15));
+  EXPECT_EQ(next.result, ApplyResult::kFailed);
+  EXPECT_EQ(Jailconf(), kGood);
+  EXPECT_FALSE(loaded_bad) << "the refused config was pushed again";
+  EXPECT_THAT(Of(next, "jaild").detail, HasSubstr("held at generation 14"));
+  EXPECT_TRUE(Of(next, "jaild").unit->up);
+}
+
 // Review of issue 43: a rollback swaps content, never resources. A unit
 // whose definition gained, lost or changed the kind of a resource is not
 // rolled back, and says why; one whose refused file another unit (not
