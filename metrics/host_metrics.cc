@@ -283,7 +283,9 @@ void HostMetrics::ObserveRecorded(const core::RecordedState& recorded) {
       g.Set(1);
       resource_failed_.emplace(o.id, &g);
     }
-    if (!o.declared_unit().empty()) CountUnitActions(o);
+    if (o.declared_unit().empty()) continue;
+    CountUnitActions(o);
+    ObserveRollback(o);
   }
   ObserveUnitsOf(recorded.resources);
   for (core::Kind kind : core::kAllKinds) {

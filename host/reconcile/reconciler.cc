@@ -31,7 +31,10 @@ void ApplyRun::RecordTruth() {
   if (!record_loaded_) LoadRecord();
   if (!had_record_) return;
   (void)LoadIntent();  // unreadable: nothing is known to be owed, and said so by the next apply
-  report_.recorded = RecordedTruth(*record_, *intent_, ports_.services, RecordedFor::kRefusal);
+  auto last_good =
+      ports_.records->LoadLastGood();  // unreadable: no hold shown, the next apply says why
+  report_.recorded = RecordedTruth(*record_, *intent_, last_good ? &*last_good : nullptr,
+                                   ports_.services, RecordedFor::kRefusal);
 }
 
 void ApplyRun::LoadRecord() {
@@ -335,7 +338,9 @@ std::optional<core::RecordedState> Reconciler::Recorded(RecordedFor why) {
   // An intent that cannot be read owes nothing known here; the apply that
   // follows changes nothing and says why.
   auto intent = ports_.records->LoadIntent();
-  return RecordedTruth(**record, intent ? *intent : core::Intent{}, ports_.services, why);
+  auto last_good = ports_.records->LoadLastGood();
+  return RecordedTruth(**record, intent ? *intent : core::Intent{},
+                       last_good ? &*last_good : nullptr, ports_.services, why);
 }
 
 ApplyReport Reconciler::Apply(std::string_view declaration_text, const OutcomeSink& sink) {

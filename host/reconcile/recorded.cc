@@ -6,12 +6,35 @@
 
 #include "host/core/declaration.h"
 #include "host/core/unit_status.h"
+#include "host/reconcile/rollback.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
 
+namespace {
+
+// Each hold saved: its unit's resource and those put back under it.
+void SayHolds(const core::LastGood& last_good, const core::Record& record,
+              const std::string& nothing, core::RecordedState& out) {
+  for (const auto& [id, kept] : last_good.units) {
+    auto entry = record.resources.find(id);
+    if (!kept.hold.has_value() || entry == record.resources.end() ||
+        entry->second.unit().name.empty()) {
+      continue;
+    }
+    for (core::ResourceOutcome& o : out.resources) {
+      if (o.id != id && !kept.hold->wants.contains(o.id)) continue;
+      SayHold(kept.generation, *kept.hold, entry->second.unit().name, o.id == id, o);
+      if (!o.detail.ends_with(nothing)) o.detail += nothing;
+    }
+  }
+}
+
+}  // namespace
+
 core::RecordedState RecordedTruth(const core::Record& record, const core::Intent& owed,
-                                  ports::ServiceManager* services, RecordedFor why) {
+                                  const core::LastGood* last_good, ports::ServiceManager* services,
+                                  RecordedFor why) {
   core::RecordedState out{record.machine, record.generation, record.declaration_digest, {}};
   std::vector<const std::pair<const std::string, core::RecordEntry>*> entries;
   entries.reserve(record.resources.size());
@@ -71,6 +94,7 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
                  nothing;
     }
   }
+  if (last_good != nullptr) SayHolds(*last_good, record, nothing, out);
   return out;
 }
 

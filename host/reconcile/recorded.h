@@ -8,6 +8,7 @@
 
 #include "host/core/apply_report.h"
 #include "host/core/intent.h"
+#include "host/core/last_good.h"
 #include "host/core/record.h"
 #include "host/ports/service_manager.h"
 
@@ -24,9 +25,12 @@ enum class RecordedFor {
 // now. A unit whose start is owed is not up, whatever it reads at this
 // instant: no two looks ever passed for it (a crash loop reads "active"
 // for a moment in every run). One owed a restart or reload runs on its old
-// configuration and is judged as seen. `services` may be null: the units
+// configuration and is judged as seen. A unit held at its last good
+// (`last_good`, may be null) and what was put back under it fail as held,
+// as the apply that recorded them said. `services` may be null: the units
 // are then not read (and not up).
 core::RecordedState RecordedTruth(const core::Record& record, const core::Intent& owed,
-                                  ports::ServiceManager* services, RecordedFor why);
+                                  const core::LastGood* last_good, ports::ServiceManager* services,
+                                  RecordedFor why);
 
 }  // namespace mesh::reconcile

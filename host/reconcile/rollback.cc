@@ -88,17 +88,21 @@ std::vector<HeldUnit> TakeHolds(core::Declaration& decl, std::vector<std::string
   return out;
 }
 
-void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, ResourceOutcome& o) {
-  const std::string& unit = decl.resources[h.index].unit().name;
-  core::HeldAt held{h.generation, h.hold.generation, h.hold.since};
-  std::string at = "held at generation " + std::to_string(h.generation) + " since " + h.hold.since;
-  if (i == h.index) {
+void SayHold(uint64_t generation, const core::Hold& hold, const std::string& unit, bool of_unit,
+             ResourceOutcome& o) {
+  core::HeldAt held{generation, hold.generation, hold.since};
+  if (of_unit) {
     o.mutable_declared().held = held;
-    FailWith(o, held.Words() + " (" + h.hold.refused + ")" +
-                    (h.hold.rollback_failed ? "; its restart onto the last good failed too" : ""));
+    FailWith(o, held.Words() + " (" + hold.refused + ")" +
+                    (hold.rollback_failed ? "; its restart onto the last good failed too" : ""));
   } else {
-    FailWith(o, at + ": generation " + std::to_string(h.hold.generation) + " refused by " + unit);
+    FailWith(o, "held at generation " + std::to_string(generation) + " since " + hold.since +
+                    ": generation " + std::to_string(hold.generation) + " refused by " + unit);
   }
+}
+
+void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, ResourceOutcome& o) {
+  SayHold(h.generation, h.hold, decl.resources[h.index].unit().name, i == h.index, o);
 }
 
 namespace {

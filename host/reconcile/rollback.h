@@ -54,6 +54,11 @@ std::vector<HeldUnit> TakeHolds(core::Declaration& decl, std::vector<std::string
 
 // A held resource's outcome: failed, the hold said first.
 void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, core::ResourceOutcome& o);
+// The same words from the hold as saved (`generation`: the last good's):
+// on the unit's own resource (`of_unit`, which also gets the held series)
+// or on one put back under `unit`.
+void SayHold(uint64_t generation, const core::Hold& hold, const std::string& unit, bool of_unit,
+             core::ResourceOutcome& o);
 
 // What an apply's outcomes mean for its rollback units, taken before the
 // declaration is let go: the resources as they stood in the apply (the

@@ -290,6 +290,22 @@ TEST(HostMetricsTest, TheStartsRecordIsReplacedByARefusalsAndByAnApply) {
       << "once an apply is shown, no recorded view replaces it";
 }
 
+// A held unit in the recorded view (a restart, then a refused push): its
+// held gauge and its opt-in's counter are there, as after the apply that
+// held it; MeshHostRolledBack does not resolve while it is held.
+TEST(HostMetricsTest, ARecordedHoldKeepsItsSeries) {
+  HostMetrics m("v");
+  core::ResourceOutcome jail = Out("jaild", "service", core::Outcome::kFailed, "jaild.service");
+  jail.mutable_declared().rollback = true;
+  jail.mutable_declared().held = core::HeldAt{14, 15, "2026-12-03T18:00:00Z"};
+  core::RecordedState start{"edge-1", 15, "d", {jail}};
+  m.ObserveRecordedAtStart(start);
+  std::string text = m.Serialize();
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_unit_held{resource="jaild",unit="jaild.service"} 14)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(mesh_host_rollbacks_total{resource="jaild",unit="jaild.service"} 0)"));
+}
+
 // Counters exist from 0 for what can happen, and only that: 43 series of
 // kind and outcome, not 63, of which 20 could never move.
 TEST(HostMetricsTest, OutcomeCountersOnlyForWhatCanHappen) {

@@ -163,6 +163,37 @@ TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
   EXPECT_EQ(Run(Jail(kFixed, 16)).result, ApplyResult::kOk);
 }
 
+// SPEC: a refused declaration shows the recorded truth of the last applied
+// generation, also after a restart. A held unit is part of that truth: it
+// read "unchanged as recorded", healthy, and its hold's alert resolved
+// while the daemon ran on the last good with the push refused.
+TEST_F(RollbackTest, ARefusalAfterARestartStillShowsTheHold) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  ASSERT_TRUE(Of(Run(Jail(kBad, 15)), "jaild").declared->rolled_back);
+  ReconcilerOptions options = Options();
+  options.recorded_on_refusal = true;
+  ApplyReport r = Reconciler(Ports(), options).Apply("{not json");
+  ASSERT_EQ(r.result, ApplyResult::kRefused);
+  ASSERT_TRUE(r.recorded.has_value());
+  const core::ResourceOutcome* unit = nullptr;
+  const core::ResourceOutcome* conf = nullptr;
+  const core::ResourceOutcome* other = nullptr;
+  for (const auto& o : r.recorded->resources) {
+    (o.id == "jaild" ? unit : o.id == "jail.conf" ? conf : other) = &o;
+  }
+  ASSERT_TRUE(unit != nullptr && conf != nullptr && other != nullptr);
+  EXPECT_EQ(unit->outcome, core::Outcome::kFailed);
+  EXPECT_THAT(unit->detail, HasSubstr("held at generation 14"));
+  EXPECT_THAT(unit->detail, HasSubstr("the declaration is refused"));
+  ASSERT_TRUE(unit->declared->held.has_value());
+  EXPECT_EQ(unit->declared->held->generation, 14u);
+  EXPECT_EQ(unit->declared->held->refused_generation, 15u);
+  EXPECT_TRUE(unit->unit->up) << "it runs, on the last good";
+  EXPECT_EQ(conf->outcome, core::Outcome::kFailed);
+  EXPECT_THAT(conf->detail, HasSubstr("generation 15 refused by jaild.service"));
+  EXPECT_EQ(other->outcome, core::Outcome::kUnchanged) << other->detail;
+}
+
 // Issue 43: a unit whose last good is not kept (last-good.json removed, or
 // lost) is confirmed by the full pass, which keeps it; the no-op proven
 // from the record keeps nothing, and a later refused push then had nothing
@@ -384,9 +415,7 @@ TEST_F(RollbackTest, ARollbackWhoseRestartSystemdRefusesStaysHeld) {
   // (the restart is still owed) on the last good, never on the refused.
   services_.Mask("jaild.service", false);
   bool loaded_bad = false;
-  services_.on_load = [&](const std::string&) {
-    loaded_bad = loaded_bad || Jailconf() != kGood;
-  };
+  services_.on_load = [&](const std::string&) { loaded_bad = loaded_bad || Jailconf() != kGood; };
   ApplyReport next = Run(Jail(kBad, 15));
   EXPECT_EQ(next.result, ApplyResult::kFailed);
   EXPECT_EQ(Jailconf(), kGood);
