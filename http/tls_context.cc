@@ -4,10 +4,12 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "third_party/tls_digests.h"
 
@@ -26,6 +28,22 @@ std::unexpected<core::Error> FileError(const char* what, const std::string& path
     std::fclose(f);
   }
   return core::Fail(std::string(what) + " " + path + ": " + otherwise);
+}
+
+// OpenSSL reads these files with a blocking fopen and no bound: a FIFO at
+// the path would hang the start (or the daemon's loop on SIGHUP), a device
+// never end. Only a regular file is handed to it (a symlink to one is).
+core::Status RegularFile(const char* what, const std::string& path) {
+  struct stat st {};
+  if (path.empty()) return core::Ok();
+  if (::stat(path.c_str(), &st) != 0) {
+    return core::Fail(std::string(what) + " " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return core::Fail(std::string(what) + " " + path + ": " +
+                      (S_ISDIR(st.st_mode) ? "a directory, not a file" : "not a regular file"));
+  }
+  return core::Ok();
 }
 
 // RequestClientCert and RequireAnyClientCert ask for a certificate but do
@@ -97,6 +115,11 @@ core::Result<std::shared_ptr<const TlsContext>> TlsContext::Make(const TlsSettin
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) return core::Fail("TLS: OpenSSL could not make a server context");
   std::shared_ptr<const TlsContext> made(new TlsContext(ctx));
+  for (const auto& [what, path] : {std::pair{"tls_server_config.cert_file", &s.cert_file},
+                                   {"tls_server_config.key_file", &s.key_file},
+                                   {"tls_server_config.client_ca_file", &s.client_ca_file}}) {
+    if (auto st = RegularFile(what, *path); !st) return std::unexpected(st.error());
+  }
   if (auto st = UseKeyPair(ctx, s); !st) return std::unexpected(st.error());
   if (SSL_CTX_set_min_proto_version(ctx, s.min_version) != 1 ||
       (s.max_version != 0 && SSL_CTX_set_max_proto_version(ctx, s.max_version) != 1)) {

@@ -1,5 +1,8 @@
 #include "http/web_config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,9 +11,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -362,7 +363,14 @@ core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
 core::Result<WebConfig> ParseWebConfig(const std::string& text, const std::string& dir) {
   // yaml-cpp throws; nothing it throws leaves this function.
   try {
-    YAML::Node root = YAML::Load(text);
+    // The toolkit reads the first document only: a second one (a file
+    // appended to) would be ignored, its users and TLS with it.
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      return core::Fail("holds " + std::to_string(documents.size()) +
+                        " YAML documents (---): give one");
+    }
+    YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
     size_t nodes = 0;
     if (auto st = NoKeyTwice(root, "", 0, nodes); !st) return std::unexpected(st.error());
     return Parse(root, dir);
@@ -374,14 +382,50 @@ core::Result<WebConfig> ParseWebConfig(const std::string& text, const std::strin
   }
 }
 
+namespace {
+
+// A web config is a few lines; this bounds what a wrong path can make the
+// daemon hold.
+constexpr size_t kMaxWebConfigBytes = 1 << 20;
+
+// The text of a regular file at `path`, at most kMaxWebConfigBytes. Not
+// another kind: a FIFO would block the open (and the daemon's loop with
+// it, on SIGHUP), a directory reads as an empty file (plain HTTP, no
+// auth), /dev/zero never ends.
+core::Result<std::string> ReadConfigFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return core::Fail(std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return core::Fail(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return core::Fail("a directory, not a file");
+  if (!S_ISREG(st.st_mode)) return core::Fail("not a regular file");
+  std::string text;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return core::Fail(std::strerror(errno));
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > kMaxWebConfigBytes) {
+      return core::Fail("larger than " + std::to_string(kMaxWebConfigBytes >> 20) + " MiB");
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+}  // namespace
+
 core::Result<WebConfig> LoadWebConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::Fail("--web-config " + path + ": " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
+  auto text = ReadConfigFile(path);
+  if (!text) return core::Fail("--web-config " + path + ": " + text.error().message);
   std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
   if (dir.empty()) dir = "/";
-  auto config = ParseWebConfig(text.str(), dir);
+  auto config = ParseWebConfig(*text, dir);
   if (!config) return core::Fail("--web-config " + path + ": " + config.error().message);
   return config;
 }

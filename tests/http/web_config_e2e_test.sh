@@ -172,7 +172,7 @@ kill -TERM $HOST; wait $HOST || true; HOST=
 # Bad files refuse to start (exit 2), each saying what is wrong.
 bad() {  # bad DESCRIPTION WORDS YAML
   printf '%s' "$3" > bad.yml
-  set +e; out=$(timeout 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config "$T/bad.yml" 2>&1); rc=$?; set -e
+  set +e; out=$(timeout -k 2 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config "$T/bad.yml" 2>&1); rc=$?; set -e
   [ "$rc" = 2 ] || fail "$1: exit $rc: $out"
   grep -q -- "$2" <<<"$out" || fail "$1: does not say \"$2\": $out"
 }
@@ -182,9 +182,20 @@ bad "missing certificate" "cert_file $T/absent.crt: No such file" $'tls_server_c
 bad "missing key" "key_file $T/absent.key: No such file" $'tls_server_config:\n  cert_file: server.crt\n  key_file: absent.key\n'
 bad "a key not the certificate's" "not the key of the certificate" $'tls_server_config:\n  cert_file: server.crt\n  key_file: client.key\n'
 bad "not a bcrypt hash" "not a bcrypt hash" $'basic_auth_users:\n  prometheus: plain\n'
-set +e; out=$(timeout 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config "$T/none.yml" 2>&1); rc=$?; set -e
+set +e; out=$(timeout -k 2 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config "$T/none.yml" 2>&1); rc=$?; set -e
 [ "$rc" = 2 ] && grep -q "No such file" <<<"$out" || fail "a missing web config: $rc $out"
 echo "ok   - a bad web config refuses to start (exit 2) and says what is wrong"
+
+# Issue 39: fail closed. A directory at --web-config (a bind mount of a
+# missing file makes one) served plain HTTP without auth; a FIFO there or
+# at a TLS file hung the start, never listening, deaf to SIGTERM.
+mkdir -p "$T/dir.yml"; mkfifo "$T/fifo.yml" "$T/fifo.key"
+set +e; out=$(timeout -k 2 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config "$T/dir.yml" 2>&1); rc=$?; set -e
+[ "$rc" = 2 ] && grep -q "dir.yml: a directory, not a file" <<<"$out" || fail "a directory as web config: $rc $out"
+set +e; out=$(timeout -k 2 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config "$T/fifo.yml" 2>&1); rc=$?; set -e
+[ "$rc" = 2 ] && grep -q "fifo.yml: not a regular file" <<<"$out" || fail "a FIFO as web config: $rc $out"
+bad "a FIFO as key file" "key_file $T/fifo.key: not a regular file" $'tls_server_config:\n  cert_file: server.crt\n  key_file: fifo.key\n'
+echo "ok   - a directory or FIFO as web config or TLS file refuses to start (exit 2)"
 
 # rate_limit, as the toolkit reads it: `burst` requests at once, then one per
 # `interval`, all clients together; past it 429.

@@ -2,6 +2,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 namespace mesh::http {
 namespace {
@@ -183,6 +188,37 @@ TEST(WebConfigTest, LoadNamesTheFile) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_THAT(missing.error().message,
               HasSubstr("--web-config /nonexistent/web.yml: No such file"));
+}
+
+// Issue 39: fail closed. A directory at the path (a bind mount of a file
+// that was missing makes one) read as an empty file: the daemon listened
+// on plain HTTP with no auth. A FIFO hung the start, or the daemon's loop
+// on SIGHUP; an endless file ran it out of memory. A second YAML document
+// (a file appended to) was ignored, its users with it.
+TEST(WebConfigTest, OnlyARegularFileOfOneDocumentIsRead) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/web-config-kinds";
+  ::mkdir(dir.c_str(), 0700);
+  auto refusal = [](const std::string& path) {
+    auto loaded = LoadWebConfig(path);
+    return loaded ? std::string("read") : loaded.error().message;
+  };
+  std::string sub = dir + "/web.yml";
+  ::mkdir(sub.c_str(), 0700);
+  EXPECT_EQ(refusal(sub), "--web-config " + sub + ": a directory, not a file");
+  std::string fifo = dir + "/fifo.yml";
+  ::mkfifo(fifo.c_str(), 0600);
+  EXPECT_EQ(refusal(fifo), "--web-config " + fifo + ": not a regular file");
+  EXPECT_THAT(refusal("/dev/zero"), HasSubstr("not a regular file"));
+  std::string big = dir + "/big.yml";
+  std::ofstream(big) << "# " << std::string(2 << 20, 'x') << "\n";
+  EXPECT_THAT(refusal(big), HasSubstr("larger than 1 MiB"));
+  std::string two = dir + "/two.yml";
+  std::ofstream(two) << "---\n---\nbasic_auth_users:\n  u: '" << kHash << "'\n";
+  EXPECT_THAT(refusal(two), HasSubstr("holds 2 YAML documents"));
+  std::string one = dir + "/one.yml";
+  std::ofstream(one) << "---\nbasic_auth_users:\n  u: '" << kHash << "'\n";
+  EXPECT_EQ(refusal(one), "read");
 }
 
 }  // namespace
