@@ -87,8 +87,15 @@ bool BasicAuth::Verify(const Credential& c, bool may_hash) {
   // crypt_data is 32 KiB: not on a worker's stack.
   auto data = std::make_unique<crypt_data>();
   const char* out = crypt_(c.password.c_str(), hash->c_str(), data.get());
-  bool ok = out != nullptr && std::string_view(out).size() == hash->size() &&
-            CRYPTO_memcmp(out, hash->data(), hash->size()) == 0 && known;
+  // The hash part only (bcrypt's last 31 characters), as Go's bcrypt
+  // compares: crypt writes the salt back canonical, and a salt spelled
+  // otherwise (bits bcrypt drops set) is the same salt.
+  constexpr size_t kHashPart = 31;
+  size_t size = hash->size();
+  bool ok =
+      out != nullptr && std::string_view(out).size() == size && size >= kHashPart &&
+      CRYPTO_memcmp(out + size - kHashPart, hash->data() + size - kHashPart, kHashPart) == 0 &&
+      known;
   std::lock_guard<std::mutex> lock(mu_);
   Remember(ok ? verified_ : refused_, std::move(key));
   return ok;

@@ -117,5 +117,29 @@ TEST(BasicAuthTest, OneHashAtATime) {
   EXPECT_EQ(most.load(), 1);
 }
 
+// A hash whose salt ends in a character carrying bits bcrypt drops (the
+// 22nd encodes 2 bits): the same salt as its canonical spelling, and
+// exporter-toolkit (Go's bcrypt compares the hash part) lets its password
+// in. libxcrypt writes the salt back canonical, so comparing all of crypt's
+// output refused every login with the right password.
+TEST(BasicAuthTest, ASaltSpelledOtherwiseVerifiesAsTheToolkits) {
+  auto crypt = BasicAuth::LoadCrypt();
+  ASSERT_TRUE(crypt.has_value()) << crypt.error().message;
+  const std::string salt(22, 'a');  // canonical: 21 'a' and an 'O'
+  crypt_data data{};
+  const char* made = (*crypt)("pw", ("$2y$04$" + salt).c_str(), &data);
+  ASSERT_NE(made, nullptr);
+  std::string canonical(made);
+  ASSERT_EQ(canonical.size(), 60u);
+  ASSERT_NE(canonical.substr(7, 22), salt) << "libxcrypt no longer writes the salt back canonical";
+  std::string stored = "$2y$04$" + salt + canonical.substr(29);
+  BasicAuth auth({{"u", stored}}, *crypt);
+  EXPECT_TRUE(auth.Allows(Header("u", "pw")));
+  BasicAuth again({{"u", stored}}, *crypt);
+  EXPECT_FALSE(again.Allows(Header("u", "wrong")));
+  BasicAuth canon({{"u", canonical}}, *crypt);
+  EXPECT_TRUE(canon.Allows(Header("u", "pw")));
+}
+
 }  // namespace
 }  // namespace mesh::http
