@@ -175,7 +175,7 @@ void ApplyRun::AfterCommit() {
         SayNoRollback(scope_, r, report_.outcomes);
       }
     }
-    if (!todo.empty()) return RollBack(todo);
+    if (!todo.empty()) return RollBack(std::move(todo));
   }
   if (last_good_changed_) SaveLastGood();
 }
@@ -184,11 +184,20 @@ void ApplyRun::AfterCommit() {
 // the next apply swapping the kept content in, so it converges to the last
 // good and says it is held; a kill before it leaves the next apply finding
 // the same death and rolling back then.
-void ApplyRun::RollBack(const std::vector<Rollback>& rollbacks) {
+void ApplyRun::RollBack(std::vector<Rollback> rollbacks) {
   std::string now = core::FormatTimestamp(report_.started_at);
   core::LastGood before = last_good_;
   RecordHolds(scope_, rollbacks, report_.outcomes, now, last_good_);
   LeaveOutWhatCannotBeRead();
+  // A unit whose last good no longer fits (another's grew in this apply)
+  // has nothing to stand on: not rolled back, the warning says why.
+  std::erase_if(rollbacks, [&](Rollback& r) {
+    if (last_good_.units.contains(scope_.units[r.unit].id)) return false;
+    r.impossible = "its last good could not be kept (see the warnings)";
+    SayNoRollback(scope_, r, report_.outcomes);
+    return true;
+  });
+  if (rollbacks.empty()) return SaveLastGood();
   if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
     report_.error = "not rolled back: the hold could not be saved: " + st.error().message;
     return;

@@ -79,7 +79,7 @@ class ApplyRun {
   // After the commit: keeps what confirmed units run on, and puts back the
   // units found dead (a second pass over `again_`).
   void AfterCommit();
-  void RollBack(const std::vector<Rollback>& rollbacks);
+  void RollBack(std::vector<Rollback> rollbacks);
   void SaveLastGood();
   // Keeps a copy of each bundle `last_good` is made of that is not kept
   // yet (RecordStore::KeepArtifact); says each that cannot be kept when

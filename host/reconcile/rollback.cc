@@ -276,7 +276,12 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
     ResourceOutcome& o = outcomes[u.index];
     said[u.index] = true;
     const ResourceOutcome* back = u.index < again.size() ? &again[u.index] : nullptr;
-    core::KeptUnit& kept = last_good.units.at(u.id);
+    auto found = last_good.units.find(u.id);
+    if (found == last_good.units.end()) {
+      o.detail += "; not rolled back: its last good is not kept";
+      continue;
+    }
+    core::KeptUnit& kept = found->second;
     // What the second pass put back: the record holds the kept want of it.
     auto put_back = [&](size_t d) {
       auto want = kept.wants.find(outcomes[d].id);
