@@ -312,14 +312,19 @@ void HostMetrics::CountUnitActions(const core::ResourceOutcome& o) {
     unit_restart_counters_[unit].insert(&unit_restarts_->Add(
         {{"unit", unit}, {"reason", std::string(core::RestartReasonName(reason))}}));
   }
-  if (o.host_acted && o.restart_reason().has_value()) {
-    auto& rc =
-        unit_restarts_->Add({{"unit", unit}, {"reason", std::string(o.restart_reason_name())}});
+  const core::DeclaredUnit& d = o.declared.value_or_empty();
+  // The apply's restart, then the rollback's onto the last good.
+  for (std::optional<core::RestartReason> reason :
+       {o.host_acted ? d.restart_reason : std::nullopt, d.rollback_restart}) {
+    if (!reason.has_value()) continue;
+    auto& rc = unit_restarts_->Add(
+        {{"unit", unit}, {"reason", std::string(core::RestartReasonName(*reason))}});
     rc.Increment();
     unit_restart_counters_[unit].insert(&rc);
   }
   auto& cf = confirm_failures_->Add({{"unit", unit}});
   if (o.confirm_failed) cf.Increment();
+  if (d.rollback_confirm_failed) cf.Increment();
   unit_confirm_counters_[unit] = &cf;
 }
 

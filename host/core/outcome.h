@@ -99,6 +99,10 @@ struct DeclaredUnit {
   bool rollback = false;  // declared on_failure: rollback
   // This apply put the unit back onto its last good (mesh_host_rollbacks_total).
   bool rolled_back = false;
+  // The rollback's own restart, a second one the host asked for in this
+  // apply, and whether its second look failed: counted beside the first.
+  std::optional<RestartReason> rollback_restart;
+  bool rollback_confirm_failed = false;
 };
 
 struct ResourceOutcome {

@@ -320,6 +320,8 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
     o.digest = back->digest;
     o.applied_at = back->applied_at;
     o.mutable_declared().rolled_back = true;
+    if (back->host_acted) o.mutable_declared().rollback_restart = back->restart_reason();
+    o.mutable_declared().rollback_confirm_failed = back->confirm_failed;
     if (kept.hold.has_value()) {
       o.mutable_declared().held =
           core::HeldAt{r.to_generation, kept.hold->generation, kept.hold->since};

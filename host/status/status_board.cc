@@ -68,6 +68,7 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
     core::ResourceOutcome& r = next->resources.emplace_back(std::move(o));
     if (!r.declared_unit().empty()) {
       if (r.host_acted && r.restart_reason().has_value()) host_restarts_[r.declared_unit()]++;
+      if (r.declared.value_or_empty().rollback_restart) host_restarts_[r.declared_unit()]++;
       streaks_[r.declared_unit()] = {.confirmed = r.unit.has_value() && r.unit->up};
       if (!r.unit.has_value()) {
         r.unit = core::UnitSnapshot{};

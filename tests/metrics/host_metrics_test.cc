@@ -290,6 +290,27 @@ TEST(HostMetricsTest, TheStartsRecordIsReplacedByARefusalsAndByAnApply) {
       << "once an apply is shown, no recorded view replaces it";
 }
 
+// A rollback is two restarts the host asked for in one apply (onto the new
+// generation, then back onto the last good), and up to two failed second
+// looks: each counted, or MeshHostUnitFlapping undercounts.
+TEST(HostMetricsTest, ARollbacksOwnRestartIsCounted) {
+  HostMetrics m("v");
+  core::ResourceOutcome o = Out("jaild", "service", core::Outcome::kFailed, "jaild.service");
+  o.host_acted = true;
+  o.confirm_failed = true;
+  o.mutable_declared().restart_reason = core::RestartReason::kRestartOn;
+  o.mutable_declared().rollback = true;
+  o.mutable_declared().rolled_back = true;
+  o.mutable_declared().rollback_restart = core::RestartReason::kRestartOn;
+  o.mutable_declared().rollback_confirm_failed = true;
+  m.ObserveApply(Report({o}, core::ApplyResult::kFailed));
+  std::string text = m.Serialize();
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"(mesh_host_unit_restarts_total{reason="restart_on",unit="jaild.service"} 2)"));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_unit_confirm_failures_total{unit="jaild.service"} 2)"));
+}
+
 // A held unit in the recorded view (a restart, then a refused push): its
 // held gauge and its opt-in's counter are there, as after the apply that
 // held it; MeshHostRolledBack does not resolve while it is held.

@@ -123,6 +123,11 @@ TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
   ASSERT_TRUE(unit.unit.has_value());
   EXPECT_TRUE(unit.unit->up) << "mesh_host_unit_active is 1: the daemon runs";
   EXPECT_TRUE(unit.declared->rolled_back);
+  // Two restarts asked for (onto 15, then back onto 14): both counted.
+  EXPECT_TRUE(unit.host_acted);
+  EXPECT_EQ(unit.declared->rollback_restart, unit.declared->restart_reason);
+  EXPECT_TRUE(unit.confirm_failed);
+  EXPECT_FALSE(unit.declared->rollback_confirm_failed) << "the restart onto 14 passed";
   ASSERT_TRUE(unit.declared->held.has_value());
   EXPECT_EQ(unit.declared->held->generation, 14u);
   EXPECT_EQ(unit.declared->held->refused_generation, 15u);
