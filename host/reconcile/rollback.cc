@@ -155,7 +155,19 @@ void PlanRollback(const RollbackScope::Unit& u, const core::KeptUnit& k,
 
 // A resource another unit runs on is put back only when that unit rolls
 // back too: until no rollback is made impossible by another that is.
-void KeepWhatOthersRunOn(const RollbackScope& scope, std::vector<Rollback>& rollbacks) {
+// The want `unit`'s last good holds for resource `id`; "" when none.
+std::string_view KeptWant(const core::LastGood& last_good, const std::string& unit,
+                          const std::string& id) {
+  auto kept = last_good.units.find(unit);
+  if (kept == last_good.units.end()) return {};
+  auto want = kept->second.wants.find(id);
+  return want == kept->second.wants.end() ? std::string_view() : std::string_view(want->second);
+}
+
+// A file several units run on goes back only when all of them roll back,
+// each onto the same kept content: it can hold one.
+void KeepWhatOthersRunOn(const RollbackScope& scope, const core::LastGood& last_good,
+                         std::vector<Rollback>& rollbacks) {
   for (bool changed = true; changed;) {
     changed = false;
     std::set<std::string_view> rolling;
@@ -170,9 +182,16 @@ void KeepWhatOthersRunOn(const RollbackScope& scope, std::vector<Rollback>& roll
         if (users == u.shared.end()) continue;
         auto other = std::find_if(users->second.begin(), users->second.end(),
                                   [&](const std::string& o) { return !rolling.contains(o); });
+        std::string why = " runs on it too and is not rolled back";
+        if (other == users->second.end()) {
+          std::string_view mine = KeptWant(last_good, u.id, id);
+          other = std::find_if(users->second.begin(), users->second.end(),
+                               [&](const auto& o) { return KeptWant(last_good, o, id) != mine; });
+          why = " runs on it too and its last good holds another " + id;
+        }
         if (other == users->second.end()) continue;
         r.impossible = "generation " + std::to_string(r.to_generation) + "'s " + id +
-                       " cannot be put back: " + *other + " runs on it too and is not rolled back";
+                       " cannot be put back: " + *other + why;
         r.refused.clear();
         changed = true;
         break;
@@ -223,7 +242,7 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
       PlanRollback(u, kept->second, missing, r);
     }
   }
-  KeepWhatOthersRunOn(scope, after.rollbacks);
+  KeepWhatOthersRunOn(scope, last_good, after.rollbacks);
   return after;
 }
 

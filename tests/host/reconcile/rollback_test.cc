@@ -429,6 +429,48 @@ TEST_F(RollbackTest, ARollbackWhoseRestartSystemdRefusesStaysHeld) {
   EXPECT_TRUE(Of(next, "jaild").unit->up);
 }
 
+// Two units roll back together over one file, each kept at another
+// generation of it (b never ran on 14's). The file can hold one content:
+// putting back either's would run the other on a config it was never
+// confirmed on ("0 daemons on an unknown config"). Neither is rolled back,
+// and each says why. Before, the one last in map order won, and the other
+// reported "rolled back to generation 14: running" on 12's file.
+TEST_F(RollbackTest, UnitsKeptOnDifferentContentOfOneFileAreNotRolledBack) {
+  services_.AddUnit("a.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.AddUnit("b.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.behavior_on_start = [this](const std::string& unit) -> std::optional<Behavior> {
+    std::string common = testing::ReadText(Root("/etc/common.conf"));
+    bool dies = common == "v15" || (unit == "b.service" && common == "v14");
+    return dies ? Behavior::kDiesAfter : Behavior::kHealthy;
+  };
+  auto decl = [](const std::string& content, uint64_t generation) {
+    json resources = {
+        {{"id", "common"}, {"kind", "file"}, {"path", "/etc/common.conf"}, {"content", content}}};
+    for (const char* u : {"a", "b"}) {
+      resources.push_back({{"id", u},
+                           {"kind", "service"},
+                           {"unit", std::string(u) + ".service"},
+                           {"state", "running"},
+                           {"restart_on", {"common"}},
+                           {"on_failure", "rollback"}});
+    }
+    return Decl(resources, generation);
+  };
+  ASSERT_EQ(Run(decl("v12", 12)).result, ApplyResult::kOk);
+  ApplyReport at14 = Run(decl("v14", 14));  // b dies on it; a runs on it, so nothing goes back
+  EXPECT_THAT(Of(at14, "b").detail, HasSubstr("not rolled back"));
+  ASSERT_EQ(testing::ReadText(Root("/etc/common.conf")), "v14");
+  ApplyReport at15 = Run(decl("v15", 15));
+  EXPECT_EQ(at15.result, ApplyResult::kFailed);
+  for (const char* u : {"a", "b"}) {
+    EXPECT_THAT(Of(at15, u).detail, HasSubstr("not rolled back")) << u;
+    EXPECT_THAT(Of(at15, u).detail, Not(HasSubstr("rolled back to"))) << u;
+    EXPECT_FALSE(Of(at15, u).declared->rolled_back) << u;
+  }
+  EXPECT_THAT(Of(at15, "a").detail, HasSubstr("its last good holds another common"));
+  EXPECT_EQ(testing::ReadText(Root("/etc/common.conf")), "v15") << "left as declared";
+}
+
 // Review of issue 43: a rollback swaps content, never resources. A unit
 // whose definition gained, lost or changed the kind of a resource is not
 // rolled back, and says why; one whose refused file another unit (not
