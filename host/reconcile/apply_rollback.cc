@@ -198,6 +198,10 @@ void ApplyRun::RollBack(std::vector<Rollback> rollbacks) {
     return true;
   });
   if (rollbacks.empty()) return SaveLastGood();
+  // As SaveLastGood: a bundle another unit was just confirmed on is copied
+  // before the file names it (a kill before the last save would leave it
+  // named and not kept).
+  KeepBundles(last_good_, /*say=*/true);
   if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
     report_.error = "not rolled back: the hold could not be saved: " + st.error().message;
     return;

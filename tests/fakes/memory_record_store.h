@@ -77,6 +77,13 @@ class MemoryRecordStore : public ports::RecordStore {
   core::Status SaveLastGood(const core::LastGood& next, std::string_view machine) override {
     if (kill != nullptr && !kill->Alive()) return core::Ok();
     if (fail_last_good_saves) return core::Fail("disk full (fake)");
+    for (const auto& [unit, kept] : next.units) {
+      for (const auto& [id, r] : kept.resources) {
+        if (keeps_artifacts && r.IsTree() && !artifacts.contains(r.sha256)) {
+          named_not_kept.push_back(r.sha256);
+        }
+      }
+    }
     if (next.empty()) {
       last_good.reset();
       return core::Ok();
@@ -125,6 +132,8 @@ class MemoryRecordStore : public ports::RecordStore {
   std::optional<std::string> last_good;          // last-good.json's bytes
   bool keeps_artifacts = true;                   // false: a store that keeps no bundles
   std::map<std::string, std::string> artifacts;  // kept bundles, by sha256
+  // Bundles a saved last good named before their copy was kept.
+  std::vector<std::string> named_not_kept;
   std::string digest_key = "this machine's secret (fake)";
   bool stream = true;
   int loads = 0;

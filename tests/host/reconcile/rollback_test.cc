@@ -593,6 +593,34 @@ TEST_F(RollbackTest, ABundleReplacedUnderItsNameIsPutBackFromTheKeptCopy) {
   EXPECT_FALSE(std::filesystem::exists(Root("/opt/other/run")));
 }
 
+// The hold is saved before the second pass: a bundle another unit was
+// confirmed on in the same apply is copied before that save names it. It
+// was named first and copied only at the last save, so a kill in between
+// left last-good.json naming a bundle with no copy kept.
+TEST_F(RollbackTest, NoLastGoodNamesABundleWhoseCopyIsNotKept) {
+  AddApp();
+  services_.behavior_on_start = [this](const std::string& unit) -> std::optional<Behavior> {
+    bool dies = unit == "app.service"     ? AppRun() == "broken"
+                : unit == "jaild.service" ? Jailconf().find("/nonexistent") != std::string::npos
+                                          : false;
+    return dies ? Behavior::kDiesAfter : Behavior::kHealthy;
+  };
+  auto both = [](const std::string& sha, const std::string& artifact, const char* jail,
+                 uint64_t generation) {
+    json d = Jail(jail, generation);
+    d["resources"].push_back(App(sha, generation, artifact)["resources"][0]);
+    return d;
+  };
+  std::string v1 = Bundle("app-1.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
+  ASSERT_EQ(Run(both(v1, "app-1.tar.gz", kGood, 1)).result, ApplyResult::kOk);
+  std::string v2 = Bundle("app-2.tar.gz", {{.name = "run", .content = "v2", .mode = 0755}});
+  ApplyReport r = Run(both(v2, "app-2.tar.gz", kBad, 2));
+  ASSERT_THAT(Of(r, "jaild").detail, HasSubstr("rolled back to generation 1: running"));
+  EXPECT_EQ(Of(r, "app").outcome, core::Outcome::kUpdated) << Of(r, "app").detail;
+  EXPECT_THAT(store_.named_not_kept, ::testing::IsEmpty());
+  EXPECT_TRUE(store_.artifacts.contains(v2));
+}
+
 // A store that keeps no copy, and the old artifact gone: nothing is put
 // back, and the words say why.
 TEST_F(RollbackTest, WithoutTheOldArtifactOrACopyNothingIsPutBack) {
