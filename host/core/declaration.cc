@@ -18,7 +18,6 @@ namespace mesh::core {
 
 using json = nlohmann::json;
 using resource_parsing::ParseResource;
-using resource_parsing::Problems;
 using resource_parsing::Where;
 
 std::string_view KindName(Kind kind) {

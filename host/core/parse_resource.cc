@@ -20,23 +20,6 @@ std::string Where(const std::string& id, size_t index, std::string_view field) {
   return who + ", field " + std::string(field) + ": ";
 }
 
-void Problems::Append(const Problems& later) {
-  for (const std::string& m : later.named_) Add(m);
-  total_ += later.total_ - later.named_.size();
-}
-
-Error Problems::ToError() const {
-  if (total_ == 1) return Error{named_[0], ErrorKind::kOther, {}};
-  Error e;
-  e.message = std::to_string(total_) + " problems: ";
-  e.details = named_;
-  if (total_ > named_.size()) {
-    e.details.push_back("... and " + std::to_string(total_ - named_.size()) + " more");
-  }
-  for (size_t k = 0; k < e.details.size(); ++k) e.message += (k ? "; " : "") + e.details[k];
-  return e;
-}
-
 namespace {
 
 struct KindSpec {

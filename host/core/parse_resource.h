@@ -19,32 +19,6 @@ namespace mesh::core::resource_parsing {
 // every refusal starts.
 std::string Where(const std::string& id, size_t index, std::string_view field);
 
-// The refusals of one declaration, at most kMaxProblems of them named.
-class Problems {
- public:
-  static constexpr size_t kMaxProblems = 50;
-
-  void Add(std::string message) {
-    if (named_.size() < kMaxProblems) named_.push_back(std::move(message));
-    ++total_;
-  }
-  void Clear() {
-    named_.clear();
-    total_ = 0;
-  }
-  // `later`'s after these, counted whole.
-  void Append(const Problems& later);
-  bool empty() const { return total_ == 0; }
-  size_t total() const { return total_; }
-  // One refusal: its message, as it always read. Several: a count and
-  // all of them on one line, and each in `details` for sinks with lines.
-  Error ToError() const;
-
- private:
-  std::vector<std::string> named_;
-  size_t total_ = 0;
-};
-
 // `obj`, the index-th entry of "resources", read into `r` (a Resource as
 // default-constructed: the declaration's list builds it in place). False
 // when it is refused: then every field found wrong is added to `refusals`

@@ -66,4 +66,52 @@ inline std::unexpected<Error> Fail(ErrorKind kind, std::string message) {
 
 inline Status Ok() { return {}; }
 
+// Several refusals found at once (a declaration's, say), at most
+// kMaxProblems of them named: fixing an input should not take one run per
+// mistake.
+class Problems {
+ public:
+  static constexpr size_t kMaxProblems = 50;
+
+  void Add(std::string message) {
+    if (named_.size() < kMaxProblems) named_.push_back(std::move(message));
+    ++total_;
+  }
+  void Add(const Status& st) {
+    if (!st) Add(st.error().message);
+  }
+  void Clear() {
+    named_.clear();
+    total_ = 0;
+  }
+  // `later`'s after these, counted whole.
+  void Append(const Problems& later) {
+    for (const std::string& m : later.named_) Add(m);
+    total_ += later.total_ - later.named_.size();
+  }
+  bool empty() const { return total_ == 0; }
+  size_t total() const { return total_; }
+  // One refusal: its message, as it always read. Several: a count and
+  // all of them on one line, and each in `details` for sinks with lines.
+  Error ToError() const {
+    if (total_ == 1) return Error{named_[0], ErrorKind::kOther, {}};
+    Error e;
+    e.message = std::to_string(total_) + " problems: ";
+    e.details = named_;
+    if (total_ > named_.size()) {
+      e.details.push_back("... and " + std::to_string(total_ - named_.size()) + " more");
+    }
+    for (size_t k = 0; k < e.details.size(); ++k) e.message += (k ? "; " : "") + e.details[k];
+    return e;
+  }
+  Status ToStatus() const {
+    if (empty()) return Ok();
+    return std::unexpected(ToError());
+  }
+
+ private:
+  std::vector<std::string> named_;
+  size_t total_ = 0;
+};
+
 }  // namespace mesh::core

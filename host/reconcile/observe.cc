@@ -132,14 +132,14 @@ core::Status Observer::StatAll() {
   }
   fresh_stats_ = ports_.root->StatMany(paths);
   for (size_t k = 0; k < paths.size(); ++k) declared_stats_[looked_for[k]] = &fresh_stats_[k];
+  core::Problems outside;
   for (size_t i = 0; i < n; ++i) {
     const Result<FileInfo>* info = declared_stats_[i];
     if (info != nullptr && !*info && info->error().kind == core::ErrorKind::kOutsideRoot) {
-      return core::Fail("resource " + decl_.resources[i].id +
-                        ", field path: " + info->error().message);
+      outside.Add("resource " + decl_.resources[i].id + ", field path: " + info->error().message);
     }
   }
-  return core::Ok();
+  return outside.ToStatus();
 }
 
 const Result<FileInfo>& Observer::StatOf(const Resource& r) {

@@ -447,7 +447,8 @@ bool Overlap(std::string_view a, std::string_view b) {
   return a == b || inside(a, b) || inside(b, a);
 }
 
-core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
+// Each resource whose path overlaps the host's own places, once.
+void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Problems& problems) {
   std::string root = WithoutTrailingSlash(dirs.root);
   if (root == "/") root.clear();
   std::string units = WithoutTrailingSlash(dirs.units);
@@ -472,37 +473,39 @@ core::Status CheckPlaces(const core::Declaration& decl, const HostDirs& dirs) {
   for (const Resource& r : decl.resources) {
     if (!r.HasFiles()) continue;
     std::string real = root + r.path;
-    auto refuse = [&](std::string_view what) {
-      return core::Fail("resource " + r.id + ", field path: \"" + r.path + "\" (" + real +
-                        ") overlaps " + std::string(what));
-    };
+    std::string what;
     for (const auto& [dir, name] : own) {
-      if (!dir.empty() && Overlap(real, dir)) return refuse(std::string(name) + dir + ")");
+      if (what.empty() && !dir.empty() && Overlap(real, dir)) what = std::string(name) + dir + ")";
     }
-    if (units.empty()) continue;
-    if (r.IsTree() && Overlap(real, units)) {
-      return refuse("the unit directory (--unit-dir " + units + ")");
+    if (what.empty() && !units.empty()) {
+      if (r.IsTree() && Overlap(real, units)) {
+        what = "the unit directory (--unit-dir " + units + ")";
+      } else if (auto it = unit_files.find(real); it != unit_files.end()) {
+        what = it->second;
+      }
     }
-    if (auto it = unit_files.find(real); it != unit_files.end()) {
-      return refuse(it->second);
+    if (!what.empty()) {
+      problems.Add("resource " + r.id + ", field path: \"" + r.path + "\" (" + real +
+                   ") overlaps " + what);
     }
   }
-  return core::Ok();
 }
 
 }  // namespace
 
 core::Status CheckDeclaration(const core::Declaration& decl, const core::Record& record,
                               bool had_record, std::string_view machine, const HostDirs& dirs) {
+  core::Problems problems;
   if (!machine.empty() && decl.machine != machine) {
-    return core::Fail("declaration, field machine: \"" + decl.machine +
-                      "\" is not this machine (\"" + std::string(machine) + "\")");
+    problems.Add("declaration, field machine: \"" + decl.machine + "\" is not this machine (\"" +
+                 std::string(machine) + "\")");
   }
   if (had_record && decl.generation < record.generation) {
-    return core::Fail("declaration, field generation: " + std::to_string(decl.generation) +
-                      " is lower than the applied generation " + std::to_string(record.generation));
+    problems.Add("declaration, field generation: " + std::to_string(decl.generation) +
+                 " is lower than the applied generation " + std::to_string(record.generation));
   }
-  return CheckPlaces(decl, dirs);
+  CheckPlaces(decl, dirs, problems);
+  return problems.ToStatus();
 }
 
 std::vector<std::string> Wants(const core::Declaration& decl, const core::Record& record,

@@ -344,6 +344,10 @@ TEST_F(FilesTest, SymlinkPlantedInRootRefusesTheDeclarationWhole) {
   EXPECT_FALSE(Exists(dir_.Sub("outside/app")));
   EXPECT_FALSE(Exists(Root("/opt/tools"))) << "nothing else was written either";
   EXPECT_FALSE(store_.text.has_value());
+  // SPEC: every refusal found. Both resources under /etc are named, not
+  // only the first.
+  EXPECT_THAT(r.error, HasSubstr("resource app.token, field path: path /etc/app/token: /etc is"))
+      << r.error;
 }
 
 TEST_F(FilesTest, InterruptedApplyLeavesNoTemporaryFilesBehind) {

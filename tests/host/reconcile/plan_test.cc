@@ -386,6 +386,12 @@ TEST_F(PlanTest, TheDeclarationIsCheckedAgainstTheRecord) {
   EXPECT_THAT(CheckDeclaration(decl_, record_, false, "other").error().message,
               HasSubstr("\"m\" is not this machine (\"other\")"));
   EXPECT_TRUE(CheckDeclaration(decl_, record_, false, "m").has_value());
+  // SPEC: every refusal found, not only the first.
+  auto both = CheckDeclaration(decl_, record_, true, "other");
+  ASSERT_FALSE(both.has_value());
+  EXPECT_THAT(both.error().details,
+              ElementsAre(HasSubstr("field machine: \"m\" is not this machine"),
+                          HasSubstr("field generation: 5 is lower")));
 }
 
 // Issue 15: a file resource and a unit_text on one unit file fought
