@@ -177,6 +177,37 @@ std::string UsageText() { return UsageText(Verb::kHelp); }
 
 namespace {
 
+// The verbs a flag is for, as its help names them (the first line of its
+// entry in kFlagDocs); kAllBits for one no entry names.
+unsigned VerbsOf(std::string_view name) {
+  for (const Doc& d : kFlagDocs) {
+    std::string_view head(d.text);
+    head = head.substr(0, head.find('\n'));
+    for (size_t at = head.find(name); at != std::string_view::npos; at = head.find(name, at + 1)) {
+      size_t end = at + name.size();
+      bool starts = head[at - 1] == ' ';
+      bool ends = end == head.size() || head[end] == ' ' || head[end] == ',';
+      if (starts && ends) return d.verbs;
+    }
+  }
+  return kAllBits;
+}
+
+// "plan", "run and apply", "run, apply and plan": the verbs of `bits`.
+std::string VerbsNamed(unsigned bits) {
+  std::vector<std::string_view> names;
+  for (const Doc& d : kVerbDocs) {
+    if (!(d.verbs & bits)) continue;
+    std::string_view text = d.text + 2;
+    names.push_back(text.substr(0, text.find(' ')));
+  }
+  std::string out;
+  for (size_t k = 0; k < names.size(); ++k) {
+    out += (k == 0 ? "" : k + 1 == names.size() ? " and " : ", ") + std::string(names[k]);
+  }
+  return out;
+}
+
 // Where each flag that takes a value lands in `flags`.
 struct ValueFlags {
   std::map<std::string, std::string*> strings;
@@ -296,6 +327,13 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
       flags.help_for = flags.verb;
       flags.verb = Verb::kHelp;
       return flags;
+    }
+    // A flag the verb has no use for is refused, not ignored: `validate
+    // --root` would say nothing of paths under that root.
+    if (std::string_view flag = std::string_view(name).substr(0, name.find('='));
+        !(VerbsOf(flag) & BitOf(flags.verb))) {
+      return core::Fail("flag " + std::string(flag) + " is for " + VerbsNamed(VerbsOf(flag)) +
+                        ", not " + args[0] + " (mesh-host " + args[0] + " --help lists its own)");
     }
     if (name == "--verbose" || name == "-v" || name == "--diff") {
       (name == "--diff" ? flags.diff : flags.verbose) = true;

@@ -78,13 +78,14 @@ cat > "$T/bad.json" <<'JSON'
   {"id": "c", "kind": "service", "unit": "c", "state": "running"}]}
 JSON
 run --declaration "$T/bad.json"
-check "every refusal at once: exit 2" '[ "$RC" = 2 ] && [ "$(grep -c "^refused: " <<<"$ERR")" = 3 ]'
+check "every refusal at once: exit 2" '[ "$RC" = 2 ] && [ "$(grep -c "^refused: " <<<"$ERR")" = 4 ]'
 check "... a relative path named" 'grep -q "^refused: resource a, field path: " <<<"$ERR"'
 check "... a near miss said" 'grep -q "field contnet: unknown field for kind file (did you mean \"content\"?)" <<<"$ERR"'
+check "... and, of the same resource, what it lacks" 'grep -q "^refused: resource b, field content: exactly one of" <<<"$ERR"'
 check "... a unit name without suffix named" 'grep -q "^refused: resource c, field unit: " <<<"$ERR"'
 run --declaration "$T/bad.json" --output json
 check "--output json: one object, valid false, the refusals" \
-  '[ "$RC" = 2 ] && python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d[\"valid\"] is False and len(d[\"refusals\"]) == 3, d" "$OUT"'
+  '[ "$RC" = 2 ] && python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d[\"valid\"] is False and len(d[\"refusals\"]) == 4, d" "$OUT"'
 
 if command -v minisign >/dev/null; then
   minisign -G -W -p "$T/k.pub" -s "$T/k.key" >/dev/null

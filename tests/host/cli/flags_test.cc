@@ -76,6 +76,22 @@ TEST(FlagsTest, DiffIsForPlanAndVerifyKeyIsAPath) {
   EXPECT_EQ(ParseFlags({"apply"})->verify_key, "") << "unsigned declarations by default";
 }
 
+// A flag the verb has no use for is refused, not ignored: validate never
+// looks under --root, so `validate --root DIR` said "valid" for paths an
+// apply under that root refuses.
+TEST(FlagsTest, AFlagOfAnotherVerbIsRefused) {
+  EXPECT_THAT(ParseFlags({"validate", "--root", "/srv/x"}).error().message,
+              HasSubstr("flag --root is for run, apply and plan, not validate"));
+  EXPECT_THAT(ParseFlags({"status", "--state-dir=/x"}).error().message,
+              HasSubstr("flag --state-dir is for run, apply and plan, not status"));
+  EXPECT_THAT(ParseFlags({"apply", "--listen", "127.0.0.1:1"}).error().message,
+              HasSubstr("flag --listen is for run, not apply"));
+  EXPECT_THAT(ParseFlags({"validate", "--settle", "1s"}).error().message,
+              HasSubstr("flag --settle is for run and apply, not validate"));
+  EXPECT_TRUE(ParseFlags({"status", "--user", "u", "--timeout", "5s"}).has_value());
+  EXPECT_TRUE(ParseFlags({"validate", "--artifacts", "/a", "--machine", "m"}).has_value());
+}
+
 }  // namespace
 }  // namespace mesh::cli
 
