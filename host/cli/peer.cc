@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "host/cli/wire_bytes.h"
 #include "host/core/json_depth.h"
 #include "host/core/printable.h"
 #include "third_party/tls_digests.h"
@@ -91,12 +92,18 @@ struct Got {
   httplib::Result result{nullptr, httplib::Error::Unknown};
   std::string received;
   bool too_large = false;
+  bool too_much_read = false;  // off the wire, the head too (the watcher's)
   bool timed_out = false;
   unsigned long tls_error = 0;  // what the handshake left on this thread's queue
 };
 
+// Read off the wire beyond the body's cap: headers, chunk and TLS framing.
+constexpr uint64_t kWireSlack = uint64_t{1} << 20;
+
 // `path` of `client`, its body cut at opts.max_bytes and the whole request
-// at opts.deadline: at the deadline a watcher thread shuts the request's
+// at opts.deadline: at the deadline, or once more than the cap and
+// kWireSlack was read off the wire (httplib bounds neither a header line
+// nor the number of headers), a watcher thread shuts the request's
 // sockets down under it (the connect, the TLS handshake or the read then
 // returns). Not httplib's stop(): it waits for the lock httplib holds
 // through the whole TLS handshake, which a peer sending a byte now and
@@ -115,19 +122,26 @@ Got GetBounded(httplib::Client& client, const std::string& path, const ClientOpt
     std::lock_guard<std::mutex> lock(mu);
     sockets.push_back(dup);
   });
-  std::thread watch;
-  if (opts.deadline.has_value()) {
-    watch = std::thread([&] {
-      std::unique_lock<std::mutex> lock(mu);
-      if (cv.wait_until(lock, *opts.deadline, [&] { return done; })) return;
-      got.timed_out = true;
-      // Again until the request ends: a socket made after a shutdown
-      // (the next address of the name) is shut down too.
-      do {
-        for (int sock : sockets) ::shutdown(sock, SHUT_RDWR);
-      } while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
-    });
-  }
+  const uint64_t wire_cap = opts.max_bytes + kWireSlack;
+  std::thread watch([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      if (opts.deadline.has_value()) next = std::min(next, *opts.deadline);
+      if (cv.wait_until(lock, next, [&] { return done; })) return;
+      uint64_t read = 0;
+      for (int sock : sockets) read += TcpBytesReceived(sock);
+      got.too_much_read = read > wire_cap;
+      got.timed_out = !got.too_much_read && opts.deadline.has_value() &&
+                      std::chrono::steady_clock::now() >= *opts.deadline;
+      if (got.too_much_read || got.timed_out) break;
+    }
+    // Again until the request ends: a socket made after a shutdown
+    // (the next address of the name) is shut down too.
+    do {
+      for (int sock : sockets) ::shutdown(sock, SHUT_RDWR);
+    } while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }));
+  });
   ERR_clear_error();
   got.result = client.Get(path, [&](const char* data, size_t n) {
     if (got.received.size() + n > opts.max_bytes) {
@@ -143,7 +157,8 @@ Got GetBounded(httplib::Client& client, const std::string& path, const ClientOpt
   }
   got.tls_error = ERR_peek_last_error();
   cv.notify_one();
-  if (watch.joinable()) watch.join();
+  watch.join();
+  got.too_large = got.too_large || got.too_much_read;
   for (int sock : sockets) ::close(sock);
   client.set_socket_options(nullptr);  // it names this frame's `sockets`
   return got;

@@ -284,6 +284,41 @@ TEST(StatusCommandTest, AnEndlessAnswerIsCutOff) {
   t.join();
 }
 
+// Issue 39 (4), the head: httplib bounds neither a header line nor the
+// number of headers, and only the body was cut. A peer sending one header
+// line for ever grew the client by some 100 MB a second until its
+// deadline, past it to bad_alloc (exit 134) with --timeout 60s.
+TEST(StatusCommandTest, AnEndlessHeadIsCutOffToo) {
+  int port = 0;
+  int listener = ListenOnLoopback(&port);
+  std::atomic<size_t> sent{0};
+  std::thread peer([&] {
+    int c = ::accept(listener, nullptr, nullptr);
+    if (c < 0) return;
+    char request[4096];
+    (void)::recv(c, request, sizeof(request), 0);
+    const std::string head = "HTTP/1.1 200 OK\r\nX-Endless: ";
+    (void)::send(c, head.data(), head.size(), MSG_NOSIGNAL);
+    const std::string piece(64 * 1024, 'a');
+    while (sent < (size_t{256} << 20)) {  // bounded for a client that never stops
+      ssize_t n = ::send(c, piece.data(), piece.size(), MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    ::close(c);
+  });
+  ClientOptions opts;
+  opts.max_bytes = size_t{1} << 20;
+  opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://127.0.0.1:" + std::to_string(port), out, err, opts), 2);
+  EXPECT_THAT(err.str(), HasSubstr("its answer is larger than 1 MiB (cut off there)"));
+  EXPECT_LT(sent.load(), size_t{32} << 20) << "read far past the cap";
+  ::shutdown(listener, SHUT_RDWR);
+  peer.join();
+  ::close(listener);
+}
+
 // A peer that plays two tricks on an https client, each bounded at 20 s:
 // kTlsTrickle reads the ClientHello and answers a TLS record header, then
 // one byte of the record every 200 ms (every byte inside the read timeout,
