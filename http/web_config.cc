@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -360,17 +362,50 @@ core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
 
 }  // namespace
 
+namespace {
+
+// Counts documents, building nothing.
+class Ignore : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Whether a second document follows the first. Two at most are asked
+// for: yaml-cpp 0.7 (Debian 12's) reads a stray top-level "," as an empty
+// document for ever, never consuming it (upstream's fix came in 2024), so
+// YAML::LoadAll never returns.
+bool MoreThanOneDocument(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  Ignore ignore;
+  int documents = 0;
+  while (documents < 2 && parser.HandleNextDocument(ignore)) ++documents;
+  return documents > 1;
+}
+
+}  // namespace
+
 core::Result<WebConfig> ParseWebConfig(const std::string& text, const std::string& dir) {
   // yaml-cpp throws; nothing it throws leaves this function.
   try {
     // The toolkit reads the first document only: a second one (a file
     // appended to) would be ignored, its users and TLS with it.
-    std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      return core::Fail("holds " + std::to_string(documents.size()) +
-                        " YAML documents (---): give one");
+    if (MoreThanOneDocument(text)) {
+      return core::Fail(
+          "holds more than one YAML document (---), or text after its end (a stray ,): give one");
     }
-    YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
+    YAML::Node root = YAML::Load(text);
     size_t nodes = 0;
     if (auto st = NoKeyTwice(root, "", 0, nodes); !st) return std::unexpected(st.error());
     return Parse(root, dir);
