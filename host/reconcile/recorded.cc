@@ -13,13 +13,26 @@ namespace mesh::reconcile {
 
 namespace {
 
+// Whether the record is what `kept`'s hold left: each refused resource
+// recorded with its last good's want. A hold saved before an apply moved
+// past it, and not taken back (killed before last-good.json was saved, or
+// that save failed), is not shown on a machine that runs the newer one.
+bool RecordedAsHeld(const core::KeptUnit& kept, const core::Record& record) {
+  return std::all_of(kept.hold->wants.begin(), kept.hold->wants.end(), [&](const auto& refused) {
+    auto entry = record.resources.find(refused.first);
+    auto want = kept.wants.find(refused.first);
+    return entry != record.resources.end() && want != kept.wants.end() &&
+           entry->second.digest == want->second;
+  });
+}
+
 // Each hold saved: its unit's resource and those put back under it.
 void SayHolds(const core::LastGood& last_good, const core::Record& record,
               const std::string& nothing, core::RecordedState& out) {
   for (const auto& [id, kept] : last_good.units) {
     auto entry = record.resources.find(id);
     if (!kept.hold.has_value() || entry == record.resources.end() ||
-        entry->second.unit().name.empty()) {
+        entry->second.unit().name.empty() || !RecordedAsHeld(kept, record)) {
       continue;
     }
     for (core::ResourceOutcome& o : out.resources) {

@@ -197,6 +197,19 @@ TEST_F(RollbackTest, ARefusalAfterARestartStillShowsTheHold) {
   EXPECT_EQ(conf->outcome, core::Outcome::kFailed);
   EXPECT_THAT(conf->detail, HasSubstr("generation 15 refused by jaild.service"));
   EXPECT_EQ(other->outcome, core::Outcome::kUnchanged) << other->detail;
+
+  // A fixed generation applied, its last good not saved (the hold still in
+  // last-good.json): the machine runs 16, and is not shown held at 14.
+  store_.fail_last_good_saves = true;
+  ASSERT_EQ(Run(Jail(kFixed, 16)).result, ApplyResult::kOk);
+  store_.fail_last_good_saves = false;
+  ASSERT_TRUE(core::ParseLastGood(*store_.last_good)->units.at("jaild").hold.has_value());
+  ApplyReport later = Reconciler(Ports(), options).Apply("{not json");
+  ASSERT_TRUE(later.recorded.has_value());
+  for (const auto& o : later.recorded->resources) {
+    EXPECT_EQ(o.outcome, core::Outcome::kUnchanged) << o.id << ": " << o.detail;
+    EXPECT_FALSE(o.declared.value_or_empty().held.has_value()) << o.id;
+  }
 }
 
 // Issue 43: a unit whose last good is not kept (last-good.json removed, or
