@@ -185,7 +185,7 @@ unsigned VerbsOf(std::string_view name) {
     head = head.substr(0, head.find('\n'));
     for (size_t at = head.find(name); at != std::string_view::npos; at = head.find(name, at + 1)) {
       size_t end = at + name.size();
-      bool starts = head[at - 1] == ' ';
+      bool starts = at > 0 && head[at - 1] == ' ';
       bool ends = end == head.size() || head[end] == ' ' || head[end] == ',';
       if (starts && ends) return d.verbs;
     }
@@ -331,7 +331,7 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
     // A flag the verb has no use for is refused, not ignored: `validate
     // --root` would say nothing of paths under that root.
     if (std::string_view flag = std::string_view(name).substr(0, name.find('='));
-        !(VerbsOf(flag) & BitOf(flags.verb))) {
+        flag.size() > 1 && flag[0] == '-' && !(VerbsOf(flag) & BitOf(flags.verb))) {
       return core::Fail("flag " + std::string(flag) + " is for " + VerbsNamed(VerbsOf(flag)) +
                         ", not " + args[0] + " (mesh-host " + args[0] + " --help lists its own)");
     }

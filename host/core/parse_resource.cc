@@ -365,6 +365,10 @@ const std::vector<FieldParser>& KindParsers(Kind kind) {
   static const std::vector<FieldParser> kUnit = {ParseUnitName,    ParseStateField, ParseUnitText,
                                                  ParseUnitDropIns, ParseEnabled,    ParseOnFailure,
                                                  ParseRestartOn,   ParseReloadOn};
+  // A process has no state (it runs) and no reload_on: those fields are
+  // refused as unknown, and not read as well.
+  static const std::vector<FieldParser> kProcessUnit = {
+      ParseUnitName, ParseUnitText, ParseUnitDropIns, ParseEnabled, ParseOnFailure, ParseRestartOn};
   static const auto* parsers = new std::map<Kind, std::vector<FieldParser>>{
       {Kind::kFile, {ParsePath, ParseContent, ParseModeField, ParseOwner, ParseGroup}},
       {Kind::kCredential, {ParsePath, ParseContent, ParseModeField, ParseOwner, ParseGroup}},
@@ -375,7 +379,7 @@ const std::vector<FieldParser>& KindParsers(Kind kind) {
       {Kind::kProcess,
        [] {
          std::vector<FieldParser> p = {ParsePath, ParseSource, ParseSha256};
-         p.insert(p.end(), kUnit.begin(), kUnit.end());
+         p.insert(p.end(), kProcessUnit.begin(), kProcessUnit.end());
          return p;
        }()},
   };

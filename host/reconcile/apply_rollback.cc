@@ -201,7 +201,7 @@ void ApplyRun::RollBack(std::vector<Rollback> rollbacks) {
   // As SaveLastGood: a bundle another unit was just confirmed on is copied
   // before the file names it (a kill before the last save would leave it
   // named and not kept).
-  KeepBundles(last_good_, /*say=*/true);
+  KeepBundles(last_good_, /*say=*/false);  // SaveLastGood below says what it could not keep
   if (auto st = ports_.records->SaveLastGood(last_good_, report_.machine); !st) {
     report_.error = "not rolled back: the hold could not be saved: " + st.error().message;
     return;

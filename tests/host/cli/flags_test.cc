@@ -89,6 +89,13 @@ TEST(FlagsTest, AFlagOfAnotherVerbIsRefused) {
   EXPECT_THAT(ParseFlags({"validate", "--settle", "1s"}).error().message,
               HasSubstr("flag --settle is for run and apply, not validate"));
   EXPECT_TRUE(ParseFlags({"status", "--user", "u", "--timeout", "5s"}).has_value());
+  // Not a flag: refused as before (no verb takes a word), never matched
+  // against the help's words.
+  for (const char* word : {"FILE", "DIR", ""}) {
+    auto r = ParseFlags({"status", word});
+    ASSERT_FALSE(r.has_value()) << word;
+    EXPECT_THAT(r.error().message, ::testing::Not(HasSubstr(" is for "))) << word;
+  }
   EXPECT_TRUE(ParseFlags({"validate", "--artifacts", "/a", "--machine", "m"}).has_value());
 }
 

@@ -236,6 +236,19 @@ TEST(DeclarationTest, EveryWrongFieldOfOneResourceIsNamed) {
                                      HasSubstr("resource s, field state: \"up\" is not"),
                                      HasSubstr("resource s, field enabled: "),
                                      HasSubstr("resource s, field restart_on: ")));
+  // One mistake, one refusal: a field the kind does not have is not read.
+  auto one_refusal = [](const std::string& resource) {
+    auto d =
+        ParseDeclaration(R"({"machine": "m", "generation": 1, "resources": [)" + resource + "]}");
+    return d ? std::string("accepted") : d.error().message;
+  };
+  const std::string process =
+      R"({"id": "p", "kind": "process", "path": "/opt/p", "source": "p.tgz", "sha256": ")" +
+      std::string(64, 'a') + R"(", "unit": "p.service", "unit_text": "[Service]\n")";
+  EXPECT_THAT(one_refusal(process + R"(, "reload_on": "x"})"),
+              ::testing::StartsWith("resource p, field reload_on: unknown field for kind process"));
+  EXPECT_THAT(one_refusal(process + R"(, "state": "triggered"})"),
+              ::testing::StartsWith("resource p, field state: unknown field for kind process"));
   EXPECT_THAT(details(R"({"id": "b", "kind": "archive", "path": "/opt/b"})"),
               ::testing::ElementsAre(HasSubstr("resource b, field sha256: missing"),
                                      HasSubstr("resource b, field source: missing")));
