@@ -221,7 +221,8 @@ TEST(WebConfigTest, OnlyARegularFileOfOneDocumentIsRead) {
   std::string comma = dir + "/comma.yml";
   std::ofstream(comma) << "{\"basic_auth_users\": {\"u\": \"" << kHash << "\"}},\n";
   EXPECT_THAT(refusal(comma), HasSubstr("more than one YAML document"));
-  for (const char* text : {"", "# only a comment\n", "---\n", "rate_limit:\n  interval: 0\n...\n"}) {
+  for (const char* text :
+       {"", "# only a comment\n", "---\n", "rate_limit:\n  interval: 0\n...\n"}) {
     std::string empty = dir + "/empty.yml";
     std::ofstream(empty) << text;
     EXPECT_EQ(refusal(empty), "read") << text;
