@@ -193,6 +193,7 @@ std::unique_ptr<cli::Flags> ParseArgs(int argc, char** argv) {
                  "lists that verb's flags\n";
     return nullptr;
   }
+  for (const std::string& why : flags->ignored) std::cerr << "mesh-host: " << why << "\n";
   return std::make_unique<cli::Flags>(std::move(*flags));
 }
 

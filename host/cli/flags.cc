@@ -328,12 +328,13 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
       flags.verb = Verb::kHelp;
       return flags;
     }
-    // A flag the verb has no use for is refused, not ignored: `validate
-    // --root` would say nothing of paths under that root.
+    // A flag the verb has no use for is said, not silently dropped:
+    // `validate --root` says nothing of paths under that root. Not refused:
+    // one set of flags given to every verb (a wrapper's) keeps working.
     if (std::string_view flag = std::string_view(name).substr(0, name.find('='));
         flag.size() > 1 && flag[0] == '-' && !(VerbsOf(flag) & BitOf(flags.verb))) {
-      return core::Fail("flag " + std::string(flag) + " is for " + VerbsNamed(VerbsOf(flag)) +
-                        ", not " + args[0] + " (mesh-host " + args[0] + " --help lists its own)");
+      flags.ignored.push_back("flag " + std::string(flag) + " is for " + VerbsNamed(VerbsOf(flag)) +
+                              ": " + args[0] + " does not use it (ignored)");
     }
     if (name == "--verbose" || name == "-v" || name == "--diff") {
       (name == "--diff" ? flags.diff : flags.verbose) = true;

@@ -56,6 +56,9 @@ struct Flags {
   std::string verify_key;
   // plan: a unified diff of each change after the outcome lines.
   bool diff = false;
+  // Flags given that the verb does not use, each in words: said on
+  // stderr, then ignored.
+  std::vector<std::string> ignored;
   // apply, plan: `--output text` (the lines) or `--output json`.
   std::string output = "text";
 };
