@@ -332,9 +332,11 @@ core::Result<Flags> ParseFlags(const std::vector<std::string>& args) {
     // `validate --root` says nothing of paths under that root. Not refused:
     // one set of flags given to every verb (a wrapper's) keeps working.
     if (std::string_view flag = std::string_view(name).substr(0, name.find('='));
-        flag.size() > 1 && flag[0] == '-' && !(VerbsOf(flag) & BitOf(flags.verb))) {
-      flags.ignored.push_back("flag " + std::string(flag) + " is for " + VerbsNamed(VerbsOf(flag)) +
-                              ": " + args[0] + " does not use it (ignored)");
+        flag.size() > 1 && flag[0] == '-') {
+      if (unsigned verbs = VerbsOf(flag); !(verbs & BitOf(flags.verb))) {
+        flags.ignored.push_back("flag " + std::string(flag) + " is for " + VerbsNamed(verbs) +
+                                ": " + args[0] + " does not use it (ignored)");
+      }
     }
     if (name == "--verbose" || name == "-v" || name == "--diff") {
       (name == "--diff" ? flags.diff : flags.verbose) = true;

@@ -101,10 +101,15 @@ Result<std::map<std::string, std::string>> ParseDropIns(const json& v, const std
 // million fields that are right.
 class Fields {
  public:
-  Fields(FlatObject& obj, const std::string& id, size_t index)
-      : obj_(obj), id_(id), index_(index) {}
+  // `fields`: the kind's, when the resource holds others too (refused as
+  // unknown, and never read as if they were the kind's); null otherwise.
+  Fields(FlatObject& obj, const std::string& id, size_t index,
+         const std::set<std::string_view>* fields)
+      : obj_(obj), id_(id), index_(index), fields_(fields) {}
 
-  bool Has(std::string_view f) const { return obj_.Find(f) != nullptr; }
+  bool Has(std::string_view f) const {
+    return obj_.Find(f) != nullptr && (fields_ == nullptr || fields_->contains(f));
+  }
   // A field that is not a string (a list, a map, a flag), as its tree; a
   // string given there comes back as an empty string, which every caller
   // refuses by its type.
@@ -140,6 +145,7 @@ class Fields {
   FlatObject& obj_;
   const std::string& id_;
   size_t index_;
+  const std::set<std::string_view>* fields_;
 };
 
 // The field groups of the kinds, each read by one parser. A kind is the
@@ -362,13 +368,11 @@ using FieldParser = Status (*)(const Fields&, Resource&);
 // field wrong, not only the first. A group that reads several fields at
 // once judges them together (content against content_base64).
 const std::vector<FieldParser>& KindParsers(Kind kind) {
+  // A process has no state (it runs) nor reload_on: Fields::Has() does not
+  // find them there.
   static const std::vector<FieldParser> kUnit = {ParseUnitName,    ParseStateField, ParseUnitText,
                                                  ParseUnitDropIns, ParseEnabled,    ParseOnFailure,
                                                  ParseRestartOn,   ParseReloadOn};
-  // A process has no state (it runs) and no reload_on: those fields are
-  // refused as unknown, and not read as well.
-  static const std::vector<FieldParser> kProcessUnit = {
-      ParseUnitName, ParseUnitText, ParseUnitDropIns, ParseEnabled, ParseOnFailure, ParseRestartOn};
   static const auto* parsers = new std::map<Kind, std::vector<FieldParser>>{
       {Kind::kFile, {ParsePath, ParseContent, ParseModeField, ParseOwner, ParseGroup}},
       {Kind::kCredential, {ParsePath, ParseContent, ParseModeField, ParseOwner, ParseGroup}},
@@ -379,7 +383,7 @@ const std::vector<FieldParser>& KindParsers(Kind kind) {
       {Kind::kProcess,
        [] {
          std::vector<FieldParser> p = {ParsePath, ParseSource, ParseSha256};
-         p.insert(p.end(), kProcessUnit.begin(), kProcessUnit.end());
+         p.insert(p.end(), kUnit.begin(), kUnit.end());
          return p;
        }()},
   };
@@ -389,11 +393,13 @@ const std::vector<FieldParser>& KindParsers(Kind kind) {
 // id and kind: without them nothing else is read. Then every field the
 // kind does not have (in sorted order, whatever order they came in: the
 // message does not depend on the writer's order) and every one it needs.
-// Returns whether the kind's own fields can be read.
-bool ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r, Problems& refusals) {
-  auto refuse = [&](std::string why) {
+// Returns the kind, when its own fields can be read (null: they cannot),
+// and sets `unknown_fields` when the resource holds others.
+const KindSpec* ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r, Problems& refusals,
+                               bool& unknown_fields) {
+  auto refuse = [&](std::string why) -> const KindSpec* {
     refusals.Add(std::move(why));
-    return false;
+    return nullptr;
   };
   const FlatObject::Field* id_at = obj.Find("id");
   if (id_at == nullptr && obj.overflowed()) {
@@ -427,6 +433,7 @@ bool ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r, Problems& 
   for (const FlatObject::Field& f : obj.fields()) {
     if (!spec->fields.contains(f.key)) unknown.push_back(f.key);
   }
+  unknown_fields = !unknown.empty();
   if (!unknown.empty()) {
     std::sort(unknown.begin(), unknown.end());
     std::vector<std::string_view> known(spec->fields.begin(), spec->fields.end());
@@ -434,7 +441,7 @@ bool ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r, Problems& 
       refuse(Where(id, index, f) + "unknown field for kind " + kind + DidYouMean(f, known));
     }
   }
-  bool readable = true;
+  const KindSpec* readable = &*spec;
   for (std::string_view req : spec->required) {
     if (obj.Find(req) == nullptr) readable = refuse(Where(id, index, req) + "missing");
   }
@@ -445,16 +452,13 @@ bool ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r, Problems& 
 
 bool ParseResource(FlatObject& obj, size_t index, Resource& r, Problems& refusals) {
   size_t before = refusals.total();
-  if (ParseIdAndKind(obj, index, r, refusals)) {
-    Fields in(obj, r.id, index);
-    for (FieldParser parse : KindParsers(r.kind)) {
-      if (auto st = parse(in, r); !st) refusals.Add(std::move(st.error().message));
-    }
+  bool unknown_fields = false;
+  if (const KindSpec* spec = ParseIdAndKind(obj, index, r, refusals, unknown_fields)) {
+    Fields in(obj, r.id, index, unknown_fields ? &spec->fields : nullptr);
+    for (FieldParser parse : KindParsers(r.kind)) refusals.Add(parse(in, r));
     // Judged across fields: only of fields each read right.
     bool unit = r.kind == Kind::kService || r.kind == Kind::kProcess;
-    if (unit && refusals.total() == before) {
-      if (auto st = CheckWhatSystemdDoes(in, r); !st) refusals.Add(std::move(st.error().message));
-    }
+    if (unit && refusals.total() == before) refusals.Add(CheckWhatSystemdDoes(in, r));
   }
   return refusals.total() == before;
 }

@@ -28,7 +28,7 @@ bool RecordedAsHeld(const core::KeptUnit& kept, const core::Record& record) {
 
 // Each hold saved: its unit's resource and those put back under it.
 void SayHolds(const core::LastGood& last_good, const core::Record& record,
-              const std::string& nothing, core::RecordedState& out) {
+              core::RecordedState& out) {
   for (const auto& [id, kept] : last_good.units) {
     auto entry = record.resources.find(id);
     if (!kept.hold.has_value() || entry == record.resources.end() ||
@@ -37,8 +37,8 @@ void SayHolds(const core::LastGood& last_good, const core::Record& record,
     }
     for (core::ResourceOutcome& o : out.resources) {
       if (o.id != id && !kept.hold->wants.contains(o.id)) continue;
+      // Before the words already there, which end with `nothing`.
       SayHold(kept.generation, *kept.hold, entry->second.unit().name, o.id == id, o);
-      if (!o.detail.ends_with(nothing)) o.detail += nothing;
     }
   }
 }
@@ -107,7 +107,7 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
                  nothing;
     }
   }
-  if (last_good != nullptr) SayHolds(*last_good, record, nothing, out);
+  if (last_good != nullptr) SayHolds(*last_good, record, out);
   return out;
 }
 

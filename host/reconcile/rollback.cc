@@ -153,8 +153,6 @@ void PlanRollback(const RollbackScope::Unit& u, const core::KeptUnit& k,
   }
 }
 
-// A resource another unit runs on is put back only when that unit rolls
-// back too: until no rollback is made impossible by another that is.
 // The want `unit`'s last good holds for resource `id`; "" when none.
 std::string_view KeptWant(const core::LastGood& last_good, const std::string& unit,
                           const std::string& id) {
@@ -164,8 +162,9 @@ std::string_view KeptWant(const core::LastGood& last_good, const std::string& un
   return want == kept->second.wants.end() ? std::string_view() : std::string_view(want->second);
 }
 
-// A file several units run on goes back only when all of them roll back,
-// each onto the same kept content: it can hold one.
+// A resource several units run on is put back only when all of them roll
+// back, each onto the same kept content (a file holds one): until no
+// rollback is made impossible by another that is.
 void KeepWhatOthersRunOn(const RollbackScope& scope, const core::LastGood& last_good,
                          std::vector<Rollback>& rollbacks) {
   for (bool changed = true; changed;) {
