@@ -1,14 +1,19 @@
 #include "http/tls_context.h"
 
+#include <fcntl.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "third_party/tls_digests.h"
@@ -17,33 +22,69 @@ namespace mesh::http {
 namespace {
 
 // OpenSSL's error strings are not loaded in this process (see
-// third_party/httplib_no_tls_init.cc): say what was being done instead,
-// and first whether the file can be read at all.
+// third_party/httplib_no_tls_init.cc): say what was being done instead.
+// The file was opened already (`CheckedFile`), so it can be read.
 std::unexpected<core::Error> FileError(const char* what, const std::string& path,
                                        const char* otherwise) {
   ERR_clear_error();
-  if (FILE* f = std::fopen(path.c_str(), "r"); f == nullptr) {
-    return core::Fail(std::string(what) + " " + path + ": " + std::strerror(errno));
-  } else {
-    std::fclose(f);
-  }
   return core::Fail(std::string(what) + " " + path + ": " + otherwise);
 }
 
-// OpenSSL reads these files with a blocking fopen and no bound: a FIFO at
-// the path would hang the start (or the daemon's loop on SIGHUP), a device
-// never end. Only a regular file is handed to it (a symlink to one is).
-core::Status RegularFile(const char* what, const std::string& path) {
-  struct stat st {};
-  if (path.empty()) return core::Ok();
-  if (::stat(path.c_str(), &st) != 0) {
-    return core::Fail(std::string(what) + " " + path + ": " + std::strerror(errno));
+// A file opened once, without blocking, and checked on what was opened:
+// OpenSSL reads these files with a blocking fopen and no bound, so a FIFO
+// would hang the start (or the daemon's loop on SIGHUP) and a device never
+// end. OpenSSL is handed `/proc/self/fd/N`, which opens the very file
+// checked: a FIFO renamed in at the path after the check is never opened.
+class CheckedFile {
+ public:
+  static core::Result<CheckedFile> Open(const char* what, const std::string& path) {
+    auto fail = [&](const std::string& why) {
+      return core::Fail(std::string(what) + " " + path + ": " + why);
+    };
+    CheckedFile file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+    if (file.fd_ < 0) return fail(std::strerror(errno));
+    struct stat st {};
+    if (::fstat(file.fd_, &st) != 0) return fail(std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) return fail("a directory, not a file");
+    if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+    file.proc_path_ = "/proc/self/fd/" + std::to_string(file.fd_);
+    if (::access(file.proc_path_.c_str(), R_OK) != 0) {
+      return fail("cannot be read again through /proc/self/fd (is /proc mounted?)");
+    }
+    return file;
   }
-  if (!S_ISREG(st.st_mode)) {
-    return core::Fail(std::string(what) + " " + path + ": " +
-                      (S_ISDIR(st.st_mode) ? "a directory, not a file" : "not a regular file"));
+  CheckedFile(CheckedFile&& o) noexcept
+      : fd_(std::exchange(o.fd_, -1)), proc_path_(std::move(o.proc_path_)) {}
+  CheckedFile& operator=(CheckedFile&&) = delete;
+  ~CheckedFile() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  return core::Ok();
+  // Where OpenSSL opens it again.
+  const char* path() const { return proc_path_.c_str(); }
+
+ private:
+  explicit CheckedFile(int fd) : fd_(fd) {}
+  int fd_;
+  std::string proc_path_;
+};
+
+// The files of a context, each opened and checked; a file not given is not.
+struct CheckedFiles {
+  std::optional<CheckedFile> cert, key, client_ca;
+};
+
+core::Result<CheckedFiles> OpenAll(const TlsSettings& s) {
+  CheckedFiles files;
+  for (auto [what, path, slot] :
+       {std::tuple{"tls_server_config.cert_file", &s.cert_file, &files.cert},
+        {"tls_server_config.key_file", &s.key_file, &files.key},
+        {"tls_server_config.client_ca_file", &s.client_ca_file, &files.client_ca}}) {
+    if (path->empty()) continue;
+    auto opened = CheckedFile::Open(what, *path);
+    if (!opened) return std::unexpected(opened.error());
+    slot->emplace(std::move(*opened));
+  }
+  return files;
 }
 
 // RequestClientCert and RequireAnyClientCert ask for a certificate but do
@@ -51,12 +92,15 @@ core::Status RegularFile(const char* what, const std::string& path) {
 int AcceptAny(int, X509_STORE_CTX*) { return 1; }
 
 // The certificate chain and its private key, which must match.
-core::Status UseKeyPair(SSL_CTX* ctx, const TlsSettings& s) {
-  if (SSL_CTX_use_certificate_chain_file(ctx, s.cert_file.c_str()) != 1) {
+core::Status UseKeyPair(SSL_CTX* ctx, const TlsSettings& s, const CheckedFiles& files) {
+  if (!files.cert || !files.key) {
+    return core::Fail("tls_server_config: cert_file and key_file are both required");
+  }
+  if (SSL_CTX_use_certificate_chain_file(ctx, files.cert->path()) != 1) {
     return FileError("tls_server_config.cert_file", s.cert_file, "not a PEM certificate");
   }
   EVP_PKEY* key = nullptr;
-  if (BIO* in = BIO_new_file(s.key_file.c_str(), "r"); in != nullptr) {
+  if (BIO* in = BIO_new_file(files.key->path(), "r"); in != nullptr) {
     key = PEM_read_bio_PrivateKey(in, nullptr, nullptr, nullptr);
     BIO_free(in);
   }
@@ -75,13 +119,13 @@ core::Status UseKeyPair(SSL_CTX* ctx, const TlsSettings& s) {
 }
 
 // Which client certificates are asked for, and against which CAs verified.
-core::Status UseClientAuth(SSL_CTX* ctx, const TlsSettings& s) {
-  if (!s.client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(ctx, s.client_ca_file.c_str(), nullptr) != 1) {
+core::Status UseClientAuth(SSL_CTX* ctx, const TlsSettings& s, const CheckedFiles& files) {
+  if (files.client_ca) {
+    if (SSL_CTX_load_verify_locations(ctx, files.client_ca->path(), nullptr) != 1) {
       return FileError("tls_server_config.client_ca_file", s.client_ca_file,
                        "not a PEM certificate bundle");
     }
-    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(s.client_ca_file.c_str());
+    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(files.client_ca->path());
     if (names == nullptr) {
       return FileError("tls_server_config.client_ca_file", s.client_ca_file,
                        "holds no certificate");
@@ -115,12 +159,9 @@ core::Result<std::shared_ptr<const TlsContext>> TlsContext::Make(const TlsSettin
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) return core::Fail("TLS: OpenSSL could not make a server context");
   std::shared_ptr<const TlsContext> made(new TlsContext(ctx));
-  for (const auto& [what, path] : {std::pair{"tls_server_config.cert_file", &s.cert_file},
-                                   {"tls_server_config.key_file", &s.key_file},
-                                   {"tls_server_config.client_ca_file", &s.client_ca_file}}) {
-    if (auto st = RegularFile(what, *path); !st) return std::unexpected(st.error());
-  }
-  if (auto st = UseKeyPair(ctx, s); !st) return std::unexpected(st.error());
+  auto files = OpenAll(s);
+  if (!files) return std::unexpected(files.error());
+  if (auto st = UseKeyPair(ctx, s, *files); !st) return std::unexpected(st.error());
   if (SSL_CTX_set_min_proto_version(ctx, s.min_version) != 1 ||
       (s.max_version != 0 && SSL_CTX_set_max_proto_version(ctx, s.max_version) != 1)) {
     ERR_clear_error();
@@ -131,7 +172,7 @@ core::Result<std::shared_ptr<const TlsContext>> TlsContext::Make(const TlsSettin
   // Required for session resumption when client certificates are asked for.
   static constexpr unsigned char kSessionContext[] = "mesh-host";
   SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
-  if (auto st = UseClientAuth(ctx, s); !st) return std::unexpected(st.error());
+  if (auto st = UseClientAuth(ctx, s, *files); !st) return std::unexpected(st.error());
   return made;
 }
 
