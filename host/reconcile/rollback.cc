@@ -105,6 +105,27 @@ void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, Resourc
   SayHold(h.generation, h.hold, decl.resources[h.index].unit().name, i == h.index, o);
 }
 
+bool SayPutBack(const HeldUnit& h, const std::vector<const core::RecordEntry*>& recorded,
+                std::vector<ResourceOutcome>& outcomes, core::LastGood& last_good,
+                const std::string& id) {
+  ResourceOutcome& o = outcomes[h.index];
+  auto put_back = [&](size_t i) {
+    return recorded[i] == nullptr || recorded[i]->digest != outcomes[i].digest;
+  };
+  if (!o.host_acted || std::none_of(h.held.begin(), h.held.end(), put_back)) return false;
+  bool running = RunningAt(o) && o.outcome != Outcome::kFailed;
+  o.mutable_declared().rolled_back = true;
+  o.detail += (o.detail.empty() ? "" : "; ") + std::string("rolled back to generation ") +
+              std::to_string(h.generation) + (running ? ": running" : ": failed too");
+  auto kept = last_good.units.find(id);
+  if (running || kept == last_good.units.end() || !kept->second.hold ||
+      kept->second.hold->rollback_failed) {
+    return false;
+  }
+  kept->second.hold->rollback_failed = true;
+  return true;
+}
+
 namespace {
 
 // What putting `u` back to its last good `k` would mean (r.refused), or

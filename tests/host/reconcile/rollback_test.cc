@@ -660,7 +660,8 @@ TEST_F(RollbackTest, WithoutTheOldArtifactOrACopyNothingIsPutBack) {
 // back (no hold without a rollback).
 class Rewritten : public ports::DeclarationSource {
  public:
-  Rewritten(std::string first, std::string again) : first_(first), again_(again) {}
+  Rewritten(std::string first, std::string again)
+      : first_(std::move(first)), again_(std::move(again)) {}
   core::Result<std::string> Digest() override { return core::Sha256Hex(first_); }
   core::Result<std::string_view> Text() override { return first_; }
   core::Result<std::string> TextAgain() override { return again_; }
@@ -764,6 +765,7 @@ TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
   };
   uint64_t generation = 14;
   int kills = 0;
+  int holds_not_put_back = 0;
   for (int step = 0; step < 400; ++step, generation += 2) {
     SCOPED_TRACE("killed before step " + std::to_string(step));
     ApplyReport good = Apply(Jail(kGood, generation));
@@ -772,6 +774,13 @@ TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
     (void)Apply(Jail(kBad, generation + 1));
     bool killed = kill_.Killed();
     kill_.Disarm();
+    // Killed once the hold was saved and before anything was put back: the
+    // next apply puts it back, and is the rollback counted.
+    auto kept = core::ParseLastGood(store_.last_good.value_or(""));
+    bool held_not_put_back = killed && kept && kept->units.contains("jaild") &&
+                             kept->units.at("jaild").hold.has_value() && Jailconf() == kBad;
+    if (held_not_put_back) ++holds_not_put_back;
+    int rolled_back = 0;
     for (int after = 0; after < 2; ++after) {
       ApplyReport r = Apply(Jail(kBad, generation + 1));
       EXPECT_EQ(r.result, ApplyResult::kFailed) << "never a success on a refused generation";
@@ -783,11 +792,21 @@ TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
       EXPECT_EQ(unit.outcome, core::Outcome::kFailed);
       EXPECT_THAT(unit.detail, ::testing::AnyOf(HasSubstr("held at generation"),
                                                 HasSubstr("rolled back to generation")));
+      ASSERT_TRUE(unit.declared.has_value());
+      if (unit.declared->rolled_back) {
+        ++rolled_back;
+        EXPECT_EQ(after, 0) << "the put-back is the first apply's";
+        EXPECT_THAT(unit.detail,
+                    ::testing::ContainsRegex("rolled back to generation [0-9]+: running"));
+      }
     }
+    EXPECT_LE(rolled_back, 1) << "one rollback, counted once";
+    if (held_not_put_back) EXPECT_EQ(rolled_back, 1) << "the put-back after the kill is counted";
     if (!killed) break;  // the apply outlived every step: all were tried
     ++kills;
   }
   EXPECT_GE(kills, 10) << "writes, intent, jobs, record, the hold, the second pass";
+  EXPECT_GE(holds_not_put_back, 1) << "no kill fell between the hold and the put-back";
 }
 
 // The same for a bundle: the refused v2 is packed under v1's name, so the
