@@ -171,7 +171,10 @@ void Daemon::WatchLoop() {
       // An apply ended: start from its verdicts, and look at every unit.
       applies_seen = edges;
       unit_up_.clear();
-      for (const core::ResourceOutcome& r : board_.Get()->resources) {
+      // Held here: a range-for keeps no temporary of its range's
+      // expression alive, and the next apply frees the snapshot it replaces.
+      std::shared_ptr<const status::Snapshot> verdicts = board_.Get();
+      for (const core::ResourceOutcome& r : verdicts->resources) {
         if (r.unit.has_value() && !r.declared_unit().empty()) {
           unit_up_[r.declared_unit()] = r.unit->up;
         }
