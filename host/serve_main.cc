@@ -1,8 +1,11 @@
 // mesh-host-serve: `mesh-host run` and `mesh-host status`, which mesh-host
 // becomes for them (host/wiring.h), with the HTTP side, TLS and the metrics
 // linked in; the other verbs too, as mesh-host runs them.
+#include <signal.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -112,6 +115,15 @@ int Run(const cli::Flags& flags) {
   // Before the first answer: a scrape never finds the units' series absent
   // while the host restarts.
   d.ShowRecorded();
+  // A daemon nobody can ask is not left running blind: it stops as on
+  // SIGTERM (the apply under way finishes), exits 1, and the service
+  // manager starts it again (Restart=on-failure), listening anew.
+  std::atomic<bool> listener_lost{false};
+  server.set_on_lost([&log, &listener_lost](const std::string& why) {
+    log.Line(daemon::Priority::kErr, why + "; stopping, to be started again (exit 1)");
+    listener_lost = true;
+    ::kill(::getpid(), SIGTERM);
+  });
   auto bound = server.Start(*listen);
   if (!bound) {
     // SPEC: an address already in use is an error at start, as a bad flag.
@@ -121,7 +133,7 @@ int Run(const cli::Flags& flags) {
   log.Line(daemon::Priority::kNotice, "listening on " + *bound + " (" + server.scheme() + ")");
   int code = d.Run();
   server.Stop();
-  return code;
+  return listener_lost && code == cli::kExitOk ? cli::kExitFailed : code;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -138,11 +139,24 @@ class BoundedServer::Queue : public httplib::TaskQueue {
       : server_(server),
         gatherer_(server.limits_, server.tally_,
                   [this](std::unique_ptr<Connection> c) { Push(std::move(c)); }) {
-    started_ = gatherer_.Start().has_value();
-    size_t slow = std::min(server.limits_.slow_workers, server.limits_.workers);
-    for (size_t i = 0; i < server.limits_.workers; ++i) {
-      threads_.emplace_back([this, lane_slow = i < slow] { Work(lane_slow); });
+    if (auto started = gatherer_.Start(); !started) {
+      server.Fail("its connection gatherer could not start: " + started.error().message);
+      return;
     }
+    size_t slow = std::min(server.limits_.slow_workers, server.limits_.workers);
+    try {
+      for (size_t i = 0; i < server.limits_.workers; ++i) {
+        threads_.emplace_back([this, lane_slow = i < slow] { Work(lane_slow); });
+      }
+    } catch (const std::system_error& e) {
+      // A thread not made (a tasks limit) throws here, on httplib's
+      // accepting thread: those made are joined, or their destruction
+      // would terminate the process.
+      StopWorkers();
+      server.Fail(std::string("its workers could not start: ") + e.what());
+      return;
+    }
+    started_ = true;
   }
 
   // httplib's accepting thread, with one connection's job: it runs here,
@@ -161,7 +175,6 @@ class BoundedServer::Queue : public httplib::TaskQueue {
     std::deque<std::unique_ptr<Connection>> dropped;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
       dropped.swap(fast_);
       for (auto& [peer, queued] : slow_) {
         for (auto& c : queued) dropped.push_back(std::move(c));
@@ -169,8 +182,7 @@ class BoundedServer::Queue : public httplib::TaskQueue {
       slow_.clear();
       turns_.clear();
     }
-    cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
+    StopWorkers();
   }
 
   void Hold(std::unique_ptr<Connection> c) { gatherer_.Hold(std::move(c)); }
@@ -179,6 +191,16 @@ class BoundedServer::Queue : public httplib::TaskQueue {
   static thread_local Queue* accepting;
 
  private:
+  void StopWorkers() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
   // On the gatherer's thread: never blocks.
   void Push(std::unique_ptr<Connection> c) {
     const size_t head = HeadEnd(*c);
@@ -270,6 +292,20 @@ class BoundedServer::Queue : public httplib::TaskQueue {
 thread_local BoundedServer::Queue* BoundedServer::Queue::accepting = nullptr;
 
 bool BoundedServer::OnSlowWorker() { return on_slow_worker; }
+
+std::string BoundedServer::failure() const {
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  return failure_;
+}
+
+// On httplib's accepting thread, inside its loop: stop() ends the loop.
+void BoundedServer::Fail(std::string why) {
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    failure_ = std::move(why);
+  }
+  stop();
+}
 
 // The connection as httplib's parser reads it: first what the gatherer
 // read, then the socket, within the connection's budget and deadlines.

@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 
 #include "http/connection.h"
@@ -60,6 +61,11 @@ class BoundedServer : public httplib::Server {
   // wait for a password's hash (a fast worker answers 401 instead).
   static bool OnSlowWorker();
 
+  // Why this server cannot serve, when it found it could not (its head
+  // gatherer or its workers could not start): it then stops listening, so
+  // that listen_after_bind() returns. Empty otherwise.
+  std::string failure() const;
+
   // Connections open (held, queued or being answered).
   size_t open() const { return tally_.open.load(); }
   // Connections closed to make room, or turned away with none.
@@ -79,11 +85,14 @@ class BoundedServer : public httplib::Server {
   std::unique_ptr<Connection> Serve(std::unique_ptr<Connection> c);
 
   std::shared_ptr<const TlsContext> Tls() const;
+  void Fail(std::string why);
 
   ConnectionLimits limits_;
   ConnectionTally tally_;
   std::atomic<int> listening_{-1};  // the socket bound last
   std::function<bool(std::string_view)> slow_;
+  mutable std::mutex failure_mu_;
+  std::string failure_;
   mutable std::mutex tls_mu_;
   std::shared_ptr<const TlsContext> tls_;
 };

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "host/status/status_page.h"
@@ -333,15 +336,41 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
                       ": cannot bind (in use, or not an address of this machine)");
   }
   server_->WidenBacklog();
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
   std::string host =
       address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host;
-  return host + ":" + std::to_string(port);
+  std::string where = host + ":" + std::to_string(port);
+  try {
+    thread_ = std::thread([this, where] {
+      std::string why;
+      try {
+        server_->listen_after_bind();
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      ended_ = true;
+      if (stopping_ || !on_lost_) return;
+      std::string failure = server_->failure();
+      on_lost_("the HTTP listener on " + where + " stopped: " +
+               (!failure.empty() ? failure
+                : !why.empty()   ? why
+                                 : "accepting a connection failed, and the socket was closed"));
+    });
+  } catch (const std::system_error& e) {
+    return core::Fail("listen on " + where + ": no thread to listen on: " + e.what());
+  }
+  return where;
 }
 
 void StatusServer::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  stopping_ = true;
+  if (!thread_.joinable()) return;
+  // httplib's stop() does nothing before its loop has begun, and must be
+  // called once only: it waits for the loop (or for the thread's end).
+  while (!ended_ && !server_->is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!ended_) server_->stop();
+  thread_.join();
 }
 
 }  // namespace mesh::http

@@ -6,6 +6,7 @@
 // read/write timeouts keep slow or malformed clients from stalling it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,6 +60,13 @@ class StatusServer {
   core::Result<std::string> Start(const ListenAddress& address);
   void Stop();
 
+  // Called once, on the listening thread, when serving ends without Stop
+  // (an accept error other than too many open files ends httplib's loop
+  // and closes the socket; the workers could not start): from then on
+  // nothing is answered, so the caller must not carry on as if it were.
+  // Set before Start.
+  void set_on_lost(std::function<void(std::string why)> on_lost) { on_lost_ = std::move(on_lost); }
+
   // What the page at / names as this program ("0.1.0 (commit ...)").
   void set_version(std::string version) { version_ = std::move(version); }
 
@@ -100,6 +108,9 @@ class StatusServer {
   std::shared_ptr<const TlsContext> tls_;
   std::optional<TlsSettings> tls_settings_;  // what tls_ was made of
   std::unique_ptr<BoundedServer> server_;
+  std::function<void(std::string)> on_lost_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> ended_{false};  // the listening thread is done
   std::thread thread_;
 };
 
