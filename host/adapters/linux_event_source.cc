@@ -75,6 +75,12 @@ LinuxEventSource::Identity LinuxEventSource::Look() const {
           st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
 }
 
+bool LinuxEventSource::StopPending() const {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+}
+
 void LinuxEventSource::ReadSignals() {
   signalfd_siginfo si;
   while (read(signals_.get(), &si, sizeof si) == sizeof si) {

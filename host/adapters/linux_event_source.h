@@ -32,6 +32,9 @@ class LinuxEventSource : public ports::EventSource {
                                                               std::string* warning);
 
   ports::Event Wait(std::chrono::nanoseconds timeout) override;
+  // SIGTERM or SIGINT pending: blocked in every thread, a signal waits in
+  // the process's pending set until the signalfd is read.
+  bool StopPending() const override;
 
  private:
   LinuxEventSource(UniqueFd signals, UniqueFd watch, std::string dir, std::string name);

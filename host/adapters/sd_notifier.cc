@@ -52,7 +52,7 @@ void SdNotifier::Watchdog() { Notify("WATCHDOG=1"); }
 
 void SdNotifier::Stopping() { Notify("STOPPING=1"); }
 
-void SdNotifier::ExtendStart(std::chrono::nanoseconds by) {
+void SdNotifier::ExtendTimeout(std::chrono::nanoseconds by) {
   auto usec = std::chrono::duration_cast<std::chrono::microseconds>(by).count();
   Notify("EXTEND_TIMEOUT_USEC=" + std::to_string(usec));
 }

@@ -13,7 +13,7 @@ class SdNotifier : public ports::Notifier {
   void Status(const std::string& line) override;
   void Watchdog() override;
   void Stopping() override;
-  void ExtendStart(std::chrono::nanoseconds by) override;
+  void ExtendTimeout(std::chrono::nanoseconds by) override;
   std::chrono::nanoseconds WatchdogInterval() override;
   std::string Unavailable() override;
 };

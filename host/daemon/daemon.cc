@@ -64,11 +64,13 @@ void Daemon::ApplyOnce(const std::string& why, bool starting) {
 core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
   // Told while the apply runs, on a thread of its own (keepalive.h). Every
   // call an apply makes is bounded, so a tick is never far off.
-  Keepalive keepalive(notifier_, starting, options_.stall_after, reconciler_.progress().steps(),
-                      clock_.Monotonic(), [this](const std::optional<std::string>& why) {
-                        board_.SetStalled(why);  // shown, then said
-                        if (why) log_.Line(Priority::kErr, *why);
-                      });
+  Keepalive keepalive(
+      notifier_, starting, options_.stall_after, reconciler_.progress().steps(), clock_.Monotonic(),
+      [this](const std::optional<std::string>& why) {
+        board_.SetStalled(why);  // shown, then said
+        if (why) log_.Line(Priority::kErr, *why);
+      },
+      [this] { return events_.StopPending(); });
   // NOLINTNEXTLINE(performance-unnecessary-value-param): as std::jthread passes it
   std::jthread ticks([this, &keepalive](std::stop_token stop) {
     std::mutex m;

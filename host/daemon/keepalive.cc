@@ -8,9 +8,11 @@ namespace mesh::daemon {
 
 Keepalive::Keepalive(ports::Notifier& notifier, bool starting, std::chrono::nanoseconds stall_after,
                      uint64_t steps, TimePoint now,
-                     std::function<void(const std::optional<std::string>&)> stalled)
+                     std::function<void(const std::optional<std::string>&)> stalled,
+                     std::function<bool()> stop_pending)
     : notifier_(notifier),
       starting_(starting),
+      stop_pending_(std::move(stop_pending)),
       pet_(notifier.WatchdogInterval()),
       extend_until_(now + kExtendAtMost),
       stall_(stall_after, steps, now),
@@ -25,7 +27,9 @@ std::chrono::nanoseconds Keepalive::Every() const {
 
 void Keepalive::Tick(uint64_t steps, TimePoint now) {
   if (stall_.Progressing(steps, now)) {
-    if (starting_ && now < extend_until_) notifier_.ExtendStart(kExtendBy);
+    if ((starting_ || (stop_pending_ && stop_pending_())) && now < extend_until_) {
+      notifier_.ExtendTimeout(kExtendBy);
+    }
     if (pet_.count() > 0) notifier_.Watchdog();
     if (told_) stalled_(std::nullopt);
     told_ = false;

@@ -29,6 +29,10 @@ class EventSource {
   virtual ~EventSource() = default;
   // The next event, or kTimeout once `timeout` has passed without one.
   virtual Event Wait(std::chrono::nanoseconds timeout) = 0;
+  // Whether a stop has been asked for that Wait has not yet returned.
+  // Callable from any thread: an apply's keepalive asks it, so that the
+  // stop timeout is pushed out while the apply the stop waits for moves.
+  virtual bool StopPending() const = 0;
 };
 
 }  // namespace mesh::ports

@@ -15,9 +15,10 @@ class Notifier {
   virtual void Status(const std::string& line) = 0;
   virtual void Watchdog() = 0;
   virtual void Stopping() = 0;
-  // Still starting: the start timeout is pushed out to `by` from now (the
-  // first apply may rightly take longer than TimeoutStartSec).
-  virtual void ExtendStart(std::chrono::nanoseconds by) = 0;
+  // Still starting, or stopping: the start or stop timeout is pushed out to
+  // `by` from now (the first apply may rightly take longer than
+  // TimeoutStartSec, and the apply a stop waits for than TimeoutStopSec).
+  virtual void ExtendTimeout(std::chrono::nanoseconds by) = 0;
   // How often to pet the watchdog (half of WATCHDOG_USEC); zero when none.
   virtual std::chrono::nanoseconds WatchdogInterval() = 0;
   // Why the service manager that started the daemon cannot be told

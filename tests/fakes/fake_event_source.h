@@ -7,6 +7,7 @@
 // waits in the signalfd.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -33,6 +34,10 @@ class FakeEventSource : public ports::EventSource {
   void Push(Kind kind, std::string detail = "") {
     pending_.push_back(ports::Event{kind, std::move(detail)});
   }
+
+  // Set by a test for the keepalive to see while an apply runs.
+  std::atomic<bool> stop_pending{false};
+  bool StopPending() const override { return stop_pending.load(); }
 
   ports::Event Wait(std::chrono::nanoseconds timeout) override {
     waits_.push_back(timeout);

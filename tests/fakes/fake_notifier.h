@@ -21,7 +21,7 @@ class FakeNotifier : public ports::Notifier {
   void Status(const std::string& line) override { Add("STATUS " + line); }
   void Watchdog() override { Add("WATCHDOG"); }
   void Stopping() override { Add("STOPPING"); }
-  void ExtendStart(std::chrono::nanoseconds) override { Add("EXTEND"); }
+  void ExtendTimeout(std::chrono::nanoseconds) override { Add("EXTEND"); }
   std::chrono::nanoseconds WatchdogInterval() override { return watchdog_; }
   std::string Unavailable() override { return unavailable; }
   std::string unavailable;  // what Unavailable() says

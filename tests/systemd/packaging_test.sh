@@ -61,6 +61,25 @@ check "... and the service runs" '[ "$(show ActiveState)" = active ] && [ "$(sho
 check "... the declared unit was started" '[ "$(ctl show slowpoke -p ActiveState --value)" = active ]'
 ctl stop mesh-host
 
+# Stop: SIGTERM waits for the apply under way to finish, which may take
+# longer than TimeoutStopSec (here 2 s, and an apply that restarts a unit
+# and settles 6 s): the stop timeout is pushed out while the apply moves,
+# so the apply ends whole and the stop is clean, not a SIGKILL.
+sed -i -e "s|--settle 3s|--settle 6s|" -e "s|^TimeoutStopSec=.*|TimeoutStopSec=2s|" \
+  "$SDBOX_DIR/units/mesh-host.service"
+ctl daemon-reload
+ctl start mesh-host
+printf '{"machine":"box","generation":3,"resources":[{"id":"a","kind":"file","path":"/etc/a.conf","content":"y\\n"},{"id":"slowpoke","kind":"service","unit":"slowpoke.service","state":"running","restart_on":["a"]}]}' > "$T/etc/declaration.json"
+ctl reload mesh-host
+sleep 1.5  # the apply restarted slowpoke and is in its settle
+t0=$(date +%s%N)
+ctl stop mesh-host || true
+took=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "a stop during an apply longer than TimeoutStopSec is clean (Result=$(show Result))" \
+  '[ "$(show Result)" = success ]'
+check "... it waited past the 2 s timeout for the apply (${took} ms)" '[ "$took" -gt 2500 ]'
+check "... and the apply finished: generation 3 recorded" 'grep -q "\"generation\": *3" "$T/state/state.json"'
+
 # The sandbox as shipped, with the machine's own paths (no --root): what the
 # service writes under /tmp and /var/tmp is what everyone else sees there.
 mkdir -p "$T/bundle/bin" "$T/artifacts"

@@ -88,6 +88,25 @@ TEST_F(KeepaliveTest, TheFirstApplyExtendsTheStartButNotForEver) {
   EXPECT_EQ(notifier.Count("WATCHDOG"), 0);
 }
 
+// A stop asked for during an apply waits for it (event_source.h): the stop
+// timeout is pushed out while the apply moves, as the start timeout is for
+// the first apply, and not before the stop is asked for.
+TEST_F(KeepaliveTest, AStopPendingExtendsTheStopTimeoutWhileTheApplyMoves) {
+  fakes::FakeNotifier notifier(clock_);  // no watchdog
+  bool stop = false;
+  Keepalive k(notifier, /*starting=*/false, minutes(10), 0, At(seconds(0)), record_,
+              [&] { return stop; });
+  uint64_t steps = 0;
+  k.Tick(++steps, At(seconds(0)));
+  EXPECT_EQ(notifier.Count("EXTEND"), 0) << "running: no timeout to push out";
+  stop = true;
+  for (auto t = seconds(10); t < minutes(40); t += seconds(10)) k.Tick(++steps, At(t));
+  EXPECT_EQ(notifier.Count("EXTEND"), 179) << "every 10 s until 30 min from the apply's start";
+  Keepalive stuck(notifier, false, minutes(1), 0, At(seconds(0)), record_, [] { return true; });
+  stuck.Tick(0, At(minutes(2)));
+  EXPECT_EQ(notifier.Count("EXTEND"), 179) << "a frozen apply is not waited for";
+}
+
 TEST_F(KeepaliveTest, AStallIsToldWithoutAWatchdogToo) {
   // Run in a shell, or by a unit without WatchdogSec=: nothing restarts a
   // frozen apply, so /healthz is the one that must say it.
