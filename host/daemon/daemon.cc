@@ -4,6 +4,7 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -71,16 +72,24 @@ core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
         if (why) log_.Line(Priority::kErr, *why);
       },
       [this] { return events_.StopPending(); });
-  // NOLINTNEXTLINE(performance-unnecessary-value-param): as std::jthread passes it
-  std::jthread ticks([this, &keepalive](std::stop_token stop) {
-    std::mutex m;
-    std::condition_variable_any cv;
-    std::unique_lock lock(m);
-    do {
-      keepalive.Tick(reconciler_.progress().steps(), clock_.Monotonic());
-      cv.wait_for(lock, stop, keepalive.Every(), [] { return false; });  // wakes on stop
-    } while (!stop.stop_requested());
-  });
+  // A thread not made (a tasks limit) must not end the daemon: the apply
+  // runs untold, and the watchdog may act on it.
+  std::jthread ticks;
+  try {
+    // NOLINTNEXTLINE(performance-unnecessary-value-param): as std::jthread passes it
+    ticks = std::jthread([this, &keepalive](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      do {
+        keepalive.Tick(reconciler_.progress().steps(), clock_.Monotonic());
+        cv.wait_for(lock, stop, keepalive.Every(), [] { return false; });  // wakes on stop
+      } while (!stop.stop_requested());
+    });
+  } catch (const std::system_error& e) {
+    log_.Line(Priority::kWarning, std::string("no thread to tell systemd the apply is alive (") +
+                                      e.what() + "): the watchdog is not petted during it");
+  }
   auto declaration = options_.open_declaration();
   if (declaration) return reconciler_.Apply(**declaration);
   core::ApplyReport report;
@@ -263,7 +272,19 @@ int Daemon::Run() {
   ShowRecorded();
   ApplyOnce("start", /*starting=*/true);
   notifier_.Ready();
-  if (watch_ != nullptr) watch_thread_ = std::thread([this] { WatchLoop(); });
+  if (watch_ != nullptr) {
+    try {
+      watch_thread_ = std::thread([this] { WatchLoop(); });
+    } catch (const std::system_error& e) {
+      // Not followed between applies: said as a watch that cannot see is
+      // (/healthz, MeshHostUnitsUnseen), for the daemon's life.
+      std::string why = std::string("no thread for the live unit watch (") + e.what() +
+                        "): the units are not followed between applies";
+      log_.Line(Priority::kErr, why);
+      metrics_.SetUnitsUnseen(true);
+      board_.SetUnitsUnseen(why);
+    }
+  }
 
   Schedule schedule(options_.interval, options_.debounce, notifier_.WatchdogInterval(),
                     clock_.Monotonic());
