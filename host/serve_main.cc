@@ -91,6 +91,7 @@ int Run(const cli::Flags& flags) {
   metrics::HostMetrics metrics(std::string(mesh::Release()), flags.metrics_resources == "failing"
                                                                  ? metrics::ResourceSeries::kFailing
                                                                  : metrics::ResourceSeries::kAll);
+  metrics.SetClock(&(*machine)->clock);
   metrics.SetReconcileInterval(flags.interval);
   metrics.SetStartTime((*machine)->clock.Now());
   http::StatusServer server(

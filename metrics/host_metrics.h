@@ -22,6 +22,7 @@
 
 #include "host/core/apply_report.h"
 #include "host/core/unit_status.h"
+#include "host/ports/clock.h"
 
 namespace prometheus {
 class Registry;
@@ -52,6 +53,14 @@ class HostMetrics {
   // for any --interval, and to tell "never succeeded" from "just started".
   void SetReconcileInterval(std::chrono::nanoseconds interval);
   void SetStartTime(std::chrono::system_clock::time_point start);
+  // Time read through `clock` from here on (before SetStartTime). The
+  // timestamps (start, last reconcile, last success) are then shown at each
+  // scrape as now less the monotonic time since: a wall clock stepped
+  // since (NTP at boot on a board without a battery-backed clock, a resume)
+  // does not shift them by the step. Stamped once, a success before a step
+  // back of a year would hide MeshHostReconcileStale for that year. Without
+  // a clock, each is shown as stamped.
+  void SetClock(ports::Clock* clock) { clock_ = clock; }
   ~HostMetrics();
 
   // One apply (or a refusal). Afterwards only the resources and units of the
@@ -118,6 +127,15 @@ class HostMetrics {
   prometheus::Gauge* generation_;
   prometheus::Gauge* interval_;
   prometheus::Gauge* start_time_;
+  // When each timestamp above was stamped, on the monotonic clock (with a
+  // clock only; none: not stamped yet).
+  ports::Clock* clock_ = nullptr;
+  struct Stamp {
+    prometheus::Gauge* gauge = nullptr;
+    std::optional<std::chrono::steady_clock::time_point> at;
+  };
+  Stamp Stamped(prometheus::Gauge* gauge, std::chrono::system_clock::time_point wall) const;
+  Stamp start_at_, reconcile_at_, success_at_;
 
   // mesh_host_resource_changes_total is kept here and rendered at each
   // scrape, not held as a prometheus::Family: a Family keeps each series as

@@ -14,7 +14,9 @@ namespace mesh::fakes {
 
 class FakeClock : public ports::Clock {
  public:
-  std::chrono::system_clock::time_point Now() override { return wall_ + elapsed_.load(); }
+  std::chrono::system_clock::time_point Now() override {
+    return std::chrono::system_clock::time_point(wall_.load()) + elapsed_.load();
+  }
   std::chrono::steady_clock::time_point Monotonic() override {
     return std::chrono::steady_clock::time_point(elapsed_.load());
   }
@@ -33,11 +35,14 @@ class FakeClock : public ports::Clock {
   // manager uses it to let units die or come up "during" the pause.
   void OnAdvance(std::function<void(std::chrono::nanoseconds)> f) { on_advance_ = std::move(f); }
 
+  // The wall clock set by `d` (NTP stepping it): monotonic time does not move.
+  void StepWall(std::chrono::nanoseconds d) { wall_.store(wall_.load() + d); }
+
   std::chrono::nanoseconds elapsed() const { return elapsed_.load(); }
   std::chrono::nanoseconds slept() const { return slept_; }
 
  private:
-  std::chrono::system_clock::time_point wall_{std::chrono::seconds(1796000000)};
+  std::atomic<std::chrono::nanoseconds> wall_{std::chrono::seconds(1796000000)};
   // Read by other threads (the daemon's keepalive); moved by one.
   std::atomic<std::chrono::nanoseconds> elapsed_{std::chrono::nanoseconds(0)};
   std::chrono::nanoseconds slept_{0};

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/fakes/fake_clock.h"
+
 namespace mesh::metrics {
 namespace {
 
@@ -96,6 +98,41 @@ TEST(HostMetricsTest, EveryMetricOfTheSpecAfterAScriptedSequence) {
 
 // Issue 20: a counter born at 1 on the first restart is invisible to
 // increase(): every counter a declared unit can have starts at 0.
+// A value of one series in the text, by its full name and labels.
+double ValueOf(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+// The wall clock stepped back a year after a success (NTP at boot on a
+// board whose clock ran ahead): the timestamps move with it, so that
+// time() - last success stays what really passed, and
+// MeshHostReconcileStale is not held off for a year.
+TEST(HostMetricsTest, TimestampsFollowAWallClockStepped) {
+  fakes::FakeClock clock;
+  HostMetrics metrics("v");
+  metrics.SetClock(&clock);
+  metrics.SetStartTime(clock.Now());
+  clock.Advance(std::chrono::seconds(10));
+  core::ApplyReport ok = Report({});
+  ok.finished_at = clock.Now();
+  metrics.ObserveApply(ok);
+  clock.Advance(std::chrono::seconds(60));
+  auto seconds = [&] {
+    return std::chrono::duration<double>(clock.Now().time_since_epoch()).count();
+  };
+  std::string before = metrics.Serialize();
+  EXPECT_DOUBLE_EQ(seconds() - ValueOf(before, "mesh_host_last_success_timestamp_seconds"), 60);
+  EXPECT_DOUBLE_EQ(seconds() - ValueOf(before, "mesh_host_start_time_seconds"), 70);
+
+  clock.StepWall(-std::chrono::hours(24 * 365));
+  std::string after = metrics.Serialize();
+  EXPECT_DOUBLE_EQ(seconds() - ValueOf(after, "mesh_host_last_success_timestamp_seconds"), 60);
+  EXPECT_DOUBLE_EQ(seconds() - ValueOf(after, "mesh_host_last_reconcile_timestamp_seconds"), 60);
+  EXPECT_DOUBLE_EQ(seconds() - ValueOf(after, "mesh_host_start_time_seconds"), 70);
+}
+
 TEST(HostMetricsTest, AUnitsCountersExistAtZeroFromItsFirstApply) {
   HostMetrics m("1.2.3");
   m.ObserveApply(Report({Out("web", "service", core::Outcome::kUnchanged, "web.service")}));
