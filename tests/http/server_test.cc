@@ -12,7 +12,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace mesh::http {
 namespace {
@@ -62,6 +65,60 @@ class ServerTest : public ::testing::Test {
   StatusServer server_{board_, [] { return std::string("# metrics\nmesh_host_build_info 1\n"); }};
   int port_ = 0;
 };
+
+// Stopped at once after it started, before its listening thread may have
+// begun httplib's loop (whose stop() does nothing until then): Stop must
+// still return. A hang here is the failure (the test's timeout).
+TEST(ServerStopTest, AStopRightAfterTheStartReturns) {
+  status::StatusBoard board;
+  for (int i = 0; i < 300; ++i) {
+    StatusServer server(board, [] { return std::string(); });
+    auto bound = server.Start({"127.0.0.1", 0});
+    ASSERT_TRUE(bound.has_value()) << bound.error().message;
+    server.Stop();
+  }
+}
+
+// httplib ends its loop and closes the socket on an accept() error (here
+// the socket shut down under it): the server says so, once, and is not
+// taken for stopped on purpose.
+TEST(ServerStopTest, AListenerThatStopsUnaskedIsSaid) {
+  status::StatusBoard board;
+  StatusServer server(board, [] { return std::string(); });
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<std::string> lost;
+  server.set_on_lost([&](const std::string& why) {
+    std::lock_guard<std::mutex> lock(m);
+    lost.push_back(why);
+    cv.notify_all();
+  });
+  auto bound = server.Start({"127.0.0.1", 0});
+  ASSERT_TRUE(bound.has_value()) << bound.error().message;
+  // The listening socket: the one bound to that port.
+  int port = std::stoi(bound->substr(bound->rfind(':') + 1));
+  int listening = -1;
+  for (int fd = 3; fd < 1024 && listening < 0; ++fd) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof addr;
+    int accepting = 0;
+    socklen_t alen = sizeof accepting;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+        addr.sin_family == AF_INET && ntohs(addr.sin_port) == port &&
+        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &alen) == 0 && accepting) {
+      listening = fd;
+    }
+  }
+  ASSERT_GE(listening, 0);
+  ASSERT_EQ(::shutdown(listening, SHUT_RDWR), 0);  // accept() now fails: EINVAL
+  std::unique_lock<std::mutex> lock(m);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return !lost.empty(); }));
+  EXPECT_EQ(lost[0], "the HTTP listener on " + *bound +
+                         " stopped: accepting a connection failed, and the socket was closed");
+  lock.unlock();
+  server.Stop();
+  EXPECT_EQ(lost.size(), 1u);
+}
 
 TEST_F(ServerTest, ServesTheThreeEndpoints) {
   Publish(false);
