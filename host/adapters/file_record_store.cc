@@ -502,39 +502,29 @@ ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
 // and the next process would lock a new one beside it.
 core::Status FileRecordStore::Lock() {
   if (fs_ == nullptr) return core::Ok();
-  // Who holds it, as the holder wrote it into the lock file (none: the
-  // file was deleted under its holder, or a release that wrote nothing).
-  auto held = [](const std::string& path, int fd) -> std::unexpected<core::Error> {
-    char buf[24] = {};
-    ssize_t n = fd >= 0 ? ::pread(fd, buf, sizeof buf - 1, 0) : -1;
-    std::string pid;
-    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; ++i) pid += buf[i];
-    return core::Fail(
-        (pid.empty() ? std::string("another mesh-host process") : "mesh-host process " + pid) +
-        " holds " + path +
-        ": one process applies a state directory at a time (while `mesh-host run` "
-        "holds it, `systemctl reload mesh-host` or SIGHUP makes it apply now)");
+  // The lock file is never written: a refused apply leaves the state
+  // directory as it was, so the holder cannot be named from it.
+  auto held = [](const std::string& path) -> std::unexpected<core::Error> {
+    return core::Fail("another mesh-host process holds " + path +
+                      ": one process applies a state directory at a time (while `mesh-host run` "
+                      "holds it, `systemctl reload mesh-host` or SIGHUP makes it apply now)");
   };
-  auto take = [&](const std::string& path, int flags, bool names_holder) -> core::Result<UniqueFd> {
+  auto take = [&](const std::string& path, int flags) -> core::Result<UniqueFd> {
     UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC, 0600));
     if (!fd.valid()) return core::Fail("open " + path + ": " + std::strerror(errno));
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) return held(path, names_holder ? fd.get() : -1);
+      if (errno == EWOULDBLOCK) return held(path);
       return core::Fail("lock " + path + ": " + std::strerror(errno));
     }
     return fd;
   };
   std::string file_path = fs_->root() + "/lock";
-  auto file = take(file_path, O_RDWR | O_CREAT | O_NOFOLLOW, /*names_holder=*/true);
+  auto file = take(file_path, O_RDWR | O_CREAT | O_NOFOLLOW);
   if (!file) return std::unexpected(file.error());
   // The state directory as --state-dir names it, a link followed (as the
   // store itself opens it).
-  auto dir = take(fs_->root(), O_RDONLY | O_DIRECTORY, /*names_holder=*/false);
+  auto dir = take(fs_->root(), O_RDONLY | O_DIRECTORY);
   if (!dir) return std::unexpected(dir.error());
-  // Best effort: only a refused second process's words read it, and the
-  // lock stands without it.
-  std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(file->get(), 0) == 0) (void)!::pwrite(file->get(), pid.data(), pid.size(), 0);
   lock_fd_ = std::move(*file);
   dir_lock_fd_ = std::move(*dir);
   return core::Ok();
