@@ -109,8 +109,14 @@ bool SayPutBack(const HeldUnit& h, const std::vector<const core::RecordEntry*>& 
                 std::vector<ResourceOutcome>& outcomes, core::LastGood& last_good,
                 const std::string& id) {
   ResourceOutcome& o = outcomes[h.index];
+  // Written now over the refused want the record held: not a held unit
+  // merely started or repaired, nor one whose record was lost.
   auto put_back = [&](size_t i) {
-    return recorded[i] == nullptr || recorded[i]->digest != outcomes[i].digest;
+    const ResourceOutcome& r = outcomes[i];
+    auto refused = h.hold.wants.find(r.id);
+    return recorded[i] != nullptr && refused != h.hold.wants.end() &&
+           recorded[i]->digest == refused->second && r.digest != refused->second &&
+           r.outcome != Outcome::kUnchanged && r.outcome != Outcome::kFailed;
   };
   if (!o.host_acted || std::none_of(h.held.begin(), h.held.end(), put_back)) return false;
   bool running = RunningAt(o) && o.outcome != Outcome::kFailed;
@@ -238,6 +244,8 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
           kept->second.hold->rollback_failed) {
         after.recovered.push_back(k);
       }
+      // Put back by this apply (SayPutBack): said and marked already.
+      if (o.declared.has_value() && o.declared->rolled_back) continue;
     } else if (deps_ok && RunningAt(o) &&
                (acted || kept == last_good.units.end() ||
                 // Running as recorded, unchanged, on other wants than those

@@ -55,8 +55,9 @@ std::vector<HeldUnit> TakeHolds(core::Declaration& decl, std::vector<std::string
 
 // A held resource's outcome: failed, the hold said first.
 void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, core::ResourceOutcome& o);
-// A held unit this apply restarted onto kept content it wrote over what
-// the record held (`recorded`, by index: the record before this apply):
+// A held unit this apply restarted onto kept content it wrote over the
+// refused want the record held (`recorded`, by index: the record before
+// this apply):
 // the apply that saved the hold was cut short before its second pass put
 // anything back, so this apply is the rollback, said and counted as one
 // (DeclaredUnit::rolled_back). A restart that failed too is marked on the

@@ -401,6 +401,22 @@ TEST_F(RollbackTest, ARollbackThatFailsTooIsLeft) {
   EXPECT_THAT(Of(after, "jaild").detail, Not(HasSubstr("failed too"))) << Of(after, "jaild").detail;
 }
 
+// A held unit whose record was lost (state.json removed) and which the
+// apply starts again is no rollback: nothing refused was put back.
+TEST_F(RollbackTest, AHeldUnitStartedAfterTheRecordWasLostIsNoRollback) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  ApplyReport refused = Run(Jail(kBad, 15));
+  ASSERT_TRUE(Of(refused, "jaild").declared->rolled_back);
+  store_.text.reset();
+  services_.Kill("jaild.service");
+  ApplyReport r = Run(Jail(kBad, 15));
+  const core::ResourceOutcome& unit = Of(r, "jaild");
+  EXPECT_TRUE(unit.host_acted) << unit.detail;
+  EXPECT_THAT(unit.detail, HasSubstr("held at generation 14"));
+  EXPECT_FALSE(unit.declared->rolled_back) << unit.detail;
+  EXPECT_THAT(unit.detail, Not(HasSubstr("rolled back to")));
+}
+
 // Issue 43, "no loop": a rollback whose own restart systemd refuses (the
 // unit masked in between, here) has put the last good back on disk all the
 // same. It is a rollback that failed too: held, so the next apply does not
@@ -807,6 +823,41 @@ TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
   }
   EXPECT_GE(kills, 10) << "writes, intent, jobs, record, the hold, the second pass";
   EXPECT_GE(holds_not_put_back, 1) << "no kill fell between the hold and the put-back";
+}
+
+// The apply after a kill between the hold and the put-back is the
+// rollback; when the daemon dies on the last good too, that is said once
+// (not also "not rolled back"), and the hold says its restart failed too.
+TEST_F(RollbackCrashTest, APutBackAfterAKillThatFailsTooIsSaidOnce) {
+  uint64_t generation = 14;
+  for (int step = 0; step < 400; ++step, generation += 2) {
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    ASSERT_EQ(Apply(Jail(kGood, generation)).result, ApplyResult::kOk);
+    kill_.KillAt(step);
+    (void)Apply(Jail(kBad, generation + 1));
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    ASSERT_TRUE(killed) << "no kill fell between the hold and the put-back";
+    auto kept = core::ParseLastGood(store_.last_good.value_or(""));
+    if (!kept || !kept->units.contains("jaild") || !kept->units.at("jaild").hold ||
+        Jailconf() != kBad) {
+      for (int after = 0; after < 2; ++after) (void)Apply(Jail(kBad, generation + 1));
+      continue;
+    }
+    services_.behavior_on_start = [](const std::string&) { return Behavior::kDiesAfter; };
+    ApplyReport r = Apply(Jail(kBad, generation + 1));
+    const core::ResourceOutcome& unit = Of(r, "jaild");
+    ASSERT_TRUE(unit.declared.has_value());
+    EXPECT_TRUE(unit.declared->rolled_back) << unit.detail;
+    EXPECT_THAT(unit.detail,
+                ::testing::ContainsRegex("rolled back to generation [0-9]+: failed too"));
+    EXPECT_THAT(unit.detail, Not(HasSubstr("not rolled back")));
+    auto after = core::ParseLastGood(*store_.last_good);
+    ASSERT_TRUE(after.has_value());
+    EXPECT_TRUE(after->units.at("jaild").hold->rollback_failed);
+    return;
+  }
+  FAIL() << "no kill left a hold with nothing put back";
 }
 
 // The same for a bundle: the refused v2 is packed under v1's name, so the
