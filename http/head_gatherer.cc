@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <system_error>
 
 namespace mesh::http {
 namespace {
@@ -46,8 +47,12 @@ core::Status HeadGatherer::Start() {
     return core::Fail(std::string("the HTTP server's event loop: ") + std::strerror(errno));
   }
   std::lock_guard<std::mutex> lock(mu_);
+  try {
+    thread_ = std::thread([this] { Run(); });
+  } catch (const std::system_error& e) {  // a tasks limit: no thread to join at Stop
+    return core::Fail(std::string("the HTTP server's event loop: ") + e.what());
+  }
   running_ = true;
-  thread_ = std::thread([this] { Run(); });
   return {};
 }
 

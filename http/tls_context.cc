@@ -22,12 +22,17 @@ namespace mesh::http {
 namespace {
 
 // OpenSSL's error strings are not loaded in this process (see
-// third_party/httplib_no_tls_init.cc): say what was being done instead.
-// The file was opened already (`CheckedFile`), so it can be read.
+// third_party/httplib_no_tls_init.cc): say what was being done instead,
+// or the system's error when OpenSSL could not open the checked file again
+// (no descriptor left, say).
 std::unexpected<core::Error> FileError(const char* what, const std::string& path,
                                        const char* otherwise) {
+  unsigned long first = ERR_peek_error();
+  std::string why = first != 0 && ERR_GET_LIB(first) == ERR_LIB_SYS
+                        ? std::strerror(ERR_GET_REASON(first))
+                        : otherwise;
   ERR_clear_error();
-  return core::Fail(std::string(what) + " " + path + ": " + otherwise);
+  return core::Fail(std::string(what) + " " + path + ": " + why);
 }
 
 // A file opened once, without blocking, and checked on what was opened:

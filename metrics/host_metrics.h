@@ -54,12 +54,13 @@ class HostMetrics {
   void SetReconcileInterval(std::chrono::nanoseconds interval);
   void SetStartTime(std::chrono::system_clock::time_point start);
   // Time read through `clock` from here on (before SetStartTime). The
-  // timestamps (start, last reconcile, last success) are then shown at each
-  // scrape as now less the monotonic time since: a wall clock stepped
-  // since (NTP at boot on a board without a battery-backed clock, a resume)
-  // does not shift them by the step. Stamped once, a success before a step
-  // back of a year would hide MeshHostReconcileStale for that year. Without
-  // a clock, each is shown as stamped.
+  // timestamps (start, last reconcile, last success) are then shown at
+  // each scrape as now less the monotonic time since: a wall clock stepped
+  // since (NTP at boot on a board without a battery-backed clock) does not
+  // shift them by the step. Stamped once, a success before a step back of
+  // a year would hide MeshHostReconcileStale for that year. Time suspended
+  // is not counted (the monotonic clock stops). Without a clock, each is
+  // shown as stamped.
   void SetClock(ports::Clock* clock) { clock_ = clock; }
   ~HostMetrics();
 

@@ -108,13 +108,17 @@ TEST(TlsContextTest, AFifoRenamedInAfterTheCheckIsNeverOpened) {
     }
   });
   // Frees a make stuck on the FIFO: a writer that opens and closes at once
-  // gives the reader its end of file.
+  // gives the reader its end of file. Stuck: no make ended for two looks
+  // in a row (the fixed code holds the FIFO open for a moment too, between
+  // its open and its check).
   std::thread watchdog([&] {
     long seen = -1;
+    int still = 0;
     while (!done.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
       long now = made.load();
-      if (now == seen && !done.load()) {
+      still = now == seen ? still + 1 : 0;
+      if (still >= 2 && !done.load()) {
         int fd = ::open((dir + "/fifo").c_str(), O_WRONLY | O_NONBLOCK);
         if (fd >= 0) {
           ++blocked;
