@@ -64,6 +64,12 @@ std::string SerializeRecordHead(const Record& header, size_t entries) {
   head["machine"] = header.machine;
   head["generation"] = header.generation;
   head["declaration_digest"] = header.declaration_digest;
+  if (header.owners.has_value()) {
+    auto& owners = head["owners"] = nlohmann::ordered_json::array();
+    for (const auto& [names, ids] : *header.owners) {
+      owners.push_back({names.first, names.second, ids.first, ids.second});
+    }
+  }
   head["entries"] = entries;
   std::string out = head.dump(-1, ' ', false, json::error_handler_t::replace);
   out += '\n';
@@ -112,6 +118,7 @@ bool VisitRecord(const Record& record, RecordVisitor& visitor) {
   header.machine = record.machine;
   header.generation = record.generation;
   header.declaration_digest = record.declaration_digest;
+  header.owners = record.owners;
   if (!visitor.Header(header)) return false;
   for (const auto& [id, entry] : record.resources) {
     if (!visitor.Entry(id, entry)) return false;

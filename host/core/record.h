@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "host/core/boxed.h"
@@ -116,6 +117,9 @@ inline UnitBaseline BaselineOfRecord(const RecordEntry* entry) {
   return {entry->unit().n_restarts, entry->unit().finished, entry->unit().starting};
 }
 
+// Owner and group names, with the uid and gid they resolved to.
+using OwnerIds = std::map<std::pair<std::string, std::string>, std::pair<uint32_t, uint32_t>>;
+
 struct Record {
   // 2: JSON Lines. A record of version 1 (one JSON document, the entries
   // under "resources") is still read, whole, and written back as 2.
@@ -136,6 +140,13 @@ struct Record {
   std::string machine;
   uint64_t generation = 0;
   std::string declaration_digest;
+  // The owner and group names the recorded files, credentials and
+  // directories were checked under, and the ids each pair resolved to
+  // then. A pair that resolves otherwise now (a user renumbered, or gone)
+  // proves no no-op: nothing on disk moved, yet the path is no longer
+  // owned as declared. None: a record of an older host (no no-op is
+  // proven from it either).
+  std::optional<OwnerIds> owners;
   std::map<std::string, RecordEntry> resources;
 
   bool operator==(const Record&) const = default;

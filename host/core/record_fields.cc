@@ -31,6 +31,30 @@ Status Flag(dom::element v, const Place& at, bool* out) {
   return Ok();
 }
 
+// [[owner, group, uid, gid], ...]: ids of at most 32 bits, as chown takes.
+Status ReadOwners(dom::element value, const Place& at, std::optional<OwnerIds>* out) {
+  dom::array list;
+  if (value.get_array().get(list) != simdjson::SUCCESS) return at.Wrong("must be a list");
+  OwnerIds owners;
+  for (dom::element item : list) {
+    dom::array four;
+    std::string_view owner, group;
+    uint64_t uid = 0, gid = 0;
+    if (item.get_array().get(four) != simdjson::SUCCESS || four.size() != 4 ||
+        four.at(0).get_string().get(owner) != simdjson::SUCCESS ||
+        four.at(1).get_string().get(group) != simdjson::SUCCESS ||
+        four.at(2).get_uint64().get(uid) != simdjson::SUCCESS ||
+        four.at(3).get_uint64().get(gid) != simdjson::SUCCESS || uid > UINT32_MAX ||
+        gid > UINT32_MAX) {
+      return at.Wrong("must list [owner, group, uid, gid]");
+    }
+    owners.insert_or_assign({std::string(owner), std::string(group)},
+                            std::pair{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid)});
+  }
+  *out = std::move(owners);
+  return Ok();
+}
+
 // A repeated "written" keeps its last list, as any repeated key does.
 Status ReadWritten(dom::element value, const Place& at, std::vector<WrittenPath>* out) {
   dom::array list;
@@ -137,6 +161,8 @@ Status ReadHead(dom::object object, Record& header, Head& head) {
       head.seen |= Head::kDigest;
     } else if (key == "settled_declaration_digest") {
       read = Text(field.value, at, &header.settled_declaration_digest);
+    } else if (key == "owners") {
+      read = ReadOwners(field.value, at, &header.owners);
     } else if (key == "entries") {
       read = Count(field.value, at, &head.entries);
       head.seen |= Head::kEntries;

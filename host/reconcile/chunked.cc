@@ -178,7 +178,8 @@ class Run {
   // Thrown inside a chunk: carried past the parser (which would take it for
   // the declaration's) and thrown again after it.
   std::exception_ptr thrown_;
-  bool failed_ = false;  // some resource failed
+  bool failed_ = false;    // some resource failed
+  core::OwnerIds owners_;  // what each chunk checked paths' owners under
   StatCache stats_;
 };
 
@@ -233,6 +234,7 @@ bool Run::Chunk(Declaration& chunk) {
   s.wants = std::vector<std::string>();
   if (!Claim(s.plan, s.decl.resources.size())) return false;
   Settled settled = WriteAndSettle(s, *in_.ports, std::chrono::nanoseconds(0));
+  owners_.merge(s.owners);
   failed_ |= settled.failed;
   for (core::ResourceOutcome& o : settled.outcomes) in_.emit(std::move(o));
   for (auto& [id, entry] : settled.entries) {
@@ -266,6 +268,7 @@ core::Status Run::Commit() {
   header.machine = first_.header.machine;
   header.generation = first_.header.generation;
   header.declaration_digest = first_.header.digest;
+  header.owners = std::move(owners_);
   if (auto st = builder_->Commit(header); !st) {
     return core::Fail("record not saved: " + st.error().message);
   }

@@ -366,7 +366,8 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
                      old.generation == decl.generation && old.declaration_digest == decl.digest &&
                      old.version == core::Record::kVersion &&
                      old.want_version == core::Record::kWantVersion &&
-                     old.settled_declaration_digest == settled_digest;
+                     old.settled_declaration_digest == settled_digest &&
+                     (in.owners == nullptr || old.owners == *in.owners);
   if (same_record) {
     // Nothing more will be recorded: what this apply names as created is
     // held by the record already, or is not there (a write that failed
@@ -406,6 +407,7 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
   next.version = core::Record::kVersion;  // as Save writes it, whatever was read
   next.want_version = core::Record::kWantVersion;
   next.settled_declaration_digest = settled_digest;
+  if (in.owners != nullptr) next.owners = *in.owners;
   if (auto st = ports.records->Save(std::move(next)); !st) {
     return core::Fail("record not saved: " + st.error().message);
   }

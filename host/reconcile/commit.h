@@ -72,6 +72,8 @@ struct CommitInputs {
   const core::Record* record = nullptr;  // as loaded
   bool had_record = false;
   const core::Intent* saved = nullptr;  // the intent as it stands on disk now
+  // What the paths' owners were checked under (null: as the record has it).
+  const core::OwnerIds* owners = nullptr;
 };
 
 // Flushes, saves the intent when it changed and the record when it changed.

@@ -46,6 +46,10 @@ Result<Observation> Observer::Run() {
   }
   Units();
   Dropped();
+  // What every path's owner was checked under (Record::owners).
+  for (const auto& [names, ids] : ids_) {
+    if (ids) out_.owners.emplace(names, *ids);
+  }
   return std::move(out_);
 }
 
@@ -173,10 +177,17 @@ bool Observer::Preexisting(const RecordEntry* old, const std::string& path,
   return info.type != FileType::kMissing && !Recorded(path);
 }
 
-Result<std::pair<uint32_t, uint32_t>> Observer::Ids(const Resource& r) {
+const Result<std::pair<uint32_t, uint32_t>>& Observer::Ids(const Resource& r) {
+  // Most paths share one owner and group: the last pair asked is answered
+  // without a look into the map.
+  if (last_ids_ != nullptr && last_ids_->first.first == r.owner &&
+      last_ids_->first.second == r.group) {
+    return last_ids_->second;
+  }
   auto key = std::make_pair(r.owner, r.group);
   auto it = ids_.find(key);
   if (it == ids_.end()) it = ids_.emplace(key, ports_.root->LookupIds(r.owner, r.group)).first;
+  last_ids_ = &*it;
   return it->second;
 }
 
@@ -186,20 +197,23 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
   FilesSeen seen;
   seen.preexisting = Preexisting(old, r.path, *info);
   seen.missing = info->type == FileType::kMissing;
+  // The hot path: nothing read. Owned as the names resolve now: a user
+  // renumbered since moved nothing on disk, yet the file is not as declared.
+  const Result<std::pair<uint32_t, uint32_t>>& owner_ids = Ids(r);
   if (RecordedAt(r, old, want) && info->type == FileType::kRegular &&
-      core::FingerprintMatches(*info, old->written[0].fingerprint)) {
-    seen.fingerprint = old->written[0].fingerprint;  // the hot path: nothing read
+      core::FingerprintMatches(*info, old->written[0].fingerprint) && owner_ids &&
+      info->uid == owner_ids->first && info->gid == owner_ids->second) {
+    seen.fingerprint = old->written[0].fingerprint;
     // A record of an older host has no digest of the file yet: one is made
     // for it as declared (a file whose owner now resolves to another uid
     // will not match it, and the full pass puts it right when it moves).
     if (r.kind == core::Kind::kFile && old->written[0].content_digest.empty()) {
-      if (auto ids = Ids(r)) seen.meta = core::FileMeta(r.mode, ids->first, ids->second);
+      seen.meta = core::FileMeta(r.mode, owner_ids->first, owner_ids->second);
     }
     return seen;
   }
-  auto ids = Ids(r);
-  if (!ids) return Error(ids.error().message);
-  std::tie(seen.uid, seen.gid) = *ids;
+  if (!owner_ids) return Error(owner_ids.error().message);
+  std::tie(seen.uid, seen.gid) = *owner_ids;
   if (r.kind == core::Kind::kFile) seen.meta = core::FileMeta(r.mode, seen.uid, seen.gid);
   seen.fingerprint = core::FileFingerprint(*info);
   // The bytes are read only when size, mode and ownership already agree.
@@ -239,7 +253,7 @@ FilesSeen Observer::Directory(const Resource& r, const RecordEntry* old, const s
                  " is not a directory (not replaced: it may be someone's; remove it to "
                  "let the host make the directory)");
   }
-  auto ids = Ids(r);
+  const auto& ids = Ids(r);
   if (!ids) return Error(ids.error().message);
   std::tie(seen.uid, seen.gid) = *ids;
   const FileInfo& fi = *info;

@@ -78,6 +78,9 @@ struct Observation {
   Seen seen;
   // The checked members of every bundle this apply may unpack, by id.
   BundlesById bundles;
+  // The owner and group names paths were checked under, as they resolved
+  // (core::Record::owners).
+  core::OwnerIds owners;
 };
 
 core::Result<Observation> Observe(const core::Declaration& declaration, const core::Record& record,

@@ -77,7 +77,7 @@ class Observer {
   bool Preexisting(const RecordEntry* old, const std::string& path, const FileInfo& info) const;
   // Owner and group names resolved once per apply: the machine's user
   // database is not read for every file.
-  Result<std::pair<uint32_t, uint32_t>> Ids(const Resource& r);
+  const Result<std::pair<uint32_t, uint32_t>>& Ids(const Resource& r);
 
   const core::Declaration& decl_;
   const core::Record& record_;
@@ -99,6 +99,7 @@ class Observer {
       by_source_;
   uint64_t held_bytes_ = 0;
   std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
+  const decltype(ids_)::value_type* last_ids_ = nullptr;
 };
 
 }  // namespace mesh::reconcile::observe_internal

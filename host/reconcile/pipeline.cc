@@ -38,6 +38,7 @@ Settled WriteAndSettle(ApplyState& s, const ReconcilerPorts& ports,
   };
   s.writes = s.dry_run ? NoWrites(s.plan)
                        : Write(s.decl, s.plan, s.observed.bundles, s.observed.seen, ports);
+  s.owners = std::move(s.observed.owners);
   s.observed = Observation();
   step();
   s.enabled = Enable(s.decl, s.plan, s.writes, ports.services, s.dry_run);

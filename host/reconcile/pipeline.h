@@ -41,6 +41,9 @@ struct ApplyState {
   OldEntries olds{};
   std::vector<std::string> wants{};
   Observation observed{};
+  // What the record's `owners` will hold: out of `observed`, which the
+  // write lets go.
+  core::OwnerIds owners{};
   // Plan.
   Plan plan{};
   // Write, enable, daemon-reload, act, confirm.

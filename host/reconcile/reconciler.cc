@@ -304,7 +304,8 @@ void ApplyRun::Carry(ApplyState& s) {
                           {.declaration = &s.decl,
                            .record = record_.get(),
                            .had_record = s.had_record,
-                           .saved = &saved_},
+                           .saved = &saved_,
+                           .owners = &s.owners},
                           std::move(settled));
   if (!committed) {
     report_.error = committed.error().message;

@@ -43,7 +43,18 @@ bool RecordProof::HeaderHolds() const {
   return header_.declaration_digest == digest_ && header_.settled_declaration_digest == digest_ &&
          header_.version == core::Record::kVersion &&
          header_.want_version == core::Record::kWantVersion &&
-         (machine_.empty() || header_.machine == machine_);
+         (machine_.empty() || header_.machine == machine_) && header_.owners.has_value();
+}
+
+// Each owner and group name still resolves to the ids the paths were
+// checked under: a user renumbered moves nothing on disk. A look-up each
+// (a declaration names few), at every proof, kept or not.
+bool RecordProof::OwnersHold() const {
+  for (const auto& [names, ids] : *header_.owners) {
+    auto now = ports_.root->LookupIds(names.first, names.second);
+    if (!now || *now != ids) return false;
+  }
+  return true;
 }
 
 void RecordProof::KeepForReruns() { keep_ = true; }
@@ -209,7 +220,7 @@ bool RecordProof::Finish() {
   if (!header_seen_) return false;
   if (!keep_) {
     if (!checked_ && !CheckBatch()) return false;
-    return PositionsHold() && Look();
+    return PositionsHold() && OwnersHold() && Look();
   }
   if (!gathered_) {
     std::sort(batch_.begin(), batch_.end(),
@@ -229,7 +240,7 @@ bool RecordProof::Rerun(std::string_view digest) {
 bool RecordProof::LookAgain() {
   touched_.clear();
   seen_.clear();
-  if (!HeaderHolds() || !positions_hold_) return false;
+  if (!HeaderHolds() || !positions_hold_ || !OwnersHold()) return false;
   // In batches, as a streamed record is: StatMany's answers for one batch
   // at a time, and a failed proof hands the full pass the batch it failed in.
   for (size_t begin = 0; begin < batch_.size(); begin += batch_size_) {

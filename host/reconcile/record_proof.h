@@ -167,6 +167,7 @@ class RecordProof : public core::RecordVisitor {
   };
 
   bool HeaderHolds() const;
+  bool OwnersHold() const;
   // Text an entry gives, kept past its visit: copied into `text`, or, for a
   // kept record, a view of the record's own.
   std::string_view Hold(std::string_view s, Text& text);

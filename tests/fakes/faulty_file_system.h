@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "host/ports/file_system.h"
 #include "tests/fakes/kill_switch.h"
@@ -155,10 +157,13 @@ class FaultyFileSystem : public ports::FileSystem {
   }
   core::Result<std::pair<uint32_t, uint32_t>> LookupIds(const std::string& owner,
                                                         const std::string& group) override {
+    if (auto it = ids.find({owner, group}); it != ids.end()) return it->second;
     return real_.LookupIds(owner, group);
   }
 
   KillSwitch* kill = nullptr;
+  // Names resolved otherwise than by the machine (a user renumbered).
+  std::map<std::pair<std::string, std::string>, std::pair<uint32_t, uint32_t>> ids;
   std::function<void(const std::string& path)> before_write;
   // Sees every file staged, before its first byte is written.
   std::function<void(const std::string& path)> before_stage;

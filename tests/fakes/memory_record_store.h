@@ -162,6 +162,7 @@ class MemoryRecordStore : public ports::RecordStore {
       record_.machine = header.machine;
       record_.generation = header.generation;
       record_.declaration_digest = header.declaration_digest;
+      record_.owners = header.owners;
       return store_.Save(std::move(record_));
     }
 

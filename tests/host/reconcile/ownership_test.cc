@@ -1,8 +1,10 @@
 // Who owns what the host wrote: needs root and the machine's real user
 // table (chown to another uid), so it runs outside Bazel's sandbox.
 #include <gmock/gmock.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/fakes/faulty_file_system.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
 
 namespace mesh::reconcile {
@@ -41,6 +43,54 @@ TEST_F(OwnershipTest, AnOwnerChangedInsideATreeIsDrift) {
   ASSERT_EQ(::stat(Root("/opt/tools/bin/serve").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, ::geteuid()) << "put back";
   EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged"));
+}
+
+// A user renumbered since the apply (deleted and made again, another NSS
+// source): nothing on disk moved, so every fingerprint holds, yet the file
+// belongs to whoever has the old uid now. Neither the daemon's kept proof,
+// nor a one-shot's, nor the full pass may call it unchanged.
+TEST_F(OwnershipTest, AUserRenumberedSinceIsNotProvenUnchanged) {
+  fakes::FaultyFileSystem root(*root_);
+  ReconcilerPorts ports = Ports();
+  ports.root = &root;
+  Reconciler daemon(ports, Options());
+  json decl = Decl(json::array({{{"id", "conf"},
+                                 {"kind", "file"},
+                                 {"path", "/etc/conf"},
+                                 {"content", "x=1\n"},
+                                 {"owner", "root"},
+                                 {"group", "root"}},
+                                {{"id", "dir"},
+                                 {"kind", "directory"},
+                                 {"path", "/srv/data"},
+                                 {"owner", "root"},
+                                 {"group", "root"}}}));
+  auto uid_of = [&](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(Root(path).c_str(), &st), 0);
+    return st.st_uid;
+  };
+  for (bool kept : {true, false}) {
+    SCOPED_TRACE(kept ? "the daemon's kept proof" : "a one-shot's proof");
+    root.ids.clear();
+    store_.stream = !kept;
+    auto apply = [&] {
+      return kept ? daemon.Apply(decl.dump()) : Reconciler(ports, Options()).Apply(decl.dump());
+    };
+    ASSERT_EQ(apply().result, ApplyResult::kOk);
+    ASSERT_TRUE(apply().from_record);
+    ASSERT_EQ(uid_of("/etc/conf"), 0u);
+    root.ids[{"root", "root"}] = {kNobody, kNobody};  // "root" is uid 65534 now
+    ApplyReport r = apply();
+    EXPECT_FALSE(r.from_record);
+    EXPECT_THAT(Outcomes(r), ElementsAre("updated", "updated"));
+    EXPECT_THAT(r.outcomes[0].detail, HasSubstr("owner changed"));
+    EXPECT_EQ(uid_of("/etc/conf"), kNobody) << "owned as the name resolves now";
+    EXPECT_EQ(uid_of("/srv/data"), kNobody);
+    EXPECT_TRUE(apply().from_record) << "and proven again from what was checked";
+    root.ids.clear();  // back to the machine's own table for the next round
+    ASSERT_EQ(apply().result, ApplyResult::kOk);
+  }
 }
 
 // The no-op proof reads a touched file rather than run the full pass

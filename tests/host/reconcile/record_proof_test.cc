@@ -32,6 +32,7 @@ class RecordProofTest : public ::testing::Test {
     root_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root")));
     units_ = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("units")));
     record_.declaration_digest = record_.settled_declaration_digest = "d";
+    record_.owners = core::OwnerIds{};  // no owner names: none to look up
     record_.want_version = core::Record::kWantVersion;
     record_.machine = "m";
     record_.generation = 3;
