@@ -119,6 +119,15 @@ inline UnitBaseline BaselineOfRecord(const RecordEntry* entry) {
 
 // Owner and group names, with the uid and gid they resolved to.
 using OwnerIds = std::map<std::pair<std::string, std::string>, std::pair<uint32_t, uint32_t>>;
+// The most pairs a record's head holds (it is one line, read up to 1 MiB).
+// A declaration of more is recorded without them: no no-op is proven from
+// its record, and every apply is a full pass, which checks every file.
+inline constexpr size_t kMaxOwnerPairs = 4096;
+// `owners` as a record holds them: none past kMaxOwnerPairs.
+inline std::optional<OwnerIds> RecordableOwners(OwnerIds owners) {
+  if (owners.size() > kMaxOwnerPairs) return std::nullopt;
+  return owners;
+}
 
 struct Record {
   // 2: JSON Lines. A record of version 1 (one JSON document, the entries

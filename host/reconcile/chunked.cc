@@ -268,7 +268,7 @@ core::Status Run::Commit() {
   header.machine = first_.header.machine;
   header.generation = first_.header.generation;
   header.declaration_digest = first_.header.digest;
-  header.owners = std::move(owners_);
+  header.owners = core::RecordableOwners(std::move(owners_));
   if (auto st = builder_->Commit(header); !st) {
     return core::Fail("record not saved: " + st.error().message);
   }

@@ -362,12 +362,13 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
   // these same bytes may then be proven from the record alone.
   std::string settled_digest =
       settled.failed || settled.pending || !settled.intent.owed.empty() ? "" : decl.digest;
+  std::optional<core::OwnerIds> owners =
+      in.owners != nullptr ? core::RecordableOwners(*in.owners) : old.owners;
   bool same_record = in.had_record && settled.entries.empty() && old.machine == decl.machine &&
                      old.generation == decl.generation && old.declaration_digest == decl.digest &&
                      old.version == core::Record::kVersion &&
                      old.want_version == core::Record::kWantVersion &&
-                     old.settled_declaration_digest == settled_digest &&
-                     (in.owners == nullptr || old.owners == *in.owners);
+                     old.settled_declaration_digest == settled_digest && old.owners == owners;
   if (same_record) {
     // Nothing more will be recorded: what this apply names as created is
     // held by the record already, or is not there (a write that failed
@@ -407,7 +408,7 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
   next.version = core::Record::kVersion;  // as Save writes it, whatever was read
   next.want_version = core::Record::kWantVersion;
   next.settled_declaration_digest = settled_digest;
-  if (in.owners != nullptr) next.owners = *in.owners;
+  next.owners = std::move(owners);
   if (auto st = ports.records->Save(std::move(next)); !st) {
     return core::Fail("record not saved: " + st.error().message);
   }

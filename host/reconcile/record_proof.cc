@@ -47,9 +47,10 @@ bool RecordProof::HeaderHolds() const {
 }
 
 // Each owner and group name still resolves to the ids the paths were
-// checked under: a user renumbered moves nothing on disk. A look-up each
-// (a declaration names few), at every proof, kept or not.
+// checked under: a user renumbered moves nothing on disk. Two look-ups a
+// pair (a declaration names few), at every proof, kept or not.
 bool RecordProof::OwnersHold() const {
+  if (!header_.owners.has_value()) return false;
   for (const auto& [names, ids] : *header_.owners) {
     auto now = ports_.root->LookupIds(names.first, names.second);
     if (!now || *now != ids) return false;

@@ -39,6 +39,43 @@ TEST(RecordTest, RoundTrips) {
   EXPECT_TRUE(b.written[0].preexisting);
 }
 
+// The head's owner and group names with their ids: read back as written,
+// absent in a record of an older host, refused when malformed (naming the
+// field), and not recorded past kMaxOwnerPairs.
+TEST(RecordTest, OwnersRoundTripAndAreChecked) {
+  Record r;
+  r.machine = "edge-1";
+  r.declaration_digest = "abc";
+  auto none = ParseRecord(SerializeRecord(r));
+  ASSERT_TRUE(none.has_value()) << none.error().message;
+  EXPECT_FALSE(none->owners.has_value()) << "an older host's record";
+  r.owners = OwnerIds{{{"app", "www-data"}, {1001, 33}}, {{"root", "root"}, {0, 0}}};
+  auto back = ParseRecord(SerializeRecord(r));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->owners, r.owners);
+  r.owners = OwnerIds{};
+  back = ParseRecord(SerializeRecord(r));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->owners, OwnerIds{}) << "none named: present, and empty";
+
+  std::string text = SerializeRecord(r);
+  for (const char* bad : {R"("owners":[["app","app",1001]])", R"("owners":[["app","app",-1,0]])",
+                          R"("owners":[["app","app",4294967296,0]])", R"("owners":"app")",
+                          R"("owners":[[1,"app",1,1]])"}) {
+    std::string hostile = text;
+    hostile.replace(hostile.find(R"("owners":[])"), 11, bad);
+    auto refused = ParseRecord(hostile);
+    ASSERT_FALSE(refused.has_value()) << bad;
+    EXPECT_THAT(refused.error().message, ::testing::HasSubstr("owners")) << bad;
+  }
+
+  OwnerIds many;
+  for (uint32_t i = 0; i <= kMaxOwnerPairs; ++i) many[{"u" + std::to_string(i), "g"}] = {i, 0};
+  EXPECT_FALSE(RecordableOwners(many).has_value());
+  many.erase(many.begin());
+  EXPECT_EQ(RecordableOwners(many), many);
+}
+
 // The record store streams the text to disk in pieces: they must make the
 // same text as the whole, and the first failed write ends it.
 TEST(RecordTest, ThePiecesMakeTheWholeText) {

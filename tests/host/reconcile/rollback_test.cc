@@ -873,6 +873,7 @@ TEST_F(RollbackCrashTest, AKillAnywhereInABundleRollbackConvergesToTheKeptCopy) 
   };
   uint64_t generation = 1;
   int kills = 0;
+  int holds_not_put_back = 0;
   for (int step = 0; step < 400; ++step, generation += 2) {
     SCOPED_TRACE("killed before step " + std::to_string(step));
     std::string v1 = Bundle("app.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
@@ -884,6 +885,14 @@ TEST_F(RollbackCrashTest, AKillAnywhereInABundleRollbackConvergesToTheKeptCopy) 
     (void)Apply(App(v2, generation + 1));
     bool killed = kill_.Killed();
     kill_.Disarm();
+    // Killed once the hold was saved and before anything was put back: the
+    // process's own resource is all the hold holds, and the next apply is
+    // the rollback counted.
+    auto kept = core::ParseLastGood(store_.last_good.value_or(""));
+    bool held_not_put_back = killed && kept && kept->units.contains("app") &&
+                             kept->units.at("app").hold.has_value() && AppRun() == "broken";
+    holds_not_put_back += held_not_put_back;
+    int rolled_back = 0;
     for (int after = 0; after < 2; ++after) {
       ApplyReport r = Apply(App(v2, generation + 1));
       EXPECT_EQ(r.result, ApplyResult::kFailed) << "never a success on a refused generation";
@@ -894,11 +903,15 @@ TEST_F(RollbackCrashTest, AKillAnywhereInABundleRollbackConvergesToTheKeptCopy) 
       EXPECT_TRUE(unit.unit->up) << unit.detail;
       EXPECT_THAT(unit.detail, ::testing::AnyOf(HasSubstr("held at generation"),
                                                 HasSubstr("rolled back to generation")));
+      rolled_back += unit.declared.has_value() && unit.declared->rolled_back;
     }
+    EXPECT_LE(rolled_back, 1) << "one rollback, counted once";
+    if (held_not_put_back) EXPECT_EQ(rolled_back, 1) << "the put-back after the kill is counted";
     if (HasFailure() || !killed) break;
     ++kills;
   }
   EXPECT_GE(kills, 15) << "the unpack, intent, jobs, record, the hold, the second pass";
+  EXPECT_GE(holds_not_put_back, 1) << "no kill fell between the hold and the put-back";
 }
 
 }  // namespace
