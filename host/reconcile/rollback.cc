@@ -110,13 +110,15 @@ bool SayPutBack(const HeldUnit& h, const std::vector<const core::RecordEntry*>& 
                 const std::string& id) {
   ResourceOutcome& o = outcomes[h.index];
   // Written now over the refused want the record held: not a held unit
-  // merely started or repaired, nor one whose record was lost.
+  // merely started or repaired, nor one whose record was lost. A write that
+  // failed keeps the refused want; a unit's own resource may have failed
+  // after its write (its restart failing too) and still be put back.
   auto put_back = [&](size_t i) {
     const ResourceOutcome& r = outcomes[i];
     auto refused = h.hold.wants.find(r.id);
     return recorded[i] != nullptr && refused != h.hold.wants.end() &&
            recorded[i]->digest == refused->second && r.digest != refused->second &&
-           r.outcome != Outcome::kUnchanged && r.outcome != Outcome::kFailed;
+           r.outcome != Outcome::kUnchanged;
   };
   if (!o.host_acted || std::none_of(h.held.begin(), h.held.end(), put_back)) return false;
   bool running = RunningAt(o) && o.outcome != Outcome::kFailed;

@@ -860,6 +860,40 @@ TEST_F(RollbackCrashTest, APutBackAfterAKillThatFailsTooIsSaidOnce) {
   FAIL() << "no kill left a hold with nothing put back";
 }
 
+// The same when the hold is the process's own resource alone (its bundle
+// refused): a put-back after a kill whose restart fails too is said once.
+TEST_F(RollbackCrashTest, APutBackOfTheUnitAloneThatFailsTooIsSaidOnce) {
+  AddApp();
+  uint64_t generation = 1;
+  for (int step = 0; step < 400; ++step, generation += 2) {
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    AddApp();  // healthy on v1 again
+    std::string v1 = Bundle("app.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
+    ASSERT_EQ(Apply(App(v1, generation)).result, ApplyResult::kOk);
+    std::string v2 = Bundle("app.tar.gz", {{.name = "run", .content = "broken", .mode = 0755}});
+    kill_.KillAt(step);
+    (void)Apply(App(v2, generation + 1));
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    ASSERT_TRUE(killed) << "no kill fell between the hold and the put-back";
+    auto kept = core::ParseLastGood(store_.last_good.value_or(""));
+    if (!kept || !kept->units.contains("app") || !kept->units.at("app").hold ||
+        AppRun() != "broken") {
+      for (int after = 0; after < 2; ++after) (void)Apply(App(v2, generation + 1));
+      continue;
+    }
+    services_.behavior_on_start = [](const std::string&) { return Behavior::kDiesAfter; };
+    ApplyReport r = Apply(App(v2, generation + 1));
+    const core::ResourceOutcome& unit = Of(r, "app");
+    ASSERT_TRUE(unit.declared.has_value());
+    EXPECT_EQ(AppRun(), "v1");
+    EXPECT_TRUE(unit.declared->rolled_back) << unit.detail;
+    EXPECT_THAT(unit.detail, Not(HasSubstr("not rolled back"))) << unit.detail;
+    return;
+  }
+  FAIL() << "no kill left a hold with nothing put back";
+}
+
 // The same for a bundle: the refused v2 is packed under v1's name, so the
 // rollback can only unpack the copy kept with the last good. A kill at any
 // step (the unpack, the restart, the hold, the record) leaves the next two
