@@ -1,11 +1,9 @@
 #include "http/tls_context.h"
 
-#include <fcntl.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +14,7 @@
 #include <tuple>
 #include <utility>
 
+#include "http/regular_file.h"
 #include "third_party/tls_digests.h"
 
 namespace mesh::http {
@@ -35,41 +34,30 @@ std::unexpected<core::Error> FileError(const char* what, const std::string& path
   return core::Fail(std::string(what) + " " + path + ": " + why);
 }
 
-// A file opened once, without blocking, and checked on what was opened:
-// OpenSSL reads these files with a blocking fopen and no bound, so a FIFO
-// would hang the start (or the daemon's loop on SIGHUP) and a device never
-// end. OpenSSL is handed `/proc/self/fd/N`, which opens the very file
-// checked: a FIFO renamed in at the path after the check is never opened.
+// A TLS file opened once and checked (regular_file.h): OpenSSL reads
+// files by name only, with a blocking fopen and no bound, so it is handed
+// `/proc/self/fd/N`, which opens the very file checked.
 class CheckedFile {
  public:
   static core::Result<CheckedFile> Open(const char* what, const std::string& path) {
     auto fail = [&](const std::string& why) {
       return core::Fail(std::string(what) + " " + path + ": " + why);
     };
-    CheckedFile file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-    if (file.fd_ < 0) return fail(std::strerror(errno));
-    struct stat st {};
-    if (::fstat(file.fd_, &st) != 0) return fail(std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) return fail("a directory, not a file");
-    if (!S_ISREG(st.st_mode)) return fail("not a regular file");
-    file.proc_path_ = "/proc/self/fd/" + std::to_string(file.fd_);
-    if (::access(file.proc_path_.c_str(), R_OK) != 0) {
+    auto file = RegularFile::Open(path);
+    if (!file) return fail(file.error().message);
+    std::string proc_path = file->ProcPath();
+    if (::access(proc_path.c_str(), R_OK) != 0) {
       return fail("cannot be read again through /proc/self/fd (is /proc mounted?)");
     }
-    return file;
-  }
-  CheckedFile(CheckedFile&& o) noexcept
-      : fd_(std::exchange(o.fd_, -1)), proc_path_(std::move(o.proc_path_)) {}
-  CheckedFile& operator=(CheckedFile&&) = delete;
-  ~CheckedFile() {
-    if (fd_ >= 0) ::close(fd_);
+    return CheckedFile(std::move(*file), std::move(proc_path));
   }
   // Where OpenSSL opens it again.
   const char* path() const { return proc_path_.c_str(); }
 
  private:
-  explicit CheckedFile(int fd) : fd_(fd) {}
-  int fd_;
+  CheckedFile(RegularFile file, std::string proc_path)
+      : file_(std::move(file)), proc_path_(std::move(proc_path)) {}
+  RegularFile file_;
   std::string proc_path_;
 };
 

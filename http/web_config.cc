@@ -1,21 +1,18 @@
 #include "http/web_config.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
+
+#include "http/regular_file.h"
 
 namespace mesh::http {
 namespace {
@@ -423,34 +420,13 @@ namespace {
 // daemon hold.
 constexpr size_t kMaxWebConfigBytes = 1 << 20;
 
-// The text of a regular file at `path`, at most kMaxWebConfigBytes. Not
-// another kind: a FIFO would block the open (and the daemon's loop with
-// it, on SIGHUP), a directory reads as an empty file (plain HTTP, no
-// auth), /dev/zero never ends.
+// The text of a regular file at `path` (regular_file.h: a directory read
+// as an empty file would be plain HTTP with no auth), at most
+// kMaxWebConfigBytes.
 core::Result<std::string> ReadConfigFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return core::Fail(std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return core::Fail(std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return core::Fail("a directory, not a file");
-  if (!S_ISREG(st.st_mode)) return core::Fail("not a regular file");
-  std::string text;
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return core::Fail(std::strerror(errno));
-    if (n == 0) break;
-    if (text.size() + static_cast<size_t>(n) > kMaxWebConfigBytes) {
-      return core::Fail("larger than " + std::to_string(kMaxWebConfigBytes >> 20) + " MiB");
-    }
-    text.append(buf, static_cast<size_t>(n));
-  }
-  return text;
+  auto file = RegularFile::Open(path);
+  if (!file) return std::unexpected(file.error());
+  return file->Read(kMaxWebConfigBytes);
 }
 
 }  // namespace

@@ -150,16 +150,15 @@ void HostMetrics::SetReconcileInterval(std::chrono::nanoseconds interval) {
 void HostMetrics::SetStartTime(std::chrono::system_clock::time_point start) {
   std::lock_guard<std::mutex> lock(mu_);
   start_time_->Set(Seconds(start));
-  start_at_ = Stamped(start_time_, start);
+  start_at_ = Stamped(start);
 }
 
 // `wall`, a moment just past, on the monotonic clock: as far before its
 // now as it is before the wall clock's now.
-HostMetrics::Stamp HostMetrics::Stamped(prometheus::Gauge* gauge,
-                                        std::chrono::system_clock::time_point wall) const {
-  if (clock_ == nullptr) return {gauge, std::nullopt};
+HostMetrics::Stamp HostMetrics::Stamped(std::chrono::system_clock::time_point wall) const {
+  if (clock_ == nullptr) return std::nullopt;
   auto ago = std::max<std::chrono::nanoseconds>(clock_->Now() - wall, {});
-  return {gauge, clock_->Monotonic() - ago};
+  return clock_->Monotonic() - ago;
 }
 
 void HostMetrics::ObserveApply(const core::ApplyReport& report) {
@@ -167,10 +166,10 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
   reconciles_->Add({{"result", std::string(core::ApplyResultName(report.result))}}).Increment();
   duration_->Observe(std::chrono::duration<double>(report.duration).count());
   last_reconcile_->Set(Seconds(report.finished_at));
-  reconcile_at_ = Stamped(last_reconcile_, report.finished_at);
+  reconcile_at_ = Stamped(report.finished_at);
   if (report.result == core::ApplyResult::kOk) {
     last_success_->Set(Seconds(report.finished_at));
-    success_at_ = {last_success_, reconcile_at_.at};
+    success_at_ = reconcile_at_;
   }
   ObserveRefusal(report);
   if (report.result == core::ApplyResult::kRefused) {
@@ -463,8 +462,10 @@ std::string HostMetrics::Serialize() const {
   if (clock_ != nullptr) {
     auto wall = clock_->Now();
     auto mono = clock_->Monotonic();
-    for (const Stamp* s : {&start_at_, &reconcile_at_, &success_at_}) {
-      if (s->at.has_value()) s->gauge->Set(Seconds(wall - (mono - *s->at)));
+    for (auto [gauge, at] : {std::pair{start_time_, start_at_},
+                             {last_reconcile_, reconcile_at_},
+                             {last_success_, success_at_}}) {
+      if (at.has_value()) gauge->Set(Seconds(wall - (mono - *at)));
     }
   }
   std::vector<prometheus::MetricFamily> families = registry_->Collect();

@@ -131,11 +131,8 @@ class HostMetrics {
   // When each timestamp above was stamped, on the monotonic clock (with a
   // clock only; none: not stamped yet).
   ports::Clock* clock_ = nullptr;
-  struct Stamp {
-    prometheus::Gauge* gauge = nullptr;
-    std::optional<std::chrono::steady_clock::time_point> at;
-  };
-  Stamp Stamped(prometheus::Gauge* gauge, std::chrono::system_clock::time_point wall) const;
+  using Stamp = std::optional<std::chrono::steady_clock::time_point>;
+  Stamp Stamped(std::chrono::system_clock::time_point wall) const;
   Stamp start_at_, reconcile_at_, success_at_;
 
   // mesh_host_resource_changes_total is kept here and rendered at each

@@ -6,9 +6,10 @@
 // watchdog and, while starting, pushes the start timeout out — or, once a
 // stop is pending (it waits for the apply to finish), the stop timeout —
 // for at most kExtendAtMost, after which systemd's own timeout acts rather
-// than a boot or a shutdown blocking for ever. Once the apply has not moved for the stall
-// allowance, the ticks stop petting (systemd then restarts the host and says why) and the board
-// says so, once; a step taken again lifts it. The ticks run for every apply, watchdog or not:
+// than a boot or a shutdown blocking for ever. Once the apply has not
+// moved for the stall allowance, the ticks stop petting (systemd then
+// restarts the host and says why) and the board says so, once; a step
+// taken again lifts it. The ticks run for every apply, watchdog or not:
 // without one, /healthz saying 503 is the only sign that an apply is frozen.
 #pragma once
 

@@ -279,10 +279,7 @@ void ApplyRun::Carry(ApplyState& s) {
   for (const HeldUnit& h : held_) {
     settled.failed = true;
     if (rollback_pass_) continue;  // merged by the first pass
-    if (SayPutBack(h, s.olds.recorded, settled.outcomes, last_good_,
-                   s.decl.resources[h.index].id)) {
-      last_good_changed_ = true;
-    }
+    if (SayPutBack(h, s.olds.recorded, settled.outcomes, last_good_)) last_good_changed_ = true;
     SayHeld(h, s.decl, h.index, settled.outcomes[h.index]);
     for (size_t i : h.held) {
       if (i != h.index) SayHeld(h, s.decl, i, settled.outcomes[i]);

@@ -106,8 +106,7 @@ void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, Resourc
 }
 
 bool SayPutBack(const HeldUnit& h, const std::vector<const core::RecordEntry*>& recorded,
-                std::vector<ResourceOutcome>& outcomes, core::LastGood& last_good,
-                const std::string& id) {
+                std::vector<ResourceOutcome>& outcomes, core::LastGood& last_good) {
   ResourceOutcome& o = outcomes[h.index];
   // Written now over the refused want the record held: not a held unit
   // merely started or repaired, nor one whose record was lost. A write that
@@ -125,7 +124,7 @@ bool SayPutBack(const HeldUnit& h, const std::vector<const core::RecordEntry*>& 
   o.mutable_declared().rolled_back = true;
   o.detail += (o.detail.empty() ? "" : "; ") + std::string("rolled back to generation ") +
               std::to_string(h.generation) + (running ? ": running" : ": failed too");
-  auto kept = last_good.units.find(id);
+  auto kept = last_good.units.find(o.id);
   if (running || kept == last_good.units.end() || !kept->second.hold ||
       kept->second.hold->rollback_failed) {
     return false;

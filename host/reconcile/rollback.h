@@ -57,14 +57,12 @@ std::vector<HeldUnit> TakeHolds(core::Declaration& decl, std::vector<std::string
 void SayHeld(const HeldUnit& h, const core::Declaration& decl, size_t i, core::ResourceOutcome& o);
 // A held unit this apply restarted onto kept content it wrote over the
 // refused want the record held (`recorded`, by index: the record before
-// this apply):
-// the apply that saved the hold was cut short before its second pass put
-// anything back, so this apply is the rollback, said and counted as one
-// (DeclaredUnit::rolled_back). A restart that failed too is marked on the
-// hold. Returns whether `last_good` changed.
+// this apply): the apply that saved the hold was cut short before its
+// second pass put anything back, so this apply is the rollback, said and
+// counted as one (DeclaredUnit::rolled_back). A restart that failed too is
+// marked on the hold. Returns whether `last_good` changed.
 bool SayPutBack(const HeldUnit& h, const std::vector<const core::RecordEntry*>& recorded,
-                std::vector<core::ResourceOutcome>& outcomes, core::LastGood& last_good,
-                const std::string& id);
+                std::vector<core::ResourceOutcome>& outcomes, core::LastGood& last_good);
 // The same words from the hold as saved (`generation`: the last good's):
 // on the unit's own resource (`of_unit`, which also gets the held series)
 // or on one put back under `unit`.
