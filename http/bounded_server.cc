@@ -304,7 +304,7 @@ void BoundedServer::Fail(std::string why) {
     std::lock_guard<std::mutex> lock(failure_mu_);
     failure_ = std::move(why);
   }
-  stop();
+  Interrupt();
 }
 
 // The connection as httplib's parser reads it: first what the gatherer
@@ -430,6 +430,27 @@ void BoundedServer::WidenBacklog() {
   // listen() again on a listening socket sets its backlog; the kernel
   // caps it at net.core.somaxconn.
   if (int sock = listening_.load(); sock >= 0) (void)::listen(sock, SOMAXCONN);
+}
+
+bool BoundedServer::HoldListener() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  if (int sock = listening_.load(); sock >= 0 && held_ < 0) {
+    held_ = ::fcntl(sock, F_DUPFD_CLOEXEC, 3);
+  }
+  return held_ >= 0;
+}
+
+void BoundedServer::Interrupt() {
+  // A listening socket shut down fails accept() with EINVAL: httplib's
+  // loop then closes its own descriptor and ends.
+  std::lock_guard<std::mutex> lock(held_mu_);
+  if (held_ >= 0) (void)::shutdown(held_, SHUT_RDWR);
+}
+
+void BoundedServer::ReleaseListener() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  if (held_ >= 0) ::close(held_);
+  held_ = -1;
 }
 
 void BoundedServer::SetTls(std::shared_ptr<const TlsContext> tls) {

@@ -44,6 +44,7 @@ class BoundedServer : public httplib::Server {
   // time the last open connection has closed: the moment to tidy up after
   // a burst of requests without competing with one.
   explicit BoundedServer(ConnectionLimits limits = {}, std::function<void()> on_idle = nullptr);
+  ~BoundedServer() override { ReleaseListener(); }
 
   // TLS for the connections accepted from now on (null: plain HTTP).
   void SetTls(std::shared_ptr<const TlsContext> tls);
@@ -56,6 +57,19 @@ class BoundedServer : public httplib::Server {
   // connections in a loop fills it, and everyone else's connect is
   // dropped and retried a second later.
   void WidenBacklog();
+
+  // After bind: a descriptor of the listening socket that this server
+  // owns. httplib closes its own on an accept error and keeps the number,
+  // which another thread may open a file under before its loop is over:
+  // only a descriptor of our own is safe to act on then. False when none
+  // could be made (no descriptor left).
+  bool HoldListener();
+  // Makes listen_after_bind() return, at any moment: before its loop has
+  // begun (accept fails at once), during it, or after it ended on its own.
+  // Used instead of httplib's stop(), which acts on its number.
+  void Interrupt();
+  // Lets the socket go, once listen_after_bind() has returned.
+  void ReleaseListener();
 
   // Whether the calling thread is a slow worker: only there may a request
   // wait for a password's hash (a fast worker answers 401 instead).
@@ -89,7 +103,9 @@ class BoundedServer : public httplib::Server {
 
   ConnectionLimits limits_;
   ConnectionTally tally_;
-  std::atomic<int> listening_{-1};  // the socket bound last
+  std::atomic<int> listening_{-1};  // the socket bound last: httplib's number
+  std::mutex held_mu_;
+  int held_ = -1;  // our own descriptor of it (HoldListener)
   std::function<bool(std::string_view)> slow_;
   mutable std::mutex failure_mu_;
   std::string failure_;

@@ -4,8 +4,9 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
-#include <chrono>
+#include <cstring>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -336,6 +337,10 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
                       ": cannot bind (in use, or not an address of this machine)");
   }
   server_->WidenBacklog();
+  if (!server_->HoldListener()) {
+    return core::Fail("listen on " + address.host + ":" + std::to_string(port) +
+                      ": no descriptor left to hold the socket by: " + std::strerror(errno));
+  }
   std::string host =
       address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host;
   std::string where = host + ":" + std::to_string(port);
@@ -347,6 +352,7 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
       } catch (const std::exception& e) {
         why = e.what();
       }
+      server_->ReleaseListener();
       ended_ = true;
       if (stopping_ || !on_lost_) return;
       std::string failure = server_->failure();
@@ -364,12 +370,7 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
 void StatusServer::Stop() {
   stopping_ = true;
   if (!thread_.joinable()) return;
-  // httplib's stop() does nothing before its loop has begun, and must be
-  // called once only: it waits for the loop (or for the thread's end).
-  while (!ended_ && !server_->is_running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!ended_) server_->stop();
+  server_->Interrupt();
   thread_.join();
 }
 

@@ -2,6 +2,7 @@
 #include "http/server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -82,6 +84,25 @@ TEST(ServerStopTest, AStopRightAfterTheStartReturns) {
 // httplib ends its loop and closes the socket on an accept() error (here
 // the socket shut down under it): the server says so, once, and is not
 // taken for stopped on purpose.
+// The descriptors of this process listening on 127.0.0.1:port.
+std::vector<int> ListeningOn(int port) {
+  std::vector<int> found;
+  for (int fd = 3; fd < 1024; ++fd) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof addr;
+    int accepting = 0;
+    socklen_t alen = sizeof accepting;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+        addr.sin_family == AF_INET && ntohs(addr.sin_port) == port &&
+        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &alen) == 0 && accepting) {
+      found.push_back(fd);
+    }
+  }
+  return found;
+}
+
+bool Open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+
 TEST(ServerStopTest, AListenerThatStopsUnaskedIsSaid) {
   status::StatusBoard board;
   StatusServer server(board, [] { return std::string(); });
@@ -95,22 +116,9 @@ TEST(ServerStopTest, AListenerThatStopsUnaskedIsSaid) {
   });
   auto bound = server.Start({"127.0.0.1", 0});
   ASSERT_TRUE(bound.has_value()) << bound.error().message;
-  // The listening socket: the one bound to that port.
-  int port = std::stoi(bound->substr(bound->rfind(':') + 1));
-  int listening = -1;
-  for (int fd = 3; fd < 1024 && listening < 0; ++fd) {
-    sockaddr_in addr{};
-    socklen_t len = sizeof addr;
-    int accepting = 0;
-    socklen_t alen = sizeof accepting;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
-        addr.sin_family == AF_INET && ntohs(addr.sin_port) == port &&
-        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &alen) == 0 && accepting) {
-      listening = fd;
-    }
-  }
-  ASSERT_GE(listening, 0);
-  ASSERT_EQ(::shutdown(listening, SHUT_RDWR), 0);  // accept() now fails: EINVAL
+  std::vector<int> listening = ListeningOn(std::stoi(bound->substr(bound->rfind(':') + 1)));
+  ASSERT_FALSE(listening.empty());
+  ASSERT_EQ(::shutdown(listening[0], SHUT_RDWR), 0);  // accept() now fails: EINVAL
   std::unique_lock<std::mutex> lock(m);
   ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return !lost.empty(); }));
   EXPECT_EQ(lost[0], "the HTTP listener on " + *bound +
@@ -118,6 +126,63 @@ TEST(ServerStopTest, AListenerThatStopsUnaskedIsSaid) {
   lock.unlock();
   server.Stop();
   EXPECT_EQ(lost.size(), 1u);
+}
+
+// A listener that ends on its own is closed by httplib, which keeps its
+// number; Stop() while a request is still being answered (the loop is
+// then not over) must not close that number again: another thread may
+// have opened a file under it since.
+TEST(ServerStopTest, AStopAfterTheListenerEndedClosesNoReusedNumber) {
+  status::StatusBoard board;
+  std::promise<void> answer;
+  std::shared_future<void> answered = answer.get_future().share();
+  std::atomic<bool> asked{false};
+  StatusServer server(board, [&] {
+    asked = true;
+    answered.wait();
+    return std::string("mesh_host_build_info 1\n");
+  });
+  server.set_on_lost([](const std::string&) {});
+  auto bound = server.Start({"127.0.0.1", 0});
+  ASSERT_TRUE(bound.has_value()) << bound.error().message;
+  int port = std::stoi(bound->substr(bound->rfind(':') + 1));
+  std::vector<int> listening = ListeningOn(port);
+  ASSERT_FALSE(listening.empty());
+  // A request held on a worker: the loop's end waits for its answer.
+  std::thread client([port] {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(std::chrono::seconds(30));
+    (void)c.Get("/metrics");
+  });
+  for (int i = 0; i < 3000 && !asked; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(asked);
+  ASSERT_EQ(::shutdown(listening[0], SHUT_RDWR), 0);
+  // The number httplib closed, taken at once by "another thread".
+  int closed = -1;
+  for (int i = 0; i < 3000 && closed < 0; ++i) {
+    for (int fd : listening) {
+      if (!Open(fd)) closed = fd;
+    }
+    if (closed < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GE(closed, 0);
+  int mine = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(mine, 0);
+  if (mine != closed) {
+    ASSERT_EQ(::dup2(mine, closed), closed);
+    ::close(mine);
+  }
+  std::thread stop([&] { server.Stop(); });
+  for (int i = 0; i < 500 && Open(closed); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(Open(closed)) << "Stop() closed descriptor " << closed << ", which it does not own";
+  answer.set_value();
+  stop.join();
+  client.join();
+  EXPECT_TRUE(Open(closed));
+  ::close(closed);
 }
 
 TEST_F(ServerTest, ServesTheThreeEndpoints) {
