@@ -211,15 +211,16 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
   for (size_t i = 0; i + 1 < comps.size(); ++i) {
     std::string comp(comps[i]);
     walked += "/" + comp;
-    bool made = false;
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    bool made = false, opened = false;
+    for (int attempt = 0; attempt < 2 && !opened; ++attempt) {
       int fd = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd >= 0) {
         cur = UniqueFd(fd);
+        opened = true;
         // mkdirat's mode passes through the umask (the shipped unit's 0077
         // would make it 0700, unreadable to a service user): set it whole.
         if (made && ::fchmod(cur.get(), kCreatedDirMode) != 0) return Fail(Errno("chmod", walked));
-        break;
+        continue;
       }
       int err = errno;
       if (err == ENOENT) {
@@ -242,6 +243,9 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
       if (err == ENOTDIR) return Fail("path " + path + ": " + walked + " is not a directory");
       return Fail(Errno("open", walked, err));
     }
+    // Made twice and gone twice before it could be opened: someone else
+    // removes it, and the walk must not go on from the directory above.
+    if (!opened) return Fail("path " + path + ": " + walked + " is removed as soon as it is made");
   }
   return cur;
 }
