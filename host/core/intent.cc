@@ -6,6 +6,7 @@
 
 #include "host/core/declaration.h"
 #include "host/core/json_depth.h"
+#include "host/core/printable.h"
 
 namespace mesh::core {
 namespace {
@@ -89,7 +90,10 @@ std::string SerializeIntent(const Intent& intent) {
   for (const auto& [id, o] : intent.owed) {
     json item = {{"daemon_reload", o.daemon_reload},
                  {"reason", o.reason ? RestartReasonName(*o.reason) : std::string_view()},
-                 {"why", o.why},
+                 // Said of a declared path, which may hold a tab: escaped
+                 // as every output escapes it, so that the reader, which
+                 // refuses control characters, reads it back.
+                 {"why", Printable(o.why)},
                  {"since", o.since}};
     if (o.action.has_value()) item["action"] = std::string(UnitActionVerb(*o.action));
     owed[id] = std::move(item);

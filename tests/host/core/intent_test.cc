@@ -62,6 +62,20 @@ TEST(IntentTest, TheTextIsTheWholeTreesDump) {
   }
 }
 
+// A restart owed for a declared path with a tab in its name: the intent
+// written must read back (refused, it held every later apply to nothing
+// until someone removed it).
+TEST(IntentTest, AReasonNamingAPathWithATabReadsBack) {
+  Intent intent;
+  intent.applying = true;
+  intent.owed["web"] = {UnitAction::kRestart, false, core::RestartReason::kDeclared,
+                        "unit definition /etc/systemd/system/web.service.d/a\tb.conf changed", 2};
+  auto back = ParseIntent(SerializeIntent(intent));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->owed.at("web").why,
+            "unit definition /etc/systemd/system/web.service.d/a\\x09b.conf changed");
+}
+
 // A daemon-reload owed alone has no reason: written "", read back as none.
 TEST(IntentTest, ADaemonReloadAloneHasNoReason) {
   Intent intent;
