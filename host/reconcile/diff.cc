@@ -120,6 +120,19 @@ std::string FileDiff(const Current& now, const std::string& shown, std::string_v
   return out + ContentDiff("a" + shown, "b" + shown, now.content, content);
 }
 
+// A file the apply deletes, shown as FileDiff shows a file it writes over:
+// what a credential held, or only its owner may read, is not shown.
+std::string DeletedFile(const std::string& what, const std::string& shown, const Current& now,
+                        bool secret) {
+  std::string said = "deleted " + what + " " + core::Printable(shown);
+  if (secret) return said + " (a credential: its content is not shown)\n";
+  if (!now.unreadable.empty()) return said + ": " + core::Printable(now.unreadable) + "\n";
+  if ((now.info.mode & 0004) == 0 && !now.content.empty()) {
+    return said + " (not world-readable: its content is not shown)\n";
+  }
+  return "deleted " + what + "\n" + ContentDiff("a" + shown, "/dev/null", now.content, "");
+}
+
 std::string MetadataDiff(const Current& now, const Resource& r, const FilesSeen& seen) {
   if (now.info.type != FileType::kRegular) return "";
   std::string out;
@@ -254,9 +267,8 @@ std::vector<std::string> Diffs(const DiffInputs& in, const ReconcilerPorts& port
     }
     for (const std::string& name : step.delete_drop_ins) {
       std::string rel = r.unit().name + ".d/" + name;
-      Current now = Look(*ports.units, "/" + rel);
-      block += "deleted drop-in\n" +
-               ContentDiff("a" + UnitFilePath(*in.dirs, rel), "/dev/null", now.content, "");
+      block +=
+          DeletedFile("drop-in", UnitFilePath(*in.dirs, rel), Look(*ports.units, "/" + rel), false);
     }
     if (!block.empty()) out.push_back(Header(r.id, core::KindName(r.kind)) + block);
   }
@@ -267,19 +279,14 @@ std::vector<std::string> Diffs(const DiffInputs& in, const ReconcilerPorts& port
       Current now = Look(*ports.root, path);
       if (now.info.type == FileType::kDirectory) {
         block += "deleted tree " + core::Printable(path) + "\n";
-      } else if (secret) {
-        block += "deleted " + core::Printable(path) + " (a credential: its content is not shown)\n";
-      } else if (!now.unreadable.empty()) {
-        block += "deleted " + core::Printable(path) + ": " + core::Printable(now.unreadable) + "\n";
       } else {
-        block += "deleted file\n" + ContentDiff("a" + path, "/dev/null", now.content, "");
+        block += DeletedFile("file", path, now, secret || secret_paths.contains(path));
       }
     }
     if (removal.delete_unit_file) {
       std::string unit = removal.entry.unit().name;
-      Current now = Look(*ports.units, "/" + unit);
-      block += "deleted unit file\n" +
-               ContentDiff("a" + UnitFilePath(*in.dirs, unit), "/dev/null", now.content, "");
+      block += DeletedFile("unit file", UnitFilePath(*in.dirs, unit),
+                           Look(*ports.units, "/" + unit), false);
     }
     if (!block.empty()) out.push_back(Header(removal.id, removal.entry.kind) + block);
   }

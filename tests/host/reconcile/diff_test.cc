@@ -6,8 +6,10 @@
 namespace mesh::reconcile {
 namespace {
 
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::TarMember;
 using testing::WriteText;
 
@@ -22,7 +24,8 @@ class DiffTest : public ReconcilerTest {
     EXPECT_NE(report.result, ApplyResult::kRefused) << report.error;
     return report.diffs;
   }
-  static json File(const std::string& id, const std::string& content, json extra = json::object()) {
+  static json File(const std::string& id, const std::string& content,
+                   const json& extra = json::object()) {
     json r = {{"id", id}, {"kind", "file"}, {"path", "/etc/app/" + id}, {"content", content}};
     r.update(extra);
     return r;
@@ -62,6 +65,17 @@ TEST_F(DiffTest, ARemovedFile) {
                                                                      "@@ -1,2 +0,0 @@\n"
                                                                      "-going\n"
                                                                      "-away\n"));
+}
+
+// Dropped from the declaration, a file only its owner may read is deleted
+// unshown, as it is written over unshown: a plan's output goes to CI logs.
+TEST_F(DiffTest, ARemovedFileOnlyItsOwnerMayReadIsNotShown) {
+  Run(Decl({File("keep", "k\n"), File("db.pass", "hunter2\n", {{"mode", "0400"}})}));
+  std::vector<std::string> diffs = PlanDiffs(Decl({File("keep", "k\n")}, 2));
+  EXPECT_THAT(diffs, ElementsAre("diff db.pass (file)\n"
+                                 "deleted file /etc/app/db.pass (not world-readable: its content "
+                                 "is not shown)\n"));
+  EXPECT_THAT(diffs, Each(Not(HasSubstr("hunter2"))));
 }
 
 TEST_F(DiffTest, AModeOnlyChange) {
