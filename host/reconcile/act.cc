@@ -146,6 +146,10 @@ std::map<std::string, core::Result<core::UnitStatus>> ServicesOfSockets(
 
 }  // namespace
 
+core::UnitAction AskedOf(const UnitPlan& u, const Acted& a) {
+  return a.restart_for_start ? core::UnitAction::kRestart : *u.action;
+}
+
 std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Writes& writes,
                        const SystemdAnswer& reloaded, ports::ServiceManager* services,
                        bool dry_run) {
@@ -179,7 +183,16 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   auto services_of_sockets = ServicesOfSockets(asks, before, services);
   std::vector<std::pair<std::string, ports::JobKind>> readable;
   std::vector<size_t> sent;  // into asks
+  std::vector<bool> restart_for_start(asks.size(), false);
   for (size_t n = 0; n < asks.size(); ++n) {
+    // Started by someone else since the plan found it down: a start would
+    // be a job done at once, the unit left on what it started with.
+    if (asks[n].second == ports::JobKind::kStart && n < before.size() && before[n] &&
+        plan.units[asked[n]].start_loads_changes && before[n]->Running() &&
+        !core::AwaitingAutoRestart(*before[n])) {
+      asks[n].second = ports::JobKind::kRestart;
+      restart_for_start[n] = true;
+    }
     std::optional<std::string> held =
         n < before.size() && before[n] && SocketRestart(asks[n])
             ? SocketHeldByItsService(asks[n].first, *before[n], services_of_sockets)
@@ -208,6 +221,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
                           .job = "",
                           .before = {}};
     a.before = std::move(*before[n]);  // a refusal's too: it says whether systemd loaded it
+    a.restart_for_start = restart_for_start[n];
   }
   return acts;
 }

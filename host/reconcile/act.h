@@ -36,7 +36,13 @@ struct Acted {
   // whether systemd had loaded it. A unit that could not be read then was
   // not asked (kRefused, the read's error, no `before`).
   std::optional<core::UnitStatus> before;
+  // Restarted in place of the plan's start (UnitPlan::start_loads_changes).
+  bool restart_for_start = false;
 };
+
+// What the host asked of systemd for `u`: the plan's action, or the
+// restart that stood in for its start.
+core::UnitAction AskedOf(const UnitPlan& u, const Acted& a);
 
 // One per plan.units entry. With `dry_run` nothing is asked of systemd: only
 // what would be held back is said.

@@ -45,7 +45,7 @@ void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& 
 }
 
 const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource& r,
-                                    const Step& step, const UnitPlan& u,
+                                    const Step& step, const UnitPlan& u, const Acted& a,
                                     const std::optional<Confirmation>& c, ResourceOutcome& o) {
   std::string why = WhyOf(u);
   if (in.dry_run || !c.has_value()) {
@@ -65,7 +65,8 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
   // job systemd ends without touching the daemon, the same run seen after
   // it: it has the unit looked at twice and restarts nothing. Counted as
   // the host's restart, MeshHostUnitFlapping saw each of systemd's twice.
-  bool started_nothing = *u.action == core::UnitAction::kStart && u.status.Running() &&
+  core::UnitAction asked = AskedOf(u, a);
+  bool started_nothing = asked == core::UnitAction::kStart && u.status.Running() &&
                          !u.status.invocation_id.empty() &&
                          c->last.invocation_id == u.status.invocation_id;
   o.mutable_declared().restart_reason =
@@ -78,12 +79,19 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
   } else if (!u.start_failed.empty()) {
     o.unit->up = false;  // never seen up since it failed
     Fail(o, u.start_failed + "; started again: " + c->verdict.detail + StillOwed(u));
-  } else if (step.changes()) {
-    o.outcome = step.outcome;
-    o.detail = step.detail + ", running as " + r.unit().name + " (" + c->verdict.detail + ")";
   } else {
-    o.outcome = OutcomeOf(*u.action);
-    o.detail = (why.empty() ? "" : why + "; ") + r.unit().name + " " + c->verdict.detail;
+    std::string instead = a.restart_for_start ? "started by someone else after the host looked: "
+                                                "restarted onto the change, "
+                                              : "";
+    if (step.changes()) {
+      o.outcome = step.outcome;
+      o.detail = step.detail + ", " + instead + "running as " + r.unit().name + " (" +
+                 c->verdict.detail + ")";
+    } else {
+      o.outcome = OutcomeOf(asked);
+      o.detail =
+          (why.empty() ? "" : why + "; ") + instead + r.unit().name + " " + c->verdict.detail;
+    }
   }
   return c->verdict.accepted ? &c->last : nullptr;
 }
@@ -148,7 +156,7 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
     o.detail = Then(step.detail, UnitStatePhrase(r.unit().name, u.status));
     return u.up ? &u.status : nullptr;
   }
-  return SettleActed(in, r, step, u, (*in.confirmed)[k], o);
+  return SettleActed(in, r, step, u, a, (*in.confirmed)[k], o);
 }
 
 // The record remembers the look at which a unit declared running was last

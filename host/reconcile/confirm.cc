@@ -126,16 +126,17 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   for (size_t k = 0; k < plan.units.size(); ++k) {
     if (acts[k].state != Acted::State::kQueued) continue;
     const UnitPlan& u = plan.units[k];
-    watches.push_back({k,
-                       decl.resources[u.index].unit().name,
-                       acts[k].job,
-                       // Act reads each unit it queues a job for; an Acted made
-                       // otherwise (a test's) starts from the plan's look.
-                       core::FirstLookWait(*u.action, acts[k].before.value_or(u.status), settle),
-                       false,
-                       {},
-                       {},
-                       {}});
+    watches.push_back(
+        {k,
+         decl.resources[u.index].unit().name,
+         acts[k].job,
+         // Act reads each unit it queues a job for; an Acted made
+         // otherwise (a test's) starts from the plan's look.
+         core::FirstLookWait(AskedOf(u, acts[k]), acts[k].before.value_or(u.status), settle),
+         false,
+         {},
+         {},
+         {}});
   }
   if (watches.empty()) return out;  // nothing queued: nothing to look at, no pause
   FirstLooks firsts(*services, clock, watches, progress);
@@ -167,9 +168,9 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     w.second.job_pending = w.first.job_pending && !late.contains(w.job);
     w.second.ran_since_asked = w.wait.RanSinceAsked(w.second.unit);
     const UnitPlan& u = plan.units[w.unit];
-    out[w.unit] =
-        Confirmation{core::JudgeTwoLooks(*u.action, w.job_result, w.first, w.second, elapsed),
-                     w.second.unit, w.first.unit.invocation_id};
+    out[w.unit] = Confirmation{
+        core::JudgeTwoLooks(AskedOf(u, acts[w.unit]), w.job_result, w.first, w.second, elapsed),
+        w.second.unit, w.first.unit.invocation_id};
   }
   return out;
 }

@@ -154,6 +154,11 @@ struct UnitPlan {
   std::optional<core::UnitAction> action;
   bool stop = false;      // declared stopped and running: stopped, never waited on
   bool stopping = false;  // declared stopped and still deactivating: not stopped yet
+  // A start asked of a unit not running that stands for what this apply
+  // changed (its files, its definition, a restart_on): found running when
+  // the host asks (someone else started it since it was looked at), it is
+  // restarted instead, as a start would leave it on what it started with.
+  bool start_loads_changes = false;
   // Declared running, last seen by the host on its way up and found failed
   // now: that start failed (the words), whatever the start asked now does.
   std::string start_failed;

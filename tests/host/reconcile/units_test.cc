@@ -18,7 +18,7 @@ using testing::TarMember;
 
 class UnitsTest : public ReconcilerTest {
  protected:
-  static json Service(const std::string& id, json extra = json::object()) {
+  static json Service(const std::string& id, const json& extra = json::object()) {
     json r = {{"id", id}, {"kind", "service"}, {"unit", id + ".service"}, {"state", "running"}};
     r.update(extra);
     return r;
@@ -206,6 +206,32 @@ TEST_F(UnitsTest, ARestartBySomeoneElseJustBeforeTheHostsIsNoDeath) {
   EXPECT_EQ(r.outcomes[0].outcome, core::Outcome::kUpdated);  // its unit file, then a restart
   EXPECT_FALSE(r.outcomes[0].confirm_failed);
   EXPECT_EQ(services_.StartsOf("jail.service"), 2);
+}
+
+// Found dead, its new unit file is to be loaded by a start; someone else
+// starts it after the host looked and before it asks (Restart=, a socket,
+// an operator). A start would then be a job done at once that loads
+// nothing, the daemon left on what it started with, and the apply would
+// say it runs the change: it is restarted instead.
+TEST_F(UnitsTest, AUnitStartedByOtherAfterTheLookIsRestartedOntoTheChange) {
+  services_.AddUnit("jail.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  auto svc = [](const std::string& exec) {
+    return Service("jail", {{"unit_text", "[Service]\nExecStart=" + exec + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({svc("/bin/v1")})).result, ApplyResult::kOk);
+  services_.Kill("jail.service");
+  services_.on_daemon_reload = [&] { services_.RestartedByOther("jail.service"); };
+  int loads = 0;
+  services_.on_load = [&](const std::string&) { ++loads; };
+  ApplyReport r = Run(Decl({svc("/bin/v2")}, 2));
+  ASSERT_EQ(r.outcomes.size(), 1u);
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
+  EXPECT_EQ(loads, 1) << "the daemon runs what it started with: " << r.outcomes[0].detail;
+  ASSERT_FALSE(services_.calls().empty());
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kRestart);
+  EXPECT_THAT(r.outcomes[0].detail,
+              HasSubstr("started by someone else after the host looked: restarted onto the "
+                        "change, running as jail.service"));
 }
 
 // The same restart by someone else, later still: after the host read the
