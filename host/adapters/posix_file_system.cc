@@ -114,6 +114,13 @@ Result<std::vector<std::string>> DirStream::Names() {
   return names;
 }
 
+bool IsMountRoot(int fd) {
+  struct statx stx {};
+  if (::statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, 0, &stx) != 0) return false;
+  return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 &&
+         (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
 Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, int depth) {
   struct stat st;
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -124,6 +131,11 @@ Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, in
     if (depth > kMaxTreeDepth) return Fail("remove " + shown + ": nested too deep");
     UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return Fail(Errno("open", shown));
+    if (IsMountRoot(fd.get())) {
+      return Fail("remove " + shown +
+                  ": a file system is mounted there; it is left, with all it "
+                  "holds");
+    }
     auto dir = DirStream::Open(fd, shown);
     if (!dir) return std::unexpected(dir.error());
     auto names = dir->Names();

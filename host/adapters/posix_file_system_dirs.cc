@@ -53,6 +53,13 @@ Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool 
   UniqueFd fd(::openat(dirfd, rel.empty() ? "." : rel.c_str(),
                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) return Fail(Errno("open", shown));
+  // What a mount holds is not the tree's: judged as drift, the tree would
+  // be replaced and the mount's content deleted with the old one.
+  if (depth > 0 && IsMountRoot(fd.get())) {
+    return Fail("scan " + shown +
+                ": a file system is mounted there; the host does not judge, replace or remove a "
+                "tree that holds a mount");
+  }
   auto dir = DirStream::Open(fd, shown);
   if (!dir) return std::unexpected(dir.error());
   auto names = dir->Names();

@@ -68,8 +68,14 @@ class DirStream {
   std::unique_ptr<DIR, Close> dir_;
   std::string shown_;
 };
+// Whether the directory open as `fd` is where a file system is mounted (a
+// bind mount of the same one included): someone else's volume, which the
+// host never empties, even inside a tree of its own.
+bool IsMountRoot(int fd);
+
 // Removes `name` below `dirfd`, a tree whole (at most kMaxTreeDepth deep);
-// `shown` names it in errors. A missing name is not an error.
+// `shown` names it in errors. A missing name is not an error. A mount in
+// the tree fails it there, what the mount holds untouched.
 Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, int depth);
 
 }  // namespace mesh::adapters::posix_internal

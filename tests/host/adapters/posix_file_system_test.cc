@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -644,6 +647,56 @@ TEST_F(PosixFileSystemTest, RemoveDeletesTreesAndToleratesMissing) {
   ASSERT_TRUE(fs_->Remove("/a").has_value());
   EXPECT_FALSE(Exists(dir_.Sub("root/a")));
   EXPECT_TRUE(fs_->Remove("/not/there").has_value());
+}
+
+// An operator's file system mounted inside a tree the host manages (a
+// volume at /opt/app/data) is never emptied by the host: the scan that
+// would find it drift says why it cannot judge the tree, and a removal or
+// a replacement of the tree stops at the mount, leaving what it holds.
+// The mount is made in a child, in a mount namespace of its own.
+TEST_F(PosixFileSystemTest, AMountInsideATreeIsNeverEmptied) {
+  std::vector<core::TreeEntry> v1(1);
+  v1[0].relpath = "data/seed";
+  v1[0].mode = 0644;
+  v1[0].content = "one";
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/app", v1).has_value());
+  std::string data = dir_.Sub("root/opt/app/data");
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", data.c_str(), "tmpfs", 0, "size=1m") != 0) {
+      ::_exit(77);
+    }
+    WriteText(data + "/precious", "the operator's");
+    int precious = ::open((data + "/precious").c_str(), O_RDONLY | O_CLOEXEC);
+    auto still_there = [&] {
+      struct stat st;
+      return ::fstat(precious, &st) == 0 && st.st_nlink == 1;
+    };
+    // Opened in this namespace: a descriptor opened before the unshare
+    // walks the mounts of the one before, which do not have this mount.
+    auto fs = std::move(*PosixFileSystem::Open(dir_.Sub("root")));
+    int wrong = 0;
+    auto scan = fs->ScanTree("/opt/app", /*hash_contents=*/true);
+    if (scan.has_value() || scan.error().message.find("/opt/app/data") == std::string::npos) {
+      wrong |= 1;
+    }
+    if (fs->Remove("/opt/app").has_value() || !still_there()) wrong |= 2;
+    std::vector<core::TreeEntry> v2 = v1;
+    v2[0].content = "two";
+    (void)fs->ReplaceTree("/opt/app", v2);
+    if (!still_there()) wrong |= 4;
+    ::_exit(wrong);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no mount namespace here (it needs root)";
+  EXPECT_EQ(WEXITSTATUS(status) & 1, 0) << "the scan did not say the tree holds a mount";
+  EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "Remove went into the mount";
+  EXPECT_EQ(WEXITSTATUS(status) & 4, 0) << "ReplaceTree emptied the mount";
 }
 
 TEST_F(PosixFileSystemTest, LookupIds) {
