@@ -208,6 +208,9 @@ void ApplyRun::Apply(Declaration decl) {
   if (!LoadLastGood()) s.dry_run = true;
   s.owed = &*intent_;
   s.olds = OldEntriesOf(s.decl, *record_);
+  if (ports_.services != nullptr && !intent_->creating_unit_files.empty()) {
+    AdoptCutShortUnits(s.decl, *record_, *intent_, *ports_.units, s.olds);
+  }
   std::string key = CredentialKey(s.decl);
   s.wants = Wants(s.decl, *s.record, s.olds, s.had_record, key);
   TakeHolds(s.decl, s.wants, key);
@@ -223,8 +226,8 @@ void ApplyRun::Apply(Declaration decl) {
   if (!observed) return Refuse(observed.error());
   s.observed = std::move(*observed);
   if (!s.dry_run) {
-    for (std::string& w :
-         RecoverFromCutShort(s.decl, *record_, *intent_, *ports_.root, *ports_.units, s.observed)) {
+    for (std::string& w : RecoverFromCutShort(s.decl, *record_, *intent_, s.olds, *ports_.root,
+                                              *ports_.units, s.observed)) {
       report_.warnings.push_back(std::move(w));
     }
   }

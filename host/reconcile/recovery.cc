@@ -49,17 +49,28 @@ std::vector<std::string> Orphans(const core::Intent& intent, const core::Declara
   return out;
 }
 
+// Whether `unit`'s file, which an apply cut short created, is held: by a
+// declared unit_text, or by an entry of the record (or one taken from the
+// intent, in `olds`) that will remove it.
+bool UnitFileKept(const std::string& unit, const core::Declaration& decl,
+                  const core::Record& record, const OldEntries* olds) {
+  for (const Resource& r : decl.resources) {
+    if (r.unit().text.has_value() && r.unit().name == unit) return true;
+  }
+  for (const auto& [id, e] : record.resources) {
+    if (e.unit().name == unit && !e.unit().file_fingerprint.empty()) return true;
+  }
+  for (size_t k = 0; olds != nullptr && k < olds->moved_units.size(); ++k) {
+    if (olds->moved_units[k].second.unit().name == unit) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> OrphanUnitFiles(const core::Intent& intent, const core::Declaration& decl,
-                                         const core::Record& record) {
+                                         const core::Record& record, const OldEntries& olds) {
   std::vector<std::string> out;
   for (const std::string& unit : intent.creating_unit_files) {
-    bool kept = false;
-    for (const Resource& r : decl.resources)
-      kept |= r.unit().text.has_value() && r.unit().name == unit;
-    for (const auto& [id, e] : record.resources) {
-      kept |= e.unit().name == unit && !e.unit().file_fingerprint.empty();
-    }
-    if (!kept) out.push_back(unit);
+    if (!UnitFileKept(unit, decl, record, &olds)) out.push_back(unit);
   }
   return out;
 }
@@ -158,8 +169,8 @@ std::optional<size_t> DeclaredUnit(const Declaration& decl, std::string_view uni
 }
 
 void RemoveOrphans(const Declaration& decl, const core::Record& record, const core::Intent& intent,
-                   ports::FileSystem& root, ports::FileSystem& units, Observation& observed,
-                   std::vector<std::string>& warnings) {
+                   const OldEntries& olds, ports::FileSystem& root, ports::FileSystem& units,
+                   Observation& observed, std::vector<std::string>& warnings) {
   for (const std::string& path : Orphans(intent, decl, record)) {
     // A file where it wrote a file, a directory where it unpacked a tree.
     bool tree = std::find(intent.creating_trees.begin(), intent.creating_trees.end(), path) !=
@@ -170,7 +181,7 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record, const co
     }
     SayRemoved(tree ? root.Remove(path) : root.RemoveFile(path), path, warnings);
   }
-  for (const std::string& unit : OrphanUnitFiles(intent, decl, record)) {
+  for (const std::string& unit : OrphanUnitFiles(intent, decl, record, olds)) {
     // A link (the operator's mask, or their own unit linked in) is not
     // what the apply was writing.
     if (!StillAsCreated(units, "/" + unit, core::FileType::kRegular, "unit file " + unit,
@@ -203,12 +214,30 @@ void RemoveOrphans(const Declaration& decl, const core::Record& record, const co
 }  // namespace
 
 std::vector<std::string> RecoverFromCutShort(const Declaration& decl, const core::Record& record,
-                                             const core::Intent& intent, ports::FileSystem& root,
-                                             ports::FileSystem& units, Observation& observed) {
+                                             const core::Intent& intent, const OldEntries& olds,
+                                             ports::FileSystem& root, ports::FileSystem& units,
+                                             Observation& observed) {
   std::vector<std::string> warnings;
   if (intent.applying) SweepTemporaries(decl, record, intent, root, units, warnings);
-  RemoveOrphans(decl, record, intent, root, units, observed, warnings);
+  RemoveOrphans(decl, record, intent, olds, root, units, observed, warnings);
   return warnings;
+}
+
+void AdoptCutShortUnits(const Declaration& decl, const core::Record& record,
+                        const core::Intent& intent, ports::FileSystem& units, OldEntries& olds) {
+  for (const std::string& unit : intent.creating_unit_files) {
+    if (DeclaredUnit(decl, unit) || UnitFileKept(unit, decl, record, &olds)) continue;
+    std::string id = MovedUnitId("cut-short", unit);
+    if (record.resources.contains(id)) continue;  // recorded: dropped already
+    auto info = units.Stat("/" + unit);
+    if (!info || info->type != core::FileType::kRegular) continue;
+    core::RecordEntry e;
+    e.kind = core::KindName(core::Kind::kService);
+    e.mutable_unit().name = unit;
+    e.mutable_unit().file_fingerprint = core::FileFingerprint(*info);
+    olds.moved_units.emplace_back(std::move(id), std::move(e));
+    olds.dropped.push_back(&olds.moved_units.back());
+  }
 }
 
 void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& intent,

@@ -25,10 +25,23 @@ namespace mesh::reconcile {
 // of a unit still declared is not removed here: it is marked `cut_short` in
 // `observed`, for the plan to delete with the restart it owes. Returns the
 // warnings that say what was removed or left, and why.
+// The units AdoptCutShortUnits took (in `olds`) are left to their removal.
 std::vector<std::string> RecoverFromCutShort(const core::Declaration& declaration,
                                              const core::Record& record, const core::Intent& intent,
-                                             ports::FileSystem& root, ports::FileSystem& units,
-                                             Observation& observed);
+                                             const OldEntries& olds, ports::FileSystem& root,
+                                             ports::FileSystem& units, Observation& observed);
+
+// The units an apply cut short created (their unit files, `unit_text` it
+// wrote) that no resource declares now and the record does not hold: that
+// apply may have enabled and started them. Each is taken into `olds` as a
+// dropped unit the host wrote (under the id cut-short~UNIT, recorded only
+// while its removal is pending), so that it is disabled, stopped and its
+// file deleted as any other: deleting the file alone would leave the
+// daemon running, with no definition and no record. A unit file that is no
+// longer a regular file is someone else's, and left (RecoverFromCutShort
+// says so).
+void AdoptCutShortUnits(const core::Declaration& declaration, const core::Record& record,
+                        const core::Intent& intent, ports::FileSystem& units, OldEntries& olds);
 
 // What an apply cut short created is the host's, though it is on disk and
 // not in the record: marks it so in `observed` (never preexisting).

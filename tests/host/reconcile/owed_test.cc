@@ -261,6 +261,41 @@ TEST_F(OwedTest, AUnitFileMaskedSinceIsLeft) {
   EXPECT_THAT(r.warnings, ::testing::Contains(HasSubstr("left unit file new.service")));
 }
 
+// Killed after it enabled and started a new unit, before its record was
+// saved; the next declaration drops that unit. What the cut-short apply
+// started is the host's, and goes as any unit the host wrote: disabled,
+// stopped, its unit file deleted — not its file deleted under a daemon
+// left running with no definition and no record.
+TEST_F(OwedTest, AUnitACutShortApplyStartedIsStoppedWhenDropped) {
+  json conf = {{"id", "a.conf"}, {"kind", "file"}, {"path", "/etc/a.conf"}, {"content", "a"}};
+  json svc = {
+      {"id", "svc"},
+      {"kind", "service"},
+      {"unit", "new.service"},
+      {"state", "running"},
+      {"enabled", true},
+      {"unit_text", "[Service]\nExecStart=/bin/new\n[Install]\nWantedBy=multi-user.target\n"}};
+  services_.AddUnit("new.service", {});
+  ASSERT_EQ(Apply(Decl({conf}, 1)).result, ApplyResult::kOk);
+  store_.fail_saves = true;  // all done, then the record not saved
+  Apply(Decl({conf, svc}, 2));
+  store_.fail_saves = false;
+  ASSERT_TRUE(services_.ReadUnit("new.service")->Running());
+  ASSERT_EQ(services_.ReadUnit("new.service")->unit_file_state, "enabled");
+  ApplyReport r = Apply(Decl({conf}, 3));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "removed"));
+  EXPECT_EQ(services_.StopsOf("new.service"), 1) << "left running with no unit file";
+  EXPECT_EQ(services_.ReadUnit("new.service")->unit_file_state, "disabled");
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/new.service")));
+  EXPECT_EQ(r.outcomes[1].id, "cut-short~new.service");
+  EXPECT_EQ(r.outcomes[1].detail,
+            "stopped new.service (not waited on), disabled new.service, deleted unit file "
+            "new.service");
+  EXPECT_FALSE(store_.Load().value()->resources.contains("cut-short~new.service"))
+      << "recorded only while its removal waits";
+}
+
 // Killed after the record was saved but before the intent forgot what the
 // apply created: the created file is recorded, so it is the host's (pruned
 // when dropped), not "there before the host".
