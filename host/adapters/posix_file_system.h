@@ -63,8 +63,8 @@ class PosixFileSystem : public ports::FileSystem {
   core::Result<core::FileInfo> PlaceStaged(const ports::StagedFile& staged,
                                            const ports::Ownership& ownership) override;
   void DiscardStaged(const ports::StagedFile& staged) override;
-  core::Status ReplaceTree(const std::string& path,
-                           const std::vector<core::TreeEntry>& entries) override;
+  core::Result<std::vector<core::TreeEntry>> ReplaceTree(
+      const std::string& path, const std::vector<core::TreeEntry>& entries) override;
   core::Result<std::vector<core::TreeEntry>> ScanTree(const std::string& path,
                                                       bool hash_contents) override;
   core::Result<std::string> ReadLink(const std::string& path) override;
@@ -91,11 +91,11 @@ class PosixFileSystem : public ports::FileSystem {
   core::Status ChmodRoot(uint32_t mode);
 
   // Tests only: called by ReplaceTree once the new tree is made durable,
-  // just before it is swapped in (where another process may still change a
-  // file linked from the old tree).
-  void set_before_tree_swap_for_testing(std::function<void()> hook) {
-    before_tree_swap_ = std::move(hook);
-  }
+  // and by MakeSymlink once its link is made, just before either is
+  // renamed into place (where another process may still change a file
+  // linked from the old tree, or put something else under the temporary
+  // name).
+  void set_before_swap_for_testing(std::function<void()> hook) { before_swap_ = std::move(hook); }
 
  private:
   PosixFileSystem(std::string root, UniqueFd fd, std::string open_error = "")
@@ -162,7 +162,7 @@ class PosixFileSystem : public ports::FileSystem {
   std::map<dev_t, UniqueFd> not_durable_;
   std::map<dev_t, UniqueFd> placed_since_flush_;
   std::string open_error_;
-  std::function<void()> before_tree_swap_;
+  std::function<void()> before_swap_;
 };
 
 }  // namespace mesh::adapters

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <optional>
 
@@ -296,17 +297,43 @@ Status FillTree(const std::string& path, const std::vector<const TreeEntry*>& or
   return core::Ok();
 }
 
+// The tree the host made (open as `top`) once it is at `leaf` in `dir`,
+// scanned through `top`: someone who can write the parent may have put
+// another directory under the temporary name before the swap, or at the
+// path since, and a scan by name would take theirs for the host's.
+// `removed`: whether the old tree went.
+Result<std::vector<TreeEntry>> SwappedIn(
+    int dir, const std::string& leaf, int top, const std::string& path, const Status& removed,
+    const std::vector<std::pair<const std::string*, struct stat>>& linked) {
+  struct stat at, made;
+  if (::fstatat(dir, leaf.c_str(), &at, AT_SYMLINK_NOFOLLOW) != 0 || ::fstat(top, &made) != 0) {
+    return Fail(Errno("stat", path));
+  }
+  if (at.st_dev != made.st_dev || at.st_ino != made.st_ino) {
+    return Fail("swap in " + path +
+                ": what is there now is not the tree the host made (someone else who can write "
+                "its directory put another in its place)");
+  }
+  if (!removed) return std::unexpected(removed.error());
+  if (auto st = StillAsLinked(top, path, linked); !st) return std::unexpected(st.error());
+  std::vector<TreeEntry> scanned;
+  if (auto st = ScanAt(top, "", path, /*hash=*/false, 0, scanned); !st) {
+    return std::unexpected(st.error());
+  }
+  return scanned;
+}
+
 }  // namespace
 
-Status PosixFileSystem::ReplaceTree(const std::string& path,
-                                    const std::vector<TreeEntry>& entries) {
+Result<std::vector<TreeEntry>> PosixFileSystem::ReplaceTree(const std::string& path,
+                                                            const std::vector<TreeEntry>& entries) {
   std::string leaf;
   auto parent = OpenParent(path, true, &leaf);
   if (!parent) return std::unexpected(parent.error());
   int dir = parent->get();
   std::string tmp = TempName(leaf);
   if (::mkdirat(dir, tmp.c_str(), 0700) != 0) return Fail(Errno("mkdir temporary tree for", path));
-  auto fail = [&](std::string message) -> Status {
+  auto fail = [&](std::string message) {
     // Best effort: the apply fails anyway; what cannot be removed now stays
     // as a hidden .NAME.mesh-host-tmp.* directory (see RemoveStaleTemporaries).
     (void)RemoveAt(dir, tmp, path + " (temporary)", 0);
@@ -351,7 +378,7 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
   // any entry (Linux 5.8 and later: errors since `top` was opened), which
   // fails the tree before anything sees it.
   if (::syncfs(top.get()) != 0) return fail(Errno("syncfs", path));
-  if (before_tree_swap_) before_tree_swap_();
+  if (before_swap_) before_swap_();
 
   struct stat st;
   bool exists = ::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -362,15 +389,14 @@ Status PosixFileSystem::ReplaceTree(const std::string& path,
     }
     Status removed = RemoveAt(dir, tmp, path + " (old tree)", 0);
     Unsynced(path);
-    if (!removed) return removed;
-    return StillAsLinked(top.get(), path, linked);
+    return SwappedIn(dir, leaf, top.get(), path, removed, linked);
   }
   // No tree there (or the one linked from was removed since it was opened).
   if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) != 0) {
     return fail(Errno("rename into", path));
   }
   Unsynced(path);
-  return StillAsLinked(top.get(), path, linked);
+  return SwappedIn(dir, leaf, top.get(), path, core::Ok(), linked);
 }
 
 Result<std::vector<TreeEntry>> PosixFileSystem::ScanTree(const std::string& path, bool hash) {
@@ -433,6 +459,25 @@ Result<FileInfo> PosixFileSystem::MakeSymlink(const std::string& path, const std
   if (::symlinkat(target.c_str(), dir, tmp.c_str()) != 0) {
     return Fail(Errno("create temporary symlink for", path));
   }
+  // Held open (O_PATH), the link's inode cannot be freed and its number
+  // given to another link put in its place; read through the handle, it
+  // is known to be the host's.
+  UniqueFd held(::openat(dir, tmp.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  struct stat made;
+  if (!held.valid() || ::fstat(held.get(), &made) != 0) {
+    std::string why = Errno("open temporary symlink for", path);
+    ::unlinkat(dir, tmp.c_str(), 0);
+    return Fail(why);
+  }
+  char was[PATH_MAX];
+  ssize_t n = ::readlinkat(held.get(), "", was, sizeof was);
+  if (!S_ISLNK(made.st_mode) || made.st_uid != ::geteuid() || n < 0 ||
+      std::string_view(was, static_cast<size_t>(n)) != target) {
+    return Fail("symlink " + path +
+                ": its temporary link was replaced as it was made (someone "
+                "else can write its directory)");
+  }
+  if (before_swap_) before_swap_();
   if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) {
     std::string why = Errno("rename onto", path);
     ::unlinkat(dir, tmp.c_str(), 0);
@@ -440,6 +485,12 @@ Result<FileInfo> PosixFileSystem::MakeSymlink(const std::string& path, const std
   }
   Unsynced(path);
   if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
+  // A link is never changed in place: the same inode is the link made.
+  if (st.st_dev != made.st_dev || st.st_ino != made.st_ino) {
+    return Fail("symlink " + path +
+                ": what is there now is not the link the host made (someone else who can write "
+                "its directory put another in its place)");
+  }
   return FromStat(st);
 }
 

@@ -104,8 +104,12 @@ class FileSystem {
 
   // Unpacks `entries` into a sibling temporary directory and swaps it in
   // whole for `path` (a directory, 0755). The old tree is deleted after.
-  virtual core::Status ReplaceTree(const std::string& path,
-                                   const std::vector<core::TreeEntry>& entries) = 0;
+  // Returns the tree swapped in as ScanTree would (no contents hashed),
+  // scanned through the host's own handle on it: what lies at `path` by
+  // name may be someone else's by then (who can write its directory), and
+  // is then a failure, never taken for the host's.
+  virtual core::Result<std::vector<core::TreeEntry>> ReplaceTree(
+      const std::string& path, const std::vector<core::TreeEntry>& entries) = 0;
 
   // Every entry below `path` (not `path` itself), with stat info, and with
   // content_sha256 when `hash_contents`. A missing `path` is an empty list.

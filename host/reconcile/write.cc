@@ -20,10 +20,9 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
   Written w;
   if (step.write_files && r.IsTree()) {
     const std::vector<core::TreeEntry>& bundle = *bundles.at(r.id);
-    if (auto st = ports.root->ReplaceTree(r.path, bundle); !st) return {st, "", {}};
-    auto rescan = ports.root->ScanTree(r.path, /*hash_contents=*/false);
-    if (!rescan) return {std::unexpected(rescan.error()), "", {}};
-    w.fingerprint = core::TreeFingerprint(*rescan);
+    auto swapped_in = ports.root->ReplaceTree(r.path, bundle);
+    if (!swapped_in) return {std::unexpected(swapped_in.error()), "", {}};
+    w.fingerprint = core::TreeFingerprint(*swapped_in);
   } else if (step.write_files && r.kind == core::Kind::kDirectory) {
     auto after = ports.root->MakeDirectory(r.path, ports::Ownership{r.mode, seen.uid, seen.gid});
     if (!after) return {std::unexpected(after.error()), "", {}};

@@ -111,8 +111,8 @@ class FaultyFileSystem : public ports::FileSystem {
     return real_.PlaceStaged(staged, own);
   }
   void DiscardStaged(const ports::StagedFile& staged) override { real_.DiscardStaged(staged); }
-  core::Status ReplaceTree(const std::string& path,
-                           const std::vector<core::TreeEntry>& entries) override {
+  core::Result<std::vector<core::TreeEntry>> ReplaceTree(
+      const std::string& path, const std::vector<core::TreeEntry>& entries) override {
     if (!Alive()) return core::Fail("killed");
     if (before_write) before_write(path);
     if (failing_.contains(path)) return core::Fail("write " + path + ": " + std::strerror(errno_));

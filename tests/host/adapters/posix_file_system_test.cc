@@ -560,7 +560,7 @@ TEST_F(PosixFileSystemTest, ALinkedFileChangedBeforeTheSwapFailsTheReplace) {
   std::string old_a = dir_.Sub("root/opt/b/lib/a");
   ino_t inode = Inode(old_a);
   bool ran = false;
-  fs_->set_before_tree_swap_for_testing([&] {
+  fs_->set_before_swap_for_testing([&] {
     ran = true;
     // Still the old tree's name here; the new tree holds the same inode.
     int fd = ::open(old_a.c_str(), O_WRONLY | O_APPEND);
@@ -569,7 +569,7 @@ TEST_F(PosixFileSystemTest, ALinkedFileChangedBeforeTheSwapFailsTheReplace) {
     ::close(fd);
   });
   auto replaced = fs_->ReplaceTree("/opt/b", {a, b});
-  fs_->set_before_tree_swap_for_testing(nullptr);
+  fs_->set_before_swap_for_testing(nullptr);
   ASSERT_TRUE(ran);
   ASSERT_FALSE(replaced.has_value()) << "a linked file changed before the swap was kept";
   EXPECT_THAT(replaced.error().message,
@@ -647,6 +647,46 @@ TEST_F(PosixFileSystemTest, RemoveDeletesTreesAndToleratesMissing) {
   ASSERT_TRUE(fs_->Remove("/a").has_value());
   EXPECT_FALSE(Exists(dir_.Sub("root/a")));
   EXPECT_TRUE(fs_->Remove("/not/there").has_value());
+}
+
+// Someone who can write the tree's parent puts a directory of their own
+// under the host's temporary name just before the swap: what the swap
+// puts at the path is then theirs. The replace fails, and the tree it
+// returns (what a record would hold) is never theirs.
+TEST_F(PosixFileSystemTest, ATreeSwappedForAnotherBeforeTheSwapIsNotTakenForTheHosts) {
+  core::TreeEntry serve = FileEntry("bin/serve", 0755, "ours");
+  ASSERT_TRUE(fs_->ReplaceTree("/opt/app", {serve}).has_value());
+  std::string opt = dir_.Sub("root/opt");
+  fs_->set_before_swap_for_testing([&] {
+    for (const auto& e : std::filesystem::directory_iterator(opt)) {
+      std::string name = e.path().filename();
+      if (name.find(".mesh-host-tmp.") == std::string::npos) continue;
+      std::filesystem::rename(e.path(), opt + "/stolen");
+      WriteText(e.path().string() + "/bin/serve", "theirs");
+    }
+  });
+  auto replaced = fs_->ReplaceTree("/opt/app", {serve});
+  fs_->set_before_swap_for_testing(nullptr);
+  ASSERT_EQ(ReadText(opt + "/app/bin/serve"), "theirs") << "the race was not run";
+  EXPECT_FALSE(replaced.has_value()) << "their tree was swapped in and called the host's";
+}
+
+// The same for a symlink: one put under its temporary name before it is
+// renamed into place is not the host's.
+TEST_F(PosixFileSystemTest, ASymlinkSwappedBeforeItIsPlacedIsNotTakenForTheHosts) {
+  std::string etc = dir_.Sub("root/etc");
+  std::filesystem::create_directories(etc);
+  fs_->set_before_swap_for_testing([&] {
+    for (const auto& e : std::filesystem::directory_iterator(etc)) {
+      if (e.path().filename().string().find(".mesh-host-tmp.") == std::string::npos) continue;
+      std::filesystem::remove(e.path());
+      std::filesystem::create_symlink("/theirs", e.path());
+    }
+  });
+  auto made = fs_->MakeSymlink("/etc/link", "/ours");
+  fs_->set_before_swap_for_testing(nullptr);
+  ASSERT_EQ(std::filesystem::read_symlink(etc + "/link"), "/theirs") << "the race was not run";
+  EXPECT_FALSE(made.has_value()) << "their link was placed and called the host's";
 }
 
 // An operator's file system mounted inside a tree the host manages (a
