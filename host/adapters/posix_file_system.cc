@@ -114,6 +114,15 @@ Result<std::vector<std::string>> DirStream::Names() {
   return names;
 }
 
+bool HasAccessAcl(int fd) { return ::fgetxattr(fd, "system.posix_acl_access", nullptr, 0) > 0; }
+
+FileInfo WithDirectoryAcl(int dirfd, const std::string& leaf, FileInfo info) {
+  if (info.type != FileType::kDirectory) return info;
+  UniqueFd fd(::openat(dirfd, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  info.access_acl = fd.valid() && HasAccessAcl(fd.get());
+  return info;
+}
+
 bool IsMountRoot(int fd) {
   struct statx stx {};
   if (::statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, 0, &stx) != 0) return false;
@@ -275,7 +284,7 @@ Result<FileInfo> PosixFileSystem::Stat(const std::string& path) {
     if (errno == ENOENT) return FileInfo{};
     return Fail(Errno("stat", path));
   }
-  return FromStat(st);
+  return WithDirectoryAcl(parent->get(), leaf, FromStat(st));
 }
 
 std::vector<Result<FileInfo>> PosixFileSystem::StatMany(std::span<const std::string_view> paths) {
@@ -315,7 +324,7 @@ std::vector<Result<FileInfo>> PosixFileSystem::StatMany(std::span<const std::str
       out.push_back(errno == ENOENT ? Result<FileInfo>(FileInfo{})
                                     : Result<FileInfo>(Fail(Errno("stat", path))));
     } else {
-      out.push_back(FromStat(st));
+      out.push_back(WithDirectoryAcl(cached_fd.get(), leaf, FromStat(st)));
     }
   }
   return out;
@@ -381,6 +390,9 @@ Result<std::string> PosixFileSystem::ReadFileAsSeen(const std::string& path, con
   };
   if (!as_seen())
     return Fail(core::ErrorKind::kChanged, "read " + path + ": not the file looked at");
+  if (HasAccessAcl(fd.get())) {
+    return Fail(core::ErrorKind::kBeyondMode, "read " + path + ": it carries an ACL");
+  }
   auto bytes = ReadUpTo(fd.get(), file_size);
   if (!bytes) return Fail(Errno("read", path, bytes.error()));
   if (!as_seen())

@@ -68,6 +68,13 @@ class DirStream {
   std::unique_ptr<DIR, Close> dir_;
   std::string shown_;
 };
+// Whether the file open as `fd` carries an access ACL: access beyond its
+// mode (the kernel keeps none that only restates the mode).
+bool HasAccessAcl(int fd);
+// `info` of `leaf` in `dirfd`, with a directory's access ACL told
+// (FileInfo::access_acl): one open and one read of it, for directories only.
+FileInfo WithDirectoryAcl(int dirfd, const std::string& leaf, FileInfo info);
+
 // Whether the directory open as `fd` is where a file system is mounted (a
 // bind mount of the same one included): someone else's volume, which the
 // host never empties, even inside a tree of its own.

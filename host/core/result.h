@@ -34,6 +34,9 @@ enum class ErrorKind {
   // A record's text that is no record (core::ParseRecord): the one failure
   // to read it after which the host starts from an empty record.
   kCorrupt,
+  // A file carries an access ACL: access its mode does not show, which the
+  // host dropped when it wrote it. Drift, put right by writing it again.
+  kBeyondMode,
 };
 
 struct Error {

@@ -106,7 +106,8 @@ struct FingerprintText {
 
 std::string DirectoryFingerprint(const FileInfo& info) {
   return "dir:" + std::to_string(info.mode) + ":" + std::to_string(info.uid) + ":" +
-         std::to_string(info.gid) + ":" + std::to_string(info.inode);
+         std::to_string(info.gid) + ":" + std::to_string(info.inode) +
+         (info.access_acl ? ":acl" : "");
 }
 
 std::string FileMeta(uint32_t mode, uint32_t uid, uint32_t gid) {

@@ -10,6 +10,10 @@ namespace mesh::reconcile {
 namespace observe_internal {
 namespace {
 
+// The drift of a file or directory someone gave an ACL: the declared mode
+// is all the access the host gives (docs/declaration.md).
+constexpr const char* kGrantedByAnAcl = "access granted beyond its mode (an ACL)";
+
 FilesSeen Error(std::string message) {
   FilesSeen seen;
   seen.found = Found::kError;
@@ -234,6 +238,10 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
       seen.drift = "changed while the host looked at it";  // written again
       return seen;
     }
+    if (!content && content.error().kind == core::ErrorKind::kBeyondMode) {
+      seen.drift = kGrantedByAnAcl;  // written again, with none
+      return seen;
+    }
     if (!content) return Error(content.error().message);
     if (*content == r.content) seen.found = Found::kAsDeclared;
   }
@@ -260,14 +268,17 @@ FilesSeen Observer::Directory(const Resource& r, const RecordEntry* old, const s
   bool mode = fi.mode == (r.mode & 07777);
   bool owner = fi.uid == seen.uid && fi.gid == seen.gid;
   seen.fingerprint = core::DirectoryFingerprint(fi);
-  if (!seen.missing && mode && owner) {
+  if (!seen.missing && mode && owner && !fi.access_acl) {
     seen.found = RecordedAt(r, old, want) && old->written[0].fingerprint == seen.fingerprint
                      ? Found::kAsRecorded
                      : Found::kAsDeclared;
     return seen;
   }
   seen.found = Found::kDiffers;
-  seen.drift = seen.missing ? "deleted" : !mode ? "mode changed" : "owner changed";
+  seen.drift = seen.missing ? "deleted"
+               : !mode      ? "mode changed"
+               : !owner     ? "owner changed"
+                            : kGrantedByAnAcl;
   return seen;
 }
 
