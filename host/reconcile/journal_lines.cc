@@ -21,11 +21,13 @@ bool NotLoadable(const std::vector<Acted>& acts, size_t k) {
 }
 
 // `line` with every secret's content (its surrounding blanks and newlines
-// trimmed), and each of its lines of 8 bytes or more, replaced by its name:
-// the longest first, so that a secret holding another (a URL holding its
-// user) is replaced whole before the shorter one could break it up. A
-// secret under 4 bytes is not looked for (it would stand for every such
-// run of letters).
+// trimmed), each of its lines of 8 bytes or more, and the value of each
+// of its lines that is KEY=VALUE or KEY: VALUE (an env file, YAML, JSON:
+// what a daemon echoes is the value, not the line) of 8 bytes or more,
+// replaced by its name: the longest first, so that a secret holding
+// another (a URL holding its user) is replaced whole before the shorter
+// one could break it up. A secret under 4 bytes is not looked for (it
+// would stand for every such run of letters).
 std::string Redact(std::string line, const Secrets& secrets) {
   auto trimmed = [](std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -40,8 +42,16 @@ std::string Redact(std::string line, const Secrets& secrets) {
     std::string_view rest = content;
     while (!rest.empty()) {
       size_t end = rest.find('\n');
-      if (std::string_view piece = trimmed(rest.substr(0, end)); piece.size() >= 8) {
-        pieces.emplace_back(piece, name);
+      std::string_view piece = trimmed(rest.substr(0, end));
+      if (piece.size() >= 8) pieces.emplace_back(piece, name);
+      if (size_t sep = piece.find_first_of("=:"); sep != std::string_view::npos) {
+        std::string_view value = trimmed(piece.substr(sep + 1));
+        if (value.ends_with(',')) value = trimmed(value.substr(0, value.size() - 1));
+        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+            value.back() == value.front()) {
+          value = value.substr(1, value.size() - 2);
+        }
+        if (value.size() >= 8) pieces.emplace_back(value, name);
       }
       if (end == std::string_view::npos) break;
       rest.remove_prefix(end + 1);

@@ -106,6 +106,33 @@ TEST_F(UnitsTest, ACredentialInAFailedRunsJournalIsNotShown) {
   EXPECT_THAT(shown, Not(HasSubstr("S3cretPw")));
 }
 
+// A credential made of settings (an env file, YAML, JSON) whose daemon
+// logs one value, not the line it is on: the value is not shown either.
+TEST_F(UnitsTest, ACredentialsValueInAFailedRunsJournalIsNotShown) {
+  services_.AddUnit("api.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
+  json env = {{"id", "api.env"},
+              {"kind", "credential"},
+              {"path", "/etc/api.env"},
+              {"content", "API_TOKEN=abcdef0123456789\nDB_PASSWORD='hunter2hunter2'\n"}};
+  json yaml = {{"id", "api.yaml"},
+               {"kind", "credential"},
+               {"path", "/etc/api.yaml"},
+               {"content", "upstream:\n  secret: \"s3cr3t-for-upstream\",\n"}};
+  json svc = Service("api", {{"restart_on", {"api.env", "api.yaml"}}});
+  journal_.any_run = {"invalid token abcdef0123456789", "auth failed for hunter2hunter2",
+                      "upstream refused s3cr3t-for-upstream"};
+  ApplyReport r = Run(Decl({env, yaml, svc}));
+  ASSERT_EQ(r.outcomes[2].outcome, core::Outcome::kFailed);
+  std::string shown;
+  for (const std::string& line : core::FormatJournalLines(r.outcomes[2])) shown += line + "\n";
+  EXPECT_THAT(shown, HasSubstr("invalid token [credential api.env]")) << shown;
+  EXPECT_THAT(shown, HasSubstr("auth failed for [credential api.env]")) << shown;
+  EXPECT_THAT(shown, HasSubstr("upstream refused [credential api.yaml]")) << shown;
+  for (const char* secret : {"abcdef0123456789", "hunter2hunter2", "s3cr3t-for-upstream"}) {
+    EXPECT_THAT(shown, Not(HasSubstr(secret)));
+  }
+}
+
 TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
   services_.AddUnit("jail.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
   services_.AddUnit("web.service", {});
