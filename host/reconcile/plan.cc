@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <string_view>
 #include <tuple>
 #include <unordered_set>
+#include <vector>
 
 #include "host/core/printable.h"
 #include "host/core/want.h"
@@ -434,9 +436,27 @@ bool Plan::ChangesMachine() const {
 
 namespace {
 
-std::string WithoutTrailingSlash(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
+// A flag's directory in normal form, as the kernel resolves it when no
+// symlink is on the way: "/var//lib/./x/" is "/var/lib/x", and ".." goes
+// up. Compared as written, "/var//lib/mesh-host" let a declared file land
+// on the record.
+std::string NormalDirectory(std::string_view path) {
+  if (path.empty()) return "";  // not given: nothing to compare with
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(part);
+  }
+  std::string out;
+  for (std::string_view part : parts) out.append("/").append(part);
+  return out.empty() ? "/" : out;
 }
 
 // One is the other, or inside it.
@@ -449,9 +469,9 @@ bool Overlap(std::string_view a, std::string_view b) {
 
 // Each resource whose path overlaps the host's own places, once.
 void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Problems& problems) {
-  std::string root = WithoutTrailingSlash(dirs.root);
+  std::string root = NormalDirectory(dirs.root);
   if (root == "/") root.clear();
-  std::string units = WithoutTrailingSlash(dirs.units);
+  std::string units = NormalDirectory(dirs.units);
   // What unit_text and drop_ins write, by real path: what writes it.
   std::map<std::string, std::string> unit_files;
   if (!units.empty()) {
@@ -467,8 +487,8 @@ void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Prob
     }
   }
   const std::pair<std::string, std::string_view> own[] = {
-      {WithoutTrailingSlash(dirs.state), "the host's state directory (--state-dir "},
-      {WithoutTrailingSlash(dirs.artifacts), "the artifacts directory (--artifacts "},
+      {NormalDirectory(dirs.state), "the host's state directory (--state-dir "},
+      {NormalDirectory(dirs.artifacts), "the artifacts directory (--artifacts "},
   };
   for (const Resource& r : decl.resources) {
     if (!r.HasFiles()) continue;

@@ -444,6 +444,19 @@ TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
   EXPECT_THAT(check(unit_text, {archive("/units")}).error().message,
               HasSubstr("\"/units\" (/srv/root/units) overlaps the unit directory"));
   EXPECT_TRUE(check(json::object(), {archive("/srv/state")}).has_value()) << "/srv/root/srv/state";
+
+  // A flag spelled otherwise names the same place: compared in normal
+  // form, a declared file cannot land on the record through "//" or "/./".
+  dirs = {"/", "/etc/systemd//system/", "/var//lib/./mesh-host/", "/var/lib/x/../mesh-host/art"};
+  json record = {
+      {"id", "r"}, {"kind", "file"}, {"path", "/var/lib/mesh-host/state.json"}, {"content", "{}"}};
+  EXPECT_THAT(check(json::object(), {record}).error().message,
+              HasSubstr("overlaps the host's state directory (--state-dir /var/lib/mesh-host)"));
+  clash["path"] = "/etc/systemd/system/web.service";
+  EXPECT_THAT(check(unit_text, {clash}).error().message,
+              HasSubstr("overlaps the unit file that resource web's unit_text writes"));
+  EXPECT_THAT(check(json::object(), {archive("/var/lib/mesh-host/art/b")}).error().message,
+              HasSubstr("overlaps the host's state directory"));
 }
 
 }  // namespace
