@@ -139,11 +139,19 @@ inline bool UnitFileCannotBeEnabled(const UnitStatus& s) {
          s.unit_file_state == "generated" || s.unit_file_state == "transient";
 }
 
+// Whether systemd restarted the unit on its own since it counted
+// `baseline` restarts. A start or restart by anyone else zeroes the count
+// (systemd's flush_n_restarts), so a lower count is a reset, not a
+// restart; but a count above zero after one is the unit's own restarts
+// since it: a crash would hide behind a manual restart otherwise.
+inline bool RestartedSince(uint32_t n_restarts, uint32_t baseline) {
+  return n_restarts > baseline || (n_restarts < baseline && n_restarts > 0);
+}
+
 // UnitUp, and systemd has not restarted it on its own since `baseline`
-// (the NRestarts the host saw at its last look; a lower count now is a
-// reset, not a restart).
+// (the NRestarts the host saw at its last look).
 inline bool UpSince(const UnitStatus& s, uint32_t baseline) {
-  return UnitUp(s) && s.n_restarts <= baseline;
+  return UnitUp(s) && !RestartedSince(s.n_restarts, baseline);
 }
 
 // What a service or process declares of its unit. kTriggered: run by its
@@ -176,7 +184,7 @@ inline UnitBaseline BaselineOf(const UnitStatus& s) {
 // lost record rather than never.
 inline bool UpAsRecorded(const UnitStatus& s, const UnitBaseline& b) {
   if (!UnitUp(s)) return false;
-  if (b.n_restarts.has_value() && s.n_restarts > *b.n_restarts) return false;
+  if (b.n_restarts.has_value() && RestartedSince(s.n_restarts, *b.n_restarts)) return false;
   return !s.FinishedOneshot() || b.finished;
 }
 

@@ -17,8 +17,11 @@ using core::UnitAction;
 // Why a unit declared running is not as declared, in the outcome's words.
 std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
   if (core::UnitUp(s) && old != nullptr && old->unit().n_restarts.has_value()) {
+    uint32_t before = *old->unit().n_restarts;
     return "was restarted by systemd since the host last looked (NRestarts " +
-           std::to_string(*old->unit().n_restarts) + " -> " + std::to_string(s.n_restarts) + ")";
+           std::to_string(before) + " -> " +
+           (s.n_restarts < before ? "0 by a manual start, then " : "") +
+           std::to_string(s.n_restarts) + ")";
   }
   if (core::AwaitingAutoRestart(s)) return "was " + core::StateWords(s);
   if (!s.failed_condition.empty()) return "was skipped (" + s.failed_condition + " is false)";

@@ -170,6 +170,26 @@ TEST(TwoLookTest, AOneshotThatRemainsIsNotFinishedOnceStopped) {
   EXPECT_TRUE(UpAsRecorded(stopped, UnitBaseline{0, /*finished=*/true, false}));
 }
 
+// Recorded after systemd had restarted it 3 times; an operator's restart
+// zeroes the count, and a crash since counts 1: not up as recorded, nor
+// up since (the live watch), though 1 is below 3. At 0 it is the reset
+// alone.
+TEST(TwoLookTest, ACrashAfterAManualRestartIsNotHiddenByTheReset) {
+  UnitStatus s;
+  s.active_state = "active";
+  s.sub_state = "running";
+  s.n_restarts = 1;
+  EXPECT_FALSE(UpAsRecorded(s, UnitBaseline{3, false, false}));
+  EXPECT_FALSE(UpSince(s, 3));
+  s.n_restarts = 0;
+  EXPECT_TRUE(UpAsRecorded(s, UnitBaseline{3, false, false}));
+  EXPECT_TRUE(UpSince(s, 3));
+  s.n_restarts = 3;
+  EXPECT_TRUE(UpAsRecorded(s, UnitBaseline{3, false, false}));
+  s.n_restarts = 4;
+  EXPECT_FALSE(UpAsRecorded(s, UnitBaseline{3, false, false}));
+}
+
 TEST(TwoLookTest, DeadAtTheFirstLookFails) {
   Verdict v = JudgeTwoLooks(UnitAction::kStart, "done", L("inactive", "dead", ""),
                             L("active", "running"), 1s);

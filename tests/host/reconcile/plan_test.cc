@@ -160,8 +160,15 @@ TEST_F(PlanTest, AUnitSystemdKeepsRestartingIsNotUp) {
   EXPECT_EQ(plan.units[0].why,
             "was restarted by systemd since the host last looked (NRestarts 2 -> 5), started");
 
-  UnitSeen(1) = Unit("active", "running", 1);  // reset-failed: a lower count is no restart
+  UnitSeen(1) = Unit("active", "running", 0);  // reset-failed: a lower count is no restart
   EXPECT_TRUE(Make().units[0].up);
+  // ... but one above zero is systemd's restarts since that reset.
+  UnitSeen(1) = Unit("active", "running", 1);
+  plan = Make();
+  EXPECT_FALSE(plan.units[0].up);
+  EXPECT_EQ(plan.units[0].why,
+            "was restarted by systemd since the host last looked (NRestarts 2 -> 0 by a manual "
+            "start, then 1), started");
 }
 
 // Oneshots (issue 14): finished with Result=success is as declared only
