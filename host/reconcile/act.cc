@@ -180,19 +180,22 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   names.reserve(asks.size());
   for (const auto& ask : asks) names.push_back(ask.first);
   std::vector<core::Result<core::UnitStatus>> before = services->ReadUnits(names);
-  auto services_of_sockets = ServicesOfSockets(asks, before, services);
-  std::vector<std::pair<std::string, ports::JobKind>> readable;
-  std::vector<size_t> sent;  // into asks
+  // Started by someone else since the plan found it down: a start would
+  // be a job done at once, the unit left on what it started with.
   std::vector<bool> restart_for_start(asks.size(), false);
-  for (size_t n = 0; n < asks.size(); ++n) {
-    // Started by someone else since the plan found it down: a start would
-    // be a job done at once, the unit left on what it started with.
-    if (asks[n].second == ports::JobKind::kStart && n < before.size() && before[n] &&
+  for (size_t n = 0; n < asks.size() && n < before.size(); ++n) {
+    if (asks[n].second == ports::JobKind::kStart && before[n] &&
         plan.units[asked[n]].start_loads_changes && before[n]->Running() &&
         !core::AwaitingAutoRestart(*before[n])) {
       asks[n].second = ports::JobKind::kRestart;
       restart_for_start[n] = true;
     }
+  }
+  // After the restarts that stand for starts: a socket's too is held.
+  auto services_of_sockets = ServicesOfSockets(asks, before, services);
+  std::vector<std::pair<std::string, ports::JobKind>> readable;
+  std::vector<size_t> sent;  // into asks
+  for (size_t n = 0; n < asks.size(); ++n) {
     std::optional<std::string> held =
         n < before.size() && before[n] && SocketRestart(asks[n])
             ? SocketHeldByItsService(asks[n].first, *before[n], services_of_sockets)

@@ -137,7 +137,9 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
   if (up || (Runs(u.status) && u.action.has_value())) return;
   const Step& step = steps[i];
   bool asked = step.changes() || step.want_changed;
-  u.start_loads_changes = asked || u.action.has_value();
+  // A change to load, not a want alone (its state or `enabled` declared
+  // otherwise), on a unit the plan found not running.
+  u.start_loads_changes = !Runs(u.status) && (step.changes() || u.action.has_value());
   u.action = UnitAction::kStart;
   u.reason = asked ? core::RestartReason::kDeclared : core::RestartReason::kWasDead;
   u.why = asked ? "declared running" : WasDown(u.status, step.old) + ", started";

@@ -261,6 +261,48 @@ TEST_F(UnitsTest, AUnitStartedByOtherAfterTheLookIsRestartedOntoTheChange) {
                         "change, running as jail.service"));
 }
 
+// A running unit systemd restarted since the last apply (so not up as
+// recorded) whose new generation changes only its want (`enabled`): its
+// start only has it looked at twice. Nothing is there to load, so it is
+// never restarted for it.
+TEST_F(UnitsTest, ARunningUnitWhoseWantAloneChangedIsNotRestarted) {
+  services_.AddUnit("web.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  ASSERT_EQ(Run(Decl({Service("web")})).result, ApplyResult::kOk);
+  services_.RestartedBySystemd("web.service", 1);
+  ApplyReport r = Run(Decl({Service("web", {{"enabled", false}})}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
+  ASSERT_FALSE(services_.calls().empty());
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kStart);
+  EXPECT_THAT(r.outcomes[0].detail, Not(HasSubstr("restarted onto the change")));
+}
+
+// A socket found dead, due its new definition, started by someone else
+// with its service before the host asks: the start that stands for a
+// restart is held as any restart of a socket under its running service
+// (systemd would stop the socket and refuse to start it again).
+TEST_F(UnitsTest, ASocketStartedByOtherSinceTheLookIsNotRestartedUnderItsService) {
+  services_.AddUnit("echo.socket", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.AddUnit("echo.service", {Behavior::kHealthy, 0s});
+  services_.SetTriggers("echo.socket", {"echo.service"});
+  auto socket = [](const std::string& path) {
+    return Service(
+        "echo", {{"unit", "echo.socket"}, {"unit_text", "[Socket]\nListenStream=" + path + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({socket("/run/a")})).result, ApplyResult::kOk);
+  services_.Kill("echo.socket");
+  services_.on_daemon_reload = [&] {
+    services_.RestartedByOther("echo.socket");
+    services_.RestartedByOther("echo.service");
+  };
+  size_t jobs_before = services_.calls().size();
+  ApplyReport r = Run(Decl({socket("/run/b")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed) << core::FormatOutcomeLine(r.outcomes[0]);
+  EXPECT_THAT(r.outcomes[0].detail,
+              HasSubstr("systemd refuses to start echo.socket again while it runs"));
+  EXPECT_EQ(services_.calls().size(), jobs_before) << "no job asked of the socket";
+  EXPECT_TRUE(store_.Owed().owed.contains("echo"));
+}
+
 // The same restart by someone else, later still: after the host read the
 // unit and before systemd took the host's job. The host's restart then
 // stops a run it never saw, for longer than a settle, and its new
