@@ -130,6 +130,32 @@ bool IsMountRoot(int fd) {
          (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
 }
 
+Status NoMountIn(int fd, const std::string& shown, int depth) {
+  if (depth > kMaxTreeDepth) return Fail("look into " + shown + ": nested too deep");
+  // Opened anew: read through `fd` itself, the caller's offset would move.
+  UniqueFd own(::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!own.valid()) return Fail(Errno("open", shown));
+  auto dir = DirStream::Open(own, shown);
+  if (!dir) return std::unexpected(dir.error());
+  auto names = dir->Names();
+  if (!names) return std::unexpected(names.error());
+  for (const std::string& name : *names) {
+    struct stat st;
+    if (::fstatat(dir->fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+      continue;
+    }
+    UniqueFd sub(
+        ::openat(dir->fd(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub.valid()) return Fail(Errno("open", shown + "/" + name));
+    if (IsMountRoot(sub.get())) {
+      return Fail(shown + "/" + name + ": a file system is mounted there; the host does not " +
+                  "swap out or remove a tree that holds a mount");
+    }
+    if (auto st2 = NoMountIn(sub.get(), shown + "/" + name, depth + 1); !st2) return st2;
+  }
+  return core::Ok();
+}
+
 Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, int depth) {
   struct stat st;
   if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -462,6 +488,12 @@ Status PosixFileSystem::Remove(const std::string& path) {
   auto parent = OpenParent(path, false, &leaf);
   if (!parent) return std::unexpected(parent.error());
   if (!parent->valid()) return core::Ok();
+  // A tree holding a mount is left whole, not emptied up to the mount.
+  UniqueFd tree(
+      ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (tree.valid()) {
+    if (auto held = NoMountIn(tree.get(), path, 0); !held) return held;
+  }
   Status st = RemoveAt(parent->get(), leaf, path, 0);
   Unsynced(path);
   return st;

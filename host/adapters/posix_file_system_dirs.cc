@@ -349,6 +349,11 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ReplaceTree(const std::string& p
   // The tree being replaced, if any: its files that are exactly the new
   // entries are linked into the new tree rather than written again.
   UniqueFd old_top(::openat(dir, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // Swapped out, a mount in the old tree would move with it under the
+  // temporary name, and the new tree take its place empty.
+  if (old_top.valid()) {
+    if (auto held = NoMountIn(old_top.get(), path, 0); !held) return fail(held.error().message);
+  }
 
   // Parents before children: sorted relpaths put "a" before "a/b", and a
   // directory's own entries come together, so each side keeps the last
@@ -471,8 +476,7 @@ Result<FileInfo> PosixFileSystem::MakeSymlink(const std::string& path, const std
   }
   char was[PATH_MAX];
   ssize_t n = ::readlinkat(held.get(), "", was, sizeof was);
-  if (!S_ISLNK(made.st_mode) || made.st_uid != ::geteuid() || n < 0 ||
-      std::string_view(was, static_cast<size_t>(n)) != target) {
+  if (!S_ISLNK(made.st_mode) || n < 0 || std::string_view(was, static_cast<size_t>(n)) != target) {
     return Fail("symlink " + path +
                 ": its temporary link was replaced as it was made (someone "
                 "else can write its directory)");

@@ -80,6 +80,11 @@ FileInfo WithDirectoryAcl(int dirfd, const std::string& leaf, FileInfo info);
 // host never empties, even inside a tree of its own.
 bool IsMountRoot(int fd);
 
+// Fails, naming it, at the first mount below the directory open as `fd`
+// (`shown` names that directory): a tree holding one is not the host's to
+// swap out or delete whole.
+Status NoMountIn(int fd, const std::string& shown, int depth);
+
 // Removes `name` below `dirfd`, a tree whole (at most kMaxTreeDepth deep);
 // `shown` names it in errors. A missing name is not an error. A mount in
 // the tree fails it there, what the mount holds untouched.
