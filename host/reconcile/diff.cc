@@ -120,6 +120,9 @@ std::string FileDiff(const Current& now, const std::string& shown, std::string_v
   return out + ContentDiff("a" + shown, "b" + shown, now.content, content);
 }
 
+// What writing a file or directory that carries an ACL does to it.
+constexpr const char* kAclDropped = "ACL → none (the mode is all the access)\n";
+
 // A file the apply deletes, shown as FileDiff shows a file it writes over:
 // what a credential held, or only its owner may read, is not shown.
 std::string DeletedFile(const std::string& what, const std::string& shown, const Current& now,
@@ -145,6 +148,7 @@ std::string MetadataDiff(const Current& now, const Resource& r, const FilesSeen&
            core::Printable(r.owner) + ":" + core::Printable(r.group) + " (" +
            std::to_string(seen.uid) + ":" + std::to_string(seen.gid) + ")\n";
   }
+  if (seen.acl) out += kAclDropped;
   return out;
 }
 
@@ -203,6 +207,7 @@ std::string DirectoryDiff(ports::FileSystem& root, const Resource& r, const File
     out += "owner " + std::to_string(info->uid) + ":" + std::to_string(info->gid) + " → " +
            core::Printable(r.owner) + ":" + core::Printable(r.group) + "\n";
   }
+  if (info->access_acl) out += kAclDropped;
   return out;
 }
 

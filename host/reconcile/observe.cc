@@ -240,6 +240,7 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
     }
     if (!content && content.error().kind == core::ErrorKind::kBeyondMode) {
       seen.drift = kGrantedByAnAcl;  // written again, with none
+      seen.acl = true;
       return seen;
     }
     if (!content) return Error(content.error().message);
@@ -275,6 +276,7 @@ FilesSeen Observer::Directory(const Resource& r, const RecordEntry* old, const s
     return seen;
   }
   seen.found = Found::kDiffers;
+  seen.acl = fi.access_acl;
   seen.drift = seen.missing ? "deleted"
                : !mode      ? "mode changed"
                : !owner     ? "owner changed"

@@ -41,6 +41,7 @@ struct FilesSeen {
   Found found = Found::kAsRecorded;
   std::string error;           // kError
   std::string drift;           // kDiffers: what is different ("content changed", "deleted", ...)
+  bool acl = false;            // kDiffers: it carries an ACL (access beyond its mode)
   bool missing = false;        // nothing at the path
   bool preexisting = false;    // there before the host first managed it
   std::string fingerprint;     // as found (kAsRecorded, kAsDeclared)

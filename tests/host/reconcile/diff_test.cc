@@ -1,6 +1,9 @@
 // `plan --diff` (issue 17), golden: what each kind of change shows.
 #include <gmock/gmock.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "tests/host/reconcile/reconciler_fixture.h"
 
 namespace mesh::reconcile {
@@ -76,6 +79,21 @@ TEST_F(DiffTest, ARemovedFileOnlyItsOwnerMayReadIsNotShown) {
                                  "deleted file /etc/app/db.pass (not world-readable: its content "
                                  "is not shown)\n"));
   EXPECT_THAT(diffs, Each(Not(HasSubstr("hunter2"))));
+}
+
+// Drift that is an ACL alone (mode, owner and bytes as declared): the plan
+// says what the write will do, not an empty block.
+TEST_F(DiffTest, AnAclAloneIsSaid) {
+  json dir = {{"id", "data"}, {"kind", "directory"}, {"path", "/srv/data"}, {"mode", "0750"}};
+  json conf = File("app.conf", "x\n", {{"mode", "0640"}});
+  Run(Decl({dir, conf}));
+  if (!testing::GiveAcl(Root("/srv/data"), 7, 5) ||
+      !testing::GiveAcl(Root("/etc/app/app.conf"), 6, 4)) {
+    GTEST_SKIP() << "no POSIX ACLs on this file system: " << std::strerror(errno);
+  }
+  EXPECT_THAT(PlanDiffs(Decl({dir, conf})),
+              ElementsAre("diff data (directory)\nACL → none (the mode is all the access)\n",
+                          "diff app.conf (file)\nACL → none (the mode is all the access)\n"));
 }
 
 TEST_F(DiffTest, AModeOnlyChange) {

@@ -4,11 +4,11 @@
 // and what is in the way never replaced when it may be someone's.
 #include <gmock/gmock.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <tuple>
 
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -82,32 +82,11 @@ TEST_F(KindsTest, AnAclGivenSinceIsDriftPutRight) {
                      {"content", "hunter2"}}});
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   ASSERT_TRUE(Run(decl).from_record);
-  // posix_acl_xattr: version 2, then user::U user:ME:G group::G mask::G
-  // other::---, which leaves a mode of UG0 as it is (the mask shows as the
-  // group's bits). A user of its own, as Bazel's sandbox maps no other:
-  // any named entry is access the mode does not show.
-  struct Entry {
-    uint16_t tag, perm;
-    uint32_t id;
-  };
-  auto acl_for = [](uint16_t user, uint16_t group) {
-    uint32_t version = 2;
-    const Entry entries[] = {{0x01, user, ~0u},
-                             {0x02, group, static_cast<uint32_t>(::geteuid())},
-                             {0x04, group, ~0u},
-                             {0x10, group, ~0u},
-                             {0x20, 0, ~0u}};
-    std::string acl(reinterpret_cast<const char*>(&version), sizeof version);
-    acl.append(reinterpret_cast<const char*>(entries), sizeof entries);
-    return acl;
-  };
-  const std::pair<const char*, std::string> acls[] = {{"/srv/private", acl_for(7, 5)},
-                                                      {"/srv/token", acl_for(4, 4)}};
-  auto has_acl = [](const std::string& path) {
-    return ::getxattr(path.c_str(), "system.posix_acl_access", nullptr, 0) > 0;
-  };
-  for (const auto& [path, acl] : acls) {
-    if (::setxattr(Root(path).c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) != 0) {
+  // Each a mode of 0UG0 as it was, its group bits now the mask's.
+  const std::tuple<const char*, unsigned, unsigned> acls[] = {{"/srv/private", 7, 5},
+                                                              {"/srv/token", 4, 4}};
+  for (const auto& [path, user, group] : acls) {
+    if (!testing::GiveAcl(Root(path), user, group)) {
       GTEST_SKIP() << "no POSIX ACLs on this file system: " << std::strerror(errno);
     }
   }
@@ -115,18 +94,16 @@ TEST_F(KindsTest, AnAclGivenSinceIsDriftPutRight) {
   ASSERT_EQ(Mode("/srv/token"), 0440u);
   for (bool from_record : {true, false}) {
     SCOPED_TRACE(from_record ? "the no-op proof first" : "the full pass");
-    for (const auto& [path, acl] : acls) {
-      ASSERT_EQ(
-          ::setxattr(Root(path).c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0), 0);
-    }
+    for (const auto& [path, user, group] : acls)
+      ASSERT_TRUE(testing::GiveAcl(Root(path), user, group));
     ApplyReport r = Run(decl, false, from_record);
     EXPECT_FALSE(r.from_record);
     EXPECT_THAT(Outcomes(r), ElementsAre("updated", "updated"));
     for (const auto& o : r.outcomes) {
       EXPECT_THAT(o.detail, HasSubstr("drifted: access granted beyond its mode (an ACL)"));
     }
-    EXPECT_FALSE(has_acl(Root("/srv/private")));
-    EXPECT_FALSE(has_acl(Root("/srv/token")));
+    EXPECT_FALSE(testing::HasAcl(Root("/srv/private")));
+    EXPECT_FALSE(testing::HasAcl(Root("/srv/token")));
     EXPECT_EQ(Mode("/srv/private"), 0750u);
     EXPECT_EQ(Mode("/srv/token"), 0440u);
   }
