@@ -28,12 +28,15 @@ namespace {
 // and a blocking open of a FIFO waits for a writer forever. So the open
 // never blocks, and the type is checked again on the descriptor: no longer
 // a regular file is an empty digest, the tree as it now is (drifted).
-Result<std::string> HashFileAt(int dirfd, const std::string& name, const std::string& shown) {
+// `acl`: whether the file carries an ACL (access beyond its mode).
+Result<std::string> HashFileAt(int dirfd, const std::string& name, const std::string& shown,
+                               bool* acl) {
   UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return Fail(Errno("open", shown));
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", shown));
   if (!S_ISREG(st.st_mode)) return std::string();
+  *acl = HasAccessAcl(fd.get());
   core::Sha256 h;
   char buf[64 * 1024];
   for (;;) {
@@ -79,8 +82,10 @@ Status ScanAt(int dirfd, const std::string& rel, const std::string& shown, bool 
     e.type = e.info.type;
     e.mode = e.info.mode;
     e.relpath = rel.empty() ? name : rel + "/" + name;
+    // Hashing, each entry is looked at closely: its ACL too.
+    if (hash && e.type == FileType::kDirectory) e.info = WithDirectoryAcl(own, name, e.info);
     if (hash && e.type == FileType::kRegular) {
-      auto digest = HashFileAt(own, name, shown + "/" + name);
+      auto digest = HashFileAt(own, name, shown + "/" + name, &e.info.access_acl);
       if (!digest) {
         status = std::unexpected(digest.error());
         break;

@@ -31,10 +31,10 @@ struct FileInfo {
   int64_t mtime_ns = 0;
   int64_t ctime_ns = 0;
   uint64_t inode = 0;
-  // A directory's access ACL (as Stat and StatMany see a directory): access
-  // its mode does not show. The host drops it when it sets a directory's
-  // metadata, so one found is someone else's doing. A file's is told by
-  // ReadFileAsSeen (ErrorKind::kBeyondMode).
+  // A directory's access ACL (as Stat and StatMany see a directory), or a
+  // tree entry's (ScanTree when it hashes): access its mode does not show.
+  // The host drops ACLs when it writes, so one found is someone else's
+  // doing. A file's is told by ReadFileAsSeen (ErrorKind::kBeyondMode).
   bool access_acl = false;
 };
 

@@ -343,6 +343,7 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
     seen.fingerprint = core::TreeFingerprint(*hashed);
     for (const TreeEntry& e : *hashed) {
       if (e.info.uid != info->uid || e.info.gid != info->gid) on_disk = "owner changed inside";
+      if (e.info.access_acl) on_disk = "an ACL inside";  // the bundle's modes are all the access
     }
   }
   if (recorded && on_disk == old->written[0].content_digest) {

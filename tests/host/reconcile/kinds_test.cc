@@ -112,6 +112,31 @@ TEST_F(KindsTest, AnAclGivenSinceIsDriftPutRight) {
   EXPECT_TRUE(again.from_record);
 }
 
+// The same inside a bundle's tree: an ACL on one of its files or
+// directories is drift, and the tree is swapped for one without.
+TEST_F(KindsTest, AnAclInsideATreeIsDriftPutRight) {
+  std::string sha = Bundle("app.tar.gz", {{testing::TarMember::kDir, "etc", "", 0750},
+                                          {testing::TarMember::kFile, "etc/key", "k", 0440}});
+  json decl = Decl(json::array({{{"id", "app"},
+                                 {"kind", "archive"},
+                                 {"path", "/opt/app"},
+                                 {"source", "app.tar.gz"},
+                                 {"sha256", sha}}}));
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  const std::tuple<const char*, unsigned, unsigned> acls[] = {{"/opt/app/etc/key", 4, 4},
+                                                              {"/opt/app/etc", 7, 5}};
+  for (const auto& [rel, user, group] : acls) {
+    if (!testing::GiveAcl(Root(rel), user, group)) {
+      GTEST_SKIP() << "no POSIX ACLs on this file system: " << std::strerror(errno);
+    }
+    ApplyReport r = Run(decl);
+    EXPECT_FALSE(r.from_record) << rel;
+    EXPECT_THAT(Outcomes(r), ElementsAre("updated")) << rel;
+    EXPECT_FALSE(testing::HasAcl(Root(rel))) << rel;
+    EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged")) << rel;
+  }
+}
+
 TEST_F(KindsTest, WhatIsInTheWayOfADirectoryIsNotReplaced) {
   WriteText(Root("/srv/data"), "an operator's file");
   ApplyReport r = Run(Decl({Dir("data", "/srv/data", "0755")}));
