@@ -381,7 +381,7 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ReplaceTree(const std::string& p
       return fail(Errno("chmod", path + "/" + it->first));
     }
   }
-  if (::fchmod(top.get(), 0755) != 0) return fail(Errno("chmod", path));
+  if (::fchmod(top.get(), core::kTreeRootMode) != 0) return fail(Errno("chmod", path));
   // Every entry is made durable at once, before the tree is swapped in: one
   // syncfs of the file system, not one fsync per file (a bundle of hundreds
   // of files paid a journal commit each). It reports a write-back error of

@@ -38,6 +38,9 @@ struct FileInfo {
   bool access_acl = false;
 };
 
+// The mode the host gives a tree's own directory (FileSystem::ReplaceTree).
+inline constexpr uint32_t kTreeRootMode = 0755;
+
 // One entry of a tree: a bundle's member, or a file found under a directory.
 struct TreeEntry {
   std::string relpath;  // "bin/serve", no leading slash

@@ -168,6 +168,13 @@ std::string TreeFingerprint(const std::vector<TreeEntry>& scanned) {
   return "tree:" + h.HexDigest();
 }
 
+bool TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned) {
+  if (root.mode != kTreeRootMode) return false;
+  return std::all_of(scanned.begin(), scanned.end(), [&](const TreeEntry& e) {
+    return e.info.uid == root.uid && e.info.gid == root.gid;
+  });
+}
+
 std::string TreeDigest(const std::vector<TreeEntry>& entries) {
   Sha256 h;
   h.Field(kDigestVersion);

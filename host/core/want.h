@@ -70,6 +70,12 @@ inline bool StampMatches(const FileInfo& info, const FileStamp& stamp) {
 // "tree:<hex>" over every entry's relpath, type and fingerprint.
 std::string TreeFingerprint(const std::vector<TreeEntry>& scanned);
 
+// Whether a tree's own directory (`root`) is as the host made it: mode
+// kTreeRootMode, owned as every entry of it (`scanned`) is. Neither its
+// fingerprint nor its digest holds the root, so a chmod 0777 of it (anyone
+// may then put files in) or a chown of it alone would move nothing else.
+bool TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned);
+
 // "sha256:<hex>" over every entry's relpath, type, mode and content digest;
 // equal for a bundle's members and for the tree they were unpacked into.
 // Entries need content_sha256 set (see HashContents).

@@ -203,7 +203,10 @@ bool RecordProof::CheckRange(size_t begin, size_t end) {
     }
     if (info->type != core::FileType::kDirectory) return false;
     auto scan = ports_.root->ScanTree(std::string(look.path), /*hash_contents=*/false);
-    if (!scan || core::TreeFingerprint(*scan) != look.fingerprint) return false;
+    if (!scan || core::TreeFingerprint(*scan) != look.fingerprint ||
+        !core::TreeRootAsMade(*info, *scan)) {
+      return false;
+    }
   }
   return true;
 }

@@ -137,6 +137,28 @@ TEST_F(KindsTest, AnAclInsideATreeIsDriftPutRight) {
   }
 }
 
+// A bundle's own directory opened to everyone (chmod 0777: anyone may
+// then put a file of theirs in it) moves nothing its fingerprint or digest
+// holds: neither the no-op proof nor the full pass may call it unchanged.
+TEST_F(KindsTest, ATreesRootChmodedIsDriftPutRight) {
+  std::string sha = Bundle("app.tar.gz", {{testing::TarMember::kFile, "bin/serve", "s", 0755}});
+  json decl = Decl(json::array({{{"id", "app"},
+                                 {"kind", "archive"},
+                                 {"path", "/opt/app"},
+                                 {"source", "app.tar.gz"},
+                                 {"sha256", sha}}}));
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(Mode("/opt/app"), 0755u);
+  for (bool from_record : {true, false}) {
+    ASSERT_TRUE(Run(decl).from_record);
+    ASSERT_EQ(::chmod(Root("/opt/app").c_str(), 0777), 0);
+    ApplyReport r = Run(decl, false, from_record);
+    EXPECT_FALSE(r.from_record);
+    EXPECT_THAT(Outcomes(r), ElementsAre("updated")) << from_record;
+    EXPECT_EQ(Mode("/opt/app"), 0755u) << from_record;
+  }
+}
+
 TEST_F(KindsTest, WhatIsInTheWayOfADirectoryIsNotReplaced) {
   WriteText(Root("/srv/data"), "an operator's file");
   ApplyReport r = Run(Decl({Dir("data", "/srv/data", "0755")}));
