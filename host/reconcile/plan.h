@@ -299,8 +299,9 @@ struct PlanInputs {
 // a declared path over the host's state or artifacts, over the unit
 // directory (a tree), or on a unit file a unit_text writes (a file): two
 // writers of one file fight forever, and a tree unpacked over the state
-// directory destroys the record. Paths are compared as written (symlinks
-// in the flags are not resolved).
+// directory destroys the record. Paths are compared in normal form
+// ("/var//lib/./x/" is "/var/lib/x"; symlinks in the flags are not
+// resolved).
 core::Status CheckDeclaration(const core::Declaration& declaration, const core::Record& record,
                               bool had_record, std::string_view machine, const HostDirs& dirs = {});
 
