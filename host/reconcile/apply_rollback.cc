@@ -119,21 +119,9 @@ void ApplyRun::KeepBundles(const core::LastGood& last_good, bool say) {
 void ApplyRun::LeaveOutWhatCannotBeRead() {
   // Room for the file's own keys and each unit's wants and hold.
   constexpr uint64_t kRoom = 4u << 20;
-  uint64_t total = 0;
-  for (auto it = last_good_.units.begin(); it != last_good_.units.end();) {
-    auto bytes = core::KeptUnitBytes(it->first, it->second, report_.machine);
-    std::string why = !bytes ? bytes.error().message
-                      : total + *bytes + kRoom > core::kMaxLastGoodBytes
-                          ? "the last good of " + it->first + " does not fit beside the others' (" +
-                                std::to_string(core::kMaxLastGoodBytes) + " bytes in all)"
-                          : "";
-    if (why.empty()) {
-      total += *bytes;
-      ++it;
-      continue;
-    }
-    report_.warnings.push_back(why + ": not kept, so " + it->first + " cannot be rolled back");
-    it = last_good_.units.erase(it);
+  for (std::string& why :
+       LeaveOutWhatDoesNotFit(last_good_, report_.machine, core::kMaxLastGoodBytes - kRoom)) {
+    report_.warnings.push_back(std::move(why));
   }
 }
 

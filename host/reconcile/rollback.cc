@@ -227,6 +227,13 @@ void KeepWhatOthersRunOn(const RollbackScope& scope, const core::LastGood& last_
   }
 }
 
+// The same resources, each at any want.
+bool SameIds(const std::map<std::string, std::string>& a,
+             const std::map<std::string, std::string>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const auto& x, const auto& y) { return x.first == y.first; });
+}
+
 }  // namespace
 
 AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>& outcomes,
@@ -249,10 +256,12 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
       if (o.declared.has_value() && o.declared->rolled_back) continue;
     } else if (deps_ok && RunningAt(o) &&
                (acted || kept == last_good.units.end() ||
-                // Running as recorded, unchanged, on other wants than those
-                // kept: confirmed by an apply whose last good was not saved.
+                // Running as recorded, unchanged, on other wants of the same
+                // resources than those kept: confirmed by an apply whose last
+                // good was not saved. A resource added to the definition
+                // without a restart was never proven on the daemon.
                 (o.outcome == Outcome::kUnchanged && !kept->second.hold &&
-                 kept->second.wants != u.wants))) {
+                 kept->second.wants != u.wants && SameIds(kept->second.wants, u.wants)))) {
       after.confirmed.push_back(k);
       continue;
     }
@@ -273,6 +282,33 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
   }
   KeepWhatOthersRunOn(scope, last_good, after.rollbacks);
   return after;
+}
+
+std::vector<std::string> LeaveOutWhatDoesNotFit(core::LastGood& last_good, std::string_view machine,
+                                                uint64_t budget) {
+  std::vector<std::string> order;
+  order.reserve(last_good.units.size());
+  for (const auto& [id, kept] : last_good.units) order.push_back(id);
+  std::stable_partition(order.begin(), order.end(), [&](const std::string& id) {
+    return last_good.units.at(id).hold.has_value();
+  });
+  std::vector<std::string> said;
+  uint64_t total = 0;
+  for (const std::string& id : order) {
+    auto bytes = core::KeptUnitBytes(id, last_good.units.at(id), machine);
+    std::string why = !bytes ? bytes.error().message
+                      : total + *bytes > budget
+                          ? "the last good of " + id + " does not fit beside the others' (" +
+                                std::to_string(budget) + " bytes in all)"
+                          : "";
+    if (why.empty()) {
+      total += *bytes;
+      continue;
+    }
+    said.push_back(why + ": not kept, so " + id + " cannot be rolled back");
+    last_good.units.erase(id);
+  }
+  return said;
 }
 
 bool KeepConfirmed(const RollbackScope& scope, const AfterApply& after, std::string_view now,

@@ -149,6 +149,13 @@ void MergeRollback(const RollbackScope& scope, const std::vector<Rollback>& roll
                    std::vector<core::ResourceOutcome>&& again, std::string_view why_not,
                    const core::LastGood& before, core::LastGood& last_good);
 
+// Leaves out of `last_good` each unit whose kept resources would not read
+// back, or do not fit in `budget` bytes beside those kept before it: the
+// held units first (forgetting a hold pushes the refused content again),
+// then the others in id order. Each unit left out is said, in the result.
+std::vector<std::string> LeaveOutWhatDoesNotFit(core::LastGood& last_good, std::string_view machine,
+                                                uint64_t budget);
+
 // The words for a rollback that could not happen, said on the unit.
 void SayNoRollback(const RollbackScope& scope, const Rollback& r,
                    std::vector<core::ResourceOutcome>& outcomes);

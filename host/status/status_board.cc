@@ -77,6 +77,12 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
       r.unit->host_restarts = host_restarts_[r.declared_unit()];
     }
   }
+  // Only this declaration's units are counted on: a fleet that names a
+  // unit per release would otherwise grow the map for the daemon's life.
+  // Not after an apply that failed whole (no outcomes to go by).
+  if (report.error.empty()) {
+    std::erase_if(host_restarts_, [&](const auto& e) { return !streaks_.contains(e.first); });
+  }
   for (core::Outcome o : core::kAllOutcomes) {
     next->counts[std::string(core::OutcomeName(o))] = counts[static_cast<size_t>(o)];
   }

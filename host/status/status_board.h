@@ -107,7 +107,7 @@ class StatusBoard {
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> current_;
   std::map<std::string, Streak> streaks_;
-  std::map<std::string, uint64_t> host_restarts_;  // by unit, since start
+  std::map<std::string, uint64_t> host_restarts_;  // by declared unit, since start
 };
 
 nlohmann::json ToJson(const Snapshot& snapshot);

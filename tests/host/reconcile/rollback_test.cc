@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "host/core/sha256.h"
+#include "host/reconcile/rollback.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/fakes/kill_switch.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -248,6 +249,72 @@ TEST_F(RollbackTest, ALastGoodNotSavedIsCaughtUp) {
   ApplyReport refused = Run(Jail(kBad, 16));
   EXPECT_THAT(Of(refused, "jaild").detail, HasSubstr("rolled back to generation 15: running"));
   EXPECT_EQ(Jailconf(), kFixed);
+}
+
+// A file added to restart_on without a restart is not proven on the
+// daemon. other.conf, refused by jaild, was written while jaild did not run
+// on it, then added to its definition: nothing restarted, and the catch-up
+// of a last good not saved took that definition for a confirmed one. The
+// next push's restart died on other.conf and was "rolled back to generation
+// 16: failed too", onto the same bad file, for good.
+TEST_F(RollbackTest, AFileAddedToItsDefinitionUnrestartedIsNotMadeItsLastGood) {
+  services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
+    std::string other = Root("/etc/other.conf");
+    bool bad = Jailconf().find("/nonexistent") != std::string::npos ||
+               (testing::Exists(other) && testing::ReadText(other) == "always-bad");
+    return bad ? Behavior::kDiesAfter : Behavior::kHealthy;
+  };
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  json other_bad = Jail(kGood, 15);
+  other_bad["resources"][2]["content"] = "always-bad";
+  ASSERT_EQ(Of(Run(other_bad), "jaild").outcome, core::Outcome::kUnchanged);
+  json added = other_bad;
+  added["generation"] = 16;
+  added["resources"][1]["restart_on"].push_back("other.conf");
+  ASSERT_EQ(Of(Run(added), "jaild").outcome, core::Outcome::kUnchanged)
+      << "nothing it runs on changed: no restart";
+  EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 14u);
+  EXPECT_TRUE(Run(added).from_record) << "the last good is not behind the record";
+  json fixed = added;
+  fixed["generation"] = 17;
+  fixed["resources"][0]["content"] = kFixed;
+  ApplyReport r = Run(fixed);
+  EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("not rolled back"));
+  EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("(added other.conf)")) << Of(r, "jaild").detail;
+}
+
+// Leaving out what does not fit never forgets a hold while another unit's
+// last good can go instead: `a`, confirmed on content that grew, came
+// first in id order, and `b`, held, was dropped, hold and all — the next
+// apply pushed b's refused content again.
+TEST(LeaveOutWhatDoesNotFitTest, AHeldUnitIsKeptBeforeAnyOther) {
+  auto kept = [](const std::string& id, size_t size) {
+    core::KeptUnit k;
+    k.generation = 14;
+    core::Resource r;
+    r.id = id + ".conf";
+    r.kind = core::Kind::kFile;
+    r.path = "/etc/" + id + ".conf";
+    r.content = std::string(size, 'x');
+    k.resources.emplace(r.id, r);
+    k.wants.emplace(r.id, "sha256:1");
+    return k;
+  };
+  core::LastGood lg;
+  lg.units.emplace("a", kept("a", 6000));
+  lg.units.emplace("b", kept("b", 3000));
+  lg.units.at("b").hold = core::Hold{15, "2026-12-06T00:00:00Z", "failed", {{"b.conf", "2"}}};
+  auto a_bytes = core::KeptUnitBytes("a", lg.units.at("a"), "edge-1");
+  auto b_bytes = core::KeptUnitBytes("b", lg.units.at("b"), "edge-1");
+  ASSERT_TRUE(a_bytes && b_bytes);
+  std::vector<std::string> said = LeaveOutWhatDoesNotFit(lg, "edge-1", *a_bytes + *b_bytes - 1);
+  EXPECT_TRUE(lg.units.contains("b")) << "the held unit stays";
+  EXPECT_FALSE(lg.units.contains("a"));
+  EXPECT_THAT(said, ElementsAre(HasSubstr("a cannot be rolled back")));
+  core::LastGood both = lg;
+  both.units.emplace("a", kept("a", 6000));
+  EXPECT_TRUE(LeaveOutWhatDoesNotFit(both, "edge-1", *a_bytes + *b_bytes).empty());
+  EXPECT_EQ(both.units.size(), 2u) << "what fits stays";
 }
 
 // A file two units run on is put back only when both roll back. A unit

@@ -303,6 +303,29 @@ TEST(StatusBoardTest, RefusalKeepsTheLastStateAndShowsTheError) {
   }
 }
 
+// The host's restarts are counted for the units declared now: one named
+// per release (app-v1, app-v2, ...) grew a map entry each for the
+// daemon's life. A unit dropped and declared again counts from 0.
+TEST(StatusBoardTest, HostRestartsAreKeptOnlyForDeclaredUnits) {
+  StatusBoard board;
+  board.PublishApply(Report());
+  board.PublishApply(Report());
+  EXPECT_EQ(ToJson(*board.Get())["resources"][1]["unit"]["host_restarts"], 2);
+  core::ApplyReport other = Report();
+  other.outcomes[1].mutable_declared().unit = "fail2ban-v2.service";
+  other.outcomes[1].unit->name = "fail2ban-v2.service";
+  board.PublishApply(other);
+  core::ApplyReport failed_whole;
+  failed_whole.result = core::ApplyResult::kFailed;
+  failed_whole.error = "last good not readable";
+  board.PublishApply(failed_whole);  // forgets nothing
+  board.PublishApply(other);
+  EXPECT_EQ(ToJson(*board.Get())["resources"][1]["unit"]["host_restarts"], 2);
+  board.PublishApply(Report());
+  EXPECT_EQ(ToJson(*board.Get())["resources"][1]["unit"]["host_restarts"], 1)
+      << "fail2ban.service was not declared in between";
+}
+
 // A removed resource is counted, and is no longer in the picture.
 TEST(StatusBoardTest, ARemovedResourceIsCountedButNotShown) {
   StatusBoard board;
