@@ -2,13 +2,14 @@
 # its first check, written once.
 #   . "$(dirname "$0")/box_suite.sh" NAME [TMPBASE]
 # Sets BIN (the built mesh-host), SDBOX (the harness), T (a fresh directory
-# under TMPBASE, default $TEST_TMPDIR or /tmp), SDBOX_DIR ($T/NAME-box, with
-# the box up and DBUS_SYSTEM_BUS_ADDRESS and SDBOX_PID exported) and UNITS
-# (the box's unit directory). At exit: every pid in PIDS is killed, the box
-# torn down, $T removed (kept when KEEP is set). box_apply and inside are
-# below, and until_true (a bounded wait). check NAME EXPR reports one
-# check; finish prints the count and fails the suite if any failed. Not run
-# as root: a loud skip.
+# under TMPBASE, default $TEST_TMPDIR or /tmp), SDBOX_DIR ($T/NAME-XXXXXX-box,
+# the suffix T's own: the box's cgroup is named for it, so two suites of one
+# NAME may run at once), with the box up and DBUS_SYSTEM_BUS_ADDRESS and
+# SDBOX_PID exported, and UNITS (the box's unit directory). At exit: every
+# pid in PIDS is killed, the box torn down, $T removed (kept when KEEP is
+# set). box_apply and inside are below, and until_true (a bounded wait).
+# check NAME EXPR reports one check; finish prints the count and fails the
+# suite if any failed. Not run as root: a loud skip.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BIN=$PWD/host/mesh-host
@@ -16,7 +17,7 @@ BIN=$PWD/host/mesh-host
 SDBOX=$HERE/sdbox.sh
 [ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
 T=$(mktemp -d "${2:-${TEST_TMPDIR:-/tmp}}/mesh-host-$1.XXXXXX")
-export SDBOX_DIR=$T/$1-box
+export SDBOX_DIR=$T/$1-${T##*.}-box
 PIDS=()
 box_suite_cleanup() {
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
