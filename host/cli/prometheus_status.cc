@@ -37,6 +37,15 @@ core::Result<nlohmann::json> Query(const std::string& base, const std::string& p
   if (Str(doc, "status") != "success" || result == nullptr || !result->is_array()) {
     return core::Fail(not_api);
   }
+  // A partial answer (a store or shard behind a Thanos or Mimir query
+  // layer not answering) may lack the very hosts that are wrong.
+  if (const nlohmann::json* warnings = Member(doc, "warnings");
+      warnings != nullptr && warnings->is_array() && !warnings->empty()) {
+    const nlohmann::json& first = (*warnings)[0];
+    return core::Fail(core::Printable(a.url) + " says its answer may be partial: " +
+                      (first.is_string() ? core::Printable(first.get<std::string>(), 200)
+                                         : std::string("(a warning that is not text)")));
+  }
   return *result;
 }
 
@@ -82,6 +91,12 @@ std::vector<Wrong> WhatIsWrong() {
        [](const nlohmann::json& s) {
          return "unit " + Label(s, "unit") + " restarted " + Value(s) + " time(s) in 15 minutes";
        }},
+      // mesh-host itself in a loop (a crash, the watchdog killing a stalled
+      // apply): each start resets what the stale rule counts from.
+      {"changes(mesh_host_start_time_seconds{" + sel + "}[1h]) > 2",
+       [](const nlohmann::json& s) {
+         return "mesh-host itself started " + Value(s) + " time(s) again in the last hour";
+       }},
       // Last: what the ones above may explain. Failed outside any one
       // resource (the record not saved, a bundle not read), or never
       // succeeded since the start; and stalled, as MeshHostReconcileStale
@@ -110,7 +125,15 @@ int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostrea
   std::string sel = "{" + std::string(kJob) + "}";
   auto up = Query(given, "up" + sel, client);
   if (!up) return fail(up.error().message);
-  if (up->empty()) {
+  // Scraped within the hour, and no sample now: a target gone from
+  // discovery, or the shard or federation that carried it down. Left out,
+  // a fleet that lost half its hosts read as all healthy.
+  auto lost =
+      Query(given,
+            "group by (instance) (last_over_time(up" + sel + "[1h])) unless on (instance) up" + sel,
+            client);
+  if (!lost) return fail(lost.error().message);
+  if (up->empty() && lost->empty()) {
     return fail(core::Printable(BaseUrl(given)) +
                 " scrapes no mesh-host (no target of a job matching mesh-host.*)");
   }
@@ -124,6 +147,14 @@ int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostrea
       row.health = "UNREACHABLE";
       row.what = "Prometheus cannot scrape it (up is 0)";
     }
+  }
+  for (const nlohmann::json& s : *lost) {
+    FleetRow& row = rows[Label(s, "instance")];
+    row.machine = row.generation = "-";
+    row.health = "UNREACHABLE";
+    row.what =
+        "no sample of it now, one within the hour (its target is gone, or the shard or "
+        "federation that carries it is down)";
   }
   for (const nlohmann::json& s : *generations) {
     if (auto it = rows.find(Label(s, "instance")); it != rows.end()) {

@@ -756,12 +756,16 @@ TEST(StatusCommandTest, PrometheusSeesAnApplyThatFailedOrStalled) {
     }
     std::string result;
     if (q.starts_with("up{")) {
-      result =
-          sample("failed:1", "1") + "," + sample("stalled:1", "1") + "," + sample("fine:1", "1");
+      result = sample("failed:1", "1") + "," + sample("stalled:1", "1") + "," +
+               sample("looping:1", "1") + "," + sample("fine:1", "1");
+    } else if (q.starts_with("group by (instance) (last_over_time(up{")) {
+      result = sample("gone:1", "1");
     } else if (q.starts_with("mesh_host_last_reconcile_timestamp_seconds")) {
       result = sample("failed:1", "1");
     } else if (q.starts_with("time() - (mesh_host_last_success_timestamp_seconds")) {
       result = sample("stalled:1", "1");
+    } else if (q.starts_with("changes(mesh_host_start_time_seconds")) {
+      result = sample("looping:1", "4");
     }
     res.set_content(
         R"({"status": "success", "data": {"resultType": "vector", "result": [)" + result + "]}}",
@@ -776,6 +780,35 @@ TEST(StatusCommandTest, PrometheusSeesAnApplyThatFailedOrStalled) {
   EXPECT_THAT(out.str(), ::testing::ContainsRegex(
                              "stalled:1 .*NOT HEALTHY +no successful apply for three --interval"));
   EXPECT_THAT(out.str(), ::testing::ContainsRegex("fine:1 .*healthy"));
+  // A mesh-host in a loop (killed by the watchdog at each stalled apply)
+  // starts its stale count anew each time; a host with no sample now (its
+  // shard down) was left out of the table, and the fleet read healthy.
+  EXPECT_THAT(out.str(),
+              ::testing::ContainsRegex(
+                  "looping:1 .*NOT HEALTHY +mesh-host itself started 4 time\\(s\\) again"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("gone:1 .*UNREACHABLE +no sample of it now"));
+  EXPECT_THAT(out.str(), HasSubstr("5 machine(s): 1 healthy, 3 not healthy, 1 unreachable"));
+  api.stop();
+  serving.join();
+}
+
+// A partial answer (a Thanos store or a Mimir shard not answering, said
+// in the API's "warnings") may lack exactly the hosts that are wrong: not
+// a table called whole.
+TEST(StatusCommandTest, APartialPrometheusAnswerIsExit2) {
+  httplib::Server api;
+  api.Get("/api/v1/query", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status": "success", "warnings": ["store eu-1 unavailable"],
+        "data": {"resultType": "vector",
+                 "result": [{"metric": {"instance": "h:1"}, "value": [1, "1"]}]}})",
+                    "application/json");
+  });
+  int port = api.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { api.listen_after_bind(); });
+  std::ostringstream out, err;
+  EXPECT_EQ(RunPrometheusStatus("http://127.0.0.1:" + std::to_string(port), out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("says its answer may be partial: store eu-1 unavailable"));
+  EXPECT_EQ(out.str(), "");
   api.stop();
   serving.join();
 }
