@@ -113,6 +113,41 @@ std::vector<Wrong> WhatIsWrong() {
   };
 }
 
+// Per instance, one sample to name and how many there are: a mass
+// failure (10 resources failed on each of 10,000 hosts) as every sample
+// would be 17 MiB, past the cap, and the command would say nothing just
+// when it is needed most.
+struct Said {
+  std::string first;   // the first wrong, in /healthz's order
+  uint64_t count = 0;  // all of them (a count Prometheus gives, so bounded)
+};
+
+core::Result<std::map<std::string, Said>> WrongByInstance(const std::string& given,
+                                                          const ClientOptions& client) {
+  std::map<std::string, Said> wrong;
+  for (const Wrong& w : WhatIsWrong()) {
+    auto first = Query(given, "topk by (instance) (1, " + w.promql + ")", client);
+    if (!first) return core::Fail(first.error().message);
+    auto counted = Query(given, "count by (instance) (" + w.promql + ")", client);
+    if (!counted) return core::Fail(counted.error().message);
+    std::map<std::string, uint64_t> counts;
+    for (const nlohmann::json& s : *counted) {
+      uint64_t n = 1;
+      std::string v = Value(s);
+      std::from_chars(v.data(), v.data() + v.size(), n);
+      counts[Label(s, "instance")] = std::clamp<uint64_t>(n, 1, uint64_t{1} << 40);
+    }
+    for (const nlohmann::json& s : *first) {
+      std::string instance = Label(s, "instance");
+      Said& said = wrong[instance];
+      if (said.first.empty()) said.first = w.words(s);
+      auto n = counts.find(instance);
+      said.count += n != counts.end() ? n->second : 1;
+    }
+  }
+  return wrong;
+}
+
 }  // namespace
 
 int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostream& err,
@@ -161,39 +196,12 @@ int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostrea
       it->second.generation = Value(s);
     }
   }
-  // Per instance, one sample to name and how many there are: a mass
-  // failure (10 resources failed on each of 10,000 hosts) as every sample
-  // would be 17 MiB, past the cap, and the command would say nothing just
-  // when it is needed most.
-  struct Said {
-    std::string first;   // the first wrong, in /healthz's order
-    uint64_t count = 0;  // all of them (a count Prometheus gives, so bounded)
-  };
-  std::map<std::string, Said> wrong;
-  for (const Wrong& w : WhatIsWrong()) {
-    auto first = Query(given, "topk by (instance) (1, " + w.promql + ")", client);
-    if (!first) return fail(first.error().message);
-    auto counted = Query(given, "count by (instance) (" + w.promql + ")", client);
-    if (!counted) return fail(counted.error().message);
-    std::map<std::string, uint64_t> counts;
-    for (const nlohmann::json& s : *counted) {
-      uint64_t n = 1;
-      std::string v = Value(s);
-      std::from_chars(v.data(), v.data() + v.size(), n);
-      counts[Label(s, "instance")] = std::clamp<uint64_t>(n, 1, uint64_t{1} << 40);
-    }
-    for (const nlohmann::json& s : *first) {
-      std::string instance = Label(s, "instance");
-      Said& said = wrong[instance];
-      if (said.first.empty()) said.first = w.words(s);
-      auto n = counts.find(instance);
-      said.count += n != counts.end() ? n->second : 1;
-    }
-  }
+  auto wrong = WrongByInstance(given, client);
+  if (!wrong) return fail(wrong.error().message);
   std::vector<std::pair<std::string, FleetRow>> table;
   for (auto& [instance, row] : rows) {
     if (row.health.empty()) {
-      const Said& said = wrong[instance];
+      const Said& said = (*wrong)[instance];
       row.what = said.count > 1 ? said.first + " (+" + std::to_string(said.count - 1) + " more)"
                                 : said.first;
       row.healthy = row.what.empty();
