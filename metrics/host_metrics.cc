@@ -16,6 +16,17 @@
 namespace mesh::metrics {
 namespace {
 
+// `family`'s series of `labels`, kept in `slot`: a series there of other
+// labels (a unit renamed, a resource of another kind now) goes, or it
+// would stay exposed, and counted by the alerts, for the daemon's life.
+template <typename T>
+T& Relabel(prometheus::Family<T>& family, T*& slot, const prometheus::Labels& labels) {
+  T& now = family.Add(labels);
+  if (slot != nullptr && slot != &now) family.Remove(slot);
+  slot = &now;
+  return now;
+}
+
 double Seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
@@ -292,10 +303,8 @@ void HostMetrics::ObserveRecorded(const core::RecordedState& recorded) {
   }
   for (const core::ResourceOutcome& o : recorded.resources) {
     ++by_kind[o.kind];
-    if (o.outcome == core::Outcome::kFailed && !resource_failed_.contains(o.id)) {
-      auto& g = failed_->Add({{"resource", o.id}, {"kind", o.kind}});
-      g.Set(1);
-      resource_failed_.emplace(o.id, &g);
+    if (o.outcome == core::Outcome::kFailed) {
+      Relabel(*failed_, resource_failed_[o.id], {{"resource", o.id}, {"kind", o.kind}}).Set(1);
     }
     if (o.declared_unit().empty()) continue;
     CountUnitActions(o);
@@ -347,19 +356,17 @@ void HostMetrics::CountUnitActions(const core::ResourceOutcome& o) {
 void HostMetrics::ObserveRollback(const core::ResourceOutcome& o) {
   const core::DeclaredUnit& d = o.declared.value_or_empty();
   if (d.rollback || d.rolled_back) {
-    auto& c = rollbacks_->Add({{"resource", o.id}, {"unit", d.unit}});
+    auto& c =
+        Relabel(*rollbacks_, rollback_counters_[o.id], {{"resource", o.id}, {"unit", d.unit}});
     if (d.rolled_back) c.Increment();
-    rollback_counters_[o.id] = &c;
   } else if (auto c = rollback_counters_.find(o.id); c != rollback_counters_.end()) {
     rollbacks_->Remove(c->second);  // the opt-in was dropped
     rollback_counters_.erase(c);
   }
   auto held = held_gauges_.find(o.id);
   if (d.held.has_value()) {
-    if (held == held_gauges_.end()) {
-      held = held_gauges_.emplace(o.id, &held_->Add({{"resource", o.id}, {"unit", d.unit}})).first;
-    }
-    held->second->Set(static_cast<double>(d.held->generation));
+    Relabel(*held_, held_gauges_[o.id], {{"resource", o.id}, {"unit", d.unit}})
+        .Set(static_cast<double>(d.held->generation));
   } else if (held != held_gauges_.end()) {
     held_->Remove(held->second);
     held_gauges_.erase(held);
@@ -375,18 +382,15 @@ void HostMetrics::ObserveResource(const core::ResourceOutcome& o, bool same_decl
        o.outcome == core::Outcome::kRestarted)) {
     auto& [count, gauge] = resource_churn_[id];
     ++count;
-    if (gauge == nullptr) gauge = &churn_->Add({{"resource", id}, {"kind", o.kind}});
-    gauge->Set(static_cast<double>(count));
+    Relabel(*churn_, gauge, {{"resource", id}, {"kind", o.kind}}).Set(static_cast<double>(count));
   }
   auto churning = resource_churn_.find(id);
   bool churns = churning != resource_churn_.end() && churning->second.first > 0;
 
   auto failed_it = resource_failed_.find(id);
-  if (failed && failed_it == resource_failed_.end()) {
-    auto& g = failed_->Add({{"resource", id}, {"kind", o.kind}});
-    g.Set(1);
-    resource_failed_.emplace(id, &g);
-  } else if (!failed && failed_it != resource_failed_.end()) {
+  if (failed) {
+    Relabel(*failed_, resource_failed_[id], {{"resource", id}, {"kind", o.kind}}).Set(1);
+  } else if (failed_it != resource_failed_.end()) {
     failed_->Remove(failed_it->second);
     resource_failed_.erase(failed_it);
   }

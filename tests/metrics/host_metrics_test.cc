@@ -180,6 +180,31 @@ TEST(HostMetricsTest, RollbacksAndHolds) {
   EXPECT_THAT(m.Serialize(), Not(HasSubstr("mesh_host_rollbacks_total{")));
 }
 
+// A resource's series whose labels change with it (its unit renamed at each
+// release, a failed resource of another kind now) went on beside the new
+// one: one more series left per release, for the daemon's life.
+TEST(HostMetricsTest, ASeriesWhoseLabelsChangeIsReplaced) {
+  HostMetrics m("1.2.3");
+  auto app = [](const std::string& unit) {
+    core::ResourceOutcome o = Out("app", "process", core::Outcome::kFailed, unit);
+    o.mutable_declared().rollback = true;
+    o.mutable_declared().held = core::HeldAt{14, 15, "2026-12-03T18:00:00Z"};
+    return o;
+  };
+  m.ObserveApply(Report({app("app-v7.service")}, core::ApplyResult::kFailed, "decl-1"));
+  m.ObserveApply(Report({app("app-v8.service")}, core::ApplyResult::kFailed, "decl-2"));
+  std::string text = m.Serialize();
+  EXPECT_THAT(text,
+              HasSubstr(R"(mesh_host_rollbacks_total{resource="app",unit="app-v8.service"})"));
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_unit_held{resource="app",unit="app-v8.service"} 14)"));
+  EXPECT_THAT(text, Not(HasSubstr("app-v7.service"))) << text;
+  core::ResourceOutcome file = Out("app", "file", core::Outcome::kFailed);
+  m.ObserveApply(Report({file}, core::ApplyResult::kFailed, "decl-3"));
+  text = m.Serialize();
+  EXPECT_THAT(text, HasSubstr(R"(mesh_host_resource_failed{kind="file",resource="app"} 1)"));
+  EXPECT_THAT(text, Not(HasSubstr(R"(mesh_host_resource_failed{kind="process")"))) << text;
+}
+
 TEST(HostMetricsTest, SystemdRestartsCountedAcrossResets) {
   HostMetrics m("v");
   core::ResourceOutcome first = Out("d", "service", core::Outcome::kUnchanged, "d.service");
