@@ -184,6 +184,8 @@ bool AnswersPlainHttp(const std::string& https_url, const ClientOptions& opts) {
   return static_cast<bool>(got.result) || got.too_large;
 }
 
+}  // namespace
+
 // What in an http(s) URL the client cannot take, in words; "" when it
 // can. httplib's own pattern takes what it does not match (an IPv6 address
 // with letters, a query) for a host name, whose lookup then fails as
@@ -225,6 +227,8 @@ std::string CheckUrl(const std::string& url) {
   }
   return "";
 }
+
+namespace {
 
 // Why an answer other than 200 (or /healthz's 503) is not one, in words.
 std::string Answered(const Answer& p, const std::string& path, bool https,

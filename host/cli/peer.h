@@ -45,6 +45,10 @@ struct Answer {
 // copies from a browser) means the same host.
 std::string BaseUrl(const std::string& given);
 
+// What in an http(s) URL (`SCHEME://...`) the client cannot take, in
+// words; "" when it can. Checked again before each request.
+std::string CheckUrl(const std::string& url);
+
 // GET `path` of the peer at `given`.
 Answer Fetch(const std::string& given, const std::string& path, const ClientOptions& opts);
 

@@ -278,7 +278,16 @@ core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
       if (!t.is_string() || t.get_ref<const std::string&>().empty()) {
         return fail("a target that is not a \"HOST:PORT\" string");
       }
-      urls.push_back(scheme + "://" + t.get<std::string>());
+      // A target the client cannot take is the file's fault, said before
+      // any host is asked: not a row among the unreachable ones.
+      std::string url = scheme + "://" + t.get<std::string>();
+      if (std::string why = CheckUrl(url); !why.empty()) {
+        return fail("target " + std::to_string(urls.size() + 1) + " (" +
+                    (url.find('@') == std::string::npos ? core::Printable(t.get<std::string>())
+                                                        : std::string("with credentials")) +
+                    "): " + why);
+      }
+      urls.push_back(std::move(url));
     }
   }
   if (urls.empty()) return fail("no targets");
@@ -329,6 +338,12 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
     if (!base.starts_with("http://") && !base.starts_with("https://")) {
       err << "mesh-host: --url " << core::Printable(u)
           << ": not a URL; it takes http://HOST:PORT or https://HOST:PORT\n";
+      return 2;
+    }
+    if (std::string why = CheckUrl(base); !why.empty()) {
+      err << "mesh-host: --url "
+          << (u.find('@') == std::string::npos ? core::Printable(u) : std::string("...")) << ": "
+          << why << "\n";
       return 2;
     }
   }
