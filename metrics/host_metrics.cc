@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "host/core/printable.h"
 
@@ -466,10 +467,22 @@ std::string HostMetrics::Serialize() const {
   if (clock_ != nullptr) {
     auto wall = clock_->Now();
     auto mono = clock_->Monotonic();
-    for (auto [gauge, at] : {std::pair{start_time_, start_at_},
-                             {last_reconcile_, reconcile_at_},
-                             {last_success_, success_at_}}) {
-      if (at.has_value()) gauge->Set(Seconds(wall - (mono - *at)));
+    const std::array<std::pair<prometheus::Gauge*, const Stamp*>, 3> stamps = {
+        {{start_time_, &start_at_},
+         {last_reconcile_, &reconcile_at_},
+         {last_success_, &success_at_}}};
+    for (size_t k = 0; k < stamps.size(); ++k) {
+      const auto& [gauge, at] = stamps[k];
+      if (!at->has_value()) continue;
+      // The two clocks are read apart by a varying few nanoseconds (more
+      // where reading one is a system call): a value moved by that alone
+      // is a new value each scrape, and `changes()` of the start time
+      // (MeshHostRestarting) counted a restart at every one. A stamp's
+      // value moves only when the wall clock stepped by a second or more.
+      double now = Seconds(wall - (mono - **at));
+      Shown& shown = shown_[k];
+      if (shown.at != *at || std::abs(now - shown.seconds) >= 1.0) shown = {*at, now};
+      gauge->Set(shown.seconds);
     }
   }
   std::vector<prometheus::MetricFamily> families = registry_->Collect();

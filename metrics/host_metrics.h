@@ -9,6 +9,7 @@
 // apply loop, the unit watch and /metrics scrapes may call it concurrently.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -134,6 +135,12 @@ class HostMetrics {
   using Stamp = std::optional<std::chrono::steady_clock::time_point>;
   Stamp Stamped(std::chrono::system_clock::time_point wall) const;
   Stamp start_at_, reconcile_at_, success_at_;
+  // Each stamp's value as last shown (start, last reconcile, last success).
+  struct Shown {
+    Stamp at;
+    double seconds = 0;
+  };
+  mutable std::array<Shown, 3> shown_{};
 
   // mesh_host_resource_changes_total is kept here and rendered at each
   // scrape, not held as a prometheus::Family: a Family keeps each series as

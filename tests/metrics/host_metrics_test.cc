@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "tests/fakes/fake_clock.h"
 
 namespace mesh::metrics {
@@ -131,6 +133,32 @@ TEST(HostMetricsTest, TimestampsFollowAWallClockStepped) {
   EXPECT_DOUBLE_EQ(seconds() - ValueOf(after, "mesh_host_last_success_timestamp_seconds"), 60);
   EXPECT_DOUBLE_EQ(seconds() - ValueOf(after, "mesh_host_last_reconcile_timestamp_seconds"), 60);
   EXPECT_DOUBLE_EQ(seconds() - ValueOf(after, "mesh_host_start_time_seconds"), 70);
+}
+
+// The timestamps are now less the monotonic time since, read from two
+// clocks a varying few nanoseconds or microseconds apart: the start time
+// printed a new value at every scrape, and MeshHostRestarting
+// (changes(mesh_host_start_time_seconds[1h]) > 2) fired on hosts that
+// never restarted. A step of the wall clock is still followed.
+TEST(HostMetricsTest, TheStartTimeDoesNotMoveWithTheReadingsJitter) {
+  fakes::FakeClock clock;
+  HostMetrics metrics("v");
+  metrics.SetClock(&clock);
+  metrics.SetStartTime(clock.Now());
+  auto line = [&] {
+    std::istringstream text(metrics.Serialize());
+    for (std::string l; std::getline(text, l);) {
+      if (l.starts_with("mesh_host_start_time_seconds ")) return l;
+    }
+    return std::string("(none)");
+  };
+  std::string first = line();
+  clock.StepWall(std::chrono::microseconds(3));
+  EXPECT_EQ(line(), first);
+  clock.StepWall(-std::chrono::microseconds(5));
+  EXPECT_EQ(line(), first);
+  clock.StepWall(-std::chrono::hours(1));
+  EXPECT_NE(line(), first) << "a step of the wall clock is followed";
 }
 
 TEST(HostMetricsTest, AUnitsCountersExistAtZeroFromItsFirstApply) {
