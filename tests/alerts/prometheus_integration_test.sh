@@ -15,7 +15,7 @@ RULES=$ROOTDIR/metrics/alerts/mesh-host.rules.yml
 [ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
 command -v prometheus >/dev/null || { echo "prometheus missing (Debian package prometheus)" >&2; exit 1; }
 T=$(mktemp -d /tmp/mesh-host-prom.XXXXXX)
-export SDBOX_DIR=$T/prometheus-box
+export SDBOX_DIR=$T/prometheus-${T##*.}-box  # its cgroup is named for it
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done

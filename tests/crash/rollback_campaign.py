@@ -135,7 +135,8 @@ def main():
     a = ap.parse_args()
     rng = random.Random(a.seed)
     tmp = tempfile.mkdtemp(prefix="mesh-host-rollback-crash.")
-    os.environ["SDBOX_DIR"] = os.path.join(tmp, "rollback-crash-box")
+    # Its box (and cgroup) named for tmp: two campaigns may run at once.
+    os.environ["SDBOX_DIR"] = os.path.join(tmp, os.path.basename(tmp) + "-box")
     failures, survived, tried = [], 0, 0
     try:
         subprocess.run([a.sdbox, "up"], check=True)

@@ -7,7 +7,7 @@ BIN=$PWD/tests/systemd/sdbus_adapter_test_bin
 [ -x "$BIN" ] || BIN=$HERE/sdbus_adapter_test_bin
 [ "$(id -u)" = 0 ] || { echo "SKIP (LOUD): needs root for namespaces; not run" >&2; exit 0; }
 T=$(mktemp -d "${TEST_TMPDIR:-/tmp}/sdbus.XXXXXX")
-export SDBOX_DIR=$T/sdbus-box
+export SDBOX_DIR=$T/sdbus-${T##*.}-box  # its cgroup is named for it
 # A socket path must fit in 108 bytes: not under Bazel's TEST_TMPDIR.
 E=$(mktemp -d /tmp/mh-bus.XXXXXX)
 EMPTY_PID=

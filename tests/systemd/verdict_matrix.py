@@ -372,7 +372,7 @@ def main():
     binary, sdbox = sys.argv[1], sys.argv[2]
     wanted = sys.argv[3:] or list(CASES)
     tmp = tempfile.mkdtemp(prefix="mesh-host-matrix.")
-    os.environ["SDBOX_DIR"] = os.path.join(tmp, "matrix-box")
+    os.environ["SDBOX_DIR"] = os.path.join(tmp, os.path.basename(tmp) + "-box")  # cgroup named for tmp
     passed = failed = 0
     try:
         subprocess.run([sdbox, "up"], check=True)
