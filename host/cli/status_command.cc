@@ -278,16 +278,7 @@ core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
       if (!t.is_string() || t.get_ref<const std::string&>().empty()) {
         return fail("a target that is not a \"HOST:PORT\" string");
       }
-      // A target the client cannot take is the file's fault, said before
-      // any host is asked: not a row among the unreachable ones.
-      std::string url = scheme + "://" + t.get<std::string>();
-      if (std::string why = CheckUrl(url); !why.empty()) {
-        return fail("target " + std::to_string(urls.size() + 1) + " (" +
-                    (url.find('@') == std::string::npos ? core::Printable(t.get<std::string>())
-                                                        : std::string("with credentials")) +
-                    "): " + why);
-      }
-      urls.push_back(std::move(url));
+      urls.push_back(scheme + "://" + t.get<std::string>());
     }
   }
   if (urls.empty()) return fail("no targets");
@@ -340,13 +331,12 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
           << ": not a URL; it takes http://HOST:PORT or https://HOST:PORT\n";
       return 2;
     }
-    if (std::string why = CheckUrl(base); !why.empty()) {
-      err << "mesh-host: --url "
-          << (u.find('@') == std::string::npos ? core::Printable(u) : std::string("...")) << ": "
-          << why << "\n";
-      return 2;
-    }
   }
+  // A target the client cannot take (a port past 65535, credentials in the
+  // URL, an IPv6 address with letters) is the input's fault: said, and
+  // exit 2, but the others are asked and shown all the same.
+  std::vector<std::string> wrong(urls.size());
+  for (size_t i = 0; i < urls.size(); ++i) wrong[i] = CheckUrl(BaseUrl(urls[i]));
   // In parallel, each bounded by its timeouts: 200 machines, some down,
   // answer in seconds, not in 200 connect timeouts.
   std::vector<FleetRow> rows(urls.size());
@@ -355,16 +345,30 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
   std::vector<std::thread> pool;
   for (size_t w = 0; w < workers; ++w) {
     pool.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < urls.size();) rows[i] = ProbeRow(urls[i], client);
+      for (size_t i; (i = next.fetch_add(1)) < urls.size();) {
+        rows[i] = wrong[i].empty() ? ProbeRow(urls[i], client)
+                                   : FleetRow{"-", "-", "UNREACHABLE", "not asked: " + wrong[i]};
+      }
     });
   }
   for (std::thread& t : pool) t.join();
   std::vector<std::pair<std::string, FleetRow>> table;
   for (size_t i = 0; i < urls.size(); ++i) {
     std::string base = BaseUrl(urls[i]);
-    table.emplace_back(base.substr(base.find("://") + 3), std::move(rows[i]));
+    std::string target = base.find('@') == std::string::npos ? base.substr(base.find("://") + 3)
+                                                             : "(a URL with credentials)";
+    table.emplace_back(std::move(target), std::move(rows[i]));
   }
-  return WriteFleetTable(table, out);
+  int rc = WriteFleetTable(table, out);
+  for (size_t i = 0; i < urls.size(); ++i) {
+    if (wrong[i].empty()) continue;
+    bool secret = urls[i].find('@') != std::string::npos;
+    err << "mesh-host: target " << i + 1 << " ("
+        << (secret ? std::string("a URL with credentials") : core::Printable(table[i].first))
+        << "): " << wrong[i] << "\n";
+    rc = 2;
+  }
+  return rc;
 }
 
 int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,

@@ -296,11 +296,11 @@ std::vector<std::string> LeaveOutWhatDoesNotFit(core::LastGood& last_good, std::
   uint64_t total = 0;
   for (const std::string& id : order) {
     auto bytes = core::KeptUnitBytes(id, last_good.units.at(id), machine);
-    std::string why = !bytes ? bytes.error().message
-                      : total + *bytes > budget
-                          ? "the last good of " + id + " does not fit beside the others' (" +
-                                std::to_string(budget) + " bytes in all)"
-                          : "";
+    std::string why =
+        !bytes ? bytes.error().message
+        : total + *bytes > budget
+            ? "the last good of " + id + " does not fit beside the others' in last-good.json"
+            : "";
     if (why.empty()) {
       total += *bytes;
       continue;
