@@ -27,12 +27,6 @@ std::string FleetLine(const std::string& target, const FleetRow& row) {
          Fit(row.generation, 6) + " " + Fit(row.health, 12) + " " + row.what;
 }
 
-std::string FirstOf(const std::vector<std::string>& wrong) {
-  if (wrong.empty()) return "";
-  if (wrong.size() == 1) return wrong[0];
-  return wrong[0] + " (+" + std::to_string(wrong.size() - 1) + " more)";
-}
-
 int WriteFleetTable(const std::vector<std::pair<std::string, FleetRow>>& rows, std::ostream& out,
                     std::string_view source) {
   out << Fit("TARGET", 22) << " " << Fit("MACHINE", 14) << " " << Fit("GEN", 6) << " "

@@ -28,9 +28,6 @@ std::string Fit(const std::string& s, size_t width);
 // The line, padded to its columns.
 std::string FleetLine(const std::string& target, const FleetRow& row);
 
-// The first of what is wrong, and how many more: "x (+2 more)"; empty for none.
-std::string FirstOf(const std::vector<std::string>& wrong);
-
 // The header, a line per row (trailing blanks trimmed) and the count, the
 // count followed by `source` (" (as Prometheus sees them)", or empty).
 // Returns 0 when every row is healthy, else 1.

@@ -331,7 +331,9 @@ bool RefusesPlainHttp(const std::string& given, const ClientOptions& client, std
 
 nlohmann::json ParseAnswer(std::string_view body) {
   // Printing a value of the document recurses once a level.
-  if (!core::JsonDepthWithin(body, kMaxAnswerDepth)) return nlohmann::json::value_t::discarded;
+  if (!core::JsonWithin(body, kMaxAnswerDepth, kMaxAnswerValues)) {
+    return nlohmann::json::value_t::discarded;
+  }
   return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
 }
 

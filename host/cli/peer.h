@@ -59,10 +59,14 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
 // mix both.)
 bool RefusesPlainHttp(const std::string& given, const ClientOptions& client, std::ostream& err);
 
-// A JSON answer from the network, or discarded when it is not JSON or
-// nests deeper than kMaxAnswerDepth (no answer of a mesh-host or a
-// Prometheus nests past a handful).
+// A JSON answer from the network, or discarded when it is not JSON, nests
+// deeper than kMaxAnswerDepth (no answer of a mesh-host or a Prometheus
+// nests past a handful) or holds more than kMaxAnswerValues values: 16 MiB
+// of "[{},{},...]" parsed whole is some 500 MiB, and 32 hosts are asked at
+// once. A mesh-host's /status spends 15 bytes or more on each value, so
+// one within the 16 MiB cap holds fewer.
 inline constexpr int kMaxAnswerDepth = 64;
+inline constexpr size_t kMaxAnswerValues = size_t{1} << 21;
 nlohmann::json ParseAnswer(std::string_view body);
 
 // A member of a document from the network, which may be missing or of any

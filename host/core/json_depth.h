@@ -7,12 +7,21 @@
 // and the parse itself runs without a callback.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace mesh::core {
 
-// True when no array or object in `text` nests deeper than `max_depth`.
-// Brackets inside strings (escapes included) do not count.
-bool JsonDepthWithin(std::string_view text, int max_depth);
+// True when no array or object in `text` nests deeper than `max_depth`,
+// and the text holds at most about `max_values` values: each ',' and each
+// '[' or '{' counts one (a parser's tree costs some 30 bytes for each byte
+// of "[{},{},...]", so a cap on the text alone does not bound it).
+// Brackets and commas inside strings (escapes included) do not count.
+bool JsonWithin(std::string_view text, int max_depth, size_t max_values);
+
+inline bool JsonDepthWithin(std::string_view text, int max_depth) {
+  return JsonWithin(text, max_depth, SIZE_MAX);
+}
 
 }  // namespace mesh::core

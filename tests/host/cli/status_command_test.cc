@@ -453,6 +453,26 @@ TEST(StatusCommandTest, ADeeplyNestedAnswerIsNotADocument) {
   t.join();
 }
 
+// An answer within the 16 MiB cap whose values are two bytes each
+// ("[{},{},...]"): parsed whole it took some 30 bytes of memory for each
+// byte read, some 500 MiB for one host, and 32 are asked at once.
+TEST(StatusCommandTest, AnAnswerOfMillionsOfValuesIsNotADocument) {
+  std::string many = R"({"healthy": false, "machine": "m", "resources": [)";
+  for (size_t i = 0; i < kMaxAnswerValues; ++i) many += "{},";
+  many += "{}]}";
+  httplib::Server server;
+  server.Get("/status", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(many, "application/json");
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://127.0.0.1:" + std::to_string(port), out, err, ClientOptions{}), 2);
+  EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document"));
+  server.stop();
+  t.join();
+}
+
 // --targets and --password-file are read whole: /dev/zero (no newline,
 // no end) grew the command until the kernel killed it.
 TEST(StatusCommandTest, AnEndlessTargetsOrPasswordFileIsRefused) {

@@ -48,6 +48,16 @@ TEST(JsonDepthTest, BracketsInStringsDoNotCount) {
   EXPECT_TRUE(JsonDepthWithin(R"(["\\\"[[", []])", 2));
 }
 
+// Values are counted outside strings only: each ',' and each opening
+// bracket is one (the tree a parser makes is bounded by them).
+TEST(JsonDepthTest, ValuesAreCountedOutsideStrings) {
+  EXPECT_TRUE(JsonWithin("[{},{},{}]", 2, 6));
+  EXPECT_FALSE(JsonWithin("[{},{},{}]", 2, 5));
+  EXPECT_TRUE(JsonWithin(R"(["a,b,c,{[", 1])", 1, 2));
+  EXPECT_FALSE(JsonWithin(R"(["a", 1, 2])", 1, 2));
+  EXPECT_TRUE(JsonWithin("[{},{},{}]", 2, SIZE_MAX));
+}
+
 TEST(JsonDepthTest, EndsInsideAStringOrAnEscape) {
   EXPECT_TRUE(JsonDepthWithin(R"(["[[[[)", 1));
   EXPECT_TRUE(JsonDepthWithin("[\"\\", 1));
