@@ -3,11 +3,12 @@
 // the last good failing too; the kept copy of a credential never shown; a
 // last-good.json that cannot be read; a kill at every step of a rollback,
 // of files and of a bundle.
+#include "host/reconcile/rollback.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "host/core/sha256.h"
-#include "host/reconcile/rollback.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/fakes/kill_switch.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
