@@ -1,7 +1,9 @@
 #include "host/cli/peer.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -244,6 +246,63 @@ std::string Answered(const Answer& p, const std::string& path, bool https,
                                             " and that password are not accepted");
 }
 
+// Why the host part of `server` (SCHEME://HOST[:PORT]) does not resolve
+// before `deadline`; "" when it does, or is an address. httplib resolves
+// with a blocking getaddrinfo, which a resolver that does not answer holds
+// for its own timeouts (5 s a try, a try a search domain): past --timeout,
+// and no socket to shut down under it. Looked up here first, bounded, and
+// again by httplib (which then tries each address of the name).
+std::string ResolveWithin(const std::string& server,
+                          std::optional<std::chrono::steady_clock::time_point> deadline) {
+  std::string host = server.substr(server.find("://") + 3);
+  if (host.starts_with("[")) return "";  // an IPv6 address
+  host = host.substr(0, host.find(':'));
+  unsigned char addr[sizeof(struct in6_addr)];
+  if (::inet_pton(AF_INET, host.c_str(), addr) == 1 || !deadline.has_value()) return "";
+  // Owned by glibc's lookup thread until it ends: left to it when the
+  // deadline passes first (a few hundred bytes, in a command that exits).
+  struct Lookup {
+    std::string name;
+    struct addrinfo hints {};
+    struct gaicb request {};
+  };
+  auto* lookup = new Lookup{host, {}, {}};
+  lookup->hints.ai_socktype = SOCK_STREAM;
+  lookup->request.ar_name = lookup->name.c_str();
+  lookup->request.ar_request = &lookup->hints;
+  struct gaicb* list[] = {&lookup->request};
+  if (int rc = ::getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr); rc != 0) {
+    delete lookup;
+    return "the name " + core::Printable(host) + " cannot be looked up: " + ::gai_strerror(rc);
+  }
+  for (;;) {
+    auto left = *deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds(0)) break;
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    struct timespec wait {
+      static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)
+    };
+    int rc = ::gai_suspend(list, 1, &wait);
+    if (rc == EAI_AGAIN) break;  // the deadline
+    if (::gai_error(&lookup->request) != EAI_INPROGRESS) break;
+  }
+  int rc = ::gai_error(&lookup->request);
+  if (rc == EAI_INPROGRESS) {
+    int cancel = ::gai_cancel(&lookup->request);
+    if (cancel == EAI_ALLDONE && lookup->request.ar_result != nullptr) {
+      ::freeaddrinfo(lookup->request.ar_result);
+    }
+    if (cancel != EAI_NOTCANCELED) delete lookup;
+    return "the name " + core::Printable(host) +
+           " did not resolve before the deadline (--timeout): is a DNS server answering?";
+  }
+  if (lookup->request.ar_result != nullptr) ::freeaddrinfo(lookup->request.ar_result);
+  delete lookup;
+  if (rc != 0)
+    return "the name " + core::Printable(host) + " does not resolve (" + ::gai_strerror(rc) + ")";
+  return "";
+}
+
 }  // namespace
 
 Answer Fetch(const std::string& given, const std::string& path, const ClientOptions& opts) {
@@ -289,6 +348,10 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
     }
     connect = std::min(connect, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
     read = std::min(read, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+  }
+  if (std::string why = ResolveWithin(server, opts.deadline); !why.empty()) {
+    p.error = core::Printable(p.url) + " unreachable: " + why;
+    return p;
   }
   client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(connect));
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read));

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -433,6 +436,56 @@ TEST(StatusCommandTest, AUrlItCannotTakeIsSaidSo) {
     EXPECT_THAT(err.str(), HasSubstr(c.words)) << c.url;
     EXPECT_THAT(err.str(), Not(HasSubstr("hunter2")));
   }
+}
+
+// A resolver that does not answer held httplib's blocking getaddrinfo for
+// its own timeouts (here 2 tries of 5 s), past --timeout, with no socket
+// for the deadline's watcher to shut down. Run in a mount namespace of its
+// own whose /etc/resolv.conf names a server that never answers.
+TEST(StatusCommandTest, ANameThatDoesNotResolveMeetsTheDeadline) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace";
+  int dns = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(53);
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(dns, reinterpret_cast<sockaddr*>(&at), sizeof(at)) != 0) {
+    ::close(dns);
+    GTEST_SKIP() << "127.0.0.1:53 is in use";
+  }
+  std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/resolv.conf") << "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n";
+  std::ofstream(dir + "/nsswitch.conf") << "hosts: dns\n";
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount((dir + "/resolv.conf").c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) !=
+            0 ||
+        ::mount((dir + "/nsswitch.conf").c_str(), "/etc/nsswitch.conf", nullptr, MS_BIND,
+                nullptr) != 0) {
+      ::_exit(77);
+    }
+    ClientOptions opts;
+    opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    auto start = std::chrono::steady_clock::now();
+    std::ostringstream out, err;
+    int rc = RunStatus("http://mesh-host-test.invalid:9479", out, err, opts);
+    auto took = std::chrono::steady_clock::now() - start;
+    int wrong =
+        (rc != 2 ? 1 : 0) |
+        (err.str().find("did not resolve before the deadline") == std::string::npos ? 2 : 0) |
+        (took > std::chrono::seconds(4) ? 4 : 0);
+    ::_exit(wrong);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ::close(dns);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no mount namespace here";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: not exit 2, 2: not said, 4: past the deadline by more than 3 s";
 }
 
 // A document nested a million deep (2 MB, well under the cap): printing a
