@@ -66,7 +66,7 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
   }
   for (const RollbackUnit& ru : units) {
     const Resource& r = decl.resources[ru.index];
-    RollbackScope::Unit u{ru.index, r.id, r.unit().name, false, ru.deps, {}, {}, {}};
+    RollbackScope::Unit u{ru.index, r.id, r.unit().name, false, ru.deps, {}, {}, {}, {}};
     u.held = std::any_of(held_.begin(), held_.end(),
                          [&](const HeldUnit& h) { return h.index == ru.index; });
     for (size_t d : ru.deps) {

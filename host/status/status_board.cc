@@ -69,7 +69,8 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
     if (!r.declared_unit().empty()) {
       if (r.host_acted && r.restart_reason().has_value()) host_restarts_[r.declared_unit()]++;
       if (r.declared.value_or_empty().rollback_restart) host_restarts_[r.declared_unit()]++;
-      streaks_[r.declared_unit()] = {.confirmed = r.unit.has_value() && r.unit->up};
+      streaks_[r.declared_unit()] =
+          Streak{.confirmed = r.unit.has_value() && r.unit->up, .since = {}, .invocation = {}};
       if (!r.unit.has_value()) {
         r.unit = core::UnitSnapshot{};
         r.unit->name = r.declared_unit();
@@ -106,7 +107,8 @@ void StatusBoard::ShowRecorded(Snapshot& next, core::RecordedState recorded) {
   streaks_.clear();
   for (core::ResourceOutcome& r : recorded.resources) {
     if (!r.declared_unit().empty()) {
-      streaks_[r.declared_unit()] = {.confirmed = r.unit.has_value() && r.unit->up};
+      streaks_[r.declared_unit()] =
+          Streak{.confirmed = r.unit.has_value() && r.unit->up, .since = {}, .invocation = {}};
     }
     next.resources.push_back(std::move(r));
   }
