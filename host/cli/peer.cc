@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -250,56 +251,45 @@ std::string Answered(const Answer& p, const std::string& path, bool https,
 // before `deadline`; "" when it does, or is an address. httplib resolves
 // with a blocking getaddrinfo, which a resolver that does not answer holds
 // for its own timeouts (5 s a try, a try a search domain): past --timeout,
-// and no socket to shut down under it. Looked up here first, bounded, and
-// again by httplib (which then tries each address of the name).
+// and no socket to shut down under it. Looked up here first, on a thread
+// of its own that is left to finish when the deadline passes (not
+// getaddrinfo_a: its timed wait can leave glibc a pointer into a stack
+// that is gone, and its 20 threads are shared by every worker), then by
+// httplib again, which tries each address of the name.
 std::string ResolveWithin(const std::string& server,
                           std::optional<std::chrono::steady_clock::time_point> deadline) {
   std::string host = server.substr(server.find("://") + 3);
   if (host.starts_with("[")) return "";  // an IPv6 address
   host = host.substr(0, host.find(':'));
-  unsigned char addr[sizeof(struct in6_addr)];
+  unsigned char addr[sizeof(struct in_addr)];
   if (::inet_pton(AF_INET, host.c_str(), addr) == 1 || !deadline.has_value()) return "";
-  // Owned by glibc's lookup thread until it ends: left to it when the
-  // deadline passes first (a few hundred bytes, in a command that exits).
   struct Lookup {
-    std::string name;
-    struct addrinfo hints {};
-    struct gaicb request {};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    int rc = 0;
   };
-  auto* lookup = new Lookup{host, {}, {}};
-  lookup->hints.ai_socktype = SOCK_STREAM;
-  lookup->request.ar_name = lookup->name.c_str();
-  lookup->request.ar_request = &lookup->hints;
-  struct gaicb* list[] = {&lookup->request};
-  if (int rc = ::getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr); rc != 0) {
-    delete lookup;
-    return "the name " + core::Printable(host) + " cannot be looked up: " + ::gai_strerror(rc);
-  }
-  for (;;) {
-    auto left = *deadline - std::chrono::steady_clock::now();
-    if (left <= std::chrono::nanoseconds(0)) break;
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    struct timespec wait {
-      static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)
-    };
-    int rc = ::gai_suspend(list, 1, &wait);
-    if (rc == EAI_AGAIN) break;  // the deadline
-    if (::gai_error(&lookup->request) != EAI_INPROGRESS) break;
-  }
-  int rc = ::gai_error(&lookup->request);
-  if (rc == EAI_INPROGRESS) {
-    int cancel = ::gai_cancel(&lookup->request);
-    if (cancel == EAI_ALLDONE && lookup->request.ar_result != nullptr) {
-      ::freeaddrinfo(lookup->request.ar_result);
-    }
-    if (cancel != EAI_NOTCANCELED) delete lookup;
+  auto lookup = std::make_shared<Lookup>();
+  std::thread([lookup, host] {
+    struct addrinfo hints {};
+    hints.ai_socktype = SOCK_STREAM;
+    struct addrinfo* found = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+    if (found != nullptr) ::freeaddrinfo(found);
+    std::lock_guard<std::mutex> lock(lookup->mu);
+    lookup->done = true;
+    lookup->rc = rc;
+    lookup->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(lookup->mu);
+  if (!lookup->cv.wait_until(lock, *deadline, [&] { return lookup->done; })) {
     return "the name " + core::Printable(host) +
            " did not resolve before the deadline (--timeout): is a DNS server answering?";
   }
-  if (lookup->request.ar_result != nullptr) ::freeaddrinfo(lookup->request.ar_result);
-  delete lookup;
-  if (rc != 0)
-    return "the name " + core::Printable(host) + " does not resolve (" + ::gai_strerror(rc) + ")";
+  if (lookup->rc != 0) {
+    return "the name " + core::Printable(host) + " does not resolve (" +
+           ::gai_strerror(lookup->rc) + ")";
+  }
   return "";
 }
 
