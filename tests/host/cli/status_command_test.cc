@@ -488,57 +488,6 @@ TEST(StatusCommandTest, ANameThatDoesNotResolveMeetsTheDeadline) {
       << "1: not exit 2, 2: not said, 4: past the deadline by more than 3 s";
 }
 
-// A document nested a million deep (2 MB, well under the cap): printing a
-// value of it recursed once a level, and the command died of its stack.
-TEST(StatusCommandTest, ADeeplyNestedAnswerIsNotADocument) {
-  std::string deep = R"({"healthy": true, "machine": )" + std::string(1000000, '[') +
-                     std::string(1000000, ']') + "}";
-  httplib::Server server;
-  server.Get("/status", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(deep, "application/json");
-  });
-  int port = server.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { server.listen_after_bind(); });
-  std::ostringstream out, err;
-  EXPECT_EQ(RunStatus("http://127.0.0.1:" + std::to_string(port), out, err, ClientOptions{}), 2);
-  EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document"));
-  server.stop();
-  t.join();
-}
-
-// An answer within the 16 MiB cap whose values are two bytes each
-// ("[{},{},...]"): parsed whole it took some 30 bytes of memory for each
-// byte read, some 500 MiB for one host, and 32 are asked at once.
-TEST(StatusCommandTest, AnAnswerOfMillionsOfValuesIsNotADocument) {
-  std::string many = R"({"healthy": false, "machine": "m", "resources": [)";
-  for (size_t i = 0; i < kMaxAnswerValues; ++i) many += "{},";
-  many += "{}]}";
-  httplib::Server server;
-  server.Get("/status", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(many, "application/json");
-  });
-  int port = server.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { server.listen_after_bind(); });
-  std::ostringstream out, err;
-  EXPECT_EQ(RunStatus("http://127.0.0.1:" + std::to_string(port), out, err, ClientOptions{}), 2);
-  EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document"));
-  server.stop();
-  t.join();
-}
-
-// --targets and --password-file are read whole: /dev/zero (no newline,
-// no end) grew the command until the kernel killed it.
-TEST(StatusCommandTest, AnEndlessTargetsOrPasswordFileIsRefused) {
-  auto targets = ReadTargets("/dev/zero", "http");
-  ASSERT_FALSE(targets.has_value());
-  EXPECT_THAT(targets.error().message, HasSubstr("--targets /dev/zero: larger than"));
-  std::ostringstream out, err;
-  EXPECT_EQ(RunStatusVerb({}, "", "http://127.0.0.1:1", out, err, ClientOptions{}, "/dev/zero",
-                          std::chrono::seconds(1)),
-            2);
-  EXPECT_THAT(err.str(), HasSubstr("--password-file /dev/zero: larger than 4096 bytes"));
-}
-
 // A stand-in for one mesh-host: /status and /healthz.
 class FakeHost {
  public:
@@ -564,6 +513,43 @@ class FakeHost {
   int port_ = 0;
   std::thread thread_;
 };
+
+// A document nested a million deep (2 MB, well under the cap): printing a
+// value of it recursed once a level, and the command died of its stack.
+TEST(StatusCommandTest, ADeeplyNestedAnswerIsNotADocument) {
+  std::string deep = R"({"healthy": true, "machine": )" + std::string(1000000, '[') +
+                     std::string(1000000, ']') + "}";
+  FakeHost host(std::move(deep), 200, "");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://" + host.target(), out, err, ClientOptions{}), 2);
+  EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document"));
+}
+
+// An answer within the 16 MiB cap whose values are two bytes each
+// ("[{},{},...]"): parsed whole it took some 30 bytes of memory for each
+// byte read, some 500 MiB for one host, and 32 are asked at once.
+TEST(StatusCommandTest, AnAnswerOfMillionsOfValuesIsNotADocument) {
+  std::string many = R"({"healthy": false, "machine": "m", "resources": [)";
+  for (size_t i = 0; i < kMaxAnswerValues; ++i) many += "{},";
+  many += "{}]}";
+  FakeHost host(std::move(many), 200, "");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://" + host.target(), out, err, ClientOptions{}), 2);
+  EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document"));
+}
+
+// --targets and --password-file are read whole: /dev/zero (no newline,
+// no end) grew the command until the kernel killed it.
+TEST(StatusCommandTest, AnEndlessTargetsOrPasswordFileIsRefused) {
+  auto targets = ReadTargets("/dev/zero", "http");
+  ASSERT_FALSE(targets.has_value());
+  EXPECT_THAT(targets.error().message, HasSubstr("--targets /dev/zero: larger than"));
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatusVerb({}, "", "http://127.0.0.1:1", out, err, ClientOptions{}, "/dev/zero",
+                          std::chrono::seconds(1)),
+            2);
+  EXPECT_THAT(err.str(), HasSubstr("--password-file /dev/zero: larger than 4096 bytes"));
+}
 
 // A host whose /healthz could not be read (a proxy's 500, the deadline)
 // was said to have "nothing more" to say: it was never heard.
