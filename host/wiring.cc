@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <iostream>
 #include <set>
 #include <string>
@@ -43,6 +45,7 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
   }
   auto format = flags.output == "json" ? cli::Output::kJson : cli::Output::kText;
   auto report = (*machine)->reconciler->Apply(**declaration, cli::PrintOutcomes(std::cout, format));
+  if (report.result == core::ApplyResult::kRefused) RemoveWhatWireMade(**machine);
   return cli::PrintReport(report, plan, std::cout, std::cerr, format);
 }
 
@@ -124,12 +127,47 @@ int Validate(const cli::Flags& flags) {
   return done();
 }
 
+// The directories that making `path` (mkdir -p) would create: itself and
+// each missing parent, deepest first.
+std::vector<std::string> MissingDirs(const std::string& path) {
+  std::vector<std::string> missing;
+  std::string dir = path;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  while (!dir.empty() && dir != "/" && ::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) {
+    missing.push_back(dir);
+    size_t slash = dir.find_last_of('/');
+    if (slash == std::string::npos) break;
+    dir.resize(slash);
+  }
+  return missing;
+}
+
 }  // namespace
+
+void RemoveWhatWireMade(Machine& m) {
+  if (!m.state_dir.empty()) ::unlink((m.state_dir + "/lock").c_str());
+  // A directory something else has written into since is not empty: kept.
+  for (const std::string& dir : m.made) ::rmdir(dir.c_str());
+  m.made.clear();
+}
 
 core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, bool daemon) {
   auto m = std::make_unique<Machine>();
+  if (!plan) {
+    for (const std::string& path : {flags.unit_dir, flags.state_dir}) {
+      for (std::string& dir : MissingDirs(path)) m->made.push_back(std::move(dir));
+    }
+    std::sort(m->made.begin(), m->made.end(),
+              [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    if (auto state = MissingDirs(flags.state_dir); !state.empty()) m->state_dir = state.front();
+  }
+  // What fails after a directory was made leaves none.
+  auto fail = [&m](std::string why) {
+    RemoveWhatWireMade(*m);
+    return core::Fail(std::move(why));
+  };
   auto root = adapters::PosixFileSystem::Open(flags.root);
-  if (!root) return core::Fail("--root: " + root.error().message);
+  if (!root) return fail("--root: " + root.error().message);
   m->root = std::move(*root);
   m->artifacts = adapters::PosixFileSystem::OpenOrDeferError(flags.artifacts);
   if (!plan) {
@@ -138,10 +176,10 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   }
   if (!m->units) m->units = adapters::PosixFileSystem::OpenOrDeferError(flags.unit_dir);
   auto records = adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan, daemon);
-  if (!records) return core::Fail("--state-dir: " + records.error().message);
+  if (!records) return fail("--state-dir: " + records.error().message);
   m->records = std::move(*records);
   if (!plan) {
-    if (auto st = m->records->Lock(); !st) return core::Fail(st.error().message);
+    if (auto st = m->records->Lock(); !st) return fail(st.error().message);
   }
   reconcile::ReconcilerPorts ports;
   ports.root = m->root.get();
@@ -166,7 +204,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   options.recorded_on_refusal = daemon;
   if (!flags.verify_key.empty()) {
     auto key = adapters::ReadVerifyKey(flags.verify_key);
-    if (!key) return std::unexpected(key.error());
+    if (!key) return fail(key.error().message);
     options.verify_key = *key;
   }
   m->reconciler = std::make_unique<reconcile::Reconciler>(ports, options);

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "host/adapters/file_record_store.h"
 #include "host/adapters/libarchive_reader.h"
@@ -34,7 +35,16 @@ struct Machine {
   adapters::SystemClock clock;
   adapters::ThreadBackground background;
   std::unique_ptr<reconcile::Reconciler> reconciler;
+  // The directories Wire created (the unit and state directories and their
+  // missing parents), deepest first, and the state directory if it is one
+  // of them: a refused apply removes them again.
+  std::vector<std::string> made;
+  std::string state_dir;
 };
+
+// Leaves the machine as it was before Wire: the lock file of a state
+// directory Wire created, then each directory it created that is empty.
+void RemoveWhatWireMade(Machine& m);
 
 // The wired machine, or an error message for exit 2. `daemon`: the record
 // is kept in memory between applies (a one-shot apply streams it instead).

@@ -20,12 +20,17 @@ JSON
 # refused, naming the fix, and nothing is written; private, it applies.
 chmod 0644 "$T/decl.json"
 set +e
-out=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state-refused" --artifacts "$T/art" --unit-dir "$T/units" --machine e2e 2>&1); rc=$?
+out=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/fresh/state" --artifacts "$T/art" --unit-dir "$T/fresh/units" --machine e2e 2>&1); rc=$?
+# A key that cannot be read refuses before the declaration is read.
+kout=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/fresh/state" --artifacts "$T/art" --unit-dir "$T/fresh/units" --machine e2e --verify-key "$T/no.pub" 2>&1); krc=$?
 vout=$("$BIN" validate --declaration "$T/decl.json" 2>&1); vrc=$?
 set -e
 [ "$rc" = 2 ] || { echo "FAIL: readable declaration with a credential: exit $rc: $out" >&2; exit 1; }
 grep -q "holds credentials (resource app.token) and users other than its owner can read it (mode 0644): chmod 0600 $T/decl.json" <<<"$out" || { echo "FAIL: refusal words: $out" >&2; exit 1; }
 [ ! -e "$T/root/etc" ] || { echo "FAIL: a refused declaration wrote" >&2; exit 1; }
+# Not even the state and unit directories (and their parents) it would have made.
+[ ! -e "$T/fresh" ] || { echo "FAIL: a refused apply left $(find "$T/fresh" | tr '\n' ' ')" >&2; exit 1; }
+[ "$krc" = 2 ] && grep -q "no.pub" <<<"$kout" || { echo "FAIL: unreadable key: exit $krc: $kout" >&2; exit 1; }
 [ "$vrc" = 2 ] && grep -q "chmod 0600" <<<"$vout" || { echo "FAIL: validate of it: $vrc $vout" >&2; exit 1; }
 chmod 0600 "$T/decl.json"
 F=(--declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" --unit-dir "$T/units" --machine e2e)
