@@ -20,10 +20,26 @@ bool NotLoadable(const std::vector<Acted>& acts, size_t k) {
          (acts[k].before->load_state == "bad-setting" || acts[k].before->load_state == "error");
 }
 
+// The line itself, and each of its fields where one line holds many:
+// compact JSON, a flow-style map, a query string or a DSN. A separator
+// inside a quoted value splits it too: its parts are still the secret's.
+std::vector<std::string_view> Fields(std::string_view line) {
+  std::vector<std::string_view> fields{line};
+  if (line.find_first_of(",;&?{}[]") == std::string_view::npos) return fields;
+  while (!line.empty()) {
+    size_t end = line.find_first_of(",;&?{}[]");
+    if (end != 0) fields.push_back(line.substr(0, end));
+    if (end == std::string_view::npos) break;
+    line.remove_prefix(end + 1);
+  }
+  return fields;
+}
+
 // `line` with every secret's content (its surrounding blanks and newlines
 // trimmed), each of its lines of 8 bytes or more, and the value of each
-// of its lines that is KEY=VALUE or KEY: VALUE (an env file, YAML, JSON:
-// what a daemon echoes is the value, not the line) of 8 bytes or more,
+// of its lines or of their fields (Fields) that is KEY=VALUE or KEY: VALUE
+// (an env file, YAML, JSON: what a daemon echoes is the value, not the
+// line) of 8 bytes or more,
 // replaced by its name: the longest first, so that a secret holding
 // another (a URL holding its user) is replaced whole before the shorter
 // one could break it up. A secret under 4 bytes is not looked for (it
@@ -44,9 +60,10 @@ std::string Redact(std::string line, const Secrets& secrets) {
       size_t end = rest.find('\n');
       std::string_view piece = trimmed(rest.substr(0, end));
       if (piece.size() >= 8) pieces.emplace_back(piece, name);
-      if (size_t sep = piece.find_first_of("=:"); sep != std::string_view::npos) {
-        std::string_view value = trimmed(piece.substr(sep + 1));
-        if (value.ends_with(',')) value = trimmed(value.substr(0, value.size() - 1));
+      for (std::string_view field : Fields(piece)) {
+        size_t sep = field.find_first_of("=:");
+        if (sep == std::string_view::npos) continue;
+        std::string_view value = trimmed(field.substr(sep + 1));
         if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
             value.back() == value.front()) {
           value = value.substr(1, value.size() - 2);

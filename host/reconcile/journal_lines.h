@@ -32,8 +32,9 @@ using core::kJournalLines;
 // `secrets`: each credential's id and content. A daemon may well log the
 // secret it refused; its lines reach /status and the log, where a
 // credential's content never appears (SPEC): each is replaced by
-// "[credential ID]" (the whole content, and each of its lines of 8 bytes
-// or more), before the line is cut.
+// "[credential ID]" (the whole content, and each of its lines and each
+// value of its KEY=VALUE fields of 8 bytes or more), before the line is
+// cut.
 using Secrets = std::vector<std::pair<std::string, std::string>>;
 void AddJournalLines(ports::UnitJournal* journal, const Secrets& secrets, const Plan& plan,
                      const std::vector<Acted>& acts,

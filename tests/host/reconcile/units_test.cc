@@ -133,6 +133,38 @@ TEST_F(UnitsTest, ACredentialsValueInAFailedRunsJournalIsNotShown) {
   }
 }
 
+// One line holding many values: compact JSON, a flow-style map, a query
+// string. Each value is what a daemon echoes, not the line.
+TEST_F(UnitsTest, EachValueOfAOneLineCredentialIsNotShown) {
+  services_.AddUnit("api.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
+  json compact = {{"id", "api.json"},
+                  {"kind", "credential"},
+                  {"path", "/etc/api.json"},
+                  {"content", R"({"user":"svc-account","token":"tok-0123456789","n":1})"}};
+  json flow = {{"id", "api.yml"},
+               {"kind", "credential"},
+               {"path", "/etc/api.yml"},
+               {"content", "{user: admin, password: 'pass-phrase-42'}\n"}};
+  json query = {{"id", "api.dsn"},
+                {"kind", "credential"},
+                {"path", "/etc/api.dsn"},
+                {"content", "postgres://db/app?user=app&password=dsn-secret-77;x=1"}};
+  json svc = Service("api", {{"restart_on", {"api.json", "api.yml", "api.dsn"}}});
+  journal_.any_run = {"invalid token tok-0123456789 for svc-account", "auth failed: pass-phrase-42",
+                      "db refused dsn-secret-77"};
+  ApplyReport r = Run(Decl({compact, flow, query, svc}));
+  ASSERT_EQ(r.outcomes[3].outcome, core::Outcome::kFailed);
+  std::string shown;
+  for (const std::string& line : core::FormatJournalLines(r.outcomes[3])) shown += line + "\n";
+  EXPECT_THAT(shown, HasSubstr("invalid token [credential api.json] for [credential api.json]"))
+      << shown;
+  EXPECT_THAT(shown, HasSubstr("auth failed: [credential api.yml]")) << shown;
+  EXPECT_THAT(shown, HasSubstr("db refused [credential api.dsn]")) << shown;
+  for (const char* secret : {"tok-0123456789", "svc-account", "pass-phrase-42", "dsn-secret-77"}) {
+    EXPECT_THAT(shown, Not(HasSubstr(secret)));
+  }
+}
+
 TEST_F(UnitsTest, AFailedRestartShowsWhatItsRunLogged) {
   services_.AddUnit("jail.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
   services_.AddUnit("web.service", {});
