@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -170,8 +171,10 @@ Got GetBounded(httplib::Client& client, const std::string& path, const ClientOpt
 // A TLS handshake that failed without a reason on OpenSSL's queue (the
 // peer answered something that is not TLS and closed): whether the same
 // address answers a plain-http request, within a second and the deadline,
-// read no further than 64 KiB.
-bool AnswersPlainHttp(const std::string& https_url, const ClientOptions& opts) {
+// read no further than 64 KiB. `addresses`: the host name's address asked
+// (httplib's hostname map), empty when httplib looked it up.
+bool AnswersPlainHttp(const std::string& https_url, const ClientOptions& opts,
+                      const std::map<std::string, std::string>& addresses) {
   ClientOptions plain_opts;
   plain_opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   if (opts.deadline.has_value())
@@ -183,6 +186,7 @@ bool AnswersPlainHttp(const std::string& https_url, const ClientOptions& opts) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(budget);
   plain.set_connection_timeout(us);
   plain.set_read_timeout(us);
+  plain.set_hostname_addr_map(addresses);
   Got got = GetBounded(plain, "/healthz", plain_opts);
   return static_cast<bool>(got.result) || got.too_large;
 }
@@ -247,50 +251,90 @@ std::string Answered(const Answer& p, const std::string& path, bool https,
                                             " and that password are not accepted");
 }
 
-// Why the host part of `server` (SCHEME://HOST[:PORT]) does not resolve
-// before `deadline`; "" when it does, or is an address. httplib resolves
-// with a blocking getaddrinfo, which a resolver that does not answer holds
-// for its own timeouts (5 s a try, a try a search domain): past --timeout,
-// and no socket to shut down under it. Looked up here first, on a thread
-// of its own that is left to finish when the deadline passes (not
-// getaddrinfo_a: its timed wait can leave glibc a pointer into a stack
-// that is gone, and its 20 threads are shared by every worker), then by
-// httplib again, which tries each address of the name.
-std::string ResolveWithin(const std::string& server,
-                          std::optional<std::chrono::steady_clock::time_point> deadline) {
-  std::string host = server.substr(server.find("://") + 3);
-  if (host.starts_with("[")) return "";  // an IPv6 address
-  host = host.substr(0, host.find(':'));
+// The host part of `server` (SCHEME://HOST[:PORT]) looked up before
+// `deadline`: its addresses, or why not. None (and no error) for an
+// address, or without a deadline: httplib then resolves it itself.
+struct Resolved {
+  std::string host;
+  std::vector<std::string> addresses;  // numeric, in the resolver's order
+  std::string why;                     // "" when resolved
+};
+
+// httplib resolves with a blocking getaddrinfo, which a resolver that does
+// not answer holds for its own timeouts (5 s a try, a try a search
+// domain): past --timeout, and no socket to shut down under it. Looked up
+// here instead, on a thread of its own that is left to finish when the
+// deadline passes (not getaddrinfo_a: its timed wait can leave glibc a
+// pointer into a stack that is gone, and its 20 threads are shared by
+// every worker); httplib is then given each address in turn, and looks up
+// nothing.
+Resolved ResolveWithin(const std::string& server,
+                       std::optional<std::chrono::steady_clock::time_point> deadline) {
+  Resolved r;
+  r.host = server.substr(server.find("://") + 3);
+  if (r.host.starts_with("[")) return r;  // an IPv6 address
+  r.host = r.host.substr(0, r.host.find(':'));
   unsigned char addr[sizeof(struct in_addr)];
-  if (::inet_pton(AF_INET, host.c_str(), addr) == 1 || !deadline.has_value()) return "";
+  if (::inet_pton(AF_INET, r.host.c_str(), addr) == 1 || !deadline.has_value()) return r;
   struct Lookup {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
     int rc = 0;
+    std::vector<std::string> addresses;
   };
   auto lookup = std::make_shared<Lookup>();
-  std::thread([lookup, host] {
+  std::thread([lookup, host = r.host] {
     struct addrinfo hints {};
     hints.ai_socktype = SOCK_STREAM;
     struct addrinfo* found = nullptr;
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+    std::vector<std::string> addresses;
+    for (struct addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      char name[NI_MAXHOST];
+      if (::getnameinfo(a->ai_addr, a->ai_addrlen, name, sizeof name, nullptr, 0, NI_NUMERICHOST) ==
+              0 &&
+          std::find(addresses.begin(), addresses.end(), name) == addresses.end()) {
+        addresses.emplace_back(name);
+      }
+    }
     if (found != nullptr) ::freeaddrinfo(found);
     std::lock_guard<std::mutex> lock(lookup->mu);
     lookup->done = true;
     lookup->rc = rc;
+    lookup->addresses = std::move(addresses);
     lookup->cv.notify_all();
   }).detach();
   std::unique_lock<std::mutex> lock(lookup->mu);
   if (!lookup->cv.wait_until(lock, *deadline, [&] { return lookup->done; })) {
-    return "the name " + core::Printable(host) +
-           " did not resolve before the deadline (--timeout): is a DNS server answering?";
+    r.why = "the name " + core::Printable(r.host) +
+            " did not resolve before the deadline (--timeout): is a DNS server answering?";
+  } else if (lookup->rc != 0 || lookup->addresses.empty()) {
+    r.why = "the name " + core::Printable(r.host) + " does not resolve (" +
+            (lookup->rc != 0 ? ::gai_strerror(lookup->rc) : "no address") + ")";
+  } else {
+    r.addresses = std::move(lookup->addresses);
   }
-  if (lookup->rc != 0) {
-    return "the name " + core::Printable(host) + " does not resolve (" +
-           ::gai_strerror(lookup->rc) + ")";
+  return r;
+}
+
+// GetBounded at each of `resolved`'s addresses in turn until one takes the
+// connection, as httplib tries those of a name it looks up itself; at the
+// name as given when there are none. `asked`: the last address asked, as
+// httplib's hostname map.
+Got GetFromEach(httplib::Client& client, const Resolved& resolved, const std::string& path,
+                const ClientOptions& opts, std::map<std::string, std::string>& asked) {
+  for (size_t i = 0;; ++i) {
+    if (i < resolved.addresses.size()) {
+      asked = {{resolved.host, resolved.addresses[i]}};
+      client.set_hostname_addr_map(asked);
+    }
+    Got got = GetBounded(client, path, opts);
+    if (i + 1 >= resolved.addresses.size() || got.too_large || got.timed_out || got.result ||
+        got.result.error() != httplib::Error::Connection) {
+      return got;
+    }
   }
-  return "";
 }
 
 }  // namespace
@@ -339,16 +383,18 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
     connect = std::min(connect, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
     read = std::min(read, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
   }
-  if (std::string why = ResolveWithin(server, opts.deadline); !why.empty()) {
-    p.error = core::Printable(p.url) + " unreachable: " + why;
+  Resolved resolved = ResolveWithin(server, opts.deadline);
+  if (!resolved.why.empty()) {
+    p.error = core::Printable(p.url) + " unreachable: " + resolved.why;
     return p;
   }
   client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(connect));
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read));
-  Got got = GetBounded(client, prefix + path, opts);
+  std::map<std::string, std::string> asked;
+  Got got = GetFromEach(client, resolved, prefix + path, opts, asked);
   const httplib::Result& res = got.result;
   if (!got.too_large && !res && res.error() == httplib::Error::SSLConnection && !got.timed_out &&
-      AnswersPlainHttp(server, opts)) {
+      AnswersPlainHttp(server, opts, asked)) {
     p.error = core::Printable(p.url) +
               " unreachable: the TLS handshake failed: it does not speak TLS (it answers plain "
               "http: \"__scheme__\": \"http\" in the targets file)";
