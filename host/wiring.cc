@@ -145,7 +145,7 @@ std::vector<std::string> MissingDirs(const std::string& path) {
 }  // namespace
 
 void RemoveWhatWireMade(Machine& m) {
-  if (!m.state_dir.empty()) ::unlink((m.state_dir + "/lock").c_str());
+  if (!m.state_dir.empty() && m.records != nullptr) m.records->RemoveWhatARefusalLeft();
   // A directory something else has written into since is not empty: kept.
   for (const std::string& dir : m.made) ::rmdir(dir.c_str());
   m.made.clear();

@@ -42,8 +42,9 @@ struct Machine {
   std::string state_dir;
 };
 
-// Leaves the machine as it was before Wire: the lock file of a state
-// directory Wire created, then each directory it created that is empty.
+// Leaves the machine as it was before Wire: what a refusal left in a state
+// directory Wire created (its lock, a digest key no record uses), then
+// each directory Wire created that is empty.
 void RemoveWhatWireMade(Machine& m);
 
 // The wired machine, or an error message for exit 2. `daemon`: the record

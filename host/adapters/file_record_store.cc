@@ -530,4 +530,10 @@ core::Status FileRecordStore::Lock() {
   return core::Ok();
 }
 
+void FileRecordStore::RemoveWhatARefusalLeft() {
+  if (fs_ == nullptr) return;
+  for (const char* name : {"/lock", kKeyFile}) ::unlink((fs_->root() + name).c_str());
+  digest_key_ = {};
+}
+
 }  // namespace mesh::adapters

@@ -54,6 +54,10 @@ class FileRecordStore : public ports::RecordStore {
   // for the life of this object; fails at once, naming the holder's
   // purpose, if another process has either.
   core::Status Lock();
+  // Removes the lock file and digest.key: for a state directory this
+  // process made, after a refusal wrote no record, so that the directory
+  // itself can go and the machine is left as it was.
+  void RemoveWhatARefusalLeft();
 
   // A record of up to this many bytes is read whole, in one read (and a
   // change while it is read shows in its size); a larger one is streamed a

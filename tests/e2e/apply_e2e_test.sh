@@ -31,8 +31,15 @@ grep -q "holds credentials (resource app.token) and users other than its owner c
 # Not even the state and unit directories (and their parents) it would have made.
 [ ! -e "$T/fresh" ] || { echo "FAIL: a refused apply left $(find "$T/fresh" | tr '\n' ' ')" >&2; exit 1; }
 [ "$krc" = 2 ] && grep -q "no.pub" <<<"$kout" || { echo "FAIL: unreadable key: exit $krc: $kout" >&2; exit 1; }
-[ "$vrc" = 2 ] && grep -q "chmod 0600" <<<"$vout" || { echo "FAIL: validate of it: $vrc $vout" >&2; exit 1; }
 chmod 0600 "$T/decl.json"
+# Refused only once its credential's digest key was made: the key goes too.
+mkdir -p "$T/linked/elsewhere" && ln -s "$T/linked/elsewhere" "$T/linked/etc"
+set +e
+lout=$("$BIN" apply --declaration "$T/decl.json" --root "$T/linked" --state-dir "$T/fresh/state" --artifacts "$T/art" --unit-dir "$T/fresh/units" --machine e2e 2>&1); lrc=$?
+set -e
+[ "$lrc" = 2 ] && grep -q "/etc is a symlink" <<<"$lout" || { echo "FAIL: symlinked /etc: exit $lrc: $lout" >&2; exit 1; }
+[ ! -e "$T/fresh" ] || { echo "FAIL: a refusal after the observation left $(find "$T/fresh" | tr '\n' ' ')" >&2; exit 1; }
+[ "$vrc" = 2 ] && grep -q "chmod 0600" <<<"$vout" || { echo "FAIL: validate of it: $vrc $vout" >&2; exit 1; }
 F=(--declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" --unit-dir "$T/units" --machine e2e)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
