@@ -77,13 +77,13 @@ int Validate(const cli::Flags& flags) {
     v.refusals.push_back(text.error().message);
     return done();
   }
+  auto refuse = [&v](const core::Error& e) {
+    if (e.details.empty()) v.refusals.push_back(e.message);
+    for (const std::string& d : e.details) v.refusals.push_back(d);
+  };
   auto decl = core::ParseDeclaration(*text);
   if (!decl) {
-    if (decl.error().details.empty()) {
-      v.refusals.push_back(decl.error().message);
-    } else {
-      for (const std::string& d : decl.error().details) v.refusals.push_back(d);
-    }
+    refuse(decl.error());
     return done();
   }
   v.machine = decl->machine;
@@ -95,6 +95,14 @@ int Validate(const cli::Flags& flags) {
   }
   if (auto st = reconcile::CheckCredentialsPrivate(*decl, **source); !st) {
     v.refusals.push_back(st.error().message);
+  }
+  // The host's own places, as given (or their defaults); the machine and
+  // the generation, which need this machine and its record, are not asked.
+  if (auto st = reconcile::CheckDeclaration(
+          *decl, core::Record{}, /*had_record=*/false, /*machine=*/"",
+          {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts});
+      !st) {
+    refuse(st.error());
   }
   // Bundles, where the artifacts are: each file there, as its sha256 says.
   auto artifacts = adapters::PosixFileSystem::Open(flags.artifacts);

@@ -68,15 +68,15 @@ const Doc kVerbDocs[] = {
 const Doc kFlagDocs[] = {
     {kRunBit | kApplyBit | kPlanBit | kValidateBit,
      "  --declaration FILE   the declaration (default /etc/mesh-host/declaration.json)\n"},
-    {kRunBit | kApplyBit | kPlanBit,
+    {kRunBit | kApplyBit | kPlanBit | kValidateBit,
      "  --state-dir DIR      where the record state.json lives (default /var/lib/mesh-host)\n"},
-    {kRunBit | kApplyBit | kPlanBit,
+    {kRunBit | kApplyBit | kPlanBit | kValidateBit,
      "  --root DIR           every declared path is resolved under DIR and may not\n"
      "                       leave it (default /)\n"},
     {kRunBit | kApplyBit | kPlanBit | kValidateBit,
      "  --artifacts DIR      where bundles named by `source` are found\n"
      "                       (default /var/lib/mesh-host/artifacts)\n"},
-    {kRunBit | kApplyBit | kPlanBit,
+    {kRunBit | kApplyBit | kPlanBit | kValidateBit,
      "  --unit-dir DIR       where unit_text is written (default /etc/systemd/system)\n"},
     {kRunBit | kApplyBit,
      "  --journal-dir DIR    where a failed unit's journal lines are read (default:\n"

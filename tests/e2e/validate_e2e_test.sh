@@ -51,6 +51,21 @@ fi
 
 run --declaration "$T/d.json" --artifacts "$T/art" --machine edge-2
 check "another machine's: exit 2, named" '[ "$RC" = 2 ] && grep -q "field machine: \"edge-1\" is not this machine (--machine edge-2)" <<<"$ERR"'
+# The host's own places, as apply checks them: the default state directory,
+# and the directories given.
+cat > "$T/places.json" <<JSON
+{"machine": "edge-1", "generation": 7, "resources": [
+  {"id": "record", "kind": "file", "path": "/var/lib/mesh-host/state.json", "content": "{}"},
+  {"id": "unit", "kind": "file", "path": "/srv/units/x.service", "content": "x"}]}
+JSON
+run --declaration "$T/places.json" --artifacts "$T/art"
+check "a file on the default state directory: exit 2, named" \
+  '[ "$RC" = 2 ] && grep -q "resource record, field path: \"/var/lib/mesh-host/state.json\" (/var/lib/mesh-host/state.json) overlaps the host.s state directory (--state-dir /var/lib/mesh-host)" <<<"$ERR"'
+run --declaration "$T/places.json" --artifacts "$T/art" --root "$T/r" --state-dir "$T/s" --unit-dir "$T/u"
+check "with the host's directories elsewhere: valid" '[ "$RC" = 0 ]'
+run --declaration "$T/places.json" --artifacts "$T/art" --state-dir /srv/units/
+check "--state-dir given: its overlap named" \
+  '[ "$RC" = 2 ] && grep -q "resource unit, field path: \"/srv/units/x.service\" (/srv/units/x.service) overlaps the host.s state directory (--state-dir /srv/units)" <<<"$ERR"'
 
 echo changed > "$T/b/run"; tar -C "$T/b" -czf "$T/art/app.tar.gz" .
 run --declaration "$T/d.json" --artifacts "$T/art"

@@ -81,20 +81,23 @@ TEST(FlagsTest, DiffIsForPlanAndVerifyKeyIsAPath) {
 // paths an apply under that root refuses. Said and ignored, not refused:
 // a wrapper's one set of flags for every verb keeps working.
 TEST(FlagsTest, AFlagOfAnotherVerbIsSaid) {
-  auto root = ParseFlags({"validate", "--root", "/srv/x"});
-  ASSERT_TRUE(root.has_value());
-  EXPECT_THAT(root->ignored, ::testing::ElementsAre(
-                                 "flag --root is for run, apply and plan: validate does not use "
-                                 "it (ignored)"));
-  EXPECT_THAT(ParseFlags({"status", "--state-dir=/x"})->ignored,
-              ::testing::ElementsAre(HasSubstr("flag --state-dir is for run, apply and plan")));
+  auto settle = ParseFlags({"validate", "--settle", "1s"});
+  ASSERT_TRUE(settle.has_value());
+  EXPECT_THAT(settle->ignored,
+              ::testing::ElementsAre(
+                  "flag --settle is for run and apply: validate does not use it (ignored)"));
+  EXPECT_THAT(
+      ParseFlags({"status", "--state-dir=/x"})->ignored,
+      ::testing::ElementsAre(HasSubstr("flag --state-dir is for run, apply, plan and validate")));
   EXPECT_THAT(ParseFlags({"apply", "--listen", "127.0.0.1:1"})->ignored,
               ::testing::ElementsAre(HasSubstr("flag --listen is for run: apply does not use it")));
   EXPECT_THAT(ParseFlags({"plan", "--settle", "1s"})->ignored,
               ::testing::ElementsAre(HasSubstr("flag --settle is for run and apply")));
   EXPECT_THAT(ParseFlags({"status", "--user", "u", "--timeout", "5s"})->ignored,
               ::testing::IsEmpty());
-  EXPECT_THAT(ParseFlags({"validate", "--artifacts", "/a", "--machine", "m"})->ignored,
+  EXPECT_THAT(ParseFlags({"validate", "--artifacts", "/a", "--machine", "m", "--root", "/r",
+                          "--state-dir", "/s", "--unit-dir", "/u"})
+                  ->ignored,
               ::testing::IsEmpty());
   // Not a flag: refused as before (no verb takes a word), never matched
   // against the help's words.
@@ -129,7 +132,8 @@ TEST(FlagsTest, EachVerbHasItsOwnHelp) {
   EXPECT_THAT(s, ::testing::Not(HasSubstr("--root")));
   std::string v = UsageText(Verb::kValidate);
   EXPECT_THAT(v, HasSubstr("exit 0 valid, 2 refused"));
-  EXPECT_THAT(v, ::testing::Not(HasSubstr("--state-dir")));
+  EXPECT_THAT(v, HasSubstr("--state-dir"));
+  EXPECT_THAT(v, ::testing::Not(HasSubstr("--listen")));
   // The whole text still lists every verb and flag.
   std::string all = UsageText();
   for (const char* w : {"  run ", "  apply ", "  plan ", "  validate ", "  status ", "--listen",
