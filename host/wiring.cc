@@ -49,6 +49,37 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
   return cli::PrintReport(report, plan, std::cout, std::cerr, format);
 }
 
+// Bundles, where the artifacts are: each file there, as its sha256 says,
+// unpacked and checked as an apply does: a bundle every apply would refuse
+// is refused here.
+void CheckBundles(const core::Declaration& decl, const std::string& artifacts_dir,
+                  cli::Validation& v) {
+  auto artifacts = adapters::PosixFileSystem::Open(artifacts_dir);
+  bool bundles = std::any_of(decl.resources.begin(), decl.resources.end(),
+                             [](const core::Resource& r) { return r.IsTree(); });
+  if (bundles && !artifacts) {
+    v.warnings.push_back("bundles not checked: --artifacts " + artifacts_dir + ": " +
+                         artifacts.error().message);
+  }
+  adapters::LibarchiveReader archives;
+  uint64_t held = 0;
+  std::set<std::pair<std::string, std::string>> unpacked;  // one bundle, read once, as apply does
+  for (const core::Resource& r : decl.resources) {
+    if (!r.IsTree() || !artifacts || !unpacked.emplace(r.source, r.sha256).second) continue;
+    auto bytes = reconcile::ReadArtifact(**artifacts, r);
+    if (!bytes) {
+      v.refusals.push_back(bytes.error().message);
+      continue;
+    }
+    auto entries = reconcile::UnpackBundle(archives, r, *bytes, held);
+    if (!entries) {
+      v.refusals.push_back(entries.error().message);
+      continue;
+    }
+    for (const core::TreeEntry& e : *entries) held += e.content.size();
+  }
+}
+
 // Every check an apply makes of the declaration before it touches the
 // machine, and systemd's own reading of the unit texts; nothing written.
 int Validate(const cli::Flags& flags) {
@@ -104,33 +135,7 @@ int Validate(const cli::Flags& flags) {
       !st) {
     refuse(st.error());
   }
-  // Bundles, where the artifacts are: each file there, as its sha256 says.
-  auto artifacts = adapters::PosixFileSystem::Open(flags.artifacts);
-  bool bundles = std::any_of(decl->resources.begin(), decl->resources.end(),
-                             [](const core::Resource& r) { return r.IsTree(); });
-  if (bundles && !artifacts) {
-    v.warnings.push_back("bundles not checked: --artifacts " + flags.artifacts + ": " +
-                         artifacts.error().message);
-  }
-  // Unpacked and checked as an apply does: a bundle every apply would
-  // refuse is refused here.
-  adapters::LibarchiveReader archives;
-  uint64_t held = 0;
-  std::set<std::pair<std::string, std::string>> unpacked;  // one bundle, read once, as apply does
-  for (const core::Resource& r : decl->resources) {
-    if (!r.IsTree() || !artifacts || !unpacked.emplace(r.source, r.sha256).second) continue;
-    auto bytes = reconcile::ReadArtifact(**artifacts, r);
-    if (!bytes) {
-      v.refusals.push_back(bytes.error().message);
-      continue;
-    }
-    auto entries = reconcile::UnpackBundle(archives, r, *bytes, held);
-    if (!entries) {
-      v.refusals.push_back(entries.error().message);
-      continue;
-    }
-    for (const core::TreeEntry& e : *entries) held += e.content.size();
-  }
+  CheckBundles(*decl, flags.artifacts, v);
   for (std::string& w : adapters::VerifyUnitTexts(*decl)) v.warnings.push_back(std::move(w));
   return done();
 }
