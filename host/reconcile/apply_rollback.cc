@@ -138,7 +138,7 @@ void ApplyRun::SaveLastGood() {
   if (saved) last_good_changed_ = false;
 }
 
-void ApplyRun::AfterCommit() {
+void ApplyRun::KeepConfirmed() {
   // The loaded last good's bundles, kept while --artifacts still holds
   // them (a last good from before copies were kept, or a copy that could
   // not be made then): a stat each when they are.
@@ -152,19 +152,24 @@ void ApplyRun::AfterCommit() {
       return "its bundle " + kept.source + " (sha256 " + kept.sha256 +
              ") is neither under --artifacts nor kept with the last good";
     };
-    AfterApply after = Decide(scope_, report_.outcomes, last_good_, missing);
+    after_ = Decide(scope_, report_.outcomes, last_good_, missing);
     std::string now = core::FormatTimestamp(report_.started_at);
-    if (KeepConfirmed(scope_, after, now, last_good_)) last_good_changed_ = true;
-    std::vector<Rollback> todo;
-    for (Rollback& r : after.rollbacks) {
-      if (r.impossible.empty()) {
-        todo.push_back(std::move(r));
-      } else {
-        SayNoRollback(scope_, r, report_.outcomes);
-      }
-    }
-    if (!todo.empty()) return RollBack(std::move(todo));
+    if (reconcile::KeepConfirmed(scope_, after_, now, last_good_)) last_good_changed_ = true;
   }
+  if (last_good_changed_) SaveLastGood();
+}
+
+void ApplyRun::AfterCommit() {
+  std::vector<Rollback> todo;
+  for (Rollback& r : after_.rollbacks) {
+    if (r.impossible.empty()) {
+      todo.push_back(std::move(r));
+    } else {
+      SayNoRollback(scope_, r, report_.outcomes);
+    }
+  }
+  after_ = AfterApply();
+  if (!todo.empty()) return RollBack(std::move(todo));
   if (last_good_changed_) SaveLastGood();
 }
 

@@ -76,8 +76,14 @@ class ApplyRun {
   // on_failure: rollback, before the plan: swaps the kept content in where
   // a hold stands, and notes what the units' definitions are made of.
   void TakeHolds(Declaration& decl, std::vector<std::string>& wants, const std::string& key);
-  // After the commit: keeps what confirmed units run on, and puts back the
-  // units found dead (a second pass over `again_`).
+  // Before the commit: what the two looks found of the rollback units
+  // (Decide), and the last good of each confirmed, saved. A confirmation
+  // is kept before the record says its apply happened: a kill between the
+  // two never leaves a unit recorded as unchanged on a definition whose
+  // confirmation was lost.
+  void KeepConfirmed();
+  // After the commit: puts back the units found dead (a second pass over
+  // the declaration, read again).
   void AfterCommit();
   void RollBack(std::vector<Rollback> rollbacks);
   void SaveLastGood();
@@ -108,6 +114,7 @@ class ApplyRun {
   bool last_good_changed_ = false;
   std::vector<HeldUnit> held_;
   RollbackScope scope_;
+  AfterApply after_;  // Decide's, taken by KeepConfirmed for AfterCommit
   // Read again (and its digest checked) for a rollback's second pass.
   ports::DeclarationSource* source_ = nullptr;
   // This run is a rollback's second pass: it acts on these units only (the

@@ -300,6 +300,7 @@ void ApplyRun::Carry(ApplyState& s) {
   s.olds = OldEntries();
   s.decl.resources = std::vector<core::Resource>();
   s.decl.index = decltype(s.decl.index)();
+  if (!rollback_pass_) KeepConfirmed();
   auto committed = Commit(ports_,
                           {.declaration = &s.decl,
                            .record = record_.get(),

@@ -893,6 +893,35 @@ TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
   EXPECT_GE(holds_not_put_back, 1) << "no kill fell between the hold and the put-back";
 }
 
+// A kill anywhere in an apply that restarts a unit onto a definition that
+// also gained a resource: the apply after it leaves that definition the
+// last good. Killed between the record's commit and the last good's save,
+// the unit was then found unchanged, on other resources than those kept,
+// and its last good stayed at the generation before until it restarted
+// again.
+TEST_F(RollbackCrashTest, AKilledConfirmationOfAGrownDefinitionIsKept) {
+  uint64_t generation = 14;
+  int kills = 0;
+  for (int step = 0; step < 400; ++step, generation += 2) {
+    SCOPED_TRACE("killed before step " + std::to_string(step));
+    ASSERT_EQ(Apply(Jail(kGood, generation)).result, ApplyResult::kOk);
+    json grown = Jail(kFixed, generation + 1);
+    grown["resources"][1]["restart_on"].push_back("other.conf");
+    kill_.KillAt(step);
+    (void)Apply(grown);
+    bool killed = kill_.Killed();
+    kill_.Disarm();
+    ApplyReport again = Apply(grown);
+    EXPECT_EQ(again.result, ApplyResult::kOk) << again.error;
+    auto kept = core::ParseLastGood(store_.last_good.value_or(""));
+    ASSERT_TRUE(kept.has_value() && kept->units.contains("jaild"));
+    EXPECT_EQ(kept->units.at("jaild").generation, generation + 1);
+    if (!killed) break;  // the apply outlived every step: all were tried
+    ++kills;
+  }
+  EXPECT_GE(kills, 5) << "writes, intent, the restart, the record, the last good";
+}
+
 // The apply after a kill between the hold and the put-back is the
 // rollback; when the daemon dies on the last good too, that is said once
 // (not also "not rolled back"), and the hold says its restart failed too.
