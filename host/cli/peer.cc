@@ -436,6 +436,26 @@ nlohmann::json ParseAnswer(std::string_view body) {
   return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
 }
 
+nlohmann::json ParseAnswerMembers(std::string_view body,
+                                  std::initializer_list<std::string_view> keys) {
+  if (!core::JsonWithin(body, kMaxAnswerDepth, kMaxAnswerValues)) {
+    return nlohmann::json::value_t::discarded;
+  }
+  // nlohmann's callback: a container or value it says no to is not built,
+  // nor anything inside it. Depth 1 is the top-level object's members.
+  bool kept = false;  // the top-level member being read is one of `keys`
+  auto only = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (depth == 0) return true;  // the document itself, opened and closed
+    if (depth == 1 && event == Event::key) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      kept = std::find(keys.begin(), keys.end(), key) != keys.end();
+    }
+    return kept;
+  };
+  return nlohmann::json::parse(body, only, /*allow_exceptions=*/false);
+}
+
 const nlohmann::json* Member(const nlohmann::json& j, const char* key) {
   if (!j.is_object()) return nullptr;
   auto it = j.find(key);

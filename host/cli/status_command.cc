@@ -225,10 +225,13 @@ struct Probe : Answer {
   nlohmann::json doc;  // a mesh-host status document when `error` is empty
 };
 
-Probe FetchStatus(const std::string& given, const ClientOptions& opts) {
+// `whole`: the document as it is; else only what a fleet's row shows.
+Probe FetchStatus(const std::string& given, const ClientOptions& opts, bool whole) {
   Probe p{Fetch(given, "/status", opts), {}};
   if (!p.error.empty()) return p;
-  p.doc = ParseAnswer(p.body);
+  p.doc = whole ? ParseAnswer(p.body)
+                : ParseAnswerMembers(p.body, {"healthy", "machine", "generation"});
+  p.body = std::string();  // parsed: not held through what follows
   if (p.doc.is_discarded() || !p.doc.is_object() || !p.doc.contains("healthy") ||
       !p.doc["healthy"].is_boolean()) {
     p.error = core::Printable(p.url) + "/status is not a mesh-host status document";
@@ -241,7 +244,7 @@ Probe FetchStatus(const std::string& given, const ClientOptions& opts) {
 int RunStatus(const std::string& given, std::ostream& out, std::ostream& err,
               const ClientOptions& client) {
   if (RefusesPlainHttp(given, client, err)) return 2;
-  Probe p = FetchStatus(given, client);
+  Probe p = FetchStatus(given, client, /*whole=*/true);
   if (!p.error.empty()) {
     err << "mesh-host: " << p.error << "\n";
     return 2;
@@ -287,7 +290,7 @@ core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
 
 FleetRow ProbeRow(const std::string& url, const ClientOptions& opts) {
   FleetRow row;
-  Probe p = FetchStatus(url, opts);
+  Probe p = FetchStatus(url, opts, /*whole=*/false);
   if (!p.error.empty()) {
     row.health = "UNREACHABLE";
     row.machine = row.generation = "-";
