@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -14,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -442,70 +445,6 @@ TEST(StatusCommandTest, AUrlItCannotTakeIsSaidSo) {
   }
 }
 
-// 127.0.0.1:53 (UDP) bound, for a resolver of the test's own; -1 when it
-// is in use.
-int BindDnsPort() {
-  int dns = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_port = htons(53);
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(dns, reinterpret_cast<sockaddr*>(&at), sizeof(at)) != 0) {
-    ::close(dns);
-    return -1;
-  }
-  return dns;
-}
-
-// `check`'s exit code, run in a child process in a mount namespace of its
-// own whose /etc/resolv.conf names only 127.0.0.1 (tries of 5 s, twice)
-// and whose host names come from DNS alone; 77 when no such namespace
-// can be made.
-int WithResolverOnLoopback(const std::function<int()>& check) {
-  std::string dir = ::testing::TempDir();
-  std::ofstream(dir + "/resolv.conf") << "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n";
-  std::ofstream(dir + "/nsswitch.conf") << "hosts: dns\n";
-  pid_t child = ::fork();
-  if (child < 0) return 77;
-  if (child == 0) {
-    if (::unshare(CLONE_NEWNS) != 0 ||
-        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        ::mount((dir + "/resolv.conf").c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) !=
-            0 ||
-        ::mount((dir + "/nsswitch.conf").c_str(), "/etc/nsswitch.conf", nullptr, MS_BIND,
-                nullptr) != 0) {
-      ::_exit(77);
-    }
-    ::_exit(check());
-  }
-  int status = 0;
-  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 126;
-  return WEXITSTATUS(status);
-}
-
-// A resolver that does not answer held httplib's blocking getaddrinfo for
-// its own timeouts (here 2 tries of 5 s), past --timeout, with no socket
-// for the deadline's watcher to shut down.
-TEST(StatusCommandTest, ANameThatDoesNotResolveMeetsTheDeadline) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace";
-  int dns = BindDnsPort();
-  if (dns < 0) GTEST_SKIP() << "127.0.0.1:53 is in use";
-  int wrong = WithResolverOnLoopback([] {
-    ClientOptions opts;
-    opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    auto start = std::chrono::steady_clock::now();
-    std::ostringstream out, err;
-    int rc = RunStatus("http://mesh-host-test.invalid:9479", out, err, opts);
-    auto took = std::chrono::steady_clock::now() - start;
-    return (rc != 2 ? 1 : 0) |
-           (err.str().find("did not resolve before the deadline") == std::string::npos ? 2 : 0) |
-           (took > std::chrono::seconds(4) ? 4 : 0);
-  });
-  ::close(dns);
-  if (wrong == 77) GTEST_SKIP() << "no mount namespace here";
-  EXPECT_EQ(wrong, 0) << "1: not exit 2, 2: not said, 4: past the deadline by more than 3 s";
-}
-
 // A stand-in for one mesh-host: /status and /healthz.
 class FakeHost {
  public:
@@ -533,65 +472,121 @@ class FakeHost {
   std::thread thread_;
 };
 
+// `check(dns)`'s exit code, run in a child process with a network and a
+// mount namespace of its own: its loopback up, `dns` a UDP socket on
+// 127.0.0.1:53 there, /etc/resolv.conf naming only that (tries of 5 s,
+// twice), host names from DNS alone. 77 when the namespaces cannot be
+// made (not root); nothing outside the child can take the port.
+int WithResolverOnLoopback(const std::function<int(int dns)>& check) {
+  std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/resolv.conf") << "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n";
+  std::ofstream(dir + "/nsswitch.conf") << "hosts: dns\n";
+  pid_t child = ::fork();
+  if (child < 0) return 77;
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS | CLONE_NEWNET) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount((dir + "/resolv.conf").c_str(), "/etc/resolv.conf", nullptr, MS_BIND, nullptr) !=
+            0 ||
+        ::mount((dir + "/nsswitch.conf").c_str(), "/etc/nsswitch.conf", nullptr, MS_BIND,
+                nullptr) != 0) {
+      ::_exit(77);
+    }
+    int sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq lo{};
+    std::strncpy(lo.ifr_name, "lo", IFNAMSIZ - 1);
+    if (::ioctl(sock, SIOCGIFFLAGS, &lo) != 0) ::_exit(125);
+    lo.ifr_flags |= IFF_UP;
+    if (::ioctl(sock, SIOCSIFFLAGS, &lo) != 0) ::_exit(125);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(53);
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(sock, reinterpret_cast<sockaddr*>(&at), sizeof(at)) != 0) ::_exit(125);
+    ::_exit(check(sock));
+  }
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 126;
+  return WEXITSTATUS(status);
+}
+
+// A resolver that does not answer held httplib's blocking getaddrinfo for
+// its own timeouts (here 2 tries of 5 s), past --timeout, with no socket
+// for the deadline's watcher to shut down.
+TEST(StatusCommandTest, ANameThatDoesNotResolveMeetsTheDeadline) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
+  int wrong = WithResolverOnLoopback([](int) {
+    ClientOptions opts;
+    opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    auto start = std::chrono::steady_clock::now();
+    std::ostringstream out, err;
+    int rc = RunStatus("http://mesh-host-test.invalid:9479", out, err, opts);
+    auto took = std::chrono::steady_clock::now() - start;
+    return (rc != 2 ? 1 : 0) |
+           (err.str().find("did not resolve before the deadline") == std::string::npos ? 2 : 0) |
+           (took > std::chrono::seconds(4) ? 4 : 0);
+  });
+  EXPECT_EQ(wrong, 0) << "1: not exit 2, 2: not said, 4: past the deadline by more than 3 s, "
+                         "77: no namespace, 125: no loopback or port 53 in it";
+}
+
+// Answers on `dns` the first query of each type (A: 127.0.0.2 and
+// 127.0.0.3; AAAA: none), then nothing, until `stop`.
+void AnswerOnce(int dns, const std::atomic<bool>& stop) {
+  bool answered_a = false, answered_aaaa = false;
+  while (!stop) {
+    pollfd p{dns, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    unsigned char q[512];
+    sockaddr_in from{};
+    socklen_t from_len = sizeof(from);
+    ssize_t n = ::recvfrom(dns, q, sizeof(q), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+    if (n < 17) continue;
+    size_t at = 12;
+    while (at < static_cast<size_t>(n) && q[at] != 0) at += q[at] + 1;
+    if (at + 5 > static_cast<size_t>(n)) continue;
+    int type = q[at + 1] << 8 | q[at + 2];
+    bool* answered = type == 1 ? &answered_a : type == 28 ? &answered_aaaa : nullptr;
+    if (answered == nullptr || *answered) continue;
+    *answered = true;
+    std::string a(reinterpret_cast<char*>(q), at + 5);  // the header and the question
+    a[2] = static_cast<char>(0x81);
+    a[3] = static_cast<char>(0x80);
+    a[6] = 0, a[7] = type == 1 ? 2 : 0;  // answers
+    a[8] = a[9] = a[10] = a[11] = 0;
+    for (char last : {'\x02', '\x03'}) {
+      if (type == 1) a += std::string("\xc0\x0c\0\x01\0\x01\0\0\0\x3c\0\x04\x7f\0\0", 15) + last;
+    }
+    ::sendto(dns, a.data(), a.size(), 0, reinterpret_cast<sockaddr*>(&from), from_len);
+  }
+}
+
 // A resolver that answers once, then never: the name was looked up within
 // the deadline, then again by httplib, unbounded, for the resolver's own
 // timeouts. The addresses found the first time are the ones asked, each
 // until one answers (nothing listens on 127.0.0.2).
 TEST(StatusCommandTest, ANameIsLookedUpOnceWithinTheDeadline) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace";
-  int dns = BindDnsPort();
-  if (dns < 0) GTEST_SKIP() << "127.0.0.1:53 is in use";
-  FakeHost host(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n",
-                "127.0.0.3");
-  std::atomic<bool> stop{false};
-  // Answers the first query of each type (A: 127.0.0.2 and 127.0.0.3;
-  // AAAA: none), then
-  // nothing.
-  std::thread resolver([&] {
-    bool answered_a = false, answered_aaaa = false;
-    while (!stop) {
-      pollfd p{dns, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      unsigned char q[512];
-      sockaddr_in from{};
-      socklen_t from_len = sizeof(from);
-      ssize_t n = ::recvfrom(dns, q, sizeof(q), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
-      if (n < 17) continue;
-      size_t at = 12;
-      while (at < static_cast<size_t>(n) && q[at] != 0) at += q[at] + 1;
-      if (at + 5 > static_cast<size_t>(n)) continue;
-      int type = q[at + 1] << 8 | q[at + 2];
-      bool* answered = type == 1 ? &answered_a : type == 28 ? &answered_aaaa : nullptr;
-      if (answered == nullptr || *answered) continue;
-      *answered = true;
-      std::string a(reinterpret_cast<char*>(q), at + 5);  // the header and the question
-      a[2] = static_cast<char>(0x81);
-      a[3] = static_cast<char>(0x80);
-      a[6] = 0, a[7] = type == 1 ? 2 : 0;  // answers
-      a[8] = a[9] = a[10] = a[11] = 0;
-      for (char last : {'\x02', '\x03'}) {
-        if (type == 1) a += std::string("\xc0\x0c\0\x01\0\x01\0\0\0\x3c\0\x04\x7f\0\0", 15) + last;
-      }
-      ::sendto(dns, a.data(), a.size(), 0, reinterpret_cast<sockaddr*>(&from), from_len);
-    }
-  });
-  std::string url =
-      "http://mesh-host-test.example:" + host.target().substr(host.target().find(':') + 1);
-  int wrong = WithResolverOnLoopback([&url] {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
+  int wrong = WithResolverOnLoopback([](int dns) {
+    FakeHost host(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n",
+                  "127.0.0.3");
+    std::atomic<bool> stop{false};
+    std::thread resolver([&] { AnswerOnce(dns, stop); });
+    std::string url =
+        "http://mesh-host-test.example:" + host.target().substr(host.target().find(':') + 1);
     ClientOptions opts;
     opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     auto start = std::chrono::steady_clock::now();
     std::ostringstream out, err;
     int rc = RunStatus(url, out, err, opts);
     auto took = std::chrono::steady_clock::now() - start;
+    stop = true;
+    resolver.join();
     if (rc != 0) std::cerr << "exit " << rc << ": " << err.str();
     return (rc != 0 ? 1 : 0) | (took > std::chrono::seconds(5) ? 4 : 0);
   });
-  stop = true;
-  resolver.join();
-  ::close(dns);
-  if (wrong == 77) GTEST_SKIP() << "no mount namespace here";
-  EXPECT_EQ(wrong, 0) << "1: not exit 0 (healthy), 4: past the deadline by more than 2 s";
+  EXPECT_EQ(wrong, 0) << "1: not exit 0 (healthy), 4: past the deadline by more than 2 s, "
+                         "77: no namespace, 125: no loopback or port 53 in it";
 }
 
 // A fleet's row reads three members of each answer: the rest is not built
