@@ -140,25 +140,12 @@ int Validate(const cli::Flags& flags) {
   return done();
 }
 
-// The directories that making `path` (mkdir -p) would create: itself and
-// each missing parent, deepest first.
-std::vector<std::string> MissingDirs(const std::string& path) {
-  std::vector<std::string> missing;
-  std::string dir = path;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  while (!dir.empty() && dir != "/" && ::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) {
-    missing.push_back(dir);
-    size_t slash = dir.find_last_of('/');
-    if (slash == std::string::npos) break;
-    dir.resize(slash);
-  }
-  return missing;
-}
-
 }  // namespace
 
 void RemoveWhatWireMade(Machine& m) {
-  if (!m.state_dir.empty() && m.records != nullptr) m.records->RemoveWhatARefusalLeft();
+  if (m.records != nullptr) m.records->RemoveWhatARefusalLeft();
+  std::sort(m.made.begin(), m.made.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   // A directory something else has written into since is not empty: kept.
   for (const std::string& dir : m.made) ::rmdir(dir.c_str());
   m.made.clear();
@@ -166,14 +153,6 @@ void RemoveWhatWireMade(Machine& m) {
 
 core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, bool daemon) {
   auto m = std::make_unique<Machine>();
-  if (!plan) {
-    for (const std::string& path : {flags.unit_dir, flags.state_dir}) {
-      for (std::string& dir : MissingDirs(path)) m->made.push_back(std::move(dir));
-    }
-    std::sort(m->made.begin(), m->made.end(),
-              [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-    if (auto state = MissingDirs(flags.state_dir); !state.empty()) m->state_dir = state.front();
-  }
   // What fails after a directory was made leaves none.
   auto fail = [&m](std::string why) {
     RemoveWhatWireMade(*m);
@@ -184,15 +163,17 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   m->root = std::move(*root);
   m->artifacts = adapters::PosixFileSystem::OpenOrDeferError(flags.artifacts);
   if (!plan) {
-    auto units = adapters::PosixFileSystem::Open(flags.unit_dir, /*create=*/true);
+    auto units = adapters::PosixFileSystem::Open(flags.unit_dir, /*create=*/true, &m->made);
     if (units) m->units = std::move(*units);
   }
   if (!m->units) m->units = adapters::PosixFileSystem::OpenOrDeferError(flags.unit_dir);
-  auto records = adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan, daemon);
+  auto records =
+      adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan, daemon, &m->made);
   if (!records) return fail("--state-dir: " + records.error().message);
   m->records = std::move(*records);
   if (!plan) {
-    if (auto st = m->records->Lock(); !st) return fail(st.error().message);
+    // Held by another process: what this one made, that one may use.
+    if (auto st = m->records->Lock(); !st) return core::Fail(st.error().message);
   }
   reconcile::ReconcilerPorts ports;
   ports.root = m->root.get();

@@ -35,16 +35,14 @@ struct Machine {
   adapters::SystemClock clock;
   adapters::ThreadBackground background;
   std::unique_ptr<reconcile::Reconciler> reconciler;
-  // The directories Wire created (the unit and state directories and their
-  // missing parents), deepest first, and the state directory if it is one
-  // of them: a refused apply removes them again.
+  // The directories Wire's own mkdir made (the unit and state directories
+  // and their missing parents): a refused apply removes them again.
   std::vector<std::string> made;
-  std::string state_dir;
 };
 
 // Leaves the machine as it was before Wire: what a refusal left in a state
-// directory Wire created (its lock, a digest key no record uses), then
-// each directory Wire created that is empty.
+// directory Wire made (its lock, a digest key no record uses), then each
+// directory Wire made that is still empty, deepest first.
 void RemoveWhatWireMade(Machine& m);
 
 // The wired machine, or an error message for exit 2. `daemon`: the record

@@ -67,12 +67,14 @@ core::Status FileRecordStore::CheckFile(const char* name) {
   return CheckTrusted(*info, fs_->root() + name);
 }
 
-core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::string& state_dir,
-                                                                     bool create, bool keep) {
+core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(
+    const std::string& state_dir, bool create, bool keep, std::vector<std::string>* made) {
   if (!create && ::access(state_dir.c_str(), F_OK) != 0 && errno == ENOENT) {
     return std::unique_ptr<FileRecordStore>(new FileRecordStore(nullptr, false, keep));
   }
-  auto fs = PosixFileSystem::Open(state_dir, create);
+  std::vector<std::string> mine;
+  auto fs = PosixFileSystem::Open(state_dir, create, &mine);
+  if (made != nullptr) made->insert(made->end(), mine.begin(), mine.end());
   if (!fs) return std::unexpected(fs.error());
   auto dir = (*fs)->StatRoot();
   if (!dir) return std::unexpected(dir.error());
@@ -82,6 +84,8 @@ core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(const std::
     if (auto st = (*fs)->ChmodRoot(0700); !st) return std::unexpected(st.error());
   }
   std::unique_ptr<FileRecordStore> store(new FileRecordStore(std::move(*fs), create, keep));
+  // The last directory made is the state directory's own.
+  store->made_dir_ = !mine.empty() && mine.back() == PosixFileSystem::PathAsMade(state_dir);
   for (const char* name : {kStateFile, kIntentFile, kLegacyMark, kLastGoodFile}) {
     if (auto st = store->CheckFile(name); !st) return std::unexpected(st.error());
   }
@@ -479,6 +483,7 @@ ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
     std::string bytes = fresh();
     auto written = WriteDurably(kKeyFile, bytes);
     if (!written) return for_now("cannot be made: " + written.error().message);
+    made_key_ = true;
     digest_key_ = {std::move(bytes), ""};
     return digest_key_;
   }
@@ -531,8 +536,10 @@ core::Status FileRecordStore::Lock() {
 }
 
 void FileRecordStore::RemoveWhatARefusalLeft() {
-  if (fs_ == nullptr) return;
-  for (const char* name : {"/lock", kKeyFile}) ::unlink((fs_->root() + name).c_str());
+  if (fs_ == nullptr || !made_dir_) return;
+  ::unlink((fs_->root() + "/lock").c_str());
+  if (made_key_) ::unlink((fs_->root() + kKeyFile).c_str());
+  made_key_ = false;
   digest_key_ = {};
 }
 

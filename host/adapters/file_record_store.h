@@ -25,8 +25,10 @@ class FileRecordStore : public ports::RecordStore {
   // read or written in memory, re-reading state.json only when someone else changed it (the daemon:
   // its no-op then parses nothing); without, Scan streams the file (a one-shot apply, which never
   // needs the record whole when nothing changed).
-  static core::Result<std::unique_ptr<FileRecordStore>> Open(const std::string& state_dir,
-                                                             bool create, bool keep = false);
+  // `made`: as PosixFileSystem::Open's.
+  static core::Result<std::unique_ptr<FileRecordStore>> Open(
+      const std::string& state_dir, bool create, bool keep = false,
+      std::vector<std::string>* made = nullptr);
 
   core::Result<std::shared_ptr<const core::Record>> Load() override;
   core::Result<bool> Scan(core::RecordVisitor& visitor) override;
@@ -54,9 +56,10 @@ class FileRecordStore : public ports::RecordStore {
   // for the life of this object; fails at once, naming the holder's
   // purpose, if another process has either.
   core::Status Lock();
-  // Removes the lock file and digest.key: for a state directory this
-  // process made, after a refusal wrote no record, so that the directory
-  // itself can go and the machine is left as it was.
+  // After a refusal that wrote no record, in a state directory this
+  // process made (Open's mkdir): removes the lock file and the digest key
+  // this process made, so that the directory itself can go and the machine
+  // is left as it was. Nothing otherwise.
   void RemoveWhatARefusalLeft();
 
   // A record of up to this many bytes is read whole, in one read (and a
@@ -94,6 +97,8 @@ class FileRecordStore : public ports::RecordStore {
   std::function<void()> after_open_;
   UniqueFd lock_fd_;
   UniqueFd dir_lock_fd_;
+  bool made_dir_ = false;  // Open's mkdir made the state directory
+  bool made_key_ = false;  // LoadDigestKey wrote digest.key
   // What state.json held when this process last read or wrote it, and its
   // stat fingerprint: the daemon re-parses it only if someone else changed it.
   std::shared_ptr<const core::Record> cached_;

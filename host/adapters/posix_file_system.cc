@@ -141,8 +141,8 @@ Status RemoveAt(int dirfd, const std::string& name, const std::string& shown, in
 
 using namespace posix_internal;  // NOLINT: this file's own helpers
 
-Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string& root,
-                                                               bool create) {
+Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string& root, bool create,
+                                                               std::vector<std::string>* made) {
   if (root.empty() || root[0] != '/') return Fail("root " + root + " is not an absolute path");
   if (create) {
     // Make each missing component; the root itself is the operator's flag,
@@ -151,7 +151,9 @@ Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string
     for (std::string_view comp : Components(root)) {
       prefix += "/";
       prefix += comp;
-      if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      if (::mkdir(prefix.c_str(), 0755) == 0) {
+        if (made != nullptr) made->push_back(prefix);
+      } else if (errno != EEXIST) {
         return Fail(Errno("mkdir", prefix));
       }
     }
@@ -159,6 +161,12 @@ Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string
   UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return Fail(Errno("open root", root));
   return std::unique_ptr<PosixFileSystem>(new PosixFileSystem(root, std::move(fd)));
+}
+
+std::string PosixFileSystem::PathAsMade(const std::string& root) {
+  std::string path;
+  for (std::string_view comp : Components(root)) path.append("/").append(comp);
+  return path;
 }
 
 Result<core::FileInfo> PosixFileSystem::StatRoot() {

@@ -25,9 +25,13 @@ namespace mesh::adapters {
 
 class PosixFileSystem : public ports::FileSystem {
  public:
-  // `root` must be an existing directory; with `create`, it is made (0755).
-  static core::Result<std::unique_ptr<PosixFileSystem>> Open(const std::string& root,
-                                                             bool create = false);
+  // `root` must be an existing directory; with `create`, it is made (0755),
+  // and each directory this call made (its own mkdir succeeded: not one
+  // another process made meanwhile) is appended to `made`, if given.
+  static core::Result<std::unique_ptr<PosixFileSystem>> Open(
+      const std::string& root, bool create = false, std::vector<std::string>* made = nullptr);
+  // `root` as Open's `made` names it ("/a//b/" is "/a/b").
+  static std::string PathAsMade(const std::string& root);
   // For directories that may legitimately be absent (a plan on a fresh
   // machine, no --artifacts yet): every call then fails naming the root,
   // until the directory exists.

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/testing/record_json.h"
 #include "tests/testing/temp_dir.h"
@@ -88,6 +89,45 @@ TEST_F(FileRecordStoreTest, ALockFileDeletedUnderItsHolderStillLocks) {
   ASSERT_TRUE(linked.has_value()) << linked.error().message;
   auto locked = (*linked)->Lock();
   EXPECT_TRUE(locked.has_value()) << locked.error().message;
+}
+
+// A refused apply on a new machine takes back what it made, and nothing
+// else: a state directory that was there (or that another process made
+// first), and a digest key it did not write, belong to a record that may
+// use them. Before, the lock and digest.key were removed wherever the
+// caller said the directory was missing when it looked.
+TEST_F(FileRecordStoreTest, WhatARefusalLeftIsRemovedOnlyWhereThisProcessMadeIt) {
+  WriteText(state_ + "/digest.key", std::string(32, 'k'));
+  ::chmod((state_ + "/digest.key").c_str(), 0600);
+  std::vector<std::string> made;
+  auto there = FileRecordStore::Open(state_, /*create=*/true, false, &made);
+  ASSERT_TRUE(there.has_value()) << there.error().message;
+  EXPECT_TRUE(made.empty());
+  ASSERT_TRUE((*there)->Lock().has_value());
+  (*there)->RemoveWhatARefusalLeft();
+  EXPECT_TRUE(std::filesystem::exists(state_ + "/lock"));
+  EXPECT_TRUE(std::filesystem::exists(state_ + "/digest.key"));
+  there->reset();
+  // Named through a directory that is missing: `new` is made, the state
+  // directory it leads to was there.
+  std::string via = dir_.Sub("new") + "/../state";
+  auto through = FileRecordStore::Open(via, /*create=*/true, false, &made);
+  ASSERT_TRUE(through.has_value()) << through.error().message;
+  EXPECT_THAT(made, ::testing::ElementsAre(dir_.Sub("new")));
+  (*through)->RemoveWhatARefusalLeft();
+  EXPECT_TRUE(std::filesystem::exists(state_ + "/digest.key"));
+  through->reset();
+  // Made here: its lock and the key it wrote go, and the directory with them.
+  made.clear();
+  std::string fresh = dir_.Sub("fresh") + "/state";
+  auto mine = FileRecordStore::Open(fresh, /*create=*/true, false, &made);
+  ASSERT_TRUE(mine.has_value()) << mine.error().message;
+  EXPECT_THAT(made, ::testing::ElementsAre(dir_.Sub("fresh"), fresh));
+  ASSERT_TRUE((*mine)->Lock().has_value());
+  ASSERT_FALSE((*mine)->LoadDigestKey().bytes.empty());
+  ASSERT_TRUE(std::filesystem::exists(fresh + "/digest.key"));
+  (*mine)->RemoveWhatARefusalLeft();
+  EXPECT_EQ(::rmdir(fresh.c_str()), 0) << "left in it: lock or digest.key";
 }
 
 // What Scan hands over, written out: header, entries, verdict.
