@@ -319,7 +319,9 @@ Resolved ResolveWithin(const std::string& server,
 }
 
 // GetBounded at each of `resolved`'s addresses in turn until one takes the
-// connection, as httplib tries those of a name it looks up itself; at the
+// connection (one that refuses, or does not answer within the connect
+// timeout, is passed for the next while the deadline allows), as httplib
+// tries those of a name it looks up itself; at the
 // name as given when there are none. `asked`: the last address asked, as
 // httplib's hostname map.
 Got GetFromEach(httplib::Client& client, const Resolved& resolved, const std::string& path,
@@ -331,7 +333,8 @@ Got GetFromEach(httplib::Client& client, const Resolved& resolved, const std::st
     }
     Got got = GetBounded(client, path, opts);
     if (i + 1 >= resolved.addresses.size() || got.too_large || got.timed_out || got.result ||
-        got.result.error() != httplib::Error::Connection) {
+        (got.result.error() != httplib::Error::Connection &&
+         got.result.error() != httplib::Error::ConnectionTimeout)) {
       return got;
     }
   }

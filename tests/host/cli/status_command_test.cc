@@ -589,6 +589,42 @@ TEST(StatusCommandTest, ANameIsLookedUpOnceWithinTheDeadline) {
                          "77: no namespace, 125: no loopback or port 53 in it";
 }
 
+// An address that does not answer at all (its SYNs dropped: here a
+// listener whose queue is full) is passed for the next once the connect
+// timeout (3 s) is spent, as httplib's own lookup did; it stopped there.
+TEST(StatusCommandTest, AnAddressThatDoesNotAnswerIsPassedForTheNext) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace";
+  int wrong = WithResolverOnLoopback([](int dns) {
+    FakeHost host(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n",
+                  "127.0.0.3");
+    int port = std::stoi(host.target().substr(host.target().find(':') + 1));
+    sockaddr_in silent{};
+    silent.sin_family = AF_INET;
+    silent.sin_port = htons(port);
+    silent.sin_addr.s_addr = htonl(0x7f000002);
+    int full = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::bind(full, reinterpret_cast<sockaddr*>(&silent), sizeof(silent)) != 0 ||
+        ::listen(full, 0) != 0) {
+      return 125;
+    }
+    for (int k = 0; k < 2; ++k) {  // the accept queue, filled
+      int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      ::connect(c, reinterpret_cast<sockaddr*>(&silent), sizeof(silent));
+    }
+    std::atomic<bool> stop{false};
+    std::thread resolver([&] { AnswerOnce(dns, stop); });
+    ClientOptions opts;
+    opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+    std::ostringstream out, err;
+    int rc = RunStatus("http://mesh-host-test.example:" + std::to_string(port), out, err, opts);
+    stop = true;
+    resolver.join();
+    if (rc != 0) std::cerr << "exit " << rc << ": " << err.str();
+    return rc != 0 ? 1 : 0;
+  });
+  EXPECT_EQ(wrong, 0) << "1: not exit 0 (healthy), 77: no namespace, 125: no listener";
+}
+
 // A fleet's row reads three members of each answer: the rest is not built
 // (a host's answer of a million values, 32 asked at once, cost some 1.5 GB
 // parsed whole). What is kept is kept whole; the caps still hold.
