@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "host/core/outcome.h"
+#include "host/core/redact.h"
 #include "host/ports/unit_journal.h"
 #include "host/reconcile/act.h"
 #include "host/reconcile/confirm.h"
@@ -29,13 +30,9 @@ using core::kJournalLines;
 // never ran: the lines are what systemd itself logged of it at its last
 // load, which name the setting.
 // `journal` may be null: nothing is read.
-// `secrets`: each credential's id and content. A daemon may well log the
-// secret it refused; its lines reach /status and the log, where a
-// credential's content never appears (SPEC): each is replaced by
-// "[credential ID]" (the whole content, and each of its lines and each
-// value of its KEY=VALUE fields of 8 bytes or more), before the line is
-// cut.
-using Secrets = std::vector<std::pair<std::string, std::string>>;
+// `secrets`: each credential's id and content. Each line is redacted
+// (core::Redactor) before it is cut.
+using Secrets = core::Secrets;
 void AddJournalLines(ports::UnitJournal* journal, const Secrets& secrets, const Plan& plan,
                      const std::vector<Acted>& acts,
                      const std::vector<std::optional<Confirmation>>& confirmed,

@@ -1,0 +1,164 @@
+#include "host/core/redact.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace mesh::core {
+
+namespace {
+
+constexpr size_t kMinWhole = 4;  // shorter stands for every such run of letters
+constexpr size_t kMinPiece = 8;  // a line or a value
+constexpr size_t kPrefix = 4;    // the lookup key's bytes: no piece is shorter
+constexpr char kSeparators[] = ",;&?{}[]";
+
+std::string_view Trimmed(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  return s;
+}
+
+uint32_t PrefixOf(const char* p) {
+  uint32_t key = 0;
+  std::memcpy(&key, p, kPrefix);
+  return key;
+}
+
+// Calls `each` with each part of `line` between separators that stand
+// outside quotes ("..." with backslash escapes, or '...'), and with the
+// position in that part of its first = or : outside quotes (npos: none).
+template <typename Each>
+void ForEachField(std::string_view line, Each each) {
+  size_t start = 0, sep = std::string_view::npos;
+  char quote = 0;
+  for (size_t i = 0; i <= line.size(); ++i) {
+    char c = i < line.size() ? line[i] : ',';
+    if (quote != 0) {
+      if (c == '\\' && quote == '"') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+    } else if ((c == '=' || c == ':') && sep == std::string_view::npos) {
+      sep = i - start;
+    } else if (i == line.size() || std::strchr(kSeparators, c) != nullptr) {
+      each(line.substr(start, i - start), sep);
+      start = i + 1;
+      sep = std::string_view::npos;
+    }
+  }
+}
+
+// A field's value: after its = or :, without a trailing " # comment" or
+// the quotes around it.
+std::string_view ValueOf(std::string_view field, size_t sep) {
+  std::string_view value = Trimmed(field.substr(sep + 1));
+  if (!value.empty() && value.front() != '"' && value.front() != '\'') {
+    if (size_t hash = value.find(" #"); hash != std::string_view::npos) {
+      value = Trimmed(value.substr(0, hash));
+    }
+  }
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+      value.back() == value.front()) {
+    value = value.substr(1, value.size() - 2);
+  }
+  return value;
+}
+
+}  // namespace
+
+Redactor::Redactor(const Secrets& secrets) {
+  for (const auto& [id, content] : secrets) {
+    size_t secret = names_.size();
+    names_.push_back("[credential " + id + "]");
+    Add(Trimmed(content), secret, kMinWhole);
+    std::string_view rest = content;
+    while (!rest.empty()) {
+      size_t end = rest.find('\n');
+      std::string_view line = Trimmed(rest.substr(0, end));
+      Add(line, secret, kMinPiece);
+      ForEachField(line, [&](std::string_view field, size_t sep) {
+        if (sep != std::string_view::npos) Add(ValueOf(field, sep), secret, kMinPiece);
+      });
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+    AddJsonStrings(content, secret);
+  }
+  std::sort(pieces_.begin(), pieces_.end(), [](const Piece& a, const Piece& b) {
+    if (a.prefix != b.prefix) return a.prefix < b.prefix;
+    if (a.text.size() != b.text.size()) return a.text.size() > b.text.size();
+    return a.text < b.text;
+  });
+  pieces_.erase(std::unique(pieces_.begin(), pieces_.end(),
+                            [](const Piece& a, const Piece& b) { return a.text == b.text; }),
+                pieces_.end());
+}
+
+void Redactor::Add(std::string_view text, size_t secret, size_t min_size) {
+  if (text.size() < std::max(min_size, kPrefix)) return;
+  pieces_.push_back({PrefixOf(text.data()), text, secret});
+}
+
+// A daemon logs a JSON credential's values decoded ("a\"b" as a"b).
+void Redactor::AddJsonStrings(std::string_view content, size_t secret) {
+  std::string_view whole = Trimmed(content);
+  if (whole.empty() || (whole.front() != '{' && whole.front() != '[')) return;
+  nlohmann::json doc = nlohmann::json::parse(whole, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return;
+  std::vector<const nlohmann::json*> todo{&doc};  // a stack: no recursion on a deep document
+  while (!todo.empty()) {
+    const nlohmann::json* j = todo.back();
+    todo.pop_back();
+    if (j->is_string()) {
+      const std::string& s = j->get_ref<const std::string&>();
+      if (s.size() >= kMinPiece) {
+        decoded_.push_back(s);
+        Add(decoded_.back(), secret, kMinPiece);
+      }
+    } else if (j->is_structured()) {
+      for (const nlohmann::json& member : *j) todo.push_back(&member);
+    }
+  }
+}
+
+std::string Redactor::operator()(std::string_view line) const {
+  if (pieces_.empty() || line.size() < kPrefix) return std::string(line);
+  // The longest piece that starts at each position, if any.
+  std::vector<std::optional<std::pair<size_t, size_t>>> at(line.size());  // end, secret
+  for (size_t i = 0; i + kPrefix <= line.size(); ++i) {
+    uint32_t key = PrefixOf(line.data() + i);
+    auto first = std::lower_bound(pieces_.begin(), pieces_.end(), key,
+                                  [](const Piece& p, uint32_t k) { return p.prefix < k; });
+    for (auto p = first; p != pieces_.end() && p->prefix == key; ++p) {
+      if (line.substr(i).starts_with(p->text)) {
+        at[i] = {i + p->text.size(), p->secret};
+        break;
+      }
+    }
+  }
+  std::string out;
+  out.reserve(line.size());
+  for (size_t i = 0; i < line.size();) {
+    if (!at[i]) {
+      out += line[i++];
+      continue;
+    }
+    size_t end = at[i]->first;
+    for (size_t j = i + 1; j < end; ++j) {
+      if (at[j]) end = std::max(end, at[j]->first);
+    }
+    out += names_[at[i]->second];
+    i = end;
+  }
+  return out;
+}
+
+}  // namespace mesh::core
