@@ -22,6 +22,14 @@ inline constexpr size_t kMaxEntryPathBytes = 4095;
 
 enum class FileType { kMissing, kRegular, kDirectory, kSymlink, kHardlink, kOther };
 
+// Who the host writes as (its effective uid and gid): what owns a tree it
+// unpacked, root and entries.
+struct HostIds {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  bool operator==(const HostIds&) const = default;
+};
+
 struct FileInfo {
   FileType type = FileType::kMissing;
   uint64_t size = 0;

@@ -63,7 +63,8 @@ RecordProof* ProveKept(const NoopInputs& in, KeptProof& kept,
   // Replaced whole: an allocation that fails here leaves no proof paired
   // with a record it was not gathered from.
   kept = KeptProof();
-  auto fresh = std::make_unique<RecordProof>(in.ports, in.digest, in.options.machine);
+  auto fresh = std::make_unique<RecordProof>(in.ports, in.digest, in.options.machine,
+                                             RecordProof::kBatch, in.options.dirs.writer);
   fresh->KeepForReruns();
   kept.proof = std::move(fresh);
   kept.version = *version;
@@ -91,7 +92,8 @@ bool ProveNoop(const NoopInputs& in, KeptProof& kept, ApplyReport& report, StatC
     proof = ProveKept(in, kept, held, proven);
     if (proof == nullptr) return false;
   } else {
-    proof = &streamed.emplace(in.ports, in.digest, in.options.machine);
+    proof = &streamed.emplace(in.ports, in.digest, in.options.machine, RecordProof::kBatch,
+                              in.options.dirs.writer);
     auto scanned = in.ports.records->Scan(*proof);
     proven = scanned.has_value() && *scanned && proof->Finish();
   }

@@ -327,7 +327,7 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
     if (!scan) return Error(scan.error().message);
     seen.fingerprint = core::TreeFingerprint(*scan);
     if (recorded && old->written[0].fingerprint == seen.fingerprint &&
-        core::TreeRootAsMade(*info, *scan)) {
+        core::TreeRootAsMade(*info, *scan, Writer())) {
       seen.content_digest = old->written[0].content_digest;
       seen.file_count = old->written[0].file_count;
       return seen;
@@ -342,7 +342,9 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
     if (!hashed) return Error(hashed.error().message);
     on_disk = core::TreeDigest(*hashed);
     seen.fingerprint = core::TreeFingerprint(*hashed);
-    if (!core::TreeRootAsMade(*info, *hashed)) on_disk = "its root's mode or owner changed";
+    if (!core::TreeRootAsMade(*info, *hashed, Writer())) {
+      on_disk = "its root's mode or owner changed";
+    }
     for (const TreeEntry& e : *hashed) {
       if (e.info.access_acl) on_disk = "an ACL inside";  // the bundle's modes are all the access
     }

@@ -237,12 +237,14 @@ struct Plan {
 };
 
 // Where the host itself lives on this machine, as absolute paths: what a
-// declared path must not overlap. Empty members are not checked.
+// declared path must not overlap. Empty members are not checked. And who
+// it writes as, which owns the bundles it unpacks (unknown: not checked).
 struct HostDirs {
   std::string root = "/";  // --root: declared paths are under it
   std::string units;       // --unit-dir: unit_text lands here
   std::string state;       // --state-dir: the record
   std::string artifacts;   // --artifacts: bundles' sources
+  std::optional<core::HostIds> writer;
 };
 
 // The record seen from the declaration, matched once per apply: every phase

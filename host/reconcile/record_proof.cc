@@ -204,7 +204,7 @@ bool RecordProof::CheckRange(size_t begin, size_t end) {
     if (info->type != core::FileType::kDirectory) return false;
     auto scan = ports_.root->ScanTree(std::string(look.path), /*hash_contents=*/false);
     if (!scan || core::TreeFingerprint(*scan) != look.fingerprint ||
-        !core::TreeRootAsMade(*info, *scan)) {
+        !core::TreeRootAsMade(*info, *scan, writer_)) {
       return false;
     }
   }

@@ -51,9 +51,10 @@ class RecordProof : public core::RecordVisitor {
   // the ports, root, units, services (null: no unit is proven) and
   // background (null: a large batch's stats are all taken on the caller's
   // thread, not half of them beside it).
+  // `writer`: who owns a tree the host unpacked (HostDirs::writer).
   RecordProof(const ReconcilerPorts& ports, std::string_view digest, std::string_view machine,
-              size_t batch = kBatch)
-      : ports_(ports), digest_(digest), machine_(machine), batch_size_(batch) {}
+              size_t batch = kBatch, std::optional<core::HostIds> writer = std::nullopt)
+      : ports_(ports), digest_(digest), machine_(machine), batch_size_(batch), writer_(writer) {}
 
   bool Header(const core::Record& header) override;
   bool Entry(const std::string& id, const core::RecordEntry& entry) override;
@@ -190,6 +191,7 @@ class RecordProof : public core::RecordVisitor {
   std::string digest_;
   std::string machine_;
   size_t batch_size_;
+  std::optional<core::HostIds> writer_;
   core::Record header_;
   bool header_seen_ = false;
   Text batch_text_;

@@ -45,6 +45,34 @@ TEST_F(OwnershipTest, AnOwnerChangedInsideATreeIsDrift) {
   EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged"));
 }
 
+// `chown -R nobody` of a whole tree: every entry still owned as its root
+// is, so it was unchanged for ever, its programs now the new owner's to
+// change. The root is the host's: the daemon's kept proof, a one-shot's
+// and the full pass each find it drifted.
+TEST_F(OwnershipTest, AWholeTreeGivenToAnotherUserIsDrift) {
+  std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0755},
+                                            {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  json decl = Decl(json::array({{{"id", "tools"},
+                                 {"kind", "archive"},
+                                 {"path", "/opt/tools"},
+                                 {"source", "tools.tar.gz"},
+                                 {"sha256", sha}}}));
+  for (bool from_record : {true, false}) {
+    SCOPED_TRACE(from_record ? "the record's proof" : "the full pass");
+    ASSERT_EQ(Run(decl, false, from_record).result, ApplyResult::kOk);
+    for (const char* path : {"/opt/tools", "/opt/tools/bin", "/opt/tools/bin/serve"}) {
+      ASSERT_EQ(::chown(Root(path).c_str(), kNobody, kNobody), 0);
+    }
+    ApplyReport r = Run(decl, false, from_record);
+    EXPECT_THAT(Outcomes(r), ElementsAre("updated"));
+    EXPECT_THAT(r.outcomes[0].detail, HasSubstr("drifted"));
+    struct stat st;
+    ASSERT_EQ(::stat(Root("/opt/tools/bin/serve").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid()) << "put back";
+    EXPECT_THAT(Outcomes(Run(decl, false, from_record)), ElementsAre("unchanged"));
+  }
+}
+
 // A user renumbered since the apply (deleted and made again, another NSS
 // source): nothing on disk moved, so every fingerprint holds, yet the file
 // belongs to whoever has the old uid now. Neither the daemon's kept proof,
