@@ -169,8 +169,9 @@ void ApplyRun::AfterCommit() {
     }
   }
   after_ = AfterApply();
-  if (!todo.empty()) return RollBack(std::move(todo));
-  if (last_good_changed_) SaveLastGood();
+  // Without a rollback nothing has changed since KeepConfirmed saved (or
+  // said why it could not).
+  if (!todo.empty()) RollBack(std::move(todo));
 }
 
 // The hold is saved before anything is put back: a kill from here on leaves

@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "host/core/sha256.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/fakes/kill_switch.h"
@@ -243,6 +245,11 @@ TEST_F(RollbackTest, ALastGoodNotSavedIsCaughtUp) {
   ApplyReport fixed = Run(Jail(kFixed, 15));
   store_.fail_last_good_saves = false;
   ASSERT_EQ(Of(fixed, "jaild").outcome, core::Outcome::kRestarted);
+  EXPECT_EQ(
+      std::count_if(fixed.warnings.begin(), fixed.warnings.end(),
+                    [](const std::string& w) { return w.starts_with("last good not saved"); }),
+      1)
+      << "said once, not again after the commit";
   ApplyReport again = Run(Jail(kFixed, 15));  // as the daemon applies it, interval after interval
   EXPECT_FALSE(again.from_record) << "the last good is behind the record: a full pass";
   EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 15u);
