@@ -22,11 +22,11 @@ inline constexpr size_t kMaxEntryPathBytes = 4095;
 
 enum class FileType { kMissing, kRegular, kDirectory, kSymlink, kHardlink, kOther };
 
-// Who the host writes as (its effective uid and gid): what owns a tree it
-// unpacked, root and entries.
+// Who the host writes as (its effective uid): what owns a tree it
+// unpacked, root and entries. Not its group: a directory made in a setgid
+// one takes that one's group.
 struct HostIds {
   uint32_t uid = 0;
-  uint32_t gid = 0;
   bool operator==(const HostIds&) const = default;
 };
 

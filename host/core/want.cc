@@ -171,7 +171,7 @@ std::string TreeFingerprint(const std::vector<TreeEntry>& scanned) {
 bool TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned,
                     const std::optional<HostIds>& writer) {
   if (root.mode != kTreeRootMode) return false;
-  if (writer.has_value() && (root.uid != writer->uid || root.gid != writer->gid)) return false;
+  if (writer.has_value() && root.uid != writer->uid) return false;
   return std::all_of(scanned.begin(), scanned.end(), [&](const TreeEntry& e) {
     return e.info.uid == root.uid && e.info.gid == root.gid;
   });

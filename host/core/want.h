@@ -71,8 +71,8 @@ inline bool StampMatches(const FileInfo& info, const FileStamp& stamp) {
 std::string TreeFingerprint(const std::vector<TreeEntry>& scanned);
 
 // Whether a tree's own directory (`root`) is as the host made it: mode
-// kTreeRootMode, owned as every entry of it (`scanned`) is, and that by
-// `writer` (unknown: any owner). Neither its fingerprint nor its digest
+// kTreeRootMode, owned as every entry of it (`scanned`) is, and by
+// `writer`'s user (unknown: any user). Neither its fingerprint nor its digest
 // holds the owner, so a chmod 0777 of the root (anyone may then put files
 // in), or a chown of it alone or of the whole tree (chown -R: its new owner
 // may then change the bundle's programs), would move nothing else.

@@ -73,6 +73,28 @@ TEST_F(OwnershipTest, AWholeTreeGivenToAnotherUserIsDrift) {
   }
 }
 
+// Under a setgid directory a tree's root takes that directory's group, not
+// the host's: as made, not drift. Compared with the host's group, every
+// apply found it changed and swapped the tree again, for ever.
+TEST_F(OwnershipTest, ATreeUnderASetgidDirectoryIsAsMade) {
+  std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0755},
+                                            {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  ASSERT_EQ(::mkdir(Root("/opt").c_str(), 0755), 0);
+  ASSERT_EQ(::chown(Root("/opt").c_str(), 0, kNobody), 0);
+  ASSERT_EQ(::chmod(Root("/opt").c_str(), 02775), 0);
+  json decl = Decl(json::array({{{"id", "tools"},
+                                 {"kind", "archive"},
+                                 {"path", "/opt/tools"},
+                                 {"source", "tools.tar.gz"},
+                                 {"sha256", sha}}}));
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  for (bool from_record : {true, false}) {
+    SCOPED_TRACE(from_record ? "the record's proof" : "the full pass");
+    ApplyReport r = Run(decl, false, from_record);
+    EXPECT_THAT(Outcomes(r), ElementsAre("unchanged")) << r.outcomes[0].detail;
+  }
+}
+
 // A user renumbered since the apply (deleted and made again, another NSS
 // source): nothing on disk moved, so every fingerprint holds, yet the file
 // belongs to whoever has the old uid now. Neither the daemon's kept proof,
