@@ -28,15 +28,18 @@ uint32_t PrefixOf(const char* p) {
 }
 
 // Calls `each` with each part of `line` between separators that stand
-// outside quotes ("..." with backslash escapes, or '...'), and with the
-// position in that part of its first = or : outside quotes (npos: none).
+// outside quotes, and with the position in that part of its first = or :
+// outside quotes (npos: none). A quote ("..." with backslash escapes, or
+// '...') opens only where a key or a value starts: an apostrophe inside
+// a word is a letter. One left open closes with the line.
 template <typename Each>
 void ForEachField(std::string_view line, Each each) {
   size_t start = 0, sep = std::string_view::npos;
   char quote = 0;
+  bool token_start = true;  // only blanks since the field's start or its = or :
   for (size_t i = 0; i <= line.size(); ++i) {
     char c = i < line.size() ? line[i] : ',';
-    if (quote != 0) {
+    if (quote != 0 && i < line.size()) {
       if (c == '\\' && quote == '"') {
         ++i;
       } else if (c == quote) {
@@ -44,32 +47,43 @@ void ForEachField(std::string_view line, Each each) {
       }
       continue;
     }
-    if (c == '"' || c == '\'') {
+    if ((c == '"' || c == '\'') && token_start) {
       quote = c;
     } else if ((c == '=' || c == ':') && sep == std::string_view::npos) {
       sep = i - start;
+      token_start = true;
+      continue;
     } else if (i == line.size() || std::strchr(kSeparators, c) != nullptr) {
       each(line.substr(start, i - start), sep);
       start = i + 1;
       sep = std::string_view::npos;
+      token_start = true;
+      continue;
     }
+    token_start = token_start && std::isspace(static_cast<unsigned char>(c));
   }
 }
 
-// A field's value: after its = or :, without a trailing " # comment" or
-// the quotes around it.
-std::string_view ValueOf(std::string_view field, size_t sep) {
-  std::string_view value = Trimmed(field.substr(sep + 1));
-  if (!value.empty() && value.front() != '"' && value.front() != '\'') {
-    if (size_t hash = value.find(" #"); hash != std::string_view::npos) {
-      value = Trimmed(value.substr(0, hash));
-    }
-  }
+// A value without the quotes around it (or a trailing comma after them).
+std::string_view Unquoted(std::string_view value) {
+  value = Trimmed(value);
+  if (value.ends_with(',')) value = Trimmed(value.substr(0, value.size() - 1));
   if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
       value.back() == value.front()) {
     value = value.substr(1, value.size() - 2);
   }
   return value;
+}
+
+// The ways a value after an = or : may be logged: whole, and without a
+// trailing " # comment" (a YAML one, or a password holding " #": both).
+template <typename Each>
+void ForEachReading(std::string_view value, Each each) {
+  value = Unquoted(value);
+  each(value);
+  if (size_t hash = value.find(" #"); hash != std::string_view::npos) {
+    each(Unquoted(value.substr(0, hash)));
+  }
 }
 
 }  // namespace
@@ -84,8 +98,14 @@ Redactor::Redactor(const Secrets& secrets) {
       size_t end = rest.find('\n');
       std::string_view line = Trimmed(rest.substr(0, end));
       Add(line, secret, kMinPiece);
+      auto add = [&](std::string_view value) { Add(value, secret, kMinPiece); };
+      // The line's value after its first = or :, quotes or not, and each
+      // field's where separators outside quotes split the line.
+      if (size_t sep = line.find_first_of("=:"); sep != std::string_view::npos) {
+        ForEachReading(line.substr(sep + 1), add);
+      }
       ForEachField(line, [&](std::string_view field, size_t sep) {
-        if (sep != std::string_view::npos) Add(ValueOf(field, sep), secret, kMinPiece);
+        if (sep != std::string_view::npos) ForEachReading(field.substr(sep + 1), add);
       });
       if (end == std::string_view::npos) break;
       rest.remove_prefix(end + 1);

@@ -19,9 +19,10 @@ using Secrets = std::vector<std::pair<std::string, std::string>>;
 // "[credential ID]". A credential's pieces: its whole content (blanks and
 // newlines around it trimmed) of 4 bytes or more; each of its lines of 8
 // bytes or more; each value of 8 bytes or more of a KEY=VALUE or KEY: VALUE,
-// on a line of its own or among others split by , ; & ? or brackets outside
-// quotes (compact JSON, a flow-style map, a query string), its quotes and a
-// trailing " # comment" aside; and, of a content that is JSON, each string
+// on a line of its own (whatever it holds) or among others split by , ; & ?
+// or brackets outside quotes (compact JSON, a flow-style map, a query
+// string), its quotes aside, and also without a trailing " # comment"; and,
+// of a content that is JSON, each string
 // of 8 bytes or more as decoded. Matches that overlap are replaced as one
 // run, named by the credential whose match starts it: no tail of one
 // secret is left beside another's name.
@@ -31,6 +32,9 @@ using Secrets = std::vector<std::pair<std::string, std::string>>;
 class Redactor {
  public:
   explicit Redactor(const Secrets& secrets);
+  // Its pieces view its own decoded strings.
+  Redactor(const Redactor&) = delete;
+  Redactor& operator=(const Redactor&) = delete;
   std::string operator()(std::string_view line) const;
 
  private:

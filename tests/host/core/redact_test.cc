@@ -37,6 +37,20 @@ TEST(RedactTest, AYamlCommentIsNotPartOfTheValue) {
       "login failed: [credential y]");
 }
 
+// What the field split must not lose: a value holding a separator, a
+// quote left open, " #" inside a password. Each was redacted before the
+// split, as the line's value.
+TEST(RedactTest, AValueIsAlsoLookedForWhole) {
+  EXPECT_EQ(Redacted("p", "PASSWORD=Ab1;xy9!Qz\n", "auth Ab1;xy9!Qz failed"),
+            "auth [credential p] failed");
+  EXPECT_EQ(Redacted("p", "PASSWORD=it'sasecret\n", "auth it'sasecret failed"),
+            "auth [credential p] failed");
+  EXPECT_EQ(Redacted("p", "USER=x, PASSWORD=it'sasecret, MODE=1\n", "auth it'sasecret failed"),
+            "auth [credential p] failed");
+  EXPECT_EQ(Redacted("p", "PASSWORD=Tr0ub4dor #3horse\n", "auth Tr0ub4dor #3horse failed"),
+            "auth [credential p] failed");
+}
+
 // Two secrets that overlap in a line are replaced as one run: replacing
 // the longer first left the start of the shorter beside its name.
 TEST(RedactTest, OverlappingMatchesAreOneRun) {
