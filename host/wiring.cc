@@ -173,7 +173,10 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   m->records = std::move(*records);
   if (!plan) {
     // Held by another process: what this one made, that one may use.
-    if (auto st = m->records->Lock(); !st) return core::Fail(st.error().message);
+    if (auto st = m->records->Lock(); !st) {
+      if (st.error().kind == core::ErrorKind::kHeld) return core::Fail(st.error().message);
+      return fail(st.error().message);
+    }
   }
   reconcile::ReconcilerPorts ports;
   ports.root = m->root.get();

@@ -84,8 +84,11 @@ core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(
     if (auto st = (*fs)->ChmodRoot(0700); !st) return std::unexpected(st.error());
   }
   std::unique_ptr<FileRecordStore> store(new FileRecordStore(std::move(*fs), create, keep));
-  // The last directory made is the state directory's own.
-  store->made_dir_ = !mine.empty() && mine.back() == PosixFileSystem::PathAsMade(state_dir);
+  // Made by this call, or by the caller's own before it (a unit directory
+  // inside it, made first).
+  const std::vector<std::string>& all = made != nullptr ? *made : mine;
+  store->made_dir_ =
+      std::find(all.begin(), all.end(), PosixFileSystem::PathAsMade(state_dir)) != all.end();
   for (const char* name : {kStateFile, kIntentFile, kLegacyMark, kLastGoodFile}) {
     if (auto st = store->CheckFile(name); !st) return std::unexpected(st.error());
   }
@@ -510,9 +513,11 @@ core::Status FileRecordStore::Lock() {
   // The lock file is never written: a refused apply leaves the state
   // directory as it was, so the holder cannot be named from it.
   auto held = [](const std::string& path) -> std::unexpected<core::Error> {
-    return core::Fail("another mesh-host process holds " + path +
-                      ": one process applies a state directory at a time (while `mesh-host run` "
-                      "holds it, `systemctl reload mesh-host` or SIGHUP makes it apply now)");
+    return core::Fail(
+        core::ErrorKind::kHeld,
+        "another mesh-host process holds " + path +
+            ": one process applies a state directory at a time (while `mesh-host run` "
+            "holds it, `systemctl reload mesh-host` or SIGHUP makes it apply now)");
   };
   auto take = [&](const std::string& path, int flags) -> core::Result<UniqueFd> {
     UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC, 0600));

@@ -25,7 +25,8 @@ class FileRecordStore : public ports::RecordStore {
   // read or written in memory, re-reading state.json only when someone else changed it (the daemon:
   // its no-op then parses nothing); without, Scan streams the file (a one-shot apply, which never
   // needs the record whole when nothing changed).
-  // `made`: as PosixFileSystem::Open's.
+  // `made`: as PosixFileSystem::Open's, and what the caller's own mkdirs
+  // made before: the state directory is this process's if it is there.
   static core::Result<std::unique_ptr<FileRecordStore>> Open(
       const std::string& state_dir, bool create, bool keep = false,
       std::vector<std::string>* made = nullptr);

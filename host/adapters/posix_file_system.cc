@@ -165,7 +165,9 @@ Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string
 
 std::string PosixFileSystem::PathAsMade(const std::string& root) {
   std::string path;
-  for (std::string_view comp : Components(root)) path.append("/").append(comp);
+  for (std::string_view comp : Components(root)) {
+    if (comp != ".") path.append("/").append(comp);
+  }
   return path;
 }
 

@@ -30,7 +30,7 @@ class PosixFileSystem : public ports::FileSystem {
   // another process made meanwhile) is appended to `made`, if given.
   static core::Result<std::unique_ptr<PosixFileSystem>> Open(
       const std::string& root, bool create = false, std::vector<std::string>* made = nullptr);
-  // `root` as Open's `made` names it ("/a//b/" is "/a/b").
+  // `root` as Open's `made` names it ("/a//b/." is "/a/b").
   static std::string PathAsMade(const std::string& root);
   // For directories that may legitimately be absent (a plan on a fresh
   // machine, no --artifacts yet): every call then fails naming the root,

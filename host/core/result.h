@@ -37,6 +37,9 @@ enum class ErrorKind {
   // A file carries an access ACL: access its mode does not show, which the
   // host dropped when it wrote it. Drift, put right by writing it again.
   kBeyondMode,
+  // Another process holds what this one would lock: it may be using all
+  // that is there, so nothing of it is this process's to remove.
+  kHeld,
 };
 
 struct Error {

@@ -128,6 +128,22 @@ TEST_F(FileRecordStoreTest, WhatARefusalLeftIsRemovedOnlyWhereThisProcessMadeIt)
   ASSERT_TRUE(std::filesystem::exists(fresh + "/digest.key"));
   (*mine)->RemoveWhatARefusalLeft();
   EXPECT_EQ(::rmdir(fresh.c_str()), 0) << "left in it: lock or digest.key";
+  // Made by the caller's own mkdir before (a unit directory inside it,
+  // made first), or named with a "." at its end: still this process's.
+  for (const std::string& spelled : {dir_.Sub("outer"), dir_.Sub("dotted") + "/."}) {
+    SCOPED_TRACE(spelled);
+    made.clear();
+    std::string real = std::filesystem::path(spelled).lexically_normal().string();
+    if (real.ends_with('/')) real.pop_back();
+    if (spelled.ends_with("outer")) {
+      ASSERT_TRUE(PosixFileSystem::Open(spelled + "/units", /*create=*/true, &made).has_value());
+    }
+    auto again = FileRecordStore::Open(spelled, /*create=*/true, false, &made);
+    ASSERT_TRUE(again.has_value()) << again.error().message;
+    ASSERT_TRUE((*again)->Lock().has_value());
+    (*again)->RemoveWhatARefusalLeft();
+    EXPECT_FALSE(std::filesystem::exists(real + "/lock")) << "the lock of a directory it made";
+  }
 }
 
 // What Scan hands over, written out: header, entries, verdict.
