@@ -149,6 +149,7 @@ Result<std::unique_ptr<PosixFileSystem>> PosixFileSystem::Open(const std::string
     // so following symlinks here is intended.
     std::string prefix;
     for (std::string_view comp : Components(root)) {
+      if (comp == ".") continue;  // spelled as PathAsMade spells it
       prefix += "/";
       prefix += comp;
       if (::mkdir(prefix.c_str(), 0755) == 0) {

@@ -130,7 +130,8 @@ TEST_F(FileRecordStoreTest, WhatARefusalLeftIsRemovedOnlyWhereThisProcessMadeIt)
   EXPECT_EQ(::rmdir(fresh.c_str()), 0) << "left in it: lock or digest.key";
   // Made by the caller's own mkdir before (a unit directory inside it,
   // made first), or named with a "." at its end: still this process's.
-  for (const std::string& spelled : {dir_.Sub("outer"), dir_.Sub("dotted") + "/."}) {
+  for (const std::string& spelled :
+       {dir_.Sub("outer"), dir_.Sub("dotted") + "/.", dir_.Sub("a") + "/./b"}) {
     SCOPED_TRACE(spelled);
     made.clear();
     std::string real = std::filesystem::path(spelled).lexically_normal().string();
