@@ -193,7 +193,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   options.machine = flags.machine.empty() ? HostName() : flags.machine;
   options.settle = flags.settle;
   options.dirs = {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts,
-                  core::HostIds{::geteuid()}};
+                  core::HostIds{::geteuid(), ::getegid()}};
   options.dry_run = plan;
   options.diff = flags.diff;
   // The staged writes' batch of files (write.cc): a chunk of small files

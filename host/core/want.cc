@@ -168,10 +168,15 @@ std::string TreeFingerprint(const std::vector<TreeEntry>& scanned) {
   return "tree:" + h.HexDigest();
 }
 
+HostIds FreshOwner(const HostIds& writer, const FileInfo& parent) {
+  constexpr uint32_t kSetgid = 02000;
+  return {writer.uid, (parent.mode & kSetgid) != 0 ? parent.gid : writer.gid};
+}
+
 bool TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned,
-                    const std::optional<HostIds>& writer) {
+                    const std::optional<HostIds>& owner) {
   if (root.mode != kTreeRootMode) return false;
-  if (writer.has_value() && root.uid != writer->uid) return false;
+  if (owner.has_value() && (root.uid != owner->uid || root.gid != owner->gid)) return false;
   return std::all_of(scanned.begin(), scanned.end(), [&](const TreeEntry& e) {
     return e.info.uid == root.uid && e.info.gid == root.gid;
   });

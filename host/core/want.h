@@ -71,13 +71,13 @@ inline bool StampMatches(const FileInfo& info, const FileStamp& stamp) {
 std::string TreeFingerprint(const std::vector<TreeEntry>& scanned);
 
 // Whether a tree's own directory (`root`) is as the host made it: mode
-// kTreeRootMode, owned as every entry of it (`scanned`) is, and by
-// `writer`'s user (unknown: any user). Neither its fingerprint nor its digest
+// kTreeRootMode, owned as every entry of it (`scanned`) is, and by `owner`
+// (FreshOwner of the tree's parent; unknown: any). Neither its fingerprint nor its digest
 // holds the owner, so a chmod 0777 of the root (anyone may then put files
 // in), or a chown of it alone or of the whole tree (chown -R: its new owner
 // may then change the bundle's programs), would move nothing else.
 bool TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned,
-                    const std::optional<HostIds>& writer);
+                    const std::optional<HostIds>& owner);
 
 // "sha256:<hex>" over every entry's relpath, type, mode and content digest;
 // equal for a bundle's members and for the tree they were unpacked into.

@@ -163,6 +163,16 @@ const Result<FileInfo>& Observer::StatOf(const std::string& path) {
   return it->second;
 }
 
+std::optional<core::HostIds> Observer::TreeOwner(const std::string& path) {
+  if (dirs_ == nullptr || !dirs_->writer.has_value()) return std::nullopt;
+  size_t slash = path.rfind('/');
+  if (slash == 0 || slash == std::string::npos)
+    return dirs_->writer;  // the root's own: as the host
+  const Result<FileInfo>& parent = StatOf(path.substr(0, slash));
+  if (!parent || parent->type != FileType::kDirectory) return dirs_->writer;
+  return core::FreshOwner(*dirs_->writer, *parent);
+}
+
 bool Observer::Recorded(std::string_view path) const {
   if (!recorded_paths_.has_value()) {
     recorded_paths_.emplace();
@@ -327,7 +337,7 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
     if (!scan) return Error(scan.error().message);
     seen.fingerprint = core::TreeFingerprint(*scan);
     if (recorded && old->written[0].fingerprint == seen.fingerprint &&
-        core::TreeRootAsMade(*info, *scan, Writer())) {
+        core::TreeRootAsMade(*info, *scan, TreeOwner(r.path))) {
       seen.content_digest = old->written[0].content_digest;
       seen.file_count = old->written[0].file_count;
       return seen;
@@ -342,7 +352,7 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
     if (!hashed) return Error(hashed.error().message);
     on_disk = core::TreeDigest(*hashed);
     seen.fingerprint = core::TreeFingerprint(*hashed);
-    if (!core::TreeRootAsMade(*info, *hashed, Writer())) {
+    if (!core::TreeRootAsMade(*info, *hashed, TreeOwner(r.path))) {
       on_disk = "its root's mode or owner changed";
     }
     for (const TreeEntry& e : *hashed) {

@@ -73,6 +73,32 @@ TEST_F(OwnershipTest, AWholeTreeGivenToAnotherUserIsDrift) {
   }
 }
 
+// `chgrp -R` of a whole tree: still owned by the host's user, each entry
+// owned as the root is, yet the new group may write what the bundle makes
+// group-writable. The root's group is the one mkdir gives it there.
+TEST_F(OwnershipTest, AWholeTreeGivenToAnotherGroupIsDrift) {
+  std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0775},
+                                            {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0775}});
+  json decl = Decl(json::array({{{"id", "tools"},
+                                 {"kind", "archive"},
+                                 {"path", "/opt/tools"},
+                                 {"source", "tools.tar.gz"},
+                                 {"sha256", sha}}}));
+  for (bool from_record : {true, false}) {
+    SCOPED_TRACE(from_record ? "the record's proof" : "the full pass");
+    ASSERT_EQ(Run(decl, false, from_record).result, ApplyResult::kOk);
+    for (const char* path : {"/opt/tools", "/opt/tools/bin", "/opt/tools/bin/serve"}) {
+      ASSERT_EQ(::chown(Root(path).c_str(), ::geteuid(), kNobody), 0);
+    }
+    ApplyReport r = Run(decl, false, from_record);
+    EXPECT_THAT(Outcomes(r), ElementsAre("updated"));
+    struct stat st;
+    ASSERT_EQ(::stat(Root("/opt/tools/bin/serve").c_str(), &st), 0);
+    EXPECT_EQ(st.st_gid, ::getegid()) << "put back";
+    EXPECT_THAT(Outcomes(Run(decl, false, from_record)), ElementsAre("unchanged"));
+  }
+}
+
 // Under a setgid directory a tree's root takes that directory's group, not
 // the host's: as made, not drift. Compared with the host's group, every
 // apply found it changed and swapped the tree again, for ever.

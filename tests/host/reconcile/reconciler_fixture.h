@@ -66,7 +66,7 @@ class ReconcilerTest : public ::testing::Test {
     ReconcilerOptions options;
     options.machine = "edge-1";
     options.settle = std::chrono::seconds(1);
-    options.dirs.writer = core::HostIds{::geteuid()};
+    options.dirs.writer = core::HostIds{::geteuid(), ::getegid()};
     return options;
   }
 
