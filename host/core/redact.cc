@@ -41,7 +41,7 @@ void ForEachField(std::string_view line, Each each) {
     char c = i < line.size() ? line[i] : ',';
     if (quote != 0 && i < line.size()) {
       if (c == '\\' && quote == '"') {
-        ++i;
+        if (i + 1 < line.size()) ++i;
       } else if (c == quote) {
         quote = 0;
       }
@@ -96,17 +96,7 @@ Redactor::Redactor(const Secrets& secrets) {
     std::string_view rest = content;
     while (!rest.empty()) {
       size_t end = rest.find('\n');
-      std::string_view line = Trimmed(rest.substr(0, end));
-      Add(line, secret, kMinPiece);
-      auto add = [&](std::string_view value) { Add(value, secret, kMinPiece); };
-      // The line's value after its first = or :, quotes or not, and each
-      // field's where separators outside quotes split the line.
-      if (size_t sep = line.find_first_of("=:"); sep != std::string_view::npos) {
-        ForEachReading(line.substr(sep + 1), add);
-      }
-      ForEachField(line, [&](std::string_view field, size_t sep) {
-        if (sep != std::string_view::npos) ForEachReading(field.substr(sep + 1), add);
-      });
+      AddLine(Trimmed(rest.substr(0, end)), secret, /*nested=*/false);
       if (end == std::string_view::npos) break;
       rest.remove_prefix(end + 1);
     }
@@ -120,6 +110,26 @@ Redactor::Redactor(const Secrets& secrets) {
   pieces_.erase(std::unique(pieces_.begin(), pieces_.end(),
                             [](const Piece& a, const Piece& b) { return a.text == b.text; }),
                 pieces_.end());
+}
+
+void Redactor::AddLine(std::string_view line, size_t secret, bool nested) {
+  Add(line, secret, kMinPiece);
+  auto add = [&](std::string_view value) { Add(value, secret, kMinPiece); };
+  // The line's value after its first = or :, quotes or not, and each
+  // field's where separators outside quotes split the line.
+  if (size_t sep = line.find_first_of("=:"); sep != std::string_view::npos) {
+    ForEachReading(line.substr(sep + 1), add);
+  }
+  ForEachField(line, [&](std::string_view field, size_t sep) {
+    if (sep == std::string_view::npos) return;
+    std::string_view value = Trimmed(field.substr(sep + 1));
+    ForEachReading(value, add);
+    // A quoted value that is itself a line of fields (a connection
+    // string, JSON in an env file): its fields too, one level down.
+    if (std::string_view inner = Unquoted(value); !nested && inner.size() < value.size()) {
+      AddLine(inner, secret, /*nested=*/true);
+    }
+  });
 }
 
 void Redactor::Add(std::string_view text, size_t secret, size_t min_size) {

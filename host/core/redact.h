@@ -43,6 +43,8 @@ class Redactor {
     std::string_view text;
     size_t secret;  // index into names_
   };
+  // A line of a credential: itself, and its values (the class comment).
+  void AddLine(std::string_view line, size_t secret, bool nested);
   void Add(std::string_view text, size_t secret, size_t min_size);
   void AddJsonStrings(std::string_view content, size_t secret);
 

@@ -51,6 +51,17 @@ TEST(RedactTest, AValueIsAlsoLookedForWhole) {
             "auth [credential p] failed");
 }
 
+// A quoted value that is a line of fields itself: a connection string, or
+// JSON in an env file. Its fields' values were lost in the quotes.
+TEST(RedactTest, TheFieldsOfAQuotedValue) {
+  EXPECT_EQ(Redacted("db", "DB=\"Server=db;User Id=sa;Password=Str0ngPassw0rd;Encrypt=true\"\n",
+                     "login failed: Str0ngPassw0rd"),
+            "login failed: [credential db]");
+  EXPECT_EQ(Redacted("c", R"(CONFIG='{"user":"x","password":"Str0ngPassw0rd"}')",
+                     "login failed: Str0ngPassw0rd"),
+            "login failed: [credential c]");
+}
+
 // Two secrets that overlap in a line are replaced as one run: replacing
 // the longer first left the start of the shorter beside its name.
 TEST(RedactTest, OverlappingMatchesAreOneRun) {
