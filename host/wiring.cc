@@ -144,10 +144,10 @@ int Validate(const cli::Flags& flags) {
 
 void RemoveWhatWireMade(Machine& m) {
   if (m.records != nullptr) m.records->RemoveWhatARefusalLeft();
-  std::sort(m.made.begin(), m.made.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  // A directory something else has written into since is not empty: kept.
-  for (const std::string& dir : m.made) ::rmdir(dir.c_str());
+  // The last made first: a directory made later is never the parent of
+  // one made before it (spelled with "..", the longest name may be). One
+  // something else has written into since is not empty: kept.
+  for (auto dir = m.made.rbegin(); dir != m.made.rend(); ++dir) ::rmdir(dir->c_str());
   m.made.clear();
 }
 

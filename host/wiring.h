@@ -36,13 +36,14 @@ struct Machine {
   adapters::ThreadBackground background;
   std::unique_ptr<reconcile::Reconciler> reconciler;
   // The directories Wire's own mkdir made (the unit and state directories
-  // and their missing parents): a refused apply removes them again.
+  // and their missing parents), in the order made: a refused apply removes
+  // them again.
   std::vector<std::string> made;
 };
 
 // Leaves the machine as it was before Wire: what a refusal left in a state
 // directory Wire made (its lock, a digest key no record uses), then each
-// directory Wire made that is still empty, deepest first.
+// directory Wire made that is still empty, the last made first.
 void RemoveWhatWireMade(Machine& m);
 
 // The wired machine, or an error message for exit 2. `daemon`: the record

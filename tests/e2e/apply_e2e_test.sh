@@ -39,6 +39,12 @@ lout=$("$BIN" apply --declaration "$T/decl.json" --root "$T/linked" --state-dir 
 set -e
 [ "$lrc" = 2 ] && grep -q "/etc is a symlink" <<<"$lout" || { echo "FAIL: symlinked /etc: exit $lrc: $lout" >&2; exit 1; }
 [ ! -e "$T/fresh" ] || { echo "FAIL: a refusal after the observation left $(find "$T/fresh" | tr '\n' ' ')" >&2; exit 1; }
+# Spelled with "..", the longest name is not the deepest directory.
+set +e
+dout=$("$BIN" apply --declaration "$T/decl.json" --root "$T/linked" --state-dir "$T/fresh/b/s" --artifacts "$T/art" --unit-dir "$T/fresh/a/../b" --machine e2e 2>&1); drc=$?
+set -e
+[ "$drc" = 2 ] || { echo "FAIL: dotted: exit $drc: $dout" >&2; exit 1; }
+[ ! -e "$T/fresh" ] || { echo "FAIL: a refusal with .. left $(find "$T/fresh" | tr '\n' ' ')" >&2; exit 1; }
 [ "$vrc" = 2 ] && grep -q "chmod 0600" <<<"$vout" || { echo "FAIL: validate of it: $vrc $vout" >&2; exit 1; }
 F=(--declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" --artifacts "$T/art" --unit-dir "$T/units" --machine e2e)
 fail() { echo "FAIL: $*" >&2; exit 1; }
