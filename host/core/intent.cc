@@ -43,9 +43,9 @@ Result<Owed> ParseOwed(const std::string& id, const json& j) {
     } else if (key == "why") {
       if (!value.is_string()) return Fail(where + key + ": must be a string");
       std::string text = value.get<std::string>();
-      if (std::any_of(text.begin(), text.end(), [](unsigned char c) { return c < 0x20; })) {
-        return Fail(where + key + ": has a control character");
-      }
+      // As the host writes it (Printable): DEL and C1 controls included,
+      // which a save would escape, so that what reads saves as it read.
+      if (!IsPrintable(text)) return Fail(where + key + ": has a control character");
       owed.why = std::move(text);
     } else if (key == "since") {
       if (!value.is_number_unsigned()) return Fail(where + "since: must be a generation");

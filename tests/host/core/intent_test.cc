@@ -114,6 +114,13 @@ TEST(IntentTest, EveryBadShapeIsNamed) {
        "field reason"},
       {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","why":"x\ny"}}})",
        "field why: has a control character"},
+      // DEL and a C1 control: a save escapes them, so the intent read
+      // would not be the one saved (tools/fuzz found DEL).
+      {"{\"version\":1,\"applying\":false,\"owed\":{\"a\":{\"action\":\"start\",\"why\":\"x\x7fy\"}"
+       "}}",
+       "field why: has a control character"},
+      {R"({"version":1,"applying":false,"owed":{"a":{"action":"start","why":"x\u0085y"}}})",
+       "field why: has a control character"},
       {R"({"version":1,"applying":false,"owed":{"a":{"x":{"y":{"z":{"w":1}}}}}})",
        "nested too deeply"},
       // The host removes what these name: only what a declaration could.
