@@ -23,18 +23,12 @@ inline constexpr size_t kMaxEntryPathBytes = 4095;
 enum class FileType { kMissing, kRegular, kDirectory, kSymlink, kHardlink, kOther };
 
 // Who the host writes as (its effective uid and gid): what owns a tree it
-// unpacked, root and entries (FreshOwner says which group).
+// unpacked, root and entries (TreeRootAsMade says which group).
 struct HostIds {
   uint32_t uid = 0;
   uint32_t gid = 0;
   bool operator==(const HostIds&) const = default;
 };
-
-struct FileInfo;
-// Who owns a directory the host makes in `parent`, as mkdir gives it: the
-// host's user, and the parent's group where the parent is setgid, else the
-// host's.
-HostIds FreshOwner(const HostIds& writer, const FileInfo& parent);
 
 struct FileInfo {
   FileType type = FileType::kMissing;

@@ -168,15 +168,23 @@ std::string TreeFingerprint(const std::vector<TreeEntry>& scanned) {
   return "tree:" + h.HexDigest();
 }
 
-HostIds FreshOwner(const HostIds& writer, const FileInfo& parent) {
-  constexpr uint32_t kSetgid = 02000;
-  return {writer.uid, (parent.mode & kSetgid) != 0 ? parent.gid : writer.gid};
-}
-
 bool TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned,
-                    const std::optional<HostIds>& owner) {
+                    std::string_view path, const std::optional<HostIds>& writer,
+                    const StatDir& stat) {
   if (root.mode != kTreeRootMode) return false;
-  if (owner.has_value() && (root.uid != owner->uid || root.gid != owner->gid)) return false;
+  if (writer.has_value()) {
+    if (root.uid != writer->uid) return false;
+    if (root.gid != writer->gid) {
+      constexpr uint32_t kSetgid = 02000;
+      size_t slash = path.rfind('/');
+      if (slash == 0 || slash == std::string_view::npos) return false;  // under the root itself
+      auto parent = stat(std::string(path.substr(0, slash)));
+      if (!parent || parent->type != FileType::kDirectory || (parent->mode & kSetgid) == 0 ||
+          parent->gid != root.gid) {
+        return false;
+      }
+    }
+  }
   return std::all_of(scanned.begin(), scanned.end(), [&](const TreeEntry& e) {
     return e.info.uid == root.uid && e.info.gid == root.gid;
   });

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,14 +71,19 @@ inline bool StampMatches(const FileInfo& info, const FileStamp& stamp) {
 // "tree:<hex>" over every entry's relpath, type and fingerprint.
 std::string TreeFingerprint(const std::vector<TreeEntry>& scanned);
 
-// Whether a tree's own directory (`root`) is as the host made it: mode
-// kTreeRootMode, owned as every entry of it (`scanned`) is, and by `owner`
-// (FreshOwner of the tree's parent; unknown: any). Neither its fingerprint nor its digest
-// holds the owner, so a chmod 0777 of the root (anyone may then put files
-// in), or a chown of it alone or of the whole tree (chown -R: its new owner
-// may then change the bundle's programs), would move nothing else.
+// Whether the own directory (`root`) of the tree at `path` is as the host
+// made it: mode kTreeRootMode, owned as every entry of it (`scanned`) is,
+// and as mkdir gives it to `writer` (unknown: any owner): the writer's
+// user, and the writer's group or, in a setgid parent, that parent's.
+// `stat` reads the parent, asked only for a root whose group is not the
+// writer's. Neither its fingerprint nor its digest holds the owner, so a
+// chmod 0777 of the root (anyone may then put files in), or a chown or
+// chgrp of it alone or of the whole tree (its new owner may then change
+// the bundle's programs), would move nothing else.
+using StatDir = std::function<Result<FileInfo>(const std::string& dir)>;
 bool TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned,
-                    const std::optional<HostIds>& owner);
+                    std::string_view path, const std::optional<HostIds>& writer,
+                    const StatDir& stat);
 
 // "sha256:<hex>" over every entry's relpath, type, mode and content digest;
 // equal for a bundle's members and for the tree they were unpacked into.

@@ -163,14 +163,10 @@ const Result<FileInfo>& Observer::StatOf(const std::string& path) {
   return it->second;
 }
 
-std::optional<core::HostIds> Observer::TreeOwner(const std::string& path) {
-  if (dirs_ == nullptr || !dirs_->writer.has_value()) return std::nullopt;
-  size_t slash = path.rfind('/');
-  if (slash == 0 || slash == std::string::npos)
-    return dirs_->writer;  // the root's own: as the host
-  const Result<FileInfo>& parent = StatOf(path.substr(0, slash));
-  if (!parent || parent->type != FileType::kDirectory) return dirs_->writer;
-  return core::FreshOwner(*dirs_->writer, *parent);
+bool Observer::TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned,
+                              const std::string& path) {
+  return core::TreeRootAsMade(root, scanned, path, dirs_ != nullptr ? dirs_->writer : std::nullopt,
+                              [this](const std::string& dir) { return StatOf(dir); });
 }
 
 bool Observer::Recorded(std::string_view path) const {
@@ -337,7 +333,7 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
     if (!scan) return Error(scan.error().message);
     seen.fingerprint = core::TreeFingerprint(*scan);
     if (recorded && old->written[0].fingerprint == seen.fingerprint &&
-        core::TreeRootAsMade(*info, *scan, TreeOwner(r.path))) {
+        TreeRootAsMade(*info, *scan, r.path)) {
       seen.content_digest = old->written[0].content_digest;
       seen.file_count = old->written[0].file_count;
       return seen;
@@ -352,7 +348,7 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
     if (!hashed) return Error(hashed.error().message);
     on_disk = core::TreeDigest(*hashed);
     seen.fingerprint = core::TreeFingerprint(*hashed);
-    if (!core::TreeRootAsMade(*info, *hashed, TreeOwner(r.path))) {
+    if (!TreeRootAsMade(*info, *hashed, r.path)) {
       on_disk = "its root's mode or owner changed";
     }
     for (const TreeEntry& e : *hashed) {

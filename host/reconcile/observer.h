@@ -58,9 +58,9 @@ class Observer {
   FilesSeen Tree(const Resource& r, const RecordEntry* old, const std::string& want);
   FilesSeen Directory(const Resource& r, const RecordEntry* old, const std::string& want);
   FilesSeen Symlink(const Resource& r, const RecordEntry* old, const std::string& want);
-  // Who owns a tree the host unpacked at `path` (HostDirs::writer, with
-  // its parent's group where that is setgid; unknown without dirs).
-  std::optional<core::HostIds> TreeOwner(const std::string& path);
+  // core::TreeRootAsMade with this apply's writer and stat cache.
+  bool TreeRootAsMade(const FileInfo& root, const std::vector<TreeEntry>& scanned,
+                      const std::string& path);
   Result<const std::vector<TreeEntry>*> Bundle(const Resource& r);
   UnitFileSeen UnitFile(const Resource& r, const RecordEntry* old, const std::string& want);
   void DropIns(const Resource& r, const RecordEntry* old, const std::string& want,

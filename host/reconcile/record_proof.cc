@@ -204,20 +204,12 @@ bool RecordProof::CheckRange(size_t begin, size_t end) {
     if (info->type != core::FileType::kDirectory) return false;
     auto scan = ports_.root->ScanTree(std::string(look.path), /*hash_contents=*/false);
     if (!scan || core::TreeFingerprint(*scan) != look.fingerprint ||
-        !core::TreeRootAsMade(*info, *scan, TreeOwner(look.path))) {
+        !core::TreeRootAsMade(*info, *scan, look.path, writer_,
+                              [this](const std::string& dir) { return ports_.root->Stat(dir); })) {
       return false;
     }
   }
   return true;
-}
-
-std::optional<core::HostIds> RecordProof::TreeOwner(std::string_view path) const {
-  if (!writer_.has_value()) return std::nullopt;
-  size_t slash = path.rfind('/');
-  if (slash == 0 || slash == std::string_view::npos) return writer_;
-  auto parent = ports_.root->Stat(std::string(path.substr(0, slash)));
-  if (!parent || parent->type != core::FileType::kDirectory) return writer_;
-  return core::FreshOwner(*writer_, *parent);
 }
 
 bool RecordProof::PositionsHold() const {

@@ -192,8 +192,6 @@ class RecordProof : public core::RecordVisitor {
   std::string machine_;
   size_t batch_size_;
   std::optional<core::HostIds> writer_;
-  // Who owns a tree the host unpacked at `path` (FreshOwner of its parent).
-  std::optional<core::HostIds> TreeOwner(std::string_view path) const;
   core::Record header_;
   bool header_seen_ = false;
   Text batch_text_;

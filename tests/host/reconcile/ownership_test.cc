@@ -22,18 +22,23 @@ class OwnershipTest : public ReconcilerTest {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
     ReconcilerTest::SetUp();
   }
+  // A bundle of bin/serve unpacked at /opt/tools, its members of `mode`.
+  json Tools(uint32_t mode = 0755) {
+    std::string sha = Bundle(
+        "tools.tar.gz",
+        {{TarMember::kDir, "bin", "", mode}, {TarMember::kFile, "bin/serve", "#!/bin/sh\n", mode}});
+    return Decl(json::array({{{"id", "tools"},
+                              {"kind", "archive"},
+                              {"path", "/opt/tools"},
+                              {"source", "tools.tar.gz"},
+                              {"sha256", sha}}}));
+  }
 };
 
 // Issue 15: a file inside an unpacked tree given to another user was
 // `unchanged` for ever; the tree is the host's, entry by entry.
 TEST_F(OwnershipTest, AnOwnerChangedInsideATreeIsDrift) {
-  std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0755},
-                                            {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
-  json decl = Decl(json::array({{{"id", "tools"},
-                                 {"kind", "archive"},
-                                 {"path", "/opt/tools"},
-                                 {"source", "tools.tar.gz"},
-                                 {"sha256", sha}}}));
+  json decl = Tools();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   ASSERT_EQ(::chown(Root("/opt/tools/bin/serve").c_str(), kNobody, kNobody), 0);
   ApplyReport r = Run(decl);
@@ -50,13 +55,7 @@ TEST_F(OwnershipTest, AnOwnerChangedInsideATreeIsDrift) {
 // change. The root is the host's: the daemon's kept proof, a one-shot's
 // and the full pass each find it drifted.
 TEST_F(OwnershipTest, AWholeTreeGivenToAnotherUserIsDrift) {
-  std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0755},
-                                            {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
-  json decl = Decl(json::array({{{"id", "tools"},
-                                 {"kind", "archive"},
-                                 {"path", "/opt/tools"},
-                                 {"source", "tools.tar.gz"},
-                                 {"sha256", sha}}}));
+  json decl = Tools();
   for (bool from_record : {true, false}) {
     SCOPED_TRACE(from_record ? "the record's proof" : "the full pass");
     ASSERT_EQ(Run(decl, false, from_record).result, ApplyResult::kOk);
@@ -77,13 +76,7 @@ TEST_F(OwnershipTest, AWholeTreeGivenToAnotherUserIsDrift) {
 // owned as the root is, yet the new group may write what the bundle makes
 // group-writable. The root's group is the one mkdir gives it there.
 TEST_F(OwnershipTest, AWholeTreeGivenToAnotherGroupIsDrift) {
-  std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0775},
-                                            {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0775}});
-  json decl = Decl(json::array({{{"id", "tools"},
-                                 {"kind", "archive"},
-                                 {"path", "/opt/tools"},
-                                 {"source", "tools.tar.gz"},
-                                 {"sha256", sha}}}));
+  json decl = Tools(0775);
   for (bool from_record : {true, false}) {
     SCOPED_TRACE(from_record ? "the record's proof" : "the full pass");
     ASSERT_EQ(Run(decl, false, from_record).result, ApplyResult::kOk);
@@ -103,16 +96,10 @@ TEST_F(OwnershipTest, AWholeTreeGivenToAnotherGroupIsDrift) {
 // the host's: as made, not drift. Compared with the host's group, every
 // apply found it changed and swapped the tree again, for ever.
 TEST_F(OwnershipTest, ATreeUnderASetgidDirectoryIsAsMade) {
-  std::string sha = Bundle("tools.tar.gz", {{TarMember::kDir, "bin", "", 0755},
-                                            {TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
   ASSERT_EQ(::mkdir(Root("/opt").c_str(), 0755), 0);
   ASSERT_EQ(::chown(Root("/opt").c_str(), 0, kNobody), 0);
   ASSERT_EQ(::chmod(Root("/opt").c_str(), 02775), 0);
-  json decl = Decl(json::array({{{"id", "tools"},
-                                 {"kind", "archive"},
-                                 {"path", "/opt/tools"},
-                                 {"source", "tools.tar.gz"},
-                                 {"sha256", sha}}}));
+  json decl = Tools();
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
   for (bool from_record : {true, false}) {
     SCOPED_TRACE(from_record ? "the record's proof" : "the full pass");
