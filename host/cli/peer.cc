@@ -323,14 +323,26 @@ Resolved ResolveWithin(const std::string& server,
 // timeout, is passed for the next while the deadline allows), as httplib
 // tries those of a name it looks up itself; at the
 // name as given when there are none. `asked`: the last address asked, as
-// httplib's hostname map.
+// httplib's hostname map. Each connect waits at most `connect`, and under
+// a deadline at most an even share of the time left among the addresses
+// not yet asked: one that drops packets does not spend the next one's turn.
 Got GetFromEach(httplib::Client& client, const Resolved& resolved, const std::string& path,
-                const ClientOptions& opts, std::map<std::string, std::string>& asked) {
+                const ClientOptions& opts, std::chrono::nanoseconds connect,
+                std::map<std::string, std::string>& asked) {
   for (size_t i = 0;; ++i) {
     if (i < resolved.addresses.size()) {
       asked = {{resolved.host, resolved.addresses[i]}};
       client.set_hostname_addr_map(asked);
     }
+    std::chrono::nanoseconds wait = connect;
+    if (opts.deadline.has_value()) {
+      const size_t n = resolved.addresses.size();
+      const int64_t unasked = i < n ? static_cast<int64_t>(n - i) : 1;
+      wait = std::min<std::chrono::nanoseconds>(
+          wait, (*opts.deadline - std::chrono::steady_clock::now()) / unasked);
+      wait = std::max(wait, std::chrono::nanoseconds(std::chrono::milliseconds(1)));
+    }
+    client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(wait));
     Got got = GetBounded(client, path, opts);
     if (i + 1 >= resolved.addresses.size() || got.too_large || got.timed_out || got.result ||
         (got.result.error() != httplib::Error::Connection &&
@@ -383,7 +395,6 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
       p.error = core::Printable(p.url) + " unreachable: not asked: the deadline (--timeout) passed";
       return p;
     }
-    connect = std::min(connect, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
     read = std::min(read, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
   }
   Resolved resolved = ResolveWithin(server, opts.deadline);
@@ -391,10 +402,9 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
     p.error = core::Printable(p.url) + " unreachable: " + resolved.why;
     return p;
   }
-  client.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(connect));
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read));
   std::map<std::string, std::string> asked;
-  Got got = GetFromEach(client, resolved, prefix + path, opts, asked);
+  Got got = GetFromEach(client, resolved, prefix + path, opts, connect, asked);
   const httplib::Result& res = got.result;
   if (!got.too_large && !res && res.error() == httplib::Error::SSLConnection && !got.timed_out &&
       AnswersPlainHttp(server, opts, asked)) {
