@@ -110,33 +110,33 @@ int Validate(const cli::Flags& flags) {
   }
   auto refuse = [&v](const core::Error& e) {
     if (e.details.empty()) v.refusals.push_back(e.message);
-    for (const std::string& d : e.details) v.refusals.push_back(d);
+    // Not the line that counts the unnamed ones: counted as they are.
+    size_t named = e.details.size() - (e.unnamed > 0 ? 1 : 0);
+    v.refusals.insert(v.refusals.end(), e.details.begin(), e.details.begin() + named);
+    v.unnamed += e.unnamed;
   };
-  auto decl = core::ParseDeclaration(*text);
-  if (!decl) {
-    refuse(decl.error());
-    return done();
-  }
-  v.machine = decl->machine;
-  v.generation = decl->generation;
-  v.resources = decl->resources.size();
-  if (!flags.machine.empty() && decl->machine != flags.machine) {
-    v.refusals.push_back("declaration, field machine: \"" + decl->machine +
-                         "\" is not this machine (--machine " + flags.machine + ")");
-  }
-  if (auto st = reconcile::CheckCredentialsPrivate(*decl, **source); !st) {
-    v.refusals.push_back(st.error().message);
-  }
-  // The host's own places, as given (or their defaults); the machine and
-  // the generation, which need this machine and its record, are not asked.
-  if (auto st = reconcile::CheckDeclaration(
-          *decl, core::Record{}, /*had_record=*/false, /*machine=*/"",
-          {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts});
-      !st) {
-    refuse(st.error());
-  }
-  CheckBundles(*decl, flags.artifacts, v);
-  for (std::string& w : adapters::VerifyUnitTexts(*decl)) v.warnings.push_back(std::move(w));
+  // The host's own places, as given (or their defaults); the generation,
+  // which needs this machine's record, is not asked.
+  auto decl =
+      core::ParseDeclaration(*text, [&](const core::Declaration& parsed, core::Problems& problems) {
+        v.machine = parsed.machine;
+        v.generation = parsed.generation;
+        v.resources = parsed.resources.size();
+        if (!flags.machine.empty() && parsed.machine != flags.machine) {
+          problems.Add("declaration, field machine: \"" + parsed.machine +
+                       "\" is not this machine (--machine " + flags.machine + ")");
+        }
+        problems.Add(reconcile::CheckCredentialsPrivate(parsed, **source));
+        reconcile::CheckDeclaration(parsed, core::Record{}, /*had_record=*/false, /*machine=*/"",
+                                    {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts},
+                                    problems);
+        cli::Validation bundles;
+        CheckBundles(parsed, flags.artifacts, bundles);
+        for (std::string& r : bundles.refusals) problems.Add(std::move(r));
+        for (std::string& w : bundles.warnings) v.warnings.push_back(std::move(w));
+        for (std::string& w : adapters::VerifyUnitTexts(parsed)) v.warnings.push_back(std::move(w));
+      });
+  if (!decl) refuse(decl.error());
   return done();
 }
 

@@ -21,6 +21,7 @@ int PrintValidation(const Validation& v, bool json, std::ostream& out, std::ostr
         {"generation", v.generation},
         {"resources", v.resources},
         {"refusals", v.refusals},
+        {"problems", v.refusals.size() + v.unnamed},
         {"warnings", v.warnings},
         {"signature", signer}};
     // Declaration text is the operator's own, not always UTF-8: replaced,
@@ -32,13 +33,14 @@ int PrintValidation(const Validation& v, bool json, std::ostream& out, std::ostr
   // these words: escaped, as apply escapes them, so that no byte of it
   // reaches the terminal as a control sequence or a line of its own.
   for (const std::string& r : v.refusals) err << "refused: " << core::Printable(r) << "\n";
+  if (v.unnamed > 0) err << "refused: ... and " << v.unnamed << " more\n";
   for (const std::string& w : v.warnings) err << "warning: " << core::Printable(w) << "\n";
   if (valid) {
     out << core::Printable(v.declaration) << ": valid: machine " << core::Printable(v.machine)
         << ", generation " << v.generation << ", " << v.resources << " resource(s)"
         << (v.signer.has_value() ? ", signed by " + v.signer->key_id : std::string()) << "\n";
   } else {
-    out << core::Printable(v.declaration) << ": refused (" << v.refusals.size()
+    out << core::Printable(v.declaration) << ": refused (" << v.refusals.size() + v.unnamed
         << " problem(s)); nothing was "
         << "touched\n";
   }

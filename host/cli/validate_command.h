@@ -25,6 +25,8 @@ struct Validation {
   // Each names the resource and field (or the flag, or the signature file)
   // and what is wrong; empty: valid.
   std::vector<std::string> refusals;
+  // Refusals found past those named (a declaration's are named up to 50).
+  size_t unnamed = 0;
   // What systemd-analyze says of the unit texts, and checks not made
   // (no artifacts directory, no systemd-analyze): never a refusal, since a
   // unit's binaries may be on the target machines only.

@@ -392,7 +392,7 @@ std::string JsonFixHint(std::string_view message) {
 
 }  // namespace
 
-Result<Declaration> ParseDeclaration(std::string_view text) {
+Result<Declaration> ParseDeclaration(std::string_view text, const MoreChecks& more) {
   if (text.size() > kMaxDeclarationBytes) {
     return Fail("declaration: " + std::to_string(text.size()) + " bytes exceeds the limit of " +
                 std::to_string(kMaxDeclarationBytes));
@@ -456,14 +456,16 @@ Result<Declaration> ParseDeclaration(std::string_view text) {
   }
   Problems all;
   CheckTopLevel(streamed->document, streamed->members, decl, all);
+  const bool fields_read = all.empty();
   all.Append(problems);
   CheckReferences(decl, refused_ids, all);
   CheckClaims(decl, all);
+  decl.digest = Sha256Hex(text);
+  if (more && fields_read) more(decl, all);
   if (!all.empty()) return std::unexpected(all.ToError());
   // Grown by doubling while the count was unknown: up to half of it idle
   // capacity, held through the whole apply.
   decl.resources.shrink_to_fit();
-  decl.digest = Sha256Hex(text);
   return decl;
 }
 

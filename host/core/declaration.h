@@ -122,7 +122,14 @@ inline constexpr size_t kMaxPathBytes = 4096;
 inline constexpr size_t kMaxMachineBytes = 255;
 inline constexpr size_t kMaxDropIns = 64;
 
-Result<Declaration> ParseDeclaration(std::string_view text);
+// The checks that need more than the text (this machine, its record, the
+// host's own places), given to ParseDeclaration so that a refusal names
+// their problems beside the text's own: they see the document's fields
+// (with the digest) and every resource the text did not refuse, and run
+// whenever the document's own fields were read.
+using MoreChecks = std::function<void(const Declaration&, Problems&)>;
+
+Result<Declaration> ParseDeclaration(std::string_view text, const MoreChecks& more = {});
 
 // For a declaration too large to hold whole (reconcile/chunked.h): each
 // resource parsed as ParseDeclaration parses it, and handed over in

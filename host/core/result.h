@@ -48,6 +48,9 @@ struct Error {
   // Several refusals found at once, each whole (`message` then says how
   // many and joins them on one line): shown one per line where lines are.
   std::vector<std::string> details;
+  // Refusals found past those named (core::Problems keeps 50): the last of
+  // `details` then says "... and N more".
+  size_t unnamed = 0;
 };
 
 // std::expected that must be looked at: a failure dropped on the floor is a
@@ -105,7 +108,8 @@ class Problems {
     e.message = std::to_string(total_) + " problems: ";
     e.details = named_;
     if (total_ > named_.size()) {
-      e.details.push_back("... and " + std::to_string(total_ - named_.size()) + " more");
+      e.unnamed = total_ - named_.size();
+      e.details.push_back("... and " + std::to_string(e.unnamed) + " more");
     }
     for (size_t k = 0; k < e.details.size(); ++k) e.message += (k ? "; " : "") + e.details[k];
     return e;

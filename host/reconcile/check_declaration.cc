@@ -90,9 +90,8 @@ void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Prob
 
 }  // namespace
 
-core::Status CheckDeclaration(const core::Declaration& decl, const core::Record& record,
-                              bool had_record, std::string_view machine, const HostDirs& dirs) {
-  core::Problems problems;
+void CheckDeclaration(const core::Declaration& decl, const core::Record& record, bool had_record,
+                      std::string_view machine, const HostDirs& dirs, core::Problems& problems) {
   if (!machine.empty() && decl.machine != machine) {
     problems.Add("declaration, field machine: \"" + decl.machine + "\" is not this machine (\"" +
                  std::string(machine) + "\")");
@@ -102,7 +101,6 @@ core::Status CheckDeclaration(const core::Declaration& decl, const core::Record&
                  " is lower than the applied generation " + std::to_string(record.generation));
   }
   CheckPlaces(decl, dirs, problems);
-  return problems.ToStatus();
 }
 
 }  // namespace mesh::reconcile

@@ -82,13 +82,17 @@ std::optional<FirstPass> Check(const ChunkedApply& in) {
     }
     // The host's own places (the machine and generation are checked once
     // the document's fields are known).
-    return CheckDeclaration(chunk, *in.record, /*had_record=*/false, "", *in.dirs).has_value();
+    core::Problems problems;
+    CheckDeclaration(chunk, *in.record, /*had_record=*/false, "", *in.dirs, problems);
+    return problems.empty();
   };
   auto header = core::ParseDeclarationInChunks(in.text, in.chunk, on_chunk);
-  if (!header || out.resources < kMinChunks * in.chunk || Repeats(ids) || Repeats(paths) ||
-      !CheckDeclaration(*header, *in.record, in.had_record, in.machine, *in.dirs)) {
+  if (!header || out.resources < kMinChunks * in.chunk || Repeats(ids) || Repeats(paths)) {
     return std::nullopt;
   }
+  core::Problems problems;
+  CheckDeclaration(*header, *in.record, in.had_record, in.machine, *in.dirs, problems);
+  if (!problems.empty()) return std::nullopt;
   // Only a directory holds declared paths (CheckClaims), and every one here
   // is a file: a path under another one is the whole pass's to refuse.
   for (size_t k = 0; k < all.at.size(); ++k) {

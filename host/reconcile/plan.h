@@ -304,8 +304,9 @@ struct PlanInputs {
 // directory destroys the record. Paths are compared in normal form
 // ("/var//lib/./x/" is "/var/lib/x"; symlinks in the flags are not
 // resolved).
-core::Status CheckDeclaration(const core::Declaration& declaration, const core::Record& record,
-                              bool had_record, std::string_view machine, const HostDirs& dirs = {});
+void CheckDeclaration(const core::Declaration& declaration, const core::Record& record,
+                      bool had_record, std::string_view machine, const HostDirs& dirs,
+                      core::Problems& problems);
 
 // Where --unit-dir lies as a declared path ("/etc/systemd/system" with the
 // defaults); none when it is not under --root.

@@ -126,22 +126,20 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   auto text = source.Text();
   if (!text) return Refuse(text.error());
   if (ApplyInChunks(source, *text)) return;
-  auto decl = core::ParseDeclaration(*text);
+  auto decl =
+      core::ParseDeclaration(*text, [&](const core::Declaration& parsed, core::Problems& problems) {
+        // Named by a refusal too, as what was refused.
+        report_.machine = parsed.machine;
+        report_.generation = parsed.generation;
+        report_.declaration_digest = parsed.digest;
+        problems.Add(CheckCredentialsPrivate(parsed, source));
+        CheckDeclaration(parsed, *record_, had_record_, options_.machine, options_.dirs, problems);
+        if (options_.verify_key.has_value()) {
+          problems.Add(CheckSignedGeneration(parsed, *record_, had_record_));
+        }
+      });
   source.ReleaseText();
   if (!decl) return Refuse(decl.error());
-  if (auto st = CheckCredentialsPrivate(*decl, source); !st) return Refuse(st.error());
-  report_.machine = decl->machine;
-  report_.generation = decl->generation;
-  report_.declaration_digest = decl->digest;
-  if (auto st = CheckDeclaration(*decl, *record_, had_record_, options_.machine, options_.dirs);
-      !st) {
-    return Refuse(st.error());
-  }
-  if (options_.verify_key.has_value()) {
-    if (auto st = CheckSignedGeneration(*decl, *record_, had_record_); !st) {
-      return Refuse(st.error());
-    }
-  }
   Apply(std::move(*decl));
 }
 

@@ -98,6 +98,24 @@ check "... a relative path named" 'grep -q "^refused: resource a, field path: " 
 check "... a near miss said" 'grep -q "field contnet: unknown field for kind file (did you mean \"content\"?)" <<<"$ERR"'
 check "... and, of the same resource, what it lacks" 'grep -q "^refused: resource b, field content: exactly one of" <<<"$ERR"'
 check "... a unit name without suffix named" 'grep -q "^refused: resource c, field unit: " <<<"$ERR"'
+# What needs the machine (its name, the host's places, the bundles) is
+# named beside the resources' own refusals, not once they are mended.
+sed -e 's/"generation": 1, "resources": \[/"generation": 1, "resources": [\n  {"id": "r", "kind": "file", "path": "\/var\/lib\/mesh-host\/x", "content": "x"},/' \
+  "$T/bad.json" > "$T/bad-here.json"
+run --declaration "$T/bad-here.json" --machine edge-2 --output json
+check "... with this machine's checks beside them" \
+  '[ "$RC" = 2 ] && python3 -c "import json, sys; d = json.loads(sys.argv[1]); r = d[\"refusals\"]
+assert d[\"machine\"] == \"edge-1\" and d[\"generation\"] == 1 and d[\"problems\"] == 6, d
+assert any(\"is not this machine (--machine edge-2)\" in x for x in r), r
+assert any(\"resource r, field path\" in x and \"state directory\" in x for x in r), r" "$OUT"'
+# Past the 50 named, the rest are counted, not dropped from the count.
+python3 -c 'import json, sys
+json.dump({"machine": "edge-1", "generation": 1, "resources": [
+  {"id": f"f{i}", "kind": "file", "path": f"rel/{i}", "content": "x"} for i in range(60)]},
+  open(sys.argv[1], "w"))' "$T/sixty.json"
+run --declaration "$T/sixty.json"
+check "60 refusals: 50 named, the rest counted" \
+  '[ "$RC" = 2 ] && [ "$(grep -c "^refused: resource" <<<"$ERR")" = 50 ] && grep -qx "refused: ... and 10 more" <<<"$ERR" && grep -q ": refused (60 problem(s))" <<<"$OUT"'
 run --declaration "$T/bad.json" --output json
 check "--output json: one object, valid false, the refusals" \
   '[ "$RC" = 2 ] && python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert d[\"valid\"] is False and len(d[\"refusals\"]) == 4, d" "$OUT"'

@@ -322,6 +322,24 @@ TEST_F(FilesTest, RefusedDeclarationTouchesNothing) {
   }
 }
 
+// SPEC: a refused declaration reports every refusal found. The checks that
+// need the machine (its name, the applied generation, the host's own
+// places) are named beside a resource's own refusal, not only once that is
+// mended.
+TEST_F(FilesTest, EveryRefusalIsNamedAtOnce) {
+  Run(Decl(Resources(), 5));
+  json resources = Resources();
+  resources[0]["mode"] = "0999";
+  json decl = Decl(resources, 4);
+  decl["machine"] = "edge-2";
+  ApplyReport r = Run(decl);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.refusals, ElementsAre(HasSubstr("resource app.conf, field mode"),
+                                      HasSubstr("field machine: \"edge-2\" is not this machine"),
+                                      HasSubstr("field generation: 4 is lower")));
+  EXPECT_TRUE(r.outcomes.empty());
+}
+
 TEST_F(FilesTest, OneFailureDoesNotStopTheOthers) {
   json resources = Resources();
   resources[0]["owner"] = "no-such-user-here";

@@ -385,16 +385,24 @@ TEST_F(PlanTest, WhatNoLongerMatchesWhatTheHostWroteIsLeft) {
   EXPECT_THAT(by_id["gone"]->left, ElementsAre());
 }
 
+// CheckDeclaration's problems, as a Status.
+core::Status Checked(const core::Declaration& decl, const core::Record& record, bool had_record,
+                     std::string_view machine, const HostDirs& dirs = {}) {
+  core::Problems problems;
+  CheckDeclaration(decl, record, had_record, machine, dirs, problems);
+  return problems.ToStatus();
+}
+
 TEST_F(PlanTest, TheDeclarationIsCheckedAgainstTheRecord) {
   Declare();
   record_.generation = 6;
-  EXPECT_THAT(CheckDeclaration(decl_, record_, true, "m").error().message,
+  EXPECT_THAT(Checked(decl_, record_, true, "m").error().message,
               HasSubstr("generation: 5 is lower than the applied generation 6"));
-  EXPECT_THAT(CheckDeclaration(decl_, record_, false, "other").error().message,
+  EXPECT_THAT(Checked(decl_, record_, false, "other").error().message,
               HasSubstr("\"m\" is not this machine (\"other\")"));
-  EXPECT_TRUE(CheckDeclaration(decl_, record_, false, "m").has_value());
+  EXPECT_TRUE(Checked(decl_, record_, false, "m").has_value());
   // SPEC: every refusal found, not only the first.
-  auto both = CheckDeclaration(decl_, record_, true, "other");
+  auto both = Checked(decl_, record_, true, "other");
   ASSERT_FALSE(both.has_value());
   EXPECT_THAT(both.error().details,
               ElementsAre(HasSubstr("field machine: \"m\" is not this machine"),
@@ -408,7 +416,7 @@ TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
   HostDirs dirs{"/", "/etc/systemd/system", "/var/lib/mesh-host", "/var/lib/mesh-host/artifacts"};
   auto check = [&](json web_extra, json more) {
     Declare(web_extra, more);
-    return CheckDeclaration(decl_, record_, false, "m", dirs);
+    return Checked(decl_, record_, false, "m", dirs);
   };
   json unit_text = {{"unit_text", "[Service]\nExecStart=/bin/web\n"}};
   json clash = {{"id", "twin"},
