@@ -392,7 +392,9 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
     const std::string& id = in.declaration->resources[u.index].id;
     auto carried = in.owed->owed.find(id);
     if (plan.steps[u.index].failed()) {
-      if (carried != in.owed->owed.end()) intent.owed.emplace(id, carried->second);
+      if (auto owed = OwedPastItsFailure(in, u.index, plan.steps, plan.removals)) {
+        intent.owed.emplace(id, std::move(*owed));
+      }
       continue;
     }
     if (!u.action.has_value() && !u.daemon_reload) continue;

@@ -291,4 +291,32 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   return u;
 }
 
+std::optional<core::Owed> OwedPastItsFailure(const PlanInputs& in, size_t i,
+                                             const std::vector<Step>& steps,
+                                             const std::vector<Removal>& removals) {
+  const Resource& r = in.declaration->resources[i];
+  std::optional<core::Owed> owed;
+  if (auto carried = in.owed->owed.find(r.id); carried != in.owed->owed.end()) {
+    owed = carried->second;
+  }
+  if (r.unit().state != core::UnitState::kRunning) return owed;
+  UnitPlan asked;
+  asked.daemon_reload = DefinitionChangesFor(in, r, steps, removals);
+  AskForChanges(in, i, steps, removals, asked);
+  if (!asked.action.has_value() && !asked.daemon_reload) return owed;
+  if (!owed.has_value()) {
+    return core::Owed{asked.action, asked.daemon_reload, asked.reason, asked.why,
+                      in.declaration->generation};
+  }
+  owed->daemon_reload |= asked.daemon_reload;
+  if (!owed->action.has_value()) {
+    owed->action = asked.action;
+    owed->reason = asked.reason;
+    owed->why = asked.why;
+  } else if (asked.action.has_value()) {
+    owed->action = Merge(*owed->action, asked.action, /*runs=*/true);
+  }
+  return owed;
+}
+
 }  // namespace mesh::reconcile

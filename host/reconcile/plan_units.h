@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "host/reconcile/plan.h"
@@ -14,5 +15,15 @@ namespace mesh::reconcile {
 
 UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
                   const std::vector<Removal>& removals);
+
+// What a unit whose own step failed (it is masked, its unit file could not
+// be written) is owed once this apply is under way: nothing is asked of it
+// now, but what this apply's other changes ask of it (a restart_on or
+// reload_on resource written, a unit definition declared as a file) stays
+// owed beside what earlier applies owed, or it is lost once those
+// resources are recorded as they now are.
+std::optional<core::Owed> OwedPastItsFailure(const PlanInputs& in, size_t i,
+                                             const std::vector<Step>& steps,
+                                             const std::vector<Removal>& removals);
 
 }  // namespace mesh::reconcile

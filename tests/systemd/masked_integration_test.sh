@@ -4,7 +4,8 @@
 # links there, never on the machine. A unit masked by systemctl (loaded
 # masked) and one masked by a link to /dev/null at its unit file's place
 # (not yet loaded) get no unit file, no start, restart or reload; the
-# resource fails with `masked`; unmasked, the host manages it again.
+# resource fails with `masked`; unmasked, the host manages it again, and
+# a restart its restart_on asked while it was masked is still owed.
 . "$(dirname "$0")/box_suite.sh" masked
 mkdir -p "$T/root"
 apply() {  # apply GENERATION VERSION: the declaration of two services, then apply
@@ -13,7 +14,11 @@ import json, sys
 path, gen, v = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 svc = lambda n: {"id": n, "kind": "service", "unit": f"mh-{n}.service", "state": "running",
                  "unit_text": f"[Service]\nExecStart=/bin/sleep 1000{v}\n"}
-json.dump({"machine": "box", "generation": gen, "resources": [svc("web"), svc("cron")]}, open(path, "w"))
+conf = {"id": "conf", "kind": "file", "path": "/etc/job.conf", "content": f"v{v}\n"}
+job = {"id": "job", "kind": "service", "unit": "mh-job.service", "state": "running",
+       "unit_text": "[Service]\nExecStart=/bin/sleep 2000\n", "restart_on": ["conf"]}
+json.dump({"machine": "box", "generation": gen, "resources": [svc("web"), svc("cron"), conf, job]},
+          open(path, "w"))
 PY
   box_apply
 }
@@ -24,11 +29,11 @@ invocation() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/sy
 
 apply 1 0
 check "both start" '[ $RC = 0 ] && [ "$(prop web ActiveState)" = active ] && [ "$(prop cron ActiveState)" = active ]'
-web_inv=$(invocation web)
+web_inv=$(invocation web); job_inv=$(invocation job)
 
 # web: masked the operator's way, inside the box. cron: a link to /dev/null
 # at its unit file's place, not yet loaded by systemd.
-inside systemctl mask mh-web.service >/dev/null 2>&1
+inside systemctl mask mh-web.service mh-job.service >/dev/null 2>&1
 ln -sf /dev/null "$UNITS/mh-cron.service"
 check "the mask is in the box's own /etc/systemd/system, not the machine's" \
   '[ -L "$SDBOX_DIR/config/mh-web.service" ] && [ ! -e /etc/systemd/system/mh-web.service ]'
@@ -42,10 +47,12 @@ check "no unit file written over either" \
   'grep -q "sleep 10000$" "$UNITS/mh-web.service" && [ "$(readlink "$UNITS/mh-cron.service")" = /dev/null ]'
 check "web not restarted (same InvocationID), still running" \
   '[ "$(invocation web)" = "$web_inv" ] && [ "$(prop web ActiveState)" = active ]'
+check "job's restart_on file written, job masked: failed, not restarted" \
+  'grep -q "^updated conf (file)" <<<"$OUT" && grep -q "^failed job (service): masked" <<<"$OUT" && [ "$(invocation job)" = "$job_inv" ]'
 
 # web's mask's daemon-reload loaded cron's link as well: systemd holds cron
 # masked until it reloads without the link, as `systemctl unmask` would.
-inside systemctl unmask mh-web.service >/dev/null 2>&1
+inside systemctl unmask mh-web.service mh-job.service >/dev/null 2>&1
 rm "$UNITS/mh-cron.service"
 inside systemctl daemon-reload
 apply 2 1
@@ -54,5 +61,7 @@ check "web's unit file is written and web restarted onto it" \
   'grep -q "sleep 10001$" "$UNITS/mh-web.service" && [ "$(invocation web)" != "$web_inv" ] && [ "$(prop web ActiveState)" = active ]'
 check "cron's unit file is written and cron runs" \
   'grep -q "sleep 10001$" "$UNITS/mh-cron.service" && [ "$(prop cron ActiveState)" = active ]'
+check "job's restart, owed while it was masked, is done now" \
+  'grep -q "^restarted job (service): restart_on conf changed" <<<"$OUT" && [ "$(invocation job)" != "$job_inv" ] && [ "$(prop job ActiveState)" = active ]'
 
 finish

@@ -960,6 +960,29 @@ TEST_F(UnitsTest, AMaskedUnitIsLeftAlone) {
             "[Service]\nExecStart=/bin/j --v2\n");
 }
 
+// SPEC rule 7 beside rule 8: what a changed restart_on or reload_on asks
+// of a masked unit is not done, and stays owed. Before, the file was
+// recorded as written and the restart forgotten: once unmasked, the unit
+// was `unchanged` on its old config, and the apply healthy.
+TEST_F(UnitsTest, WhatAMaskedUnitIsOwedIsDoneOnceUnmasked) {
+  services_.AddUnit("jail.service", {});
+  json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
+  ASSERT_EQ(Run(Decl({Conf("a"), svc})).result, ApplyResult::kOk);
+  services_.Mask("jail.service");
+  ApplyReport masked = Run(Decl({Conf("b"), svc}, 2));
+  EXPECT_THAT(Outcomes(masked), ElementsAre("updated", "failed"));
+  size_t calls = services_.calls().size();
+  EXPECT_THAT(Outcomes(Run(Decl({Conf("b"), svc}, 2))), ElementsAre("unchanged", "failed"))
+      << "still masked: still owed, still not done";
+  EXPECT_EQ(services_.calls().size(), calls);
+  services_.Mask("jail.service", false);
+  ApplyReport r = Run(Decl({Conf("b"), svc}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "restarted"));
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("restart_on jail.conf changed"));
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kRestart);
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+}
+
 TEST_F(UnitsTest, ALinkToDevNullAtTheUnitFilesPlaceIsAMask) {
   services_.AddUnit("cron.service", {});
   ASSERT_EQ(::symlink("/dev/null", dir_.Sub("units/cron.service").c_str()), 0);
