@@ -78,9 +78,13 @@ int FindServe(std::string* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // What flags a verb ignores is said once, by the binary that runs it.
   auto flags = mesh::wiring::ParseArgs(argc, argv);
   if (flags == nullptr) return mesh::cli::kExitRefused;
-  if (mesh::wiring::IsOneShot(flags->verb)) return mesh::wiring::RunOneShot(*flags);
+  if (mesh::wiring::IsOneShot(flags->verb)) {
+    mesh::wiring::SayIgnored(*flags);
+    return mesh::wiring::RunOneShot(*flags);
+  }
   // The same process (its pid, which systemd follows, and its environment:
   // NOTIFY_SOCKET) with the same arguments, and this binary's version for
   // mesh-host-serve to check its own against (mesh::wiring::kFrontVersion).

@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
   }
   auto flags = mesh::wiring::ParseArgs(argc, argv);
   if (flags == nullptr) return mesh::cli::kExitRefused;
+  mesh::wiring::SayIgnored(*flags);
   if (mesh::wiring::IsOneShot(flags->verb)) return mesh::wiring::RunOneShot(*flags);
   if (flags->verb == mesh::cli::Verb::kRun) return Run(*flags);
   mesh::cli::ClientOptions client;

@@ -229,8 +229,11 @@ std::unique_ptr<cli::Flags> ParseArgs(int argc, char** argv) {
                  "lists that verb's flags\n";
     return nullptr;
   }
-  for (const std::string& why : flags->ignored) std::cerr << "mesh-host: " << why << "\n";
   return std::make_unique<cli::Flags>(std::move(*flags));
+}
+
+void SayIgnored(const cli::Flags& flags) {
+  for (const std::string& why : flags.ignored) std::cerr << "mesh-host: " << why << "\n";
 }
 
 bool IsOneShot(cli::Verb verb) { return verb != cli::Verb::kRun && verb != cli::Verb::kStatus; }

@@ -61,6 +61,11 @@ std::string CheckFrontVersion();
 // The flags of argv, or none after saying why on stderr (exit 2).
 std::unique_ptr<cli::Flags> ParseArgs(int argc, char** argv);
 
+// The flags given that the verb does not use, said on stderr: by the binary
+// that runs the verb, so once (mesh-host hands run and status, arguments
+// and all, to mesh-host-serve, which parses them again).
+void SayIgnored(const cli::Flags& flags);
+
 // --help, --version, apply and plan: the verbs that serve nothing.
 bool IsOneShot(cli::Verb verb);
 // Runs one of them; returns the process's exit code.

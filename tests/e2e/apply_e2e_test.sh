@@ -86,6 +86,11 @@ serves() {
 ! serves "$BIN" --version || fail "--version loaded the HTTP side"
 ! serves "$BIN" apply "${F[@]}" || fail "an apply loaded the HTTP side"
 serves "$BIN" status --url http://127.0.0.1:1 || fail "status did not become mesh-host-serve"
+# A flag the verb ignores is said once: not by mesh-host and again by the
+# mesh-host-serve it hands the same arguments to.
+out=$("$BIN" status --url http://127.0.0.1:1 --output json 2>&1) || true
+[ "$(grep -c 'flag --output is for apply, plan and validate: status does not use it' <<<"$out")" = 1 ] ||
+  fail "the ignored flag was not said once: $out"
 # libcrypt (bcrypt) is loaded only when the web config has basic_auth_users.
 LD_DEBUG=libs "$BIN" status --url http://127.0.0.1:1 2>"$T/ld.txt" >/dev/null || true
 ! grep -q 'calling init: .*/libcrypt\.so' "$T/ld.txt" || fail "mesh-host-serve loaded libcrypt unasked"
