@@ -122,15 +122,20 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
   std::vector<std::pair<Priority, std::string>> closing;
   std::string summary;
   if (report.result == core::ApplyResult::kRefused) {
-    // Before any apply was shown, what stays in force is what is recorded.
+    // Before any apply was shown, what stays in force is what is recorded,
+    // and on a machine the host never applied to, nothing.
     auto shown = board_.Get();
-    uint64_t in_force = shown->machine.empty() && report.recorded.has_value()
-                            ? report.recorded->generation
-                            : shown->generation;
+    bool none_shown = shown->machine.empty();
+    std::string in_force =
+        none_shown && !report.recorded.has_value()
+            ? "nothing was ever applied here: the machine is left as it is"
+            : "generation " +
+                  std::to_string(none_shown ? report.recorded->generation : shown->generation) +
+                  " stays in force";
     summary =
         "declaration refused: " +
         (report.refusals.empty() ? report.error : report.error.substr(0, report.error.find(':'))) +
-        "; generation " + std::to_string(in_force) + " stays in force";
+        "; " + in_force;
     closing.emplace_back(Priority::kErr, summary);
     for (const std::string& r : report.refusals) closing.emplace_back(Priority::kErr, "  " + r);
   } else {

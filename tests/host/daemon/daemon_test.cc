@@ -20,6 +20,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Kind = ports::Event::Kind;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
@@ -118,6 +119,19 @@ TEST_F(DaemonTest, MemoryIsReleasedAfterEveryApply) {
 
 // Started by systemd but unable to tell it anything, the daemon says why in
 // its log: systemd itself would only see no READY=1.
+// A machine the host never applied to has no generation in force: a
+// refusal there said "generation 0 stays in force".
+TEST_F(DaemonTest, ARefusalOnAMachineNeverAppliedToSaysNothingIsInForce) {
+  testing::WriteText(dir_.Sub("declaration.json"), "{\"machine\": ");
+  fakes::FakeNotifier notifier(clock_);
+  events_.At(minutes(1), Kind::kStop, "Terminated");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunDaemon(Options(), notifier), 0);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("; nothing was ever applied here: the machine is left as it is\n"));
+  EXPECT_THAT(log, Not(HasSubstr("generation 0")));
+}
+
 TEST_F(DaemonTest, ANotifierThatCannotReachSystemdIsLoggedAtStart) {
   fakes::FakeNotifier notifier(clock_);
   notifier.unavailable = "libsystemd.so.0 could not be loaded: no such file";
