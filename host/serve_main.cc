@@ -143,6 +143,11 @@ int main(int argc, char** argv) {
   // What ps, top and pgrep -x show, as before mesh-host became this binary
   // for `run` and `status`.
   ::prctl(PR_SET_NAME, "mesh-host");
+  // A peer that closed a connection this process writes to is that
+  // connection's error (EPIPE), never the death of `run` or `status`:
+  // OpenSSL writes TLS records with write(2), without MSG_NOSIGNAL. Nothing
+  // this binary runs is spawned, so no child inherits the disposition.
+  ::signal(SIGPIPE, SIG_IGN);
   if (std::string skew = mesh::wiring::CheckFrontVersion(); !skew.empty()) {
     std::cerr << "mesh-host: " << skew << "\n";
     return mesh::cli::kExitFailed;

@@ -28,10 +28,44 @@
 namespace mesh::cli {
 namespace {
 
+// OpenSSL's reason for `tls_error`, "" when there is none.
+std::string TlsReason(unsigned long tls_error) {
+  // Only on an error path: the strings are not loaded at start.
+  OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS, nullptr);
+  const char* reason = tls_error != 0 ? ERR_reason_error_string(tls_error) : nullptr;
+  return reason != nullptr ? reason : "";
+}
+
+// The peer's refusal of this client's certificate, or of its lack of one,
+// in words; "" when `reason` is not one. Under TLS 1.3 the peer says so
+// after the handshake, as the request is written or its answer read.
+std::string ClientRefused(const std::string& reason) {
+  if (reason.find("certificate required") != std::string::npos) {
+    return "the TLS handshake failed: it asks for a client certificate (--cert, --key)";
+  }
+  if (reason.find("unknown ca") != std::string::npos ||
+      reason.find("bad certificate") != std::string::npos) {
+    return "the TLS handshake failed: it does not accept the client certificate";
+  }
+  return "";
+}
+
 // What went wrong with a connection, in words: a timeout is a timeout, a
 // TLS failure says which check (httplib's enum names are not words).
 std::string Why(httplib::Error error, const httplib::Client& client, const ClientOptions& opts,
-                unsigned long tls_error) {
+                bool https, unsigned long tls_error) {
+  // Under TLS 1.3 a host that wants a client certificate ends the
+  // connection once its handshake is over: the request, or the wait for
+  // its answer, meets that, and the reason is not always read.
+  std::string unsure;
+  if (error == httplib::Error::Read || error == httplib::Error::Write) {
+    if (std::string refused = ClientRefused(TlsReason(tls_error)); !refused.empty()) return refused;
+    if (https && opts.cert.empty()) {
+      unsure =
+          " (over TLS with no client certificate: a host that asks for one (--cert, --key) "
+          "ends the connection so)";
+    }
+  }
   switch (error) {
     case httplib::Error::Connection:
       return "nothing answers there (connection refused: is `mesh-host run` listening on that "
@@ -40,9 +74,9 @@ std::string Why(httplib::Error error, const httplib::Client& client, const Clien
       return "no connection within the connect timeout (the machine is down, or a firewall "
              "drops the packets)";
     case httplib::Error::Read:
-      return "it accepted the connection but sent no whole answer in time";
+      return "it accepted the connection but sent no whole answer in time" + unsure;
     case httplib::Error::Write:
-      return "the connection closed while the request was sent";
+      return "the connection closed while the request was sent" + unsure;
     case httplib::Error::SSLLoadingCerts:
       return "the --ca, --cert or --key file cannot be loaded";
     case httplib::Error::SSLServerVerification: {
@@ -54,24 +88,13 @@ std::string Why(httplib::Error error, const httplib::Client& client, const Clien
              ": " + what;
     }
     case httplib::Error::SSLConnection: {
-      std::string reason;
-      // Only on this error path: the strings are not loaded at start.
-      OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS, nullptr);
-      if (tls_error != 0 && ERR_reason_error_string(tls_error) != nullptr) {
-        reason = ERR_reason_error_string(tls_error);
-      }
+      std::string reason = TlsReason(tls_error);
       if (reason.find("wrong version number") != std::string::npos ||
           reason.find("packet length too long") != std::string::npos ||
           reason.find("http request") != std::string::npos) {
         return "the TLS handshake failed: it does not speak TLS";
       }
-      if (reason.find("certificate required") != std::string::npos) {
-        return "the TLS handshake failed: it asks for a client certificate (--cert, --key)";
-      }
-      if (reason.find("unknown ca") != std::string::npos ||
-          reason.find("bad certificate") != std::string::npos) {
-        return "the TLS handshake failed: it does not accept the client certificate";
-      }
+      if (std::string refused = ClientRefused(reason); !refused.empty()) return refused;
       return "the TLS handshake failed" + (reason.empty() ? "" : " (" + reason + ")");
     }
     default:
@@ -418,7 +441,7 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
                           ? "its answer is larger than " + std::to_string(opts.max_bytes >> 20) +
                                 " MiB (cut off there)"
                       : got.timed_out ? "no whole answer before the deadline (--timeout)"
-                                      : Why(res.error(), client, opts, got.tls_error);
+                                      : Why(res.error(), client, opts, https, got.tls_error);
     p.error = core::Printable(p.url) + " unreachable: " + why;
     return p;
   }
