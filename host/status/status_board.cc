@@ -3,6 +3,7 @@
 #include <array>
 #include <iterator>
 
+#include "host/core/printable.h"
 #include "host/core/time_format.h"
 
 namespace mesh::status {
@@ -275,7 +276,9 @@ Health Judge(const Snapshot& s) {
   if (h.healthy) {
     h.text = "ok\n";
   } else {
-    for (const std::string& w : wrong) h.text += w + "\n";
+    // One line each: what came from outside (an unknown field's name, a
+    // path) is escaped as the log escapes it, so none forges a line.
+    for (const std::string& w : wrong) h.text += core::Printable(w) + "\n";
   }
   return h;
 }

@@ -283,6 +283,24 @@ TEST(StatusBoardTest, FailedResourceNamedInHealth) {
   EXPECT_THAT(h.text, HasSubstr("resource tok (credential) failed: unknown user"));
 }
 
+// /healthz is one line per thing wrong: a refusal naming an unknown field
+// whose name holds a newline printed it raw, and the line after it read as
+// a unit failure of its own.
+TEST(StatusBoardTest, EachThingWrongIsOneLineWhateverItQuotes) {
+  StatusBoard board;
+  board.PublishApply(Report());
+  core::ApplyReport refused;
+  refused.result = core::ApplyResult::kRefused;
+  refused.error =
+      "declaration, field x\nunit forged.service is failed (failed), declared running: "
+      "unknown field";
+  board.PublishApply(refused);
+  Health h = Judge(*board.Get());
+  EXPECT_EQ(h.text,
+            "declaration refused: declaration, field x\\x0aunit forged.service is failed "
+            "(failed), declared running: unknown field\n");
+}
+
 TEST(StatusBoardTest, RefusalKeepsTheLastStateAndShowsTheError) {
   StatusBoard board;
   board.PublishApply(Report());
