@@ -103,6 +103,15 @@ struct Verdict {
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
                       const Look& first, const Look& second, std::chrono::nanoseconds elapsed);
 
+// A unit the apply did not act on, declared running and running when the
+// plan looked (`before`), looked at with the units it acted on: systemd
+// restarts or stops a unit along with one it requires, is part of or
+// conflicts with. Nullopt when it is as it was (its run, up, NRestarts
+// not grown) or a look could not be taken; else the verdict on what it
+// came to, as for a restart: running at both looks under one run.
+std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& first,
+                                      const Look& second);
+
 // A unit's state in the words of every verdict: "failed (Result=exit-code)",
 // "inactive (dead)", "activating (auto-restart)".
 std::string StateWords(const UnitStatus& unit);

@@ -153,6 +153,18 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
     return nullptr;
   }
   if (!u.action.has_value()) {
+    // Restarted or stopped by systemd with a unit this apply acted on:
+    // judged on the looks taken with those.
+    if (const auto& c = (*in.confirmed)[k]; c.has_value()) {
+      o.unit = UnitSnapshotOf(r.unit().name, c->last, c->verdict.accepted);
+      std::string words = Then(step.detail, r.unit().name + " " + c->verdict.detail);
+      if (!c->verdict.accepted) {
+        Fail(o, std::move(words));
+        return nullptr;
+      }
+      o.detail = std::move(words);
+      return &c->last;
+    }
     o.detail = Then(step.detail, UnitStatePhrase(r.unit().name, u.status));
     return u.up ? &u.status : nullptr;
   }

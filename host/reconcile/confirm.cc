@@ -139,8 +139,26 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
          {}});
   }
   if (watches.empty()) return out;  // nothing queued: nothing to look at, no pause
+  // The units declared running that the plan found running and asked
+  // nothing of: looked at with the others, once their first looks are in
+  // and at the second look (JudgeBystander).
+  std::vector<size_t> bystanders;
+  std::vector<std::string> bystander_names;
+  for (size_t k = 0; k < plan.units.size(); ++k) {
+    const UnitPlan& u = plan.units[k];
+    const core::Resource& r = decl.resources[u.index];
+    if (acts[k].state != Acted::State::kIdle || u.action.has_value() || !u.failed.empty() ||
+        r.unit().state != core::UnitState::kRunning || !u.up || !u.status.Running()) {
+      continue;
+    }
+    bystanders.push_back(k);
+    bystander_names.push_back(r.unit().name);
+  }
   FirstLooks firsts(*services, clock, watches, progress);
   firsts.Take();
+  std::vector<core::Result<core::UnitStatus>> bystanders_first =
+      bystanders.empty() ? std::vector<core::Result<core::UnitStatus>>()
+                         : services->ReadUnits(bystander_names);
   // The one pause, shared by every unit, from the last first look.
   clock.SleepFor(settle);
   std::vector<std::string> pending;
@@ -155,7 +173,24 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   std::map<std::string, std::string> late =
       late_or_lost.value_or(std::map<std::string, std::string>{});
   nanoseconds elapsed = firsts.Since();
+  names.insert(names.end(), bystander_names.begin(), bystander_names.end());
   std::vector<core::Result<core::UnitStatus>> second = services->ReadUnits(names);
+  auto look = [](core::Result<core::UnitStatus>& seen) {
+    core::Look taken;
+    if (seen) {
+      taken.unit = std::move(*seen);
+    } else {
+      taken.error = seen.error().message;
+    }
+    return taken;
+  };
+  for (size_t b = 0; b < bystanders.size(); ++b) {
+    core::Look first = look(bystanders_first[b]), again = look(second[watches.size() + b]);
+    const UnitPlan& u = plan.units[bystanders[b]];
+    if (auto verdict = core::JudgeBystander(u.status, first, again)) {
+      out[bystanders[b]] = Confirmation{std::move(*verdict), again.unit, first.unit.invocation_id};
+    }
+  }
   for (size_t n = 0; n < watches.size(); ++n) {
     Watch& w = watches[n];
     if (w.first.job_pending && late.contains(w.job)) w.job_result = late[w.job];

@@ -326,6 +326,57 @@ TEST(TwoLookTest, ASkippedStartSaysWhichConditionWasFalse) {
   EXPECT_FALSE(JudgeTwoLooks(UnitAction::kStart, "done", skipped, skipped, 1s).accepted);
 }
 
+// A start systemd's rate limit refused, or one held by a unit it requires
+// that failed, never ran what the apply wrote: not a death on it (a
+// rollback would hold a good fix back), and still owed.
+TEST(TwoLookTest, AStartThatNeverRanIsNotADeathOnWhatWasWritten) {
+  Look limited = L("failed", "failed", "a", 0, false, "start-limit-hit");
+  Verdict v = JudgeTwoLooks(UnitAction::kRestart, "failed", limited, limited, 1s);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_TRUE(v.not_run);
+  EXPECT_THAT(v.detail, HasSubstr("Result=start-limit-hit"));
+  v = JudgeTwoLooks(UnitAction::kRestart, std::nullopt, L("active", "running"), limited, 1s);
+  EXPECT_TRUE(v.not_run);
+  Look dead = L("inactive", "dead", "a", 0, false, "success");
+  EXPECT_TRUE(JudgeTwoLooks(UnitAction::kStart, "dependency", dead, dead, 1s).not_run);
+  Look died = L("failed", "failed", "a", 0, false, "exit-code");
+  EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, "failed", died, died, 1s).not_run)
+      << "one that ran and died is a death";
+}
+
+// A unit the apply did not act on, looked at with those it did.
+TEST(BystanderTest, OnlyWhatMovedIsJudged) {
+  UnitStatus before = L("active", "running", "a", 2).unit;
+  Look same = L("active", "running", "a", 2);
+  EXPECT_FALSE(JudgeBystander(before, same, same).has_value()) << "as it was: no verdict";
+  Look lost = same;
+  lost.error = "Transport endpoint is not connected";
+  EXPECT_FALSE(JudgeBystander(before, lost, L("failed", "failed", "a", 2)).has_value())
+      << "a look not taken judges nothing";
+
+  Look anew = L("active", "running", "b", 2);
+  std::optional<Verdict> v = JudgeBystander(before, anew, anew);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_TRUE(v->accepted) << "started anew with a unit acted on, and holding";
+  EXPECT_THAT(v->detail, HasSubstr("started anew by systemd during this apply"));
+
+  v = JudgeBystander(before, anew, L("active", "running", "c", 2));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_FALSE(v->accepted) << "another run at the second look";
+
+  v = JudgeBystander(before, L("active", "running", "b", 3), L("active", "running", "b", 3));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_FALSE(v->accepted) << "NRestarts grew: a death Restart= hid";
+  EXPECT_THAT(v->detail, HasSubstr("(NRestarts 2 -> 3)"));
+
+  v = JudgeBystander(before, same, L("inactive", "dead", "a", 2));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_FALSE(v->accepted);
+  EXPECT_EQ(v->detail,
+            "went down during this apply (systemd stops a unit with one it requires, is part of "
+            "or conflicts with): inactive (dead), declared running");
+}
+
 TEST(UnitStatusTest, StoppedIsNotStopping) {
   UnitStatus s;
   s.active_state = "deactivating";

@@ -983,6 +983,55 @@ TEST_F(UnitsTest, WhatAMaskedUnitIsOwedIsDoneOnceUnmasked) {
   EXPECT_EQ(r.result, ApplyResult::kOk);
 }
 
+// ADR 184's incident, passed on by systemd: a unit that Requires= (or is
+// PartOf=) one the apply restarts is stopped and started with it, and may
+// die or stay down. Before, the host judged it on the plan's look:
+// `unchanged … active (running)`, exit 0, with it dead.
+TEST_F(UnitsTest, AUnitSystemdTookDownWithOneActedOnFails) {
+  services_.AddUnit("server.service", {});
+  services_.AddUnit("client.service", {});
+  json server = Service("server", {{"restart_on", {"jail.conf"}}});
+  ASSERT_EQ(Run(Decl({Conf("a"), server, Service("client")})).result, ApplyResult::kOk);
+  services_.on_enqueue = [&](const std::string& unit) {
+    if (unit == "server.service") services_.Kill("client.service");
+  };
+  ApplyReport r = Run(Decl({Conf("b"), server, Service("client")}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted", "failed"));
+  EXPECT_THAT(r.outcomes[2].detail,
+              HasSubstr("client.service went down during this apply (systemd stops a unit with "
+                        "one it requires, is part of or conflicts with): failed"));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  ASSERT_TRUE(r.outcomes[2].unit.has_value());
+  EXPECT_FALSE(r.outcomes[2].unit->up);
+  services_.on_enqueue = nullptr;
+  ApplyReport again = Run(Decl({Conf("b"), server, Service("client")}, 2));
+  EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "started"))
+      << "the next apply starts it, as any dead daemon";
+}
+
+// The same unit started again by systemd, and running under one run at
+// both looks: as declared, and said; its new run is the baseline.
+TEST_F(UnitsTest, AUnitSystemdRestartedWithOneActedOnIsJudgedByTheLooks) {
+  services_.AddUnit("server.service", {});
+  services_.AddUnit("client.service", {});
+  json server = Service("server", {{"restart_on", {"jail.conf"}}});
+  ASSERT_EQ(Run(Decl({Conf("a"), server, Service("client")})).result, ApplyResult::kOk);
+  services_.on_enqueue = [&](const std::string& unit) {
+    if (unit == "server.service") services_.RestartedByOther("client.service");
+  };
+  ApplyReport r = Run(Decl({Conf("b"), server, Service("client")}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted", "unchanged"));
+  EXPECT_THAT(r.outcomes[2].detail,
+              HasSubstr("client.service active (running), started anew by systemd during this "
+                        "apply (with a unit it acted on)"));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  services_.on_enqueue = nullptr;
+  size_t calls = services_.calls().size();
+  ApplyReport again = Run(Decl({Conf("b"), server, Service("client")}, 2));
+  EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "unchanged"));
+  EXPECT_EQ(services_.calls().size(), calls) << "nothing asked of a machine that is right";
+}
+
 TEST_F(UnitsTest, ALinkToDevNullAtTheUnitFilesPlaceIsAMask) {
   services_.AddUnit("cron.service", {});
   ASSERT_EQ(::symlink("/dev/null", dir_.Sub("units/cron.service").c_str()), 0);
