@@ -30,6 +30,9 @@ Result<Observation> Observer::Run() {
     if (!e.unit().file_fingerprint.empty()) {
       recorded_unit_files_.emplace(e.unit().name, e.unit().file_preexisting);
     }
+    for (const auto& [name, fp] : e.unit().drop_ins) {
+      recorded_drop_ins_.emplace(e.unit().name + ".d/" + name, core::DropInPreexisting(fp));
+    }
   }
   size_t n = decl_.resources.size();
   out_.seen.files.resize(n);

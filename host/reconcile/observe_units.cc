@@ -40,10 +40,13 @@ void Observer::DropIns(const Resource& r, const RecordEntry* old, const std::str
     bool as_written = recorded != recorded_drop_ins.end() && info->type == FileType::kRegular &&
                       core::DropInFingerprint(recorded->second) == d.fingerprint;
     // An operator's own drop-in of that name, there before the host wrote
-    // one: never deleted by the host when it is no longer declared.
-    d.preexisting = recorded == recorded_drop_ins.end()
-                        ? !d.missing && !WroteAsFile(r.unit().name + ".d/" + name)
-                        : core::DropInPreexisting(recorded->second);
+    // one: never deleted by the host when it is no longer declared. One
+    // another resource's record holds (a renamed resource) is as recorded.
+    auto held = recorded_drop_ins_.find(r.unit().name + ".d/" + name);
+    d.preexisting = recorded != recorded_drop_ins.end() ? core::DropInPreexisting(recorded->second)
+                    : held != recorded_drop_ins_.end()
+                        ? held->second
+                        : !d.missing && !WroteAsFile(r.unit().name + ".d/" + name);
     auto declared = r.unit().drop_ins.find(name);
     if (declared == r.unit().drop_ins.end()) {
       d.found = as_written ? Found::kAsRecorded : Found::kDiffers;

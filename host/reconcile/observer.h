@@ -97,6 +97,7 @@ class Observer {
   std::vector<Result<FileInfo>> fresh_stats_;            // what StatAll looked at itself
   mutable std::optional<std::unordered_set<std::string_view>> recorded_paths_;
   std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
+  std::map<std::string, bool> recorded_drop_ins_;    // "UNIT.d/NAME" -> there before the host
   // Bundles unpacked this apply, by (source, sha256), and their bytes.
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const std::vector<TreeEntry>>>
       by_source_;

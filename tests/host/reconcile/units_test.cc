@@ -1705,6 +1705,27 @@ TEST_F(UnitsTest, DropInsAreTheUnitsDefinition) {
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("units/web.service.d/20-env.conf")));
 }
 
+// A resource renamed on the same unit keeps what the host wrote of it as
+// the host's: its drop-ins too, not only its unit file. Before, the new id
+// took them for the operator's, and a drop of the unit left them behind
+// for any future unit of that name.
+TEST_F(UnitsTest, ARenamedResourcesDropInsStayTheHosts) {
+  services_.AddUnit("web.service", {});
+  json drop_ins = {{"10-a.conf", "[Service]\nEnvironment=A=1\n"}};
+  json unit_text = "[Service]\nExecStart=/bin/web\n";
+  auto svc = [&](const std::string& id) {
+    json s = Service("web", {{"unit_text", unit_text}, {"drop_ins", drop_ins}});
+    s["id"] = id;
+    return s;
+  };
+  ASSERT_EQ(Run(Decl({svc("svc")})).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(Decl({svc("web")}, 2)).result, ApplyResult::kOk);
+  ApplyReport gone = Run(Decl(json::array(), 3));
+  EXPECT_THAT(gone.outcomes[0].detail, Not(HasSubstr("there before the host wrote it")));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service.d/10-a.conf")));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service")));
+}
+
 // A drop-in someone changed after the host wrote it, then no longer
 // declared: left, said, and forgotten.
 TEST_F(UnitsTest, ADroppedDropInChangedByHandIsLeft) {
