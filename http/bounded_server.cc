@@ -126,13 +126,13 @@ void NarrowRequest(httplib::Request& req) {
 
 }  // namespace
 
-// The workers, and the two lanes of whole requests they take: the fast
-// lane in arrival order; the slow lane by turns, one request per client
-// address, so that one client sending wrong passwords cannot keep another
-// waiting for more than a hash per address ahead of it. Slow workers take
-// fast requests when the slow lane is empty; fast workers never take slow
-// ones. It also owns the gatherer, so that both live exactly as long as
-// httplib's listening loop.
+// The workers, and the three lanes of whole requests they take: the brief
+// lane, then the fast lane, in arrival order; the slow lane by turns, one
+// request per client address, so that one client sending wrong passwords
+// cannot keep another waiting for more than a hash per address ahead of
+// it. Slow workers take the others when the slow lane is empty; fast
+// workers never take slow ones; brief workers take only brief ones. It also owns the gatherer, so
+// that both live exactly as long as httplib's listening loop.
 class BoundedServer::Queue : public httplib::TaskQueue {
  public:
   explicit Queue(BoundedServer& server)
@@ -143,10 +143,14 @@ class BoundedServer::Queue : public httplib::TaskQueue {
       server.Fail("its connection gatherer could not start: " + started.error().message);
       return;
     }
-    size_t slow = std::min(server.limits_.slow_workers, server.limits_.workers);
+    const size_t workers = server.limits_.workers;
+    size_t slow = std::min(server.limits_.slow_workers, workers);
+    size_t brief =
+        std::min(server.limits_.brief_workers, workers > slow + 1 ? workers - slow - 1 : 0);
     try {
-      for (size_t i = 0; i < server.limits_.workers; ++i) {
-        threads_.emplace_back([this, lane_slow = i < slow] { Work(lane_slow); });
+      for (size_t i = 0; i < workers; ++i) {
+        Lane lane = i < slow ? Lane::kSlow : i < slow + brief ? Lane::kBrief : Lane::kFast;
+        threads_.emplace_back([this, lane] { Work(lane); });
       }
     } catch (const std::system_error& e) {
       // A thread not made (a tasks limit) throws here, on httplib's
@@ -176,6 +180,8 @@ class BoundedServer::Queue : public httplib::TaskQueue {
     {
       std::lock_guard<std::mutex> lock(mu_);
       dropped.swap(fast_);
+      for (auto& c : brief_) dropped.push_back(std::move(c));
+      brief_.clear();
       for (auto& [peer, queued] : slow_) {
         for (auto& c : queued) dropped.push_back(std::move(c));
       }
@@ -191,6 +197,8 @@ class BoundedServer::Queue : public httplib::TaskQueue {
   static thread_local Queue* accepting;
 
  private:
+  enum class Lane { kFast, kSlow, kBrief };
+
   void StopWorkers() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -203,13 +211,16 @@ class BoundedServer::Queue : public httplib::TaskQueue {
 
   // On the gatherer's thread: never blocks.
   void Push(std::unique_ptr<Connection> c) {
-    const size_t head = HeadEnd(*c);
-    const bool slow = server_.slow_ && server_.slow_(std::string_view(c->buffered).substr(0, head));
+    const std::string_view head = std::string_view(c->buffered).substr(0, HeadEnd(*c));
+    const bool slow = server_.slow_ && server_.slow_(head);
+    const bool brief = !slow && server_.brief_ && server_.brief_(head);
     std::unique_ptr<Connection> dropped;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) {
         dropped = std::move(c);
+      } else if (brief) {
+        brief_.push_back(std::move(c));
       } else if (!slow) {
         fast_.push_back(std::move(c));
       } else {
@@ -238,8 +249,14 @@ class BoundedServer::Queue : public httplib::TaskQueue {
     return c;
   }
 
-  std::unique_ptr<Connection> TakeLocked(bool lane_slow) {
-    if (lane_slow && !turns_.empty()) {
+  std::unique_ptr<Connection> TakeLocked(Lane lane) {
+    if (!brief_.empty()) {
+      std::unique_ptr<Connection> c = std::move(brief_.front());
+      brief_.pop_front();
+      return c;
+    }
+    if (lane == Lane::kBrief) return nullptr;
+    if (lane == Lane::kSlow && !turns_.empty()) {
       std::string peer = std::move(turns_.front());
       turns_.pop_front();
       auto it = slow_.find(peer);
@@ -259,16 +276,18 @@ class BoundedServer::Queue : public httplib::TaskQueue {
     return c;
   }
 
-  void Work(bool lane_slow) {
-    on_slow_worker = lane_slow;
+  void Work(Lane lane) {
+    on_slow_worker = lane == Lane::kSlow;
     for (;;) {
       std::unique_ptr<Connection> c;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock,
-                 [&] { return stopping_ || !fast_.empty() || (lane_slow && !turns_.empty()); });
+        cv_.wait(lock, [&] {
+          return stopping_ || !brief_.empty() || (lane != Lane::kBrief && !fast_.empty()) ||
+                 (lane == Lane::kSlow && !turns_.empty());
+        });
         if (stopping_) return;
-        c = TakeLocked(lane_slow);
+        c = TakeLocked(lane);
       }
       if (c == nullptr) continue;
       c = server_.Serve(std::move(c));
@@ -282,6 +301,7 @@ class BoundedServer::Queue : public httplib::TaskQueue {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Connection>> fast_;
+  std::deque<std::unique_ptr<Connection>> brief_;
   std::map<std::string, std::deque<std::unique_ptr<Connection>>> slow_;
   std::deque<std::string> turns_;  // addresses with a slow request queued, next first
   size_t slow_count_ = 0;

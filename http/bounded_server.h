@@ -20,7 +20,11 @@
 //     every byte goes through OpenSSL under the same budget and deadlines;
 //   - a request the server says is slow (a password to hash) waits for one
 //     of `slow_workers`, taking turns by client address; the others never
-//     wait behind it.
+//     wait behind it;
+//   - a request the server says is brief (/healthz: a few bytes, never a
+//     wait on the client) goes before the others, and `brief_workers` take
+//     nothing else: clients that do not read large answers hold the other
+//     workers for their write deadline, never those.
 #pragma once
 
 #include <httplib.h>
@@ -51,6 +55,9 @@ class BoundedServer : public httplib::Server {
   // Which whole request heads go to the slow lane (set before listening;
   // called on the gatherer's thread, so it must be quick).
   void SetSlow(std::function<bool(std::string_view head)> slow) { slow_ = std::move(slow); }
+  // Which whole request heads go to the brief lane (as SetSlow; a slow one
+  // is slow first).
+  void SetBrief(std::function<bool(std::string_view head)> brief) { brief_ = std::move(brief); }
 
   // After bind: the kernel's queue of connections not yet accepted, from
   // the library's 5 to the system's most. With 5, a client opening
@@ -107,6 +114,7 @@ class BoundedServer : public httplib::Server {
   std::mutex held_mu_;
   int held_ = -1;  // our own descriptor of it (HoldListener)
   std::function<bool(std::string_view)> slow_;
+  std::function<bool(std::string_view)> brief_;
   mutable std::mutex failure_mu_;
   std::string failure_;
   mutable std::mutex tls_mu_;

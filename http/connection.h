@@ -27,6 +27,9 @@ struct ConnectionLimits {
   // which never wait for a fast one and never hold more than these.
   size_t workers = 16;
   size_t slow_workers = 1;
+  // Of the others, kept for brief requests (BoundedServer::SetBrief); at
+  // least one worker takes the rest.
+  size_t brief_workers = 1;
   // Held at once, waiting for a head or being answered. Past that, the
   // connection waiting longest for its head is closed to make room: a
   // client that connects and says nothing cannot keep a new one out.

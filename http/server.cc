@@ -328,6 +328,18 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
     return !policy->auth->Decided(given.empty() ? std::string_view() : given.front());
   });
 
+  // /healthz is a few bytes, written whole into the socket's buffer: it
+  // never waits on a worker that waits on a client not reading /metrics.
+  server_->SetBrief([](std::string_view head) {
+    std::string_view line = head.substr(0, head.find_first_of("\r\n"));
+    for (std::string_view method : {"GET ", "HEAD "}) {
+      if (!line.starts_with(method)) continue;
+      std::string_view target = line.substr(method.size());
+      return target.substr(0, target.find_first_of(" ?")) == "/healthz";
+    }
+    return false;
+  });
+
   int port = address.port;
   if (port == 0) {
     port = s.bind_to_any_port(address.host);
