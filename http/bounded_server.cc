@@ -444,6 +444,12 @@ BoundedServer::BoundedServer(ConnectionLimits limits, std::function<void()> on_i
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listening_ = sock;
   });
+  // What each answer's Keep-Alive header tells the client: these limits,
+  // not httplib's own (timeout=5, max=5), which a client reusing an idle
+  // connection after 3 s would trust and find closed.
+  set_keep_alive_timeout(
+      std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits_.idle).count()));
+  set_keep_alive_max_count(limits_.requests_per_connection);
 }
 
 void BoundedServer::WidenBacklog() {

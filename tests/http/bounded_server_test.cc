@@ -131,6 +131,16 @@ TEST_F(BoundedServerTest, AnIdleKeepAliveHoldsNoWorker) {
       << "the kept connection serves its next request";
 }
 
+// The Keep-Alive header says how long an idle connection is kept, and for
+// how many requests: httplib's own said 5 s, and the server closed at 2.
+TEST_F(BoundedServerTest, KeepAliveSaysTheLimitsThatHold) {
+  Start(ConnectionLimits{});
+  int fd = Connect();
+  Send(fd, kGet);
+  EXPECT_NE(Read(fd, milliseconds(1000)).find("Keep-Alive: timeout=2, max=100\r\n"),
+            std::string::npos);
+}
+
 // Two requests in one write: the second, already read with the first, is
 // answered without waiting for bytes that will not come.
 TEST_F(BoundedServerTest, APipelinedRequestIsAnswered) {
