@@ -58,6 +58,26 @@ Result<Owed> ParseOwed(const std::string& id, const json& j) {
   return owed;
 }
 
+Result<LeftFailed> ParseLeftFailed(const std::string& id, const json& j) {
+  if (!IsPrintable(id)) return Fail("intent: a failed resource's id has a control character");
+  std::string what = "intent: failed resource " + id;
+  std::string where = what + ", field ";
+  if (!j.is_object()) return Fail(what + ": must be an object");
+  LeftFailed f;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "kind" || key == "detail") {
+      if (!value.is_string()) return Fail(where + key + ": must be a string");
+      const std::string& text = value.get_ref<const std::string&>();
+      if (!IsPrintable(text)) return Fail(where + key + ": has a control character");
+      (key == "kind" ? f.kind : f.detail) = text;
+    } else if (key == "generation") {
+      if (!value.is_number_unsigned()) return Fail(where + "generation: must be a generation");
+      f.generation = value.get<uint64_t>();
+    }
+  }
+  return f;
+}
+
 Status CheckDropInPath(std::string_view path) {
   auto [unit, name] = SplitDropIn(path);
   if (unit.empty()) return Fail("a drop-in is named UNIT.d/NAME");
@@ -71,6 +91,12 @@ std::pair<std::string_view, std::string_view> SplitDropIn(std::string_view drop_
   size_t slash = drop_in.find('/');
   if (slash == drop_in.npos || slash < 2 || drop_in.substr(slash - 2, 2) != ".d") return {};
   return {drop_in.substr(0, slash - 2), drop_in.substr(slash + 1)};
+}
+
+void Intent::LeaveFailed(const std::string& id, const std::string& kind, std::string_view detail,
+                         uint64_t generation) {
+  if (failed.size() >= kMaxLeftFailed) return;
+  failed[id] = LeftFailed{kind, Printable(detail, kLeftFailedBytes), generation};
 }
 
 std::string_view UnitActionVerb(UnitAction action) {
@@ -102,6 +128,13 @@ std::string SerializeIntent(const Intent& intent) {
   if (!intent.creating_unit_files.empty()) j["creating_unit_files"] = intent.creating_unit_files;
   if (!intent.creating_drop_ins.empty()) j["creating_drop_ins"] = intent.creating_drop_ins;
   if (!intent.creating_trees.empty()) j["creating_trees"] = intent.creating_trees;
+  if (!intent.failed.empty()) {
+    json failed = json::object();
+    for (const auto& [id, f] : intent.failed) {
+      failed[id] = {{"kind", f.kind}, {"detail", f.detail}, {"generation", f.generation}};
+    }
+    j["failed"] = std::move(failed);
+  }
   std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
   if (intent.creating.empty()) return text + "\n";
   // "creating" may name every path of a large first apply: written a path
@@ -143,6 +176,14 @@ Result<Intent> ParseIntent(std::string_view text) {
     auto parsed = ParseOwed(id, item);
     if (!parsed) return std::unexpected(parsed.error());
     intent.owed.emplace(id, std::move(*parsed));
+  }
+  if (auto failed = j.find("failed"); failed != j.end()) {
+    if (!failed->is_object()) return Fail("intent: field failed: must be an object");
+    for (const auto& [id, item] : failed->items()) {
+      auto parsed = ParseLeftFailed(id, item);
+      if (!parsed) return std::unexpected(parsed.error());
+      intent.failed.emplace(id, std::move(*parsed));
+    }
   }
   // The host removes what these name: each must be what a declaration
   // could have named (an absolute path in normal form, a unit name).

@@ -42,6 +42,18 @@ struct Owed {
   bool operator==(const Owed&) const = default;
 };
 
+// A resource the last apply left failed: what /status, /metrics and the
+// alerts say of it until an apply does better, also from a daemon started
+// again under a refused declaration (the record holds no entry of a first
+// write that failed, and an older, true entry of one that did not land).
+struct LeftFailed {
+  std::string kind;    // the resource's kind, as the outcome names it
+  std::string detail;  // the outcome's words, escaped (Printable)
+  uint64_t generation = 0;
+
+  bool operator==(const LeftFailed&) const = default;
+};
+
 struct Intent {
   // An apply began changing the machine and has not finished: its
   // temporary files may be left behind.
@@ -74,7 +86,16 @@ struct Intent {
     creating_drop_ins.clear();
     creating_trees.clear();
   }
-  bool empty() const { return !applying && owed.empty() && !Creating(); }
+  // What the last apply left failed, by resource id: never a reason to act,
+  // only to tell. At most kMaxLeftFailed, each detail cut at
+  // kLeftFailedBytes.
+  std::map<std::string, LeftFailed> failed;
+  static constexpr size_t kMaxLeftFailed = 1000;
+  static constexpr size_t kLeftFailedBytes = 512;
+  void LeaveFailed(const std::string& id, const std::string& kind, std::string_view detail,
+                   uint64_t generation);
+
+  bool empty() const { return !applying && owed.empty() && !Creating() && failed.empty(); }
   bool operator==(const Intent&) const = default;
 };
 

@@ -372,6 +372,14 @@ Settled Settle(const SettleInputs& in) {
   }
   for (const ResourceOutcome& o : out.outcomes) out.failed |= o.outcome == Outcome::kFailed;
   out.intent = in.dry_run ? std::move(in.plan->intent) : StillOwedAfter(in);
+  if (!in.dry_run) {
+    out.intent.failed.clear();
+    for (const ResourceOutcome& o : out.outcomes) {
+      if (o.outcome == Outcome::kFailed) {
+        out.intent.LeaveFailed(o.id, o.kind, o.detail, in.declaration->generation);
+      }
+    }
+  }
   return out;
 }
 

@@ -325,6 +325,8 @@ Step PlanResource(const PlanInputs& in, size_t i) {
 // what earlier applies owed for resources it cannot act on now.
 core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
   core::Intent intent;
+  // Told until this apply's end says otherwise (Settle), a kill included.
+  intent.failed = in.owed->failed;
   intent.applying = plan.ChangesMachine();
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];

@@ -43,6 +43,11 @@ void SayHolds(const core::LastGood& last_good, const core::Record& record,
   }
 }
 
+// A resource the last apply left failed, in its words and when.
+std::string LeftFailedWords(const core::LeftFailed& f, const std::string& nothing) {
+  return f.detail + " (failed at generation " + std::to_string(f.generation) + ")" + nothing;
+}
+
 }  // namespace
 
 core::RecordedState RecordedTruth(const core::Record& record, const core::Intent& owed,
@@ -77,6 +82,10 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
     o.digest = e.digest;
     o.applied_at = e.applied_at;
     o.detail = as_recorded;
+    if (auto it = owed.failed.find(id); it != owed.failed.end()) {
+      o.outcome = core::Outcome::kFailed;
+      o.detail = LeftFailedWords(it->second, nothing);
+    }
     bool never_up = false;  // a start owed: no look ever found it up
     if (auto it = owed.owed.find(id); it != owed.owed.end() && it->second.action.has_value()) {
       o.outcome = core::Outcome::kFailed;
@@ -106,6 +115,15 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
       o.detail = UnitStatePhrase(unit, **status) + " now, not " + e.unit().state + " as recorded" +
                  nothing;
     }
+  }
+  // Failed where the record holds nothing of them (a first write).
+  for (const auto& [id, f] : owed.failed) {
+    if (record.resources.contains(id)) continue;
+    core::ResourceOutcome& o = out.resources.emplace_back();
+    o.id = id;
+    o.kind = f.kind;
+    o.outcome = core::Outcome::kFailed;
+    o.detail = LeftFailedWords(f, nothing);
   }
   if (last_good != nullptr) SayHolds(*last_good, record, out);
   return out;

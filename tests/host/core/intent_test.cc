@@ -23,6 +23,8 @@ TEST(IntentTest, RoundTripsEveryField) {
   intent.creating_unit_files = {"new.service"};
   intent.creating_trees = {"/opt/tree"};
   intent.creating_drop_ins = {"web.service.d/10-env.conf"};
+  intent.LeaveFailed("app.conf", "file", "unknown user \"x\"\ttab", 41);
+  EXPECT_EQ(intent.failed["app.conf"].detail, "unknown user \"x\"\\x09tab") << "escaped";
   auto back = ParseIntent(SerializeIntent(intent));
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ(*back, intent);
@@ -30,6 +32,14 @@ TEST(IntentTest, RoundTripsEveryField) {
   EXPECT_TRUE(Intent{}.empty());
   EXPECT_FALSE(Intent{.creating_drop_ins = {"web.service.d/10-env.conf"}}.empty())
       << "a drop-in being created keeps the next apply from proving a no-op";
+  Intent left;
+  left.LeaveFailed("a", "file", "x", 1);
+  EXPECT_FALSE(left.empty()) << "what the last apply left failed is kept on disk";
+  for (size_t k = 0; k < Intent::kMaxLeftFailed + 10; ++k) {
+    left.LeaveFailed("r" + std::to_string(k), "file", std::string(4096, 'y'), 2);
+  }
+  EXPECT_EQ(left.failed.size(), Intent::kMaxLeftFailed);
+  EXPECT_LE(left.failed["r1"].detail.size(), Intent::kLeftFailedBytes + 3);
 }
 
 // "creating" is written a path at a time (it may name 100,000): the text
@@ -137,6 +147,13 @@ TEST(IntentTest, EveryBadShapeIsNamed) {
        "creating_drop_ins"},
       {R"({"version":1,"applying":true,"owed":{},"creating_drop_ins":["../x.service.d/a.conf"]})",
        "creating_drop_ins"},
+      {R"({"version":1,"applying":false,"owed":{},"failed":[]})", "field failed: must be"},
+      {R"({"version":1,"applying":false,"owed":{},"failed":{"a":1}})",
+       "failed resource a: must be an object"},
+      {R"({"version":1,"applying":false,"owed":{},"failed":{"a":{"detail":"x\ny"}}})",
+       "failed resource a, field detail: has a control character"},
+      {R"({"version":1,"applying":false,"owed":{},"failed":{"a":{"generation":"7"}}})",
+       "failed resource a, field generation"},
   };
   for (const Case& c : cases) {
     auto parsed = ParseIntent(c.text);

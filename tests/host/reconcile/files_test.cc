@@ -340,6 +340,43 @@ TEST_F(FilesTest, EveryRefusalIsNamedAtOnce) {
   EXPECT_TRUE(r.outcomes.empty());
 }
 
+// SPEC: a refused declaration leaves the truth of the last applied
+// generation told, also after a restart. A first write that failed has no
+// record entry, and one whose update failed keeps its older entry: a daemon
+// started again under a refused declaration showed neither as failed, and
+// their alerts resolved while the machine was still wrong.
+TEST_F(FilesTest, WhatTheLastApplyLeftFailedIsToldUnderARefusal) {
+  json resources = Resources();
+  ASSERT_EQ(Run(Decl(resources)).result, ApplyResult::kOk);
+  resources[0]["content"] = "new";
+  resources[0]["owner"] = "no-such-user-here";
+  resources.push_back({{"id", "bad.conf"},
+                       {"kind", "file"},
+                       {"path", "/etc/bad.conf"},
+                       {"content", "x"},
+                       {"owner", "no-such-user-here"}});
+  ASSERT_EQ(Run(Decl(resources, 2)).result, ApplyResult::kFailed);
+  ReconcilerOptions options = Options();
+  options.recorded_on_refusal = true;
+  ApplyReport r = Reconciler(Ports(), options).Apply("{not json");
+  ASSERT_EQ(r.result, ApplyResult::kRefused);
+  ASSERT_TRUE(r.recorded.has_value());
+  std::map<std::string, const core::ResourceOutcome*> by_id;
+  for (const core::ResourceOutcome& o : r.recorded->resources) by_id[o.id] = &o;
+  ASSERT_TRUE(by_id.contains("bad.conf")) << "a first write that failed is not forgotten";
+  EXPECT_EQ(by_id["bad.conf"]->outcome, core::Outcome::kFailed);
+  EXPECT_EQ(by_id["bad.conf"]->kind, "file");
+  EXPECT_THAT(by_id["bad.conf"]->detail,
+              HasSubstr("unknown user \"no-such-user-here\" (failed at generation 2) (the "
+                        "declaration is refused: nothing changed)"));
+  ASSERT_TRUE(by_id.contains("app.conf"));
+  EXPECT_EQ(by_id["app.conf"]->outcome, core::Outcome::kFailed) << "its update did not land";
+  EXPECT_EQ(by_id["app.tools"]->outcome, core::Outcome::kUnchanged);
+  // Mended: nothing is left failed, and no intent file stays behind.
+  ASSERT_EQ(Run(Decl(Resources(), 3)).result, ApplyResult::kOk);
+  EXPECT_TRUE(store_.Owed().empty());
+}
+
 TEST_F(FilesTest, OneFailureDoesNotStopTheOthers) {
   json resources = Resources();
   resources[0]["owner"] = "no-such-user-here";
