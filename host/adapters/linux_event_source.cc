@@ -16,6 +16,7 @@ namespace mesh::adapters {
 namespace {
 
 constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE;
+constexpr std::chrono::milliseconds kRewatchEvery{250};
 
 sigset_t DaemonSignals() {
   sigset_t set;
@@ -154,9 +155,17 @@ void LinuxEventSource::Collapse() {
 }
 
 ports::Event LinuxEventSource::Wait(std::chrono::nanoseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
   Rewatch();
-  if (ready_.empty()) {
-    auto ms = std::chrono::ceil<std::chrono::milliseconds>(timeout).count();
+  while (ready_.empty()) {
+    // A directory not watched yet is tried again every kRewatchEvery: the
+    // daemon waits up to its interval, and the first declaration pushed
+    // into a directory made meanwhile would wait as long.
+    const bool retry = !watched_ && watch_.valid();
+    auto left = std::max(until - std::chrono::steady_clock::now(), std::chrono::nanoseconds(0));
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(
+                  retry ? std::min<std::chrono::nanoseconds>(left, kRewatchEvery) : left)
+                  .count();
     pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {watch_.get(), POLLIN, 0}};
     int n = poll(fds, watch_.valid() ? 2 : 1,
                  static_cast<int>(std::clamp<long long>(ms, 0, 24LL * 3600 * 1000)));
@@ -167,6 +176,8 @@ ports::Event LinuxEventSource::Wait(std::chrono::nanoseconds timeout) {
     if (n > 0 && (fds[0].revents & POLLIN)) ReadSignals();
     if (n > 0 && watch_.valid() && (fds[1].revents & POLLIN)) ReadWatch();
     Collapse();
+    if (!retry || std::chrono::steady_clock::now() >= until) break;
+    Rewatch();
   }
   if (ready_.empty()) return {};
   ports::Event next = std::move(ready_.front());

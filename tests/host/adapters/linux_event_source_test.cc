@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "tests/testing/temp_dir.h"
 
@@ -105,6 +106,23 @@ TEST(LinuxEventSourceLateTest, ADirectoryMadeAfterTheStartIsWatchedOnceItIs) {
   testing::WriteText(dir.Sub("etc/.next"), "{}");
   std::filesystem::rename(dir.Sub("etc/.next"), dir.Sub("etc/declaration.json"));
   EXPECT_EQ((*events)->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+}
+
+// ... also within one long wait, as the daemon's (up to its interval):
+// before, the directory was tried again only when the wait ended.
+TEST(LinuxEventSourceLateTest, ADirectoryMadeDuringALongWaitIsWatchedWithinIt) {
+  BlockDaemonSignals();
+  testing::TempDir dir;
+  std::string warning;
+  auto events = LinuxEventSource::Open(dir.Sub("etc/declaration.json"), &warning);
+  ASSERT_TRUE(events.has_value()) << events.error().message;
+  std::thread maker([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    std::filesystem::create_directories(dir.Sub("etc"));
+  });
+  ports::Event got = (*events)->Wait(std::chrono::seconds(5));
+  maker.join();
+  EXPECT_EQ(got.kind, Kind::kDeclarationChanged) << "the wait ran out first";
 }
 
 }  // namespace
