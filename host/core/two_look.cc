@@ -145,8 +145,9 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   // Refused by systemd's start rate limit, or held by a unit it requires
   // that failed: it never ran on what the apply wrote (nothing to roll
   // back; the action stays owed).
-  bool never_ran = second.unit.result == "start-limit-hit" ||
-                   (job_result.has_value() && *job_result == "dependency");
+  bool never_ran = job_result.has_value() && *job_result != "done" && !first.ran_since_asked &&
+                   !second.ran_since_asked &&
+                   (second.unit.result == "start-limit-hit" || *job_result == "dependency");
   if (job_result.has_value() && *job_result != "done") {
     return {false,
             "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result + "\", unit " +
@@ -169,7 +170,7 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   if (!RunningOrStarting(first) || !RunningOrStarting(second)) {
     const UnitStatus& seen = RunningOrStarting(first) ? second.unit : first.unit;
     std::string step = seen.result == "exit-code" ? StartStepWords(seen) : "";
-    return {false, StateWords(seen) + " " + when + (step.empty() ? "" : ": " + step), never_ran};
+    return {false, StateWords(seen) + " " + when + (step.empty() ? "" : ": " + step)};
   }
   // SPEC: accepted on the way up is activating, nothing else. A job still
   // queued (held behind a unit it is ordered after) has not started the
@@ -206,35 +207,34 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
 }
 
 std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& first,
-                                      const Look& second) {
-  if (!first.error.empty() || !second.error.empty()) return std::nullopt;
-  auto as_before = [&](const UnitStatus& now) {
-    return now.invocation_id == before.invocation_id && now.n_restarts == before.n_restarts &&
-           UnitUp(now);
+                                      const Look& last) {
+  if (!first.error.empty() || !last.error.empty()) return std::nullopt;
+  const UnitStatus& now = last.unit;
+  auto as_before = [&](const UnitStatus& seen) {
+    return seen.invocation_id == before.invocation_id && UpSince(seen, before.n_restarts);
   };
-  if (as_before(first.unit) && as_before(second.unit)) return std::nullopt;
-  const UnitStatus& now = second.unit;
+  if (as_before(first.unit) && as_before(now)) return std::nullopt;
   Verdict v;
-  // A new run with NRestarts as it was: started anew with a unit the apply
-  // acted on (PartOf=, Requires=). One that grew is a death Restart= hid.
-  v.accepted = UnitUp(first.unit) && UnitUp(now) && now.Running() &&
-               first.unit.invocation_id == now.invocation_id && now.n_restarts == before.n_restarts;
+  // Up at the last look under a run systemd did not start on its own: one
+  // started anew with a unit the apply acted on (a stop then a start, which
+  // zeroes NRestarts), whatever the first look caught of it on the way. A
+  // run Restart= began counts on from the old one.
+  const bool same_run = now.invocation_id == before.invocation_id;
+  v.accepted =
+      now.Running() && !AwaitingAutoRestart(now) &&
+      (same_run ? !RestartedSince(now.n_restarts, before.n_restarts) : now.n_restarts == 0);
   if (v.accepted) {
     v.detail =
         StateWords(now) + ", started anew by systemd during this apply (with a unit it acted on)";
-  } else if (now.n_restarts > before.n_restarts) {
+  } else if (now.Running() || AwaitingAutoRestart(now)) {
     v.detail = "died during this apply and was restarted by systemd (NRestarts " +
                std::to_string(before.n_restarts) + " -> " + std::to_string(now.n_restarts) +
                "): " + StateWords(now);
-  } else if (!now.Running()) {
+  } else {
     v.detail =
         "went down during this apply (systemd stops a unit with one it requires, is part of or "
         "conflicts with): " +
         StateWords(now) + ", declared running";
-  } else {
-    v.detail =
-        "started anew by systemd during this apply and not seen running under one run since: " +
-        StateWords(now);
   }
   return v;
 }

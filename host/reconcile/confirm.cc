@@ -184,8 +184,31 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     }
     return taken;
   };
+  // A unit still stopping at the second look (PartOf= without After=: it
+  // stops beside the one acted on, and may drain for seconds) is looked at
+  // again until that stop phase ends or outlasts what systemd gives it.
+  std::vector<core::Result<core::UnitStatus>> last(
+      std::make_move_iterator(second.begin() + static_cast<std::ptrdiff_t>(watches.size())),
+      std::make_move_iterator(second.end()));
+  auto stopping = [&](size_t b) { return last[b] && last[b]->active_state == "deactivating"; };
+  const auto began = clock.Monotonic();
+  for (;;) {
+    std::vector<size_t> again;
+    std::vector<std::string> again_names;
+    for (size_t b = 0; b < bystanders.size(); ++b) {
+      if (stopping(b) && clock.Monotonic() - began < core::StopPhaseBound(*last[b]) + settle) {
+        again.push_back(b);
+        again_names.push_back(bystander_names[b]);
+      }
+    }
+    if (again.empty()) break;
+    clock.SleepFor(kPoll);
+    if (progress != nullptr) progress->Step();
+    std::vector<core::Result<core::UnitStatus>> seen = services->ReadUnits(again_names);
+    for (size_t n = 0; n < again.size(); ++n) last[again[n]] = std::move(seen[n]);
+  }
   for (size_t b = 0; b < bystanders.size(); ++b) {
-    core::Look first = look(bystanders_first[b]), again = look(second[watches.size() + b]);
+    core::Look first = look(bystanders_first[b]), again = look(last[b]);
     const UnitPlan& u = plan.units[bystanders[b]];
     if (auto verdict = core::JudgeBystander(u.status, first, again)) {
       out[bystanders[b]] = Confirmation{std::move(*verdict), again.unit, first.unit.invocation_id};

@@ -20,6 +20,10 @@ json.dump({"machine": "box", "generation": gen, "resources": [
   svc("client", "[Unit]\nPartOf=by-server.service\nAfter=by-server.service\n"
                 f"[Service]\nExecStart=/bin/sh -c 'test ! -e {t}/die || exit 3; exec sleep 1002'\n"),
   svc("steady", "[Service]\nExecStart=/bin/sleep 1003\n"),
+  # Part of the server, not ordered after it: it stops beside it, draining
+  # for a second, and starts again.
+  svc("drainer", "[Unit]\nPartOf=by-server.service\n"
+                 "[Service]\nExecStart=/bin/sleep 1005\nExecStop=/bin/sleep 1\n"),
   {"id": "other", "kind": "service", "unit": "by-other.service", "state": other,
    "unit_text": "[Unit]\nConflicts=by-steady.service\n[Service]\nExecStart=/bin/sleep 1004\n"},
 ]}, open(path, "w"))
@@ -38,6 +42,8 @@ client=$(invocation client) steady=$(invocation steady)
 apply 2 b
 check "the server's restart restarts the client: said, and the apply good" \
   '[ $RC = 0 ] && grep -q "^unchanged client (service): by-client.service active (running), started anew by systemd during this apply" <<<"$OUT" && [ "$(invocation client)" != "$client" ]'
+check "one still stopping at the second look is looked at until it is up again" \
+  'grep -q "^unchanged drainer (service): by-drainer.service active (running), started anew by systemd during this apply" <<<"$OUT"'
 check "a unit no action reached is unchanged as it was" \
   'grep -qx "unchanged steady (service): by-steady.service active (running)" <<<"$OUT" && [ "$(invocation steady)" = "$steady" ]'
 client=$(invocation client)

@@ -335,8 +335,16 @@ TEST(TwoLookTest, AStartThatNeverRanIsNotADeathOnWhatWasWritten) {
   EXPECT_FALSE(v.accepted);
   EXPECT_TRUE(v.not_run);
   EXPECT_THAT(v.detail, HasSubstr("Result=start-limit-hit"));
-  v = JudgeTwoLooks(UnitAction::kRestart, std::nullopt, L("active", "running"), limited, 1s);
-  EXPECT_TRUE(v.not_run);
+  // One that ran what was written and died until systemd's limit stopped
+  // restarting it is a crash loop on it: a death, rolled back.
+  v = JudgeTwoLooks(UnitAction::kRestart, "done", L("active", "running", "b"),
+                    L("failed", "failed", "b", 4, false, "start-limit-hit"), 1s);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_FALSE(v.not_run);
+  Look ran = L("failed", "failed", "c", 0, false, "start-limit-hit");
+  ran.ran_since_asked = true;
+  EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, "failed", ran, ran, 1s).not_run)
+      << "a run since the host asked: it ran, and died";
   Look dead = L("inactive", "dead", "a", 0, false, "success");
   EXPECT_TRUE(JudgeTwoLooks(UnitAction::kStart, "dependency", dead, dead, 1s).not_run);
   Look died = L("failed", "failed", "a", 0, false, "exit-code");
@@ -354,20 +362,30 @@ TEST(BystanderTest, OnlyWhatMovedIsJudged) {
   EXPECT_FALSE(JudgeBystander(before, lost, L("failed", "failed", "a", 2)).has_value())
       << "a look not taken judges nothing";
 
-  Look anew = L("active", "running", "b", 2);
+  Look anew = L("active", "running", "b", 0);  // a start by anyone zeroes NRestarts
   std::optional<Verdict> v = JudgeBystander(before, anew, anew);
   ASSERT_TRUE(v.has_value());
   EXPECT_TRUE(v->accepted) << "started anew with a unit acted on, and holding";
   EXPECT_THAT(v->detail, HasSubstr("started anew by systemd during this apply"));
 
-  v = JudgeBystander(before, anew, L("active", "running", "c", 2));
+  v = JudgeBystander(before, anew, L("active", "running", "c", 1));
   ASSERT_TRUE(v.has_value());
-  EXPECT_FALSE(v->accepted) << "another run at the second look";
+  EXPECT_FALSE(v->accepted) << "a run Restart= began at the second look";
 
   v = JudgeBystander(before, L("active", "running", "b", 3), L("active", "running", "b", 3));
   ASSERT_TRUE(v.has_value());
   EXPECT_FALSE(v->accepted) << "NRestarts grew: a death Restart= hid";
   EXPECT_THAT(v->detail, HasSubstr("(NRestarts 2 -> 3)"));
+
+  Look reset = L("active", "running", "d", 0);
+  v = JudgeBystander(before, L("deactivating", "stop-sigterm", "a", 2), reset);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_TRUE(v->accepted) << "stopped and started with a unit acted on: NRestarts starts at 0, "
+                              "and the first look may catch it on the way";
+  v = JudgeBystander(before, L("activating", "auto-restart", "e", 3),
+                     L("activating", "start", "e", 3));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_FALSE(v->accepted) << "a run Restart= began counts on";
 
   v = JudgeBystander(before, same, L("inactive", "dead", "a", 2));
   ASSERT_TRUE(v.has_value());
