@@ -126,12 +126,13 @@ void NarrowRequest(httplib::Request& req) {
 
 }  // namespace
 
-// The workers, and the three lanes of whole requests they take: the brief
-// lane, then the fast lane, in arrival order; the slow lane by turns, one
-// request per client address, so that one client sending wrong passwords
-// cannot keep another waiting for more than a hash per address ahead of
-// it. Slow workers take the others when the slow lane is empty; fast
-// workers never take slow ones; brief workers take only brief ones. It also owns the gatherer, so
+// The workers, and the three lanes of whole requests they take: the fast
+// and the brief lane in arrival order; the slow lane by turns, one request
+// per client address, so that one client sending wrong passwords cannot
+// keep another waiting for more than a hash per address ahead of it. Slow
+// workers take the others when the slow lane is empty; fast workers never
+// take slow ones; brief workers take only brief ones, which the others
+// take when their own lanes are empty. It also owns the gatherer, so
 // that both live exactly as long as httplib's listening loop.
 class BoundedServer::Queue : public httplib::TaskQueue {
  public:
@@ -250,12 +251,16 @@ class BoundedServer::Queue : public httplib::TaskQueue {
   }
 
   std::unique_ptr<Connection> TakeLocked(Lane lane) {
-    if (!brief_.empty()) {
-      std::unique_ptr<Connection> c = std::move(brief_.front());
-      brief_.pop_front();
+    auto front = [](std::deque<std::unique_ptr<Connection>>& lane_queue) {
+      std::unique_ptr<Connection> c = std::move(lane_queue.front());
+      lane_queue.pop_front();
       return c;
+    };
+    // The brief worker takes only brief requests; the others take them when
+    // their own lanes are empty, so a flood of brief ones starves no lane.
+    if (lane == Lane::kBrief || (fast_.empty() && (lane != Lane::kSlow || turns_.empty()))) {
+      return brief_.empty() ? nullptr : front(brief_);
     }
-    if (lane == Lane::kBrief) return nullptr;
     if (lane == Lane::kSlow && !turns_.empty()) {
       std::string peer = std::move(turns_.front());
       turns_.pop_front();
@@ -270,10 +275,7 @@ class BoundedServer::Queue : public httplib::TaskQueue {
       }
       return c;
     }
-    if (fast_.empty()) return nullptr;
-    std::unique_ptr<Connection> c = std::move(fast_.front());
-    fast_.pop_front();
-    return c;
+    return front(fast_);
   }
 
   void Work(Lane lane) {

@@ -22,9 +22,10 @@
 //     of `slow_workers`, taking turns by client address; the others never
 //     wait behind it;
 //   - a request the server says is brief (/healthz: a few bytes, never a
-//     wait on the client) goes before the others, and `brief_workers` take
-//     nothing else: clients that do not read large answers hold the other
-//     workers for their write deadline, never those.
+//     wait on the client) is taken by `brief_workers`, which take nothing
+//     else, and by the others when they are idle: clients that do not read
+//     large answers hold the other workers for their write deadline, never
+//     those.
 #pragma once
 
 #include <httplib.h>

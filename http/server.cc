@@ -249,7 +249,7 @@ void StatusServer::Route(httplib::Server& s) {
     res.set_content(*page, "text/html; charset=utf-8");
   });
   s.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-    status::Health h = status::Judge(*board_.Get());
+    status::Health h = status::Judge(*board_.Get(), status::kHealthzLines);
     res.status = h.healthy ? 200 : 503;
     res.set_content(h.text, "text/plain; charset=utf-8");
   });

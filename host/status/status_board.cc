@@ -247,7 +247,7 @@ bool Failing(const core::ResourceOutcome& r) {
   return r.outcome == core::Outcome::kFailed || UnitDown(r);
 }
 
-Health Judge(const Snapshot& s) {
+Health Judge(const Snapshot& s, size_t most_lines) {
   std::vector<std::string> wrong;
   if (s.stalled.has_value()) wrong.push_back(*s.stalled);
   if (s.units_unseen.has_value()) wrong.push_back(*s.units_unseen);
@@ -270,6 +270,11 @@ Health Judge(const Snapshot& s) {
       wrong.push_back("unit " + r.unit->name + " is " + r.unit->active_state + " (" +
                       r.unit->sub_state + ")" + restarted + ", declared running");
     }
+  }
+  if (wrong.size() > most_lines) {
+    size_t more = wrong.size() - most_lines;
+    wrong.resize(most_lines);
+    wrong.push_back("... and " + std::to_string(more) + " more (GET /status lists every resource)");
   }
   Health h;
   h.healthy = wrong.empty();

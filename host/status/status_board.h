@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -116,6 +117,11 @@ nlohmann::json ToJson(const Snapshot& snapshot);
 bool Failing(const core::ResourceOutcome& resource);
 // Healthy, or a line for each thing wrong: the apply's own state, then
 // every resource Failing.
-Health Judge(const Snapshot& snapshot);
+// At most `most_lines` things wrong are said, then how many more.
+Health Judge(const Snapshot& snapshot, size_t most_lines = SIZE_MAX);
+// What /healthz says at most: it is written whole into the socket's buffer
+// (a client that does not read it must not hold a worker), and read by
+// people; /status lists everything.
+inline constexpr size_t kHealthzLines = 20;
 
 }  // namespace mesh::status

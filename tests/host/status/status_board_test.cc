@@ -301,6 +301,26 @@ TEST(StatusBoardTest, EachThingWrongIsOneLineWhateverItQuotes) {
             "(failed), declared running: unknown field\n");
 }
 
+// Bounded: /healthz is written whole into the socket's buffer, and read by
+// people. 10,000 failed resources made it hundreds of KB.
+TEST(StatusBoardTest, HealthSaysAtMostTwentyThingsAndCountsTheRest) {
+  StatusBoard board;
+  auto r = Report();
+  r.result = core::ApplyResult::kFailed;
+  r.outcomes.resize(30, r.outcomes[0]);
+  for (size_t k = 0; k < r.outcomes.size(); ++k) {
+    r.outcomes[k].id = "r" + std::to_string(k);
+    r.outcomes[k].outcome = core::Outcome::kFailed;
+    r.outcomes[k].detail = "unknown user";
+  }
+  board.PublishApply(r);
+  Health h = Judge(*board.Get(), kHealthzLines);
+  EXPECT_EQ(std::count(h.text.begin(), h.text.end(), '\n'), 21);
+  std::string all = Judge(*board.Get()).text;
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 30) << "the page counts them all";
+  EXPECT_THAT(h.text, HasSubstr("\n... and 10 more (GET /status lists every resource)\n"));
+}
+
 TEST(StatusBoardTest, RefusalKeepsTheLastStateAndShowsTheError) {
   StatusBoard board;
   board.PublishApply(Report());
