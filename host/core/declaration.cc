@@ -456,12 +456,13 @@ Result<Declaration> ParseDeclaration(std::string_view text, const MoreChecks& mo
   }
   Problems all;
   CheckTopLevel(streamed->document, streamed->members, decl, all);
-  const bool fields_read = all.empty();
+  decl.digest = Sha256Hex(text);
+  // Before the resources' own: another machine's declaration, or an older
+  // generation, is named first, never among the unnamed past 50.
+  if (more && all.empty()) more(decl, all);
   all.Append(problems);
   CheckReferences(decl, refused_ids, all);
   CheckClaims(decl, all);
-  decl.digest = Sha256Hex(text);
-  if (more && fields_read) more(decl, all);
   if (!all.empty()) return std::unexpected(all.ToError());
   // Grown by doubling while the count was unknown: up to half of it idle
   // capacity, held through the whole apply.

@@ -124,7 +124,7 @@ inline constexpr size_t kMaxDropIns = 64;
 
 // The checks that need more than the text (this machine, its record, the
 // host's own places), given to ParseDeclaration so that a refusal names
-// their problems beside the text's own: they see the document's fields
+// their problems before the resources' own: they see the document's fields
 // (with the digest) and every resource the text did not refuse, and run
 // whenever the document's own fields were read.
 using MoreChecks = std::function<void(const Declaration&, Problems&)>;

@@ -182,8 +182,9 @@ class Run {
   // Thrown inside a chunk: carried past the parser (which would take it for
   // the declaration's) and thrown again after it.
   std::exception_ptr thrown_;
-  bool failed_ = false;    // some resource failed
-  core::OwnerIds owners_;  // what each chunk checked paths' owners under
+  bool failed_ = false;       // some resource failed
+  core::Intent left_failed_;  // what the chunks left failed (Intent::failed)
+  core::OwnerIds owners_;     // what each chunk checked paths' owners under
   StatCache stats_;
 };
 
@@ -240,6 +241,8 @@ bool Run::Chunk(Declaration& chunk) {
   Settled settled = WriteAndSettle(s, *in_.ports, std::chrono::nanoseconds(0));
   owners_.merge(s.owners);
   failed_ |= settled.failed;
+  for (auto& [id, f] : settled.intent.failed)
+    left_failed_.LeaveFailed(id, f.kind, f.detail, f.generation);
   for (core::ResourceOutcome& o : settled.outcomes) in_.emit(std::move(o));
   for (auto& [id, entry] : settled.entries) {
     if (!entry.has_value()) continue;  // nothing was recorded: nothing to erase
@@ -261,6 +264,7 @@ core::Status Run::Commit() {
   if (!flushed) return core::Fail("record not saved: " + flushed.error().message);
   // `creating` stays named until the record holds it.
   core::Intent settled = IntentOf(first_.creating, &claimed_, more_creating_, false);
+  settled.failed = left_failed_.failed;
   if (auto st = in_.ports->records->SaveIntent(settled); !st) {
     return core::Fail("intent not saved: " + st.error().message);
   }
@@ -280,7 +284,9 @@ core::Status Run::Commit() {
   // have written what it could not record; the next apply claims it (or
   // removes it).
   if (done_ < first_.resources) return core::Ok();
-  if (auto st = in_.ports->records->SaveIntent(core::Intent()); !st) {
+  core::Intent done;
+  done.failed = std::move(left_failed_.failed);  // what it left failed is told on
+  if (auto st = in_.ports->records->SaveIntent(done); !st) {
     return core::Fail("intent not saved: " + st.error().message);
   }
   return core::Ok();

@@ -406,6 +406,13 @@ core::Status Commit(const ReconcilerPorts& ports, const CommitInputs& in, Settle
     // leftover and deleted; and no later apply would be proven a no-op.
     settled.intent.ForgetCreating();
   }
+  // A resource still failing keeps what was saved of it (its words may
+  // hold a time that moves): a failing apply does not rewrite the intent
+  // for that alone.
+  for (auto& [id, f] : settled.intent.failed) {
+    auto saved = in.saved->failed.find(id);
+    if (saved != in.saved->failed.end() && saved->second.kind == f.kind) f = saved->second;
+  }
   bool same_intent = settled.intent == *in.saved;
   if (same_record && same_intent) return core::Ok();
   // What was renamed and removed reaches the disk before the intent or the

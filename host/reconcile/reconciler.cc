@@ -149,7 +149,9 @@ bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view 
   // pass, which refuses it if it does.
   if (options_.chunk == 0 || options_.dry_run || !record_unreadable_.empty() ||
       !record_->resources.empty() || !LoadIntent() ||
-      (source.ReadableByOthers().has_value() && MayHoldCredentials(text)) || !intent_->empty() ||
+      (source.ReadableByOthers().has_value() && MayHoldCredentials(text)) ||
+      // Owing nothing: what an earlier apply left failed is only told.
+      intent_->applying || !intent_->owed.empty() || intent_->Creating() ||
       (options_.verify_key.has_value() && had_record_)) {
     return false;
   }

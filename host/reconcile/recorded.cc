@@ -45,7 +45,7 @@ void SayHolds(const core::LastGood& last_good, const core::Record& record,
 
 // A resource the last apply left failed, in its words and when.
 std::string LeftFailedWords(const core::LeftFailed& f, const std::string& nothing) {
-  return f.detail + " (failed at generation " + std::to_string(f.generation) + ")" + nothing;
+  return f.detail + " (failed since generation " + std::to_string(f.generation) + ")" + nothing;
 }
 
 }  // namespace

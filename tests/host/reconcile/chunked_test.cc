@@ -209,6 +209,16 @@ TEST_F(ChunkedTest, AWriteThatFailsFailsItsResourceAloneAndIsTriedAgain) {
   EXPECT_TRUE(testing::Exists(Root("/srv/f9.conf"))) << "the chunks after it were carried";
   EXPECT_FALSE(Record()["resources"].contains("f7"));
   EXPECT_EQ(Record()["settled_declaration_digest"], "");
+  ASSERT_TRUE(store_.Owed().failed.contains("f7"))
+      << "what it left failed is told on, as after a whole pass";
+  EXPECT_EQ(store_.Owed().failed.size(), 1u);
+  // What an earlier apply left failed owes nothing: a first apply after it
+  // is still carried in chunks.
+  store_.text.reset();
+  std::filesystem::remove_all(Root("/srv"));
+  size_t before = Stats();
+  Apply(Decl(Files(Names(10))));
+  EXPECT_EQ(Stats() - before, 20u) << "each path looked at twice: in chunks";
   root_faulty_->Heal();
   r = Apply(Decl(Files(Names(10))));
   EXPECT_EQ(r.result, ApplyResult::kOk) << r.error;

@@ -334,9 +334,9 @@ TEST_F(FilesTest, EveryRefusalIsNamedAtOnce) {
   decl["machine"] = "edge-2";
   ApplyReport r = Run(decl);
   EXPECT_EQ(r.result, ApplyResult::kRefused);
-  EXPECT_THAT(r.refusals, ElementsAre(HasSubstr("resource app.conf, field mode"),
-                                      HasSubstr("field machine: \"edge-2\" is not this machine"),
-                                      HasSubstr("field generation: 4 is lower")));
+  EXPECT_THAT(r.refusals, ElementsAre(HasSubstr("field machine: \"edge-2\" is not this machine"),
+                                      HasSubstr("field generation: 4 is lower"),
+                                      HasSubstr("resource app.conf, field mode")));
   EXPECT_TRUE(r.outcomes.empty());
 }
 
@@ -367,11 +367,19 @@ TEST_F(FilesTest, WhatTheLastApplyLeftFailedIsToldUnderARefusal) {
   EXPECT_EQ(by_id["bad.conf"]->outcome, core::Outcome::kFailed);
   EXPECT_EQ(by_id["bad.conf"]->kind, "file");
   EXPECT_THAT(by_id["bad.conf"]->detail,
-              HasSubstr("unknown user \"no-such-user-here\" (failed at generation 2) (the "
+              HasSubstr("unknown user \"no-such-user-here\" (failed since generation 2) (the "
                         "declaration is refused: nothing changed)"));
   ASSERT_TRUE(by_id.contains("app.conf"));
   EXPECT_EQ(by_id["app.conf"]->outcome, core::Outcome::kFailed) << "its update did not land";
   EXPECT_EQ(by_id["app.tools"]->outcome, core::Outcome::kUnchanged);
+  // Failing again the same way: the words first saved stay (a unit's hold
+  // a time that moves), and the intent is not written again for that.
+  core::Intent saved = store_.Owed();
+  saved.failed["bad.conf"].detail = "the words first said";
+  store_.intent = core::SerializeIntent(saved);
+  ASSERT_EQ(Run(Decl(resources, 2)).result, ApplyResult::kFailed);
+  EXPECT_EQ(store_.Owed().failed["bad.conf"].detail, "the words first said");
+  EXPECT_EQ(store_.Owed().failed["bad.conf"].generation, 2u);
   // Mended: nothing is left failed, and no intent file stays behind.
   ASSERT_EQ(Run(Decl(Resources(), 3)).result, ApplyResult::kOk);
   EXPECT_TRUE(store_.Owed().empty());
