@@ -22,6 +22,19 @@
 namespace mesh::http {
 namespace {
 
+// A head asking for /healthz: a few bytes, written whole into the socket's
+// buffer, so it takes the brief lane and never waits on a worker that
+// waits on a client not reading /metrics (BoundedServer::SetBrief).
+bool HealthzHead(std::string_view head) {
+  std::string_view line = head.substr(0, head.find_first_of("\r\n"));
+  for (std::string_view method : {"GET ", "HEAD "}) {
+    if (!line.starts_with(method)) continue;
+    std::string_view target = line.substr(method.size());
+    return target.substr(0, target.find_first_of(" ?")) == "/healthz";
+  }
+  return false;
+}
+
 bool RequiresCert(ClientAuth a) {
   return a == ClientAuth::kRequireAny || a == ClientAuth::kRequireAndVerify;
 }
@@ -328,17 +341,7 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
     return !policy->auth->Decided(given.empty() ? std::string_view() : given.front());
   });
 
-  // /healthz is a few bytes, written whole into the socket's buffer: it
-  // never waits on a worker that waits on a client not reading /metrics.
-  server_->SetBrief([](std::string_view head) {
-    std::string_view line = head.substr(0, head.find_first_of("\r\n"));
-    for (std::string_view method : {"GET ", "HEAD "}) {
-      if (!line.starts_with(method)) continue;
-      std::string_view target = line.substr(method.size());
-      return target.substr(0, target.find_first_of(" ?")) == "/healthz";
-    }
-    return false;
-  });
+  server_->SetBrief(&HealthzHead);
 
   int port = address.port;
   if (port == 0) {

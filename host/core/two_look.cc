@@ -120,6 +120,16 @@ std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const 
   return std::max(std::chrono::nanoseconds(0), bound_ - at);
 }
 
+// A job that did not end "done" because systemd's start rate limit refused
+// it, or a unit it requires failed, with no run since the host asked: it
+// never ran what the apply wrote (nothing to roll back; it stays owed).
+namespace {
+bool NeverRan(const std::string& job_result, const Look& first, const Look& second) {
+  return !first.ran_since_asked && !second.ran_since_asked &&
+         (second.unit.result == "start-limit-hit" || job_result == "dependency");
+}
+}  // namespace
+
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
                       const Look& first, const Look& second, std::chrono::nanoseconds elapsed) {
   std::string when = FormatSeconds(elapsed) + " after " + std::string(UnitActionVerb(action));
@@ -142,17 +152,11 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   if (first.reloading) {
     return {false, "still reloading, " + StateWords(first.unit) + ", " + when};
   }
-  // Refused by systemd's start rate limit, or held by a unit it requires
-  // that failed: it never ran on what the apply wrote (nothing to roll
-  // back; the action stays owed).
-  bool never_ran = job_result.has_value() && *job_result != "done" && !first.ran_since_asked &&
-                   !second.ran_since_asked &&
-                   (second.unit.result == "start-limit-hit" || *job_result == "dependency");
   if (job_result.has_value() && *job_result != "done") {
     return {false,
             "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result + "\", unit " +
                 StateWords(second.unit) + " " + when,
-            never_ran};
+            NeverRan(*job_result, first, second)};
   }
   // systemd skipped the start: not running, and not a run that ended well
   // (a skipped oneshot reads Result=success too).

@@ -113,6 +113,77 @@ class FirstLooks {
   std::string lost_;  // the wait for jobs lost the bus: why
 };
 
+core::Look LookOf(core::Result<core::UnitStatus>& seen) {
+  core::Look taken;
+  if (seen) {
+    taken.unit = std::move(*seen);
+  } else {
+    taken.error = seen.error().message;
+  }
+  return taken;
+}
+
+// The units declared running that the plan found running and asked
+// nothing of: looked at with the others, once their first looks are in and
+// at the second look, and judged by what they came to
+// (core::JudgeBystander): systemd stops and starts a unit with one it
+// requires, is part of or conflicts with.
+class Bystanders {
+ public:
+  Bystanders(const core::Declaration& decl, const Plan& plan, const std::vector<Acted>& acts) {
+    for (size_t k = 0; k < plan.units.size(); ++k) {
+      const UnitPlan& u = plan.units[k];
+      const core::Resource& r = decl.resources[u.index];
+      if (acts[k].state != Acted::State::kIdle || u.action.has_value() || !u.failed.empty() ||
+          r.unit().state != core::UnitState::kRunning || !u.up || !u.status.Running()) {
+        continue;
+      }
+      units_.push_back(k);
+      names_.push_back(r.unit().name);
+    }
+  }
+  const std::vector<std::string>& names() const { return names_; }
+  void TakeFirst(ports::ServiceManager& sm) {
+    if (!names_.empty()) first_ = sm.ReadUnits(names_);
+  }
+  // `last`: their look taken with the acted units' second. One still
+  // stopping then (PartOf= without After=: it stops beside the one acted
+  // on, and may drain for seconds) is looked at again until that stop
+  // phase ends or outlasts what systemd gives it.
+  void Judge(const Plan& plan, std::vector<core::Result<core::UnitStatus>> last,
+             ports::ServiceManager& sm, ports::Clock& clock, nanoseconds settle, Progress* progress,
+             std::vector<std::optional<Confirmation>>& out) {
+    const auto began = clock.Monotonic();
+    for (;;) {
+      std::vector<size_t> again;
+      std::vector<std::string> again_names;
+      for (size_t b = 0; b < units_.size(); ++b) {
+        if (last[b] && last[b]->active_state == "deactivating" &&
+            clock.Monotonic() - began < core::StopPhaseBound(*last[b]) + settle) {
+          again.push_back(b);
+          again_names.push_back(names_[b]);
+        }
+      }
+      if (again.empty()) break;
+      clock.SleepFor(kPoll);
+      if (progress != nullptr) progress->Step();
+      std::vector<core::Result<core::UnitStatus>> seen = sm.ReadUnits(again_names);
+      for (size_t n = 0; n < again.size(); ++n) last[again[n]] = std::move(seen[n]);
+    }
+    for (size_t b = 0; b < units_.size(); ++b) {
+      core::Look first = LookOf(first_[b]), now = LookOf(last[b]);
+      if (auto verdict = core::JudgeBystander(plan.units[units_[b]].status, first, now)) {
+        out[units_[b]] = Confirmation{std::move(*verdict), now.unit, first.unit.invocation_id};
+      }
+    }
+  }
+
+ private:
+  std::vector<size_t> units_;  // plan.units indices
+  std::vector<std::string> names_;
+  std::vector<core::Result<core::UnitStatus>> first_;
+};
+
 }  // namespace
 
 std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, const Plan& plan,
@@ -139,26 +210,10 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
          {}});
   }
   if (watches.empty()) return out;  // nothing queued: nothing to look at, no pause
-  // The units declared running that the plan found running and asked
-  // nothing of: looked at with the others, once their first looks are in
-  // and at the second look (JudgeBystander).
-  std::vector<size_t> bystanders;
-  std::vector<std::string> bystander_names;
-  for (size_t k = 0; k < plan.units.size(); ++k) {
-    const UnitPlan& u = plan.units[k];
-    const core::Resource& r = decl.resources[u.index];
-    if (acts[k].state != Acted::State::kIdle || u.action.has_value() || !u.failed.empty() ||
-        r.unit().state != core::UnitState::kRunning || !u.up || !u.status.Running()) {
-      continue;
-    }
-    bystanders.push_back(k);
-    bystander_names.push_back(r.unit().name);
-  }
+  Bystanders bystanders(decl, plan, acts);
   FirstLooks firsts(*services, clock, watches, progress);
   firsts.Take();
-  std::vector<core::Result<core::UnitStatus>> bystanders_first =
-      bystanders.empty() ? std::vector<core::Result<core::UnitStatus>>()
-                         : services->ReadUnits(bystander_names);
+  bystanders.TakeFirst(*services);
   // The one pause, shared by every unit, from the last first look.
   clock.SleepFor(settle);
   std::vector<std::string> pending;
@@ -173,47 +228,13 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   std::map<std::string, std::string> late =
       late_or_lost.value_or(std::map<std::string, std::string>{});
   nanoseconds elapsed = firsts.Since();
-  names.insert(names.end(), bystander_names.begin(), bystander_names.end());
+  names.insert(names.end(), bystanders.names().begin(), bystanders.names().end());
   std::vector<core::Result<core::UnitStatus>> second = services->ReadUnits(names);
-  auto look = [](core::Result<core::UnitStatus>& seen) {
-    core::Look taken;
-    if (seen) {
-      taken.unit = std::move(*seen);
-    } else {
-      taken.error = seen.error().message;
-    }
-    return taken;
-  };
-  // A unit still stopping at the second look (PartOf= without After=: it
-  // stops beside the one acted on, and may drain for seconds) is looked at
-  // again until that stop phase ends or outlasts what systemd gives it.
-  std::vector<core::Result<core::UnitStatus>> last(
-      std::make_move_iterator(second.begin() + static_cast<std::ptrdiff_t>(watches.size())),
-      std::make_move_iterator(second.end()));
-  auto stopping = [&](size_t b) { return last[b] && last[b]->active_state == "deactivating"; };
-  const auto began = clock.Monotonic();
-  for (;;) {
-    std::vector<size_t> again;
-    std::vector<std::string> again_names;
-    for (size_t b = 0; b < bystanders.size(); ++b) {
-      if (stopping(b) && clock.Monotonic() - began < core::StopPhaseBound(*last[b]) + settle) {
-        again.push_back(b);
-        again_names.push_back(bystander_names[b]);
-      }
-    }
-    if (again.empty()) break;
-    clock.SleepFor(kPoll);
-    if (progress != nullptr) progress->Step();
-    std::vector<core::Result<core::UnitStatus>> seen = services->ReadUnits(again_names);
-    for (size_t n = 0; n < again.size(); ++n) last[again[n]] = std::move(seen[n]);
-  }
-  for (size_t b = 0; b < bystanders.size(); ++b) {
-    core::Look first = look(bystanders_first[b]), again = look(last[b]);
-    const UnitPlan& u = plan.units[bystanders[b]];
-    if (auto verdict = core::JudgeBystander(u.status, first, again)) {
-      out[bystanders[b]] = Confirmation{std::move(*verdict), again.unit, first.unit.invocation_id};
-    }
-  }
+  bystanders.Judge(
+      plan,
+      {std::make_move_iterator(second.begin() + static_cast<std::ptrdiff_t>(watches.size())),
+       std::make_move_iterator(second.end())},
+      *services, clock, settle, progress, out);
   for (size_t n = 0; n < watches.size(); ++n) {
     Watch& w = watches[n];
     if (w.first.job_pending && late.contains(w.job)) w.job_result = late[w.job];

@@ -321,6 +321,28 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   return step;
 }
 
+// What each unit is owed once this apply is under way: the action it plans,
+// and for a unit it cannot act on now, what earlier applies and this one's
+// other changes owe it.
+std::map<std::string, core::Owed> OwedOf(const PlanInputs& in, const Plan& plan) {
+  std::map<std::string, core::Owed> out;
+  for (const UnitPlan& u : plan.units) {
+    const std::string& id = in.declaration->resources[u.index].id;
+    auto carried = in.owed->owed.find(id);
+    if (plan.steps[u.index].failed()) {
+      if (auto owed = OwedPastItsFailure(in, u.index, plan.steps, plan.removals)) {
+        out.emplace(id, std::move(*owed));
+      }
+      continue;
+    }
+    if (!u.action.has_value() && !u.daemon_reload) continue;
+    core::Owed owed{u.action, u.daemon_reload, u.reason, u.why, in.declaration->generation};
+    if (carried != in.owed->owed.end()) owed.since = carried->second.since;
+    out.emplace(id, std::move(owed));
+  }
+  return out;
+}
+
 // What is owed once this apply is under way: every action it plans, and
 // what earlier applies owed for resources it cannot act on now.
 core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
@@ -390,20 +412,7 @@ core::Intent IntentOf(const PlanInputs& in, const Plan& plan) {
       named_drop_ins.push_back(drop_in);
     }
   }
-  for (const UnitPlan& u : plan.units) {
-    const std::string& id = in.declaration->resources[u.index].id;
-    auto carried = in.owed->owed.find(id);
-    if (plan.steps[u.index].failed()) {
-      if (auto owed = OwedPastItsFailure(in, u.index, plan.steps, plan.removals)) {
-        intent.owed.emplace(id, std::move(*owed));
-      }
-      continue;
-    }
-    if (!u.action.has_value() && !u.daemon_reload) continue;
-    core::Owed owed{u.action, u.daemon_reload, u.reason, u.why, in.declaration->generation};
-    if (carried != in.owed->owed.end()) owed.since = carried->second.since;
-    intent.owed.emplace(id, std::move(owed));
-  }
+  intent.owed = OwedOf(in, plan);
   return intent;
 }
 
