@@ -177,6 +177,13 @@ int ReadWire(sd_bus_message* m, Wire wire, PropertyValue& v) {
     }
     case Wire::kUint64:
       return sd_bus_message_read(m, "v", "t", &v.number);
+    case Wire::kJob: {
+      uint32_t id = 0;
+      const char* path = nullptr;
+      r = sd_bus_message_read(m, "v", "(uo)", &id, &path);
+      v.number = id;
+      return r;
+    }
     case Wire::kBytes: {
       if ((r = sd_bus_message_enter_container(m, 'v', "ay")) < 0) return r;
       const void* bytes = nullptr;

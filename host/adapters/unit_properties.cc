@@ -70,6 +70,8 @@ constexpr PropertyRow kRows[] = {
      }},
     MESH_TEXT_ROW("FragmentPath", fragment_path),
     {"InvocationID", Wire::kBytes, SetInvocationId},
+    {"Job", Wire::kJob,
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.job_queued = v.number != 0; }},
     MESH_TEXT_ROW("LoadState", load_state),
     {"NRestarts", Wire::kUint32,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {

@@ -33,6 +33,7 @@ enum class Wire {
   kCommands,    // a(sasbttttuii): ExecStart= and the like
   kConditions,  // a(sbbsi)
   kStrings,     // as: Triggers=
+  kJob,         // (uo): the id (0: none) and path of the unit's job
 };
 
 // One condition systemd checked at the last start (a(sbbsi)).

@@ -214,31 +214,29 @@ std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& firs
                                       const Look& last) {
   if (!first.error.empty() || !last.error.empty()) return std::nullopt;
   const UnitStatus& now = last.unit;
-  auto as_before = [&](const UnitStatus& seen) {
-    return seen.invocation_id == before.invocation_id && UpSince(seen, before.n_restarts);
-  };
-  if (as_before(first.unit) && as_before(now)) return std::nullopt;
-  Verdict v;
-  // Up at the last look under a run systemd did not start on its own: one
-  // started anew with a unit the apply acted on (a stop then a start, which
-  // zeroes NRestarts), whatever the first look caught of it on the way. A
-  // run Restart= began counts on from the old one.
+  // A start by anyone zeroes NRestarts (systemd's flush_n_restarts): a new
+  // run counts its own from 0, the same run on from the plan's look.
   const bool same_run = now.invocation_id == before.invocation_id;
-  v.accepted =
-      now.Running() && !AwaitingAutoRestart(now) &&
-      (same_run ? !RestartedSince(now.n_restarts, before.n_restarts) : now.n_restarts == 0);
-  if (v.accepted) {
-    v.detail =
-        StateWords(now) + ", started anew by systemd during this apply (with a unit it acted on)";
-  } else if (now.Running() || AwaitingAutoRestart(now)) {
+  const bool own_restarts =
+      same_run ? RestartedSince(now.n_restarts, before.n_restarts) : now.n_restarts != 0;
+  if (same_run && !own_restarts && UnitUp(now)) return std::nullopt;  // as it was
+  Verdict v;
+  if (!own_restarts && UnitUp(now)) {
+    v.accepted = true;
+    v.detail = StateWords(now) + ", started anew during this apply (with a unit it acted on)";
+  } else if (!own_restarts && now.job_queued && !FoundFailed(now)) {
+    // Stopped with a unit it requires and ordered after, which has not come
+    // up yet: its start waits in systemd's queue, as a start's would.
+    v.accepted = true;
+    v.detail = StateWords(now) +
+               ", stopped with a unit this apply acted on; its start is queued behind one it is "
+               "ordered after";
+  } else if (own_restarts) {
     v.detail = "died during this apply and was restarted by systemd (NRestarts " +
-               std::to_string(before.n_restarts) + " -> " + std::to_string(now.n_restarts) +
-               "): " + StateWords(now);
+               (same_run ? std::to_string(before.n_restarts) + " -> " : std::string("now ")) +
+               std::to_string(now.n_restarts) + "): " + StateWords(now);
   } else {
-    v.detail =
-        "went down during this apply (systemd stops a unit with one it requires, is part of or "
-        "conflicts with): " +
-        StateWords(now) + ", declared running";
+    v.detail = "went down during this apply: " + StateWords(now) + ", declared running";
   }
   return v;
 }

@@ -108,7 +108,8 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
 // restarts or stops a unit along with one it requires, is part of or
 // conflicts with. Nullopt when it is as it was (its run, up, NRestarts
 // not grown) or a look could not be taken; else the verdict on what it
-// came to, as for a restart: running at both looks under one run.
+// came to by the last look: up under a run systemd did not restart on its
+// own, or waiting in systemd's queue to start, is accepted.
 std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& first,
                                       const Look& second);
 

@@ -54,6 +54,9 @@ struct UnitStatus {
   // The unit file systemd loaded it from (FragmentPath): an instance's own
   // file comes before its template's. Empty when unknown.
   std::string fragment_path;
+  // systemd holds a job for it, queued or running (Job): a unit stopped
+  // with another and waiting to start behind it reads inactive meanwhile.
+  bool job_queued = false;
 
   // SPEC: running means ActiveState active, activating or reloading.
   bool Running() const {

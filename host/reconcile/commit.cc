@@ -156,14 +156,15 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
     // Restarted or stopped by systemd with a unit this apply acted on:
     // judged on the looks taken with those.
     if (const auto& c = (*in.confirmed)[k]; c.has_value()) {
-      o.unit = UnitSnapshotOf(r.unit().name, c->last, c->verdict.accepted);
+      const bool up = c->verdict.accepted && core::UnitUp(c->last);
+      o.unit = UnitSnapshotOf(r.unit().name, c->last, up);
       std::string words = Then(step.detail, r.unit().name + " " + c->verdict.detail);
       if (!c->verdict.accepted) {
         Fail(o, std::move(words));
         return nullptr;
       }
       o.detail = std::move(words);
-      return &c->last;
+      return up ? &c->last : nullptr;
     }
     o.detail = Then(step.detail, UnitStatePhrase(r.unit().name, u.status));
     return u.up ? &u.status : nullptr;

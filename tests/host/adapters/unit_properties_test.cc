@@ -40,17 +40,27 @@ TEST(UnitPropertiesTest, EachTextPropertyFillsItsField) {
 // unreadable, so each is held to it here.
 TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
   const std::pair<const char*, Wire> kSystemd[] = {
-      {"ActiveState", Wire::kString},    {"ConditionResult", Wire::kBool},
-      {"Conditions", Wire::kConditions},                                  // a(sbbsi)
-      {"ExecMainStatus", Wire::kInt32},  {"ExecStart", Wire::kCommands},  // a(sasbttttuii)
-      {"ExecStop", Wire::kCommands},     {"ExecStopPost", Wire::kCommands},
-      {"FragmentPath", Wire::kString},   {"InvocationID", Wire::kBytes},
-      {"LoadState", Wire::kString},      {"NRestarts", Wire::kUint32},
-      {"NeedDaemonReload", Wire::kBool}, {"RemainAfterExit", Wire::kBool},  // b
-      {"Result", Wire::kString},         {"StateChangeTimestampMonotonic", Wire::kUint64},
-      {"SubState", Wire::kString},       {"TimeoutStopUSec", Wire::kUint64},
+      {"ActiveState", Wire::kString},
+      {"ConditionResult", Wire::kBool},
+      {"Conditions", Wire::kConditions},  // a(sbbsi)
+      {"ExecMainStatus", Wire::kInt32},
+      {"ExecStart", Wire::kCommands},  // a(sasbttttuii)
+      {"ExecStop", Wire::kCommands},
+      {"ExecStopPost", Wire::kCommands},
+      {"FragmentPath", Wire::kString},
+      {"InvocationID", Wire::kBytes},
+      {"Job", Wire::kJob},  // (uo)
+      {"LoadState", Wire::kString},
+      {"NRestarts", Wire::kUint32},
+      {"NeedDaemonReload", Wire::kBool},
+      {"RemainAfterExit", Wire::kBool},  // b
+      {"Result", Wire::kString},
+      {"StateChangeTimestampMonotonic", Wire::kUint64},
+      {"SubState", Wire::kString},
+      {"TimeoutStopUSec", Wire::kUint64},
       {"Triggers", Wire::kStrings},  // as
-      {"Type", Wire::kString},           {"UnitFileState", Wire::kString},
+      {"Type", Wire::kString},
+      {"UnitFileState", Wire::kString},
   };
   for (const auto& [name, wire] : kSystemd) {
     const PropertyRow* row = FindProperty(name);

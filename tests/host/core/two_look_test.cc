@@ -366,13 +366,13 @@ TEST(BystanderTest, OnlyWhatMovedIsJudged) {
   std::optional<Verdict> v = JudgeBystander(before, anew, anew);
   ASSERT_TRUE(v.has_value());
   EXPECT_TRUE(v->accepted) << "started anew with a unit acted on, and holding";
-  EXPECT_THAT(v->detail, HasSubstr("started anew by systemd during this apply"));
+  EXPECT_THAT(v->detail, HasSubstr("started anew during this apply"));
 
   v = JudgeBystander(before, anew, L("active", "running", "c", 1));
   ASSERT_TRUE(v.has_value());
   EXPECT_FALSE(v->accepted) << "a run Restart= began at the second look";
 
-  v = JudgeBystander(before, L("active", "running", "b", 3), L("active", "running", "b", 3));
+  v = JudgeBystander(before, L("active", "running", "a", 3), L("active", "running", "a", 3));
   ASSERT_TRUE(v.has_value());
   EXPECT_FALSE(v->accepted) << "NRestarts grew: a death Restart= hid";
   EXPECT_THAT(v->detail, HasSubstr("(NRestarts 2 -> 3)"));
@@ -390,9 +390,26 @@ TEST(BystanderTest, OnlyWhatMovedIsJudged) {
   v = JudgeBystander(before, same, L("inactive", "dead", "a", 2));
   ASSERT_TRUE(v.has_value());
   EXPECT_FALSE(v->accepted);
-  EXPECT_EQ(v->detail,
-            "went down during this apply (systemd stops a unit with one it requires, is part of "
-            "or conflicts with): inactive (dead), declared running");
+  EXPECT_EQ(v->detail, "went down during this apply: inactive (dead), declared running");
+
+  // Stopped with a unit it requires and is ordered after, which is not up
+  // yet: its start waits in systemd's queue. On its way, as a start is.
+  Look queued = L("inactive", "dead", "a", 2);
+  queued.unit.job_queued = true;
+  v = JudgeBystander(before, same, queued);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_TRUE(v->accepted);
+  EXPECT_THAT(v->detail, HasSubstr("its start is queued behind one it is ordered after"));
+  queued.unit.active_state = "failed";
+  queued.unit.result = "exit-code";
+  EXPECT_FALSE(JudgeBystander(before, same, queued)->accepted) << "failed, whatever is queued";
+
+  // A oneshot that finished well during the apply is as declared.
+  UnitStatus running_oneshot = L("activating", "start", "o", 0, false, "success", "oneshot").unit;
+  EXPECT_FALSE(JudgeBystander(running_oneshot,
+                              L("activating", "start", "o", 0, false, "success", "oneshot"),
+                              L("inactive", "dead", "o", 0, false, "success", "oneshot"))
+                   .has_value());
 }
 
 TEST(UnitStatusTest, StoppedIsNotStopping) {
