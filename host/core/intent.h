@@ -95,7 +95,9 @@ struct Intent {
   void LeaveFailed(const std::string& id, const std::string& kind, std::string_view detail,
                    uint64_t generation);
 
-  bool empty() const { return !applying && owed.empty() && !Creating() && failed.empty(); }
+  // Whether anything is still to do (what is only told is not).
+  bool Owes() const { return applying || !owed.empty() || Creating(); }
+  bool empty() const { return !Owes() && failed.empty(); }
   bool operator==(const Intent&) const = default;
 };
 

@@ -210,9 +210,8 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   return {true, StateWords(second.unit)};
 }
 
-std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& first,
-                                      const Look& last) {
-  if (!first.error.empty() || !last.error.empty()) return std::nullopt;
+std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& last) {
+  if (!last.error.empty()) return std::nullopt;
   const UnitStatus& now = last.unit;
   // A start by anyone zeroes NRestarts (systemd's flush_n_restarts): a new
   // run counts its own from 0, the same run on from the plan's look.

@@ -104,14 +104,13 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
                       const Look& first, const Look& second, std::chrono::nanoseconds elapsed);
 
 // A unit the apply did not act on, declared running and running when the
-// plan looked (`before`), looked at with the units it acted on: systemd
-// restarts or stops a unit along with one it requires, is part of or
-// conflicts with. Nullopt when it is as it was (its run, up, NRestarts
-// not grown) or a look could not be taken; else the verdict on what it
-// came to by the last look: up under a run systemd did not restart on its
-// own, or waiting in systemd's queue to start, is accepted.
-std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& first,
-                                      const Look& second);
+// plan looked (`before`), looked at (`last`) with the second looks at the
+// units it acted on: systemd restarts or stops a unit along with one it
+// requires, is part of or conflicts with. Nullopt when it is as it was
+// (its run, up, NRestarts not grown) or the look could not be taken; else
+// the verdict on what it came to: up under a run systemd did not restart on
+// its own, or waiting in systemd's queue to start, is accepted.
+std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& last);
 
 // A unit's state in the words of every verdict: "failed (Result=exit-code)",
 // "inactive (dead)", "activating (auto-restart)".

@@ -124,8 +124,8 @@ core::Look LookOf(core::Result<core::UnitStatus>& seen) {
 }
 
 // The units declared running that the plan found running and asked
-// nothing of: looked at with the others, once their first looks are in and
-// at the second look, and judged by what they came to
+// nothing of: looked at with the others' second look, and judged by what
+// they came to
 // (core::JudgeBystander): systemd stops and starts a unit with one it
 // requires, is part of or conflicts with.
 class Bystanders {
@@ -143,9 +143,6 @@ class Bystanders {
     }
   }
   const std::vector<std::string>& names() const { return names_; }
-  void TakeFirst(ports::ServiceManager& sm) {
-    if (!names_.empty()) first_ = sm.ReadUnits(names_);
-  }
   // `last`: their look taken with the acted units' second. One still
   // stopping then (PartOf= without After=: it stops beside the one acted
   // on, and may drain for seconds) is looked at again until that stop
@@ -171,9 +168,10 @@ class Bystanders {
       for (size_t n = 0; n < again.size(); ++n) last[again[n]] = std::move(seen[n]);
     }
     for (size_t b = 0; b < units_.size(); ++b) {
-      core::Look first = LookOf(first_[b]), now = LookOf(last[b]);
-      if (auto verdict = core::JudgeBystander(plan.units[units_[b]].status, first, now)) {
-        out[units_[b]] = Confirmation{std::move(*verdict), now.unit, first.unit.invocation_id};
+      core::Look now = LookOf(last[b]);
+      if (auto verdict = core::JudgeBystander(plan.units[units_[b]].status, now)) {
+        std::string run = now.unit.invocation_id;
+        out[units_[b]] = Confirmation{std::move(*verdict), std::move(now.unit), std::move(run)};
       }
     }
   }
@@ -181,7 +179,6 @@ class Bystanders {
  private:
   std::vector<size_t> units_;  // plan.units indices
   std::vector<std::string> names_;
-  std::vector<core::Result<core::UnitStatus>> first_;
 };
 
 }  // namespace
@@ -213,7 +210,6 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   Bystanders bystanders(decl, plan, acts);
   FirstLooks firsts(*services, clock, watches, progress);
   firsts.Take();
-  bystanders.TakeFirst(*services);
   // The one pause, shared by every unit, from the last first look.
   clock.SleepFor(settle);
   std::vector<std::string> pending;

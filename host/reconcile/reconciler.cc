@@ -149,9 +149,7 @@ bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view 
   // pass, which refuses it if it does.
   if (options_.chunk == 0 || options_.dry_run || !record_unreadable_.empty() ||
       !record_->resources.empty() || !LoadIntent() ||
-      (source.ReadableByOthers().has_value() && MayHoldCredentials(text)) ||
-      // Owing nothing: what an earlier apply left failed is only told.
-      intent_->applying || !intent_->owed.empty() || intent_->Creating() ||
+      (source.ReadableByOthers().has_value() && MayHoldCredentials(text)) || intent_->Owes() ||
       (options_.verify_key.has_value() && had_record_)) {
     return false;
   }

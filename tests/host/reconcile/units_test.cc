@@ -43,6 +43,25 @@ class UnitsTest : public ReconcilerTest {
     return {
         {"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", content}};
   }
+  // A server restarted by its restart_on and a client declared beside it;
+  // `to_client` is what systemd does to the client when the restart is
+  // asked. Returns the apply of generation 2.
+  ApplyReport ApplyRestartingTheServer(const std::function<void()>& to_client) {
+    services_.AddUnit("server.service", {});
+    services_.AddUnit("client.service", {});
+    auto decl = [](const std::string& conf, uint64_t generation) {
+      return Decl(
+          {Conf(conf), Service("server", {{"restart_on", {"jail.conf"}}}), Service("client")},
+          generation);
+    };
+    EXPECT_EQ(Run(decl("a", 1)).result, ApplyResult::kOk);
+    services_.on_enqueue = [&](const std::string& unit) {
+      if (unit == "server.service") to_client();
+    };
+    ApplyReport r = Run(decl("b", 2));
+    services_.on_enqueue = nullptr;
+    return r;
+  }
 };
 
 // ADR 184 row 1: running at the first look and dead at the second fails the
@@ -988,21 +1007,14 @@ TEST_F(UnitsTest, WhatAMaskedUnitIsOwedIsDoneOnceUnmasked) {
 // die or stay down. Before, the host judged it on the plan's look:
 // `unchanged … active (running)`, exit 0, with it dead.
 TEST_F(UnitsTest, AUnitSystemdTookDownWithOneActedOnFails) {
-  services_.AddUnit("server.service", {});
-  services_.AddUnit("client.service", {});
-  json server = Service("server", {{"restart_on", {"jail.conf"}}});
-  ASSERT_EQ(Run(Decl({Conf("a"), server, Service("client")})).result, ApplyResult::kOk);
-  services_.on_enqueue = [&](const std::string& unit) {
-    if (unit == "server.service") services_.Kill("client.service");
-  };
-  ApplyReport r = Run(Decl({Conf("b"), server, Service("client")}, 2));
+  ApplyReport r = ApplyRestartingTheServer([&] { services_.Kill("client.service"); });
   EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted", "failed"));
   EXPECT_THAT(r.outcomes[2].detail,
               HasSubstr("client.service went down during this apply: failed"));
   EXPECT_EQ(r.result, ApplyResult::kFailed);
   ASSERT_TRUE(r.outcomes[2].unit.has_value());
   EXPECT_FALSE(r.outcomes[2].unit->up);
-  services_.on_enqueue = nullptr;
+  json server = Service("server", {{"restart_on", {"jail.conf"}}});
   ApplyReport again = Run(Decl({Conf("b"), server, Service("client")}, 2));
   EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "started"))
       << "the next apply starts it, as any dead daemon";
@@ -1011,21 +1023,14 @@ TEST_F(UnitsTest, AUnitSystemdTookDownWithOneActedOnFails) {
 // The same unit started again by systemd, and running under one run at
 // both looks: as declared, and said; its new run is the baseline.
 TEST_F(UnitsTest, AUnitSystemdRestartedWithOneActedOnIsJudgedByTheLooks) {
-  services_.AddUnit("server.service", {});
-  services_.AddUnit("client.service", {});
-  json server = Service("server", {{"restart_on", {"jail.conf"}}});
-  ASSERT_EQ(Run(Decl({Conf("a"), server, Service("client")})).result, ApplyResult::kOk);
-  services_.on_enqueue = [&](const std::string& unit) {
-    if (unit == "server.service") services_.RestartedByOther("client.service");
-  };
-  ApplyReport r = Run(Decl({Conf("b"), server, Service("client")}, 2));
+  ApplyReport r = ApplyRestartingTheServer([&] { services_.RestartedByOther("client.service"); });
   EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted", "unchanged"));
   EXPECT_THAT(r.outcomes[2].detail,
               HasSubstr("client.service active (running), started anew during this apply (with a "
                         "unit it acted on)"));
   EXPECT_EQ(r.result, ApplyResult::kOk);
-  services_.on_enqueue = nullptr;
   size_t calls = services_.calls().size();
+  json server = Service("server", {{"restart_on", {"jail.conf"}}});
   ApplyReport again = Run(Decl({Conf("b"), server, Service("client")}, 2));
   EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "unchanged"));
   EXPECT_EQ(services_.calls().size(), calls) << "nothing asked of a machine that is right";
