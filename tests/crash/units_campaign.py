@@ -90,6 +90,29 @@ class Campaign:
         except FileNotFoundError:
             return None
 
+    def evidence(self, r):
+        """What a failure is read by afterwards: the apply's own words, and
+        systemd's account of each daemon (how its main process ended)."""
+        seen = [f"apply said:\n{r.stdout}{r.stderr}"]
+        for name in self.want:
+            path = f"/org/freedesktop/systemd1/unit/{name}_2eservice"
+            out = []
+            for iface, names in (("Unit", ["ActiveState", "SubState", "InvocationID", "Job"]),
+                                 ("Service", ["Result", "ExecMainCode", "ExecMainStatus",
+                                              "NRestarts"])):
+                for prop in names:
+                    got = subprocess.run(["busctl", "get-property", "org.freedesktop.systemd1",
+                                          path, f"org.freedesktop.systemd1.{iface}", prop],
+                                         capture_output=True, text=True, timeout=10)
+                    out.append(f"{prop}={got.stdout.strip() or got.stderr.strip()}")
+            seen.append(f"systemd says of {name}: {' '.join(out)}; it loaded {self.running(name)!r}")
+        try:
+            with open(os.path.join(os.environ["SDBOX_DIR"], "console.log"), errors="replace") as f:
+                seen.append("the box's console, last 30 lines:\n" + "".join(f.readlines()[-30:]))
+        except OSError as e:
+            seen.append(f"the box's console: {e}")
+        return "\n".join(seen)
+
     def judge(self, label, failures):
         """The apply after a kill, and the one after that."""
         before = {n: self.running(n) for n in self.want}
@@ -97,7 +120,8 @@ class Campaign:
         if r.returncode != 0:
             failed = [l for l in r.stdout.splitlines() if l.startswith("failed ")]
             failures.append(f"{label}: next apply exit {r.returncode}: "
-                            f"{' | '.join(failed) or (r.stdout + r.stderr).strip()[-400:]}")
+                            f"{' | '.join(failed) or (r.stdout + r.stderr).strip()[-400:]}\n"
+                            f"{self.evidence(r)}")
             return
         for name, want in self.want.items():
             if before[name] != want and f"\nunchanged {name} (service)" in "\n" + r.stdout:
