@@ -15,7 +15,9 @@
 namespace mesh::adapters {
 namespace {
 
-constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE;
+// IN_ATTRIB: a chmod is the whole mend of a declaration refused for its
+// mode (it holds credentials and others can read it).
+constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB;
 constexpr std::chrono::milliseconds kRewatchEvery{250};
 
 sigset_t DaemonSignals() {

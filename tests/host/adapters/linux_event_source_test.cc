@@ -42,6 +42,23 @@ TEST_F(LinuxEventSourceTest, AReplacedDeclarationIsOneChange) {
   EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout);
 }
 
+// A declaration refused for its mode (it holds credentials, others can
+// read it) is mended by the chmod its refusal asks for: nothing else of
+// it changes, and that chmod must be seen.
+TEST_F(LinuxEventSourceTest, AChmodOfTheDeclarationIsAChange) {
+  Replace();
+  ASSERT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  std::filesystem::permissions(
+      dir_.Sub("etc/declaration.json"),
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  testing::WriteText(dir_.Sub("etc/other"), "x");
+  ASSERT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kTimeout);
+  std::filesystem::permissions(dir_.Sub("etc/other"), std::filesystem::perms::owner_read);
+  EXPECT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kTimeout)
+      << "another file's mode is not the declaration's";
+}
+
 TEST_F(LinuxEventSourceTest, AStopComesFirstAndAloneAReloadCoversAChange) {
   Replace();
   ::raise(SIGHUP);
