@@ -45,8 +45,8 @@ Result<Owed> ParseOwed(const std::string& id, const json& j) {
       std::string text = value.get<std::string>();
       // As the host writes it (Printable): DEL and C1 controls included,
       // which a save would escape, so that what reads saves as it read.
-      if (!IsPrintable(text)) return Fail(where + key + ": has a control character");
-      owed.why = std::move(text);
+      if (!IsOneLine(text)) return Fail(where + key + ": has a control character");
+      owed.why = Printable(text);
     } else if (key == "since") {
       if (!value.is_number_unsigned()) return Fail(where + "since: must be a generation");
       owed.since = value.get<uint64_t>();
@@ -68,8 +68,8 @@ Result<LeftFailed> ParseLeftFailed(const std::string& id, const json& j) {
     if (key == "kind" || key == "detail") {
       if (!value.is_string()) return Fail(where + key + ": must be a string");
       const std::string& text = value.get_ref<const std::string&>();
-      if (!IsPrintable(text)) return Fail(where + key + ": has a control character");
-      (key == "kind" ? f.kind : f.detail) = text;
+      if (!IsOneLine(text)) return Fail(where + key + ": has a control character");
+      (key == "kind" ? f.kind : f.detail) = Printable(text);
     } else if (key == "generation") {
       if (!value.is_number_unsigned()) return Fail(where + "generation: must be a generation");
       f.generation = value.get<uint64_t>();

@@ -60,10 +60,10 @@ Result<std::map<std::string, std::string>> Wants(const json& v, std::string_view
 }
 
 Result<std::string> Words(const json& o, const char* key, std::string_view unit) {
-  if (!o.contains(key) || !o[key].is_string() || !IsPrintable(o[key].get<std::string>())) {
+  if (!o.contains(key) || !o[key].is_string() || !IsOneLine(o[key].get<std::string>())) {
     return std::unexpected(Bad(unit, key, "must be printable text").error());
   }
-  return o[key].get<std::string>();
+  return Printable(o[key].get<std::string>());
 }
 
 Result<uint64_t> Generation(const json& o, std::string_view unit) {

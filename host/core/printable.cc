@@ -6,8 +6,18 @@
 namespace mesh::core {
 namespace {
 
-// Length of the valid, printable UTF-8 sequence starting at text[i], or 0.
-size_t PrintableRun(std::string_view text, size_t i) {
+// Valid characters that change what a reader sees of the text around
+// them: bidirectional controls (a "Trojan Source" line reads otherwise
+// than it is), line and paragraph separators, and the invisible ones that
+// hide inside a name (zero-width, word joiner, BOM).
+bool HidesOrReorders(uint32_t cp) {
+  return cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+         (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+// Length of the valid, printable UTF-8 sequence starting at text[i], or 0;
+// `strict`: 0 for a character that hides or reorders text too.
+size_t PrintableRun(std::string_view text, size_t i, bool strict = true) {
   auto c = static_cast<unsigned char>(text[i]);
   if (c >= 0x20 && c < 0x7f) return 1;
   size_t n;
@@ -35,7 +45,7 @@ size_t PrintableRun(std::string_view text, size_t i) {
       (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f)) {
     return 0;
   }
-  return n;
+  return strict && HidesOrReorders(cp) ? 0 : n;
 }
 
 }  // namespace
@@ -43,6 +53,15 @@ size_t PrintableRun(std::string_view text, size_t i) {
 bool IsPrintable(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     size_t n = PrintableRun(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+bool IsOneLine(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    size_t n = PrintableRun(text, i, /*strict=*/false);
     if (n == 0) return false;
     i += n;
   }

@@ -22,6 +22,12 @@ std::string Printable(std::string_view text, size_t limit = std::string_view::np
 // True when Printable(text) == text (the common case, checked cheaply).
 bool IsPrintable(std::string_view text);
 
+// True when text is one line of valid UTF-8 with no control character:
+// what Printable has ever written, before it escaped the characters that
+// hide or reorder text too. The host's own files are read by this, and
+// what they hold is escaped again, so an upgrade reads what it wrote.
+bool IsOneLine(std::string_view text);
+
 // A JSON parser's message (nlohmann's what()) without the bytes it quotes:
 // the parser ends a syntax error with "last read: '<the token>'", and that
 // token may be the inside of a credential. Keeps the place (line, column)

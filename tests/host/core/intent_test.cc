@@ -86,6 +86,20 @@ TEST(IntentTest, AReasonNamingAPathWithATabReadsBack) {
             "unit definition /etc/systemd/system/web.service.d/a\\x09b.conf changed");
 }
 
+// An intent an older host wrote, before Printable escaped characters that
+// reorder text (a path with U+202E in a reason): an upgrade reads it, and
+// holds those characters escaped, as it would write them.
+TEST(IntentTest, WhatAnOlderHostWroteReadsBackEscaped) {
+  auto back = ParseIntent(
+      "{\"version\":1,\"applying\":false,\"owed\":{\"web\":{\"action\":\"restart\","
+      "\"why\":\"unit definition /etc/x\u202e.conf changed\",\"since\":2}},"
+      "\"failed\":{\"a\":{\"kind\":\"file\",\"detail\":\"/etc/\xe2\x80\xaex\","
+      "\"generation\":2}}}");
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->owed.at("web").why, "unit definition /etc/x\\xe2\\x80\\xae.conf changed");
+  EXPECT_EQ(back->failed.at("a").detail, "/etc/\\xe2\\x80\\xaex");
+}
+
 // A daemon-reload owed alone has no reason: written "", read back as none.
 TEST(IntentTest, ADaemonReloadAloneHasNoReason) {
   Intent intent;

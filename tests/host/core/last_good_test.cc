@@ -52,5 +52,22 @@ TEST(LastGoodTest, WhatIsSavedIsWhatReadsBack) {
   EXPECT_GT(*bytes, (4u << 20) / 3) << "its content, base64";
 }
 
+// A hold an older host saved, its words with a character that reorders
+// text (Printable did not escape those then): read, and held escaped.
+TEST(LastGoodTest, AnOlderHostsHoldReadsBackEscaped) {
+  LastGood lg = OneUnit(10);
+  lg.units["jaild"].hold = Hold{.generation = 15,
+                                .since = "2026-12-01T00:00:00Z",
+                                .refused =
+                                    "failed \xe2\x80\xae"
+                                    "0.2 s after restart",
+                                .wants = {{"jail.conf", "sha256:3"}}};
+  auto text = SerializeLastGood(lg, "m");
+  ASSERT_TRUE(text.has_value()) << text.error().message;
+  auto read = ParseLastGood(*text);
+  ASSERT_TRUE(read.has_value()) << read.error().message;
+  EXPECT_EQ(read->units.at("jaild").hold->refused, "failed \\xe2\\x80\\xae0.2 s after restart");
+}
+
 }  // namespace
 }  // namespace mesh::core

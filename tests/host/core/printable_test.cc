@@ -32,6 +32,27 @@ TEST(PrintableTest, ValidUtf8StaysAndMalformedBytesAreEscaped) {
   EXPECT_EQ(Printable(std::string("a\0b", 3)), "a\\x00b");
 }
 
+// Valid UTF-8 that changes what a reader sees of the line around it:
+// U+202E turns "failed" after it around on a terminal or a page, U+2028
+// ends a line in a viewer, U+200B hides between letters of a name.
+TEST(PrintableTest, CharactersThatReorderOrHideTextAreEscaped) {
+  EXPECT_EQ(Printable("a\xe2\x80\xae"
+                      "deliaf"),
+            "a\\xe2\\x80\\xaedeliaf");                        // U+202E RLO
+  EXPECT_EQ(Printable("\xe2\x81\xa6x"), "\\xe2\\x81\\xa6x");  // U+2066 LRI
+  EXPECT_EQ(Printable("a\xe2\x80\xa8"
+                      "b"),
+            "a\\xe2\\x80\\xa8b");  // U+2028 LS
+  EXPECT_EQ(Printable("we\xe2\x80\x8b"
+                      "b"),
+            "we\\xe2\\x80\\x8bb");                            // U+200B ZWSP
+  EXPECT_EQ(Printable("\xef\xbb\xbfx"), "\\xef\\xbb\\xbfx");  // U+FEFF BOM
+  EXPECT_EQ(Printable("\xd8\x9c"), "\\xd8\\x9c");             // U+061C ALM
+  EXPECT_FALSE(IsPrintable("\xe2\x80\xae"));
+  EXPECT_EQ(Printable("\xe2\x80\x94 \xe2\x80\x99"), "\xe2\x80\x94 \xe2\x80\x99")
+      << "a dash and an apostrophe are text";
+}
+
 TEST(PrintableTest, EscapingTwiceChangesNothing) {
   std::string once = Printable("a\\x\n\xff");
   EXPECT_EQ(Printable(once), once);
