@@ -142,4 +142,37 @@ void Observer::Units() {
   }
 }
 
+// A unit file the host writes that systemd does not load, because a file
+// of that name comes first in its search path (/etc/systemd/system before
+// a --unit-dir under /usr/local/lib). Said only of a regular file found at
+// FragmentPath that is not the host's own (the same file through a link
+// is), and only where the host sees that path: under --root.
+void Observer::Shadows() {
+  if (dirs_ == nullptr || ports_.root == nullptr || ports_.units == nullptr) return;
+  std::string_view root = dirs_->root;
+  while (!root.empty() && root.back() == '/') root.remove_suffix(1);
+  for (auto& [i, seen] : out_.seen.unit_files) {
+    const Resource& r = decl_.resources[i];
+    auto status = out_.seen.units.find(i);
+    if (!r.unit().text.has_value() || status == out_.seen.units.end() || !status->second ||
+        status->second->load_state == "masked" ||
+        core::LoadedFrom(*status->second, dirs_->units, r.unit().name)) {
+      continue;
+    }
+    const std::string& fragment = status->second->fragment_path;
+    if (!fragment.starts_with(root) || fragment.size() <= root.size() ||
+        fragment[root.size()] != '/') {
+      continue;
+    }
+    auto other = ports_.root->Stat(fragment.substr(root.size()));
+    if (!other || other->type != FileType::kRegular) continue;
+    auto mine = ports_.units->Stat("/" + r.unit().name);
+    if (mine && mine->type == FileType::kRegular && mine->inode == other->inode &&
+        mine->mtime_ns == other->mtime_ns && mine->size == other->size) {
+      continue;
+    }
+    seen.shadowed_by = fragment;
+  }
+}
+
 }  // namespace mesh::reconcile::observe_internal

@@ -66,6 +66,7 @@ class Observer {
   void DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
                UnitFileSeen& seen);
   void Units();
+  void Shadows();
   void Dropped();
   bool WroteAsFile(const std::string& in_unit_dir) const;
   // Whether some record entry names `path` as written. The set is built at

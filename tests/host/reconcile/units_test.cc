@@ -1268,6 +1268,53 @@ TEST_F(UnitsTest, ASocketIsNotRestartedUnderItsRunningService) {
   EXPECT_FALSE(store_.Owed().owed.contains("echo"));
 }
 
+// A file of that name that systemd reads before --unit-dir (here under
+// /run/systemd/system) is what runs, not the host's: before, the apply
+// wrote its file and said `unchanged … active (running)` of a unit
+// running another definition. The same file reached through a link is
+// the host's.
+TEST_F(UnitsTest, AUnitSystemdLoadsFromAnotherFileIsShadowed) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  json v1 = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web --v1\n"}});
+  json v2 = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web --v2\n"}});
+  services_.AddUnit("web.service", {});
+  const std::string mine = dir_.Sub("root/etc/systemd/system/web.service");
+  services_.SetFragmentPath("web.service", mine);
+  ASSERT_EQ(apply(Decl({v1})).result, ApplyResult::kOk);
+  ASSERT_THAT(Outcomes(apply(Decl({v1}))), ElementsAre("unchanged"));
+
+  std::filesystem::create_directories(dir_.Sub("root/lib"));
+  std::filesystem::create_directory_symlink(dir_.Sub("root/etc/systemd/system"),
+                                            dir_.Sub("root/lib/units"));
+  services_.SetFragmentPath("web.service", dir_.Sub("root/lib/units/web.service"));
+  EXPECT_THAT(Outcomes(apply(Decl({v1}))), ElementsAre("unchanged")) << "its own, through a link";
+
+  std::filesystem::create_directories(dir_.Sub("root/run/systemd/system"));
+  testing::WriteText(dir_.Sub("root/run/systemd/system/web.service"),
+                     "[Service]\nExecStart=/bin/old\n");
+  services_.SetFragmentPath("web.service", dir_.Sub("root/run/systemd/system/web.service"));
+  const std::string shadowed =
+      "failed web (service): shadowed: systemd loads web.service from " +
+      dir_.Sub("root/run/systemd/system/web.service") + ", which it reads before " +
+      dir_.Sub("root/etc/systemd/system") +
+      "; the unit file the host writes would not run (remove that file, or set --unit-dir to "
+      "where systemd reads it first)";
+  ApplyReport same = apply(Decl({v1}));
+  EXPECT_EQ(same.result, ApplyResult::kFailed) << "the record proof does not pass it either";
+  EXPECT_EQ(core::FormatOutcomeLine(same.outcomes[0]), shadowed);
+  size_t calls = services_.calls().size();
+  ApplyReport changed = apply(Decl({v2}, 2));
+  EXPECT_EQ(core::FormatOutcomeLine(changed.outcomes[0]), shadowed);
+  EXPECT_EQ(testing::ReadText(mine), "[Service]\nExecStart=/bin/web --v1\n") << "not written";
+  EXPECT_EQ(services_.calls().size(), calls) << "nothing asked of systemd";
+
+  std::filesystem::remove(dir_.Sub("root/run/systemd/system/web.service"));
+  services_.SetFragmentPath("web.service", mine);
+  ApplyReport mended = apply(Decl({v2}, 2));
+  EXPECT_THAT(Outcomes(mended), ElementsAre("updated"));
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kRestart);
+}
+
 // A unit whose unit file was a `file` of the host's inside --unit-dir,
 // dropped with it: its definition goes, so it is stopped too (left, it
 // would run on with no definition and no record).
