@@ -108,8 +108,12 @@ bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitSt
   return true;
 }
 
+bool FirstLookWait::AnotherRun(const UnitStatus& now) const {
+  return !now.invocation_id.empty() && now.invocation_id != before_;
+}
+
 bool FirstLookWait::RanSinceAsked(const UnitStatus& now) const {
-  return !now.invocation_id.empty() && now.invocation_id != before_ && !now.Running();
+  return AnotherRun(now) && !now.Running();
 }
 
 std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const {
@@ -120,13 +124,20 @@ std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const 
   return std::max(std::chrono::nanoseconds(0), bound_ - at);
 }
 
-// A job that did not end "done" because systemd's start rate limit refused
-// it, or a unit it requires failed, with no run since the host asked: it
-// never ran what the apply wrote (nothing to roll back; it stays owed).
+// A job that did not end "done" with no run since the host asked never ran
+// what the apply wrote: nothing to roll back, and it stays owed. systemd
+// starts every run under a new InvocationID (an ExecStartPre= that fails
+// included), and a start its rate limit refuses leaves the Result of the
+// run before (start-limit-hit only over a success). A reload has no run:
+// its job's failure is the daemon refusing what was written.
 namespace {
-bool NeverRan(const std::string& job_result, const Look& first, const Look& second) {
-  return !first.ran_since_asked && !second.ran_since_asked &&
-         (second.unit.result == "start-limit-hit" || job_result == "dependency");
+bool NeverRan(UnitAction action, const std::string& job_result, const Look& first,
+              const Look& second) {
+  if (first.ran_since_asked || second.ran_since_asked || first.another_run || second.another_run) {
+    return false;
+  }
+  if (second.unit.result == "start-limit-hit" || job_result == "dependency") return true;
+  return action != UnitAction::kReload && !second.unit.invocation_id.empty();
 }
 }  // namespace
 
@@ -153,10 +164,12 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
     return {false, "still reloading, " + StateWords(first.unit) + ", " + when};
   }
   if (job_result.has_value() && *job_result != "done") {
+    bool never_ran = NeverRan(action, *job_result, first, second);
     return {false,
             "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result + "\", unit " +
-                StateWords(second.unit) + " " + when,
-            NeverRan(*job_result, first, second)};
+                StateWords(second.unit) + " " + when +
+                (never_ran ? "; no run began (its InvocationID is the one before)" : ""),
+            never_ran};
   }
   // systemd skipped the start: not running, and not a run that ended well
   // (a skipped oneshot reads Result=success too).

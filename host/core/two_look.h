@@ -34,6 +34,9 @@ struct Look {
   // ended, or is being stopped. Whatever job is still pending, the unit is
   // not on its way up.
   bool ran_since_asked = false;
+  // Under another InvocationID than when the host asked, running or not
+  // (FirstLookWait::AnotherRun): something started since.
+  bool another_run = false;
 };
 
 // When the first look at one unit is due (SPEC, Two looks). A restart's
@@ -68,6 +71,8 @@ class FirstLookWait {
   bool reloading() const { return reloading_; }
   // `now` is not running, under another InvocationID than `before`'s.
   bool RanSinceAsked(const UnitStatus& now) const;
+  // `now` is under another InvocationID than `before`'s, running or not.
+  bool AnotherRun(const UnitStatus& now) const;
   // How long the caller may wait before asking again, at most.
   std::chrono::nanoseconds Next(std::chrono::nanoseconds at) const;
 

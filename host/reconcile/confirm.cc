@@ -93,13 +93,15 @@ class FirstLooks {
       if (statuses[k] && !lost && !w.wait.Due(at, done != finished_.end(), seen)) continue;
       w.looked = true;
       bool ran = w.wait.RanSinceAsked(seen);
+      bool another = w.wait.AnotherRun(seen);
       std::string error = !statuses[k] ? statuses[k].error().message : lost ? lost_ : "";
       w.first = {.unit = std::move(seen),
                  .job_pending = done == finished_.end(),
                  .stopping = w.wait.stopping(),
                  .reloading = w.wait.reloading(),
                  .error = std::move(error),
-                 .ran_since_asked = ran};
+                 .ran_since_asked = ran,
+                 .another_run = another};
       if (done != finished_.end()) w.job_result = done->second;
     }
   }
@@ -242,6 +244,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     }
     w.second.job_pending = w.first.job_pending && !late.contains(w.job);
     w.second.ran_since_asked = w.wait.RanSinceAsked(w.second.unit);
+    w.second.another_run = w.wait.AnotherRun(w.second.unit);
     const UnitPlan& u = plan.units[w.unit];
     out[w.unit] = Confirmation{
         core::JudgeTwoLooks(AskedOf(u, acts[w.unit]), w.job_result, w.first, w.second, elapsed),

@@ -111,5 +111,40 @@ check "without the opt-in: exit 1, not rolled back" '[ $RC = 1 ] && ! grep -q "r
 check "without the opt-in: the refused config stays and the daemon is dead" 'grep -q nonexistent "$T/root/etc/jail.conf" && [ "$(active)" != active ]'
 check "without the opt-in: nothing kept" '[ ! -e "$T/state/last-good.json" ]'
 
+# A start systemd's rate limit refuses, after the daemon was killed: the
+# Result stays "signal" (systemd writes start-limit-hit only over a
+# success) and no new run begins. The good fix never ran: it is not rolled
+# back, stays pending, and runs once the limit lets it.
+LIMITED=$'[Unit]\nStartLimitIntervalSec=4\nStartLimitBurst=3\n[Service]\nExecStart=/bin/sh -c \'cat '"$T"$'/root/etc/sl.conf >> '"$T"$'/ran.log; grep -q bad '"$T"$'/root/etc/sl.conf && { sleep 0.2; exit 1; }; exec sleep infinity\'\n'
+limited() {  # limited GENERATION CONTENT: apply it; sets OUT and RC
+  LIMITED=$LIMITED python3 - "$1" "$2" > "$T/limited.json" <<'PY'
+import json, os, sys
+print(json.dumps({"machine": "box", "generation": int(sys.argv[1]), "resources": [
+    {"id": "sl.conf", "kind": "file", "path": "/etc/sl.conf", "content": sys.argv[2]},
+    {"id": "sl", "kind": "service", "unit": "sl.service", "state": "running",
+     "unit_text": os.environ["LIMITED"], "restart_on": ["sl.conf"], "on_failure": "rollback"}]}))
+PY
+  set +e
+  OUT=$("$BIN" apply --declaration "$T/limited.json" --root "$T/root" --state-dir "$T/state-limited" \
+        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
+limited 1 good1
+limited 2 bad2   # dies, rolled back onto good1: three starts
+check "the bad config is rolled back" '[ $RC = 1 ] && grep -q "rolled back to generation 1: running" <<<"$OUT"'
+inside systemctl kill -s KILL sl.service
+until_true 5 '[ "$(inside systemctl is-active sl.service)" = failed ]'
+limited 3 good3
+check "a start the rate limit refused: failed, not rolled back, not held" \
+  '[ $RC = 1 ] && ! grep -q "rolled back" <<<"$OUT" && ! grep -q "held at" <<<"$OUT"'
+check "the daemon never read good3, and good3 stays on disk" \
+  '! grep -q good3 "$T/ran.log" && grep -q "^good3$" "$T/root/etc/sl.conf"'
+sleep 4
+limited 3 good3
+check "once the limit lets it: good3 runs, exit 0" \
+  '[ $RC = 0 ] && until_true 3 "grep -q good3 \"$T/ran.log\"" && [ "$(inside systemctl is-active sl.service)" = active ]'
+
 echo "rollback integration: $fails failed"
 [ "$fails" = 0 ]

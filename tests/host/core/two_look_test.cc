@@ -347,9 +347,32 @@ TEST(TwoLookTest, AStartThatNeverRanIsNotADeathOnWhatWasWritten) {
       << "a run since the host asked: it ran, and died";
   Look dead = L("inactive", "dead", "a", 0, false, "success");
   EXPECT_TRUE(JudgeTwoLooks(UnitAction::kStart, "dependency", dead, dead, 1s).not_run);
-  Look died = L("failed", "failed", "a", 0, false, "exit-code");
+  Look died = L("failed", "failed", "b", 0, false, "exit-code");
+  died.another_run = true;
   EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, "failed", died, died, 1s).not_run)
       << "one that ran and died is a death";
+  Look up_then_down = L("active", "running", "b");
+  up_then_down.another_run = true;
+  EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, "failed", up_then_down, died, 1s).not_run);
+}
+
+// The rate limit refuses a start of a unit whose last run was killed: the
+// Result stays that run's (systemd writes start-limit-hit only over a
+// success), and the InvocationID the run's. Before, the job's "failed"
+// read as the new config dying: a good fix was rolled back and held.
+TEST(TwoLookTest, AFailedJobWithNoRunSinceAskedNeverRanWhateverTheResult) {
+  Look old = L("failed", "failed", "a", 0, false, "signal");
+  Verdict v = JudgeTwoLooks(UnitAction::kStart, "failed", old, old, 300ms);
+  EXPECT_FALSE(v.accepted);
+  EXPECT_TRUE(v.not_run);
+  EXPECT_TRUE(JudgeTwoLooks(UnitAction::kRestart, "canceled", old, old, 300ms).not_run);
+  EXPECT_FALSE(JudgeTwoLooks(UnitAction::kReload, "failed", L("active", "running"),
+                             L("active", "running"), 300ms)
+                   .not_run)
+      << "a reload that failed is the daemon refusing what was written";
+  Look unknown = L("failed", "failed", "", 0, false, "exit-code");
+  EXPECT_FALSE(JudgeTwoLooks(UnitAction::kStart, "failed", unknown, unknown, 300ms).not_run)
+      << "no InvocationID: whether it ran cannot be told";
 }
 
 // A unit the apply did not act on, looked at with those it did.
