@@ -7,6 +7,7 @@
 #include <set>
 
 #include "host/core/time_format.h"
+#include "host/core/unit_name.h"
 #include "host/core/want.h"
 #include "host/reconcile/apply_run.h"
 
@@ -47,6 +48,29 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
                          const std::string& key) {
   std::vector<RollbackUnit> units = RollbackUnits(decl);
   if (units.empty() && last_good_.empty()) return;
+  // The files of --unit-dir declared as `file`s, and what each defines: a
+  // unit runs on its unit file, its template's and its drop-ins as much as
+  // on its restart_on, so a rollback puts them back too (SPEC: a template
+  // is part of its instances' definition).
+  std::vector<std::pair<size_t, std::string>> definitions;
+  for (size_t j = 0; !units.empty() && j < decl.resources.size(); ++j) {
+    const Resource& f = decl.resources[j];
+    if (f.IsTree() || !f.HasFiles()) continue;
+    auto defines = UnitDefinitionAt(options_.dirs, f.path);
+    if (defines.has_value() && !defines->empty()) definitions.emplace_back(j, std::move(*defines));
+  }
+  auto defining = [&](const Resource& r) {
+    std::vector<size_t> out;
+    for (const auto& [j, defines] : definitions) {
+      if (core::PartOfDefinition(defines, r.unit().name)) out.push_back(j);
+    }
+    return out;
+  };
+  for (RollbackUnit& ru : units) {
+    for (size_t j : defining(decl.resources[ru.index])) {
+      if (std::find(ru.deps.begin(), ru.deps.end(), j) == ru.deps.end()) ru.deps.push_back(j);
+    }
+  }
   std::vector<std::string> declared = wants;
   held_ = reconcile::TakeHolds(
       decl, wants, last_good_, [&](const Resource& r) { return core::WantDigest(r, key); },
@@ -61,6 +85,10 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
       users[r.id].push_back(r.id);
       for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
         for (const std::string& dep : *list) users[dep].push_back(r.id);
+      }
+      for (size_t j : defining(r)) {
+        auto& of = users[decl.resources[j].id];
+        if (of.empty() || of.back() != r.id) of.push_back(r.id);  // also its restart_on
       }
     }
   }

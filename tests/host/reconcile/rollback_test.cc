@@ -172,6 +172,50 @@ TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
   EXPECT_EQ(Run(Jail(kFixed, 16)).result, ApplyResult::kOk);
 }
 
+// SPEC: a template is part of its instances' definition. A template
+// declared as a `file` in --unit-dir that the daemon dies on is put back
+// like a restart_on file; before, the instance was restarted onto it, left
+// dead, and said to run "generation 1's definition, the last good".
+TEST_F(RollbackTest, ATemplateFileTheInstanceDiesOnIsPutBack) {
+  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
+  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
+  const std::string tpl_path = Root("/etc/systemd/system/jaild@.service");
+  services_.AddUnit("jaild@x.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.behavior_on_start = [&](const std::string& unit) -> std::optional<Behavior> {
+    if (unit != "jaild@x.service") return std::nullopt;
+    bool bad = testing::ReadText(tpl_path).find("--bad") != std::string::npos;
+    return bad ? Behavior::kDiesAfter : Behavior::kHealthy;
+  };
+  auto apply = [&](const std::string& flag, uint64_t generation) {
+    json tpl = {{"id", "tpl"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/jaild@.service"},
+                {"content", "[Service]\nExecStart=/usr/bin/jaild %i " + flag + "\n"}};
+    json inst = {{"id", "jaild"},
+                 {"kind", "service"},
+                 {"unit", "jaild@x.service"},
+                 {"state", "running"},
+                 {"on_failure", "rollback"}};
+    ReconcilerPorts ports = Ports();
+    ports.units = units.get();
+    ReconcilerOptions options = Options();
+    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
+    return Reconciler(ports, options).Apply(Decl({tpl, inst}, generation).dump());
+  };
+  ASSERT_EQ(apply("--good", 1).result, ApplyResult::kOk);
+  ApplyReport refused = apply("--bad", 2);
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(refused, "jaild").detail, HasSubstr("rolled back to generation 1: running"));
+  EXPECT_THAT(testing::ReadText(tpl_path), HasSubstr("--good"));
+  EXPECT_TRUE(Of(refused, "jaild").unit->up);
+  int starts = services_.StartsOf("jaild@x.service");
+  ApplyReport held = apply("--bad", 2);
+  EXPECT_THAT(Of(held, "jaild").detail, HasSubstr("held at generation 1"));
+  EXPECT_EQ(services_.StartsOf("jaild@x.service"), starts) << "held, not retried";
+  EXPECT_EQ(apply("--fixed", 3).result, ApplyResult::kOk);
+  EXPECT_THAT(testing::ReadText(tpl_path), HasSubstr("--fixed"));
+}
+
 // SPEC: a refused declaration shows the recorded truth of the last applied
 // generation, also after a restart. A held unit is part of that truth: it
 // read "unchanged as recorded", healthy, and its hold's alert resolved
