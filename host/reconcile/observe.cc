@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "host/core/printable.h"
 #include "host/core/want.h"
 #include "host/reconcile/as_left.h"
 #include "host/reconcile/observer.h"
@@ -324,6 +325,22 @@ FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std
   return seen;
 }
 
+// The first entry under `dir` (not a directory) that neither the record
+// nor any directory above it within `dir` says is the host's, as a path.
+std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
+                                                 const std::vector<TreeEntry>& entries) const {
+  for (const TreeEntry& e : entries) {
+    if (e.type == FileType::kDirectory) continue;
+    bool hosts = false;
+    for (size_t slash = 0; !hosts && slash != std::string::npos;) {
+      slash = e.relpath.find('/', slash + 1);
+      hosts = Recorded(dir + "/" + e.relpath.substr(0, slash));
+    }
+    if (!hosts) return core::Printable(dir + "/" + e.relpath);
+  }
+  return std::nullopt;
+}
+
 FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::string& want) {
   const Result<FileInfo>& info = StatOf(r);
   if (!info) return Error(info.error().message);
@@ -347,8 +364,9 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
   // ownership: the host unpacks a tree as itself, so every entry belongs to
   // whoever owns the tree's root (which the host created).
   std::string on_disk;
+  Result<std::vector<TreeEntry>> hashed = std::vector<TreeEntry>{};
   if (dir) {
-    auto hashed = ports_.root->ScanTree(r.path, /*hash_contents=*/true);
+    hashed = ports_.root->ScanTree(r.path, /*hash_contents=*/true);
     if (!hashed) return Error(hashed.error().message);
     on_disk = core::TreeDigest(*hashed);
     seen.fingerprint = core::TreeFingerprint(*hashed);
@@ -370,6 +388,18 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
   seen.content_digest = core::TreeDigest(**bundle);
   for (const TreeEntry& e : **bundle) seen.file_count += e.type == FileType::kRegular;
   seen.found = dir && on_disk == seen.content_digest ? Found::kAsDeclared : Found::kDiffers;
+  // A bundle is swapped in whole: over a directory that was there before
+  // the host took the path, that would delete whatever it holds that is
+  // not the host's. As a `directory` never replaces one in the way, it may
+  // be someone's.
+  bool taken = old != nullptr && !old->written.empty() && old->written[0].path == r.path;
+  if (dir && seen.preexisting && !taken && seen.found == Found::kDiffers) {
+    if (auto foreign = NotTheHosts(r.path, *hashed)) {
+      return Error(r.path + " is a directory the host did not make, holding " + *foreign +
+                   ": not replaced by the bundle, it may be someone's (move it away, or "
+                   "declare the bundle at another path)");
+    }
+  }
   return seen;
 }
 

@@ -66,6 +66,8 @@ class Observer {
   void DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
                UnitFileSeen& seen);
   void Units();
+  std::optional<std::string> NotTheHosts(const std::string& dir,
+                                         const std::vector<TreeEntry>& entries) const;
   void Shadows();
   void Dropped();
   bool WroteAsFile(const std::string& in_unit_dir) const;

@@ -275,6 +275,33 @@ TEST_F(FilesTest, PruneKeepsAPathANewResourceClaims) {
   EXPECT_TRUE(Exists(Root("/etc/app/bin/serve")));
 }
 
+// A bundle is swapped in whole. Over a directory that was there before the
+// host took its path, that deleted what it held: a path's typo, and an
+// operator's data was gone with no word but `unpacked 3 file(s)`.
+TEST_F(FilesTest, ABundleNeverReplacesADirectoryHoldingSomeoneElsesFiles) {
+  json tree = Resources()[2];
+  WriteText(Root("/opt/tools/data/important.db"), "rows");
+  ApplyReport r = Run(Decl(json::array({tree})));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(
+      core::FormatOutcomeLine(r.outcomes[0]),
+      "failed app.tools (archive): /opt/tools is a directory the host did not make, holding " +
+          std::string("/opt/tools/data/important.db") +
+          ": not replaced by the bundle, it may be someone's (move it away, or declare the "
+          "bundle at another path)");
+  EXPECT_EQ(ReadText(Root("/opt/tools/data/important.db")), "rows");
+  EXPECT_FALSE(Exists(Root("/opt/tools/bin/serve")));
+  // Moved away: the bundle goes in, and updates of it stay the host's.
+  std::filesystem::remove_all(Root("/opt/tools/data"));
+  EXPECT_THAT(Outcomes(Run(Decl(json::array({tree})))), ElementsAre("updated"))
+      << "an empty directory holds nothing to lose";
+  EXPECT_EQ(ReadText(Root("/opt/tools/bin/serve")), "#!/bin/sh\n");
+  WriteText(Root("/opt/tools/README"), "hand edit");
+  EXPECT_THAT(Outcomes(Run(Decl(json::array({tree})))), ElementsAre("updated"))
+      << "the host's own tree, drifted, is put back";
+  EXPECT_EQ(ReadText(Root("/opt/tools/README")), "tools\n");
+}
+
 TEST_F(FilesTest, PlanWritesNothing) {
   ApplyReport r = Run(Decl(Resources()), /*dry_run=*/true);
   EXPECT_THAT(Outcomes(r), ElementsAre("created", "created", "created"));
