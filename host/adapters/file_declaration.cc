@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "host/core/declaration.h"
 #include "host/core/sha256.h"
@@ -111,6 +112,32 @@ core::Result<ports::DetachedSignature> FileDeclaration::Signature() {
   return sig;
 }
 
+namespace {
+
+// Why users other than the key's owner (root or this process's user) could
+// change the key at `path`, or nullopt.
+std::optional<std::string> LooseKey(const std::string& path, const struct stat& st) {
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    return "owned by uid " + std::to_string(st.st_uid) + ", neither root nor this process's user";
+  }
+  if ((st.st_mode & 022) != 0) {
+    return "writable by users other than its owner (mode " + core::FormatMode(st.st_mode & 07777) +
+           "): chmod go-w " + path;
+  }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat d;
+  if (::stat(dir.c_str(), &d) != 0) return std::nullopt;
+  if ((d.st_uid != 0 && d.st_uid != ::geteuid()) ||
+      ((d.st_mode & 022) != 0 && (d.st_mode & S_ISVTX) == 0)) {
+    return "in " + dir + ", which users other than root or this process's user can change (uid " +
+           std::to_string(d.st_uid) + ", mode " + core::FormatMode(d.st_mode & 07777) + ")";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 core::Result<core::MinisignKey> ReadVerifyKey(const std::string& path) {
   constexpr size_t kMaxKeyBytes = 4096;
   auto fail = [&](std::string_view why) {
@@ -121,6 +148,9 @@ core::Result<core::MinisignKey> ReadVerifyKey(const std::string& path) {
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  // The key decides what this host runs as root: one that someone else can
+  // write, or replace in its directory, is no key (ssh's StrictModes).
+  if (auto loose = LooseKey(path, st)) return fail(*loose);
   if (static_cast<uint64_t>(st.st_size) > kMaxKeyBytes) {
     return fail("larger than " + std::to_string(kMaxKeyBytes) +
                 " bytes: not a minisign public key");

@@ -36,6 +36,20 @@ grep -q "^created f (file)" <<<"$out" || fail "signed apply did not create: $out
 [ "$(cat "$T/root/etc/f")" = one ] || fail "content"
 echo "ok   - a prehashed signature (minisign's default) applies"
 
+# The key decides what runs as root: one others can change is no key.
+chmod 0666 "$T/k.pub"
+refused "a key others can write" "writable by users other than its owner (mode 0666)"
+chmod 0644 "$T/k.pub"
+if chown nobody "$T/k.pub" 2>/dev/null; then  # not where the sandbox maps no other uid
+  refused "a key another user owns" "owned by uid $(id -u nobody), neither root nor this process's user"
+  chown 0 "$T/k.pub"
+else
+  echo "SKIP (LOUD) - a key another user owns: no other uid to give it here"
+fi
+chmod 0777 "$T"
+refused "a key in a directory others can write" "in $T, which users other than root or this process's user can change"
+chmod 0700 "$T"
+
 decl 2 two; sign -l
 out=$("$BIN" apply "${F[@]}" 2>&1) || fail "signed (legacy): $out"
 grep -q "^updated f (file)" <<<"$out" || fail "legacy-signed apply did not update: $out"
