@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <new>
 #include <utility>
 #include <vector>
@@ -193,6 +194,17 @@ Result<StreamedJson> ParseByReference(std::string_view text, std::string_view ke
                                       const MemberCallback& on_member,
                                       const FlatObjectCallback* on_object,
                                       const StreamOptions& options) {
+  // nlohmann's lexer reads a NUL byte as the end of the input: what follows
+  // would go unread, and the host would apply another document than JSON
+  // tools and a signature read. JSON holds no raw NUL anywhere.
+  if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    size_t line_start = text.rfind('\n', nul);
+    line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+    return Fail("line " + std::to_string(1 + std::count(text.begin(), text.begin() + nul, '\n')) +
+                ", column " + std::to_string(nul - line_start + 1) +
+                ": syntax error: a NUL byte, which JSON holds nowhere (a string writes it "
+                "\\u0000)");
+  }
   Handler handler(Sinks{key, want_array, on_member, on_object, options.on_start, options.stop});
   try {
     if (!json::sax_parse(text.begin(), text.end(), &handler)) {

@@ -123,6 +123,26 @@ TEST(JsonStreamTest, SyntaxErrorsAreTheParsersMessageEvenAfterMembers) {
   EXPECT_THAT(trailing.error().message, HasSubstr("parse error"));
 }
 
+// nlohmann's lexer read a NUL byte as the end of the input: a document
+// with anything after one (another document, a resource the host would
+// never see) was valid, and not the one JSON tools and a signature read.
+TEST(JsonStreamTest, ANulByteAnywhereIsRefusedNamingItsPlace) {
+  Seen seen;
+  auto cb = seen.Callback();
+  for (auto engine : {JsonEngine::kFast, JsonEngine::kReference}) {
+    auto r = ParseStreamed(std::string("{\"items\": []}\0{\"items\": [1]}", 28), "items", true, cb,
+                           StreamOptions{.engine = engine});
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().message,
+              "line 1, column 14: syntax error: a NUL byte, which JSON holds nowhere (a string "
+              "writes it \\u0000)");
+    auto in_string = ParseStreamed(std::string("{\"items\": [\"a\0b\"]}", 18), "items", true, cb,
+                                   StreamOptions{.engine = engine});
+    ASSERT_FALSE(in_string.has_value());
+    EXPECT_THAT(in_string.error().message, HasSubstr("a NUL byte"));
+  }
+}
+
 TEST(JsonStreamTest, ASyntaxErrorNamesThePlaceNeverTheBytes) {
   Seen seen;
   auto cb = seen.Callback();
