@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   client.cert = flags->cert;
   client.key = flags->key;
   client.user = flags->user;
-  return mesh::cli::RunStatusVerb(flags->urls, flags->targets, flags->url, std::cout, std::cerr,
-                                  client, flags->password_file, flags->status_timeout,
+  return mesh::cli::RunStatusVerb(flags->urls, flags->target_files, flags->url, std::cout,
+                                  std::cerr, client, flags->password_file, flags->status_timeout,
                                   flags->prometheus);
 }

@@ -107,8 +107,9 @@ const Doc kFlagDocs[] = {
      "  --url URL            status: the host to ask (default http://127.0.0.1:9479);\n"
      "                       given more than once, one line per machine\n"},
     {kStatusBit,
-     "  --targets FILE       status: the hosts of a Prometheus file_sd JSON file,\n"
-     "                       one line per machine; exit 0 only when all are healthy\n"},
+     "  --targets FILE       status: the hosts of a Prometheus file_sd JSON file\n"
+     "                       (again for each file), one line per machine; exit 0\n"
+     "                       only when all are healthy\n"},
     {kStatusBit,
      "  --prometheus URL     status: the fleet as that Prometheus (or any store with\n"
      "                       its HTTP API) sees it: hosts down, refusing, failing,\n"
@@ -248,6 +249,7 @@ core::Status SetValue(ValueFlags& into, Flags& flags, const std::string& name,
     if (value.empty()) return core::Fail("flag " + name + " needs a non-empty value");
     *s->second = value;
     if (name == "--url") flags.urls.push_back(value);
+    if (name == "--targets") flags.target_files.push_back(value);
     return core::Ok();
   }
   auto d = core::ParseDuration(value);

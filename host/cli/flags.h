@@ -34,8 +34,9 @@ struct Flags {
   // status: every --url given (more than one: the fleet table), and a
   // Prometheus file_sd file of more.
   std::vector<std::string> urls;
-  std::string targets;
-  std::string prometheus;  // status --prometheus URL
+  std::string targets;                    // the last --targets
+  std::vector<std::string> target_files;  // every --targets given
+  std::string prometheus;                 // status --prometheus URL
   // status, reaching a host behind its --web-config: the CA that signed its
   // certificate, a client certificate and key, a basic-auth user (the
   // password from --password-file or MESH_HOST_PASSWORD, never argv).

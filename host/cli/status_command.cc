@@ -1,6 +1,10 @@
 #include "host/cli/status_command.h"
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -8,8 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -25,20 +30,44 @@ namespace {
 
 // A file the operator names, read whole up to `limit` bytes: larger (or
 // endless, as /dev/zero) is an error, not a process that grows until it
-// is killed.
+// is killed. A pipe (`<(pass show mesh)`, a FIFO) is read as its writer
+// writes, until `deadline` (the command's --timeout): one nobody writes to
+// is an error then, not a command that outlives its deadline.
 constexpr size_t kMaxTargetsBytes = size_t{16} << 20;
 constexpr size_t kMaxPasswordBytes = 4096;
-core::Result<std::string> ReadAtMost(const std::string& path, size_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::Fail(std::strerror(errno));
+core::Result<std::string> ReadAtMost(const std::string& path, size_t limit,
+                                     std::chrono::steady_clock::time_point deadline) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return core::Fail(std::strerror(errno));
+  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { ::close(*f); });
+  struct stat st;
+  // A FIFO opened before its writer reads as ended: waited on until then.
+  bool fifo = ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
   std::string text;
   char chunk[4096];
-  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-    if (text.size() > limit) return core::Fail("larger than " + std::to_string(limit) + " bytes");
+  for (;;) {
+    ssize_t r = ::read(fd, chunk, sizeof(chunk));
+    if (r > 0) {
+      text.append(chunk, static_cast<size_t>(r));
+      if (text.size() > limit) return core::Fail("larger than " + std::to_string(limit) + " bytes");
+      continue;
+    }
+    if (r == 0 && (!fifo || !text.empty())) return text;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno != EAGAIN) {
+      return core::Fail(std::string("read error: ") + std::strerror(errno));
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return core::Fail(
+          "nothing more to read before the deadline (--timeout): a pipe no one writes to");
+    }
+    pollfd p{fd, POLLIN, 0};
+    // No writer yet: poll says nothing until one comes, so it is asked
+    // again at short steps.
+    ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), r == 0 ? 20 : 1000)));
   }
-  if (in.bad()) return core::Fail("read error");
-  return text;
 }
 
 bool Healthy(const nlohmann::json& s) {
@@ -254,8 +283,9 @@ int RunStatus(const std::string& given, std::ostream& out, std::ostream& err,
 }
 
 core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
-                                                   const std::string& default_scheme) {
-  auto text = ReadAtMost(path, kMaxTargetsBytes);
+                                                   const std::string& default_scheme,
+                                                   std::chrono::steady_clock::time_point deadline) {
+  auto text = ReadAtMost(path, kMaxTargetsBytes, deadline);
   if (!text) return core::Fail("--targets " + path + ": " + text.error().message);
   auto fail = [&](const std::string& why) {
     return core::Fail("--targets " + path + ": " + why +
@@ -378,14 +408,14 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
   return rc;
 }
 
-int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
+int RunStatusVerb(const std::vector<std::string>& urls, const std::vector<std::string>& targets,
                   const std::string& default_url, std::ostream& out, std::ostream& err,
                   ClientOptions client, const std::string& password_file,
                   std::chrono::nanoseconds timeout, const std::string& prometheus) {
   client.deadline = std::chrono::steady_clock::now() + timeout;
   if (!password_file.empty()) {
     // Its first line; a FIFO is fine, an endless file (/dev/zero) is not.
-    auto text = ReadAtMost(password_file, kMaxPasswordBytes);
+    auto text = ReadAtMost(password_file, kMaxPasswordBytes, *client.deadline);
     if (!text) {
       err << "mesh-host: --password-file " << password_file << ": " << text.error().message << "\n";
       return 2;
@@ -400,17 +430,21 @@ int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targe
     if (RefusesPlainHttp(u, client, err)) return 2;
   }
   std::vector<std::string> all = urls;
-  if (!targets.empty()) {
+  for (const std::string& file : targets) {
     // A targets file rarely names the scheme (Prometheus keeps it on the
     // job): with credentials or a CA, the hosts are behind TLS.
     bool tls = !client.user.empty() || !client.ca.empty() || !client.cert.empty();
-    auto more = ReadTargets(targets, tls ? "https" : "http");
+    auto more = ReadTargets(file, tls ? "https" : "http", *client.deadline);
     if (!more) {
       err << "mesh-host: " << core::Printable(more.error().message) << "\n";
       return 2;
     }
     all.insert(all.end(), more->begin(), more->end());
   }
+  // A target named twice (two files of one site, a group repeated) is one
+  // machine: asked once, one row, as Prometheus scrapes it once.
+  std::set<std::string> seen;
+  std::erase_if(all, [&](const std::string& u) { return !seen.insert(u).second; });
   return RunFleetStatus(all, out, err, client);
 }
 

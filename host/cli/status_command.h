@@ -28,7 +28,7 @@ int RunStatus(const std::string& url, std::ostream& out, std::ostream& err,
 // of `client.user`.
 // `timeout` bounds the whole command (ClientOptions::deadline).
 // `prometheus`: ask that Prometheus instead (prometheus_status.h).
-int RunStatusVerb(const std::vector<std::string>& urls, const std::string& targets,
+int RunStatusVerb(const std::vector<std::string>& urls, const std::vector<std::string>& targets,
                   const std::string& default_url, std::ostream& out, std::ostream& err,
                   ClientOptions client = {}, const std::string& password_file = "",
                   std::chrono::nanoseconds timeout = kDefaultStatusTimeout,
@@ -47,8 +47,10 @@ int RunFleetStatus(const std::vector<std::string>& urls, std::ostream& out, std:
 
 // The base URLs of a Prometheus file_sd file (`__scheme__` honoured, http
 // by default). Errors name the file and what is wrong.
-// `default_scheme` for groups without one.
-core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
-                                                   const std::string& default_scheme = "http");
+// `default_scheme` for groups without one. A file still being written
+// (a FIFO) is waited on until `deadline` at most.
+core::Result<std::vector<std::string>> ReadTargets(
+    const std::string& path, const std::string& default_scheme = "http",
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace mesh::cli

@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -691,10 +692,44 @@ TEST(StatusCommandTest, AnEndlessTargetsOrPasswordFileIsRefused) {
   ASSERT_FALSE(targets.has_value());
   EXPECT_THAT(targets.error().message, HasSubstr("--targets /dev/zero: larger than"));
   std::ostringstream out, err;
-  EXPECT_EQ(RunStatusVerb({}, "", "http://127.0.0.1:1", out, err, ClientOptions{}, "/dev/zero",
+  EXPECT_EQ(RunStatusVerb({}, {}, "http://127.0.0.1:1", out, err, ClientOptions{}, "/dev/zero",
                           std::chrono::seconds(1)),
             2);
   EXPECT_THAT(err.str(), HasSubstr("--password-file /dev/zero: larger than 4096 bytes"));
+}
+
+// Two --targets files (two sites): the first was dropped, and a partial
+// fleet said "all healthy". Every file is asked, and a target named twice
+// is one machine, one row.
+TEST(StatusCommandTest, EveryTargetsFileIsAskedAndATargetOnce) {
+  FakeHost a(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n");
+  FakeHost b(R"({"machine": "edge-2", "generation": 42, "healthy": false})", 503, "x\n");
+  std::string one = ::testing::TempDir() + "/site-a.json";
+  std::string two = ::testing::TempDir() + "/site-b.json";
+  std::ofstream(one) << R"([{"targets": [")" << a.target() << R"(", ")" << a.target() << R"("]}])";
+  std::ofstream(two) << R"([{"targets": [")" << b.target() << R"("]}])";
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatusVerb({"http://" + a.target()}, {one, two}, "", out, err), 1) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("2 machine(s): 1 healthy, 1 not healthy"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("edge-2 +42 +NOT HEALTHY"));
+}
+
+// A FIFO nobody writes to as --targets or --password-file: the command
+// hung past its --timeout until killed.
+TEST(StatusCommandTest, APipeNoOneWritesToEndsAtTheDeadline) {
+  std::string fifo = ::testing::TempDir() + "/targets.fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (bool password : {false, true}) {
+    std::ostringstream out, err;
+    int rc = password
+                 ? RunStatusVerb({"http://127.0.0.1:1"}, {}, "", out, err, {}, fifo,
+                                 std::chrono::milliseconds(300))
+                 : RunStatusVerb({}, {fifo}, "", out, err, {}, "", std::chrono::milliseconds(300));
+    EXPECT_EQ(rc, 2);
+    EXPECT_THAT(err.str(), HasSubstr("nothing more to read before the deadline (--timeout)"))
+        << password;
+  }
 }
 
 // A host whose /healthz could not be read (a proxy's 500, the deadline)
@@ -722,7 +757,7 @@ TEST(StatusCommandTest, AFleetIsOneLinePerMachine) {
       << R"("], "labels": {"site": "a"}}, {"targets": ["127.0.0.1:1"]}])";
   }
   std::ostringstream out, err;
-  EXPECT_EQ(RunStatusVerb({}, targets, "http://127.0.0.1:9479", out, err), 1) << err.str();
+  EXPECT_EQ(RunStatusVerb({}, {targets}, "http://127.0.0.1:9479", out, err), 1) << err.str();
   std::string text = out.str();
   EXPECT_THAT(text, HasSubstr(good.target()));
   EXPECT_THAT(text, ::testing::ContainsRegex("edge-1 +42 +healthy\n"));
@@ -733,7 +768,7 @@ TEST(StatusCommandTest, AFleetIsOneLinePerMachine) {
   EXPECT_THAT(text, HasSubstr("3 machine(s): 1 healthy, 1 not healthy, 1 unreachable\n"));
 
   std::ostringstream all_out, all_err;
-  EXPECT_EQ(RunStatusVerb({"http://" + good.target(), "http://" + good.target() + "/status"}, "",
+  EXPECT_EQ(RunStatusVerb({"http://" + good.target(), "http://" + good.target() + "/status"}, {},
                           "", all_out, all_err),
             0)
       << all_err.str();
@@ -746,26 +781,26 @@ TEST(StatusCommandTest, ABadTargetsFileSaysWhatIsWrong) {
        {"not json", "{}", R"([{"labels": {}}])", R"([{"targets": [1]}])", "[]"}) {
     std::ofstream(path) << text;
     std::ostringstream out, err;
-    EXPECT_EQ(RunStatusVerb({}, path, "", out, err), 2) << text;
+    EXPECT_EQ(RunStatusVerb({}, {path}, "", out, err), 2) << text;
     EXPECT_THAT(err.str(), HasSubstr("--targets " + path + ": ")) << text;
     EXPECT_THAT(err.str(), HasSubstr("file_sd")) << text;
   }
   std::ostringstream out, err;
-  EXPECT_EQ(RunStatusVerb({}, "/nonexistent/targets.json", "", out, err), 2);
+  EXPECT_EQ(RunStatusVerb({}, {"/nonexistent/targets.json"}, "", out, err), 2);
   EXPECT_THAT(err.str(), HasSubstr("No such file"));
   // A target or --url the client cannot take is the input's fault (exit 2,
   // which entry), not one more unreachable machine of a fleet (exit 1);
   // the others are asked and shown all the same.
   std::ofstream(path) << R"([{"targets": ["127.0.0.1:1", "10.0.0.1:99999"]}])";
   std::ostringstream out2, err2;
-  EXPECT_EQ(RunStatusVerb({}, path, "", out2, err2), 2) << out2.str();
+  EXPECT_EQ(RunStatusVerb({}, {path}, "", out2, err2), 2) << out2.str();
   EXPECT_THAT(err2.str(),
               HasSubstr("target 2 (10.0.0.1:99999): the port must be a number from 1 to 65535"));
   EXPECT_THAT(out2.str(), HasSubstr("nothing answers there")) << "the others are asked";
   EXPECT_THAT(out2.str(), HasSubstr("UNREACHABLE  not asked: the port must be"));
   std::ostringstream out3, err3;
   EXPECT_EQ(
-      RunStatusVerb({"http://127.0.0.1:1", "http://me:hunter2@127.0.0.1:2"}, "", "", out3, err3),
+      RunStatusVerb({"http://127.0.0.1:1", "http://me:hunter2@127.0.0.1:2"}, {}, "", out3, err3),
       2);
   EXPECT_THAT(err3.str(),
               HasSubstr("target 2 (a URL with credentials): credentials in the URL are not taken"));
@@ -782,7 +817,7 @@ TEST(StatusCommandTest, CredentialsNeverGoOverPlainHttp) {
               HasSubstr("refusing to send a password or client certificate over plain http"));
   std::ostringstream out2, err2;
   EXPECT_EQ(
-      RunStatusVerb({"http://127.0.0.1:1", "https://127.0.0.1:2"}, "", "", out2, err2, with_user),
+      RunStatusVerb({"http://127.0.0.1:1", "https://127.0.0.1:2"}, {}, "", out2, err2, with_user),
       2);
   EXPECT_THAT(err2.str(), HasSubstr("refusing to send"));
   for (std::string url : {"ftp://127.0.0.1:1", "htps://127.0.0.1:1"}) {
@@ -790,7 +825,7 @@ TEST(StatusCommandTest, CredentialsNeverGoOverPlainHttp) {
     EXPECT_EQ(RunStatus(url, o, e), 2) << url;
     EXPECT_THAT(e.str(), HasSubstr("not an http:// or https:// URL")) << url;
     std::ostringstream o2, e2;
-    EXPECT_EQ(RunStatusVerb({url, "http://127.0.0.1:1"}, "", "", o2, e2), 2) << url;
+    EXPECT_EQ(RunStatusVerb({url, "http://127.0.0.1:1"}, {}, "", o2, e2), 2) << url;
   }
   std::string path = ::testing::TempDir() + "/schemes.json";
   std::ofstream(path) << R"([{"targets": ["10.0.0.1:9479"]}])";
@@ -890,7 +925,7 @@ TEST(StatusCommandTest, AMixedFleetTellsTheTruthInOneCall) {
   std::string password = d + "/password";
   std::ofstream(password) << "secret\n";
   std::ostringstream out, err;
-  int rc = RunStatusVerb({}, targets, "", out, err, opts, password, std::chrono::seconds(3));
+  int rc = RunStatusVerb({}, {targets}, {}, out, err, opts, password, std::chrono::seconds(3));
   std::string text = out.str();
   EXPECT_EQ(rc, 1) << err.str() << text;
   EXPECT_EQ(err.str(), "");
@@ -928,14 +963,14 @@ TEST(StatusCommandTest, AMixedFleetTellsTheTruthInOneCall) {
 TEST(StatusCommandTest, APrometheusThatIsNotOneIsExit2) {
   FakeHost host(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n");
   std::ostringstream out, err;
-  EXPECT_EQ(RunStatusVerb({}, "", "", out, err, {}, "", std::chrono::seconds(3),
+  EXPECT_EQ(RunStatusVerb({}, {}, "", out, err, {}, "", std::chrono::seconds(3),
                           "http://" + host.target()),
             2);
   EXPECT_THAT(err.str(), HasSubstr("/api/v1/query did not answer as Prometheus's HTTP API does (is "
                                    "it a Prometheus URL?): it answered 404"));
   std::ostringstream out2, err2;
   EXPECT_EQ(
-      RunStatusVerb({}, "", "", out2, err2, {}, "", std::chrono::seconds(3), "http://127.0.0.1:1"),
+      RunStatusVerb({}, {}, "", out2, err2, {}, "", std::chrono::seconds(3), "http://127.0.0.1:1"),
       2);
   EXPECT_THAT(err2.str(),
               HasSubstr("--prometheus: http://127.0.0.1:1 unreachable: nothing answers"));
