@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -174,6 +175,13 @@ int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostrea
   }
   auto generations = Query(given, "mesh_host_declaration_generation" + sel, client);
   if (!generations) return fail(generations.error().message);
+  // Every mesh-host exports its build_info: a target that answers
+  // Prometheus without it (a wrong port in the inventory) is no mesh-host,
+  // and no alert of the shipped rules can fire for it.
+  auto built = Query(given, "group by (instance) (mesh_host_build_info" + sel + ")", client);
+  if (!built) return fail(built.error().message);
+  std::set<std::string> mesh_hosts;
+  for (const nlohmann::json& s : *built) mesh_hosts.insert(Label(s, "instance"));
   std::map<std::string, FleetRow> rows;
   for (const nlohmann::json& s : *up) {
     FleetRow& row = rows[Label(s, "instance")];
@@ -181,6 +189,11 @@ int RunPrometheusStatus(const std::string& given, std::ostream& out, std::ostrea
     if (Value(s) != "1") {
       row.health = "UNREACHABLE";
       row.what = "Prometheus cannot scrape it (up is 0)";
+    } else if (!mesh_hosts.contains(Label(s, "instance"))) {
+      row.health = "UNREACHABLE";
+      row.what =
+          "Prometheus scrapes it, and it exports no mesh_host_build_info: not a mesh-host (a "
+          "wrong port in the targets?)";
     }
   }
   for (const nlohmann::json& s : *lost) {

@@ -1014,6 +1014,11 @@ TEST(StatusCommandTest, PrometheusSeesAnApplyThatFailedOrStalled) {
     std::string result;
     if (q.starts_with("up{")) {
       result = sample("failed:1", "1") + "," + sample("stalled:1", "1") + "," +
+               sample("looping:1", "1") + "," + sample("fine:1", "1") + "," +
+               sample("node:9100", "1");
+    } else if (q.starts_with("group by (instance) (mesh_host_build_info{")) {
+      // node:9100 answers Prometheus and is no mesh-host (a wrong port).
+      result = sample("failed:1", "1") + "," + sample("stalled:1", "1") + "," +
                sample("looping:1", "1") + "," + sample("fine:1", "1");
     } else if (q.starts_with("group by (instance) (last_over_time(up{")) {
       result = sample("gone:1", "1");
@@ -1044,7 +1049,11 @@ TEST(StatusCommandTest, PrometheusSeesAnApplyThatFailedOrStalled) {
               ::testing::ContainsRegex(
                   "looping:1 .*NOT HEALTHY +mesh-host itself started 4 time\\(s\\) again"));
   EXPECT_THAT(out.str(), ::testing::ContainsRegex("gone:1 .*UNREACHABLE +no sample of it now"));
-  EXPECT_THAT(out.str(), HasSubstr("5 machine(s): 1 healthy, 3 not healthy, 1 unreachable"));
+  // A target with no mesh-host series read healthy: no alert fires for it.
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex(
+                             "node:9100 .*UNREACHABLE +Prometheus scrapes it, and it exports no "
+                             "mesh_host_build_info: not a mesh-host"));
+  EXPECT_THAT(out.str(), HasSubstr("6 machine(s): 1 healthy, 3 not healthy, 2 unreachable"));
   api.stop();
   serving.join();
 }
@@ -1083,7 +1092,7 @@ TEST(StatusCommandTest, PrometheusNamesAMassFailureWithinTheCap) {
              R"("]})";
     };
     std::string result;
-    if (q.starts_with("up{")) {
+    if (q.starts_with("up{") || q.starts_with("group by (instance) (mesh_host_build_info{")) {
       result = sample("", "1");
     } else if (q.find("mesh_host_resource_failed") != std::string::npos) {
       auto failed = [&](int i) {
