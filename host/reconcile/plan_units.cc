@@ -33,15 +33,28 @@ std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
 bool Runs(const core::UnitStatus& s) { return s.Running() && !core::AwaitingAutoRestart(s); }
 
 // The declared files that define `r`'s unit (its unit file or a drop-in,
-// declared as files) and change in this apply.
+// declared as files) and change in this apply. An instance systemd loads
+// from a unit file of its own (foo@c.service) reads its template's drop-ins,
+// never the template's file: that file is not part of its definition.
 std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                               const std::vector<Step>& steps) {
+  const core::Result<core::UnitStatus>* status =
+      in.seen->UnitOf(in.declaration->index.find(r.id)->second);
+  bool own_file = status != nullptr && status->has_value() &&
+                  r.unit().name.find('@') != std::string::npos &&
+                  (*status)->fragment_path.ends_with("/" + r.unit().name);
   std::vector<size_t> out;
   for (size_t j = 0; j < steps.size(); ++j) {
-    if (steps[j].unit_definition && steps[j].changes() &&
-        core::PartOfDefinition(steps[j].defines, r.unit().name)) {
-      out.push_back(j);
+    const std::string& defines = steps[j].defines;
+    if (!steps[j].unit_definition || !steps[j].changes() ||
+        !core::PartOfDefinition(defines, r.unit().name)) {
+      continue;
     }
+    if (own_file && defines != r.unit().name &&
+        in.declaration->resources[j].path.ends_with("/" + defines)) {
+      continue;  // its template's file
+    }
+    out.push_back(j);
   }
   return out;
 }

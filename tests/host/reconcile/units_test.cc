@@ -1402,6 +1402,42 @@ TEST_F(UnitsTest, AnInstanceOfTheHostsTemplateDroppedAloneIsStopped) {
   EXPECT_THAT(own.outcomes.back().detail, HasSubstr("not the host's: no unit_text"));
 }
 
+// An instance with a unit file of its own is loaded from it, never from
+// its template's file (only the template's drop-ins reach it): a change of
+// the template restarted it for nothing, a new run of the same definition.
+TEST_F(UnitsTest, AnInstanceWithItsOwnFileIsNotRestartedForItsTemplatesFile) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  auto decl = [](const std::string& tpl_flag, const std::string& drop_in, uint64_t generation) {
+    json tpl = {{"id", "tpl"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/app@.service"},
+                {"content", "[Service]\nExecStart=/bin/app %i " + tpl_flag + "\n"}};
+    json drop = {{"id", "tpl-env"},
+                 {"kind", "file"},
+                 {"path", "/etc/systemd/system/app@.service.d/env.conf"},
+                 {"content", "[Service]\nEnvironment=X=" + drop_in + "\n"}};
+    json own = Service(
+        "app-c", {{"unit", "app@c.service"}, {"unit_text", "[Service]\nExecStart=/bin/app own\n"}});
+    json plain = Service("app-a", {{"unit", "app@a.service"}});
+    return Decl({tpl, drop, own, plain}, generation);
+  };
+  services_.AddUnit("app@a.service", {});
+  services_.AddUnit("app@c.service", {});
+  services_.SetFragmentPath("app@a.service", dir_.Sub("root/etc/systemd/system/app@.service"));
+  services_.SetFragmentPath("app@c.service", dir_.Sub("root/etc/systemd/system/app@c.service"));
+  ASSERT_EQ(apply(decl("--v1", "1", 1)).result, ApplyResult::kOk);
+  int own_starts = services_.StartsOf("app@c.service");
+  int plain_starts = services_.StartsOf("app@a.service");
+  ApplyReport r = apply(decl("--v2", "1", 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_EQ(services_.StartsOf("app@c.service"), own_starts)
+      << "its own file is what it runs: " << r.outcomes[2].detail;
+  EXPECT_EQ(services_.StartsOf("app@a.service"), plain_starts + 1) << "the template's instance";
+  apply(decl("--v2", "2", 3));
+  EXPECT_EQ(services_.StartsOf("app@c.service"), own_starts + 1)
+      << "the template's drop-ins reach it";
+}
+
 // ... and one that cannot be read is neither stopped nor forgotten.
 TEST_F(UnitsTest, AnUnreadableInstanceOfTheHostsTemplateIsKept) {
   auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
