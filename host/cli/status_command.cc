@@ -333,6 +333,9 @@ FleetRow ProbeRow(const std::string& url, const ClientOptions& opts) {
   }
   row.machine = Str(p.doc, "machine");
   row.generation = Str(p.doc, "generation");
+  // A host that never applied (its first declaration refused) names no
+  // machine yet: a dash, as for a host not heard, not a blank column.
+  if (row.machine.empty()) row.machine = "-";
   if (Healthy(p.doc)) {
     row.health = "healthy";
     row.healthy = true;

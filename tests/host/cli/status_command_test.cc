@@ -714,6 +714,16 @@ TEST(StatusCommandTest, EveryTargetsFileIsAskedAndATargetOnce) {
   EXPECT_THAT(out.str(), ::testing::ContainsRegex("edge-2 +42 +NOT HEALTHY"));
 }
 
+// A host whose first declaration was refused names no machine yet: its
+// row had a blank MACHINE column, which reads as a column shifted.
+TEST(StatusCommandTest, AHostThatNeverAppliedIsADashInTheMachineColumn) {
+  FakeHost fresh(R"({"machine": "", "generation": 0, "healthy": false})", 503,
+                 "declaration refused: x\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunFleetStatus({"http://" + fresh.target()}, out, err, ClientOptions{}), 1);
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex(" +- +0 +NOT HEALTHY +declaration refused"));
+}
+
 // A FIFO nobody writes to as --targets or --password-file: the command
 // hung past its --timeout until killed.
 TEST(StatusCommandTest, APipeNoOneWritesToEndsAtTheDeadline) {
