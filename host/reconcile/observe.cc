@@ -326,15 +326,23 @@ FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std
 }
 
 // The first entry under `dir` (not a directory) that neither the record
-// nor any directory above it within `dir` says is the host's, as a path.
+// nor any path above it within `dir` says is the host's content, as a
+// path. A declared `directory`'s contents are not the host's.
 std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
                                                  const std::vector<TreeEntry>& entries) const {
+  if (!owned_paths_.has_value()) {
+    owned_paths_.emplace();
+    for (const auto& [id, e] : record_.resources) {
+      if (e.kind == core::KindName(core::Kind::kDirectory)) continue;
+      for (const core::WrittenPath& w : e.written) owned_paths_->insert(w.path);
+    }
+  }
   for (const TreeEntry& e : entries) {
     if (e.type == FileType::kDirectory) continue;
     bool hosts = false;
     for (size_t slash = 0; !hosts && slash != std::string::npos;) {
       slash = e.relpath.find('/', slash + 1);
-      hosts = Recorded(dir + "/" + e.relpath.substr(0, slash));
+      hosts = owned_paths_->contains(dir + "/" + e.relpath.substr(0, slash));
     }
     if (!hosts) return core::Printable(dir + "/" + e.relpath);
   }
@@ -389,16 +397,10 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
   for (const TreeEntry& e : **bundle) seen.file_count += e.type == FileType::kRegular;
   seen.found = dir && on_disk == seen.content_digest ? Found::kAsDeclared : Found::kDiffers;
   // A bundle is swapped in whole: over a directory that was there before
-  // the host took the path, that would delete whatever it holds that is
-  // not the host's. As a `directory` never replaces one in the way, it may
-  // be someone's.
+  // the host took the path, whatever it holds that is not the host's.
   bool taken = old != nullptr && !old->written.empty() && old->written[0].path == r.path;
   if (dir && seen.preexisting && !taken && seen.found == Found::kDiffers) {
-    if (auto foreign = NotTheHosts(r.path, *hashed)) {
-      return Error(r.path + " is a directory the host did not make, holding " + *foreign +
-                   ": not replaced by the bundle, it may be someone's (move it away, or "
-                   "declare the bundle at another path)");
-    }
+    seen.foreign = NotTheHosts(r.path, *hashed).value_or("");
   }
   return seen;
 }

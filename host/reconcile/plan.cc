@@ -300,6 +300,18 @@ Step PlanResource(const PlanInputs& in, size_t i) {
       return Failed(std::move(step), *refused);
     }
   }
+  // A bundle swapped in whole over a directory the host did not make
+  // would delete what it holds (as a `directory` never replaces one in
+  // the way, it may be someone's).
+  if (r.IsTree() && in.seen->files[i].preexisting && !in.seen->files[i].foreign.empty()) {
+    Step step;
+    step.old = old;
+    return Failed(std::move(step),
+                  r.path + " is a directory the host did not make, holding " +
+                      in.seen->files[i].foreign +
+                      ": not replaced by the bundle, it may be someone's (move it away, or "
+                      "declare the bundle at another path)");
+  }
   Step step;
   if (r.HasFiles() && KeepsRecorded(r, old, want, in.seen->files[i], i)) {
     step.old = old;

@@ -91,6 +91,35 @@ TEST_F(FilesTest, ContentModeAndTreeLandAsDeclared) {
   EXPECT_EQ(ReadText(Root("/opt/tools/README")), "tools\n");
 }
 
+// What a declared `directory` holds is not the host's: a bundle declared
+// over its parent once the directory is dropped would delete it.
+TEST_F(FilesTest, ADeclaredDirectorysContentsAreNotTheHosts) {
+  json data = {{"id", "data"}, {"kind", "directory"}, {"path", "/opt/tools/data"}};
+  ASSERT_EQ(Run(Decl(json::array({data}))).result, ApplyResult::kOk);
+  WriteText(Root("/opt/tools/data/important.db"), "rows");
+  ApplyReport r = Run(Decl(json::array({Resources()[2]}), 2));
+  EXPECT_EQ(r.outcomes[0].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("holding /opt/tools/data/important.db"));
+  EXPECT_EQ(ReadText(Root("/opt/tools/data/important.db")), "rows");
+}
+
+// Killed after the tree went in and before the record said so: the intent
+// names the tree being created, and the next apply takes it as the
+// host's, whatever the daemon wrote inside meanwhile.
+TEST_F(FilesTest, ATreeAnApplyCutShortWasCreatingIsTheHosts) {
+  json tree = Resources()[2];
+  WriteText(Root("/opt/tools/bin/serve"), "#!/bin/sh\n");
+  WriteText(Root("/opt/tools/cache/written-by-the-daemon"), "x");
+  core::Intent cut;
+  cut.applying = true;
+  cut.creating = {"/opt/tools"};
+  cut.creating_trees = {"/opt/tools"};
+  store_.intent = core::SerializeIntent(cut);
+  ApplyReport r = Run(Decl(json::array({tree})));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.outcomes[0].detail;
+  EXPECT_EQ(ReadText(Root("/opt/tools/README")), "tools\n");
+}
+
 TEST_F(FilesTest, CredentialContentNeverInRecordOrOutput) {
   ApplyReport r = Run(Decl(Resources()));
   EXPECT_EQ(store_.text->find("hunter2"), std::string::npos);
