@@ -97,4 +97,28 @@ shadow_apply 2
 check "the other file gone: edge is updated and restarted onto the host's" \
   '[ $RC = 0 ] && grep -q "sleep 3002$" "$UNITS/mh-edge.service" && [ "$(invocation edge)" != "$edge_inv" ]'
 
+# The other way round: --unit-dir is the box's /etc/systemd/system (named
+# by its path outside, $SDBOX_DIR/config), over a vendor unit of the same
+# name in the directory systemd reads after it. The host's unit file
+# overrides the vendor's: no shadow, at the first apply or later, though
+# FragmentPath names the file by another path (the same inode).
+printf '[Service]\nExecStart=/bin/sleep 5000\n' > "$UNITS/mh-vend.service"
+inside systemctl daemon-reload
+vend_apply() {
+  printf '{"machine":"box","generation":%s,"resources":[{"id":"vend","kind":"service","unit":"mh-vend.service","state":"running","unit_text":"[Service]\\nExecStart=/bin/sleep 600%s\\n"}]}' \
+    "$1" "$1" > "$T/vend.json"
+  set +e
+  OUT=$(nsenter -t "$SDBOX_PID" -m -- env DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket \
+        "$BIN" apply --declaration "$T/vend.json" --root / --state-dir "$T/state-vend" \
+        --artifacts "$T/art" --unit-dir "$SDBOX_DIR/config" --machine box --settle 300ms 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
+vend_apply 1
+check "an override of a vendor unit is created and runs, not shadowed" \
+  '[ $RC = 0 ] && grep -q "^created vend (service)" <<<"$OUT" && [ "$(prop vend FragmentPath)" = /etc/systemd/system/mh-vend.service ]'
+vend_apply 1
+check "... and unchanged after: its own file under another path" '[ $RC = 0 ] && grep -q "^unchanged vend (service)" <<<"$OUT"'
+
 finish
