@@ -129,7 +129,9 @@ std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const 
 // starts every run under a new InvocationID (an ExecStartPre= that fails
 // included), and a start its rate limit refuses leaves the Result of the
 // run before (start-limit-hit only over a success). A reload has no run:
-// its job's failure is the daemon refusing what was written.
+// its job's failure is the daemon refusing what was written. Nor is an
+// AssertXxx= that failed (job "assert"), checked before any run: the
+// definition refusing itself, as a daemon refusing its config would.
 namespace {
 bool NeverRan(UnitAction action, const std::string& job_result, const Look& first,
               const Look& second) {
@@ -137,7 +139,8 @@ bool NeverRan(UnitAction action, const std::string& job_result, const Look& firs
     return false;
   }
   if (second.unit.result == "start-limit-hit" || job_result == "dependency") return true;
-  return action != UnitAction::kReload && !second.unit.invocation_id.empty();
+  return action != UnitAction::kReload && job_result != "assert" &&
+         !second.unit.invocation_id.empty();
 }
 }  // namespace
 

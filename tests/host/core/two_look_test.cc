@@ -370,6 +370,8 @@ TEST(TwoLookTest, AFailedJobWithNoRunSinceAskedNeverRanWhateverTheResult) {
                              L("active", "running"), 300ms)
                    .not_run)
       << "a reload that failed is the daemon refusing what was written";
+  EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, "assert", old, old, 300ms).not_run)
+      << "an AssertPathExists= of the new definition that failed: refused, rolled back";
   Look unknown = L("failed", "failed", "", 0, false, "exit-code");
   EXPECT_FALSE(JudgeTwoLooks(UnitAction::kStart, "failed", unknown, unknown, 300ms).not_run)
       << "no InvocationID: whether it ran cannot be told";
