@@ -97,6 +97,7 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
     RollbackScope::Unit u{ru.index, r.id, r.unit().name, false, ru.deps, {}, {}, {}, {}};
     u.held = std::any_of(held_.begin(), held_.end(),
                          [&](const HeldUnit& h) { return h.index == ru.index; });
+    for (size_t j : defining(r)) u.definitions.insert(decl.resources[j].id);
     for (size_t d : ru.deps) {
       const Resource& dep = decl.resources[d];
       u.resources.emplace(dep.id, core::KeptCopy(dep));

@@ -141,9 +141,14 @@ void PlanRollback(const RollbackScope::Unit& u, const core::KeptUnit& k,
                   const std::function<std::string(const core::Resource&)>& missing, Rollback& r) {
   r.to_generation = k.generation;
   std::string gen = "generation " + std::to_string(k.generation);
-  std::string added, dropped;
+  std::string added, dropped, unkept;
+  // A file of its definition that a host of an earlier version did not
+  // keep (it did not count them) has no kept copy: left as it is when
+  // something else can be put back.
   for (const auto& [id, want] : u.wants) {
-    if (!k.wants.contains(id)) added += (added.empty() ? "" : ", ") + id;
+    if (k.wants.contains(id)) continue;
+    std::string& to = u.definitions.contains(id) ? unkept : added;
+    to += (to.empty() ? "" : ", ") + id;
   }
   for (const auto& [id, want] : k.wants) {
     if (!u.wants.contains(id)) dropped += (dropped.empty() ? "" : ", ") + id;
@@ -157,10 +162,14 @@ void PlanRollback(const RollbackScope::Unit& u, const core::KeptUnit& k,
     return;
   }
   for (const auto& [id, want] : u.wants) {
-    if (k.wants.at(id) != want) r.refused[id] = u.declared.at(id);
+    auto kept = k.wants.find(id);
+    if (kept != k.wants.end() && kept->second != want) r.refused[id] = u.declared.at(id);
   }
   if (r.refused.empty()) {
-    r.impossible = "nothing to roll back (it runs " + gen + "'s definition, the last good)";
+    r.impossible = unkept.empty()
+                       ? "nothing to roll back (it runs " + gen + "'s definition, the last good)"
+                       : "its definition is not made of " + gen + "'s resources (added " + unkept +
+                             "): a rollback puts content back, never resources";
     return;
   }
   for (const auto& [id, want] : r.refused) {

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,10 @@ struct RollbackScope {
     // Each dep that other units' definitions hold too (their own resource,
     // restart_on, reload_on): by dep id, those units' resource ids.
     std::map<std::string, std::vector<std::string>> shared;
+    // The deps that are files of --unit-dir systemd reads as part of its
+    // definition (a last good kept by a host of an earlier version lacks
+    // them: PlanRollback).
+    std::set<std::string> definitions;
   };
   std::vector<Unit> units;
   uint64_t generation = 0;

@@ -216,6 +216,45 @@ TEST_F(RollbackTest, ATemplateFileTheInstanceDiesOnIsPutBack) {
   EXPECT_THAT(testing::ReadText(tpl_path), HasSubstr("--fixed"));
 }
 
+// A last good kept by a host of an earlier version, which did not count a
+// template declared as a `file` as part of the unit: a restart_on file the
+// daemon dies on is still put back (it was refused as "added tpl"), and
+// the template, of which there is no kept copy, is left as it is.
+TEST_F(RollbackTest, ALastGoodWithoutItsTemplateStillPutsBackItsRestartOn) {
+  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
+  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
+  services_.AddUnit("jaild@x.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.behavior_on_start = [&](const std::string& unit) -> std::optional<Behavior> {
+    if (unit != "jaild@x.service") return std::nullopt;
+    return Jailconf() == kBad ? Behavior::kDiesAfter : Behavior::kHealthy;
+  };
+  auto apply = [&](const std::string& conf, uint64_t generation) {
+    json tpl = {{"id", "tpl"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/jaild@.service"},
+                {"content", "[Service]\nExecStart=/usr/bin/jaild %i\n"}};
+    json inst = {{"id", "jaild"},      {"kind", "service"},           {"unit", "jaild@x.service"},
+                 {"state", "running"}, {"restart_on", {"jail.conf"}}, {"on_failure", "rollback"}};
+    json conf_file = {
+        {"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", conf}};
+    ReconcilerPorts ports = Ports();
+    ports.units = units.get();
+    ReconcilerOptions options = Options();
+    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
+    return Reconciler(ports, options).Apply(Decl({conf_file, tpl, inst}, generation).dump());
+  };
+  ASSERT_EQ(apply(kGood, 1).result, ApplyResult::kOk);
+  auto older = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(older.has_value());
+  ASSERT_TRUE(older->units.at("jaild").wants.contains("tpl"));
+  older->units.at("jaild").wants.erase("tpl");
+  older->units.at("jaild").resources.erase("tpl");
+  store_.last_good = *core::SerializeLastGood(*older, "edge-1");
+  ApplyReport refused = apply(kBad, 2);
+  EXPECT_THAT(Of(refused, "jaild").detail, HasSubstr("rolled back to generation 1: running"));
+  EXPECT_EQ(Jailconf(), kGood);
+}
+
 // SPEC: a refused declaration shows the recorded truth of the last applied
 // generation, also after a restart. A held unit is part of that truth: it
 // read "unchanged as recorded", healthy, and its hold's alert resolved
