@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -114,24 +115,32 @@ core::Result<ports::DetachedSignature> FileDeclaration::Signature() {
 
 namespace {
 
-// Why users other than the key's owner (root or this process's user) could
-// change the key at `path`, or nullopt.
+// Why users other than root or this process's user could change the key
+// at `path`, or nullopt: the file itself (`st`, through any link), and
+// every directory from the one that holds it up to /, as ssh's
+// StrictModes checks an authorized key's path. Unreadable is not safe.
 std::optional<std::string> LooseKey(const std::string& path, const struct stat& st) {
-  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+  auto trusted = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
+  if (!trusted(st.st_uid)) {
     return "owned by uid " + std::to_string(st.st_uid) + ", neither root nor this process's user";
   }
   if ((st.st_mode & 022) != 0) {
     return "writable by users other than its owner (mode " + core::FormatMode(st.st_mode & 07777) +
            "): chmod go-w " + path;
   }
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  struct stat d;
-  if (::stat(dir.c_str(), &d) != 0) return std::nullopt;
-  if ((d.st_uid != 0 && d.st_uid != ::geteuid()) ||
-      ((d.st_mode & 022) != 0 && (d.st_mode & S_ISVTX) == 0)) {
-    return "in " + dir + ", which users other than root or this process's user can change (uid " +
-           std::to_string(d.st_uid) + ", mode " + core::FormatMode(d.st_mode & 07777) + ")";
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return std::string("its path cannot be resolved: ") + std::strerror(errno);
+  std::string dir(real);
+  std::free(real);
+  while (dir != "/") {
+    size_t slash = dir.rfind('/');
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+    struct stat d;
+    if (::stat(dir.c_str(), &d) != 0) return "in " + dir + ", which cannot be looked at";
+    if (!trusted(d.st_uid) || ((d.st_mode & 022) != 0 && (d.st_mode & S_ISVTX) == 0)) {
+      return "in " + dir + ", which users other than root or this process's user can change (uid " +
+             std::to_string(d.st_uid) + ", mode " + core::FormatMode(d.st_mode & 07777) + ")";
+    }
   }
   return std::nullopt;
 }

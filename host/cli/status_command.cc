@@ -63,10 +63,14 @@ core::Result<std::string> ReadAtMost(const std::string& path, size_t limit,
       return core::Fail(
           "nothing more to read before the deadline (--timeout): a pipe no one writes to");
     }
+    if (r == 0) {
+      // No writer yet, or one gone without a word: poll would answer at
+      // once (a hang-up), so the FIFO is asked again at short steps.
+      std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(20)));
+      continue;
+    }
     pollfd p{fd, POLLIN, 0};
-    // No writer yet: poll says nothing until one comes, so it is asked
-    // again at short steps.
-    ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), r == 0 ? 20 : 1000)));
+    ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
   }
 }
 

@@ -49,6 +49,10 @@ fi
 chmod 0777 "$T"
 refused "a key in a directory others can write" "in $T, which users other than root or this process's user can change"
 chmod 0700 "$T"
+# Through a link, the directory that holds the key itself is the one that counts.
+mkdir -m 0777 "$T/open"; mv "$T/k.pub" "$T/open/k.pub"; ln -s open/k.pub "$T/k.pub"
+refused "a key linked from a directory others can write" "in $T/open, which users other than root"
+rm "$T/k.pub"; mv "$T/open/k.pub" "$T/k.pub"; rmdir "$T/open"
 
 decl 2 two; sign -l
 out=$("$BIN" apply "${F[@]}" 2>&1) || fail "signed (legacy): $out"
