@@ -138,16 +138,17 @@ namespace {
 // What putting `u` back to its last good `k` would mean (r.refused), or
 // why it cannot be (r.impossible).
 void PlanRollback(const RollbackScope::Unit& u, const core::KeptUnit& k,
-                  const std::function<std::string(const core::Resource&)>& missing, Rollback& r) {
+                  const std::function<std::string(const core::Resource&)>& missing,
+                  const std::set<std::string>& unchanged, Rollback& r) {
   r.to_generation = k.generation;
   std::string gen = "generation " + std::to_string(k.generation);
   std::string added, dropped, unkept;
   // A file of its definition that a host of an earlier version did not
-  // keep (it did not count them) has no kept copy: left as it is when
-  // something else can be put back.
+  // keep (it did not count them) has no kept copy: left as it is when this
+  // apply did not change it and something else can be put back.
   for (const auto& [id, want] : u.wants) {
     if (k.wants.contains(id)) continue;
-    std::string& to = u.definitions.contains(id) ? unkept : added;
+    std::string& to = u.definitions.contains(id) && unchanged.contains(id) ? unkept : added;
     to += (to.empty() ? "" : ", ") + id;
   }
   for (const auto& [id, want] : k.wants) {
@@ -286,7 +287,11 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
       r.impossible = "no last good to roll back to (" + u.unit +
                      " was never confirmed running under on_failure: rollback)";
     } else {
-      PlanRollback(u, kept->second, missing, r);
+      std::set<std::string> unchanged;
+      for (size_t d : u.deps) {
+        if (outcomes[d].outcome == Outcome::kUnchanged) unchanged.insert(outcomes[d].id);
+      }
+      PlanRollback(u, kept->second, missing, unchanged, r);
     }
   }
   KeepWhatOthersRunOn(scope, last_good, after.rollbacks);

@@ -255,6 +255,52 @@ TEST_F(RollbackTest, ALastGoodWithoutItsTemplateStillPutsBackItsRestartOn) {
   EXPECT_EQ(Jailconf(), kGood);
 }
 
+// A drop-in added by the generation the daemon dies on has no kept copy:
+// the rollback cannot put the definition back and says so (it said
+// "rolled back … running" over the new drop-in, left in place).
+TEST_F(RollbackTest, ADropInAddedByTheFailingGenerationIsNamed) {
+  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
+  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
+  const std::string drop_path = Root("/etc/systemd/system/jaild@.service.d/bad.conf");
+  services_.AddUnit("jaild@x.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.behavior_on_start = [&](const std::string& unit) -> std::optional<Behavior> {
+    if (unit != "jaild@x.service") return std::nullopt;
+    return testing::Exists(drop_path) ? Behavior::kDiesAfter : Behavior::kHealthy;
+  };
+  auto apply = [&](bool with_drop_in, uint64_t generation) {
+    json tpl = {{"id", "tpl"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/jaild@.service"},
+                {"content", "[Service]\nExecStart=/usr/bin/jaild %i\n"}};
+    json inst = {{"id", "jaild"},      {"kind", "service"},           {"unit", "jaild@x.service"},
+                 {"state", "running"}, {"restart_on", {"jail.conf"}}, {"on_failure", "rollback"}};
+    // Changed with the drop-in: something else a rollback could put back.
+    json conf = {{"id", "jail.conf"},
+                 {"kind", "file"},
+                 {"path", "/etc/jail.conf"},
+                 {"content", "generation " + std::to_string(generation)}};
+    json resources = {tpl, inst, conf};
+    if (with_drop_in) {
+      resources.push_back({{"id", "drop"},
+                           {"kind", "file"},
+                           {"path", "/etc/systemd/system/jaild@.service.d/bad.conf"},
+                           {"content", "[Service]\nEnvironment=BAD=1\n"}});
+    }
+    ReconcilerPorts ports = Ports();
+    ports.units = units.get();
+    ReconcilerOptions options = Options();
+    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
+    return Reconciler(ports, options).Apply(Decl(resources, generation).dump());
+  };
+  ASSERT_EQ(apply(false, 1).result, ApplyResult::kOk);
+  ApplyReport refused = apply(true, 2);
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  EXPECT_THAT(Of(refused, "jaild").detail,
+              HasSubstr("not rolled back: its definition is not made of generation 1's resources "
+                        "(added drop)"));
+  EXPECT_THAT(Of(refused, "jaild").detail, Not(HasSubstr("rolled back to")));
+}
+
 // SPEC: a refused declaration shows the recorded truth of the last applied
 // generation, also after a restart. A held unit is part of that truth: it
 // read "unchanged as recorded", healthy, and its hold's alert resolved
