@@ -136,18 +136,6 @@ inline std::string_view FirstStopPhase(const UnitStatus& s) {
 // reboot ("enabled-runtime" links in /run do not).
 inline bool UnitFileEnabled(const UnitStatus& s) { return s.unit_file_state == "enabled"; }
 
-// Whether systemd says it loaded the unit from `file` in `unit_dir`
-// (--unit-dir as given), or says nothing of where. False: FragmentPath
-// names another path, a file of that name systemd reads first, or this
-// one reached through a link (which only a look at both files tells).
-inline bool LoadedFrom(const UnitStatus& s, std::string_view unit_dir, std::string_view file) {
-  if (s.fragment_path.empty()) return true;
-  while (unit_dir.size() > 1 && unit_dir.back() == '/') unit_dir.remove_suffix(1);
-  std::string_view f = s.fragment_path;
-  return f.size() == unit_dir.size() + 1 + file.size() && f.starts_with(unit_dir) &&
-         f[unit_dir.size()] == '/' && f.ends_with(file);
-}
-
 // A unit without [Install] links to make: `enabled: true` cannot hold.
 inline bool UnitFileCannotBeEnabled(const UnitStatus& s) {
   return s.unit_file_state == "static" || s.unit_file_state == "indirect" ||

@@ -142,47 +142,4 @@ void Observer::Units() {
   }
 }
 
-// A unit file the host wrote that systemd does not load, because a file
-// of that name comes first in its search path (/etc/systemd/system before
-// a --unit-dir under /usr/local/lib). Said only once systemd has loaded
-// since the host wrote it: its file there, written by an earlier apply
-// (which reloaded), and no daemon-reload pending.
-// Before that, FragmentPath may name what the host's file overrides (a
-// vendor unit in /usr/lib, a template), which is no shadow. And said only
-// of a regular file at FragmentPath that is not the host's own (the same
-// file under another name is), where the host sees that path: under
-// --root.
-void Observer::Shadows() {
-  if (dirs_ == nullptr || ports_.root == nullptr || ports_.units == nullptr) return;
-  std::string_view root = dirs_->root;
-  while (!root.empty() && root.back() == '/') root.remove_suffix(1);
-  for (auto& [i, seen] : out_.seen.unit_files) {
-    const Resource& r = decl_.resources[i];
-    const RecordEntry* old = olds_[i];
-    auto status = out_.seen.units.find(i);
-    bool loaded_since_written = old != nullptr && old->unit().name == r.unit().name &&
-                                !old->unit().file_fingerprint.empty() && !seen.missing &&
-                                !seen.fingerprint.empty();
-    if (!r.unit().text.has_value() || !loaded_since_written || status == out_.seen.units.end() ||
-        !status->second || status->second->load_state == "masked" ||
-        status->second->need_daemon_reload ||
-        core::LoadedFrom(*status->second, dirs_->units, r.unit().name)) {
-      continue;
-    }
-    const std::string& fragment = status->second->fragment_path;
-    if (!fragment.starts_with(root) || fragment.size() <= root.size() ||
-        fragment[root.size()] != '/') {
-      continue;
-    }
-    auto other = ports_.root->Stat(fragment.substr(root.size()));
-    if (!other || other->type != FileType::kRegular) continue;
-    auto mine = ports_.units->Stat("/" + r.unit().name);
-    if (mine && mine->type == FileType::kRegular && mine->inode == other->inode &&
-        mine->mtime_ns == other->mtime_ns && mine->size == other->size) {
-      continue;
-    }
-    seen.shadowed_by = fragment;
-  }
-}
-
 }  // namespace mesh::reconcile::observe_internal

@@ -68,7 +68,6 @@ class Observer {
   void Units();
   std::optional<std::string> NotTheHosts(const std::string& dir,
                                          const std::vector<TreeEntry>& entries) const;
-  void Shadows();
   void Dropped();
   bool WroteAsFile(const std::string& in_unit_dir) const;
   // Whether some record entry names `path` as written. The set is built at

@@ -240,18 +240,6 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
          "`";
 }
 
-// A file of that name systemd reads before --unit-dir: what the host
-// would write is not what runs, so nothing is written or asked of it.
-std::optional<std::string> Shadowed(const PlanInputs& in, size_t i) {
-  const std::string& other = in.seen->UnitFileOf(i).shadowed_by;
-  if (other.empty()) return std::nullopt;
-  const std::string& unit = in.declaration->resources[i].unit().name;
-  return "shadowed: systemd loads " + unit + " from " + core::Printable(other) +
-         ", which it reads before " + (in.dirs != nullptr ? in.dirs->units : "--unit-dir") +
-         "; the unit file the host writes would not run (remove that file, or set --unit-dir " +
-         "to where systemd reads it first)";
-}
-
 }  // namespace
 
 std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs) {
@@ -293,11 +281,10 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   const RecordEntry* old = (*in.olds)[i];
   const std::string& want = (*in.wants)[i];
   if (r.HasUnit()) {
-    for (const auto& refused : {Masked(in, i), Shadowed(in, i)}) {
-      if (!refused) continue;
+    if (auto masked = Masked(in, i)) {
       Step step;
       step.old = old;
-      return Failed(std::move(step), *refused);
+      return Failed(std::move(step), *masked);
     }
   }
   // A bundle swapped in whole over a directory the host did not make

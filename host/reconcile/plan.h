@@ -76,9 +76,6 @@ struct UnitFileSeen {
   // A link to /dev/null at the unit file's place: an operator's mask,
   // whether or not systemd has loaded it yet.
   bool masked = false;
-  // The other file of that name systemd loads the unit from, found there
-  // (not the host's through a link): what the host writes does not run.
-  std::string shadowed_by;
   std::string fingerprint;
   // The declared drop-ins, and the recorded ones no longer declared.
   std::map<std::string, DropInSeen> drop_ins;

@@ -6,9 +6,6 @@
 # (not yet loaded) get no unit file, no start, restart or reload; the
 # resource fails with `masked`; unmasked, the host manages it again, and
 # a restart its restart_on asked while it was masked is still owed.
-# An operator's unit file of the same name in the box's /etc/systemd/system,
-# which systemd reads before --unit-dir, shadows the host's: that resource
-# fails with `shadowed`, and nothing of it is written or asked.
 . "$(dirname "$0")/box_suite.sh" masked
 mkdir -p "$T/root"
 apply() {  # apply GENERATION VERSION: the declaration of two services, then apply
@@ -66,59 +63,5 @@ check "cron's unit file is written and cron runs" \
   'grep -q "sleep 10001$" "$UNITS/mh-cron.service" && [ "$(prop cron ActiveState)" = active ]'
 check "job's restart, owed while it was masked, is done now" \
   'grep -q "^restarted job (service): restart_on conf changed" <<<"$OUT" && [ "$(invocation job)" != "$job_inv" ] && [ "$(prop job ActiveState)" = active ]'
-
-# Shadowed: the host must see the paths systemd sees (the box's mount
-# namespace, --root /) to tell whose file FragmentPath names. Its
-# declaration holds units only: nothing lands under /.
-shadow_apply() {  # shadow_apply VERSION
-  printf '{"machine":"box","generation":%s,"resources":[{"id":"edge","kind":"service","unit":"mh-edge.service","state":"running","unit_text":"[Service]\\nExecStart=/bin/sleep 300%s\\n"}]}' \
-    "$1" "$1" > "$T/shadow.json"
-  set +e
-  OUT=$(nsenter -t "$SDBOX_PID" -m -- env DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket \
-        "$BIN" apply --declaration "$T/shadow.json" --root / --state-dir "$T/state-shadow" \
-        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
-}
-shadow_apply 1
-check "edge starts from the host's unit file" '[ $RC = 0 ] && [ "$(prop edge ActiveState)" = active ]'
-printf '[Service]\nExecStart=/bin/sleep 4000\n' > "$SDBOX_DIR/config/mh-edge.service"
-inside systemctl daemon-reload
-edge_inv=$(invocation edge)
-shadow_apply 2
-check "a file of that name in /etc/systemd/system: edge fails with shadowed, exit 1" \
-  '[ $RC = 1 ] && grep -q "^failed edge (service): shadowed: systemd loads mh-edge.service from /etc/systemd/system/mh-edge.service" <<<"$OUT"'
-check "the host's unit file is not written, edge not restarted" \
-  'grep -q "sleep 3001$" "$UNITS/mh-edge.service" && [ "$(invocation edge)" = "$edge_inv" ]'
-rm "$SDBOX_DIR/config/mh-edge.service"
-inside systemctl daemon-reload
-shadow_apply 2
-check "the other file gone: edge is updated and restarted onto the host's" \
-  '[ $RC = 0 ] && grep -q "sleep 3002$" "$UNITS/mh-edge.service" && [ "$(invocation edge)" != "$edge_inv" ]'
-
-# The other way round: --unit-dir is the box's /etc/systemd/system (named
-# by its path outside, $SDBOX_DIR/config), over a vendor unit of the same
-# name in the directory systemd reads after it. The host's unit file
-# overrides the vendor's: no shadow, at the first apply or later, though
-# FragmentPath names the file by another path (the same inode).
-printf '[Service]\nExecStart=/bin/sleep 5000\n' > "$UNITS/mh-vend.service"
-inside systemctl daemon-reload
-vend_apply() {
-  printf '{"machine":"box","generation":%s,"resources":[{"id":"vend","kind":"service","unit":"mh-vend.service","state":"running","unit_text":"[Service]\\nExecStart=/bin/sleep 600%s\\n"}]}' \
-    "$1" "$1" > "$T/vend.json"
-  set +e
-  OUT=$(nsenter -t "$SDBOX_PID" -m -- env DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket \
-        "$BIN" apply --declaration "$T/vend.json" --root / --state-dir "$T/state-vend" \
-        --artifacts "$T/art" --unit-dir "$SDBOX_DIR/config" --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
-}
-vend_apply 1
-check "an override of a vendor unit is created and runs, not shadowed" \
-  '[ $RC = 0 ] && grep -q "^created vend (service)" <<<"$OUT" && [ "$(prop vend FragmentPath)" = /etc/systemd/system/mh-vend.service ]'
-vend_apply 1
-check "... and unchanged after: its own file under another path" '[ $RC = 0 ] && grep -q "^unchanged vend (service)" <<<"$OUT"'
 
 finish

@@ -1268,55 +1268,6 @@ TEST_F(UnitsTest, ASocketIsNotRestartedUnderItsRunningService) {
   EXPECT_FALSE(store_.Owed().owed.contains("echo"));
 }
 
-// A file of that name that systemd reads before --unit-dir (here a
-// generator's, /run/systemd/generator.early) is what runs, not the
-// host's: before, the apply wrote its file and said `unchanged … active
-// (running)` of a unit running another definition. Only once systemd has
-// loaded since the host wrote its file: before that, FragmentPath names
-// what the host's file overrides (a vendor unit), which is no shadow.
-TEST_F(UnitsTest, AUnitSystemdLoadsFromAnotherFileIsShadowed) {
-  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
-  json v1 = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web --v1\n"}});
-  json v2 = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web --v2\n"}});
-  services_.AddUnit("web.service", {});
-  // The vendor's unit, which the host's file in /etc/systemd/system overrides.
-  testing::WriteText(dir_.Sub("root/usr/lib/systemd/system/web.service"), "[Service]\n");
-  services_.SetFragmentPath("web.service", dir_.Sub("root/usr/lib/systemd/system/web.service"));
-  ASSERT_THAT(Outcomes(apply(Decl({v1}))), ElementsAre("created")) << "an override, not a shadow";
-  const std::string mine = dir_.Sub("root/etc/systemd/system/web.service");
-  services_.SetFragmentPath("web.service", mine);  // the daemon-reload loaded it
-  ASSERT_THAT(Outcomes(apply(Decl({v1}))), ElementsAre("unchanged"));
-
-  const std::string early = dir_.Sub("root/run/systemd/generator.early/web.service");
-  std::filesystem::create_directories(dir_.Sub("root/run/systemd/generator.early"));
-  std::filesystem::create_hard_link(mine, early);
-  services_.SetFragmentPath("web.service", early);
-  EXPECT_THAT(Outcomes(apply(Decl({v1}))), ElementsAre("unchanged"))
-      << "its own file, by another name";
-
-  std::filesystem::remove(early);
-  testing::WriteText(early, "[Service]\nExecStart=/bin/old\n");
-  const std::string shadowed =
-      "failed web (service): shadowed: systemd loads web.service from " + early +
-      ", which it reads before " + dir_.Sub("root/etc/systemd/system") +
-      "; the unit file the host writes would not run (remove that file, or set --unit-dir to "
-      "where systemd reads it first)";
-  ApplyReport same = apply(Decl({v1}));
-  EXPECT_EQ(same.result, ApplyResult::kFailed) << "the record proof does not pass it either";
-  EXPECT_EQ(core::FormatOutcomeLine(same.outcomes[0]), shadowed);
-  size_t calls = services_.calls().size();
-  ApplyReport changed = apply(Decl({v2}, 2));
-  EXPECT_EQ(core::FormatOutcomeLine(changed.outcomes[0]), shadowed);
-  EXPECT_EQ(testing::ReadText(mine), "[Service]\nExecStart=/bin/web --v1\n") << "not written";
-  EXPECT_EQ(services_.calls().size(), calls) << "nothing asked of systemd";
-
-  std::filesystem::remove(early);
-  services_.SetFragmentPath("web.service", mine);
-  ApplyReport mended = apply(Decl({v2}, 2));
-  EXPECT_THAT(Outcomes(mended), ElementsAre("updated"));
-  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kRestart);
-}
-
 // A unit whose unit file was a `file` of the host's inside --unit-dir,
 // dropped with it: its definition goes, so it is stopped too (left, it
 // would run on with no definition and no record).
