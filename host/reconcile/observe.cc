@@ -326,14 +326,17 @@ FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std
 
 // The first entry under `dir` (not a directory) that neither the record
 // nor any path above it within `dir` says is the host's content, as a
-// path. A declared `directory`'s contents are not the host's.
+// path. A declared `directory`'s contents are not the host's, nor a path
+// that was there before the host managed it (which removal leaves too).
 std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
                                                  const std::vector<TreeEntry>& entries) const {
   if (!owned_paths_.has_value()) {
     owned_paths_.emplace();
     for (const auto& [id, e] : record_.resources) {
       if (e.kind == core::KindName(core::Kind::kDirectory)) continue;
-      for (const core::WrittenPath& w : e.written) owned_paths_->insert(w.path);
+      for (const core::WrittenPath& w : e.written) {
+        if (!w.preexisting) owned_paths_->insert(w.path);
+      }
     }
   }
   for (const TreeEntry& e : entries) {
@@ -397,8 +400,10 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
   seen.found = dir && on_disk == seen.content_digest ? Found::kAsDeclared : Found::kDiffers;
   // A bundle is swapped in whole: over a directory that was there before
   // the host took the path, whatever it holds that is not the host's.
+  // Not this resource's tree before (another kind at the path, a declared
+  // `directory` among them, is not the host's content).
   bool taken = old != nullptr && !old->written.empty() && old->written[0].path == r.path;
-  if (dir && seen.preexisting && !taken && seen.found == Found::kDiffers) {
+  if (dir && !taken && seen.found == Found::kDiffers) {
     seen.foreign = NotTheHosts(r.path, *hashed).value_or("");
   }
   return seen;

@@ -290,7 +290,7 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   // A bundle swapped in whole over a directory the host did not make
   // would delete what it holds (as a `directory` never replaces one in
   // the way, it may be someone's).
-  if (r.IsTree() && in.seen->files[i].preexisting && !in.seen->files[i].foreign.empty()) {
+  if (r.IsTree() && !in.seen->files[i].foreign.empty()) {
     Step step;
     step.old = old;
     return Failed(std::move(step),

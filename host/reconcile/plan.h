@@ -49,9 +49,10 @@ struct FilesSeen {
   uint64_t file_count = 0;     // trees
   uint32_t uid = 0, gid = 0;   // files: the declared owner and group, resolved
   std::string meta;            // files: FileMeta as declared (empty: the record's digest holds)
-  // Trees: under a directory there before the host took the path, the
-  // first entry that is not the host's; the plan refuses to swap it out
-  // unless an apply cut short was creating the tree (the intent says so).
+  // Trees: under a directory at the path that was not this resource's
+  // tree, the first entry that is not the host's content; the plan refuses
+  // to swap it out unless an apply cut short was creating the tree (the
+  // intent says so).
   std::string foreign;
 };
 

@@ -252,6 +252,7 @@ void ClaimWhatWasBeingCreated(const Declaration& decl, const core::Intent& inten
     const Resource& r = decl.resources[i];
     if (r.HasFiles() && creating.contains(r.path)) {
       observed.seen.files[i].preexisting = false;
+      observed.seen.files[i].foreign.clear();  // what the cut-short apply unpacked, and since
     }
     auto unit_file = observed.seen.unit_files.find(i);
     if (unit_file == observed.seen.unit_files.end()) continue;

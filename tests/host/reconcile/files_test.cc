@@ -101,6 +101,28 @@ TEST_F(FilesTest, ADeclaredDirectorysContentsAreNotTheHosts) {
   EXPECT_EQ(r.outcomes[0].outcome, core::Outcome::kFailed);
   EXPECT_THAT(r.outcomes[0].detail, HasSubstr("holding /opt/tools/data/important.db"));
   EXPECT_EQ(ReadText(Root("/opt/tools/data/important.db")), "rows");
+  // A directory declared at the very path, then an archive there: the
+  // record names the path (as a directory's), and the swap deleted it all.
+  json here = {{"id", "tools-dir"}, {"kind", "directory"}, {"path", "/opt/tools"}};
+  ASSERT_EQ(Run(Decl(json::array({here}), 3)).result, ApplyResult::kOk);
+  json tree = Resources()[2];
+  tree["id"] = "tools-dir";
+  ApplyReport same_path = Run(Decl(json::array({tree}), 4));
+  EXPECT_EQ(same_path.outcomes[0].outcome, core::Outcome::kFailed);
+  EXPECT_EQ(ReadText(Root("/opt/tools/data/important.db")), "rows");
+  // An operator's file the host adopted (there before it managed it, and
+  // left by its removal) is not the host's content either.
+  std::filesystem::remove_all(Root("/opt/tools"));
+  WriteText(Root("/opt/tools/site.conf"), "operator's");
+  json adopted = {{"id", "site"},
+                  {"kind", "file"},
+                  {"path", "/opt/tools/site.conf"},
+                  {"content", "operator's"}};
+  ASSERT_EQ(Run(Decl(json::array({adopted}), 5)).result, ApplyResult::kOk);
+  ApplyReport over = Run(Decl(json::array({Resources()[2]}), 6));
+  EXPECT_EQ(over.outcomes[0].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(over.outcomes[0].detail, HasSubstr("holding /opt/tools/site.conf"));
+  EXPECT_EQ(ReadText(Root("/opt/tools/site.conf")), "operator's");
 }
 
 // Killed after the tree went in and before the record said so: the intent
