@@ -42,7 +42,8 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
       in.seen->UnitOf(in.declaration->index.find(r.id)->second);
   bool own_file = status != nullptr && status->has_value() &&
                   r.unit().name.find('@') != std::string::npos &&
-                  (*status)->fragment_path.ends_with("/" + r.unit().name);
+                  (*status)->fragment_path.ends_with("/" + r.unit().name) &&
+                  !(*status)->need_daemon_reload;  // that file may be gone since
   std::vector<size_t> out;
   for (size_t j = 0; j < steps.size(); ++j) {
     const std::string& defines = steps[j].defines;

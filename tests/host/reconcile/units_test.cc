@@ -1391,6 +1391,31 @@ TEST_F(UnitsTest, AnInstanceWithItsOwnFileIsNotRestartedForItsTemplatesFile) {
       << "the template's drop-ins reach it";
 }
 
+// The operator's own file of an instance (no unit_text), deleted by hand
+// and not yet reloaded: FragmentPath still names it, and the template the
+// instance falls back to at this apply's reload is its definition.
+TEST_F(UnitsTest, AnInstanceWhoseOwnFileMayBeGoneIsRestartedForItsTemplate) {
+  auto apply = [&](const std::string& flag, uint64_t generation) {
+    json tpl = {{"id", "tpl"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/app@.service"},
+                {"content", "[Service]\nExecStart=/bin/app %i " + flag + "\n"}};
+    return ApplyWithUnitsInRoot(
+        Decl({tpl, Service("app-d", {{"unit", "app@d.service"}})}, generation));
+  };
+  testing::WriteText(dir_.Sub("root/etc/systemd/system/app@d.service"), "[Service]\n");
+  services_.AddUnit("app@d.service", {});
+  services_.SetFragmentPath("app@d.service", dir_.Sub("root/etc/systemd/system/app@d.service"));
+  ASSERT_EQ(apply("--v1", 1).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("app@d.service");
+  apply("--v2", 2);
+  EXPECT_EQ(services_.StartsOf("app@d.service"), starts) << "its own file is what it runs";
+  std::filesystem::remove(dir_.Sub("root/etc/systemd/system/app@d.service"));
+  services_.SetNeedDaemonReload("app@d.service");
+  apply("--v3", 3);
+  EXPECT_EQ(services_.StartsOf("app@d.service"), starts + 1) << "in doubt, restarted";
+}
+
 // ... and one that cannot be read is neither stopped nor forgotten.
 TEST_F(UnitsTest, AnUnreadableInstanceOfTheHostsTemplateIsKept) {
   auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
