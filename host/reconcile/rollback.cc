@@ -96,6 +96,13 @@ void SayHold(uint64_t generation, const core::Hold& hold, const std::string& uni
     FailWith(o, held.Words() + " (" + hold.refused + ")" +
                     (hold.rollback_failed ? "; its restart onto the last good failed too" : ""));
   } else {
+    // Compared with what was swapped in, the last good: "as declared" of
+    // the machine would say the refused content is there.
+    constexpr std::string_view kAs = "as declared";
+    if (o.detail.ends_with(kAs)) {
+      o.detail.replace(o.detail.size() - kAs.size(), kAs.size(),
+                       "as at generation " + std::to_string(generation));
+    }
     FailWith(o, "held at generation " + std::to_string(generation) + " since " + hold.since +
                     ": generation " + std::to_string(hold.generation) + " refused by " + unit);
   }

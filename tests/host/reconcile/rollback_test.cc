@@ -158,6 +158,9 @@ TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
     EXPECT_TRUE(Of(again, "jaild").unit->up);
     EXPECT_EQ(Of(again, "jail.conf").outcome, core::Outcome::kFailed);
     EXPECT_THAT(Of(again, "jail.conf").detail, HasSubstr("generation 15 refused by jaild.service"));
+    // It holds generation 14's content, not what generation 15 declares.
+    EXPECT_THAT(Of(again, "jail.conf").detail, Not(HasSubstr("as declared")));
+    EXPECT_THAT(Of(again, "jail.conf").detail, HasSubstr("; as at generation 14"));
   }
 
   // A fixed declaration applies and clears it.
