@@ -11,7 +11,7 @@ namespace {
 // a unit that ran and stopped since the host asked, job pending or not.
 bool RunningOrStarting(const Look& look) {
   if (AwaitingAutoRestart(look.unit)) return false;
-  return look.unit.Running() || (look.job_pending && !look.ran_since_asked);
+  return look.unit.Running() || (look.job_pending && !look.RanSinceAsked());
 }
 
 // systemd's own exit statuses (200-243, systemd.exec(5)) of a start that
@@ -135,9 +135,7 @@ std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const 
 namespace {
 bool NeverRan(UnitAction action, const std::string& job_result, const Look& first,
               const Look& second) {
-  if (first.ran_since_asked || second.ran_since_asked || first.another_run || second.another_run) {
-    return false;
-  }
+  if (first.another_run || second.another_run) return false;
   if (second.unit.result == "start-limit-hit" || job_result == "dependency") return true;
   return action != UnitAction::kReload && job_result != "assert" &&
          !second.unit.invocation_id.empty();
@@ -154,7 +152,7 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
     // A restart's job runs its stop at once (deactivating): a unit still
     // up under the run it had, its job pending, was never stopped. The job
     // waits behind a unit it is ordered after; nothing of the apply ran.
-    if (first.job_pending && first.unit.Running() && !first.ran_since_asked) {
+    if (first.job_pending && first.unit.Running()) {
       return {false,
               "its " + std::string(UnitActionVerb(action)) +
                   " job is still queued (behind a unit it is ordered after), " +

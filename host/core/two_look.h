@@ -29,14 +29,14 @@ struct Look {
   // The look could not be taken (the bus lost): why. Nothing is accepted
   // on a look not taken.
   std::string error;
-  // Not running, under another InvocationID than the one it ran under
-  // when the host asked (FirstLookWait::RanSinceAsked): a run since then
-  // ended, or is being stopped. Whatever job is still pending, the unit is
-  // not on its way up.
-  bool ran_since_asked = false;
   // Under another InvocationID than when the host asked, running or not
   // (FirstLookWait::AnotherRun): something started since.
   bool another_run = false;
+
+  // Not running, under another run than when the host asked: a run since
+  // then ended, or is being stopped. Whatever job is still pending, the
+  // unit is not on its way up.
+  bool RanSinceAsked() const { return another_run && !unit.Running(); }
 };
 
 // When the first look at one unit is due (SPEC, Two looks). A restart's

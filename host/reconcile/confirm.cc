@@ -92,7 +92,6 @@ class FirstLooks {
       // now: waiting would not help.
       if (statuses[k] && !lost && !w.wait.Due(at, done != finished_.end(), seen)) continue;
       w.looked = true;
-      bool ran = w.wait.RanSinceAsked(seen);
       bool another = w.wait.AnotherRun(seen);
       std::string error = !statuses[k] ? statuses[k].error().message : lost ? lost_ : "";
       w.first = {.unit = std::move(seen),
@@ -100,7 +99,6 @@ class FirstLooks {
                  .stopping = w.wait.stopping(),
                  .reloading = w.wait.reloading(),
                  .error = std::move(error),
-                 .ran_since_asked = ran,
                  .another_run = another};
       if (done != finished_.end()) w.job_result = done->second;
     }
@@ -127,9 +125,8 @@ core::Look LookOf(core::Result<core::UnitStatus>& seen) {
 
 // The units declared running that the plan found running and asked
 // nothing of: looked at with the others' second look, and judged by what
-// they came to
-// (core::JudgeBystander): systemd stops and starts a unit with one it
-// requires, is part of or conflicts with.
+// they came to (core::JudgeBystander): systemd stops and starts a unit
+// with one it requires, is part of or conflicts with.
 class Bystanders {
  public:
   Bystanders(const core::Declaration& decl, const Plan& plan, const std::vector<Acted>& acts) {
@@ -243,7 +240,6 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
       w.second.error = late_or_lost.error().message;
     }
     w.second.job_pending = w.first.job_pending && !late.contains(w.job);
-    w.second.ran_since_asked = w.wait.RanSinceAsked(w.second.unit);
     w.second.another_run = w.wait.AnotherRun(w.second.unit);
     const UnitPlan& u = plan.units[w.unit];
     out[w.unit] = Confirmation{

@@ -81,12 +81,12 @@ TEST(TwoLookTest, AnAutoRestartQueuedIsNotStarting) {
 // that already ended.
 TEST(TwoLookTest, APendingJobOfAUnitThatRanAndStoppedIsNotStarting) {
   Look stopping = L("deactivating", "stop-sigterm", "b", 0, true);
-  stopping.ran_since_asked = true;
+  stopping.another_run = true;
   Verdict v = JudgeTwoLooks(UnitAction::kRestart, std::nullopt, stopping, stopping, 1s);
   EXPECT_FALSE(v.accepted);
   EXPECT_EQ(v.detail, "deactivating (stop-sigterm) 1.0 s after restart");
   Look ended = L("failed", "failed", "b", 0, true, "exit-code");
-  ended.ran_since_asked = true;
+  ended.another_run = true;
   Look up = L("active", "running", "b", 0, true);
   EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, std::nullopt, up, ended, 1s).accepted);
 }
@@ -342,7 +342,7 @@ TEST(TwoLookTest, AStartThatNeverRanIsNotADeathOnWhatWasWritten) {
   EXPECT_FALSE(v.accepted);
   EXPECT_FALSE(v.not_run);
   Look ran = L("failed", "failed", "c", 0, false, "start-limit-hit");
-  ran.ran_since_asked = true;
+  ran.another_run = true;
   EXPECT_FALSE(JudgeTwoLooks(UnitAction::kRestart, "failed", ran, ran, 1s).not_run)
       << "a run since the host asked: it ran, and died";
   Look dead = L("inactive", "dead", "a", 0, false, "success");
