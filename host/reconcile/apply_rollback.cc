@@ -51,7 +51,9 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
   // The files of --unit-dir declared as `file`s, and what each defines: a
   // unit runs on its unit file, its template's and its drop-ins as much as
   // on its restart_on, so a rollback puts them back too (SPEC: a template
-  // is part of its instances' definition).
+  // is part of its instances' definition). Whether an instance is loaded
+  // from a file of its own is not known before the units are read: its
+  // template's file counts.
   std::vector<std::pair<size_t, std::string>> definitions;
   for (size_t j = 0; !units.empty() && j < decl.resources.size(); ++j) {
     const Resource& f = decl.resources[j];
@@ -62,7 +64,9 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
   auto defining = [&](const Resource& r) {
     std::vector<size_t> out;
     for (const auto& [j, defines] : definitions) {
-      if (core::PartOfDefinition(defines, r.unit().name)) out.push_back(j);
+      if (ReadAsDefinitionOf(defines, decl.resources[j].path, r.unit().name, false)) {
+        out.push_back(j);
+      }
     }
     return out;
   };

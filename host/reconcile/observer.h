@@ -98,7 +98,7 @@ class Observer {
   std::vector<const Result<FileInfo>*> declared_stats_;  // by resource index (files only)
   std::vector<Result<FileInfo>> fresh_stats_;            // what StatAll looked at itself
   mutable std::optional<std::unordered_set<std::string_view>> recorded_paths_;
-  mutable std::optional<std::unordered_set<std::string>> owned_paths_;  // NotTheHosts
+  mutable std::optional<std::unordered_set<std::string_view>> owned_paths_;  // NotTheHosts
   std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
   std::map<std::string, bool> recorded_drop_ins_;    // "UNIT.d/NAME" -> there before the host
   // Bundles unpacked this apply, by (source, sha256), and their bytes.

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "host/core/printable.h"
+#include "host/core/unit_name.h"
 #include "host/core/want.h"
 #include "host/reconcile/plan_removals.h"
 #include "host/reconcile/plan_units.h"
@@ -274,6 +275,14 @@ std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_vi
   return std::string();
 }
 
+bool ReadAsDefinitionOf(std::string_view defines, std::string_view path, std::string_view unit,
+                        bool own_file) {
+  if (!core::PartOfDefinition(defines, unit)) return false;
+  bool templates_file = defines != unit && path.size() > defines.size() &&
+                        path.ends_with(defines) && path[path.size() - defines.size() - 1] == '/';
+  return !(own_file && templates_file);
+}
+
 namespace {
 
 Step PlanResource(const PlanInputs& in, size_t i) {
@@ -287,17 +296,16 @@ Step PlanResource(const PlanInputs& in, size_t i) {
       return Failed(std::move(step), *masked);
     }
   }
-  // A bundle swapped in whole over a directory the host did not make
-  // would delete what it holds (as a `directory` never replaces one in
+  // A bundle swapped in whole over a directory holding what is not the
+  // host's would delete it (as a `directory` never replaces one in
   // the way, it may be someone's).
   if (r.IsTree() && !in.seen->files[i].foreign.empty()) {
     Step step;
     step.old = old;
     return Failed(std::move(step),
-                  r.path + " is a directory the host did not make, holding " +
-                      in.seen->files[i].foreign +
-                      ": not replaced by the bundle, it may be someone's (move it away, or "
-                      "declare the bundle at another path)");
+                  r.path + " holds " + in.seen->files[i].foreign +
+                      ", which is not the host's: not replaced by the bundle, it may be someone's "
+                      "(move it away, or declare the bundle at another path)");
   }
   Step step;
   if (r.HasFiles() && KeepsRecorded(r, old, want, in.seen->files[i], i)) {

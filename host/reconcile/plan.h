@@ -321,6 +321,14 @@ std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs);
 // the unit it defines ("" when none: a .wants link, say).
 std::optional<std::string> UnitDefinitionAt(const HostDirs& dirs, std::string_view path);
 
+// Whether systemd reads the declared file at `path`, which defines
+// `defines` (UnitDefinitionAt), as part of `unit`'s definition
+// (core::PartOfDefinition): but for a template's own file when the
+// instance is loaded from a unit file of its own (`own_file`), which reads
+// only the template's drop-ins.
+bool ReadAsDefinitionOf(std::string_view defines, std::string_view path, std::string_view unit,
+                        bool own_file);
+
 // Every resource's want digest, credentials' keyed with `credential_key`.
 // When the declaration is byte for byte the one the record was settled
 // from, the recorded digests are the wants and nothing is re-hashed.

@@ -46,16 +46,11 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                   !(*status)->need_daemon_reload;  // that file may be gone since
   std::vector<size_t> out;
   for (size_t j = 0; j < steps.size(); ++j) {
-    const std::string& defines = steps[j].defines;
-    if (!steps[j].unit_definition || !steps[j].changes() ||
-        !core::PartOfDefinition(defines, r.unit().name)) {
-      continue;
+    if (steps[j].unit_definition && steps[j].changes() &&
+        ReadAsDefinitionOf(steps[j].defines, in.declaration->resources[j].path, r.unit().name,
+                           own_file)) {
+      out.push_back(j);
     }
-    if (own_file && defines != r.unit().name &&
-        in.declaration->resources[j].path.ends_with("/" + defines)) {
-      continue;  // its template's file
-    }
-    out.push_back(j);
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "host/core/printable.h"
+#include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
 namespace {
@@ -98,9 +99,8 @@ void SayHold(uint64_t generation, const core::Hold& hold, const std::string& uni
   } else {
     // Compared with what was swapped in, the last good: "as declared" of
     // the machine would say the refused content is there.
-    constexpr std::string_view kAs = "as declared";
-    if (o.detail.ends_with(kAs)) {
-      o.detail.replace(o.detail.size() - kAs.size(), kAs.size(),
+    if (o.detail.ends_with(kAsDeclared)) {
+      o.detail.replace(o.detail.size() - kAsDeclared.size(), kAsDeclared.size(),
                        "as at generation " + std::to_string(generation));
     }
     FailWith(o, "held at generation " + std::to_string(generation) + " since " + hold.since +

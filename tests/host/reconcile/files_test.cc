@@ -99,7 +99,8 @@ TEST_F(FilesTest, ADeclaredDirectorysContentsAreNotTheHosts) {
   WriteText(Root("/opt/tools/data/important.db"), "rows");
   ApplyReport r = Run(Decl(json::array({Resources()[2]}), 2));
   EXPECT_EQ(r.outcomes[0].outcome, core::Outcome::kFailed);
-  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("holding /opt/tools/data/important.db"));
+  EXPECT_THAT(r.outcomes[0].detail,
+              HasSubstr("holds /opt/tools/data/important.db, which is not the host's"));
   EXPECT_EQ(ReadText(Root("/opt/tools/data/important.db")), "rows");
   // A directory declared at the very path, then an archive there: the
   // record names the path (as a directory's), and the swap deleted it all.
@@ -121,7 +122,8 @@ TEST_F(FilesTest, ADeclaredDirectorysContentsAreNotTheHosts) {
   ASSERT_EQ(Run(Decl(json::array({adopted}), 5)).result, ApplyResult::kOk);
   ApplyReport over = Run(Decl(json::array({Resources()[2]}), 6));
   EXPECT_EQ(over.outcomes[0].outcome, core::Outcome::kFailed);
-  EXPECT_THAT(over.outcomes[0].detail, HasSubstr("holding /opt/tools/site.conf"));
+  EXPECT_THAT(over.outcomes[0].detail,
+              HasSubstr("holds /opt/tools/site.conf, which is not the host's"));
   EXPECT_EQ(ReadText(Root("/opt/tools/site.conf")), "operator's");
 }
 
@@ -334,12 +336,10 @@ TEST_F(FilesTest, ABundleNeverReplacesADirectoryHoldingSomeoneElsesFiles) {
   WriteText(Root("/opt/tools/data/important.db"), "rows");
   ApplyReport r = Run(Decl(json::array({tree})));
   EXPECT_EQ(r.result, ApplyResult::kFailed);
-  EXPECT_EQ(
-      core::FormatOutcomeLine(r.outcomes[0]),
-      "failed app.tools (archive): /opt/tools is a directory the host did not make, holding " +
-          std::string("/opt/tools/data/important.db") +
-          ": not replaced by the bundle, it may be someone's (move it away, or declare the "
-          "bundle at another path)");
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed app.tools (archive): /opt/tools holds /opt/tools/data/important.db, which is "
+            "not the host's: not replaced by the bundle, it may be someone's (move it away, or "
+            "declare the bundle at another path)");
   EXPECT_EQ(ReadText(Root("/opt/tools/data/important.db")), "rows");
   EXPECT_FALSE(Exists(Root("/opt/tools/bin/serve")));
   // Moved away: the bundle goes in, and updates of it stay the host's.
