@@ -116,21 +116,17 @@ check "without the opt-in: nothing kept" '[ ! -e "$T/state/last-good.json" ]'
 # success) and no new run begins. The good fix never ran: it is not rolled
 # back, stays pending, and runs once the limit lets it.
 LIMITED=$'[Unit]\nStartLimitIntervalSec=4\nStartLimitBurst=3\n[Service]\nExecStart=/bin/sh -c \'cat '"$T"$'/root/etc/sl.conf >> '"$T"$'/ran.log; grep -q bad '"$T"$'/root/etc/sl.conf && { sleep 0.2; exit 1; }; exec sleep infinity\'\n'
-limited() {  # limited GENERATION CONTENT: apply it; sets OUT and RC
-  LIMITED=$LIMITED python3 - "$1" "$2" > "$T/limited.json" <<'PY'
+limited() {  # limited GENERATION CONTENT: its declaration applied (box_apply); sets OUT and RC
+  LIMITED=$LIMITED python3 - "$1" "$2" > "$T/decl.json" <<'PY'
 import json, os, sys
 print(json.dumps({"machine": "box", "generation": int(sys.argv[1]), "resources": [
     {"id": "sl.conf", "kind": "file", "path": "/etc/sl.conf", "content": sys.argv[2]},
     {"id": "sl", "kind": "service", "unit": "sl.service", "state": "running",
      "unit_text": os.environ["LIMITED"], "restart_on": ["sl.conf"], "on_failure": "rollback"}]}))
 PY
-  set +e
-  OUT=$("$BIN" apply --declaration "$T/limited.json" --root "$T/root" --state-dir "$T/state-limited" \
-        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+  box_apply
 }
+rm -rf "$T/state"  # the sections above: their units are forgotten, not removed
 limited 1 good1
 limited 2 bad2   # dies, rolled back onto good1: three starts
 check "the bad config is rolled back" '[ $RC = 1 ] && grep -q "rolled back to generation 1: running" <<<"$OUT"'

@@ -92,8 +92,23 @@ class ReconcilerTest : public ::testing::Test {
 
   json Record() const { return testing::RecordJson(*store_.text); }
 
+  // A machine whose --unit-dir lies under --root (/etc/systemd/system, as
+  // with the defaults), so that a declared file can land in it.
+  ApplyReport ApplyWithUnitsInRoot(const json& decl) {
+    if (units_in_root_ == nullptr) {
+      std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
+      units_in_root_ =
+          std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
+    }
+    ReconcilerPorts ports = Ports();
+    ports.units = units_in_root_.get();
+    ReconcilerOptions options = Options();
+    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
+    return Reconciler(ports, options).Apply(decl.dump());
+  }
+
   testing::TempDir dir_;
-  std::unique_ptr<adapters::PosixFileSystem> root_, artifacts_, units_;
+  std::unique_ptr<adapters::PosixFileSystem> root_, artifacts_, units_, units_in_root_;
   adapters::LibarchiveReader archives_;
   fakes::FakeClock clock_;
   fakes::FakeServiceManager services_{clock_};

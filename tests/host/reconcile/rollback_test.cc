@@ -180,8 +180,6 @@ TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
 // like a restart_on file; before, the instance was restarted onto it, left
 // dead, and said to run "generation 1's definition, the last good".
 TEST_F(RollbackTest, ATemplateFileTheInstanceDiesOnIsPutBack) {
-  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
-  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
   const std::string tpl_path = Root("/etc/systemd/system/jaild@.service");
   services_.AddUnit("jaild@x.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
   services_.behavior_on_start = [&](const std::string& unit) -> std::optional<Behavior> {
@@ -199,11 +197,7 @@ TEST_F(RollbackTest, ATemplateFileTheInstanceDiesOnIsPutBack) {
                  {"unit", "jaild@x.service"},
                  {"state", "running"},
                  {"on_failure", "rollback"}};
-    ReconcilerPorts ports = Ports();
-    ports.units = units.get();
-    ReconcilerOptions options = Options();
-    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
-    return Reconciler(ports, options).Apply(Decl({tpl, inst}, generation).dump());
+    return ApplyWithUnitsInRoot(Decl({tpl, inst}, generation));
   };
   ASSERT_EQ(apply("--good", 1).result, ApplyResult::kOk);
   ApplyReport refused = apply("--bad", 2);
@@ -224,8 +218,6 @@ TEST_F(RollbackTest, ATemplateFileTheInstanceDiesOnIsPutBack) {
 // daemon dies on is still put back (it was refused as "added tpl"), and
 // the template, of which there is no kept copy, is left as it is.
 TEST_F(RollbackTest, ALastGoodWithoutItsTemplateStillPutsBackItsRestartOn) {
-  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
-  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
   services_.AddUnit("jaild@x.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
   services_.behavior_on_start = [&](const std::string& unit) -> std::optional<Behavior> {
     if (unit != "jaild@x.service") return std::nullopt;
@@ -240,11 +232,7 @@ TEST_F(RollbackTest, ALastGoodWithoutItsTemplateStillPutsBackItsRestartOn) {
                  {"state", "running"}, {"restart_on", {"jail.conf"}}, {"on_failure", "rollback"}};
     json conf_file = {
         {"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", conf}};
-    ReconcilerPorts ports = Ports();
-    ports.units = units.get();
-    ReconcilerOptions options = Options();
-    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
-    return Reconciler(ports, options).Apply(Decl({conf_file, tpl, inst}, generation).dump());
+    return ApplyWithUnitsInRoot(Decl({conf_file, tpl, inst}, generation));
   };
   ASSERT_EQ(apply(kGood, 1).result, ApplyResult::kOk);
   auto older = core::ParseLastGood(*store_.last_good);
@@ -262,8 +250,6 @@ TEST_F(RollbackTest, ALastGoodWithoutItsTemplateStillPutsBackItsRestartOn) {
 // the rollback cannot put the definition back and says so (it said
 // "rolled back … running" over the new drop-in, left in place).
 TEST_F(RollbackTest, ADropInAddedByTheFailingGenerationIsNamed) {
-  std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
-  auto units = std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
   const std::string drop_path = Root("/etc/systemd/system/jaild@.service.d/bad.conf");
   services_.AddUnit("jaild@x.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
   services_.behavior_on_start = [&](const std::string& unit) -> std::optional<Behavior> {
@@ -289,11 +275,7 @@ TEST_F(RollbackTest, ADropInAddedByTheFailingGenerationIsNamed) {
                            {"path", "/etc/systemd/system/jaild@.service.d/bad.conf"},
                            {"content", "[Service]\nEnvironment=BAD=1\n"}});
     }
-    ReconcilerPorts ports = Ports();
-    ports.units = units.get();
-    ReconcilerOptions options = Options();
-    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
-    return Reconciler(ports, options).Apply(Decl(resources, generation).dump());
+    return ApplyWithUnitsInRoot(Decl(resources, generation));
   };
   ASSERT_EQ(apply(false, 1).result, ApplyResult::kOk);
   ApplyReport refused = apply(true, 2);

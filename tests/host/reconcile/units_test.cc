@@ -23,21 +23,6 @@ class UnitsTest : public ReconcilerTest {
     r.update(extra);
     return r;
   }
-  // A machine whose --unit-dir lies under --root (/etc/systemd/system, as
-  // with the defaults), so that a declared file can land in it.
-  ApplyReport ApplyWithUnitsInRoot(const json& decl) {
-    if (units_in_root_ == nullptr) {
-      std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
-      units_in_root_ =
-          std::move(*adapters::PosixFileSystem::Open(dir_.Sub("root/etc/systemd/system")));
-    }
-    ReconcilerPorts ports = Ports();
-    ports.units = units_in_root_.get();
-    ReconcilerOptions options = Options();
-    options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
-    return Reconciler(ports, options).Apply(decl.dump());
-  }
-  std::unique_ptr<adapters::PosixFileSystem> units_in_root_;
 
   static json Conf(const std::string& content) {
     return {
