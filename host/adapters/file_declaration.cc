@@ -116,10 +116,11 @@ core::Result<ports::DetachedSignature> FileDeclaration::Signature() {
 namespace {
 
 // Why users other than root or this process's user could change the key
-// at `path`, or nullopt: the file itself (`st`, through any link), and
-// every directory from the one that holds it up to /, as ssh's
-// StrictModes checks an authorized key's path. Unreadable is not safe.
-std::optional<std::string> LooseKey(const std::string& path, const struct stat& st) {
+// at `path`, open as `fd`, or nullopt: the file itself (`st`, through any
+// link), and every directory from the one that holds the file opened (not
+// one the name leads to now) up to /, as ssh's StrictModes checks an
+// authorized key's path. Unreadable is not safe.
+std::optional<std::string> LooseKey(const std::string& path, int fd, const struct stat& st) {
   auto trusted = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
   if (!trusted(st.st_uid)) {
     return "owned by uid " + std::to_string(st.st_uid) + ", neither root nor this process's user";
@@ -128,7 +129,7 @@ std::optional<std::string> LooseKey(const std::string& path, const struct stat& 
     return "writable by users other than its owner (mode " + core::FormatMode(st.st_mode & 07777) +
            "): chmod go-w " + path;
   }
-  char* real = ::realpath(path.c_str(), nullptr);
+  char* real = ::realpath(("/proc/self/fd/" + std::to_string(fd)).c_str(), nullptr);
   if (real == nullptr) return std::string("its path cannot be resolved: ") + std::strerror(errno);
   std::string dir(real);
   std::free(real);
@@ -159,7 +160,7 @@ core::Result<core::MinisignKey> ReadVerifyKey(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return fail("not a regular file");
   // The key decides what this host runs as root: one that someone else can
   // write, or replace in its directory, is no key (ssh's StrictModes).
-  if (auto loose = LooseKey(path, st)) return fail(*loose);
+  if (auto loose = LooseKey(path, fd.get(), st)) return fail(*loose);
   if (static_cast<uint64_t>(st.st_size) > kMaxKeyBytes) {
     return fail("larger than " + std::to_string(kMaxKeyBytes) +
                 " bytes: not a minisign public key");
