@@ -39,13 +39,14 @@ class Handler final : public nlohmann::json_sax<json> {
   bool number_float(number_float_t v, const string_t&) override { return Scalar(json(v)); }
   // Copied, not moved: a moved-from token buffer makes the lexer grow a new
   // one char by char for the next token.
-  bool string(string_t& v) override {
+  bool string(string_t& v) override { return String(v); }
+  bool String(std::string_view v) {
     if (!levels_.empty() && levels_.back().flat) {
       field_->is_string = true;
       field_->text.assign(v);
       return true;
     }
-    return Scalar(json(v));
+    return Scalar(json(std::string(v)));
   }
   bool binary(binary_t& v) override { return Scalar(json::binary(std::move(v))); }
   bool start_object(std::size_t size) override {
@@ -59,17 +60,16 @@ class Handler final : public nlohmann::json_sax<json> {
   bool start_array(std::size_t size) override { return Open(json::array(), size); }
   bool end_object() override { return Close(); }
   bool end_array() override { return Close(); }
-  bool key(string_t& k) override {
+  bool key(string_t& k) override { return Key(k); }
+  bool Key(std::string_view k) {
     Level& top = levels_.back();
-    bool twice = top.flat       ? flat_.Find(k) != nullptr
-                 : top.streamed ? false
-                                : top.value->is_object() && top.value->contains(k);
-    if (twice) return Duplicate(k);
     if (top.flat) {
-      field_ = &flat_.Begin(k);
-    } else {
-      (top.streamed ? member_key_ : top.key).assign(k);
+      field_ = flat_.Add(k);
+      return field_ != nullptr || Duplicate(k);
     }
+    std::string& to = top.streamed ? member_key_ : top.key;
+    to.assign(k);
+    if (!top.streamed && top.value->is_object() && top.value->contains(to)) return Duplicate(k);
     return true;
   }
   // The parser's message names the place and quotes the token it read: the
@@ -155,7 +155,7 @@ class Handler final : public nlohmann::json_sax<json> {
 
   // Names the key and where it is: the streamed member by its place and,
   // when it has one already, its id. Never a value: it may be a secret.
-  bool Duplicate(const std::string& k) {
+  bool Duplicate(std::string_view k) {
     error_kind_ = ErrorKind::kDuplicateKey;
     error_ = "key \"" + Printable(k, 64) + "\" appears twice";
     if (levels_.size() >= 2 && levels_[1].streamed) {
@@ -268,10 +268,11 @@ bool ParseFast(std::string_view text, int max_depth, dom::parser& parser, dom::e
 }
 
 // simdjson's document as the events nlohmann's parser would send, with
-// each container's size, which simdjson knows and nlohmann does not.
+// each container's size, which simdjson knows and nlohmann does not. Keys
+// and strings go over as views of simdjson's copy, not copied again.
 class SaxWalk {
  public:
-  explicit SaxWalk(nlohmann::json_sax<json>& handler) : handler_(handler) {}
+  explicit SaxWalk(Handler& handler) : handler_(handler) {}
 
   bool Value(dom::element e) {
     switch (e.type()) {
@@ -289,16 +290,14 @@ class SaxWalk {
         if (e.get_object().get(fields) != simdjson::SUCCESS) return false;
         if (!handler_.start_object(fields.size())) return false;
         for (dom::key_value_pair field : fields) {
-          text_.assign(field.key);
-          if (!handler_.key(text_) || !Value(field.value)) return false;
+          if (!handler_.Key(field.key) || !Value(field.value)) return false;
         }
         return handler_.end_object();
       }
       case dom::element_type::STRING: {
         std::string_view text;
         if (e.get_string().get(text) != simdjson::SUCCESS) return false;
-        text_.assign(text);
-        return handler_.string(text_);
+        return handler_.String(text);
       }
       case dom::element_type::INT64: {
         int64_t v = 0;
@@ -328,8 +327,8 @@ class SaxWalk {
   }
 
  private:
-  nlohmann::json_sax<json>& handler_;
-  std::string text_;  // the string or key being handed over
+  Handler& handler_;
+  std::string text_;  // a float's text (empty: the handler does not read it)
 };
 
 Result<StreamedJson> Parse(std::string_view text, std::string_view key, bool want_array,
@@ -387,21 +386,19 @@ void FlatObject::Clear() {
   overflowed_ = false;
 }
 
-FlatObject::Field& FlatObject::Begin(std::string_view key) {
-  Field* field = Find(key);
-  if (field == nullptr) {
-    if (size_ == kMaxFields) {
-      overflowed_ = true;
-      field = &overflow_;
-    } else {
-      if (size_ == fields_.size()) fields_.emplace_back();
-      field = &fields_[size_++];
-      field->key.assign(key);
-    }
+FlatObject::Field* FlatObject::Add(std::string_view key) {
+  if (Find(key) != nullptr) return nullptr;
+  Field* field = &overflow_;
+  if (size_ == kMaxFields) {
+    overflowed_ = true;
+  } else {
+    if (size_ == fields_.size()) fields_.emplace_back();
+    field = &fields_[size_++];
+    field->key.assign(key);
   }
   field->is_string = false;
   field->value = nullptr;
-  return *field;
+  return field;
 }
 
 Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, bool want_array,

@@ -83,7 +83,7 @@ Result<StreamedJson> ParseStreamed(std::string_view text, std::string_view key, 
 // costs a map node and a string object per field, allocated and freed again
 // for every resource. A string value is kept as the string itself; any
 // other value (a list, an object, a number) as its tree. A key given twice
-// keeps its last value, as a whole parse does. The same FlatObject is
+// is refused by the parser (Add). The same FlatObject is
 // refilled for every member, so its strings keep their capacity.
 class FlatObject {
  public:
@@ -109,9 +109,9 @@ class FlatObject {
 
   // For the parser: empties the object, keeping the strings' capacity.
   void Clear();
-  // For the parser: the field that `key`'s value goes to, emptied (the
-  // existing one for a repeated key; a scratch one past kMaxFields).
-  Field& Begin(std::string_view key);
+  // For the parser: the field that `key`'s value goes to, emptied (a
+  // scratch one past kMaxFields); null when `key` was given already.
+  Field* Add(std::string_view key);
 
  private:
   std::vector<Field> fields_;

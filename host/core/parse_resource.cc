@@ -22,11 +22,29 @@ std::string Where(const std::string& id, size_t index, std::string_view field) {
 
 namespace {
 
+// A kind's field names, in sorted order (the order refusals name them in).
+// A dozen names at most: a scan that compares lengths first beats a tree
+// walk of string compares, for every field of every resource.
+class FieldNames {
+ public:
+  FieldNames(std::initializer_list<std::string_view> names) : names_(names) {
+    std::sort(names_.begin(), names_.end());
+  }
+  bool contains(std::string_view name) const {
+    return std::find(names_.begin(), names_.end(), name) != names_.end();
+  }
+  auto begin() const { return names_.begin(); }
+  auto end() const { return names_.end(); }
+
+ private:
+  std::vector<std::string_view> names_;
+};
+
 struct KindSpec {
   Kind kind;
   std::string_view name;
-  std::set<std::string_view> fields;
-  std::set<std::string_view> required;
+  FieldNames fields;
+  FieldNames required;
 };
 
 const std::vector<KindSpec>& Kinds() {
@@ -103,8 +121,7 @@ class Fields {
  public:
   // `fields`: the kind's, when the resource holds others too (refused as
   // unknown, and never read as if they were the kind's); null otherwise.
-  Fields(FlatObject& obj, const std::string& id, size_t index,
-         const std::set<std::string_view>* fields)
+  Fields(FlatObject& obj, const std::string& id, size_t index, const FieldNames* fields)
       : obj_(obj), id_(id), index_(index), fields_(fields) {}
 
   bool Has(std::string_view f) const {
@@ -145,7 +162,7 @@ class Fields {
   FlatObject& obj_;
   const std::string& id_;
   size_t index_;
-  const std::set<std::string_view>* fields_;
+  const FieldNames* fields_;
 };
 
 // The field groups of the kinds, each read by one parser. A kind is the

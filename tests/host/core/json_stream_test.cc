@@ -206,7 +206,7 @@ TEST(JsonStreamTest, ObjectMembersComeFlatAndTheOthersAsTrees) {
   EXPECT_EQ(r->document, json::parse(R"({"items": [], "k": {"v": "w"}})"));
 }
 
-TEST(JsonStreamTest, AFlatObjectKeepsARepeatedKeysLastValueInItsFirstPlace) {
+TEST(JsonStreamTest, AFlatObjectRefusesARepeatedKey) {
   Seen seen;
   SeenFlat flat;
   auto cb = seen.Callback();
@@ -216,12 +216,11 @@ TEST(JsonStreamTest, AFlatObjectKeepsARepeatedKeysLastValueInItsFirstPlace) {
   EXPECT_EQ(r.error().message, "key \"a\" appears twice in items[0]");
   EXPECT_TRUE(flat.objects.empty());
   FlatObject object;
-  object.Begin("a").text = "1";
-  object.Begin("b");
-  FlatObject::Field& again = object.Begin("a");
-  EXPECT_EQ(&again, &object.fields()[0]);
-  EXPECT_FALSE(again.is_string);
+  object.Add("a")->text = "1";
+  ASSERT_NE(object.Add("b"), nullptr);
+  EXPECT_EQ(object.Add("a"), nullptr) << "a key given twice";
   EXPECT_EQ(object.fields().size(), 2u);
+  EXPECT_EQ(object.fields()[0].text, "1");
 }
 
 TEST(JsonStreamTest, AFlatObjectPastItsFieldLimitSaysSo) {
