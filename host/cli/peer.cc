@@ -5,6 +5,8 @@
 #include <httplib.h>
 #include <netdb.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
@@ -103,6 +105,36 @@ std::string Why(httplib::Error error, const httplib::Client& client, const Clien
 }
 
 }  // namespace
+
+std::string CheckClientPair(std::string_view cert_pem, std::string_view key_pem,
+                            const ClientOptions& opts) {
+  auto no_passphrase = [](char*, int, int, void*) { return 0; };
+  auto memory = [](std::string_view pem) {
+    return std::unique_ptr<BIO, decltype(&BIO_free)>(
+        BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+  };
+  auto cert_text = memory(cert_pem);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      cert_text ? PEM_read_bio_X509(cert_text.get(), nullptr, no_passphrase, nullptr) : nullptr,
+      &X509_free);
+  auto key_text = memory(key_pem);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      key_text ? PEM_read_bio_PrivateKey(key_text.get(), nullptr, no_passphrase, nullptr) : nullptr,
+      &EVP_PKEY_free);
+  bool pair = cert != nullptr && key != nullptr && X509_check_private_key(cert.get(), key.get());
+  ERR_clear_error();
+  if (cert == nullptr) return "--cert " + core::Printable(opts.cert) + ": no PEM certificate in it";
+  if (key == nullptr) {
+    return "--key " + core::Printable(opts.key) +
+           ": no PEM private key in it (an encrypted key is not read: nothing asks for its "
+           "passphrase)";
+  }
+  if (!pair) {
+    return "--key " + core::Printable(opts.key) + " is not the key of the certificate in --cert " +
+           core::Printable(opts.cert);
+  }
+  return "";
+}
 
 std::string BaseUrl(const std::string& given) {
   std::string url = given;
@@ -408,6 +440,10 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
   std::string server = p.url.substr(0, path_at);
   std::string prefix = path_at == std::string::npos ? "" : p.url.substr(path_at);
   httplib::Client client(server, https ? opts.cert : "", https ? opts.key : "");
+  if (!client.is_valid()) {  // then httplib sends nothing, and says "Success"
+    p.error = core::Printable(p.url) + " unreachable: not asked: --cert or --key cannot be used";
+    return p;
+  }
   if (https && !opts.ca.empty()) client.set_ca_cert_path(opts.ca);
   client.enable_server_certificate_verification(true);
   if (https && !opts.user.empty()) client.set_basic_auth(opts.user, opts.password);

@@ -50,6 +50,13 @@ std::string BaseUrl(const std::string& given);
 // words; "" when it can. Checked again before each request.
 std::string CheckUrl(const std::string& url);
 
+// What makes the client certificate and key unusable, in words naming the
+// flag and file (never the key's bytes); "" when `cert_pem` holds a
+// certificate and `key_pem` its private key. An encrypted key is refused:
+// nothing may stop to ask for a passphrase.
+std::string CheckClientPair(std::string_view cert_pem, std::string_view key_pem,
+                            const ClientOptions& opts);
+
 // GET `path` of the peer at `given`.
 Answer Fetch(const std::string& given, const std::string& path, const ClientOptions& opts);
 

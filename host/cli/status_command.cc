@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <httplib.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -173,6 +174,30 @@ std::string Seconds(const nlohmann::json& last) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", v != nullptr && v->is_number() ? v->get<double>() : 0.0);
   return buf;
+}
+
+// The client certificate and key, checked before any host is asked: the
+// client reads them again by path for every connection and, when they
+// cannot be used, sends nothing and names no reason.
+constexpr size_t kMaxPemBytes = size_t{1} << 20;
+std::string CheckClientFiles(const ClientOptions& client) {
+  if (client.cert.empty()) return "";
+  std::string pem[2];
+  const std::pair<std::string_view, const std::string*> files[] = {{"--cert", &client.cert},
+                                                                   {"--key", &client.key}};
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& [flag, path] = files[i];
+    std::string named = std::string(flag) + " " + core::Printable(*path) + ": ";
+    struct stat st;
+    if (::stat(path->c_str(), &st) != 0) return named + std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return named + "not a regular file (it is read for every connection)";
+    auto text = ReadAtMost(*path, kMaxPemBytes, *client.deadline);
+    if (!text) return named + text.error().message;
+    pem[i] = std::move(*text);
+  }
+  std::string why = CheckClientPair(pem[0], pem[1], client);
+  OPENSSL_cleanse(pem[1].data(), pem[1].size());
+  return why;
 }
 
 }  // namespace
@@ -430,6 +455,10 @@ int RunStatusVerb(const std::vector<std::string>& urls, const std::vector<std::s
     client.password = text->substr(0, text->find('\n'));
   } else if (const char* env = std::getenv("MESH_HOST_PASSWORD"); env != nullptr) {
     client.password = env;
+  }
+  if (std::string why = CheckClientFiles(client); !why.empty()) {
+    err << "mesh-host: " << why << "\n";
+    return 2;
   }
   if (!prometheus.empty()) return RunPrometheusStatus(prometheus, out, err, client);
   if (urls.size() <= 1 && targets.empty()) return RunStatus(default_url, out, err, client);

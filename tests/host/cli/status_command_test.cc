@@ -968,6 +968,62 @@ TEST(StatusCommandTest, AMixedFleetTellsTheTruthInOneCall) {
   plain_thread.join();
 }
 
+// A client certificate and key that cannot be used: httplib sent nothing
+// and the table said "UNREACHABLE  Success" of every host. They are
+// checked once, before any host is asked: exit 2, the flag and the file
+// named, never the key's bytes.
+TEST(StatusCommandTest, AClientCertificateThatCannotBeUsedIsExit2NamingIt) {
+  std::string d = ::testing::TempDir() + "/client-pair";
+  std::string make =
+      "set -e; rm -rf " + d + "; mkdir -p " + d + "; cd " + d +
+      "; for n in a b; do openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+      " -keyout $n.key -out $n.crt -subj /CN=$n -days 2 2>/dev/null; done"
+      "; openssl pkey -in a.key -aes256 -passout pass:sesame -out locked.key 2>/dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0) << "openssl could not make the test's certificates";
+  FakeHost host(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n");
+  std::string targets = d + "/targets.json";
+  std::ofstream(targets) << R"([{"targets": [")" << host.target() << R"("]}])";
+  std::string key_text;
+  {
+    std::ifstream in(d + "/b.key");
+    key_text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  struct Case {
+    std::string cert, key, says;
+  };
+  const Case cases[] = {
+      {d + "/a.crt", d + "/b.key",
+       "--key " + d + "/b.key is not the key of the certificate in --cert " + d + "/a.crt"},
+      {d + "/missing.crt", d + "/a.key", "--cert " + d + "/missing.crt: No such file"},
+      {"/dev/zero", d + "/a.key", "--cert /dev/zero: not a regular file"},
+      {d + "/a.key", d + "/a.key", "--cert " + d + "/a.key: no PEM certificate in it"},
+      {d + "/a.crt", d + "/a.crt", "--key " + d + "/a.crt: no PEM private key in it"},
+      {d + "/a.crt", d + "/locked.key", "an encrypted key is not read"},
+  };
+  for (const Case& c : cases) {
+    ClientOptions opts;
+    opts.cert = c.cert;
+    opts.key = c.key;
+    std::ostringstream out, err;
+    EXPECT_EQ(RunStatusVerb({}, {targets}, {}, out, err, opts, "", std::chrono::seconds(3)), 2)
+        << c.says << "\n"
+        << out.str() << err.str();
+    EXPECT_THAT(err.str(), HasSubstr(c.says));
+    EXPECT_EQ(out.str(), "") << "no host is asked";
+    EXPECT_THAT(err.str(), Not(HasSubstr("Success")));
+    EXPECT_THAT(err.str(), Not(HasSubstr(key_text.substr(30, 20))));
+  }
+  // The pair that belongs together goes on to ask the host (over https,
+  // which this plain host does not speak).
+  ClientOptions good;
+  good.cert = d + "/a.crt";
+  good.key = d + "/a.key";
+  std::ostringstream out, err;
+  RunStatusVerb({}, {targets}, {}, out, err, good, "", std::chrono::seconds(3));
+  EXPECT_THAT(out.str(), HasSubstr("UNREACHABLE"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("Success")));
+}
+
 // --prometheus at something that is not Prometheus's API, or at nothing:
 // exit 2 and why, never a table of nothing called healthy.
 TEST(StatusCommandTest, APrometheusThatIsNotOneIsExit2) {
