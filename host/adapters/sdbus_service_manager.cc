@@ -63,6 +63,17 @@ core::Status SdbusServiceManager::SetUnitFileEnabled(const std::string& unit, bo
   return core::Ok();
 }
 
+core::Status SdbusServiceManager::ResetFailed(const std::string& unit) {
+  auto reply = bus_.CallOne({.path = kSystemdPath,
+                             .iface = kManagerIface,
+                             .member = "ResetFailedUnit",
+                             .args = SystemdBus::Args::kString,
+                             .first = unit,
+                             .what = "ResetFailedUnit " + unit});
+  if (reply.ok() || reply.error_name == "org.freedesktop.systemd1.NoSuchUnit") return core::Ok();
+  return core::Fail(reply.error);
+}
+
 core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
                                                        ports::JobKind kind) {
   // One job on its own (a removal's stop) does not start a new batch: the

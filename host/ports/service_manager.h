@@ -32,6 +32,11 @@ class ServiceManager {
   // must follow. Enabling a unit without an [Install] section is an error.
   virtual core::Status SetUnitFileEnabled(const std::string& unit, bool enabled) = 0;
 
+  // Forgets the unit's failed state (ResetFailedUnit): a unit the host
+  // dropped is not left listed failed, with no file, until a reboot. A unit
+  // systemd holds no more is forgotten already: not an error.
+  virtual core::Status ResetFailed(const std::string& unit) = 0;
+
   // Queues a job and returns its id. A stop is queued and never waited on.
   virtual core::Result<std::string> Enqueue(const std::string& unit, JobKind kind) = 0;
 

@@ -33,6 +33,13 @@ void FakeServiceManager::RestartedByOther(const std::string& name) {
   u.invocation = next_invocation_++;
 }
 
+core::Status FakeServiceManager::ResetFailed(const std::string& unit) {
+  if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
+  if (bus_gone) return core::Fail("ResetFailedUnit: Transport endpoint is not connected");
+  reset_failed_.push_back(unit);
+  return core::Ok();
+}
+
 core::Status FakeServiceManager::ReloadDaemon() {
   if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
   if (bus_gone) return core::Fail("Reload: Transport endpoint is not connected");

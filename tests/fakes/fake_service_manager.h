@@ -108,6 +108,10 @@ class FakeServiceManager : public ports::ServiceManager {
     units_[unit].script.unit_file_state = std::move(state);
   }
   int enablements() const { return enablements_; }
+  // Kept, in order, for the test to read: the fake's units keep their
+  // state (none is read again once the host dropped it).
+  core::Status ResetFailed(const std::string& unit) override;
+  const std::vector<std::string>& reset_failed() const { return reset_failed_; }
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
   core::Result<std::map<std::string, std::string>> WaitForJobs(
       const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) override;
@@ -196,6 +200,7 @@ class FakeServiceManager : public ports::ServiceManager {
   std::set<std::string> no_reload_;
   int daemon_reloads_ = 0;
   int enablements_ = 0;
+  std::vector<std::string> reset_failed_;
   bool links_unloaded_ = false;
   int next_job_ = 1;
   int next_invocation_ = 1;

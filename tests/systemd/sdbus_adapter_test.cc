@@ -161,6 +161,25 @@ TEST_F(SdbusAdapterTest, AStartHoldsTheUnitAndAStopLetsItGo) {
   ASSERT_TRUE(host.Enqueue("held.service", ports::JobKind::kStop).has_value());
 }
 
+// A dropped unit's failure is forgotten; one systemd no longer holds is
+// forgotten already, which is no error.
+TEST_F(SdbusAdapterTest, AFailedUnitIsResetAndAnUnknownOneIsNoError) {
+  Unit("fails.service", "[Service]\nExecStart=/bin/false\n");
+  SdbusServiceManager host;
+  ASSERT_TRUE(host.ReloadDaemon().has_value());
+  auto started = host.EnqueueAll({{"fails.service", ports::JobKind::kStart}});
+  ASSERT_TRUE(started[0].has_value()) << started[0].error().message;
+  (void)host.WaitForJobs({*started[0]}, 5s);
+  auto state = [&] { return host.ReadUnits({"fails.service"})[0]->active_state; };
+  for (int i = 0; i < 100 && state() != "failed"; ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(state(), "failed");
+  auto reset = host.ResetFailed("fails.service");
+  ASSERT_TRUE(reset.has_value()) << reset.error().message;
+  EXPECT_EQ(state(), "inactive");
+  auto unknown = host.ResetFailed("never-loaded.service");
+  EXPECT_TRUE(unknown.has_value()) << unknown.error().message;
+}
+
 TEST_F(SdbusAdapterTest, ReadsWhatTheVerdictsNeed) {
   Unit("t.service",
        "[Service]\nExecStart=/bin/sleep infinity\nTimeoutStopSec=7\n"

@@ -242,4 +242,13 @@ check "refused push: /metrics keeps the unit and the generation" \
   'm=$(curl -s "$url/metrics"); grep -q "^mesh_host_unit_active{unit=\"mh-rec.service\"} 1" <<<"$m" && grep -q "^mesh_host_declaration_generation 19" <<<"$m"'
 kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" || true
 
+# 9. A dropped unit of the host's that had failed: systemd keeps a failed
+# unit listed (not-found failed) until a reboot unless it is reset.
+BAD='{"id":"bad","kind":"service","unit":"mh-bad.service","state":"running","unit_text":"[Service]\nExecStart=/bin/false\n"}'
+decl 21 "$BAD"; apply_now
+check "dropped failed unit: it failed" '[ $RC != 0 ] && inside systemctl is-failed -q mh-bad.service'
+decl 22 ""; apply_now
+check "dropped failed unit: removed, and systemd lists it failed no more" \
+  '[ $RC = 0 ] && grep -q "^removed bad (service): .*deleted unit file mh-bad.service" <<<"$OUT" && ! inside systemctl is-failed -q mh-bad.service && ! inside systemctl list-units --failed --no-legend --plain | grep -q mh-bad'
+
 finish

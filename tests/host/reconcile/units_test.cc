@@ -1160,6 +1160,27 @@ TEST_F(UnitsTest, ADroppedUnitIsStoppedOnlyWhenItsUnitFileIsTheHosts) {
                                               "own.service, deleted unit file own.service"));
   EXPECT_EQ(services_.ReadUnit("own.service")->unit_file_state, "disabled");
   EXPECT_FALSE(testing::Exists(dir_.Sub("units/own.service")));
+  EXPECT_THAT(services_.reset_failed(), ElementsAre("own.service"))
+      << "the operator's unit keeps whatever systemd says of it";
+}
+
+// A dropped unit of the host's that had failed stayed listed by systemd as
+// "not-found failed" until a reboot (systemd never collects a failed
+// unit): its failure is forgotten once its file is gone, and only then.
+TEST_F(UnitsTest, ADroppedUnitThatFailedIsForgottenBySystemdOnceItsFileIsGone) {
+  services_.AddUnit("bad.service", {Behavior::kDiesAfter, 100ms});
+  services_.AddUnit("edited.service", {Behavior::kDiesAfter, 100ms});
+  json bad = Service("bad", {{"unit_text", "[Service]\nExecStart=/bin/false\n"}});
+  json edited = Service("edited", {{"unit_text", "[Service]\nExecStart=/bin/false\n"}});
+  ASSERT_EQ(Run(Decl({bad, edited})).result, ApplyResult::kFailed);
+  ASSERT_EQ(services_.ReadUnit("bad.service")->active_state, "failed");
+  testing::WriteText(dir_.Sub("units/edited.service"), "[Service]\nExecStart=/bin/mine\n");
+  ApplyReport r = Run(Decl(json::array(), 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << r.outcomes[0].detail;
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("deleted unit file bad.service"));
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("left unit edited.service"));
+  EXPECT_THAT(services_.reset_failed(), ElementsAre("bad.service"))
+      << "edited.service's file is someone's now: what systemd says of it stays";
 }
 
 // Issue 38 (4): a service its timer or socket runs, declared `stopped` as
