@@ -74,6 +74,18 @@ core::Status SdbusServiceManager::ResetFailed(const std::string& unit) {
   return core::Fail(reply.error);
 }
 
+core::Result<std::vector<std::string>> SdbusServiceManager::UnitSearchPath() {
+  auto reply = bus_.CallOne({.path = kSystemdPath,
+                             .iface = kPropertiesIface,
+                             .member = "Get",
+                             .args = SystemdBus::Args::kTwoStrings,
+                             .first = kManagerIface,
+                             .second = "UnitPath",
+                             .what = "Get UnitPath"});
+  if (!reply.ok()) return core::Fail(reply.error);
+  return reply.Strings();
+}
+
 core::Result<std::string> SdbusServiceManager::Enqueue(const std::string& unit,
                                                        ports::JobKind kind) {
   // One job on its own (a removal's stop) does not start a new batch: the

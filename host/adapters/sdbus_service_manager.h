@@ -34,6 +34,7 @@ class SdbusServiceManager : public ports::ServiceManager {
   core::Status ReloadDaemon() override;
   core::Status SetUnitFileEnabled(const std::string& unit, bool enabled) override;
   core::Status ResetFailed(const std::string& unit) override;
+  core::Result<std::vector<std::string>> UnitSearchPath() override;
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
   core::Result<std::map<std::string, std::string>> WaitForJobs(
       const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) override;

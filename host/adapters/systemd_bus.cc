@@ -272,6 +272,14 @@ core::Result<bool> SystemdBus::Reply::Flag() const {
   return flag != 0;
 }
 
+core::Result<std::vector<std::string>> SystemdBus::Reply::Strings() const {
+  PropertyValue value;
+  if (message == nullptr || ReadWire(message.get(), Wire::kStrings, value) < 0) {
+    return core::Fail(what + ": unreadable reply");
+  }
+  return std::move(value.strings);
+}
+
 core::Status SystemdBus::Reply::Properties(core::UnitStatus& s) const {
   auto bad = [&] { return core::Fail(what + ": unreadable reply"); };
   sd_bus_message* m = message.get();

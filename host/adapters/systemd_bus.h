@@ -74,6 +74,8 @@ class SystemdBus {
     // once, per reply. The reply's one value, of the shape named (o, b).
     core::Result<std::string> ObjectPath() const;
     core::Result<bool> Flag() const;
+    // A Get's variant of shape as.
+    core::Result<std::vector<std::string>> Strings() const;
     // A GetAll's a{sv}, each property the host reads set into `s`
     // (unit_properties.h).
     core::Status Properties(core::UnitStatus& s) const;

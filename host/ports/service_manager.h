@@ -60,6 +60,10 @@ class ServiceManager {
   virtual std::vector<core::Result<std::string>> EnqueueAll(
       const std::vector<std::pair<std::string, JobKind>>& jobs) = 0;
 
+  // systemd's unit search path (Manager.UnitPath), in the order it reads
+  // it: of two unit files of one name, the earlier directory's is loaded.
+  virtual core::Result<std::vector<std::string>> UnitSearchPath() = 0;
+
   // The live watch: blocks until systemd reports a property change of one
   // of `units` or `timeout` passes, and returns the units that changed
   // (empty on timeout). Fails at once when it cannot watch (no bus, the

@@ -63,8 +63,9 @@ RecordProof* ProveKept(const NoopInputs& in, KeptProof& kept,
   // Replaced whole: an allocation that fails here leaves no proof paired
   // with a record it was not gathered from.
   kept = KeptProof();
-  auto fresh = std::make_unique<RecordProof>(in.ports, in.digest, in.options.machine,
-                                             RecordProof::kBatch, in.options.dirs.writer);
+  auto fresh =
+      std::make_unique<RecordProof>(in.ports, in.digest, in.options.machine, RecordProof::kBatch,
+                                    in.options.dirs.writer, in.options.dirs.units);
   fresh->KeepForReruns();
   kept.proof = std::move(fresh);
   kept.version = *version;
@@ -93,7 +94,7 @@ bool ProveNoop(const NoopInputs& in, KeptProof& kept, ApplyReport& report, StatC
     if (proof == nullptr) return false;
   } else {
     proof = &streamed.emplace(in.ports, in.digest, in.options.machine, RecordProof::kBatch,
-                              in.options.dirs.writer);
+                              in.options.dirs.writer, in.options.dirs.units);
     auto scanned = in.ports.records->Scan(*proof);
     proven = scanned.has_value() && *scanned && proof->Finish();
   }

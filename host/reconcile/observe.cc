@@ -53,6 +53,7 @@ Result<Observation> Observer::Run() {
     if (ports_.progress != nullptr) ports_.progress->Step();
   }
   Units();
+  Shadows();
   Dropped();
   // What every path's owner was checked under (Record::owners).
   for (const auto& [names, ids] : ids_) {

@@ -142,4 +142,29 @@ void Observer::Units() {
   }
 }
 
+// A unit file the host writes that systemd would not load: it loads the
+// unit from a file of that name in a directory it reads first (its
+// UnitPath: /run/systemd/system before /etc/systemd/system, /etc before a
+// --unit-dir under /usr/local/lib). Judged by systemd's order alone, asked
+// only when a unit is loaded from elsewhere, and never from a view systemd
+// says is stale (NeedDaemonReload: that other file may be gone since).
+void Observer::Shadows() {
+  if (dirs_ == nullptr || dirs_->units.empty() || ports_.services == nullptr) return;
+  std::optional<std::vector<std::string>> search_path;
+  for (const auto& [i, status] : out_.seen.units) {
+    const Resource& r = decl_.resources[i];
+    if (!r.unit().text.has_value() || !status || status->load_state == "masked" ||
+        status->need_daemon_reload || core::LoadedFrom(*status, dirs_->units, r.unit().name)) {
+      continue;
+    }
+    if (!search_path.has_value()) {
+      auto read = ports_.services->UnitSearchPath();
+      search_path = read ? std::move(*read) : std::vector<std::string>();
+    }
+    if (core::LoadedFromEarlierDirectory(status->fragment_path, dirs_->units, *search_path)) {
+      out_.seen.unit_files[i].shadowed_by = status->fragment_path;
+    }
+  }
+}
+
 }  // namespace mesh::reconcile::observe_internal

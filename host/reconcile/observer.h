@@ -66,6 +66,7 @@ class Observer {
   void DropIns(const Resource& r, const RecordEntry* old, const std::string& want,
                UnitFileSeen& seen);
   void Units();
+  void Shadows();
   std::optional<std::string> NotTheHosts(const std::string& dir,
                                          const std::vector<TreeEntry>& entries) const;
   void Dropped();

@@ -241,6 +241,19 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
          "`";
 }
 
+// A unit file systemd would not load (Observer::Shadows): nothing is
+// written or asked of the unit, as of a masked one.
+std::optional<std::string> Shadowed(const PlanInputs& in, size_t i) {
+  const std::string& other = in.seen->UnitFileOf(i).shadowed_by;
+  if (other.empty()) return std::nullopt;
+  const std::string& unit = in.declaration->resources[i].unit().name;
+  std::string dir = in.dirs != nullptr ? core::Printable(in.dirs->units) : "--unit-dir";
+  return "shadowed: systemd loads " + unit + " from " + core::Printable(other) +
+         ", in a directory it reads before " + dir +
+         " (--unit-dir): a unit file the host writes there would not run (move that file away, "
+         "or set --unit-dir to its directory)";
+}
+
 }  // namespace
 
 std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs) {
@@ -290,10 +303,11 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   const RecordEntry* old = (*in.olds)[i];
   const std::string& want = (*in.wants)[i];
   if (r.HasUnit()) {
-    if (auto masked = Masked(in, i)) {
+    for (const auto& refused : {Masked(in, i), Shadowed(in, i)}) {
+      if (!refused) continue;
       Step step;
       step.old = old;
-      return Failed(std::move(step), *masked);
+      return Failed(std::move(step), *refused);
     }
   }
   // A bundle swapped in whole over a directory holding what is not the

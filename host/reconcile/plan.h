@@ -77,6 +77,9 @@ struct UnitFileSeen {
   // A link to /dev/null at the unit file's place: an operator's mask,
   // whether or not systemd has loaded it yet.
   bool masked = false;
+  // The file of that name systemd loads the unit from, in a directory it
+  // reads before --unit-dir: what the host would write would not run.
+  std::string shadowed_by;
   std::string fingerprint;
   // The declared drop-ins, and the recorded ones no longer declared.
   std::map<std::string, DropInSeen> drop_ins;

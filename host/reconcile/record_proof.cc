@@ -292,6 +292,11 @@ bool RecordProof::Look() {
     const Unit& u = units_[k];
     // A unit file of the host's that systemd has not loaded: owed a reload.
     if (!u.unit_file_fingerprint.empty() && statuses[k]->need_daemon_reload) return false;
+    // Or one loaded from another file: the full pass says whose it is.
+    if (!u.unit_file_fingerprint.empty() && !unit_dir_.empty() &&
+        !core::LoadedFrom(*statuses[k], unit_dir_, u.name)) {
+      return false;
+    }
     // The full pass's rule (plan_units.cc): up against the record, stopped,
     // or left to its trigger in whatever state.
     if (!core::AsDeclared(u.state, *statuses[k], u.baseline)) return false;

@@ -52,9 +52,17 @@ class RecordProof : public core::RecordVisitor {
   // background (null: a large batch's stats are all taken on the caller's
   // thread, not half of them beside it).
   // `writer`: who owns a tree the host unpacked (HostDirs::writer).
+  // `unit_dir`: --unit-dir; a unit of the host's that systemd loads from
+  // another file is not proven (the full pass looks at which file it is).
   RecordProof(const ReconcilerPorts& ports, std::string_view digest, std::string_view machine,
-              size_t batch = kBatch, std::optional<core::HostIds> writer = std::nullopt)
-      : ports_(ports), digest_(digest), machine_(machine), batch_size_(batch), writer_(writer) {}
+              size_t batch = kBatch, std::optional<core::HostIds> writer = std::nullopt,
+              std::string unit_dir = {})
+      : ports_(ports),
+        digest_(digest),
+        machine_(machine),
+        batch_size_(batch),
+        writer_(writer),
+        unit_dir_(std::move(unit_dir)) {}
 
   bool Header(const core::Record& header) override;
   bool Entry(const std::string& id, const core::RecordEntry& entry) override;
@@ -192,6 +200,7 @@ class RecordProof : public core::RecordVisitor {
   std::string machine_;
   size_t batch_size_;
   std::optional<core::HostIds> writer_;
+  std::string unit_dir_;
   core::Record header_;
   bool header_seen_ = false;
   Text batch_text_;

@@ -112,6 +112,12 @@ class FakeServiceManager : public ports::ServiceManager {
   // state (none is read again once the host dropped it).
   core::Status ResetFailed(const std::string& unit) override;
   const std::vector<std::string>& reset_failed() const { return reset_failed_; }
+  // systemd's unit search path, as a test sets it (none by default).
+  std::vector<std::string> search_path;
+  core::Result<std::vector<std::string>> UnitSearchPath() override {
+    if (bus_gone) return core::Fail("Get UnitPath: Transport endpoint is not connected");
+    return search_path;
+  }
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;
   core::Result<std::map<std::string, std::string>> WaitForJobs(
       const std::vector<std::string>& jobs, std::chrono::nanoseconds timeout) override;

@@ -463,3 +463,33 @@ TEST(UnitStatusTest, StoppedIsNotStopping) {
 
 }  // namespace
 }  // namespace mesh::core
+
+namespace mesh::core {
+namespace {
+
+// Of two unit files of one name, systemd loads the one in the directory it
+// reads first: only that order says the host's file is shadowed.
+TEST(UnitSearchOrderTest, OnlyADirectoryReadBeforeTheUnitDirShadowsIt) {
+  const std::vector<std::string> path = {"/etc/systemd/system.control", "/run/systemd/system",
+                                         "/etc/systemd/system/", "/usr/lib/systemd/system"};
+  EXPECT_TRUE(
+      LoadedFromEarlierDirectory("/run/systemd/system/a.service", "/etc/systemd/system", path));
+  EXPECT_TRUE(
+      LoadedFromEarlierDirectory("/run/systemd/system/a.service", "/etc/systemd/system//", path));
+  EXPECT_FALSE(
+      LoadedFromEarlierDirectory("/etc/systemd/system/a.service", "/etc/systemd/system", path))
+      << "its own file";
+  EXPECT_FALSE(
+      LoadedFromEarlierDirectory("/usr/lib/systemd/system/a.service", "/etc/systemd/system", path))
+      << "a vendor's file, overridden by the host's";
+  EXPECT_FALSE(LoadedFromEarlierDirectory("/run/systemd/system/a.service", "/srv/units", path))
+      << "--unit-dir by a name systemd does not use: no judgement";
+  EXPECT_FALSE(LoadedFromEarlierDirectory("/opt/linked/a.service", "/etc/systemd/system", path))
+      << "a linked unit's file, outside the search path";
+  EXPECT_FALSE(LoadedFromEarlierDirectory("a.service", "/etc/systemd/system", path));
+  EXPECT_FALSE(
+      LoadedFromEarlierDirectory("/run/systemd/system/a.service", "/etc/systemd/system", {}));
+}
+
+}  // namespace
+}  // namespace mesh::core

@@ -964,6 +964,48 @@ TEST_F(UnitsTest, AMaskedUnitIsLeftAlone) {
             "[Service]\nExecStart=/bin/j --v2\n");
 }
 
+// A unit file the host writes that systemd would not load: a file of that
+// name in a directory systemd reads first (its UnitPath). Before, the host
+// wrote its file, restarted the unit and said so while systemd ran the
+// other file. Judged by systemd's order alone: a vendor's file read after
+// --unit-dir is what the host's file overrides, and a view systemd says is
+// stale (NeedDaemonReload) is not judged.
+TEST_F(UnitsTest, AUnitLoadedFromADirectoryReadFirstIsShadowed) {
+  std::string units = dir_.Sub("root/etc/systemd/system");
+  services_.search_path = {"/run/systemd/system", units + "/", "/usr/lib/systemd/system"};
+  services_.AddUnit("web.service", {});
+  services_.SetFragmentPath("web.service", "/run/systemd/system/web.service");
+  json web = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  size_t calls = services_.calls().size();
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({web}));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed web (service): shadowed: systemd loads web.service from "
+            "/run/systemd/system/web.service, in a directory it reads before " +
+                units +
+                " (--unit-dir): a unit file the host writes there would not run (move that "
+                "file away, or set --unit-dir to its directory)");
+  EXPECT_FALSE(testing::Exists(units + "/web.service"));
+  EXPECT_EQ(services_.calls().size(), calls) << "nothing asked of systemd";
+
+  services_.SetFragmentPath("web.service", "/usr/lib/systemd/system/web.service");
+  ApplyReport vendor = ApplyWithUnitsInRoot(Decl({web}, 2));
+  EXPECT_EQ(vendor.result, ApplyResult::kOk) << vendor.outcomes[0].detail;
+  EXPECT_TRUE(testing::Exists(units + "/web.service"));
+
+  // Loaded from the host's file, the next no-op is proven from the record;
+  // once systemd loads another file read first, it is not, and fails.
+  services_.SetFragmentPath("web.service", units + "/web.service");
+  EXPECT_TRUE(ApplyWithUnitsInRoot(Decl({web}, 2)).from_record);
+  services_.SetFragmentPath("web.service", "/run/systemd/system/web.service");
+  ApplyReport again = ApplyWithUnitsInRoot(Decl({web}, 2));
+  EXPECT_FALSE(again.from_record);
+  EXPECT_THAT(again.outcomes[0].detail, HasSubstr("shadowed: systemd loads web.service from"));
+  services_.SetNeedDaemonReload("web.service");
+  EXPECT_THAT(ApplyWithUnitsInRoot(Decl({web}, 2)).outcomes[0].detail, Not(HasSubstr("shadowed")))
+      << "that file may be gone since: systemd's view is not judged until it is reloaded";
+}
+
 // SPEC rule 7 beside rule 8: what a changed restart_on or reload_on asks
 // of a masked unit is not done, and stays owed. Before, the file was
 // recorded as written and the restart forgotten: once unmasked, the unit

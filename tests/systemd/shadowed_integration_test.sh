@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A unit file the host writes that systemd would not load, against a real
+# systemd. The box reads its own /etc/systemd/system before its unit
+# directory ($UNITS, the host's --unit-dir here): a file of the unit's name
+# there shadows the host's, and the resource fails `shadowed`, nothing
+# written, nothing restarted. The reverse, a vendor's file in a directory
+# read after --unit-dir (the override every operator makes), is applied:
+# the host runs inside the box for it, so that --unit-dir is
+# /etc/systemd/system by the name systemd itself uses.
+. "$(dirname "$0")/box_suite.sh" shadowed
+mkdir -p "$T/root"
+decl() {  # decl GENERATION ID SECONDS: one service whose unit_text sleeps SECONDS
+  printf '{"machine":"box","generation":%s,"resources":[{"id":"%s","kind":"service","unit":"mh-%s.service","state":"running","unit_text":"[Service]\\nExecStart=/bin/sleep %s\\n"}]}' \
+    "$1" "$2" "$2" "$3" > "$T/decl.json"
+}
+prop() { busctl get-property org.freedesktop.systemd1 "/org/freedesktop/systemd1/unit/mh_2d$1_2eservice" \
+           org.freedesktop.systemd1.Unit "$2" | cut -d' ' -f2- | tr -d '"'; }
+main_cmd() { inside systemctl show -p ExecStart --value "mh-$1.service" | grep -o 'sleep [0-9][0-9]*' | head -1; }
+
+# The operator's file in the box's /etc/systemd/system, running.
+printf '[Service]\nExecStart=/bin/sleep 3000\n' > "$SDBOX_DIR/config/mh-sh.service"
+inside systemctl daemon-reload
+inside systemctl start mh-sh.service
+inv=$(prop sh InvocationID)
+decl 1 sh 4000; box_apply
+check "shadowed: the apply fails naming the file systemd loads and --unit-dir" \
+  '[ $RC = 1 ] && grep -qF "failed sh (service): shadowed: systemd loads mh-sh.service from /etc/systemd/system/mh-sh.service, in a directory it reads before $UNITS (--unit-dir)" <<<"$OUT"'
+check "shadowed: no unit file written, the unit not restarted" \
+  '[ ! -e "$UNITS/mh-sh.service" ] && [ "$(prop sh InvocationID)" = "$inv" ] && [ "$(main_cmd sh)" = "sleep 3000" ]'
+box_apply
+check "shadowed: the next apply says so again" '[ $RC = 1 ] && grep -q "^failed sh (service): shadowed" <<<"$OUT"'
+
+# Moved away (and systemd told): the host's file is written and runs.
+rm "$SDBOX_DIR/config/mh-sh.service"
+inside systemctl daemon-reload
+box_apply
+check "moved away: the host's file is written, loaded and run" \
+  '[ $RC = 0 ] && [ -f "$UNITS/mh-sh.service" ] && [ "$(prop sh FragmentPath)" = "$UNITS/mh-sh.service" ] && [ "$(main_cmd sh)" = "sleep 4000" ] && [ "$(prop sh ActiveState)" = active ]'
+
+# A vendor's file, in $UNITS (read after /etc/systemd/system), running.
+printf '[Service]\nExecStart=/bin/sleep 5000\n' > "$UNITS/mh-vendor.service"
+inside systemctl daemon-reload
+inside systemctl start mh-vendor.service
+decl 1 vendor 6000
+inside_apply() {
+  set +e
+  OUT=$(inside env -u DBUS_SYSTEM_BUS_ADDRESS "$BIN" apply --declaration "$T/decl.json" \
+        --root "$T/root" --state-dir "$T/state-inside" --artifacts "$T/art" \
+        --unit-dir /etc/systemd/system --machine box --settle 300ms 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
+inside_apply
+check "vendor file read after --unit-dir: overridden, not shadowed" \
+  '[ $RC = 0 ] && ! grep -q shadowed <<<"$OUT" && [ "$(prop vendor FragmentPath)" = /etc/systemd/system/mh-vendor.service ] && [ "$(main_cmd vendor)" = "sleep 6000" ] && [ "$(prop vendor ActiveState)" = active ]'
+check "the override is in the box's own /etc/systemd/system" \
+  '[ -f "$SDBOX_DIR/config/mh-vendor.service" ] && [ ! -e /etc/systemd/system/mh-vendor.service ]'
+inside_apply
+check "vendor file read after --unit-dir: the next apply is a no-op" \
+  '[ $RC = 0 ] && grep -q "^unchanged vendor (service)" <<<"$OUT"'
+
+finish
