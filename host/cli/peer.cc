@@ -108,7 +108,9 @@ std::string Why(httplib::Error error, const httplib::Client& client, const Clien
 
 std::string CheckClientPair(std::string_view cert_pem, std::string_view key_pem,
                             const ClientOptions& opts) {
-  auto no_passphrase = [](char*, int, int, void*) { return 0; };
+  // -1, not 0: OpenSSL reads 0 as the empty passphrase, and would take a key
+  // encrypted with it, which the client then asks for on the terminal.
+  auto no_passphrase = [](char*, int, int, void*) { return -1; };
   auto memory = [](std::string_view pem) {
     return std::unique_ptr<BIO, decltype(&BIO_free)>(
         BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);

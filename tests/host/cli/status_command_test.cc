@@ -978,7 +978,8 @@ TEST(StatusCommandTest, AClientCertificateThatCannotBeUsedIsExit2NamingIt) {
       "set -e; rm -rf " + d + "; mkdir -p " + d + "; cd " + d +
       "; for n in a b; do openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
       " -keyout $n.key -out $n.crt -subj /CN=$n -days 2 2>/dev/null; done"
-      "; openssl pkey -in a.key -aes256 -passout pass:sesame -out locked.key 2>/dev/null";
+      "; openssl pkey -in a.key -aes256 -passout pass:sesame -out locked.key 2>/dev/null"
+      "; openssl pkey -in a.key -aes256 -passout pass: -out empty.key 2>/dev/null </dev/null";
   ASSERT_EQ(std::system(make.c_str()), 0) << "openssl could not make the test's certificates";
   FakeHost host(R"({"machine": "edge-1", "generation": 42, "healthy": true})", 200, "ok\n");
   std::string targets = d + "/targets.json";
@@ -999,6 +1000,7 @@ TEST(StatusCommandTest, AClientCertificateThatCannotBeUsedIsExit2NamingIt) {
       {d + "/a.key", d + "/a.key", "--cert " + d + "/a.key: no PEM certificate in it"},
       {d + "/a.crt", d + "/a.crt", "--key " + d + "/a.crt: no PEM private key in it"},
       {d + "/a.crt", d + "/locked.key", "an encrypted key is not read"},
+      {d + "/a.crt", d + "/empty.key", "an encrypted key is not read"},
   };
   for (const Case& c : cases) {
     ClientOptions opts;
