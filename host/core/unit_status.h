@@ -136,38 +136,54 @@ inline std::string_view FirstStopPhase(const UnitStatus& s) {
 // reboot ("enabled-runtime" links in /run do not).
 inline bool UnitFileEnabled(const UnitStatus& s) { return s.unit_file_state == "enabled"; }
 
-// Whether systemd says it loaded the unit from `file` in `unit_dir`
-// (--unit-dir as given), or says nothing of where (no FragmentPath).
-inline bool LoadedFrom(const UnitStatus& s, std::string_view unit_dir, std::string_view file) {
-  if (s.fragment_path.empty()) return true;
-  while (unit_dir.size() > 1 && unit_dir.back() == '/') unit_dir.remove_suffix(1);
-  std::string_view f = s.fragment_path;
-  return f.size() == unit_dir.size() + 1 + file.size() && f.starts_with(unit_dir) &&
-         f[unit_dir.size()] == '/' && f.ends_with(file);
+// `dir` as one name: repeated slashes, "." components and a trailing
+// slash dropped, as systemd simplifies the directories it searches, so that
+// --unit-dir "/etc/systemd/system/" is the "/etc/systemd/system" systemd
+// names. Links are not followed: names are compared as written.
+inline std::string SimpleDir(std::string_view dir) {
+  std::string out;
+  for (size_t at = 0; at < dir.size();) {
+    size_t end = dir.find('/', at);
+    if (end == std::string_view::npos) end = dir.size();
+    std::string_view part = dir.substr(at, end - at);
+    if (!part.empty() && part != ".") out.append("/").append(part);
+    at = end + 1;
+  }
+  return out.empty() ? "/" : out;
 }
 
-// Whether systemd loads the unit from `fragment` (its FragmentPath), a file
-// in a directory it reads before `unit_dir` (--unit-dir) in `search_path`
-// (its Manager.UnitPath, in order): of two files of one name, the earlier
-// directory's is loaded, so a unit file the host writes in `unit_dir` would
-// not run. False unless both directories are in the search path as
-// written: a name systemd does not use (a link, another mount namespace's
-// view) is never taken for a shadow.
-inline bool LoadedFromEarlierDirectory(std::string_view fragment, std::string_view unit_dir,
+// Whether systemd says it loaded the unit from `file` in `unit_dir`
+// (--unit-dir), or says nothing of where (no FragmentPath).
+inline bool LoadedFrom(const UnitStatus& s, std::string_view unit_dir, std::string_view file) {
+  if (s.fragment_path.empty()) return true;
+  std::string_view f = s.fragment_path;
+  size_t slash = f.rfind('/');
+  return slash != std::string_view::npos && f.substr(slash + 1) == file &&
+         SimpleDir(f.substr(0, slash)) == SimpleDir(unit_dir);
+}
+
+// Whether systemd loads unit `name` from `fragment` (its FragmentPath), a
+// file of that name in a directory it reads before `unit_dir` (--unit-dir)
+// in `search_path` (its Manager.UnitPath, in order): of two files of one
+// name, the earlier directory's is loaded, so the host's file in
+// `unit_dir` would not run. False for a file of another name (an
+// instance's template: a file of the instance's own name wins wherever it
+// is), and unless both directories are in the search path by these names
+// (a link, another mount namespace's view is never taken for a shadow).
+inline bool LoadedFromEarlierDirectory(std::string_view fragment, std::string_view name,
+                                       std::string_view unit_dir,
                                        const std::vector<std::string>& search_path) {
-  auto trimmed = [](std::string_view dir) {
-    while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
-    return dir;
-  };
   size_t slash = fragment.rfind('/');
-  if (slash == std::string_view::npos) return false;
-  std::string_view fragment_dir = trimmed(fragment.substr(0, slash == 0 ? 1 : slash));
-  unit_dir = trimmed(unit_dir);
+  if (slash == std::string_view::npos || fragment.substr(slash + 1) != name) return false;
+  std::string fragment_dir = SimpleDir(fragment.substr(0, slash));
+  std::string host_dir = SimpleDir(unit_dir);
+  if (fragment_dir == host_dir) return false;
   for (const std::string& dir : search_path) {
-    if (trimmed(dir) == unit_dir) return false;
-    if (trimmed(dir) == fragment_dir) {
+    std::string d = SimpleDir(dir);
+    if (d == host_dir) return false;
+    if (d == fragment_dir) {
       return std::any_of(search_path.begin(), search_path.end(),
-                         [&](const std::string& later) { return trimmed(later) == unit_dir; });
+                         [&](const std::string& later) { return SimpleDir(later) == host_dir; });
     }
   }
   return false;

@@ -144,25 +144,49 @@ void Observer::Units() {
 
 // A unit file the host writes that systemd would not load: it loads the
 // unit from a file of that name in a directory it reads first (its
-// UnitPath: /run/systemd/system before /etc/systemd/system, /etc before a
-// --unit-dir under /usr/local/lib). Judged by systemd's order alone, asked
-// only when a unit is loaded from elsewhere, and never from a view systemd
-// says is stale (NeedDaemonReload: that other file may be gone since).
+// UnitPath: systemd-run's transient units and early generators before
+// /etc/systemd/system, /etc before /run/systemd/system, both before
+// /usr/local/lib and /usr/lib). Judged by systemd's order, and asked only
+// when a unit is loaded from elsewhere. The host's own file reached by
+// another name of its directory (/lib for /usr/lib) is no shadow. When
+// systemd's view is stale (NeedDaemonReload), only a file still there is:
+// one moved away since is not loaded again.
 void Observer::Shadows() {
   if (dirs_ == nullptr || dirs_->units.empty() || ports_.services == nullptr) return;
-  std::optional<std::vector<std::string>> search_path;
+  std::optional<Result<std::vector<std::string>>> search_path;
+  std::string root = core::SimpleDir(dirs_->root);
   for (const auto& [i, status] : out_.seen.units) {
     const Resource& r = decl_.resources[i];
     if (!r.unit().text.has_value() || !status || status->load_state == "masked" ||
-        status->need_daemon_reload || core::LoadedFrom(*status, dirs_->units, r.unit().name)) {
+        core::LoadedFrom(*status, dirs_->units, r.unit().name)) {
       continue;
     }
-    if (!search_path.has_value()) {
-      auto read = ports_.services->UnitSearchPath();
-      search_path = read ? std::move(*read) : std::vector<std::string>();
+    const std::string& fragment = status->fragment_path;
+    if (!fragment.ends_with("/" + r.unit().name)) continue;  // a template's, or a link's target
+    // The file systemd names, where the host sees it: under --root.
+    std::optional<Result<FileInfo>> there;
+    if (root == "/") {
+      there = ports_.root->Stat(fragment);
+    } else if (fragment.starts_with(root + "/")) {
+      there = ports_.root->Stat(fragment.substr(root.size()));
     }
-    if (core::LoadedFromEarlierDirectory(status->fragment_path, dirs_->units, *search_path)) {
-      out_.seen.unit_files[i].shadowed_by = status->fragment_path;
+    bool seen_there =
+        there.has_value() && there->has_value() && (*there)->type == FileType::kRegular;
+    if (status->need_daemon_reload && !seen_there) continue;
+    if (seen_there) {
+      auto mine = ports_.units->Stat("/" + r.unit().name);
+      if (mine && mine->type == FileType::kRegular && mine->inode == (*there)->inode &&
+          mine->size == (*there)->size && mine->mtime_ns == (*there)->mtime_ns) {
+        continue;
+      }
+    }
+    if (!search_path.has_value()) search_path = ports_.services->UnitSearchPath();
+    UnitFileSeen& seen = out_.seen.unit_files[i];
+    if (!*search_path) {
+      seen.shadow_unknown = search_path->error().message;
+    } else if (core::LoadedFromEarlierDirectory(fragment, r.unit().name, dirs_->units,
+                                                **search_path)) {
+      seen.shadowed_by = fragment;
     }
   }
 }

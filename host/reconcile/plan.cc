@@ -244,11 +244,20 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
 // A unit file systemd would not load (Observer::Shadows): nothing is
 // written or asked of the unit, as of a masked one.
 std::optional<std::string> Shadowed(const PlanInputs& in, size_t i) {
-  const std::string& other = in.seen->UnitFileOf(i).shadowed_by;
-  if (other.empty()) return std::nullopt;
+  const UnitFileSeen& seen = in.seen->UnitFileOf(i);
+  if (seen.shadowed_by.empty() && seen.shadow_unknown.empty()) return std::nullopt;
   const std::string& unit = in.declaration->resources[i].unit().name;
   std::string dir = in.dirs != nullptr ? core::Printable(in.dirs->units) : "--unit-dir";
-  return "shadowed: systemd loads " + unit + " from " + core::Printable(other) +
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
+  std::string other = status != nullptr && status->has_value()
+                          ? core::Printable((*status)->fragment_path)
+                          : "another file";
+  if (seen.shadowed_by.empty()) {
+    return "not applied: systemd loads " + unit + " from " + other + ", and whether it reads " +
+           "that before " + dir + " (--unit-dir) is not known: its unit search path could not " +
+           "be read (" + core::Printable(seen.shadow_unknown) + "); the next apply asks again";
+  }
+  return "shadowed: systemd loads " + unit + " from " + other +
          ", in a directory it reads before " + dir +
          " (--unit-dir): a unit file the host writes there would not run (move that file away, "
          "or set --unit-dir to its directory)";

@@ -80,6 +80,9 @@ struct UnitFileSeen {
   // The file of that name systemd loads the unit from, in a directory it
   // reads before --unit-dir: what the host would write would not run.
   std::string shadowed_by;
+  // Why whether it is shadowed is not known (systemd's search path could
+  // not be read): not written either, and said.
+  std::string shadow_unknown;
   std::string fingerprint;
   // The declared drop-ins, and the recorded ones no longer declared.
   std::map<std::string, DropInSeen> drop_ins;

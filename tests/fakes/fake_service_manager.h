@@ -112,10 +112,14 @@ class FakeServiceManager : public ports::ServiceManager {
   // state (none is read again once the host dropped it).
   core::Status ResetFailed(const std::string& unit) override;
   const std::vector<std::string>& reset_failed() const { return reset_failed_; }
-  // systemd's unit search path, as a test sets it (none by default).
+  // systemd's unit search path, as a test sets it (none by default), and
+  // why reading it fails, when it does.
   std::vector<std::string> search_path;
+  std::string refuse_search_path;
   core::Result<std::vector<std::string>> UnitSearchPath() override {
+    if (kill != nullptr && !kill->Alive()) return core::Fail("killed");
     if (bus_gone) return core::Fail("Get UnitPath: Transport endpoint is not connected");
+    if (!refuse_search_path.empty()) return core::Fail("Get UnitPath: " + refuse_search_path);
     return search_path;
   }
   core::Result<std::string> Enqueue(const std::string& unit, ports::JobKind kind) override;

@@ -470,25 +470,32 @@ namespace {
 // Of two unit files of one name, systemd loads the one in the directory it
 // reads first: only that order says the host's file is shadowed.
 TEST(UnitSearchOrderTest, OnlyADirectoryReadBeforeTheUnitDirShadowsIt) {
-  const std::vector<std::string> path = {"/etc/systemd/system.control", "/run/systemd/system",
-                                         "/etc/systemd/system/", "/usr/lib/systemd/system"};
-  EXPECT_TRUE(
-      LoadedFromEarlierDirectory("/run/systemd/system/a.service", "/etc/systemd/system", path));
-  EXPECT_TRUE(
-      LoadedFromEarlierDirectory("/run/systemd/system/a.service", "/etc/systemd/system//", path));
-  EXPECT_FALSE(
-      LoadedFromEarlierDirectory("/etc/systemd/system/a.service", "/etc/systemd/system", path))
-      << "its own file";
-  EXPECT_FALSE(
-      LoadedFromEarlierDirectory("/usr/lib/systemd/system/a.service", "/etc/systemd/system", path))
+  const std::vector<std::string> path = {"/run/systemd/transient", "/etc/systemd/system/",
+                                         "/run/systemd/system", "/usr/lib/systemd/system"};
+  auto shadows = [&](std::string_view fragment, std::string_view unit_dir) {
+    return LoadedFromEarlierDirectory(fragment, "a.service", unit_dir, path);
+  };
+  EXPECT_TRUE(shadows("/etc/systemd/system/a.service", "/run/systemd/system"));
+  EXPECT_TRUE(shadows("/run/systemd/transient/a.service", "/etc/systemd/system"));
+  EXPECT_TRUE(shadows("/etc//systemd/system/./a.service", "/run/systemd/system/"));
+  EXPECT_FALSE(shadows("/etc/systemd/system/a.service", "/etc/systemd//system/.")) << "its own";
+  EXPECT_FALSE(shadows("/usr/lib/systemd/system/a.service", "/etc/systemd/system"))
       << "a vendor's file, overridden by the host's";
-  EXPECT_FALSE(LoadedFromEarlierDirectory("/run/systemd/system/a.service", "/srv/units", path))
+  EXPECT_FALSE(shadows("/etc/systemd/system/a.service", "/srv/units"))
       << "--unit-dir by a name systemd does not use: no judgement";
-  EXPECT_FALSE(LoadedFromEarlierDirectory("/opt/linked/a.service", "/etc/systemd/system", path))
+  EXPECT_FALSE(shadows("/opt/linked/a.service", "/run/systemd/system"))
       << "a linked unit's file, outside the search path";
-  EXPECT_FALSE(LoadedFromEarlierDirectory("a.service", "/etc/systemd/system", path));
-  EXPECT_FALSE(
-      LoadedFromEarlierDirectory("/run/systemd/system/a.service", "/etc/systemd/system", {}));
+  EXPECT_FALSE(shadows("/etc/systemd/system/b.service", "/run/systemd/system"))
+      << "a file of another name (an instance's template)";
+  EXPECT_FALSE(shadows("a.service", "/run/systemd/system"));
+  EXPECT_FALSE(LoadedFromEarlierDirectory("/etc/systemd/system/a.service", "a.service",
+                                          "/run/systemd/system", {}));
+  UnitStatus s;
+  s.fragment_path = "/etc/systemd/system/a.service";
+  EXPECT_TRUE(LoadedFrom(s, "/etc//systemd/system/", "a.service"));
+  EXPECT_FALSE(LoadedFrom(s, "/etc/systemd", "system/a.service"));
+  EXPECT_EQ(SimpleDir("//a/./b//"), "/a/b");
+  EXPECT_EQ(SimpleDir("/"), "/");
 }
 
 }  // namespace

@@ -1006,6 +1006,55 @@ TEST_F(UnitsTest, AUnitLoadedFromADirectoryReadFirstIsShadowed) {
       << "that file may be gone since: systemd's view is not judged until it is reloaded";
 }
 
+// What is not a shadow, and what cannot be told: an instance systemd
+// loads from its template reads the host's file of its own name once
+// written; under a stale view (NeedDaemonReload) only a file still there
+// shadows; a search path that cannot be read is said, and nothing is
+// written.
+TEST_F(UnitsTest, AShadowIsOnlyAFileOfTheUnitsNameStillThere) {
+  std::string root = dir_.Sub("root");
+  std::string units = root + "/etc/systemd/system";
+  std::string early = root + "/run/early";
+  std::filesystem::create_directories(early);
+  services_.search_path = {early, units};
+  json web = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  services_.AddUnit("web.service", {});
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({web})).result, ApplyResult::kOk);
+
+  // A file in the earlier directory that systemd's stale view still names,
+  // moved away since: not a shadow. Put back, it is one.
+  services_.SetFragmentPath("web.service", early + "/web.service");
+  services_.SetNeedDaemonReload("web.service");
+  EXPECT_EQ(ApplyWithUnitsInRoot(Decl({web}, 2)).result, ApplyResult::kOk);
+  testing::WriteText(early + "/web.service", "[Service]\nExecStart=/bin/other\n");
+  services_.SetNeedDaemonReload("web.service");
+  ApplyReport there = ApplyWithUnitsInRoot(Decl({web}, 2));
+  EXPECT_THAT(there.outcomes[0].detail,
+              HasSubstr("shadowed: systemd loads web.service from " + early + "/web.service"));
+
+  // Its search path unreadable: not known, said, and nothing written.
+  services_.refuse_search_path = "Access denied";
+  json web2 = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web --2\n"}});
+  ApplyReport unknown = ApplyWithUnitsInRoot(Decl({web2}, 3));
+  EXPECT_EQ(unknown.result, ApplyResult::kFailed);
+  EXPECT_THAT(unknown.outcomes[0].detail,
+              HasSubstr("not applied: systemd loads web.service from " + early +
+                        "/web.service, and whether it reads that before " + units +
+                        " (--unit-dir) is not known: its unit search path could not be read "
+                        "(Get UnitPath: Access denied)"));
+  EXPECT_EQ(testing::ReadText(units + "/web.service"), "[Service]\nExecStart=/bin/web\n");
+
+  // An instance loaded from its template in the earlier directory: the
+  // host's file of the instance's own name is what systemd will load.
+  services_.AddUnit("app@b.service", {});
+  services_.SetFragmentPath("app@b.service", early + "/app@.service");
+  json inst = Service(
+      "inst", {{"unit", "app@b.service"}, {"unit_text", "[Service]\nExecStart=/bin/app b\n"}});
+  ApplyReport instance = ApplyWithUnitsInRoot(Decl({inst}, 4));
+  EXPECT_EQ(instance.result, ApplyResult::kOk) << instance.outcomes[0].detail;
+  EXPECT_TRUE(testing::Exists(units + "/app@b.service"));
+}
+
 // SPEC rule 7 beside rule 8: what a changed restart_on or reload_on asks
 // of a masked unit is not done, and stays owed. Before, the file was
 // recorded as written and the restart forgotten: once unmasked, the unit
