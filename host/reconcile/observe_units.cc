@@ -147,47 +147,62 @@ void Observer::Units() {
 // UnitPath: systemd-run's transient units and early generators before
 // /etc/systemd/system, /etc before /run/systemd/system, both before
 // /usr/local/lib and /usr/lib). Judged by systemd's order, and asked only
-// when a unit is loaded from elsewhere. The host's own file reached by
-// another name of its directory (/lib for /usr/lib) is no shadow. When
-// systemd's view is stale (NeedDaemonReload), only a file still there is:
-// one moved away since is not loaded again.
+// when a unit is loaded from elsewhere. When systemd's view is stale
+// (NeedDaemonReload), only a file still there shadows: one moved away
+// since is not loaded again. Of the units of dropped resources too: one
+// the host wrote that runs from such a file is not the host's to stop.
 void Observer::Shadows() {
   if (dirs_ == nullptr || dirs_->units.empty() || ports_.services == nullptr) return;
   std::optional<Result<std::vector<std::string>>> search_path;
   std::string root = core::SimpleDir(dirs_->root);
-  for (const auto& [i, status] : out_.seen.units) {
-    const Resource& r = decl_.resources[i];
-    if (!r.unit().text.has_value() || !status || status->load_state == "masked" ||
-        core::LoadedFrom(*status, dirs_->units, r.unit().name)) {
-      continue;
+  // The file a unit `name` is loaded from when it is another file of its
+  // name, in a directory read before --unit-dir; "" when it is not; the
+  // error when the search path could not be read.
+  auto shadow = [&](const std::string& name,
+                    const core::UnitStatus& status) -> Result<std::string> {
+    const std::string& fragment = status.fragment_path;
+    if (status.load_state == "masked" || core::LoadedFrom(status, dirs_->units, name) ||
+        !fragment.ends_with("/" + name)) {  // a template's, or a link's target
+      return std::string();
     }
-    const std::string& fragment = status->fragment_path;
-    if (!fragment.ends_with("/" + r.unit().name)) continue;  // a template's, or a link's target
-    // The file systemd names, where the host sees it: under --root.
-    std::optional<Result<FileInfo>> there;
-    if (root == "/") {
-      there = ports_.root->Stat(fragment);
-    } else if (fragment.starts_with(root + "/")) {
-      there = ports_.root->Stat(fragment.substr(root.size()));
-    }
-    bool seen_there =
-        there.has_value() && there->has_value() && (*there)->type == FileType::kRegular;
-    if (status->need_daemon_reload && !seen_there) continue;
-    if (seen_there) {
-      auto mine = ports_.units->Stat("/" + r.unit().name);
-      if (mine && mine->type == FileType::kRegular && mine->inode == (*there)->inode &&
-          mine->size == (*there)->size && mine->mtime_ns == (*there)->mtime_ns) {
-        continue;
+    if (status.need_daemon_reload) {
+      // The file systemd names, where the host sees it (under --root, by
+      // no link): a view systemd says is stale is trusted only so far.
+      std::optional<Result<FileInfo>> there;
+      if (root == "/") {
+        there = ports_.root->Stat(fragment);
+      } else if (fragment.starts_with(root + "/")) {
+        there = ports_.root->Stat(fragment.substr(root.size()));
+      }
+      if (!there.has_value() || !there->has_value() || (*there)->type != FileType::kRegular) {
+        return std::string();
       }
     }
     if (!search_path.has_value()) search_path = ports_.services->UnitSearchPath();
-    UnitFileSeen& seen = out_.seen.unit_files[i];
-    if (!*search_path) {
-      seen.shadow_unknown = search_path->error().message;
-    } else if (core::LoadedFromEarlierDirectory(fragment, r.unit().name, dirs_->units,
-                                                **search_path)) {
-      seen.shadowed_by = fragment;
+    if (!*search_path) return std::unexpected(search_path->error());
+    bool earlier = core::LoadedFromEarlierDirectory(fragment, name, dirs_->units, **search_path);
+    return earlier ? fragment : std::string();
+  };
+  for (const auto& [i, status] : out_.seen.units) {
+    const Resource& r = decl_.resources[i];
+    if (!r.unit().text.has_value() || !status) continue;
+    Result<std::string> other = shadow(r.unit().name, *status);
+    if (!other) {
+      out_.seen.unit_files[i].shadow_unknown = other.error().message;
+    } else if (!other->empty()) {
+      out_.seen.unit_files[i].shadowed_by = std::move(*other);
     }
+  }
+  for (const auto* dropped : olds_.dropped) {
+    const core::RecordEntry& e = dropped->second;
+    auto status = out_.seen.dropped_units.find(e.unit().name);
+    if (e.unit().file_fingerprint.empty() || status == out_.seen.dropped_units.end() ||
+        !status->second) {
+      continue;
+    }
+    // Unknown: stopped as before (the host's file is what it last loaded).
+    Result<std::string> other = shadow(e.unit().name, *status->second);
+    if (other && !other->empty()) out_.seen.dropped_shadowed_by[e.unit().name] = *other;
   }
 }
 

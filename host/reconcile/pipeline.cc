@@ -1,12 +1,50 @@
 #include "host/reconcile/pipeline.h"
 
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "host/core/printable.h"
+#include "host/core/unit_status.h"
 #include "host/reconcile/daemon_reload.h"
 #include "host/reconcile/enable.h"
 #include "host/reconcile/journal_lines.h"
 
 namespace mesh::reconcile {
+namespace {
+
+// A unit that the apply's own daemon-reload moved onto another file of its
+// name, in a directory systemd reads before --unit-dir (put there since the
+// observation, with no reload then): it runs that file, not the host's.
+// Judged on the second look, as a death is (the observation judges such a
+// file found before anything is written: Observer::Shadows).
+void JudgeLoadedFiles(ApplyState& s, const ReconcilerPorts& ports) {
+  if (ports.services == nullptr || s.dirs == nullptr || s.dirs->units.empty()) return;
+  std::optional<core::Result<std::vector<std::string>>> search_path;
+  for (size_t k = 0; k < s.plan.units.size() && k < s.confirmed.size(); ++k) {
+    std::optional<Confirmation>& c = s.confirmed[k];
+    const core::Resource& r = s.decl.resources[s.plan.units[k].index];
+    if (!c.has_value() || !c->verdict.accepted || !r.unit().text.has_value() ||
+        core::LoadedFrom(c->last, s.dirs->units, r.unit().name)) {
+      continue;
+    }
+    const std::string& fragment = c->last.fragment_path;
+    if (!search_path.has_value()) search_path = ports.services->UnitSearchPath();
+    if (!*search_path ||
+        !core::LoadedFromEarlierDirectory(fragment, r.unit().name, s.dirs->units, **search_path)) {
+      continue;
+    }
+    c->verdict.accepted = false;
+    c->verdict.detail = "shadowed: after the daemon-reload systemd runs it from " +
+                        core::Printable(fragment) + ", in a directory it reads before " +
+                        core::Printable(s.dirs->units) +
+                        " (--unit-dir), not from the host's file (move that file away, or set "
+                        "--unit-dir to its directory)";
+  }
+}
+
+}  // namespace
 
 core::Result<Observation> ObserveOf(const ApplyState& state, const ReconcilerPorts& ports,
                                     StatCache& cache, const std::set<std::string>* kept_bundles) {
@@ -49,6 +87,7 @@ Settled WriteAndSettle(ApplyState& s, const ReconcilerPorts& ports,
   s.confirmed = s.dry_run ? std::vector<std::optional<Confirmation>>(s.plan.units.size())
                           : Confirm(s.decl, s.plan, s.acts, ports.services, *ports.clock, settle,
                                     ports.progress);
+  if (!s.dry_run) JudgeLoadedFiles(s, ports);
   // Settle lets go of the contents: the secrets a failed unit's journal
   // lines are cleaned of are taken first (only when a unit was acted on).
   Secrets secrets;

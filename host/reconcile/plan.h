@@ -117,6 +117,9 @@ struct Seen {
   // Their written paths (under --root) and unit files (by unit name).
   std::map<std::string, DroppedSeen> dropped_paths;
   std::map<std::string, DroppedSeen> dropped_unit_files;
+  // Those units systemd loads from a file of their name in a directory it
+  // reads before --unit-dir (an operator's, added since): the file, by unit.
+  std::map<std::string, std::string> dropped_shadowed_by;
 };
 
 // Bundles read this apply, unpacked and checked, by resource id; two
@@ -208,6 +211,9 @@ struct Removal {
   // and the removal stays recorded. These are the words for what waits.
   std::string until_stopped;
   bool stop = false;  // its unit is the host's and runs
+  // Its unit is the host's: once dropped, systemd is told to forget its
+  // failure (a failed unit stays listed, with no file, until a reboot).
+  bool forget_failure = false;
   // Its unit has no unit_text: the operator's, forgotten (never stopped) —
   // unless this apply deletes the `file` that defines it.
   bool unit_without_text = false;

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "host/core/printable.h"
 #include "host/core/unit_name.h"
 #include "host/core/want.h"
 #include "host/reconcile/words.h"
@@ -207,7 +208,17 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
       rm.not_now = why + ": not stopped, nothing deleted; the next apply removes it";
       return;
     }
+    if (auto other = in.seen->dropped_shadowed_by.find(e.unit().name);
+        other != in.seen->dropped_shadowed_by.end()) {
+      // It runs from that file, not the host's: the host's file goes, the
+      // daemon is not the host's to stop.
+      rm.left.push_back("unit " + e.unit().name + " as it is: systemd loads it from " +
+                        core::Printable(other->second) + ", not from the host's file");
+      rm.delete_unit_file = true;
+      return;
+    }
     rm.stop = status->Running();
+    rm.forget_failure = true;
     rm.delete_unit_file = true;
     const DroppedSeen* file = Find(in.seen->dropped_unit_files, e.unit().name);
     rm.disable = file != nullptr && !file->missing &&
@@ -340,6 +351,7 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
       continue;
     }
     rm.stop = status->Running();
+    rm.forget_failure = true;
     rm.disable = rm.entry.unit().enabled == true || core::UnitFileEnabled(*status);
   }
 }

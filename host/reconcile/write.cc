@@ -84,13 +84,13 @@ core::Status Remove(const Removal& rm, const ReconcilerPorts& ports, core::Statu
   }
   if (rm.delete_unit_file && first) {
     keep_first(ports.units->RemoveFile("/" + rm.entry.unit().name));
-    // Forgotten by systemd too once its file is gone: a dropped unit that
-    // had failed stays listed failed, with no file, until a reboot. Best
-    // effort, as the drop-in directory below: all a failure leaves is
-    // systemd's list, which `systemctl reset-failed` clears.
-    if (first && ports.services != nullptr) {
-      (void)ports.services->ResetFailed(rm.entry.unit().name);
-    }
+  }
+  // The host's unit, dropped, is forgotten by systemd too: one that had
+  // failed stays listed failed, with no file, until a reboot. Best effort,
+  // as the drop-in directory below: all a failure leaves is systemd's
+  // list, which `systemctl reset-failed` clears.
+  if (rm.forget_failure && first && ports.services != nullptr) {
+    (void)ports.services->ResetFailed(rm.entry.unit().name);
   }
   // The unit's files go together, once its stop and disable went through:
   // else all stay, it stays recorded, and the next apply removes them.

@@ -37,6 +37,22 @@ box_apply
 check "moved away: the host's file is written, loaded and run" \
   '[ $RC = 0 ] && [ -f "$UNITS/mh-sh.service" ] && [ "$(prop sh FragmentPath)" = "$UNITS/mh-sh.service" ] && [ "$(main_cmd sh)" = "sleep 4000" ] && [ "$(prop sh ActiveState)" = active ]'
 
+# A file of its name put in /etc/systemd/system with no daemon-reload: the
+# host's file is what systemd has loaded when the apply looks, and the
+# apply's own reload moves it onto the other file. Then dropped: the host's
+# file goes, the operator's daemon is not stopped.
+printf '[Service]\nExecStart=/bin/sleep 3333\n' > "$SDBOX_DIR/config/mh-sh.service"
+decl 2 sh 4001; box_apply
+check "shadowed by the apply's own reload: failed, named" \
+  '[ $RC = 1 ] && grep -qF "failed sh (service): mh-sh.service shadowed: after the daemon-reload systemd runs it from /etc/systemd/system/mh-sh.service" <<<"$OUT"'
+box_apply
+check "then shadowed as found" '[ $RC = 1 ] && grep -q "^failed sh (service): shadowed: systemd loads" <<<"$OUT"'
+inv=$(prop sh InvocationID)
+printf '{"machine":"box","generation":3,"resources":[]}' > "$T/decl.json"; box_apply
+check "dropped while shadowed: the host's file goes, the operator's daemon runs on" \
+  '[ $RC = 0 ] && grep -qF "left unit mh-sh.service as it is: systemd loads it from /etc/systemd/system/mh-sh.service, not from the host'"'"'s file" <<<"$OUT" && [ ! -e "$UNITS/mh-sh.service" ] && [ "$(prop sh InvocationID)" = "$inv" ] && [ "$(prop sh ActiveState)" = active ]'
+inside systemctl stop mh-sh.service; rm "$SDBOX_DIR/config/mh-sh.service"; inside systemctl daemon-reload
+
 # A vendor's file, in $UNITS (read after /etc/systemd/system), running.
 printf '[Service]\nExecStart=/bin/sleep 5000\n' > "$UNITS/mh-vendor.service"
 inside systemctl daemon-reload

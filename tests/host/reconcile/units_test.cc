@@ -1001,9 +1001,15 @@ TEST_F(UnitsTest, AUnitLoadedFromADirectoryReadFirstIsShadowed) {
   ApplyReport again = ApplyWithUnitsInRoot(Decl({web}, 2));
   EXPECT_FALSE(again.from_record);
   EXPECT_THAT(again.outcomes[0].detail, HasSubstr("shadowed: systemd loads web.service from"));
+  // That file gone since (systemd's view stale): not judged, and the
+  // reload loads the host's file.
   services_.SetNeedDaemonReload("web.service");
+  services_.on_daemon_reload = [&] {
+    services_.SetFragmentPath("web.service", units + "/web.service");
+  };
   EXPECT_THAT(ApplyWithUnitsInRoot(Decl({web}, 2)).outcomes[0].detail, Not(HasSubstr("shadowed")))
       << "that file may be gone since: systemd's view is not judged until it is reloaded";
+  services_.on_daemon_reload = nullptr;
 }
 
 // What is not a shadow, and what cannot be told: an instance systemd
@@ -1021,12 +1027,18 @@ TEST_F(UnitsTest, AShadowIsOnlyAFileOfTheUnitsNameStillThere) {
   services_.AddUnit("web.service", {});
   ASSERT_EQ(ApplyWithUnitsInRoot(Decl({web})).result, ApplyResult::kOk);
 
+  // systemd's reload: the earlier directory's file when there is one.
+  services_.on_daemon_reload = [&] {
+    bool other = testing::Exists(early + "/web.service");
+    services_.SetFragmentPath("web.service", (other ? early : units) + "/web.service");
+  };
   // A file in the earlier directory that systemd's stale view still names,
   // moved away since: not a shadow. Put back, it is one.
   services_.SetFragmentPath("web.service", early + "/web.service");
   services_.SetNeedDaemonReload("web.service");
   EXPECT_EQ(ApplyWithUnitsInRoot(Decl({web}, 2)).result, ApplyResult::kOk);
   testing::WriteText(early + "/web.service", "[Service]\nExecStart=/bin/other\n");
+  services_.SetFragmentPath("web.service", early + "/web.service");
   services_.SetNeedDaemonReload("web.service");
   ApplyReport there = ApplyWithUnitsInRoot(Decl({web}, 2));
   EXPECT_THAT(there.outcomes[0].detail,
@@ -1053,6 +1065,47 @@ TEST_F(UnitsTest, AShadowIsOnlyAFileOfTheUnitsNameStillThere) {
   ApplyReport instance = ApplyWithUnitsInRoot(Decl({inst}, 4));
   EXPECT_EQ(instance.result, ApplyResult::kOk) << instance.outcomes[0].detail;
   EXPECT_TRUE(testing::Exists(units + "/app@b.service"));
+}
+
+// A file of the unit's name put in a directory systemd reads first, with
+// no daemon-reload: the observation sees the host's file loaded, and the
+// apply's own reload moves systemd onto the other file. Before, the
+// restart onto it was reported as the host's. And a dropped unit that runs
+// from such a file is not the host's to stop: its file goes, the daemon
+// stays.
+TEST_F(UnitsTest, AShadowTheApplysOwnReloadRevealsFailsAndIsNotStoppedWhenDropped) {
+  std::string units = dir_.Sub("root/etc/systemd/system");
+  std::string early = dir_.Sub("root/run/early");
+  services_.search_path = {early, units};
+  services_.AddUnit("web.service", {});
+  auto web = [](const std::string& v) {
+    return Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web " + v + "\n"}});
+  };
+  services_.SetFragmentPath("web.service", units + "/web.service");
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({web("1")})).result, ApplyResult::kOk);
+  services_.on_daemon_reload = [&] {
+    services_.SetFragmentPath("web.service", early + "/web.service");
+  };
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({web("2")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.outcomes[0].detail,
+              HasSubstr("web.service shadowed: after the daemon-reload systemd runs it from " +
+                        early + "/web.service, in a directory it reads before " + units));
+  services_.on_daemon_reload = nullptr;
+  EXPECT_THAT(ApplyWithUnitsInRoot(Decl({web("2")}, 2)).outcomes[0].detail,
+              HasSubstr("shadowed: systemd loads web.service from " + early));
+
+  ASSERT_TRUE(services_.ReadUnit("web.service")->Running());
+  size_t calls = services_.calls().size();
+  ApplyReport dropped = ApplyWithUnitsInRoot(Decl(json::array(), 3));
+  EXPECT_EQ(dropped.result, ApplyResult::kOk) << dropped.outcomes[0].detail;
+  EXPECT_THAT(dropped.outcomes[0].detail,
+              HasSubstr("left unit web.service as it is: systemd loads it from " + early +
+                        "/web.service, not from the host's file"));
+  EXPECT_FALSE(testing::Exists(units + "/web.service")) << "the host's own file goes";
+  EXPECT_EQ(services_.calls().size(), calls) << "not stopped";
+  EXPECT_TRUE(services_.ReadUnit("web.service")->Running());
+  EXPECT_THAT(services_.reset_failed(), ElementsAre());
 }
 
 // SPEC rule 7 beside rule 8: what a changed restart_on or reload_on asks
@@ -1272,6 +1325,20 @@ TEST_F(UnitsTest, ADroppedUnitThatFailedIsForgottenBySystemdOnceItsFileIsGone) {
   EXPECT_THAT(r.outcomes[1].detail, HasSubstr("left unit edited.service"));
   EXPECT_THAT(services_.reset_failed(), ElementsAre("bad.service"))
       << "edited.service's file is someone's now: what systemd says of it stays";
+}
+
+// The same of a unit the host's own declared `file` defines (its unit file
+// in --unit-dir), without unit_text: it is the host's, and forgotten too.
+TEST_F(UnitsTest, ADroppedUnitItsDeclaredFileDefinedIsForgottenBySystemd) {
+  services_.AddUnit("s.service", {Behavior::kDiesAfter, 100ms});
+  json unit_file = {{"id", "s.unit"},
+                    {"kind", "file"},
+                    {"path", "/etc/systemd/system/s.service"},
+                    {"content", "[Service]\nExecStart=/bin/false\n"}};
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({unit_file, Service("s")})).result, ApplyResult::kFailed);
+  ApplyReport r = ApplyWithUnitsInRoot(Decl(json::array(), 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_THAT(services_.reset_failed(), ElementsAre("s.service"));
 }
 
 // Issue 38 (4): a service its timer or socket runs, declared `stopped` as
