@@ -174,7 +174,7 @@ void Observer::Shadows() {
       } else if (fragment.starts_with(root + "/")) {
         there = ports_.root->Stat(fragment.substr(root.size()));
       }
-      if (!there.has_value() || !there->has_value() || (*there)->type != FileType::kRegular) {
+      if (!there.has_value() || !there->has_value() || (*there)->type == FileType::kMissing) {
         return std::string();
       }
     }
@@ -193,16 +193,31 @@ void Observer::Shadows() {
       out_.seen.unit_files[i].shadowed_by = std::move(*other);
     }
   }
+  // A dropped service's: left running only when the host sees that other
+  // file itself, and it is not the host's own by another name. Else (not
+  // known, not seen) it is stopped as before: the host's own daemon left
+  // running with its file deleted is what removals never do.
   for (const auto* dropped : olds_.dropped) {
     const core::RecordEntry& e = dropped->second;
     auto status = out_.seen.dropped_units.find(e.unit().name);
-    if (e.unit().file_fingerprint.empty() || status == out_.seen.dropped_units.end() ||
-        !status->second) {
+    if (e.kind != core::KindName(core::Kind::kService) || e.unit().file_fingerprint.empty() ||
+        status == out_.seen.dropped_units.end() || !status->second) {
       continue;
     }
-    // Unknown: stopped as before (the host's file is what it last loaded).
     Result<std::string> other = shadow(e.unit().name, *status->second);
-    if (other && !other->empty()) out_.seen.dropped_shadowed_by[e.unit().name] = *other;
+    if (!other || other->empty()) continue;
+    std::optional<Result<FileInfo>> there;
+    if (root == "/") {
+      there = ports_.root->Stat(*other);
+    } else if (other->starts_with(root + "/")) {
+      there = ports_.root->Stat(other->substr(root.size()));
+    }
+    if (!there.has_value() || !there->has_value() || (*there)->type == FileType::kMissing) {
+      continue;
+    }
+    auto mine = ports_.units->Stat("/" + e.unit().name);
+    if (mine && mine->type != FileType::kMissing && mine->inode == (*there)->inode) continue;
+    out_.seen.dropped_shadowed_by[e.unit().name] = *other;
   }
 }
 

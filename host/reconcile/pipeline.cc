@@ -30,17 +30,27 @@ void JudgeLoadedFiles(ApplyState& s, const ReconcilerPorts& ports) {
       continue;
     }
     const std::string& fragment = c->last.fragment_path;
+    if (!fragment.ends_with("/" + r.unit().name)) continue;  // a template's, or a link's target
     if (!search_path.has_value()) search_path = ports.services->UnitSearchPath();
-    if (!*search_path ||
-        !core::LoadedFromEarlierDirectory(fragment, r.unit().name, s.dirs->units, **search_path)) {
+    std::string dir = core::Printable(s.dirs->units);
+    if (!*search_path) {
+      c->verdict.detail = "runs " + core::Printable(fragment) + " after the daemon-reload, and " +
+                          "whether systemd reads that before " + dir + " (--unit-dir) is not " +
+                          "known: its unit search path could not be read (" +
+                          core::Printable(search_path->error().message) + ")";
+    } else if (core::LoadedFromEarlierDirectory(fragment, r.unit().name, s.dirs->units,
+                                                **search_path)) {
+      c->verdict.detail = "shadowed: after the daemon-reload systemd runs it from " +
+                          core::Printable(fragment) + ", in a directory it reads before " + dir +
+                          " (--unit-dir), not from the host's file (move that file away, or " +
+                          "set --unit-dir to its directory)";
+    } else {
       continue;
     }
+    // Not a death on what the host wrote, which never ran: nothing is
+    // rolled back, and what was asked stays pending.
     c->verdict.accepted = false;
-    c->verdict.detail = "shadowed: after the daemon-reload systemd runs it from " +
-                        core::Printable(fragment) + ", in a directory it reads before " +
-                        core::Printable(s.dirs->units) +
-                        " (--unit-dir), not from the host's file (move that file away, or set "
-                        "--unit-dir to its directory)";
+    c->verdict.not_run = true;
   }
 }
 

@@ -164,6 +164,7 @@ void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
   } else {
     rm.until_stopped = unit + " runs, not the host's to stop: its tree goes once it no longer runs";
   }
+  rm.forget_failure = false;  // once it is down, by the apply that deletes its files
   rm.delete_paths.clear();
   rm.delete_empty_dirs.clear();
   rm.held_dirs.clear();
@@ -332,8 +333,8 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
     // it says: an operator's own app@b.service comes before the host's
     // app@.service.
     auto defines = [&](const std::string& f) {
-      return core::UnitFileOf(f, unit) && (status == nullptr || status->fragment_path.empty() ||
-                                           status->fragment_path == in.dirs->units + "/" + f);
+      return core::UnitFileOf(f, unit) &&
+             (status == nullptr || core::LoadedFrom(*status, in.dirs->units, f));
     };
     bool undefined = std::any_of(deleted_unit_files.begin(), deleted_unit_files.end(), defines);
     bool hosts = std::any_of(kept_unit_files.begin(), kept_unit_files.end(), defines);

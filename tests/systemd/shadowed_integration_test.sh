@@ -37,42 +37,47 @@ box_apply
 check "moved away: the host's file is written, loaded and run" \
   '[ $RC = 0 ] && [ -f "$UNITS/mh-sh.service" ] && [ "$(prop sh FragmentPath)" = "$UNITS/mh-sh.service" ] && [ "$(main_cmd sh)" = "sleep 4000" ] && [ "$(prop sh ActiveState)" = active ]'
 
+# The host run inside the box (--root /, declaring units only), so that it
+# sees /etc/systemd/system as systemd does: --unit-dir is $UNITS.
+inside_apply() {  # inside_apply STATE-DIR UNIT-DIR
+  set +e
+  OUT=$(inside env -u DBUS_SYSTEM_BUS_ADDRESS "$BIN" apply --declaration "$T/decl.json" \
+        --root / --state-dir "$1" --artifacts "$T/art" --unit-dir "$2" --machine box \
+        --settle 300ms 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
 # A file of its name put in /etc/systemd/system with no daemon-reload: the
 # host's file is what systemd has loaded when the apply looks, and the
 # apply's own reload moves it onto the other file. Then dropped: the host's
 # file goes, the operator's daemon is not stopped.
-printf '[Service]\nExecStart=/bin/sleep 3333\n' > "$SDBOX_DIR/config/mh-sh.service"
-decl 2 sh 4001; box_apply
-check "shadowed by the apply's own reload: failed, named" \
-  '[ $RC = 1 ] && grep -qF "failed sh (service): mh-sh.service shadowed: after the daemon-reload systemd runs it from /etc/systemd/system/mh-sh.service" <<<"$OUT"'
-box_apply
-check "then shadowed as found" '[ $RC = 1 ] && grep -q "^failed sh (service): shadowed: systemd loads" <<<"$OUT"'
-inv=$(prop sh InvocationID)
-printf '{"machine":"box","generation":3,"resources":[]}' > "$T/decl.json"; box_apply
+decl 1 sd 4000; inside_apply "$T/state-sd" "$UNITS"
+check "revealed: first the host's file runs" '[ $RC = 0 ] && [ "$(main_cmd sd)" = "sleep 4000" ]'
+printf '[Service]\nExecStart=/bin/sleep 3333\n' > "$SDBOX_DIR/config/mh-sd.service"
+decl 2 sd 4001; inside_apply "$T/state-sd" "$UNITS"
+check "shadowed by the apply's own reload: failed, named, nothing rolled back" \
+  '[ $RC = 1 ] && grep -qF "failed sd (service): mh-sd.service shadowed: after the daemon-reload systemd runs it from /etc/systemd/system/mh-sd.service" <<<"$OUT" && ! grep -q "rolled back" <<<"$OUT"'
+inside_apply "$T/state-sd" "$UNITS"
+check "then shadowed as found" '[ $RC = 1 ] && grep -q "^failed sd (service): shadowed: systemd loads" <<<"$OUT"'
+inv=$(prop sd InvocationID)
+printf '{"machine":"box","generation":3,"resources":[]}' > "$T/decl.json"
+inside_apply "$T/state-sd" "$UNITS"
 check "dropped while shadowed: the host's file goes, the operator's daemon runs on" \
-  '[ $RC = 0 ] && grep -qF "left unit mh-sh.service as it is: systemd loads it from /etc/systemd/system/mh-sh.service, not from the host'"'"'s file" <<<"$OUT" && [ ! -e "$UNITS/mh-sh.service" ] && [ "$(prop sh InvocationID)" = "$inv" ] && [ "$(prop sh ActiveState)" = active ]'
-inside systemctl stop mh-sh.service; rm "$SDBOX_DIR/config/mh-sh.service"; inside systemctl daemon-reload
+  '[ $RC = 0 ] && grep -qF "left unit mh-sd.service as it is: systemd loads it from /etc/systemd/system/mh-sd.service, not from the host'"'"'s file" <<<"$OUT" && [ ! -e "$UNITS/mh-sd.service" ] && [ "$(prop sd InvocationID)" = "$inv" ] && [ "$(prop sd ActiveState)" = active ]'
+inside systemctl stop mh-sd.service; rm "$SDBOX_DIR/config/mh-sd.service"; inside systemctl daemon-reload
 
 # A vendor's file, in $UNITS (read after /etc/systemd/system), running.
 printf '[Service]\nExecStart=/bin/sleep 5000\n' > "$UNITS/mh-vendor.service"
 inside systemctl daemon-reload
 inside systemctl start mh-vendor.service
 decl 1 vendor 6000
-inside_apply() {
-  set +e
-  OUT=$(inside env -u DBUS_SYSTEM_BUS_ADDRESS "$BIN" apply --declaration "$T/decl.json" \
-        --root "$T/root" --state-dir "$T/state-inside" --artifacts "$T/art" \
-        --unit-dir /etc/systemd/system --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
-}
-inside_apply
+inside_apply "$T/state-inside" /etc/systemd/system
 check "vendor file read after --unit-dir: overridden, not shadowed" \
   '[ $RC = 0 ] && ! grep -q shadowed <<<"$OUT" && [ "$(prop vendor FragmentPath)" = /etc/systemd/system/mh-vendor.service ] && [ "$(main_cmd vendor)" = "sleep 6000" ] && [ "$(prop vendor ActiveState)" = active ]'
 check "the override is in the box's own /etc/systemd/system" \
   '[ -f "$SDBOX_DIR/config/mh-vendor.service" ] && [ ! -e /etc/systemd/system/mh-vendor.service ]'
-inside_apply
+inside_apply "$T/state-inside" /etc/systemd/system
 check "vendor file read after --unit-dir: the next apply is a no-op" \
   '[ $RC = 0 ] && grep -q "^unchanged vendor (service)" <<<"$OUT"'
 

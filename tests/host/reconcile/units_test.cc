@@ -1096,6 +1096,9 @@ TEST_F(UnitsTest, AShadowTheApplysOwnReloadRevealsFailsAndIsNotStoppedWhenDroppe
               HasSubstr("shadowed: systemd loads web.service from " + early));
 
   ASSERT_TRUE(services_.ReadUnit("web.service")->Running());
+  // Left running only when the host sees that file itself: the operator's.
+  std::filesystem::create_directories(early);
+  testing::WriteText(early + "/web.service", "[Service]\nExecStart=/bin/theirs\n");
   size_t calls = services_.calls().size();
   ApplyReport dropped = ApplyWithUnitsInRoot(Decl(json::array(), 3));
   EXPECT_EQ(dropped.result, ApplyResult::kOk) << dropped.outcomes[0].detail;
@@ -1106,6 +1109,39 @@ TEST_F(UnitsTest, AShadowTheApplysOwnReloadRevealsFailsAndIsNotStoppedWhenDroppe
   EXPECT_EQ(services_.calls().size(), calls) << "not stopped";
   EXPECT_TRUE(services_.ReadUnit("web.service")->Running());
   EXPECT_THAT(services_.reset_failed(), ElementsAre());
+}
+
+// A shadow the apply's own reload reveals is not a death on what the host
+// wrote (which never ran): with on_failure: rollback nothing is rolled back
+// or held, and the restart stays pending until that file is moved away.
+TEST_F(UnitsTest, AShadowRevealedByTheReloadIsNotRolledBack) {
+  std::string units = dir_.Sub("root/etc/systemd/system");
+  std::string early = dir_.Sub("root/run/early");
+  services_.search_path = {early, units};
+  services_.AddUnit("web.service", {});
+  auto web = [](const std::string& v) {
+    return Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web " + v + "\n"},
+                           {"on_failure", "rollback"}});
+  };
+  services_.SetFragmentPath("web.service", units + "/web.service");
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({web("1")})).result, ApplyResult::kOk);
+  services_.on_daemon_reload = [&] {
+    services_.SetFragmentPath("web.service", early + "/web.service");
+  };
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({web("2")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("shadowed: after the daemon-reload"));
+  EXPECT_THAT(r.outcomes[0].detail, Not(HasSubstr("rolled back")));
+  EXPECT_EQ(testing::ReadText(units + "/web.service"), "[Service]\nExecStart=/bin/web 2\n")
+      << "the declared file stays, not the last good's";
+  services_.on_daemon_reload = [&] {
+    services_.SetFragmentPath("web.service", units + "/web.service");
+  };
+  services_.SetNeedDaemonReload("web.service");
+  ApplyReport moved = ApplyWithUnitsInRoot(Decl({web("2")}, 2));
+  EXPECT_EQ(moved.result, ApplyResult::kOk) << moved.outcomes[0].detail;
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kRestart)
+      << "the restart it was owed, onto the host's file";
 }
 
 // SPEC rule 7 beside rule 8: what a changed restart_on or reload_on asks
