@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "host/core/printable.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -150,9 +151,33 @@ core::UnitAction AskedOf(const UnitPlan& u, const Acted& a) {
   return a.restart_for_start ? core::UnitAction::kRestart : *u.action;
 }
 
+std::optional<std::string> LoadedFiles::NotTheHosts(const core::Resource& r,
+                                                    const core::UnitStatus& status) {
+  if (dirs_ == nullptr || dirs_->units.empty() || services_ == nullptr ||
+      !r.unit().text.has_value() || core::LoadedFrom(status, dirs_->units, r.unit().name)) {
+    return std::nullopt;
+  }
+  const std::string& fragment = status.fragment_path;
+  if (!fragment.ends_with("/" + r.unit().name)) return std::nullopt;  // a template's, a link's
+  if (!search_path_.has_value()) search_path_ = services_->UnitSearchPath();
+  std::string dir = core::Printable(dirs_->units);
+  if (!*search_path_) {
+    return "after the daemon-reload systemd loads it from " + core::Printable(fragment) +
+           ", and whether it reads that before " + dir + " (--unit-dir) is not known: its " +
+           "unit search path could not be read (" + core::Printable(search_path_->error().message) +
+           ")";
+  }
+  if (!core::LoadedFromEarlierDirectory(fragment, r.unit().name, dirs_->units, **search_path_)) {
+    return std::nullopt;
+  }
+  return "shadowed: after the daemon-reload systemd loads it from " + core::Printable(fragment) +
+         ", in a directory it reads before " + dir + " (--unit-dir), not from the host's file " +
+         "(move that file away, or set --unit-dir to its directory)";
+}
+
 std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Writes& writes,
-                       const SystemdAnswer& reloaded, ports::ServiceManager* services,
-                       bool dry_run) {
+                       const SystemdAnswer& reloaded, ports::ServiceManager* services, bool dry_run,
+                       const HostDirs* dirs) {
   std::vector<Acted> acts;
   std::vector<std::pair<std::string, ports::JobKind>> asks;
   std::vector<size_t> asked;
@@ -195,11 +220,16 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   auto services_of_sockets = ServicesOfSockets(asks, before, services);
   std::vector<std::pair<std::string, ports::JobKind>> readable;
   std::vector<size_t> sent;  // into asks
+  // Not asked onto a file that is not the host's: the restart would run it.
+  LoadedFiles loaded(dirs, services);
   for (size_t n = 0; n < asks.size(); ++n) {
     std::optional<std::string> held =
         n < before.size() && before[n] && SocketRestart(asks[n])
             ? SocketHeldByItsService(asks[n].first, *before[n], services_of_sockets)
             : std::nullopt;
+    if (!held.has_value() && n < before.size() && before[n]) {
+      held = loaded.NotTheHosts(decl.resources[plan.units[asked[n]].index], *before[n]);
+    }
     if (held.has_value()) {
       acts[asked[n]] = Acted{.state = State::kRefused, .detail = *held, .job = "", .before = {}};
     } else if (n < before.size() && before[n]) {

@@ -14,43 +14,23 @@
 namespace mesh::reconcile {
 namespace {
 
-// A unit that the apply's own daemon-reload moved onto another file of its
-// name, in a directory systemd reads before --unit-dir (put there since the
-// observation, with no reload then): it runs that file, not the host's.
-// Judged on the second look, as a death is (the observation judges such a
-// file found before anything is written: Observer::Shadows).
+// A unit moved onto another file of its name, in a directory systemd reads
+// before --unit-dir, after Act read it (Act asks nothing of one the apply's
+// own reload moved: LoadedFiles): it runs that file, not the host's. Judged
+// on the second look, as a death is.
 void JudgeLoadedFiles(ApplyState& s, const ReconcilerPorts& ports) {
-  if (ports.services == nullptr || s.dirs == nullptr || s.dirs->units.empty()) return;
-  std::optional<core::Result<std::vector<std::string>>> search_path;
+  LoadedFiles loaded(s.dirs, ports.services);
   for (size_t k = 0; k < s.plan.units.size() && k < s.confirmed.size(); ++k) {
     std::optional<Confirmation>& c = s.confirmed[k];
-    const core::Resource& r = s.decl.resources[s.plan.units[k].index];
-    if (!c.has_value() || !c->verdict.accepted || !r.unit().text.has_value() ||
-        core::LoadedFrom(c->last, s.dirs->units, r.unit().name)) {
-      continue;
-    }
-    const std::string& fragment = c->last.fragment_path;
-    if (!fragment.ends_with("/" + r.unit().name)) continue;  // a template's, or a link's target
-    if (!search_path.has_value()) search_path = ports.services->UnitSearchPath();
-    std::string dir = core::Printable(s.dirs->units);
-    if (!*search_path) {
-      c->verdict.detail = "runs " + core::Printable(fragment) + " after the daemon-reload, and " +
-                          "whether systemd reads that before " + dir + " (--unit-dir) is not " +
-                          "known: its unit search path could not be read (" +
-                          core::Printable(search_path->error().message) + ")";
-    } else if (core::LoadedFromEarlierDirectory(fragment, r.unit().name, s.dirs->units,
-                                                **search_path)) {
-      c->verdict.detail = "shadowed: after the daemon-reload systemd runs it from " +
-                          core::Printable(fragment) + ", in a directory it reads before " + dir +
-                          " (--unit-dir), not from the host's file (move that file away, or " +
-                          "set --unit-dir to its directory)";
-    } else {
-      continue;
-    }
+    if (!c.has_value() || !c->verdict.accepted) continue;
+    std::optional<std::string> why =
+        loaded.NotTheHosts(s.decl.resources[s.plan.units[k].index], c->last);
+    if (!why.has_value()) continue;
     // Not a death on what the host wrote, which never ran: nothing is
     // rolled back, and what was asked stays pending.
     c->verdict.accepted = false;
     c->verdict.not_run = true;
+    c->verdict.detail = std::move(*why);
   }
 }
 
@@ -93,7 +73,7 @@ Settled WriteAndSettle(ApplyState& s, const ReconcilerPorts& ports,
   if (!s.dry_run)
     s.reloaded = DaemonReload(s.plan, s.writes, ports.services, LinksChanged(s.enabled));
   step();
-  s.acts = Act(s.decl, s.plan, s.writes, s.reloaded, ports.services, s.dry_run);
+  s.acts = Act(s.decl, s.plan, s.writes, s.reloaded, ports.services, s.dry_run, s.dirs);
   s.confirmed = s.dry_run ? std::vector<std::optional<Confirmation>>(s.plan.units.size())
                           : Confirm(s.decl, s.plan, s.acts, ports.services, *ports.clock, settle,
                                     ports.progress);

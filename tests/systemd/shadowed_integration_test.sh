@@ -55,9 +55,13 @@ inside_apply() {  # inside_apply STATE-DIR UNIT-DIR
 decl 1 sd 4000; inside_apply "$T/state-sd" "$UNITS"
 check "revealed: first the host's file runs" '[ $RC = 0 ] && [ "$(main_cmd sd)" = "sleep 4000" ]'
 printf '[Service]\nExecStart=/bin/sleep 3333\n' > "$SDBOX_DIR/config/mh-sd.service"
+inv=$(prop sd InvocationID)
 decl 2 sd 4001; inside_apply "$T/state-sd" "$UNITS"
+check "shadowed by the apply's own reload: not restarted onto the other file" \
+  '[ "$(prop sd InvocationID)" = "$inv" ] && [ "$(main_cmd sd)" = "sleep 3333" ]'
+
 check "shadowed by the apply's own reload: failed, named, nothing rolled back" \
-  '[ $RC = 1 ] && grep -qF "failed sd (service): mh-sd.service shadowed: after the daemon-reload systemd runs it from /etc/systemd/system/mh-sd.service" <<<"$OUT" && ! grep -q "rolled back" <<<"$OUT"'
+  '[ $RC = 1 ] && grep -qF "failed sd (service): shadowed: after the daemon-reload systemd loads it from /etc/systemd/system/mh-sd.service" <<<"$OUT" && ! grep -q "rolled back" <<<"$OUT"'
 inside_apply "$T/state-sd" "$UNITS"
 check "then shadowed as found" '[ $RC = 1 ] && grep -q "^failed sd (service): shadowed: systemd loads" <<<"$OUT"'
 inv=$(prop sd InvocationID)

@@ -1089,8 +1089,8 @@ TEST_F(UnitsTest, AShadowTheApplysOwnReloadRevealsFailsAndIsNotStoppedWhenDroppe
   ApplyReport r = ApplyWithUnitsInRoot(Decl({web("2")}, 2));
   EXPECT_EQ(r.result, ApplyResult::kFailed);
   EXPECT_THAT(r.outcomes[0].detail,
-              HasSubstr("web.service shadowed: after the daemon-reload systemd runs it from " +
-                        early + "/web.service, in a directory it reads before " + units));
+              HasSubstr("shadowed: after the daemon-reload systemd loads it from " + early +
+                        "/web.service, in a directory it reads before " + units));
   services_.on_daemon_reload = nullptr;
   EXPECT_THAT(ApplyWithUnitsInRoot(Decl({web("2")}, 2)).outcomes[0].detail,
               HasSubstr("shadowed: systemd loads web.service from " + early));
