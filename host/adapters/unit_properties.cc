@@ -52,6 +52,8 @@ constexpr PropertyRow kRows[] = {
        c.conditions_held = v.number != 0;
      }},
     {"Conditions", Wire::kConditions, SetConditions},
+    {"DropInPaths", Wire::kStrings,
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.drop_in_paths = v.strings; }},
     {"ExecMainStatus", Wire::kInt32,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
        s.exec_main_status = static_cast<int32_t>(static_cast<uint32_t>(v.number));

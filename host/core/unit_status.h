@@ -54,6 +54,9 @@ struct UnitStatus {
   // The unit file systemd loaded it from (FragmentPath): an instance's own
   // file comes before its template's. Empty when unknown.
   std::string fragment_path;
+  // The drop-ins systemd loaded (DropInPaths): of each name, the one in the
+  // directory it reads first.
+  std::vector<std::string> drop_in_paths;
   // systemd holds a job for it, queued or running (Job): a unit stopped
   // with another and waiting to start behind it reads inactive meanwhile.
   bool job_queued = false;
@@ -160,6 +163,22 @@ inline bool LoadedFrom(const UnitStatus& s, std::string_view unit_dir, std::stri
   size_t slash = f.rfind('/');
   return slash != std::string_view::npos && f.substr(slash + 1) == file &&
          SimpleDir(f.substr(0, slash)) == SimpleDir(unit_dir);
+}
+
+// The file systemd loaded `unit`'s drop-in `name` from when it is not the
+// host's (--unit-dir's UNIT.d/NAME); "" when it is the host's, or none.
+inline std::string DropInLoadedElsewhere(const UnitStatus& s, std::string_view unit_dir,
+                                         std::string_view unit, std::string_view name) {
+  std::string tail = "/" + std::string(unit) + ".d/" + std::string(name);
+  for (const std::string& path : s.drop_in_paths) {
+    if (!path.ends_with(tail)) continue;
+    if (SimpleDir(std::string_view(path).substr(0, path.size() - tail.size())) ==
+        SimpleDir(unit_dir)) {
+      return "";
+    }
+    return path;
+  }
+  return "";
 }
 
 // Whether systemd loads unit `name` from `fragment` (its FragmentPath), a

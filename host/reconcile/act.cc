@@ -153,26 +153,39 @@ core::UnitAction AskedOf(const UnitPlan& u, const Acted& a) {
 
 std::optional<std::string> LoadedFiles::NotTheHosts(const core::Resource& r,
                                                     const core::UnitStatus& status) {
-  if (dirs_ == nullptr || dirs_->units.empty() || services_ == nullptr ||
-      !r.unit().text.has_value() || core::LoadedFrom(status, dirs_->units, r.unit().name)) {
-    return std::nullopt;
+  if (dirs_ == nullptr || dirs_->units.empty() || services_ == nullptr) return std::nullopt;
+  const std::string& unit = r.unit().name;
+  // What systemd loads from a file of that name elsewhere: the unit file,
+  // or one of the declared drop-ins (UNIT.d/NAME), by the unit file the
+  // directory would hold.
+  std::string what, other, as_unit_file;
+  if (r.unit().text.has_value() && !core::LoadedFrom(status, dirs_->units, unit) &&
+      status.fragment_path.ends_with("/" + unit)) {  // not a template's, nor a link's target
+    what = "it";
+    other = as_unit_file = status.fragment_path;
   }
-  const std::string& fragment = status.fragment_path;
-  if (!fragment.ends_with("/" + r.unit().name)) return std::nullopt;  // a template's, a link's
+  for (auto it = r.unit().drop_ins.begin(); other.empty() && it != r.unit().drop_ins.end(); ++it) {
+    other = core::DropInLoadedElsewhere(status, dirs_->units, unit, it->first);
+    if (other.empty()) continue;
+    what = "its drop-in " + it->first;
+    as_unit_file = other.substr(0, other.size() - unit.size() - 3 - it->first.size()) + "/" + unit;
+  }
+  if (other.empty()) return std::nullopt;
   if (!search_path_.has_value()) search_path_ = services_->UnitSearchPath();
   std::string dir = core::Printable(dirs_->units);
   if (!*search_path_) {
-    return "after the daemon-reload systemd loads it from " + core::Printable(fragment) +
+    return "after the daemon-reload systemd loads " + what + " from " + core::Printable(other) +
            ", and whether it reads that before " + dir + " (--unit-dir) is not known: its " +
            "unit search path could not be read (" + core::Printable(search_path_->error().message) +
            ")";
   }
-  if (!core::LoadedFromEarlierDirectory(fragment, r.unit().name, dirs_->units, **search_path_)) {
+  if (!core::LoadedFromEarlierDirectory(as_unit_file, unit, dirs_->units, **search_path_)) {
     return std::nullopt;
   }
-  return "shadowed: after the daemon-reload systemd loads it from " + core::Printable(fragment) +
-         ", in a directory it reads before " + dir + " (--unit-dir), not from the host's file " +
-         "(move that file away, or set --unit-dir to its directory)";
+  return "shadowed: after the daemon-reload systemd loads " + what + " from " +
+         core::Printable(other) + ", in a directory it reads before " + dir +
+         " (--unit-dir), not from the host's file (move that file away, or set --unit-dir to "
+         "its directory)";
 }
 
 std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Writes& writes,

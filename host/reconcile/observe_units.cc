@@ -151,52 +151,81 @@ void Observer::Units() {
 // (NeedDaemonReload), only a file still there shadows: one moved away
 // since is not loaded again. Of the units of dropped resources too: one
 // the host wrote that runs from such a file is not the host's to stop.
+// The file under --root at `path`, where the host sees it (by no link):
+// null when it cannot, or nothing is there.
+std::optional<FileInfo> Observer::SeenUnderRoot(const std::string& path) {
+  std::string root = core::SimpleDir(dirs_->root);
+  std::optional<Result<FileInfo>> there;
+  if (root == "/") {
+    there = ports_.root->Stat(path);
+  } else if (path.starts_with(root + "/")) {
+    there = ports_.root->Stat(path.substr(root.size()));
+  }
+  if (!there.has_value() || !there->has_value() || (*there)->type == FileType::kMissing) {
+    return std::nullopt;
+  }
+  return **there;
+}
+
+// The file unit `name` is loaded from when it is another file of its name,
+// in a directory read before --unit-dir; "" when it is not; the error when
+// the search path could not be read.
+Result<std::string> Observer::ShadowOf(const std::string& name, const core::UnitStatus& status) {
+  const std::string& fragment = status.fragment_path;
+  if (status.load_state == "masked" || core::LoadedFrom(status, dirs_->units, name) ||
+      !fragment.ends_with("/" + name)) {  // a template's, or a link's target
+    return std::string();
+  }
+  // A view systemd says is stale is trusted only so far.
+  if (status.need_daemon_reload && !SeenUnderRoot(fragment).has_value()) return std::string();
+  if (!search_path_.has_value()) search_path_ = ports_.services->UnitSearchPath();
+  if (!*search_path_) return std::unexpected(search_path_->error());
+  bool earlier = core::LoadedFromEarlierDirectory(fragment, name, dirs_->units, **search_path_);
+  return earlier ? fragment : std::string();
+}
+
 void Observer::Shadows() {
   if (dirs_ == nullptr || dirs_->units.empty() || ports_.services == nullptr) return;
-  std::optional<Result<std::vector<std::string>>> search_path;
-  std::string root = core::SimpleDir(dirs_->root);
-  // The file a unit `name` is loaded from when it is another file of its
-  // name, in a directory read before --unit-dir; "" when it is not; the
-  // error when the search path could not be read.
-  auto shadow = [&](const std::string& name,
-                    const core::UnitStatus& status) -> Result<std::string> {
-    const std::string& fragment = status.fragment_path;
-    if (status.load_state == "masked" || core::LoadedFrom(status, dirs_->units, name) ||
-        !fragment.ends_with("/" + name)) {  // a template's, or a link's target
-      return std::string();
-    }
-    if (status.need_daemon_reload) {
-      // The file systemd names, where the host sees it (under --root, by
-      // no link): a view systemd says is stale is trusted only so far.
-      std::optional<Result<FileInfo>> there;
-      if (root == "/") {
-        there = ports_.root->Stat(fragment);
-      } else if (fragment.starts_with(root + "/")) {
-        there = ports_.root->Stat(fragment.substr(root.size()));
-      }
-      if (!there.has_value() || !there->has_value() || (*there)->type == FileType::kMissing) {
-        return std::string();
-      }
-    }
-    if (!search_path.has_value()) search_path = ports_.services->UnitSearchPath();
-    if (!*search_path) return std::unexpected(search_path->error());
-    bool earlier = core::LoadedFromEarlierDirectory(fragment, name, dirs_->units, **search_path);
-    return earlier ? fragment : std::string();
-  };
   for (const auto& [i, status] : out_.seen.units) {
     const Resource& r = decl_.resources[i];
-    if (!r.unit().text.has_value() || !status) continue;
-    Result<std::string> other = shadow(r.unit().name, *status);
-    if (!other) {
-      out_.seen.unit_files[i].shadow_unknown = other.error().message;
-    } else if (!other->empty()) {
-      out_.seen.unit_files[i].shadowed_by = std::move(*other);
+    if (!status) continue;
+    auto found = [&](std::string path, std::string what, const Result<std::string>& judged) {
+      UnitFileSeen& seen = out_.seen.unit_files[i];
+      seen.shadowed_by = std::move(path);
+      seen.shadowed_what = std::move(what);
+      if (!judged) seen.shadow_unknown = judged.error().message;
+    };
+    if (r.unit().text.has_value()) {
+      Result<std::string> other = ShadowOf(r.unit().name, *status);
+      if (!other || !other->empty()) {
+        found(status->fragment_path, "", other);
+        continue;
+      }
+    }
+    // A declared drop-in of a name systemd loads from a directory it reads
+    // first (of each name it loads one): judged as a unit file there is.
+    for (const auto& [name, text] : r.unit().drop_ins) {
+      std::string other = core::DropInLoadedElsewhere(*status, dirs_->units, r.unit().name, name);
+      if (other.empty()) continue;
+      core::UnitStatus as_file = *status;
+      as_file.fragment_path =
+          other.substr(0, other.size() - r.unit().name.size() - 3 - name.size()) + "/" +
+          r.unit().name;
+      Result<std::string> earlier = ShadowOf(r.unit().name, as_file);
+      if (!earlier || !earlier->empty()) {
+        found(other, name, earlier);
+        break;
+      }
     }
   }
-  // A dropped service's: left running only when the host sees that other
-  // file itself, and it is not the host's own by another name. Else (not
-  // known, not seen) it is stopped as before: the host's own daemon left
-  // running with its file deleted is what removals never do.
+  DroppedShadows();
+}
+
+// A dropped service's: left running only when the host sees that other
+// file itself, and it is not the host's own by another name. Else (not
+// known, not seen) it is stopped as before: the host's own daemon left
+// running with its file deleted is what removals never do.
+void Observer::DroppedShadows() {
   for (const auto* dropped : olds_.dropped) {
     const core::RecordEntry& e = dropped->second;
     auto status = out_.seen.dropped_units.find(e.unit().name);
@@ -204,19 +233,12 @@ void Observer::Shadows() {
         status == out_.seen.dropped_units.end() || !status->second) {
       continue;
     }
-    Result<std::string> other = shadow(e.unit().name, *status->second);
+    Result<std::string> other = ShadowOf(e.unit().name, *status->second);
     if (!other || other->empty()) continue;
-    std::optional<Result<FileInfo>> there;
-    if (root == "/") {
-      there = ports_.root->Stat(*other);
-    } else if (other->starts_with(root + "/")) {
-      there = ports_.root->Stat(other->substr(root.size()));
-    }
-    if (!there.has_value() || !there->has_value() || (*there)->type == FileType::kMissing) {
-      continue;
-    }
+    std::optional<FileInfo> there = SeenUnderRoot(*other);
+    if (!there.has_value()) continue;
     auto mine = ports_.units->Stat("/" + e.unit().name);
-    if (mine && mine->type != FileType::kMissing && mine->inode == (*there)->inode) continue;
+    if (mine && mine->type != FileType::kMissing && mine->inode == there->inode) continue;
     out_.seen.dropped_shadowed_by[e.unit().name] = *other;
   }
 }

@@ -245,22 +245,21 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
 // written or asked of the unit, as of a masked one.
 std::optional<std::string> Shadowed(const PlanInputs& in, size_t i) {
   const UnitFileSeen& seen = in.seen->UnitFileOf(i);
-  if (seen.shadowed_by.empty() && seen.shadow_unknown.empty()) return std::nullopt;
+  if (seen.shadowed_by.empty()) return std::nullopt;
   const std::string& unit = in.declaration->resources[i].unit().name;
   std::string dir = in.dirs != nullptr ? core::Printable(in.dirs->units) : "--unit-dir";
-  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
-  std::string other = status != nullptr && status->has_value()
-                          ? core::Printable((*status)->fragment_path)
-                          : "another file";
-  if (seen.shadowed_by.empty()) {
-    return "not applied: systemd loads " + unit + " from " + other + ", and whether it reads " +
+  std::string what = seen.shadowed_what.empty() ? unit : "its drop-in " + seen.shadowed_what;
+  std::string other = core::Printable(seen.shadowed_by);
+  if (!seen.shadow_unknown.empty()) {
+    return "not applied: systemd loads " + what + " from " + other + ", and whether it reads " +
            "that before " + dir + " (--unit-dir) is not known: its unit search path could not " +
            "be read (" + core::Printable(seen.shadow_unknown) + "); the next apply asks again";
   }
-  return "shadowed: systemd loads " + unit + " from " + other +
+  return "shadowed: systemd loads " + what + " from " + other +
          ", in a directory it reads before " + dir +
-         " (--unit-dir): a unit file the host writes there would not run (move that file away, "
-         "or set --unit-dir to its directory)";
+         " (--unit-dir): " + (seen.shadowed_what.empty() ? "a unit file" : "the drop-in") +
+         " the host writes there would not run (move that file away, or set --unit-dir to its "
+         "directory)";
 }
 
 }  // namespace

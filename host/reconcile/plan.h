@@ -80,6 +80,7 @@ struct UnitFileSeen {
   // The file of that name systemd loads the unit from, in a directory it
   // reads before --unit-dir: what the host would write would not run.
   std::string shadowed_by;
+  std::string shadowed_what;  // its drop-in's name, when that is what is shadowed
   // Why whether it is shadowed is not known (systemd's search path could
   // not be read): not written either, and said.
   std::string shadow_unknown;

@@ -292,10 +292,17 @@ bool RecordProof::Look() {
     const Unit& u = units_[k];
     // A unit file of the host's that systemd has not loaded: owed a reload.
     if (!u.unit_file_fingerprint.empty() && statuses[k]->need_daemon_reload) return false;
-    // Or one loaded from another file: the full pass says whose it is.
+    // Or one loaded from another file, or a drop-in of the host's name from
+    // another directory: the full pass says whose it is.
     if (!u.unit_file_fingerprint.empty() && !unit_dir_.empty() &&
         !core::LoadedFrom(*statuses[k], unit_dir_, u.name)) {
       return false;
+    }
+    for (const auto& [name, fp] : u.drop_ins) {
+      if (!unit_dir_.empty() &&
+          !core::DropInLoadedElsewhere(*statuses[k], unit_dir_, u.name, name).empty()) {
+        return false;
+      }
     }
     // The full pass's rule (plan_units.cc): up against the record, stopped,
     // or left to its trigger in whatever state.

@@ -228,6 +228,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.unit_file_state = u.masked ? "masked" : u.script.unit_file_state;
   s.triggers = u.triggers;
   s.fragment_path = u.fragment_path;
+  s.drop_in_paths = u.drop_in_paths;
   if (clock_.elapsed() < u.stopping_until) {
     s.active_state = "deactivating";
     s.sub_state = "stop-sigterm";

@@ -82,6 +82,10 @@ class FakeServiceManager : public ports::ServiceManager {
   void SetFragmentPath(const std::string& name, std::string path) {
     units_[name].fragment_path = std::move(path);
   }
+  // The drop-ins systemd says it loaded (DropInPaths).
+  void SetDropInPaths(const std::string& name, std::vector<std::string> paths) {
+    units_[name].drop_in_paths = std::move(paths);
+  }
   // A unit file systemd will not load (LoadState bad-setting): every job but
   // a stop is refused with BadUnitSetting, as systemd refuses it.
   void BadSetting(const std::string& name) { units_[name].bad_setting = true; }
@@ -194,6 +198,7 @@ class FakeServiceManager : public ports::ServiceManager {
     bool held_running = false;
     std::vector<std::string> triggers;
     std::string fragment_path;
+    std::vector<std::string> drop_in_paths;
   };
   bool ServiceRuns(const std::vector<std::string>& triggers);
   struct Job {

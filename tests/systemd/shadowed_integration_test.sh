@@ -71,6 +71,26 @@ check "dropped while shadowed: the host's file goes, the operator's daemon runs 
   '[ $RC = 0 ] && grep -qF "left unit mh-sd.service as it is: systemd loads it from /etc/systemd/system/mh-sd.service, not from the host'"'"'s file" <<<"$OUT" && [ ! -e "$UNITS/mh-sd.service" ] && [ "$(prop sd InvocationID)" = "$inv" ] && [ "$(prop sd ActiveState)" = active ]'
 inside systemctl stop mh-sd.service; rm "$SDBOX_DIR/config/mh-sd.service"; inside systemctl daemon-reload
 
+# A drop-in of the name the host declares, in /etc/systemd/system: of each
+# name systemd loads one, the earlier directory's.
+mkdir -p "$SDBOX_DIR/config/mh-dw.service.d"
+printf '[Service]\nEnvironment=X=etc\n' > "$SDBOX_DIR/config/mh-dw.service.d/10-x.conf"
+inside systemctl daemon-reload
+printf '{"machine":"box","generation":1,"resources":[{"id":"dw","kind":"service","unit":"mh-dw.service","state":"running","unit_text":"[Service]\\nExecStart=/bin/sleep 1000\\n","drop_ins":{"10-x.conf":"[Service]\\nEnvironment=X=host\\n"}}]}' > "$T/decl.json"
+inside_apply "$T/state-dw" "$UNITS"
+# A new unit: systemd tells its drop-ins only once it loads it, after the
+# apply's own reload; the unit is then not started.
+check "shadowed drop-in of a new unit: failed naming it, not started" \
+  '[ $RC = 1 ] && grep -qF "failed dw (service): shadowed: after the daemon-reload systemd loads its drop-in 10-x.conf from /etc/systemd/system/mh-dw.service.d/10-x.conf, in a directory it reads before $UNITS (--unit-dir)" <<<"$OUT" && [ "$(prop dw ActiveState)" != active ]'
+printf '{"machine":"box","generation":2,"resources":[{"id":"dw","kind":"service","unit":"mh-dw.service","state":"running","unit_text":"[Service]\\nExecStart=/bin/sleep 1000\\n","drop_ins":{"10-x.conf":"[Service]\\nEnvironment=X=two\\n"}}]}' > "$T/decl.json"
+inside_apply "$T/state-dw" "$UNITS"
+check "shadowed drop-in, known: failed before anything is written" \
+  '[ $RC = 1 ] && grep -qF "failed dw (service): shadowed: systemd loads its drop-in 10-x.conf from /etc/systemd/system/mh-dw.service.d/10-x.conf" <<<"$OUT" && ! grep -q "X=two" "$UNITS/mh-dw.service.d/10-x.conf"'
+rm -r "$SDBOX_DIR/config/mh-dw.service.d"; inside systemctl daemon-reload
+inside_apply "$T/state-dw" "$UNITS"
+check "moved away: the host's drop-in is written and read" \
+  '[ $RC = 0 ] && grep -q "X=two" "$UNITS/mh-dw.service.d/10-x.conf" && inside systemctl show -p Environment --value mh-dw.service | grep -q "X=two" && [ "$(prop dw ActiveState)" = active ]'
+
 # A vendor's file, in $UNITS (read after /etc/systemd/system), running.
 printf '[Service]\nExecStart=/bin/sleep 5000\n' > "$UNITS/mh-vendor.service"
 inside systemctl daemon-reload

@@ -1144,6 +1144,43 @@ TEST_F(UnitsTest, AShadowRevealedByTheReloadIsNotRolledBack) {
       << "the restart it was owed, onto the host's file";
 }
 
+// A declared drop-in of a name systemd loads from a directory it reads
+// before --unit-dir (of each name it loads one): the host's would not be
+// read. Before, the host wrote it and said so. One from a directory read
+// after is what the host's overrides.
+TEST_F(UnitsTest, ADropInOfANameSystemdLoadsFromADirectoryReadFirstIsShadowed) {
+  std::string units = dir_.Sub("root/etc/systemd/system");
+  std::string early = dir_.Sub("root/run/early");
+  std::string late = dir_.Sub("root/usr/lib/systemd/system");
+  services_.search_path = {early, units, late};
+  services_.AddUnit("dw.service", {});
+  json dw = Service("dw", {{"drop_ins", {{"10-x.conf", "[Service]\nEnvironment=X=host\n"}}}});
+  services_.SetDropInPaths("dw.service", {late + "/dw.service.d/10-x.conf"});
+  ApplyReport vendor = ApplyWithUnitsInRoot(Decl({dw}));
+  EXPECT_EQ(vendor.result, ApplyResult::kOk) << vendor.outcomes[0].detail;
+  services_.SetDropInPaths("dw.service", {early + "/dw.service.d/10-x.conf"});
+  json dw2 = Service("dw", {{"drop_ins", {{"10-x.conf", "[Service]\nEnvironment=X=two\n"}}}});
+  size_t calls = services_.calls().size();
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({dw2}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.outcomes[0].detail,
+              HasSubstr("shadowed: systemd loads its drop-in 10-x.conf from " + early +
+                        "/dw.service.d/10-x.conf, in a directory it reads before " + units +
+                        " (--unit-dir): the drop-in the host writes there would not run"));
+  EXPECT_EQ(testing::ReadText(units + "/dw.service.d/10-x.conf"), "[Service]\nEnvironment=X=host\n")
+      << "not written";
+  EXPECT_EQ(services_.calls().size(), calls);
+  // Settled on the host's, then one of that name put first: no longer
+  // proven from the record, and said.
+  services_.SetDropInPaths("dw.service", {units + "/dw.service.d/10-x.conf"});
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({dw2}, 2)).result, ApplyResult::kOk);
+  ASSERT_TRUE(ApplyWithUnitsInRoot(Decl({dw2}, 2)).from_record);
+  services_.SetDropInPaths("dw.service", {early + "/dw.service.d/10-x.conf"});
+  ApplyReport again = ApplyWithUnitsInRoot(Decl({dw2}, 2));
+  EXPECT_FALSE(again.from_record);
+  EXPECT_THAT(again.outcomes[0].detail, HasSubstr("shadowed: systemd loads its drop-in"));
+}
+
 // SPEC rule 7 beside rule 8: what a changed restart_on or reload_on asks
 // of a masked unit is not done, and stays owed. Before, the file was
 // recorded as written and the restart forgotten: once unmasked, the unit
