@@ -43,7 +43,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"ActiveState", Wire::kString},
       {"ConditionResult", Wire::kBool},
       {"Conditions", Wire::kConditions},  // a(sbbsi)
-      {"DropInPaths", Wire::kStrings},  // as
+      {"DropInPaths", Wire::kStrings},    // as
       {"ExecMainStatus", Wire::kInt32},
       {"ExecStart", Wire::kCommands},  // a(sasbttttuii)
       {"ExecStop", Wire::kCommands},
