@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "host/core/printable.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -145,47 +144,27 @@ std::map<std::string, core::Result<core::UnitStatus>> ServicesOfSockets(
   return seen;
 }
 
+// Why a unit read after the daemon-reload is not asked now: a socket whose
+// service runs, or a file not the host's that the reload moved it onto (the
+// restart would run it).
+std::optional<std::string> HeldNow(
+    const std::pair<std::string, ports::JobKind>& ask, const core::UnitStatus& now,
+    const core::Resource& r,
+    const std::map<std::string, core::Result<core::UnitStatus>>& services_of_sockets,
+    LoadedFiles& loaded) {
+  if (SocketRestart(ask)) {
+    if (auto held = SocketHeldByItsService(ask.first, now, services_of_sockets)) return held;
+  }
+  auto why = loaded.NotTheHosts(r.unit().name, now, r.unit().text.has_value(), r.unit().drop_ins,
+                                /*after_reload=*/true);
+  if (!why.has_value()) return std::nullopt;
+  return std::move(why->words);
+}
+
 }  // namespace
 
 core::UnitAction AskedOf(const UnitPlan& u, const Acted& a) {
   return a.restart_for_start ? core::UnitAction::kRestart : *u.action;
-}
-
-std::optional<std::string> LoadedFiles::NotTheHosts(const core::Resource& r,
-                                                    const core::UnitStatus& status) {
-  if (dirs_ == nullptr || dirs_->units.empty() || services_ == nullptr) return std::nullopt;
-  const std::string& unit = r.unit().name;
-  // What systemd loads from a file of that name elsewhere: the unit file,
-  // or one of the declared drop-ins (UNIT.d/NAME), by the unit file the
-  // directory would hold.
-  std::string what, other, as_unit_file;
-  if (r.unit().text.has_value() && !core::LoadedFrom(status, dirs_->units, unit) &&
-      status.fragment_path.ends_with("/" + unit)) {  // not a template's, nor a link's target
-    what = "it";
-    other = as_unit_file = status.fragment_path;
-  }
-  for (auto it = r.unit().drop_ins.begin(); other.empty() && it != r.unit().drop_ins.end(); ++it) {
-    other = core::DropInLoadedElsewhere(status, dirs_->units, unit, it->first);
-    if (other.empty()) continue;
-    what = "its drop-in " + it->first;
-    as_unit_file = other.substr(0, other.size() - unit.size() - 3 - it->first.size()) + "/" + unit;
-  }
-  if (other.empty()) return std::nullopt;
-  if (!search_path_.has_value()) search_path_ = services_->UnitSearchPath();
-  std::string dir = core::Printable(dirs_->units);
-  if (!*search_path_) {
-    return "after the daemon-reload systemd loads " + what + " from " + core::Printable(other) +
-           ", and whether it reads that before " + dir + " (--unit-dir) is not known: its " +
-           "unit search path could not be read (" + core::Printable(search_path_->error().message) +
-           ")";
-  }
-  if (!core::LoadedFromEarlierDirectory(as_unit_file, unit, dirs_->units, **search_path_)) {
-    return std::nullopt;
-  }
-  return "shadowed: after the daemon-reload systemd loads " + what + " from " +
-         core::Printable(other) + ", in a directory it reads before " + dir +
-         " (--unit-dir), not from the host's file (move that file away, or set --unit-dir to "
-         "its directory)";
 }
 
 std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Writes& writes,
@@ -233,16 +212,13 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   auto services_of_sockets = ServicesOfSockets(asks, before, services);
   std::vector<std::pair<std::string, ports::JobKind>> readable;
   std::vector<size_t> sent;  // into asks
-  // Not asked onto a file that is not the host's: the restart would run it.
   LoadedFiles loaded(dirs, services);
   for (size_t n = 0; n < asks.size(); ++n) {
     std::optional<std::string> held =
-        n < before.size() && before[n] && SocketRestart(asks[n])
-            ? SocketHeldByItsService(asks[n].first, *before[n], services_of_sockets)
+        n < before.size() && before[n]
+            ? HeldNow(asks[n], *before[n], decl.resources[plan.units[asked[n]].index],
+                      services_of_sockets, loaded)
             : std::nullopt;
-    if (!held.has_value() && n < before.size() && before[n]) {
-      held = loaded.NotTheHosts(decl.resources[plan.units[asked[n]].index], *before[n]);
-    }
     if (held.has_value()) {
       acts[asked[n]] = Acted{.state = State::kRefused, .detail = *held, .job = "", .before = {}};
     } else if (n < before.size() && before[n]) {

@@ -14,6 +14,7 @@
 #include "host/core/result.h"
 #include "host/core/unit_status.h"
 #include "host/ports/service_manager.h"
+#include "host/reconcile/loaded_files.h"
 #include "host/reconcile/plan.h"
 #include "host/reconcile/systemd_answer.h"
 #include "host/reconcile/write.h"
@@ -43,27 +44,6 @@ struct Acted {
 // What the host asked of systemd for `u`: the plan's action, or the
 // restart that stood in for its start.
 core::UnitAction AskedOf(const UnitPlan& u, const Acted& a);
-
-// The unit files systemd loads after the apply's daemon-reload: whether a
-// unit declared with unit_text runs from another file of its name, in a
-// directory systemd reads before --unit-dir (put there since the
-// observation, with no reload then). `search_path` is systemd's, read at
-// the first unit that needs it and kept for the rest.
-class LoadedFiles {
- public:
-  LoadedFiles(const HostDirs* dirs, ports::ServiceManager* services)
-      : dirs_(dirs), services_(services) {}
-  // Why `r`'s unit, as `status` shows it, does not run the host's file
-  // (shadowed, or not known: the search path unread); nullopt when it does,
-  // or when where it loads from is not for the host to judge (a template's
-  // file, a link's target).
-  std::optional<std::string> NotTheHosts(const core::Resource& r, const core::UnitStatus& status);
-
- private:
-  const HostDirs* dirs_;
-  ports::ServiceManager* services_;
-  std::optional<core::Result<std::vector<std::string>>> search_path_;
-};
 
 // One per plan.units entry. With `dry_run` nothing is asked of systemd: only
 // what would be held back is said. With `dirs`, a unit the daemon-reload

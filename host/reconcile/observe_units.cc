@@ -1,6 +1,7 @@
 #include <set>
 
 #include "host/core/want.h"
+#include "host/reconcile/loaded_files.h"
 #include "host/reconcile/observer.h"
 
 namespace mesh::reconcile::observe_internal {
@@ -142,15 +143,6 @@ void Observer::Units() {
   }
 }
 
-// A unit file the host writes that systemd would not load: it loads the
-// unit from a file of that name in a directory it reads first (its
-// UnitPath: systemd-run's transient units and early generators before
-// /etc/systemd/system, /etc before /run/systemd/system, both before
-// /usr/local/lib and /usr/lib). Judged by systemd's order, and asked only
-// when a unit is loaded from elsewhere. When systemd's view is stale
-// (NeedDaemonReload), only a file still there shadows: one moved away
-// since is not loaded again. Of the units of dropped resources too: one
-// the host wrote that runs from such a file is not the host's to stop.
 // The file under --root at `path`, where the host sees it (by no link):
 // null when it cannot, or nothing is there.
 std::optional<FileInfo> Observer::SeenUnderRoot(const std::string& path) {
@@ -167,65 +159,26 @@ std::optional<FileInfo> Observer::SeenUnderRoot(const std::string& path) {
   return **there;
 }
 
-// The file unit `name` is loaded from when it is another file of its name,
-// in a directory read before --unit-dir; "" when it is not; the error when
-// the search path could not be read.
-Result<std::string> Observer::ShadowOf(const std::string& name, const core::UnitStatus& status) {
-  const std::string& fragment = status.fragment_path;
-  if (status.load_state == "masked" || core::LoadedFrom(status, dirs_->units, name) ||
-      !fragment.ends_with("/" + name)) {  // a template's, or a link's target
-    return std::string();
-  }
-  // A view systemd says is stale is trusted only so far.
-  if (status.need_daemon_reload && !SeenUnderRoot(fragment).has_value()) return std::string();
-  if (!search_path_.has_value()) search_path_ = ports_.services->UnitSearchPath();
-  if (!*search_path_) return std::unexpected(search_path_->error());
-  bool earlier = core::LoadedFromEarlierDirectory(fragment, name, dirs_->units, **search_path_);
-  return earlier ? fragment : std::string();
-}
-
+// What the host writes that systemd would not load (LoadedFiles), before
+// anything is written. A view systemd says is stale is trusted only for a
+// file the host still sees there. Of the units of dropped resources too:
+// one the host wrote that runs from such a file is not the host's to stop.
 void Observer::Shadows() {
-  if (dirs_ == nullptr || dirs_->units.empty() || ports_.services == nullptr) return;
+  if (dirs_ == nullptr) return;
+  LoadedFiles loaded(dirs_, ports_.services);
+  auto still_there = [this](const std::string& path) { return SeenUnderRoot(path).has_value(); };
   for (const auto& [i, status] : out_.seen.units) {
     const Resource& r = decl_.resources[i];
     if (!status) continue;
-    auto found = [&](std::string path, std::string what, const Result<std::string>& judged) {
-      UnitFileSeen& seen = out_.seen.unit_files[i];
-      seen.shadowed_by = std::move(path);
-      seen.shadowed_what = std::move(what);
-      if (!judged) seen.shadow_unknown = judged.error().message;
-    };
-    if (r.unit().text.has_value()) {
-      Result<std::string> other = ShadowOf(r.unit().name, *status);
-      if (!other || !other->empty()) {
-        found(status->fragment_path, "", other);
-        continue;
-      }
-    }
-    // A declared drop-in of a name systemd loads from a directory it reads
-    // first (of each name it loads one): judged as a unit file there is.
-    for (const auto& [name, text] : r.unit().drop_ins) {
-      std::string other = core::DropInLoadedElsewhere(*status, dirs_->units, r.unit().name, name);
-      if (other.empty()) continue;
-      core::UnitStatus as_file = *status;
-      as_file.fragment_path =
-          other.substr(0, other.size() - r.unit().name.size() - 3 - name.size()) + "/" +
-          r.unit().name;
-      Result<std::string> earlier = ShadowOf(r.unit().name, as_file);
-      if (!earlier || !earlier->empty()) {
-        found(other, name, earlier);
-        break;
-      }
-    }
+    std::optional<NotLoaded> why =
+        loaded.NotTheHosts(r.unit().name, *status, r.unit().text.has_value(), r.unit().drop_ins,
+                           /*after_reload=*/false, still_there);
+    if (why.has_value()) out_.seen.unit_files[i].shadowed = std::move(why->words);
   }
-  DroppedShadows();
-}
-
-// A dropped service's: left running only when the host sees that other
-// file itself, and it is not the host's own by another name. Else (not
-// known, not seen) it is stopped as before: the host's own daemon left
-// running with its file deleted is what removals never do.
-void Observer::DroppedShadows() {
+  // A dropped service's: left running only when the host sees that other
+  // file itself, and it is not the host's own by another name. Else (not
+  // known, not seen) it is stopped as before: the host's own daemon left
+  // running with its file deleted is what removals never do.
   for (const auto* dropped : olds_.dropped) {
     const core::RecordEntry& e = dropped->second;
     auto status = out_.seen.dropped_units.find(e.unit().name);
@@ -233,13 +186,17 @@ void Observer::DroppedShadows() {
         status == out_.seen.dropped_units.end() || !status->second) {
       continue;
     }
-    Result<std::string> other = ShadowOf(e.unit().name, *status->second);
-    if (!other || other->empty()) continue;
-    std::optional<FileInfo> there = SeenUnderRoot(*other);
-    if (!there.has_value()) continue;
+    std::optional<NotLoaded> why = loaded.NotTheHosts(e.unit().name, *status->second, true, {},
+                                                      /*after_reload=*/false, still_there);
+    if (!why.has_value() || !why->known) continue;
+    const std::string& other = status->second->fragment_path;
+    std::optional<FileInfo> there = SeenUnderRoot(other);
     auto mine = ports_.units->Stat("/" + e.unit().name);
-    if (mine && mine->type != FileType::kMissing && mine->inode == there->inode) continue;
-    out_.seen.dropped_shadowed_by[e.unit().name] = *other;
+    if (!there.has_value() ||
+        (mine && mine->type != FileType::kMissing && mine->inode == there->inode)) {
+      continue;
+    }
+    out_.seen.dropped_shadowed_by[e.unit().name] = other;
   }
 }
 

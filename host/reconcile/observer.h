@@ -67,8 +67,6 @@ class Observer {
                UnitFileSeen& seen);
   void Units();
   void Shadows();
-  void DroppedShadows();
-  Result<std::string> ShadowOf(const std::string& name, const core::UnitStatus& status);
   std::optional<FileInfo> SeenUnderRoot(const std::string& path);
   std::optional<std::string> NotTheHosts(const std::string& dir,
                                          const std::vector<TreeEntry>& entries) const;
@@ -111,8 +109,6 @@ class Observer {
   uint64_t held_bytes_ = 0;
   std::map<std::pair<std::string, std::string>, Result<std::pair<uint32_t, uint32_t>>> ids_;
   const decltype(ids_)::value_type* last_ids_ = nullptr;
-  // systemd's unit search path, read at the first unit that needs it.
-  std::optional<Result<std::vector<std::string>>> search_path_;
 };
 
 }  // namespace mesh::reconcile::observe_internal

@@ -5,11 +5,10 @@
 #include <utility>
 #include <vector>
 
-#include "host/core/printable.h"
-#include "host/core/unit_status.h"
 #include "host/reconcile/daemon_reload.h"
 #include "host/reconcile/enable.h"
 #include "host/reconcile/journal_lines.h"
+#include "host/reconcile/loaded_files.h"
 
 namespace mesh::reconcile {
 namespace {
@@ -23,14 +22,16 @@ void JudgeLoadedFiles(ApplyState& s, const ReconcilerPorts& ports) {
   for (size_t k = 0; k < s.plan.units.size() && k < s.confirmed.size(); ++k) {
     std::optional<Confirmation>& c = s.confirmed[k];
     if (!c.has_value() || !c->verdict.accepted) continue;
-    std::optional<std::string> why =
-        loaded.NotTheHosts(s.decl.resources[s.plan.units[k].index], c->last);
+    const core::Resource& r = s.decl.resources[s.plan.units[k].index];
+    std::optional<NotLoaded> why =
+        loaded.NotTheHosts(r.unit().name, c->last, r.unit().text.has_value(), r.unit().drop_ins,
+                           /*after_reload=*/true);
     if (!why.has_value()) continue;
     // Not a death on what the host wrote, which never ran: nothing is
     // rolled back, and what was asked stays pending.
     c->verdict.accepted = false;
     c->verdict.not_run = true;
-    c->verdict.detail = std::move(*why);
+    c->verdict.detail = std::move(why->words);
   }
 }
 

@@ -244,22 +244,8 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
 // A unit file systemd would not load (Observer::Shadows): nothing is
 // written or asked of the unit, as of a masked one.
 std::optional<std::string> Shadowed(const PlanInputs& in, size_t i) {
-  const UnitFileSeen& seen = in.seen->UnitFileOf(i);
-  if (seen.shadowed_by.empty()) return std::nullopt;
-  const std::string& unit = in.declaration->resources[i].unit().name;
-  std::string dir = in.dirs != nullptr ? core::Printable(in.dirs->units) : "--unit-dir";
-  std::string what = seen.shadowed_what.empty() ? unit : "its drop-in " + seen.shadowed_what;
-  std::string other = core::Printable(seen.shadowed_by);
-  if (!seen.shadow_unknown.empty()) {
-    return "not applied: systemd loads " + what + " from " + other + ", and whether it reads " +
-           "that before " + dir + " (--unit-dir) is not known: its unit search path could not " +
-           "be read (" + core::Printable(seen.shadow_unknown) + "); the next apply asks again";
-  }
-  return "shadowed: systemd loads " + what + " from " + other +
-         ", in a directory it reads before " + dir +
-         " (--unit-dir): " + (seen.shadowed_what.empty() ? "a unit file" : "the drop-in") +
-         " the host writes there would not run (move that file away, or set --unit-dir to its "
-         "directory)";
+  const std::string& why = in.seen->UnitFileOf(i).shadowed;
+  return why.empty() ? std::nullopt : std::optional<std::string>(why);
 }
 
 }  // namespace

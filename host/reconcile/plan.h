@@ -77,13 +77,10 @@ struct UnitFileSeen {
   // A link to /dev/null at the unit file's place: an operator's mask,
   // whether or not systemd has loaded it yet.
   bool masked = false;
-  // The file of that name systemd loads the unit from, in a directory it
-  // reads before --unit-dir: what the host would write would not run.
-  std::string shadowed_by;
-  std::string shadowed_what;  // its drop-in's name, when that is what is shadowed
-  // Why whether it is shadowed is not known (systemd's search path could
-  // not be read): not written either, and said.
-  std::string shadow_unknown;
+  // Why what the host writes would not run: systemd loads a file of that
+  // name from a directory it reads first (LoadedFiles), in the words of the
+  // failed outcome. Nothing is then written or asked.
+  std::string shadowed;
   std::string fingerprint;
   // The declared drop-ins, and the recorded ones no longer declared.
   std::map<std::string, DropInSeen> drop_ins;
