@@ -71,6 +71,7 @@ constexpr PropertyRow kRows[] = {
        s.exec_stop_post = static_cast<uint32_t>(v.command_paths.size());
      }},
     MESH_TEXT_ROW("FragmentPath", fragment_path),
+    MESH_TEXT_ROW("Id", id),
     {"InvocationID", Wire::kBytes, SetInvocationId},
     {"Job", Wire::kJob,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.job_queued = v.number != 0; }},

@@ -51,6 +51,9 @@ struct UnitStatus {
   // socket whose service runs cannot be restarted (systemd refuses to
   // start it again: "already active, refusing").
   std::vector<std::string> triggers;
+  // The name systemd knows the unit by (Id): another unit's when the name
+  // read is an alias of that unit. Empty when unknown.
+  std::string id;
   // The unit file systemd loaded it from (FragmentPath): an instance's own
   // file comes before its template's. Empty when unknown.
   std::string fragment_path;

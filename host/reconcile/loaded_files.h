@@ -1,8 +1,9 @@
 // LoadedFiles: whether systemd loads a unit, or one of its declared
 // drop-ins, from a file the host did not write — a file of the same name in
-// a directory it reads before --unit-dir. Of two files of one name systemd
-// loads the earlier directory's (its Manager.UnitPath order), so what the
-// host writes there would not run. One rule for the observation (before
+// a directory it reads before --unit-dir, or a link that makes the name an
+// alias of another unit. Of two files of one name systemd loads the earlier
+// directory's (its Manager.UnitPath order), so what the host writes there
+// would not run. One rule for the observation (before
 // anything is written), Act (after the apply's own daemon-reload) and the
 // second look.
 #pragma once
@@ -29,6 +30,14 @@ struct NotLoaded {
   bool known = true;
 };
 
+// The host's unit file of a unit (its unit_text's), as systemd's view of
+// the unit stands to it.
+enum class OwnFile {
+  kNone,     // the unit's file is not the host's
+  kInPlace,  // written as declared, and read by systemd since if it reads it
+  kToWrite,  // this apply writes it, then reloads: systemd has not read it
+};
+
 class LoadedFiles {
  public:
   // `dirs` null or without --unit-dir, or no `services`: nothing is judged.
@@ -36,16 +45,20 @@ class LoadedFiles {
       : dirs_(dirs), services_(services) {}
 
   // Why `unit`, as `status` shows it, does not run the host's file — its
-  // unit file when `own_file` (the host writes unit_text), or one of
-  // `drop_ins` — in the words of a failed outcome; nullopt when it does, or
-  // when where it loads from is not for the host to judge (a masked unit, a
-  // template's file, a link's target). `after_reload`: the words say the
+  // unit file when `own_file` is not kNone (the host writes unit_text), or
+  // one of `drop_ins` — in the words of a failed outcome; nullopt when it
+  // does, or when where it loads from is not for the host to judge (a
+  // masked unit, a template's file). A name systemd reads as an alias of
+  // another unit (its Id) is judged only with the host's file kInPlace and
+  // a view systemd does not say is stale: the host's file, once read, may
+  // be what a later directory's alias link gives way to. `after_reload`:
+  // the words say the
   // apply's own daemon-reload showed it. `still_there`, for a view systemd
   // says is stale (NeedDaemonReload): whether the file it names is still
   // there (a file moved away since is not loaded again); null: the view is
   // trusted. systemd's search path is read at the first unit that needs it.
   std::optional<NotLoaded> NotTheHosts(
-      std::string_view unit, const core::UnitStatus& status, bool own_file,
+      std::string_view unit, const core::UnitStatus& status, OwnFile own_file,
       const std::map<std::string, std::string>& drop_ins, bool after_reload,
       const std::function<bool(const std::string&)>& still_there = nullptr);
 
@@ -54,5 +67,10 @@ class LoadedFiles {
   ports::ServiceManager* services_;
   std::optional<core::Result<std::vector<std::string>>> search_path_;
 };
+
+// After the apply's writes and reload: kInPlace for a unit_text, else kNone.
+inline OwnFile OwnFileWritten(const core::Resource& r) {
+  return r.unit().text.has_value() ? OwnFile::kInPlace : OwnFile::kNone;
+}
 
 }  // namespace mesh::reconcile

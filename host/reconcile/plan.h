@@ -116,7 +116,8 @@ struct Seen {
   std::map<std::string, DroppedSeen> dropped_paths;
   std::map<std::string, DroppedSeen> dropped_unit_files;
   // Those units systemd loads from a file of their name in a directory it
-  // reads before --unit-dir (an operator's, added since): the file, by unit.
+  // reads before --unit-dir (an operator's, added since), or reads as an
+  // alias of another unit: what it runs instead, in words, by unit.
   std::map<std::string, std::string> dropped_shadowed_by;
 };
 

@@ -213,8 +213,7 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
         other != in.seen->dropped_shadowed_by.end()) {
       // It runs from that file, not the host's: the host's file goes, the
       // daemon is not the host's to stop.
-      rm.left.push_back("unit " + e.unit().name + " as it is: systemd loads it from " +
-                        core::Printable(other->second) + ", not from the host's file");
+      rm.left.push_back("unit " + e.unit().name + " as it is: " + other->second);
       rm.delete_unit_file = true;
       return;
     }

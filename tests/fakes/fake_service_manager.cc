@@ -227,6 +227,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.timeout_stop = u.script.timeout_stop;
   s.unit_file_state = u.masked ? "masked" : u.script.unit_file_state;
   s.triggers = u.triggers;
+  s.id = u.id.empty() ? unit : u.id;
   s.fragment_path = u.fragment_path;
   s.drop_in_paths = u.drop_in_paths;
   if (clock_.elapsed() < u.stopping_until) {

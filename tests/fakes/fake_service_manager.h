@@ -82,6 +82,12 @@ class FakeServiceManager : public ports::ServiceManager {
   void SetFragmentPath(const std::string& name, std::string path) {
     units_[name].fragment_path = std::move(path);
   }
+  // `name` an alias of unit `id`, loaded from `fragment_path`: read, it
+  // says so (Id, FragmentPath).
+  void SetAliasOf(const std::string& name, std::string id, std::string fragment_path) {
+    units_[name].id = std::move(id);
+    units_[name].fragment_path = std::move(fragment_path);
+  }
   // The drop-ins systemd says it loaded (DropInPaths).
   void SetDropInPaths(const std::string& name, std::vector<std::string> paths) {
     units_[name].drop_in_paths = std::move(paths);
@@ -197,6 +203,7 @@ class FakeServiceManager : public ports::ServiceManager {
     // the old run goes on, untouched, as systemd leaves it.
     bool held_running = false;
     std::vector<std::string> triggers;
+    std::string id;  // empty: its own name
     std::string fragment_path;
     std::vector<std::string> drop_in_paths;
   };

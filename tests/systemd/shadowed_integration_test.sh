@@ -37,6 +37,26 @@ box_apply
 check "moved away: the host's file is written, loaded and run" \
   '[ $RC = 0 ] && [ -f "$UNITS/mh-sh.service" ] && [ "$(prop sh FragmentPath)" = "$UNITS/mh-sh.service" ] && [ "$(main_cmd sh)" = "sleep 4000" ] && [ "$(prop sh ActiveState)" = active ]'
 
+# A link in /etc/systemd/system that makes the declared name an alias of
+# the operator's running unit: systemd answers for that unit, and the
+# host's file never runs. Dropped, the operator's unit is not stopped.
+printf '[Service]\nExecStart=/bin/sleep 3100\n' > "$SDBOX_DIR/config/mh-op.service"
+ln -s mh-op.service "$SDBOX_DIR/config/mh-al.service"
+inside systemctl daemon-reload
+inside systemctl start mh-op.service
+inv=$(prop op InvocationID)
+decl 2 al 4100; box_apply
+check "alias: the apply's own reload shows it, failed and named, nothing restarted" \
+  '[ $RC = 1 ] && grep -qF "failed al (service): shadowed: after the daemon-reload systemd reads mh-al.service as an alias of mh-op.service, from /etc/systemd/system/mh-op.service" <<<"$OUT" && [ "$(prop op InvocationID)" = "$inv" ]'
+box_apply
+check "alias: then judged before anything is asked" \
+  '[ $RC = 1 ] && grep -qF "failed al (service): shadowed: systemd reads mh-al.service as an alias of mh-op.service" <<<"$OUT" && [ "$(prop op InvocationID)" = "$inv" ]'
+printf '{"machine":"box","generation":3,"resources":[]}' > "$T/decl.json"; box_apply
+check "alias dropped: the host's file goes, the operator's unit runs on" \
+  '[ $RC = 0 ] && grep -qF "left unit mh-al.service as it is: systemd reads it as an alias of mh-op.service" <<<"$OUT" && [ ! -e "$UNITS/mh-al.service" ] && [ "$(prop op InvocationID)" = "$inv" ] && [ "$(prop op ActiveState)" = active ]'
+inside systemctl stop mh-op.service; rm "$SDBOX_DIR/config/mh-op.service" "$SDBOX_DIR/config/mh-al.service"
+inside systemctl daemon-reload
+
 # The host run inside the box (--root /, declaring units only), so that it
 # sees /etc/systemd/system as systemd does: --unit-dir is $UNITS.
 inside_apply() {  # inside_apply STATE-DIR UNIT-DIR

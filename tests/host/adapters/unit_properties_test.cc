@@ -49,6 +49,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"ExecStop", Wire::kCommands},
       {"ExecStopPost", Wire::kCommands},
       {"FragmentPath", Wire::kString},
+      {"Id", Wire::kString},
       {"InvocationID", Wire::kBytes},
       {"Job", Wire::kJob},  // (uo)
       {"LoadState", Wire::kString},

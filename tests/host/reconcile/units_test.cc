@@ -1144,6 +1144,66 @@ TEST_F(UnitsTest, AShadowRevealedByTheReloadIsNotRolledBack) {
       << "the restart it was owed, onto the host's file";
 }
 
+// A unit_text's name that systemd reads as an alias of another unit (a
+// link of that name, read before the host's file): systemd answers for
+// the other unit, and the host's file never runs. Before, the host wrote
+// its file and reported the other unit's run as its own. Judged once the
+// host's file is in place (a later directory's alias gives way to it);
+// a dropped one is not stopped: that would stop the other unit.
+TEST_F(UnitsTest, ANameSystemdReadsAsAnAliasOfAnotherUnitIsShadowed) {
+  std::string units = dir_.Sub("root/etc/systemd/system");
+  std::string early = dir_.Sub("root/run/early");
+  services_.search_path = {early, units};
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("other.service", {});
+  auto web = [](const std::string& v) {
+    return Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web " + v + "\n"}});
+  };
+  // Not written yet: the apply's own reload shows what systemd makes of it.
+  services_.SetAliasOf("web.service", "other.service", early + "/other.service");
+  ApplyReport first = ApplyWithUnitsInRoot(Decl({web("1")}));
+  EXPECT_EQ(first.result, ApplyResult::kFailed);
+  EXPECT_EQ(first.outcomes[0].detail,
+            "shadowed: after the daemon-reload systemd reads web.service as an alias of "
+            "other.service, from " +
+                early +
+                "/other.service, not the host's file (remove the link that makes web.service "
+                "an alias, or declare other.service itself)");
+  EXPECT_TRUE(testing::Exists(units + "/web.service"));
+  // In place: judged before anything is asked, and no longer proven.
+  size_t calls = services_.calls().size();
+  ApplyReport again = ApplyWithUnitsInRoot(Decl({web("1")}, 2));
+  EXPECT_EQ(again.result, ApplyResult::kFailed);
+  EXPECT_FALSE(again.from_record);
+  EXPECT_EQ(again.outcomes[0].detail,
+            "shadowed: systemd reads web.service as an alias of other.service, from " + early +
+                "/other.service: the unit file the host writes would not run (remove the link "
+                "that makes web.service an alias, or declare other.service itself)");
+  EXPECT_EQ(services_.calls().size(), calls) << "nothing asked of systemd";
+  // A stale view is not judged: the reload may give the name to the host.
+  services_.SetNeedDaemonReload("web.service");
+  services_.on_daemon_reload = [&] {
+    services_.SetAliasOf("web.service", "", units + "/web.service");
+  };
+  EXPECT_EQ(ApplyWithUnitsInRoot(Decl({web("1")}, 2)).result, ApplyResult::kOk);
+  services_.on_daemon_reload = nullptr;
+  ASSERT_TRUE(ApplyWithUnitsInRoot(Decl({web("1")}, 2)).from_record);
+
+  // Dropped while an alias of the operator's unit (a file the host need
+  // not see itself): the host's file goes, the other unit is neither
+  // stopped nor reset.
+  services_.SetAliasOf("web.service", "other.service", early + "/other.service");
+  calls = services_.calls().size();
+  ApplyReport dropped = ApplyWithUnitsInRoot(Decl(json::array(), 3));
+  EXPECT_EQ(dropped.result, ApplyResult::kOk) << dropped.outcomes[0].detail;
+  EXPECT_THAT(dropped.outcomes[0].detail,
+              HasSubstr("left unit web.service as it is: systemd reads it as an alias of "
+                        "other.service, not as the host's file"));
+  EXPECT_FALSE(testing::Exists(units + "/web.service"));
+  EXPECT_EQ(services_.calls().size(), calls) << "not stopped";
+  EXPECT_THAT(services_.reset_failed(), ElementsAre());
+}
+
 // A declared drop-in of a name systemd loads from a directory it reads
 // before --unit-dir (of each name it loads one): the host's would not be
 // read. Before, the host wrote it and said so. One from a directory read
