@@ -190,7 +190,8 @@ void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
 ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k, Settled& out) {
   const core::Resource& r = in.declaration->resources[i];
   Step& step = in.plan->steps[i];
-  Written& written = in.writes->steps[i];
+  // None when nothing was written (Writes::steps); then no step changes.
+  Written* written = in.writes->steps.empty() ? nullptr : &in.writes->steps[i];
   ResourceOutcome o;
   o.id = r.id;
   o.kind = std::string(core::KindName(r.kind));
@@ -204,8 +205,8 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   // in a plan that would change it.
   const core::RecordEntry* entry = step.entry ? &*step.entry : step.keeps_old ? step.old : nullptr;
   std::optional<core::RecordEntry> filled;
-  if (step.failed() || !written.status) {
-    Fail(o, step.failed() ? step.detail : written.status.error().message);
+  if (step.failed() || (written != nullptr && !written->status)) {
+    Fail(o, step.failed() ? step.detail : written->status.error().message);
     entry = step.old;
   } else {
     o.outcome = step.outcome;
@@ -215,10 +216,10 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
     } else if (step.changes()) {
       filled = std::move(*step.entry);
       step.entry = std::nullopt;
-      if (step.write_files) filled->written[0].fingerprint = std::move(written.fingerprint);
+      if (step.write_files) filled->written[0].fingerprint = std::move(written->fingerprint);
       if (step.write_unit_file)
-        filled->mutable_unit().file_fingerprint = written.unit().file_fingerprint;
-      for (const auto& [name, fp] : written.unit().drop_in_fingerprints) {
+        filled->mutable_unit().file_fingerprint = written->unit().file_fingerprint;
+      for (const auto& [name, fp] : written->unit().drop_in_fingerprints) {
         filled->mutable_unit().drop_ins[name] =
             std::string(core::DropInPreexisting(filled->mutable_unit().drop_ins[name]) ? "pre:"
                                                                                        : "") +
@@ -364,18 +365,20 @@ Settled Settle(const SettleInputs& in) {
   size_t n = in.declaration->resources.size();
   out.outcomes.reserve(n + in.plan->removals.size());
   size_t unit_k = 0;
+  // Each outcome judged as it is made, while it is in the cache.
   for (size_t i = 0; i < n; ++i) {
-    out.outcomes.push_back(SettleResource(in, i, &unit_k, out));
+    out.failed |=
+        out.outcomes.emplace_back(SettleResource(in, i, &unit_k, out)).outcome == Outcome::kFailed;
     in.declaration->resources[i].content = std::string();
   }
   for (size_t k = 0; k < in.plan->removals.size(); ++k) {
-    out.outcomes.push_back(SettleRemoval(in, k, out));
+    out.failed |= out.outcomes.emplace_back(SettleRemoval(in, k, out)).outcome == Outcome::kFailed;
   }
-  for (const ResourceOutcome& o : out.outcomes) out.failed |= o.outcome == Outcome::kFailed;
   out.intent = in.dry_run ? std::move(in.plan->intent) : StillOwedAfter(in);
   if (!in.dry_run) {
     out.intent.failed.clear();
-    for (const ResourceOutcome& o : out.outcomes) {
+    for (size_t i = 0; out.failed && i < out.outcomes.size(); ++i) {
+      const ResourceOutcome& o = out.outcomes[i];
       if (o.outcome == Outcome::kFailed) {
         out.intent.LeaveFailed(o.id, o.kind, o.detail, in.declaration->generation);
       }

@@ -31,9 +31,9 @@
 namespace mesh::reconcile {
 
 struct SettleInputs {
-  // Each resource's content is spent once the resource settles: nothing
-  // after the settle reads a content, and at a large apply's peak it is
-  // the largest thing each file holds.
+  // Each resource's content is emptied once the resource settles: nothing
+  // after the settle reads a content. Its buffer goes with the resources,
+  // before the commit (ApplyRun::Carry).
   core::Declaration* declaration = nullptr;
   const core::Record* record = nullptr;  // as loaded
   const OldEntries* olds = nullptr;      // the record's entries, by resource index

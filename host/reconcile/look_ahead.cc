@@ -24,9 +24,12 @@ void LookAhead::Start(ports::Background* background, ports::FileSystem* root,
     std::sort(paths.begin(), paths.end());
     paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
     std::vector<core::Result<core::FileInfo>> infos = root->StatMany(paths);
+    // Keyed by the record's own strings, which the cache then holds.
+    stats_.stats.reserve(paths.size());
     for (size_t i = 0; i < paths.size() && i < infos.size(); ++i) {
-      stats_.Add(std::string(paths[i]), std::move(infos[i]));
+      stats_.AddOwned(paths[i], std::move(infos[i]));
     }
+    stats_.owner = record;
   });
 }
 

@@ -58,8 +58,9 @@ core::Result<std::vector<core::TreeEntry>> UnpackBundle(ports::ArchiveReader& ar
 core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::Resource& r,
                                      bool use_kept);
 
-// Stats already taken this apply (a failed record proof's), by path: not
-// taken again. Keys are views into `paths`.
+// Stats already taken this apply (a failed record proof's, the look
+// ahead's), by path: not taken again. Keys are views into `paths`, or into
+// the strings `owner` holds.
 struct StatCache {
   StatCache() = default;
   // Moved, never copied: a copy's keys would view the original's strings.
@@ -68,10 +69,15 @@ struct StatCache {
   StatCache(const StatCache&) = delete;
   StatCache& operator=(const StatCache&) = delete;
 
+  std::shared_ptr<const void> owner;
   std::deque<std::string> paths;
   std::unordered_map<std::string_view, core::Result<core::FileInfo>> stats;
 
   void Add(std::string path, core::Result<core::FileInfo> info);
+  // `path` a string `owner` holds: kept as it is, not copied.
+  void AddOwned(std::string_view path, core::Result<core::FileInfo> info) {
+    stats.emplace(path, std::move(info));
+  }
 };
 
 struct Observation {

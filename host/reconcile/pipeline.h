@@ -28,7 +28,8 @@
 namespace mesh::reconcile {
 
 struct ApplyState {
-  // Given. The declaration's resource contents are spent by Settle.
+  // Given. Each resource's content is emptied by Settle; the resources
+  // go before the commit (ApplyRun::Carry).
   core::Declaration decl{};
   const core::Record* record = nullptr;  // as loaded (an empty one when none)
   bool had_record = false;

@@ -206,8 +206,15 @@ Writes NoWrites(const Plan& plan) {
 
 Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById& bundles,
              const Seen& seen, const ReconcilerPorts& ports) {
-  Writes writes = NoWrites(plan);
-  std::vector<std::optional<ports::StagedFile>> staged(plan.steps.size());
+  Writes writes;
+  writes.removals.resize(plan.removals.size());
+  writes.removals_left.resize(plan.removals.size());
+  std::vector<std::optional<ports::StagedFile>> staged;
+  if (std::any_of(plan.steps.begin(), plan.steps.end(),
+                  [](const Step& s) { return s.changes(); })) {
+    writes.steps.resize(plan.steps.size());
+    staged.resize(plan.steps.size());
+  }
   // However Write ends (an allocation failure unwinds through it), no file
   // stays staged: its directory would stay held, proven, for a later apply.
   struct DiscardLeft {

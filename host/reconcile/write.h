@@ -40,7 +40,9 @@ struct Written {
 };
 
 struct Writes {
-  std::vector<Written> steps;          // by resource index
+  // By resource index; empty when Write had no step to write (a no-op):
+  // a full pass holds no slot per resource then.
+  std::vector<Written> steps;
   std::vector<core::Status> removals;  // by plan.removals index
   // By plan.removals index: directories found still holding something when
   // removed ("/srv/data: not empty"), left.
