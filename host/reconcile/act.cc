@@ -155,7 +155,7 @@ std::optional<std::string> HeldNow(
   if (SocketRestart(ask)) {
     if (auto held = SocketHeldByItsService(ask.first, now, services_of_sockets)) return held;
   }
-  auto why = loaded.NotTheHosts(r.unit().name, now, OwnFileWritten(r), r.unit().drop_ins,
+  auto why = loaded.NotTheHosts(r.unit().name, now, r.unit().text.has_value(), r.unit().drop_ins,
                                 /*after_reload=*/true);
   if (!why.has_value()) return std::nullopt;
   return std::move(why->words);

@@ -3,36 +3,9 @@
 #include "host/core/printable.h"
 
 namespace mesh::reconcile {
-namespace {
-
-// `name` read by systemd as an alias of another unit: a link of that name
-// to the other unit's file, in a directory read before the host's file (or
-// in the same one), or one the other unit claimed while loaded. systemd
-// asks and answers that unit for it, so what the host writes never runs.
-std::optional<NotLoaded> AliasOf(const std::string& name, const core::UnitStatus& status,
-                                 OwnFile own_file, bool after_reload) {
-  if (own_file != OwnFile::kInPlace || status.id.empty() || status.id == name ||
-      status.need_daemon_reload) {
-    return std::nullopt;
-  }
-  std::string from =
-      status.fragment_path.empty() ? "" : ", from " + core::Printable(status.fragment_path);
-  std::string mend = "(remove the link that makes " + name + " an alias, or declare " +
-                     core::Printable(status.id) + " itself)";
-  if (after_reload) {
-    return NotLoaded{.words = "shadowed: after the daemon-reload systemd reads " + name +
-                              " as an alias of " + core::Printable(status.id) + from +
-                              ", not the host's file " + mend};
-  }
-  return NotLoaded{.words = "shadowed: systemd reads " + name + " as an alias of " +
-                            core::Printable(status.id) + from +
-                            ": the unit file the host writes would not run " + mend};
-}
-
-}  // namespace
 
 std::optional<NotLoaded> LoadedFiles::NotTheHosts(
-    std::string_view unit, const core::UnitStatus& status, OwnFile own_file,
+    std::string_view unit, const core::UnitStatus& status, bool own_file,
     const std::map<std::string, std::string>& drop_ins, bool after_reload,
     const std::function<bool(const std::string&)>& still_there) {
   if (dirs_ == nullptr || dirs_->units.empty() || services_ == nullptr ||
@@ -40,12 +13,14 @@ std::optional<NotLoaded> LoadedFiles::NotTheHosts(
     return std::nullopt;
   }
   std::string name(unit);
-  if (auto alias = AliasOf(name, status, own_file, after_reload)) return alias;
+  if (own_file && after_reload && !status.need_daemon_reload) {
+    if (auto alias = AliasWords(name, status, true)) return NotLoaded{.words = std::move(*alias)};
+  }
   // The file systemd loads instead, what it is, and the unit file its
   // directory would hold (what the search order is judged by).
   std::string other, what, as_unit_file;
   bool drop_in = false;
-  if (own_file != OwnFile::kNone && !core::LoadedFrom(status, dirs_->units, name) &&
+  if (own_file && !core::LoadedFrom(status, dirs_->units, name) &&
       status.fragment_path.ends_with("/" + name)) {  // not a template's, nor a link's target
     other = as_unit_file = status.fragment_path;
     what = after_reload ? "it" : name;

@@ -30,14 +30,6 @@ struct NotLoaded {
   bool known = true;
 };
 
-// The host's unit file of a unit (its unit_text's), as systemd's view of
-// the unit stands to it.
-enum class OwnFile {
-  kNone,     // the unit's file is not the host's
-  kInPlace,  // written as declared, and read by systemd since if it reads it
-  kToWrite,  // this apply writes it, then reloads: systemd has not read it
-};
-
 class LoadedFiles {
  public:
   // `dirs` null or without --unit-dir, or no `services`: nothing is judged.
@@ -45,20 +37,20 @@ class LoadedFiles {
       : dirs_(dirs), services_(services) {}
 
   // Why `unit`, as `status` shows it, does not run the host's file — its
-  // unit file when `own_file` is not kNone (the host writes unit_text), or
-  // one of `drop_ins` — in the words of a failed outcome; nullopt when it
-  // does, or when where it loads from is not for the host to judge (a
-  // masked unit, a template's file). A name systemd reads as an alias of
-  // another unit (its Id) is judged only with the host's file kInPlace and
-  // a view systemd does not say is stale: the host's file, once read, may
-  // be what a later directory's alias link gives way to. `after_reload`:
-  // the words say the
+  // unit file when `own_file` (the host writes unit_text), or one of
+  // `drop_ins` — in the words of a failed outcome; nullopt when it does, or
+  // when where it loads from is not for the host to judge (a masked unit, a
+  // template's file). A name systemd reads as an alias of another unit is
+  // judged here only `after_reload` (the host's file then read, if systemd
+  // reads it first): before, a later directory's alias link may give way to
+  // the host's file once written (the plan judges it, AliasJudged).
+  // `after_reload`: the words say the
   // apply's own daemon-reload showed it. `still_there`, for a view systemd
   // says is stale (NeedDaemonReload): whether the file it names is still
   // there (a file moved away since is not loaded again); null: the view is
   // trusted. systemd's search path is read at the first unit that needs it.
   std::optional<NotLoaded> NotTheHosts(
-      std::string_view unit, const core::UnitStatus& status, OwnFile own_file,
+      std::string_view unit, const core::UnitStatus& status, bool own_file,
       const std::map<std::string, std::string>& drop_ins, bool after_reload,
       const std::function<bool(const std::string&)>& still_there = nullptr);
 
@@ -67,10 +59,5 @@ class LoadedFiles {
   ports::ServiceManager* services_;
   std::optional<core::Result<std::vector<std::string>>> search_path_;
 };
-
-// After the apply's writes and reload: kInPlace for a unit_text, else kNone.
-inline OwnFile OwnFileWritten(const core::Resource& r) {
-  return r.unit().text.has_value() ? OwnFile::kInPlace : OwnFile::kNone;
-}
 
 }  // namespace mesh::reconcile

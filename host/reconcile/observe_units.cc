@@ -171,41 +171,35 @@ void Observer::Shadows() {
   for (const auto& [i, status] : out_.seen.units) {
     const Resource& r = decl_.resources[i];
     if (!status) continue;
-    const UnitFileSeen& file = out_.seen.unit_files[i];
-    OwnFile own =
-        !r.unit().text.has_value() ? OwnFile::kNone
-        : (file.found == Found::kAsRecorded || file.found == Found::kAsDeclared) && !file.missing
-            ? OwnFile::kInPlace
-            : OwnFile::kToWrite;
     std::optional<NotLoaded> why =
-        loaded.NotTheHosts(r.unit().name, *status, own, r.unit().drop_ins,
+        loaded.NotTheHosts(r.unit().name, *status, r.unit().text.has_value(), r.unit().drop_ins,
                            /*after_reload=*/false, still_there);
     if (why.has_value()) out_.seen.unit_files[i].shadowed = std::move(why->words);
   }
-  // A dropped service's: left running when systemd reads its name as an
-  // alias of another unit (stopping it would stop that unit), or when the
-  // host sees that other file itself, and it is not the host's own by
-  // another name. Else (not known, not seen) it is stopped as before: the
-  // host's own daemon left running with its file deleted is what removals
-  // never do.
+  // A dropped unit's (a service's, a process's): left running when systemd
+  // reads its name as an alias of another unit, stale view or not (a stop
+  // of the name stops that unit), or when the host sees that other file
+  // itself, and it is not the host's own by another name. Else (not known,
+  // not seen) it is stopped as before: the host's own daemon left running
+  // with its file deleted is what removals never do.
   for (const auto* dropped : olds_.dropped) {
     const core::RecordEntry& e = dropped->second;
     auto status = out_.seen.dropped_units.find(e.unit().name);
-    if (e.kind != core::KindName(core::Kind::kService) || e.unit().file_fingerprint.empty() ||
-        status == out_.seen.dropped_units.end() || !status->second) {
+    if ((e.kind != core::KindName(core::Kind::kService) &&
+         e.kind != core::KindName(core::Kind::kProcess)) ||
+        e.unit().file_fingerprint.empty() || status == out_.seen.dropped_units.end() ||
+        !status->second) {
       continue;
     }
-    std::optional<NotLoaded> why =
-        loaded.NotTheHosts(e.unit().name, *status->second, OwnFile::kInPlace, {},
-                           /*after_reload=*/false, still_there);
-    if (!why.has_value() || !why->known) continue;
     const core::UnitStatus& now = *status->second;
-    // An alias's unit is another by systemd's own word: never the host's.
     if (!now.id.empty() && now.id != e.unit().name) {
       out_.seen.dropped_shadowed_by[e.unit().name] =
           "systemd reads it as an alias of " + core::Printable(now.id) + ", not as the host's file";
       continue;
     }
+    std::optional<NotLoaded> why = loaded.NotTheHosts(e.unit().name, now, true, {},
+                                                      /*after_reload=*/false, still_there);
+    if (!why.has_value() || !why->known) continue;
     const std::string& other = now.fragment_path;
     std::optional<FileInfo> there = SeenUnderRoot(other);
     auto mine = ports_.units->Stat("/" + e.unit().name);

@@ -24,7 +24,7 @@ void JudgeLoadedFiles(ApplyState& s, const ReconcilerPorts& ports) {
     if (!c.has_value() || !c->verdict.accepted) continue;
     const core::Resource& r = s.decl.resources[s.plan.units[k].index];
     std::optional<NotLoaded> why =
-        loaded.NotTheHosts(r.unit().name, c->last, OwnFileWritten(r), r.unit().drop_ins,
+        loaded.NotTheHosts(r.unit().name, c->last, r.unit().text.has_value(), r.unit().drop_ins,
                            /*after_reload=*/true);
     if (!why.has_value()) continue;
     // Not a death on what the host wrote, which never ran: nothing is

@@ -241,11 +241,14 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
          "`";
 }
 
-// A unit file systemd would not load (Observer::Shadows): nothing is
-// written or asked of the unit, as of a masked one.
+// A unit file systemd would not load (Observer::Shadows), or a name it
+// reads as another unit's alias with the host's file read (AliasOfName):
+// nothing is written or asked of the unit, as of a masked one.
 std::optional<std::string> Shadowed(const PlanInputs& in, size_t i) {
   const std::string& why = in.seen->UnitFileOf(i).shadowed;
-  return why.empty() ? std::nullopt : std::optional<std::string>(why);
+  if (!why.empty()) return why;
+  if (AliasOfName(in, i) != AliasView::kJudged) return std::nullopt;
+  return AliasWords(in.declaration->resources[i].unit().name, **in.seen->UnitOf(i), false);
 }
 
 }  // namespace

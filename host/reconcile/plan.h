@@ -326,6 +326,26 @@ void CheckDeclaration(const core::Declaration& declaration, const core::Record& 
 
 // Where --unit-dir lies as a declared path ("/etc/systemd/system" with the
 // defaults); none when it is not under --root.
+// `unit` as systemd reads it when its name is an alias of another unit
+// (status.id): a link of that name to the other unit's file, read before
+// the host's file (or in its directory), or a name the other unit claimed
+// while loaded. systemd asks and answers that unit for it, so what the host
+// writes never runs. The words of a failed outcome; nullopt when the name
+// is the unit's own (or systemd did not say).
+std::optional<std::string> AliasWords(std::string_view unit, const core::UnitStatus& status,
+                                      bool after_reload);
+
+// Whether systemd's answer for resource `i`'s unit is another unit's (its
+// name an alias, AliasWords), as far as this apply can judge: kJudged once
+// the host's unit file is in place and systemd has read it since (no view
+// it says is stale, no daemon-reload owed): the alias wins, and the
+// resource fails `shadowed`; kUnjudged before that: the host's file, once
+// read, may be what a later directory's alias link gives way to. Then
+// nothing the other unit's state would ask is asked of the name (no stop,
+// no enablement) until the apply's own daemon-reload shows which unit it is.
+enum class AliasView { kNone, kJudged, kUnjudged };
+AliasView AliasOfName(const PlanInputs& in, size_t i);
+
 std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs);
 
 // Whether `path` (declared, under dirs.root) lies inside dirs.units; then

@@ -155,10 +155,14 @@ void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
   std::string why;
   const core::UnitStatus* status = DroppedUnit(in, unit, &why);
   if (status != nullptr && !status->Running() && status->active_state != "deactivating") return;
+  // What runs under its name is not the host's file (an operator's file
+  // read first, an alias): the host's own unit file goes now, its tree
+  // once that no longer runs (it may run from it).
+  bool not_the_hosts = in.seen->dropped_shadowed_by.contains(unit);
   if (status == nullptr) {
     rm.not_now = why + ": its tree is kept while it may run; the next apply removes it";
     rm.stop = rm.disable = false;
-  } else if (rm.delete_unit_file) {
+  } else if (rm.delete_unit_file && !not_the_hosts) {
     rm.until_stopped = (rm.stop ? "" : unit + " still stopping; ") +
                        "its tree and unit file go once " + unit + " no longer runs";
   } else {
@@ -169,7 +173,8 @@ void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
   rm.delete_empty_dirs.clear();
   rm.held_dirs.clear();
   rm.delete_drop_ins.clear();
-  rm.delete_unit_file = rm.delete_drop_in_dir = rm.deletes_unit_definition = false;
+  rm.delete_unit_file = not_the_hosts && rm.delete_unit_file;
+  rm.delete_drop_in_dir = rm.deletes_unit_definition = false;
 }
 
 // The unit of a dropped resource: disabled, stopped and its unit file

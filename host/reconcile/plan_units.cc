@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/core/printable.h"
 #include "host/core/two_look.h"
 #include "host/core/unit_name.h"
 #include "host/core/want.h"
@@ -244,6 +245,18 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     u.failed = "no service manager: cannot manage " + r.unit().name;
   } else if (!*status) {
     u.failed = status->error().message;
+  } else if (AliasOfName(in, i) == AliasView::kUnjudged) {
+    // systemd answered for another unit: the host's is as good as new to
+    // it until the reload reads the host's file (Act judges it then).
+    u.status = core::UnitStatus{
+        .load_state = "not-found", .active_state = "inactive", .sub_state = "dead"};
+    u.daemon_reload = true;
+    if (r.unit().enabled == true) {
+      u.enable_impossible = "not enabled yet: systemd read " + r.unit().name + " as an alias of " +
+                            core::Printable((*status)->id) +
+                            " before it read the host's file; the next apply enables it once "
+                            "that file is read";
+    }
   } else {
     u.status = **status;
     // systemd's own NeedDaemonReload is a cross-check on what the intent says.
@@ -326,6 +339,38 @@ std::optional<core::Owed> OwedPastItsFailure(const PlanInputs& in, size_t i,
     owed->action = Merge(*owed->action, asked.action, /*runs=*/true);
   }
   return owed;
+}
+
+std::optional<std::string> AliasWords(std::string_view unit, const core::UnitStatus& status,
+                                      bool after_reload) {
+  if (status.id.empty() || status.id == unit) return std::nullopt;
+  std::string name(unit);
+  std::string from =
+      status.fragment_path.empty() ? "" : ", from " + core::Printable(status.fragment_path);
+  std::string mend = "(remove the link that makes " + name + " an alias, or declare " +
+                     core::Printable(status.id) + " itself)";
+  if (after_reload) {
+    return "shadowed: after the daemon-reload systemd reads " + name + " as an alias of " +
+           core::Printable(status.id) + from + ", not the host's file " + mend;
+  }
+  return "shadowed: systemd reads " + name + " as an alias of " + core::Printable(status.id) +
+         from + ": the unit file the host writes would not run " + mend;
+}
+
+AliasView AliasOfName(const PlanInputs& in, size_t i) {
+  const core::Resource& r = in.declaration->resources[i];
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
+  if (!r.unit().text.has_value() || status == nullptr || !*status ||
+      !AliasWords(r.unit().name, **status, false)) {
+    return AliasView::kNone;
+  }
+  const UnitFileSeen& file = in.seen->UnitFileOf(i);
+  auto owed = in.owed->owed.find(r.id);
+  bool in_place =
+      (file.found == Found::kAsRecorded || file.found == Found::kAsDeclared) && !file.missing;
+  bool read_since = !(*status)->need_daemon_reload &&
+                    (owed == in.owed->owed.end() || !owed->second.daemon_reload);
+  return in_place && read_since ? AliasView::kJudged : AliasView::kUnjudged;
 }
 
 }  // namespace mesh::reconcile

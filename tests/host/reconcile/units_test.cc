@@ -1204,6 +1204,59 @@ TEST_F(UnitsTest, ANameSystemdReadsAsAnAliasOfAnotherUnitIsShadowed) {
   EXPECT_THAT(services_.reset_failed(), ElementsAre());
 }
 
+// What systemd says of a name that is another unit's alias is that unit's
+// state: nothing it would ask is asked of the name before the apply's own
+// reload shows whose it is (a stop of the name stops that unit; an enable
+// or disable acts on its links). And a reload the host still owes is a
+// view not yet judged: the alias may give way to the host's file once read.
+TEST_F(UnitsTest, NothingIsAskedOfANameSystemdReadsAsAnAliasBeforeItsReload) {
+  std::string units = dir_.Sub("root/etc/systemd/system");
+  std::string early = dir_.Sub("root/run/early");
+  services_.search_path = {early, units};
+  // The fake answers for the name with the state it holds for it: that
+  // of other.service, running.
+  services_.AddUnit("web.service", {.running_initially = true});
+  ASSERT_TRUE(services_.ReadUnit("web.service")->Running());
+  services_.SetAliasOf("web.service", "other.service", early + "/other.service");
+  json web = Service(
+      "web",
+      {{"state", "stopped"}, {"enabled", true}, {"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  size_t calls = services_.calls().size();
+  ApplyReport first = ApplyWithUnitsInRoot(Decl({web}));
+  EXPECT_EQ(first.result, ApplyResult::kFailed);
+  EXPECT_THAT(first.outcomes[0].detail,
+              HasSubstr("not enabled yet: systemd read web.service as an alias of other.service "
+                        "before it read the host's file"));
+  EXPECT_EQ(services_.calls().size(), calls) << "no stop of the name, which is other.service";
+  EXPECT_EQ(services_.enablements(), 0);
+  EXPECT_TRUE(testing::Exists(units + "/web.service"));
+
+  // In place, but a daemon-reload still owed (the last one refused): not
+  // judged; the reload reads the host's file, which the name is then.
+  services_.SetAliasOf("web.service", "", "");
+  json running = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web 2\n"}});
+  services_.refuse_daemon_reload = "Access denied";
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({running}, 2)).result, ApplyResult::kFailed);
+  services_.refuse_daemon_reload.clear();
+  services_.SetAliasOf("web.service", "other.service", early + "/other.service");
+  services_.on_daemon_reload = [&] { services_.SetAliasOf("web.service", "", ""); };
+  ApplyReport owed = ApplyWithUnitsInRoot(Decl({running}, 2));
+  EXPECT_EQ(owed.result, ApplyResult::kOk) << owed.outcomes[0].detail;
+  services_.on_daemon_reload = nullptr;
+
+  // Dropped, its name an alias, under a view systemd says is stale: still
+  // not stopped (the stop would stop other.service).
+  services_.SetAliasOf("web.service", "other.service", early + "/other.service");
+  services_.SetNeedDaemonReload("web.service");
+  calls = services_.calls().size();
+  ApplyReport dropped = ApplyWithUnitsInRoot(Decl(json::array(), 3));
+  EXPECT_THAT(dropped.outcomes[0].detail,
+              HasSubstr("left unit web.service as it is: systemd reads it as an alias of "
+                        "other.service"));
+  EXPECT_EQ(services_.calls().size(), calls);
+  EXPECT_THAT(services_.reset_failed(), ElementsAre());
+}
+
 // A declared drop-in of a name systemd loads from a directory it reads
 // before --unit-dir (of each name it loads one): the host's would not be
 // read. Before, the host wrote it and said so. One from a directory read
