@@ -39,6 +39,8 @@ TEST(UnitPropertiesTest, EachTextPropertyFillsItsField) {
 // systemd1(5) gives it: a row read with another shape makes every unit
 // unreadable, so each is held to it here.
 TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
+  // One row a property, as systemd lists them.
+  // clang-format off
   const std::pair<const char*, Wire> kSystemd[] = {
       {"ActiveState", Wire::kString},
       {"ConditionResult", Wire::kBool},
@@ -64,6 +66,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"Type", Wire::kString},
       {"UnitFileState", Wire::kString},
   };
+  // clang-format on
   for (const auto& [name, wire] : kSystemd) {
     const PropertyRow* row = FindProperty(name);
     ASSERT_NE(row, nullptr) << name;
