@@ -163,6 +163,31 @@ std::optional<std::string> HeldNow(
 
 }  // namespace
 
+// A unit whose name systemd read as another's alias before the host's file
+// was read, and that is asked nothing (declared stopped, left to its
+// trigger): read again after the reload. Still the other unit's, it fails
+// as one asked something would (HeldNow), not a success that reports the
+// other unit.
+void JudgeUnaskedAliases(const core::Declaration& decl, const Plan& plan,
+                         ports::ServiceManager* services, std::vector<Acted>& acts) {
+  std::vector<size_t> unasked;
+  std::vector<std::string> names;
+  for (size_t k = 0; k < plan.units.size() && k < acts.size(); ++k) {
+    const UnitPlan& u = plan.units[k];
+    if (!u.alias_unjudged || acts[k].state != State::kIdle || u.action.has_value()) continue;
+    unasked.push_back(k);
+    names.push_back(decl.resources[u.index].unit().name);
+  }
+  if (names.empty()) return;
+  std::vector<core::Result<core::UnitStatus>> now = services->ReadUnits(names);
+  for (size_t n = 0; n < unasked.size() && n < now.size(); ++n) {
+    if (!now[n] || now[n]->need_daemon_reload) continue;
+    if (auto words = AliasWords(names[n], *now[n], /*after_reload=*/true)) {
+      acts[unasked[n]] = Acted{.state = State::kRefused, .detail = *words, .job = "", .before = {}};
+    }
+  }
+}
+
 core::UnitAction AskedOf(const UnitPlan& u, const Acted& a) {
   return a.restart_for_start ? core::UnitAction::kRestart : *u.action;
 }
@@ -185,6 +210,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
     asks.emplace_back(decl.resources[u.index].unit().name, JobOf(*u.action));
     asked.push_back(k);
   }
+  if (!dry_run) JudgeUnaskedAliases(decl, plan, services, acts);
   if (asks.empty()) return acts;
   // Each unit as it is now, not as the plan saw it: since then a
   // daemon-reload ran, and someone else may have restarted it (an

@@ -163,6 +163,10 @@ struct Step {
 struct UnitPlan {
   size_t index = 0;         // the resource
   core::UnitStatus status;  // as read before anything was written
+  // systemd read its name as another unit's alias before the host's file
+  // was read (AliasOfName kUnjudged): `status` is then a new unit's, and
+  // Act reads it again after the reload, asked anything or not.
+  bool alias_unjudged = false;
   // Declared running and as declared against the record (core::UpAsRecorded).
   bool up = false;
   std::optional<core::UnitAction> action;

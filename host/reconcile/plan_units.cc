@@ -228,6 +228,22 @@ void LeaveToTheTrigger(const PlanInputs& in, size_t i, const std::vector<Step>& 
   u.causes.clear();
 }
 
+// systemd answered for another unit (`other`, the name its alias): the
+// host's is as good as new to it until the reload reads the host's file
+// (Act judges it then, asked anything or not).
+void AsNewToSystemd(const Resource& r, const std::string& other, UnitPlan& u) {
+  u.status =
+      core::UnitStatus{.load_state = "not-found", .active_state = "inactive", .sub_state = "dead"};
+  u.daemon_reload = true;
+  u.alias_unjudged = true;
+  if (r.unit().enabled == true) {
+    u.enable_impossible = "not enabled yet: systemd read " + r.unit().name + " as an alias of " +
+                          core::Printable(other) +
+                          " before it read the host's file; the next apply enables it once "
+                          "that file is read";
+  }
+}
+
 }  // namespace
 
 UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
@@ -246,17 +262,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   } else if (!*status) {
     u.failed = status->error().message;
   } else if (AliasOfName(in, i) == AliasView::kUnjudged) {
-    // systemd answered for another unit: the host's is as good as new to
-    // it until the reload reads the host's file (Act judges it then).
-    u.status = core::UnitStatus{
-        .load_state = "not-found", .active_state = "inactive", .sub_state = "dead"};
-    u.daemon_reload = true;
-    if (r.unit().enabled == true) {
-      u.enable_impossible = "not enabled yet: systemd read " + r.unit().name + " as an alias of " +
-                            core::Printable((*status)->id) +
-                            " before it read the host's file; the next apply enables it once "
-                            "that file is read";
-    }
+    AsNewToSystemd(r, (*status)->id, u);
   } else {
     u.status = **status;
     // systemd's own NeedDaemonReload is a cross-check on what the intent says.

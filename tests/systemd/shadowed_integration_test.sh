@@ -51,10 +51,20 @@ check "alias: the apply's own reload shows it, failed and named, nothing restart
 box_apply
 check "alias: then judged before anything is asked" \
   '[ $RC = 1 ] && grep -qF "failed al (service): shadowed: systemd reads mh-al.service as an alias of mh-op.service" <<<"$OUT" && [ "$(prop op InvocationID)" = "$inv" ]'
-printf '{"machine":"box","generation":3,"resources":[]}' > "$T/decl.json"; box_apply
+# mh-al dropped; mh-al2, another alias of it, declared stopped: a stop of
+# the name would stop mh-op.
+ln -s mh-op.service "$SDBOX_DIR/config/mh-al2.service"
+inside systemctl daemon-reload
+printf '{"machine":"box","generation":3,"resources":[{"id":"al2","kind":"service","unit":"mh-al2.service","state":"stopped","unit_text":"[Service]\\nExecStart=/bin/sleep 4200\\n"}]}' > "$T/decl.json"; box_apply
 check "alias dropped: the host's file goes, the operator's unit runs on" \
-  '[ $RC = 0 ] && grep -qF "left unit mh-al.service as it is: systemd reads it as an alias of mh-op.service" <<<"$OUT" && [ ! -e "$UNITS/mh-al.service" ] && [ "$(prop op InvocationID)" = "$inv" ] && [ "$(prop op ActiveState)" = active ]'
-inside systemctl stop mh-op.service; rm "$SDBOX_DIR/config/mh-op.service" "$SDBOX_DIR/config/mh-al.service"
+  '[ $RC = 1 ] && grep -qF "left unit mh-al.service as it is: systemd reads it as an alias of mh-op.service" <<<"$OUT" && [ ! -e "$UNITS/mh-al.service" ] && [ "$(prop op InvocationID)" = "$inv" ] && [ "$(prop op ActiveState)" = active ]'
+check "alias declared stopped: not stopped, failed after the reload" \
+  'grep -qF "failed al2 (service): shadowed: after the daemon-reload systemd reads mh-al2.service as an alias of mh-op.service" <<<"$OUT" && [ "$(prop op InvocationID)" = "$inv" ] && [ "$(prop op ActiveState)" = active ]'
+printf '{"machine":"box","generation":4,"resources":[]}' > "$T/decl.json"; box_apply
+check "alias declared stopped, dropped: the operator's unit runs on" \
+  '[ $RC = 0 ] && grep -qF "left unit mh-al2.service as it is" <<<"$OUT" && [ "$(prop op InvocationID)" = "$inv" ] && [ "$(prop op ActiveState)" = active ]'
+inside systemctl stop mh-op.service
+rm "$SDBOX_DIR/config/mh-op.service" "$SDBOX_DIR/config/mh-al.service" "$SDBOX_DIR/config/mh-al2.service"
 inside systemctl daemon-reload
 
 # The host run inside the box (--root /, declaring units only), so that it

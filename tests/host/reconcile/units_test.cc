@@ -1222,25 +1222,40 @@ TEST_F(UnitsTest, NothingIsAskedOfANameSystemdReadsAsAnAliasBeforeItsReload) {
       "web",
       {{"state", "stopped"}, {"enabled", true}, {"unit_text", "[Service]\nExecStart=/bin/web\n"}});
   size_t calls = services_.calls().size();
+  // Still the other unit's after the reload: failed as such, though asked
+  // nothing (before, a stopped unit's apply reported other.service).
   ApplyReport first = ApplyWithUnitsInRoot(Decl({web}));
   EXPECT_EQ(first.result, ApplyResult::kFailed);
   EXPECT_THAT(first.outcomes[0].detail,
-              HasSubstr("not enabled yet: systemd read web.service as an alias of other.service "
-                        "before it read the host's file"));
+              HasSubstr("shadowed: after the daemon-reload systemd reads web.service as an alias "
+                        "of other.service"));
   EXPECT_EQ(services_.calls().size(), calls) << "no stop of the name, which is other.service";
   EXPECT_EQ(services_.enablements(), 0);
   EXPECT_TRUE(testing::Exists(units + "/web.service"));
+  // The host's file read by the reload (an alias read after it gives way):
+  // its enablement waits for the next apply's look.
+  services_.on_daemon_reload = [&] { services_.SetAliasOf("web.service", "", ""); };
+  json web2 = Service("web", {{"state", "stopped"},
+                              {"enabled", true},
+                              {"unit_text", "[Service]\nExecStart=/bin/web 1\n"}});
+  ApplyReport gives_way = ApplyWithUnitsInRoot(Decl({web2}, 2));
+  EXPECT_EQ(gives_way.result, ApplyResult::kFailed);
+  EXPECT_THAT(gives_way.outcomes[0].detail,
+              HasSubstr("not enabled yet: systemd read web.service as an alias of other.service "
+                        "before it read the host's file"));
+  EXPECT_EQ(services_.enablements(), 0);
+  services_.on_daemon_reload = nullptr;
 
   // In place, but a daemon-reload still owed (the last one refused): not
   // judged; the reload reads the host's file, which the name is then.
   services_.SetAliasOf("web.service", "", "");
   json running = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web 2\n"}});
   services_.refuse_daemon_reload = "Access denied";
-  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({running}, 2)).result, ApplyResult::kFailed);
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({running}, 3)).result, ApplyResult::kFailed);
   services_.refuse_daemon_reload.clear();
   services_.SetAliasOf("web.service", "other.service", early + "/other.service");
   services_.on_daemon_reload = [&] { services_.SetAliasOf("web.service", "", ""); };
-  ApplyReport owed = ApplyWithUnitsInRoot(Decl({running}, 2));
+  ApplyReport owed = ApplyWithUnitsInRoot(Decl({running}, 3));
   EXPECT_EQ(owed.result, ApplyResult::kOk) << owed.outcomes[0].detail;
   services_.on_daemon_reload = nullptr;
 
@@ -1249,7 +1264,7 @@ TEST_F(UnitsTest, NothingIsAskedOfANameSystemdReadsAsAnAliasBeforeItsReload) {
   services_.SetAliasOf("web.service", "other.service", early + "/other.service");
   services_.SetNeedDaemonReload("web.service");
   calls = services_.calls().size();
-  ApplyReport dropped = ApplyWithUnitsInRoot(Decl(json::array(), 3));
+  ApplyReport dropped = ApplyWithUnitsInRoot(Decl(json::array(), 4));
   EXPECT_THAT(dropped.outcomes[0].detail,
               HasSubstr("left unit web.service as it is: systemd reads it as an alias of "
                         "other.service"));
