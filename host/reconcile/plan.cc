@@ -236,9 +236,16 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
   bool loaded_masked =
       status != nullptr && status->has_value() && (*status)->load_state == "masked";
   if (!loaded_masked && !in.seen->UnitFileOf(i).masked) return std::nullopt;
-  return "masked: " + r.unit().name + " is masked on this machine; the host leaves it alone (" +
-         "no unit file, no start, restart or reload) until `systemctl unmask " + r.unit().name +
-         "`";
+  // A name that is an alias of a masked unit: that unit's mask is lifted,
+  // not the name's (a link to another unit, not to /dev/null).
+  const std::string& id = loaded_masked ? (*status)->id : r.unit().name;
+  const std::string& masked = !id.empty() && !in.seen->UnitFileOf(i).masked ? id : r.unit().name;
+  std::string which = masked == r.unit().name ? r.unit().name + " is masked"
+                                              : r.unit().name + " is an alias of " +
+                                                    core::Printable(masked) + ", which is masked";
+  return "masked: " + which + " on this machine; the host leaves it alone (" +
+         "no unit file, no start, restart or reload) until `systemctl unmask " +
+         core::Printable(masked) + "`";
 }
 
 // A unit file systemd would not load (Observer::Shadows), or a name it

@@ -353,7 +353,9 @@ std::optional<std::string> AliasWords(std::string_view unit, const core::UnitSta
   std::string name(unit);
   std::string from =
       status.fragment_path.empty() ? "" : ", from " + core::Printable(status.fragment_path);
-  std::string mend = "(remove the link that makes " + name + " an alias, or declare " +
+  // systemd's view holds until its next daemon-reload, the link gone or not.
+  std::string mend = "(remove the link that makes " + name +
+                     " an alias and run `systemctl daemon-reload`, or declare " +
                      core::Printable(status.id) + " itself)";
   if (after_reload) {
     return "shadowed: after the daemon-reload systemd reads " + name + " as an alias of " +

@@ -1168,7 +1168,7 @@ TEST_F(UnitsTest, ANameSystemdReadsAsAnAliasOfAnotherUnitIsShadowed) {
             "other.service, from " +
                 early +
                 "/other.service, not the host's file (remove the link that makes web.service "
-                "an alias, or declare other.service itself)");
+                "an alias and run `systemctl daemon-reload`, or declare other.service itself)");
   EXPECT_TRUE(testing::Exists(units + "/web.service"));
   // In place: judged before anything is asked, and no longer proven.
   size_t calls = services_.calls().size();
@@ -1178,7 +1178,8 @@ TEST_F(UnitsTest, ANameSystemdReadsAsAnAliasOfAnotherUnitIsShadowed) {
   EXPECT_EQ(again.outcomes[0].detail,
             "shadowed: systemd reads web.service as an alias of other.service, from " + early +
                 "/other.service: the unit file the host writes would not run (remove the link "
-                "that makes web.service an alias, or declare other.service itself)");
+                "that makes web.service an alias and run `systemctl daemon-reload`, or declare "
+                "other.service itself)");
   EXPECT_EQ(services_.calls().size(), calls) << "nothing asked of systemd";
   // A stale view is not judged: the reload may give the name to the host.
   services_.SetNeedDaemonReload("web.service");
@@ -1270,6 +1271,22 @@ TEST_F(UnitsTest, NothingIsAskedOfANameSystemdReadsAsAnAliasBeforeItsReload) {
                         "other.service"));
   EXPECT_EQ(services_.calls().size(), calls);
   EXPECT_THAT(services_.reset_failed(), ElementsAre());
+}
+
+// A name that is an alias of a masked unit: the mask to lift is that
+// unit's. Before, the words told the operator to unmask the name, a link
+// to the other unit, which lifts nothing.
+TEST_F(UnitsTest, AnAliasOfAMaskedUnitNamesTheMaskedUnit) {
+  services_.AddUnit("alj.service", {});
+  services_.SetAliasOf("alj.service", "opj.service", "/etc/systemd/system/opj.service");
+  services_.Mask("alj.service");
+  json alj = Service("alj", {{"unit_text", "[Service]\nExecStart=/bin/alj\n"}});
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({alj}));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(r.outcomes[0].detail,
+            "masked: alj.service is an alias of opj.service, which is masked on this machine; "
+            "the host leaves it alone (no unit file, no start, restart or reload) until "
+            "`systemctl unmask opj.service`");
 }
 
 // A declared drop-in of a name systemd loads from a directory it reads
