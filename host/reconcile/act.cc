@@ -167,7 +167,8 @@ std::optional<std::string> HeldNow(
 // was read, and that is asked nothing (declared stopped, left to its
 // trigger): read again after the reload. Still the other unit's, it fails
 // as one asked something would (HeldNow), not a success that reports the
-// other unit.
+// other unit; one that cannot be read then fails with the read's error
+// (the plan's view of it was a new unit's, not systemd's word).
 void JudgeUnaskedAliases(const core::Declaration& decl, const Plan& plan,
                          ports::ServiceManager* services, std::vector<Acted>& acts) {
   std::vector<size_t> unasked;
@@ -181,7 +182,15 @@ void JudgeUnaskedAliases(const core::Declaration& decl, const Plan& plan,
   if (names.empty()) return;
   std::vector<core::Result<core::UnitStatus>> now = services->ReadUnits(names);
   for (size_t n = 0; n < unasked.size() && n < now.size(); ++n) {
-    if (!now[n] || now[n]->need_daemon_reload) continue;
+    if (!now[n]) {
+      acts[unasked[n]] =
+          Acted{.state = State::kRefused,
+                .detail = "not read after the daemon-reload: " + now[n].error().message,
+                .job = "",
+                .before = {}};
+      continue;
+    }
+    if (now[n]->need_daemon_reload) continue;
     if (auto words = AliasWords(names[n], *now[n], /*after_reload=*/true)) {
       acts[unasked[n]] = Acted{.state = State::kRefused, .detail = *words, .job = "", .before = {}};
     }

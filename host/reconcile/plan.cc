@@ -238,8 +238,10 @@ std::optional<std::string> Masked(const PlanInputs& in, size_t i) {
   if (!loaded_masked && !in.seen->UnitFileOf(i).masked) return std::nullopt;
   // A name that is an alias of a masked unit: that unit's mask is lifted,
   // not the name's (a link to another unit, not to /dev/null).
-  const std::string& id = loaded_masked ? (*status)->id : r.unit().name;
-  const std::string& masked = !id.empty() && !in.seen->UnitFileOf(i).masked ? id : r.unit().name;
+  std::string masked = r.unit().name;
+  if (loaded_masked && !in.seen->UnitFileOf(i).masked && !(*status)->id.empty()) {
+    masked = (*status)->id;
+  }
   std::string which = masked == r.unit().name ? r.unit().name + " is masked"
                                               : r.unit().name + " is an alias of " +
                                                     core::Printable(masked) + ", which is masked";

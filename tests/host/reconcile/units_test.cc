@@ -1246,6 +1246,18 @@ TEST_F(UnitsTest, NothingIsAskedOfANameSystemdReadsAsAnAliasBeforeItsReload) {
                         "before it read the host's file"));
   EXPECT_EQ(services_.enablements(), 0);
   services_.on_daemon_reload = nullptr;
+  // Not readable after the reload: what the plan took it for (a new unit)
+  // is not systemd's word, and is not reported as the unit's state.
+  services_.SetAliasOf("web.service", "other.service", early + "/other.service");
+  services_.on_daemon_reload = [&] { services_.unreadable.insert("web.service"); };
+  json web3 =
+      Service("web", {{"state", "stopped"}, {"unit_text", "[Service]\nExecStart=/bin/web 1b\n"}});
+  ApplyReport unread = ApplyWithUnitsInRoot(Decl({web3}, 2));
+  EXPECT_EQ(unread.result, ApplyResult::kFailed);
+  EXPECT_THAT(unread.outcomes[0].detail, HasSubstr("not read after the daemon-reload: GetAll"));
+  services_.unreadable.clear();
+  services_.on_daemon_reload = nullptr;
+  services_.SetAliasOf("web.service", "", "");
 
   // In place, but a daemon-reload still owed (the last one refused): not
   // judged; the reload reads the host's file, which the name is then.
