@@ -92,19 +92,22 @@ bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitSt
     }
     phase_ = now.sub_state;
   }
-  if (!up_at_.has_value()) {
-    if (now.Running() && !AwaitingAutoRestart(now) && fresh) {
+  // Up is a run other than the one asked about, seen up since its first
+  // sighting. A run seen down again while the job is pending is not the
+  // host's: the host's restart stops a run someone else began just before
+  // its job ran, and systemd turns the restart into its start only once
+  // that stop is done (the unit inactive in between, the job still held).
+  if (now.Running() && !AwaitingAutoRestart(now) && fresh) {
+    if (!up_at_.has_value() || up_run_ != now.invocation_id) {
       up_at_ = at;
-    } else if (RanSinceAsked(now) && now.active_state != "deactivating") {
-      // It ran and ended: nothing left to wait for. Not a run being
-      // stopped, though: the host's restart may be what stops it (someone
-      // else restarted the unit just before the host's job ran).
-      return true;
+      up_run_ = now.invocation_id;
     }
+    return at - *up_at_ >= settle_;
   }
-  if (up_at_.has_value()) return at - *up_at_ >= settle_;
+  up_at_.reset();
   if (at < bound_) return false;
-  stopping_ = stop_phase_;
+  // Not "still stopping" once a run the host never saw has ended.
+  stopping_ = stop_phase_ && (now.active_state == "deactivating" || !RanSinceAsked(now));
   return true;
 }
 

@@ -134,10 +134,12 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
   }
   bool was_running = u.started && !u.stopped && !u.killed;
   auto start = now;
-  if (kind == ports::JobKind::kRestart && was_running && u.script.stop_delay.count() > 0) {
+  if (kind == ports::JobKind::kRestart && was_running &&
+      (u.script.stop_delay.count() > 0 || u.script.start_gap.count() > 0)) {
     u.stopping_until = now + u.script.stop_delay;
     u.stopping_invocation = u.invocation;
-    start = u.stopping_until;
+    u.dead_until = u.stopping_until + u.script.start_gap;
+    start = u.dead_until;
   }
   u.held_running = kind == ports::JobKind::kRestart && was_running &&
                    u.script.behavior == Behavior::kBlockedByDependency;
@@ -233,6 +235,12 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   if (clock_.elapsed() < u.stopping_until) {
     s.active_state = "deactivating";
     s.sub_state = "stop-sigterm";
+    s.invocation_id = "inv-" + std::to_string(u.stopping_invocation);
+    return s;
+  }
+  if (clock_.elapsed() < u.dead_until) {
+    s.active_state = "inactive";
+    s.sub_state = "dead";
     s.invocation_id = "inv-" + std::to_string(u.stopping_invocation);
     return s;
   }

@@ -52,6 +52,11 @@ class FakeServiceManager : public ports::ServiceManager {
     // systemd's UnitFileState until the host enables or disables it;
     // "static": no [Install] section, it cannot be enabled.
     std::string unit_file_state = "disabled";
+    // A restart's turn from its stop to its start: systemd turns the
+    // restart job into a start job once the stop is done, and the unit
+    // reads inactive (dead), under the run it stopped, with the job still
+    // pending, until the start runs (a loaded machine stretches it).
+    std::chrono::nanoseconds start_gap{0};
   };
 
   struct Call {
@@ -199,6 +204,7 @@ class FakeServiceManager : public ports::ServiceManager {
     bool bad_setting = false;
     std::chrono::nanoseconds stopping_until{0};
     int stopping_invocation = 0;
+    std::chrono::nanoseconds dead_until{0};  // a restart's turn (start_gap)
     // A restart of its run held behind a dependency (kBlockedByDependency):
     // the old run goes on, untouched, as systemd leaves it.
     bool held_running = false;

@@ -165,6 +165,38 @@ TEST(FirstLookWaitTest, DueWhenTheJobIsDoneOrASettleAfterTheUnitCameUp) {
   EXPECT_FALSE(unseen.RanSinceAsked(up)) << "running";
 }
 
+// A run someone else began just before the host's restart ran, seen up,
+// then stopped by that restart: inactive (dead) under it while systemd
+// turns the job into its start. The settle runs from the host's run up.
+TEST(FirstLookWaitTest, ARunSeenUpThenDownIsNotTheUnitUp) {
+  core::UnitStatus running;
+  running.active_state = "active";
+  running.sub_state = "running";
+  running.invocation_id = "a";
+  running.timeout_stop = 10s;
+  core::UnitStatus other = running;
+  other.invocation_id = "b";
+  core::UnitStatus turned = other;
+  turned.active_state = "inactive";
+  turned.sub_state = "dead";
+  core::UnitStatus up = running;
+  up.invocation_id = "c";
+  core::FirstLookWait w(core::UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(w.Due(0s, false, other));
+  EXPECT_FALSE(w.Due(50ms, false, turned)) << "the restart between its stop and its start";
+  EXPECT_FALSE(w.Due(1500ms, false, turned));
+  EXPECT_FALSE(w.Due(1600ms, false, up));
+  EXPECT_FALSE(w.Due(2500ms, false, up)) << "a settle from the host's run up, not the other's";
+  EXPECT_TRUE(w.Due(2600ms, false, up));
+  EXPECT_FALSE(w.stopping());
+  // Down under the other run past the stop bound: looked at, and not a
+  // stop that outlasted its timeout.
+  core::FirstLookWait gone(core::UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(gone.Due(10900ms, false, turned));
+  EXPECT_TRUE(gone.Due(11s, false, turned));
+  EXPECT_FALSE(gone.stopping());
+}
+
 TEST(FirstLookWaitTest, NoStopPhaseNoStopBound) {
   core::UnitStatus dead;
   dead.active_state = "failed";
@@ -176,11 +208,13 @@ TEST(FirstLookWaitTest, NoStopPhaseNoStopBound) {
   EXPECT_FALSE(start.Due(900ms, false, dead));
   EXPECT_TRUE(start.Due(1s, false, dead));
   EXPECT_FALSE(start.stopping());
-  // It ran and ended already under a new invocation: looked at at once.
+  // Ended under a new invocation, the job pending: systemd still holds the
+  // job, whose end or the bound is waited for.
   core::UnitStatus ended = dead;
   ended.invocation_id = "b";
-  core::FirstLookWait missed(core::UnitAction::kStart, dead, 1s);
-  EXPECT_TRUE(missed.Due(10ms, false, ended));
+  core::FirstLookWait pending(core::UnitAction::kStart, dead, 1s);
+  EXPECT_FALSE(pending.Due(10ms, false, ended));
+  EXPECT_TRUE(pending.Due(60ms, true, ended));
   // A stop timeout of a day is bounded at five minutes.
   core::UnitStatus slow;
   slow.active_state = "active";

@@ -363,6 +363,36 @@ TEST_F(UnitsTest, AStopOfARunTheHostNeverSawIsNotTheUnitComingUp) {
   EXPECT_TRUE(r.outcomes[0].confirm_failed);
 }
 
+// The same window, on a loaded machine: the host's restart has stopped the
+// run it never saw, and systemd has not yet turned the job into its start.
+// The unit reads inactive (dead) under that run, the job pending; it then
+// comes up under the host's run and stays up. (Against a real systemd, a
+// unit crash campaign under load failed it as "inactive (dead) 0.3 s after
+// restart".)
+TEST_F(UnitsTest, ARestartBetweenItsStopAndItsStartIsNotAnEnd) {
+  fakes::FakeServiceManager::UnitScript script{Behavior::kHealthy, 0s,
+                                               /*running_initially=*/true};
+  services_.AddUnit("jail.service", script);
+  auto svc = [](const std::string& exec) {
+    return Service("jail", {{"unit_text", "[Service]\nExecStart=" + exec + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({svc("/bin/v1")})).result, ApplyResult::kOk);
+  script.start_gap = 300ms;
+  services_.AddUnit("jail.service", script);
+  services_.on_enqueue = [&](const std::string& unit) { services_.RestartedByOther(unit); };
+  ApplyReport r = Run(Decl({svc("/bin/v2")}, 2));
+  ASSERT_EQ(r.outcomes.size(), 1u);
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("active (running)"));
+  // And a run that ends there, the job failing, still fails.
+  script.behavior = Behavior::kJobFails;
+  services_.AddUnit("jail.service", script);
+  ApplyReport dies = Run(Decl({svc("/bin/v3")}, 3));
+  ASSERT_EQ(dies.outcomes.size(), 1u);
+  EXPECT_EQ(dies.result, ApplyResult::kFailed) << core::FormatOutcomeLine(dies.outcomes[0]);
+  EXPECT_TRUE(dies.outcomes[0].confirm_failed);
+}
+
 // A unit that cannot be read just before its job (the bus lost there) is
 // not asked: there is nothing to tell its coming up from. It fails, named,
 // and what it owes is owed to the next apply, which restarts it.
