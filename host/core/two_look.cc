@@ -92,22 +92,16 @@ bool FirstLookWait::Due(std::chrono::nanoseconds at, bool job_done, const UnitSt
     }
     phase_ = now.sub_state;
   }
-  // Up is a run other than the one asked about, seen up since its first
-  // sighting. A run seen down again while the job is pending is not the
-  // host's: the host's restart stops a run someone else began just before
+  if (!up_at_.has_value() && now.Running() && !AwaitingAutoRestart(now) && fresh) up_at_ = at;
+  // Never at a look that finds it stopped while the job is pending: the
+  // host's restart may be stopping a run someone else began just before
   // its job ran, and systemd turns the restart into its start only once
   // that stop is done (the unit inactive in between, the job still held).
-  if (now.Running() && !AwaitingAutoRestart(now) && fresh) {
-    if (!up_at_.has_value() || up_run_ != now.invocation_id) {
-      up_at_ = at;
-      up_run_ = now.invocation_id;
-    }
-    return at - *up_at_ >= settle_;
-  }
-  up_at_.reset();
+  if (up_at_.has_value() && at - *up_at_ >= settle_ && now.Running()) return true;
   if (at < bound_) return false;
-  // Not "still stopping" once a run the host never saw has ended.
-  stopping_ = stop_phase_ && (now.active_state == "deactivating" || !RanSinceAsked(now));
+  // Not "still stopping" (nor "still queued") once another run than the
+  // one asked about began: it ran, or runs in systemd's restarts.
+  stopping_ = stop_phase_ && (now.active_state == "deactivating" || !AnotherRun(now));
   return true;
 }
 
@@ -123,7 +117,7 @@ std::chrono::nanoseconds FirstLookWait::Next(std::chrono::nanoseconds at) const 
   if (action_ == UnitAction::kReload) {
     return std::max(std::chrono::nanoseconds(0), kLongestStop + settle_ - at);
   }
-  if (up_at_.has_value()) return std::max(std::chrono::nanoseconds(0), *up_at_ + settle_ - at);
+  if (up_at_.has_value() && *up_at_ + settle_ > at) return *up_at_ + settle_ - at;
   return std::max(std::chrono::nanoseconds(0), bound_ - at);
 }
 

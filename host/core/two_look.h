@@ -46,10 +46,10 @@ struct Look {
 // invocation read as a death. The first look is due when the unit's job
 // finished; or, while the job still runs, the settle time after the unit
 // came up (activating or active under an InvocationID other than the one
-// it ran under when asked, and up at every look since) — ADR 184: never a
-// wait for a unit to come up. Not up while the job is pending is never an
-// end: systemd still holds the job, and a restart's start follows its
-// stop of whatever run it finds. Or, for a stop that outlasts what systemd gives
+// it ran under when asked), at a look that finds it running — ADR 184:
+// never a wait for a unit to come up. Stopped while the job is pending is
+// never an end: systemd still holds the job, and a restart's start follows
+// its stop of whatever run it finds. Or, for a stop that outlasts what systemd gives
 // it, when that bound and a settle have passed: each stop phase systemd
 // enters (ExecStop=, SIGTERM, SIGKILL, ExecStopPost=, ...) gets the unit's
 // stop timeout anew, at most five minutes each, and so does each command
@@ -88,7 +88,6 @@ class FirstLookWait {
   std::string phase_;       // the stop phase last seen
   std::chrono::nanoseconds bound_;
   std::optional<std::chrono::nanoseconds> up_at_;
-  std::string up_run_;  // the InvocationID seen up at up_at_
   bool stopping_ = false;
   bool reloading_ = false;
 };

@@ -167,7 +167,8 @@ TEST(FirstLookWaitTest, DueWhenTheJobIsDoneOrASettleAfterTheUnitCameUp) {
 
 // A run someone else began just before the host's restart ran, seen up,
 // then stopped by that restart: inactive (dead) under it while systemd
-// turns the job into its start. The settle runs from the host's run up.
+// turns the job into its start. The first look waits for a look that finds
+// the unit running.
 TEST(FirstLookWaitTest, ARunSeenUpThenDownIsNotTheUnitUp) {
   core::UnitStatus running;
   running.active_state = "active";
@@ -185,10 +186,29 @@ TEST(FirstLookWaitTest, ARunSeenUpThenDownIsNotTheUnitUp) {
   EXPECT_FALSE(w.Due(0s, false, other));
   EXPECT_FALSE(w.Due(50ms, false, turned)) << "the restart between its stop and its start";
   EXPECT_FALSE(w.Due(1500ms, false, turned));
-  EXPECT_FALSE(w.Due(1600ms, false, up));
-  EXPECT_FALSE(w.Due(2500ms, false, up)) << "a settle from the host's run up, not the other's";
-  EXPECT_TRUE(w.Due(2600ms, false, up));
+  EXPECT_EQ(w.Next(1500ms), 9500ms) << "no settle left to wait out: polled up to the bound";
+  EXPECT_TRUE(w.Due(1600ms, false, up));
   EXPECT_FALSE(w.stopping());
+  // A start that dies and that systemd restarts on its own (the job held
+  // through its auto-restarts): a settle after it first came up, at a look
+  // in any of its runs; a new run each time does not push the look away.
+  core::UnitStatus loop = up;
+  loop.active_state = "activating";
+  loop.sub_state = "auto-restart";
+  core::UnitStatus again = up;
+  again.invocation_id = "d";
+  again.active_state = "activating";
+  again.sub_state = "start";
+  core::FirstLookWait crash(core::UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(crash.Due(50ms, false, again));
+  EXPECT_FALSE(crash.Due(600ms, false, loop));
+  EXPECT_TRUE(crash.Due(1100ms, false, loop));
+  // Never seen up, only in systemd's restarts: at the bound, and neither
+  // still stopping nor still queued (that would spare it the rollback).
+  core::FirstLookWait unseen(core::UnitAction::kRestart, running, 1s);
+  EXPECT_FALSE(unseen.Due(10900ms, false, loop));
+  EXPECT_TRUE(unseen.Due(11s, false, loop));
+  EXPECT_FALSE(unseen.stopping());
   // Down under the other run past the stop bound: looked at, and not a
   // stop that outlasted its timeout.
   core::FirstLookWait gone(core::UnitAction::kRestart, running, 1s);
