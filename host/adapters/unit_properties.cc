@@ -13,6 +13,7 @@ void SetTimeoutStop(const PropertyValue& v, UnitStatus& s, PropertyContext&) {
   // unknown to the host.
   constexpr uint64_t kDayUsec = 86400ull * 1000 * 1000;
   if (v.number <= kDayUsec) s.timeout_stop = std::chrono::microseconds(v.number);
+  s.timeout_stop_unbounded = v.number > kDayUsec;
 }
 
 void SetStateChange(const PropertyValue& v, UnitStatus& s, PropertyContext& c) {
@@ -75,6 +76,7 @@ constexpr PropertyRow kRows[] = {
     {"InvocationID", Wire::kBytes, SetInvocationId},
     {"Job", Wire::kJob,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.job_queued = v.number != 0; }},
+    MESH_TEXT_ROW("KillMode", kill_mode),
     MESH_TEXT_ROW("LoadState", load_state),
     {"NRestarts", Wire::kUint32,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
@@ -106,7 +108,7 @@ static_assert(std::adjacent_find(std::begin(kRows), std::end(kRows),
               "FindProperty looks the rows up by name: sorted, each once");
 
 constexpr const char* kServiceProperties[] = {
-    "Type", "Result", "NRestarts", "TimeoutStopUSec", "ExecStop", "ExecStopPost"};
+    "Type", "Result", "NRestarts", "TimeoutStopUSec", "ExecStop", "ExecStopPost", "KillMode"};
 constexpr const char* kExitProperties[] = {"ExecMainStatus", "ExecStart"};
 
 }  // namespace

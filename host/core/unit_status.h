@@ -25,10 +25,15 @@ struct UnitStatus {
   // How long systemd lets the unit's stop phase take (TimeoutStopUSec); zero
   // when unknown or infinite.
   std::chrono::nanoseconds timeout_stop{0};
+  // TimeoutStopUSec was infinite (or past a day).
+  bool timeout_stop_unbounded = false;
   // How many ExecStop= and ExecStopPost= commands it has: each gets
   // TimeoutStopUSec of its own.
   uint32_t exec_stop = 0;
   uint32_t exec_stop_post = 0;
+  // Which of its processes a stop signals (KillMode): control-group,
+  // mixed, process, none. Empty when unknown.
+  std::string kill_mode;
   // systemd's UnitFileState: enabled, disabled, static, masked, ...; empty
   // when the unit is not loaded.
   std::string unit_file_state;
@@ -131,6 +136,16 @@ inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s, std::string_
 // the unit has been in its state is this phase's.
 inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s) {
   return StopPhaseBound(s, s.sub_state);
+}
+// Whether stopping the unit reads its unit file for more than systemd
+// gives a unit without one: ExecStop= or ExecStopPost= commands, a stop
+// timeout other than the default 90 s, a KillMode= other than
+// control-group. Its file deleted and systemd reloaded while it stops,
+// the unit is read anew as not found, and its stop goes on without them.
+inline bool StopReadsItsFile(const UnitStatus& s) {
+  return s.exec_stop > 0 || s.exec_stop_post > 0 || s.timeout_stop_unbounded ||
+         (s.timeout_stop.count() > 0 && s.timeout_stop != std::chrono::seconds(90)) ||
+         (!s.kill_mode.empty() && s.kill_mode != "control-group");
 }
 // The phase a stop of a running unit begins with: its ExecStop= commands,
 // or SIGTERM when it has none.

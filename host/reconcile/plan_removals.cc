@@ -143,11 +143,21 @@ const core::UnitStatus* DroppedUnit(const PlanInputs& in, const std::string& uni
 // SPEC 8: a dropped process's tree goes once its unit no longer runs (an
 // ExecStop= in the bundle, a drain on SIGTERM, run from the tree), whoever
 // the unit's. Until then only the stop is done (of the host's unit), and
-// what it would delete waits.
+// what it would delete waits. So does the unit file of a dropped service
+// whose stop reads it (core::StopReadsItsFile): deleted and reloaded
+// mid-stop, a database given TimeoutStopSec=300 would be killed at 90 s.
 void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
   // Its unit another resource's now: that one keeps it running, from its
   // own tree once it acted on it (WaitForTheRestartOnTheNewTree).
   if (claims.Unit(rm.entry.unit().name)) return;
+  const std::string& name = rm.entry.unit().name;
+  const bool tree = rm.entry.kind == core::KindName(core::Kind::kProcess);
+  if (!tree) {
+    auto seen = in.seen->dropped_units.find(name);
+    bool reads = seen != in.seen->dropped_units.end() && seen->second.has_value() &&
+                 core::StopReadsItsFile(*seen->second);
+    if (!reads || !rm.delete_unit_file || in.seen->dropped_shadowed_by.contains(name)) return;
+  }
   bool deletes = !rm.delete_paths.empty() || !rm.delete_empty_dirs.empty() ||
                  !rm.held_dirs.empty() || rm.delete_unit_file || !rm.delete_drop_ins.empty();
   if (!deletes) return;
@@ -164,7 +174,9 @@ void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
     rm.stop = rm.disable = false;
   } else if (rm.delete_unit_file && !not_the_hosts) {
     rm.until_stopped = (rm.stop ? "" : unit + " still stopping; ") +
-                       "its tree and unit file go once " + unit + " no longer runs";
+                       (tree ? "its tree and unit file go once " + unit + " no longer runs"
+                             : "its unit file goes once " + unit +
+                                   " no longer runs (systemd reads it to stop the unit)");
   } else {
     rm.until_stopped = unit + " runs, not the host's to stop: its tree goes once it no longer runs";
   }
@@ -401,10 +413,8 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
       PlanPathRemovals(in, *claims, e, rm);
-      // A unit a resource left has no tree of its own to wait for.
-      if (e.kind == core::KindName(core::Kind::kProcess) && !rm.moved_unit) {
-        WaitForTheStop(in, *claims, rm);
-      }
+      // A unit a resource left has no tree or file of its own to wait for.
+      if (!e.unit().name.empty() && !rm.moved_unit) WaitForTheStop(in, *claims, rm);
     }
     removals.push_back(std::move(rm));
   }

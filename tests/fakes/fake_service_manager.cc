@@ -227,6 +227,8 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.n_restarts = u.base_restarts;
   s.need_daemon_reload = u.need_daemon_reload;
   s.timeout_stop = u.script.timeout_stop;
+  s.exec_stop = u.script.exec_stop;
+  s.kill_mode = u.script.kill_mode;
   s.unit_file_state = u.masked ? "masked" : u.script.unit_file_state;
   s.triggers = u.triggers;
   s.id = u.id.empty() ? unit : u.id;

@@ -57,6 +57,9 @@ class FakeServiceManager : public ports::ServiceManager {
     // reads inactive (dead), under the run it stopped, with the job still
     // pending, until the start runs (a loaded machine stretches it).
     std::chrono::nanoseconds start_gap{0};
+    // Its ExecStop= commands and KillMode= (empty: systemd's default).
+    uint32_t exec_stop = 0;
+    std::string kill_mode;
   };
 
   struct Call {

@@ -14,7 +14,8 @@
 #   7. a dropped unit the host wrote is disabled (no dangling links),
 #      stopped and its unit file and drop-in folder deleted; an operator's
 #      own unit is forgotten, still running; a dropped process's tree goes
-#      once its unit no longer runs (SPEC 8).
+#      once its unit no longer runs (SPEC 8), and so does the unit file of
+#      a dropped service whose stop reads it.
 # With TRUTH_MODE=run (truth_run_integration_test.sh) every apply is one
 # of a `mesh-host run` instead, started at the first: a changed declaration
 # is applied by its file watch, the same one by SIGHUP. After each, beside
@@ -187,9 +188,11 @@ printf '#!/bin/sh\ntrap "sleep 1.5; exit 0" TERM\nwhile :; do sleep 0.1; done\n'
 chmod 755 "$T/pb/bin/serve"
 tar -C "$T/pb" -czf "$T/art/pr.tar.gz" .
 PROC=$(printf '{"id":"proc","kind":"process","path":"/opt/pr","source":"pr.tar.gz","sha256":"%s","unit":"mh-proc.service","unit_text":"[Service]\\nExecStart=%s/opt/pr/bin/serve\\n"}' "$(sha256sum "$T/art/pr.tar.gz" | cut -d' ' -f1)" "$ROOT")
-decl 17 "$OWN,$OP,$PROC"; apply_now
+# And a service whose stop reads its file: a 2 s ExecStop=, its own timeout.
+SLOW='{"id":"slow","kind":"service","unit":"mh-slow.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 2\nTimeoutStopSec=300\n"}'
+decl 17 "$OWN,$OP,$PROC,$SLOW"; apply_now
 check "dropped: both run, own enabled" \
-  '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ "$(state mh_2dproc_2eservice)" = active ]'
+  '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ "$(state mh_2dproc_2eservice)" = active ] && [ "$(state mh_2dslow_2eservice)" = active ]'
 decl 18 ""; apply_now
 check "dropped: the operator's unit is forgotten, still running" \
   '[ $RC = 0 ] && grep -q "^removed op (service): no longer managed; left unit mh-op.service as it is" <<<"$OUT" && [ "$(state mh_2dop_2eservice)" = active ] && [ -f "$UNITS/mh-op.service" ]'
@@ -202,10 +205,19 @@ check "dropped: the host's unit is stopped" '[ "$(state mh_2down_2eservice)" != 
 # SPEC 8: a dropped process's tree goes once its unit no longer runs.
 check "dropped process: stopped, its tree and unit file kept while it runs" \
   'grep -q "^removed proc (process): stopped mh-proc.service (not waited on); its tree and unit file go once mh-proc.service no longer runs" <<<"$OUT" && [ -x "$ROOT/opt/pr/bin/serve" ] && [ -f "$UNITS/mh-proc.service" ]'
-for _ in $(seq 50); do [ "$(state mh_2dproc_2eservice)" = inactive ] && break; sleep 0.1; done
+# Deleted and reloaded mid-stop, systemd would stop it as a unit without a
+# file: TimeoutStopUSec 1min 30s, no ExecStopPost= left to run.
+check "dropped service whose stop reads its file: stopped, the file kept while it stops" \
+  'grep -q "^removed slow (service): stopped mh-slow.service (not waited on); its unit file goes once mh-slow.service no longer runs" <<<"$OUT" && [ -f "$UNITS/mh-slow.service" ] && [ "$(state mh_2dslow_2eservice)" = deactivating ] && [ "$(inside systemctl show mh-slow.service -p TimeoutStopUSec --value)" = 5min ]'
+for _ in $(seq 50); do
+  [ "$(state mh_2dproc_2eservice)" = inactive ] && [ "$(state mh_2dslow_2eservice)" = inactive ] && break
+  sleep 0.1
+done
 apply_now
 check "dropped process: once it stopped, its tree and unit file go" \
   '[ $RC = 0 ] && grep -q "^removed proc (process): .*deleted unit file mh-proc.service" <<<"$OUT" && [ ! -e "$ROOT/opt/pr" ] && [ ! -e "$UNITS/mh-proc.service" ]'
+check "dropped service whose stop reads its file: once it stopped, its file goes" \
+  '[ $RC = 0 ] && grep -q "^removed slow (service): .*deleted unit file mh-slow.service" <<<"$OUT" && [ ! -e "$UNITS/mh-slow.service" ]'
 apply_now
 check "dropped: the next apply has nothing left to do" \
   '[ $RC = 0 ] && grep -Eq "0 resource\(s\), (0 changed, )?0 failed" <<<"$OUT" && ! grep -Eq "^(removed|stopped|failed) " <<<"$OUT"'

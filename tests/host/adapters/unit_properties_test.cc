@@ -31,6 +31,7 @@ TEST(UnitPropertiesTest, EachTextPropertyFillsItsField) {
   EXPECT_EQ(Set("SubState", Text("auto-restart")).sub_state, "auto-restart");
   EXPECT_EQ(Set("Result", Text("exit-code")).result, "exit-code");
   EXPECT_EQ(Set("Type", Text("oneshot")).type, "oneshot");
+  EXPECT_EQ(Set("KillMode", Text("process")).kill_mode, "process");
   EXPECT_EQ(Set("UnitFileState", Text("enabled")).unit_file_state, "enabled");
   EXPECT_EQ(FindProperty("LoadState")->wire, Wire::kString);
 }
@@ -54,6 +55,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"Id", Wire::kString},
       {"InvocationID", Wire::kBytes},
       {"Job", Wire::kJob},  // (uo)
+      {"KillMode", Wire::kString},  // s, of the Service interface
       {"LoadState", Wire::kString},
       {"NRestarts", Wire::kUint32},
       {"NeedDaemonReload", Wire::kBool},
@@ -96,6 +98,9 @@ TEST(UnitPropertiesTest, AStopTimeoutOfInfinityOrPastADayIsUnknown) {
   EXPECT_EQ(Set("TimeoutStopUSec", Number(86'400'000'001)).timeout_stop, seconds(0));
   EXPECT_EQ(Set("TimeoutStopUSec", Number(std::numeric_limits<uint64_t>::max())).timeout_stop,
             seconds(0));
+  EXPECT_TRUE(
+      Set("TimeoutStopUSec", Number(std::numeric_limits<uint64_t>::max())).timeout_stop_unbounded);
+  EXPECT_FALSE(Set("TimeoutStopUSec", Number(90'000'000)).timeout_stop_unbounded);
 }
 
 TEST(UnitPropertiesTest, TimeInStateIsFromTheMonotonicClockOfTheRead) {

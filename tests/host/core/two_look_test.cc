@@ -434,6 +434,32 @@ TEST(BystanderTest, OnlyWhatMovedIsJudged) {
           .has_value());
 }
 
+// What a unit read again as not found (its file deleted, systemd
+// reloaded) would stop without.
+TEST(UnitStatusTest, AStopReadsItsFileForWhatAUnitWithoutOneLacks) {
+  UnitStatus plain;
+  plain.timeout_stop = std::chrono::seconds(90);
+  plain.kill_mode = "control-group";
+  EXPECT_FALSE(StopReadsItsFile(plain));
+  EXPECT_FALSE(StopReadsItsFile(UnitStatus{})) << "nothing known: nothing read";
+  UnitStatus s = plain;
+  s.exec_stop = 1;
+  EXPECT_TRUE(StopReadsItsFile(s));
+  s = plain;
+  s.exec_stop_post = 2;
+  EXPECT_TRUE(StopReadsItsFile(s));
+  s = plain;
+  s.timeout_stop = std::chrono::minutes(5);
+  EXPECT_TRUE(StopReadsItsFile(s));
+  s = plain;
+  s.timeout_stop = {};
+  s.timeout_stop_unbounded = true;
+  EXPECT_TRUE(StopReadsItsFile(s));
+  s = plain;
+  s.kill_mode = "mixed";
+  EXPECT_TRUE(StopReadsItsFile(s));
+}
+
 TEST(UnitStatusTest, StoppedIsNotStopping) {
   UnitStatus s;
   s.active_state = "deactivating";

@@ -927,6 +927,58 @@ TEST_F(UnitsTest, PruneStopsTheUnitAndDeletesItsUnitFile) {
   EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kStop);
 }
 
+// A dropped service whose stop reads its unit file (ExecStop=, a stop
+// timeout of its own, KillMode=) keeps that file until it no longer runs:
+// deleted and reloaded mid-stop, systemd would stop it under the defaults
+// of a unit without a file (a database given 300 s killed at 90 s). One
+// with none of them goes at once.
+TEST_F(UnitsTest, ADroppedServiceWhoseStopReadsItsFileKeepsItUntilStopped) {
+  fakes::FakeServiceManager::UnitScript drain;
+  drain.exec_stop = 1;
+  drain.stop_delay = 2s;
+  fakes::FakeServiceManager::UnitScript slow;
+  slow.timeout_stop = 300s;
+  fakes::FakeServiceManager::UnitScript spare;
+  spare.kill_mode = "process";
+  services_.AddUnit("drain.service", drain);
+  services_.AddUnit("slow.service", slow);
+  services_.AddUnit("spare.service", spare);
+  services_.AddUnit("plain.service", {});
+  json all = json::array();
+  for (const char* id : {"drain", "plain", "slow", "spare"}) {
+    all.push_back(Service(id, {{"unit_text", "[Service]\nExecStart=/bin/x\n"}}));
+  }
+  ASSERT_EQ(Run(Decl(all)).result, ApplyResult::kOk);
+  auto detail = [](const ApplyReport& r, const std::string& id) {
+    for (const auto& o : r.outcomes) {
+      if (o.id == id) return o.detail;
+    }
+    return std::string("(no outcome)");
+  };
+  ApplyReport dropped = Run(Decl(json::array(), 2));
+  EXPECT_EQ(dropped.result, ApplyResult::kOk);
+  for (const char* id : {"drain", "slow", "spare"}) {
+    std::string unit = std::string(id) + ".service";
+    EXPECT_EQ(detail(dropped, id), "stopped " + unit +
+                                       " (not waited on); its unit file goes once " + unit +
+                                       " no longer runs (systemd reads it to stop the unit)");
+    EXPECT_TRUE(testing::Exists(dir_.Sub("units/" + unit))) << unit;
+    EXPECT_EQ(services_.StopsOf(unit), 1) << unit;
+  }
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/plain.service")));
+  // Still stopping at the next apply: not asked again, the file kept.
+  ApplyReport stopping = Run(Decl(json::array(), 2));
+  EXPECT_THAT(detail(stopping, "drain"), HasSubstr("drain.service still stopping; its unit file"));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/drain.service")));
+  EXPECT_EQ(services_.StopsOf("drain.service"), 1);
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/slow.service"))) << "stopped: it goes";
+  clock_.Advance(2s);
+  ApplyReport stopped = Run(Decl(json::array(), 2));
+  EXPECT_THAT(detail(stopped, "drain"), HasSubstr("deleted unit file drain.service"));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/drain.service")));
+  EXPECT_TRUE(Run(Decl(json::array(), 2)).outcomes.empty()) << "nothing left to remove";
+}
+
 // Issue 15: an operator's own unit file that a unit_text once overwrote,
 // and a unit file edited after the host wrote it: dropping the service
 // neither stops the unit nor deletes the file.
