@@ -125,6 +125,14 @@ TEST(TwoLookTest, NewInvocationInsideThePauseFails) {
                             L("active", "running", "b"), 1s);
   EXPECT_FALSE(v.accepted);
   EXPECT_THAT(v.detail, HasSubstr("new InvocationID"));
+  // Which of the two the words say: systemd's Restart= counts its restarts,
+  // any other start zeroes the count.
+  EXPECT_THAT(v.detail, HasSubstr("started again by someone else, not by its Restart="));
+  Verdict by_systemd = JudgeTwoLooks(UnitAction::kRestart, "done", L("active", "running", "a"),
+                                     L("active", "running", "b", 1), 1s);
+  EXPECT_FALSE(by_systemd.accepted);
+  EXPECT_THAT(by_systemd.detail,
+              HasSubstr("died and was restarted by systemd (new InvocationID, NRestarts 0 -> 1)"));
 }
 
 TEST(TwoLookTest, NRestartsGrowingFails) {
