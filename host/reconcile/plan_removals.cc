@@ -413,8 +413,9 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
       PlanPathRemovals(in, *claims, e, rm);
-      // A unit a resource left has no tree or file of its own to wait for.
-      if (!e.unit().name.empty() && !rm.moved_unit) WaitForTheStop(in, *claims, rm);
+      // A process's unit it left has no tree of its own to wait for.
+      bool process = e.kind == core::KindName(core::Kind::kProcess);
+      if (!e.unit().name.empty() && !(process && rm.moved_unit)) WaitForTheStop(in, *claims, rm);
     }
     removals.push_back(std::move(rm));
   }

@@ -1942,6 +1942,35 @@ TEST_F(UnitsTest, AResourceMovedToAnotherUnitRemovesTheOldOne) {
   EXPECT_THAT(Outcomes(again), ElementsAre("unchanged")) << "nothing of the old unit recorded";
 }
 
+// The old unit of a moved resource whose stop reads its unit file keeps
+// the file until it no longer runs, as a dropped one's does.
+TEST_F(UnitsTest, AnOldUnitWhoseStopReadsItsFileKeepsItUntilStopped) {
+  auto web = [](const std::string& unit) {
+    return Service("web", {{"unit", unit}, {"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  };
+  fakes::FakeServiceManager::UnitScript drain;
+  drain.exec_stop = 1;
+  drain.stop_delay = 2s;
+  services_.AddUnit("web.service", drain);
+  services_.AddUnit("web2.service", {});
+  ASSERT_EQ(Run(Decl({web("web.service")})).result, ApplyResult::kOk);
+  ApplyReport r = Run(Decl({web("web2.service")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  EXPECT_EQ(r.outcomes[1].id, "web~web.service");
+  EXPECT_THAT(r.outcomes[1].detail,
+              HasSubstr("its unit file goes once web.service no longer runs"));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/web.service")));
+  EXPECT_TRUE(services_.ReadUnit("web2.service")->Running());
+  clock_.Advance(2s);
+  ApplyReport stopped = Run(Decl({web("web2.service")}, 2));
+  ASSERT_EQ(stopped.outcomes.size(), 2u) << "the removal kept in the record";
+  EXPECT_THAT(stopped.outcomes[1].detail, HasSubstr("deleted unit file web.service"));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service")));
+  ApplyReport again = Run(Decl({web("web2.service")}, 2));
+  EXPECT_THAT(Outcomes(again), ElementsAre("unchanged")) << "nothing of the old unit recorded";
+}
+
 // The old unit cannot be read when the resource moves: neither stopped nor
 // forgotten. Not in the record under its own id until now, it is recorded
 // so by the removal that fails, and the next apply removes it.
