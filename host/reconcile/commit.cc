@@ -278,6 +278,12 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.digest = rm.entry.digest;
     return o;
   }
+  // Before the wait for the stop: a stop or disable refused is no wait.
+  if (!done) {
+    Fail(o, "removing: " + done.error().message);
+    o.digest = rm.entry.digest;
+    return o;
+  }
   if (!rm.until_stopped.empty()) {
     // Stays recorded: the next apply finds it dropped again and, the unit
     // stopped, removes the rest.
@@ -293,11 +299,6 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
       stopped.mutable_unit().state = "stopped";
       out.entries[rm.id] = std::move(stopped);
     }
-    return o;
-  }
-  if (!done) {
-    Fail(o, "removing: " + done.error().message);
-    o.digest = rm.entry.digest;
     return o;
   }
   const std::vector<std::string>& held =

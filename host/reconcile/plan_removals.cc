@@ -151,7 +151,8 @@ void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
   // own tree once it acted on it (WaitForTheRestartOnTheNewTree).
   if (claims.Unit(rm.entry.unit().name)) return;
   const std::string& name = rm.entry.unit().name;
-  const bool tree = rm.entry.kind == core::KindName(core::Kind::kProcess);
+  // A process's tree is the new resource's once its unit moved.
+  const bool tree = rm.entry.kind == core::KindName(core::Kind::kProcess) && !rm.moved_unit;
   if (!tree) {
     auto seen = in.seen->dropped_units.find(name);
     bool reads = seen != in.seen->dropped_units.end() && seen->second.has_value() &&
@@ -413,9 +414,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
       PlanPathRemovals(in, *claims, e, rm);
-      // A process's unit it left has no tree of its own to wait for.
-      bool process = e.kind == core::KindName(core::Kind::kProcess);
-      if (!e.unit().name.empty() && !(process && rm.moved_unit)) WaitForTheStop(in, *claims, rm);
+      if (!e.unit().name.empty()) WaitForTheStop(in, *claims, rm);
     }
     removals.push_back(std::move(rm));
   }

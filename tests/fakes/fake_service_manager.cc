@@ -98,6 +98,9 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
   }
   std::string id = "/org/freedesktop/systemd1/job/" + std::to_string(next_job_++);
   auto now = clock_.elapsed();
+  if (kind == ports::JobKind::kStop && !refuse_stop.empty()) {
+    return core::Fail("StopUnit " + unit + ": " + refuse_stop);
+  }
   if (kind == ports::JobKind::kStop) {
     if (u.started && !u.stopped && !u.killed && u.script.stop_delay.count() > 0 &&
         now >= u.stopping_until) {

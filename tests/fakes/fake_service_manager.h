@@ -184,6 +184,9 @@ class FakeServiceManager : public ports::ServiceManager {
   // systemd refuses every enable and disable with this message (empty: it
   // does not).
   std::string refuse_unit_files;
+  // systemd refuses every stop with this message (RefuseManualStop=, a
+  // policy; empty: it does not).
+  std::string refuse_stop;
   // Called whenever a unit (re)starts or reloads, i.e. (re)reads its
   // configuration: a test records what the daemon loaded.
   std::function<void(const std::string& unit)> on_load;

@@ -188,8 +188,8 @@ printf '#!/bin/sh\ntrap "sleep 1.5; exit 0" TERM\nwhile :; do sleep 0.1; done\n'
 chmod 755 "$T/pb/bin/serve"
 tar -C "$T/pb" -czf "$T/art/pr.tar.gz" .
 PROC=$(printf '{"id":"proc","kind":"process","path":"/opt/pr","source":"pr.tar.gz","sha256":"%s","unit":"mh-proc.service","unit_text":"[Service]\\nExecStart=%s/opt/pr/bin/serve\\n"}' "$(sha256sum "$T/art/pr.tar.gz" | cut -d' ' -f1)" "$ROOT")
-# And a service whose stop reads its file: a 2 s ExecStop=, its own timeout.
-SLOW='{"id":"slow","kind":"service","unit":"mh-slow.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 2\nTimeoutStopSec=300\n"}'
+# And a service whose stop reads its file: a 4 s ExecStop=, its own timeout.
+SLOW='{"id":"slow","kind":"service","unit":"mh-slow.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 4\nTimeoutStopSec=300\n"}'
 decl 17 "$OWN,$OP,$PROC,$SLOW"; apply_now
 check "dropped: both run, own enabled" \
   '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ "$(state mh_2dproc_2eservice)" = active ] && [ "$(state mh_2dslow_2eservice)" = active ]'
@@ -209,7 +209,7 @@ check "dropped process: stopped, its tree and unit file kept while it runs" \
 # file: TimeoutStopUSec 1min 30s, no ExecStopPost= left to run.
 check "dropped service whose stop reads its file: stopped, the file kept while it stops" \
   'grep -q "^removed slow (service): stopped mh-slow.service (not waited on); its unit file goes once mh-slow.service no longer runs" <<<"$OUT" && [ -f "$UNITS/mh-slow.service" ] && [ "$(state mh_2dslow_2eservice)" = deactivating ] && [ "$(inside systemctl show mh-slow.service -p TimeoutStopUSec --value)" = 5min ]'
-for _ in $(seq 50); do
+for _ in $(seq 100); do
   [ "$(state mh_2dproc_2eservice)" = inactive ] && [ "$(state mh_2dslow_2eservice)" = inactive ] && break
   sleep 0.1
 done

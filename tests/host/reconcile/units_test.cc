@@ -818,6 +818,79 @@ TEST_F(UnitsTest, ADroppedProcessKeepsItsTreeUntilItsUnitNoLongerRuns) {
   EXPECT_EQ(services_.StopsOf("rt.service"), 1);
 }
 
+// A stop systemd refuses (RefuseManualStop=, a policy) is no wait for the
+// stop: the removal fails, naming the refusal, and stays owed with every
+// file in place. It read "stopped (not waited on); ... go once it no
+// longer runs" at every apply while the unit ran on.
+TEST_F(UnitsTest, ARefusedStopOfADroppedUnitIsAFailureNotAWait) {
+  fakes::FakeServiceManager::UnitScript draining{Behavior::kHealthy, 0s, false, 30s};
+  services_.AddUnit("rt.service", draining);
+  fakes::FakeServiceManager::UnitScript drain;
+  drain.exec_stop = 1;
+  services_.AddUnit("db.service", drain);
+  std::string sha = Bundle("rt.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  json decl = Decl({{{"id", "rt"},
+                     {"kind", "process"},
+                     {"path", "/opt/rt"},
+                     {"source", "rt.tar.gz"},
+                     {"sha256", sha},
+                     {"unit", "rt.service"},
+                     {"unit_text", "[Service]\nExecStart=/opt/rt/bin/serve\n"}},
+                    Service("db", {{"unit_text", "[Service]\nExecStart=/bin/db\n"}})});
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  services_.refuse_stop = "org.freedesktop.systemd1.OperationRefused: Operation refused";
+  ApplyReport refused = Run(Decl(json::array(), 2));
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  ASSERT_EQ(refused.outcomes.size(), 2u);
+  for (const auto& o : refused.outcomes) {
+    EXPECT_EQ(o.outcome, core::Outcome::kFailed) << o.id;
+    EXPECT_THAT(o.detail, HasSubstr("removing: StopUnit")) << o.id;
+  }
+  EXPECT_TRUE(testing::Exists(Root("/opt/rt/bin/serve")));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/rt.service")));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/db.service")));
+  services_.refuse_stop.clear();
+  ApplyReport stopping = Run(Decl(json::array(), 2));
+  EXPECT_EQ(stopping.result, ApplyResult::kOk);
+  EXPECT_EQ(services_.StopsOf("db.service"), 2) << "refused, then asked again";
+  EXPECT_THAT(Outcomes(stopping), ElementsAre("removed", "removed"));
+}
+
+// A process whose unit is renamed: its old unit's file, which its stop
+// reads, waits for that stop too (its tree is the new unit's).
+TEST_F(UnitsTest, AProcessMovedToAnotherUnitKeepsTheOldFileItsStopReads) {
+  fakes::FakeServiceManager::UnitScript drain;
+  drain.exec_stop = 1;
+  drain.stop_delay = 2s;
+  services_.AddUnit("api.service", drain);
+  services_.AddUnit("api2.service", {});
+  std::string sha = Bundle("api.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  auto api = [&](const std::string& unit) {
+    return json{{"id", "api"},
+                {"kind", "process"},
+                {"path", "/opt/api"},
+                {"source", "api.tar.gz"},
+                {"sha256", sha},
+                {"unit", unit},
+                {"unit_text", "[Service]\nExecStart=/opt/api/bin/serve\n"}};
+  };
+  ASSERT_EQ(Run(Decl({api("api.service")})).result, ApplyResult::kOk);
+  ApplyReport moved = Run(Decl({api("api2.service")}, 2));
+  EXPECT_EQ(moved.result, ApplyResult::kOk);
+  ASSERT_EQ(moved.outcomes.size(), 2u);
+  EXPECT_EQ(moved.outcomes[1].id, "api~api.service");
+  EXPECT_THAT(moved.outcomes[1].detail,
+              HasSubstr("its unit file goes once api.service no longer runs"));
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/api.service")));
+  EXPECT_TRUE(testing::Exists(Root("/opt/api/bin/serve"))) << "the new unit's";
+  clock_.Advance(2s);
+  ApplyReport stopped = Run(Decl({api("api2.service")}, 2));
+  ASSERT_EQ(stopped.outcomes.size(), 2u);
+  EXPECT_THAT(stopped.outcomes[1].detail, HasSubstr("deleted unit file api.service"));
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units/api.service")));
+  EXPECT_TRUE(testing::Exists(Root("/opt/api/bin/serve")));
+}
+
 // The same unit taken over by another resource (a process renamed, its
 // tree moved): the old tree goes once the new resource restarted the unit
 // onto its own (the unit runs from the old one until then), not once the
