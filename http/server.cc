@@ -368,7 +368,6 @@ core::Result<std::string> StatusServer::Start(const ListenAddress& address) {
         why = e.what();
       }
       server_->ReleaseListener();
-      ended_ = true;
       if (stopping_ || !on_lost_) return;
       std::string failure = server_->failure();
       on_lost_("the HTTP listener on " + where + " stopped: " +

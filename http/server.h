@@ -110,7 +110,6 @@ class StatusServer {
   std::unique_ptr<BoundedServer> server_;
   std::function<void(std::string)> on_lost_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> ended_{false};  // the listening thread is done
   std::thread thread_;
 };
 

@@ -44,12 +44,7 @@ class FileSystem {
   // StatMany may run on two threads at once (ports::Background): they must
   // change nothing the implementation holds.
   virtual std::vector<core::Result<core::FileInfo>> StatMany(
-      std::span<const std::string_view> paths) {
-    std::vector<core::Result<core::FileInfo>> out;
-    out.reserve(paths.size());
-    for (std::string_view p : paths) out.push_back(Stat(std::string(p)));
-    return out;
-  }
+      std::span<const std::string_view> paths) = 0;
 
   // Regular files only; refuses files larger than `limit` bytes.
   virtual core::Result<std::string> ReadFile(const std::string& path, uint64_t limit) = 0;
