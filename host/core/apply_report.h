@@ -56,6 +56,9 @@ struct ApplyReport {
   std::chrono::system_clock::time_point finished_at;
   std::chrono::nanoseconds duration{0};
   bool daemon_reloaded = false;
+  // A removal waits for its unit to stop: its files go at the first apply
+  // that finds it stopped (a daemon applies again soon, not an interval on).
+  bool removal_waits = false;
   // The declaration was byte for byte the one the record was settled from,
   // and every recorded fingerprint and unit state still held: the no-op was
   // proven from the record without parsing the declaration.

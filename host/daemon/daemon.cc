@@ -51,15 +51,17 @@ Daemon::~Daemon() {
   if (watch_thread_.joinable()) watch_thread_.join();
 }
 
-void Daemon::ApplyOnce(const std::string& why, bool starting) {
+bool Daemon::ApplyOnce(const std::string& why, bool starting) {
   {
     std::lock_guard<std::mutex> lock(publish_mu_);
     ++apply_edges_;
   }
   core::ApplyReport report = ApplyUnderKeepalive(starting);
+  bool removal_waits = report.removal_waits;
   Publish(std::move(report), why);
   ++apply_edges_;
   if (options_.release_memory) options_.release_memory();
+  return removal_waits;
 }
 
 core::ApplyReport Daemon::ApplyUnderKeepalive(bool starting) {
@@ -275,7 +277,7 @@ int Daemon::Run() {
     log_.Line(Priority::kErr, "cannot notify systemd (no READY=1, no watchdog): " + why);
   }
   ShowRecorded();
-  ApplyOnce("start", /*starting=*/true);
+  bool removal_waits = ApplyOnce("start", /*starting=*/true);
   notifier_.Ready();
   if (watch_ != nullptr) {
     try {
@@ -293,6 +295,7 @@ int Daemon::Run() {
 
   Schedule schedule(options_.interval, options_.debounce, notifier_.WatchdogInterval(),
                     clock_.Monotonic());
+  if (removal_waits) schedule.Applied(clock_.Monotonic(), removal_waits);
   int code = 0;
   for (;;) {
     if (schedule.PetDue(clock_.Monotonic())) notifier_.Watchdog();
@@ -316,8 +319,8 @@ int Daemon::Run() {
       if (auto due = schedule.ApplyDue(now)) why = std::string(*due);
     }
     if (why) {
-      ApplyOnce(*why);
-      schedule.Applied(clock_.Monotonic());
+      removal_waits = ApplyOnce(*why);
+      schedule.Applied(clock_.Monotonic(), removal_waits);
     }
   }
   notifier_.Stopping();

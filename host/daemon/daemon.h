@@ -78,7 +78,8 @@ class Daemon {
 
  private:
   // `starting`: the first apply, before READY=1.
-  void ApplyOnce(const std::string& why, bool starting = false);
+  // Whether a removal of that apply waits for a unit to stop.
+  bool ApplyOnce(const std::string& why, bool starting = false);
   core::ApplyReport ApplyUnderKeepalive(bool starting);
   // The apply's outcomes and summary to the log, the board, the metrics
   // and systemd's STATUS=.

@@ -5,7 +5,11 @@
 // An apply is due every `interval` after the last one ended, and `debounce`
 // after the last of a burst of declaration changes (an atomic replace is
 // several inotify events; a link rewriting the file twice is one apply).
-// Any apply covers the changes seen before it began.
+// Any apply covers the changes seen before it began. After an apply whose
+// removal waits for a unit to stop, the next comes sooner: 1 s on, then
+// twice as long after each apply that still waits, up to `interval`, so
+// the files of a unit that stops in seconds go in seconds, and one that
+// drains for minutes costs a handful of full passes.
 #pragma once
 
 #include <chrono>
@@ -24,8 +28,9 @@ class Schedule {
   Schedule(std::chrono::nanoseconds interval, std::chrono::nanoseconds debounce,
            std::chrono::nanoseconds pet_every, TimePoint now);
 
-  // An apply ended at `now`, whatever started it.
-  void Applied(TimePoint now);
+  // An apply ended at `now`, whatever started it; `removal_waits`: one of
+  // its removals waits for a unit to stop.
+  void Applied(TimePoint now, bool removal_waits = false);
   // The declaration changed at `now`.
   void ChangeSeen(TimePoint now);
   // Whether the watchdog is due at `now`; when it is, the next pet is
@@ -40,7 +45,11 @@ class Schedule {
   std::chrono::nanoseconds interval_;
   std::chrono::nanoseconds debounce_;
   std::chrono::nanoseconds pet_every_;
+  static constexpr std::chrono::seconds kFirstRetry{1};
   TimePoint next_apply_;
+  // The wait after an apply whose removal still waits; zero after one
+  // whose removal does not (next_apply_ is then the interval's).
+  std::chrono::nanoseconds retry_{0};
   TimePoint next_pet_;
   std::optional<TimePoint> change_seen_;
 };

@@ -268,6 +268,7 @@ void ApplyRun::Apply(Declaration decl) {
 void ApplyRun::Carry(ApplyState& s) {
   Settled settled = WriteAndSettle(s, ports_, options_.settle);
   report_.daemon_reloaded = s.reloaded.done();
+  report_.removal_waits = settled.pending;
   // Read by the settle only (each is assigned a new object: `= {}` is
   // clear(), which keeps the buffers).
   s.writes = Writes();

@@ -189,10 +189,10 @@ chmod 755 "$T/pb/bin/serve"
 tar -C "$T/pb" -czf "$T/art/pr.tar.gz" .
 PROC=$(printf '{"id":"proc","kind":"process","path":"/opt/pr","source":"pr.tar.gz","sha256":"%s","unit":"mh-proc.service","unit_text":"[Service]\\nExecStart=%s/opt/pr/bin/serve\\n"}' "$(sha256sum "$T/art/pr.tar.gz" | cut -d' ' -f1)" "$ROOT")
 # And a service whose stop reads its file: a 4 s ExecStop=, its own timeout.
-SLOW='{"id":"slow","kind":"service","unit":"mh-slow.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 4\nTimeoutStopSec=300\n"}'
-decl 17 "$OWN,$OP,$PROC,$SLOW"; apply_now
+DRAINER='{"id":"drainer","kind":"service","unit":"mh-drainer.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 4\nTimeoutStopSec=300\n"}'
+decl 17 "$OWN,$OP,$PROC,$DRAINER"; apply_now
 check "dropped: both run, own enabled" \
-  '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ "$(state mh_2dproc_2eservice)" = active ] && [ "$(state mh_2dslow_2eservice)" = active ]'
+  '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ "$(state mh_2dproc_2eservice)" = active ] && [ "$(state mh_2ddrainer_2eservice)" = active ]'
 decl 18 ""; apply_now
 check "dropped: the operator's unit is forgotten, still running" \
   '[ $RC = 0 ] && grep -q "^removed op (service): no longer managed; left unit mh-op.service as it is" <<<"$OUT" && [ "$(state mh_2dop_2eservice)" = active ] && [ -f "$UNITS/mh-op.service" ]'
@@ -208,16 +208,28 @@ check "dropped process: stopped, its tree and unit file kept while it runs" \
 # Deleted and reloaded mid-stop, systemd would stop it as a unit without a
 # file: TimeoutStopUSec 1min 30s, no ExecStopPost= left to run.
 check "dropped service whose stop reads its file: stopped, the file kept while it stops" \
-  'grep -q "^removed slow (service): stopped mh-slow.service (not waited on); its unit file goes once mh-slow.service no longer runs" <<<"$OUT" && [ -f "$UNITS/mh-slow.service" ] && [ "$(state mh_2dslow_2eservice)" = deactivating ] && [ "$(inside systemctl show mh-slow.service -p TimeoutStopUSec --value)" = 5min ]'
+  'grep -q "^removed drainer (service): stopped mh-drainer.service (not waited on); its unit file goes once mh-drainer.service no longer runs" <<<"$OUT" && [ -f "$UNITS/mh-drainer.service" ] && [ "$(state mh_2ddrainer_2eservice)" = deactivating ] && [ "$(inside systemctl show mh-drainer.service -p TimeoutStopUSec --value)" = 5min ]'
 for _ in $(seq 100); do
-  [ "$(state mh_2dproc_2eservice)" = inactive ] && [ "$(state mh_2dslow_2eservice)" = inactive ] && break
+  [ "$(state mh_2dproc_2eservice)" = inactive ] && [ "$(state mh_2ddrainer_2eservice)" = inactive ] && break
   sleep 0.1
 done
-apply_now
+if [ "${TRUTH_MODE:-}" = run ]; then
+  # Nothing pushed: a daemon whose removal waits applies again on its own
+  # (1 s on, then 2, 4, ... up to --interval, here an hour).
+  until_true 30 "grep -q 'deleted unit file mh-proc.service' \"$T/host.log\" && grep -q 'deleted unit file mh-drainer.service' \"$T/host.log\"" || true
+  # Every apply after the one of generation 18's push.
+  OUT=$(awk '/^apply .*generation 18: .*declaration changed/ {on=1; next} on && /^(removed|apply) /' "$T/host.log")
+  RC=0; grep -q '^apply failed' <<<"$OUT" && RC=1
+  sed 's/^/    /' <<<"$OUT"
+  check "(run) the waiting removals done by the daemon's own applies, none pushed" \
+    'grep -q "^apply ok: generation 18: .*(a removal waits for a unit to stop" <<<"$OUT"'
+else
+  apply_now
+fi
 check "dropped process: once it stopped, its tree and unit file go" \
   '[ $RC = 0 ] && grep -q "^removed proc (process): .*deleted unit file mh-proc.service" <<<"$OUT" && [ ! -e "$ROOT/opt/pr" ] && [ ! -e "$UNITS/mh-proc.service" ]'
 check "dropped service whose stop reads its file: once it stopped, its file goes" \
-  '[ $RC = 0 ] && grep -q "^removed slow (service): .*deleted unit file mh-slow.service" <<<"$OUT" && [ ! -e "$UNITS/mh-slow.service" ]'
+  '[ $RC = 0 ] && grep -q "^removed drainer (service): .*deleted unit file mh-drainer.service" <<<"$OUT" && [ ! -e "$UNITS/mh-drainer.service" ]'
 apply_now
 check "dropped: the next apply has nothing left to do" \
   '[ $RC = 0 ] && grep -Eq "0 resource\(s\), (0 changed, )?0 failed" <<<"$OUT" && ! grep -Eq "^(removed|stopped|failed) " <<<"$OUT"'

@@ -26,6 +26,34 @@ TEST(ScheduleTest, IntervalFromTheLastApply) {
   EXPECT_EQ(s.WaitFrom(At(minutes(10))), seconds(3));
 }
 
+// A removal that waits for its unit to stop is done by the first apply
+// that finds it stopped: the next one comes 1 s on, then 2, 4, ... up to
+// the interval while it still waits, and the interval once it no longer
+// does. It waited a whole interval (5 minutes by default).
+TEST(ScheduleTest, AWaitingRemovalIsLookedAtAgainSoon) {
+  Schedule s(seconds(10), milliseconds(200), {}, At(seconds(0)));
+  s.Applied(At(seconds(1)), /*removal_waits=*/true);
+  EXPECT_EQ(s.ApplyDue(At(milliseconds(1900))), std::nullopt);
+  EXPECT_EQ(s.WaitFrom(At(milliseconds(1900))), milliseconds(100));
+  EXPECT_EQ(s.ApplyDue(At(seconds(2))), "a removal waits for a unit to stop");
+  s.Applied(At(seconds(2)), true);
+  EXPECT_EQ(s.ApplyDue(At(milliseconds(3900))), std::nullopt);
+  EXPECT_EQ(s.ApplyDue(At(seconds(4))), "a removal waits for a unit to stop");
+  s.Applied(At(seconds(4)), true);
+  EXPECT_EQ(s.ApplyDue(At(seconds(8))), "a removal waits for a unit to stop");
+  s.Applied(At(seconds(8)), true);
+  EXPECT_EQ(s.ApplyDue(At(seconds(15))), std::nullopt);
+  EXPECT_EQ(s.ApplyDue(At(seconds(16))), "a removal waits for a unit to stop");
+  s.Applied(At(seconds(16)), true);
+  EXPECT_EQ(s.ApplyDue(At(seconds(25))), std::nullopt) << "never longer than the interval";
+  EXPECT_EQ(s.ApplyDue(At(seconds(26))), "interval");
+  s.Applied(At(seconds(26)), false);
+  EXPECT_EQ(s.ApplyDue(At(seconds(35))), std::nullopt);
+  EXPECT_EQ(s.ApplyDue(At(seconds(36))), "interval");
+  s.Applied(At(seconds(36)), true);
+  EXPECT_EQ(s.ApplyDue(At(seconds(37))), "a removal waits for a unit to stop") << "from 1 s again";
+}
+
 TEST(ScheduleTest, ChangesDebouncedFromTheLast) {
   Schedule s(minutes(5), milliseconds(200), {}, At(minutes(0)));
   s.ChangeSeen(At(seconds(10)));
