@@ -295,7 +295,7 @@ int Daemon::Run() {
 
   Schedule schedule(options_.interval, options_.debounce, notifier_.WatchdogInterval(),
                     clock_.Monotonic());
-  if (removal_waits) schedule.Applied(clock_.Monotonic(), removal_waits);
+  if (removal_waits) schedule.Applied(clock_.Monotonic(), removal_waits, /*pushed=*/true);
   int code = 0;
   for (;;) {
     if (schedule.PetDue(clock_.Monotonic())) notifier_.Watchdog();
@@ -320,7 +320,8 @@ int Daemon::Run() {
     }
     if (why) {
       removal_waits = ApplyOnce(*why);
-      schedule.Applied(clock_.Monotonic(), removal_waits);
+      schedule.Applied(clock_.Monotonic(), removal_waits,
+                       *why == "SIGHUP" || *why == "declaration changed");
     }
   }
   notifier_.Stopping();

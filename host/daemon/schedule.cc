@@ -12,10 +12,11 @@ Schedule::Schedule(std::chrono::nanoseconds interval, std::chrono::nanoseconds d
       next_apply_(now + interval),
       next_pet_(pet_every.count() > 0 ? now : TimePoint::max()) {}
 
-void Schedule::Applied(TimePoint now, bool removal_waits) {
-  retry_ = !removal_waits        ? std::chrono::nanoseconds(0)
-           : retry_.count() == 0 ? std::chrono::nanoseconds(kFirstRetry)
-                                 : std::min<std::chrono::nanoseconds>(retry_ * 2, interval_);
+void Schedule::Applied(TimePoint now, bool removal_waits, bool pushed) {
+  retry_ = !removal_waits ? std::chrono::nanoseconds(0)
+           : retry_.count() == 0 || pushed
+               ? std::chrono::nanoseconds(kFirstRetry)
+               : std::min<std::chrono::nanoseconds>(retry_ * 2, interval_);
   next_apply_ = now + (retry_.count() > 0 ? std::min(retry_, interval_) : interval_);
   // Changes are read only between applies, so every one seen so far came
   // before this apply read the declaration.

@@ -278,6 +278,15 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.digest = rm.entry.digest;
     return o;
   }
+  // Stopped on purpose, whatever else failed: recorded so, lest the
+  // record's view of it (the daemon's at its start, beside a refused push)
+  // call it dead.
+  bool stopped = !in.dry_run && k < in.writes->stops_queued.size() && in.writes->stops_queued[k];
+  if (stopped && rm.entry.unit().state == "running" && (!done || !rm.until_stopped.empty())) {
+    core::RecordEntry entry = rm.entry;
+    entry.mutable_unit().state = "stopped";
+    out.entries[rm.id] = std::move(entry);
+  }
   // Before the wait for the stop: a stop or disable refused is no wait.
   if (!done) {
     Fail(o, "removing: " + done.error().message);
@@ -292,13 +301,6 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
                    : rm.until_stopped;
     o.digest = rm.entry.digest;
     out.pending = true;
-    // Stopped on purpose: recorded so, lest the record's view of it (the
-    // daemon's at its start, beside a refused push) call it dead.
-    if (!in.dry_run && rm.stop && rm.entry.unit().state == "running") {
-      core::RecordEntry stopped = rm.entry;
-      stopped.mutable_unit().state = "stopped";
-      out.entries[rm.id] = std::move(stopped);
-    }
     return o;
   }
   const std::vector<std::string>& held =

@@ -66,13 +66,16 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
 
 // `disabled`: how the removal's disable went (Write does every disable
 // first); a failed one keeps the unit file.
-core::Status Remove(const Removal& rm, const ReconcilerPorts& ports, core::Status disabled) {
+// `stop_queued`: set when its stop was queued.
+core::Status Remove(const Removal& rm, const ReconcilerPorts& ports, core::Status disabled,
+                    bool& stop_queued) {
   core::Status first = std::move(disabled);
   auto keep_first = [&](core::Status st) {
     if (!st && first) first = std::move(st);
   };
   if (rm.stop && ports.services != nullptr) {
     auto job = ports.services->Enqueue(rm.entry.unit().name, ports::JobKind::kStop);
+    stop_queued = job.has_value();
     if (!job) keep_first(std::unexpected(job.error()));
   }
   // A file's path is unlinked, never emptied as a directory: only a tree
@@ -256,7 +259,12 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
     }
   }
   for (size_t k = 0; k < plan.removals.size(); ++k) {
-    writes.removals[k] = Remove(plan.removals[k], ports, std::move(disabled[k]));
+    bool stop_queued = false;
+    writes.removals[k] = Remove(plan.removals[k], ports, std::move(disabled[k]), stop_queued);
+    if (stop_queued) {
+      writes.stops_queued.resize(plan.removals.size());
+      writes.stops_queued[k] = true;
+    }
     writes.unit_files_changed |= plan.removals[k].delete_unit_file ||
                                  plan.removals[k].deletes_unit_definition ||
                                  !plan.removals[k].delete_drop_ins.empty();

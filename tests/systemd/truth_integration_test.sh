@@ -182,14 +182,16 @@ OWN='{"id":"own","kind":"service","unit":"mh-own.service","state":"running","ena
 printf '[Service]\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-op.service"
 inside systemctl daemon-reload
 OP='{"id":"op","kind":"service","unit":"mh-op.service","state":"running"}'
-# And a process whose daemon drains 1.5 s on SIGTERM, run from its tree.
+# And a process whose daemon drains 6 s on SIGTERM, run from its tree (a
+# daemon applies again 1 s, 3 s, 7 s, ... after the drop: the checks of
+# what stays while it stops come within 6 s).
 mkdir -p "$T/pb/bin" "$T/art"
-printf '#!/bin/sh\ntrap "sleep 1.5; exit 0" TERM\nwhile :; do sleep 0.1; done\n' > "$T/pb/bin/serve"
+printf '#!/bin/sh\ntrap "sleep 6; exit 0" TERM\nwhile :; do sleep 0.1; done\n' > "$T/pb/bin/serve"
 chmod 755 "$T/pb/bin/serve"
 tar -C "$T/pb" -czf "$T/art/pr.tar.gz" .
 PROC=$(printf '{"id":"proc","kind":"process","path":"/opt/pr","source":"pr.tar.gz","sha256":"%s","unit":"mh-proc.service","unit_text":"[Service]\\nExecStart=%s/opt/pr/bin/serve\\n"}' "$(sha256sum "$T/art/pr.tar.gz" | cut -d' ' -f1)" "$ROOT")
-# And a service whose stop reads its file: a 4 s ExecStop=, its own timeout.
-DRAINER='{"id":"drainer","kind":"service","unit":"mh-drainer.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 4\nTimeoutStopSec=300\n"}'
+# And a service whose stop reads its file: an 8 s ExecStop=, its own timeout.
+DRAINER='{"id":"drainer","kind":"service","unit":"mh-drainer.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 8\nTimeoutStopSec=300\n"}'
 decl 17 "$OWN,$OP,$PROC,$DRAINER"; apply_now
 check "dropped: both run, own enabled" \
   '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ "$(state mh_2dproc_2eservice)" = active ] && [ "$(state mh_2ddrainer_2eservice)" = active ]'
@@ -209,7 +211,7 @@ check "dropped process: stopped, its tree and unit file kept while it runs" \
 # file: TimeoutStopUSec 1min 30s, no ExecStopPost= left to run.
 check "dropped service whose stop reads its file: stopped, the file kept while it stops" \
   'grep -q "^removed drainer (service): stopped mh-drainer.service (not waited on); its unit file goes once mh-drainer.service no longer runs" <<<"$OUT" && [ -f "$UNITS/mh-drainer.service" ] && [ "$(state mh_2ddrainer_2eservice)" = deactivating ] && [ "$(inside systemctl show mh-drainer.service -p TimeoutStopUSec --value)" = 5min ]'
-for _ in $(seq 100); do
+for _ in $(seq 200); do
   [ "$(state mh_2dproc_2eservice)" = inactive ] && [ "$(state mh_2ddrainer_2eservice)" = inactive ] && break
   sleep 0.1
 done

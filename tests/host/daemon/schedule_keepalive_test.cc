@@ -52,6 +52,16 @@ TEST(ScheduleTest, AWaitingRemovalIsLookedAtAgainSoon) {
   EXPECT_EQ(s.ApplyDue(At(seconds(36))), "interval");
   s.Applied(At(seconds(36)), true);
   EXPECT_EQ(s.ApplyDue(At(seconds(37))), "a removal waits for a unit to stop") << "from 1 s again";
+  // A wait that has grown long does not hold back a new one that a push
+  // brings (a unit that never stops, then another dropped beside it).
+  for (int k = 0; k < 5; ++k) s.Applied(At(seconds(37)), true);
+  EXPECT_EQ(s.ApplyDue(At(seconds(38))), std::nullopt);
+  s.Applied(At(seconds(40)), true, /*pushed=*/true);
+  EXPECT_EQ(s.ApplyDue(At(seconds(41))), "a removal waits for a unit to stop");
+  // Under a second's interval, the interval.
+  Schedule quick(milliseconds(300), milliseconds(200), {}, At(seconds(0)));
+  quick.Applied(At(seconds(1)), true);
+  EXPECT_EQ(quick.ApplyDue(At(milliseconds(1300))), "interval");
 }
 
 TEST(ScheduleTest, ChangesDebouncedFromTheLast) {

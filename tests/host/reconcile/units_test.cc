@@ -2166,6 +2166,24 @@ TEST_F(UnitsTest, ADroppedUnitWhoseDisableIsRefusedKeepsAllItsFiles) {
   EXPECT_EQ(services_.ReadUnit("web.service")->unit_file_state, "disabled");
 }
 
+// Its stop went through, its disable did not: the removal fails and stays,
+// and the record says the unit was stopped on purpose (a daemon started
+// beside a refused push reads the record: "running" there called the
+// stopped unit dead).
+TEST_F(UnitsTest, AStopThatWentThroughIsRecordedWhateverElseFailed) {
+  services_.AddUnit("web.service", {});
+  json web = Service(
+      "web",
+      {{"unit_text", "[Service]\nExecStart=/bin/web\n[Install]\nWantedBy=x\n"}, {"enabled", true}});
+  ASSERT_EQ(Run(Decl({web})).result, ApplyResult::kOk);
+  ASSERT_EQ(Record()["resources"]["web"]["state"], "running");
+  services_.refuse_unit_files = "DisableUnitFiles: Access denied";
+  ApplyReport refused = Run(Decl(json::array(), 2));
+  EXPECT_EQ(refused.result, ApplyResult::kFailed);
+  EXPECT_FALSE(services_.ReadUnit("web.service")->Running());
+  EXPECT_EQ(Record()["resources"]["web"]["state"], "stopped");
+}
+
 TEST(UnitFileOfTest, TheFileAUnitIsLoadedFrom) {
   EXPECT_TRUE(core::UnitFileOf("web.service", "web.service"));
   EXPECT_TRUE(core::UnitFileOf("app@.service", "app@a.service"));
