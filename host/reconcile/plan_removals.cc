@@ -151,8 +151,10 @@ void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
   // own tree once it acted on it (WaitForTheRestartOnTheNewTree).
   if (claims.Unit(rm.entry.unit().name)) return;
   const std::string& name = rm.entry.unit().name;
-  // A process's tree is the new resource's once its unit moved.
-  const bool tree = rm.entry.kind == core::KindName(core::Kind::kProcess) && !rm.moved_unit;
+  // A process's tree is the new resource's once its unit moved (its old
+  // unit, recorded as ID~UNIT, holds no path).
+  const bool tree = rm.entry.kind == core::KindName(core::Kind::kProcess) && !rm.moved_unit &&
+                    !rm.entry.written.empty();
   if (!tree) {
     auto seen = in.seen->dropped_units.find(name);
     bool reads = seen != in.seen->dropped_units.end() && seen->second.has_value() &&

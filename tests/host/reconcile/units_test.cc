@@ -883,6 +883,11 @@ TEST_F(UnitsTest, AProcessMovedToAnotherUnitKeepsTheOldFileItsStopReads) {
               HasSubstr("its unit file goes once api.service no longer runs"));
   EXPECT_TRUE(testing::Exists(dir_.Sub("units/api.service")));
   EXPECT_TRUE(testing::Exists(Root("/opt/api/bin/serve"))) << "the new unit's";
+  // Recorded as api~api.service now: still a unit with no tree of its own.
+  ApplyReport stopping = Run(Decl({api("api2.service")}, 2));
+  ASSERT_EQ(stopping.outcomes.size(), 2u);
+  EXPECT_THAT(stopping.outcomes[1].detail,
+              HasSubstr("api.service still stopping; its unit file goes once"));
   clock_.Advance(2s);
   ApplyReport stopped = Run(Decl({api("api2.service")}, 2));
   ASSERT_EQ(stopped.outcomes.size(), 2u);
