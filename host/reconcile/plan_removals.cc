@@ -310,6 +310,31 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
 // that file too, the disable comes while systemd can still read it (Write
 // disables before it deletes), or the unit would run on, and stay linked,
 // with no definition and no record.
+// The unit file (a `file` of the host's) that defines a dropped unit whose
+// stop reads it waits for that stop, as a unit_text's does
+// (WaitForTheStop): its removal keeps the file until the unit no longer
+// runs.
+template <typename Defines>
+void KeepDefinitionWhileItStops(const PlanInputs& in, std::string_view unit_dir,
+                                const std::string& unit, const Defines& defines,
+                                std::vector<Removal>& removals) {
+  for (Removal& other : removals) {
+    auto& paths = other.delete_paths;
+    auto it = std::find_if(paths.begin(), paths.end(), [&](const std::string& path) {
+      auto name = UnitDefinitionAt(*in.dirs, path);
+      return name && !name->empty() && path == std::string(unit_dir) + "/" + *name &&
+             defines(*name);
+    });
+    if (it == paths.end()) continue;
+    other.until_stopped = "unit file " + *it + " goes once " + unit +
+                          " no longer runs (systemd reads it to stop the unit)";
+    paths.erase(it);
+    other.deletes_unit_definition = std::any_of(
+        paths.begin(), paths.end(),
+        [&](const std::string& p) { return UnitDefinitionAt(*in.dirs, p).has_value(); });
+  }
+}
+
 void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals) {
   // The full pass of every apply comes here: most drop no such unit.
   if (std::none_of(removals.begin(), removals.end(),
@@ -373,6 +398,10 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
     rm.stop = status->Running();
     rm.forget_failure = true;
     rm.disable = rm.entry.unit().enabled == true || core::UnitFileEnabled(*status);
+    if (undefined && (rm.stop || status->active_state == "deactivating") &&
+        core::StopReadsItsFile(*status)) {
+      KeepDefinitionWhileItStops(in, *unit_dir, unit, defines, removals);
+    }
   }
 }
 

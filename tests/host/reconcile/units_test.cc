@@ -1839,6 +1839,36 @@ TEST_F(UnitsTest, AUnitDroppedWithTheFileThatDefinedItIsStopped) {
   EXPECT_FALSE(services_.ReadUnit("web.service")->Running()) << "stopped with its definition";
 }
 
+// The same, for a unit whose stop reads that file (an ExecStop=): the
+// file waits for the stop, as a unit_text's does.
+TEST_F(UnitsTest, AFileThatDefinesADroppedUnitItsStopReadsWaitsForTheStop) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  json file = {{"id", "web-unit"},
+               {"kind", "file"},
+               {"path", "/etc/systemd/system/web.service"},
+               {"content", "[Service]\nExecStart=/bin/web\nExecStop=/bin/drain\n"}};
+  fakes::FakeServiceManager::UnitScript drain;
+  drain.exec_stop = 1;
+  drain.stop_delay = 2s;
+  services_.AddUnit("web.service", drain);
+  ASSERT_EQ(apply(Decl({file, Service("web")})).result, ApplyResult::kOk);
+  const std::string unit_file = dir_.Sub("root/etc/systemd/system/web.service");
+  ApplyReport r = apply(Decl(json::array(), 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  EXPECT_EQ(services_.StopsOf("web.service"), 1);
+  EXPECT_TRUE(testing::Exists(unit_file));
+  EXPECT_THAT(r.outcomes[1].detail,
+              HasSubstr("unit file /etc/systemd/system/web.service goes once web.service no "
+                        "longer runs"))
+      << r.outcomes[0].detail;
+  clock_.Advance(2s);
+  ApplyReport stopped = apply(Decl(json::array(), 2));
+  EXPECT_EQ(stopped.result, ApplyResult::kOk);
+  EXPECT_FALSE(testing::Exists(unit_file));
+  EXPECT_TRUE(apply(Decl(json::array(), 2)).outcomes.empty()) << "nothing left recorded";
+}
+
 // Review of issue 38: the operator's instance of a template that was a
 // `file` of the host's, dropped with it, ran on undefined: only a file
 // named exactly like the unit counted. Its template's file counts too,
