@@ -278,27 +278,32 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.digest = rm.entry.digest;
     return o;
   }
-  // Stopped on purpose, whatever else failed: recorded so, lest the
-  // record's view of it (the daemon's at its start, beside a refused push)
-  // call it dead.
-  bool stopped = !in.dry_run && k < in.writes->stops_queued.size() && in.writes->stops_queued[k];
-  if (stopped && rm.entry.unit().state == "running" && (!done || !rm.until_stopped.empty())) {
+  // Stopped and disabled on purpose, whatever else failed or waits:
+  // recorded so, lest the record's view of it (the daemon's at its start,
+  // beside a refused push) call it dead, or a later apply call its links
+  // gone a drift. Said, as what the apply did.
+  Writes::Asked asked =
+      !in.dry_run && k < in.writes->asked.size() ? in.writes->asked[k] : Writes::Asked{};
+  const std::string& unit = rm.entry.unit().name;
+  if ((asked.stopped || asked.disabled) && (!done || !rm.until_stopped.empty())) {
     core::RecordEntry entry = rm.entry;
-    entry.mutable_unit().state = "stopped";
+    if (asked.stopped && entry.unit().state == "running") entry.mutable_unit().state = "stopped";
+    if (asked.disabled) entry.mutable_unit().enabled = false;
     out.entries[rm.id] = std::move(entry);
   }
+  std::string disabled = asked.disabled ? "disabled " + unit : "";
   // Before the wait for the stop: a stop or disable refused is no wait.
   if (!done) {
-    Fail(o, "removing: " + done.error().message);
+    std::string did = Then(asked.stopped ? StoppedNotWaited(in.dry_run, unit) : "", disabled);
+    Fail(o, "removing: " + done.error().message + (did.empty() ? "" : "; " + did));
     o.digest = rm.entry.digest;
     return o;
   }
   if (!rm.until_stopped.empty()) {
     // Stays recorded: the next apply finds it dropped again and, the unit
     // stopped, removes the rest.
-    o.detail = rm.stop
-                   ? StoppedNotWaited(in.dry_run, rm.entry.unit().name) + "; " + rm.until_stopped
-                   : rm.until_stopped;
+    std::string did = Then(rm.stop ? StoppedNotWaited(in.dry_run, unit) : "", disabled);
+    o.detail = did.empty() ? rm.until_stopped : did + "; " + rm.until_stopped;
     o.digest = rm.entry.digest;
     out.pending = true;
     return o;

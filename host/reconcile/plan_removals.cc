@@ -314,10 +314,12 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
 // stop reads it waits for that stop, as a unit_text's does
 // (WaitForTheStop): its removal keeps the file until the unit no longer
 // runs.
+// Returns the file kept, or "".
 template <typename Defines>
-void KeepDefinitionWhileItStops(const PlanInputs& in, std::string_view unit_dir,
-                                const std::string& unit, const Defines& defines,
-                                std::vector<Removal>& removals) {
+std::string KeepDefinitionWhileItStops(const PlanInputs& in, std::string_view unit_dir,
+                                       const std::string& unit, const Defines& defines,
+                                       std::vector<Removal>& removals) {
+  std::string kept;
   for (Removal& other : removals) {
     auto& paths = other.delete_paths;
     auto it = std::find_if(paths.begin(), paths.end(), [&](const std::string& path) {
@@ -328,11 +330,13 @@ void KeepDefinitionWhileItStops(const PlanInputs& in, std::string_view unit_dir,
     if (it == paths.end()) continue;
     other.until_stopped = "unit file " + *it + " goes once " + unit +
                           " no longer runs (systemd reads it to stop the unit)";
+    kept = *it;
     paths.erase(it);
     other.deletes_unit_definition = std::any_of(
         paths.begin(), paths.end(),
         [&](const std::string& p) { return UnitDefinitionAt(*in.dirs, p).has_value(); });
   }
+  return kept;
 }
 
 void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals) {
@@ -400,7 +404,13 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
     rm.disable = rm.entry.unit().enabled == true || core::UnitFileEnabled(*status);
     if (undefined && (rm.stop || status->active_state == "deactivating") &&
         core::StopReadsItsFile(*status)) {
-      KeepDefinitionWhileItStops(in, *unit_dir, unit, defines, removals);
+      // Both wait: the file's removal alone would not know the unit again.
+      std::string kept = KeepDefinitionWhileItStops(in, *unit_dir, unit, defines, removals);
+      if (!kept.empty()) {
+        rm.until_stopped = (rm.stop ? "" : unit + " still stopping; ") + "its unit file " + kept +
+                           " goes once " + unit + " no longer runs";
+        rm.forget_failure = false;
+      }
     }
   }
 }

@@ -260,10 +260,11 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
   }
   for (size_t k = 0; k < plan.removals.size(); ++k) {
     bool stop_queued = false;
+    bool disable_done = plan.removals[k].disable && ports.services != nullptr && disabled[k];
     writes.removals[k] = Remove(plan.removals[k], ports, std::move(disabled[k]), stop_queued);
-    if (stop_queued) {
-      writes.stops_queued.resize(plan.removals.size());
-      writes.stops_queued[k] = true;
+    if (stop_queued || disable_done) {
+      writes.asked.resize(plan.removals.size());
+      writes.asked[k] = {.stopped = stop_queued, .disabled = disable_done};
     }
     writes.unit_files_changed |= plan.removals[k].delete_unit_file ||
                                  plan.removals[k].deletes_unit_definition ||

@@ -44,9 +44,14 @@ struct Writes {
   // a full pass holds no slot per resource then.
   std::vector<Written> steps;
   std::vector<core::Status> removals;  // by plan.removals index
-  // By plan.removals index: its stop was queued (a removal may fail on
-  // something else, its unit stopped all the same). Empty: none was.
-  std::vector<bool> stops_queued;
+  // By plan.removals index, what systemd took of a removal's unit: a
+  // removal may fail on something else, or wait, its unit stopped and
+  // disabled all the same. Empty: nothing was.
+  struct Asked {
+    bool stopped = false;   // its stop was queued
+    bool disabled = false;  // its [Install] links went
+  };
+  std::vector<Asked> asked;
   // By plan.removals index: directories found still holding something when
   // removed ("/srv/data: not empty"), left.
   std::vector<std::vector<std::string>> removals_left;

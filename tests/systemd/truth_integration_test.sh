@@ -192,7 +192,10 @@ tar -C "$T/pb" -czf "$T/art/pr.tar.gz" .
 PROC=$(printf '{"id":"proc","kind":"process","path":"/opt/pr","source":"pr.tar.gz","sha256":"%s","unit":"mh-proc.service","unit_text":"[Service]\\nExecStart=%s/opt/pr/bin/serve\\n"}' "$(sha256sum "$T/art/pr.tar.gz" | cut -d' ' -f1)" "$ROOT")
 # And a service whose stop reads its file: an 8 s ExecStop=, its own timeout.
 DRAINER='{"id":"drainer","kind":"service","unit":"mh-drainer.service","state":"running","unit_text":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 8\nTimeoutStopSec=300\n"}'
-decl 17 "$OWN,$OP,$PROC,$DRAINER"; apply_now
+# And a unit defined by a `file` of the host's, its stop reading it.
+FDEF='{"id":"fdef","kind":"file","path":"/units/mh-fdef.service","content":"[Service]\nExecStart=/bin/sleep infinity\nExecStop=/bin/sleep 8\nTimeoutStopSec=300\n"}'
+FSVC='{"id":"fsvc","kind":"service","unit":"mh-fdef.service","state":"running"}'
+decl 17 "$OWN,$OP,$PROC,$DRAINER,$FDEF,$FSVC"; apply_now
 check "dropped: both run, own enabled" \
   '[ $RC = 0 ] && [ "$(state mh_2down_2eservice)" = active ] && [ "$(state mh_2dop_2eservice)" = active ] && [ -L "$SDBOX_DIR/config/multi-user.target.wants/mh-own.service" ] && [ "$(state mh_2dproc_2eservice)" = active ] && [ "$(state mh_2ddrainer_2eservice)" = active ]'
 decl 18 ""; apply_now
@@ -211,14 +214,22 @@ check "dropped process: stopped, its tree and unit file kept while it runs" \
 # file: TimeoutStopUSec 1min 30s, no ExecStopPost= left to run.
 check "dropped service whose stop reads its file: stopped, the file kept while it stops" \
   'grep -q "^removed drainer (service): stopped mh-drainer.service (not waited on); its unit file goes once mh-drainer.service no longer runs" <<<"$OUT" && [ -f "$UNITS/mh-drainer.service" ] && [ "$(state mh_2ddrainer_2eservice)" = deactivating ] && [ "$(inside systemctl show mh-drainer.service -p TimeoutStopUSec --value)" = 5min ]'
+check "dropped with the file that defines it: that file kept while it stops" \
+  'grep -q "^removed fdef (file): unit file /units/mh-fdef.service goes once mh-fdef.service no longer runs" <<<"$OUT" && [ -f "$UNITS/mh-fdef.service" ] && [ "$(inside systemctl show mh-fdef.service -p TimeoutStopUSec --value)" = 5min ]'
+if [ "${TRUTH_MODE:-}" != run ]; then
+  sleep 1; apply_now  # the unit still stopping: the file still waits
+  check "dropped with the file that defines it: still kept at the next apply while it stops" \
+    '[ $RC = 0 ] && [ -f "$UNITS/mh-fdef.service" ] && [ "$(inside systemctl show mh-fdef.service -p LoadState --value)" = loaded ]'
+fi
 for _ in $(seq 200); do
-  [ "$(state mh_2dproc_2eservice)" = inactive ] && [ "$(state mh_2ddrainer_2eservice)" = inactive ] && break
+  [ "$(state mh_2dproc_2eservice)" = inactive ] && [ "$(state mh_2ddrainer_2eservice)" = inactive ] &&
+    [ "$(state mh_2dfdef_2eservice)" = inactive ] && break
   sleep 0.1
 done
 if [ "${TRUTH_MODE:-}" = run ]; then
   # Nothing pushed: a daemon whose removal waits applies again on its own
   # (1 s on, then 2, 4, ... up to --interval, here an hour).
-  until_true 30 "grep -q 'deleted unit file mh-proc.service' \"$T/host.log\" && grep -q 'deleted unit file mh-drainer.service' \"$T/host.log\"" || true
+  until_true 30 "grep -q 'deleted unit file mh-proc.service' \"$T/host.log\" && grep -q 'deleted unit file mh-drainer.service' \"$T/host.log\" && [ ! -e \"$UNITS/mh-fdef.service\" ]" || true
   # Every apply after the one of generation 18's push.
   OUT=$(awk '/^apply .*generation 18: .*declaration changed/ {on=1; next} on && /^(removed|apply) /' "$T/host.log")
   RC=0; grep -q '^apply failed' <<<"$OUT" && RC=1
@@ -230,6 +241,8 @@ else
 fi
 check "dropped process: once it stopped, its tree and unit file go" \
   '[ $RC = 0 ] && grep -q "^removed proc (process): .*deleted unit file mh-proc.service" <<<"$OUT" && [ ! -e "$ROOT/opt/pr" ] && [ ! -e "$UNITS/mh-proc.service" ]'
+check "dropped with the file that defines it: once it stopped, that file goes" \
+  '[ $RC = 0 ] && [ ! -e "$UNITS/mh-fdef.service" ]'
 check "dropped service whose stop reads its file: once it stopped, its file goes" \
   '[ $RC = 0 ] && grep -q "^removed drainer (service): .*deleted unit file mh-drainer.service" <<<"$OUT" && [ ! -e "$UNITS/mh-drainer.service" ]'
 apply_now

@@ -1862,6 +1862,12 @@ TEST_F(UnitsTest, AFileThatDefinesADroppedUnitItsStopReadsWaitsForTheStop) {
               HasSubstr("unit file /etc/systemd/system/web.service goes once web.service no "
                         "longer runs"))
       << r.outcomes[0].detail;
+  // Still stopping at the next apply: the file still waits (the service's
+  // removal waits with it, or the file's alone would not know the unit).
+  ApplyReport stopping = apply(Decl(json::array(), 2));
+  EXPECT_TRUE(testing::Exists(unit_file));
+  ASSERT_EQ(stopping.outcomes.size(), 2u);
+  EXPECT_THAT(stopping.outcomes[0].detail, HasSubstr("web.service still stopping"));
   clock_.Advance(2s);
   ApplyReport stopped = apply(Decl(json::array(), 2));
   EXPECT_EQ(stopped.result, ApplyResult::kOk);
@@ -2217,6 +2223,43 @@ TEST_F(UnitsTest, AStopThatWentThroughIsRecordedWhateverElseFailed) {
   EXPECT_EQ(refused.result, ApplyResult::kFailed);
   EXPECT_FALSE(services_.ReadUnit("web.service")->Running());
   EXPECT_EQ(Record()["resources"]["web"]["state"], "stopped");
+}
+
+// What a removal that waits, or fails on its stop, did to the unit's
+// links is said in its own apply and recorded: the final apply said
+// "disabled" of links an earlier one had removed, and a later apply that
+// declared the unit again called them "drifted ... on the machine".
+TEST_F(UnitsTest, ARemovalThatWaitsOrFailsSaysAndRecordsItsDisable) {
+  fakes::FakeServiceManager::UnitScript drain;
+  drain.exec_stop = 1;
+  drain.stop_delay = 2s;
+  services_.AddUnit("web.service", drain);
+  json web = Service(
+      "web",
+      {{"unit_text", "[Service]\nExecStart=/bin/web\n[Install]\nWantedBy=x\n"}, {"enabled", true}});
+  ASSERT_EQ(Run(Decl({web})).result, ApplyResult::kOk);
+  ApplyReport waits = Run(Decl(json::array(), 2));
+  ASSERT_EQ(waits.outcomes.size(), 1u);
+  EXPECT_THAT(
+      waits.outcomes[0].detail,
+      HasSubstr("stopped web.service (not waited on), disabled web.service; its unit file"));
+  EXPECT_EQ(Record()["resources"]["web"]["enabled"], false);
+  clock_.Advance(2s);
+  ApplyReport done = Run(Decl(json::array(), 2));
+  ASSERT_EQ(done.outcomes.size(), 1u);
+  EXPECT_THAT(done.outcomes[0].detail, Not(HasSubstr("disabled"))) << "said once, when done";
+  EXPECT_THAT(done.outcomes[0].detail, HasSubstr("deleted unit file web.service"));
+  // A stop refused: the disable it came with is said beside the failure.
+  ASSERT_EQ(Run(Decl({web}, 3)).result, ApplyResult::kOk);
+  services_.refuse_stop = "org.freedesktop.systemd1.OnlyByDependency: Operation refused";
+  ApplyReport refused = Run(Decl(json::array(), 4));
+  ASSERT_EQ(refused.outcomes.size(), 1u);
+  EXPECT_THAT(refused.outcomes[0].detail, HasSubstr("; disabled web.service"));
+  services_.refuse_stop.clear();
+  ApplyReport again = Run(Decl({web}, 5));
+  ASSERT_EQ(again.outcomes.size(), 1u);
+  EXPECT_THAT(again.outcomes[0].detail, Not(HasSubstr("drifted"))) << again.outcomes[0].detail;
+  EXPECT_EQ(services_.ReadUnit("web.service")->unit_file_state, "enabled");
 }
 
 TEST(UnitFileOfTest, TheFileAUnitIsLoadedFrom) {
