@@ -260,6 +260,23 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
 
 const std::vector<std::string> kNothingLeft;
 
+// What systemd took of removal `k`'s unit. Stopped and disabled on
+// purpose, whatever else failed or waits: recorded so, lest the record's
+// view of it (the daemon's at its start, beside a refused push) call it
+// dead, or a later apply call its links gone a drift.
+Writes::Asked RecordAsked(const SettleInputs& in, size_t k, Settled& out) {
+  const Removal& rm = in.plan->removals[k];
+  Writes::Asked asked =
+      !in.dry_run && k < in.writes->asked.size() ? in.writes->asked[k] : Writes::Asked{};
+  if ((asked.stopped || asked.disabled) && (!in.writes->removals[k] || !rm.until_stopped.empty())) {
+    core::RecordEntry entry = rm.entry;
+    if (asked.stopped && entry.unit().state == "running") entry.mutable_unit().state = "stopped";
+    if (asked.disabled) entry.mutable_unit().enabled = false;
+    out.entries[rm.id] = std::move(entry);
+  }
+  return asked;
+}
+
 ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   const Removal& rm = in.plan->removals[k];
   const core::Status& done = in.writes->removals[k];
@@ -278,19 +295,8 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.digest = rm.entry.digest;
     return o;
   }
-  // Stopped and disabled on purpose, whatever else failed or waits:
-  // recorded so, lest the record's view of it (the daemon's at its start,
-  // beside a refused push) call it dead, or a later apply call its links
-  // gone a drift. Said, as what the apply did.
-  Writes::Asked asked =
-      !in.dry_run && k < in.writes->asked.size() ? in.writes->asked[k] : Writes::Asked{};
+  Writes::Asked asked = RecordAsked(in, k, out);
   const std::string& unit = rm.entry.unit().name;
-  if ((asked.stopped || asked.disabled) && (!done || !rm.until_stopped.empty())) {
-    core::RecordEntry entry = rm.entry;
-    if (asked.stopped && entry.unit().state == "running") entry.mutable_unit().state = "stopped";
-    if (asked.disabled) entry.mutable_unit().enabled = false;
-    out.entries[rm.id] = std::move(entry);
-  }
   std::string disabled = asked.disabled ? "disabled " + unit : "";
   // Before the wait for the stop: a stop or disable refused is no wait.
   if (!done) {
