@@ -137,6 +137,29 @@ bool NeverRan(UnitAction action, const std::string& job_result, const Look& firs
   return action != UnitAction::kReload && job_result != "assert" &&
          !second.unit.invocation_id.empty();
 }
+// Running at both looks, under another InvocationID at the second: the run
+// looked at ended inside the pause. Not always a death that systemd's
+// Restart= answered: that counts in NRestarts, and any other start (an
+// operator's, a unit's that requires it) zeroes it. Either way the run now
+// has not been looked at for a settle.
+std::optional<Verdict> AnotherRunInThePause(const Look& first, const Look& second,
+                                            const std::string& when) {
+  if (!first.unit.Running() || first.unit.invocation_id.empty() ||
+      second.unit.invocation_id.empty() || first.unit.invocation_id == second.unit.invocation_id) {
+    return std::nullopt;
+  }
+  if (second.unit.n_restarts > first.unit.n_restarts) {
+    return Verdict{false, "died and was restarted by systemd (new InvocationID, NRestarts " +
+                              std::to_string(first.unit.n_restarts) + " -> " +
+                              std::to_string(second.unit.n_restarts) + "), " +
+                              StateWords(second.unit) + " " + when};
+  }
+  return Verdict{false,
+                 "its run ended inside the pause and another began (new InvocationID; NRestarts "
+                 "did not grow: started again by someone else, not by its Restart=), " +
+                     StateWords(second.unit) + " " + when};
+}
+
 }  // namespace
 
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
@@ -200,23 +223,7 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   }
   // A first look taken while the job was still queued saw the run before
   // the host's: the new InvocationID at the second is the one it asked for.
-  // Not always a death that systemd's Restart= answered: that counts in
-  // NRestarts, and any other start (an operator's, a unit's that requires
-  // it) zeroes it. Either way the run looked at ended inside the pause, and
-  // the run now has not been looked at for a settle.
-  if (first.unit.Running() && !first.unit.invocation_id.empty() &&
-      !second.unit.invocation_id.empty() && first.unit.invocation_id != second.unit.invocation_id) {
-    if (second.unit.n_restarts > first.unit.n_restarts) {
-      return {false, "died and was restarted by systemd (new InvocationID, NRestarts " +
-                         std::to_string(first.unit.n_restarts) + " -> " +
-                         std::to_string(second.unit.n_restarts) + "), " + StateWords(second.unit) +
-                         " " + when};
-    }
-    return {false,
-            "its run ended inside the pause and another began (new InvocationID; NRestarts did not "
-            "grow: started again by someone else, not by its Restart=), " +
-                StateWords(second.unit) + " " + when};
-  }
+  if (auto v = AnotherRunInThePause(first, second, when)) return *v;
   if (second.unit.n_restarts > first.unit.n_restarts) {
     return {false, "died and was restarted by systemd (NRestarts " +
                        std::to_string(first.unit.n_restarts) + " -> " +
