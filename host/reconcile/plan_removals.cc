@@ -149,29 +149,26 @@ const core::UnitStatus* DroppedUnit(const PlanInputs& in, const std::string& uni
 void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
   // Its unit another resource's now: that one keeps it running, from its
   // own tree once it acted on it (WaitForTheRestartOnTheNewTree).
-  if (claims.Unit(rm.entry.unit().name)) return;
-  const std::string& name = rm.entry.unit().name;
-  // A process's tree is the new resource's once its unit moved (its old
-  // unit, recorded as ID~UNIT, holds no path).
-  const bool tree = rm.entry.kind == core::KindName(core::Kind::kProcess) && !rm.moved_unit &&
-                    !rm.entry.written.empty();
-  if (!tree) {
-    auto seen = in.seen->dropped_units.find(name);
-    bool reads = seen != in.seen->dropped_units.end() && seen->second.has_value() &&
-                 core::StopReadsItsFile(*seen->second);
-    if (!reads || !rm.delete_unit_file || in.seen->dropped_shadowed_by.contains(name)) return;
-  }
-  bool deletes = !rm.delete_paths.empty() || !rm.delete_empty_dirs.empty() ||
-                 !rm.held_dirs.empty() || rm.delete_unit_file || !rm.delete_drop_ins.empty();
-  if (!deletes) return;
   const std::string& unit = rm.entry.unit().name;
-  std::string why;
-  const core::UnitStatus* status = DroppedUnit(in, unit, &why);
-  if (status != nullptr && !status->Running() && status->active_state != "deactivating") return;
+  if (claims.Unit(unit)) return;
   // What runs under its name is not the host's file (an operator's file
   // read first, an alias): the host's own unit file goes now, its tree
   // once that no longer runs (it may run from it).
   bool not_the_hosts = in.seen->dropped_shadowed_by.contains(unit);
+  // A process's tree is the new resource's once its unit moved (its old
+  // unit, recorded as ID~UNIT, holds no path).
+  const bool tree = rm.entry.kind == core::KindName(core::Kind::kProcess) && !rm.moved_unit &&
+                    !rm.entry.written.empty();
+  std::string why;
+  const core::UnitStatus* status = DroppedUnit(in, unit, &why);
+  if (!tree && (status == nullptr || !core::StopReadsItsFile(*status) || !rm.delete_unit_file ||
+                not_the_hosts)) {
+    return;
+  }
+  bool deletes = !rm.delete_paths.empty() || !rm.delete_empty_dirs.empty() ||
+                 !rm.held_dirs.empty() || rm.delete_unit_file || !rm.delete_drop_ins.empty();
+  if (!deletes) return;
+  if (status != nullptr && !status->Running() && status->active_state != "deactivating") return;
   if (status == nullptr) {
     rm.not_now = why + ": its tree is kept while it may run; the next apply removes it";
     rm.stop = rm.disable = false;
@@ -303,6 +300,48 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
   }
 }
 
+// The unit `path` (declared, under --root) is the unit file of, itself in
+// --unit-dir at `unit_dir`, not a file of a drop-in directory.
+std::optional<std::string> UnitFileAt(const PlanInputs& in, std::string_view unit_dir,
+                                      const std::string& path) {
+  auto name = UnitDefinitionAt(*in.dirs, path);
+  if (!name || name->empty() || path != std::string(unit_dir) + "/" + *name) return std::nullopt;
+  return name;
+}
+
+// The unit file (a `file` of the host's) that defines a dropped unit whose
+// stop reads it waits for that stop, as a unit_text's does
+// (WaitForTheStop): its removal keeps the file until the unit no longer
+// runs. `kept`: the files kept so far (name, path), which another unit
+// they define waits for too. Returns the path kept, or "".
+template <typename Defines>
+std::string KeepDefinitionWhileItStops(const PlanInputs& in, std::string_view unit_dir,
+                                       const std::string& unit, const Defines& defines,
+                                       std::vector<Removal>& removals,
+                                       std::vector<std::pair<std::string, std::string>>& kept) {
+  for (const auto& [name, path] : kept) {
+    if (defines(name)) return path;
+  }
+  for (Removal& other : removals) {
+    auto& paths = other.delete_paths;
+    std::optional<std::string> name;
+    auto it = std::find_if(paths.begin(), paths.end(), [&](const std::string& path) {
+      name = UnitFileAt(in, unit_dir, path);
+      return name && defines(*name);
+    });
+    if (it == paths.end()) continue;
+    other.until_stopped = "unit file " + *it + " goes once " + unit +
+                          " no longer runs (systemd reads it to stop the unit)";
+    kept.emplace_back(std::move(*name), *it);
+    paths.erase(it);
+    other.deletes_unit_definition = std::any_of(
+        paths.begin(), paths.end(),
+        [&](const std::string& p) { return UnitDefinitionAt(*in.dirs, p).has_value(); });
+    return kept.back().second;
+  }
+  return "";
+}
+
 // A dropped unit without unit_text is the operator's, and forgotten —
 // unless the unit file it is loaded from (its own or its template's) is a
 // `file` resource inside --unit-dir that the host made: then it was the
@@ -310,35 +349,6 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEn
 // that file too, the disable comes while systemd can still read it (Write
 // disables before it deletes), or the unit would run on, and stay linked,
 // with no definition and no record.
-// The unit file (a `file` of the host's) that defines a dropped unit whose
-// stop reads it waits for that stop, as a unit_text's does
-// (WaitForTheStop): its removal keeps the file until the unit no longer
-// runs.
-// Returns the file kept, or "".
-template <typename Defines>
-std::string KeepDefinitionWhileItStops(const PlanInputs& in, std::string_view unit_dir,
-                                       const std::string& unit, const Defines& defines,
-                                       std::vector<Removal>& removals) {
-  std::string kept;
-  for (Removal& other : removals) {
-    auto& paths = other.delete_paths;
-    auto it = std::find_if(paths.begin(), paths.end(), [&](const std::string& path) {
-      auto name = UnitDefinitionAt(*in.dirs, path);
-      return name && !name->empty() && path == std::string(unit_dir) + "/" + *name &&
-             defines(*name);
-    });
-    if (it == paths.end()) continue;
-    other.until_stopped = "unit file " + *it + " goes once " + unit +
-                          " no longer runs (systemd reads it to stop the unit)";
-    kept = *it;
-    paths.erase(it);
-    other.deletes_unit_definition = std::any_of(
-        paths.begin(), paths.end(),
-        [&](const std::string& p) { return UnitDefinitionAt(*in.dirs, p).has_value(); });
-  }
-  return kept;
-}
-
 void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals) {
   // The full pass of every apply comes here: most drop no such unit.
   if (std::none_of(removals.begin(), removals.end(),
@@ -349,11 +359,8 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
   std::vector<std::string> deleted_unit_files;
   for (const Removal& rm : removals) {
     for (const std::string& path : rm.delete_paths) {
-      auto defines = unit_dir ? UnitDefinitionAt(*in.dirs, path) : std::nullopt;
-      // A unit file itself, not a file in a drop-in directory.
-      if (defines && !defines->empty() && path == std::string(*unit_dir) + "/" + *defines) {
-        deleted_unit_files.push_back(std::move(*defines));
-      }
+      auto name = unit_dir ? UnitFileAt(in, *unit_dir, path) : std::nullopt;
+      if (name) deleted_unit_files.push_back(std::move(*name));
     }
   }
   // Unit files the host made, still declared as files inside --unit-dir
@@ -367,11 +374,9 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
         old->written[0].preexisting || old->written[0].path != r.path) {
       continue;
     }
-    auto defines = UnitDefinitionAt(*in.dirs, r.path);
-    if (defines && !defines->empty() && r.path == std::string(*unit_dir) + "/" + *defines) {
-      kept_unit_files.push_back(std::move(*defines));
-    }
+    if (auto name = UnitFileAt(in, *unit_dir, r.path)) kept_unit_files.push_back(std::move(*name));
   }
+  std::vector<std::pair<std::string, std::string>> waiting;  // files kept for a stop
   for (Removal& rm : removals) {
     if (!rm.unit_without_text) continue;
     const std::string& unit = rm.entry.unit().name;
@@ -405,7 +410,8 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
     if (undefined && (rm.stop || status->active_state == "deactivating") &&
         core::StopReadsItsFile(*status)) {
       // Both wait: the file's removal alone would not know the unit again.
-      std::string kept = KeepDefinitionWhileItStops(in, *unit_dir, unit, defines, removals);
+      std::string kept =
+          KeepDefinitionWhileItStops(in, *unit_dir, unit, defines, removals, waiting);
       if (!kept.empty()) {
         rm.until_stopped = (rm.stop ? "" : unit + " still stopping; ") + "its unit file " + kept +
                            " goes once " + unit + " no longer runs";

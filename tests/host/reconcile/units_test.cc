@@ -1875,6 +1875,43 @@ TEST_F(UnitsTest, AFileThatDefinesADroppedUnitItsStopReadsWaitsForTheStop) {
   EXPECT_TRUE(apply(Decl(json::array(), 2)).outcomes.empty()) << "nothing left recorded";
 }
 
+// Two instances of a template that is a `file` of the host's, dropped with
+// it, the second stopping longer: the file waits for both, not only for
+// the first that claimed it.
+TEST_F(UnitsTest, ATemplateFileWaitsForEveryInstanceThatStillStops) {
+  auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
+  json tpl = {{"id", "a-tpl"},
+              {"kind", "file"},
+              {"path", "/etc/systemd/system/app@.service"},
+              {"content", "[Service]\nExecStart=/bin/app %i\nExecStop=/bin/drain\n"}};
+  fakes::FakeServiceManager::UnitScript quick;
+  quick.exec_stop = 1;
+  quick.stop_delay = 1s;
+  fakes::FakeServiceManager::UnitScript slow = quick;
+  slow.stop_delay = 3s;
+  services_.AddUnit("app@a.service", quick);
+  services_.AddUnit("app@b.service", slow);
+  ASSERT_EQ(apply(Decl({tpl, Service("app-a", {{"unit", "app@a.service"}}),
+                        Service("app-b", {{"unit", "app@b.service"}})}))
+                .result,
+            ApplyResult::kOk);
+  const std::string tpl_file = dir_.Sub("root/etc/systemd/system/app@.service");
+  ApplyReport r = apply(Decl(json::array(), 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_TRUE(testing::Exists(tpl_file));
+  for (const auto& o : r.outcomes) {
+    if (o.id != "a-tpl") EXPECT_THAT(o.detail, HasSubstr("goes once")) << o.id;
+  }
+  clock_.Advance(1500ms);  // a stopped, b still stopping
+  ApplyReport half = apply(Decl(json::array(), 2));
+  EXPECT_TRUE(testing::Exists(tpl_file)) << "app@b.service still stops";
+  clock_.Advance(2s);
+  ApplyReport done = apply(Decl(json::array(), 2));
+  EXPECT_EQ(done.result, ApplyResult::kOk);
+  EXPECT_FALSE(testing::Exists(tpl_file));
+  EXPECT_TRUE(apply(Decl(json::array(), 2)).outcomes.empty()) << "nothing left recorded";
+}
+
 // Review of issue 38: the operator's instance of a template that was a
 // `file` of the host's, dropped with it, ran on undefined: only a file
 // named exactly like the unit counted. Its template's file counts too,
