@@ -137,6 +137,7 @@ bool NeverRan(UnitAction action, const std::string& job_result, const Look& firs
   return action != UnitAction::kReload && job_result != "assert" &&
          !second.unit.invocation_id.empty();
 }
+
 // Running at both looks, under another InvocationID at the second: the run
 // looked at ended inside the pause. Not always a death that systemd's
 // Restart= answered: that counts in NRestarts, and any other start (an

@@ -49,8 +49,8 @@ struct Look {
 // it ran under when asked), at a look that finds it running — ADR 184:
 // never a wait for a unit to come up. Stopped while the job is pending is
 // never an end: systemd still holds the job, and a restart's start follows
-// its stop of whatever run it finds. Or, for a stop that outlasts what systemd gives
-// it, when that bound and a settle have passed: each stop phase systemd
+// its stop of whatever run it finds. Or, for a stop that outlasts what
+// systemd gives it, when that bound and a settle have passed: each stop phase systemd
 // enters (ExecStop=, SIGTERM, SIGKILL, ExecStopPost=, ...) gets the unit's
 // stop timeout anew, at most five minutes each, and so does each command
 // of ExecStop= and ExecStopPost= (StopPhaseBound). A start or restart of a

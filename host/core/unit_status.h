@@ -121,10 +121,11 @@ inline bool FoundFailed(const UnitStatus& s) {
 // timeouts. A timeout is bounded here at five minutes; an unknown or
 // infinite one counts as systemd's default of 90 s.
 inline constexpr std::chrono::minutes kLongestStopPhase{5};
+// systemd's stop timeout for a unit that sets none (DefaultTimeoutStopSec=).
+inline constexpr std::chrono::seconds kDefaultStopTimeout{90};
 inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s, std::string_view phase) {
-  std::chrono::nanoseconds t = s.timeout_stop.count() > 0
-                                   ? s.timeout_stop
-                                   : std::chrono::nanoseconds(std::chrono::seconds(90));
+  std::chrono::nanoseconds t =
+      s.timeout_stop.count() > 0 ? s.timeout_stop : std::chrono::nanoseconds(kDefaultStopTimeout);
   t = std::min<std::chrono::nanoseconds>(t, kLongestStopPhase);
   uint32_t commands = phase == "stop" ? s.exec_stop : phase == "stop-post" ? s.exec_stop_post : 1;
   // Bounded too: a unit of hundreds of ExecStop= lines is not waited on for
@@ -144,7 +145,7 @@ inline std::chrono::nanoseconds StopPhaseBound(const UnitStatus& s) {
 // the unit is read anew as not found, and its stop goes on without them.
 inline bool StopReadsItsFile(const UnitStatus& s) {
   return s.exec_stop > 0 || s.exec_stop_post > 0 || s.timeout_stop_unbounded ||
-         (s.timeout_stop.count() > 0 && s.timeout_stop != std::chrono::seconds(90)) ||
+         (s.timeout_stop.count() > 0 && s.timeout_stop != kDefaultStopTimeout) ||
          (!s.kill_mode.empty() && s.kill_mode != "control-group");
 }
 // The phase a stop of a running unit begins with: its ExecStop= commands,

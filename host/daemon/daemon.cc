@@ -295,7 +295,7 @@ int Daemon::Run() {
 
   Schedule schedule(options_.interval, options_.debounce, notifier_.WatchdogInterval(),
                     clock_.Monotonic());
-  if (removal_waits) schedule.Applied(clock_.Monotonic(), removal_waits, /*pushed=*/true);
+  if (removal_waits) schedule.Applied(clock_.Monotonic(), removal_waits, /*asked=*/true);
   int code = 0;
   for (;;) {
     if (schedule.PetDue(clock_.Monotonic())) notifier_.Watchdog();
@@ -321,7 +321,7 @@ int Daemon::Run() {
     if (why) {
       removal_waits = ApplyOnce(*why);
       schedule.Applied(clock_.Monotonic(), removal_waits,
-                       *why == "SIGHUP" || *why == "declaration changed");
+                       event.kind == ports::Event::Kind::kReload);
     }
   }
   notifier_.Stopping();

@@ -12,7 +12,8 @@ Schedule::Schedule(std::chrono::nanoseconds interval, std::chrono::nanoseconds d
       next_apply_(now + interval),
       next_pet_(pet_every.count() > 0 ? now : TimePoint::max()) {}
 
-void Schedule::Applied(TimePoint now, bool removal_waits, bool pushed) {
+void Schedule::Applied(TimePoint now, bool removal_waits, bool asked) {
+  bool pushed = asked || change_seen_.has_value();
   retry_ = !removal_waits ? std::chrono::nanoseconds(0)
            : retry_.count() == 0 || pushed
                ? std::chrono::nanoseconds(kFirstRetry)

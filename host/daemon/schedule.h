@@ -29,10 +29,11 @@ class Schedule {
            std::chrono::nanoseconds pet_every, TimePoint now);
 
   // An apply ended at `now`, whatever started it; `removal_waits`: one of
-  // its removals waits for a unit to stop; `pushed`: it applied what was
-  // pushed (a changed declaration, SIGHUP), whose wait may be a new one:
-  // looked at again from 1 s, whatever an older wait had come to.
-  void Applied(TimePoint now, bool removal_waits = false, bool pushed = false);
+  // its removals waits for a unit to stop; `asked`: an operator asked for
+  // it (SIGHUP, the start). An apply asked for, or of a changed declaration
+  // (ChangeSeen before it), may bring a new wait: looked at again from 1 s,
+  // whatever an older wait had come to.
+  void Applied(TimePoint now, bool removal_waits = false, bool asked = false);
   // The declaration changed at `now`.
   void ChangeSeen(TimePoint now);
   // Whether the watchdog is due at `now`; when it is, the next pet is

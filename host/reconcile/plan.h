@@ -328,8 +328,6 @@ void CheckDeclaration(const core::Declaration& declaration, const core::Record& 
                       bool had_record, std::string_view machine, const HostDirs& dirs,
                       core::Problems& problems);
 
-// Where --unit-dir lies as a declared path ("/etc/systemd/system" with the
-// defaults); none when it is not under --root.
 // `unit` as systemd reads it when its name is an alias of another unit
 // (status.id): a link of that name to the other unit's file, read before
 // the host's file (or in its directory), or a name the other unit claimed
@@ -350,6 +348,8 @@ std::optional<std::string> AliasWords(std::string_view unit, const core::UnitSta
 enum class AliasView { kNone, kJudged, kUnjudged };
 AliasView AliasOfName(const PlanInputs& in, size_t i);
 
+// Where --unit-dir lies as a declared path ("/etc/systemd/system" with the
+// defaults); none when it is not under --root.
 std::optional<std::string_view> UnitDirInRoot(const HostDirs& dirs);
 
 // Whether `path` (declared, under dirs.root) lies inside dirs.units; then

@@ -56,8 +56,13 @@ TEST(ScheduleTest, AWaitingRemovalIsLookedAtAgainSoon) {
   // brings (a unit that never stops, then another dropped beside it).
   for (int k = 0; k < 5; ++k) s.Applied(At(seconds(37)), true);
   EXPECT_EQ(s.ApplyDue(At(seconds(38))), std::nullopt);
-  s.Applied(At(seconds(40)), true, /*pushed=*/true);
+  s.Applied(At(seconds(40)), true, /*asked=*/true);
   EXPECT_EQ(s.ApplyDue(At(seconds(41))), "a removal waits for a unit to stop");
+  for (int k = 0; k < 5; ++k) s.Applied(At(seconds(41)), true);
+  s.ChangeSeen(At(seconds(42)));
+  s.Applied(At(seconds(43)), true);
+  EXPECT_EQ(s.ApplyDue(At(seconds(44))), "a removal waits for a unit to stop")
+      << "the apply of a changed declaration";
   // Under a second's interval, the interval.
   Schedule quick(milliseconds(300), milliseconds(200), {}, At(seconds(0)));
   quick.Applied(At(seconds(1)), true);
