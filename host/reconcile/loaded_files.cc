@@ -15,6 +15,7 @@ std::optional<NotLoaded> LoadedFiles::NotTheHosts(
   std::string name(unit);
   if (own_file && after_reload && !status.need_daemon_reload) {
     if (auto alias = AliasWords(name, status, true)) return NotLoaded{.words = std::move(*alias)};
+    if (status.load_state == "not-found") return NotSearched();
   }
   // The file systemd loads instead, what it is, and the unit file its
   // directory would hold (what the search order is judged by).
@@ -34,20 +35,20 @@ std::optional<NotLoaded> LoadedFiles::NotTheHosts(
   }
   if (other.empty()) return std::nullopt;
   if (status.need_daemon_reload && still_there && !still_there(other)) return std::nullopt;
-  if (!search_path_.has_value()) search_path_ = services_->UnitSearchPath();
+  const auto& search_path = SearchPath();
   std::string dir = core::Printable(dirs_->units);
   std::string loads = std::string(after_reload ? "after the daemon-reload " : "") +
                       "systemd loads " + what + " from " + core::Printable(other);
-  if (!*search_path_) {
+  if (!search_path) {
     return NotLoaded{.words = (after_reload ? "" : "not applied: ") + loads +
                               ", and whether it reads that before " + dir +
                               " (--unit-dir) is not known: its unit search path could not be "
                               "read (" +
-                              core::Printable(search_path_->error().message) + ")" +
+                              core::Printable(search_path.error().message) + ")" +
                               (after_reload ? "" : "; the next apply asks again"),
                      .known = false};
   }
-  if (!core::LoadedFromEarlierDirectory(as_unit_file, name, dirs_->units, **search_path_)) {
+  if (!core::LoadedFromEarlierDirectory(as_unit_file, name, dirs_->units, *search_path)) {
     return std::nullopt;
   }
   std::string mend = "(move that file away, or set --unit-dir to its directory)";
@@ -58,6 +59,28 @@ std::optional<NotLoaded> LoadedFiles::NotTheHosts(
   return NotLoaded{.words = "shadowed: " + loads + ", in a directory it reads before " + dir +
                             " (--unit-dir): " + (drop_in ? "the drop-in" : "a unit file") +
                             " the host writes there would not run " + mend};
+}
+
+const core::Result<std::vector<std::string>>& LoadedFiles::SearchPath() {
+  if (!search_path_.has_value()) search_path_ = services_->UnitSearchPath();
+  return *search_path_;
+}
+
+std::optional<NotLoaded> LoadedFiles::NotSearched() {
+  const auto& search_path = SearchPath();
+  // Unknown (unread, or empty as no systemd's is), or --unit-dir among
+  // them: StartUnit's own refusal says the rest.
+  if (!search_path || search_path->empty()) return std::nullopt;
+  std::string host_dir = core::SimpleDir(dirs_->units);
+  for (const std::string& d : *search_path) {
+    if (core::SimpleDir(d) == host_dir) return std::nullopt;
+  }
+  return NotLoaded{.words =
+                       "not found: after the daemon-reload systemd has no unit file for it, "
+                       "as it does not read " +
+                       core::Printable(dirs_->units) +
+                       " (--unit-dir): set --unit-dir to a directory of its unit search "
+                       "path (systemd-analyze unit-paths lists them)"};
 }
 
 }  // namespace mesh::reconcile

@@ -1,9 +1,10 @@
 // LoadedFiles: whether systemd loads a unit, or one of its declared
 // drop-ins, from a file the host did not write — a file of the same name in
 // a directory it reads before --unit-dir, or a link that makes the name an
-// alias of another unit. Of two files of one name systemd loads the earlier
-// directory's (its Manager.UnitPath order), so what the host writes there
-// would not run. One rule for the observation (before
+// alias of another unit — or from none at all, after a daemon-reload, when
+// --unit-dir is not a directory systemd reads. Of two files of one name
+// systemd loads the earlier directory's (its Manager.UnitPath order), so
+// what the host writes there would not run. One rule for the observation (before
 // anything is written), Act (after the apply's own daemon-reload) and the
 // second look.
 #pragma once
@@ -55,6 +56,12 @@ class LoadedFiles {
       const std::function<bool(const std::string&)>& still_there = nullptr);
 
  private:
+  // The host's file of a unit systemd finds nowhere after reloading:
+  // --unit-dir is not in its search path (the words say so), or nullopt.
+  std::optional<NotLoaded> NotSearched();
+  // systemd's search path, read at the first unit that needs it.
+  const core::Result<std::vector<std::string>>& SearchPath();
+
   const HostDirs* dirs_;
   ports::ServiceManager* services_;
   std::optional<core::Result<std::vector<std::string>>> search_path_;

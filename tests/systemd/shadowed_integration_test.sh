@@ -135,4 +135,18 @@ inside_apply "$T/state-inside" /etc/systemd/system
 check "vendor file read after --unit-dir: the next apply is a no-op" \
   '[ $RC = 0 ] && grep -q "^unchanged vendor (service)" <<<"$OUT"'
 
+# A --unit-dir systemd does not read at all: the host's file is written and
+# reloaded, systemd still has no such unit, and the failure names the
+# directory instead of StartUnit's bare "not found".
+mkdir -p "$T/unread"
+decl 1 nr 4000
+set +e
+OUT=$("$BIN" apply --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state-nr" \
+      --artifacts "$T/art" --unit-dir "$T/unread" --machine box --settle 300ms 2>&1)
+RC=$?
+set -e
+printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+check "unread --unit-dir: failed naming the directory, nothing started" \
+  '[ $RC = 1 ] && grep -qF "failed nr (service): not found: after the daemon-reload systemd has no unit file for it, as it does not read $T/unread (--unit-dir)" <<<"$OUT" && [ -f "$T/unread/mh-nr.service" ] && [ "$(prop nr LoadState)" = not-found ]'
+
 finish

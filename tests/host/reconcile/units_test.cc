@@ -1227,6 +1227,35 @@ TEST_F(UnitsTest, AShadowIsOnlyAFileOfTheUnitsNameStillThere) {
   EXPECT_TRUE(testing::Exists(units + "/app@b.service"));
 }
 
+// A --unit-dir systemd does not read: the host's file is written and
+// reloaded, and systemd still has no unit of that name. Before, the apply
+// failed with StartUnit's "Unit web.service not found.", which does not say
+// why; now it names the directory, and nothing is asked of the unit.
+TEST_F(UnitsTest, AUnitDirSystemdDoesNotReadIsNamed) {
+  std::string units = dir_.Sub("root/etc/systemd/system");
+  services_.search_path = {"/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system"};
+  json web = Service("web", {{"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({web}));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed web (service): not found: after the daemon-reload systemd has no unit file "
+            "for it, as it does not read " +
+                units +
+                " (--unit-dir): set --unit-dir to a directory of its unit search path "
+                "(systemd-analyze unit-paths lists them)");
+  EXPECT_TRUE(testing::Exists(units + "/web.service"));
+  EXPECT_EQ(services_.calls().size(), 0u) << "no job asked of a unit systemd does not have";
+
+  // Among the directories systemd reads, a unit still not found is
+  // StartUnit's to say.
+  services_.search_path.push_back(units + "/");
+  ApplyReport read = ApplyWithUnitsInRoot(Decl({web}));
+  EXPECT_THAT(read.outcomes[0].detail, HasSubstr("NoSuchUnit"));
+  // Found: it runs.
+  services_.AddUnit("web.service", {});
+  EXPECT_EQ(ApplyWithUnitsInRoot(Decl({web})).result, ApplyResult::kOk);
+}
+
 // A file of the unit's name put in a directory systemd reads first, with
 // no daemon-reload: the observation sees the host's file loaded, and the
 // apply's own reload moves systemd onto the other file. Before, the
