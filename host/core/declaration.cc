@@ -213,7 +213,7 @@ void CheckTopLevel(json& doc, size_t members, Declaration& decl, Problems& probl
   if (!doc.is_object()) return problems.Add("declaration: must be a JSON object");
   for (const auto& [key, value] : doc.items()) {
     if (key != "machine" && key != "generation" && key != "resources") {
-      problems.Add("declaration, field " + key + ": unknown field");
+      problems.Add("declaration, field " + Printable(key, 64) + ": unknown field");
     }
   }
   if (!doc.contains("machine")) {

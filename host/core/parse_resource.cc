@@ -17,7 +17,9 @@ using json = nlohmann::json;
 std::string Where(const std::string& id, size_t index, std::string_view field) {
   std::string who = id.empty() ? "resource #" + std::to_string(index) : "resource " + id;
   if (field.empty()) return who + ": ";
-  return who + ", field " + std::string(field) + ": ";
+  // A field's name may be the declaration's own (an unknown one): bounded,
+  // as every key a refusal names.
+  return who + ", field " + Printable(field, 64) + ": ";
 }
 
 namespace {

@@ -113,6 +113,19 @@ Result<std::string> DecodeBase64(std::string_view text) {
       return Fail("base64 has an invalid character at offset " + std::to_string(i));
     }
   }
+  // Canonical only (RFC 4648 3.5): the bits the padding leaves over are
+  // zero, so that one content has one spelling.
+  if (pad > 0) {
+    char last = text[text.size() - pad - 1];
+    int v = last >= 'A' && last <= 'Z'   ? last - 'A'
+            : last >= 'a' && last <= 'z' ? last - 'a' + 26
+            : last >= '0' && last <= '9' ? last - '0' + 52
+            : last == '+'                ? 62
+                                         : 63;
+    if ((v & (pad == 1 ? 0x3 : 0xf)) != 0) {
+      return Fail("base64 is not canonical: bits set past the last byte, before the padding");
+    }
+  }
   std::string out(text.size() / 4 * 3, '\0');
   if (text.empty()) return out;
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),

@@ -203,6 +203,24 @@ TEST(DeclarationTest, UnknownFieldCannotSmuggleACommand) {
   EXPECT_THAT(Refusal(doc), HasSubstr("resource fail2ban.service, field exec: unknown field"));
 }
 
+// An unknown key is named, but only its first 64 bytes: a refusal of 50
+// problems must not carry 50 keys of megabytes. Before, a key was echoed
+// whole, at the top level and in a resource.
+TEST(DeclarationTest, AnUnknownKeyIsNamedBounded) {
+  std::string key = "x" + std::string(10000, 'k');
+  json doc = Base();
+  doc[key] = 1;
+  doc["resources"][0][key] = "v";
+  auto d = ParseDeclaration(doc.dump());
+  ASSERT_FALSE(d);
+  std::string cut = key.substr(0, 64) + "...";
+  EXPECT_THAT(d.error().details,
+              ::testing::Contains("declaration, field " + cut + ": unknown field"));
+  EXPECT_THAT(d.error().details,
+              ::testing::Contains(HasSubstr(", field " + cut + ": unknown field for kind")));
+  for (const std::string& line : d.error().details) EXPECT_LT(line.size(), 300u) << line;
+}
+
 // Named the same whatever order the writer put the fields in.
 TEST(DeclarationTest, SeveralUnknownFieldsAreNamedInSortedOrder) {
   std::string file = R"({"zz": "1", "id": "a", "kind": "file", "path": "/a", "content": "",)"

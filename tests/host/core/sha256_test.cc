@@ -42,5 +42,25 @@ TEST(EncodeBase64, ATextOfOneStepOrMorePadsOnlyAtItsEnd) {
   }
 }
 
+// One content, one spelling (RFC 4648 3.5): bits left over before the
+// padding must be zero, as every encoder writes them. Before, "YR==" read
+// as "a" beside the canonical "YQ==".
+TEST(DecodeBase64, RefusesBitsSetBeforeThePadding) {
+  EXPECT_EQ(*DecodeBase64("YQ=="), "a");
+  EXPECT_EQ(*DecodeBase64("YWI="), "ab");
+  for (std::string_view text : {"YR==", "YZ==", "YWJ=", "YWL="}) {
+    auto decoded = DecodeBase64(text);
+    ASSERT_FALSE(decoded.has_value()) << text;
+    EXPECT_EQ(decoded.error().message,
+              "base64 is not canonical: bits set past the last byte, before the padding");
+  }
+  for (unsigned c = 0; c < 256; ++c) {
+    for (size_t n : {1, 2}) {
+      std::string bytes(n, static_cast<char>(c));
+      EXPECT_EQ(*DecodeBase64(EncodeBase64(bytes)), bytes);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mesh::core
