@@ -52,6 +52,9 @@ std::vector<HeldUnit> TakeHolds(core::Declaration& decl, std::vector<std::string
                                 const std::function<std::string(const core::Resource&)>& want_of,
                                 bool* changed) {
   std::vector<HeldUnit> out;
+  // Judged against the declaration, not against what an earlier hold of
+  // this loop swapped in: two units held over one file both stand.
+  const std::vector<std::string> declared = wants;
   for (auto it = last_good.units.begin(); it != last_good.units.end();) {
     const core::Resource* r = decl.Find(it->first);
     if (r == nullptr || !r->HasUnit() || !r->unit().rollback) {
@@ -66,7 +69,7 @@ std::vector<HeldUnit> TakeHolds(core::Declaration& decl, std::vector<std::string
     for (const auto& [id, want] : kept.hold->wants) {
       const core::Resource* d = decl.Find(id);
       auto k = kept.resources.find(id);
-      if (d == nullptr || wants[IndexOf(decl, d)] != want || k == kept.resources.end() ||
+      if (d == nullptr || declared[IndexOf(decl, d)] != want || k == kept.resources.end() ||
           k->second.kind != d->kind) {
         stands = false;
         break;

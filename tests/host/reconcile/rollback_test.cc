@@ -689,6 +689,53 @@ TEST_F(RollbackTest, UnitsKeptOnDifferentContentOfOneFileAreNotRolledBack) {
   EXPECT_EQ(testing::ReadText(Root("/etc/common.conf")), "v15") << "left as declared";
 }
 
+// Two units that both die on a file they share are both rolled back onto
+// its kept content, and both held. Before, only the first unit's hold was
+// saved: the second read `unchanged` on content it was not declared with,
+// and once the first was dropped the refused file was written again and
+// the second restarted onto it.
+TEST_F(RollbackTest, TwoUnitsRolledBackOverOneFileAreBothHeld) {
+  services_.AddUnit("a.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.AddUnit("b.service", {.behavior = Behavior::kHealthy, .delay = 221ms});
+  services_.behavior_on_start = [this](const std::string&) -> std::optional<Behavior> {
+    return testing::ReadText(Root("/etc/common.conf")) == "bad" ? Behavior::kDiesAfter
+                                                                : Behavior::kHealthy;
+  };
+  auto decl = [](const std::string& content, uint64_t generation, std::vector<std::string> units) {
+    json resources = {
+        {{"id", "common"}, {"kind", "file"}, {"path", "/etc/common.conf"}, {"content", content}}};
+    for (const std::string& u : units) {
+      resources.push_back({{"id", u},
+                           {"kind", "service"},
+                           {"unit", u + ".service"},
+                           {"state", "running"},
+                           {"restart_on", {"common"}},
+                           {"on_failure", "rollback"}});
+    }
+    return Decl(resources, generation);
+  };
+  ASSERT_EQ(Run(decl("good", 1, {"a", "b"})).result, ApplyResult::kOk);
+  ApplyReport bad = Run(decl("bad", 2, {"a", "b"}));
+  for (const char* u : {"a", "b"}) {
+    EXPECT_THAT(Of(bad, u).detail, HasSubstr("rolled back to generation 1: running")) << u;
+  }
+  ASSERT_EQ(testing::ReadText(Root("/etc/common.conf")), "good");
+  auto kept = core::ParseLastGood(*store_.last_good);
+  ASSERT_TRUE(kept.has_value());
+  for (const char* u : {"a", "b"}) {
+    EXPECT_TRUE(kept->units.at(u).hold.has_value()) << u << " is held";
+  }
+  ApplyReport again = Run(decl("bad", 2, {"a", "b"}));
+  for (const char* u : {"a", "b"}) {
+    EXPECT_EQ(Of(again, u).outcome, core::Outcome::kFailed) << u;
+    EXPECT_THAT(Of(again, u).detail, HasSubstr("held at generation 1")) << u;
+  }
+  // a dropped: b still holds the file back.
+  ApplyReport without_a = Run(decl("bad", 3, {"b"}));
+  EXPECT_EQ(testing::ReadText(Root("/etc/common.conf")), "good") << "not written again";
+  EXPECT_THAT(Of(without_a, "b").detail, HasSubstr("held at generation 1"));
+}
+
 // Review of issue 43: a rollback swaps content, never resources. A unit
 // whose definition gained, lost or changed the kind of a resource is not
 // rolled back, and says why; one whose refused file another unit (not
