@@ -73,6 +73,10 @@ constexpr PropertyRow kRows[] = {
      }},
     MESH_TEXT_ROW("FragmentPath", fragment_path),
     MESH_TEXT_ROW("Id", id),
+    {"InactiveExitTimestamp", Wire::kUint64,
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
+       s.started_realtime = std::chrono::microseconds(v.number);
+     }},
     {"InvocationID", Wire::kBytes, SetInvocationId},
     {"Job", Wire::kJob,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.job_queued = v.number != 0; }},

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,6 +71,8 @@ struct UnitSnapshot {
   // why there are none in `journal_note`. Both empty: not looked.
   std::vector<std::string> journal;  // kJournalLines of kJournalLineBytes
   std::string journal_note;
+  // UnitStatus::started_realtime: what the last good judges the run by.
+  std::chrono::microseconds started_realtime{0};
 };
 
 // A service's or process's words in its outcome. Boxed: a file's outcome

@@ -40,6 +40,10 @@ struct UnitStatus {
   // How long the unit had been in its ActiveState when read (systemd's
   // StateChangeTimestampMonotonic); zero when unknown.
   std::chrono::nanoseconds in_state_for{0};
+  // When its current run began (InactiveExitTimestamp: it left inactive or
+  // failed), since the epoch; zero when unknown or never started. A
+  // restart by systemd's Restart= does not move it.
+  std::chrono::microseconds started_realtime{0};
   // At its last start systemd found this condition false and skipped it
   // ("ConditionPathExists=/etc/x", from Conditions and ConditionResult);
   // empty when every condition held or none was checked.

@@ -1,9 +1,11 @@
 #include "host/reconcile/rollback.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "host/core/printable.h"
+#include "host/core/time_format.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -247,6 +249,22 @@ void KeepWhatOthersRunOn(const RollbackScope& scope, const core::LastGood& last_
   }
 }
 
+// Whether the unit's run began after every resource of its definition was
+// last written (its applied_at): a file written while it ran (declared in
+// restart_on only later, or changed while it was not) was never read by
+// it. Its own resource aside: its want moves with its state and the
+// opt-in, and a changed unit text or bundle restarts it. Unknown: not.
+bool RanOnItsDefinition(const RollbackScope::Unit& u, const ResourceOutcome& o,
+                        const std::vector<ResourceOutcome>& outcomes) {
+  if (!o.unit.has_value() || o.unit->started_realtime.count() <= 0) return false;
+  // Both RFC 3339 of one width: compared as text.
+  std::string began = core::FormatTimestamp(std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(o.unit->started_realtime)));
+  return std::all_of(u.deps.begin(), u.deps.end(), [&](size_t d) {
+    return d == u.index || (!outcomes[d].applied_at.empty() && outcomes[d].applied_at <= began);
+  });
+}
+
 // The same resources, each at any want.
 bool SameIds(const std::map<std::string, std::string>& a,
              const std::map<std::string, std::string>& b) {
@@ -275,13 +293,15 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
       // Put back by this apply (SayPutBack): said and marked already.
       if (o.declared.has_value() && o.declared->rolled_back) continue;
     } else if (deps_ok && RunningAt(o) &&
-               (acted || kept == last_good.units.end() ||
-                // Running as recorded, unchanged, on other wants of the same
-                // resources than those kept: confirmed by an apply whose last
-                // good was not saved. A resource added to the definition
-                // without a restart was never proven on the daemon.
-                (o.outcome == Outcome::kUnchanged && !kept->second.hold &&
-                 kept->second.wants != u.wants && SameIds(kept->second.wants, u.wants)))) {
+               (acted ||
+                // Not acted on: its first last good, or one an apply
+                // confirmed without saving it (running as recorded on other
+                // wants of the same resources than those kept). Either only
+                // when its run began after what it runs on was written.
+                ((kept == last_good.units.end() ||
+                  (o.outcome == Outcome::kUnchanged && !kept->second.hold &&
+                   kept->second.wants != u.wants && SameIds(kept->second.wants, u.wants))) &&
+                 RanOnItsDefinition(u, o, outcomes)))) {
       after.confirmed.push_back(k);
       continue;
     }

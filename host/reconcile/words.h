@@ -125,6 +125,7 @@ inline core::UnitSnapshot UnitSnapshotOf(const std::string& unit, const core::Un
   snap.sub_state = s.sub_state;
   snap.result = s.result;
   snap.n_restarts = s.n_restarts;
+  snap.started_realtime = s.started_realtime;
   return snap;
 }
 

@@ -250,6 +250,11 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
     return s;
   }
   auto since = clock_.elapsed() - u.started_at;
+  // As systemd stamps it: the wall clock when the run began.
+  if (u.started && !u.stopped) {
+    s.started_realtime = std::chrono::duration_cast<std::chrono::microseconds>(
+        (clock_.Now() - since).time_since_epoch());
+  }
   auto set = [&](const char* active, const char* sub) {
     s.active_state = active;
     s.sub_state = sub;

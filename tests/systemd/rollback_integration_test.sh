@@ -142,5 +142,35 @@ limited 3 good3
 check "once the limit lets it: good3 runs, exit 0" \
   '[ $RC = 0 ] && until_true 3 "grep -q good3 \"$T/ran.log\"" && [ "$(inside systemctl is-active sl.service)" = active ]'
 
+# A file changed while the unit does not restart on it (not in its
+# restart_on then), declared in restart_on again later: the daemon still
+# runs on what it read before, so that content is never its last good, and
+# a later death is rolled back past it.
+NR=$'[Service]\nExecStart=/bin/sh -c \'cat '"$T"$'/root/etc/nr.conf >> '"$T"$'/nr-ran.log; grep -q bad '"$T"$'/root/etc/nr.conf && { sleep 0.2; exit 1; }; exec sleep infinity\'\n'
+unread() {  # unread GENERATION CONTENT RESTART_ON(yes|no)
+  NR=$NR python3 - "$@" > "$T/decl.json" <<'PY'
+import json, os, sys
+print(json.dumps({"machine": "box", "generation": int(sys.argv[1]), "resources": [
+    {"id": "nr.conf", "kind": "file", "path": "/etc/nr.conf", "content": sys.argv[2]},
+    {"id": "nr", "kind": "service", "unit": "nr.service", "state": "running",
+     "unit_text": os.environ["NR"], "restart_on": ["nr.conf"] if sys.argv[3] == "yes" else [],
+     "on_failure": "rollback"}]}))
+PY
+  box_apply
+}
+kept_generation() {
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["units"]["nr"]["generation"])' "$T/state/last-good.json"
+}
+rm -rf "$T/state"
+unread 1 good1 yes
+unread 2 bad2 no
+check "written while not in restart_on: not restarted" '[ $RC = 0 ] && ! grep -q bad2 "$T/nr-ran.log"'
+unread 3 bad2 yes
+check "declared in restart_on again: unchanged, its last good still generation 1" \
+  '[ $RC = 0 ] && grep -q "^unchanged nr (service)" <<<"$OUT" && [ "$(kept_generation)" = 1 ]'
+unread 4 bad4 yes
+check "a death is rolled back to what the daemon last ran well" \
+  '[ $RC = 1 ] && grep -q "rolled back to generation 1: running" <<<"$OUT" && grep -q "^good1$" "$T/root/etc/nr.conf"'
+
 echo "rollback integration: $fails failed"
 [ "$fails" = 0 ]

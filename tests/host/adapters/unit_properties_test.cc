@@ -53,6 +53,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"ExecStopPost", Wire::kCommands},
       {"FragmentPath", Wire::kString},
       {"Id", Wire::kString},
+      {"InactiveExitTimestamp", Wire::kUint64},  // t, realtime usec
       {"InvocationID", Wire::kBytes},
       {"Job", Wire::kJob},  // (uo)
       {"KillMode", Wire::kString},  // s, of the Service interface

@@ -405,6 +405,43 @@ TEST_F(RollbackTest, AFileAddedToItsDefinitionUnrestartedIsNotMadeItsLastGood) {
   EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("(added other.conf)")) << Of(r, "jaild").detail;
 }
 
+// A file changed while the unit did not restart on it, and declared in
+// its restart_on again later, was never read by the running daemon. The
+// catch-up of a last good not saved took it for one confirmed, and the next
+// push's death was "rolled back to generation 16: failed too" onto it.
+TEST_F(RollbackTest, AFileChangedWhileNotInItsDefinitionIsNotMadeItsLastGood) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  json unrestarted = Jail(kBad, 15);
+  unrestarted["resources"][1]["restart_on"] = json::array();
+  ASSERT_EQ(Of(Run(unrestarted), "jaild").outcome, core::Outcome::kUnchanged);
+  ASSERT_EQ(Of(Run(Jail(kBad, 16)), "jaild").outcome, core::Outcome::kUnchanged)
+      << "nothing it runs on changed in this apply: no restart";
+  EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 14u)
+      << "jaild never ran on generation 16's jail.conf";
+  json worse = Jail(std::string(kBad) + "always-bad\n", 17);
+  ApplyReport r = Run(worse);
+  EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("rolled back to generation 14: running"));
+  EXPECT_EQ(Jailconf(), kGood);
+}
+
+// The same for a unit's first last good: the opt-in declared while the
+// daemon still runs on what it read before its file changed.
+TEST_F(RollbackTest, AFirstLastGoodIsNotContentTheDaemonNeverRead) {
+  ASSERT_EQ(Run(Jail(kGood, 14, /*rollback=*/false)).result, ApplyResult::kOk);
+  json unrestarted = Jail(kBad, 15, /*rollback=*/false);
+  unrestarted["resources"][1]["restart_on"] = json::array();
+  ASSERT_EQ(Of(Run(unrestarted), "jaild").outcome, core::Outcome::kUnchanged);
+  ASSERT_EQ(Of(Run(Jail(kBad, 16)), "jaild").outcome, core::Outcome::kUnchanged);
+  auto kept = core::ParseLastGood(store_.last_good.value_or(""));
+  EXPECT_TRUE(!kept.has_value() || !kept->units.contains("jaild"))
+      << "no last good: jaild never ran on generation 16";
+  ApplyReport r = Run(Jail(std::string(kBad) + "always-bad\n", 17));
+  EXPECT_THAT(Of(r, "jaild").detail, HasSubstr("no last good to roll back to"));
+  // Restarted on what is declared and confirmed: that is its last good.
+  ASSERT_EQ(Run(Jail(kFixed, 18)).result, ApplyResult::kOk);
+  EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 18u);
+}
+
 // Leaving out what does not fit never forgets a hold while another unit's
 // last good can go instead: `a`, confirmed on content that grew, came
 // first in id order, and `b`, held, was dropped, hold and all — the next
