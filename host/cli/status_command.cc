@@ -283,6 +283,15 @@ struct Probe : Answer {
   nlohmann::json doc;  // a mesh-host status document when `error` is empty
 };
 
+// The members every mesh-host's /status has (SPEC) that a fleet's row
+// shows, each of its type: a `{"healthy": true}` from something else on
+// that port is no healthy host.
+bool IsStatusDocument(const nlohmann::json& doc) {
+  return !doc.is_discarded() && doc.is_object() && doc.contains("healthy") &&
+         doc["healthy"].is_boolean() && doc.contains("machine") && doc["machine"].is_string() &&
+         doc.contains("generation") && doc["generation"].is_number_unsigned();
+}
+
 // `whole`: the document as it is; else only what a fleet's row shows.
 Probe FetchStatus(const std::string& given, const ClientOptions& opts, bool whole) {
   Probe p{Fetch(given, "/status", opts), {}};
@@ -290,8 +299,7 @@ Probe FetchStatus(const std::string& given, const ClientOptions& opts, bool whol
   p.doc = whole ? ParseAnswer(p.body)
                 : ParseAnswerMembers(p.body, {"healthy", "machine", "generation"});
   p.body = std::string();  // parsed: not held through what follows
-  if (p.doc.is_discarded() || !p.doc.is_object() || !p.doc.contains("healthy") ||
-      !p.doc["healthy"].is_boolean()) {
+  if (!IsStatusDocument(p.doc)) {
     p.error = core::Printable(p.url) + "/status is not a mesh-host status document";
   }
   return p;

@@ -195,7 +195,8 @@ TEST(StatusCommandTest, UnreachableIsExit2) {
 TEST(StatusCommandTest, TheUrlOfTheStatusPageItselfWorks) {
   httplib::Server server;
   server.Get("/status", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"machine": "m", "healthy": true, "resources": []})", "application/json");
+    res.set_content(R"({"machine": "m", "generation": 1, "healthy": true, "resources": []})",
+                    "application/json");
   });
   int port = server.bind_to_any_port("127.0.0.1");
   std::thread t([&] { server.listen_after_bind(); });
@@ -226,18 +227,19 @@ int ListenOnLoopback(int* port) {
 // A peer that accepts and then sends its answer's headers a byte every
 // 200 ms: each byte is within the read timeout, so only a deadline of the
 // command's own ends the wait.
+// `head` first, then `piece` again and again.
 class TricklingPeer {
  public:
-  TricklingPeer() {
+  explicit TricklingPeer(std::string head = "HTTP/1.1 200 OK\r\nX-Slow: ",
+                         std::string piece = "a") {
     listener_ = ListenOnLoopback(&port_);
-    thread_ = std::thread([this] {
+    thread_ = std::thread([this, head = std::move(head), piece = std::move(piece)] {
       int c = ::accept(listener_, nullptr, nullptr);
       if (c < 0) return;
-      const std::string head = "HTTP/1.1 200 OK\r\nX-Slow: ";
       (void)::send(c, head.data(), head.size(), MSG_NOSIGNAL);
       // At most 60 s: the test is bounded even when the client never gives up.
       for (int i = 0; i < 300 && !stop_; ++i) {
-        if (::send(c, "a", 1, MSG_NOSIGNAL) != 1) break;
+        if (::send(c, piece.data(), piece.size(), MSG_NOSIGNAL) != ssize_t(piece.size())) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }
       ::close(c);
@@ -267,6 +269,21 @@ TEST(StatusCommandTest, ATricklingPeerMeetsTheDeadline) {
   opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   std::ostringstream out, err;
   EXPECT_EQ(RunStatus(peer.url(), out, err, opts), 2);
+  EXPECT_THAT(err.str(), HasSubstr("no whole answer before the deadline (--timeout)"));
+}
+
+// An answer without a length, whose body ends only when the connection
+// closes: a whole document, then a space every 200 ms. Cut at the
+// deadline, it read as complete, and the host as healthy.
+TEST(StatusCommandTest, ABodyCutAtTheDeadlineIsNoWholeAnswer) {
+  TricklingPeer peer(
+      "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\n\r\n"
+      R"({"healthy": true, "machine": "m", "generation": 1, "resources": []})",
+      " ");
+  ClientOptions opts;
+  opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus(peer.url(), out, err, opts), 2) << out.str();
   EXPECT_THAT(err.str(), HasSubstr("no whole answer before the deadline (--timeout)"));
 }
 
@@ -659,6 +676,26 @@ TEST(StatusCommandTest, AFleetRowParsesOnlyTheMembersItShows) {
                                  {"healthy"})
                   .is_discarded())
       << "deeper than kMaxAnswerDepth, even in a member not kept";
+}
+
+// Something else on the port that answers /status with a "healthy" of its
+// own is no healthy mesh-host: before, {"healthy": true} printed HEALTHY
+// and exit 0, alone or as a fleet's row.
+TEST(StatusCommandTest, AHealthyFlagAloneIsNotAMeshHost) {
+  for (std::string body : {R"({"healthy": true})", R"({"healthy": true, "machine": "m"})",
+                           R"({"healthy": true, "machine": "m", "generation": -1,
+                               "last_reconcile": null, "resources": []})",
+                           R"({"healthy": true, "machine": 7, "generation": 1})"}) {
+    FakeHost host(body, 200, "");
+    std::ostringstream out, err;
+    EXPECT_EQ(RunStatus("http://" + host.target(), out, err, ClientOptions{}), 2) << body;
+    EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document")) << body;
+  }
+  FakeHost whole(R"({"healthy": true, "machine": "m", "generation": 1, "last_reconcile": null,
+                     "resources": []})",
+                 200, "");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://" + whole.target(), out, err, ClientOptions{}), 0) << err.str();
 }
 
 // A document nested a million deep (2 MB, well under the cap): printing a
