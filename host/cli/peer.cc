@@ -474,8 +474,7 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
               "http: \"__scheme__\": \"http\" in the targets file)";
     return p;
   }
-  // Cut at the deadline, a body that ends at the connection's close reads
-  // as whole to httplib: it is not.
+  // A body cut at the deadline reads as whole to httplib: it is not.
   if (got.too_large || got.timed_out || !res) {
     std::string why = got.too_large
                           ? "its answer is larger than " + std::to_string(opts.max_bytes >> 20) +
