@@ -3,6 +3,8 @@
 #include <crypt.h>
 #include <openssl/crypto.h>
 
+#include <algorithm>
+#include <cctype>
 #include <memory>
 
 #include "host/base/shared_library.h"
@@ -38,8 +40,14 @@ BasicAuth::BasicAuth(std::map<std::string, std::string> users, Crypt crypt)
       dummy_(users_.empty() ? kDummyHash : users_.begin()->second) {}
 
 std::optional<BasicAuth::Credential> BasicAuth::Parse(std::string_view authorization) {
-  constexpr std::string_view kBasic = "Basic ";
-  if (!authorization.starts_with(kBasic)) return std::nullopt;
+  // The scheme is case-insensitive (RFC 9110), as the toolkit reads it.
+  constexpr std::string_view kBasic = "basic ";
+  if (authorization.size() < kBasic.size() ||
+      !std::equal(kBasic.begin(), kBasic.end(), authorization.begin(), [](char a, char b) {
+        return a == std::tolower(static_cast<unsigned char>(b));
+      })) {
+    return std::nullopt;
+  }
   auto decoded = core::DecodeBase64(authorization.substr(kBasic.size()));
   if (!decoded) return std::nullopt;
   size_t colon = decoded->find(':');

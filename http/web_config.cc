@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/core/printable.h"
 #include "http/regular_file.h"
 
 namespace mesh::http {
@@ -77,6 +78,8 @@ core::Status OnlyKeys(const YAML::Node& map, const std::set<std::string>& known,
 // bounded in depth and in nodes, as no web config needs more.
 constexpr int kMaxYamlDepth = 32;
 constexpr size_t kMaxYamlNodes = 10000;
+// The highest bcrypt cost a basic_auth_users hash may have (BcryptFault).
+constexpr int kMostBcryptCost = 16;
 
 core::Status NoKeyTwice(const YAML::Node& node, const std::string& where, int depth,
                         size_t& nodes) {
@@ -198,7 +201,8 @@ core::Result<TlsSettings> ParseTls(const YAML::Node& node, const std::string& di
 }
 
 // What is wrong with a bcrypt hash, or "" when nothing is: "$2a$", "$2b$"
-// or "$2y$", a cost of 04 to 31 (the toolkit refuses others at start),
+// or "$2y$", a cost of 04 to 31 (the toolkit refuses others at start) and
+// at most kMostBcryptCost,
 // then 22 characters of salt and 31 of hash in bcrypt's alphabet (the
 // toolkit accepts others, and then no password ever matches). The hash
 // itself is never quoted: it is as good as an offline dictionary target.
@@ -214,6 +218,14 @@ std::string BcryptFault(const std::string& hash) {
   int cost = (hash[4] - '0') * 10 + (hash[5] - '0');
   if (cost < 4 || cost > 31) {
     return "bcrypt cost " + hash.substr(4, 2) + " is outside 04 to 31";
+  }
+  // Beyond the toolkit: each step doubles a login's hash, and a stop
+  // (SIGTERM) waits for the one being checked. Cost 16 takes seconds; 31
+  // takes days, and nothing could stop the daemon but SIGKILL.
+  if (cost > kMostBcryptCost) {
+    return "bcrypt cost " + hash.substr(4, 2) + " is above " + std::to_string(kMostBcryptCost) +
+           ": each step doubles the time a login takes (cost " + std::to_string(kMostBcryptCost) +
+           " some seconds), and a stop waits for the one being checked";
   }
   for (size_t i = 7; i < hash.size(); ++i) {
     unsigned char ch = static_cast<unsigned char>(hash[i]);
@@ -327,10 +339,18 @@ core::Result<WebConfig> Parse(const YAML::Node& root, const std::string& dir) {
         if (!values.empty() && std::find(values.begin(), values.end(), *value) == values.end()) {
           std::string list;
           for (const std::string& v : values) list += (list.empty() ? "" : " or ") + v;
-          return Bad(at,
-                     "must be " + list + " (as exporter-toolkit allows), not \"" + *value + "\"");
+          return Bad(at, "must be " + list + " (as exporter-toolkit allows), not \"" +
+                             core::Printable(*value, 80) + "\"");
         }
         if (value->find_first_of("\r\n") != std::string::npos) return Bad(at, "contains a newline");
+        // A header's value is visible text, spaces and tabs (RFC 9110): a
+        // NUL cut the value where it stood, served as what came before.
+        if (std::any_of(value->begin(), value->end(), [](char c) {
+              auto u = static_cast<unsigned char>(c);
+              return (u < 0x20 && u != '\t') || u == 0x7f;
+            })) {
+          return Bad(at, "contains a control character");
+        }
         config.headers[name] = *value;
       }
     }

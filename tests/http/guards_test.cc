@@ -86,6 +86,19 @@ TEST(BasicAuthTest, RemembersWhatItCheckedRightOrWrong) {
   EXPECT_EQ(calls.load(), 3) << "each user and password hashed once";
 }
 
+// The scheme is case-insensitive (RFC 9110), as exporter-toolkit reads it:
+// "basic" and "BASIC" were answered 401 whatever the password.
+TEST(BasicAuthTest, TheSchemeIsReadInAnyCase) {
+  BasicAuth auth({{"prometheus", kHash}}, &SlowCrypt);
+  std::string right = Header("prometheus", "right").substr(6);
+  for (const char* scheme : {"Basic ", "basic ", "BASIC ", "bAsIc "}) {
+    EXPECT_TRUE(auth.Allows(scheme + right)) << scheme;
+  }
+  EXPECT_FALSE(auth.Allows("Basi " + right));
+  EXPECT_FALSE(auth.Allows("Bearer " + right));
+  EXPECT_FALSE(auth.Allows("basic"));
+}
+
 // A fast worker never hashes: what is not remembered is refused there,
 // and not remembered as refused either (the slow lane decides it).
 TEST(BasicAuthTest, WithoutLeaveToHashOnlyTheRememberedPass) {

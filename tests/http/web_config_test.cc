@@ -141,6 +141,13 @@ TEST(WebConfigTest, DecidesAsTheToolkit) {
             "basic_auth_users.p: bcrypt cost 03 is outside 04 to 31"},
            {"basic_auth_users:\n  p: '" + good.substr(0, 4) + "99" + good.substr(6) + "'\n",
             "basic_auth_users.p: bcrypt cost 99 is outside 04 to 31"},
+           // Beyond the toolkit: a cost-31 login hashed for days, and a
+           // SIGTERM waited for it (only SIGKILL stopped the daemon).
+           {"basic_auth_users:\n  p: '" + good.substr(0, 4) + "31" + good.substr(6) + "'\n",
+            "basic_auth_users.p: bcrypt cost 31 is above 16: each step doubles the time a "
+            "login takes"},
+           {"basic_auth_users:\n  p: '" + good.substr(0, 4) + "17" + good.substr(6) + "'\n",
+            "basic_auth_users.p: bcrypt cost 17 is above 16"},
            {"basic_auth_users:\n  p: '" + good.substr(0, 10) + "!" + good.substr(11) + "'\n",
             "basic_auth_users.p: the salt holds a character outside bcrypt's alphabet"},
            {"basic_auth_users:\n  p: '" + good.substr(0, 40) + "-" + good.substr(41) + "'\n",
@@ -149,6 +156,11 @@ TEST(WebConfigTest, DecidesAsTheToolkit) {
             "X-Frame-Options: must be deny or sameorigin"},
            {"http_server_config:\n  headers:\n    X-Content-Type-Options: foo\n",
             "X-Content-Type-Options: must be nosniff"},
+           // A NUL cut the value where it stood: served as "a".
+           {"http_server_config:\n  headers:\n    Content-Security-Policy: \"a\\0b\"\n",
+            "Content-Security-Policy: contains a control character"},
+           {"http_server_config:\n  headers:\n    Content-Security-Policy: \"a\\x0bb\"\n",
+            "Content-Security-Policy: contains a control character"},
            {"rate_limit:\n  interval: soon\n  burst: 1\n",
             "rate_limit.interval: \"soon\" is not a duration"},
            {"rate_limit:\n  interval: 1s\n  burst: -1\n", "rate_limit.burst: must be a whole"},
