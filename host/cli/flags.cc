@@ -85,7 +85,7 @@ const Doc kFlagDocs[] = {
     {kRunBit,
      "  --listen HOST:PORT   HTTP address for run (default 127.0.0.1:9479; port 0\n"
      "                       picks a free one and the log says `listening on HOST:PORT`)\n"},
-    {kRunBit, "  --interval DURATION  time between reconciles in run (default 5m)\n"},
+    {kRunBit, "  --interval DURATION  time between reconciles in run (default 5m, at least 1s)\n"},
     {kRunBit | kApplyBit,
      "  --settle DURATION    pause between the two looks at a unit (default 1s, at least 100ms)\n"},
     {kRunBit | kApplyBit | kPlanBit | kValidateBit,
@@ -256,6 +256,10 @@ core::Status SetValue(ValueFlags& into, Flags& flags, const std::string& name,
   if (!d) return core::Fail("flag " + name + ": " + d.error().message);
   if (d->count() <= 0 && (name == "--interval" || name == "--timeout"))
     return core::Fail("flag " + name + " must be positive");
+  if (name == "--interval" && *d < kMinInterval) {
+    return core::Fail("flag --interval: " + value +
+                      " is below 1s: the daemon would apply again without pause");
+  }
   // Shorter, the second look is the first look again: ADR 184 off.
   if (name == "--settle" && *d < kMinSettle) {
     return core::Fail("flag --settle: " + value +

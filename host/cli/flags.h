@@ -11,6 +11,9 @@ namespace mesh::cli {
 
 // SPEC: a shorter --settle would switch the second look off.
 inline constexpr std::chrono::milliseconds kMinSettle{100};
+// Shorter, `run` applies without pause, hundreds of times a second, each
+// apply a line of the log.
+inline constexpr std::chrono::seconds kMinInterval{1};
 
 enum class Verb { kRun, kApply, kPlan, kValidate, kStatus, kHelp, kVersion };
 

@@ -56,6 +56,12 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
                 HasSubstr("--settle: " + std::string(too_short) + " is below 100ms"));
   }
   EXPECT_EQ(ParseFlags({"apply", "--settle", "100ms"})->settle, 100ms);
+  // --interval 1ms applied some 750 times a second, each a line of the log.
+  for (const char* too_short : {"1ms", "999ms"}) {
+    EXPECT_THAT(ParseFlags({"run", "--interval", too_short}).error().message,
+                HasSubstr("--interval: " + std::string(too_short) + " is below 1s"));
+  }
+  EXPECT_EQ(ParseFlags({"run", "--interval", "1s"})->interval, 1s);
   EXPECT_THAT(ParseFlags({"apply", "--root", "rel"}).error().message, HasSubstr("--root"));
   EXPECT_THAT(ParseFlags({"apply", "--root"}).error().message, HasSubstr("needs a value"));
   EXPECT_THAT(ParseFlags({"frobnicate"}).error().message, HasSubstr("unknown verb"));
