@@ -82,25 +82,27 @@ int Run(const cli::Flags& flags) {
     log.Line(daemon::Priority::kErr, "--listen: " + listen.error().message);
     return cli::kExitRefused;
   }
+  status::StatusBoard board(flags.settle);
+  metrics::HostMetrics metrics(std::string(mesh::Release()), flags.metrics_resources == "failing"
+                                                                 ? metrics::ResourceSeries::kFailing
+                                                                 : metrics::ResourceSeries::kAll);
+  http::StatusServer server(
+      board, [&metrics] { return metrics.Serialize(); }, adapters::ReleaseFreedHeap);
+  server.set_version(mesh::VersionLine());
+  // Before the state directory is made or locked: a refused web config
+  // leaves the machine as it was.
+  if (auto st = ConfigureWeb(flags, server); !st) {
+    log.Line(daemon::Priority::kErr, st.error().message);
+    return cli::kExitRefused;
+  }
   auto machine = wiring::Wire(flags, /*plan=*/false, /*daemon=*/true);
   if (!machine) {
     log.Line(daemon::Priority::kErr, machine.error().message);
     return cli::kExitRefused;
   }
-  status::StatusBoard board(flags.settle);
-  metrics::HostMetrics metrics(std::string(mesh::Release()), flags.metrics_resources == "failing"
-                                                                 ? metrics::ResourceSeries::kFailing
-                                                                 : metrics::ResourceSeries::kAll);
   metrics.SetClock(&(*machine)->clock);
   metrics.SetReconcileInterval(flags.interval);
   metrics.SetStartTime((*machine)->clock.Now());
-  http::StatusServer server(
-      board, [&metrics] { return metrics.Serialize(); }, adapters::ReleaseFreedHeap);
-  server.set_version(mesh::VersionLine());
-  if (auto st = ConfigureWeb(flags, server); !st) {
-    log.Line(daemon::Priority::kErr, st.error().message);
-    return cli::kExitRefused;
-  }
   adapters::SdbusServiceManager watch;  // its own bus connection, for its own thread
   adapters::SdNotifier notifier;
   daemon::DaemonOptions options = DaemonOptionsOf(flags, server, log);

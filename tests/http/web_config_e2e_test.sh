@@ -194,6 +194,10 @@ bad "not a bcrypt hash" "not a bcrypt hash" $'basic_auth_users:\n  prometheus: p
 set +e; out=$(timeout -k 2 10 "$BIN" run "${F[@]}" --listen 127.0.0.1:0 --web-config "$T/none.yml" 2>&1); rc=$?; set -e
 [ "$rc" = 2 ] && grep -q "No such file" <<<"$out" || fail "a missing web config: $rc $out"
 echo "ok   - a bad web config refuses to start (exit 2) and says what is wrong"
+# Refused before anything is made: no state directory, no lock.
+set +e; out=$(timeout -k 2 10 "$BIN" run "${F[@]/$T\/st/$T/st-refused}" --listen 127.0.0.1:0 --web-config "$T/none.yml" 2>&1); rc=$?; set -e
+[ "$rc" = 2 ] && [ ! -e "$T/st-refused" ] || fail "a refused web config made the state directory: $rc $(ls -la "$T/st-refused" 2>&1)"
+echo "ok   - a refused web config leaves no state directory behind"
 
 # Issue 39: fail closed. A directory at --web-config (a bind mount of a
 # missing file makes one) served plain HTTP without auth; a FIFO there or
