@@ -3,6 +3,7 @@
 // after the commit the last good kept or the second pass that puts a dead
 // unit back.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -112,6 +113,29 @@ void ApplyRun::TakeHolds(Declaration& decl, std::vector<std::string>& wants,
       }
     }
     scope_.units.push_back(std::move(u));
+  }
+}
+
+void ApplyRun::NoteWhatStartsRead(const Declaration& decl, const Seen& seen) {
+  for (RollbackScope::Unit& u : scope_.units) {
+    const std::vector<std::string>& restart_on = decl.resources[u.index].unit().restart_on;
+    int64_t newest = 0;
+    for (size_t d : u.deps) {
+      const std::string& id = decl.resources[d].id;
+      bool read_at_start =
+          std::find(restart_on.begin(), restart_on.end(), id) != restart_on.end() ||
+          u.definitions.contains(id);
+      if (d == u.index || !read_at_start || d >= seen.files.size()) continue;
+      const FilesSeen& f = seen.files[d];
+      if (f.found == Found::kDiffers || f.found == Found::kError) {
+        newest = std::numeric_limits<int64_t>::max();
+        break;
+      }
+      if (auto stamp = core::ParseFingerprint(f.fingerprint)) {
+        newest = std::max(newest, stamp->ctime_ns);
+      }
+    }
+    u.read_changed_ns = newest;
   }
 }
 

@@ -76,6 +76,9 @@ class ApplyRun {
   // on_failure: rollback, before the plan: swaps the kept content in where
   // a hold stands, and notes what the units' definitions are made of.
   void TakeHolds(Declaration& decl, std::vector<std::string>& wants, const std::string& key);
+  // After the observation, before anything is written: when each rollback
+  // unit's start-read files last changed (RollbackScope::Unit).
+  void NoteWhatStartsRead(const Declaration& decl, const Seen& seen);
   // Before the commit: what the two looks found of the rollback units
   // (Decide), and the last good of each confirmed, saved. A confirmation
   // is kept before the record says its apply happened: a kill between the

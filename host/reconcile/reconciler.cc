@@ -223,6 +223,7 @@ void ApplyRun::Apply(Declaration decl) {
   stats_ = StatCache();  // read by the observation only: not held through the writes
   if (!observed) return Refuse(observed.error());
   s.observed = std::move(*observed);
+  NoteWhatStartsRead(s.decl, s.observed.seen);
   if (!s.dry_run) {
     for (std::string& w : RecoverFromCutShort(s.decl, *record_, *intent_, s.olds, *ports_.root,
                                               *ports_.units, s.observed)) {

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "host/core/printable.h"
-#include "host/core/time_format.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -249,20 +248,13 @@ void KeepWhatOthersRunOn(const RollbackScope& scope, const core::LastGood& last_
   }
 }
 
-// Whether the unit's run began after every resource of its definition was
-// last written (its applied_at): a file written while it ran (declared in
-// restart_on only later, or changed while it was not) was never read by
-// it. Its own resource aside: its want moves with its state and the
-// opt-in, and a changed unit text or bundle restarts it. Unknown: not.
-bool RanOnItsDefinition(const RollbackScope::Unit& u, const ResourceOutcome& o,
-                        const std::vector<ResourceOutcome>& outcomes) {
+// Whether the unit's run began after every file its start reads last
+// changed on disk: a file changed while it ran (written while not in its
+// restart_on, edited by hand) was never read by it. Unknown: not.
+bool RanOnItsDefinition(const RollbackScope::Unit& u, const ResourceOutcome& o) {
   if (!o.unit.has_value() || o.unit->started_realtime.count() <= 0) return false;
-  // Both RFC 3339 of one width: compared as text.
-  std::string began = core::FormatTimestamp(std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(o.unit->started_realtime)));
-  return std::all_of(u.deps.begin(), u.deps.end(), [&](size_t d) {
-    return d == u.index || (!outcomes[d].applied_at.empty() && outcomes[d].applied_at <= began);
-  });
+  return u.read_changed_ns <=
+         std::chrono::duration_cast<std::chrono::nanoseconds>(o.unit->started_realtime).count();
 }
 
 // The same resources, each at any want.
@@ -301,7 +293,7 @@ AfterApply Decide(const RollbackScope& scope, const std::vector<ResourceOutcome>
                 ((kept == last_good.units.end() ||
                   (o.outcome == Outcome::kUnchanged && !kept->second.hold &&
                    kept->second.wants != u.wants && SameIds(kept->second.wants, u.wants))) &&
-                 RanOnItsDefinition(u, o, outcomes)))) {
+                 RanOnItsDefinition(u, o)))) {
       after.confirmed.push_back(k);
       continue;
     }

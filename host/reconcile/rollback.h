@@ -90,6 +90,13 @@ struct RollbackScope {
     // definition (a last good kept by a host of an earlier version lacks
     // them: PlanRollback).
     std::set<std::string> definitions;
+    // The newest change (ctime, ns since the epoch) of the files its start
+    // reads (its restart_on and definitions), as this apply found them
+    // before writing; INT64_MAX when one is to be written or could not be
+    // looked at. Not its reload_on (a reload reads those), nor a tree
+    // (its fingerprint holds no time). What a last good not taken by an
+    // action is judged by (Decide).
+    int64_t read_changed_ns = 0;
   };
   std::vector<Unit> units;
   uint64_t generation = 0;

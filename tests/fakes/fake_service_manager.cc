@@ -13,6 +13,7 @@ void FakeServiceManager::AddUnit(const std::string& name, UnitScript script) {
     // from the host's first start or restart on.
     u.started = true;
     u.started_at = clock_.elapsed();
+    u.started_real = std::chrono::system_clock::now();
     u.script.behavior = Behavior::kHealthy;
     pending_behavior_[name] = script.behavior;
   }
@@ -30,6 +31,7 @@ void FakeServiceManager::RestartedByOther(const std::string& name) {
   u.stopped = false;
   u.killed = false;
   u.started_at = clock_.elapsed();
+  u.started_real = std::chrono::system_clock::now();
   u.invocation = next_invocation_++;
 }
 
@@ -163,6 +165,7 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     u.stopped = false;
     u.killed = false;
     u.started_at = start;
+    u.started_real = std::chrono::system_clock::now();
     u.invocation = next_invocation_++;
   }
   Job job{unit, start, "done"};
@@ -250,10 +253,9 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
     return s;
   }
   auto since = clock_.elapsed() - u.started_at;
-  // As systemd stamps it: the wall clock when the run began.
   if (u.started && !u.stopped) {
-    s.started_realtime = std::chrono::duration_cast<std::chrono::microseconds>(
-        (clock_.Now() - since).time_since_epoch());
+    s.started_realtime =
+        std::chrono::duration_cast<std::chrono::microseconds>(u.started_real.time_since_epoch());
   }
   auto set = [&](const char* active, const char* sub) {
     s.active_state = active;

@@ -109,6 +109,11 @@ class FakeServiceManager : public ports::ServiceManager {
   // restart`, or the job of an apply that was killed): it runs under a new
   // InvocationID.
   void RestartedByOther(const std::string& name);
+  // Its run began `ago` earlier than the fake says: files written since
+  // are newer than it, whatever the file system's clock granularity.
+  void RanSince(const std::string& name, std::chrono::seconds ago) {
+    units_[name].started_real -= ago;
+  }
   // Called at each daemon-reload, before it is done.
   std::function<void()> on_daemon_reload;
   // Called with the unit of each job asked for, before systemd takes it.
@@ -203,6 +208,9 @@ class FakeServiceManager : public ports::ServiceManager {
     bool stopped = false;
     bool killed = false;
     std::chrono::nanoseconds started_at{0};
+    // The real wall clock then, as systemd stamps InactiveExitTimestamp:
+    // what files' real ctimes are compared with.
+    std::chrono::system_clock::time_point started_real{};
     uint32_t base_restarts = 0;
     int invocation = 0;
     bool need_daemon_reload = false;

@@ -411,6 +411,7 @@ TEST_F(RollbackTest, AFileAddedToItsDefinitionUnrestartedIsNotMadeItsLastGood) {
 // push's death was "rolled back to generation 16: failed too" onto it.
 TEST_F(RollbackTest, AFileChangedWhileNotInItsDefinitionIsNotMadeItsLastGood) {
   ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  services_.RanSince("jaild.service", 1h);
   json unrestarted = Jail(kBad, 15);
   unrestarted["resources"][1]["restart_on"] = json::array();
   ASSERT_EQ(Of(Run(unrestarted), "jaild").outcome, core::Outcome::kUnchanged);
@@ -428,6 +429,7 @@ TEST_F(RollbackTest, AFileChangedWhileNotInItsDefinitionIsNotMadeItsLastGood) {
 // daemon still runs on what it read before its file changed.
 TEST_F(RollbackTest, AFirstLastGoodIsNotContentTheDaemonNeverRead) {
   ASSERT_EQ(Run(Jail(kGood, 14, /*rollback=*/false)).result, ApplyResult::kOk);
+  services_.RanSince("jaild.service", 1h);
   json unrestarted = Jail(kBad, 15, /*rollback=*/false);
   unrestarted["resources"][1]["restart_on"] = json::array();
   ASSERT_EQ(Of(Run(unrestarted), "jaild").outcome, core::Outcome::kUnchanged);
@@ -440,6 +442,74 @@ TEST_F(RollbackTest, AFirstLastGoodIsNotContentTheDaemonNeverRead) {
   // Restarted on what is declared and confirmed: that is its last good.
   ASSERT_EQ(Run(Jail(kFixed, 18)).result, ApplyResult::kOk);
   EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 18u);
+}
+
+// What the rule above must not refuse (a review of it): a file already as
+// declared when the host first sees it, older than the daemon's run, is what
+// the daemon runs on; so is a reload_on file it reloaded onto. Both give a
+// first last good without a restart, and the no-op is then proven from the
+// record again (a unit without one sends every apply to the full pass).
+TEST_F(RollbackTest, AFileOlderThanTheRunAndAReloadedFileAreItsLastGood) {
+  std::filesystem::create_directories(Root("/etc"));
+  testing::WriteText(Root("/etc/site.conf"), "v1");
+  services_.AddUnit("web.service", {.running_initially = true});
+  auto web = [](const std::string& site, uint64_t generation, bool rollback) {
+    json unit = {{"id", "web"},
+                 {"kind", "service"},
+                 {"unit", "web.service"},
+                 {"state", "running"},
+                 {"restart_on", {"site"}}};
+    if (rollback) unit["on_failure"] = "rollback";
+    return Decl({{{"id", "site"},
+                  {"kind", "file"},
+                  {"path", "/etc/site.conf"},
+                  {"content", site},
+                  {"mode", "0644"}},
+                 unit},
+                generation);
+  };
+  ApplyReport adopted = Run(web("v1", 1, true));
+  ASSERT_EQ(adopted.result, ApplyResult::kOk) << Of(adopted, "site").detail;
+  EXPECT_EQ(Of(adopted, "web").outcome, core::Outcome::kUnchanged);
+  auto kept = core::ParseLastGood(store_.last_good.value_or(""));
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_TRUE(kept->units.contains("web")) << "the adopted file is older than the run";
+  EXPECT_TRUE(Run(web("v1", 1, true)).from_record);
+
+  services_.AddUnit("ngx.service", {});
+  auto ngx = [](const std::string& conf, uint64_t generation, bool rollback) {
+    json unit = {{"id", "ngx"},
+                 {"kind", "service"},
+                 {"unit", "ngx.service"},
+                 {"state", "running"},
+                 {"reload_on", {"ngx.conf"}}};
+    if (rollback) unit["on_failure"] = "rollback";
+    return Decl(
+        {{{"id", "ngx.conf"}, {"kind", "file"}, {"path", "/etc/ngx.conf"}, {"content", conf}},
+         unit},
+        generation);
+  };
+  ASSERT_EQ(Run(ngx("a", 1, false)).result, ApplyResult::kOk);
+  services_.RanSince("ngx.service", 1h);
+  ASSERT_EQ(Of(Run(ngx("b", 2, false)), "ngx").outcome, core::Outcome::kReloaded);
+  ASSERT_EQ(Of(Run(ngx("b", 3, true)), "ngx").outcome, core::Outcome::kUnchanged);
+  kept = core::ParseLastGood(store_.last_good.value_or(""));
+  ASSERT_TRUE(kept.has_value());
+  ASSERT_TRUE(kept->units.contains("ngx")) << "reloaded onto b: b is what it runs on";
+  EXPECT_EQ(kept->units.at("ngx").generation, 3u);
+}
+
+// A file edited by hand while the daemon ran, then declared as it now is:
+// nothing is written or restarted, and the daemon never read it. Its
+// applied_at is the host's last write (before the run began): the last
+// good is judged by when the file last changed on disk.
+TEST_F(RollbackTest, AFileEditedByHandAndThenDeclaredIsNotMadeItsLastGood) {
+  ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
+  services_.RanSince("jaild.service", 1h);
+  testing::WriteText(Root("/etc/jail.conf"), kFixed);
+  ApplyReport declared = Run(Jail(kFixed, 15));
+  ASSERT_EQ(Of(declared, "jaild").outcome, core::Outcome::kUnchanged);
+  EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 14u);
 }
 
 // Leaving out what does not fit never forgets a hold while another unit's
