@@ -36,6 +36,14 @@ using Clock = std::chrono::steady_clock;
 // Set for the life of each slow worker's thread.
 thread_local bool on_slow_worker = false;
 
+// The peer has closed (or reset) its connection: nothing it asked for can
+// reach it. A client that only half-closes while it waits is taken for
+// gone too; HTTP clients do not.
+bool PeerGone(int sock) {
+  pollfd p{sock, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 // Waits for `events` on `sock` until `deadline`; false on timeout or error.
 bool WaitFor(int sock, short events, Clock::time_point deadline) {
   for (;;) {
@@ -292,6 +300,9 @@ class BoundedServer::Queue : public httplib::TaskQueue {
         c = TakeLocked(lane);
       }
       if (c == nullptr) continue;
+      // A client that gave up while its login waited for the hash is not
+      // hashed for: that is a core's seconds for no one.
+      if (lane == Lane::kSlow && PeerGone(c->sock)) continue;
       c = server_.Serve(std::move(c));
       if (c != nullptr) gatherer_.Hold(std::move(c));
     }
