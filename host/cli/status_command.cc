@@ -338,11 +338,21 @@ core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
       return fail("a group without a \"targets\" list");
     }
     std::string scheme = default_scheme;
-    if (group.contains("labels") && group["labels"].is_object() &&
-        group["labels"].contains("__scheme__") && group["labels"]["__scheme__"].is_string()) {
-      scheme = group["labels"]["__scheme__"].get<std::string>();
-      if (scheme != "http" && scheme != "https")
-        return fail("a __scheme__ other than http or https");
+    if (group.contains("labels")) {
+      // As Prometheus reads file_sd: labels map names to strings, or the
+      // file is refused (a __scheme__ of 1 was passed over, and the
+      // target asked over the default scheme).
+      const nlohmann::json& labels = group["labels"];
+      if (!labels.is_object()) return fail("\"labels\" that is not an object");
+      for (const auto& [name, value] : labels.items()) {
+        if (!value.is_string()) return fail("a label whose value is not a string");
+      }
+      if (labels.contains("__scheme__")) {
+        scheme = labels["__scheme__"].get<std::string>();
+        if (scheme != "http" && scheme != "https") {
+          return fail("a __scheme__ other than http or https");
+        }
+      }
     }
     for (const nlohmann::json& t : group["targets"]) {
       if (!t.is_string() || t.get_ref<const std::string&>().empty()) {

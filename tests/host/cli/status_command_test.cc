@@ -880,6 +880,16 @@ TEST(StatusCommandTest, CredentialsNeverGoOverPlainHttp) {
       << "with credentials, a targets file without __scheme__ means TLS";
   std::ofstream(path) << R"([{"targets": ["10.0.0.1:9479"], "labels": {"__scheme__": "ftp"}}])";
   EXPECT_FALSE(ReadTargets(path).has_value());
+  // As Prometheus refuses them: a label that is not a string (a __scheme__
+  // of 1 was passed over, and the target asked over the default scheme).
+  for (const char* labels : {R"({"__scheme__": 1})", R"({"env": ["a"]})", R"([])"}) {
+    std::ofstream(path) << R"([{"targets": ["10.0.0.1:9479"], "labels": )" << labels << "}]";
+    auto read = ReadTargets(path, "https");
+    ASSERT_FALSE(read.has_value()) << labels;
+    EXPECT_THAT(read.error().message, HasSubstr("expected Prometheus file_sd JSON")) << labels;
+  }
+  std::ofstream(path) << R"([{"targets": ["10.0.0.1:9479"], "labels": {"env": "prod"}}])";
+  EXPECT_EQ(ReadTargets(path, "https")->at(0), "https://10.0.0.1:9479");
 }
 
 // Issue 42 (1): one fleet, every kind of target at once. Credentials and
