@@ -68,7 +68,19 @@ core::Result<std::vector<std::string>> SdJournal::LastLines(std::string_view inv
                                                             size_t lines) {
   // The run's own processes (their stdout, stderr and syslog), not what
   // systemd said of it: the daemon's complaint, which Result= does not say.
-  return Tail({"_SYSTEMD_INVOCATION_ID=" + std::string(invocation_id)}, lines);
+  auto own = Tail({"_SYSTEMD_INVOCATION_ID=" + std::string(invocation_id)}, lines);
+  if (!own || !own->empty()) return own;
+  // None: its command never ran or never spoke (an EnvironmentFile= that is
+  // not there, a start that timed out). Then what systemd logged of that
+  // run at warning or worse, but for the lines that only restate its
+  // Result ("Failed with result 'exit-code'", "Failed to start …").
+  constexpr std::string_view kUnitFailureResult = "d9b373ed55a64feb8242e02dbe79a49c";
+  constexpr std::string_view kUnitFailed = "be02cf6855d2428ba40df7e9d022f03d";
+  std::vector<std::string> matches = {"_PID=1", "INVOCATION_ID=" + std::string(invocation_id)};
+  for (int priority = 0; priority <= 4; ++priority) {
+    matches.push_back("PRIORITY=" + std::to_string(priority));
+  }
+  return Tail(matches, lines, /*until_repeat=*/false, {kUnitFailureResult, kUnitFailed});
 }
 
 core::Result<std::vector<std::string>> SdJournal::ManagerLines(std::string_view unit,
@@ -85,7 +97,8 @@ core::Result<std::vector<std::string>> SdJournal::ManagerLines(std::string_view 
 }
 
 core::Result<std::vector<std::string>> SdJournal::Tail(const std::vector<std::string>& matches,
-                                                       size_t lines, bool until_repeat) {
+                                                       size_t lines, bool until_repeat,
+                                                       const std::vector<std::string_view>& skip) {
   if (auto st = LoadSdJournal(); !st) return std::unexpected(st.error());
   Journal journal;
   int r = directory_.empty()
@@ -107,6 +120,11 @@ core::Result<std::vector<std::string>> SdJournal::Tail(const std::vector<std::st
   while (out.size() < lines && (r = sd_journal_previous(journal.j)) > 0) {
     const void* data = nullptr;
     size_t length = 0;
+    if (!skip.empty() && sd_journal_get_data(journal.j, "MESSAGE_ID", &data, &length) >= 0) {
+      std::string_view id(static_cast<const char*>(data), length);
+      if (id.starts_with("MESSAGE_ID=")) id.remove_prefix(11);
+      if (std::find(skip.begin(), skip.end(), id) != skip.end()) continue;
+    }
     if (sd_journal_get_data(journal.j, "MESSAGE", &data, &length) < 0) continue;
     constexpr std::string_view kField = "MESSAGE=";
     std::string_view field(static_cast<const char*>(data), length);

@@ -23,9 +23,11 @@ class SdJournal : public ports::UnitJournal {
   // The last `lines` MESSAGEs of the entries that match `matches`
   // ("FIELD=value": different fields all, one field's values any), oldest
   // first. `until_repeat`: read back only to the first message met again
-  // (what was said at an earlier load of the same unit).
+  // (what was said at an earlier load of the same unit). Entries whose
+  // MESSAGE_ID is one of `skip` are passed over.
   core::Result<std::vector<std::string>> Tail(const std::vector<std::string>& matches, size_t lines,
-                                              bool until_repeat = false);
+                                              bool until_repeat = false,
+                                              const std::vector<std::string_view>& skip = {});
 
   std::string directory_;
 };

@@ -19,8 +19,10 @@ class UnitJournal {
 
   // The last `lines` messages (at most) that the processes of the run
   // `invocation_id` logged, oldest first, as they were written (the caller
-  // bounds and escapes them). Empty: the journal holds none. An error: the
-  // journal could not be opened or read.
+  // bounds and escapes them); when they logged none, what the service
+  // manager logged of that run at warning or worse (why its command never
+  // ran), but for the lines that restate its Result. Empty: the journal
+  // holds neither. An error: the journal could not be opened or read.
   virtual core::Result<std::vector<std::string>> LastLines(std::string_view invocation_id,
                                                            size_t lines) = 0;
 

@@ -67,8 +67,13 @@ kill "${PIDS[@]}" 2>/dev/null || true; wait "${PIDS[@]}" 2>/dev/null || true; PI
 # there (it never ran, so it logged nothing), and a unit systemd will not load.
 GONE='{"id":"gone","kind":"service","unit":"gone.service","state":"running","unit_text":"[Service]\nExecStart=/usr/local/bin/jaild-missing --foreground\n"}'
 BADSET='{"id":"badset","kind":"service","unit":"badset.service","state":"running","unit_text":"[Service]\nType=simple\n"}'
-printf '{"machine":"box","generation":4,"resources":[%s,%s]}' "$GONE" "$BADSET" > "$T/decl.json"
+# A run whose command never ran and so logged nothing of its own: what
+# systemd logged of that run (here: an EnvironmentFile= that is not there).
+ENVX='{"id":"envx","kind":"service","unit":"envx.service","state":"running","unit_text":"[Service]\nEnvironmentFile=/nonexistent/envx.env\nExecStart=/bin/sleep infinity\n"}'
+printf '{"machine":"box","generation":4,"resources":[%s,%s,%s]}' "$GONE" "$BADSET" "$ENVX" > "$T/decl.json"
 apply
+check "a run that never ran its command: what systemd logged of that run" \
+  'grep -A3 "^failed envx (service)" <<<"$OUT" | grep -qx "  journal: envx.service: Failed to load environment files: No such file or directory" && ! grep -A3 "^failed envx (service)" <<<"$OUT" | grep -q "Failed with result"'
 check "a missing ExecStart binary is named" \
   'grep -q "^failed gone (service): gone.service failed (Result=exit-code) [0-9.]* s after start: its ExecStart= command /usr/local/bin/jaild-missing could not be run: missing, or not executable (status 203/EXEC)$" <<<"$OUT"'
 check "a unit systemd will not load says where systemd names the setting" \
