@@ -211,6 +211,13 @@ bool IsUserName(std::string_view name) {
 Status ParseModeField(const Fields& in, Resource& r) {
   r.mode = r.kind == Kind::kCredential ? 0400 : r.kind == Kind::kDirectory ? 0755 : 0644;
   if (!in.Has("mode")) return Ok();
+  // 644 as a number (JSON has no octal): said how to write it.
+  if (const json& v = in.At("mode"); v.is_number_unsigned() && v.get<uint64_t>() <= 7777) {
+    std::string digits = std::to_string(v.get<uint64_t>());
+    return in.Refuse("mode", "must be a string of octal digits: write it as \"" +
+                                 std::string(4 - std::min<size_t>(digits.size(), 4), '0') + digits +
+                                 "\"");
+  }
   auto mode = in.String("mode");
   if (!mode) return std::unexpected(mode.error());
   auto parsed = ParseMode(*mode);

@@ -98,6 +98,12 @@ std::string HmacSha256Hex(std::string_view key, std::string_view bytes) {
 Result<std::string> DecodeBase64(std::string_view text) {
   // EVP_DecodeBlock ignores neither padding nor junk the way we want, so
   // check the shape first and let OpenSSL do the decoding.
+  // A blank or a line break (base64 as `base64` wraps it) is named before
+  // the length it throws off.
+  if (size_t at = text.find_first_of(" \t\r\n"); at != std::string_view::npos) {
+    return Fail("base64 holds a blank or line break at offset " + std::to_string(at) +
+                ": write it on one line (base64 -w0)");
+  }
   if (text.size() % 4 != 0) {
     return Fail("base64 length " + std::to_string(text.size()) + " is not a multiple of 4");
   }

@@ -505,6 +505,16 @@ TEST(DeclarationTest, BadMode) {
   json doc = Base();
   doc["resources"][0]["mode"] = 420;
   EXPECT_THAT(Refusal(doc), HasSubstr("field mode: must be a string"));
+  // A mode written as a number is told how to write it.
+  doc["resources"][0]["mode"] = 644;
+  EXPECT_THAT(Refusal(doc), HasSubstr("field mode: must be a string of octal digits: write it "
+                                      "as \"0644\""));
+  // Base64 as `base64` wraps it: the line break is named, not the length.
+  doc = Base();
+  doc["resources"][0].erase("content");
+  doc["resources"][0]["content_base64"] = "aGVsbG8g\nd29ybGQ=";
+  EXPECT_THAT(Refusal(doc), HasSubstr("base64 holds a blank or line break at offset 8: write it "
+                                      "on one line (base64 -w0)"));
 }
 
 TEST(DeclarationTest, BadState) {
