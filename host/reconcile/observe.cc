@@ -227,7 +227,7 @@ FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::s
     }
     return seen;
   }
-  if (!owner_ids) return Error(owner_ids.error().message);
+  if (!owner_ids) return Error(core::Printable(r.path) + ": " + owner_ids.error().message);
   std::tie(seen.uid, seen.gid) = *owner_ids;
   if (r.kind == core::Kind::kFile) seen.meta = core::FileMeta(r.mode, seen.uid, seen.gid);
   seen.fingerprint = core::FileFingerprint(*info);
@@ -274,7 +274,7 @@ FilesSeen Observer::Directory(const Resource& r, const RecordEntry* old, const s
                  "let the host make the directory)");
   }
   const auto& ids = Ids(r);
-  if (!ids) return Error(ids.error().message);
+  if (!ids) return Error(core::Printable(r.path) + ": " + ids.error().message);
   std::tie(seen.uid, seen.gid) = *ids;
   const FileInfo& fi = *info;
   bool mode = fi.mode == (r.mode & 07777);

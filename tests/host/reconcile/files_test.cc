@@ -470,6 +470,9 @@ TEST_F(FilesTest, OneFailureDoesNotStopTheOthers) {
   EXPECT_EQ(r.result, ApplyResult::kFailed);
   EXPECT_THAT(Outcomes(r), ElementsAre("failed", "created", "created"));
   EXPECT_THAT(r.outcomes[0].detail, HasSubstr("unknown user \"no-such-user-here\""));
+  // The path whose owner it is: the words name what to mend.
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr(std::string(resources[0]["path"]) +
+                                              ": unknown user \"no-such-user-here\""));
   EXPECT_FALSE(Record()["resources"].contains("app.conf"));
 }
 
