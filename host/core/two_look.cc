@@ -161,6 +161,26 @@ std::optional<Verdict> AnotherRunInThePause(const Look& first, const Look& secon
                      StateWords(second.unit) + " " + when};
 }
 
+// A job that failed, and the unit as the second look found it. Started
+// again by its Restart= (activating, running) the state hides why the run
+// ended: its Result and the restart are said.
+std::string JobFailedWords(UnitAction action, const std::string& job_result, const Look& first,
+                           const Look& second) {
+  const UnitStatus& u = second.unit;
+  std::string words =
+      "job " + std::string(UnitActionVerb(action)) + " ended \"" + job_result + "\"";
+  bool state_says_result = u.active_state == "failed" || u.active_state == "inactive";
+  if (!state_says_result && !u.result.empty() && u.result != "success") {
+    words += " (Result=" + u.result + ")";
+  }
+  words += ", unit " + StateWords(u);
+  if (u.n_restarts > first.unit.n_restarts) {
+    words += ", started again by its Restart= (NRestarts " + std::to_string(first.unit.n_restarts) +
+             " -> " + std::to_string(u.n_restarts) + ")";
+  }
+  return words;
+}
+
 }  // namespace
 
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
@@ -188,8 +208,7 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   if (job_result.has_value() && *job_result != "done") {
     bool never_ran = NeverRan(action, *job_result, first, second);
     return {false,
-            "job " + std::string(UnitActionVerb(action)) + " ended \"" + *job_result + "\", unit " +
-                StateWords(second.unit) + " " + when +
+            JobFailedWords(action, *job_result, first, second) + " " + when +
                 (never_ran ? "; no run began (its InvocationID is the one before)" : ""),
             never_ran};
   }

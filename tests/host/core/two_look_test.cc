@@ -118,6 +118,17 @@ TEST(TwoLookTest, JobResultOtherThanDoneFails) {
                     L("failed", "failed", "a", 0, false, "exit-code"), 1s);
   EXPECT_FALSE(v.accepted);
   EXPECT_THAT(v.detail, HasSubstr("job start ended \"failed\""));
+  // A Type=notify start that timed out under Restart=: the job failed, and
+  // systemd is starting it again. "unit activating (start)" alone read as
+  // if it were coming up; the words now say why the run ended and that
+  // systemd started another.
+  Verdict again = JudgeTwoLooks(UnitAction::kStart, "failed",
+                                L("activating", "start", "a", 0, false, "timeout", "notify"),
+                                L("activating", "start", "c", 2, false, "timeout", "notify"), 1s);
+  EXPECT_FALSE(again.accepted);
+  EXPECT_THAT(again.detail,
+              HasSubstr("job start ended \"failed\" (Result=timeout), unit activating (start), "
+                        "started again by its Restart= (NRestarts 0 -> 2) 1.0 s after start"));
 }
 
 TEST(TwoLookTest, NewInvocationInsideThePauseFails) {
