@@ -82,6 +82,18 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
   std::string as_declared = tree ? FilesAsDeclared(seen.file_count) : std::string(kAsDeclared);
   if (seen.found == Found::kAsRecorded) {
     step.detail = as_declared;
+  } else if (seen.found == Found::kAsDeclared && old != nullptr && !recorded &&
+             in.record != nullptr && in.record->want_version == core::Record::kWantVersion &&
+             r.kind != core::Kind::kCredential && (in.owed == nullptr || !in.owed->applying)) {
+    // The declaration changed and the machine holds it already (someone put
+    // it there): nothing to write, but what runs on it read the old one.
+    // Not when digests differ without a change: another want version, a
+    // credential's new key; nor after an apply cut short, which may have
+    // written it itself and owes (rule 7) what runs on it.
+    step.outcome = Outcome::kUpdated;
+    step.adopted_change = true;
+    step.detail = "already as declared on the machine (not written by the host): adopted";
+    entry.applied_at = in.now;
   } else if (seen.found == Found::kAsDeclared) {
     if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : in.now;
     step.detail = old != nullptr ? as_declared

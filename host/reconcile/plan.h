@@ -157,6 +157,11 @@ struct Step {
   bool failed() const { return outcome == core::Outcome::kFailed; }
   bool changes_drop_ins() const { return !write_drop_ins.empty() || !delete_drop_ins.empty(); }
   bool changes() const { return write_files || write_unit_file || changes_drop_ins(); }
+  // Found already as a changed declaration says: nothing is written, but
+  // what runs on it read the content before (a restart_on's unit restarts).
+  bool adopted_change = false;
+  // What a unit that runs on it is asked for: a change written or found.
+  bool changed_for_units() const { return changes() || adopted_change; }
 };
 
 // What one declared unit is asked for.

@@ -47,7 +47,7 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                   !(*status)->need_daemon_reload;  // that file may be gone since
   std::vector<size_t> out;
   for (size_t j = 0; j < steps.size(); ++j) {
-    if (steps[j].unit_definition && steps[j].changes() &&
+    if (steps[j].unit_definition && steps[j].changed_for_units() &&
         ReadAsDefinitionOf(steps[j].defines, in.declaration->resources[j].path, r.unit().name,
                            own_file)) {
       out.push_back(j);
@@ -80,7 +80,7 @@ bool DefinitionChangesFor(const PlanInputs& in, const Resource& r, const std::ve
   for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     for (const std::string& ref : *list) {
       const Step& dep = steps[in.declaration->index.find(ref)->second];
-      if (dep.unit_definition && dep.changes()) return true;
+      if (dep.unit_definition && dep.changed_for_units()) return true;
     }
   }
   return false;
@@ -97,7 +97,7 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     for (const std::string& ref : *list) {
       size_t j = in.declaration->index.find(ref)->second;
-      if (steps[j].changes())
+      if (steps[j].changed_for_units())
         (list == &r.unit().restart_on ? restart_deps : reload_deps).push_back(j);
     }
   }

@@ -500,16 +500,16 @@ TEST_F(RollbackTest, AFileOlderThanTheRunAndAReloadedFileAreItsLastGood) {
 }
 
 // A file edited by hand while the daemon ran, then declared as it now is:
-// nothing is written or restarted, and the daemon never read it. Its
-// applied_at is the host's last write (before the run began): the last
-// good is judged by when the file last changed on disk.
-TEST_F(RollbackTest, AFileEditedByHandAndThenDeclaredIsNotMadeItsLastGood) {
+// nothing is written, but the daemon never read it. It is restarted onto
+// it (the file counts as changed), and only then is it its last good.
+TEST_F(RollbackTest, AFileEditedByHandAndThenDeclaredIsRestartedOntoFirst) {
   ASSERT_EQ(Run(Jail(kGood, 14)).result, ApplyResult::kOk);
   services_.RanSince("jaild.service", 1h);
   testing::WriteText(Root("/etc/jail.conf"), kFixed);
   ApplyReport declared = Run(Jail(kFixed, 15));
-  ASSERT_EQ(Of(declared, "jaild").outcome, core::Outcome::kUnchanged);
-  EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 14u);
+  EXPECT_EQ(Of(declared, "jail.conf").outcome, core::Outcome::kUpdated);
+  ASSERT_EQ(Of(declared, "jaild").outcome, core::Outcome::kRestarted);
+  EXPECT_EQ(core::ParseLastGood(*store_.last_good)->units.at("jaild").generation, 15u);
 }
 
 // Leaving out what does not fit never forgets a hold while another unit's

@@ -66,6 +66,31 @@ TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
   EXPECT_EQ(r.outcomes[1].restart_reason_name(), "restart_on");
 }
 
+// The next config put in place by hand (no restart), then declared: the
+// file is as declared, so nothing is written, but the daemon runs on the
+// one it read at its start. Before, both read `unchanged` and the record
+// took the new digest: the daemon stayed on the old config for good, the
+// machine reported right. Now the file counts as changed for what runs on
+// it. A record of another want version, a credential under a new key and
+// an apply cut short are not this (their own tests).
+TEST_F(UnitsTest, AConfigPutInPlaceByHandThenDeclaredRestartsItsUnit) {
+  services_.AddUnit("jail.service", {});
+  json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
+  ASSERT_EQ(Run(Decl({Conf("R"), svc})).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("jail.service");
+  testing::WriteText(Root("/etc/jail.conf"), "S");
+  ApplyReport r = Run(Decl({Conf("S"), svc}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted"));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "updated jail.conf (file): already as declared on the machine (not written by the "
+            "host): adopted");
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("restart_on jail.conf changed"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+  EXPECT_THAT(Outcomes(Run(Decl({Conf("S"), svc}, 2))), ElementsAre("unchanged", "unchanged"))
+      << "once restarted onto it, nothing more";
+}
+
 // Issue 40 (1): beside a failed verdict, what the failed run itself logged
 // (its complaint, which Result=exit-code does not say), the last lines
 // only; none logged and an unreadable journal are said, never silent. A
