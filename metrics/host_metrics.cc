@@ -188,6 +188,9 @@ void HostMetrics::ObserveApply(const core::ApplyReport& report) {
     if (report.recorded.has_value() && !applied_shown_) ObserveRecorded(*report.recorded);
     return;
   }
+  // What it would have done is no change, no restart, no generation
+  // applied: counted, the churn alert would fire for restarts never made.
+  if (report.changed_nothing) return;
   applied_shown_ = true;
   generation_->Set(static_cast<double>(report.generation));
 

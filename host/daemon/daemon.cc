@@ -142,8 +142,10 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
     for (const std::string& r : report.refusals) closing.emplace_back(Priority::kErr, "  " + r);
   } else {
     if (!report.error.empty()) closing.emplace_back(Priority::kErr, report.error);
+    // An apply that became a plan changed nothing, whatever it would have.
     summary = "generation " + std::to_string(report.generation) + ": " +
-              std::to_string(report.outcomes.size()) + " resource(s), " + std::to_string(changed) +
+              std::to_string(report.outcomes.size()) + " resource(s), " +
+              (report.changed_nothing ? std::string("nothing") : std::to_string(changed)) +
               " changed, " + std::to_string(failed) + " failed (" + why + ", " +
               core::FormatSeconds(report.duration) + ")";
     closing.emplace_back(

@@ -251,6 +251,7 @@ void ApplyRun::Apply(Declaration decl) {
     s.dry_run = true;
     s.plan = make_plan();
   }
+  report_.changed_nothing = s.dry_run && !options_.dry_run;
   if (options_.dry_run && options_.diff) {
     report_.diffs = Diffs({.declaration = &s.decl,
                            .record = record_.get(),

@@ -26,7 +26,7 @@ static_assert(OutcomesInEnumOrder());
 void StatusBoard::PublishApply(core::ApplyReport report) {
   std::lock_guard<std::mutex> lock(mu_);
   auto next = std::make_shared<Snapshot>();
-  if (report.result == core::ApplyResult::kRefused) {
+  if (report.result == core::ApplyResult::kRefused || report.changed_nothing) {
     // The last applied state stays in force, and so does its picture.
     *next = *current_;
   } else {
@@ -49,6 +49,14 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
       // declaration): the recorded truth, beside the refusal.
       ShowRecorded(*next, std::move(*report.recorded));
     }
+    current_ = std::move(next);
+    return;
+  }
+  if (report.changed_nothing) {
+    // Nothing it says it would have done was done: the picture stays, and
+    // the apply's failure is said beside it.
+    for (core::Outcome o : core::kAllOutcomes) next->counts[std::string(core::OutcomeName(o))] = 0;
+    next->apply_error = report.error;
     current_ = std::move(next);
     return;
   }

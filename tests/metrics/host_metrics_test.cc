@@ -111,6 +111,32 @@ double ValueOf(const std::string& text, const std::string& series) {
 // board whose clock ran ahead): the timestamps move with it, so that
 // time() - last success stays what really passed, and
 // MeshHostReconcileStale is not held off for a year.
+// An apply that became a plan (its intent could not be saved) said what it
+// would have done: "restarted" four times over four SIGHUPs counted four
+// restarts, the churn of a unit never touched, and set the generation it
+// never applied. It counts as a failed reconcile, and nothing more.
+TEST(HostMetricsTest, AnApplyThatChangedNothingCountsNoChange) {
+  HostMetrics m("1.2.3");
+  auto restarted = Out("web", "service", core::Outcome::kRestarted, "web.service");
+  restarted.host_acted = true;
+  restarted.mutable_declared().restart_reason = core::RestartReason::kRestartOn;
+  m.ObserveApply(Report({Out("web.conf", "file", core::Outcome::kUnchanged), restarted}));
+  std::string before = m.Serialize();
+  core::ApplyReport would = Report({Out("web.conf", "file", core::Outcome::kUpdated), restarted},
+                                   core::ApplyResult::kFailed, "decl-2");
+  would.generation = 44;
+  would.changed_nothing = true;
+  would.error = "intent not saved: No space left on device; nothing was changed";
+  for (int i = 0; i < 4; ++i) m.ObserveApply(would);
+  std::string text = m.Serialize();
+  EXPECT_THAT(text, HasSubstr("mesh_host_reconciles_total{result=\"failed\"} 4"));
+  EXPECT_THAT(text, HasSubstr("mesh_host_declaration_generation 42"));
+  EXPECT_THAT(text,
+              HasSubstr("mesh_host_resource_changes_total{kind=\"service\",outcome=\"restarted\","
+                        "resource=\"web\"} 1"));
+  EXPECT_THAT(text, Not(HasSubstr("outcome=\"updated\",resource=\"web.conf\"} 1")));
+}
+
 TEST(HostMetricsTest, TimestampsFollowAWallClockStepped) {
   fakes::FakeClock clock;
   HostMetrics metrics("v");

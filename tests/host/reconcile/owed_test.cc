@@ -394,10 +394,12 @@ TEST_F(OwedTest, ADropInAddedByAKilledApplyIsTheHostsToRemove) {
   ApplyReport unsaved = Apply(Versioned("a", ++generation));
   store_.fail_intent_saves = false;
   EXPECT_THAT(unsaved.error, HasSubstr("intent not saved"));
+  EXPECT_TRUE(unsaved.changed_nothing) << "its outcomes are what it would have done";
   EXPECT_TRUE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")))
       << "an apply that could not write down what it owes changed the machine";
   ApplyReport removed = Apply(Versioned("a", generation));
   EXPECT_EQ(removed.result, ApplyResult::kOk) << removed.error;
+  EXPECT_FALSE(removed.changed_nothing);
   EXPECT_FALSE(testing::Exists(dir_.Sub("units/web.service.d/10-env.conf")));
   EXPECT_EQ(loaded_["web.service"], OnDisk("web.service"));
   EXPECT_THAT(

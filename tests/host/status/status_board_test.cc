@@ -100,6 +100,30 @@ TEST(StatusBoardTest, TheApplysOwnFailureIsNotHealthy) {
   EXPECT_TRUE(Judge(*board.Get()).healthy) << "the next good apply clears it";
 }
 
+// An apply that became a plan (its intent not saved) showed its "would
+// write" and "would restart" as the machine's outcomes, at the generation it
+// never applied. The last applied picture stays, the failure beside it.
+TEST(StatusBoardTest, AnApplyThatChangedNothingLeavesThePictureAsItWas) {
+  StatusBoard board;
+  board.PublishApply(Report());
+  auto would = Report();
+  would.generation = 8;
+  would.result = core::ApplyResult::kFailed;
+  would.changed_nothing = true;
+  would.error = "intent not saved: No space left on device; nothing was changed";
+  would.outcomes[0].outcome = core::Outcome::kUpdated;
+  would.outcomes[0].detail = "would write secret, mode 0400";
+  board.PublishApply(would);
+  nlohmann::json j = ToJson(*board.Get());
+  EXPECT_EQ(j["generation"], 7);
+  EXPECT_EQ(j["resources"][0]["outcome"], "created");
+  EXPECT_EQ(j["resources"][0]["detail"], "wrote secret, mode 0400");
+  EXPECT_EQ(j["last_reconcile"]["result"], "failed");
+  EXPECT_EQ(j["last_reconcile"]["error"], would.error);
+  EXPECT_EQ(j["last_reconcile"]["counts"]["updated"], 0);
+  EXPECT_FALSE(Judge(*board.Get()).healthy);
+}
+
 // Issue 15: an apply frozen in one call kept /healthz at 200 for ever.
 TEST(StatusBoardTest, AStuckApplyIsNotHealthy) {
   StatusBoard board;
