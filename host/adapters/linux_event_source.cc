@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 
@@ -56,7 +57,8 @@ core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
   if (!signals.valid()) return core::Fail(std::string("signalfd: ") + std::strerror(errno));
   auto [dir, name] = SplitPath(declaration);
   UniqueFd watch(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
-  bool watched = watch.valid() && inotify_add_watch(watch.get(), dir.c_str(), kWatchMask) >= 0;
+  int dir_wd = watch.valid() ? inotify_add_watch(watch.get(), dir.c_str(), kWatchMask) : -1;
+  bool watched = dir_wd >= 0;
   if (!watched) {
     // A directory that is not there yet (made by whoever pushes the first
     // declaration) is watched once it is: Rewatch tries at every wait.
@@ -67,7 +69,9 @@ core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
   auto source = std::unique_ptr<LinuxEventSource>(
       new LinuxEventSource(std::move(signals), std::move(watch), std::move(dir), std::move(name)));
   source->watched_ = watched;
+  source->dir_wd_ = dir_wd;
   source->seen_ = source->Look();
+  source->WatchTarget();
   return source;
 }
 
@@ -105,13 +109,27 @@ void LinuxEventSource::ReadWatch() {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       // The signature is read with the declaration (--verify-key). Events
       // lost to an overflow may have been the declaration's.
-      bool ours = (ev->mask & IN_Q_OVERFLOW) != 0 ||
-                  (ev->len > 0 && (name_ == ev->name || name_ + ".minisig" == ev->name));
+      bool in_target = target_wd_ >= 0 && ev->wd == target_wd_;
+      // A target's directory watched before the link moved: its last
+      // events (IN_IGNORED) say nothing of the declaration.
+      if (!in_target && ev->wd != dir_wd_ && (ev->mask & IN_Q_OVERFLOW) == 0) {
+        p += sizeof(inotify_event) + ev->len;
+        continue;
+      }
+      bool ours =
+          (ev->mask & IN_Q_OVERFLOW) != 0 ||
+          (!in_target && ev->len > 0 && (name_ == ev->name || name_ + ".minisig" == ev->name));
       changed |= ours;
-      other |= !ours && ev->len > 0;
+      // In the target's directory, whatever moved is looked at: Look()
+      // says whether it was what the link leads to.
+      other |= !ours && (ev->len > 0 || in_target);
+      if (in_target && (ev->mask & IN_IGNORED) != 0) {
+        target_wd_ = -1;
+        target_dir_.clear();
+      }
       // The directory itself went (removed, replaced, unmounted): the
       // watch is gone with it and is made again (Rewatch).
-      watched_ &= (ev->mask & IN_IGNORED) == 0;
+      if (ev->wd == dir_wd_) watched_ &= (ev->mask & IN_IGNORED) == 0;
       p += sizeof(inotify_event) + ev->len;
     }
   }
@@ -122,14 +140,36 @@ void LinuxEventSource::ReadWatch() {
     Identity now = Look();
     changed |= now != seen_;
     seen_ = now;
+    WatchTarget();
   }
   // A burst read at once is one change; the schedule debounces the rest.
   if (changed) ready_.push_back({ports::Event::Kind::kDeclarationChanged, ""});
 }
 
+void LinuxEventSource::WatchTarget() {
+  if (!watch_.valid()) return;
+  char* real = ::realpath((dir_ + "/" + name_).c_str(), nullptr);
+  char* real_dir = ::realpath(dir_.c_str(), nullptr);
+  std::string target = real != nullptr ? SplitPath(real).first : "";
+  std::string own = real_dir != nullptr ? real_dir : "";
+  ::free(real);
+  ::free(real_dir);
+  if (target == own) target.clear();  // no link out of its own directory
+  if (target == target_dir_) return;
+  if (target_wd_ >= 0) (void)inotify_rm_watch(watch_.get(), target_wd_);  // may be gone already
+  target_wd_ = -1;
+  target_dir_.clear();
+  if (target.empty()) return;
+  int wd = inotify_add_watch(watch_.get(), target.c_str(), kWatchMask);
+  if (wd < 0) return;  // seen at the next interval or SIGHUP, as before
+  target_wd_ = wd;
+  target_dir_ = std::move(target);
+}
+
 void LinuxEventSource::Rewatch() {
   if (watched_ || !watch_.valid()) return;
-  if (inotify_add_watch(watch_.get(), dir_.c_str(), kWatchMask) >= 0) {
+  if (int wd = inotify_add_watch(watch_.get(), dir_.c_str(), kWatchMask); wd >= 0) {
+    dir_wd_ = wd;
     watched_ = true;
     seen_ = Look();
     // What happened while nothing watched may have been a change.

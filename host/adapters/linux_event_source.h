@@ -42,6 +42,11 @@ class LinuxEventSource : public ports::EventSource {
   void ReadWatch();
   // The watch again, when its directory went away and is back.
   void Rewatch();
+  // When the declaration is a link into another directory (a release
+  // directory beside the one it is named in), that directory is watched
+  // too: a file renamed over there, or written in place, moves nothing in
+  // the declaration's own. Followed as the link is pointed elsewhere.
+  void WatchTarget();
   // What one wait read, as what the daemon must act on (see .cc).
   void Collapse();
 
@@ -65,6 +70,9 @@ class LinuxEventSource : public ports::EventSource {
   Identity seen_;
   std::string dir_;
   std::string name_;
+  int dir_wd_ = -1;         // the watch of the declaration's own directory
+  int target_wd_ = -1;      // the target's directory's watch, when another's
+  std::string target_dir_;  // that directory, as realpath names it
   std::deque<ports::Event> ready_;
 };
 

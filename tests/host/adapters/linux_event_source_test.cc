@@ -108,6 +108,30 @@ TEST_F(LinuxEventSourceTest, ADeclarationSwappedThroughALinkIsAChange) {
   EXPECT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kTimeout);
 }
 
+// A declaration that is a link into another directory (a release
+// directory): a new file renamed over its target there, or the target
+// written in place, changes nothing in the declaration's own directory.
+// Before, neither was seen until the next interval or SIGHUP.
+TEST_F(LinuxEventSourceTest, ALinkIntoAnotherDirectoryIsFollowed) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir_.Sub("rel"));
+  testing::WriteText(dir_.Sub("rel/cur.json"), "{\"v\": 1}");
+  fs::create_symlink(dir_.Sub("rel/cur.json"), dir_.Sub("etc/declaration.json"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout);
+  testing::WriteText(dir_.Sub("rel/.next"), "{\"v\": 2}");
+  fs::rename(dir_.Sub("rel/.next"), dir_.Sub("rel/cur.json"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged)
+      << "renamed over in the target's directory";
+  EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout);
+  testing::WriteText(dir_.Sub("rel/cur.json"), "{\"v\": 3, \"longer\": true}");
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged)
+      << "written in place";
+  testing::WriteText(dir_.Sub("rel/notes.txt"), "x");
+  EXPECT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kTimeout)
+      << "another file there is not the declaration";
+}
+
 // The declaration's directory made after the daemon started (by whoever
 // pushes the first declaration): watched from when it is there.
 TEST(LinuxEventSourceLateTest, ADirectoryMadeAfterTheStartIsWatchedOnceItIs) {
