@@ -258,7 +258,9 @@ class BoundedServer::Queue : public httplib::TaskQueue {
     return c;
   }
 
-  std::unique_ptr<Connection> TakeLocked(Lane lane) {
+  // `from_slow`: it came out of the slow lane's queue (a login to hash).
+  std::unique_ptr<Connection> TakeLocked(Lane lane, bool& from_slow) {
+    from_slow = false;
     auto front = [](std::deque<std::unique_ptr<Connection>>& lane_queue) {
       std::unique_ptr<Connection> c = std::move(lane_queue.front());
       lane_queue.pop_front();
@@ -281,6 +283,7 @@ class BoundedServer::Queue : public httplib::TaskQueue {
       } else {
         turns_.push_back(std::move(peer));
       }
+      from_slow = true;
       return c;
     }
     return front(fast_);
@@ -290,6 +293,7 @@ class BoundedServer::Queue : public httplib::TaskQueue {
     on_slow_worker = lane == Lane::kSlow;
     for (;;) {
       std::unique_ptr<Connection> c;
+      bool from_slow = false;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] {
@@ -297,12 +301,12 @@ class BoundedServer::Queue : public httplib::TaskQueue {
                  (lane == Lane::kSlow && !turns_.empty());
         });
         if (stopping_) return;
-        c = TakeLocked(lane);
+        c = TakeLocked(lane, from_slow);
       }
       if (c == nullptr) continue;
       // A client that gave up while its login waited for the hash is not
       // hashed for: that is a core's seconds for no one.
-      if (lane == Lane::kSlow && PeerGone(c->sock)) continue;
+      if (from_slow && PeerGone(c->sock)) continue;
       c = server_.Serve(std::move(c));
       if (c != nullptr) gatherer_.Hold(std::move(c));
     }

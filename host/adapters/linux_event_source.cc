@@ -149,8 +149,11 @@ void LinuxEventSource::ReadWatch() {
 void LinuxEventSource::WatchTarget() {
   if (!watch_.valid()) return;
   char* real = ::realpath((dir_ + "/" + name_).c_str(), nullptr);
+  // Missing for a moment (replaced by unlink and create): the watch stays,
+  // or the file made again would go unseen.
+  if (real == nullptr) return;
   char* real_dir = ::realpath(dir_.c_str(), nullptr);
-  std::string target = real != nullptr ? SplitPath(real).first : "";
+  std::string target = SplitPath(real).first;
   std::string own = real_dir != nullptr ? real_dir : "";
   ::free(real);
   ::free(real_dir);

@@ -56,9 +56,9 @@ struct ApplyReport {
   std::chrono::system_clock::time_point finished_at;
   std::chrono::nanoseconds duration{0};
   bool daemon_reloaded = false;
-  // The apply became a plan (its intent could not be saved, or the state
-  // directory not read): its outcomes say what it would have done, none of
-  // which was done. Neither counted nor shown as the machine's state.
+  // The apply became a plan (its intent could not be saved): its outcomes
+  // say what it would have done, none of which was done. Neither counted
+  // nor shown as the machine's state.
   bool changed_nothing = false;
   // A removal waits for its unit to stop: its files go at the first apply
   // that finds it stopped (a daemon applies again soon, not an interval on).

@@ -84,15 +84,17 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
     step.detail = as_declared;
   } else if (seen.found == Found::kAsDeclared && old != nullptr && !recorded &&
              in.record != nullptr && in.record->want_version == core::Record::kWantVersion &&
-             r.kind != core::Kind::kCredential && (in.owed == nullptr || !in.owed->applying)) {
-    // The declaration changed and the machine holds it already (someone put
-    // it there): nothing to write, but what runs on it read the old one.
-    // Not when digests differ without a change: another want version, a
-    // credential's new key; nor after an apply cut short, which may have
-    // written it itself and owes (rule 7) what runs on it.
+             r.kind == core::Kind::kFile && (in.owed == nullptr || !in.owed->applying)) {
+    // The declaration changed and the machine holds it already: nothing to
+    // write, but a unit that runs on it may have read the old one
+    // (plan_units.cc restarts one whose run began before the file last
+    // changed). A file only: a credential's digest moves with a new key, a
+    // bundle's with a tarball rebuilt of the same tree; nor with a record
+    // of another want version, or after an apply cut short, whose intent
+    // keeps what it left undone pending.
     step.outcome = Outcome::kUpdated;
     step.adopted_change = true;
-    step.detail = "already as declared on the machine (not written by the host): adopted";
+    step.detail = "already as declared on the machine: adopted";
     entry.applied_at = in.now;
   } else if (seen.found == Found::kAsDeclared) {
     if (!recorded) entry.applied_at = old != nullptr ? old->applied_at : in.now;

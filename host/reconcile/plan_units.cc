@@ -37,6 +37,24 @@ bool Runs(const core::UnitStatus& s) { return s.Running() && !core::AwaitingAuto
 // declared as files) and change in this apply. An instance systemd loads
 // from a unit file of its own (foo@c.service) reads its template's drop-ins,
 // never the template's file: that file is not part of its definition.
+// Whether resource j's change reaches the unit of resource i: written by
+// this apply, or found already as declared (Step::adopted_change) while the
+// unit's run began before that file last changed (its ctime), so that it
+// read the old content. A run begun since (restarted by hand, or by an
+// apply cut short after its write) read this one: not restarted again.
+bool ChangeReaches(const PlanInputs& in, const std::vector<Step>& steps, size_t i, size_t j) {
+  if (steps[j].changes()) return true;
+  if (!steps[j].adopted_change) return false;
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
+  if (status == nullptr || !status->has_value() || (*status)->started_realtime.count() <= 0) {
+    return true;  // not known to have read it
+  }
+  auto stamp = j < in.seen->files.size() ? core::ParseFingerprint(in.seen->files[j].fingerprint)
+                                         : std::nullopt;
+  return !stamp.has_value() ||
+         std::chrono::nanoseconds(stamp->ctime_ns) > (*status)->started_realtime;
+}
+
 std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                               const std::vector<Step>& steps) {
   const core::Result<core::UnitStatus>* status =
@@ -47,7 +65,8 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                   !(*status)->need_daemon_reload;  // that file may be gone since
   std::vector<size_t> out;
   for (size_t j = 0; j < steps.size(); ++j) {
-    if (steps[j].unit_definition && steps[j].changed_for_units() &&
+    if (steps[j].unit_definition &&
+        ChangeReaches(in, steps, in.declaration->index.find(r.id)->second, j) &&
         ReadAsDefinitionOf(steps[j].defines, in.declaration->resources[j].path, r.unit().name,
                            own_file)) {
       out.push_back(j);
@@ -97,7 +116,7 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     for (const std::string& ref : *list) {
       size_t j = in.declaration->index.find(ref)->second;
-      if (steps[j].changed_for_units())
+      if (ChangeReaches(in, steps, i, j))
         (list == &r.unit().restart_on ? restart_deps : reload_deps).push_back(j);
     }
   }

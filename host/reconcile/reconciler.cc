@@ -250,8 +250,10 @@ void ApplyRun::Apply(Declaration decl) {
   if (!s.dry_run && !SaveIntent(s.plan)) {
     s.dry_run = true;
     s.plan = make_plan();
+    // A state directory that cannot be read keeps showing what it would do
+    // (with each unit's live state): there is no picture to keep instead.
+    report_.changed_nothing = true;
   }
-  report_.changed_nothing = s.dry_run && !options_.dry_run;
   if (options_.dry_run && options_.diff) {
     report_.diffs = Diffs({.declaration = &s.decl,
                            .record = record_.get(),

@@ -122,6 +122,23 @@ TEST_F(BoundedServerTest, ASlowRequestWhoseClientLeftIsNotServed) {
   EXPECT_EQ(served.load(), 2) << "the four that left were served too";
 }
 
+// Only a login taken from the slow queue is dropped for a peer gone: a
+// fast request the slow worker takes (no login queued) from a client that
+// half-closes after sending (nc -N) is answered, as it was.
+TEST_F(BoundedServerTest, AFastRequestOnTheSlowWorkerIsAnsweredToAHalfClosedClient) {
+  ConnectionLimits limits;
+  limits.workers = 1;
+  limits.slow_workers = 1;
+  limits.brief_workers = 0;
+  Start(limits, [](BoundedServer& s) {
+    s.SetSlow([](std::string_view head) { return head.find("/slow") != std::string_view::npos; });
+  });
+  int c = Connect();
+  Send(c, "GET /healthz HTTP/1.0\r\n\r\n");
+  ::shutdown(c, SHUT_WR);
+  EXPECT_NE(Read(c, milliseconds(2000)).find("200 OK"), std::string::npos);
+}
+
 // The room a new connection needs is taken from one that has said
 // nothing, never from one partway through its head.
 TEST_F(BoundedServerTest, ASilentConnectionGivesWayNotOneMidHead) {

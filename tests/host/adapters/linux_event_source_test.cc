@@ -130,6 +130,13 @@ TEST_F(LinuxEventSourceTest, ALinkIntoAnotherDirectoryIsFollowed) {
   testing::WriteText(dir_.Sub("rel/notes.txt"), "x");
   EXPECT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kTimeout)
       << "another file there is not the declaration";
+  // Replaced by unlink and create (install, cp --remove-destination): the
+  // file made again is seen, though the link led nowhere for a moment.
+  fs::remove(dir_.Sub("rel/cur.json"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  testing::WriteText(dir_.Sub("rel/cur.json"), "{\"v\": 4}");
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged)
+      << "made again after a moment missing";
 }
 
 // The declaration's directory made after the daemon started (by whoever

@@ -83,12 +83,33 @@ TEST_F(UnitsTest, AConfigPutInPlaceByHandThenDeclaredRestartsItsUnit) {
   EXPECT_EQ(r.result, ApplyResult::kOk);
   EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted"));
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
-            "updated jail.conf (file): already as declared on the machine (not written by the "
-            "host): adopted");
+            "updated jail.conf (file): already as declared on the machine: adopted");
   EXPECT_THAT(r.outcomes[1].detail, HasSubstr("restart_on jail.conf changed"));
   EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
   EXPECT_THAT(Outcomes(Run(Decl({Conf("S"), svc}, 2))), ElementsAre("unchanged", "unchanged"))
       << "once restarted onto it, nothing more";
+
+  // Put in place and restarted by hand before it was declared: the run
+  // read it, and is not restarted again.
+  testing::WriteText(Root("/etc/jail.conf"), "T");
+  services_.RestartedByOther("jail.service");
+  starts = services_.StartsOf("jail.service");
+  EXPECT_THAT(Outcomes(Run(Decl({Conf("T"), svc}, 3))), ElementsAre("updated", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts);
+
+  // The host's own write and restart, its record not saved (a kill or a
+  // full disk between the intent and the record): the next apply finds the
+  // file as declared, the run begun after it. Not restarted a second time,
+  // nor at every apply while the record cannot be saved.
+  store_.fail_saves = true;
+  ApplyReport unsaved = Run(Decl({Conf("U"), svc}, 4));
+  ASSERT_THAT(Outcomes(unsaved), ElementsAre("updated", "restarted"));
+  starts = services_.StartsOf("jail.service");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(Outcomes(Run(Decl({Conf("U"), svc}, 4))), ElementsAre("updated", "unchanged"));
+  }
+  store_.fail_saves = false;
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts);
 }
 
 // Issue 40 (1): beside a failed verdict, what the failed run itself logged
