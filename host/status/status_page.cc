@@ -27,6 +27,7 @@ constexpr std::string_view kStyle =
     "tr.failing .badge{color:#cf222e}nav{margin:8px 0}footer{padding:8px 20px;color:#57606a}";
 
 constexpr size_t kWordsLimit = 600;
+constexpr size_t kJournalLimit = 240;
 constexpr size_t kWrongLines = 20;
 
 void Append(std::string& out, std::string_view a) { out.append(a); }
@@ -75,8 +76,24 @@ void Row(std::string& out, const core::ResourceOutcome& r) {
   } else {
     Append(out, "</td><td>");
   }
-  Append(out, "</td><td class=\"words\">", HtmlText(r.detail, kWordsLimit), "</td><td>",
-         HtmlText(r.applied_at), "</td></tr>\n");
+  Append(out, "</td><td class=\"words\">", HtmlText(r.detail, kWordsLimit));
+  // Beside a failed unit, what its run logged last: most often the daemon's
+  // own reason. One line (its earlier ones are on /status): a page of 200
+  // failing units stays within its bound.
+  if (r.unit.has_value()) {
+    if (!r.unit->journal.empty()) {
+      Append(out, "<br><code>journal: ", HtmlText(r.unit->journal.back(), kJournalLimit),
+             "</code>");
+      if (r.unit->journal.size() > 1) {
+        Append(out, " (", std::to_string(r.unit->journal.size() - 1),
+               " earlier line(s): <a href=\"/status\">/status</a>)");
+      }
+    }
+    if (!r.unit->journal_note.empty()) {
+      Append(out, "<br><code>journal: ", HtmlText(r.unit->journal_note, kWordsLimit), "</code>");
+    }
+  }
+  Append(out, "</td><td>", HtmlText(r.applied_at), "</td></tr>\n");
 }
 
 void Wrong(std::string& out, const Health& health) {

@@ -111,6 +111,24 @@ TEST(StatusPageTest, TheFailingUnitIsNamedAtTheTopAndListedFirst) {
   EXPECT_TRUE(Has(html, "Resources: 6, 1 failing"));
 }
 
+// Beside a failed unit, what its run logged, as /status and `mesh-host
+// status` show it: the page left the daemon's own reason out.
+TEST(StatusPageTest, AFailedUnitsJournalLinesAreShown) {
+  core::ResourceOutcome jail =
+      Service("jail", "jaild.service", false, "jaild.service failed (Result=exit-code)");
+  jail.unit->journal = {"jaild: starting",
+                        "jaild: /etc/jail.conf line 3: unknown option <bantime2>"};
+  core::ResourceOutcome mute = Service("mute", "mute.service", false, "mute.service failed");
+  mute.unit->journal_note = "(the journal holds no line of this run)";
+  std::string html = Render(Picture({jail, mute}));
+  EXPECT_TRUE(
+      Has(html, "<code>journal: jaild: /etc/jail.conf line 3: unknown option &lt;bantime2&gt;"))
+      << "escaped, as every outside text";
+  EXPECT_TRUE(Has(html, "(1 earlier line(s): <a href=\"/status\">/status</a>)"));
+  EXPECT_FALSE(Has(html, "jaild: starting")) << "the last line only: the page stays bounded";
+  EXPECT_TRUE(Has(html, "<code>journal: (the journal holds no line of this run)</code>"));
+}
+
 // A unit declared running and found down by the watch fails /healthz
 // whatever its apply said: the page holds it to the same rule.
 TEST(StatusPageTest, AUnitDownSinceItsApplyIsFailingToo) {
