@@ -41,8 +41,9 @@ struct UnitStatus {
   // StateChangeTimestampMonotonic); zero when unknown.
   std::chrono::nanoseconds in_state_for{0};
   // When its current run began (InactiveExitTimestamp: it left inactive or
-  // failed), since the epoch; zero when unknown or never started. A
-  // restart by systemd's Restart= does not move it.
+  // failed), since the epoch; zero when unknown or never started. Before
+  // systemd 254 a restart by its Restart= does not move it (the relaunch
+  // stays activating).
   std::chrono::microseconds started_realtime{0};
   // At its last start systemd found this condition false and skipped it
   // ("ConditionPathExists=/etc/x", from Conditions and ConditionResult);
@@ -151,6 +152,17 @@ inline bool StopReadsItsFile(const UnitStatus& s) {
   return s.exec_stop > 0 || s.exec_stop_post > 0 || s.timeout_stop_unbounded ||
          (s.timeout_stop.count() > 0 && s.timeout_stop != kDefaultStopTimeout) ||
          (!s.kill_mode.empty() && s.kill_mode != "control-group");
+}
+// Whether a run that began at `started_realtime` (UnitStatus's) began at or
+// after `changed_ns` (a file's ctime, ns since the epoch): then it read
+// what the file holds now. The
+// one rule for a file changed without a restart: whether the host
+// restarts the unit onto it (plan_units.cc), and whether it may be the
+// unit's last good (rollback.cc). Unknown start: not.
+inline bool RunBeganSince(std::chrono::microseconds started_realtime, int64_t changed_ns) {
+  return started_realtime.count() > 0 &&
+         changed_ns <=
+             std::chrono::duration_cast<std::chrono::nanoseconds>(started_realtime).count();
 }
 // The phase a stop of a running unit begins with: its ExecStop= commands,
 // or SIGTERM when it has none.

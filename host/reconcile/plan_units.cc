@@ -33,10 +33,6 @@ std::string WasDown(const core::UnitStatus& s, const RecordEntry* old) {
 // once without touching the daemon.
 bool Runs(const core::UnitStatus& s) { return s.Running() && !core::AwaitingAutoRestart(s); }
 
-// The declared files that define `r`'s unit (its unit file or a drop-in,
-// declared as files) and change in this apply. An instance systemd loads
-// from a unit file of its own (foo@c.service) reads its template's drop-ins,
-// never the template's file: that file is not part of its definition.
 // Whether resource j's change reaches the unit of resource i: written by
 // this apply, or found already as declared (Step::adopted_change) while the
 // unit's run began before that file last changed (its ctime), so that it
@@ -46,15 +42,17 @@ bool ChangeReaches(const PlanInputs& in, const std::vector<Step>& steps, size_t 
   if (steps[j].changes()) return true;
   if (!steps[j].adopted_change) return false;
   const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
-  if (status == nullptr || !status->has_value() || (*status)->started_realtime.count() <= 0) {
-    return true;  // not known to have read it
-  }
   auto stamp = j < in.seen->files.size() ? core::ParseFingerprint(in.seen->files[j].fingerprint)
                                          : std::nullopt;
-  return !stamp.has_value() ||
-         std::chrono::nanoseconds(stamp->ctime_ns) > (*status)->started_realtime;
+  // Not known to have read it: restarted.
+  return status == nullptr || !status->has_value() || !stamp.has_value() ||
+         !core::RunBeganSince((*status)->started_realtime, stamp->ctime_ns);
 }
 
+// The declared files that define `r`'s unit (its unit file or a drop-in,
+// declared as files) and change in this apply. An instance systemd loads
+// from a unit file of its own (foo@c.service) reads its template's drop-ins,
+// never the template's file: that file is not part of its definition.
 std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                               const std::vector<Step>& steps) {
   const core::Result<core::UnitStatus>* status =

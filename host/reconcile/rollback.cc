@@ -5,6 +5,7 @@
 #include <set>
 
 #include "host/core/printable.h"
+#include "host/core/unit_status.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -252,9 +253,7 @@ void KeepWhatOthersRunOn(const RollbackScope& scope, const core::LastGood& last_
 // changed on disk: a file changed while it ran (written while not in its
 // restart_on, edited by hand) was never read by it. Unknown: not.
 bool RanOnItsDefinition(const RollbackScope::Unit& u, const ResourceOutcome& o) {
-  if (!o.unit.has_value() || o.unit->started_realtime.count() <= 0) return false;
-  return u.read_changed_ns <=
-         std::chrono::duration_cast<std::chrono::nanoseconds>(o.unit->started_realtime).count();
+  return o.unit.has_value() && core::RunBeganSince(o.unit->started_realtime, u.read_changed_ns);
 }
 
 // The same resources, each at any want.
