@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <set>
 #include <tuple>
 #include <unordered_set>
@@ -30,6 +31,28 @@ Step Failed(Step step, std::string detail) {
   return step;
 }
 
+// Whether the record holds drop-in `name` with that fingerprint.
+bool WrittenAs(const std::map<std::string, std::string>& recorded, const std::string& name,
+               const std::string& fingerprint) {
+  auto it = recorded.find(name);
+  return it != recorded.end() && core::DropInFingerprint(it->second) == fingerprint;
+}
+
+// A part of a unit's definition found already as the changed declaration
+// says: said, and the entry applied now.
+void Adopted(Step& step, const std::string& what, const std::string& fingerprint,
+             const std::string& now) {
+  auto stamp = core::ParseFingerprint(fingerprint);
+  step.adopted_definitions.push_back(
+      {what, stamp.has_value() ? stamp->ctime_ns : std::numeric_limits<int64_t>::max()});
+  std::string words = what + " already as declared on the machine: adopted";
+  step.detail = step.detail.empty() || step.outcome == Outcome::kUnchanged
+                    ? words
+                    : step.detail + ", " + words;
+  if (step.outcome == Outcome::kUnchanged) step.outcome = Outcome::kUpdated;
+  step.entry->applied_at = now;
+}
+
 // A file or a credential found as recorded whose entry would be the
 // record's own, field for field (what PlanFiles would build for it): the hot
 // path of a full pass, where nothing is built (Step::keeps_old).
@@ -51,6 +74,15 @@ bool KeepsRecorded(const Resource& r, const RecordEntry* old, const std::string&
   return content && old->kind == core::KindName(r.kind) && old->position == position &&
          !old->unit_record.has_value() && w.fingerprint == seen.fingerprint &&
          w.file_count == seen.file_count && w.preexisting == seen.preexisting;
+}
+
+// Whether something found already as a changed declaration says (the
+// record held another want) counts as that change made, for what runs on it
+// to be restarted: not with a record of another want version, nor after an
+// apply cut short, whose intent keeps what it left undone pending.
+bool MayAdoptChange(const PlanInputs& in) {
+  return in.record != nullptr && in.record->want_version == core::Record::kWantVersion &&
+         (in.owed == nullptr || !in.owed->applying);
 }
 
 // A file, a credential or a tree: as recorded, adopted (the fingerprint
@@ -83,15 +115,12 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
   if (seen.found == Found::kAsRecorded) {
     step.detail = as_declared;
   } else if (seen.found == Found::kAsDeclared && old != nullptr && !recorded &&
-             in.record != nullptr && in.record->want_version == core::Record::kWantVersion &&
-             r.kind == core::Kind::kFile && (in.owed == nullptr || !in.owed->applying)) {
+             r.kind == core::Kind::kFile && MayAdoptChange(in)) {
     // The declaration changed and the machine holds it already: nothing to
     // write, but a unit that runs on it may have read the old one
     // (plan_units.cc restarts one whose run began before the file last
     // changed). A file only: a credential's digest moves with a new key, a
-    // bundle's with a tarball rebuilt of the same tree; nor with a record
-    // of another want version, or after an apply cut short, whose intent
-    // keeps what it left undone pending.
+    // bundle's with a tarball rebuilt of the same tree.
     step.outcome = Outcome::kUpdated;
     step.adopted_change = true;
     step.detail = "already as declared on the machine: adopted";
@@ -155,11 +184,19 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
     return;
   }
   entry.mutable_unit().file_preexisting = seen.preexisting;
+  const RecordEntry* old = step.old;
   if (seen.found != Found::kDiffers) {
     entry.mutable_unit().file_fingerprint = seen.fingerprint;
+    // The host's unit file, changed on the machine since it was written
+    // and now as a changed declaration says: the unit's run may predate it
+    // (plan_units.cc restarts one that does).
+    if (seen.found == Found::kAsDeclared && old != nullptr && old->digest != entry.digest &&
+        old->unit().name == r.unit().name && !old->unit().file_fingerprint.empty() &&
+        old->unit().file_fingerprint != seen.fingerprint && MayAdoptChange(in)) {
+      Adopted(step, "unit file " + r.unit().name, seen.fingerprint, in.now);
+    }
     return;
   }
-  const RecordEntry* old = step.old;
   bool recorded = old != nullptr && old->digest == entry.digest &&
                   old->unit().name == r.unit().name && !old->unit().file_fingerprint.empty();
   std::string wrote = DidOrWould(in.dry_run, "wrote", "write", "unit file " + r.unit().name);
@@ -198,6 +235,10 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
     std::string mark = d.preexisting ? "pre:" : "";
     if (d.found != Found::kDiffers) {
       entry.mutable_unit().drop_ins[name] = mark + d.fingerprint;
+      if (d.found == Found::kAsDeclared && ours && old->digest != entry.digest &&
+          !WrittenAs(old->unit().drop_ins, name, d.fingerprint) && MayAdoptChange(in)) {
+        Adopted(step, "drop-in " + r.unit().name + ".d/" + name, d.fingerprint, in.now);
+      }
       continue;
     }
     entry.mutable_unit().drop_ins[name] = mark;  // the write phase's fingerprint follows the mark

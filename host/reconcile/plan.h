@@ -162,6 +162,16 @@ struct Step {
   bool adopted_change = false;
   // What a unit that runs on it is asked for: a change written or found.
   bool changed_for_units() const { return changes() || adopted_change; }
+  // A service's or process's own unit file and drop-ins ("unit file
+  // x.service", "drop-in x.service.d/y.conf") the host wrote before, found
+  // changed since and as a changed declaration says: nothing is written,
+  // but the unit's run may predate them (plan_units.cc): what each is, and
+  // when it last changed (its ctime; INT64_MAX when not known).
+  struct AdoptedPart {
+    std::string what;
+    int64_t changed_ns = 0;
+  };
+  std::vector<AdoptedPart> adopted_definitions;
 };
 
 // What one declared unit is asked for.

@@ -49,6 +49,20 @@ bool ChangeReaches(const PlanInputs& in, const std::vector<Step>& steps, size_t 
          !core::RunBeganSince((*status)->started_realtime, stamp->ctime_ns);
 }
 
+// The first of the unit's own definition parts found already as declared
+// (Step::adopted_definitions) that changed after its run began, so that
+// the run read what was there before; null when none did.
+const Step::AdoptedPart* AdoptedSinceItsRun(const PlanInputs& in, size_t i, const Step& step) {
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
+  for (const Step::AdoptedPart& part : step.adopted_definitions) {
+    if (status == nullptr || !status->has_value() ||
+        !core::RunBeganSince((*status)->started_realtime, part.changed_ns)) {
+      return &part;
+    }
+  }
+  return nullptr;
+}
+
 // The declared files that define `r`'s unit (its unit file or a drop-in,
 // declared as files) and change in this apply. An instance systemd loads
 // from a unit file of its own (foo@c.service) reads its template's drop-ins,
@@ -134,6 +148,9 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
         : step.write_files                       ? "its files changed"
                                                  : "its drop-ins changed",
         {i});
+  } else if (const Step::AdoptedPart* part = AdoptedSinceItsRun(in, i, step)) {
+    ask(UnitAction::kRestart, core::RestartReason::kDeclared,
+        part->what + " found as declared, changed after its run began", {i});
   } else if (!defined_by.empty()) {
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         "unit definition " + in.declaration->resources[defined_by[0]].path + " changed",
@@ -283,7 +300,8 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   } else {
     u.status = **status;
     // systemd's own NeedDaemonReload is a cross-check on what the intent says.
-    u.daemon_reload |= u.status.need_daemon_reload && r.unit().text.has_value();
+    u.daemon_reload |= u.status.need_daemon_reload &&
+                       (r.unit().text.has_value() || !steps[i].adopted_definitions.empty());
     const RecordEntry* old = steps[i].old;
     u.up = r.unit().state == core::UnitState::kRunning &&
            core::UpAsRecorded(u.status, core::BaselineOfRecord(old));

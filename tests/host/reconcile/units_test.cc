@@ -112,6 +112,64 @@ TEST_F(UnitsTest, AConfigPutInPlaceByHandThenDeclaredRestartsItsUnit) {
   EXPECT_EQ(services_.StartsOf("jail.service"), starts);
 }
 
+// The unit's next unit_text put in place by hand and loaded (daemon-reload)
+// but the daemon not restarted, then declared: its unit file is as
+// declared and systemd has it loaded, yet the daemon runs on what it
+// started with. As for a file its restart_on names, the unit is restarted
+// when its run began before the unit file last changed; a run begun since
+// read it already.
+TEST_F(UnitsTest, AUnitTextPutInPlaceByHandThenDeclaredRestartsTheUnit) {
+  services_.AddUnit("jail.service", {});
+  auto svc = [](const std::string& exec) {
+    return Service("jail", {{"unit_text", "[Service]\nExecStart=" + exec + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({svc("/bin/v1")})).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("jail.service");
+  services_.RanSince("jail.service", 5s);
+  testing::WriteText(dir_.Sub("units") + "/jail.service", "[Service]\nExecStart=/bin/v2\n");
+  ASSERT_TRUE(services_.ReloadDaemon().has_value());
+  ApplyReport r = Run(Decl({svc("/bin/v2")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "restarted jail (service): unit file jail.service found as declared, changed after "
+            "its run began; jail.service active (running)");
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+  EXPECT_THAT(Outcomes(Run(Decl({svc("/bin/v2")}, 2))), ElementsAre("unchanged"));
+
+  // Restarted by hand onto it before it was declared: not again.
+  services_.RanSince("jail.service", 5s);
+  testing::WriteText(dir_.Sub("units") + "/jail.service", "[Service]\nExecStart=/bin/v3\n");
+  ASSERT_TRUE(services_.ReloadDaemon().has_value());
+  services_.RestartedByOther("jail.service");
+  starts = services_.StartsOf("jail.service");
+  r = Run(Decl({svc("/bin/v3")}, 3));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "updated jail (service): unit file jail.service already as declared on the machine: "
+            "adopted, jail.service active (running)");
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts);
+}
+
+// The same for a drop-in of the machine's own unit file: written by hand
+// and loaded before it was declared.
+TEST_F(UnitsTest, ADropInPutInPlaceByHandThenDeclaredRestartsTheUnit) {
+  services_.AddUnit("jail.service", {});
+  auto svc = [](const std::string& limit) {
+    return Service("jail", {{"drop_ins", {{"10-limit.conf", "[Service]\nLimitNOFILE=" + limit +
+                                                                "\n"}}}});
+  };
+  ASSERT_EQ(Run(Decl({svc("1024")})).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("jail.service");
+  services_.RanSince("jail.service", 5s);
+  testing::WriteText(dir_.Sub("units") + "/jail.service.d/10-limit.conf",
+                     "[Service]\nLimitNOFILE=4096\n");
+  ApplyReport r = Run(Decl({svc("4096")}, 2));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "restarted jail (service): drop-in jail.service.d/10-limit.conf found as declared, "
+            "changed after its run began; jail.service active (running)");
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+  EXPECT_THAT(Outcomes(Run(Decl({svc("4096")}, 2))), ElementsAre("unchanged"));
+}
+
 // Issue 40 (1): beside a failed verdict, what the failed run itself logged
 // (its complaint, which Result=exit-code does not say), the last lines
 // only; none logged and an unreadable journal are said, never silent. A
