@@ -260,6 +260,18 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
   return {true, StateWords(second.unit)};
 }
 
+std::optional<std::chrono::nanoseconds> PauseLeft(const Look& first, const Look& second,
+                                                  std::chrono::nanoseconds settle) {
+  if (!first.error.empty() || !second.error.empty()) return std::nullopt;
+  bool up_at_first = !first.job_pending && first.unit.active_state == "active";
+  const UnitStatus& now = second.unit;
+  if (up_at_first || now.active_state != "active" || now.type == "oneshot") return std::nullopt;
+  if (now.in_state_for <= std::chrono::nanoseconds(0) || now.in_state_for >= settle) {
+    return std::nullopt;
+  }
+  return settle - now.in_state_for;
+}
+
 std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& last) {
   if (!last.error.empty()) return std::nullopt;
   const UnitStatus& now = last.unit;

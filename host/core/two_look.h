@@ -109,6 +109,20 @@ struct Verdict {
 Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_result,
                       const Look& first, const Look& second, std::chrono::nanoseconds elapsed);
 
+// How much longer the pause runs for one unit before its second look
+// stands: a unit that came up after its first look (its job still ran
+// then, or it was not active yet) and at the second look has been active
+// for less than `settle`. A daemon that refuses its configuration dies some
+// hundred milliseconds after it says it is ready, not after the host's
+// first look: a Type=notify daemon ready 1.8 s into a 1 s settle would
+// otherwise be looked at 0.2 s after it came up (ADR 184). None when the
+// second look stands: the unit was active at its first look, is not active
+// now, is a oneshot, or how long it has been active is not known. Bounded
+// by one settle: the second look taken again then stands, whatever it
+// finds.
+std::optional<std::chrono::nanoseconds> PauseLeft(const Look& first, const Look& second,
+                                                  std::chrono::nanoseconds settle);
+
 // A unit the apply did not act on, declared running and running when the
 // plan looked (`before`), looked at (`last`) with the second looks at the
 // units it acted on: systemd restarts or stops a unit along with one it

@@ -180,6 +180,56 @@ class Bystanders {
   std::vector<std::string> names_;
 };
 
+// A unit's second look: what was read, and what became of its job
+// (`late_or_lost`: the jobs that ended since the first look, or why that
+// could not be known).
+void TakeSecondLook(Watch& w, core::Result<core::UnitStatus>& seen,
+                    const core::Result<std::map<std::string, std::string>>& late_or_lost) {
+  if (w.first.job_pending && late_or_lost && late_or_lost->contains(w.job)) {
+    w.job_result = late_or_lost->at(w.job);
+  }
+  w.second = {};
+  w.second.unit = seen ? std::move(*seen) : core::UnitStatus{};
+  if (!seen) {
+    w.second.error = seen.error().message;
+  } else if (!late_or_lost && w.first.job_pending) {
+    w.second.error = late_or_lost.error().message;
+  }
+  w.second.job_pending = w.first.job_pending && !(late_or_lost && late_or_lost->contains(w.job));
+  w.second.another_run = w.wait.AnotherRun(w.second.unit);
+}
+
+// The units that came up after their first look and have not been up for a
+// settle at their second (core::PauseLeft): one more pause, as long as the
+// longest of them needs, then their second look again, which stands.
+void LookAgainAtTheLate(ports::ServiceManager& sm, ports::Clock& clock, nanoseconds settle,
+                        const FirstLooks& firsts, std::vector<Watch>& watches,
+                        std::vector<nanoseconds>& elapsed) {
+  nanoseconds more{0};
+  std::vector<size_t> late;
+  for (size_t n = 0; n < watches.size(); ++n) {
+    if (auto left = core::PauseLeft(watches[n].first, watches[n].second, settle)) {
+      more = std::max(more, *left);
+      late.push_back(n);
+    }
+  }
+  if (late.empty()) return;
+  clock.SleepFor(more);
+  std::vector<std::string> names, pending;
+  for (size_t n : late) {
+    names.push_back(watches[n].name);
+    if (watches[n].first.job_pending) pending.push_back(watches[n].job);
+  }
+  core::Result<std::map<std::string, std::string>> ended =
+      pending.empty() ? std::map<std::string, std::string>{}
+                      : sm.WaitForJobs(pending, nanoseconds(0));
+  std::vector<core::Result<core::UnitStatus>> again = sm.ReadUnits(names);
+  for (size_t k = 0; k < late.size(); ++k) {
+    TakeSecondLook(watches[late[k]], again[k], ended);
+    elapsed[late[k]] = firsts.Since();
+  }
+}
+
 }  // namespace
 
 std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, const Plan& plan,
@@ -220,9 +270,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   core::Result<std::map<std::string, std::string>> late_or_lost =
       pending.empty() ? std::map<std::string, std::string>{}
                       : services->WaitForJobs(pending, nanoseconds(0));
-  std::map<std::string, std::string> late =
-      late_or_lost.value_or(std::map<std::string, std::string>{});
-  nanoseconds elapsed = firsts.Since();
+  nanoseconds at_second = firsts.Since();
   names.insert(names.end(), bystanders.names().begin(), bystanders.names().end());
   std::vector<core::Result<core::UnitStatus>> second = services->ReadUnits(names);
   bystanders.Judge(
@@ -231,19 +279,15 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
        std::make_move_iterator(second.end())},
       *services, clock, settle, progress, out);
   for (size_t n = 0; n < watches.size(); ++n) {
+    TakeSecondLook(watches[n], second[n], late_or_lost);
+  }
+  std::vector<nanoseconds> elapsed(watches.size(), at_second);
+  LookAgainAtTheLate(*services, clock, settle, firsts, watches, elapsed);
+  for (size_t n = 0; n < watches.size(); ++n) {
     Watch& w = watches[n];
-    if (w.first.job_pending && late.contains(w.job)) w.job_result = late[w.job];
-    w.second.unit = second[n] ? std::move(*second[n]) : core::UnitStatus{};
-    if (!second[n]) {
-      w.second.error = second[n].error().message;
-    } else if (!late_or_lost && w.first.job_pending) {
-      w.second.error = late_or_lost.error().message;
-    }
-    w.second.job_pending = w.first.job_pending && !late.contains(w.job);
-    w.second.another_run = w.wait.AnotherRun(w.second.unit);
     const UnitPlan& u = plan.units[w.unit];
     out[w.unit] = Confirmation{
-        core::JudgeTwoLooks(AskedOf(u, acts[w.unit]), w.job_result, w.first, w.second, elapsed),
+        core::JudgeTwoLooks(AskedOf(u, acts[w.unit]), w.job_result, w.first, w.second, elapsed[n]),
         w.second.unit, w.first.unit.invocation_id};
   }
   return out;

@@ -296,10 +296,16 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
       break;
     }
     case Behavior::kSlowStart:
-      if (since < u.script.delay)
+      if (since < u.script.delay) {
         set("activating", "start");
-      else
+      } else if (u.script.dies_after_ready > std::chrono::nanoseconds(0) &&
+                 since >= u.script.delay + u.script.dies_after_ready) {
+        set("failed", "failed");
+        s.result = "exit-code";
+      } else {
         set("active", "running");
+        s.in_state_for = since - u.script.delay;
+      }
       break;
     case Behavior::kNeverReady:
       if (since < u.script.delay) {

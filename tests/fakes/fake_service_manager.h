@@ -60,6 +60,9 @@ class FakeServiceManager : public ports::ServiceManager {
     // Its ExecStop= commands and KillMode= (empty: systemd's default).
     uint32_t exec_stop = 0;
     std::string kill_mode;
+    // kSlowStart: once ready, dies this long after (a Type=notify daemon
+    // that says ready, then refuses its config); zero: it stays up.
+    std::chrono::nanoseconds dies_after_ready{0};
   };
 
   struct Call {

@@ -47,6 +47,12 @@ apply notify "$(decl 1 "$(svc slow $'[Service]\nType=notify\nNotifyAccess=all\nE
 check "slow notify unit accepted" '[ $RC = 0 ] && grep -q "still starting" <<<"$OUT"'
 check "slow notify unit not waited for (< 4 s)" '[ $MS -lt 4000 ]'
 
+# 3b. Type=notify, ready 1.8 s into a 1 s settle, and refusing its config
+# 0.3 s after: the pause runs from when it came up, not from the first look.
+LATE=$'[Service]\nType=notify\nNotifyAccess=all\nExecStart=/bin/sh -c \'sleep 1.8; systemd-notify --ready; sleep 0.3; exit 1\'\n'
+apply lateready "$(decl 1 "$(svc lateready "$LATE")")"
+check "ready after its first look, then dead: failed" '[ $RC = 1 ] && grep -q "^failed lateready (service): lateready.service failed (Result=exit-code)" <<<"$OUT"'
+
 # 4. A oneshot that finished.
 apply oneshot "$(decl 1 "$(svc once $'[Service]\nType=oneshot\nExecStart=/bin/true\n')")"
 check "finished oneshot accepted" '[ $RC = 0 ] && grep -q "finished (Result=success)" <<<"$OUT"'

@@ -30,6 +30,33 @@ TEST(TwoLookTest, RunningAtBothLooksWithTheSameInvocationIsAccepted) {
 }
 
 // ADR 184: running at the first look, dead at the second.
+// The second look stands unless the unit came up after its first look and
+// has been active for less than a settle: then the pause runs on until it
+// has been up for one.
+TEST(TwoLookTest, APauseRunsFromWhenALateUnitCameUp) {
+  Look starting = L("activating", "start", "a", 0, /*pending=*/true);
+  Look up = L("active", "running");
+  up.unit.in_state_for = 200ms;
+  EXPECT_EQ(PauseLeft(starting, up, 1s), std::optional(800ms));
+  Look job_pending_but_active = L("active", "running", "a", 0, /*pending=*/true);
+  EXPECT_EQ(PauseLeft(job_pending_but_active, up, 1s), std::optional(800ms));
+
+  EXPECT_EQ(PauseLeft(L("active", "running"), up, 1s), std::nullopt) << "up at its first look";
+  Look long_up = up;
+  long_up.unit.in_state_for = 1s;
+  EXPECT_EQ(PauseLeft(starting, long_up, 1s), std::nullopt) << "up for a settle already";
+  Look unknown = up;
+  unknown.unit.in_state_for = 0s;
+  EXPECT_EQ(PauseLeft(starting, unknown, 1s), std::nullopt);
+  EXPECT_EQ(PauseLeft(starting, L("activating", "start"), 1s), std::nullopt) << "not up yet";
+  Look oneshot = L("active", "exited", "a", 0, false, "success", "oneshot");
+  oneshot.unit.in_state_for = 200ms;
+  EXPECT_EQ(PauseLeft(starting, oneshot, 1s), std::nullopt);
+  Look lost = up;
+  lost.error = "bus lost";
+  EXPECT_EQ(PauseLeft(starting, lost, 1s), std::nullopt);
+}
+
 TEST(TwoLookTest, DeadAtTheSecondLookFailsNamingTheState) {
   Verdict v = JudgeTwoLooks(UnitAction::kRestart, "done", L("active", "running"),
                             L("failed", "failed", "a", 0, false, "exit-code"), 1s);

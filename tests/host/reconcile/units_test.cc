@@ -154,8 +154,8 @@ TEST_F(UnitsTest, AUnitTextPutInPlaceByHandThenDeclaredRestartsTheUnit) {
 TEST_F(UnitsTest, ADropInPutInPlaceByHandThenDeclaredRestartsTheUnit) {
   services_.AddUnit("jail.service", {});
   auto svc = [](const std::string& limit) {
-    return Service("jail", {{"drop_ins", {{"10-limit.conf", "[Service]\nLimitNOFILE=" + limit +
-                                                                "\n"}}}});
+    return Service("jail",
+                   {{"drop_ins", {{"10-limit.conf", "[Service]\nLimitNOFILE=" + limit + "\n"}}}});
   };
   ASSERT_EQ(Run(Decl({svc("1024")})).result, ApplyResult::kOk);
   int starts = services_.StartsOf("jail.service");
@@ -539,6 +539,31 @@ TEST_F(UnitsTest, StillStartingIsAcceptedWithoutWaitingForIt) {
   EXPECT_THAT(Outcomes(r), ElementsAre("started"));
   EXPECT_THAT(r.outcomes[0].detail, HasSubstr("still starting"));
   EXPECT_EQ(clock_.elapsed(), 2s) << "one bounded job wait plus one pause, not 10 s";
+}
+
+// ADR 184's incident, with a daemon slow to say it is ready: a Type=notify
+// daemon ready 1.8 s after its start, into a 1 s settle, that refuses its
+// config 300 ms after. The first look (1 s, still activating) and the
+// pause put the second look 0.2 s after it came up, and it read active:
+// the apply said restarted, exit 0, and every later apply started it again
+// as was failed. The second look now comes a settle after it came up.
+TEST_F(UnitsTest, ADaemonReadyAfterItsFirstLookIsLookedAtASettleAfter) {
+  fakes::FakeServiceManager::UnitScript refuses{Behavior::kSlowStart, 1800ms};
+  refuses.dies_after_ready = 300ms;
+  services_.AddUnit("late.service", refuses);
+  ApplyReport r = Run(Decl({Service("late")}));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed late (service): late.service failed (Result=exit-code) 2.8 s after start");
+  EXPECT_EQ(clock_.elapsed(), 2800ms) << "the second look a settle after it came up, at 1.8 s";
+
+  // Up and staying up: accepted at that later look, no longer.
+  services_.AddUnit("ready.service", {Behavior::kSlowStart, 1800ms});
+  auto before = clock_.elapsed();
+  r = Run(Decl({Service("ready")}));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "started ready (service): was inactive, started; ready.service active (running)");
+  EXPECT_EQ(clock_.elapsed() - before, 2800ms);
 }
 
 // ADR 184 row 3: a service asked to stop is not waited on.
