@@ -63,6 +63,50 @@ const Step::AdoptedPart* AdoptedSinceItsRun(const PlanInputs& in, size_t i, cons
   return nullptr;
 }
 
+// A unit declared running that the record has as `triggered` or
+// `stopped`: the host left its changes to its trigger (or to whoever
+// started it) meanwhile, so its run may predate what it reads. What it
+// reads — its unit file and drop-ins, the files its restart_on names, the
+// declared files that define it — is named when one last changed (its
+// ctime) after the run began; nothing otherwise, nor for a unit declared
+// running before (its changes were restarted for as they came).
+std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
+                                              const std::vector<Step>& steps, const UnitPlan& u) {
+  const Resource& r = in.declaration->resources[i];
+  const core::RecordEntry* old = steps[i].old;
+  if (r.unit().state != core::UnitState::kRunning || old == nullptr || !steps[i].want_changed ||
+      (old->unit().state != "triggered" && old->unit().state != "stopped") || !Runs(u.status)) {
+    return std::nullopt;
+  }
+  auto after_run = [&](const std::string& fingerprint) {
+    auto stamp = core::ParseFingerprint(fingerprint);
+    return stamp.has_value() && !core::RunBeganSince(u.status.started_realtime, stamp->ctime_ns);
+  };
+  const UnitFileSeen& own = in.seen->UnitFileOf(i);
+  if (r.unit().text.has_value() && after_run(own.fingerprint)) return "unit file " + r.unit().name;
+  for (const auto& [name, d] : own.drop_ins) {
+    if (r.unit().drop_ins.contains(name) && after_run(d.fingerprint)) {
+      return "drop-in " + r.unit().name + ".d/" + name;
+    }
+  }
+  for (const std::string& ref : r.unit().restart_on) {
+    size_t j = in.declaration->index.find(ref)->second;
+    const Resource& dep = in.declaration->resources[j];
+    if (dep.IsFile() && j < in.seen->files.size() && after_run(in.seen->files[j].fingerprint)) {
+      return dep.path;
+    }
+  }
+  for (size_t j = 0; j < steps.size() && j < in.seen->files.size(); ++j) {
+    if (steps[j].unit_definition &&
+        ReadAsDefinitionOf(steps[j].defines, in.declaration->resources[j].path, r.unit().name,
+                           false) &&
+        after_run(in.seen->files[j].fingerprint)) {
+      return in.declaration->resources[j].path;
+    }
+  }
+  return std::nullopt;
+}
+
 // The declared files that define `r`'s unit (its unit file or a drop-in,
 // declared as files) and change in this apply. An instance systemd loads
 // from a unit file of its own (foo@c.service) reads its template's drop-ins,
@@ -164,6 +208,11 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   } else if (!reload_deps.empty()) {
     ask(UnitAction::kReload, core::RestartReason::kReloadOn,
         "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
+  } else if (auto changed = ChangedSinceItsRun(in, i, steps, u)) {
+    ask(UnitAction::kRestart, core::RestartReason::kDeclared,
+        "declared running, was " + step.old->unit().state + ": its run began before " + *changed +
+            " last changed",
+        {i});
   } else if (u.daemon_reload) {
     // Its unit file changed before this apply and systemd has not loaded it.
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,

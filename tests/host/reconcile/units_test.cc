@@ -1940,6 +1940,48 @@ TEST_F(UnitsTest, ATriggeredUnitsRestartOnIsSaidNotDone) {
       << "said once, with the change";
 }
 
+// Declared running again after it was left to its trigger: the changes
+// the host did not restart it for (a restart_on file, its unit file) were
+// never read by the run in progress. It read `unchanged`, exit 0, while the
+// daemon ran on the old config for good. Now restarted when its run began
+// before one of them last changed; one begun since read them.
+TEST_F(UnitsTest, ATriggeredUnitDeclaredRunningIsRestartedOntoWhatItSkipped) {
+  services_.AddUnit("job.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  auto job = [](const std::string& state, const std::string& exec) {
+    return Service("job", {{"state", state},
+                           {"restart_on", {"jail.conf"}},
+                           {"unit_text", "[Service]\nExecStart=/bin/" + exec + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({Conf("one"), job("running", "a")})).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(Decl({Conf("two"), job("triggered", "a")}, 2)).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("job.service");
+  ApplyReport r = Run(Decl({Conf("two"), job("running", "a")}, 3));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[1]),
+              HasSubstr("declared running, was triggered: its run began before /etc/jail.conf "
+                        "last changed"));
+  EXPECT_EQ(services_.StartsOf("job.service"), starts + 1);
+  EXPECT_THAT(Outcomes(Run(Decl({Conf("two"), job("running", "a")}, 3))),
+              ElementsAre("unchanged", "unchanged"));
+
+  // Its unit file changed while triggered, and its trigger started a run
+  // since: that run read it, and is not restarted.
+  ASSERT_EQ(Run(Decl({Conf("two"), job("triggered", "b")}, 4)).result, ApplyResult::kOk);
+  services_.RestartedByOther("job.service");
+  starts = services_.StartsOf("job.service");
+  r = Run(Decl({Conf("two"), job("running", "b")}, 5));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("job.service"), starts);
+
+  // Unless it predates that change.
+  services_.RanSince("job.service", 5s);
+  ASSERT_EQ(Run(Decl({Conf("two"), job("triggered", "c")}, 6)).result, ApplyResult::kOk);
+  r = Run(Decl({Conf("two"), job("running", "c")}, 7));
+  EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[1]),
+              HasSubstr("declared running, was triggered: its run began before unit file "
+                        "job.service last changed"));
+}
+
 // A socket's new definition was restarted into while the service it
 // activates ran: systemd stopped the socket, refused to start it again
 // ("already active, refusing"), and nothing listened any more. The
