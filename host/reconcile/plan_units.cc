@@ -297,6 +297,21 @@ void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step,
 // (the daemon-reload) for its next activation. What its restart_on or
 // reload_on would ask is said, not done: a daemon its socket started runs
 // on what it read.
+// Why systemd cannot load a unit declared triggered; empty when it can.
+std::string NotLoadable(const Resource& r, const UnitPlan& u) {
+  const std::string& load = u.status.load_state;
+  const std::string& name = r.unit().name;
+  if (load == "not-found") {
+    return name + " not found: systemd has no unit of that name (LoadState=not-found), so no " +
+           "timer, socket or path unit can start it; declare its unit_text, or install it";
+  }
+  if (load == "bad-setting" || load == "error") {
+    return name + " cannot be loaded (LoadState=" + load + "): its trigger would fail to start " +
+           "it; systemd-analyze verify " + name + " says why";
+  }
+  return "";
+}
+
 void LeaveToTheTrigger(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
                        const std::vector<Removal>& removals, UnitPlan& u) {
   AskForChanges(in, i, steps, removals, u);
@@ -363,6 +378,10 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     return u;
   }
   if (r.unit().state == core::UnitState::kTriggered) {
+    // Nothing this apply writes would make systemd load it: no trigger can
+    // start it either, and "left to its trigger" would read healthy.
+    if (u.failed.empty() && !u.daemon_reload && !steps[i].changes()) u.failed = NotLoadable(r, u);
+    if (!u.failed.empty()) return u;
     LeaveToTheTrigger(in, i, steps, removals, u);
     return u;
   }

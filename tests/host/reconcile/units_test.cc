@@ -1982,6 +1982,22 @@ TEST_F(UnitsTest, ATriggeredUnitDeclaredRunningIsRestartedOntoWhatItSkipped) {
                         "job.service last changed"));
 }
 
+// A triggered unit systemd has no unit for was `unchanged … left to its
+// trigger (inactive (dead))`, exit 0 and healthy, even on a first apply:
+// nothing can ever start it. Declared running, the same name fails.
+TEST_F(UnitsTest, ATriggeredUnitSystemdCannotLoadFails) {
+  ApplyReport r = Run(Decl({Service("nosuch", {{"state", "triggered"}})}));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed nosuch (service): nosuch.service not found: systemd has no unit of that name "
+            "(LoadState=not-found), so no timer, socket or path unit can start it; declare its "
+            "unit_text, or install it");
+  // Its unit_text written by this apply: loaded by the daemon-reload.
+  r = Run(Decl({Service(
+      "made", {{"state", "triggered"}, {"unit_text", "[Service]\nExecStart=/bin/true\n"}})}));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
+}
+
 // A socket's new definition was restarted into while the service it
 // activates ran: systemd stopped the socket, refused to start it again
 // ("already active, refusing"), and nothing listened any more. The
