@@ -262,7 +262,10 @@ Verdict JudgeTwoLooks(UnitAction action, const std::optional<std::string>& job_r
 
 std::optional<std::chrono::nanoseconds> PauseLeft(const Look& first, const Look& second,
                                                   std::chrono::nanoseconds settle) {
-  if (!first.error.empty() || !second.error.empty()) return std::nullopt;
+  // The first look decides these, whatever comes after.
+  if (!first.error.empty() || !second.error.empty() || first.stopping || first.reloading) {
+    return std::nullopt;
+  }
   bool up_at_first = !first.job_pending && first.unit.active_state == "active";
   const UnitStatus& now = second.unit;
   if (up_at_first || now.active_state != "active" || now.type == "oneshot") return std::nullopt;

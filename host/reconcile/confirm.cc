@@ -183,19 +183,21 @@ class Bystanders {
 // A unit's second look: what was read, and what became of its job
 // (`late_or_lost`: the jobs that ended since the first look, or why that
 // could not be known).
+// `pending`: its job had not ended at the look before (systemd hands a
+// job's result over once).
 void TakeSecondLook(Watch& w, core::Result<core::UnitStatus>& seen,
-                    const core::Result<std::map<std::string, std::string>>& late_or_lost) {
-  if (w.first.job_pending && late_or_lost && late_or_lost->contains(w.job)) {
-    w.job_result = late_or_lost->at(w.job);
-  }
+                    const core::Result<std::map<std::string, std::string>>& late_or_lost,
+                    bool pending) {
+  bool ended = pending && late_or_lost && late_or_lost->contains(w.job);
+  if (ended) w.job_result = late_or_lost->at(w.job);
   w.second = {};
   w.second.unit = seen ? std::move(*seen) : core::UnitStatus{};
   if (!seen) {
     w.second.error = seen.error().message;
-  } else if (!late_or_lost && w.first.job_pending) {
+  } else if (!late_or_lost && pending) {
     w.second.error = late_or_lost.error().message;
   }
-  w.second.job_pending = w.first.job_pending && !(late_or_lost && late_or_lost->contains(w.job));
+  w.second.job_pending = pending && !ended;
   w.second.another_run = w.wait.AnotherRun(w.second.unit);
 }
 
@@ -208,7 +210,9 @@ void LookAgainAtTheLate(ports::ServiceManager& sm, ports::Clock& clock, nanoseco
   nanoseconds more{0};
   std::vector<size_t> late;
   for (size_t n = 0; n < watches.size(); ++n) {
-    if (auto left = core::PauseLeft(watches[n].first, watches[n].second, settle)) {
+    const Watch& w = watches[n];
+    if (w.job_result.has_value() && *w.job_result != "done") continue;  // failed already
+    if (auto left = core::PauseLeft(w.first, w.second, settle)) {
       more = std::max(more, *left);
       late.push_back(n);
     }
@@ -216,16 +220,18 @@ void LookAgainAtTheLate(ports::ServiceManager& sm, ports::Clock& clock, nanoseco
   if (late.empty()) return;
   clock.SleepFor(more);
   std::vector<std::string> names, pending;
+  std::vector<bool> was_pending;
   for (size_t n : late) {
     names.push_back(watches[n].name);
-    if (watches[n].first.job_pending) pending.push_back(watches[n].job);
+    was_pending.push_back(watches[n].second.job_pending);
+    if (watches[n].second.job_pending) pending.push_back(watches[n].job);
   }
   core::Result<std::map<std::string, std::string>> ended =
       pending.empty() ? std::map<std::string, std::string>{}
                       : sm.WaitForJobs(pending, nanoseconds(0));
   std::vector<core::Result<core::UnitStatus>> again = sm.ReadUnits(names);
   for (size_t k = 0; k < late.size(); ++k) {
-    TakeSecondLook(watches[late[k]], again[k], ended);
+    TakeSecondLook(watches[late[k]], again[k], ended, was_pending[k]);
     elapsed[late[k]] = firsts.Since();
   }
 }
@@ -279,7 +285,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
        std::make_move_iterator(second.end())},
       *services, clock, settle, progress, out);
   for (size_t n = 0; n < watches.size(); ++n) {
-    TakeSecondLook(watches[n], second[n], late_or_lost);
+    TakeSecondLook(watches[n], second[n], late_or_lost, watches[n].first.job_pending);
   }
   std::vector<nanoseconds> elapsed(watches.size(), at_second);
   LookAgainAtTheLate(*services, clock, settle, firsts, watches, elapsed);

@@ -31,11 +31,22 @@ Step Failed(Step step, std::string detail) {
   return step;
 }
 
-// Whether the record holds drop-in `name` with that fingerprint.
+// Whether a file the host wrote (`recorded`: its fingerprint then) may
+// hold other bytes now: its size or mtime moved. A chmod, a chown, a
+// relabel or a hard link moves only its ctime, and leaves what systemd
+// reads as it was.
+bool ContentMoved(std::string_view recorded, const std::string& now) {
+  auto was = core::ParseFingerprint(recorded);
+  auto is = core::ParseFingerprint(now);
+  return !was.has_value() || !is.has_value() || was->size != is->size ||
+         was->mtime_ns != is->mtime_ns;
+}
+
+// Whether the record holds drop-in `name` with what is there now.
 bool WrittenAs(const std::map<std::string, std::string>& recorded, const std::string& name,
                const std::string& fingerprint) {
   auto it = recorded.find(name);
-  return it != recorded.end() && core::DropInFingerprint(it->second) == fingerprint;
+  return it != recorded.end() && !ContentMoved(core::DropInFingerprint(it->second), fingerprint);
 }
 
 // A part of a unit's definition found already as the changed declaration
@@ -192,7 +203,7 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
     // (plan_units.cc restarts one that does).
     if (seen.found == Found::kAsDeclared && old != nullptr && old->digest != entry.digest &&
         old->unit().name == r.unit().name && !old->unit().file_fingerprint.empty() &&
-        old->unit().file_fingerprint != seen.fingerprint && MayAdoptChange(in)) {
+        ContentMoved(old->unit().file_fingerprint, seen.fingerprint) && MayAdoptChange(in)) {
       Adopted(step, "unit file " + r.unit().name, seen.fingerprint, in.now);
     }
     return;

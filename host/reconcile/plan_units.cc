@@ -195,6 +195,10 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   } else if (const Step::AdoptedPart* part = AdoptedSinceItsRun(in, i, step)) {
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         part->what + " found as declared, changed after its run began", {i});
+    // systemd flags only a file newer than its last load: one copied in
+    // with its mtime kept (cp -p, rsync -a) is not, and a restart alone
+    // would run the definition it has loaded.
+    u.daemon_reload = true;
   } else if (!defined_by.empty()) {
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         "unit definition " + in.declaration->resources[defined_by[0]].path + " changed",
@@ -364,8 +368,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   } else {
     u.status = **status;
     // systemd's own NeedDaemonReload is a cross-check on what the intent says.
-    u.daemon_reload |= u.status.need_daemon_reload &&
-                       (r.unit().text.has_value() || !steps[i].adopted_definitions.empty());
+    u.daemon_reload |= u.status.need_daemon_reload && r.unit().text.has_value();
     const RecordEntry* old = steps[i].old;
     u.up = r.unit().state == core::UnitState::kRunning &&
            core::UpAsRecorded(u.status, core::BaselineOfRecord(old));

@@ -198,13 +198,20 @@ core::Result<std::map<std::string, std::string>> FakeServiceManager::WaitForJobs
   if (bus_gone || lose_job_waits) {
     return core::Fail("waiting for jobs: the bus connection was lost (fake)");
   }
+  // As systemd's JobRemoved through the adapter's ledger: each result is
+  // handed over once; a job asked about again is not known any more.
   auto now = clock_.elapsed();
   auto last = now;
-  for (const std::string& id : ids) last = std::max(last, jobs_[id].done_at);
+  for (const std::string& id : ids) {
+    if (!jobs_[id].handed_over) last = std::max(last, jobs_[id].done_at);
+  }
   clock_.Advance(std::min(last, now + timeout) - now);
   std::map<std::string, std::string> done;
   for (const std::string& id : ids) {
-    if (jobs_[id].done_at <= clock_.elapsed()) done[id] = jobs_[id].result;
+    Job& job = jobs_[id];
+    if (job.handed_over || job.done_at > clock_.elapsed()) continue;
+    done[id] = job.result;
+    job.handed_over = true;
   }
   return done;
 }

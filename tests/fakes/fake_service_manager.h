@@ -235,6 +235,7 @@ class FakeServiceManager : public ports::ServiceManager {
     std::string unit;
     std::chrono::nanoseconds done_at;
     std::string result;
+    bool handed_over = false;  // WaitForJobs said how it ended
   };
 
   FakeClock& clock_;

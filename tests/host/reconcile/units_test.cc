@@ -2,6 +2,7 @@
 // ADR 184 table, restart_on, one shared pause, stops not waited on, and
 // issue 210 for a process.
 #include <gmock/gmock.h>
+#include <sys/stat.h>
 
 #include "host/core/unit_name.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -128,7 +129,10 @@ TEST_F(UnitsTest, AUnitTextPutInPlaceByHandThenDeclaredRestartsTheUnit) {
   services_.RanSince("jail.service", 5s);
   testing::WriteText(dir_.Sub("units") + "/jail.service", "[Service]\nExecStart=/bin/v2\n");
   ASSERT_TRUE(services_.ReloadDaemon().has_value());
+  int reloads = services_.daemon_reloads();
   ApplyReport r = Run(Decl({svc("/bin/v2")}, 2));
+  EXPECT_EQ(services_.daemon_reloads(), reloads + 1)
+      << "loaded again first: systemd does not flag a file copied in with its mtime kept";
   EXPECT_EQ(r.result, ApplyResult::kOk);
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
             "restarted jail (service): unit file jail.service found as declared, changed after "
@@ -147,6 +151,23 @@ TEST_F(UnitsTest, AUnitTextPutInPlaceByHandThenDeclaredRestartsTheUnit) {
             "updated jail (service): unit file jail.service already as declared on the machine: "
             "adopted, jail.service active (running)");
   EXPECT_EQ(services_.StartsOf("jail.service"), starts);
+}
+
+// What moves a unit file's ctime and not its bytes (a chmod, a chown, a
+// relabel, a hard link) is no change of its definition: a declaration that
+// changed only `enabled` meanwhile restarts nothing.
+TEST_F(UnitsTest, AUnitFileOnlyChmoddedIsNoAdoptedChange) {
+  services_.AddUnit("jail.service", {});
+  auto svc = [](bool enabled) {
+    return Service("jail", {{"unit_text", "[Service]\nExecStart=/bin/v1\n"}, {"enabled", enabled}});
+  };
+  ASSERT_EQ(Run(Decl({svc(false)})).result, ApplyResult::kOk);
+  services_.RanSince("jail.service", 5s);
+  int starts = services_.StartsOf("jail.service");
+  ASSERT_EQ(::chmod((dir_.Sub("units") + "/jail.service").c_str(), 0644), 0);
+  ApplyReport r = Run(Decl({svc(true)}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts) << core::FormatOutcomeLine(r.outcomes[0]);
 }
 
 // The same for a drop-in of the machine's own unit file: written by hand
