@@ -229,6 +229,10 @@ struct Removal {
   // and the removal stays recorded. These are the words for what waits.
   std::string until_stopped;
   bool stop = false;  // its unit is the host's and runs
+  // Its unit starts others (Triggers=: a timer, socket or path unit): its
+  // stop is done before the other removals' stops, or it starts again a
+  // service they stop.
+  bool stops_a_trigger = false;
   // Its unit is the host's: once dropped, systemd is told to forget its
   // failure (a failed unit stays listed, with no file, until a reboot).
   bool forget_failure = false;

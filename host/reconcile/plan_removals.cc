@@ -9,6 +9,7 @@
 #include "host/core/printable.h"
 #include "host/core/unit_name.h"
 #include "host/core/want.h"
+#include "host/reconcile/plan_units.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -234,7 +235,16 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
       rm.delete_unit_file = true;
       return;
     }
+    // Stopped and its file deleted, its trigger would start it again at
+    // once: it would run on with no definition and no record.
+    if (std::string trigger = DeclaredTriggerOf(in, e.unit().name); !trigger.empty()) {
+      rm.not_now = e.unit().name + " is started by " + trigger +
+                   ", still declared running: not stopped, nothing deleted; drop " + trigger +
+                   " too, or declare it stopped, and the next apply removes it";
+      return;
+    }
     rm.stop = status->Running();
+    rm.stops_a_trigger = rm.stop && !status->triggers.empty();
     rm.forget_failure = true;
     rm.delete_unit_file = true;
     const DroppedSeen* file = Find(in.seen->dropped_unit_files, e.unit().name);
@@ -405,6 +415,7 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
       continue;
     }
     rm.stop = status->Running();
+    rm.stops_a_trigger = rm.stop && !status->triggers.empty();
     rm.forget_failure = true;
     rm.disable = rm.entry.unit().enabled == true || core::UnitFileEnabled(*status);
     if (undefined && (rm.stop || status->active_state == "deactivating") &&

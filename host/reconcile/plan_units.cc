@@ -348,6 +348,20 @@ void AsNewToSystemd(const Resource& r, const std::string& other, UnitPlan& u) {
 
 }  // namespace
 
+std::string DeclaredTriggerOf(const PlanInputs& in, std::string_view unit) {
+  for (size_t j = 0; j < in.declaration->resources.size(); ++j) {
+    const Resource& t = in.declaration->resources[j];
+    if (!t.HasUnit() || t.unit().state != core::UnitState::kRunning || t.unit().name == unit) {
+      continue;
+    }
+    const core::Result<core::UnitStatus>* status = in.seen->UnitOf(j);
+    if (status == nullptr || !status->has_value()) continue;
+    const std::vector<std::string>& triggers = (*status)->triggers;
+    if (std::find(triggers.begin(), triggers.end(), unit) != triggers.end()) return t.unit().name;
+  }
+  return "";
+}
+
 UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
                   const std::vector<Removal>& removals) {
   const Resource& r = in.declaration->resources[i];
@@ -373,6 +387,16 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     u.up = r.unit().state == core::UnitState::kRunning &&
            core::UpAsRecorded(u.status, core::BaselineOfRecord(old));
     PlanEnablement(r, old, steps[i], u);
+  }
+  if (r.unit().state == core::UnitState::kStopped && u.failed.empty()) {
+    // Stopped now, started again by its trigger at its next activation:
+    // every apply would stop it and say so, and it would run between.
+    if (std::string trigger = DeclaredTriggerOf(in, r.unit().name); !trigger.empty()) {
+      u.failed = r.unit().name + " is started again by " + trigger +
+                 ", declared running: declare it \"triggered\" to leave it to " + trigger +
+                 ", or declare " + trigger + " stopped";
+      return u;
+    }
   }
   if (r.unit().state == core::UnitState::kStopped) {
     // Declared stopped: whatever start or restart was owed is moot.

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "host/reconcile/plan.h"
@@ -25,5 +27,10 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
 std::optional<core::Owed> OwedPastItsFailure(const PlanInputs& in, size_t i,
                                              const std::vector<Step>& steps,
                                              const std::vector<Removal>& removals);
+
+// A declared unit, declared running and running or about to be, that
+// starts `unit` (systemd's Triggers=: a timer, socket or path unit): what
+// keeps starting `unit` however often it is stopped. Empty when none.
+std::string DeclaredTriggerOf(const PlanInputs& in, std::string_view unit);
 
 }  // namespace mesh::reconcile

@@ -1,6 +1,7 @@
 #include "host/reconcile/write.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <set>
@@ -64,18 +65,22 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
   return w;
 }
 
+// How long the other removals' stops wait for the stops of the triggers
+// dropped with them: systemd stops a timer, socket or path unit at once.
+constexpr std::chrono::seconds kTriggerStopBound{5};
+
 // `disabled`: how the removal's disable went (Write does every disable
 // first); a failed one keeps the unit file.
-// `stop_queued`: set when its stop was queued.
+// `stop_job`: its stop's job, when one was queued.
 core::Status Remove(const Removal& rm, const ReconcilerPorts& ports, core::Status disabled,
-                    bool& stop_queued) {
+                    std::string& stop_job) {
   core::Status first = std::move(disabled);
   auto keep_first = [&](core::Status st) {
     if (!st && first) first = std::move(st);
   };
   if (rm.stop && ports.services != nullptr) {
     auto job = ports.services->Enqueue(rm.entry.unit().name, ports::JobKind::kStop);
-    stop_queued = job.has_value();
+    if (job) stop_job = *job;
     if (!job) keep_first(std::unexpected(job.error()));
   }
   // A file's path is unlinked, never emptied as a directory: only a tree
@@ -258,17 +263,28 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
       disabled[k] = ports.services->SetUnitFileEnabled(rm.entry.unit().name, false);
     }
   }
-  for (size_t k = 0; k < plan.removals.size(); ++k) {
-    bool stop_queued = false;
-    bool disable_done = plan.removals[k].disable && ports.services != nullptr && disabled[k];
-    writes.removals[k] = Remove(plan.removals[k], ports, std::move(disabled[k]), stop_queued);
-    if (stop_queued || disable_done) {
-      writes.asked.resize(plan.removals.size());
-      writes.asked[k] = {.stopped = stop_queued, .disabled = disable_done};
+  // Triggers first, their stops seen through (a timer, socket or path unit
+  // stops at once): a service stopped while its trigger still ran was
+  // started again by it, and ran on with its unit file deleted.
+  std::vector<std::string> trigger_stops;
+  for (bool triggers : {true, false}) {
+    if (!triggers && !trigger_stops.empty()) {
+      (void)ports.services->WaitForJobs(trigger_stops, kTriggerStopBound);
     }
-    writes.unit_files_changed |= plan.removals[k].delete_unit_file ||
-                                 plan.removals[k].deletes_unit_definition ||
-                                 !plan.removals[k].delete_drop_ins.empty();
+    for (size_t k = 0; k < plan.removals.size(); ++k) {
+      if (plan.removals[k].stops_a_trigger != triggers) continue;
+      std::string stop_job;
+      bool disable_done = plan.removals[k].disable && ports.services != nullptr && disabled[k];
+      writes.removals[k] = Remove(plan.removals[k], ports, std::move(disabled[k]), stop_job);
+      if (triggers && !stop_job.empty()) trigger_stops.push_back(stop_job);
+      if (!stop_job.empty() || disable_done) {
+        writes.asked.resize(plan.removals.size());
+        writes.asked[k] = {.stopped = !stop_job.empty(), .disabled = disable_done};
+      }
+      writes.unit_files_changed |= plan.removals[k].delete_unit_file ||
+                                   plan.removals[k].deletes_unit_definition ||
+                                   !plan.removals[k].delete_drop_ins.empty();
+    }
   }
   RemoveDirectories(plan, ports, writes);
   return writes;

@@ -290,4 +290,25 @@ decl 22 ""; apply_now
 check "dropped failed unit: removed, and systemd lists it failed no more" \
   '[ $RC = 0 ] && grep -q "^removed bad (service): .*deleted unit file mh-bad.service" <<<"$OUT" && ! inside systemctl is-failed -q mh-bad.service && ! inside systemctl list-units --failed --no-legend --plain | grep -q mh-bad'
 
+# 11. A path unit and the service it starts: declared stopped under its
+# running trigger, or dropped alone, it fails and is left; dropped with
+# its trigger, the trigger stops first and the service stays stopped (it
+# was started again by the trigger, and ran with its unit file deleted).
+mkdir -p "$T/flag"; touch "$T/flag/on"
+DQP=$(printf '{"id":"dqp","kind":"service","unit":"mh-dq.path","state":"running","unit_text":"[Path]\\nPathExists=%s/flag/on\\nUnit=mh-dq.service\\n"}' "$T")
+dq() { printf '{"id":"dq","kind":"service","unit":"mh-dq.service","state":"%s","unit_text":"[Service]\\nExecStart=/bin/sleep infinity\\n"}' "$1"; }
+decl 23 "$DQP,$(dq triggered)"; apply_now
+for _ in $(seq 40); do [ "$(state mh_2ddq_2eservice)" = active ] && break; sleep 0.05; done
+check "trigger: its path starts the service" '[ $RC = 0 ] && [ "$(state mh_2ddq_2eservice)" = active ]'
+decl 24 "$DQP,$(dq stopped)"; apply_now
+check "trigger: declared stopped under its running trigger fails, not stopped" \
+  '[ $RC = 1 ] && grep -q "^failed dq (service): mh-dq.service is started again by mh-dq.path" <<<"$OUT" && [ "$(state mh_2ddq_2eservice)" = active ]'
+decl 25 "$DQP"; apply_now
+check "trigger: dropped alone under its running trigger fails, its unit file kept" \
+  '[ $RC = 1 ] && grep -q "^failed dq (service): mh-dq.service is started by mh-dq.path" <<<"$OUT" && [ -f "$UNITS/mh-dq.service" ]'
+decl 26 ""; apply_now
+sleep 0.5
+check "trigger: dropped together, the service stays stopped" \
+  '[ $RC = 0 ] && [ "$(state mh_2ddq_2eservice)" != active ] && [ "$(state mh_2ddq_2epath)" != active ]'
+
 finish

@@ -2019,6 +2019,47 @@ TEST_F(UnitsTest, ATriggeredUnitSystemdCannotLoadFails) {
   EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
 }
 
+// A service its trigger starts, where the trigger is declared running:
+// declared stopped, it was stopped at every apply, exit 0, and started
+// again 0.3 s later; dropped alone, it was stopped and its unit file
+// deleted, and the trigger started it again, running with no file and no
+// record. Both now fail, saying what starts it, and nothing is done.
+TEST_F(UnitsTest, AServiceItsDeclaredTriggerStartsIsNotStoppedUnderIt) {
+  services_.AddUnit("dq.path", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.AddUnit("dq.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.SetTriggers("dq.path", {"dq.service"});
+  json path = Service("dqp", {{"unit", "dq.path"}, {"unit_text", "[Path]\nPathExists=/x\n"}});
+  auto service = [](const std::string& state) {
+    return Service("dq",
+                   {{"state", state}, {"unit_text", "[Service]\nExecStart=/bin/sleep infinity\n"}});
+  };
+  ASSERT_EQ(Run(Decl({path, service("triggered")})).result, ApplyResult::kOk);
+
+  ApplyReport r = Run(Decl({path, service("stopped")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "failed dq (service): dq.service is started again by dq.path, declared running: "
+            "declare it \"triggered\" to leave it to dq.path, or declare dq.path stopped");
+  for (const auto& c : services_.calls()) EXPECT_NE(c.kind, ports::JobKind::kStop);
+
+  r = Run(Decl({path}, 3));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[1]),
+              HasSubstr("dq.service is started by dq.path, still declared running: not stopped, "
+                        "nothing deleted"));
+  for (const auto& c : services_.calls()) EXPECT_NE(c.kind, ports::JobKind::kStop);
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("units") + "/dq.service"));
+
+  // Dropped together: the trigger is stopped first, then the service.
+  r = Run(Decl(json::array(), 4));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  std::vector<std::string> stopped;
+  for (const auto& c : services_.calls()) {
+    if (c.kind == ports::JobKind::kStop) stopped.push_back(c.unit);
+  }
+  EXPECT_THAT(stopped, ElementsAre("dq.path", "dq.service"));
+}
+
 // A socket's new definition was restarted into while the service it
 // activates ran: systemd stopped the socket, refused to start it again
 // ("already active, refusing"), and nothing listened any more. The
