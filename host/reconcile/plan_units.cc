@@ -362,6 +362,26 @@ std::string DeclaredTriggerOf(const PlanInputs& in, std::string_view unit) {
   return "";
 }
 
+namespace {
+
+// A unit declared stopped: stopped when it runs (whatever start or
+// restart was owed is moot), unless a trigger declared running would start
+// it again at its next activation: every apply would stop it and say so,
+// and it would run between.
+void PlanStop(const PlanInputs& in, const Resource& r, UnitPlan& u) {
+  if (!u.failed.empty()) return;
+  if (std::string trigger = DeclaredTriggerOf(in, r.unit().name); !trigger.empty()) {
+    u.failed = r.unit().name + " is started again by " + trigger +
+               ", declared running: declare it \"triggered\" to leave it to " + trigger +
+               ", or declare " + trigger + " stopped";
+    return;
+  }
+  u.stop = u.status.Running();
+  u.stopping = !u.stop && !core::StoppedAsDeclared(u.status);
+}
+
+}  // namespace
+
 UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
                   const std::vector<Removal>& removals) {
   const Resource& r = in.declaration->resources[i];
@@ -388,20 +408,8 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
            core::UpAsRecorded(u.status, core::BaselineOfRecord(old));
     PlanEnablement(r, old, steps[i], u);
   }
-  if (r.unit().state == core::UnitState::kStopped && u.failed.empty()) {
-    // Stopped now, started again by its trigger at its next activation:
-    // every apply would stop it and say so, and it would run between.
-    if (std::string trigger = DeclaredTriggerOf(in, r.unit().name); !trigger.empty()) {
-      u.failed = r.unit().name + " is started again by " + trigger +
-                 ", declared running: declare it \"triggered\" to leave it to " + trigger +
-                 ", or declare " + trigger + " stopped";
-      return u;
-    }
-  }
   if (r.unit().state == core::UnitState::kStopped) {
-    // Declared stopped: whatever start or restart was owed is moot.
-    u.stop = u.failed.empty() && u.status.Running();
-    u.stopping = u.failed.empty() && !u.stop && !core::StoppedAsDeclared(u.status);
+    PlanStop(in, r, u);
     return u;
   }
   if (r.unit().state == core::UnitState::kTriggered) {
