@@ -209,6 +209,11 @@ const Result<std::pair<uint32_t, uint32_t>>& Observer::Ids(const Resource& r) {
 FilesSeen Observer::File(const Resource& r, const RecordEntry* old, const std::string& want) {
   const Result<FileInfo>& info = StatOf(r);
   if (!info) return Error(info.error().message);
+  // The write would refuse it (a directory is never replaced by a file):
+  // a plan says so too, rather than "would write".
+  if (info->type == FileType::kDirectory) {
+    return Error("write " + core::Printable(r.path) + ": a directory is in the way");
+  }
   FilesSeen seen;
   seen.preexisting = Preexisting(old, r.path, *info);
   seen.missing = info->type == FileType::kMissing;
@@ -329,8 +334,7 @@ FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std
 // nor any path above it within `dir` says is the host's content, as a
 // path. A declared `directory`'s contents are not the host's, nor a path
 // that was there before the host managed it (which removal leaves too).
-std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
-                                                 const std::vector<TreeEntry>& entries) const {
+bool Observer::Owned(std::string_view path) const {
   if (!owned_paths_.has_value()) {
     owned_paths_.emplace();
     for (const auto& [id, e] : record_.resources) {
@@ -340,12 +344,17 @@ std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
       }
     }
   }
+  return owned_paths_->contains(path);
+}
+
+std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
+                                                 const std::vector<TreeEntry>& entries) const {
   for (const TreeEntry& e : entries) {
     if (e.type == FileType::kDirectory) continue;
     bool hosts = false;
     for (size_t slash = 0; !hosts && slash != std::string::npos;) {
       slash = e.relpath.find('/', slash + 1);
-      hosts = owned_paths_->contains(dir + "/" + e.relpath.substr(0, slash));
+      hosts = Owned(dir + "/" + e.relpath.substr(0, slash));
     }
     if (!hosts) return core::Printable(dir + "/" + e.relpath);
   }
@@ -406,6 +415,11 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
   bool taken = old != nullptr && !old->written.empty() && old->written[0].path == r.path;
   if (dir && !taken && seen.found == Found::kDiffers) {
     seen.foreign = NotTheHosts(r.path, *hashed).value_or("");
+  }
+  // A file, a link or a FIFO at the path that the host did not write: as a
+  // `directory` never replaces one, nor does a bundle.
+  if (!dir && !seen.missing && !taken && !Owned(r.path)) {
+    seen.foreign = core::Printable(r.path);
   }
   return seen;
 }

@@ -75,6 +75,9 @@ class Observer {
   // Whether some record entry names `path` as written. The set is built at
   // the first question: an apply that finds every file as recorded asks none.
   bool Recorded(std::string_view path) const;
+  // Whether the record says the host wrote `path` (not there before it, and
+  // not a declared directory): its content is the host's to replace.
+  bool Owned(std::string_view path) const;
   // `content_digest`: a file's, when the host may read it to know it is
   // still what it wrote though its fingerprint moved (as_left.h).
   DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded,

@@ -388,10 +388,13 @@ Step PlanResource(const PlanInputs& in, size_t i) {
   if (r.IsTree() && !in.seen->files[i].foreign.empty()) {
     Step step;
     step.old = old;
-    return Failed(std::move(step),
-                  r.path + " holds " + in.seen->files[i].foreign +
-                      ", which is not the host's: not replaced by the bundle, it may be someone's "
-                      "(move it away, or declare the bundle at another path)");
+    const std::string& foreign = in.seen->files[i].foreign;
+    return Failed(
+        std::move(step),
+        (foreign == core::Printable(r.path) ? r.path + " is not a directory, and not"
+                                            : r.path + " holds " + foreign + ", which is not") +
+            " the host's: not replaced by the bundle, it may be someone's (move it "
+            "away, or declare the bundle at another path)");
   }
   Step step;
   if (r.HasFiles() && KeepsRecorded(r, old, want, in.seen->files[i], i)) {

@@ -50,9 +50,10 @@ struct FilesSeen {
   uint32_t uid = 0, gid = 0;   // files: the declared owner and group, resolved
   std::string meta;            // files: FileMeta as declared (empty: the record's digest holds)
   // Trees: under a directory at the path that was not this resource's
-  // tree, the first entry that is not the host's content; the plan refuses
-  // to swap it out unless an apply cut short was creating the tree (the
-  // intent says so).
+  // tree, the first entry that is not the host's content — or the path
+  // itself, when it is a file, a link or a FIFO the host did not write; the
+  // plan refuses to swap it out unless an apply cut short was creating the
+  // tree (the intent says so).
   std::string foreign;
 };
 

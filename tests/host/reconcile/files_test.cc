@@ -353,6 +353,47 @@ TEST_F(FilesTest, ABundleNeverReplacesADirectoryHoldingSomeoneElsesFiles) {
   EXPECT_EQ(ReadText(Root("/opt/tools/README")), "tools\n");
 }
 
+// The same for a file, or a FIFO, at the bundle's path: it was deleted with
+// `unpacked 1 file(s)`, exit 0, and recorded as there before the host. A
+// file the host wrote there itself (a `file` that became a bundle) is
+// replaced.
+TEST_F(FilesTest, ABundleNeverReplacesSomeoneElsesFileAtItsPath) {
+  json tree = Resources()[2];
+  WriteText(Root("/opt/tools"), "operator data");
+  ApplyReport r = Run(Decl(json::array({tree})));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed app.tools (archive): /opt/tools is not a directory, and not the host's: not "
+            "replaced by the bundle, it may be someone's (move it away, or declare the bundle at "
+            "another path)");
+  EXPECT_EQ(ReadText(Root("/opt/tools")), "operator data");
+  std::filesystem::remove(Root("/opt/tools"));
+  ASSERT_EQ(::mkfifo(Root("/opt/tools").c_str(), 0600), 0);
+  EXPECT_EQ(Run(Decl(json::array({tree}))).result, ApplyResult::kFailed);
+  EXPECT_TRUE(std::filesystem::is_fifo(Root("/opt/tools")));
+  std::filesystem::remove(Root("/opt/tools"));
+
+  json file = {{"id", "tools"}, {"kind", "file"}, {"path", "/opt/tools"}, {"content", "x"}};
+  ASSERT_EQ(Run(Decl(json::array({file}))).result, ApplyResult::kOk);
+  EXPECT_EQ(Run(Decl(json::array({tree}), 2)).result, ApplyResult::kOk);
+  EXPECT_EQ(ReadText(Root("/opt/tools/bin/serve")), "#!/bin/sh\n");
+}
+
+// A file declared where a directory is: the plan said `would write 4
+// byte(s)`, exit 0, where the apply fails (the host never replaces a
+// directory with a file). Both now fail with the same words.
+TEST_F(FilesTest, AFileOverADirectoryFailsInThePlanAsInTheApply) {
+  std::filesystem::create_directories(Root("/etc/f/sub"));
+  json f = {{"id", "f"}, {"kind", "file"}, {"path", "/etc/f"}, {"content", "new\n"}};
+  for (bool dry_run : {true, false}) {
+    ApplyReport r = Run(Decl(json::array({f})), dry_run);
+    EXPECT_EQ(r.result, ApplyResult::kFailed) << dry_run;
+    EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+              "failed f (file): write /etc/f: a directory is in the way");
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(Root("/etc/f/sub")));
+}
+
 TEST_F(FilesTest, PlanWritesNothing) {
   ApplyReport r = Run(Decl(Resources()), /*dry_run=*/true);
   EXPECT_THAT(Outcomes(r), ElementsAre("created", "created", "created"));
