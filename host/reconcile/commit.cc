@@ -322,6 +322,12 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   if (size_t n = rm.delete_paths.size() + rm.delete_empty_dirs.size() - held.size(); n > 0) {
     o.detail = Then(o.detail, DidOrWould(in.dry_run, "deleted", "delete", Plural(n, "path")));
   }
+  for (size_t j = 0; j < rm.taken_over.size() && j < 3; ++j) {
+    o.detail = Then(o.detail, rm.taken_over[j]);
+  }
+  if (rm.taken_over.size() > 3) {
+    o.detail = Then(o.detail, Plural(rm.taken_over.size() - 3, "more path") + " replaced so");
+  }
   // Named, at most a few: a tree left whole is one path.
   for (size_t j = 0; j < left.size() && j < 3; ++j) o.detail = Then(o.detail, "left " + left[j]);
   if (left.size() > 3) {

@@ -334,29 +334,38 @@ FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std
 // nor any path above it within `dir` says is the host's content, as a
 // path. A declared `directory`'s contents are not the host's, nor a path
 // that was there before the host managed it (which removal leaves too).
-bool Observer::Owned(std::string_view path) const {
+const std::string_view* Observer::OwnedAs(std::string_view path) const {
   if (!owned_paths_.has_value()) {
     owned_paths_.emplace();
     for (const auto& [id, e] : record_.resources) {
       if (e.kind == core::KindName(core::Kind::kDirectory)) continue;
       for (const core::WrittenPath& w : e.written) {
-        if (!w.preexisting) owned_paths_->insert(w.path);
+        if (!w.preexisting) owned_paths_->emplace(w.path, w.fingerprint);
       }
     }
   }
-  return owned_paths_->contains(path);
+  auto it = owned_paths_->find(path);
+  return it != owned_paths_->end() ? &it->second : nullptr;
 }
+
+bool Observer::Owned(std::string_view path) const { return OwnedAs(path) != nullptr; }
 
 std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
                                                  const std::vector<TreeEntry>& entries) const {
   for (const TreeEntry& e : entries) {
     if (e.type == FileType::kDirectory) continue;
+    const std::string path = dir + "/" + e.relpath;
+    // A file the host wrote, changed since (a hand edit): someone's now.
+    if (const std::string_view* as = OwnedAs(path);
+        as != nullptr && e.type == FileType::kRegular && !core::FingerprintMatches(e.info, *as)) {
+      return core::Printable(path) + " (changed since the host wrote it)";
+    }
     bool hosts = false;
     for (size_t slash = 0; !hosts && slash != std::string::npos;) {
       slash = e.relpath.find('/', slash + 1);
       hosts = Owned(dir + "/" + e.relpath.substr(0, slash));
     }
-    if (!hosts) return core::Printable(dir + "/" + e.relpath);
+    if (!hosts) return core::Printable(path);
   }
   return std::nullopt;
 }

@@ -617,7 +617,7 @@ Plan MakePlan(const PlanInputs& in) {
   const auto& resources = in.declaration->resources;
   plan.steps.reserve(resources.size());
   for (size_t i = 0; i < resources.size(); ++i) plan.steps.push_back(PlanResource(in, i));
-  plan.removals = PlanRemovals(in);
+  plan.removals = PlanRemovals(in, plan.steps);
   for (size_t i = 0; i < resources.size(); ++i) {
     if (resources[i].HasUnit()) plan.units.push_back(PlanUnit(in, i, plan.steps, plan.removals));
   }

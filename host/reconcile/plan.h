@@ -248,6 +248,10 @@ struct Removal {
   // by another resource now; one no longer as the host wrote it
   // ("/srv/db: now a directory"); a unit and its unit file not the host's.
   std::vector<std::string> left;
+  // Paths inside a declared bundle's path, in words ("/opt/app/conf,
+  // replaced by app's bundle"): its swap replaced them, nothing else
+  // deletes them.
+  std::vector<std::string> taken_over;
   bool delete_unit_file = false;
   // Its [Install] links, undone through systemd before its unit file goes:
   // links to a deleted file would dangle.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -28,8 +29,10 @@ class Claims {
   // `file` resource and a `unit_text` is never deleted under the new owner.
   Claims(const core::Declaration& decl, const HostDirs* dirs) {
     auto unit_dir = dirs != nullptr ? UnitDirInRoot(*dirs) : std::nullopt;
-    for (const Resource& r : decl.resources) {
+    for (size_t i = 0; i < decl.resources.size(); ++i) {
+      const Resource& r = decl.resources[i];
       if (r.HasFiles()) paths_.insert(r.path);
+      if (r.IsTree()) trees_.emplace(r.path, i);
       if (r.HasUnit()) units_.insert(r.unit().name);
       if (r.unit().text.has_value() && unit_dir) {
         paths_.insert(std::string(*unit_dir) + "/" + r.unit().name);
@@ -48,8 +51,21 @@ class Claims {
     return core::AnyAncestor(path, [&](std::string_view up) { return paths_.contains(up); });
   }
   bool Unit(const std::string& unit) const { return units_.contains(unit); }
+  // The declared bundle whose path holds `path` (its tree is swapped in
+  // whole over it), by index.
+  std::optional<size_t> TreeOver(const std::string& path) const {
+    std::optional<size_t> found;
+    auto at = [&](std::string_view p) {
+      auto it = trees_.find(p);
+      if (it != trees_.end()) found = it->second;
+      return found.has_value();
+    };
+    if (!at(path)) core::AnyAncestor(path, at);
+    return found;
+  }
 
  private:
+  std::map<std::string, size_t, std::less<>> trees_;
   std::set<std::string, std::less<>> paths_;
   std::set<std::string, std::less<>> units_;
 };
@@ -284,9 +300,24 @@ void PlanDropInRemovals(const PlanInputs& in, const Claims& claims, const Record
       !unit_dir || !claims.Path(std::string(*unit_dir) + "/" + e.unit().name + ".d");
 }
 
-void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const RecordEntry& e,
-                      Removal& rm) {
+void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const std::vector<Step>& steps,
+                      const RecordEntry& e, Removal& rm) {
   for (const core::WrittenPath& w : e.written) {
+    // Inside a bundle's path: its swap takes it over, or, the bundle
+    // failed, it stays the host's (recorded) until one does.
+    std::optional<size_t> tree = w.preexisting ? std::nullopt : claims.TreeOver(w.path);
+    if (tree.has_value() && *tree < steps.size() && steps[*tree].failed()) {
+      rm.not_now = "kept as the host's: " + w.path + " lies in the path of " +
+                   in.declaration->resources[*tree].id +
+                   ", which failed; removed once that bundle takes its path";
+      rm.delete_paths.clear();
+      return;
+    }
+    if (tree.has_value() && in.declaration->resources[*tree].path != w.path) {
+      rm.taken_over.push_back(w.path + ", replaced by " + in.declaration->resources[*tree].id +
+                              "'s bundle");
+      continue;
+    }
     if (w.preexisting || claims.Path(w.path)) {
       rm.left.push_back(w.path + (w.preexisting ? ", there before the host managed it"
                                                 : ", declared by another resource now"));
@@ -456,7 +487,7 @@ void WaitForTheRestartOnTheNewTree(const core::Declaration& decl,
 
 // Only what the host itself created, and still as it wrote it, is deleted;
 // a unit is stopped only when its unit file is the host's and untouched.
-std::vector<Removal> PlanRemovals(const PlanInputs& in) {
+std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>& steps) {
   std::vector<Removal> removals;
   // Built only when something recorded is no longer declared: most
   // applies remove nothing.
@@ -471,7 +502,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in) {
     PlanUnitRemoval(in, *claims, e, rm);
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
-      PlanPathRemovals(in, *claims, e, rm);
+      PlanPathRemovals(in, *claims, steps, e, rm);
       if (!e.unit().name.empty()) WaitForTheStop(in, *claims, rm);
     }
     removals.push_back(std::move(rm));

@@ -11,7 +11,7 @@
 
 namespace mesh::reconcile {
 
-std::vector<Removal> PlanRemovals(const PlanInputs& in);
+std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>& steps);
 
 // Once the units are planned: a dropped process whose unit another
 // resource declares now, and stops or restarts in this apply, keeps its

@@ -394,6 +394,34 @@ TEST_F(FilesTest, AFileOverADirectoryFailsInThePlanAsInTheApply) {
   EXPECT_TRUE(std::filesystem::is_directory(Root("/etc/f/sub")));
 }
 
+// A file the host wrote, edited by hand since, at a path a bundle now
+// takes: it was deleted with the swap, and the removal said it was left.
+// Edited, it is no longer the host's to replace: the bundle fails.
+TEST_F(FilesTest, ABundleNeverReplacesAHostFileEditedByHand) {
+  json conf = {{"id", "conf"}, {"kind", "file"}, {"path", "/opt/tools/conf"}, {"content", "host"}};
+  ASSERT_EQ(Run(Decl(json::array({conf}))).result, ApplyResult::kOk);
+  WriteText(Root("/opt/tools/conf"), "operator's precious edit");
+  json tree = Resources()[2];
+  ApplyReport r = Run(Decl(json::array({tree}), 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed app.tools (archive): /opt/tools holds /opt/tools/conf (changed since the host "
+            "wrote it), which is not the host's: not replaced by the bundle, it may be someone's "
+            "(move it away, or declare the bundle at another path)");
+  EXPECT_EQ(ReadText(Root("/opt/tools/conf")), "operator's precious edit");
+  // The host's file is not forgotten while the bundle fails: put back as
+  // the host wrote it, the bundle takes the path, and says so.
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "failed conf (file): kept as the host's: /opt/tools/conf lies in the path of "
+            "app.tools, which failed; removed once that bundle takes its path");
+  ASSERT_EQ(Run(Decl(json::array({conf}), 3)).result, ApplyResult::kOk);
+  r = Run(Decl(json::array({tree}), 4));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "removed conf (file): /opt/tools/conf, replaced by app.tools's bundle");
+  EXPECT_FALSE(Exists(Root("/opt/tools/conf")));
+}
+
 TEST_F(FilesTest, PlanWritesNothing) {
   ApplyReport r = Run(Decl(Resources()), /*dry_run=*/true);
   EXPECT_THAT(Outcomes(r), ElementsAre("created", "created", "created"));
