@@ -52,14 +52,20 @@ int ApplyOrPlan(const cli::Flags& flags, bool plan) {
 // Bundles, where the artifacts are: each file there, as its sha256 says,
 // unpacked and checked as an apply does: a bundle every apply would refuse
 // is refused here.
-void CheckBundles(const core::Declaration& decl, const std::string& artifacts_dir,
+// Not given, a default directory that is not there (validate run where the
+// declaration is built) only warns; given, it refuses, as apply would.
+void CheckBundles(const core::Declaration& decl, const std::string& artifacts_dir, bool given,
                   cli::Validation& v) {
   auto artifacts = adapters::PosixFileSystem::Open(artifacts_dir);
   bool bundles = std::any_of(decl.resources.begin(), decl.resources.end(),
                              [](const core::Resource& r) { return r.IsTree(); });
   if (bundles && !artifacts) {
-    v.warnings.push_back("bundles not checked: --artifacts " + artifacts_dir + ": " +
-                         artifacts.error().message);
+    std::string why = "--artifacts " + artifacts_dir + ": " + artifacts.error().message;
+    if (given) {
+      v.refusals.push_back("bundles cannot be read: " + why);
+    } else {
+      v.warnings.push_back("bundles not checked: " + why);
+    }
   }
   adapters::LibarchiveReader archives;
   uint64_t held = 0;
@@ -131,7 +137,7 @@ int Validate(const cli::Flags& flags) {
                                     {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts},
                                     problems);
         cli::Validation bundles;
-        CheckBundles(parsed, flags.artifacts, bundles);
+        CheckBundles(parsed, flags.artifacts, flags.artifacts_given, bundles);
         for (std::string& r : bundles.refusals) problems.Add(std::move(r));
         for (std::string& w : bundles.warnings) v.warnings.push_back(std::move(w));
         for (std::string& w : adapters::VerifyUnitTexts(parsed)) v.warnings.push_back(std::move(w));

@@ -250,6 +250,7 @@ core::Status SetValue(ValueFlags& into, Flags& flags, const std::string& name,
     *s->second = value;
     if (name == "--url") flags.urls.push_back(value);
     if (name == "--targets") flags.target_files.push_back(value);
+    if (name == "--artifacts") flags.artifacts_given = true;
     return core::Ok();
   }
   auto d = core::ParseDuration(value);

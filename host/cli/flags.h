@@ -60,6 +60,9 @@ struct Flags {
   std::string verify_key;
   // plan: a unified diff of each change after the outcome lines.
   bool diff = false;
+  // --artifacts was given, not left at its default: validate then refuses
+  // a declaration whose bundles it cannot read there, as apply would.
+  bool artifacts_given = false;
   // Flags given that the verb does not use, each in words: said on
   // stderr, then ignored.
   std::vector<std::string> ignored;

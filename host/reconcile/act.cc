@@ -10,6 +10,20 @@
 namespace mesh::reconcile {
 namespace {
 
+// systemd's refusal of a job, and how to mend it where the words alone do
+// not say: a reload of a unit with no ExecReload= (reload_on) is refused
+// as "not applicable", at every apply until the declaration changes.
+std::string RefusalWords(const std::pair<std::string, ports::JobKind>& job,
+                         const std::string& refused) {
+  if (job.second != ports::JobKind::kReload ||
+      refused.find("JobTypeNotApplicable") == std::string::npos) {
+    return refused;
+  }
+  return refused + " (" + job.first +
+         " has no ExecReload=, so systemd cannot reload it: give it one, or name what it "
+         "reads in restart_on instead of reload_on)";
+}
+
 using core::Resource;
 using State = Acted::State;
 
@@ -274,7 +288,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
     Acted& a = acts[asked[n]];
     a = queued[m] ? Acted{.state = State::kQueued, .detail = "", .job = *queued[m], .before = {}}
                   : Acted{.state = State::kRefused,
-                          .detail = queued[m].error().message,
+                          .detail = RefusalWords(readable[m], queued[m].error().message),
                           .job = "",
                           .before = {}};
     a.before = std::move(*before[n]);  // a refusal's too: it says whether systemd loaded it

@@ -14,6 +14,7 @@ check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((f
 mkdir -p "$T/art" "$T/b"
 echo hi > "$T/b/run"; tar -C "$T/b" -czf "$T/art/app.tar.gz" .
 SHA=$(sha256sum "$T/art/app.tar.gz" | cut -d' ' -f1)
+mkdir -p "$T/good"; cp "$T/art/app.tar.gz" "$T/good/"  # the bundle as declared, kept
 umask 077
 cat > "$T/d.json" <<JSON
 {"machine": "edge-1", "generation": 7, "resources": [
@@ -79,7 +80,7 @@ sed -e "s/app.tar.gz/evil.tar.gz/" -e "s/$SHA/$EVIL/" "$T/d.json" > "$T/evil.jso
 run --declaration "$T/evil.json" --artifacts "$T/art"
 check "a bundle with a symlink member: exit 2, refused as apply refuses it" '[ "$RC" = 2 ] && grep -q "^refused: resource app, field source: bundle evil.tar.gz refused: " <<<"$ERR"'
 run --declaration "$T/d.json" --artifacts "$T/none"
-check "no artifacts directory: a warning, not a refusal" '[ "$RC" = 0 ] && grep -q "^warning: bundles not checked: --artifacts $T/none" <<<"$ERR"'
+check "an --artifacts given that is not there: exit 2, as apply would" '[ "$RC" = 2 ] && grep -q "^refused: bundles cannot be read: --artifacts $T/none" <<<"$ERR"'
 
 chmod 0644 "$T/d.json"
 run --declaration "$T/d.json" --artifacts "$T/none"
@@ -124,9 +125,9 @@ if command -v minisign >/dev/null; then
   minisign -G -W -p "$T/k.pub" -s "$T/k.key" >/dev/null
   minisign -G -W -p "$T/o.pub" -s "$T/o.key" >/dev/null
   minisign -S -s "$T/k.key" -m "$T/d.json" -t "generation 7 by ci" >/dev/null
-  run --declaration "$T/d.json" --artifacts "$T/none" --verify-key "$T/k.pub"
+  run --declaration "$T/d.json" --artifacts "$T/good" --verify-key "$T/k.pub"
   check "signed by the key: valid, the signer said" '[ "$RC" = 0 ] && grep -q "signed by " <<<"$OUT"'
-  run --declaration "$T/d.json" --artifacts "$T/none" --verify-key "$T/o.pub" --output json
+  run --declaration "$T/d.json" --artifacts "$T/good" --verify-key "$T/o.pub" --output json
   check "signed by another key: exit 2" '[ "$RC" = 2 ] && grep -q "another key" <<<"$OUT"'
 else
   echo "FAIL - minisign is missing (tools/lib/packages.sh installs it)"; fails=$((fails+1))

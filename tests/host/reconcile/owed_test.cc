@@ -496,6 +496,9 @@ TEST_F(OwedTest, ARefusedReloadStaysOwed) {
     EXPECT_EQ(r.result, ApplyResult::kFailed);
     EXPECT_EQ(r.outcomes[3].outcome, core::Outcome::kFailed);
     EXPECT_THAT(r.outcomes[3].detail, HasSubstr("JobTypeNotApplicable"));
+    EXPECT_THAT(r.outcomes[3].detail,
+                HasSubstr("(cache.service has no ExecReload=, so systemd cannot reload it: give "
+                          "it one, or name what it reads in restart_on instead of reload_on)"));
     if (i == 1) {
       EXPECT_THAT(r.outcomes[3].detail, HasSubstr("reload pending since generation 2"));
     }
