@@ -220,7 +220,7 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   } else if (u.daemon_reload) {
     // Its unit file changed before this apply and systemd has not loaded it.
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
-        "unit file " + r.unit().name + " changed but was not loaded", {});
+        "unit file " + r.unit().name + " is newer than what systemd loaded (NeedDaemonReload)", {});
   }
 }
 

@@ -618,7 +618,8 @@ TEST_F(OwedTest, NeedDaemonReloadIsACrossCheck) {
   EXPECT_FALSE(r.from_record);
   EXPECT_EQ(services_.daemon_reloads(), reloads + 1);
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
-            "restarted web (service): unit file web.service changed but was not loaded; "
+            "restarted web (service): unit file web.service is newer than what systemd loaded "
+            "(NeedDaemonReload); "
             "web.service active (running)");
 }
 

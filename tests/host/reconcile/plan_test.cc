@@ -256,7 +256,8 @@ TEST_F(PlanTest, NeedDaemonReloadOnAHostUnitFileOwesReloadAndRestart) {
   Plan plan = Make();
   EXPECT_TRUE(plan.units[0].daemon_reload);
   EXPECT_EQ(plan.units[0].action, UnitAction::kRestart);
-  EXPECT_EQ(plan.units[0].why, "unit file web.service changed but was not loaded");
+  EXPECT_EQ(plan.units[0].why,
+            "unit file web.service is newer than what systemd loaded (NeedDaemonReload)");
   EXPECT_EQ(plan.units[0].reason, core::RestartReason::kDeclared);
   // A reload owed as well: the restart that pays both is this apply's, and
   // counted as such, never as the reload's reason.
