@@ -96,6 +96,20 @@ bool MayAdoptChange(const PlanInputs& in) {
          (in.owed == nullptr || !in.owed->applying);
 }
 
+// A declared change over a file someone changed since the host wrote it:
+// said, not written over in silence (SPEC: drift is reported). Files only:
+// a tree's or a directory's fingerprint moves with what is put inside.
+std::string ReplacedByHand(const Resource& r, const RecordEntry* old, const FilesSeen& seen) {
+  if (!r.IsFile() || old == nullptr || old->written.size() != 1 || old->written[0].path != r.path) {
+    return "";
+  }
+  if (seen.missing) return "drifted: deleted on the machine since the host wrote it; ";
+  if (old->written[0].fingerprint != seen.fingerprint) {
+    return "drifted: changed on the machine since the host wrote it, replaced; ";
+  }
+  return "";
+}
+
 // A file, a credential or a tree: as recorded, adopted (the fingerprint
 // moved, or there is no record, but the content matches), or to be written.
 Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
@@ -144,7 +158,8 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
   } else {
     step.outcome = seen.missing && old == nullptr ? Outcome::kCreated : Outcome::kUpdated;
     std::string what = tree ? "the tree was changed" : seen.drift;
-    std::string why = recorded ? "drifted: " + what + " on the machine, put back; " : "";
+    std::string why = recorded ? "drifted: " + what + " on the machine, put back; "
+                               : ReplacedByHand(r, old, seen);
     std::string wrote =
         r.kind == core::Kind::kCredential ? "secret" : Plural(r.content.size(), "byte");
     std::string action;

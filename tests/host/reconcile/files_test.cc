@@ -422,6 +422,29 @@ TEST_F(FilesTest, ABundleNeverReplacesAHostFileEditedByHand) {
   EXPECT_FALSE(Exists(Root("/opt/tools/conf")));
 }
 
+// A hand edit found by an apply that also changes the file was written
+// over with only `wrote 3 byte(s)`: SPEC reports drift. Said now.
+TEST_F(FilesTest, AHandEditUnderADeclaredChangeIsSaid) {
+  json f = {{"id", "f"}, {"kind", "file"}, {"path", "/etc/f"}, {"content", "v1"}};
+  ASSERT_EQ(Run(Decl(json::array({f}))).result, ApplyResult::kOk);
+  WriteText(Root("/etc/f"), "hand");
+  f["content"] = "v2";
+  ApplyReport r = Run(Decl(json::array({f}), 2));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "updated f (file): drifted: changed on the machine since the host wrote it, replaced; "
+            "wrote 2 byte(s), mode 0644");
+  std::filesystem::remove(Root("/etc/f"));
+  f["content"] = "v3";
+  r = Run(Decl(json::array({f}), 3));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "updated f (file): drifted: deleted on the machine since the host wrote it; wrote 2 "
+            "byte(s), mode 0644");
+  f["content"] = "v4";
+  r = Run(Decl(json::array({f}), 4));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]), "updated f (file): wrote 2 byte(s), mode 0644")
+      << "untouched since the host wrote it: no word";
+}
+
 TEST_F(FilesTest, PlanWritesNothing) {
   ApplyReport r = Run(Decl(Resources()), /*dry_run=*/true);
   EXPECT_THAT(Outcomes(r), ElementsAre("created", "created", "created"));
