@@ -89,8 +89,12 @@ std::string FileDiff(const Current& now, const std::string& shown, std::string_v
            "\n";
   }
   if (secret) {
+    bool same =
+        now.unreadable.empty() && now.info.type == FileType::kRegular && now.content == content;
     out += old_digest == want || old_digest.empty()
-               ? (missing ? "new credential" : "the content on the machine is not as declared")
+               ? (missing ? "new credential"
+                  : same  ? "the content on the machine is as declared"
+                          : "the content on the machine is not as declared")
                : "digest " + old_digest + " → " + want;
     return out + " (a credential: its content is not shown)\n";
   }

@@ -127,6 +127,15 @@ TEST_F(DiffTest, ACredentialShowsItsDigestsOnly) {
             "mode 0644 → 0400\n"
             "the content on the machine is not as declared (a credential: its content "
             "is not shown)\n");
+  // Only its mode moved: its content is not said to differ.
+  WriteText(Root("/etc/app/token"), "hunter3\n");
+  diffs = PlanDiffs(Decl({token}, 2));
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_EQ(diffs[0],
+            "diff token (credential)\n"
+            "mode 0644 → 0400\n"
+            "the content on the machine is as declared (a credential: its content is not "
+            "shown)\n");
 }
 
 TEST_F(DiffTest, ABundlesMembersAddedRemovedAndChanged) {
