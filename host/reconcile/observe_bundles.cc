@@ -4,12 +4,31 @@
 
 namespace mesh::reconcile {
 
+namespace {
+
+// Why the artifacts directory did not give `source`, in its own words: the
+// adapter names the file by its path inside that directory ("open /x:"),
+// which reads as a file at the machine's root, and a link it refuses to
+// follow as "Too many levels of symbolic links".
+std::string WhyNotRead(const std::string& source, std::string why) {
+  if (std::string prefix = "open /" + source + ": "; why.starts_with(prefix)) {
+    why.erase(0, prefix.size());
+  }
+  if (why == "Too many levels of symbolic links") {
+    return "it is a symbolic link, which --artifacts does not follow (copy the file in)";
+  }
+  return why;
+}
+
+}  // namespace
+
 core::Result<std::string> ReadArtifact(ports::FileSystem& artifacts, const core::Resource& r) {
   std::string where = "resource " + r.id + ", field ";
   auto bytes = artifacts.ReadFile("/" + r.source, kMaxBundleBytes);
   if (!bytes) {
     return core::Fail(where + "source: cannot read " + r.source +
-                      " from the artifacts directory (--artifacts): " + bytes.error().message +
+                      " from the artifacts directory (--artifacts): " +
+                      WhyNotRead(r.source, bytes.error().message) +
                       "; put the file there under that name, or correct \"source\"");
   }
   std::string actual = core::Sha256Hex(*bytes);

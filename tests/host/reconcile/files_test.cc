@@ -445,6 +445,24 @@ TEST_F(FilesTest, AHandEditUnderADeclaredChangeIsSaid) {
       << "untouched since the host wrote it: no word";
 }
 
+// An artifact that is not there, or is a link, was named as "open
+// /tools.tar.gz", a path at the machine's root, and a link as "Too many
+// levels of symbolic links".
+TEST_F(FilesTest, AnArtifactNotReadIsNamedInTheArtifactsDirectory) {
+  json tree = Resources()[2];
+  std::string art = dir_.Sub("artifacts/tools.tar.gz");
+  std::filesystem::rename(art, dir_.Sub("kept.tar.gz"));
+  ApplyReport r = Run(Decl(json::array({tree})));
+  EXPECT_EQ(r.error,
+            "resource app.tools, field source: cannot read tools.tar.gz from the artifacts "
+            "directory (--artifacts): No such file or directory; put the file there under that "
+            "name, or correct \"source\"");
+  std::filesystem::create_symlink(dir_.Sub("kept.tar.gz"), art);
+  r = Run(Decl(json::array({tree})));
+  EXPECT_THAT(r.error, HasSubstr("(--artifacts): it is a symbolic link, which --artifacts does "
+                                 "not follow (copy the file in)"));
+}
+
 TEST_F(FilesTest, PlanWritesNothing) {
   ApplyReport r = Run(Decl(Resources()), /*dry_run=*/true);
   EXPECT_THAT(Outcomes(r), ElementsAre("created", "created", "created"));
