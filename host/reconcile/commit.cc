@@ -295,6 +295,16 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.digest = rm.entry.digest;
     return o;
   }
+  // The bundle that was to take its paths over failed to write them: they
+  // are still on the machine, and still the host's.
+  if (rm.taken_by.has_value() && !in.writes->steps.empty() &&
+      !in.writes->steps[*rm.taken_by].status) {
+    Fail(o, "kept as the host's: its paths lie in the path of " +
+                in.declaration->resources[*rm.taken_by].id +
+                ", which failed; removed once that bundle takes its path");
+    o.digest = rm.entry.digest;
+    return o;
+  }
   Writes::Asked asked = RecordAsked(in, k, out);
   const std::string& unit = rm.entry.unit().name;
   std::string disabled = asked.disabled ? "disabled " + unit : "";

@@ -330,34 +330,41 @@ FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std
   return seen;
 }
 
-// The first entry under `dir` (not a directory) that neither the record
-// nor any path above it within `dir` says is the host's content, as a
-// path. A declared `directory`'s contents are not the host's, nor a path
-// that was there before the host managed it (which removal leaves too).
-const std::string_view* Observer::OwnedAs(std::string_view path) const {
+const core::WrittenPath* Observer::OwnedAs(std::string_view path) const {
   if (!owned_paths_.has_value()) {
     owned_paths_.emplace();
     for (const auto& [id, e] : record_.resources) {
       if (e.kind == core::KindName(core::Kind::kDirectory)) continue;
       for (const core::WrittenPath& w : e.written) {
-        if (!w.preexisting) owned_paths_->emplace(w.path, w.fingerprint);
+        if (!w.preexisting) owned_paths_->emplace(w.path, &w);
       }
     }
   }
   auto it = owned_paths_->find(path);
-  return it != owned_paths_->end() ? &it->second : nullptr;
+  return it != owned_paths_->end() ? it->second : nullptr;
 }
 
 bool Observer::Owned(std::string_view path) const { return OwnedAs(path) != nullptr; }
 
+bool Observer::OwnedAsLeft(const std::string& path, const core::FileInfo& info) const {
+  const core::WrittenPath* w = OwnedAs(path);
+  if (w == nullptr) return false;
+  if (core::FingerprintMatches(info, w->fingerprint)) return true;
+  return !w->content_digest.empty() && WorthReading(info, w->fingerprint) &&
+         AsLeft(*ports_.root, path, info, w->content_digest);
+}
+
+// The first entry under `dir` (not a directory) that neither the record
+// nor any path above it within `dir` says is the host's content, as a
+// path. A declared `directory`'s contents are not the host's, nor a path
+// that was there before the host managed it (which removal leaves too),
+// nor a file the host wrote that someone changed since.
 std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
                                                  const std::vector<TreeEntry>& entries) const {
   for (const TreeEntry& e : entries) {
     if (e.type == FileType::kDirectory) continue;
     const std::string path = dir + "/" + e.relpath;
-    // A file the host wrote, changed since (a hand edit): someone's now.
-    if (const std::string_view* as = OwnedAs(path);
-        as != nullptr && e.type == FileType::kRegular && !core::FingerprintMatches(e.info, *as)) {
+    if (e.type == FileType::kRegular && Owned(path) && !OwnedAsLeft(path, e.info)) {
       return core::Printable(path) + " (changed since the host wrote it)";
     }
     bool hosts = false;
@@ -421,13 +428,17 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
   // the host took the path, whatever it holds that is not the host's.
   // Not this resource's tree before (another kind at the path, a declared
   // `directory` among them, is not the host's content).
-  bool taken = old != nullptr && !old->written.empty() && old->written[0].path == r.path;
+  // This resource's own tree there before; a file it was under another
+  // kind is judged as any file at the path.
+  bool taken = old != nullptr && !old->written.empty() && old->written[0].path == r.path &&
+               (old->kind == core::KindName(core::Kind::kArchive) ||
+                old->kind == core::KindName(core::Kind::kProcess));
   if (dir && !taken && seen.found == Found::kDiffers) {
     seen.foreign = NotTheHosts(r.path, *hashed).value_or("");
   }
   // A file, a link or a FIFO at the path that the host did not write: as a
   // `directory` never replaces one, nor does a bundle.
-  if (!dir && !seen.missing && !taken && !Owned(r.path)) {
+  if (!dir && !seen.missing && !taken && !OwnedAsLeft(r.path, *info)) {
     seen.foreign = core::Printable(r.path);
   }
   return seen;

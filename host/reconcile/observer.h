@@ -79,8 +79,11 @@ class Observer {
   // Whether the record says the host wrote `path` (not there before it, and
   // not a declared directory): its content is the host's to replace.
   bool Owned(std::string_view path) const;
-  // Its recorded fingerprint when Owned, else null.
-  const std::string_view* OwnedAs(std::string_view path) const;
+  // What the record holds of it when Owned, else null.
+  const core::WrittenPath* OwnedAs(std::string_view path) const;
+  // Owned, and still as the host left it (a touch, a chmod back: its bytes
+  // read), as `info` finds it.
+  bool OwnedAsLeft(const std::string& path, const core::FileInfo& info) const;
   // `content_digest`: a file's, when the host may read it to know it is
   // still what it wrote though its fingerprint moved (as_left.h).
   DroppedSeen DroppedAt(ports::FileSystem& fs, const std::string& path, std::string_view recorded,
@@ -106,8 +109,9 @@ class Observer {
   std::vector<const Result<FileInfo>*> declared_stats_;  // by resource index (files only)
   std::vector<Result<FileInfo>> fresh_stats_;            // what StatAll looked at itself
   mutable std::optional<std::unordered_set<std::string_view>> recorded_paths_;
-  // NotTheHosts: each path the host wrote, with its recorded fingerprint.
-  mutable std::optional<std::unordered_map<std::string_view, std::string_view>> owned_paths_;
+  // NotTheHosts: each path the host wrote, as recorded.
+  mutable std::optional<std::unordered_map<std::string_view, const core::WrittenPath*>>
+      owned_paths_;
   std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
   std::map<std::string, bool> recorded_drop_ins_;    // "UNIT.d/NAME" -> there before the host
   // Bundles unpacked this apply, by (source, sha256), and their bytes.

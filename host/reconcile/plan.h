@@ -252,6 +252,9 @@ struct Removal {
   // replaced by app's bundle"): its swap replaced them, nothing else
   // deletes them.
   std::vector<std::string> taken_over;
+  // The bundle (by resource index) that takes them over: while its write
+  // fails, they stay recorded as the host's.
+  std::optional<size_t> taken_by;
   bool delete_unit_file = false;
   // Its [Install] links, undone through systemd before its unit file goes:
   // links to a deleted file would dangle.

@@ -300,6 +300,17 @@ void PlanDropInRemovals(const PlanInputs& in, const Claims& claims, const Record
       !unit_dir || !claims.Path(std::string(*unit_dir) + "/" + e.unit().name + ".d");
 }
 
+// Nothing of a removal is done in this apply (Removal::not_now): its
+// unit is neither stopped nor disabled, none of its files deleted.
+void NothingNow(Removal& rm) {
+  rm.stop = rm.stops_a_trigger = rm.disable = rm.forget_failure = false;
+  rm.delete_unit_file = rm.delete_drop_in_dir = rm.deletes_unit_definition = false;
+  rm.delete_paths.clear();
+  rm.delete_drop_ins.clear();
+  rm.delete_empty_dirs.clear();
+  rm.held_dirs.clear();
+}
+
 void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const std::vector<Step>& steps,
                       const RecordEntry& e, Removal& rm) {
   for (const core::WrittenPath& w : e.written) {
@@ -310,12 +321,13 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const std::vec
       rm.not_now = "kept as the host's: " + w.path + " lies in the path of " +
                    in.declaration->resources[*tree].id +
                    ", which failed; removed once that bundle takes its path";
-      rm.delete_paths.clear();
+      NothingNow(rm);
       return;
     }
     if (tree.has_value() && in.declaration->resources[*tree].path != w.path) {
       rm.taken_over.push_back(w.path + ", replaced by " + in.declaration->resources[*tree].id +
                               "'s bundle");
+      rm.taken_by = *tree;
       continue;
     }
     if (w.preexisting || claims.Path(w.path)) {

@@ -74,6 +74,7 @@ constexpr std::chrono::seconds kTriggerStopBound{5};
 // `stop_job`: its stop's job, when one was queued.
 core::Status Remove(const Removal& rm, const ReconcilerPorts& ports, core::Status disabled,
                     std::string& stop_job) {
+  if (!rm.not_now.empty()) return core::Ok();  // nothing of it now (PlanRemovals said why)
   core::Status first = std::move(disabled);
   auto keep_first = [&](core::Status st) {
     if (!st && first) first = std::move(st);

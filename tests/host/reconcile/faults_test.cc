@@ -56,6 +56,31 @@ TEST_F(FaultsTest, DiskFullFailsOneResourceAndKeepsItsOldContent) {
               ElementsAre("updated", "unchanged"));
 }
 
+// A bundle that takes the path of the host's dropped files, and fails to
+// write its tree there: those files are still on the machine, and were
+// forgotten; every later apply then refused them as someone's.
+TEST_F(FaultsTest, FilesABundleFailedToTakeOverStayTheHosts) {
+  json conf = {{"id", "conf"}, {"kind", "file"}, {"path", "/opt/tools/conf"}, {"content", "x"}};
+  ASSERT_EQ(RunFaulty(Decl({conf})).result, ApplyResult::kOk);
+  std::string sha = Bundle("t.tar.gz", {{testing::TarMember::kFile, "run", "run\n", 0755}});
+  json tree = {{"id", "tools"},
+               {"kind", "archive"},
+               {"path", "/opt/tools"},
+               {"source", "t.tar.gz"},
+               {"sha256", sha}};
+  faulty_->FailWrites("/opt/tools", ENOSPC);
+  ApplyReport r = RunFaulty(Decl({tree}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed"));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "failed conf (file): kept as the host's: its paths lie in the path of tools, which "
+            "failed; removed once that bundle takes its path");
+  EXPECT_EQ(ReadText(Root("/opt/tools/conf")), "x");
+  faulty_->Heal();
+  r = RunFaulty(Decl({tree}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "removed"));
+  EXPECT_EQ(ReadText(Root("/opt/tools/run")), "run\n");
+}
+
 // The apply's files are made durable in one step before any is put in
 // place: when that step fails, none is placed — each file says why, their
 // old contents stay, what is not a staged file (a directory) is still

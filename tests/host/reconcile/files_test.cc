@@ -375,8 +375,22 @@ TEST_F(FilesTest, ABundleNeverReplacesSomeoneElsesFileAtItsPath) {
 
   json file = {{"id", "tools"}, {"kind", "file"}, {"path", "/opt/tools"}, {"content", "x"}};
   ASSERT_EQ(Run(Decl(json::array({file}))).result, ApplyResult::kOk);
-  EXPECT_EQ(Run(Decl(json::array({tree}), 2)).result, ApplyResult::kOk);
+  // The host's file, edited by hand since: someone's now.
+  WriteText(Root("/opt/tools"), "hand edit");
+  EXPECT_EQ(Run(Decl(json::array({tree}), 2)).result, ApplyResult::kFailed);
+  EXPECT_EQ(ReadText(Root("/opt/tools")), "hand edit");
+  WriteText(Root("/opt/tools"), "x");  // as the host left it: its bytes read
+  r = Run(Decl(json::array({tree}), 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes.at(0)) << r.error;
   EXPECT_EQ(ReadText(Root("/opt/tools/bin/serve")), "#!/bin/sh\n");
+  // Under its own id turned bundle too.
+  std::filesystem::remove_all(Root("/opt/tools"));
+  ASSERT_EQ(Run(Decl(json::array({file}), 3)).result, ApplyResult::kOk);
+  WriteText(Root("/opt/tools"), "hand edit");
+  json same = tree;
+  same["id"] = "tools";
+  EXPECT_EQ(Run(Decl(json::array({same}), 4)).result, ApplyResult::kFailed);
+  EXPECT_EQ(ReadText(Root("/opt/tools")), "hand edit");
 }
 
 // A file declared where a directory is: the plan said `would write 4
@@ -414,8 +428,8 @@ TEST_F(FilesTest, ABundleNeverReplacesAHostFileEditedByHand) {
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
             "failed conf (file): kept as the host's: /opt/tools/conf lies in the path of "
             "app.tools, which failed; removed once that bundle takes its path");
-  ASSERT_EQ(Run(Decl(json::array({conf}), 3)).result, ApplyResult::kOk);
-  r = Run(Decl(json::array({tree}), 4));
+  WriteText(Root("/opt/tools/conf"), "host");
+  r = Run(Decl(json::array({tree}), 3));
   EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
             "removed conf (file): /opt/tools/conf, replaced by app.tools's bundle");

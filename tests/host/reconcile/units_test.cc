@@ -926,6 +926,35 @@ TEST_F(UnitsTest, Issue210ProcessAppliedThreeTimesStartsOnce) {
   EXPECT_EQ(services_.StartsOf("node-tools.service"), 1);
 }
 
+// A dropped process whose tree lies in the path of a bundle that failed
+// stays the host's, recorded: its removal was said "kept", yet its unit
+// was stopped and its unit file deleted.
+TEST_F(UnitsTest, ARemovalKeptForAFailedBundleDoesNothingToItsUnit) {
+  services_.AddUnit("rt.service", {});
+  std::string sha = Bundle("rt.tar.gz", {{TarMember::kFile, "serve", "#!/bin/sh\n", 0755}});
+  json process = {{"id", "rt"},
+                  {"kind", "process"},
+                  {"path", "/opt/app/bin"},
+                  {"source", "rt.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", "rt.service"},
+                  {"unit_text", "[Service]\nExecStart=/opt/app/bin/serve\n"}};
+  ASSERT_EQ(Run(Decl({process})).result, ApplyResult::kOk);
+  testing::WriteText(Root("/opt/app/data.txt"), "someone's");
+  json app = {{"id", "app"},
+              {"kind", "archive"},
+              {"path", "/opt/app"},
+              {"source", "rt.tar.gz"},
+              {"sha256", sha}};
+  ApplyReport r = Run(Decl({app}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[1]), HasSubstr("kept as the host's"));
+  for (const auto& c : services_.calls()) EXPECT_NE(c.kind, ports::JobKind::kStop);
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("units") + "/rt.service"));
+  EXPECT_TRUE(services_.ReadUnit("rt.service")->Running());
+}
+
 // SPEC 8: the tree of a dropped process is deleted once its unit no longer
 // runs; until then that removal is owed. It was deleted in the apply that
 // queued the stop: an ExecStop= in the bundle was gone before systemd ran
