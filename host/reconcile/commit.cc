@@ -277,6 +277,21 @@ Writes::Asked RecordAsked(const SettleInputs& in, size_t k, Settled& out) {
   return asked;
 }
 
+// Why a removal stays recorded, failed, with nothing of it done: planned
+// so (Removal::not_now), or the bundle that was to take its paths over
+// failed to write them, so they are still on the machine and the host's.
+// Empty when it went ahead.
+std::string KeptThisApply(const SettleInputs& in, const Removal& rm) {
+  if (!rm.not_now.empty()) return rm.not_now;
+  if (rm.taken_by.has_value() && !in.writes->steps.empty() &&
+      !in.writes->steps[*rm.taken_by].status) {
+    return "kept as the host's: its paths lie in the path of " +
+           in.declaration->resources[*rm.taken_by].id +
+           ", which failed; removed once that bundle takes its path";
+  }
+  return "";
+}
+
 ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   const Removal& rm = in.plan->removals[k];
   const core::Status& done = in.writes->removals[k];
@@ -290,18 +305,8 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   if (rm.moved_unit && !in.dry_run && (!rm.not_now.empty() || !rm.until_stopped.empty() || !done)) {
     out.entries[rm.id] = rm.entry;
   }
-  if (!rm.not_now.empty()) {
-    Fail(o, rm.not_now);
-    o.digest = rm.entry.digest;
-    return o;
-  }
-  // The bundle that was to take its paths over failed to write them: they
-  // are still on the machine, and still the host's.
-  if (rm.taken_by.has_value() && !in.writes->steps.empty() &&
-      !in.writes->steps[*rm.taken_by].status) {
-    Fail(o, "kept as the host's: its paths lie in the path of " +
-                in.declaration->resources[*rm.taken_by].id +
-                ", which failed; removed once that bundle takes its path");
+  if (std::string kept = KeptThisApply(in, rm); !kept.empty()) {
+    Fail(o, kept);
     o.digest = rm.entry.digest;
     return o;
   }
