@@ -270,6 +270,12 @@ inline bool UpSince(const UnitStatus& s, uint32_t baseline) {
 // progress keeps the definition it started with).
 enum class UnitState { kRunning, kStopped, kTriggered };
 
+// Whether systemd has a definition of the unit it can run: none of
+// LoadState not-found, bad-setting or error.
+inline bool Loadable(const UnitStatus& s) {
+  return s.load_state != "not-found" && s.load_state != "bad-setting" && s.load_state != "error";
+}
+
 // What the host last recorded of a unit it found as declared (the record's
 // n_restarts and finished).
 struct UnitBaseline {

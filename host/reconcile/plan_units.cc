@@ -209,14 +209,14 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   } else if (!restart_deps.empty()) {
     ask(UnitAction::kRestart, core::RestartReason::kRestartOn,
         "restart_on " + in.declaration->resources[restart_deps[0]].id + " changed", restart_deps);
-  } else if (!reload_deps.empty()) {
-    ask(UnitAction::kReload, core::RestartReason::kReloadOn,
-        "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
   } else if (auto changed = ChangedSinceItsRun(in, i, steps, u)) {
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         "declared running, was " + step.old->unit().state + ": its run began before " + *changed +
             " last changed",
         {i});
+  } else if (!reload_deps.empty()) {
+    ask(UnitAction::kReload, core::RestartReason::kReloadOn,
+        "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
   } else if (u.daemon_reload) {
     // Its unit file changed before this apply and systemd has not loaded it.
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
@@ -296,26 +296,23 @@ void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step,
   u.enabled_drifted = old != nullptr && old->unit().enabled == r.unit().enabled;
 }
 
+// Why systemd cannot load a unit declared triggered; empty when it can.
+std::string NotLoadable(const Resource& r, const UnitPlan& u) {
+  if (core::Loadable(u.status)) return "";
+  const std::string& name = r.unit().name;
+  if (u.status.load_state == "not-found") {
+    return name + " not found: systemd has no unit of that name (LoadState=not-found), so no " +
+           "timer, socket or path unit can start it; declare its unit_text, or install it";
+  }
+  return name + " cannot be loaded (LoadState=" + u.status.load_state +
+         "): its trigger would fail to start it; systemd-analyze verify " + name + " says why";
+}
+
 // A unit left to its trigger: neither started nor stopped, never restarted
 // (that would start a run, or kill one); a changed definition is loaded
 // (the daemon-reload) for its next activation. What its restart_on or
 // reload_on would ask is said, not done: a daemon its socket started runs
 // on what it read.
-// Why systemd cannot load a unit declared triggered; empty when it can.
-std::string NotLoadable(const Resource& r, const UnitPlan& u) {
-  const std::string& load = u.status.load_state;
-  const std::string& name = r.unit().name;
-  if (load == "not-found") {
-    return name + " not found: systemd has no unit of that name (LoadState=not-found), so no " +
-           "timer, socket or path unit can start it; declare its unit_text, or install it";
-  }
-  if (load == "bad-setting" || load == "error") {
-    return name + " cannot be loaded (LoadState=" + load + "): its trigger would fail to start " +
-           "it; systemd-analyze verify " + name + " says why";
-  }
-  return "";
-}
-
 void LeaveToTheTrigger(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
                        const std::vector<Removal>& removals, UnitPlan& u) {
   AskForChanges(in, i, steps, removals, u);

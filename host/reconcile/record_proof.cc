@@ -305,8 +305,9 @@ bool RecordProof::Look() {
       }
     }
     // The full pass's rule (plan_units.cc): up against the record, stopped,
-    // or left to its trigger in whatever state.
+    // or left to its trigger in whatever state — one systemd can load.
     if (!core::AsDeclared(u.state, *statuses[k], u.baseline)) return false;
+    if (u.state == core::UnitState::kTriggered && !core::Loadable(*statuses[k])) return false;
     // [Install] links not as declared: the full pass puts them back.
     if (u.enabled.has_value() && core::UnitFileEnabled(*statuses[k]) != *u.enabled) return false;
     // A baseline the full pass would record anew is a change to the record.

@@ -2042,9 +2042,21 @@ TEST_F(UnitsTest, ATriggeredUnitSystemdCannotLoadFails) {
             "failed nosuch (service): nosuch.service not found: systemd has no unit of that name "
             "(LoadState=not-found), so no timer, socket or path unit can start it; declare its "
             "unit_text, or install it");
+  // Loadable when settled, not any more since (its file broken or gone):
+  // the no-op proven from the record said unchanged, healthy.
+  services_.AddUnit("tick.service", {});
+  json tick = Service("tick", {{"state", "triggered"}});
+  ASSERT_EQ(Run(Decl({tick}, 2)).result, ApplyResult::kOk);
+  ASSERT_TRUE(Run(Decl({tick}, 2)).from_record);
+  services_.BadSetting("tick.service");
+  r = Run(Decl({tick}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[0]),
+              HasSubstr("tick.service cannot be loaded (LoadState=bad-setting)"));
   // Its unit_text written by this apply: loaded by the daemon-reload.
-  r = Run(Decl({Service(
-      "made", {{"state", "triggered"}, {"unit_text", "[Service]\nExecStart=/bin/true\n"}})}));
+  r = Run(Decl({Service("made", {{"state", "triggered"},
+                                 {"unit_text", "[Service]\nExecStart=/bin/true\n"}})},
+               3));
   EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
 }
 
