@@ -259,6 +259,13 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
                    " too, or declare it stopped, and the next apply removes it";
       return;
     }
+    if (std::string trigger = RunningTriggerNotKept(in, e.unit().name); !trigger.empty()) {
+      rm.not_now = e.unit().name + " is started by " + trigger +
+                   ", which runs until this apply's units are acted on: not stopped, nothing "
+                   "deleted; the next apply removes it, " +
+                   trigger + " stopped";
+      return;
+    }
     rm.stop = status->Running();
     rm.stops_a_trigger = rm.stop && !status->triggers.empty();
     rm.forget_failure = true;

@@ -345,18 +345,35 @@ void AsNewToSystemd(const Resource& r, const std::string& other, UnitPlan& u) {
 
 }  // namespace
 
-std::string DeclaredTriggerOf(const PlanInputs& in, std::string_view unit) {
+namespace {
+
+// The first declared unit other than `unit` that lists it in Triggers=,
+// among those `pick` takes (given its declared state and its status).
+template <typename Pick>
+std::string TriggerOf(const PlanInputs& in, std::string_view unit, Pick pick) {
   for (size_t j = 0; j < in.declaration->resources.size(); ++j) {
     const Resource& t = in.declaration->resources[j];
-    if (!t.HasUnit() || t.unit().state != core::UnitState::kRunning || t.unit().name == unit) {
-      continue;
-    }
+    if (!t.HasUnit() || t.unit().name == unit) continue;
     const core::Result<core::UnitStatus>* status = in.seen->UnitOf(j);
-    if (status == nullptr || !status->has_value()) continue;
+    if (status == nullptr || !status->has_value() || !pick(t.unit().state, **status)) continue;
     const std::vector<std::string>& triggers = (*status)->triggers;
     if (std::find(triggers.begin(), triggers.end(), unit) != triggers.end()) return t.unit().name;
   }
   return "";
+}
+
+}  // namespace
+
+std::string DeclaredTriggerOf(const PlanInputs& in, std::string_view unit) {
+  return TriggerOf(in, unit, [](core::UnitState state, const core::UnitStatus&) {
+    return state == core::UnitState::kRunning;
+  });
+}
+
+std::string RunningTriggerNotKept(const PlanInputs& in, std::string_view unit) {
+  return TriggerOf(in, unit, [](core::UnitState state, const core::UnitStatus& status) {
+    return state != core::UnitState::kRunning && status.Running();
+  });
 }
 
 namespace {

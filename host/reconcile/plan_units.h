@@ -33,4 +33,9 @@ std::optional<core::Owed> OwedPastItsFailure(const PlanInputs& in, size_t i,
 // keeps starting `unit` however often it is stopped. Empty when none.
 std::string DeclaredTriggerOf(const PlanInputs& in, std::string_view unit);
 
+// A declared unit, declared anything other than running, that runs now and
+// starts `unit`: this apply stops it only after its removals (the unit
+// phase comes after the writes). Empty when none.
+std::string RunningTriggerNotKept(const PlanInputs& in, std::string_view unit);
+
 }  // namespace mesh::reconcile

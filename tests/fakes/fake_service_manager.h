@@ -175,6 +175,7 @@ class FakeServiceManager : public ports::ServiceManager {
   }
 
   const std::vector<Call>& calls() const { return calls_; }
+  void ClearCalls() { calls_.clear(); }
   int daemon_reloads() const { return daemon_reloads_; }
   // Units whose enablement changed since the last daemon-reload.
   bool links_changed_unloaded() const { return links_unloaded_; }

@@ -310,5 +310,15 @@ decl 26 ""; apply_now
 sleep 0.5
 check "trigger: dropped together, the service stays stopped" \
   '[ $RC = 0 ] && [ "$(state mh_2ddq_2eservice)" != active ] && [ "$(state mh_2ddq_2epath)" != active ]'
+decl 27 "$DQP,$(dq triggered)"; apply_now
+for _ in $(seq 40); do [ "$(state mh_2ddq_2eservice)" = active ] && break; sleep 0.05; done
+DQP_STOPPED=${DQP/\"state\":\"running\"/\"state\":\"stopped\"}
+decl 28 "$DQP_STOPPED"; apply_now
+check "trigger: dropped while its trigger is declared stopped, it waits one apply" \
+  '[ $RC = 1 ] && grep -q "^failed dq (service): mh-dq.service is started by mh-dq.path, which runs until" <<<"$OUT" && [ -f "$UNITS/mh-dq.service" ]'
+decl 29 "$DQP_STOPPED"; apply_now
+sleep 0.5
+check "trigger: then removed, and stays stopped" \
+  '[ $RC = 0 ] && grep -q "^removed dq (service)" <<<"$OUT" && [ "$(state mh_2ddq_2eservice)" != active ]'
 
 finish

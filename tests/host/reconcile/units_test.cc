@@ -2091,8 +2091,27 @@ TEST_F(UnitsTest, AServiceItsDeclaredTriggerStartsIsNotStoppedUnderIt) {
   for (const auto& c : services_.calls()) EXPECT_NE(c.kind, ports::JobKind::kStop);
   EXPECT_TRUE(std::filesystem::exists(dir_.Sub("units") + "/dq.service"));
 
+  // Its trigger declared stopped: it still runs while the removals are
+  // done (the units are acted on after), so the service's waits one apply.
+  json stopped_path = path;
+  stopped_path["state"] = "stopped";
+  r = Run(Decl({stopped_path}, 4));
+  EXPECT_THAT(Outcomes(r), ElementsAre("stopped", "failed"));
+  EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[1]),
+              HasSubstr("dq.service is started by dq.path, which runs until this apply's units "
+                        "are acted on: not stopped, nothing deleted"));
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("units") + "/dq.service"));
+  r = Run(Decl({stopped_path}, 5));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "removed"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("units") + "/dq.service"));
+
   // Dropped together: the trigger is stopped first, then the service.
-  r = Run(Decl(json::array(), 4));
+  services_.AddUnit("dq.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.AddUnit("dq.path", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.SetTriggers("dq.path", {"dq.service"});
+  ASSERT_EQ(Run(Decl({path, service("triggered")}, 6)).result, ApplyResult::kOk);
+  services_.ClearCalls();
+  r = Run(Decl(json::array(), 7));
   EXPECT_EQ(r.result, ApplyResult::kOk);
   std::vector<std::string> stopped;
   for (const auto& c : services_.calls()) {
