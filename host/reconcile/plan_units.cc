@@ -379,12 +379,16 @@ std::string RunningTriggerNotKept(const PlanInputs& in, std::string_view unit) {
 namespace {
 
 // A unit declared stopped: stopped when it runs (whatever start or
-// restart was owed is moot), unless a trigger declared running would start
-// it again at its next activation: every apply would stop it and say so,
-// and it would run between.
+// restart was owed is moot) — unless a trigger declared running started
+// it: that trigger would start it again, at once for a path unit whose
+// path is there, and every apply would stop it and say so. Found not
+// running, it is stopped as declared until its trigger next fires
+// (`triggered` says that better, but a timer's job declared stopped
+// between its runs is as declared).
 void PlanStop(const PlanInputs& in, const Resource& r, UnitPlan& u) {
   if (!u.failed.empty()) return;
-  if (std::string trigger = DeclaredTriggerOf(in, r.unit().name); !trigger.empty()) {
+  if (std::string trigger = u.status.Running() ? DeclaredTriggerOf(in, r.unit().name) : "";
+      !trigger.empty()) {
     u.failed = r.unit().name + " is started again by " + trigger +
                ", declared running: declare it \"triggered\" to leave it to " + trigger +
                ", or declare " + trigger + " stopped";

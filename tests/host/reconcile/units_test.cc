@@ -2065,6 +2065,18 @@ TEST_F(UnitsTest, ATriggeredUnitSystemdCannotLoadFails) {
 // again 0.3 s later; dropped alone, it was stopped and its unit file
 // deleted, and the trigger started it again, running with no file and no
 // record. Both now fail, saying what starts it, and nothing is done.
+// A timer's job declared stopped, found between its runs: stopped as
+// declared (issue 16's declarations), however its timer is declared.
+TEST_F(UnitsTest, ATimersJobDeclaredStoppedBetweenItsRunsIsAsDeclared) {
+  services_.AddUnit("tick.timer", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.AddUnit("tick.service", {Behavior::kOneshot});
+  services_.SetTriggers("tick.timer", {"tick.service"});
+  json timer = Service("tick", {{"unit", "tick.timer"}});
+  json job = Service("tick-job", {{"unit", "tick.service"}, {"state", "stopped"}});
+  ApplyReport r = Run(Decl({timer, job}));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[1]);
+}
+
 TEST_F(UnitsTest, AServiceItsDeclaredTriggerStartsIsNotStoppedUnderIt) {
   services_.AddUnit("dq.path", {Behavior::kHealthy, 0s, /*running_initially=*/true});
   services_.AddUnit("dq.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
