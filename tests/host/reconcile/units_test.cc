@@ -2065,6 +2065,21 @@ TEST_F(UnitsTest, ATriggeredUnitSystemdCannotLoadFails) {
 // again 0.3 s later; dropped alone, it was stopped and its unit file
 // deleted, and the trigger started it again, running with no file and no
 // record. Both now fail, saying what starts it, and nothing is done.
+// A kept unit's last drop-in no longer declared: the file went and its
+// empty UNIT.d/ stayed behind. It goes too, unless someone's file is in it.
+TEST_F(UnitsTest, AKeptUnitsLastDropInTakesItsFolder) {
+  services_.AddUnit("ro.service", {});
+  json with = Service("ro", {{"drop_ins", {{"10-a.conf", "[Service]\nNice=5\n"}}}});
+  ASSERT_EQ(Run(Decl({with})).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(Decl({Service("ro")}, 2)).result, ApplyResult::kOk);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("units") + "/ro.service.d"));
+  ASSERT_EQ(Run(Decl({with}, 3)).result, ApplyResult::kOk);
+  testing::WriteText(dir_.Sub("units") + "/ro.service.d/99-mine.conf", "[Service]\n");
+  ASSERT_EQ(Run(Decl({Service("ro")}, 4)).result, ApplyResult::kOk);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("units") + "/ro.service.d/10-a.conf"));
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("units") + "/ro.service.d/99-mine.conf"));
+}
+
 // A timer's job declared stopped, found between its runs: stopped as
 // declared (issue 16's declarations), however its timer is declared.
 TEST_F(UnitsTest, ATimersJobDeclaredStoppedBetweenItsRunsIsAsDeclared) {
