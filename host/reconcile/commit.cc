@@ -207,7 +207,11 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   std::optional<core::RecordEntry> filled;
   if (step.failed() || (written != nullptr && !written->status)) {
     Fail(o, step.failed() ? step.detail : written->status.error().message);
-    entry = step.old;
+    // The old entry, of another kind too (a file declared a bundle now
+    // under its id): what it wrote is still on the machine, and the host's.
+    entry = step.old != nullptr                                  ? step.old
+            : in.olds != nullptr && i < in.olds->recorded.size() ? in.olds->recorded[i]
+                                                                 : nullptr;
   } else {
     o.outcome = step.outcome;
     o.detail = step.detail;

@@ -391,6 +391,12 @@ TEST_F(FilesTest, ABundleNeverReplacesSomeoneElsesFileAtItsPath) {
   same["id"] = "tools";
   EXPECT_EQ(Run(Decl(json::array({same}), 4)).result, ApplyResult::kFailed);
   EXPECT_EQ(ReadText(Root("/opt/tools")), "hand edit");
+  // Still the host's (its entry kept while the bundle fails): put back as
+  // it was, the bundle takes the path.
+  WriteText(Root("/opt/tools"), "x");
+  r = Run(Decl(json::array({same}), 4));
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes.at(0));
+  EXPECT_EQ(ReadText(Root("/opt/tools/bin/serve")), "#!/bin/sh\n");
 }
 
 // A file declared where a directory is: the plan said `would write 4
