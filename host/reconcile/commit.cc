@@ -187,6 +187,18 @@ void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
   entry = &*filled;
 }
 
+// A unit that failed keeps the state the record had for it (triggered,
+// stopped): what the host did not do while it was so — restart it onto a
+// change — is still judged by the next apply (plan_units.cc,
+// ChangedSinceItsRun), which would otherwise find it recorded as declared.
+void KeepRecordedState(const core::RecordEntry* old, const core::RecordEntry*& entry,
+                       std::optional<core::RecordEntry>& filled) {
+  if (old == nullptr || entry == nullptr || entry->unit().state == old->unit().state) return;
+  if (!filled.has_value() || entry != &*filled) filled = *entry;
+  filled->mutable_unit().state = old->unit().state;
+  entry = &*filled;
+}
+
 ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k, Settled& out) {
   const core::Resource& r = in.declaration->resources[i];
   Step& step = in.plan->steps[i];
@@ -236,6 +248,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
     if (o.outcome != Outcome::kFailed) {
       const core::UnitStatus* up = SettleUnit(in, *unit_k, o);
       if (o.outcome != Outcome::kFailed) SettleEnablement(in, *unit_k, o);
+      if (o.outcome == Outcome::kFailed && !in.dry_run) KeepRecordedState(step.old, entry, filled);
       bool running = r.unit().state == core::UnitState::kRunning;
       if (running && entry != nullptr && !in.dry_run) Remember(up, step.old, entry, filled);
     }

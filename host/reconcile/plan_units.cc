@@ -74,7 +74,7 @@ std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
                                               const std::vector<Step>& steps, const UnitPlan& u) {
   const Resource& r = in.declaration->resources[i];
   const core::RecordEntry* old = steps[i].old;
-  if (r.unit().state != core::UnitState::kRunning || old == nullptr || !steps[i].want_changed ||
+  if (r.unit().state != core::UnitState::kRunning || old == nullptr ||
       (old->unit().state != "triggered" && old->unit().state != "stopped") || !Runs(u.status)) {
     return std::nullopt;
   }

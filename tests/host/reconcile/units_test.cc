@@ -2023,10 +2023,23 @@ TEST_F(UnitsTest, ATriggeredUnitDeclaredRunningIsRestartedOntoWhatItSkipped) {
   EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "unchanged"));
   EXPECT_EQ(services_.StartsOf("job.service"), starts);
 
+  // The apply that declares it running cannot read it (the bus lost for
+  // it): it fails, and the next apply, which can, still restarts it.
+  ASSERT_EQ(Run(Decl({Conf("three"), job("triggered", "b")}, 6)).result, ApplyResult::kOk);
+  services_.unreadable.insert("job.service");
+  EXPECT_EQ(Run(Decl({Conf("three"), job("running", "b")}, 7)).result, ApplyResult::kFailed);
+  services_.unreadable.clear();
+  starts = services_.StartsOf("job.service");
+  r = Run(Decl({Conf("three"), job("running", "b")}, 7));
+  EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[1]),
+              HasSubstr("declared running, was triggered: its run began before /etc/jail.conf "
+                        "last changed"));
+  EXPECT_EQ(services_.StartsOf("job.service"), starts + 1);
+
   // Unless it predates that change.
   services_.RanSince("job.service", 5s);
-  ASSERT_EQ(Run(Decl({Conf("two"), job("triggered", "c")}, 6)).result, ApplyResult::kOk);
-  r = Run(Decl({Conf("two"), job("running", "c")}, 7));
+  ASSERT_EQ(Run(Decl({Conf("three"), job("triggered", "c")}, 8)).result, ApplyResult::kOk);
+  r = Run(Decl({Conf("three"), job("running", "c")}, 9));
   EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[1]),
               HasSubstr("declared running, was triggered: its run began before unit file "
                         "job.service last changed"));
