@@ -330,47 +330,64 @@ FilesSeen Observer::Symlink(const Resource& r, const RecordEntry* old, const std
   return seen;
 }
 
-const core::WrittenPath* Observer::OwnedAs(std::string_view path) const {
+bool Observer::OwnedPath::tree() const {
+  return entry->kind == core::KindName(core::Kind::kArchive) ||
+         entry->kind == core::KindName(core::Kind::kProcess);
+}
+
+const Observer::OwnedPath* Observer::OwnedAs(std::string_view path) const {
   if (!owned_paths_.has_value()) {
     owned_paths_.emplace();
     for (const auto& [id, e] : record_.resources) {
       if (e.kind == core::KindName(core::Kind::kDirectory)) continue;
       for (const core::WrittenPath& w : e.written) {
-        if (!w.preexisting) owned_paths_->emplace(w.path, &w);
+        if (!w.preexisting) owned_paths_->emplace(w.path, OwnedPath{&e, &w});
       }
     }
   }
   auto it = owned_paths_->find(path);
-  return it != owned_paths_->end() ? it->second : nullptr;
+  return it != owned_paths_->end() ? &it->second : nullptr;
 }
 
 bool Observer::Owned(std::string_view path) const { return OwnedAs(path) != nullptr; }
 
 bool Observer::OwnedAsLeft(const std::string& path, const core::FileInfo& info) const {
-  const core::WrittenPath* w = OwnedAs(path);
-  if (w == nullptr) return false;
-  if (core::FingerprintMatches(info, w->fingerprint)) return true;
-  return !w->content_digest.empty() && WorthReading(info, w->fingerprint) &&
-         AsLeft(*ports_.root, path, info, w->content_digest);
+  const OwnedPath* o = OwnedAs(path);
+  if (o == nullptr) return false;
+  if (o->tree()) return info.type == FileType::kDirectory;
+  const core::WrittenPath& w = *o->written;
+  if (o->entry->kind == core::KindName(core::Kind::kSymlink)) {
+    return info.type == FileType::kSymlink && core::FingerprintMatches(info, w.fingerprint);
+  }
+  if (info.type != FileType::kRegular) return false;
+  if (core::FingerprintMatches(info, w.fingerprint)) return true;
+  return !w.content_digest.empty() && WorthReading(info, w.fingerprint) &&
+         AsLeft(*ports_.root, path, info, w.content_digest);
 }
 
-// The first entry under `dir` (not a directory) that neither the record
-// nor any path above it within `dir` says is the host's content, as a
-// path. A declared `directory`'s contents are not the host's, nor a path
-// that was there before the host managed it (which removal leaves too),
-// nor a file the host wrote that someone changed since.
+// The first entry under `dir` that is not the host's content, as a path:
+// not a directory, and neither the record nor a bundle's root above it
+// within `dir` says it is the host's; or a path the host wrote that is no
+// longer what it left there (a file edited, or replaced by a directory, a
+// FIFO or a link: what is in it is someone's). A declared `directory`'s
+// contents are not the host's, nor a path that was there before the host
+// managed it (which removal leaves too).
 std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
                                                  const std::vector<TreeEntry>& entries) const {
   for (const TreeEntry& e : entries) {
-    if (e.type == FileType::kDirectory) continue;
     const std::string path = dir + "/" + e.relpath;
-    if (e.type == FileType::kRegular && Owned(path) && !OwnedAsLeft(path, e.info)) {
-      return core::Printable(path) + " (changed since the host wrote it)";
+    if (OwnedAs(path) != nullptr) {
+      if (!OwnedAsLeft(path, e.info)) {
+        return core::Printable(path) + " (changed since the host wrote it)";
+      }
+      continue;
     }
+    if (e.type == FileType::kDirectory) continue;
     bool hosts = false;
-    for (size_t slash = 0; !hosts && slash != std::string::npos;) {
-      slash = e.relpath.find('/', slash + 1);
-      hosts = Owned(dir + "/" + e.relpath.substr(0, slash));
+    for (size_t slash = e.relpath.rfind('/'); !hosts && slash != std::string::npos && slash > 0;
+         slash = e.relpath.rfind('/', slash - 1)) {
+      const OwnedPath* above = OwnedAs(dir + "/" + e.relpath.substr(0, slash));
+      hosts = above != nullptr && above->tree();
     }
     if (!hosts) return core::Printable(path);
   }

@@ -79,10 +79,17 @@ class Observer {
   // Whether the record says the host wrote `path` (not there before it, and
   // not a declared directory): its content is the host's to replace.
   bool Owned(std::string_view path) const;
+  // What the record holds of an Owned path: its entry and the path written.
+  struct OwnedPath {
+    const core::RecordEntry* entry = nullptr;
+    const core::WrittenPath* written = nullptr;
+    bool tree() const;  // a bundle's root: what lies below it is the host's
+  };
   // What the record holds of it when Owned, else null.
-  const core::WrittenPath* OwnedAs(std::string_view path) const;
-  // Owned, and still as the host left it (a touch, a chmod back: its bytes
-  // read), as `info` finds it.
+  const OwnedPath* OwnedAs(std::string_view path) const;
+  // Owned, and still what the host left there as `info` finds it: a
+  // bundle's root still a directory; a file still a regular file with its
+  // bytes (a touch or a chmod back: they are read); a link still the link.
   bool OwnedAsLeft(const std::string& path, const core::FileInfo& info) const;
   // `content_digest`: a file's, when the host may read it to know it is
   // still what it wrote though its fingerprint moved (as_left.h).
@@ -110,8 +117,7 @@ class Observer {
   std::vector<Result<FileInfo>> fresh_stats_;            // what StatAll looked at itself
   mutable std::optional<std::unordered_set<std::string_view>> recorded_paths_;
   // NotTheHosts: each path the host wrote, as recorded.
-  mutable std::optional<std::unordered_map<std::string_view, const core::WrittenPath*>>
-      owned_paths_;
+  mutable std::optional<std::unordered_map<std::string_view, OwnedPath>> owned_paths_;
   std::map<std::string, bool> recorded_unit_files_;  // unit -> there before the host
   std::map<std::string, bool> recorded_drop_ins_;    // "UNIT.d/NAME" -> there before the host
   // Bundles unpacked this apply, by (source, sha256), and their bytes.

@@ -414,6 +414,28 @@ TEST_F(FilesTest, AFileOverADirectoryFailsInThePlanAsInTheApply) {
   EXPECT_TRUE(std::filesystem::is_directory(Root("/etc/f/sub")));
 }
 
+// The host's file inside a bundle's path, replaced by someone's directory
+// (or a FIFO, or a link): what was in it was deleted by the swap, and the
+// removal said the bundle replaced the host's file. The bundle fails.
+TEST_F(FilesTest, ABundleNeverReplacesWhatTookTheHostsFilesPlace) {
+  json conf = {{"id", "conf"}, {"kind", "file"}, {"path", "/opt/tools/conf"}, {"content", "v1"}};
+  json tree = Resources()[2];
+  for (int how = 0; how < 3; ++how) {
+    std::filesystem::remove_all(Root("/opt/tools"));
+    ASSERT_EQ(Run(Decl(json::array({conf}), 1 + 2 * how)).result, ApplyResult::kOk) << how;
+    std::filesystem::remove(Root("/opt/tools/conf"));
+    if (how == 0) WriteText(Root("/opt/tools/conf/x"), "important");
+    if (how == 1) ASSERT_EQ(::mkfifo(Root("/opt/tools/conf").c_str(), 0600), 0);
+    if (how == 2) std::filesystem::create_symlink("/etc/passwd", Root("/opt/tools/conf"));
+    ApplyReport r = Run(Decl(json::array({tree}), 2 + 2 * how));
+    EXPECT_EQ(r.result, ApplyResult::kFailed) << how;
+    EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[0]),
+                HasSubstr("/opt/tools holds /opt/tools/conf"))
+        << how;
+    if (how == 0) EXPECT_EQ(ReadText(Root("/opt/tools/conf/x")), "important");
+  }
+}
+
 // A file the host wrote, edited by hand since, at a path a bundle now
 // takes: it was deleted with the swap, and the removal said it was left.
 // Edited, it is no longer the host's to replace: the bundle fails.
