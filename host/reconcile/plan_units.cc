@@ -66,8 +66,8 @@ const Step::AdoptedPart* AdoptedSinceItsRun(const PlanInputs& in, size_t i, cons
 // A unit declared running that the record has as `triggered` or
 // `stopped`: the host left its changes to its trigger (or to whoever
 // started it) meanwhile, so its run may predate what it reads. What it
-// reads — its unit file and drop-ins, the files its restart_on names, the
-// declared files that define it — is named when one last changed (its
+// reads — its unit file and drop-ins, the files its restart_on and
+// reload_on name, the declared files that define it — is named when one last changed (its
 // ctime) after the run began; nothing otherwise, nor for a unit declared
 // running before (its changes were restarted for as they came).
 std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
@@ -89,11 +89,15 @@ std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
       return "drop-in " + r.unit().name + ".d/" + name;
     }
   }
-  for (const std::string& ref : r.unit().restart_on) {
-    size_t j = in.declaration->index.find(ref)->second;
-    const Resource& dep = in.declaration->resources[j];
-    if (dep.IsFile() && j < in.seen->files.size() && after_run(in.seen->files[j].fingerprint)) {
-      return dep.path;
+  // A reload_on file too: the reload it was owed was left to the trigger,
+  // and a restart is all a reload is.
+  for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
+    for (const std::string& ref : *list) {
+      size_t j = in.declaration->index.find(ref)->second;
+      const Resource& dep = in.declaration->resources[j];
+      if (dep.IsFile() && j < in.seen->files.size() && after_run(in.seen->files[j].fingerprint)) {
+        return dep.path;
+      }
     }
   }
   for (size_t j = 0; j < steps.size() && j < in.seen->files.size(); ++j) {
@@ -410,6 +414,9 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   const core::Owed* owed = carried != in.owed->owed.end() ? &carried->second : nullptr;
   u.daemon_reload = (owed != nullptr && owed->daemon_reload) || steps[i].write_unit_file ||
                     steps[i].changes_drop_ins() || DefinitionChangesFor(in, r, steps, removals);
+  // This apply (or one cut short) changes its definition; not systemd's
+  // own NeedDaemonReload, which a unit it cannot load keeps set.
+  const bool new_definition = u.daemon_reload;
   const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
   if (!in.services || status == nullptr) {
     u.failed = "no service manager: cannot manage " + r.unit().name;
@@ -433,7 +440,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   if (r.unit().state == core::UnitState::kTriggered) {
     // Nothing this apply writes would make systemd load it: no trigger can
     // start it either, and "left to its trigger" would read healthy.
-    if (u.failed.empty() && !u.daemon_reload && !steps[i].changes()) u.failed = NotLoadable(r, u);
+    if (u.failed.empty() && !new_definition && !steps[i].changes()) u.failed = NotLoadable(r, u);
     if (!u.failed.empty()) return u;
     LeaveToTheTrigger(in, i, steps, removals, u);
     return u;

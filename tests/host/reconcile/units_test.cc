@@ -2045,6 +2045,22 @@ TEST_F(UnitsTest, ATriggeredUnitDeclaredRunningIsRestartedOntoWhatItSkipped) {
                         "job.service last changed"));
 }
 
+// The same for a reload_on file: the reload left to the trigger was never
+// done once it was declared running (`unchanged`, exit 0).
+TEST_F(UnitsTest, ATriggeredUnitDeclaredRunningCatchesUpOnItsReloadOn) {
+  services_.AddUnit("job.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  auto job = [](const std::string& state) {
+    return Service("job", {{"state", state}, {"reload_on", {"jail.conf"}}});
+  };
+  ASSERT_EQ(Run(Decl({Conf("a"), job("triggered")})).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(Decl({Conf("b"), job("triggered")}, 2)).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("job.service");
+  ApplyReport r = Run(Decl({Conf("b"), job("running")}, 3));
+  EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[1]),
+              HasSubstr("its run began before /etc/jail.conf last changed"));
+  EXPECT_EQ(services_.StartsOf("job.service"), starts + 1);
+}
+
 // A triggered unit systemd has no unit for was `unchanged … left to its
 // trigger (inactive (dead))`, exit 0 and healthy, even on a first apply:
 // nothing can ever start it. Declared running, the same name fails.
@@ -2066,6 +2082,15 @@ TEST_F(UnitsTest, ATriggeredUnitSystemdCannotLoadFails) {
   EXPECT_EQ(r.result, ApplyResult::kFailed);
   EXPECT_THAT(core::FormatOutcomeLine(r.outcomes[0]),
               HasSubstr("tick.service cannot be loaded (LoadState=bad-setting)"));
+  // The host's own unit file, loaded bad since (a drop-in put by hand):
+  // systemd keeps NeedDaemonReload set for it, which is no new definition.
+  services_.AddUnit("bt5.service", {});
+  json bt5 = Service("bt5", {{"state", "triggered"}, {"unit_text", "[Service]\nExecStart=/x\n"}});
+  ASSERT_EQ(Run(Decl({bt5}, 3)).result, ApplyResult::kOk);
+  services_.BadSetting("bt5.service");
+  services_.SetNeedDaemonReload("bt5.service");
+  r = Run(Decl({bt5}, 3));
+  EXPECT_EQ(r.result, ApplyResult::kFailed) << core::FormatOutcomeLine(r.outcomes[0]);
   // Its unit_text written by this apply: loaded by the daemon-reload.
   r = Run(Decl({Service("made", {{"state", "triggered"},
                                  {"unit_text", "[Service]\nExecStart=/bin/true\n"}})},
