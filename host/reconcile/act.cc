@@ -1,5 +1,6 @@
 #include "host/reconcile/act.h"
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -72,6 +73,31 @@ Acted QueueStop(const Resource& r, ports::ServiceManager* services) {
                      .detail = job.error().message,
                      .job = "",
                      .before = {}};
+}
+
+// How long the other stops wait for the stops of triggers stopped with
+// them: systemd stops a timer, socket or path unit at once.
+constexpr std::chrono::seconds kTriggerStopBound{5};
+
+// The stops of units that start others (Triggers=: a timer, socket or path
+// unit) declared stopped, queued and seen through (bounded) before any
+// other stop: a service stopped while its path unit still ran was started
+// again by it. By plan.units index.
+std::map<size_t, Acted> StopTriggersFirst(const core::Declaration& decl, const Plan& plan,
+                                          const Writes& writes, ports::ServiceManager* services,
+                                          bool dry_run) {
+  std::map<size_t, Acted> stopped;
+  if (dry_run) return stopped;
+  std::vector<std::string> jobs;
+  for (size_t k = 0; k < plan.units.size(); ++k) {
+    const UnitPlan& u = plan.units[k];
+    if (!u.stop || u.status.triggers.empty() || !Actionable(plan, writes, u)) continue;
+    Acted a = QueueStop(decl.resources[u.index], services);
+    if (a.state == State::kStopQueued) jobs.push_back(a.job);
+    stopped.emplace(k, std::move(a));
+  }
+  if (!jobs.empty()) (void)services->WaitForJobs(jobs, kTriggerStopBound);
+  return stopped;
 }
 
 // What holds back an actionable unit's start, restart or reload (a failed
@@ -221,11 +247,16 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   std::vector<Acted> acts;
   std::vector<std::pair<std::string, ports::JobKind>> asks;
   std::vector<size_t> asked;
+  std::map<size_t, Acted> triggers_stopped =
+      StopTriggersFirst(decl, plan, writes, services, dry_run);
   for (size_t k = 0; k < plan.units.size(); ++k) {
     const UnitPlan& u = plan.units[k];
     std::optional<Acted> held = Acted{};
     if (Actionable(plan, writes, u)) {
-      Acted stopped = u.stop && !dry_run ? QueueStop(decl.resources[u.index], services) : Acted{};
+      auto first = triggers_stopped.find(k);
+      Acted stopped = first != triggers_stopped.end() ? std::move(first->second)
+                      : u.stop && !dry_run            ? QueueStop(decl.resources[u.index], services)
+                                                      : Acted{};
       held = HeldBack(decl, plan, writes, reloaded, u, std::move(stopped), dry_run);
     }
     acts.push_back(held.value_or(Acted{}));

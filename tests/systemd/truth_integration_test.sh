@@ -320,5 +320,11 @@ decl 29 "$DQP_STOPPED"; apply_now
 sleep 0.5
 check "trigger: then removed, and stays stopped" \
   '[ $RC = 0 ] && grep -q "^removed dq (service)" <<<"$OUT" && [ "$(state mh_2ddq_2eservice)" != active ]'
+decl 30 "$DQP,$(dq triggered)"; apply_now
+for _ in $(seq 40); do [ "$(state mh_2ddq_2eservice)" = active ] && break; sleep 0.05; done
+decl 31 "$DQP_STOPPED,$(dq stopped)"; apply_now
+sleep 0.5
+check "trigger: both declared stopped, the trigger first: the service stays stopped" \
+  '[ $RC = 0 ] && [ "$(state mh_2ddq_2eservice)" != active ] && [ "$(state mh_2ddq_2epath)" != active ]'
 
 finish

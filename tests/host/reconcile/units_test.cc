@@ -2118,6 +2118,24 @@ TEST_F(UnitsTest, AKeptUnitsLastDropInTakesItsFolder) {
   EXPECT_TRUE(std::filesystem::exists(dir_.Sub("units") + "/ro.service.d/99-mine.conf"));
 }
 
+// A path unit and the service it starts, both declared stopped: stopped at
+// once, the path unit restarted the service before its own stop, and the
+// apply said both stopped. The trigger's stop now comes first.
+TEST_F(UnitsTest, ATriggerDeclaredStoppedIsStoppedBeforeItsService) {
+  services_.AddUnit("pr.path", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.AddUnit("pr.service", {Behavior::kHealthy, 0s, /*running_initially=*/true});
+  services_.SetTriggers("pr.path", {"pr.service"});
+  json service = Service("pr", {{"state", "stopped"}});
+  json path = Service("prp", {{"unit", "pr.path"}, {"state", "stopped"}});
+  ApplyReport r = Run(Decl({service, path}));
+  EXPECT_THAT(Outcomes(r), ElementsAre("stopped", "stopped"));
+  std::vector<std::string> stopped;
+  for (const auto& c : services_.calls()) {
+    if (c.kind == ports::JobKind::kStop) stopped.push_back(c.unit);
+  }
+  EXPECT_THAT(stopped, ElementsAre("pr.path", "pr.service"));
+}
+
 // A timer's job declared stopped, found between its runs: stopped as
 // declared (issue 16's declarations), however its timer is declared.
 TEST_F(UnitsTest, ATimersJobDeclaredStoppedBetweenItsRunsIsAsDeclared) {
