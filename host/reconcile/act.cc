@@ -241,6 +241,28 @@ core::UnitAction AskedOf(const UnitPlan& u, const Acted& a) {
   return a.restart_for_start ? core::UnitAction::kRestart : *u.action;
 }
 
+namespace {
+
+// Starts of units started by someone else since the plan found them down
+// turned into restarts: a start would be a job done at once, the unit left
+// on what it started with. Which asks became so.
+std::vector<bool> RestartsForStarts(const Plan& plan, const std::vector<size_t>& asked,
+                                    const std::vector<core::Result<core::UnitStatus>>& before,
+                                    std::vector<std::pair<std::string, ports::JobKind>>& asks) {
+  std::vector<bool> restart_for_start(asks.size(), false);
+  for (size_t n = 0; n < asks.size() && n < before.size(); ++n) {
+    if (asks[n].second == ports::JobKind::kStart && before[n] &&
+        plan.units[asked[n]].start_loads_changes && before[n]->Running() &&
+        !core::AwaitingAutoRestart(*before[n])) {
+      asks[n].second = ports::JobKind::kRestart;
+      restart_for_start[n] = true;
+    }
+  }
+  return restart_for_start;
+}
+
+}  // namespace
+
 std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Writes& writes,
                        const SystemdAnswer& reloaded, ports::ServiceManager* services, bool dry_run,
                        const HostDirs* dirs) {
@@ -277,17 +299,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   names.reserve(asks.size());
   for (const auto& ask : asks) names.push_back(ask.first);
   std::vector<core::Result<core::UnitStatus>> before = services->ReadUnits(names);
-  // Started by someone else since the plan found it down: a start would
-  // be a job done at once, the unit left on what it started with.
-  std::vector<bool> restart_for_start(asks.size(), false);
-  for (size_t n = 0; n < asks.size() && n < before.size(); ++n) {
-    if (asks[n].second == ports::JobKind::kStart && before[n] &&
-        plan.units[asked[n]].start_loads_changes && before[n]->Running() &&
-        !core::AwaitingAutoRestart(*before[n])) {
-      asks[n].second = ports::JobKind::kRestart;
-      restart_for_start[n] = true;
-    }
-  }
+  std::vector<bool> restart_for_start = RestartsForStarts(plan, asked, before, asks);
   // After the restarts that stand for starts: a socket's too is held.
   auto services_of_sockets = ServicesOfSockets(asks, before, services);
   std::vector<std::pair<std::string, ports::JobKind>> readable;
