@@ -237,6 +237,51 @@ void JudgeUnaskedAliases(const core::Declaration& decl, const Plan& plan,
   }
 }
 
+namespace {
+
+// A unit declared triggered whose new definition this apply's daemon-reload
+// loaded: nothing is asked of it, so nothing else would find a definition
+// systemd cannot load until the next apply (its trigger would fail to
+// start it meanwhile). Read again now; such a one fails.
+void JudgeTriggeredAfterReload(const core::Declaration& decl, const Plan& plan,
+                               ports::ServiceManager* services, std::vector<Acted>& acts) {
+  std::vector<size_t> judged;
+  std::vector<std::string> names;
+  for (size_t k = 0; k < plan.units.size() && k < acts.size(); ++k) {
+    const UnitPlan& u = plan.units[k];
+    const Resource& r = decl.resources[u.index];
+    if (r.unit().state != core::UnitState::kTriggered || !u.daemon_reload ||
+        acts[k].state != State::kIdle || !u.failed.empty()) {
+      continue;
+    }
+    judged.push_back(k);
+    names.push_back(r.unit().name);
+  }
+  if (names.empty()) return;
+  std::vector<core::Result<core::UnitStatus>> now = services->ReadUnits(names);
+  for (size_t n = 0; n < judged.size() && n < now.size(); ++n) {
+    if (!now[n] || core::Loadable(*now[n])) continue;
+    acts[judged[n]] = Acted{.state = State::kRefused,
+                            .detail = names[n] + " cannot be loaded after the daemon-reload " +
+                                      "(LoadState=" + now[n]->load_state +
+                                      "): its trigger would fail to start it; systemd-analyze "
+                                      "verify " +
+                                      names[n] + " says why",
+                            .job = "",
+                            .before = {}};
+  }
+}
+
+// What this apply's daemon-reload shows of the units nothing is asked of.
+void JudgeAfterTheReload(const core::Declaration& decl, const Plan& plan,
+                         const SystemdAnswer& reloaded, ports::ServiceManager* services,
+                         std::vector<Acted>& acts) {
+  JudgeUnaskedAliases(decl, plan, services, acts);
+  if (reloaded.done()) JudgeTriggeredAfterReload(decl, plan, services, acts);
+}
+
+}  // namespace
+
 core::UnitAction AskedOf(const UnitPlan& u, const Acted& a) {
   return a.restart_for_start ? core::UnitAction::kRestart : *u.action;
 }
@@ -286,7 +331,7 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
     asks.emplace_back(decl.resources[u.index].unit().name, JobOf(*u.action));
     asked.push_back(k);
   }
-  if (!dry_run) JudgeUnaskedAliases(decl, plan, services, acts);
+  if (!dry_run) JudgeAfterTheReload(decl, plan, reloaded, services, acts);
   if (asks.empty()) return acts;
   // Each unit as it is now, not as the plan saw it: since then a
   // daemon-reload ran, and someone else may have restarted it (an

@@ -2091,10 +2091,23 @@ TEST_F(UnitsTest, ATriggeredUnitSystemdCannotLoadFails) {
   services_.SetNeedDaemonReload("bt5.service");
   r = Run(Decl({bt5}, 3));
   EXPECT_EQ(r.result, ApplyResult::kFailed) << core::FormatOutcomeLine(r.outcomes[0]);
-  // Its unit_text written by this apply: loaded by the daemon-reload.
+  // Its own new unit_text that systemd cannot load: said by the apply that
+  // writes it, not only by the next one.
+  services_.AddUnit("badtext.service", {});
+  services_.BadSetting("badtext.service");
+  r = Run(Decl({Service("badtext", {{"state", "triggered"},
+                                    {"unit_text", "[Service]\nExecStart=/x\nBogus=1\n"}})},
+               4));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "failed badtext (service): badtext.service cannot be loaded after the daemon-reload "
+            "(LoadState=bad-setting): its trigger would fail to start it; systemd-analyze verify "
+            "badtext.service says why");
+  // Its unit_text written by this apply, which systemd loads (the fake
+  // knows the unit as a real one would once its file is read).
+  services_.AddUnit("made.service", {});
   r = Run(Decl({Service("made", {{"state", "triggered"},
                                  {"unit_text", "[Service]\nExecStart=/bin/true\n"}})},
-               3));
+               5));
   EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
 }
 
