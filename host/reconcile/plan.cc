@@ -42,6 +42,16 @@ bool ContentMoved(std::string_view recorded, const std::string& now) {
          was->mtime_ns != is->mtime_ns;
 }
 
+// Whether a declared resource's path is `in_unit_dir` under --unit-dir
+// (which can be declared only when --unit-dir lies under --root).
+bool DeclaresPath(const PlanInputs& in, const std::string& in_unit_dir) {
+  auto unit_dir = in.dirs != nullptr ? UnitDirInRoot(*in.dirs) : std::nullopt;
+  if (!unit_dir) return false;
+  const std::string path = std::string(*unit_dir) + "/" + in_unit_dir;
+  return std::any_of(in.declaration->resources.begin(), in.declaration->resources.end(),
+                     [&](const Resource& d) { return d.HasFiles() && d.path == path; });
+}
+
 // Whether the record holds drop-in `name` with what is there now.
 bool WrittenAs(const std::map<std::string, std::string>& recorded, const std::string& name,
                const std::string& fingerprint) {
@@ -293,6 +303,9 @@ void PlanDropIns(const PlanInputs& in, const Resource& r, const UnitFileSeen& se
     step.delete_drop_ins.push_back(name);
     say(DidOrWould(in.dry_run, "deleted", "delete", "drop-in " + r.unit().name + ".d/" + name) +
         " (written by an apply cut short, not declared)");
+  }
+  if (!step.delete_drop_ins.empty() && r.unit().drop_ins.empty()) {
+    step.delete_drop_in_dir = !DeclaresPath(in, r.unit().name + ".d");
   }
   if (words.empty()) return;
   if (!step.changes()) {

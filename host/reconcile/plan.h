@@ -135,6 +135,9 @@ struct Step {
   // Drop-ins to write, and recorded ones no longer declared to delete.
   std::vector<std::string> write_drop_ins;
   std::vector<std::string> delete_drop_ins;
+  // Its last drop-in deleted: UNIT.d/ too, when no resource declares it
+  // (best effort: someone's file in it keeps it).
+  bool delete_drop_in_dir = false;
   bool want_changed = false;  // the record held another want (a service's state)
   // A declared file inside --unit-dir (a unit file, a drop-in): writing it
   // changes what systemd must load, as a unit_text does. `defines` is the

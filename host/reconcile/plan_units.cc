@@ -440,7 +440,12 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
   if (r.unit().state == core::UnitState::kTriggered) {
     // Nothing this apply writes would make systemd load it: no trigger can
     // start it either, and "left to its trigger" would read healthy.
-    if (u.failed.empty() && !new_definition && !steps[i].changes()) u.failed = NotLoadable(r, u);
+    // systemd's NeedDaemonReload set alone: this apply's reload may mend
+    // it, and the unit is judged after it (act.cc).
+    if (u.failed.empty() && !new_definition && !steps[i].changes() &&
+        !u.status.need_daemon_reload) {
+      u.failed = NotLoadable(r, u);
+    }
     if (!u.failed.empty()) return u;
     LeaveToTheTrigger(in, i, steps, removals, u);
     return u;

@@ -64,9 +64,7 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
   }
   // Its last drop-in gone, UNIT.d/ goes too, as for a dropped unit. Best
   // effort: an operator's file in it keeps it.
-  if (!step.delete_drop_ins.empty() && r.unit().drop_ins.empty()) {
-    (void)ports.units->RemoveEmptyDirectory("/" + r.unit().name + ".d");
-  }
+  if (step.delete_drop_in_dir) (void)ports.units->RemoveEmptyDirectory("/" + r.unit().name + ".d");
   return w;
 }
 

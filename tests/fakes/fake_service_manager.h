@@ -105,7 +105,7 @@ class FakeServiceManager : public ports::ServiceManager {
   }
   // A unit file systemd will not load (LoadState bad-setting): every job but
   // a stop is refused with BadUnitSetting, as systemd refuses it.
-  void BadSetting(const std::string& name) { units_[name].bad_setting = true; }
+  void BadSetting(const std::string& name, bool bad = true) { units_[name].bad_setting = bad; }
   // Its unit file changed on disk since the last daemon-reload.
   void SetNeedDaemonReload(const std::string& name) { units_[name].need_daemon_reload = true; }
   // Someone else restarted the unit now (an operator's `systemctl

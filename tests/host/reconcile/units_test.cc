@@ -2091,6 +2091,13 @@ TEST_F(UnitsTest, ATriggeredUnitSystemdCannotLoadFails) {
   services_.SetNeedDaemonReload("bt5.service");
   r = Run(Decl({bt5}, 3));
   EXPECT_EQ(r.result, ApplyResult::kFailed) << core::FormatOutcomeLine(r.outcomes[0]);
+  // Mended on disk since (the bad drop-in taken away): this apply's own
+  // daemon-reload loads it, and it is judged after.
+  services_.SetNeedDaemonReload("bt5.service");
+  services_.on_daemon_reload = [&] { services_.BadSetting("bt5.service", false); };
+  r = Run(Decl({bt5}, 3));
+  services_.on_daemon_reload = nullptr;
+  EXPECT_EQ(r.result, ApplyResult::kOk) << core::FormatOutcomeLine(r.outcomes[0]);
   // Its own new unit_text that systemd cannot load: said by the apply that
   // writes it, not only by the next one.
   services_.AddUnit("badtext.service", {});
@@ -2129,6 +2136,21 @@ TEST_F(UnitsTest, AKeptUnitsLastDropInTakesItsFolder) {
   ASSERT_EQ(Run(Decl({Service("ro")}, 4)).result, ApplyResult::kOk);
   EXPECT_FALSE(std::filesystem::exists(dir_.Sub("units") + "/ro.service.d/10-a.conf"));
   EXPECT_TRUE(std::filesystem::exists(dir_.Sub("units") + "/ro.service.d/99-mine.conf"));
+}
+
+// ... but not a folder a resource declares (a review of 97f9c55: deleted,
+// and put back as drifted by the next apply).
+TEST_F(UnitsTest, AKeptUnitsLastDropInLeavesADeclaredFolder) {
+  services_.AddUnit("ro.service", {});
+  json folder = {
+      {"id", "ro.d"}, {"kind", "directory"}, {"path", "/etc/systemd/system/ro.service.d"}};
+  json with = Service("ro", {{"drop_ins", {{"10-a.conf", "[Service]\nNice=5\n"}}}});
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({folder, with})).result, ApplyResult::kOk);
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({folder, Service("ro")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_TRUE(std::filesystem::is_directory(Root("/etc/systemd/system/ro.service.d")));
+  EXPECT_THAT(Outcomes(ApplyWithUnitsInRoot(Decl({folder, Service("ro")}, 2))),
+              ElementsAre("unchanged", "unchanged"));
 }
 
 // A path unit and the service it starts, both declared stopped: stopped at
