@@ -75,10 +75,6 @@ Acted QueueStop(const Resource& r, ports::ServiceManager* services) {
                      .before = {}};
 }
 
-// How long the other stops wait for the stops of triggers stopped with
-// them: systemd stops a timer, socket or path unit at once.
-constexpr std::chrono::seconds kTriggerStopBound{5};
-
 // The stops of units that start others (Triggers=: a timer, socket or path
 // unit) declared stopped, queued and seen through (bounded) before any
 // other stop: a service stopped while its path unit still ran was started

@@ -9,6 +9,7 @@
 // still owed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -220,6 +221,11 @@ struct UnitPlan {
 };
 
 // A recorded resource that is no longer declared.
+// How long other stops wait for the stops of the triggers (timer, socket,
+// path units) stopped before them, dropped (write.cc) or declared stopped
+// (act.cc): systemd stops such a unit at once.
+inline constexpr std::chrono::seconds kTriggerStopBound{5};
+
 struct Removal {
   std::string id;
   core::RecordEntry entry;

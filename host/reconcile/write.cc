@@ -68,10 +68,6 @@ Written WriteResource(const Resource& r, const Step& step, const BundlesById& bu
   return w;
 }
 
-// How long the other removals' stops wait for the stops of the triggers
-// dropped with them: systemd stops a timer, socket or path unit at once.
-constexpr std::chrono::seconds kTriggerStopBound{5};
-
 // `disabled`: how the removal's disable went (Write does every disable
 // first); a failed one keeps the unit file.
 // `stop_job`: its stop's job, when one was queued.
