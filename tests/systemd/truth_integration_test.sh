@@ -186,7 +186,7 @@ OP='{"id":"op","kind":"service","unit":"mh-op.service","state":"running"}'
 # daemon applies again 1 s, 3 s, 7 s, ... after the drop: the checks of
 # what stays while it stops come within 6 s).
 mkdir -p "$T/pb/bin" "$T/art"
-printf '#!/bin/sh\ntrap "sleep 6; exit 0" TERM\nwhile :; do sleep 0.1; done\n' > "$T/pb/bin/serve"
+printf '#!/bin/sh\ndrain() { trap "" TERM; sleep 6; exit 0; }\ntrap drain TERM\nwhile :; do sleep 0.1; done\n' > "$T/pb/bin/serve"
 chmod 755 "$T/pb/bin/serve"
 tar -C "$T/pb" -czf "$T/art/pr.tar.gz" .
 PROC=$(printf '{"id":"proc","kind":"process","path":"/opt/pr","source":"pr.tar.gz","sha256":"%s","unit":"mh-proc.service","unit_text":"[Service]\\nExecStart=%s/opt/pr/bin/serve\\n"}' "$(sha256sum "$T/art/pr.tar.gz" | cut -d' ' -f1)" "$ROOT")

@@ -44,15 +44,16 @@ def service(unit_text, on=None):
 def refuses(ms, stop=""):
     """Refuses any config but 'good', dying MS after start; with `stop`, also
     drains that long on SIGTERM."""
-    trap = f'trap "sleep {stop}; exit 0" TERM; ' if stop else ""
+    trap = (f'd() {{ trap "" TERM; sleep {stop}; exit 0; }}; trap d TERM; '
+            if stop else "")
     return ("[Service]\nExecStart=/bin/sh -c '" + trap +
             f"grep -q good CONF || {{ sleep {ms / 1000}; exit 1; }}; "
             "while :; do sleep 0.1; done'\n")
 
 
 def drains(seconds):
-    return ("[Service]\nExecStart=/bin/sh -c 'trap \"sleep " + str(seconds) +
-            "; exit 0\" TERM; while :; do sleep 0.1; done'\n")
+    return ("[Service]\nExecStart=/bin/sh -c 'd() { trap \"\" TERM; sleep " +
+            str(seconds) + "; exit 0; }; trap d TERM; while :; do sleep 0.1; done'\n")
 
 
 def crash_loop(restart_sec):
