@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "host/adapters/unit_properties.h"
 
@@ -180,6 +181,11 @@ core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
 // interface each, then the service properties of loaded services, then, of
 // the services whose run exited badly, its exit status and command (no
 // cost while everything runs).
+namespace {
+// In ReadUnits' index: a property of the Manager, not of a unit.
+constexpr size_t kManager = std::numeric_limits<size_t>::max();
+}  // namespace
+
 std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     const std::vector<std::string>& units) {
   std::vector<core::Result<core::UnitStatus>> out(units.size());
@@ -241,9 +247,30 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
       }
     }
     if (calls.empty()) continue;
+    if (round == 0) {
+      // When systemd last loaded unit files, in the same round trip: what a
+      // unit's run read of its definition (core::RunReadDefinition).
+      for (const char* property : {"UnitsLoadStartTimestamp", "UnitsLoadTimestamp"}) {
+        calls.push_back({.path = kSystemdPath,
+                         .iface = kPropertiesIface,
+                         .member = "Get",
+                         .args = SystemdBus::Args::kTwoStrings,
+                         .first = kManagerIface,
+                         .second = property,
+                         .what = std::string("Get ") + kManagerIface + "." + property});
+        index.emplace_back(kManager, property);
+      }
+    }
     std::vector<SystemdBus::Reply> replies = bus_.CallAll(calls);
+    core::UnitStatus manager;
     for (size_t k = 0; k < index.size(); ++k) {
       auto [i, property] = index[k];
+      if (i == kManager) {
+        // Not known (an older systemd, an error): zero, which proves no run
+        // read anything.
+        if (replies[k].ok()) (void)replies[k].Property(property, manager);
+        continue;
+      }
       if (!out[i]) continue;  // an earlier property of this unit failed
       const SystemdBus::Reply& reply = replies[k];
       if (!reply.ok()) {
@@ -256,6 +283,10 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
                  !st) {
         out[i] = std::unexpected(st.error());
       }
+    }
+    if (round != 0) continue;
+    for (auto& o : out) {
+      if (o) o->units_loaded_realtime = manager.units_loaded_realtime;
     }
   }
   return out;

@@ -102,6 +102,18 @@ constexpr PropertyRow kRows[] = {
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) { s.triggers = v.strings; }},
     MESH_TEXT_ROW("Type", type),
     MESH_TEXT_ROW("UnitFileState", unit_file_state),
+    // The Manager's, read beside the units' (SdbusServiceManager::ReadUnits):
+    // zero until the first daemon-reload, then the start time stands.
+    {"UnitsLoadStartTimestamp", Wire::kUint64,
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
+       if (s.units_loaded_realtime.count() == 0) {
+         s.units_loaded_realtime = std::chrono::microseconds(v.number);
+       }
+     }},
+    {"UnitsLoadTimestamp", Wire::kUint64,
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
+       if (v.number != 0) s.units_loaded_realtime = std::chrono::microseconds(v.number);
+     }},
 };
 #undef MESH_TEXT_ROW
 // Strictly: a row named twice would never be found.

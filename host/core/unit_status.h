@@ -45,6 +45,11 @@ struct UnitStatus {
   // systemd 254 a restart by its Restart= does not move it (the relaunch
   // stays activating).
   std::chrono::microseconds started_realtime{0};
+  // When systemd last loaded unit files (its last daemon-reload, else its
+  // start: Manager UnitsLoadTimestamp, UnitsLoadStartTimestamp), since the
+  // epoch; zero when unknown. A run that began since runs what its files
+  // held then (or at the unit's own first load, later).
+  std::chrono::microseconds units_loaded_realtime{0};
   // At its last start systemd found this condition false and skipped it
   // ("ConditionPathExists=/etc/x", from Conditions and ConditionResult);
   // empty when every condition held or none was checked.
@@ -163,6 +168,17 @@ inline bool RunBeganSince(std::chrono::microseconds started_realtime, int64_t ch
   return started_realtime.count() > 0 &&
          changed_ns <=
              std::chrono::duration_cast<std::chrono::nanoseconds>(started_realtime).count();
+}
+// Whether the unit's run read a part of its definition (its unit file, a
+// drop-in) that changed at `changed_ns`: systemd loaded units after that
+// change, and the run began since. A run restarted before the
+// daemon-reload that loaded the change runs the definition loaded before
+// it, whenever it began. Unknown: not.
+inline bool RunReadDefinition(const UnitStatus& s, int64_t changed_ns) {
+  const int64_t loaded_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(s.units_loaded_realtime).count();
+  return RunBeganSince(s.started_realtime, changed_ns) && loaded_ns > changed_ns &&
+         s.units_loaded_realtime <= s.started_realtime;
 }
 // The phase a stop of a running unit begins with: its ExecStop= commands,
 // or SIGTERM when it has none.

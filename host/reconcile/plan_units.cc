@@ -49,18 +49,28 @@ bool ChangeReaches(const PlanInputs& in, const std::vector<Step>& steps, size_t 
          !core::RunBeganSince((*status)->started_realtime, stamp->ctime_ns);
 }
 
-// The first of the unit's own definition parts found already as declared
-// (Step::adopted_definitions) that changed after its run began, so that
-// the run read what was there before; null when none did.
-const Step::AdoptedPart* AdoptedSinceItsRun(const PlanInputs& in, size_t i, const Step& step) {
+// Why the unit's run may not have read the first of its own definition
+// parts found already as declared (Step::adopted_definitions): it changed
+// after the run began, or systemd loaded it only after (a restart before
+// the daemon-reload runs what was loaded before). Nothing when the run
+// read them all.
+std::optional<std::string> AdoptedSinceItsRun(const PlanInputs& in, size_t i, const Step& step) {
   const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
   for (const Step::AdoptedPart& part : step.adopted_definitions) {
     if (status == nullptr || !status->has_value() ||
         !core::RunBeganSince((*status)->started_realtime, part.changed_ns)) {
-      return &part;
+      return part.what + " found as declared, changed after its run began";
     }
+    if (core::RunReadDefinition(**status, part.changed_ns)) continue;
+    const auto loaded = (*status)->units_loaded_realtime;
+    if (loaded.count() == 0) {
+      return part.what + " found as declared; when systemd last loaded unit files is not known";
+    }
+    return part.what + (loaded > (*status)->started_realtime
+                            ? " found as declared, loaded by systemd only after its run began"
+                            : " found as declared, changed after systemd last loaded unit files");
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 // A unit declared running that the record has as `triggered` or
@@ -196,9 +206,8 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
         : step.write_files                       ? "its files changed"
                                                  : "its drop-ins changed",
         {i});
-  } else if (const Step::AdoptedPart* part = AdoptedSinceItsRun(in, i, step)) {
-    ask(UnitAction::kRestart, core::RestartReason::kDeclared,
-        part->what + " found as declared, changed after its run began", {i});
+  } else if (auto unread = AdoptedSinceItsRun(in, i, step)) {
+    ask(UnitAction::kRestart, core::RestartReason::kDeclared, std::move(*unread), {i});
     // systemd flags only a file newer than its last load: one copied in
     // with its mtime kept (cp -p, rsync -a) is not, and a restart alone
     // would run the definition it has loaded.

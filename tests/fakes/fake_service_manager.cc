@@ -50,6 +50,7 @@ core::Status FakeServiceManager::ReloadDaemon() {
   }
   if (on_daemon_reload) on_daemon_reload();
   ++daemon_reloads_;
+  units_loaded_ = std::chrono::system_clock::now();
   links_unloaded_ = false;
   for (auto& [name, u] : units_) u.need_daemon_reload = false;
   return core::Ok();
@@ -223,6 +224,8 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
     return core::Fail("GetAll " + unit + ": Connection reset by peer");
   }
   core::UnitStatus s;
+  s.units_loaded_realtime =
+      std::chrono::duration_cast<std::chrono::microseconds>(units_loaded_.time_since_epoch());
   auto it = units_.find(unit);
   if (it == units_.end()) {
     s.load_state = "not-found";

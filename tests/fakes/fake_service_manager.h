@@ -246,6 +246,9 @@ class FakeServiceManager : public ports::ServiceManager {
   std::vector<Call> calls_;
   std::set<std::string> no_reload_;
   int daemon_reloads_ = 0;
+  // When it last loaded unit files (UnitsLoadTimestamp): at its making,
+  // as at boot, then at each daemon-reload.
+  std::chrono::system_clock::time_point units_loaded_ = std::chrono::system_clock::now();
   int enablements_ = 0;
   std::vector<std::string> reset_failed_;
   bool links_unloaded_ = false;

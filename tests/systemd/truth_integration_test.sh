@@ -327,4 +327,27 @@ sleep 0.5
 check "trigger: both declared stopped, the trigger first: the service stays stopped" \
   '[ $RC = 0 ] && [ "$(state mh_2ddq_2eservice)" != active ] && [ "$(state mh_2ddq_2epath)" != active ]'
 
+# 12. The next unit text put in place by hand, the daemon restarted before
+# the daemon-reload that loads it: its run began after the file changed,
+# yet runs what systemd had loaded. Declared, it is restarted onto it.
+ad() { printf '{"id":"ad","kind":"service","unit":"mh-ad.service","state":"running","unit_text":"[Service]\\nEnvironment=V=%s\\nExecStart=/bin/sleep infinity\\n"}' "$1"; }
+env_v() {  # the V its running process was given
+  local pid; pid=$(inside systemctl show mh-ad.service -p MainPID --value)
+  inside cat "/proc/$pid/environ" | tr '\0' '\n' | sed -n 's/^V=//p'
+}
+decl 32 "$(ad 1)"; apply_now
+check "adopted by hand: runs with V=1" '[ $RC = 0 ] && [ "$(env_v)" = 1 ]'
+printf '[Service]\nEnvironment=V=2\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-ad.service"
+inside systemctl restart mh-ad.service
+inside systemctl daemon-reload
+decl 33 "$(ad 2)"; apply_now
+check "adopted by hand: restarted before its daemon-reload, declared: restarted onto it" \
+  '[ $RC = 0 ] && grep -q "^restarted ad (service): unit file mh-ad.service found as declared, loaded by systemd only after its run began" <<<"$OUT" && [ "$(env_v)" = 2 ]'
+printf '[Service]\nEnvironment=V=3\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-ad.service"
+inside systemctl daemon-reload
+inside systemctl restart mh-ad.service
+decl 34 "$(ad 3)"; apply_now
+check "adopted by hand: loaded, then restarted onto it: adopted, not restarted again" \
+  '[ $RC = 0 ] && grep -q "^updated ad (service): unit file mh-ad.service already as declared on the machine: adopted" <<<"$OUT" && [ "$(env_v)" = 3 ]'
+
 finish

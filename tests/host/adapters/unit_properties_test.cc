@@ -68,6 +68,8 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"Triggers", Wire::kStrings},  // as
       {"Type", Wire::kString},
       {"UnitFileState", Wire::kString},
+      {"UnitsLoadStartTimestamp", Wire::kUint64},  // t, of the Manager
+      {"UnitsLoadTimestamp", Wire::kUint64},       // t, of the Manager
   };
   // clang-format on
   for (const auto& [name, wire] : kSystemd) {

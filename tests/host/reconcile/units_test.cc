@@ -153,6 +153,29 @@ TEST_F(UnitsTest, AUnitTextPutInPlaceByHandThenDeclaredRestartsTheUnit) {
   EXPECT_EQ(services_.StartsOf("jail.service"), starts);
 }
 
+// The next unit_text put in place by hand, the daemon restarted before the
+// daemon-reload that loads it: the run began after the file changed yet
+// runs the definition systemd had loaded. Declared, it is restarted.
+TEST_F(UnitsTest, AUnitTextRestartedOntoBeforeItsDaemonReloadIsRestarted) {
+  services_.AddUnit("jail.service", {});
+  auto svc = [](const std::string& exec) {
+    return Service("jail", {{"unit_text", "[Service]\nExecStart=" + exec + "\n"}});
+  };
+  ASSERT_EQ(Run(Decl({svc("/bin/v1")})).result, ApplyResult::kOk);
+  services_.RanSince("jail.service", 5s);
+  testing::WriteText(dir_.Sub("units") + "/jail.service", "[Service]\nExecStart=/bin/v2\n");
+  services_.RestartedByOther("jail.service");
+  ASSERT_TRUE(services_.ReloadDaemon().has_value());
+  int starts = services_.StartsOf("jail.service");
+  ApplyReport r = Run(Decl({svc("/bin/v2")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "restarted jail (service): unit file jail.service found as declared, loaded by "
+            "systemd only after its run began; jail.service active (running)");
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+  EXPECT_THAT(Outcomes(Run(Decl({svc("/bin/v2")}, 2))), ElementsAre("unchanged"));
+}
+
 // What moves a unit file's ctime and not its bytes (a chmod, a chown, a
 // relabel, a hard link) is no change of its definition: a declaration that
 // changed only `enabled` meanwhile restarts nothing.
