@@ -177,15 +177,104 @@ core::Result<std::vector<std::string>> SdbusServiceManager::WaitForUnitChanges(
   return out;
 }
 
-// Pipelined rounds, whatever the number of units: one GetAll of the Unit
-// interface each, then the service properties of loaded services, then, of
-// the services whose run exited badly, its exit status and command (no
-// cost while everything runs).
 namespace {
-// In ReadUnits' index: a property of the Manager, not of a unit.
+
+// In a round's index: a property of the Manager, not of a unit.
 constexpr size_t kManager = std::numeric_limits<size_t>::max();
+
+// One round of ReadUnits' calls, and of each the unit (kManager: the
+// Manager) and property (null: GetAll) its reply is read into.
+struct Round {
+  std::vector<SystemdBus::Call> calls;
+  std::vector<std::pair<size_t, const char*>> index;
+
+  void Get(std::string path, const char* iface, const char* property, size_t i,
+           const std::string& what) {
+    calls.push_back({.path = std::move(path),
+                     .iface = kPropertiesIface,
+                     .member = "Get",
+                     .args = SystemdBus::Args::kTwoStrings,
+                     .first = iface,
+                     .second = property,
+                     .what = std::string("Get ") + iface + "." + property + what});
+    index.emplace_back(i, property);
+  }
+};
+
+Round CallsOfRound(int round, const std::vector<std::string>& units,
+                   const std::vector<std::string>& paths,
+                   const std::vector<core::Result<core::UnitStatus>>& out) {
+  Round r;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (!out[i]) continue;
+    if (round == 0) {
+      r.calls.push_back({.path = paths[i],
+                         .iface = kPropertiesIface,
+                         .member = "GetAll",
+                         .args = SystemdBus::Args::kString,
+                         .first = kUnitIface,
+                         .what = std::string("GetAll ") + kUnitIface + " " + units[i]});
+      r.index.emplace_back(i, nullptr);
+      continue;
+    }
+    if (!ReadInRound(round, units[i], *out[i])) continue;
+    std::vector<const char*> late;
+    if (round == 2) late = LateProperties(*out[i]);
+    for (const char* property :
+         round == 1 ? ServiceProperties() : std::span<const char* const>(late)) {
+      r.Get(paths[i], kServiceIface, property, i, " " + units[i]);
+    }
+  }
+  if (round == 0 && !r.calls.empty()) {
+    // When systemd last loaded unit files, in the same round trip: what a
+    // unit's run read of its definition (core::RunReadDefinition).
+    for (const char* property : {"UnitsLoadStartTimestamp", "UnitsLoadTimestamp"}) {
+      r.Get(kSystemdPath, kManagerIface, property, kManager, "");
+    }
+  }
+  return r;
+}
+
+// A round's replies, into the units' statuses.
+void ReadReplies(const Round& r, const std::vector<SystemdBus::Reply>& replies,
+                 std::vector<core::Result<core::UnitStatus>>& out) {
+  core::UnitStatus manager;
+  bool of_manager = false;
+  for (size_t k = 0; k < r.index.size(); ++k) {
+    auto [i, property] = r.index[k];
+    const SystemdBus::Reply& reply = replies[k];
+    if (i == kManager) {
+      // Not known (an older systemd, an error): zero, which proves no run
+      // read anything.
+      of_manager = true;
+      if (reply.ok()) (void)reply.Property(property, manager);
+      continue;
+    }
+    if (!out[i]) continue;  // an earlier property of this unit failed
+    if (!reply.ok()) {
+      // A property this systemd does not have (NRestarts came with 235)
+      // stays unset, as the interface's GetAll would leave it.
+      if (property != nullptr && reply.error_name == kUnknownProperty) continue;
+      out[i] = core::Fail(reply.error);
+    } else if (auto st = property == nullptr ? reply.Properties(*out[i])
+                                             : reply.Property(property, *out[i]);
+               !st) {
+      out[i] = std::unexpected(st.error());
+    }
+  }
+  if (!of_manager) return;
+  for (auto& o : out) {
+    if (o) o->units_loaded_realtime = manager.units_loaded_realtime;
+  }
+}
+
 }  // namespace
 
+// Pipelined rounds, whatever the number of units: one GetAll of the Unit
+// interface each (and when systemd last loaded unit files), then the
+// service properties of loaded services, then, of the services whose run
+// exited badly, its exit status and command (no cost while everything
+// runs).
 std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
     const std::vector<std::string>& units) {
   std::vector<core::Result<core::UnitStatus>> out(units.size());
@@ -216,78 +305,9 @@ std::vector<core::Result<core::UnitStatus>> SdbusServiceManager::ReadUnits(
       }
       continue;
     }
-    std::vector<SystemdBus::Call> calls;
-    std::vector<std::pair<size_t, const char*>> index;  // unit, property (null: GetAll)
-    for (size_t i = 0; i < units.size(); ++i) {
-      if (!out[i]) continue;
-      if (round == 0) {
-        calls.push_back({.path = paths[i],
-                         .iface = kPropertiesIface,
-                         .member = "GetAll",
-                         .args = SystemdBus::Args::kString,
-                         .first = kUnitIface,
-                         .what = std::string("GetAll ") + kUnitIface + " " + units[i]});
-        index.emplace_back(i, nullptr);
-        continue;
-      }
-      if (!ReadInRound(round, units[i], *out[i])) continue;
-      std::vector<const char*> late;
-      if (round == 2) late = LateProperties(*out[i]);
-      for (const char* property :
-           round == 1 ? ServiceProperties() : std::span<const char* const>(late)) {
-        calls.push_back(
-            {.path = paths[i],
-             .iface = kPropertiesIface,
-             .member = "Get",
-             .args = SystemdBus::Args::kTwoStrings,
-             .first = kServiceIface,
-             .second = property,
-             .what = std::string("Get ") + kServiceIface + "." + property + " " + units[i]});
-        index.emplace_back(i, property);
-      }
-    }
-    if (calls.empty()) continue;
-    if (round == 0) {
-      // When systemd last loaded unit files, in the same round trip: what a
-      // unit's run read of its definition (core::RunReadDefinition).
-      for (const char* property : {"UnitsLoadStartTimestamp", "UnitsLoadTimestamp"}) {
-        calls.push_back({.path = kSystemdPath,
-                         .iface = kPropertiesIface,
-                         .member = "Get",
-                         .args = SystemdBus::Args::kTwoStrings,
-                         .first = kManagerIface,
-                         .second = property,
-                         .what = std::string("Get ") + kManagerIface + "." + property});
-        index.emplace_back(kManager, property);
-      }
-    }
-    std::vector<SystemdBus::Reply> replies = bus_.CallAll(calls);
-    core::UnitStatus manager;
-    for (size_t k = 0; k < index.size(); ++k) {
-      auto [i, property] = index[k];
-      if (i == kManager) {
-        // Not known (an older systemd, an error): zero, which proves no run
-        // read anything.
-        if (replies[k].ok()) (void)replies[k].Property(property, manager);
-        continue;
-      }
-      if (!out[i]) continue;  // an earlier property of this unit failed
-      const SystemdBus::Reply& reply = replies[k];
-      if (!reply.ok()) {
-        // A property this systemd does not have (NRestarts came with 235)
-        // stays unset, as the interface's GetAll would leave it.
-        if (property != nullptr && reply.error_name == kUnknownProperty) continue;
-        out[i] = core::Fail(reply.error);
-      } else if (auto st = property == nullptr ? reply.Properties(*out[i])
-                                               : reply.Property(property, *out[i]);
-                 !st) {
-        out[i] = std::unexpected(st.error());
-      }
-    }
-    if (round != 0) continue;
-    for (auto& o : out) {
-      if (o) o->units_loaded_realtime = manager.units_loaded_realtime;
-    }
+    Round r = CallsOfRound(round, units, paths, out);
+    if (r.calls.empty()) continue;
+    ReadReplies(r, bus_.CallAll(r.calls), out);
   }
   return out;
 }
