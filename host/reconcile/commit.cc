@@ -319,7 +319,8 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   o.applied_at = in.now;
   // A unit a resource left is in the record only while its removal is
   // not done: as it was, unless recorded stopped below.
-  if (rm.moved_unit && !in.dry_run && (!rm.not_now.empty() || !rm.until_stopped.empty() || !done)) {
+  if (rm.left_behind && !in.dry_run &&
+      (!rm.not_now.empty() || !rm.until_stopped.empty() || !done)) {
     out.entries[rm.id] = rm.entry;
   }
   if (std::string kept = KeptThisApply(in, rm); !kept.empty()) {

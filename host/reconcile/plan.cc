@@ -438,26 +438,39 @@ OldEntries OldEntriesOf(const core::Declaration& decl, const core::Record& recor
     size_t i = static_cast<size_t>(r - decl.resources.data());
     olds.recorded[i] = &e;
     if (e.kind == core::KindName(r->kind)) olds.by_index[i] = &e;
+    std::vector<core::WrittenPath> paths_left;
+    for (const core::WrittenPath& w : e.written) {
+      if (!r->HasFiles() || w.path != r->path) paths_left.push_back(w);
+    }
     const std::string& unit = e.unit().name;
-    if (!unit.empty() && (!r->HasUnit() || r->unit().name != unit) &&
-        !record.resources.contains(MovedUnitId(id, unit))) {
+    if (!unit.empty() && (!r->HasUnit() || r->unit().name != unit)) {
+      if (record.resources.contains(LeftBehindId(id, unit))) continue;
       core::RecordEntry left = e;
-      left.written.clear();
-      olds.moved_units.emplace_back(MovedUnitId(id, unit), std::move(left));
+      left.written = std::move(paths_left);
+      olds.left_behind.emplace_back(LeftBehindId(id, unit), std::move(left));
+    } else if (!paths_left.empty() &&
+               !record.resources.contains(LeftBehindId(id, paths_left[0].path))) {
+      core::RecordEntry left;
+      left.kind = e.kind;
+      left.digest = e.digest;
+      left.applied_at = e.applied_at;
+      left.written = std::move(paths_left);
+      if (r->IsTree() && !unit.empty()) left.mutable_unit().name = unit;
+      olds.left_behind.emplace_back(LeftBehindId(id, left.written[0].path), std::move(left));
     }
   }
   // After the last emplace: a deque's elements stay where they are.
-  for (const auto& moved : olds.moved_units) olds.dropped.push_back(&moved);
+  for (const auto& moved : olds.left_behind) olds.dropped.push_back(&moved);
   return olds;
 }
 
-std::string MovedUnitId(std::string_view id, std::string_view unit) {
+std::string LeftBehindId(std::string_view id, std::string_view unit) {
   return std::string(id) + "~" + std::string(unit);
 }
 
-bool OldEntries::MovedUnit(
+bool OldEntries::LeftBehind(
     const std::pair<const std::string, core::RecordEntry>* dropped_entry) const {
-  return std::any_of(moved_units.begin(), moved_units.end(),
+  return std::any_of(left_behind.begin(), left_behind.end(),
                      [&](const auto& moved) { return &moved == dropped_entry; });
 }
 

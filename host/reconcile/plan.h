@@ -249,9 +249,9 @@ struct Removal {
   // Its unit has no unit_text: the operator's, forgotten (never stopped) —
   // unless this apply deletes the `file` that defines it.
   bool unit_without_text = false;
-  // The unit a declared resource left (OldEntries::moved_units): not in the
+  // What a declared resource left (OldEntries::left_behind): not in the
   // record, so recorded by this removal while it is pending or failed.
-  bool moved_unit = false;
+  bool left_behind = false;
   std::vector<std::string> delete_paths;
   // What is left, each with why: a path there before the host, or declared
   // by another resource now; one no longer as the host wrote it
@@ -306,7 +306,7 @@ struct HostDirs {
 // The record seen from the declaration, matched once per apply: every phase
 // asks for a resource's entry, and prune for what is no longer declared.
 struct OldEntries {
-  // Moved, never copied: `dropped` points into moved_units, whose elements
+  // Moved, never copied: `dropped` points into left_behind, whose elements
   // stay put when the deque moves but not in a copy.
   OldEntries() = default;
   OldEntries(OldEntries&&) = default;
@@ -321,21 +321,27 @@ struct OldEntries {
   // (what the record holds of it now, which Settle compares with).
   std::vector<const core::RecordEntry*> recorded;
   // The record's entries whose ids are no longer declared, in id order;
-  // then the units resources left for others (moved_units).
+  // then what declared resources left (left_behind).
   std::vector<const std::pair<const std::string, core::RecordEntry>*> dropped;
-  // A declared resource whose recorded unit is not its unit now (renamed,
-  // or the resource no longer a unit): that unit is dropped as a resource of
-  // its own would be, under the id ID~UNIT (never a declared id), which the
-  // record holds only while its removal is pending. Its entry is the unit's
-  // part: the paths stay the resource's.
-  std::deque<std::pair<const std::string, core::RecordEntry>> moved_units;
+  // What a declared resource left, each dropped as a resource of its own
+  // would be, under an id never declared, which the record holds only while
+  // its removal is pending:
+  // - its recorded unit when that is not its unit now (renamed, or the
+  //   resource no longer a unit), as ID~UNIT, with the paths it no longer
+  //   declares (a process renamed and moved: its old tree waits for its
+  //   old unit's stop);
+  // - else the paths it wrote and no longer declares (its path moved), as
+  //   ID~PATH, the first of them; a process's keeps its unit's name, so
+  //   that its old tree waits for the restart onto the new one.
+  // Then the units an apply cut short created (recovery.h).
+  std::deque<std::pair<const std::string, core::RecordEntry>> left_behind;
 
   const core::RecordEntry* operator[](size_t i) const { return by_index[i]; }
-  bool MovedUnit(const std::pair<const std::string, core::RecordEntry>* dropped_entry) const;
+  bool LeftBehind(const std::pair<const std::string, core::RecordEntry>* dropped_entry) const;
 };
 
-// The id a unit left by resource `id` is removed under.
-std::string MovedUnitId(std::string_view id, std::string_view unit);
+// The id what resource `id` left (a unit's name, a path) is removed under.
+std::string LeftBehindId(std::string_view id, std::string_view unit);
 
 struct PlanInputs {
   const core::Declaration* declaration = nullptr;

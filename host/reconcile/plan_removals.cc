@@ -172,10 +172,10 @@ void WaitForTheStop(const PlanInputs& in, const Claims& claims, Removal& rm) {
   // read first, an alias): the host's own unit file goes now, its tree
   // once that no longer runs (it may run from it).
   bool not_the_hosts = in.seen->dropped_shadowed_by.contains(unit);
-  // A process's tree is the new resource's once its unit moved (its old
-  // unit, recorded as ID~UNIT, holds no path).
-  const bool tree = rm.entry.kind == core::KindName(core::Kind::kProcess) && !rm.moved_unit &&
-                    !rm.entry.written.empty();
+  // A process's tree (an ID~UNIT removal holds one only when the tree
+  // moved with its unit: the old unit may run from it while it stops).
+  const bool tree =
+      rm.entry.kind == core::KindName(core::Kind::kProcess) && !rm.entry.written.empty();
   std::string why;
   const core::UnitStatus* status = DroppedUnit(in, unit, &why);
   if (!tree && (status == nullptr || !core::StopReadsItsFile(*status) || !rm.delete_unit_file ||
@@ -517,7 +517,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>&
     Removal rm;
     rm.id = id;
     rm.entry = e;
-    rm.moved_unit = in.olds->MovedUnit(dropped);
+    rm.left_behind = in.olds->LeftBehind(dropped);
     PlanUnitRemoval(in, *claims, e, rm);
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);

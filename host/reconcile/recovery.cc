@@ -60,8 +60,8 @@ bool UnitFileKept(const std::string& unit, const core::Declaration& decl,
   for (const auto& [id, e] : record.resources) {
     if (e.unit().name == unit && !e.unit().file_fingerprint.empty()) return true;
   }
-  for (size_t k = 0; olds != nullptr && k < olds->moved_units.size(); ++k) {
-    if (olds->moved_units[k].second.unit().name == unit) return true;
+  for (size_t k = 0; olds != nullptr && k < olds->left_behind.size(); ++k) {
+    if (olds->left_behind[k].second.unit().name == unit) return true;
   }
   return false;
 }
@@ -227,7 +227,7 @@ void AdoptCutShortUnits(const Declaration& decl, const core::Record& record,
                         const core::Intent& intent, ports::FileSystem& units, OldEntries& olds) {
   for (const std::string& unit : intent.creating_unit_files) {
     if (DeclaredUnit(decl, unit) || UnitFileKept(unit, decl, record, &olds)) continue;
-    std::string id = MovedUnitId("cut-short", unit);
+    std::string id = LeftBehindId("cut-short", unit);
     if (record.resources.contains(id)) continue;  // recorded: dropped already
     auto info = units.Stat("/" + unit);
     if (!info || info->type != core::FileType::kRegular) continue;
@@ -235,8 +235,8 @@ void AdoptCutShortUnits(const Declaration& decl, const core::Record& record,
     e.kind = core::KindName(core::Kind::kService);
     e.mutable_unit().name = unit;
     e.mutable_unit().file_fingerprint = core::FileFingerprint(*info);
-    olds.moved_units.emplace_back(std::move(id), std::move(e));
-    olds.dropped.push_back(&olds.moved_units.back());
+    olds.left_behind.emplace_back(std::move(id), std::move(e));
+    olds.dropped.push_back(&olds.left_behind.back());
   }
 }
 

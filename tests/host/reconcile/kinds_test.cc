@@ -300,5 +300,56 @@ TEST_F(KindsTest, PlanDiffSaysWhatChanges) {
                   "diff n (directory)\nnew directory, mode 0755, owner root:root\n"));
 }
 
+// A resource whose path moved under the same id: what it wrote at the old
+// path was no longer recorded anywhere, and stayed (an old cron job
+// running, an old secret on disk) while every apply read `unchanged`. It
+// goes as a dropped resource's would, under ID~PATH, by the same rules.
+TEST_F(KindsTest, AResourceMovedUnderItsIdLeavesNothingBehind) {
+  auto decl = [&](const std::string& at, int generation) {
+    return Decl({{{"id", "cron"},
+                  {"kind", "file"},
+                  {"path", "/etc/cron.d/job" + at},
+                  {"content", "* * * * * root /bin/true\n"}},
+                 {{"id", "tok"},
+                  {"kind", "credential"},
+                  {"path", "/etc/mesh/tok" + at},
+                  {"content", "s3cr3t\n"}},
+                 Dir("data", "/srv/data" + at, "0750"),
+                 Link("cur", "/srv/cur" + at, "/srv/data")},
+                generation);
+  };
+  ASSERT_EQ(Run(decl("", 1)).result, ApplyResult::kOk);
+  ApplyReport moved = Run(decl("2", 2));
+  ASSERT_EQ(moved.result, ApplyResult::kOk) << moved.error;
+  std::vector<std::string> lines;
+  for (const auto& o : moved.outcomes) lines.push_back(core::FormatOutcomeLine(o));
+  EXPECT_THAT(lines, ::testing::IsSupersetOf({
+                         "removed cron~/etc/cron.d/job (file): deleted 1 path(s)",
+                         "removed tok~/etc/mesh/tok (credential): deleted 1 path(s)",
+                         "removed data~/srv/data (directory): deleted 1 path(s)",
+                         "removed cur~/srv/cur (symlink): deleted 1 path(s)",
+                     }));
+  for (const char* gone : {"/etc/cron.d/job", "/etc/mesh/tok", "/srv/data", "/srv/cur"}) {
+    EXPECT_FALSE(testing::Exists(Root(gone))) << gone;
+    EXPECT_TRUE(testing::Exists(Root(std::string(gone) + "2"))) << gone;
+  }
+  EXPECT_FALSE(Record()["resources"].contains("cron~/etc/cron.d/job")) << "done: not recorded";
+  for (bool from_record : {true, false}) {
+    ApplyReport again = Run(decl("2", 2), false, from_record);
+    EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "unchanged", "unchanged"));
+  }
+
+  // The old copy changed by hand since: someone's now, left and said.
+  WriteText(Root("/etc/cron.d/job2"), "edited\n");
+  ApplyReport back = Run(decl("", 3));
+  ASSERT_EQ(back.result, ApplyResult::kOk) << back.error;
+  lines.clear();
+  for (const auto& o : back.outcomes) lines.push_back(core::FormatOutcomeLine(o));
+  EXPECT_THAT(lines, ::testing::Contains(
+                         HasSubstr("removed cron~/etc/cron.d/job2 (file): no longer managed; left "
+                                   "/etc/cron.d/job2: changed since the host wrote it")));
+  EXPECT_TRUE(testing::Exists(Root("/etc/cron.d/job2")));
+}
+
 }  // namespace
 }  // namespace mesh::reconcile

@@ -1133,6 +1133,48 @@ TEST_F(UnitsTest, AProcessRenamedOnTheSameUnitLeavesNoTreeBehind) {
   EXPECT_THAT(Outcomes(after), ElementsAre("unchanged")) << "nothing left to remove";
 }
 
+// The same under its own id: the old tree was forgotten, and stayed. It
+// goes once the unit was restarted onto the new one; a bundle that runs
+// nothing goes at once.
+TEST_F(UnitsTest, AProcessOrBundleMovedUnderItsIdLeavesNoTreeBehind) {
+  services_.AddUnit("api.service", {});
+  std::string sha = Bundle("api.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  auto decl = [&](const std::string& at, int generation) {
+    return Decl({{{"id", "api"},
+                  {"kind", "process"},
+                  {"path", "/opt/api-" + at},
+                  {"source", "api.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", "api.service"},
+                  {"unit_text", "[Service]\nExecStart=/opt/api-" + at + "/bin/serve\n"}},
+                 {{"id", "t"},
+                  {"kind", "archive"},
+                  {"path", "/opt/t-" + at},
+                  {"source", "api.tar.gz"},
+                  {"sha256", sha}}},
+                generation);
+  };
+  ASSERT_EQ(Run(decl("1", 1)).result, ApplyResult::kOk);
+  ApplyReport moved = Run(decl("2", 2));
+  ASSERT_EQ(moved.result, ApplyResult::kOk) << moved.error;
+  ASSERT_EQ(moved.outcomes.size(), 4u);
+  EXPECT_EQ(core::FormatOutcomeLine(moved.outcomes[2]),
+            "removed api~/opt/api-1 (process): its tree goes once api.service no longer runs "
+            "from it (api restarts it now)");
+  EXPECT_EQ(core::FormatOutcomeLine(moved.outcomes[3]),
+            "removed t~/opt/t-1 (archive): deleted 1 path(s)");
+  EXPECT_TRUE(testing::Exists(Root("/opt/api-1/bin/serve"))) << "run from until the restart";
+  EXPECT_FALSE(testing::Exists(Root("/opt/t-1")));
+  EXPECT_TRUE(testing::Exists(Root("/opt/t-2/bin/serve")));
+  ApplyReport next = Run(decl("2", 2));
+  EXPECT_EQ(next.result, ApplyResult::kOk);
+  EXPECT_FALSE(testing::Exists(Root("/opt/api-1"))) << "the old tree goes";
+  EXPECT_TRUE(testing::Exists(Root("/opt/api-2/bin/serve")));
+  ApplyReport after = Run(decl("2", 2));
+  EXPECT_EQ(after.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(after), ElementsAre("unchanged", "unchanged")) << "nothing left to remove";
+}
+
 // A directory dropped with the running process whose tree it holds: it
 // was let go as "not empty" and forgotten, and stayed once the tree went.
 // It waits with the tree.
