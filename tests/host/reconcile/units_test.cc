@@ -1175,6 +1175,37 @@ TEST_F(UnitsTest, AProcessOrBundleMovedUnderItsIdLeavesNoTreeBehind) {
   EXPECT_THAT(Outcomes(after), ElementsAre("unchanged", "unchanged")) << "nothing left to remove";
 }
 
+// Moved to another unit and another path at once: the old unit goes under
+// ID~UNIT, and its old tree with it once it no longer runs from it.
+TEST_F(UnitsTest, AProcessMovedToAnotherUnitAndPathTakesItsOldTreeWithItsOldUnit) {
+  services_.AddUnit("api.service", {});
+  services_.AddUnit("api2.service", {});
+  std::string sha = Bundle("api.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  auto decl = [&](const std::string& at, int generation) {
+    return Decl({{{"id", "api"},
+                  {"kind", "process"},
+                  {"path", "/opt/api" + at},
+                  {"source", "api.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", "api" + at + ".service"},
+                  {"unit_text", "[Service]\nExecStart=/opt/api" + at + "/bin/serve\n"}}},
+                generation);
+  };
+  ASSERT_EQ(Run(decl("", 1)).result, ApplyResult::kOk);
+  ApplyReport moved = Run(decl("2", 2));
+  ASSERT_EQ(moved.result, ApplyResult::kOk) << moved.error;
+  ASSERT_EQ(moved.outcomes.size(), 2u);
+  EXPECT_EQ(core::FormatOutcomeLine(moved.outcomes[1]),
+            "removed api~api.service (process): stopped api.service (not waited on); its tree "
+            "and unit file go once api.service no longer runs");
+  EXPECT_TRUE(testing::Exists(Root("/opt/api/bin/serve"))) << "run from while it stops";
+  ApplyReport next = Run(decl("2", 2));
+  EXPECT_EQ(next.result, ApplyResult::kOk);
+  EXPECT_FALSE(testing::Exists(Root("/opt/api"))) << "the old tree goes with the old unit";
+  EXPECT_FALSE(testing::Exists(dir_.Sub("units") + "/api.service"));
+  EXPECT_THAT(Outcomes(Run(decl("2", 2))), ElementsAre("unchanged")) << "nothing left";
+}
+
 // A directory dropped with the running process whose tree it holds: it
 // was let go as "not empty" and forgotten, and stayed once the tree went.
 // It waits with the tree.
