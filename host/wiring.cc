@@ -99,7 +99,11 @@ int Validate(const cli::Flags& flags) {
     v.refusals.push_back(source.error().message);
     return done();
   }
-  if (!flags.verify_key.empty()) {
+  if (flags.verify_key.empty()) {
+    if (auto alone = reconcile::CheckChangedByRootAlone(**source); !alone) {
+      v.refusals.push_back(alone.error().message);
+    }
+  } else {
     auto key = adapters::ReadVerifyKey(flags.verify_key);
     if (!key) {
       v.refusals.push_back(key.error().message);

@@ -22,6 +22,38 @@ std::unexpected<core::Error> Refuse(const std::string& path, std::string_view wh
   return core::Fail("declaration " + path + ": " + std::string(why));
 }
 
+// Why users other than root or this process's user could change the file
+// at `path` (a key, a declaration), open as `fd`, or nullopt: the file itself (`st`, through any
+// link), and every directory from the one that holds the file opened (not
+// one the name leads to now) up to /, as ssh's StrictModes checks an
+// authorized key's path. Unreadable is not safe.
+std::optional<std::string> ChangeableByOthersAt(const std::string& path, int fd,
+                                                const struct stat& st) {
+  auto trusted = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
+  if (!trusted(st.st_uid)) {
+    return "owned by uid " + std::to_string(st.st_uid) + ", neither root nor this process's user";
+  }
+  if ((st.st_mode & 022) != 0) {
+    return "writable by users other than its owner (mode " + core::FormatMode(st.st_mode & 07777) +
+           "): chmod go-w " + path;
+  }
+  char* real = ::realpath(("/proc/self/fd/" + std::to_string(fd)).c_str(), nullptr);
+  if (real == nullptr) return std::string("its path cannot be resolved: ") + std::strerror(errno);
+  std::string dir(real);
+  std::free(real);
+  while (dir != "/") {
+    size_t slash = dir.rfind('/');
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+    struct stat d;
+    if (::stat(dir.c_str(), &d) != 0) return "in " + dir + ", which cannot be looked at";
+    if (!trusted(d.st_uid) || ((d.st_mode & 022) != 0 && (d.st_mode & S_ISVTX) == 0)) {
+      return "in " + dir + ", which users other than root or this process's user can change (uid " +
+             std::to_string(d.st_uid) + ", mode " + core::FormatMode(d.st_mode & 07777) + ")";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 core::Result<std::unique_ptr<FileDeclaration>> FileDeclaration::Open(const std::string& path) {
@@ -37,8 +69,11 @@ core::Result<std::unique_ptr<FileDeclaration>> FileDeclaration::Open(const std::
     return fail("larger than the limit of " + std::to_string(core::kMaxDeclarationBytes) +
                 " bytes");
   }
-  return std::unique_ptr<FileDeclaration>(new FileDeclaration(
-      path, std::move(fd), static_cast<size_t>(st.st_size), st.st_mode & 07777));
+  auto changeable = ChangeableByOthersAt(path, fd.get(), st);
+  if (changeable) changeable = "declaration " + path + ": " + *changeable;
+  return std::unique_ptr<FileDeclaration>(
+      new FileDeclaration(path, std::move(fd), static_cast<size_t>(st.st_size), st.st_mode & 07777,
+                          std::move(changeable)));
 }
 
 std::optional<ports::DeclarationSource::Exposed> FileDeclaration::ReadableByOthers() const {
@@ -113,41 +148,6 @@ core::Result<ports::DetachedSignature> FileDeclaration::Signature() {
   return sig;
 }
 
-namespace {
-
-// Why users other than root or this process's user could change the key
-// at `path`, open as `fd`, or nullopt: the file itself (`st`, through any
-// link), and every directory from the one that holds the file opened (not
-// one the name leads to now) up to /, as ssh's StrictModes checks an
-// authorized key's path. Unreadable is not safe.
-std::optional<std::string> LooseKey(const std::string& path, int fd, const struct stat& st) {
-  auto trusted = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
-  if (!trusted(st.st_uid)) {
-    return "owned by uid " + std::to_string(st.st_uid) + ", neither root nor this process's user";
-  }
-  if ((st.st_mode & 022) != 0) {
-    return "writable by users other than its owner (mode " + core::FormatMode(st.st_mode & 07777) +
-           "): chmod go-w " + path;
-  }
-  char* real = ::realpath(("/proc/self/fd/" + std::to_string(fd)).c_str(), nullptr);
-  if (real == nullptr) return std::string("its path cannot be resolved: ") + std::strerror(errno);
-  std::string dir(real);
-  std::free(real);
-  while (dir != "/") {
-    size_t slash = dir.rfind('/');
-    dir = slash == 0 ? "/" : dir.substr(0, slash);
-    struct stat d;
-    if (::stat(dir.c_str(), &d) != 0) return "in " + dir + ", which cannot be looked at";
-    if (!trusted(d.st_uid) || ((d.st_mode & 022) != 0 && (d.st_mode & S_ISVTX) == 0)) {
-      return "in " + dir + ", which users other than root or this process's user can change (uid " +
-             std::to_string(d.st_uid) + ", mode " + core::FormatMode(d.st_mode & 07777) + ")";
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 core::Result<core::MinisignKey> ReadVerifyKey(const std::string& path) {
   constexpr size_t kMaxKeyBytes = 4096;
   auto fail = [&](std::string_view why) {
@@ -160,7 +160,7 @@ core::Result<core::MinisignKey> ReadVerifyKey(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return fail("not a regular file");
   // The key decides what this host runs as root: one that someone else can
   // write, or replace in its directory, is no key (ssh's StrictModes).
-  if (auto loose = LooseKey(path, fd.get(), st)) return fail(*loose);
+  if (auto loose = ChangeableByOthersAt(path, fd.get(), st)) return fail(*loose);
   if (static_cast<uint64_t>(st.st_size) > kMaxKeyBytes) {
     return fail("larger than " + std::to_string(kMaxKeyBytes) +
                 " bytes: not a minisign public key");

@@ -35,15 +35,24 @@ class FileDeclaration : public ports::DeclarationSource {
   core::Result<std::string> TextAgain() override;
   // As opened (the mode of the descriptor read, not of a later file).
   std::optional<Exposed> ReadableByOthers() const override;
+  // As opened: the file's owner and mode, and the directories from the
+  // one that holds it up to / (as --verify-key's are checked).
+  std::optional<std::string> ChangeableByOthers() const override { return changeable_; }
 
  private:
-  FileDeclaration(std::string path, UniqueFd fd, size_t size, uint32_t mode)
-      : path_(std::move(path)), fd_(std::move(fd)), size_(size), mode_(mode) {}
+  FileDeclaration(std::string path, UniqueFd fd, size_t size, uint32_t mode,
+                  std::optional<std::string> changeable)
+      : path_(std::move(path)),
+        fd_(std::move(fd)),
+        size_(size),
+        mode_(mode),
+        changeable_(std::move(changeable)) {}
 
   std::string path_;
   UniqueFd fd_;
   size_t size_;
   uint32_t mode_;
+  std::optional<std::string> changeable_;
   std::optional<std::string> text_;
   bool released_ = false;
 };

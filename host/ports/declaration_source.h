@@ -55,6 +55,12 @@ class DeclarationSource {
     std::string path;
   };
   virtual std::optional<Exposed> ReadableByOthers() const { return std::nullopt; }
+  // Why users other than root or this process's user could change the
+  // declaration (its file, or a directory on its path), which decides what
+  // this host runs as root, in words that name it; none when no one else
+  // can. The apply refuses
+  // such a declaration unless its signature is checked (--verify-key).
+  virtual std::optional<std::string> ChangeableByOthers() const { return std::nullopt; }
 };
 
 }  // namespace mesh::ports

@@ -300,6 +300,10 @@ Writes::Asked RecordAsked(const SettleInputs& in, size_t k, Settled& out) {
 // Empty when it went ahead.
 std::string KeptThisApply(const SettleInputs& in, const Removal& rm) {
   if (!rm.not_now.empty()) return rm.not_now;
+  if (rm.left_by.has_value() && !in.writes->steps.empty() &&
+      !in.writes->steps[*rm.left_by].status) {
+    return KeptForItsSuccessor(in.declaration->resources[*rm.left_by].id);
+  }
   if (rm.taken_by.has_value() && !in.writes->steps.empty() &&
       !in.writes->steps[*rm.taken_by].status) {
     return "kept as the host's: its paths lie in the path of " +
@@ -317,13 +321,13 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   o.kind = rm.entry.kind;
   o.outcome = Outcome::kRemoved;
   o.applied_at = in.now;
-  // A unit a resource left is in the record only while its removal is
-  // not done: as it was, unless recorded stopped below.
-  if (rm.left_behind && !in.dry_run &&
-      (!rm.not_now.empty() || !rm.until_stopped.empty() || !done)) {
+  std::string kept = KeptThisApply(in, rm);
+  // What a resource left is in the record only while its removal is not
+  // done: as it was, unless recorded stopped below.
+  if (rm.left_behind && !in.dry_run && (!kept.empty() || !rm.until_stopped.empty() || !done)) {
     out.entries[rm.id] = rm.entry;
   }
-  if (std::string kept = KeptThisApply(in, rm); !kept.empty()) {
+  if (!kept.empty()) {
     Fail(o, kept);
     o.digest = rm.entry.digest;
     return o;

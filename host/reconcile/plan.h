@@ -226,6 +226,10 @@ struct UnitPlan {
 // (act.cc): systemd stops such a unit at once.
 inline constexpr std::chrono::seconds kTriggerStopBound{5};
 
+// The words of a removal kept while the resource that left it fails
+// (Removal::left_by).
+std::string KeptForItsSuccessor(std::string_view id);
+
 struct Removal {
   std::string id;
   core::RecordEntry entry;
@@ -252,6 +256,10 @@ struct Removal {
   // What a declared resource left (OldEntries::left_behind): not in the
   // record, so recorded by this removal while it is pending or failed.
   bool left_behind = false;
+  // The declared resource that left it (ID~UNIT, ID~PATH): while that one
+  // fails, in the plan or at its write, nothing of this removal is done,
+  // and the old copy stays until the new one is in place.
+  std::optional<size_t> left_by;
   std::vector<std::string> delete_paths;
   // What is left, each with why: a path there before the host, or declared
   // by another resource now; one no longer as the host wrote it

@@ -506,6 +506,10 @@ void WaitForTheRestartOnTheNewTree(const core::Declaration& decl,
 
 // Only what the host itself created, and still as it wrote it, is deleted;
 // a unit is stopped only when its unit file is the host's and untouched.
+std::string KeptForItsSuccessor(std::string_view id) {
+  return "kept: " + std::string(id) + " failed, and what it left stays until it is in place";
+}
+
 std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>& steps) {
   std::vector<Removal> removals;
   // Built only when something recorded is no longer declared: most
@@ -518,6 +522,16 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>&
     rm.id = id;
     rm.entry = e;
     rm.left_behind = in.olds->LeftBehind(dropped);
+    if (size_t tilde = id.find('~'); tilde != std::string::npos) {
+      if (const core::Resource* by = in.declaration->Find(id.substr(0, tilde))) {
+        rm.left_by = static_cast<size_t>(by - in.declaration->resources.data());
+      }
+    }
+    if (rm.left_by.has_value() && steps[*rm.left_by].failed()) {
+      rm.not_now = KeptForItsSuccessor(in.declaration->resources[*rm.left_by].id);
+      removals.push_back(std::move(rm));
+      continue;
+    }
     PlanUnitRemoval(in, *claims, e, rm);
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);

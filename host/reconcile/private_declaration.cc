@@ -17,6 +17,14 @@ core::Status CheckCredentialsPrivate(const core::Declaration& declaration,
                     core::FormatMode(exposed->mode) + "): chmod 0600 " + exposed->path);
 }
 
+core::Status CheckChangedByRootAlone(const ports::DeclarationSource& source) {
+  auto changeable = source.ChangeableByOthers();
+  if (!changeable.has_value()) return core::Ok();
+  return core::Fail(*changeable +
+                    "; whoever can change it decides what this host runs as root: make it and "
+                    "its directories root's alone, or sign it and pass --verify-key");
+}
+
 bool MayHoldCredentials(std::string_view text) {
   return text.find("credential") != std::string_view::npos ||
          text.find("\\u") != std::string_view::npos;

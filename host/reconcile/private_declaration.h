@@ -2,6 +2,8 @@
 // declaration file others may read hands every secret in it to any local
 // user, whatever mode the credential is written with. Refused as ssh
 // refuses a private key others can read, with the chmod that fixes it.
+// And an unsigned declaration is changed by root alone: whoever can write
+// it runs commands as root (a unit_text's ExecStart=).
 #pragma once
 
 #include <string_view>
@@ -16,6 +18,11 @@ namespace mesh::reconcile {
 // `declaration` holds a credential and `source` may be read by others.
 core::Status CheckCredentialsPrivate(const core::Declaration& declaration,
                                      const ports::DeclarationSource& source);
+
+// Fails, saying who else could change it and the fix, when users other
+// than root or this process's user could change `source` (its file or a
+// directory on its path). Called only when no signature is checked.
+core::Status CheckChangedByRootAlone(const ports::DeclarationSource& source);
 
 // Whether a declaration's text may hold a credential, read without parsing
 // it (for a pass that writes before the whole declaration is parsed): a

@@ -96,6 +96,8 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
     auto signer = VerifyDeclarationSignature(source, *options_.verify_key);
     if (!signer) return Refuse(signer.error());
     report_.signer = std::move(*signer);
+  } else if (auto alone = CheckChangedByRootAlone(source); !alone) {
+    return Refuse(alone.error());
   }
   // Only the digest at first: a no-op proven from the record never reads
   // the text.

@@ -273,6 +273,11 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
     }
     for (size_t k = 0; k < plan.removals.size(); ++k) {
       if (plan.removals[k].stops_a_trigger != triggers) continue;
+      // What a resource left stays while that one failed to take its place.
+      if (const auto& by = plan.removals[k].left_by;
+          by.has_value() && !writes.steps.empty() && !writes.steps[*by].status) {
+        continue;
+      }
       std::string stop_job;
       bool disable_done = plan.removals[k].disable && ports.services != nullptr && disabled[k];
       writes.removals[k] = Remove(plan.removals[k], ports, std::move(disabled[k]), stop_job);

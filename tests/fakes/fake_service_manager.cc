@@ -13,7 +13,7 @@ void FakeServiceManager::AddUnit(const std::string& name, UnitScript script) {
     // from the host's first start or restart on.
     u.started = true;
     u.started_at = clock_.elapsed();
-    u.started_real = std::chrono::system_clock::now();
+    u.started_real = RealNow();
     u.script.behavior = Behavior::kHealthy;
     pending_behavior_[name] = script.behavior;
   }
@@ -31,7 +31,7 @@ void FakeServiceManager::RestartedByOther(const std::string& name) {
   u.stopped = false;
   u.killed = false;
   u.started_at = clock_.elapsed();
-  u.started_real = std::chrono::system_clock::now();
+  u.started_real = RealNow();
   u.invocation = next_invocation_++;
 }
 
@@ -50,7 +50,7 @@ core::Status FakeServiceManager::ReloadDaemon() {
   }
   if (on_daemon_reload) on_daemon_reload();
   ++daemon_reloads_;
-  units_loaded_ = std::chrono::system_clock::now();
+  units_loaded_ = RealNow();
   links_unloaded_ = false;
   for (auto& [name, u] : units_) u.need_daemon_reload = false;
   return core::Ok();
@@ -166,7 +166,7 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     u.stopped = false;
     u.killed = false;
     u.started_at = start;
-    u.started_real = std::chrono::system_clock::now();
+    u.started_real = RealNow();
     u.invocation = next_invocation_++;
   }
   Job job{unit, start, "done"};

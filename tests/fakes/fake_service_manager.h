@@ -7,6 +7,7 @@
 // those moments: "active" right after a restart, "failed" 221 ms later.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -232,6 +233,14 @@ class FakeServiceManager : public ports::ServiceManager {
     std::vector<std::string> drop_in_paths;
   };
   bool ServiceRuns(const std::vector<std::string>& triggers);
+  // The wall clock, as systemd stamps its timestamps (in microseconds),
+  // each later than the last: a start and the daemon-reload after it are
+  // never the same instant, however fast the test runs.
+  std::chrono::system_clock::time_point RealNow() {
+    last_real_ =
+        std::max(std::chrono::system_clock::now(), last_real_ + std::chrono::microseconds(1));
+    return last_real_;
+  }
   struct Job {
     std::string unit;
     std::chrono::nanoseconds done_at;
@@ -248,7 +257,8 @@ class FakeServiceManager : public ports::ServiceManager {
   int daemon_reloads_ = 0;
   // When it last loaded unit files (UnitsLoadTimestamp): at its making,
   // as at boot, then at each daemon-reload.
-  std::chrono::system_clock::time_point units_loaded_ = std::chrono::system_clock::now();
+  std::chrono::system_clock::time_point last_real_{};
+  std::chrono::system_clock::time_point units_loaded_ = RealNow();
   int enablements_ = 0;
   std::vector<std::string> reset_failed_;
   bool links_unloaded_ = false;

@@ -84,5 +84,43 @@ TEST(FileDeclarationTest, RefusesWhatIsNotABoundedRegularFile) {
   EXPECT_THAT(huge.error().message, HasSubstr("larger than the limit"));
 }
 
+// Who else could change it, as --verify-key's file is checked: its owner,
+// its mode, the directories it is in. Root's alone (or this process's
+// user's) is none.
+TEST(FileDeclarationTest, SaysWhoElseCanChangeIt) {
+  TempDir dir;
+  const std::string path = dir.Sub("decl.json");
+  WriteText(path, "{}");
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto own = FileDeclaration::Open(path);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ((*own)->ChangeableByOthers(), std::nullopt);
+
+  ASSERT_EQ(::chmod(path.c_str(), 0664), 0);
+  auto group = FileDeclaration::Open(path);
+  ASSERT_TRUE(group.has_value());
+  EXPECT_THAT((*group)->ChangeableByOthers().value_or(""),
+              HasSubstr("declaration " + path +
+                        ": writable by users other than its owner (mode "
+                        "0664): chmod go-w " +
+                        path));
+
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  constexpr uid_t kNobody = 65534;
+  if (::geteuid() != 0) GTEST_SKIP() << "not root: cannot give the file away";
+  ASSERT_EQ(::chown(path.c_str(), kNobody, kNobody), 0);
+  auto theirs = FileDeclaration::Open(path);
+  ASSERT_TRUE(theirs.has_value());
+  EXPECT_THAT((*theirs)->ChangeableByOthers().value_or(""), HasSubstr("owned by uid 65534"));
+
+  ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chown(dir.path().c_str(), kNobody, kNobody), 0);
+  auto in_theirs = FileDeclaration::Open(path);
+  ASSERT_TRUE(in_theirs.has_value());
+  EXPECT_THAT((*in_theirs)->ChangeableByOthers().value_or(""),
+              HasSubstr("in " + dir.path() + ", which users other than root"));
+  ASSERT_EQ(::chown(dir.path().c_str(), 0, 0), 0);
+}
+
 }  // namespace
 }  // namespace mesh::adapters

@@ -351,5 +351,51 @@ TEST_F(KindsTest, AResourceMovedUnderItsIdLeavesNothingBehind) {
   EXPECT_TRUE(testing::Exists(Root("/etc/cron.d/job2")));
 }
 
+// Moved to a path it cannot take (a directory in the way, a read-only file
+// system at its write): the old copy stays, recorded, until the new one is
+// in place; deleted, the machine would have neither.
+TEST_F(KindsTest, AResourceThatFailsAtItsNewPathKeepsItsOldCopy) {
+  auto decl = [&](const std::string& path, int generation) {
+    return Decl({{{"id", "cron"}, {"kind", "file"}, {"path", path}, {"content", "job\n"}}},
+                generation);
+  };
+  ASSERT_EQ(Run(decl("/etc/cron.d/job", 1)).result, ApplyResult::kOk);
+  ASSERT_EQ(::mkdir(Root("/srv").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(Root("/srv/in-the-way").c_str(), 0755), 0);
+  for (int k = 0; k < 2; ++k) {
+    ApplyReport r = Run(decl("/srv/in-the-way", 2));
+    EXPECT_EQ(r.result, ApplyResult::kFailed);
+    ASSERT_EQ(r.outcomes.size(), 2u);
+    EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+              "failed cron~/etc/cron.d/job (file): kept: cron failed, and what it left stays "
+              "until it is in place");
+    EXPECT_TRUE(testing::Exists(Root("/etc/cron.d/job"))) << k;
+    EXPECT_TRUE(Record()["resources"].contains("cron~/etc/cron.d/job")) << k;
+  }
+  ApplyReport done = Run(decl("/srv/job", 3));
+  ASSERT_EQ(done.result, ApplyResult::kOk) << done.error;
+  EXPECT_FALSE(testing::Exists(Root("/etc/cron.d/job")));
+  EXPECT_FALSE(Record()["resources"].contains("cron~/etc/cron.d/job"));
+
+  // Failed at its write.
+  fakes::FaultyFileSystem faulty(*root_);
+  ReconcilerPorts ports = Ports();
+  ports.root = &faulty;
+  faulty.FailWrites("/srv/ro/job", EROFS);
+  ApplyReport ro = Reconciler(ports, Options()).Apply(decl("/srv/ro/job", 4).dump());
+  EXPECT_EQ(ro.result, ApplyResult::kFailed);
+  ASSERT_EQ(ro.outcomes.size(), 2u);
+  EXPECT_EQ(core::FormatOutcomeLine(ro.outcomes[1]),
+            "failed cron~/srv/job (file): kept: cron failed, and what it left stays until it is "
+            "in place");
+  EXPECT_TRUE(testing::Exists(Root("/srv/job")));
+  EXPECT_TRUE(Record()["resources"].contains("cron~/srv/job"));
+  faulty.Heal();
+  ApplyReport healed = Reconciler(ports, Options()).Apply(decl("/srv/ro/job", 4).dump());
+  ASSERT_EQ(healed.result, ApplyResult::kOk) << healed.error;
+  EXPECT_FALSE(testing::Exists(Root("/srv/job")));
+  EXPECT_TRUE(testing::Exists(Root("/srv/ro/job")));
+}
+
 }  // namespace
 }  // namespace mesh::reconcile

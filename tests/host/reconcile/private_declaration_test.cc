@@ -16,7 +16,10 @@ using ::testing::HasSubstr;
 
 class Exposed : public ports::DeclarationSource {
  public:
-  Exposed(std::string text, std::optional<uint32_t> mode) : text_(std::move(text)), mode_(mode) {}
+  Exposed(std::string text, std::optional<uint32_t> mode,
+          std::optional<std::string> changeable = {})
+      : text_(std::move(text)), mode_(mode), changeable_(std::move(changeable)) {}
+  std::optional<std::string> ChangeableByOthers() const override { return changeable_; }
   core::Result<std::string> Digest() override { return core::Sha256Hex(text_); }
   core::Result<std::string_view> Text() override { return text_; }
   std::optional<ports::DeclarationSource::Exposed> ReadableByOthers() const override {
@@ -27,6 +30,7 @@ class Exposed : public ports::DeclarationSource {
  private:
   std::string text_;
   std::optional<uint32_t> mode_;
+  std::optional<std::string> changeable_;
 };
 
 class PrivateDeclarationTest : public ReconcilerTest {
@@ -77,6 +81,24 @@ TEST_F(PrivateDeclarationTest, AReadableDeclarationWithoutCredentialsIsStillProv
   ApplyReport noop = Apply(files, 0644);
   EXPECT_EQ(noop.result, ApplyResult::kOk);
   EXPECT_TRUE(noop.from_record) << "proven from the record, not parsed";
+}
+
+// Whoever can change the declaration decides what this host runs as root
+// (a unit_text's ExecStart=): one that a user other than root (or this
+// process's user) can change is refused before anything is touched, unless
+// its signature is checked. It was applied as root.
+TEST_F(PrivateDeclarationTest, ADeclarationOthersCanChangeIsRefusedUnsigned) {
+  json files = Decl({{{"id", "a"}, {"kind", "file"}, {"path", "/etc/a"}, {"content", "a"}}});
+  Exposed source(files.dump(), std::nullopt,
+                 "declaration /etc/mesh-host/declaration.json: owned by uid 65534, neither root "
+                 "nor this process's user");
+  ApplyReport r = Reconciler(Ports(), Options()).Apply(source);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_EQ(r.error,
+            "declaration /etc/mesh-host/declaration.json: owned by uid 65534, neither root nor "
+            "this process's user; whoever can change it decides what this host runs as root: "
+            "make it and its directories root's alone, or sign it and pass --verify-key");
+  EXPECT_FALSE(testing::Exists(Root("/etc/a"))) << "nothing touched";
 }
 
 TEST(MayHoldCredentialsTest, ReadsTheLettersAndTheEscapes) {
