@@ -191,11 +191,17 @@ void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
 // stopped): what the host did not do while it was so — restart it onto a
 // change — is still judged by the next apply (plan_units.cc,
 // ChangedSinceItsRun), which would otherwise find it recorded as declared.
+// So does its `enabled` (none for a new one): a unit never enabled is not
+// "disabled on the machine" at the apply that enables it.
 void KeepRecordedState(const core::RecordEntry* old, const core::RecordEntry*& entry,
                        std::optional<core::RecordEntry>& filled) {
-  if (old == nullptr || entry == nullptr || entry->unit().state == old->unit().state) return;
+  if (entry == nullptr) return;
+  const std::string& state = old != nullptr ? old->unit().state : entry->unit().state;
+  const std::optional<bool> enabled = old != nullptr ? old->unit().enabled : std::nullopt;
+  if (entry->unit().state == state && entry->unit().enabled == enabled) return;
   if (!filled.has_value() || entry != &*filled) filled = *entry;
-  filled->mutable_unit().state = old->unit().state;
+  filled->mutable_unit().state = state;
+  filled->mutable_unit().enabled = enabled;
   entry = &*filled;
 }
 

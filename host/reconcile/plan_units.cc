@@ -285,8 +285,35 @@ UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
 // apply wrote anything. A unit file written now is not loaded yet: its
 // state is unknown, so `enabled: true` enables it (idempotent) and
 // `enabled: false` needs nothing (a new unit file has no links).
+// Whether a unit_text or one of its drop-ins has an [Install] section: a
+// unit file without one has nothing to enable.
+bool DeclaresInstall(const Resource& r) {
+  auto has = [](std::string_view text) {
+    for (size_t at = 0; at < text.size();) {
+      size_t end = std::min(text.find('\n', at), text.size());
+      std::string_view line = text.substr(at, end - at);
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
+        line.remove_suffix(1);
+      }
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+      if (line == "[Install]") return true;
+      at = end + 1;
+    }
+    return false;
+  };
+  return has(*r.unit().text) || std::any_of(r.unit().drop_ins.begin(), r.unit().drop_ins.end(),
+                                            [&](const auto& d) { return has(d.second); });
+}
+
 void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step, UnitPlan& u) {
   if (!r.unit().enabled.has_value()) return;
+  if (*r.unit().enabled && r.unit().text.has_value() && !DeclaresInstall(r)) {
+    // What systemd would answer the enable, said by the plan too.
+    u.enable_impossible = "cannot enable " + r.unit().name +
+                          ": its unit_text has no [Install] section (WantedBy=, RequiredBy=, "
+                          "...): there is nothing to enable";
+    return;
+  }
   // Unknown: the unit file is new (a rewritten one keeps its links, and
   // its state as read before the write is the truth).
   bool unknown = u.status.unit_file_state.empty() || u.status.load_state == "not-found";

@@ -182,7 +182,10 @@ TEST_F(UnitsTest, AUnitTextRestartedOntoBeforeItsDaemonReloadIsRestarted) {
 TEST_F(UnitsTest, AUnitFileOnlyChmoddedIsNoAdoptedChange) {
   services_.AddUnit("jail.service", {});
   auto svc = [](bool enabled) {
-    return Service("jail", {{"unit_text", "[Service]\nExecStart=/bin/v1\n"}, {"enabled", enabled}});
+    return Service(
+        "jail",
+        {{"unit_text", "[Service]\nExecStart=/bin/v1\n[Install]\nWantedBy=multi-user.target\n"},
+         {"enabled", enabled}});
   };
   ASSERT_EQ(Run(Decl({svc(false)})).result, ApplyResult::kOk);
   services_.RanSince("jail.service", 5s);
@@ -2621,10 +2624,12 @@ TEST_F(UnitsTest, AnUnreadableInstanceOfTheHostsTemplateIsKept) {
 // would be, under ID~UNIT.
 TEST_F(UnitsTest, AResourceMovedToAnotherUnitRemovesTheOldOne) {
   auto web = [](const std::string& unit) {
-    return Service("web", {{"unit", unit},
-                           {"unit_text", "[Service]\nExecStart=/bin/web\n"},
-                           {"drop_ins", {{"10-env.conf", "[Service]\nEnvironment=A=1\n"}}},
-                           {"enabled", true}});
+    return Service(
+        "web",
+        {{"unit", unit},
+         {"unit_text", "[Service]\nExecStart=/bin/web\n[Install]\nWantedBy=multi-user.target\n"},
+         {"drop_ins", {{"10-env.conf", "[Service]\nEnvironment=A=1\n"}}},
+         {"enabled", true}});
   };
   services_.AddUnit("web.service", {});
   services_.AddUnit("web2.service", {});
@@ -2969,6 +2974,31 @@ TEST_F(UnitsTest, EnabledForAUnitWithoutInstallFailsAndPlanSaysWhatItWouldDo) {
   ApplyReport off =
       Run(Decl({Service("static", {{"enabled", false}}), Service("web", {{"enabled", true}})}, 2));
   EXPECT_THAT(Outcomes(off), ElementsAre("unchanged", "unchanged"));
+}
+
+// A unit_text without an [Install] section declared enabled: the plan read
+// "would enable", exit 0, and the apply failed. Both fail now. Given an
+// [Install] section, the next apply enables it: never enabled, it is no
+// drift put back.
+TEST_F(UnitsTest, AUnitTextWithoutInstallFailsToEnableInThePlanAsInTheApply) {
+  services_.AddUnit("en.service", {});
+  auto en = [](const std::string& install) {
+    return Service("en",
+                   {{"enabled", true}, {"unit_text", "[Service]\nExecStart=/bin/en\n" + install}});
+  };
+  const std::string words =
+      "cannot enable en.service: its unit_text has no [Install] section (WantedBy=, "
+      "RequiredBy=, ...): there is nothing to enable";
+  ApplyReport plan = Run(Decl({en("")}), /*dry_run=*/true);
+  ASSERT_THAT(Outcomes(plan), ElementsAre("failed"));
+  EXPECT_EQ(plan.outcomes[0].detail, words);
+  ApplyReport applied = Run(Decl({en("")}));
+  ASSERT_THAT(Outcomes(applied), ElementsAre("failed"));
+  EXPECT_EQ(applied.outcomes[0].detail, words);
+  ApplyReport mended = Run(Decl({en("[Install]\nWantedBy=multi-user.target\n")}, 2));
+  ASSERT_THAT(Outcomes(mended), ElementsAre("updated")) << mended.outcomes[0].detail;
+  EXPECT_THAT(mended.outcomes[0].detail, HasSubstr("enabled en.service (it starts at boot)"));
+  EXPECT_THAT(mended.outcomes[0].detail, ::testing::Not(HasSubstr("drifted")));
 }
 
 // A unit file written by this apply is not loaded yet: its state is
