@@ -9,11 +9,15 @@ using core::Outcome;
 using core::ResourceOutcome;
 using State = Acted::State;
 
-// Why the unit was acted on, with the generation that first owed it.
-std::string WhyOf(const UnitPlan& u) {
-  if (!u.owed_since.has_value()) return u.why;
+// Why the unit was acted on, with the generation that first owed it; a
+// dead unit's "was failed" is followed by what was done of it ("started"),
+// not in a plan, which says what it would do.
+std::string WhyOf(const UnitPlan& u, bool dry_run) {
+  std::string why = u.why;
+  if (u.reason == core::RestartReason::kWasDead && !dry_run && !why.empty()) why += ", started";
+  if (!u.owed_since.has_value()) return why;
   std::string owed = OwedSince(*u.owed_since);
-  return u.why.empty() ? owed : u.why + " (" + owed + ")";
+  return why.empty() ? owed : why + " (" + owed + ")";
 }
 
 // An action held back or refused, when an earlier apply already owed it.
@@ -47,7 +51,7 @@ void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& 
 const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource& r,
                                     const Step& step, const UnitPlan& u, const Acted& a,
                                     const std::optional<Confirmation>& c, ResourceOutcome& o) {
-  std::string why = WhyOf(u);
+  std::string why = WhyOf(u, in.dry_run);
   if (in.dry_run || !c.has_value()) {
     o.outcome = step.changes() ? step.outcome : OutcomeOf(*u.action);
     o.detail = (step.changes() ? step.detail + ", "

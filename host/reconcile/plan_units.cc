@@ -252,7 +252,7 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
   u.start_loads_changes = !Runs(u.status) && (step.changes() || u.action.has_value());
   u.action = UnitAction::kStart;
   u.reason = asked ? core::RestartReason::kDeclared : core::RestartReason::kWasDead;
-  u.why = asked ? "declared running" : WasDown(u.status, step.old) + ", started";
+  u.why = asked ? "declared running" : WasDown(u.status, step.old);
   // A start accepted while still starting, and never seen up since, that
   // is found failed — or restarted by systemd (Restart=) and on its way up
   // again: it died on the way up, and its new run merges with this start —

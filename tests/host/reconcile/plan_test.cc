@@ -150,7 +150,7 @@ TEST_F(PlanTest, AUnitSystemdKeepsRestartingIsNotUp) {
   EXPECT_EQ(plan.units[0].action, UnitAction::kStart);
   EXPECT_EQ(plan.units[0].why,
             "was activating (auto-restart: it died, and systemd starts it again after "
-            "RestartSec=), started");
+            "RestartSec=)");
 
   record_.resources["web"].mutable_unit().n_restarts = 2;
   UnitSeen(1) = Unit("active", "running", 5);
@@ -158,7 +158,7 @@ TEST_F(PlanTest, AUnitSystemdKeepsRestartingIsNotUp) {
   EXPECT_FALSE(plan.units[0].up);
   EXPECT_EQ(plan.units[0].reason, core::RestartReason::kWasDead);
   EXPECT_EQ(plan.units[0].why,
-            "was restarted by systemd since the host last looked (NRestarts 2 -> 5), started");
+            "was restarted by systemd since the host last looked (NRestarts 2 -> 5)");
 
   UnitSeen(1) = Unit("active", "running", 0);  // reset-failed: a lower count is no restart
   EXPECT_TRUE(Make().units[0].up);
@@ -168,7 +168,7 @@ TEST_F(PlanTest, AUnitSystemdKeepsRestartingIsNotUp) {
   EXPECT_FALSE(plan.units[0].up);
   EXPECT_EQ(plan.units[0].why,
             "was restarted by systemd since the host last looked (NRestarts 2 -> 0 by a manual "
-            "start, then 1), started");
+            "start, then 1)");
 }
 
 // Oneshots (issue 14): finished with Result=success is as declared only

@@ -745,6 +745,10 @@ TEST_F(UnitsTest, DeadUnitIsStartedAsWasDead) {
   services_.AddUnit("d.service", {Behavior::kHealthy, 0s, true});
   Run(Decl({Service("d")}));
   services_.Kill("d.service");
+  // A plan says what it would do: it started nothing.
+  ApplyReport plan = Run(Decl({Service("d")}), /*dry_run=*/true);
+  EXPECT_EQ(core::FormatOutcomeLine(plan.outcomes[0]),
+            "started d (service): was failed; would start d.service");
   ApplyReport r = Run(Decl({Service("d")}));
   EXPECT_THAT(Outcomes(r), ElementsAre("started"));
   EXPECT_EQ(r.outcomes[0].restart_reason_name(), "was_dead") << "a dead daemon started: counted";
