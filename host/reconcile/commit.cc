@@ -384,8 +384,10 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
     o.detail = Then(o.detail, DidOrWould(in.dry_run, "disabled", "disable", rm.entry.unit().name));
   }
   if (rm.delete_unit_file) {
-    o.detail = Then(
-        o.detail, DidOrWould(in.dry_run, "deleted", "delete", "unit file " + rm.entry.unit().name));
+    o.detail =
+        Then(o.detail, rm.unit_file_gone ? "unit file " + rm.entry.unit().name + " already gone"
+                                         : DidOrWould(in.dry_run, "deleted", "delete",
+                                                      "unit file " + rm.entry.unit().name));
   }
   if (!rm.delete_drop_ins.empty()) {
     o.detail = Then(o.detail, DidOrWould(in.dry_run, "deleted", "delete",

@@ -256,6 +256,9 @@ struct Removal {
   // What a declared resource left (OldEntries::left_behind): not in the
   // record, so recorded by this removal while it is pending or failed.
   bool left_behind = false;
+  // Its unit file was gone already (deleted by an apply cut short): the
+  // removal deletes nothing of it, and still has systemd reload.
+  bool unit_file_gone = false;
   // The declared resource that left it (ID~UNIT, ID~PATH): while that one
   // fails, in the plan or at its write, nothing of this removal is done,
   // and the old copy stays until the new one is in place.

@@ -271,6 +271,7 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
     rm.forget_failure = true;
     rm.delete_unit_file = true;
     const DroppedSeen* file = Find(in.seen->dropped_unit_files, e.unit().name);
+    rm.unit_file_gone = file != nullptr && file->missing;
     rm.disable = file != nullptr && !file->missing &&
                  (e.unit().enabled == true || core::UnitFileEnabled(*status));
   }

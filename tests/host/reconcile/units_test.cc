@@ -2654,6 +2654,26 @@ TEST_F(UnitsTest, AResourceMovedToAnotherUnitRemovesTheOldOne) {
   EXPECT_THAT(Outcomes(again), ElementsAre("unchanged")) << "nothing of the old unit recorded";
 }
 
+// Its old unit file deleted already (by an apply killed after the delete,
+// before its record): the removal said "deleted unit file web.service" of a
+// file that was not there.
+TEST_F(UnitsTest, AnOldUnitFileGoneAlreadyIsNotSaidDeleted) {
+  auto web = [](const std::string& unit) {
+    return Service("web", {{"unit", unit}, {"unit_text", "[Service]\nExecStart=/bin/web\n"}});
+  };
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("web2.service", {});
+  ASSERT_EQ(Run(Decl({web("web.service")})).result, ApplyResult::kOk);
+  ASSERT_EQ(::unlink(dir_.Sub("units/web.service").c_str()), 0);
+  int reloads = services_.daemon_reloads();
+  ApplyReport r = Run(Decl({web("web2.service")}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("unit file web.service already gone"));
+  EXPECT_THAT(r.outcomes[1].detail, ::testing::Not(HasSubstr("deleted unit file")));
+  EXPECT_GT(services_.daemon_reloads(), reloads) << "systemd is still told";
+}
+
 // The old unit of a moved resource whose stop reads its unit file keeps
 // the file until it no longer runs, as a dropped one's does.
 TEST_F(UnitsTest, AnOldUnitWhoseStopReadsItsFileKeepsItUntilStopped) {
