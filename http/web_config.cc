@@ -141,6 +141,9 @@ core::Result<ClientAuth> ClientAuthType(const std::string& value, const std::str
 // What the settings must hold together: a key pair, client CAs exactly
 // when client certificates are verified, versions in order.
 core::Status CheckTls(const TlsSettings& tls, const std::string& where) {
+  if (tls.cert_file.empty() && tls.key_file.empty()) {
+    return Bad(where, "cert_file and key_file missing: TLS needs a certificate and its key");
+  }
   if (tls.cert_file.empty())
     return Bad(where + ".cert_file", "missing (a key needs its certificate)");
   if (tls.key_file.empty())

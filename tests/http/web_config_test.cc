@@ -102,6 +102,9 @@ TEST(WebConfigTest, BadFilesSayWhatIsWrong) {
             "unknown TLS version \"TLS14\""},
            {"tls_server_config:\n  cert_file: a\n", "tls_server_config.key_file: missing"},
            {"tls_server_config:\n  key_file: a\n", "tls_server_config.cert_file: missing"},
+           {"tls_server_config: {}\n",
+            "tls_server_config: cert_file and key_file missing: TLS needs a certificate and its "
+            "key"},
            {"tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: Always\n",
             "unknown client auth type \"Always\""},
            {"tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: "
