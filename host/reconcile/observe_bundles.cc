@@ -75,17 +75,23 @@ namespace mesh::reconcile::observe_internal {
 
 // A bundle the record already holds at this digest was checked when it was
 // applied; only new or changed bundles are read here, so a no-op apply does
-// not re-hash every bundle. One that cannot be used refuses the declaration.
+// not re-hash every bundle. One that cannot be used refuses the declaration,
+// each such bundle named, as validate names them.
 core::Status Observer::LoadChangedBundles() {
+  core::Problems problems;
   for (size_t i = 0; i < decl_.resources.size(); ++i) {
     const Resource& r = decl_.resources[i];
     if (!r.IsTree()) continue;
     const RecordEntry* old = olds_[i];
     if (old != nullptr && old->digest == wants_[i]) continue;
     auto bundle = LoadBundle(r);
-    if (!bundle) return std::unexpected(bundle.error());
+    if (!bundle) {
+      problems.Add(bundle.error().message);
+      continue;
+    }
     out_.bundles.emplace(r.id, std::move(*bundle));
   }
+  if (!problems.empty()) return std::unexpected(problems.ToError());
   return core::Ok();
 }
 

@@ -570,6 +570,28 @@ TEST_F(FilesTest, EveryRefusalIsNamedAtOnce) {
   EXPECT_TRUE(r.outcomes.empty());
 }
 
+// The same for bundles: each that cannot be used is named, as validate
+// names them (apply and plan named the first only).
+TEST_F(FilesTest, EveryBadBundleIsNamedAtOnce) {
+  std::string climbs = Bundle("climbs.tar.gz", {{TarMember::kFile, "../escape", "x"}});
+  std::string links = Bundle("links.tar.gz", {{TarMember::kSymlink, "bin/sh", "/bin/sh"}});
+  auto bundle = [](const std::string& id, const std::string& source, const std::string& sha) {
+    return json{{"id", id},
+                {"kind", "archive"},
+                {"path", "/opt/" + id},
+                {"source", source},
+                {"sha256", sha}};
+  };
+  json decl = Decl({bundle("a", "climbs.tar.gz", climbs), bundle("b", "links.tar.gz", links)});
+  for (bool dry_run : {true, false}) {
+    ApplyReport r = Run(decl, dry_run);
+    EXPECT_EQ(r.result, ApplyResult::kRefused);
+    EXPECT_THAT(r.refusals, ElementsAre(HasSubstr("climbs.tar.gz"), HasSubstr("links.tar.gz")))
+        << r.error;
+    EXPECT_FALSE(Exists(Root("/opt/a")));
+  }
+}
+
 // SPEC: a refused declaration leaves the truth of the last applied
 // generation told, also after a restart. A first write that failed has no
 // record entry, and one whose update failed keeps its older entry: a daemon
