@@ -37,6 +37,7 @@ json EntryJson(const RecordEntry& e) {
   if (u.n_restarts.has_value()) entry["n_restarts"] = *u.n_restarts;
   if (u.finished) entry["finished"] = true;
   if (u.starting) entry["starting"] = true;
+  if (u.run_began_us != 0) entry["run_began"] = u.run_began_us;
   if (u.rollback) entry["rollback"] = true;
   if (u.enabled.has_value()) entry["enabled"] = *u.enabled;
   if (!u.drop_ins.empty()) {

@@ -69,6 +69,9 @@ struct UnitRecord {
   // At that look it was still on its way up (activating) and never yet
   // seen up since: found failed later, its start failed.
   bool starting = false;
+  // When the run then seen began (InactiveExitTimestamp, microseconds since
+  // the epoch); 0 unknown (an older record).
+  int64_t run_began_us = 0;
   // The unit's declared `enabled`, as the host last made it hold (the no-op
   // proof checks systemd's UnitFileState against it).
   std::optional<bool> enabled;
@@ -114,7 +117,8 @@ inline bool DropInPreexisting(std::string_view recorded) { return recorded.start
 // unit of `entry` as declared (none: nothing, a new resource).
 inline UnitBaseline BaselineOfRecord(const RecordEntry* entry) {
   if (entry == nullptr) return {};
-  return {entry->unit().n_restarts, entry->unit().finished, entry->unit().starting};
+  return {entry->unit().n_restarts, entry->unit().finished, entry->unit().starting,
+          entry->unit().run_began_us};
 }
 
 // Owner and group names, with the uid and gid they resolved to.

@@ -127,6 +127,11 @@ Status ReadUnitField(std::string_view key, dom::element value, const Place& at, 
     read = Flag(value, at, &e.mutable_unit().finished);
   } else if (key == "starting") {
     read = Flag(value, at, &e.mutable_unit().starting);
+  } else if (key == "run_began") {
+    uint64_t us = 0;
+    read = Count(value, at, &us);
+    if (read && us > static_cast<uint64_t>(INT64_MAX)) read = at.Wrong("out of range");
+    if (read) e.mutable_unit().run_began_us = static_cast<int64_t>(us);
   } else if (key == "rollback") {
     read = Flag(value, at, &e.mutable_unit().rollback);
   } else if (key == "unit_file_preexisting") {

@@ -298,6 +298,9 @@ struct UnitBaseline {
   std::optional<uint32_t> n_restarts;  // none: never looked (a lost record)
   bool finished = false;               // a oneshot whose run ended well
   bool starting = false;               // still activating: never yet seen up
+  // When the run seen began (started_realtime, microseconds); 0 unknown. A
+  // run begun since is someone else's start: what it read is not known.
+  int64_t run_began_us = 0;
   bool operator==(const UnitBaseline&) const = default;
 };
 
@@ -305,7 +308,8 @@ struct UnitBaseline {
 // accepted then ran, or runs, under this want (one still running, such as a
 // migration, finishes later; if it ends badly its Result says so).
 inline UnitBaseline BaselineOf(const UnitStatus& s) {
-  return {s.n_restarts, s.type == "oneshot", s.active_state == "activating"};
+  return {s.n_restarts, s.type == "oneshot", s.active_state == "activating",
+          s.started_realtime.count()};
 }
 
 // Whether a unit declared running is as declared between actions, against

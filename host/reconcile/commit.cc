@@ -188,6 +188,7 @@ void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
   filled->mutable_unit().n_restarts = base.n_restarts;
   filled->mutable_unit().finished = base.finished;
   filled->mutable_unit().starting = base.starting;
+  filled->mutable_unit().run_began_us = base.run_began_us;
   entry = &*filled;
 }
 

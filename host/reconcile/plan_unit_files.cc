@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "host/core/want.h"
+#include "host/reconcile/plan_run_read.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -35,17 +36,6 @@ bool MayAdoptChange(const PlanInputs& in) {
 }
 
 namespace {
-
-// Whether a file the host wrote (`recorded`: its fingerprint then) may
-// hold other bytes now: its size or mtime moved. A chmod, a chown, a
-// relabel or a hard link moves only its ctime, and leaves what systemd
-// reads as it was.
-bool ContentMoved(std::string_view recorded, const std::string& now) {
-  auto was = core::ParseFingerprint(recorded);
-  auto is = core::ParseFingerprint(now);
-  return !was.has_value() || !is.has_value() || was->size != is->size ||
-         was->mtime_ns != is->mtime_ns;
-}
 
 // Whether a declared resource's path is `in_unit_dir` under --unit-dir
 // (which can be declared only when --unit-dir lies under --root).

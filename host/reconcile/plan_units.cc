@@ -6,6 +6,7 @@
 #include "host/core/two_look.h"
 #include "host/core/unit_name.h"
 #include "host/core/want.h"
+#include "host/reconcile/plan_run_read.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -47,78 +48,6 @@ bool ChangeReaches(const PlanInputs& in, const std::vector<Step>& steps, size_t 
   // Not known to have read it: restarted.
   return status == nullptr || !status->has_value() || !stamp.has_value() ||
          !core::RunBeganSince((*status)->started_realtime, stamp->ctime_ns);
-}
-
-// Why the unit's run may not have read the first of its own definition
-// parts found already as declared (Step::adopted_definitions): it changed
-// after the run began, or systemd loaded it only after (a restart before
-// the daemon-reload runs what was loaded before). Nothing when the run
-// read them all.
-std::optional<std::string> AdoptedSinceItsRun(const PlanInputs& in, size_t i, const Step& step) {
-  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
-  for (const Step::AdoptedPart& part : step.adopted_definitions) {
-    if (status == nullptr || !status->has_value() ||
-        !core::RunBeganSince((*status)->started_realtime, part.changed_ns)) {
-      return part.what + " found as declared, changed after its run began";
-    }
-    if (core::RunReadDefinition(**status, part.changed_ns)) continue;
-    const auto loaded = (*status)->units_loaded_realtime;
-    if (loaded.count() == 0) {
-      return part.what + " found as declared; when systemd last loaded unit files is not known";
-    }
-    return part.what + (loaded > (*status)->started_realtime
-                            ? " found as declared, loaded by systemd only after its run began"
-                            : " found as declared, changed after systemd last loaded unit files");
-  }
-  return std::nullopt;
-}
-
-// A unit declared running that the record has as `triggered` or
-// `stopped`: the host left its changes to its trigger (or to whoever
-// started it) meanwhile, so its run may predate what it reads. What it
-// reads — its unit file and drop-ins, the files its restart_on and
-// reload_on name, the declared files that define it — is named when one last changed (its
-// ctime) after the run began; nothing otherwise, nor for a unit declared
-// running before (its changes were restarted for as they came).
-std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
-                                              const std::vector<Step>& steps, const UnitPlan& u) {
-  const Resource& r = in.declaration->resources[i];
-  const core::RecordEntry* old = steps[i].old;
-  if (r.unit().state != core::UnitState::kRunning || old == nullptr ||
-      (old->unit().state != "triggered" && old->unit().state != "stopped") || !Runs(u.status)) {
-    return std::nullopt;
-  }
-  auto after_run = [&](const std::string& fingerprint) {
-    auto stamp = core::ParseFingerprint(fingerprint);
-    return stamp.has_value() && !core::RunBeganSince(u.status.started_realtime, stamp->ctime_ns);
-  };
-  const UnitFileSeen& own = in.seen->UnitFileOf(i);
-  if (r.unit().text.has_value() && after_run(own.fingerprint)) return "unit file " + r.unit().name;
-  for (const auto& [name, d] : own.drop_ins) {
-    if (r.unit().drop_ins.contains(name) && after_run(d.fingerprint)) {
-      return "drop-in " + r.unit().name + ".d/" + name;
-    }
-  }
-  // A reload_on file too: the reload it was owed was left to the trigger,
-  // and a restart is all a reload is.
-  for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
-    for (const std::string& ref : *list) {
-      size_t j = in.declaration->index.find(ref)->second;
-      const Resource& dep = in.declaration->resources[j];
-      if (dep.IsFile() && j < in.seen->files.size() && after_run(in.seen->files[j].fingerprint)) {
-        return dep.path;
-      }
-    }
-  }
-  for (size_t j = 0; j < steps.size() && j < in.seen->files.size(); ++j) {
-    if (steps[j].unit_definition &&
-        ReadAsDefinitionOf(steps[j].defines, in.declaration->resources[j].path, r.unit().name,
-                           false) &&
-        after_run(in.seen->files[j].fingerprint)) {
-      return in.declaration->resources[j].path;
-    }
-  }
-  return std::nullopt;
 }
 
 // The declared files that define `r`'s unit (its unit file or a drop-in,
@@ -226,6 +155,13 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         "declared running, was " + step.old->unit().state + ": its run began before " + *changed +
             " last changed",
+        {i});
+  } else if (auto rewritten = RewrittenUnderItsRun(in, i, steps, u)) {
+    ask(rewritten->reload ? UnitAction::kReload : UnitAction::kRestart,
+        rewritten->reload ? core::RestartReason::kReloadOn : core::RestartReason::kRestartOn,
+        rewritten->what +
+            " written again on the machine after its run began, a run the host did not start: "
+            "what it read is not known",
         {i});
   } else if (!reload_deps.empty()) {
     ask(UnitAction::kReload, core::RestartReason::kReloadOn,

@@ -350,4 +350,23 @@ decl 34 "$(ad 3)"; apply_now
 check "adopted by hand: loaded, then restarted onto it: adopted, not restarted again" \
   '[ $RC = 0 ] && grep -q "^updated ad (service): unit file mh-ad.service already as declared on the machine: adopted" <<<"$OUT" && [ "$(env_v)" = 3 ]'
 
+# 13. A config edited by hand, the daemon restarted onto the edit by hand,
+# the config put back: the daemon runs on the edit, and every apply read
+# unchanged. Its bytes moved after a run the host did not start.
+HE=$(printf '{"id":"he.conf","kind":"file","path":"/etc/he.conf","content":"good\\n"},{"id":"he","kind":"service","unit":"mh-he.service","state":"running","restart_on":["he.conf"],"unit_text":"[Service]\\nExecStart=/bin/sh -c \\"cat %s/etc/he.conf > %s/he.seen; exec sleep infinity\\"\\n"}' "$ROOT" "$T")
+decl 35 "$HE"; apply_now
+apply_now
+check "put back by hand: the daemon read the declared config" '[ $RC = 0 ] && [ "$(cat "$T/he.seen")" = good ]'
+cp "$ROOT/etc/he.conf" "$T/he.orig"
+echo HANDEDIT > "$ROOT/etc/he.conf"
+inside systemctl restart mh-he.service
+for _ in $(seq 40); do [ "$(cat "$T/he.seen" 2>/dev/null)" = HANDEDIT ] && break; sleep 0.05; done
+sleep 0.05  # past the file system's coarse clock: the put-back's ctime is after the run began
+cp "$T/he.orig" "$ROOT/etc/he.conf"
+apply_now
+check "put back by hand after a restart onto the edit: restarted onto the declared config" \
+  '[ $RC = 0 ] && grep -q "^restarted he (service): restart_on /etc/he.conf written again on the machine after its run began" <<<"$OUT" && [ "$(cat "$T/he.seen")" = good ]'
+apply_now
+check "put back by hand: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged he (service)" <<<"$OUT"'
+
 finish

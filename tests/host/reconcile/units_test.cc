@@ -153,6 +153,59 @@ TEST_F(UnitsTest, AUnitTextPutInPlaceByHandThenDeclaredRestartsTheUnit) {
   EXPECT_EQ(services_.StartsOf("jail.service"), starts);
 }
 
+// A config edited by hand, the daemon restarted onto the edit by someone
+// else, the config then put back: every apply read `unchanged`, exit 0,
+// with the daemon on the edit. The file's bytes moved after that run began,
+// and the run is not the one the host recorded: what it read is not known,
+// and it is restarted. The same bytes written again under the host's own
+// run (a tool that copies the file over), or a restart by hand alone,
+// restart nothing.
+TEST_F(UnitsTest, AConfigPutBackUnderARunSomeoneElseStartedRestartsIt) {
+  services_.AddUnit("jail.service", {});
+  json decl = Decl({Conf("R"), Service("jail", {{"restart_on", {"jail.conf"}}})});
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);  // the host's run recorded
+  int starts = services_.StartsOf("jail.service");
+
+  // Copied over with the same bytes under the host's own run: nothing.
+  testing::WriteText(Root("/etc/jail.conf"), "R");
+  EXPECT_THAT(Outcomes(Run(decl, false, /*from_record=*/false)),
+              ElementsAre("unchanged", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts);
+
+  // Restarted by hand alone: nothing either.
+  services_.RestartedByOther("jail.service");
+  services_.RanSince("jail.service", 5s);
+  starts = services_.StartsOf("jail.service");
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts);
+
+  // Edited, restarted onto the edit by hand, put back.
+  testing::WriteText(Root("/etc/jail.conf"), "HANDEDIT");
+  services_.RestartedByOther("jail.service");
+  services_.RanSince("jail.service", 5s);
+  testing::WriteText(Root("/etc/jail.conf"), "R");
+  starts = services_.StartsOf("jail.service");
+  for (bool from_record : {true, false}) {
+    if (!from_record) {  // once more, the full pass alone
+      testing::WriteText(Root("/etc/jail.conf"), "HANDEDIT");
+      services_.RestartedByOther("jail.service");
+      services_.RanSince("jail.service", 5s);
+      testing::WriteText(Root("/etc/jail.conf"), "R");
+      starts = services_.StartsOf("jail.service");
+    }
+    ApplyReport r = Run(decl, false, from_record);
+    EXPECT_EQ(r.result, ApplyResult::kOk);
+    EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+              "restarted jail (service): restart_on /etc/jail.conf written again on the machine "
+              "after its run began, a run the "
+              "host did not start: what it read is not known; jail.service active (running)")
+        << from_record;
+    EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+    EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged")) << "once";
+  }
+}
+
 // The next unit_text put in place by hand, the daemon restarted before the
 // daemon-reload that loads it: the run began after the file changed yet
 // runs the definition systemd had loaded. Declared, it is restarted.

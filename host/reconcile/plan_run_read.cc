@@ -1,0 +1,136 @@
+#include "host/reconcile/plan_run_read.h"
+
+#include <chrono>
+
+#include "host/core/want.h"
+
+namespace mesh::reconcile {
+namespace {
+
+bool RunsAProcess(const core::UnitStatus& s) {
+  return s.Running() && !core::AwaitingAutoRestart(s);
+}
+
+// Whether a file found as `now` (its fingerprint) changed after the run
+// that began at `started` (its ctime later).
+bool AfterRun(std::chrono::microseconds started, const std::string& now) {
+  auto stamp = core::ParseFingerprint(now);
+  return stamp.has_value() && !core::RunBeganSince(started, stamp->ctime_ns);
+}
+
+}  // namespace
+
+bool ContentMoved(std::string_view recorded, const std::string& now) {
+  auto was = core::ParseFingerprint(recorded);
+  auto is = core::ParseFingerprint(now);
+  return !was.has_value() || !is.has_value() || was->size != is->size ||
+         was->mtime_ns != is->mtime_ns;
+}
+
+std::optional<std::string> AdoptedSinceItsRun(const PlanInputs& in, size_t i, const Step& step) {
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
+  for (const Step::AdoptedPart& part : step.adopted_definitions) {
+    if (status == nullptr || !status->has_value() ||
+        !core::RunBeganSince((*status)->started_realtime, part.changed_ns)) {
+      return part.what + " found as declared, changed after its run began";
+    }
+    if (core::RunReadDefinition(**status, part.changed_ns)) continue;
+    const auto loaded = (*status)->units_loaded_realtime;
+    if (loaded.count() == 0) {
+      return part.what + " found as declared; when systemd last loaded unit files is not known";
+    }
+    return part.what + (loaded > (*status)->started_realtime
+                            ? " found as declared, loaded by systemd only after its run began"
+                            : " found as declared, changed after systemd last loaded unit files");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
+                                              const std::vector<Step>& steps, const UnitPlan& u) {
+  const core::Resource& r = in.declaration->resources[i];
+  const core::RecordEntry* old = steps[i].old;
+  if (r.unit().state != core::UnitState::kRunning || old == nullptr ||
+      (old->unit().state != "triggered" && old->unit().state != "stopped") ||
+      !RunsAProcess(u.status)) {
+    return std::nullopt;
+  }
+  auto after_run = [&](const std::string& fingerprint) {
+    auto stamp = core::ParseFingerprint(fingerprint);
+    return stamp.has_value() && !core::RunBeganSince(u.status.started_realtime, stamp->ctime_ns);
+  };
+  const UnitFileSeen& own = in.seen->UnitFileOf(i);
+  if (r.unit().text.has_value() && after_run(own.fingerprint)) return "unit file " + r.unit().name;
+  for (const auto& [name, d] : own.drop_ins) {
+    if (r.unit().drop_ins.contains(name) && after_run(d.fingerprint)) {
+      return "drop-in " + r.unit().name + ".d/" + name;
+    }
+  }
+  // A reload_on file too: the reload it was owed was left to the trigger,
+  // and a restart is all a reload is.
+  for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
+    for (const std::string& ref : *list) {
+      size_t j = in.declaration->index.find(ref)->second;
+      const core::Resource& dep = in.declaration->resources[j];
+      if (dep.IsFile() && j < in.seen->files.size() && after_run(in.seen->files[j].fingerprint)) {
+        return dep.path;
+      }
+    }
+  }
+  for (size_t j = 0; j < steps.size() && j < in.seen->files.size(); ++j) {
+    if (steps[j].unit_definition &&
+        ReadAsDefinitionOf(steps[j].defines, in.declaration->resources[j].path, r.unit().name,
+                           false) &&
+        after_run(in.seen->files[j].fingerprint)) {
+      return in.declaration->resources[j].path;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
+                                              const std::vector<Step>& steps, const UnitPlan& u) {
+  const core::Resource& r = in.declaration->resources[i];
+  const core::RecordEntry* old = steps[i].old;
+  // Only against a run the host recorded: an older record says none.
+  if (r.unit().state != core::UnitState::kRunning || old == nullptr ||
+      old->unit().run_began_us == 0 || !RunsAProcess(u.status) ||
+      u.status.started_realtime.count() == old->unit().run_began_us) {
+    return std::nullopt;
+  }
+  const std::chrono::microseconds started = u.status.started_realtime;
+  auto moved = [&](std::string_view recorded, const std::string& now) {
+    return !recorded.empty() && !now.empty() && ContentMoved(recorded, now) &&
+           AfterRun(started, now);
+  };
+  const UnitFileSeen& own = in.seen->UnitFileOf(i);
+  if (r.unit().text.has_value() && !steps[i].write_unit_file &&
+      moved(old->unit().file_fingerprint, own.fingerprint)) {
+    return Rewritten{"unit file " + r.unit().name, false};
+  }
+  for (const auto& [name, d] : own.drop_ins) {
+    auto recorded = old->unit().drop_ins.find(name);
+    if (r.unit().drop_ins.contains(name) && recorded != old->unit().drop_ins.end() &&
+        moved(core::DropInFingerprint(recorded->second), d.fingerprint)) {
+      return Rewritten{"drop-in " + r.unit().name + ".d/" + name, false};
+    }
+  }
+  for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
+    for (const std::string& ref : *list) {
+      size_t j = in.declaration->index.find(ref)->second;
+      const core::Resource& dep = in.declaration->resources[j];
+      const core::RecordEntry* was = steps[j].old;
+      if (!dep.IsFile() || j >= in.seen->files.size() || steps[j].changes() || was == nullptr ||
+          was->written.size() != 1 || in.seen->files[j].found != Found::kAsDeclared) {
+        continue;
+      }
+      if (moved(was->written[0].fingerprint, in.seen->files[j].fingerprint)) {
+        bool reload = list == &r.unit().reload_on;
+        return Rewritten{std::string(reload ? "reload_on " : "restart_on ") + dep.path, reload};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace mesh::reconcile

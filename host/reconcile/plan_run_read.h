@@ -1,0 +1,54 @@
+// What a unit's current run read: whether it began, and was loaded by
+// systemd, after each file it reads last changed — its unit file and
+// drop-ins, the files its restart_on and reload_on name, the declared
+// files that define it. Where the host cannot tell that its run read what
+// is there now, the unit is restarted onto it. Internal to the plan
+// library (plan_units.cc asks).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/reconcile/plan.h"
+
+namespace mesh::reconcile {
+
+// Whether a file the host wrote (`recorded`: its fingerprint then) may
+// hold other bytes now: its size or mtime moved. A chmod, a chown, a
+// relabel or a hard link moves only its ctime, and leaves what systemd
+// reads as it was.
+bool ContentMoved(std::string_view recorded, const std::string& now);
+
+// Why the unit's run may not have read the first of its own definition
+// parts found already as declared (Step::adopted_definitions): it changed
+// after the run began, or systemd loaded it only after (a restart before
+// the daemon-reload runs what was loaded before). Nothing when the run
+// read them all.
+std::optional<std::string> AdoptedSinceItsRun(const PlanInputs& in, size_t i, const Step& step);
+
+// A unit declared running that the record has as `triggered` or
+// `stopped`: the host left its changes to its trigger (or to whoever
+// started it) meanwhile, so its run may predate what it reads. What it
+// reads is named when one last changed (its ctime) after the run began;
+// nothing otherwise, nor for a unit declared running before (its changes
+// were restarted for as they came).
+std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
+                                              const std::vector<Step>& steps, const UnitPlan& u);
+
+// A file the unit reads, as declared and unchanged by this apply, whose
+// bytes moved since the host recorded them (written again: edited, then
+// put back) after the unit's run began — a run that is not the one the
+// host recorded (someone else started it, while the file may have held
+// other bytes). What that run read is not known. The file is named, and
+// `reload` says it is only in reload_on; nothing when none is so.
+struct Rewritten {
+  std::string what;
+  bool reload = false;
+};
+std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
+                                              const std::vector<Step>& steps, const UnitPlan& u);
+
+}  // namespace mesh::reconcile
