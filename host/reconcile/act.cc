@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "host/reconcile/stop_order.h"
 #include "host/reconcile/words.h"
 
 namespace mesh::reconcile {
@@ -75,24 +76,28 @@ Acted QueueStop(const Resource& r, ports::ServiceManager* services) {
                      .before = {}};
 }
 
-// The stops of units that start others (Triggers=: a timer, socket or path
-// unit) declared stopped, queued and seen through (bounded) before any
-// other stop: a service stopped while its path unit still ran was started
-// again by it. By plan.units index.
-std::map<size_t, Acted> StopTriggersFirst(const core::Declaration& decl, const Plan& plan,
-                                          const Writes& writes, ports::ServiceManager* services,
-                                          bool dry_run) {
+// The stops of the actionable units declared stopped, queued in the order
+// stop_order.h keeps (triggers first, seen through); a stop is never
+// waited for otherwise (confirm.h looks at it). By plan.units index.
+std::map<size_t, Acted> QueueStops(const core::Declaration& decl, const Plan& plan,
+                                   const Writes& writes, ports::ServiceManager* services,
+                                   bool dry_run) {
   std::map<size_t, Acted> stopped;
   if (dry_run) return stopped;
-  std::vector<std::string> jobs;
-  for (size_t k = 0; k < plan.units.size(); ++k) {
-    const UnitPlan& u = plan.units[k];
-    if (!u.stop || u.status.triggers.empty() || !Actionable(plan, writes, u)) continue;
-    Acted a = QueueStop(decl.resources[u.index], services);
-    if (a.state == State::kStopQueued) jobs.push_back(a.job);
-    stopped.emplace(k, std::move(a));
-  }
-  if (!jobs.empty()) (void)services->WaitForJobs(jobs, kTriggerStopBound);
+  auto stops = [&](size_t k) {
+    return plan.units[k].stop && Actionable(plan, writes, plan.units[k]);
+  };
+  StopTriggersFirst(
+      plan.units.size(),
+      [&](size_t k) { return stops(k) && !plan.units[k].status.triggers.empty(); },
+      [&](size_t k) {
+        if (!stops(k)) return std::string();
+        Acted a = QueueStop(decl.resources[plan.units[k].index], services);
+        std::string job = a.state == State::kStopQueued ? a.job : "";
+        stopped.emplace(k, std::move(a));
+        return job;
+      },
+      services);
   return stopped;
 }
 
@@ -310,17 +315,14 @@ std::vector<Acted> Act(const core::Declaration& decl, const Plan& plan, const Wr
   std::vector<Acted> acts;
   std::vector<std::pair<std::string, ports::JobKind>> asks;
   std::vector<size_t> asked;
-  std::map<size_t, Acted> triggers_stopped =
-      StopTriggersFirst(decl, plan, writes, services, dry_run);
+  std::map<size_t, Acted> stopped = QueueStops(decl, plan, writes, services, dry_run);
   for (size_t k = 0; k < plan.units.size(); ++k) {
     const UnitPlan& u = plan.units[k];
     std::optional<Acted> held = Acted{};
     if (Actionable(plan, writes, u)) {
-      auto first = triggers_stopped.find(k);
-      Acted stopped = first != triggers_stopped.end() ? std::move(first->second)
-                      : u.stop && !dry_run            ? QueueStop(decl.resources[u.index], services)
-                                                      : Acted{};
-      held = HeldBack(decl, plan, writes, reloaded, u, std::move(stopped), dry_run);
+      auto it = stopped.find(k);
+      held = HeldBack(decl, plan, writes, reloaded, u,
+                      it != stopped.end() ? std::move(it->second) : Acted{}, dry_run);
     }
     acts.push_back(held.value_or(Acted{}));
     if (held.has_value()) continue;

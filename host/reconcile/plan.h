@@ -222,8 +222,8 @@ struct UnitPlan {
 
 // A recorded resource that is no longer declared.
 // How long other stops wait for the stops of the triggers (timer, socket,
-// path units) stopped before them, dropped (write.cc) or declared stopped
-// (act.cc): systemd stops such a unit at once.
+// path units) stopped before them (stop_order.h): systemd stops such a
+// unit at once.
 inline constexpr std::chrono::seconds kTriggerStopBound{5};
 
 // The words of a removal kept while the resource that left it fails

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "host/core/want.h"
+#include "host/reconcile/stop_order.h"
 
 namespace mesh::reconcile {
 namespace {
@@ -253,44 +254,41 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
         !writes.steps[i].unit().drop_in_fingerprints.empty() ||
         (step.changes_drop_ins() && writes.steps[i].status.has_value());
   }
+  // What a resource left stays, untouched, while that one failed to take
+  // its place.
+  auto kept = [&](size_t k) {
+    const auto& by = plan.removals[k].left_by;
+    return by.has_value() && !writes.steps.empty() && !writes.steps[*by].status;
+  };
   // Every disable before any deletion: a unit loaded from another
   // removal's file (a `file` resource inside --unit-dir) loses its
   // [Install] links while systemd can still read that file.
   std::vector<core::Status> disabled(plan.removals.size());
   for (size_t k = 0; k < plan.removals.size(); ++k) {
     const Removal& rm = plan.removals[k];
-    if (rm.disable && ports.services != nullptr) {
+    if (rm.disable && ports.services != nullptr && !kept(k)) {
       disabled[k] = ports.services->SetUnitFileEnabled(rm.entry.unit().name, false);
     }
   }
-  // Triggers first, their stops seen through (a timer, socket or path unit
-  // stops at once): a service stopped while its trigger still ran was
-  // started again by it, and ran on with its unit file deleted.
-  std::vector<std::string> trigger_stops;
-  for (bool triggers : {true, false}) {
-    if (!triggers && !trigger_stops.empty()) {
-      (void)ports.services->WaitForJobs(trigger_stops, kTriggerStopBound);
-    }
-    for (size_t k = 0; k < plan.removals.size(); ++k) {
-      if (plan.removals[k].stops_a_trigger != triggers) continue;
-      // What a resource left stays while that one failed to take its place.
-      if (const auto& by = plan.removals[k].left_by;
-          by.has_value() && !writes.steps.empty() && !writes.steps[*by].status) {
-        continue;
-      }
-      std::string stop_job;
-      bool disable_done = plan.removals[k].disable && ports.services != nullptr && disabled[k];
-      writes.removals[k] = Remove(plan.removals[k], ports, std::move(disabled[k]), stop_job);
-      if (triggers && !stop_job.empty()) trigger_stops.push_back(stop_job);
-      if (!stop_job.empty() || disable_done) {
-        writes.asked.resize(plan.removals.size());
-        writes.asked[k] = {.stopped = !stop_job.empty(), .disabled = disable_done};
-      }
-      writes.unit_files_changed |= plan.removals[k].delete_unit_file ||
-                                   plan.removals[k].deletes_unit_definition ||
-                                   !plan.removals[k].delete_drop_ins.empty();
-    }
-  }
+  // Its unit file deleted, a service its trigger started again ran on with
+  // no definition: triggers first (stop_order.h).
+  StopTriggersFirst(
+      plan.removals.size(), [&](size_t k) { return plan.removals[k].stops_a_trigger; },
+      [&](size_t k) {
+        std::string stop_job;
+        if (kept(k)) return stop_job;
+        const Removal& rm = plan.removals[k];
+        bool disable_done = rm.disable && ports.services != nullptr && disabled[k];
+        writes.removals[k] = Remove(rm, ports, std::move(disabled[k]), stop_job);
+        if (!stop_job.empty() || disable_done) {
+          writes.asked.resize(plan.removals.size());
+          writes.asked[k] = {.stopped = !stop_job.empty(), .disabled = disable_done};
+        }
+        writes.unit_files_changed |=
+            rm.delete_unit_file || rm.deletes_unit_definition || !rm.delete_drop_ins.empty();
+        return stop_job;
+      },
+      ports.services);
   RemoveDirectories(plan, ports, writes);
   return writes;
 }

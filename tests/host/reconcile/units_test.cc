@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "host/core/unit_name.h"
+#include "tests/fakes/faulty_file_system.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
 
 namespace mesh::reconcile {
@@ -2705,6 +2706,36 @@ TEST_F(UnitsTest, AResourceMovedToAnotherUnitRemovesTheOldOne) {
   EXPECT_TRUE(testing::Exists(dir_.Sub("units/web2.service")));
   ApplyReport again = Run(Decl({web("web2.service")}, 2));
   EXPECT_THAT(Outcomes(again), ElementsAre("unchanged")) << "nothing of the old unit recorded";
+}
+
+// Renamed to a unit whose file cannot be written: the old unit is kept,
+// running and enabled, until the new one is in place — it was disabled,
+// its stop and deletion alone held back.
+TEST_F(UnitsTest, AnOldUnitIsKeptWholeWhileItsSuccessorFailsAtItsWrite) {
+  auto web = [](const std::string& unit) {
+    return Service(
+        "web",
+        {{"unit", unit},
+         {"unit_text", "[Service]\nExecStart=/bin/web\n[Install]\nWantedBy=multi-user.target\n"},
+         {"enabled", true}});
+  };
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("web2.service", {});
+  ASSERT_EQ(Run(Decl({web("web.service")})).result, ApplyResult::kOk);
+  ASSERT_EQ(services_.ReadUnit("web.service")->unit_file_state, "enabled");
+  fakes::FaultyFileSystem faulty(*units_);
+  faulty.FailWrites("/web2.service", ENOSPC);
+  ReconcilerPorts ports = Ports();
+  ports.units = &faulty;
+  ApplyReport r = Reconciler(ports, Options()).Apply(Decl({web("web2.service")}, 2).dump());
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "failed web~web.service (service): kept: web failed, and what it left stays until "
+            "it is in place");
+  EXPECT_TRUE(services_.ReadUnit("web.service")->Running());
+  EXPECT_EQ(services_.ReadUnit("web.service")->unit_file_state, "enabled") << "not disabled";
+  EXPECT_TRUE(testing::Exists(dir_.Sub("units/web.service")));
 }
 
 // Its old unit file deleted already (by an apply killed after the delete,
