@@ -85,6 +85,9 @@ core::RecordedState RecordedTruth(const core::Record& record, const core::Intent
     if (auto it = owed.failed.find(id); it != owed.failed.end()) {
       o.outcome = core::Outcome::kFailed;
       o.detail = LeftFailedWords(it->second, nothing);
+      // What failed is the kind declared then (a file declared a directory
+      // since), whatever kind the record still holds of it.
+      if (!it->second.kind.empty()) o.kind = it->second.kind;
     }
     bool never_up = false;  // a start owed: no look ever found it up
     if (auto it = owed.owed.find(id); it != owed.owed.end() && it->second.action.has_value()) {

@@ -592,6 +592,24 @@ TEST_F(FilesTest, EveryBadBundleIsNamedAtOnce) {
   }
 }
 
+// A resource whose kind changed and failed (a file declared a directory,
+// the host's file in the way) is shown under a refusal as the kind that
+// failed, not the kind the record still holds.
+TEST_F(FilesTest, AFailedKindChangeIsShownAsTheKindThatFailed) {
+  json file = {{"id", "x"}, {"kind", "file"}, {"path", "/srv/x"}, {"content", "x"}};
+  ASSERT_EQ(Run(Decl({file})).result, ApplyResult::kOk);
+  json dir = {{"id", "x"}, {"kind", "directory"}, {"path", "/srv/x"}};
+  ASSERT_EQ(Run(Decl({dir}, 2)).result, ApplyResult::kFailed);
+  ReconcilerOptions options = Options();
+  options.recorded_on_refusal = true;
+  ApplyReport r = Reconciler(Ports(), options).Apply("{not json");
+  ASSERT_EQ(r.result, ApplyResult::kRefused);
+  ASSERT_TRUE(r.recorded.has_value());
+  ASSERT_EQ(r.recorded->resources.size(), 1u);
+  EXPECT_EQ(r.recorded->resources[0].outcome, core::Outcome::kFailed);
+  EXPECT_EQ(r.recorded->resources[0].kind, "directory");
+}
+
 // SPEC: a refused declaration leaves the truth of the last applied
 // generation told, also after a restart. A first write that failed has no
 // record entry, and one whose update failed keeps its older entry: a daemon
