@@ -92,15 +92,23 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
                                               const std::vector<Step>& steps, const UnitPlan& u) {
   const core::Resource& r = in.declaration->resources[i];
   const core::RecordEntry* old = steps[i].old;
-  // Only against a run the host recorded: an older record says none.
+  // Only against a run the host recorded (an older record says none): a
+  // daemon's, or a oneshot's last (a job run by hand).
   if (r.unit().state != core::UnitState::kRunning || old == nullptr ||
-      old->unit().run_began_us == 0 || !RunsAProcess(u.status) ||
+      old->unit().run_began_us == 0 ||
+      !(RunsAProcess(u.status) || u.status.type == "oneshot") ||
+      u.status.started_realtime.count() == 0 ||
       u.status.started_realtime.count() == old->unit().run_began_us) {
     return std::nullopt;
   }
   const std::chrono::microseconds started = u.status.started_realtime;
+  // Changed since the host recorded it, after the run began: its ctime,
+  // which a copy that keeps the old mtime (cp -p, a mv of a backup) moves
+  // too. Under a run the host did not start, a chmod alone is enough.
   auto moved = [&](std::string_view recorded, const std::string& now) {
-    return !recorded.empty() && !now.empty() && ContentMoved(recorded, now) &&
+    auto was = core::ParseFingerprint(recorded);
+    auto is = core::ParseFingerprint(now);
+    return was.has_value() && is.has_value() && was->ctime_ns != is->ctime_ns &&
            AfterRun(started, now);
   };
   const UnitFileSeen& own = in.seen->UnitFileOf(i);

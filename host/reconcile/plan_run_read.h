@@ -38,12 +38,13 @@ std::optional<std::string> AdoptedSinceItsRun(const PlanInputs& in, size_t i, co
 std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
                                               const std::vector<Step>& steps, const UnitPlan& u);
 
-// A file the unit reads, as declared and unchanged by this apply, whose
-// bytes moved since the host recorded them (written again: edited, then
-// put back) after the unit's run began — a run that is not the one the
-// host recorded (someone else started it, while the file may have held
-// other bytes). What that run read is not known. The file is named, and
-// `reload` says it is only in reload_on; nothing when none is so.
+// A file the unit reads, as declared and unchanged by this apply, changed
+// since the host recorded it (its ctime: edited, then put back, by a copy
+// that keeps the old mtime too) after the unit's run began — a run, or a
+// oneshot's last run, that is not the one the host recorded (someone else
+// started it, while the file may have held other bytes). What that run
+// read is not known. The file is named, and `reload` says it is only in
+// reload_on; nothing when none is so.
 struct Rewritten {
   std::string what;
   bool reload = false;

@@ -1,6 +1,7 @@
 // Services and processes over the fake service manager and fake clock: the
 // ADR 184 table, restart_on, one shared pause, stops not waited on, and
 // issue 210 for a process.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <sys/stat.h>
 
@@ -205,6 +206,38 @@ TEST_F(UnitsTest, AConfigPutBackUnderARunSomeoneElseStartedRestartsIt) {
     EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
     EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged")) << "once";
   }
+
+  // Put back by a copy that keeps the old mtime (cp -p, a mv of a backup):
+  // its size and mtime as recorded, its ctime not.
+  struct stat was;
+  ASSERT_EQ(::stat(Root("/etc/jail.conf").c_str(), &was), 0);
+  testing::WriteText(Root("/etc/jail.conf"), "EDIT");
+  services_.RestartedByOther("jail.service");
+  services_.RanSince("jail.service", 5s);
+  testing::WriteText(Root("/etc/jail.conf"), "R");
+  const struct timespec times[2] = {was.st_atim, was.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, Root("/etc/jail.conf").c_str(), times, 0), 0);
+  starts = services_.StartsOf("jail.service");
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "restarted"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+}
+
+// The same for a oneshot whose last run someone else started: run again.
+TEST_F(UnitsTest, AConfigPutBackUnderAJobRunByHandRunsItAgain) {
+  services_.AddUnit("job.service", {Behavior::kOneshot});
+  json decl = Decl({Conf("R"), Service("job", {{"restart_on", {"jail.conf"}}})});
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  testing::WriteText(Root("/etc/jail.conf"), "EDIT");
+  services_.RestartedByOther("job.service");
+  services_.RanSince("job.service", 5s);
+  testing::WriteText(Root("/etc/jail.conf"), "R");
+  int starts = services_.StartsOf("job.service");
+  ApplyReport r = Run(decl);
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("restart_on /etc/jail.conf written again"));
+  EXPECT_EQ(services_.StartsOf("job.service"), starts + 1);
+  EXPECT_EQ(Run(decl).outcomes[1].outcome, core::Outcome::kUnchanged) << "once";
 }
 
 // The next unit_text put in place by hand, the daemon restarted before the
@@ -243,6 +276,9 @@ TEST_F(UnitsTest, AUnitFileOnlyChmoddedIsNoAdoptedChange) {
   };
   ASSERT_EQ(Run(Decl({svc(false)})).result, ApplyResult::kOk);
   services_.RanSince("jail.service", 5s);
+  // The run as the host records it (a run it did not start, under a chmod
+  // since, is restarted: RewrittenUnderItsRun).
+  ASSERT_EQ(Run(Decl({svc(false)}), false, /*from_record=*/false).result, ApplyResult::kOk);
   int starts = services_.StartsOf("jail.service");
   ASSERT_EQ(::chmod((dir_.Sub("units") + "/jail.service").c_str(), 0644), 0);
   ApplyReport r = Run(Decl({svc(true)}, 2));
