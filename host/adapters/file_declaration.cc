@@ -26,10 +26,43 @@ std::unexpected<core::Error> Refuse(const std::string& path, std::string_view wh
 // at `path` (a key, a declaration), open as `fd`, or nullopt: the file itself (`st`, through any
 // link), and every directory from the one that holds the file opened (not
 // one the name leads to now) up to /, as ssh's StrictModes checks an
-// authorized key's path. Unreadable is not safe.
+// authorized key's path; and each link on `path` as given, with the
+// directory it is in (whoever can re-point it chooses the file). Unreadable
+// is not safe.
 std::optional<std::string> ChangeableByOthersAt(const std::string& path, int fd,
                                                 const struct stat& st) {
   auto trusted = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
+  auto loose_dir = [&](const std::string& dir) -> std::optional<std::string> {
+    struct stat d;
+    if (::stat(dir.c_str(), &d) != 0) return "in " + dir + ", which cannot be looked at";
+    if (!trusted(d.st_uid) || ((d.st_mode & 022) != 0 && (d.st_mode & S_ISVTX) == 0)) {
+      return "in " + dir + ", which users other than root or this process's user can change (uid " +
+             std::to_string(d.st_uid) + ", mode " + core::FormatMode(d.st_mode & 07777) + ")";
+    }
+    return std::nullopt;
+  };
+  std::string given = path;
+  if (given.empty() || given[0] != '/') {
+    char* cwd = ::getcwd(nullptr, 0);
+    if (cwd == nullptr) return std::string("its path cannot be resolved: ") + std::strerror(errno);
+    given = std::string(cwd) + "/" + given;
+    std::free(cwd);
+  }
+  for (size_t end = given.find('/', 1);; end = given.find('/', end + 1)) {
+    std::string at = given.substr(0, end);
+    struct stat l;
+    if (::lstat(at.c_str(), &l) == 0 && S_ISLNK(l.st_mode)) {
+      if (!trusted(l.st_uid)) {
+        return "through the link " + at + ", owned by uid " + std::to_string(l.st_uid) +
+               ", neither root nor this process's user";
+      }
+      size_t slash = at.rfind('/');
+      if (auto loose = loose_dir(slash == 0 ? "/" : at.substr(0, slash))) {
+        return "through the link " + at + " " + *loose;
+      }
+    }
+    if (end == std::string::npos) break;
+  }
   if (!trusted(st.st_uid)) {
     return "owned by uid " + std::to_string(st.st_uid) + ", neither root nor this process's user";
   }
@@ -44,12 +77,7 @@ std::optional<std::string> ChangeableByOthersAt(const std::string& path, int fd,
   while (dir != "/") {
     size_t slash = dir.rfind('/');
     dir = slash == 0 ? "/" : dir.substr(0, slash);
-    struct stat d;
-    if (::stat(dir.c_str(), &d) != 0) return "in " + dir + ", which cannot be looked at";
-    if (!trusted(d.st_uid) || ((d.st_mode & 022) != 0 && (d.st_mode & S_ISVTX) == 0)) {
-      return "in " + dir + ", which users other than root or this process's user can change (uid " +
-             std::to_string(d.st_uid) + ", mode " + core::FormatMode(d.st_mode & 07777) + ")";
-    }
+    if (auto loose = loose_dir(dir)) return loose;
   }
   return std::nullopt;
 }

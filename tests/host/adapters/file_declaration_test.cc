@@ -120,6 +120,25 @@ TEST(FileDeclarationTest, SaysWhoElseCanChangeIt) {
   EXPECT_THAT((*in_theirs)->ChangeableByOthers().value_or(""),
               HasSubstr("in " + dir.path() + ", which users other than root"));
   ASSERT_EQ(::chown(dir.path().c_str(), 0, 0), 0);
+
+  // Through a link in a directory another user owns: they choose the file,
+  // whatever file it leads to now.
+  ASSERT_EQ(::mkdir(dir.Sub("theirs").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(path.c_str(), dir.Sub("theirs/current.json").c_str()), 0);
+  ASSERT_EQ(::chown(dir.Sub("theirs").c_str(), kNobody, kNobody), 0);
+  auto linked = FileDeclaration::Open(dir.Sub("theirs/current.json"));
+  ASSERT_TRUE(linked.has_value());
+  EXPECT_THAT((*linked)->ChangeableByOthers().value_or(""),
+              HasSubstr("through the link " + dir.Sub("theirs/current.json") + " in " +
+                        dir.Sub("theirs") + ", which users other than root"));
+  // A link of theirs in a directory of root's.
+  ASSERT_EQ(::symlink(path.c_str(), dir.Sub("link.json").c_str()), 0);
+  ASSERT_EQ(::lchown(dir.Sub("link.json").c_str(), kNobody, kNobody), 0);
+  auto their_link = FileDeclaration::Open(dir.Sub("link.json"));
+  ASSERT_TRUE(their_link.has_value());
+  EXPECT_THAT((*their_link)->ChangeableByOthers().value_or(""),
+              HasSubstr("through the link " + dir.Sub("link.json") + ", owned by uid 65534"));
+  ASSERT_EQ(::chown(dir.Sub("theirs").c_str(), 0, 0), 0);
 }
 
 }  // namespace
