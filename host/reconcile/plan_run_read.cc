@@ -39,9 +39,11 @@ std::optional<std::string> AdoptedSinceItsRun(const PlanInputs& in, size_t i, co
     if (loaded.count() == 0) {
       return part.what + " found as declared; when systemd last loaded unit files is not known";
     }
-    return part.what + (loaded > (*status)->started_realtime
-                            ? " found as declared, loaded by systemd only after its run began"
-                            : " found as declared, changed after systemd last loaded unit files");
+    return part.what +
+           (loaded > (*status)->started_realtime
+                ? " found as declared, systemd last loaded unit files after its run began: what it "
+                  "runs is not known"
+                : " found as declared, not known to be loaded by systemd since it changed");
   }
   return std::nullopt;
 }
@@ -95,8 +97,7 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
   // Only against a run the host recorded (an older record says none): a
   // daemon's, or a oneshot's last (a job run by hand).
   if (r.unit().state != core::UnitState::kRunning || old == nullptr ||
-      old->unit().run_began_us == 0 ||
-      !(RunsAProcess(u.status) || u.status.type == "oneshot") ||
+      old->unit().run_began_us == 0 || !(RunsAProcess(u.status) || u.status.type == "oneshot") ||
       u.status.started_realtime.count() == 0 ||
       u.status.started_realtime.count() == old->unit().run_began_us) {
     return std::nullopt;

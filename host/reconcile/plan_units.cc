@@ -217,23 +217,30 @@ UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
                                                                     : UnitAction::kStart;
 }
 
-// `enabled`, judged by systemd's own UnitFileState as read before this
-// apply wrote anything. A unit file written now is not loaded yet: its
-// state is unknown, so `enabled: true` enables it (idempotent) and
-// `enabled: false` needs nothing (a new unit file has no links).
-// Whether a unit_text or one of its drop-ins has an [Install] section: a
-// unit file without one has nothing to enable.
+// Whether the unit's [Install] section, in its unit_text or a declared
+// drop-in, says what enabling it makes (WantedBy=, RequiredBy=, UpheldBy=,
+// Alias=): without, systemd has nothing to enable.
 bool DeclaresInstall(const Resource& r) {
   auto has = [](std::string_view text) {
+    bool in_install = false;
     for (size_t at = 0; at < text.size();) {
       size_t end = std::min(text.find('\n', at), text.size());
       std::string_view line = text.substr(at, end - at);
+      at = end + 1;
       while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
         line.remove_suffix(1);
       }
       while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-      if (line == "[Install]") return true;
-      at = end + 1;
+      if (line.starts_with('[')) {
+        in_install = line == "[Install]";
+      } else if (in_install) {
+        std::string_view key = line.substr(0, line.find('='));
+        while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.remove_suffix(1);
+        if (line.find('=') != std::string_view::npos &&
+            (key == "WantedBy" || key == "RequiredBy" || key == "UpheldBy" || key == "Alias")) {
+          return true;
+        }
+      }
     }
     return false;
   };
@@ -241,13 +248,40 @@ bool DeclaresInstall(const Resource& r) {
                                             [&](const auto& d) { return has(d.second); });
 }
 
-void PlanEnablement(const Resource& r, const RecordEntry* old, const Step& step, UnitPlan& u) {
+// Whether the unit's whole definition is what the declaration says of it:
+// no drop-in systemd loads that is not the resource's own (a vendor's, a
+// `file` declared in UNIT.d/), not an instance of a template. Only then
+// may the plan say that systemd would find nothing to enable.
+bool DefinedHereAlone(const PlanInputs& in, const Resource& r, const core::UnitStatus& s) {
+  const std::string& name = r.unit().name;
+  if (name.find('@') != std::string::npos) return false;
+  for (const std::string& path : s.drop_in_paths) {
+    size_t slash = path.rfind('/');
+    std::string_view dir = std::string_view(path).substr(0, slash == std::string::npos ? 0 : slash);
+    if (slash == std::string::npos || !dir.ends_with("/" + name + ".d") ||
+        !r.unit().drop_ins.contains(path.substr(slash + 1))) {
+      return false;
+    }
+  }
+  const std::string in_dir = "/" + name + ".d/";
+  return std::none_of(
+      in.declaration->resources.begin(), in.declaration->resources.end(),
+      [&](const Resource& d) { return d.HasFiles() && d.path.find(in_dir) != std::string::npos; });
+}
+
+// `enabled`, judged by systemd's own UnitFileState as read before this
+// apply wrote anything. A unit file written now is not loaded yet: its
+// state is unknown, so `enabled: true` enables it (idempotent) and
+// `enabled: false` needs nothing (a new unit file has no links).
+void PlanEnablement(const PlanInputs& in, const Resource& r, const RecordEntry* old,
+                    const Step& step, UnitPlan& u) {
   if (!r.unit().enabled.has_value()) return;
-  if (*r.unit().enabled && r.unit().text.has_value() && !DeclaresInstall(r)) {
+  if (*r.unit().enabled && r.unit().text.has_value() && !core::UnitFileEnabled(u.status) &&
+      !DeclaresInstall(r) && DefinedHereAlone(in, r, u.status)) {
     // What systemd would answer the enable, said by the plan too.
     u.enable_impossible = "cannot enable " + r.unit().name +
-                          ": its unit_text has no [Install] section (WantedBy=, RequiredBy=, "
-                          "...): there is nothing to enable";
+                          ": its unit_text has no [Install] section with WantedBy=, "
+                          "RequiredBy=, UpheldBy= or Alias=: there is nothing to enable";
     return;
   }
   // Unknown: the unit file is new (a rewritten one keeps its links, and
@@ -403,7 +437,7 @@ UnitPlan PlanUnit(const PlanInputs& in, size_t i, const std::vector<Step>& steps
     const RecordEntry* old = steps[i].old;
     u.up = r.unit().state == core::UnitState::kRunning &&
            core::UpAsRecorded(u.status, core::BaselineOfRecord(old));
-    PlanEnablement(r, old, steps[i], u);
+    PlanEnablement(in, r, old, steps[i], u);
   }
   if (r.unit().state == core::UnitState::kStopped) {
     PlanStop(in, r, u);

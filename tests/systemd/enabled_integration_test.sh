@@ -52,7 +52,7 @@ check "enabled absent: left as it is" \
 
 apply 4 true no
 check "a unit without [Install] cannot be enabled, and says so" \
-  '[ $RC = 1 ] && grep -q "^failed web (service): cannot enable mh-web.service: its unit_text has no \[Install\] section" <<<"$OUT"'
+  '[ $RC = 1 ] && grep -q "^failed web (service): cannot enable mh-web.service: its unit_text has no \[Install\] section with WantedBy=" <<<"$OUT"'
 "$BIN" plan --declaration "$T/decl.json" --root "$T/root" --state-dir "$T/state" \
   --artifacts "$T/art" --unit-dir "$UNITS" --machine box > "$T/plan.out" 2>&1 && PRC=0 || PRC=$?
 check "... and its plan says so too" \

@@ -342,7 +342,7 @@ inside systemctl restart mh-ad.service
 inside systemctl daemon-reload
 decl 33 "$(ad 2)"; apply_now
 check "adopted by hand: restarted before its daemon-reload, declared: restarted onto it" \
-  '[ $RC = 0 ] && grep -q "^restarted ad (service): unit file mh-ad.service found as declared, loaded by systemd only after its run began" <<<"$OUT" && [ "$(env_v)" = 2 ]'
+  '[ $RC = 0 ] && grep -q "^restarted ad (service): unit file mh-ad.service found as declared, systemd last loaded unit files after its run began" <<<"$OUT" && [ "$(env_v)" = 2 ]'
 printf '[Service]\nEnvironment=V=3\nExecStart=/bin/sleep infinity\n' > "$UNITS/mh-ad.service"
 inside systemctl daemon-reload
 inside systemctl restart mh-ad.service

@@ -257,8 +257,9 @@ TEST_F(UnitsTest, AUnitTextRestartedOntoBeforeItsDaemonReloadIsRestarted) {
   ApplyReport r = Run(Decl({svc("/bin/v2")}, 2));
   EXPECT_EQ(r.result, ApplyResult::kOk);
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
-            "restarted jail (service): unit file jail.service found as declared, loaded by "
-            "systemd only after its run began; jail.service active (running)");
+            "restarted jail (service): unit file jail.service found as declared, systemd last "
+            "loaded unit files after its run began: what it runs is not known; jail.service "
+            "active (running)");
   EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
   EXPECT_THAT(Outcomes(Run(Decl({svc("/bin/v2")}, 2))), ElementsAre("unchanged"));
 }
@@ -3131,14 +3132,27 @@ TEST_F(UnitsTest, AUnitTextWithoutInstallFailsToEnableInThePlanAsInTheApply) {
                    {{"enabled", true}, {"unit_text", "[Service]\nExecStart=/bin/en\n" + install}});
   };
   const std::string words =
-      "cannot enable en.service: its unit_text has no [Install] section (WantedBy=, "
-      "RequiredBy=, ...): there is nothing to enable";
+      "cannot enable en.service: its unit_text has no [Install] section with WantedBy=, "
+      "RequiredBy=, UpheldBy= or Alias=: there is nothing to enable";
   ApplyReport plan = Run(Decl({en("")}), /*dry_run=*/true);
   ASSERT_THAT(Outcomes(plan), ElementsAre("failed"));
   EXPECT_EQ(plan.outcomes[0].detail, words);
   ApplyReport applied = Run(Decl({en("")}));
   ASSERT_THAT(Outcomes(applied), ElementsAre("failed"));
   EXPECT_EQ(applied.outcomes[0].detail, words);
+  for (const char* install : {"[Install]\n", "[Install]\nAlso=other.service\n",
+                              "[Install]\n[Unit]\nWantedBy=multi-user.target\n"}) {
+    ApplyReport empty = Run(Decl({en(install)}), /*dry_run=*/true);
+    EXPECT_EQ(empty.outcomes[0].detail, words) << install;
+  }
+  // An [Install] section the declaration gives elsewhere (a drop-in
+  // declared as a file): systemd reads it, the plan does not guess.
+  json dropin = {{"id", "en.install"},
+                 {"kind", "file"},
+                 {"path", "/units/en.service.d/install.conf"},
+                 {"content", "[Install]\nWantedBy=multi-user.target\n"}};
+  ApplyReport elsewhere = Run(Decl({en(""), dropin}), /*dry_run=*/true);
+  EXPECT_NE(elsewhere.outcomes[0].outcome, core::Outcome::kFailed) << elsewhere.outcomes[0].detail;
   ApplyReport mended = Run(Decl({en("[Install]\nWantedBy=multi-user.target\n")}, 2));
   ASSERT_THAT(Outcomes(mended), ElementsAre("updated")) << mended.outcomes[0].detail;
   EXPECT_THAT(mended.outcomes[0].detail, HasSubstr("enabled en.service (it starts at boot)"));
