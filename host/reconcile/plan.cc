@@ -443,19 +443,21 @@ OldEntries OldEntriesOf(const core::Declaration& decl, const core::Record& recor
       if (!r->HasFiles() || w.path != r->path) paths_left.push_back(w);
     }
     const std::string& unit = e.unit().name;
-    if (!unit.empty() && (!r->HasUnit() || r->unit().name != unit)) {
-      if (record.resources.contains(LeftBehindId(id, unit))) continue;
+    const bool unit_moved = !unit.empty() && (!r->HasUnit() || r->unit().name != unit);
+    if (unit_moved && !record.resources.contains(LeftBehindId(id, unit))) {
       core::RecordEntry left = e;
       left.written = std::move(paths_left);
       olds.left_behind.emplace_back(LeftBehindId(id, unit), std::move(left));
     } else if (!paths_left.empty() &&
                !record.resources.contains(LeftBehindId(id, paths_left[0].path))) {
+      // Its old unit's removal pending already (recorded as ID~UNIT), the
+      // paths go on their own.
       core::RecordEntry left;
       left.kind = e.kind;
       left.digest = e.digest;
       left.applied_at = e.applied_at;
       left.written = std::move(paths_left);
-      if (r->IsTree() && !unit.empty()) left.mutable_unit().name = unit;
+      if (r->IsTree() && !unit.empty() && !unit_moved) left.mutable_unit().name = unit;
       olds.left_behind.emplace_back(LeftBehindId(id, left.written[0].path), std::move(left));
     }
   }

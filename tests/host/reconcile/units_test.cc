@@ -2775,6 +2775,36 @@ TEST_F(UnitsTest, AnOldUnitIsKeptWholeWhileItsSuccessorFailsAtItsWrite) {
   EXPECT_TRUE(testing::Exists(dir_.Sub("units/web.service")));
 }
 
+// Renamed to a unit that failed at its write (its old unit's removal then
+// pending, recorded as ID~UNIT), then moved: the old tree was forgotten.
+TEST_F(UnitsTest, APathMovedWhileItsOldUnitsRemovalIsPendingLeavesNothing) {
+  services_.AddUnit("app.service", {});
+  services_.AddUnit("app2.service", {});
+  std::string sha = Bundle("app.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  auto app = [&](const std::string& unit, const std::string& path, int generation) {
+    return Decl({{{"id", "app"},
+                  {"kind", "process"},
+                  {"path", path},
+                  {"source", "app.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", unit},
+                  {"unit_text", "[Service]\nExecStart=" + path + "/bin/serve\n"}}},
+                generation);
+  };
+  ASSERT_EQ(Run(app("app.service", "/opt/app", 1)).result, ApplyResult::kOk);
+  fakes::FaultyFileSystem faulty(*units_);
+  faulty.FailWrites("/app2.service", ENOSPC);
+  ReconcilerPorts ports = Ports();
+  ports.units = &faulty;
+  ASSERT_EQ(Reconciler(ports, Options()).Apply(app("app2.service", "/opt/app", 2).dump()).result,
+            ApplyResult::kFailed);
+  ASSERT_TRUE(Record()["resources"].contains("app~app.service"));
+  for (int k = 0; k < 3; ++k) Run(app("app2.service", "/opt/app2", 3));
+  EXPECT_FALSE(testing::Exists(Root("/opt/app"))) << "the old tree goes";
+  EXPECT_TRUE(testing::Exists(Root("/opt/app2/bin/serve")));
+  EXPECT_THAT(Outcomes(Run(app("app2.service", "/opt/app2", 3))), ElementsAre("unchanged"));
+}
+
 // Its old unit file deleted already (by an apply killed after the delete,
 // before its record): the removal said "deleted unit file web.service" of a
 // file that was not there.
