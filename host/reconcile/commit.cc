@@ -51,7 +51,7 @@ void SettleStopped(const SettleInputs& in, const core::Resource& r, const Step& 
 const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource& r,
                                     const Step& step, const UnitPlan& u, const Acted& a,
                                     const std::optional<Confirmation>& c, ResourceOutcome& o) {
-  std::string why = WhyOf(u, in.dry_run);
+  std::string why = WhyOf(u, in.dry_run || !c.has_value());
   if (in.dry_run || !c.has_value()) {
     o.outcome = step.changes() ? step.outcome : OutcomeOf(*u.action);
     o.detail = (step.changes() ? step.detail + ", "

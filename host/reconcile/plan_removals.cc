@@ -228,8 +228,9 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
     owns_unit = false;
   }
   if (owns_unit) {
-    std::string why =
-        NotAsWritten(Find(in.seen->dropped_unit_files, e.unit().name), e.unit().file_fingerprint);
+    const DroppedSeen* file = Find(in.seen->dropped_unit_files, e.unit().name);
+    rm.unit_file_gone = file != nullptr && file->missing;
+    std::string why = NotAsWritten(file, e.unit().file_fingerprint);
     if (!why.empty()) {
       rm.left.push_back("unit " + e.unit().name + " and its unit file: " + why);
       owns_unit = false;
@@ -271,7 +272,6 @@ void PlanUnitRemoval(const PlanInputs& in, const Claims& claims, const RecordEnt
     rm.forget_failure = true;
     rm.delete_unit_file = true;
     const DroppedSeen* file = Find(in.seen->dropped_unit_files, e.unit().name);
-    rm.unit_file_gone = file != nullptr && file->missing;
     rm.disable = file != nullptr && !file->missing &&
                  (e.unit().enabled == true || core::UnitFileEnabled(*status));
   }
@@ -523,7 +523,10 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>&
     rm.id = id;
     rm.entry = e;
     rm.left_behind = in.olds->LeftBehind(dropped);
-    if (size_t tilde = id.find('~'); tilde != std::string::npos) {
+    // The units an apply cut short created (cut-short~UNIT) were left by
+    // no resource, whatever one is called.
+    if (size_t tilde = id.find('~');
+        tilde != std::string::npos && std::string_view(id).substr(0, tilde) != "cut-short") {
       if (const core::Resource* by = in.declaration->Find(id.substr(0, tilde))) {
         rm.left_by = static_cast<size_t>(by - in.declaration->resources.data());
       }
