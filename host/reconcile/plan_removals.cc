@@ -50,6 +50,8 @@ class Claims {
     if (below != paths_.end() && core::PathWithin(*below, path)) return true;
     return core::AnyAncestor(path, [&](std::string_view up) { return paths_.contains(up); });
   }
+  // Declared itself, not only above or below a declared path.
+  bool Exactly(const std::string& path) const { return paths_.contains(path); }
   bool Unit(const std::string& unit) const { return units_.contains(unit); }
   // The declared bundle whose path holds `path` (its tree is swapped in
   // whole over it), by index.
@@ -339,8 +341,14 @@ void PlanPathRemovals(const PlanInputs& in, const Claims& claims, const std::vec
       continue;
     }
     if (w.preexisting || claims.Path(w.path)) {
-      rm.left.push_back(w.path + (w.preexisting ? ", there before the host managed it"
-                                                : ", declared by another resource now"));
+      const bool again =
+          rm.left_by.has_value() && in.declaration->resources[*rm.left_by].path == w.path;
+      rm.left.push_back(
+          w.path + (w.preexisting ? ", there before the host managed it"
+                    : again
+                        ? ", declared by " + in.declaration->resources[*rm.left_by].id + " again"
+                    : claims.Exactly(w.path) ? ", declared by another resource now"
+                                             : ", above or below a declared path now"));
       continue;
     }
     const DroppedSeen* seen = Find(in.seen->dropped_paths, w.path);

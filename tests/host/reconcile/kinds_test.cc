@@ -372,6 +372,14 @@ TEST_F(KindsTest, AResourceThatFailsAtItsNewPathKeepsItsOldCopy) {
     EXPECT_TRUE(testing::Exists(Root("/etc/cron.d/job"))) << k;
     EXPECT_TRUE(Record()["resources"].contains("cron~/etc/cron.d/job")) << k;
   }
+  // Moved back while its old copy's removal waits: that copy is its own.
+  ApplyReport back = Run(decl("/etc/cron.d/job", 2));
+  ASSERT_EQ(back.result, ApplyResult::kOk) << back.error;
+  ASSERT_EQ(back.outcomes.size(), 2u);
+  EXPECT_EQ(core::FormatOutcomeLine(back.outcomes[1]),
+            "removed cron~/etc/cron.d/job (file): no longer managed; left /etc/cron.d/job, "
+            "declared by cron again");
+  EXPECT_TRUE(testing::Exists(Root("/etc/cron.d/job")));
   ApplyReport done = Run(decl("/srv/job", 3));
   ASSERT_EQ(done.result, ApplyResult::kOk) << done.error;
   EXPECT_FALSE(testing::Exists(Root("/etc/cron.d/job")));
