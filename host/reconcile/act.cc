@@ -204,81 +204,61 @@ std::optional<std::string> HeldNow(
 
 }  // namespace
 
-// A unit whose name systemd read as another's alias before the host's file
-// was read, and that is asked nothing (declared stopped, left to its
-// trigger): read again after the reload. Still the other unit's, it fails
-// as one asked something would (HeldNow), not a success that reports the
-// other unit; one that cannot be read then fails with the read's error
-// (the plan's view of it was a new unit's, not systemd's word).
-void JudgeUnaskedAliases(const core::Declaration& decl, const Plan& plan,
-                         ports::ServiceManager* services, std::vector<Acted>& acts) {
-  std::vector<size_t> unasked;
+namespace {
+
+// What this apply's daemon-reload shows of the units nothing is asked of,
+// read again in one round:
+// - a unit whose name systemd read as another's alias before the host's
+//   file was read (declared stopped, left to its trigger): still the other
+//   unit's, it fails as one asked something would (HeldNow), not a success
+//   that reports the other unit; one that cannot be read then fails with
+//   the read's error (the plan's view of it was a new unit's, not
+//   systemd's word);
+// - a unit declared triggered whose new definition the reload loaded:
+//   nothing else would find a definition systemd cannot load until the
+//   next apply (its trigger would fail to start it meanwhile); such a one
+//   fails.
+void JudgeAfterTheReload(const core::Declaration& decl, const Plan& plan,
+                         const SystemdAnswer& reloaded, ports::ServiceManager* services,
+                         std::vector<Acted>& acts) {
+  auto refused = [](std::string detail) {
+    return Acted{.state = State::kRefused, .detail = std::move(detail), .job = "", .before = {}};
+  };
+  std::vector<size_t> judged;
+  std::vector<bool> alias, triggered;
   std::vector<std::string> names;
   for (size_t k = 0; k < plan.units.size() && k < acts.size(); ++k) {
     const UnitPlan& u = plan.units[k];
-    if (!u.alias_unjudged || acts[k].state != State::kIdle || u.action.has_value()) continue;
-    unasked.push_back(k);
+    if (acts[k].state != State::kIdle) continue;
+    const bool a = u.alias_unjudged && !u.action.has_value();
+    const bool t = reloaded.done() && u.daemon_reload && u.failed.empty() &&
+                   decl.resources[u.index].unit().state == core::UnitState::kTriggered;
+    if (!a && !t) continue;
+    judged.push_back(k);
+    alias.push_back(a);
+    triggered.push_back(t);
     names.push_back(decl.resources[u.index].unit().name);
   }
   if (names.empty()) return;
   std::vector<core::Result<core::UnitStatus>> now = services->ReadUnits(names);
-  for (size_t n = 0; n < unasked.size() && n < now.size(); ++n) {
-    if (!now[n]) {
-      acts[unasked[n]] =
-          Acted{.state = State::kRefused,
-                .detail = "not read after the daemon-reload: " + now[n].error().message,
-                .job = "",
-                .before = {}};
-      continue;
-    }
-    if (now[n]->need_daemon_reload) continue;
-    if (auto words = AliasWords(names[n], *now[n], /*after_reload=*/true)) {
-      acts[unasked[n]] = Acted{.state = State::kRefused, .detail = *words, .job = "", .before = {}};
-    }
-  }
-}
-
-namespace {
-
-// A unit declared triggered whose new definition this apply's daemon-reload
-// loaded: nothing is asked of it, so nothing else would find a definition
-// systemd cannot load until the next apply (its trigger would fail to
-// start it meanwhile). Read again now; such a one fails.
-void JudgeTriggeredAfterReload(const core::Declaration& decl, const Plan& plan,
-                               ports::ServiceManager* services, std::vector<Acted>& acts) {
-  std::vector<size_t> judged;
-  std::vector<std::string> names;
-  for (size_t k = 0; k < plan.units.size() && k < acts.size(); ++k) {
-    const UnitPlan& u = plan.units[k];
-    const Resource& r = decl.resources[u.index];
-    if (r.unit().state != core::UnitState::kTriggered || !u.daemon_reload ||
-        acts[k].state != State::kIdle || !u.failed.empty()) {
-      continue;
-    }
-    judged.push_back(k);
-    names.push_back(r.unit().name);
-  }
-  if (names.empty()) return;
-  std::vector<core::Result<core::UnitStatus>> now = services->ReadUnits(names);
   for (size_t n = 0; n < judged.size() && n < now.size(); ++n) {
-    if (!now[n] || core::Loadable(*now[n])) continue;
-    acts[judged[n]] = Acted{.state = State::kRefused,
-                            .detail = names[n] + " cannot be loaded after the daemon-reload " +
-                                      "(LoadState=" + now[n]->load_state +
-                                      "): its trigger would fail to start it; systemd-analyze "
-                                      "verify " +
-                                      names[n] + " says why",
-                            .job = "",
-                            .before = {}};
+    Acted& act = acts[judged[n]];
+    if (!now[n]) {
+      if (alias[n]) act = refused("not read after the daemon-reload: " + now[n].error().message);
+      continue;
+    }
+    if (alias[n] && !now[n]->need_daemon_reload) {
+      if (auto words = AliasWords(names[n], *now[n], /*after_reload=*/true)) {
+        act = refused(*words);
+        continue;
+      }
+    }
+    if (triggered[n] && !core::Loadable(*now[n])) {
+      act = refused(names[n] + " cannot be loaded after the daemon-reload (LoadState=" +
+                    now[n]->load_state + "): its trigger would fail to start it; " +
+                    "systemd-analyze verify " + names[n] + " says why");
+    }
   }
-}
-
-// What this apply's daemon-reload shows of the units nothing is asked of.
-void JudgeAfterTheReload(const core::Declaration& decl, const Plan& plan,
-                         const SystemdAnswer& reloaded, ports::ServiceManager* services,
-                         std::vector<Acted>& acts) {
-  JudgeUnaskedAliases(decl, plan, services, acts);
-  if (reloaded.done()) JudgeTriggeredAfterReload(decl, plan, services, acts);
 }
 
 }  // namespace

@@ -58,8 +58,7 @@ std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
     return std::nullopt;
   }
   auto after_run = [&](const std::string& fingerprint) {
-    auto stamp = core::ParseFingerprint(fingerprint);
-    return stamp.has_value() && !core::RunBeganSince(u.status.started_realtime, stamp->ctime_ns);
+    return AfterRun(u.status.started_realtime, fingerprint);
   };
   const UnitFileSeen& own = in.seen->UnitFileOf(i);
   if (r.unit().text.has_value() && after_run(own.fingerprint)) return "unit file " + r.unit().name;
