@@ -151,6 +151,28 @@ void TakeReply(Message reply, int r, SystemdBus::Reply& out) {
   }
 }
 
+// ExecStart= and the like (a(sasbttttuii), inside its variant): each
+// command's path, and when the first last began (its start timestamp).
+int ReadCommands(sd_bus_message* m, PropertyValue& v) {
+  int r;
+  if ((r = sd_bus_message_enter_container(m, 'v', "a(sasbttttuii)")) < 0) return r;
+  if ((r = sd_bus_message_enter_container(m, 'a', "(sasbttttuii)")) < 0) return r;
+  while ((r = sd_bus_message_enter_container(m, 'r', "sasbttttuii")) > 0) {
+    const char* path = nullptr;
+    if ((r = sd_bus_message_read(m, "s", &path)) < 0) return r;
+    if ((r = sd_bus_message_skip(m, "asb")) < 0) return r;
+    uint64_t started = 0;
+    if ((r = sd_bus_message_read(m, "t", &started)) < 0) return r;
+    if (v.command_paths.empty()) v.number = started;
+    v.command_paths.emplace_back(path != nullptr ? path : "");
+    if ((r = sd_bus_message_skip(m, "tttuii")) < 0) return r;
+    if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+  }
+  if (r < 0) return r;
+  if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+  return sd_bus_message_exit_container(m);
+}
+
 // Reads a value of shape `wire` (inside its variant, next in `m`) into `v`.
 // Negative: unreadable.
 int ReadWire(sd_bus_message* m, Wire wire, PropertyValue& v) {
@@ -193,20 +215,8 @@ int ReadWire(sd_bus_message* m, Wire wire, PropertyValue& v) {
       v.bytes.assign(b, b + len);
       return sd_bus_message_exit_container(m);
     }
-    case Wire::kCommands: {
-      if ((r = sd_bus_message_enter_container(m, 'v', "a(sasbttttuii)")) < 0) return r;
-      if ((r = sd_bus_message_enter_container(m, 'a', "(sasbttttuii)")) < 0) return r;
-      while ((r = sd_bus_message_enter_container(m, 'r', "sasbttttuii")) > 0) {
-        const char* path = nullptr;
-        if ((r = sd_bus_message_read(m, "s", &path)) < 0) return r;
-        v.command_paths.emplace_back(path != nullptr ? path : "");
-        if ((r = sd_bus_message_skip(m, "asbttttuii")) < 0) return r;
-        if ((r = sd_bus_message_exit_container(m)) < 0) return r;
-      }
-      if (r < 0) return r;
-      if ((r = sd_bus_message_exit_container(m)) < 0) return r;
-      return sd_bus_message_exit_container(m);
-    }
+    case Wire::kCommands:
+      return ReadCommands(m, v);
     case Wire::kStrings: {
       if ((r = sd_bus_message_enter_container(m, 'v', "as")) < 0) return r;
       if ((r = sd_bus_message_enter_container(m, 'a', "s")) < 0) return r;

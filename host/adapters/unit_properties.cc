@@ -59,6 +59,10 @@ constexpr PropertyRow kRows[] = {
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
        s.exec_main_status = static_cast<int32_t>(static_cast<uint32_t>(v.number));
      }},
+    {"ExecReload", Wire::kCommands,
+     [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
+       s.reloaded_realtime = std::chrono::microseconds(v.number);
+     }},
     {"ExecStart", Wire::kCommands,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
        if (!v.command_paths.empty()) s.exec_start = v.command_paths.front();
@@ -124,7 +128,8 @@ static_assert(std::adjacent_find(std::begin(kRows), std::end(kRows),
               "FindProperty looks the rows up by name: sorted, each once");
 
 constexpr const char* kServiceProperties[] = {
-    "Type", "Result", "NRestarts", "TimeoutStopUSec", "ExecStop", "ExecStopPost", "KillMode"};
+    "Type",     "Result",       "NRestarts", "TimeoutStopUSec",
+    "ExecStop", "ExecStopPost", "KillMode",  "ExecReload"};
 constexpr const char* kExitProperties[] = {"ExecMainStatus", "ExecStart"};
 
 }  // namespace

@@ -48,7 +48,9 @@ struct ConditionChecked {
 // A value off the bus, in the field its Wire names.
 struct PropertyValue {
   std::string text;
-  uint64_t number = 0;  // u, i (as its bits), b, t
+  // u, i (as its bits), b, t; of commands, when the first last began
+  // (realtime microseconds, 0 never since the unit's start).
+  uint64_t number = 0;
   std::vector<uint8_t> bytes;
   std::vector<std::string> command_paths;  // each command's path, in order
   std::vector<ConditionChecked> conditions;

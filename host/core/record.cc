@@ -38,6 +38,7 @@ json EntryJson(const RecordEntry& e) {
   if (u.finished) entry["finished"] = true;
   if (u.starting) entry["starting"] = true;
   if (u.run_began_us != 0) entry["run_began"] = u.run_began_us;
+  if (u.reload_began_us != 0) entry["reload_began"] = u.reload_began_us;
   if (u.rollback) entry["rollback"] = true;
   if (u.enabled.has_value()) entry["enabled"] = *u.enabled;
   if (!u.drop_ins.empty()) {

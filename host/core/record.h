@@ -72,6 +72,9 @@ struct UnitRecord {
   // When the run then seen began (InactiveExitTimestamp, microseconds since
   // the epoch); 0 unknown (an older record).
   int64_t run_began_us = 0;
+  // When the last reload then seen began (its first ExecReload= command's
+  // start, microseconds since the epoch); 0 none since the run began.
+  int64_t reload_began_us = 0;
   // The unit's declared `enabled`, as the host last made it hold (the no-op
   // proof checks systemd's UnitFileState against it).
   std::optional<bool> enabled;
@@ -118,7 +121,7 @@ inline bool DropInPreexisting(std::string_view recorded) { return recorded.start
 inline UnitBaseline BaselineOfRecord(const RecordEntry* entry) {
   if (entry == nullptr) return {};
   return {entry->unit().n_restarts, entry->unit().finished, entry->unit().starting,
-          entry->unit().run_began_us};
+          entry->unit().run_began_us, entry->unit().reload_began_us};
 }
 
 // Owner and group names, with the uid and gid they resolved to.

@@ -105,6 +105,15 @@ Status ReadDropIns(dom::element value, const Place& at, std::map<std::string, st
   return Ok();
 }
 
+// A time since the epoch in microseconds, as systemd stamps it.
+Status Microseconds(dom::element value, const Place& at, int64_t* out) {
+  uint64_t us = 0;
+  Status read = Count(value, at, &us);
+  if (read && us > static_cast<uint64_t>(INT64_MAX)) read = at.Wrong("out of range");
+  if (read) *out = static_cast<int64_t>(us);
+  return read;
+}
+
 // A unit's field of the entry; any other key is skipped.
 Status ReadUnitField(std::string_view key, dom::element value, const Place& at, RecordEntry& e) {
   Status read = Ok();
@@ -128,10 +137,9 @@ Status ReadUnitField(std::string_view key, dom::element value, const Place& at, 
   } else if (key == "starting") {
     read = Flag(value, at, &e.mutable_unit().starting);
   } else if (key == "run_began") {
-    uint64_t us = 0;
-    read = Count(value, at, &us);
-    if (read && us > static_cast<uint64_t>(INT64_MAX)) read = at.Wrong("out of range");
-    if (read) e.mutable_unit().run_began_us = static_cast<int64_t>(us);
+    read = Microseconds(value, at, &e.mutable_unit().run_began_us);
+  } else if (key == "reload_began") {
+    read = Microseconds(value, at, &e.mutable_unit().reload_began_us);
   } else if (key == "rollback") {
     read = Flag(value, at, &e.mutable_unit().rollback);
   } else if (key == "unit_file_preexisting") {

@@ -50,6 +50,11 @@ struct UnitStatus {
   // epoch; zero when unknown. A run that began since runs what its files
   // held then (or at the unit's own first load, later).
   std::chrono::microseconds units_loaded_realtime{0};
+  // When its last reload began (its first ExecReload= command's start),
+  // since the epoch; zero when not reloaded since its run began (systemd
+  // clears each command's status at a start) or unknown. A reload that
+  // runs no ExecReload= (Type=notify-reload) is not seen.
+  std::chrono::microseconds reloaded_realtime{0};
   // At its last start systemd found this condition false and skipped it
   // ("ConditionPathExists=/etc/x", from Conditions and ConditionResult);
   // empty when every condition held or none was checked.
@@ -301,6 +306,9 @@ struct UnitBaseline {
   // When the run seen began (started_realtime, microseconds); 0 unknown. A
   // run begun since is someone else's start: what it read is not known.
   int64_t run_began_us = 0;
+  // When the last reload then seen began (reloaded_realtime); 0 none. A
+  // reload begun since is someone else's: what it read is not known.
+  int64_t reload_began_us = 0;
   bool operator==(const UnitBaseline&) const = default;
 };
 
@@ -309,7 +317,7 @@ struct UnitBaseline {
 // migration, finishes later; if it ends badly its Result says so).
 inline UnitBaseline BaselineOf(const UnitStatus& s) {
   return {s.n_restarts, s.type == "oneshot", s.active_state == "activating",
-          s.started_realtime.count()};
+          s.started_realtime.count(), s.reloaded_realtime.count()};
 }
 
 // Whether a unit declared running is as declared between actions, against

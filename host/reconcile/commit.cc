@@ -189,6 +189,7 @@ void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
   filled->mutable_unit().finished = base.finished;
   filled->mutable_unit().starting = base.starting;
   filled->mutable_unit().run_began_us = base.run_began_us;
+  filled->mutable_unit().reload_began_us = base.reload_began_us;
   entry = &*filled;
 }
 

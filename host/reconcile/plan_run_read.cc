@@ -97,30 +97,47 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
   // daemon's, or a oneshot's last (a job run by hand).
   if (r.unit().state != core::UnitState::kRunning || old == nullptr ||
       old->unit().run_began_us == 0 || !(RunsAProcess(u.status) || u.status.type == "oneshot") ||
-      u.status.started_realtime.count() == 0 ||
-      u.status.started_realtime.count() == old->unit().run_began_us) {
+      u.status.started_realtime.count() == 0) {
     return std::nullopt;
   }
-  const std::chrono::microseconds started = u.status.started_realtime;
-  // Changed since the host recorded it, after the run began: its ctime,
-  // which a copy that keeps the old mtime (cp -p, a mv of a backup) moves
-  // too. Under a run the host did not start, a chmod alone is enough.
+  // A run the host did not start read everything of the unit; a reload it
+  // did not ask for (the run its own) read again what the daemon reads.
+  const bool run_foreign = u.status.started_realtime.count() != old->unit().run_began_us;
+  const bool reload_foreign = !run_foreign && RunsAProcess(u.status) &&
+                              u.status.reloaded_realtime.count() != 0 &&
+                              u.status.reloaded_realtime.count() != old->unit().reload_began_us;
+  if (!run_foreign && !reload_foreign) return std::nullopt;
+  const std::chrono::microseconds since =
+      run_foreign ? u.status.started_realtime : u.status.reloaded_realtime;
+  const std::string_view unknown =
+      run_foreign ? " written again on the machine after its run began, a run the host did not "
+                    "start: what it read is not known"
+                  : " written again on the machine after its last reload began, a reload the "
+                    "host did not ask for: what it read is not known";
+  // Changed since the host recorded it, after the run (or reload) began:
+  // its ctime, which a copy that keeps the old mtime (cp -p, a mv of a
+  // backup) moves too. Under a run the host did not start, a chmod alone
+  // is enough.
   auto moved = [&](std::string_view recorded, const std::string& now) {
     auto was = core::ParseFingerprint(recorded);
     auto is = core::ParseFingerprint(now);
     return was.has_value() && is.has_value() && was->ctime_ns != is->ctime_ns &&
-           AfterRun(started, now);
+           AfterRun(since, now);
+  };
+  auto rewritten = [&](std::string what, bool reload) {
+    return Rewritten{std::move(what) + std::string(unknown), reload};
   };
   const UnitFileSeen& own = in.seen->UnitFileOf(i);
-  if (r.unit().text.has_value() && !steps[i].write_unit_file &&
+  // A reload reads no unit file: systemd's definition is the run's.
+  if (run_foreign && r.unit().text.has_value() && !steps[i].write_unit_file &&
       moved(old->unit().file_fingerprint, own.fingerprint)) {
-    return Rewritten{"unit file " + r.unit().name, false};
+    return rewritten("unit file " + r.unit().name, false);
   }
   for (const auto& [name, d] : own.drop_ins) {
     auto recorded = old->unit().drop_ins.find(name);
-    if (r.unit().drop_ins.contains(name) && recorded != old->unit().drop_ins.end() &&
+    if (run_foreign && r.unit().drop_ins.contains(name) && recorded != old->unit().drop_ins.end() &&
         moved(core::DropInFingerprint(recorded->second), d.fingerprint)) {
-      return Rewritten{"drop-in " + r.unit().name + ".d/" + name, false};
+      return rewritten("drop-in " + r.unit().name + ".d/" + name, false);
     }
   }
   for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
@@ -134,7 +151,7 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
       }
       if (moved(was->written[0].fingerprint, in.seen->files[j].fingerprint)) {
         bool reload = list == &r.unit().reload_on;
-        return Rewritten{std::string(reload ? "reload_on " : "restart_on ") + dep.path, reload};
+        return rewritten(std::string(reload ? "reload_on " : "restart_on ") + dep.path, reload);
       }
     }
   }

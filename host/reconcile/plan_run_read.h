@@ -40,11 +40,12 @@ std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
 
 // A file the unit reads, as declared and unchanged by this apply, changed
 // since the host recorded it (its ctime: edited, then put back, by a copy
-// that keeps the old mtime too) after the unit's run began — a run, or a
+// that keeps the old mtime too) after what read it last began: a run, or a
 // oneshot's last run, that is not the one the host recorded (someone else
-// started it, while the file may have held other bytes). What that run
-// read is not known. The file is named, and `reload` says it is only in
-// reload_on; nothing when none is so.
+// started it), or else a reload the host did not ask for (`systemctl
+// reload` onto an edit) — while the file may have held other bytes. What
+// the daemon read is not known. `what` names the file and says why;
+// `reload` says it is only in reload_on. Nothing when none is so.
 struct Rewritten {
   std::string what;
   bool reload = false;

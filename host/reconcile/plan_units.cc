@@ -159,10 +159,7 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   } else if (auto rewritten = RewrittenUnderItsRun(in, i, steps, u)) {
     ask(rewritten->reload ? UnitAction::kReload : UnitAction::kRestart,
         rewritten->reload ? core::RestartReason::kReloadOn : core::RestartReason::kRestartOn,
-        rewritten->what +
-            " written again on the machine after its run began, a run the host did not start: "
-            "what it read is not known",
-        {i});
+        std::move(rewritten->what), {i});
   } else if (!reload_deps.empty()) {
     ask(UnitAction::kReload, core::RestartReason::kReloadOn,
         "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);

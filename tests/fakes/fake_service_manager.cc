@@ -32,6 +32,7 @@ void FakeServiceManager::RestartedByOther(const std::string& name) {
   u.killed = false;
   u.started_at = clock_.elapsed();
   u.started_real = RealNow();
+  u.reloaded_real = {};
   u.invocation = next_invocation_++;
 }
 
@@ -167,7 +168,10 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     u.killed = false;
     u.started_at = start;
     u.started_real = RealNow();
+    u.reloaded_real = {};
     u.invocation = next_invocation_++;
+  } else {
+    u.reloaded_real = RealNow();
   }
   Job job{unit, start, "done"};
   switch (u.script.behavior) {
@@ -266,6 +270,8 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   if (u.started && !u.stopped) {
     s.started_realtime =
         std::chrono::duration_cast<std::chrono::microseconds>(u.started_real.time_since_epoch());
+    s.reloaded_realtime =
+        std::chrono::duration_cast<std::chrono::microseconds>(u.reloaded_real.time_since_epoch());
   }
   auto set = [&](const char* active, const char* sub) {
     s.active_state = active;
@@ -365,6 +371,12 @@ int FakeServiceManager::StartsOf(const std::string& unit) const {
 int FakeServiceManager::StopsOf(const std::string& unit) const {
   return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const Call& c) {
     return c.unit == unit && c.kind == ports::JobKind::kStop;
+  }));
+}
+
+int FakeServiceManager::ReloadsOf(const std::string& unit) const {
+  return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), [&](const Call& c) {
+    return c.unit == unit && c.kind == ports::JobKind::kReload;
   }));
 }
 

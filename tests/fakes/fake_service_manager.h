@@ -113,6 +113,13 @@ class FakeServiceManager : public ports::ServiceManager {
   // restart`, or the job of an apply that was killed): it runs under a new
   // InvocationID.
   void RestartedByOther(const std::string& name);
+  // Someone else reloaded the unit now (an operator's `systemctl reload`):
+  // its run goes on, and its last reload began now.
+  void ReloadedByOther(const std::string& name) { units_[name].reloaded_real = RealNow(); }
+  // Its last reload began `ago` earlier than the fake says.
+  void ReloadedSince(const std::string& name, std::chrono::seconds ago) {
+    units_[name].reloaded_real -= ago;
+  }
   // Its run began `ago` earlier than the fake says: files written since
   // are newer than it, whatever the file system's clock granularity.
   void RanSince(const std::string& name, std::chrono::seconds ago) {
@@ -184,6 +191,8 @@ class FakeServiceManager : public ports::ServiceManager {
   int StartsOf(const std::string& unit) const;
   // Stops asked of `unit`.
   int StopsOf(const std::string& unit) const;
+  // Reloads asked of `unit`.
+  int ReloadsOf(const std::string& unit) const;
   // The bus went away: every call fails as sd-bus reports a closed connection.
   bool bus_gone = false;
   // Waits for jobs lose the connection (JobRemoved gone with it), while
@@ -216,6 +225,8 @@ class FakeServiceManager : public ports::ServiceManager {
     // The real wall clock then, as systemd stamps InactiveExitTimestamp:
     // what files' real ctimes are compared with.
     std::chrono::system_clock::time_point started_real{};
+    // When its last reload began (its ExecReload=): none since its start.
+    std::chrono::system_clock::time_point reloaded_real{};
     uint32_t base_restarts = 0;
     int invocation = 0;
     bool need_daemon_reload = false;

@@ -8,6 +8,8 @@
 #   6. a unit declared stopped whose stop has not finished is not stopped;
 #   8. a daemon started on a refused declaration shows the recorded truth;
 #  10. a start systemd skipped names the condition that was false;
+#  13, 14. a config put back under a run, or a reload, the host did not
+#      start is read again;
 #   3. a start whose job is still queued behind a unit that never comes up
 #      is not accepted (SPEC: activating, nothing else); a oneshot that
 #      remains after exit, stopped since, is not "finished";
@@ -368,5 +370,28 @@ check "put back by hand after a restart onto the edit: restarted onto the declar
   '[ $RC = 0 ] && grep -q "^restarted he (service): restart_on /etc/he.conf written again on the machine after its run began" <<<"$OUT" && [ "$(cat "$T/he.seen")" = good ]'
 apply_now
 check "put back by hand: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged he (service)" <<<"$OUT"'
+
+# 14. The same under a reload by hand: the run is the host's own, the
+# reload onto the edit is not (ExecReload='s start says when it began).
+HR=$(printf '{"id":"hr.conf","kind":"file","path":"/etc/hr.conf","content":"good\\n"},{"id":"hr","kind":"service","unit":"mh-hr.service","state":"running","reload_on":["hr.conf"],"unit_text":"[Service]\\nExecStart=/bin/sh -c \\"cat %s/etc/hr.conf > %s/hr.seen; exec sleep infinity\\"\\nExecReload=/bin/sh -c \\"cat %s/etc/hr.conf > %s/hr.seen\\"\\n"}' "$ROOT" "$T" "$ROOT" "$T")
+decl 36 "$HE,$HR"; apply_now
+inside systemctl reload mh-hr.service
+apply_now
+sleep 0.05
+touch "$ROOT/etc/hr.conf"
+apply_now
+check "reloaded by hand alone, then touched: unchanged" \
+  '[ $RC = 0 ] && grep -q "^unchanged hr (service)" <<<"$OUT" && [ "$(cat "$T/hr.seen")" = good ]'
+cp "$ROOT/etc/hr.conf" "$T/hr.orig"
+echo HANDEDIT > "$ROOT/etc/hr.conf"
+inside systemctl reload mh-hr.service
+[ "$(cat "$T/hr.seen")" = HANDEDIT ] || echo "    (the reload by hand did not read the edit)"
+sleep 0.05
+cp "$T/hr.orig" "$ROOT/etc/hr.conf"
+apply_now
+check "put back by hand after a reload onto the edit: reloaded onto the declared config" \
+  '[ $RC = 0 ] && grep -q "^reloaded hr (service): reload_on /etc/hr.conf written again on the machine after its last reload began" <<<"$OUT" && [ "$(cat "$T/hr.seen")" = good ]'
+apply_now
+check "put back by hand after a reload: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged hr (service)" <<<"$OUT"'
 
 finish

@@ -48,6 +48,7 @@ TEST(UnitPropertiesTest, EachPropertyIsReadWithSystemdsSignature) {
       {"Conditions", Wire::kConditions},  // a(sbbsi)
       {"DropInPaths", Wire::kStrings},    // as
       {"ExecMainStatus", Wire::kInt32},
+      {"ExecReload", Wire::kCommands},
       {"ExecStart", Wire::kCommands},  // a(sasbttttuii)
       {"ExecStop", Wire::kCommands},
       {"ExecStopPost", Wire::kCommands},
@@ -129,6 +130,16 @@ TEST(UnitPropertiesTest, CommandsGiveTheFirstPathOrHowManyThereAre) {
   EXPECT_EQ(Set("ExecStop", two).exec_stop, 2u);
   EXPECT_EQ(Set("ExecStopPost", two).exec_stop_post, 2u);
   EXPECT_EQ(Set("ExecStop", PropertyValue{}).exec_stop, 0u);
+}
+
+// A reload is seen by its first ExecReload= command's start (the wire's
+// number): the later commands of a reload that failed early keep an older
+// reload's.
+TEST(UnitPropertiesTest, AReloadIsSeenByItsFirstCommandsStart) {
+  PropertyValue reloaded{.number = 1'700'000'000'000'000,
+                         .command_paths = {"/bin/kill", "/bin/true"}};
+  EXPECT_EQ(Set("ExecReload", reloaded).reloaded_realtime.count(), 1'700'000'000'000'000);
+  EXPECT_EQ(Set("ExecReload", PropertyValue{}).reloaded_realtime.count(), 0);
 }
 
 // Conditions and ConditionResult mean something only together, in either

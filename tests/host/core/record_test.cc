@@ -187,6 +187,9 @@ TEST(RecordTest, HugeNumbersAreErrorsNotUndefinedBehaviour) {
           Lines(kHead, {entry + R"("written":[{"path":"/a","fingerprint":"f","files":1e99}]})"}),
           Lines(kHead, {entry + R"("written":[],"n_restarts":4294967296})"}),
           Lines(kHead, {entry + R"("written":[],"finished":1})"}),
+          Lines(kHead, {entry + R"("written":[],"run_began":9223372036854775808})"}),
+          Lines(kHead, {entry + R"("written":[],"reload_began":9223372036854775808})"}),
+          Lines(kHead, {entry + R"("written":[],"reload_began":-1})"}),
           std::string(
               R"({"version":2,"machine":"m","generation":1,"declaration_digest":"","entries":1e3})"),
       }) {
@@ -340,6 +343,8 @@ TEST(RecordTest, OneResourcePerLineAndEveryFieldRoundTrips) {
     e.mutable_unit().finished = i == 2;
     if (i == 0) e.mutable_unit().file_fingerprint = "1:2:3:4";
     e.mutable_unit().file_preexisting = i == 0;
+    e.mutable_unit().run_began_us = i == 2 ? 0 : 1'700'000'000'000'000 + i;
+    e.mutable_unit().reload_began_us = i == 0 ? 1'700'000'000'500'000 : 0;
     r.resources["s" + std::to_string(i)] = e;
   }
   std::string text = SerializeRecord(r);

@@ -240,6 +240,58 @@ TEST_F(UnitsTest, AConfigPutBackUnderAJobRunByHandRunsItAgain) {
   EXPECT_EQ(Run(decl).outcomes[1].outcome, core::Outcome::kUnchanged) << "once";
 }
 
+// A reload asked by hand onto an edit, the file then put back: the run is
+// the host's own, but what its last reload read is not known. Reloaded (a
+// restart_on file: restarted). A reload by hand alone, or a touch under
+// the host's own reload, does nothing.
+TEST_F(UnitsTest, AConfigPutBackUnderAReloadByHandReloadsIt) {
+  services_.AddUnit("jail.service", {});
+  json decl = Decl({Conf("R"), Service("jail", {{"reload_on", {"jail.conf"}}})});
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  auto asked = [&] {
+    return services_.StartsOf("jail.service") + services_.ReloadsOf("jail.service");
+  };
+  int before = asked();
+
+  services_.ReloadedByOther("jail.service");
+  services_.ReloadedSince("jail.service", 5s);
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged"));
+  ::utimensat(AT_FDCWD, Root("/etc/jail.conf").c_str(), nullptr, 0);  // touch
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged"));
+  EXPECT_EQ(asked(), before) << "a reload by hand, then a touch";
+
+  for (bool from_record : {true, false}) {
+    testing::WriteText(Root("/etc/jail.conf"), "HANDEDIT");
+    services_.ReloadedByOther("jail.service");
+    services_.ReloadedSince("jail.service", 5s);
+    testing::WriteText(Root("/etc/jail.conf"), "R");
+    int reloads = services_.ReloadsOf("jail.service");
+    before = asked();
+    ApplyReport r = Run(decl, false, from_record);
+    EXPECT_EQ(r.result, ApplyResult::kOk);
+    EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+              "reloaded jail (service): reload_on /etc/jail.conf written again on the machine "
+              "after its last reload began, a reload the host did not ask for: what it read is "
+              "not known; jail.service active (running)")
+        << from_record;
+    EXPECT_EQ(services_.ReloadsOf("jail.service"), reloads + 1);
+    EXPECT_EQ(asked(), before + 1);
+    EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged")) << "once";
+  }
+
+  json restart = Decl({Conf("R"), Service("jail", {{"restart_on", {"jail.conf"}}})}, 2);
+  ASSERT_EQ(Run(restart).result, ApplyResult::kOk);
+  testing::WriteText(Root("/etc/jail.conf"), "HANDEDIT");
+  services_.ReloadedByOther("jail.service");
+  services_.ReloadedSince("jail.service", 5s);
+  testing::WriteText(Root("/etc/jail.conf"), "R");
+  int starts = services_.StartsOf("jail.service");
+  ApplyReport r = Run(restart);
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("restart_on /etc/jail.conf written again"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+}
+
 // The next unit_text put in place by hand, the daemon restarted before the
 // daemon-reload that loads it: the run began after the file changed yet
 // runs the definition systemd had loaded. Declared, it is restarted.
