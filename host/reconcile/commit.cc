@@ -170,7 +170,13 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
       o.detail = std::move(words);
       return up ? &c->last : nullptr;
     }
-    o.detail = Then(step.detail, UnitStatePhrase(r.unit().name, u.status));
+    // Loaded again alone (plan_units.cc: LoadingAgainIsEnough).
+    std::string loaded = !u.daemon_reload || u.why.empty() ? ""
+                         : in.dry_run
+                             ? u.why + ": would load it again (daemon-reload), not restart it"
+                             : u.why + ": loaded again (daemon-reload), not restarted";
+    std::string state = UnitStatePhrase(r.unit().name, u.status);
+    o.detail = Then(step.detail, loaded.empty() ? state : loaded + "; " + state);
     return u.up ? &u.status : nullptr;
   }
   return SettleActed(in, r, step, u, a, (*in.confirmed)[k], o);

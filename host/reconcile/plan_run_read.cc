@@ -158,4 +158,10 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
   return std::nullopt;
 }
 
+bool LoadingAgainIsEnough(const Step& step, const UnitPlan& u) {
+  const core::RecordEntry* old = step.old;
+  return u.up && old != nullptr && !step.want_changed && old->unit().run_began_us != 0 &&
+         u.status.started_realtime.count() == old->unit().run_began_us;
+}
+
 }  // namespace mesh::reconcile

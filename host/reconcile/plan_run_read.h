@@ -53,4 +53,14 @@ struct Rewritten {
 std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
                                               const std::vector<Step>& steps, const UnitPlan& u);
 
+// Whether a daemon-reload alone makes what systemd loaded of the unit match
+// its definition again: systemd finds its files newer than its last load
+// (NeedDaemonReload: a touch, the same bytes copied over, an edit loaded
+// and put back), yet they are as declared and the record holds this very
+// want, under the run the host recorded, up as recorded (no restart by
+// Restart= since). That run began on the declared definition; a restart
+// would touch a unit that is right. (What a cut-short apply still owes is
+// merged in after, restart and all.)
+bool LoadingAgainIsEnough(const Step& step, const UnitPlan& u);
+
 }  // namespace mesh::reconcile

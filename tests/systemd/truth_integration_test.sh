@@ -9,7 +9,8 @@
 #   8. a daemon started on a refused declaration shows the recorded truth;
 #  10. a start systemd skipped names the condition that was false;
 #  13, 14. a config put back under a run, or a reload, the host did not
-#      start is read again;
+#      start is read again; 15. a unit file touched under the host's own
+#      run is loaded again, not restarted;
 #   3. a start whose job is still queued behind a unit that never comes up
 #      is not accepted (SPEC: activating, nothing else); a oneshot that
 #      remains after exit, stopped since, is not "finished";
@@ -393,5 +394,15 @@ check "put back by hand after a reload onto the edit: reloaded onto the declared
   '[ $RC = 0 ] && grep -q "^reloaded hr (service): reload_on /etc/hr.conf written again on the machine after its last reload began" <<<"$OUT" && [ "$(cat "$T/hr.seen")" = good ]'
 apply_now
 check "put back by hand after a reload: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged hr (service)" <<<"$OUT"'
+
+# 15. The host's own unit file touched under its own run: systemd says it
+# needs a daemon-reload; a restart would touch a daemon that is right.
+HR_PID=$(inside systemctl show mh-hr.service -p MainPID --value)
+sleep 0.05
+touch "$UNITS/mh-hr.service"
+[ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = yes ] || echo "    (systemd did not see the touch)"
+apply_now
+check "a unit file touched under the host's run: loaded again, not restarted" \
+  '[ $RC = 0 ] && grep -q "^unchanged hr (service): unit file mh-hr.service newer than what systemd loaded (NeedDaemonReload), as declared under the run the host recorded: loaded again (daemon-reload), not restarted" <<<"$OUT" && [ "$(inside systemctl show mh-hr.service -p MainPID --value)" = "$HR_PID" ] && [ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = no ]'
 
 finish

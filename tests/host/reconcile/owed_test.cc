@@ -606,12 +606,15 @@ TEST_F(OwedTest, ABusLostAfterTheWritesStaysOwed) {
 }
 
 // systemd's own NeedDaemonReload is a cross-check: a host-written unit file
-// that systemd never loaded (whatever lost the intent) is reloaded and the
-// unit restarted onto it.
+// newer than what systemd loaded, under a run the host did not start (it
+// may have begun on whatever was loaded), is reloaded and the unit
+// restarted onto it. (Under the host's own run a daemon-reload alone does:
+// units_test's AUnitFileTouchedUnderTheRecordedRunIsLoadedAgainNotRestarted.)
 TEST_F(OwedTest, NeedDaemonReloadIsACrossCheck) {
   services_.AddUnit("web.service", {});
   services_.AddUnit("cache.service", {});
   ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  services_.RestartedByOther("web.service");
   services_.SetNeedDaemonReload("web.service");
   int reloads = services_.daemon_reloads();
   ApplyReport r = Apply(Versioned("a", 1));

@@ -292,6 +292,44 @@ TEST_F(UnitsTest, AConfigPutBackUnderAReloadByHandReloadsIt) {
   EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
 }
 
+// The host's own unit file touched, or the same bytes copied over: systemd
+// finds it newer than its last load (NeedDaemonReload), yet the run the
+// host recorded began on it. A daemon-reload alone; the unit runs on. Not
+// so once systemd restarted it (Restart=) since: that run may have begun on
+// whatever was loaded then.
+TEST_F(UnitsTest, AUnitFileTouchedUnderTheRecordedRunIsLoadedAgainNotRestarted) {
+  services_.AddUnit("jail.service", {});
+  json decl = Decl({Service("jail", {{"unit_text", "[Service]\nExecStart=/bin/v1\n"}})});
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(decl, false, /*from_record=*/false).result, ApplyResult::kOk);
+  const std::string file = dir_.Sub("units") + "/jail.service";
+  for (bool from_record : {true, false}) {
+    ASSERT_EQ(::utimensat(AT_FDCWD, file.c_str(), nullptr, 0), 0);
+    services_.SetNeedDaemonReload("jail.service");
+    int starts = services_.StartsOf("jail.service");
+    int reloads = services_.daemon_reloads();
+    ApplyReport r = Run(decl, false, from_record);
+    EXPECT_EQ(r.result, ApplyResult::kOk);
+    EXPECT_EQ(services_.StartsOf("jail.service"), starts) << core::FormatOutcomeLine(r.outcomes[0]);
+    EXPECT_EQ(services_.daemon_reloads(), reloads + 1) << from_record;
+    EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+              "unchanged jail (service): unit file jail.service newer than what systemd loaded "
+              "(NeedDaemonReload), as declared under the run the host recorded: loaded again "
+              "(daemon-reload), not restarted; jail.service active (running)");
+  }
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged"));
+
+  ASSERT_EQ(::utimensat(AT_FDCWD, file.c_str(), nullptr, 0), 0);
+  services_.SetNeedDaemonReload("jail.service");
+  services_.RestartedBySystemd("jail.service", 1);
+  int starts = services_.StartsOf("jail.service");
+  ApplyReport r = Run(decl);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "restarted jail (service): unit file jail.service is newer than what systemd loaded "
+            "(NeedDaemonReload); jail.service active (running)");
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+}
+
 // The next unit_text put in place by hand, the daemon restarted before the
 // daemon-reload that loads it: the run began after the file changed yet
 // runs the definition systemd had loaded. Declared, it is restarted.
