@@ -312,25 +312,6 @@ Writes::Asked RecordAsked(const SettleInputs& in, size_t k, Settled& out) {
   return asked;
 }
 
-// Why a removal stays recorded, failed, with nothing of it done: planned
-// so (Removal::not_now), or the bundle that was to take its paths over
-// failed to write them, so they are still on the machine and the host's.
-// Empty when it went ahead.
-std::string KeptThisApply(const SettleInputs& in, const Removal& rm) {
-  if (!rm.not_now.empty()) return rm.not_now;
-  if (rm.left_by.has_value() && !in.writes->steps.empty() &&
-      !in.writes->steps[*rm.left_by].status) {
-    return KeptForItsSuccessor(in.declaration->resources[*rm.left_by].id);
-  }
-  if (rm.taken_by.has_value() && !in.writes->steps.empty() &&
-      !in.writes->steps[*rm.taken_by].status) {
-    return "kept as the host's: its paths lie in the path of " +
-           in.declaration->resources[*rm.taken_by].id +
-           ", which failed; removed once that bundle takes its path";
-  }
-  return "";
-}
-
 ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   const Removal& rm = in.plan->removals[k];
   const core::Status& done = in.writes->removals[k];
@@ -339,7 +320,7 @@ ResourceOutcome SettleRemoval(const SettleInputs& in, size_t k, Settled& out) {
   o.kind = rm.entry.kind;
   o.outcome = Outcome::kRemoved;
   o.applied_at = in.now;
-  std::string kept = KeptThisApply(in, rm);
+  std::string kept = KeptThisApply(rm, *in.declaration, *in.writes);
   // What a resource left is in the record only while its removal is not
   // done: as it was, unless recorded stopped below.
   if (rm.left_behind && !in.dry_run && (!kept.empty() || !rm.until_stopped.empty() || !done)) {

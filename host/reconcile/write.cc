@@ -205,6 +205,20 @@ size_t StageBatch(const core::Declaration& decl, const Plan& plan, size_t first,
 
 }  // namespace
 
+std::string KeptThisApply(const Removal& rm, const core::Declaration& declaration,
+                          const Writes& writes) {
+  if (!rm.not_now.empty()) return rm.not_now;
+  if (rm.left_by.has_value() && !writes.Ok(*rm.left_by)) {
+    return KeptForItsSuccessor(declaration.resources[*rm.left_by].id);
+  }
+  if (rm.taken_by.has_value() && !writes.Ok(*rm.taken_by)) {
+    return "kept as the host's: its paths lie in the path of " +
+           declaration.resources[*rm.taken_by].id +
+           ", which failed; removed once that bundle takes its path";
+  }
+  return "";
+}
+
 Writes NoWrites(const Plan& plan) {
   Writes writes;
   writes.steps.resize(plan.steps.size());
@@ -254,12 +268,7 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
         !writes.steps[i].unit().drop_in_fingerprints.empty() ||
         (step.changes_drop_ins() && writes.steps[i].status.has_value());
   }
-  // What a resource left stays, untouched, while that one failed to take
-  // its place.
-  auto kept = [&](size_t k) {
-    const auto& by = plan.removals[k].left_by;
-    return by.has_value() && !writes.steps.empty() && !writes.steps[*by].status;
-  };
+  auto kept = [&](size_t k) { return !KeptThisApply(plan.removals[k], decl, writes).empty(); };
   // Every disable before any deletion: a unit loaded from another
   // removal's file (a `file` resource inside --unit-dir) loses its
   // [Install] links while systemd can still read that file.

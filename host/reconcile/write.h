@@ -60,6 +60,15 @@ struct Writes {
   bool Ok(size_t index) const { return steps.empty() || steps[index].status.has_value(); }
 };
 
+// Why nothing of removal `rm` is done in this apply, as the writes went:
+// planned so (Removal::not_now); the resource that left it failed to take
+// its place (left_by); or the bundle that takes its paths over failed to
+// write them (taken_by), so they are still on the machine and the host's.
+// Empty: it goes ahead. Write does nothing of a removal so kept, and the
+// settle says these words of it.
+std::string KeptThisApply(const Removal& rm, const core::Declaration& declaration,
+                          const Writes& writes);
+
 // Nothing written (a plan): every write "succeeded" in the plan's words.
 Writes NoWrites(const Plan& plan);
 

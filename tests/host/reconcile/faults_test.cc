@@ -81,6 +81,45 @@ TEST_F(FaultsTest, FilesABundleFailedToTakeOverStayTheHosts) {
   EXPECT_EQ(ReadText(Root("/opt/tools/run")), "run\n");
 }
 
+// The same for a dropped process whose tree lies in that path: while the
+// bundle fails at its write, nothing of the removal is done. Its daemon was
+// stopped and its unit file deleted, while the removal said "kept".
+TEST_F(FaultsTest, AProcessABundleFailedToTakeOverKeepsItsUnit) {
+  services_.AddUnit("rt.service", {});
+  std::string sha = Bundle("t.tar.gz", {{testing::TarMember::kFile, "run", "run\n", 0755}});
+  json process = {{"id", "rt"},
+                  {"kind", "process"},
+                  {"path", "/opt/tools/bin"},
+                  {"source", "t.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", "rt.service"},
+                  {"unit_text", "[Service]\nExecStart=/opt/tools/bin/run\n"}};
+  ASSERT_EQ(RunFaulty(Decl({process})).result, ApplyResult::kOk);
+  json tree = {{"id", "tools"},
+               {"kind", "archive"},
+               {"path", "/opt/tools"},
+               {"source", "t.tar.gz"},
+               {"sha256", sha}};
+  faulty_->FailWrites("/opt/tools", ENOSPC);
+  ApplyReport r = RunFaulty(Decl({tree}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("failed", "failed"));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "failed rt (process): kept as the host's: its paths lie in the path of tools, which "
+            "failed; removed once that bundle takes its path");
+  EXPECT_EQ(services_.StopsOf("rt.service"), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("units") + "/rt.service"));
+  faulty_->Heal();
+  r = RunFaulty(Decl({tree}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "removed"))
+      << core::FormatOutcomeLine(r.outcomes[1]);
+  EXPECT_EQ(services_.StopsOf("rt.service"), 1);
+  // SPEC 8: the unit file goes once the unit no longer runs.
+  r = RunFaulty(Decl({tree}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "removed"))
+      << core::FormatOutcomeLine(r.outcomes[1]);
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("units") + "/rt.service"));
+}
+
 // The apply's files are made durable in one step before any is put in
 // place: when that step fails, none is placed — each file says why, their
 // old contents stay, what is not a staged file (a directory) is still
