@@ -102,18 +102,29 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
   }
   // A run the host did not start read everything of the unit; a reload it
   // did not ask for (the run its own) read again what the daemon reads.
+  // systemd forgets every reload at a daemon-reload: one during the run
+  // leaves what its reloads read not known, for what it reloads on.
   const bool run_foreign = u.status.started_realtime.count() != old->unit().run_began_us;
   const bool reload_foreign = !run_foreign && RunsAProcess(u.status) &&
                               u.status.reloaded_realtime.count() != 0 &&
                               u.status.reloaded_realtime.count() != old->unit().reload_began_us;
-  if (!run_foreign && !reload_foreign) return std::nullopt;
-  const std::chrono::microseconds since =
-      run_foreign ? u.status.started_realtime : u.status.reloaded_realtime;
+  const bool reloads_forgotten = !run_foreign && RunsAProcess(u.status) &&
+                                 u.status.reloaded_realtime.count() == 0 &&
+                                 u.status.units_loaded_realtime > u.status.started_realtime;
+  if (!run_foreign && !reload_foreign && !reloads_forgotten) return std::nullopt;
+  // Zero: any change since the host recorded it.
+  const std::chrono::microseconds since = run_foreign      ? u.status.started_realtime
+                                          : reload_foreign ? u.status.reloaded_realtime
+                                                           : std::chrono::microseconds{0};
   const std::string_view unknown =
       run_foreign ? " written again on the machine after its run began, a run the host did not "
                     "start: what it read is not known"
-                  : " written again on the machine after its last reload began, a reload the "
-                    "host did not ask for: what it read is not known";
+      : reload_foreign
+          ? " written again on the machine after its last reload began, a reload the host did "
+            "not ask for: what it read is not known"
+          : " written again on the machine since the host recorded it, and systemd forgets "
+            "reloads at a daemon-reload, one of which came during its run: what it read is not "
+            "known";
   // Changed since the host recorded it, after the run (or reload) began:
   // its ctime, which a copy that keeps the old mtime (cp -p, a mv of a
   // backup) moves too. Under a run the host did not start, a chmod alone
@@ -141,6 +152,9 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
     }
   }
   for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
+    // A forgotten reload only may have read a file: reloaded onto it, a
+    // restart_on file restarts nothing on so little.
+    if (reloads_forgotten && list == &r.unit().restart_on) continue;
     for (const std::string& ref : *list) {
       size_t j = in.declaration->index.find(ref)->second;
       const core::Resource& dep = in.declaration->resources[j];
@@ -160,8 +174,11 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
 
 bool LoadingAgainIsEnough(const Step& step, const UnitPlan& u) {
   const core::RecordEntry* old = step.old;
+  // A reload the host did not ask for ran what systemd had loaded then.
+  const int64_t reloaded = u.status.reloaded_realtime.count();
   return u.up && old != nullptr && !step.want_changed && old->unit().run_began_us != 0 &&
-         u.status.started_realtime.count() == old->unit().run_began_us;
+         u.status.started_realtime.count() == old->unit().run_began_us &&
+         (reloaded == 0 || reloaded == old->unit().reload_began_us);
 }
 
 }  // namespace mesh::reconcile

@@ -43,8 +43,10 @@ std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
 // that keeps the old mtime too) after what read it last began: a run, or a
 // oneshot's last run, that is not the one the host recorded (someone else
 // started it), or else a reload the host did not ask for (`systemctl
-// reload` onto an edit) — while the file may have held other bytes. What
-// the daemon read is not known. `what` names the file and says why;
+// reload` onto an edit) — while the file may have held other bytes. A
+// reload_on file changed at all since then counts when a daemon-reload
+// came during the run: systemd forgets every reload at one. What the
+// daemon read is not known. `what` names the file and says why;
 // `reload` says it is only in reload_on. Nothing when none is so.
 struct Rewritten {
   std::string what;
@@ -58,8 +60,9 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
 // (NeedDaemonReload: a touch, the same bytes copied over, an edit loaded
 // and put back), yet they are as declared and the record holds this very
 // want, under the run the host recorded, up as recorded (no restart by
-// Restart= since). That run began on the declared definition; a restart
-// would touch a unit that is right. (What a cut-short apply still owes is
+// Restart= since) and reloaded since by none but the host (a reload runs
+// the ExecReload= systemd had loaded then). That run began on the
+// declared definition; a restart would touch a unit that is right. (What a cut-short apply still owes is
 // merged in after, restart and all.)
 bool LoadingAgainIsEnough(const Step& step, const UnitPlan& u);
 

@@ -164,9 +164,9 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
     ask(UnitAction::kReload, core::RestartReason::kReloadOn,
         "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
   } else if (u.daemon_reload && LoadingAgainIsEnough(step, u)) {
-    u.why = "unit file " + r.unit().name +
-            " newer than what systemd loaded (NeedDaemonReload), as declared under the run the "
-            "host recorded";
+    u.why = "systemd loaded " + r.unit().name +
+            " before its files last changed (NeedDaemonReload); its unit file is as declared, "
+            "under the run the host recorded";
   } else if (u.daemon_reload) {
     // Its unit file changed before this apply and systemd has not loaded it.
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,

@@ -53,7 +53,11 @@ core::Status FakeServiceManager::ReloadDaemon() {
   ++daemon_reloads_;
   units_loaded_ = RealNow();
   links_unloaded_ = false;
-  for (auto& [name, u] : units_) u.need_daemon_reload = false;
+  // As systemd: every ExecReload= status goes with it.
+  for (auto& [name, u] : units_) {
+    u.need_daemon_reload = false;
+    u.reloaded_real = {};
+  }
   return core::Ok();
 }
 

@@ -394,6 +394,16 @@ check "put back by hand after a reload onto the edit: reloaded onto the declared
   '[ $RC = 0 ] && grep -q "^reloaded hr (service): reload_on /etc/hr.conf written again on the machine after its last reload began" <<<"$OUT" && [ "$(cat "$T/hr.seen")" = good ]'
 apply_now
 check "put back by hand after a reload: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged hr (service)" <<<"$OUT"'
+# A daemon-reload after the reload by hand (a package installed): systemd
+# forgets its reloads (ExecReload='s status goes), the host reloads anyway.
+echo HANDEDIT > "$ROOT/etc/hr.conf"
+inside systemctl reload mh-hr.service
+inside systemctl daemon-reload
+sleep 0.05
+cp "$T/hr.orig" "$ROOT/etc/hr.conf"
+apply_now
+check "put back after a reload by hand and a daemon-reload: reloaded onto the declared config" \
+  '[ $RC = 0 ] && grep -q "^reloaded hr (service): reload_on /etc/hr.conf written again on the machine since the host recorded it, and systemd forgets reloads" <<<"$OUT" && [ "$(cat "$T/hr.seen")" = good ]'
 
 # 15. The host's own unit file touched under its own run: systemd says it
 # needs a daemon-reload; a restart would touch a daemon that is right.
@@ -403,6 +413,18 @@ touch "$UNITS/mh-hr.service"
 [ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = yes ] || echo "    (systemd did not see the touch)"
 apply_now
 check "a unit file touched under the host's run: loaded again, not restarted" \
-  '[ $RC = 0 ] && grep -q "^unchanged hr (service): unit file mh-hr.service newer than what systemd loaded (NeedDaemonReload), as declared under the run the host recorded: loaded again (daemon-reload), not restarted" <<<"$OUT" && [ "$(inside systemctl show mh-hr.service -p MainPID --value)" = "$HR_PID" ] && [ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = no ]'
+  '[ $RC = 0 ] && grep -q "^unchanged hr (service): systemd loaded mh-hr.service before its files last changed (NeedDaemonReload); its unit file is as declared, under the run the host recorded: loaded again (daemon-reload), not restarted" <<<"$OUT" && [ "$(inside systemctl show mh-hr.service -p MainPID --value)" = "$HR_PID" ] && [ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = no ]'
+# Not so when a reload by hand ran what an edit loaded meanwhile: its
+# ExecReload= was the edit's.
+cp "$UNITS/mh-hr.service" "$T/hr.unit"
+sed "s#cat $ROOT/etc/hr.conf > $T/hr.seen\"\$#echo EVIL > $T/hr.seen\"#" "$T/hr.unit" > "$UNITS/mh-hr.service"
+inside systemctl daemon-reload
+inside systemctl reload mh-hr.service
+[ "$(cat "$T/hr.seen")" = EVIL ] || echo "    (the edited ExecReload= did not run)"
+sleep 0.05
+cp "$T/hr.unit" "$UNITS/mh-hr.service"
+apply_now
+check "a unit file put back after a reload by hand ran its edit: restarted onto it" \
+  '[ $RC = 0 ] && grep -q "^restarted hr (service): unit file mh-hr.service is newer than what systemd loaded" <<<"$OUT" && [ "$(cat "$T/hr.seen")" = good ]'
 
 finish
