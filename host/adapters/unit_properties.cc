@@ -62,6 +62,7 @@ constexpr PropertyRow kRows[] = {
     {"ExecReload", Wire::kCommands,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {
        s.reloaded_realtime = std::chrono::microseconds(v.number);
+       s.exec_reload = static_cast<uint32_t>(v.command_paths.size());
      }},
     {"ExecStart", Wire::kCommands,
      [](const PropertyValue& v, UnitStatus& s, PropertyContext&) {

@@ -73,7 +73,8 @@ struct UnitRecord {
   // the epoch); 0 unknown (an older record).
   int64_t run_began_us = 0;
   // When the last reload then seen began (its first ExecReload= command's
-  // start, microseconds since the epoch); 0 none since the run began.
+  // start, microseconds since the epoch); 0 none seen (none since the run
+  // began, or systemd cleared it at a daemon-reload since).
   int64_t reload_began_us = 0;
   // The unit's declared `enabled`, as the host last made it hold (the no-op
   // proof checks systemd's UnitFileState against it).

@@ -51,10 +51,14 @@ struct UnitStatus {
   // held then (or at the unit's own first load, later).
   std::chrono::microseconds units_loaded_realtime{0};
   // When its last reload began (its first ExecReload= command's start),
-  // since the epoch; zero when not reloaded since its run began (systemd
-  // clears each command's status at a start) or unknown. A reload that
-  // runs no ExecReload= (Type=notify-reload) is not seen.
+  // since the epoch; zero when not reloaded since its run began or since
+  // systemd last loaded unit files (a start, and a daemon-reload, clear
+  // every command's status), or unknown. A reload that runs no
+  // ExecReload= (Type=notify-reload, a HUP sent by hand) is not seen.
   std::chrono::microseconds reloaded_realtime{0};
+  // How many ExecReload= commands the definition systemd loaded has: none,
+  // and no reload can run.
+  uint32_t exec_reload = 0;
   // At its last start systemd found this condition false and skipped it
   // ("ConditionPathExists=/etc/x", from Conditions and ConditionResult);
   // empty when every condition held or none was checked.
@@ -297,6 +301,15 @@ inline bool Loadable(const UnitStatus& s) {
   return s.load_state != "not-found" && s.load_state != "bad-setting" && s.load_state != "error";
 }
 
+// systemd forgot what reloaded the run: a daemon-reload came during it
+// (which clears every ExecReload= status) and no reload is seen since,
+// while the unit has an ExecReload= to run. Whether someone reloaded it
+// meanwhile, and what that reload read, is not known.
+inline bool ReloadsForgotten(const UnitStatus& s) {
+  return s.exec_reload > 0 && s.reloaded_realtime.count() == 0 && s.started_realtime.count() > 0 &&
+         s.units_loaded_realtime > s.started_realtime;
+}
+
 // What the host last recorded of a unit it found as declared (the record's
 // n_restarts and finished).
 struct UnitBaseline {
@@ -306,8 +319,9 @@ struct UnitBaseline {
   // When the run seen began (started_realtime, microseconds); 0 unknown. A
   // run begun since is someone else's start: what it read is not known.
   int64_t run_began_us = 0;
-  // When the last reload then seen began (reloaded_realtime); 0 none. A
-  // reload begun since is someone else's: what it read is not known.
+  // When the last reload then seen began (reloaded_realtime); 0 none seen
+  // (none since the run began, or a daemon-reload since). A reload begun
+  // since is someone else's: what it read is not known.
   int64_t reload_began_us = 0;
   bool operator==(const UnitBaseline&) const = default;
 };

@@ -183,12 +183,14 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
 }
 
 // The record remembers the look at which a unit declared running was last
-// found as declared: its NRestarts, and whether it was a oneshot.
-// A unit not found as declared keeps what was remembered before.
-void Remember(const core::UnitStatus* up, const core::RecordEntry* old,
+// found as declared (core::UnitBaseline). A unit not found as declared
+// keeps what was remembered before. A look taken before this apply's
+// daemon-reload saw a reload systemd has forgotten since.
+void Remember(const core::UnitStatus* up, bool before_daemon_reload, const core::RecordEntry* old,
               const core::RecordEntry*& entry, std::optional<core::RecordEntry>& filled) {
   core::UnitBaseline base = core::BaselineOfRecord(old);
   if (up != nullptr) base = core::BaselineOf(*up);
+  if (up != nullptr && before_daemon_reload) base.reload_began_us = 0;
   if (core::BaselineOfRecord(entry) == base) return;
   if (!filled.has_value()) filled = *entry;
   filled->mutable_unit().n_restarts = base.n_restarts;
@@ -268,7 +270,11 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
       if (o.outcome != Outcome::kFailed) SettleEnablement(in, *unit_k, o);
       if (o.outcome == Outcome::kFailed && !in.dry_run) KeepRecordedState(step.old, entry, filled);
       bool running = r.unit().state == core::UnitState::kRunning;
-      if (running && entry != nullptr && !in.dry_run) Remember(up, step.old, entry, filled);
+      const bool before_reload =
+          up == &in.plan->units[*unit_k].status && in.reloaded != nullptr && in.reloaded->done();
+      if (running && entry != nullptr && !in.dry_run) {
+        Remember(up, before_reload, step.old, entry, filled);
+      }
     }
     ++*unit_k;
   }

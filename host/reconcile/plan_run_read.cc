@@ -18,6 +18,38 @@ bool AfterRun(std::chrono::microseconds started, const std::string& now) {
   return stamp.has_value() && !core::RunBeganSince(started, stamp->ctime_ns);
 }
 
+// What last read a unit's files, when it is not what the host recorded:
+// a run the host did not start (everything of the unit), a reload it did
+// not ask for (what the daemon reads), or a reload systemd may have
+// forgotten at a daemon-reload during the run. `since`: when it began,
+// zero for "any change since the host recorded it".
+struct UnknownRead {
+  bool run = false;
+  std::chrono::microseconds since{0};
+  std::string_view words;
+};
+std::optional<UnknownRead> LastReadUnknown(const core::UnitStatus& s,
+                                           const core::UnitRecord& recorded) {
+  if (s.started_realtime.count() != recorded.run_began_us) {
+    return UnknownRead{true, s.started_realtime,
+                       " written again on the machine after its run began, a run the host did "
+                       "not start: what it read is not known"};
+  }
+  if (!RunsAProcess(s)) return std::nullopt;
+  if (s.reloaded_realtime.count() != 0 && s.reloaded_realtime.count() != recorded.reload_began_us) {
+    return UnknownRead{false, s.reloaded_realtime,
+                       " written again on the machine after its last reload began, a reload the "
+                       "host did not ask for: what it read is not known"};
+  }
+  if (core::ReloadsForgotten(s)) {
+    return UnknownRead{false, std::chrono::microseconds{0},
+                       " written again on the machine since the host recorded it, and systemd "
+                       "forgets reloads at a daemon-reload, one of which came during its run: "
+                       "what it read is not known"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool ContentMoved(std::string_view recorded, const std::string& now) {
@@ -100,31 +132,12 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
       u.status.started_realtime.count() == 0) {
     return std::nullopt;
   }
-  // A run the host did not start read everything of the unit; a reload it
-  // did not ask for (the run its own) read again what the daemon reads.
-  // systemd forgets every reload at a daemon-reload: one during the run
-  // leaves what its reloads read not known, for what it reloads on.
-  const bool run_foreign = u.status.started_realtime.count() != old->unit().run_began_us;
-  const bool reload_foreign = !run_foreign && RunsAProcess(u.status) &&
-                              u.status.reloaded_realtime.count() != 0 &&
-                              u.status.reloaded_realtime.count() != old->unit().reload_began_us;
-  const bool reloads_forgotten = !run_foreign && RunsAProcess(u.status) &&
-                                 u.status.reloaded_realtime.count() == 0 &&
-                                 u.status.units_loaded_realtime > u.status.started_realtime;
-  if (!run_foreign && !reload_foreign && !reloads_forgotten) return std::nullopt;
-  // Zero: any change since the host recorded it.
-  const std::chrono::microseconds since = run_foreign      ? u.status.started_realtime
-                                          : reload_foreign ? u.status.reloaded_realtime
-                                                           : std::chrono::microseconds{0};
-  const std::string_view unknown =
-      run_foreign ? " written again on the machine after its run began, a run the host did not "
-                    "start: what it read is not known"
-      : reload_foreign
-          ? " written again on the machine after its last reload began, a reload the host did "
-            "not ask for: what it read is not known"
-          : " written again on the machine since the host recorded it, and systemd forgets "
-            "reloads at a daemon-reload, one of which came during its run: what it read is not "
-            "known";
+  std::optional<UnknownRead> last = LastReadUnknown(u.status, old->unit());
+  if (!last.has_value()) return std::nullopt;
+  const bool run_foreign = last->run;
+  const bool reloads_forgotten = last->since.count() == 0;
+  const std::chrono::microseconds since = last->since;
+  const std::string_view unknown = last->words;
   // Changed since the host recorded it, after the run (or reload) began:
   // its ctime, which a copy that keeps the old mtime (cp -p, a mv of a
   // backup) moves too. Under a run the host did not start, a chmod alone
@@ -139,7 +152,9 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
     return Rewritten{std::move(what) + std::string(unknown), reload};
   };
   const UnitFileSeen& own = in.seen->UnitFileOf(i);
-  // A reload reads no unit file: systemd's definition is the run's.
+  // The unit file and drop-ins only under a run the host did not start:
+  // a reload runs what systemd loaded, which NeedDaemonReload tells of
+  // (LoadingAgainIsEnough).
   if (run_foreign && r.unit().text.has_value() && !steps[i].write_unit_file &&
       moved(old->unit().file_fingerprint, own.fingerprint)) {
     return rewritten("unit file " + r.unit().name, false);
@@ -175,6 +190,8 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
 bool LoadingAgainIsEnough(const Step& step, const UnitPlan& u) {
   const core::RecordEntry* old = step.old;
   // A reload the host did not ask for ran what systemd had loaded then.
+  // (One systemd forgot at a daemon-reload is not seen: any daemon-reload
+  // since the run began, the host's own among them, would count.)
   const int64_t reloaded = u.status.reloaded_realtime.count();
   return u.up && old != nullptr && !step.want_changed && old->unit().run_began_us != 0 &&
          u.status.started_realtime.count() == old->unit().run_began_us &&

@@ -62,8 +62,8 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
 // want, under the run the host recorded, up as recorded (no restart by
 // Restart= since) and reloaded since by none but the host (a reload runs
 // the ExecReload= systemd had loaded then). That run began on the
-// declared definition; a restart would touch a unit that is right. (What a cut-short apply still owes is
-// merged in after, restart and all.)
+// declared definition; a restart would touch a unit that is right. (What a cut-short apply still
+// owes is merged in after, restart and all.)
 bool LoadingAgainIsEnough(const Step& step, const UnitPlan& u);
 
 }  // namespace mesh::reconcile

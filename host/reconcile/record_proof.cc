@@ -312,6 +312,10 @@ bool RecordProof::Look() {
     if (u.enabled.has_value() && core::UnitFileEnabled(*statuses[k]) != *u.enabled) return false;
     // A baseline the full pass would record anew is a change to the record.
     if (u.run() && !(u.baseline == core::BaselineOf(*statuses[k]))) return false;
+    // A file touched while what reloaded the unit is forgotten may be one
+    // it reloads on, put back after a reload by hand: the full pass, which
+    // knows what each unit reads, judges (plan_run_read.cc).
+    if (!touched_.empty() && u.run() && core::ReloadsForgotten(*statuses[k])) return false;
     units_[k].status = std::move(*statuses[k]);
   }
   return ReadTouched();

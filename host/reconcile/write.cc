@@ -118,14 +118,18 @@ core::Status Remove(const Removal& rm, const ReconcilerPorts& ports, core::Statu
 // Every removal's directories, once their files are gone, deepest first
 // (a path sorts after its parent). One still holding something is left and
 // forgotten — unless what it holds is the host's own, whose removal failed
-// in this apply: then it fails too, stays recorded, and the next apply
-// removes both.
-void RemoveDirectories(const Plan& plan, const ReconcilerPorts& ports, Writes& writes) {
+// or is kept in this apply: then it fails too, stays recorded, and the
+// next apply removes both.
+void RemoveDirectories(const core::Declaration& decl, const Plan& plan,
+                       const ReconcilerPorts& ports, Writes& writes) {
   std::vector<std::pair<std::string_view, size_t>> dirs;
   std::set<std::string_view> failed;  // paths of the removals that failed
   for (size_t k = 0; k < plan.removals.size(); ++k) {
-    for (const std::string& dir : plan.removals[k].delete_empty_dirs) dirs.emplace_back(dir, k);
-    if (!writes.removals[k]) {
+    const bool kept = !KeptThisApply(plan.removals[k], decl, writes).empty();
+    if (!kept) {
+      for (const std::string& dir : plan.removals[k].delete_empty_dirs) dirs.emplace_back(dir, k);
+    }
+    if (kept || !writes.removals[k]) {
       failed.insert(plan.removals[k].delete_paths.begin(), plan.removals[k].delete_paths.end());
     }
   }
@@ -298,7 +302,7 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
         return stop_job;
       },
       ports.services);
-  RemoveDirectories(plan, ports, writes);
+  RemoveDirectories(decl, plan, ports, writes);
   return writes;
 }
 

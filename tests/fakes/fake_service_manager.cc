@@ -252,6 +252,7 @@ core::Result<core::UnitStatus> FakeServiceManager::ReadUnit(const std::string& u
   s.need_daemon_reload = u.need_daemon_reload;
   s.timeout_stop = u.script.timeout_stop;
   s.exec_stop = u.script.exec_stop;
+  s.exec_reload = no_reload_.contains(unit) ? 0 : 1;
   s.kill_mode = u.script.kill_mode;
   s.unit_file_state = u.masked ? "masked" : u.script.unit_file_state;
   s.triggers = u.triggers;

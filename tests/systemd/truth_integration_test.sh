@@ -386,7 +386,7 @@ check "reloaded by hand alone, then touched: unchanged" \
 cp "$ROOT/etc/hr.conf" "$T/hr.orig"
 echo HANDEDIT > "$ROOT/etc/hr.conf"
 inside systemctl reload mh-hr.service
-[ "$(cat "$T/hr.seen")" = HANDEDIT ] || echo "    (the reload by hand did not read the edit)"
+check "(the reload by hand read the edit)" '[ "$(cat "$T/hr.seen")" = HANDEDIT ]'
 sleep 0.05
 cp "$T/hr.orig" "$ROOT/etc/hr.conf"
 apply_now
@@ -396,6 +396,10 @@ apply_now
 check "put back by hand after a reload: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged hr (service)" <<<"$OUT"'
 # A daemon-reload after the reload by hand (a package installed): systemd
 # forgets its reloads (ExecReload='s status goes), the host reloads anyway.
+# First a record that holds no reload (as after any daemon-reload), so that
+# the no-op proof itself must hand the touched file over.
+inside systemctl daemon-reload
+apply_now
 echo HANDEDIT > "$ROOT/etc/hr.conf"
 inside systemctl reload mh-hr.service
 inside systemctl daemon-reload
@@ -410,7 +414,7 @@ check "put back after a reload by hand and a daemon-reload: reloaded onto the de
 HR_PID=$(inside systemctl show mh-hr.service -p MainPID --value)
 sleep 0.05
 touch "$UNITS/mh-hr.service"
-[ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = yes ] || echo "    (systemd did not see the touch)"
+check "(systemd sees the touch)" '[ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = yes ]'
 apply_now
 check "a unit file touched under the host's run: loaded again, not restarted" \
   '[ $RC = 0 ] && grep -q "^unchanged hr (service): systemd loaded mh-hr.service before its files last changed (NeedDaemonReload); its unit file is as declared, under the run the host recorded: loaded again (daemon-reload), not restarted" <<<"$OUT" && [ "$(inside systemctl show mh-hr.service -p MainPID --value)" = "$HR_PID" ] && [ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = no ]'
@@ -420,7 +424,7 @@ cp "$UNITS/mh-hr.service" "$T/hr.unit"
 sed "s#cat $ROOT/etc/hr.conf > $T/hr.seen\"\$#echo EVIL > $T/hr.seen\"#" "$T/hr.unit" > "$UNITS/mh-hr.service"
 inside systemctl daemon-reload
 inside systemctl reload mh-hr.service
-[ "$(cat "$T/hr.seen")" = EVIL ] || echo "    (the edited ExecReload= did not run)"
+check "(the edited ExecReload= ran)" '[ "$(cat "$T/hr.seen")" = EVIL ]'
 sleep 0.05
 cp "$T/hr.unit" "$UNITS/mh-hr.service"
 apply_now

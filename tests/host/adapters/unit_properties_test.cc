@@ -139,6 +139,7 @@ TEST(UnitPropertiesTest, AReloadIsSeenByItsFirstCommandsStart) {
   PropertyValue reloaded{.number = 1'700'000'000'000'000,
                          .command_paths = {"/bin/kill", "/bin/true"}};
   EXPECT_EQ(Set("ExecReload", reloaded).reloaded_realtime.count(), 1'700'000'000'000'000);
+  EXPECT_EQ(Set("ExecReload", reloaded).exec_reload, 2u);
   EXPECT_EQ(Set("ExecReload", PropertyValue{}).reloaded_realtime.count(), 0);
 }
 

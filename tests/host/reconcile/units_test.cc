@@ -295,7 +295,29 @@ TEST_F(UnitsTest, AConfigPutBackUnderAReloadByHandReloadsIt) {
   EXPECT_EQ(services_.ReloadsOf("jail.service"), reloads + 1);
   EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged", "unchanged")) << "once";
 
-  json restart = Decl({Conf("R"), Service("jail", {{"restart_on", {"jail.conf"}}})}, 2);
+  // The same where the host never reloaded it (the record says none, as
+  // systemd does after a daemon-reload): the no-op proof hands the touched
+  // file over. A touch alone under a daemon-reload reloads it too: what a
+  // reload meanwhile read is not known.
+  json fresh = Decl({Conf("R"), Service("jail", {{"reload_on", {"jail.conf"}}})}, 3);
+  services_.RestartedByOther("jail.service");
+  services_.RanSince("jail.service", 5s);
+  ASSERT_EQ(Run(fresh).result, ApplyResult::kOk);
+  ASSERT_THAT(Outcomes(Run(fresh)), ElementsAre("unchanged", "unchanged"));
+  ASSERT_EQ(Record()["resources"]["jail"].count("reload_began"), 0u);
+  testing::WriteText(Root("/etc/jail.conf"), "HANDEDIT");
+  services_.ReloadedByOther("jail.service");
+  ASSERT_TRUE(services_.ReloadDaemon().has_value());
+  testing::WriteText(Root("/etc/jail.conf"), "R");
+  reloads = services_.ReloadsOf("jail.service");
+  forgotten = Run(fresh);
+  EXPECT_FALSE(forgotten.from_record);
+  EXPECT_THAT(forgotten.outcomes[1].detail, HasSubstr("systemd forgets reloads"));
+  EXPECT_EQ(services_.ReloadsOf("jail.service"), reloads + 1);
+  EXPECT_THAT(Outcomes(Run(fresh)), ElementsAre("unchanged", "unchanged")) << "once";
+  EXPECT_TRUE(Run(fresh).from_record) << "the record holds what the last reload read";
+
+  json restart = Decl({Conf("R"), Service("jail", {{"restart_on", {"jail.conf"}}})}, 4);
   ASSERT_EQ(Run(restart).result, ApplyResult::kOk);
   testing::WriteText(Root("/etc/jail.conf"), "HANDEDIT");
   services_.ReloadedByOther("jail.service");
@@ -305,6 +327,29 @@ TEST_F(UnitsTest, AConfigPutBackUnderAReloadByHandReloadsIt) {
   ApplyReport r = Run(restart);
   EXPECT_THAT(r.outcomes[1].detail, HasSubstr("restart_on /etc/jail.conf written again"));
   EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+}
+
+// A unit the host reloaded, then an apply that daemon-reloads for another:
+// systemd forgets the reload, and so does the record, so the next no-op is
+// proven from it (not handed to a full pass by a stale reload_began).
+TEST_F(UnitsTest, AReloadForgottenAtTheHostsOwnDaemonReloadIsForgottenInTheRecord) {
+  services_.AddUnit("jail.service", {});
+  services_.AddUnit("web.service", {});
+  auto decl = [](const std::string& conf, const std::string& web, uint64_t generation) {
+    return Decl({Conf(conf), Service("jail", {{"reload_on", {"jail.conf"}}}),
+                 Service("web", {{"unit_text", "[Service]\nExecStart=" + web + "\n"}})},
+                generation);
+  };
+  ASSERT_EQ(Run(decl("R", "/bin/a", 1)).result, ApplyResult::kOk);
+  ASSERT_THAT(Outcomes(Run(decl("S", "/bin/a", 2))),
+              ElementsAre("updated", "reloaded", "unchanged"));
+  ASSERT_EQ(Record()["resources"]["jail"].count("reload_began"), 1u);
+  ASSERT_THAT(Outcomes(Run(decl("S", "/bin/b", 3))),
+              ElementsAre("unchanged", "unchanged", "updated"));
+  EXPECT_EQ(Record()["resources"]["jail"].count("reload_began"), 0u);
+  ApplyReport again = Run(decl("S", "/bin/b", 3));
+  EXPECT_TRUE(again.from_record);
+  EXPECT_THAT(Outcomes(again), ElementsAre("unchanged", "unchanged", "unchanged"));
 }
 
 // The host's own unit file touched, or the same bytes copied over: systemd
