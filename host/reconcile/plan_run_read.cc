@@ -168,8 +168,12 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
   }
   for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     // A forgotten reload only may have read a file: reloaded onto it, a
-    // restart_on file restarts nothing on so little.
+    // restart_on file restarts nothing on so little. Under a reload by
+    // hand, one only whose bytes may have moved (its size or mtime): a
+    // daily `systemctl reload` (logrotate's) and a chmod or hard link
+    // since (a backup's) would restart it every day.
     if (reloads_forgotten && list == &r.unit().restart_on) continue;
+    const bool bytes_too = !run_foreign && list == &r.unit().restart_on;
     for (const std::string& ref : *list) {
       size_t j = in.declaration->index.find(ref)->second;
       const core::Resource& dep = in.declaration->resources[j];
@@ -178,7 +182,9 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
           was->written.size() != 1 || in.seen->files[j].found != Found::kAsDeclared) {
         continue;
       }
-      if (moved(was->written[0].fingerprint, in.seen->files[j].fingerprint)) {
+      if (moved(was->written[0].fingerprint, in.seen->files[j].fingerprint) &&
+          (!bytes_too ||
+           ContentMoved(was->written[0].fingerprint, in.seen->files[j].fingerprint))) {
         bool reload = list == &r.unit().reload_on;
         return rewritten(std::string(reload ? "reload_on " : "restart_on ") + dep.path, reload);
       }

@@ -327,6 +327,16 @@ TEST_F(UnitsTest, AConfigPutBackUnderAReloadByHandReloadsIt) {
   ApplyReport r = Run(restart);
   EXPECT_THAT(r.outcomes[1].detail, HasSubstr("restart_on /etc/jail.conf written again"));
   EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
+
+  // A restart_on file whose bytes cannot have moved (a chmod, a hard link:
+  // its ctime alone) under a reload by hand restarts nothing.
+  services_.ReloadedByOther("jail.service");
+  services_.ReloadedSince("jail.service", 5s);
+  ASSERT_EQ(::chmod(Root("/etc/jail.conf").c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(Root("/etc/jail.conf").c_str(), 0644), 0);
+  starts = services_.StartsOf("jail.service");
+  EXPECT_THAT(Outcomes(Run(restart)), ElementsAre("unchanged", "unchanged"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts);
 }
 
 // A unit the host reloaded, then an apply that daemon-reloads for another:
