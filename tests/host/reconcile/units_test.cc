@@ -1443,6 +1443,40 @@ TEST_F(UnitsTest, AProcessOrBundleMovedUnderItsIdLeavesNoTreeBehind) {
   EXPECT_THAT(Outcomes(after), ElementsAre("unchanged", "unchanged")) << "nothing left to remove";
 }
 
+// Moved without its ExecStart= following it: the unit, restarted, still
+// runs from the old tree. Deleting that tree would leave it running from
+// deleted files, to fail at its next start; it is kept, and the apply
+// fails, until no declared unit names it.
+TEST_F(UnitsTest, AnOldTreeADeclaredUnitStillNamesIsKept) {
+  services_.AddUnit("api.service", {});
+  std::string sha = Bundle("api.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  auto decl = [&](const std::string& at, const std::string& exec, int generation) {
+    return Decl({{{"id", "api"},
+                  {"kind", "process"},
+                  {"path", "/opt/api-" + at},
+                  {"source", "api.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", "api.service"},
+                  {"unit_text", "[Service]\nExecStart=/opt/api-" + exec + "/bin/serve\n"}},
+                 Conf("x")},
+                generation);
+  };
+  ASSERT_EQ(Run(decl("1", "1", 1)).result, ApplyResult::kOk);
+  for (int i = 0; i < 2; ++i) {
+    ApplyReport moved = Run(decl("2", "1", 2));
+    EXPECT_EQ(moved.result, ApplyResult::kFailed);
+    ASSERT_EQ(moved.outcomes.size(), 3u);
+    EXPECT_EQ(core::FormatOutcomeLine(moved.outcomes[2]),
+              "failed api~/opt/api-1 (process): kept: /opt/api-1 is still named by the unit file "
+              "of api.service (api); removed once no declared unit names it");
+    EXPECT_TRUE(testing::Exists(Root("/opt/api-1/bin/serve")));
+  }
+  // A name that only begins the same (/opt/api-10) is not it.
+  ASSERT_EQ(Run(decl("2", "10", 3)).result, ApplyResult::kOk);
+  EXPECT_EQ(Run(decl("2", "10", 3)).result, ApplyResult::kOk);
+  EXPECT_FALSE(testing::Exists(Root("/opt/api-1")));
+}
+
 // Moved to another unit and another path at once: the old unit goes under
 // ID~UNIT, and its old tree with it once it no longer runs from it.
 TEST_F(UnitsTest, AProcessMovedToAnotherUnitAndPathTakesItsOldTreeWithItsOldUnit) {
