@@ -9,6 +9,7 @@
 
 #include "host/core/printable.h"
 #include "host/core/unit_name.h"
+#include "host/core/unit_text.h"
 #include "host/core/want.h"
 #include "host/reconcile/plan_units.h"
 #include "host/reconcile/words.h"
@@ -491,31 +492,17 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
   }
 }
 
-// Whether `text` names `path` whole: a word of it, or what one leads into
-// (ExecStart=/opt/api/bin/serve, -/opt/api, PATH=/usr/bin:/opt/api/bin).
-bool Names(std::string_view text, std::string_view path) {
-  auto bounds = [](std::string_view set, size_t at, std::string_view t) {
-    return at >= t.size() || set.find(t[at]) != std::string_view::npos;
-  };
-  for (size_t at = text.find(path); at != std::string_view::npos; at = text.find(path, at + 1)) {
-    if ((at == 0 || bounds(" \t\n=\"'-@+!:", at - 1, text)) &&
-        bounds("/ \t\n\"';:", at + path.size(), text)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// A declared unit whose unit file or drop-in names a path this removal
-// would delete (its ExecStart= still under a process's old tree, a config
-// moved while --config names the old path): the run goes on from deleted
-// files and the next start fails. Its words, or nothing.
+// A declared unit whose commands name a path this removal would delete
+// (its ExecStart= still under a process's old tree, a config moved while
+// --config names the old path): the run goes on from deleted files and
+// the next start fails. Its words, or nothing.
 std::optional<std::string> NamedByADeclaredUnit(const core::Declaration& d, const Removal& rm) {
   for (const std::string& path : rm.delete_paths) {
     for (const core::Resource& r : d.resources) {
       if (!r.HasUnit()) continue;
-      bool named = r.unit().text.has_value() && Names(*r.unit().text, path);
-      for (const auto& [name, text] : r.unit().drop_ins) named = named || Names(text, path);
+      bool named = r.unit().text.has_value() && core::RunsFrom(*r.unit().text, path);
+      for (const auto& [name, text] : r.unit().drop_ins)
+        named = named || core::RunsFrom(text, path);
       if (named) {
         return "kept: " + path + " is still named by the unit file of " + r.unit().name + " (" +
                r.id + "); removed once no declared unit names it";

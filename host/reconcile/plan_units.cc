@@ -5,6 +5,7 @@
 #include "host/core/printable.h"
 #include "host/core/two_look.h"
 #include "host/core/unit_name.h"
+#include "host/core/unit_text.h"
 #include "host/core/want.h"
 #include "host/reconcile/plan_run_read.h"
 #include "host/reconcile/words.h"
@@ -219,34 +220,11 @@ UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
 }
 
 // Whether the unit's [Install] section, in its unit_text or a declared
-// drop-in, says what enabling it makes (WantedBy=, RequiredBy=, UpheldBy=,
-// Alias=): without, systemd has nothing to enable.
+// drop-in, says what enabling it makes.
 bool DeclaresInstall(const Resource& r) {
-  auto has = [](std::string_view text) {
-    bool in_install = false;
-    for (size_t at = 0; at < text.size();) {
-      size_t end = std::min(text.find('\n', at), text.size());
-      std::string_view line = text.substr(at, end - at);
-      at = end + 1;
-      while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
-        line.remove_suffix(1);
-      }
-      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
-      if (line.starts_with('[')) {
-        in_install = line == "[Install]";
-      } else if (in_install) {
-        std::string_view key = line.substr(0, line.find('='));
-        while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.remove_suffix(1);
-        if (line.find('=') != std::string_view::npos &&
-            (key == "WantedBy" || key == "RequiredBy" || key == "UpheldBy" || key == "Alias")) {
-          return true;
-        }
-      }
-    }
-    return false;
-  };
-  return has(*r.unit().text) || std::any_of(r.unit().drop_ins.begin(), r.unit().drop_ins.end(),
-                                            [&](const auto& d) { return has(d.second); });
+  return core::InstallsAnything(*r.unit().text) ||
+         std::any_of(r.unit().drop_ins.begin(), r.unit().drop_ins.end(),
+                     [](const auto& d) { return core::InstallsAnything(d.second); });
 }
 
 // Whether the unit's whole definition is what the declaration says of it:

@@ -1471,9 +1471,20 @@ TEST_F(UnitsTest, AnOldTreeADeclaredUnitStillNamesIsKept) {
               "of api.service (api); removed once no declared unit names it");
     EXPECT_TRUE(testing::Exists(Root("/opt/api-1/bin/serve")));
   }
+  // A condition on the old tree is no command run from it.
+  json conditioned = decl("2", "2", 3);
+  conditioned["resources"][0]["unit_text"] =
+      "[Unit]\nConditionPathExists=!/opt/api-1\n[Service]\nExecStart=/opt/api-1/bin/serve\n";
+  EXPECT_EQ(Run(conditioned).result, ApplyResult::kFailed) << "ExecStart= still names it";
+  conditioned["resources"][0]["unit_text"] =
+      "[Unit]\nConditionPathExists=!/opt/api-1\n[Service]\nExecStart=/opt/api-2/bin/serve\n";
+  ASSERT_EQ(Run(conditioned).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(conditioned).result, ApplyResult::kOk);
+  EXPECT_FALSE(testing::Exists(Root("/opt/api-1")));
+  ASSERT_EQ(Run(decl("1", "1", 4)).result, ApplyResult::kOk);
   // A name that only begins the same (/opt/api-10) is not it.
-  ASSERT_EQ(Run(decl("2", "10", 3)).result, ApplyResult::kOk);
-  EXPECT_EQ(Run(decl("2", "10", 3)).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(decl("2", "10", 5)).result, ApplyResult::kOk);
+  EXPECT_EQ(Run(decl("2", "10", 5)).result, ApplyResult::kOk);
   EXPECT_FALSE(testing::Exists(Root("/opt/api-1")));
 }
 
