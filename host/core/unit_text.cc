@@ -47,7 +47,10 @@ bool RunsFrom(std::string_view text, std::string_view path) {
   };
   bool runs = false;
   ForEachSetting(text, [&](std::string_view, std::string_view key, std::string_view value) {
-    if (runs || path.empty() || !(key.starts_with("Exec") || key == "WorkingDirectory")) return;
+    // An EnvironmentFile= with "-" may be missing; one without fails the start.
+    const bool uses = key.starts_with("Exec") || key == "WorkingDirectory" ||
+                      (key == "EnvironmentFile" && !value.starts_with('-'));
+    if (runs || path.empty() || !uses) return;
     for (size_t at = value.find(path); at != std::string_view::npos && !runs;
          at = value.find(path, at + 1)) {
       runs = (at == 0 || bound(" \t=\"'-@+!:", at - 1, value)) &&

@@ -21,7 +21,8 @@ void ForEachSetting(
 // nothing to enable.
 bool InstallsAnything(std::string_view text);
 
-// Whether a command (Exec*=) or WorkingDirectory= names `path` whole: a
+// Whether a command (Exec*=), WorkingDirectory= or an EnvironmentFile=
+// that must be there (no "-") names `path` whole: a
 // word of it, or what one leads into (ExecStart=/opt/api/bin/serve,
 // -/opt/api, PATH=/usr/bin:/opt/api/bin; not /opt/api-10). A condition on
 // it (ConditionPathExists=) is no use of it: a file dropped to turn a unit

@@ -37,6 +37,8 @@ TEST(UnitTextTest, ACommandRunsFromAPathOnlyWhenItNamesItWhole) {
   EXPECT_FALSE(RunsFrom("[Service]\nExecStart=/opt/api-10/bin/serve\n", "/opt/api-1"));
   EXPECT_FALSE(RunsFrom("[Service]\nExecStart=/srv/opt/api/x\n", "/opt/api"));
   EXPECT_FALSE(RunsFrom("[Unit]\nConditionPathExists=!/opt/api\n", "/opt/api"));
+  EXPECT_TRUE(RunsFrom("[Service]\nEnvironmentFile=/etc/default/api\n", "/etc/default/api"));
+  EXPECT_FALSE(RunsFrom("[Service]\nEnvironmentFile=-/etc/default/api\n", "/etc/default/api"));
   EXPECT_FALSE(RunsFrom("[Service]\nExecStart=/bin/x\n", ""));
 }
 
