@@ -1,7 +1,7 @@
 // What a unit's text (a unit file or drop-in the host writes) says, read
 // the way the host's rules need it: a setting at a time, with its section.
-// No full parser of systemd's syntax: continuation lines and quoting are
-// not joined or undone, which the rules below do not need.
+// No full parser of systemd's syntax: continuation lines are joined,
+// quoting and specifiers are not undone.
 #pragma once
 
 #include <functional>
@@ -9,9 +9,10 @@
 
 namespace mesh::core {
 
-// Calls `each(section, key, value)` for each `KEY=VALUE` line of `text`, in
-// order, each part trimmed of blanks ("[Install]" gives section "Install").
-// Comments, blank lines and lines without "=" are skipped.
+// Calls `each(section, key, value)` for each `KEY=VALUE` setting of `text`,
+// in order, each part trimmed of blanks ("[Install]" gives section
+// "Install"), a setting continued over lines ending in a backslash
+// joined with a space. Comments, blank lines and lines without "=" are skipped.
 void ForEachSetting(
     std::string_view text,
     const std::function<void(std::string_view, std::string_view, std::string_view)>& each);
@@ -21,12 +22,16 @@ void ForEachSetting(
 // nothing to enable.
 bool InstallsAnything(std::string_view text);
 
-// Whether a command (Exec*=), WorkingDirectory= or an EnvironmentFile=
-// that must be there (no "-") names `path` whole: a
-// word of it, or what one leads into (ExecStart=/opt/api/bin/serve,
-// -/opt/api, PATH=/usr/bin:/opt/api/bin; not /opt/api-10). A condition on
-// it (ConditionPathExists=) is no use of it: a file dropped to turn a unit
-// off is what such a unit asks for.
+// Whether what a unit runs, or needs to start, names `path` whole: a word
+// of a command (Exec*=, but not ExecCondition=) or of a setting whose path
+// the start needs (WorkingDirectory=, EnvironmentFile=, BindPaths=,
+// LoadCredential=, StandardInput=file:, ...; not one made optional with
+// "-"), or what one leads into (ExecStart=/opt/api/bin/serve, -/opt/api,
+// PATH=/usr/bin:/opt/api/bin; not /opt/api-10), in [Service], [Socket],
+// [Mount] or [Swap]. A condition on it (ConditionPathExists=,
+// ExecCondition=) is no use of it: a file dropped to turn a unit off is
+// what such a unit asks for. Heuristic: a path built by a shell ("cd
+// /srv/x", "${DIR}/x") or escaped (\x20, %%) is not seen.
 bool RunsFrom(std::string_view text, std::string_view path);
 
 }  // namespace mesh::core

@@ -9,8 +9,8 @@
 
 #include "host/core/printable.h"
 #include "host/core/unit_name.h"
-#include "host/core/unit_text.h"
 #include "host/core/want.h"
+#include "host/reconcile/plan_in_use.h"
 #include "host/reconcile/plan_units.h"
 #include "host/reconcile/words.h"
 
@@ -492,26 +492,6 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
   }
 }
 
-// A declared unit whose commands name a path this removal would delete
-// (its ExecStart= still under a process's old tree, a config moved while
-// --config names the old path): the run goes on from deleted files and
-// the next start fails. Its words, or nothing.
-std::optional<std::string> NamedByADeclaredUnit(const core::Declaration& d, const Removal& rm) {
-  for (const std::string& path : rm.delete_paths) {
-    for (const core::Resource& r : d.resources) {
-      if (!r.HasUnit()) continue;
-      bool named = r.unit().text.has_value() && core::RunsFrom(*r.unit().text, path);
-      for (const auto& [name, text] : r.unit().drop_ins)
-        named = named || core::RunsFrom(text, path);
-      if (named) {
-        return "kept: " + path + " is still named by the unit file of " + r.unit().name + " (" +
-               r.id + "); removed once no declared unit names it";
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 void WaitForTheRestartOnTheNewTree(const core::Declaration& decl,
@@ -569,12 +549,20 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>&
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
       PlanPathRemovals(in, *claims, steps, e, rm);
-      if (!e.unit().name.empty()) WaitForTheStop(in, *claims, rm);
-    }
-    if (auto named =
-            rm.not_now.empty() ? NamedByADeclaredUnit(*in.declaration, rm) : std::nullopt) {
-      rm.not_now = std::move(*named);
-      NothingNow(rm);
+      // Only what it would delete: not there before it, nor declared again.
+      std::vector<std::string> wrote;
+      for (const core::WrittenPath& w : e.written) {
+        if (!w.preexisting && !claims->Path(w.path) && !claims->TreeOver(w.path)) {
+          wrote.push_back(w.path);
+        }
+      }
+      auto named = rm.not_now.empty() ? UsedByADeclaredUnit(in, steps, wrote) : std::nullopt;
+      if (named.has_value()) {
+        rm.not_now = std::move(*named);
+        NothingNow(rm);
+      } else if (!e.unit().name.empty()) {
+        WaitForTheStop(in, *claims, rm);
+      }
     }
     removals.push_back(std::move(rm));
   }

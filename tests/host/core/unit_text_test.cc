@@ -40,6 +40,14 @@ TEST(UnitTextTest, ACommandRunsFromAPathOnlyWhenItNamesItWhole) {
   EXPECT_TRUE(RunsFrom("[Service]\nEnvironmentFile=/etc/default/api\n", "/etc/default/api"));
   EXPECT_FALSE(RunsFrom("[Service]\nEnvironmentFile=-/etc/default/api\n", "/etc/default/api"));
   EXPECT_FALSE(RunsFrom("[Service]\nExecStart=/bin/x\n", ""));
+  EXPECT_TRUE(
+      RunsFrom("[Service]\nExecStart=/bin/sh -c \\\n  \"exec /srv/run.sh\"\n", "/srv/run.sh"));
+  EXPECT_TRUE(RunsFrom("[Service]\nExecStart=/bin/sh -c \"cd /srv/x&&./go\"\n", "/srv/x"));
+  EXPECT_TRUE(RunsFrom("[Service]\nBindReadOnlyPaths=/srv/app.data:/data\n", "/srv/app.data"));
+  EXPECT_TRUE(RunsFrom("[Service]\nLoadCredential=k:/srv/key\n", "/srv/key"));
+  EXPECT_FALSE(RunsFrom("[Service]\nExecCondition=/bin/test ! -e /srv/flag\n", "/srv/flag"));
+  EXPECT_FALSE(RunsFrom("[Service]\nWorkingDirectory=-/srv/w\n", "/srv/w"));
+  EXPECT_FALSE(RunsFrom("[Install]\nExecStart=/srv/x\n", "/srv/x"));
 }
 
 }  // namespace

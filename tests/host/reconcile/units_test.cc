@@ -1467,8 +1467,9 @@ TEST_F(UnitsTest, AnOldTreeADeclaredUnitStillNamesIsKept) {
     EXPECT_EQ(moved.result, ApplyResult::kFailed);
     ASSERT_EQ(moved.outcomes.size(), 3u);
     EXPECT_EQ(core::FormatOutcomeLine(moved.outcomes[2]),
-              "failed api~/opt/api-1 (process): kept: /opt/api-1 is still named by the unit file "
-              "of api.service (api); removed once no declared unit names it");
+              "failed api~/opt/api-1 (process): kept: /opt/api-1 is still named by api.service "
+              "(api), which runs from it or needs it to start; removed once no declared unit "
+              "names it");
     EXPECT_TRUE(testing::Exists(Root("/opt/api-1/bin/serve")));
   }
   // A condition on the old tree is no command run from it.
@@ -1486,6 +1487,46 @@ TEST_F(UnitsTest, AnOldTreeADeclaredUnitStillNamesIsKept) {
   ASSERT_EQ(Run(decl("2", "10", 5)).result, ApplyResult::kOk);
   EXPECT_EQ(Run(decl("2", "10", 5)).result, ApplyResult::kOk);
   EXPECT_FALSE(testing::Exists(Root("/opt/api-1")));
+}
+
+// The same through a declared symlink into the old tree, by a unit file
+// declared as a `file`, and by a dropped process whose own unit runs (kept
+// at once, its unit neither stopped nor disabled).
+TEST_F(UnitsTest, AnOldTreeNamedThroughALinkOrAUnitFileIsKept) {
+  services_.AddUnit("rel.service", {});
+  services_.AddUnit("k.service", {});
+  services_.AddUnit("tool.service", {});
+  std::string sha = Bundle("r.tar.gz", {{TarMember::kFile, "bin/serve", "#!/bin/sh\n", 0755}});
+  auto process = [&](const std::string& id, const std::string& at, const std::string& exec) {
+    return json{{"id", id},
+                {"kind", "process"},
+                {"path", at},
+                {"source", "r.tar.gz"},
+                {"sha256", sha},
+                {"unit", id + ".service"},
+                {"unit_text", "[Service]\nExecStart=" + exec + "\n"}};
+  };
+  json link = {{"id", "cur"}, {"kind", "symlink"}, {"path", "/opt/current"}, {"target", "r1"}};
+  json unit_file = {{"id", "kunit"},
+                    {"kind", "file"},
+                    {"path", "/etc/systemd/system/k.service"},
+                    {"content", "[Service]\nExecStart=/bin/sh \\\n  /opt/tool/bin/serve\n"}};
+  json k = {{"id", "k"}, {"kind", "service"}, {"unit", "k.service"}, {"state", "running"}};
+  ApplyReport first = ApplyWithUnitsInRoot(
+      Decl({process("rel", "/opt/r1", "/opt/current/bin/serve"), link,
+            process("tool", "/opt/tool", "/opt/tool/bin/serve"), unit_file, k}));
+  ASSERT_EQ(first.result, ApplyResult::kOk) << first.error;
+  int stops = services_.StopsOf("tool.service");
+  ApplyReport r = ApplyWithUnitsInRoot(
+      Decl({process("rel", "/opt/r2", "/opt/current/bin/serve"), link, unit_file, k}, 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  ASSERT_EQ(r.outcomes.size(), 6u);
+  EXPECT_THAT(r.outcomes[4].detail,
+              HasSubstr("kept: /opt/tool is still named by /etc/systemd/system/k.service (kunit)"));
+  EXPECT_THAT(r.outcomes[5].detail, HasSubstr("kept: /opt/r1 is still named by rel.service (rel)"));
+  EXPECT_EQ(services_.StopsOf("tool.service"), stops);
+  EXPECT_TRUE(testing::Exists(Root("/opt/r1/bin/serve")));
+  EXPECT_TRUE(testing::Exists(Root("/opt/tool/bin/serve")));
 }
 
 // Moved to another unit and another path at once: the old unit goes under
