@@ -5,7 +5,9 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace mesh::core {
 
@@ -22,16 +24,20 @@ void ForEachSetting(
 // nothing to enable.
 bool InstallsAnything(std::string_view text);
 
-// Whether what a unit runs, or needs to start, names `path` whole: a word
-// of a command (Exec*=, but not ExecCondition=) or of a setting whose path
-// the start needs (WorkingDirectory=, EnvironmentFile=, BindPaths=,
-// LoadCredential=, StandardInput=file:, ...; not one made optional with
-// "-"), or what one leads into (ExecStart=/opt/api/bin/serve, -/opt/api,
-// PATH=/usr/bin:/opt/api/bin; not /opt/api-10), in [Service], [Socket],
-// [Mount] or [Swap]. A condition on it (ConditionPathExists=,
-// ExecCondition=) is no use of it: a file dropped to turn a unit off is
-// what such a unit asks for. Heuristic: a path built by a shell ("cd
-// /srv/x", "${DIR}/x") or escaped (\x20, %%) is not seen.
+// The absolute paths what the unit runs, or needs to start, names, into
+// `out`: each word of a command (Exec*=, but not ExecCondition=), or of a
+// setting whose path a start needs (WorkingDirectory=, EnvironmentFile=,
+// BindPaths=, LoadCredential=, StandardInput=file:, ...; not one made
+// optional with "-"), split where a path ends (PATH=/usr/bin:/opt/api/bin
+// gives /usr/bin and /opt/api/bin; "cd /srv/x&&./go" gives /srv/x), in
+// [Service], [Socket], [Mount] or [Swap]. A condition on a path
+// (ConditionPathExists=, ExecCondition=) is no use of it: a file dropped
+// to turn a unit off is what such a unit asks for. Read as written: a path
+// a shell builds ("${DIR}/x") or an escaped one (\x20, %%) is not seen.
+void PathsUsed(std::string_view text, std::vector<std::string>& out);
+
+// Whether PathsUsed names `path` or a path under it (/opt/api-10 is not
+// under /opt/api-1).
 bool RunsFrom(std::string_view text, std::string_view path);
 
 }  // namespace mesh::core

@@ -461,6 +461,7 @@ void SettleUnitsWithoutText(const PlanInputs& in, std::vector<Removal>& removals
     };
     bool undefined = std::any_of(deleted_unit_files.begin(), deleted_unit_files.end(), defines);
     bool hosts = std::any_of(kept_unit_files.begin(), kept_unit_files.end(), defines);
+
     if (!undefined && !hosts) {
       rm.left.push_back("unit " + unit + " as it is (not the host's: no unit_text)");
       continue;
@@ -525,6 +526,7 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>&
   // Built only when something recorded is no longer declared: most
   // applies remove nothing.
   std::optional<Claims> claims;
+  std::optional<UnitUses> uses;
   for (const auto* dropped : in.olds->dropped) {
     const auto& [id, e] = *dropped;
     if (!claims) claims.emplace(*in.declaration, in.dirs);
@@ -549,14 +551,12 @@ std::vector<Removal> PlanRemovals(const PlanInputs& in, const std::vector<Step>&
     if (rm.not_now.empty()) {
       PlanDropInRemovals(in, *claims, e, rm);
       PlanPathRemovals(in, *claims, steps, e, rm);
-      // Only what it would delete: not there before it, nor declared again.
-      std::vector<std::string> wrote;
-      for (const core::WrittenPath& w : e.written) {
-        if (!w.preexisting && !claims->Path(w.path) && !claims->TreeOver(w.path)) {
-          wrote.push_back(w.path);
-        }
-      }
-      auto named = rm.not_now.empty() ? UsedByADeclaredUnit(in, steps, wrote) : std::nullopt;
+      // What it would delete, a declared unit may still run from (gathered
+      // once, and only when something is to be deleted).
+      std::vector<std::string> deletes = rm.delete_paths;
+      deletes.insert(deletes.end(), rm.delete_empty_dirs.begin(), rm.delete_empty_dirs.end());
+      if (!deletes.empty() && !uses) uses.emplace(in, steps);
+      auto named = rm.not_now.empty() && !deletes.empty() ? uses->Keeps(deletes) : std::nullopt;
       if (named.has_value()) {
         rm.not_now = std::move(*named);
         NothingNow(rm);

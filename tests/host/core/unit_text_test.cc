@@ -48,6 +48,12 @@ TEST(UnitTextTest, ACommandRunsFromAPathOnlyWhenItNamesItWhole) {
   EXPECT_FALSE(RunsFrom("[Service]\nExecCondition=/bin/test ! -e /srv/flag\n", "/srv/flag"));
   EXPECT_FALSE(RunsFrom("[Service]\nWorkingDirectory=-/srv/w\n", "/srv/w"));
   EXPECT_FALSE(RunsFrom("[Install]\nExecStart=/srv/x\n", "/srv/x"));
+  EXPECT_FALSE(RunsFrom("[Service]\nBindPaths=/a -/b\n", "/b"));
+  EXPECT_TRUE(RunsFrom("[Service]\nBindPaths=/a -/b\n", "/a"));
+  EXPECT_TRUE(RunsFrom("[Service]\nExecStartPre=-/opt/api/bin/check\n", "/opt/api"));
+  EXPECT_TRUE(RunsFrom("[Service]\nWorkingDirectory=/opt/api/\n", "/opt/api"));
+  EXPECT_TRUE(
+      RunsFrom("[Service]\nExecStart=/bin/sh \\\n# a comment\n  /srv/last \\", "/srv/last"));
 }
 
 }  // namespace

@@ -1529,6 +1529,34 @@ TEST_F(UnitsTest, AnOldTreeNamedThroughALinkOrAUnitFileIsKept) {
   EXPECT_TRUE(testing::Exists(Root("/opt/tool/bin/serve")));
 }
 
+// What the removal would not delete anyway is no reason to keep it: a
+// dropped directory still holding the daemon's data, a dropped file changed
+// by hand since.
+TEST_F(UnitsTest, OnlyWhatARemovalWouldDeleteIsKeptForAUnit) {
+  services_.AddUnit("api.service", {});
+  json data = {{"id", "data"}, {"kind", "directory"}, {"path", "/var/lib/app"}};
+  json conf = {{"id", "conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", "x"}};
+  std::string sha = Bundle("w.tar.gz", {{TarMember::kFile, "bin/check", "#!/bin/sh\n", 0755}});
+  json tree = {{"id", "tree"},
+               {"kind", "archive"},
+               {"path", "/opt/w"},
+               {"source", "w.tar.gz"},
+               {"sha256", sha}};
+  json api = Service("api", {{"unit_text",
+                              "[Service]\nWorkingDirectory=/var/lib/app\n"
+                              "ExecStart=/bin/app --config /etc/app.conf "
+                              "--check /opt/w/bin/check\n"}});
+  ASSERT_EQ(Run(Decl({data, conf, tree, api})).result, ApplyResult::kOk);
+  testing::WriteText(Root("/var/lib/app/state"), "the daemon's");
+  testing::WriteText(Root("/etc/app.conf"), "edited by hand");
+  ApplyReport r = Run(Decl({api}, 2));
+  ASSERT_EQ(r.outcomes.size(), 4u);
+  EXPECT_THAT(r.outcomes[1].detail, Not(HasSubstr("kept"))) << "data";
+  EXPECT_THAT(r.outcomes[2].detail, Not(HasSubstr("kept"))) << "conf";
+  EXPECT_THAT(r.outcomes[3].detail, HasSubstr("kept: /opt/w is still named by api.service"));
+  EXPECT_TRUE(testing::Exists(Root("/opt/w/bin/check")));
+}
+
 // Moved to another unit and another path at once: the old unit goes under
 // ID~UNIT, and its old tree with it once it no longer runs from it.
 TEST_F(UnitsTest, AProcessMovedToAnotherUnitAndPathTakesItsOldTreeWithItsOldUnit) {
