@@ -176,7 +176,9 @@ const core::UnitStatus* SettleUnit(const SettleInputs& in, size_t k, ResourceOut
                              ? u.why + ": would load it again (daemon-reload), not restart it"
                              : u.why + ": loaded again (daemon-reload), not restarted";
     std::string state = UnitStatePhrase(r.unit().name, u.status);
-    o.detail = Then(step.detail, loaded.empty() ? state : loaded + "; " + state);
+    o.detail = loaded.empty()        ? Then(step.detail, state)
+               : step.detail.empty() ? loaded + "; " + state
+                                     : step.detail + "; " + loaded + "; " + state;
     return u.up ? &u.status : nullptr;
   }
   return SettleActed(in, r, step, u, a, (*in.confirmed)[k], o);

@@ -133,6 +133,9 @@ struct Step {
   std::string detail;
   bool write_files = false;  // a file to write or a tree to unpack
   bool write_unit_file = false;
+  // The unit file is the host's, as recorded for this very declaration,
+  // changed on the machine since: the write puts it back (drift).
+  bool unit_file_put_back = false;
   // Drop-ins to write, and recorded ones no longer declared to delete.
   std::vector<std::string> write_drop_ins;
   std::vector<std::string> delete_drop_ins;

@@ -109,6 +109,7 @@ void PlanUnitFile(const PlanInputs& in, const Resource& r, const UnitFileSeen& s
     step.outcome = old != nullptr || !seen.missing ? Outcome::kUpdated : Outcome::kCreated;
   }
   step.write_unit_file = true;
+  step.unit_file_put_back = recorded;
   entry.mutable_unit().file_fingerprint.clear();  // the write phase's
   entry.applied_at = in.now;
 }

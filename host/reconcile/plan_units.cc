@@ -128,7 +128,11 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
     u.why = std::move(why);
     u.causes = std::move(causes);
   };
-  if (step.changes()) {
+  if (step.unit_file_put_back && !step.write_files && !step.changes_drop_ins() &&
+      LoadingAgainIsEnough(step, u)) {
+    // An edit by hand put back: the run began on the declared definition.
+    u.why = "its run, the one the host recorded, began on the declared unit file";
+  } else if (step.changes()) {
     // The outcome's words are the step's; these are for an owed restart.
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         step.write_unit_file && step.write_files ? "its files and unit file changed"

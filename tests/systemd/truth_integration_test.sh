@@ -418,6 +418,12 @@ check "(systemd sees the touch)" '[ "$(inside systemctl show mh-hr.service -p Ne
 apply_now
 check "a unit file touched under the host's run: loaded again, not restarted" \
   '[ $RC = 0 ] && grep -q "^unchanged hr (service): systemd loaded mh-hr.service before its files last changed (NeedDaemonReload); its unit file is as declared, under the run the host recorded: loaded again (daemon-reload), not restarted" <<<"$OUT" && [ "$(inside systemctl show mh-hr.service -p MainPID --value)" = "$HR_PID" ] && [ "$(inside systemctl show mh-hr.service -p NeedDaemonReload --value)" = no ]'
+# The same for an edit by hand the host puts back (systemd never loaded it).
+HR_PID=$(inside systemctl show mh-hr.service -p MainPID --value)
+sed -i 's/^\[Service\]$/[Unit]\nDescription=by hand\n[Service]/' "$UNITS/mh-hr.service"
+apply_now
+check "a unit file edited by hand, put back: loaded again, not restarted" \
+  '[ $RC = 0 ] && grep -q "^updated hr (service): drifted: unit file mh-hr.service changed on the machine, put back; .*loaded again (daemon-reload), not restarted" <<<"$OUT" && [ "$(inside systemctl show mh-hr.service -p MainPID --value)" = "$HR_PID" ] && ! grep -q "by hand" "$UNITS/mh-hr.service"'
 # Not so when a reload by hand ran what an edit loaded meanwhile: its
 # ExecReload= was the edit's.
 cp "$UNITS/mh-hr.service" "$T/hr.unit"

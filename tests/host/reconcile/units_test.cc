@@ -240,6 +240,39 @@ TEST_F(UnitsTest, AConfigPutBackUnderAJobRunByHandRunsItAgain) {
   EXPECT_EQ(Run(decl).outcomes[1].outcome, core::Outcome::kUnchanged) << "once";
 }
 
+// The host's own unit file edited by hand (loaded or not), then put back
+// by the host: the run the host recorded began on the declared text, so a
+// daemon-reload alone makes systemd's loaded one match it again. Under a
+// run someone else started, it is restarted.
+TEST_F(UnitsTest, AUnitFileEditedByHandIsPutBackWithoutARestart) {
+  services_.AddUnit("jail.service", {});
+  json decl = Decl({Service("jail", {{"unit_text", "[Service]\nExecStart=/bin/v1\n"}})});
+  ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(Run(decl, false, /*from_record=*/false).result, ApplyResult::kOk);
+  const std::string file = dir_.Sub("units") + "/jail.service";
+  testing::WriteText(file, "[Unit]\nDescription=by hand\n[Service]\nExecStart=/bin/v1\n");
+  services_.SetNeedDaemonReload("jail.service");
+  int starts = services_.StartsOf("jail.service");
+  int reloads = services_.daemon_reloads();
+  ApplyReport r = Run(decl);
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
+            "updated jail (service): drifted: unit file jail.service changed on the machine, put "
+            "back; wrote unit file jail.service; its run, the one the host recorded, began on the "
+            "declared unit file: loaded again (daemon-reload), not restarted; jail.service active "
+            "(running)");
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts);
+  EXPECT_EQ(services_.daemon_reloads(), reloads + 1);
+  EXPECT_EQ(testing::ReadText(file), "[Service]\nExecStart=/bin/v1\n");
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("unchanged"));
+
+  testing::WriteText(file, "[Service]\nExecStart=/bin/v2\n");
+  services_.RestartedByOther("jail.service");
+  starts = services_.StartsOf("jail.service");
+  EXPECT_THAT(Outcomes(Run(decl)), ElementsAre("updated"));
+  EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1) << "someone else's run";
+}
+
 // A reload asked by hand onto an edit, the file then put back: the run is
 // the host's own, but what its last reload read is not known. Reloaded (a
 // restart_on file: restarted). A reload by hand alone, or a touch under
