@@ -145,6 +145,8 @@ int Validate(const cli::Flags& flags) {
         for (std::string& r : bundles.refusals) problems.Add(std::move(r));
         for (std::string& w : bundles.warnings) v.warnings.push_back(std::move(w));
         for (std::string& w : adapters::VerifyUnitTexts(parsed)) v.warnings.push_back(std::move(w));
+        for (std::string& w : reconcile::NothingToEnable(parsed))
+          v.warnings.push_back(std::move(w));
       });
   if (!decl) refuse(decl.error());
   return done();

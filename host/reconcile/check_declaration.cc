@@ -1,10 +1,12 @@
 // CheckDeclaration (plan.h): what refuses a declaration before anything is
 // looked at but the record and the host's own places.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "host/core/unit_text.h"
 #include "host/reconcile/plan.h"
 
 namespace mesh::reconcile {
@@ -101,6 +103,28 @@ void CheckDeclaration(const core::Declaration& decl, const core::Record& record,
                  " is lower than the applied generation " + std::to_string(record.generation));
   }
   CheckPlaces(decl, dirs, problems);
+}
+
+bool DeclaresInstall(const core::Resource& r) {
+  return (r.unit().text.has_value() && core::InstallsAnything(*r.unit().text)) ||
+         std::any_of(r.unit().drop_ins.begin(), r.unit().drop_ins.end(),
+                     [](const auto& d) { return core::InstallsAnything(d.second); });
+}
+
+std::vector<std::string> NothingToEnable(const core::Declaration& declaration) {
+  std::vector<std::string> out;
+  for (const core::Resource& r : declaration.resources) {
+    if (!r.HasUnit() || r.unit().enabled != true || !r.unit().text.has_value() ||
+        DeclaresInstall(r)) {
+      continue;
+    }
+    out.push_back("resource " + r.id +
+                  ": enabled: true, but its unit_text has no [Install] "
+                  "section with WantedBy=, RequiredBy=, UpheldBy= or Alias=: apply fails to "
+                  "enable " +
+                  r.unit().name + " unless systemd has it enabled already");
+  }
+  return out;
 }
 
 }  // namespace mesh::reconcile

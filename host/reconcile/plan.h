@@ -384,6 +384,17 @@ void CheckDeclaration(const core::Declaration& declaration, const core::Record& 
                       bool had_record, std::string_view machine, const HostDirs& dirs,
                       core::Problems& problems);
 
+// Whether a unit's unit_text or a declared drop-in says what enabling it
+// makes ([Install] WantedBy=, RequiredBy=, UpheldBy=, Alias=): without,
+// systemd has nothing to enable.
+bool DeclaresInstall(const core::Resource& r);
+
+// What validate says of each resource declared `enabled: true` whose
+// unit_text declares nothing to enable: apply fails it, unless systemd has
+// the unit enabled already (a link made by hand), which validate cannot
+// see.
+std::vector<std::string> NothingToEnable(const core::Declaration& declaration);
+
 // `unit` as systemd reads it when its name is an alias of another unit
 // (status.id): a link of that name to the other unit's file, read before
 // the host's file (or in its directory), or a name the other unit claimed

@@ -5,7 +5,6 @@
 #include "host/core/printable.h"
 #include "host/core/two_look.h"
 #include "host/core/unit_name.h"
-#include "host/core/unit_text.h"
 #include "host/core/want.h"
 #include "host/reconcile/plan_run_read.h"
 #include "host/reconcile/words.h"
@@ -221,14 +220,6 @@ UnitAction Merge(UnitAction owed, std::optional<UnitAction> now, bool runs) {
   if (!runs) return UnitAction::kStart;
   return owed == UnitAction::kReload || *now == UnitAction::kReload ? UnitAction::kReload
                                                                     : UnitAction::kStart;
-}
-
-// Whether the unit's [Install] section, in its unit_text or a declared
-// drop-in, says what enabling it makes.
-bool DeclaresInstall(const Resource& r) {
-  return core::InstallsAnything(*r.unit().text) ||
-         std::any_of(r.unit().drop_ins.begin(), r.unit().drop_ins.end(),
-                     [](const auto& d) { return core::InstallsAnything(d.second); });
 }
 
 // Whether the unit's whole definition is what the declaration says of it:

@@ -50,6 +50,19 @@ else
   echo "SKIP (LOUD): no mount namespace here to hide systemd-analyze in"
 fi
 
+# enabled: true on a unit_text with nothing to enable: apply fails it
+# (unless systemd has it enabled already, which validate cannot see).
+cat > "$T/enable.json" <<JSON
+{"machine": "edge-1", "generation": 7, "resources": [
+  {"id": "web", "kind": "service", "unit": "web.service", "state": "running", "enabled": true,
+   "unit_text": "[Service]\nExecStart=/bin/true\n"},
+  {"id": "db", "kind": "service", "unit": "db.service", "state": "running", "enabled": true,
+   "unit_text": "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}]}
+JSON
+run --declaration "$T/enable.json"
+check "enabled with nothing to enable: a warning naming it, still valid" \
+  '[ "$RC" = 0 ] && grep -q "^warning: resource web: enabled: true, but its unit_text has no \[Install\] section" <<<"$ERR" && ! grep -q "resource db:" <<<"$ERR"'
+
 run --declaration "$T/d.json" --artifacts "$T/art" --machine edge-2
 check "another machine's: exit 2, named" '[ "$RC" = 2 ] && grep -q "field machine: \"edge-1\" is not this machine (--machine edge-2)" <<<"$ERR"'
 # The host's own places, as apply checks them: the default state directory,
