@@ -24,6 +24,14 @@
 namespace mesh::wiring {
 namespace {
 
+// --declaration as an absolute path (against the working directory), for
+// the refusal of a declared path written over it. Empty when not given.
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path.starts_with('/')) return path;
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof cwd) != nullptr ? std::string(cwd) + "/" + path : path;
+}
+
 std::string HostName() {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "";
@@ -138,7 +146,8 @@ int Validate(const cli::Flags& flags) {
         }
         problems.Add(reconcile::CheckCredentialsPrivate(parsed, **source));
         reconcile::CheckDeclaration(parsed, core::Record{}, /*had_record=*/false, /*machine=*/"",
-                                    {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts},
+                                    {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts,
+                                     std::nullopt, Absolute(flags.declaration)},
                                     problems);
         cli::Validation bundles;
         CheckBundles(parsed, flags.artifacts, flags.artifacts_given, bundles);
@@ -204,8 +213,12 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   reconcile::ReconcilerOptions options;
   options.machine = flags.machine.empty() ? HostName() : flags.machine;
   options.settle = flags.settle;
-  options.dirs = {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts,
-                  core::HostIds{::geteuid(), ::getegid()}};
+  options.dirs = {flags.root,
+                  flags.unit_dir,
+                  flags.state_dir,
+                  flags.artifacts,
+                  core::HostIds{::geteuid(), ::getegid()},
+                  Absolute(flags.declaration)};
   options.dry_run = plan;
   options.diff = flags.diff;
   // The staged writes' batch of files (write.cc): a chunk of small files

@@ -15,29 +15,6 @@ using core::Resource;
 
 namespace {
 
-// A flag's directory in normal form, as the kernel resolves it when no
-// symlink is on the way: "/var//lib/./x/" is "/var/lib/x", and ".." goes
-// up. Compared as written, "/var//lib/mesh-host" let a declared file land
-// on the record.
-std::string NormalDirectory(std::string_view path) {
-  if (path.empty()) return "";  // not given: nothing to compare with
-  std::vector<std::string_view> parts;
-  while (!path.empty()) {
-    size_t slash = path.find('/');
-    std::string_view part = path.substr(0, slash);
-    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();
-      continue;
-    }
-    parts.push_back(part);
-  }
-  std::string out;
-  for (std::string_view part : parts) out.append("/").append(part);
-  return out.empty() ? "/" : out;
-}
-
 // One is the other, or inside it.
 bool Overlap(std::string_view a, std::string_view b) {
   auto inside = [](std::string_view in, std::string_view dir) {
@@ -51,6 +28,7 @@ void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Prob
   std::string root = NormalDirectory(dirs.root);
   if (root == "/") root.clear();
   std::string units = NormalDirectory(dirs.units);
+  std::string declaration = NormalDirectory(dirs.declaration);
   // What unit_text and drop_ins write, by real path: what writes it.
   std::map<std::string, std::string> unit_files;
   if (!units.empty()) {
@@ -76,6 +54,12 @@ void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Prob
     for (const auto& [dir, name] : own) {
       if (what.empty() && !dir.empty() && Overlap(real, dir)) what = std::string(name) + dir + ")";
     }
+    // The declaration itself: a file written over it, or a tree unpacked
+    // over its directory, replaces what the next apply reads.
+    if (what.empty() && !declaration.empty() &&
+        (real == declaration || (r.IsTree() && Overlap(real, declaration)))) {
+      what = "the declaration itself (--declaration " + declaration + ")";
+    }
     if (what.empty() && !units.empty()) {
       if (r.IsTree() && Overlap(real, units)) {
         what = "the unit directory (--unit-dir " + units + ")";
@@ -91,6 +75,25 @@ void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Prob
 }
 
 }  // namespace
+
+std::string NormalDirectory(std::string_view path) {
+  if (path.empty()) return "";  // not given: nothing to compare with
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(part);
+  }
+  std::string out;
+  for (std::string_view part : parts) out.append("/").append(part);
+  return out.empty() ? "/" : out;
+}
 
 void CheckDeclaration(const core::Declaration& decl, const core::Record& record, bool had_record,
                       std::string_view machine, const HostDirs& dirs, core::Problems& problems) {

@@ -315,7 +315,14 @@ struct HostDirs {
   std::string state;       // --state-dir: the record
   std::string artifacts;   // --artifacts: bundles' sources
   std::optional<core::HostIds> writer;
+  std::string declaration;  // --declaration, absolute: never written over
 };
+
+// A path in normal form, as the kernel resolves it when no symlink is on
+// the way: "/var//lib/./x/" is "/var/lib/x", and ".." goes up (never above
+// "/"). Empty stays empty. Compared as written, "/var//lib/mesh-host" let a
+// declared file land on the record.
+std::string NormalDirectory(std::string_view path);
 
 // The record seen from the declaration, matched once per apply: every phase
 // asks for a resource's entry, and prune for what is no longer declared.

@@ -7,27 +7,11 @@
 namespace mesh::reconcile {
 namespace {
 
-// `target` of a link at `link`, absolute, with "." and ".." resolved as
-// words (nothing on the machine is read).
+// `target` of a link at `link`, absolute, in normal form (nothing on the
+// machine is read).
 std::string Resolved(const std::string& link, const std::string& target) {
-  std::string joined =
-      target.starts_with('/') ? target : link.substr(0, link.rfind('/') + 1) + target;
-  std::vector<std::string_view> parts;
-  std::string_view rest = joined;
-  while (!rest.empty()) {
-    size_t slash = rest.find('/');
-    std::string_view part = rest.substr(0, slash);
-    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();
-      continue;
-    }
-    parts.push_back(part);
-  }
-  std::string out;
-  for (std::string_view part : parts) (out += '/') += part;
-  return out.empty() ? "/" : out;
+  return NormalDirectory(target.starts_with('/') ? target
+                                                 : link.substr(0, link.rfind('/') + 1) + target);
 }
 
 bool Under(std::string_view path, std::string_view dir) {

@@ -473,6 +473,22 @@ TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
               HasSubstr("overlaps the unit file that resource web's unit_text writes"));
   EXPECT_THAT(check(json::object(), {archive("/var/lib/mesh-host/art/b")}).error().message,
               HasSubstr("overlaps the host's state directory"));
+
+  // The declaration itself: written over by a file, or by a tree over its
+  // directory, the next apply would read what this one wrote. A directory
+  // resource over it changes no bytes of it.
+  dirs = {"/srv/root", "/srv/root/units", "/srv/state",
+          "/srv/art",  std::nullopt,      "/srv/root/etc/mesh/./d.json"};
+  json self = {{"id", "self"}, {"kind", "file"}, {"path", "/etc/mesh/d.json"}, {"content", "{}"}};
+  EXPECT_THAT(check(json::object(), {self}).error().message,
+              HasSubstr("\"/etc/mesh/d.json\" (/srv/root/etc/mesh/d.json) overlaps the declaration "
+                        "itself (--declaration /srv/root/etc/mesh/d.json)"));
+  EXPECT_THAT(check(json::object(), {archive("/etc/mesh")}).error().message,
+              HasSubstr("overlaps the declaration itself"));
+  json dir = {{"id", "d"}, {"kind", "directory"}, {"path", "/etc/mesh"}};
+  EXPECT_TRUE(check(json::object(), {dir}).has_value());
+  self["path"] = "/etc/mesh/other.json";
+  EXPECT_TRUE(check(json::object(), {self}).has_value());
 }
 
 }  // namespace
