@@ -92,12 +92,4 @@ void PathsUsed(std::string_view text, std::vector<std::string>& out) {
   });
 }
 
-bool RunsFrom(std::string_view text, std::string_view path) {
-  std::vector<std::string> used;
-  PathsUsed(text, used);
-  return !path.empty() && std::any_of(used.begin(), used.end(), [&](const std::string& p) {
-    return p == path || (p.starts_with(path) && p[path.size()] == '/');
-  });
-}
-
 }  // namespace mesh::core

@@ -36,8 +36,4 @@ bool InstallsAnything(std::string_view text);
 // a shell builds ("${DIR}/x") or an escaped one (\x20, %%) is not seen.
 void PathsUsed(std::string_view text, std::vector<std::string>& out);
 
-// Whether PathsUsed names `path` or a path under it (/opt/api-10 is not
-// under /opt/api-1).
-bool RunsFrom(std::string_view text, std::string_view path);
-
 }  // namespace mesh::core

@@ -272,8 +272,10 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
       if (o.outcome != Outcome::kFailed) SettleEnablement(in, *unit_k, o);
       if (o.outcome == Outcome::kFailed && !in.dry_run) KeepRecordedState(step.old, entry, filled);
       bool running = r.unit().state == core::UnitState::kRunning;
+      // A look the two looks did not take is the plan's, from before the
+      // daemon-reload.
       const bool before_reload =
-          up == &in.plan->units[*unit_k].status && in.reloaded != nullptr && in.reloaded->done();
+          !(*in.confirmed)[*unit_k].has_value() && in.reloaded != nullptr && in.reloaded->done();
       if (running && entry != nullptr && !in.dry_run) {
         Remember(up, before_reload, step.old, entry, filled);
       }

@@ -120,16 +120,15 @@ core::Status Remove(const Removal& rm, const ReconcilerPorts& ports, core::Statu
 // forgotten — unless what it holds is the host's own, whose removal failed
 // or is kept in this apply: then it fails too, stays recorded, and the
 // next apply removes both.
-void RemoveDirectories(const core::Declaration& decl, const Plan& plan,
+void RemoveDirectories(const Plan& plan, const std::vector<bool>& kept,
                        const ReconcilerPorts& ports, Writes& writes) {
   std::vector<std::pair<std::string_view, size_t>> dirs;
   std::set<std::string_view> failed;  // paths of the removals that failed
   for (size_t k = 0; k < plan.removals.size(); ++k) {
-    const bool kept = !KeptThisApply(plan.removals[k], decl, writes).empty();
-    if (!kept) {
+    if (!kept[k]) {
       for (const std::string& dir : plan.removals[k].delete_empty_dirs) dirs.emplace_back(dir, k);
     }
-    if (kept || !writes.removals[k]) {
+    if (kept[k] || !writes.removals[k]) {
       failed.insert(plan.removals[k].delete_paths.begin(), plan.removals[k].delete_paths.end());
     }
   }
@@ -272,14 +271,18 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
         !writes.steps[i].unit().drop_in_fingerprints.empty() ||
         (step.changes_drop_ins() && writes.steps[i].status.has_value());
   }
-  auto kept = [&](size_t k) { return !KeptThisApply(plan.removals[k], decl, writes).empty(); };
+  // Asked once: the writes it depends on are done.
+  std::vector<bool> kept(plan.removals.size());
+  for (size_t k = 0; k < kept.size(); ++k) {
+    kept[k] = !KeptThisApply(plan.removals[k], decl, writes).empty();
+  }
   // Every disable before any deletion: a unit loaded from another
   // removal's file (a `file` resource inside --unit-dir) loses its
   // [Install] links while systemd can still read that file.
   std::vector<core::Status> disabled(plan.removals.size());
   for (size_t k = 0; k < plan.removals.size(); ++k) {
     const Removal& rm = plan.removals[k];
-    if (rm.disable && ports.services != nullptr && !kept(k)) {
+    if (rm.disable && ports.services != nullptr && !kept[k]) {
       disabled[k] = ports.services->SetUnitFileEnabled(rm.entry.unit().name, false);
     }
   }
@@ -289,7 +292,7 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
       plan.removals.size(), [&](size_t k) { return plan.removals[k].stops_a_trigger; },
       [&](size_t k) {
         std::string stop_job;
-        if (kept(k)) return stop_job;
+        if (kept[k]) return stop_job;
         const Removal& rm = plan.removals[k];
         bool disable_done = rm.disable && ports.services != nullptr && disabled[k];
         writes.removals[k] = Remove(rm, ports, std::move(disabled[k]), stop_job);
@@ -302,7 +305,7 @@ Writes Write(const core::Declaration& decl, const Plan& plan, const BundlesById&
         return stop_job;
       },
       ports.services);
-  RemoveDirectories(decl, plan, ports, writes);
+  RemoveDirectories(plan, kept, ports, writes);
   return writes;
 }
 

@@ -27,33 +27,40 @@ TEST(UnitTextTest, OnlyAnInstallTargetIsSomethingToEnable) {
   EXPECT_FALSE(InstallsAnything("[Service]\nExecStart=/bin/x\n"));
 }
 
-TEST(UnitTextTest, ACommandRunsFromAPathOnlyWhenItNamesItWhole) {
-  EXPECT_TRUE(RunsFrom("[Service]\nExecStart=/opt/api/bin/serve\n", "/opt/api"));
-  EXPECT_TRUE(RunsFrom("[Service]\nExecStartPre=-/opt/api\n", "/opt/api"));
-  EXPECT_TRUE(RunsFrom("[Service]\nExecStart=/bin/env PATH=/usr/bin:/opt/api/bin x\n", "/opt/api"));
-  EXPECT_TRUE(
-      RunsFrom("[Service]\nExecStart=/bin/x --config \"/etc/app.conf\"\n", "/etc/app.conf"));
-  EXPECT_TRUE(RunsFrom("[Service]\nWorkingDirectory=/opt/api\n", "/opt/api"));
-  EXPECT_FALSE(RunsFrom("[Service]\nExecStart=/opt/api-10/bin/serve\n", "/opt/api-1"));
-  EXPECT_FALSE(RunsFrom("[Service]\nExecStart=/srv/opt/api/x\n", "/opt/api"));
-  EXPECT_FALSE(RunsFrom("[Unit]\nConditionPathExists=!/opt/api\n", "/opt/api"));
-  EXPECT_TRUE(RunsFrom("[Service]\nEnvironmentFile=/etc/default/api\n", "/etc/default/api"));
-  EXPECT_FALSE(RunsFrom("[Service]\nEnvironmentFile=-/etc/default/api\n", "/etc/default/api"));
-  EXPECT_FALSE(RunsFrom("[Service]\nExecStart=/bin/x\n", ""));
-  EXPECT_TRUE(
-      RunsFrom("[Service]\nExecStart=/bin/sh -c \\\n  \"exec /srv/run.sh\"\n", "/srv/run.sh"));
-  EXPECT_TRUE(RunsFrom("[Service]\nExecStart=/bin/sh -c \"cd /srv/x&&./go\"\n", "/srv/x"));
-  EXPECT_TRUE(RunsFrom("[Service]\nBindReadOnlyPaths=/srv/app.data:/data\n", "/srv/app.data"));
-  EXPECT_TRUE(RunsFrom("[Service]\nLoadCredential=k:/srv/key\n", "/srv/key"));
-  EXPECT_FALSE(RunsFrom("[Service]\nExecCondition=/bin/test ! -e /srv/flag\n", "/srv/flag"));
-  EXPECT_FALSE(RunsFrom("[Service]\nWorkingDirectory=-/srv/w\n", "/srv/w"));
-  EXPECT_FALSE(RunsFrom("[Install]\nExecStart=/srv/x\n", "/srv/x"));
-  EXPECT_FALSE(RunsFrom("[Service]\nBindPaths=/a -/b\n", "/b"));
-  EXPECT_TRUE(RunsFrom("[Service]\nBindPaths=/a -/b\n", "/a"));
-  EXPECT_TRUE(RunsFrom("[Service]\nExecStartPre=-/opt/api/bin/check\n", "/opt/api"));
-  EXPECT_TRUE(RunsFrom("[Service]\nWorkingDirectory=/opt/api/\n", "/opt/api"));
-  EXPECT_TRUE(
-      RunsFrom("[Service]\nExecStart=/bin/sh \\\n# a comment\n  /srv/last \\", "/srv/last"));
+std::vector<std::string> Paths(std::string_view text) {
+  std::vector<std::string> out;
+  PathsUsed(text, out);
+  return out;
+}
+using Words = std::vector<std::string>;
+
+// Each path a command or a needed setting names, split where a path ends;
+// not a condition, not one made optional, not outside what starts a unit.
+TEST(UnitTextTest, ThePathsAUnitRunsFromAreTheWordsOfItsCommandsAndNeededSettings) {
+  EXPECT_EQ(Paths("[Service]\nExecStart=/opt/api/bin/serve --port 80\n"),
+            Words{"/opt/api/bin/serve"});
+  EXPECT_EQ(Paths("[Service]\nExecStartPre=-/opt/api/bin/check\n"), Words{"/opt/api/bin/check"});
+  EXPECT_EQ(Paths("[Service]\nExecStart=/bin/env PATH=/usr/bin:/opt/api/bin x\n"),
+            (Words{"/bin/env", "/usr/bin", "/opt/api/bin"}));
+  EXPECT_EQ(Paths("[Service]\nExecStart=/bin/x --config \"/etc/app.conf\"\n"),
+            (Words{"/bin/x", "/etc/app.conf"}));
+  EXPECT_EQ(Paths("[Service]\nExecStart=/bin/sh -c \"cd /srv/x&&./go\"\n"),
+            (Words{"/bin/sh", "/srv/x"}));
+  EXPECT_EQ(Paths("[Service]\nWorkingDirectory=/opt/api/\n"), Words{"/opt/api"});
+  EXPECT_EQ(Paths("[Service]\nEnvironmentFile=/etc/default/api\n"), Words{"/etc/default/api"});
+  EXPECT_EQ(Paths("[Service]\nBindReadOnlyPaths=/srv/app.data:/data\n"),
+            (Words{"/srv/app.data", "/data"}));
+  EXPECT_EQ(Paths("[Service]\nBindPaths=/a -/b\n"), Words{"/a"});
+  EXPECT_EQ(Paths("[Service]\nLoadCredential=k:/srv/key\n"), Words{"/srv/key"});
+  EXPECT_EQ(Paths("[Service]\nExecStart=/bin/sh -c \\\n  \"exec /srv/run.sh\"\n"),
+            (Words{"/bin/sh", "/srv/run.sh"}));
+  EXPECT_EQ(Paths("[Service]\nExecStart=/bin/sh \\\n# a comment\n  /srv/last \\"),
+            (Words{"/bin/sh", "/srv/last"}));
+  EXPECT_EQ(Paths("[Unit]\nConditionPathExists=!/opt/api\n"), Words{});
+  EXPECT_EQ(Paths("[Service]\nExecCondition=/bin/test ! -e /srv/flag\n"), Words{});
+  EXPECT_EQ(Paths("[Service]\nEnvironmentFile=-/etc/default/api\n"), Words{});
+  EXPECT_EQ(Paths("[Service]\nWorkingDirectory=-/srv/w\n"), Words{});
+  EXPECT_EQ(Paths("[Install]\nExecStart=/srv/x\n"), Words{});
 }
 
 }  // namespace
