@@ -1,5 +1,6 @@
 #include "host/daemon/daemon.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -55,11 +56,28 @@ bool Daemon::ApplyOnce(const std::string& why, bool starting) {
   {
     std::lock_guard<std::mutex> lock(publish_mu_);
     ++apply_edges_;
+    later_looks_.clear();
   }
   core::ApplyReport report = ApplyUnderKeepalive(starting);
   bool removal_waits = report.removal_waits;
-  Publish(std::move(report), why);
-  ++apply_edges_;
+  {
+    // Held until the apply is counted ended: no look of the watch's is
+    // published between its verdicts and the picture made of them.
+    std::lock_guard<std::mutex> lock(publish_mu_);
+    // The watch looked at these after the apply did (it follows only the
+    // units the apply has not in hand, once it has said which, and keeps
+    // none it took before the apply's second look): a death it saw is not
+    // undone by the apply's older look.
+    const uint64_t second_look = reconciler_.progress().looks_again();
+    for (const auto& [unit, look] : later_looks_) {
+      if (look.after_looks == second_look) {
+        status::ShowLaterLook(report, unit, look.status, look.up);
+      }
+    }
+    later_looks_.clear();
+    Publish(std::move(report), why);
+    ++apply_edges_;
+  }
   if (options_.release_memory) options_.release_memory();
   return removal_waits;
 }
@@ -171,11 +189,12 @@ void Daemon::ShowRecorded() {
   board_.PublishRecorded(std::move(*recorded));
 }
 
-// Between applies only: while one runs, its own looks judge the units it
-// acts on (a restart's stop is no death), and its report then says how
-// every declared unit stands. After each apply every unit is read again at
-// once, so a death during a long apply is seen as soon as it ends, judged
-// from the apply's verdict.
+// While an apply runs, its own looks judge the units it acts on (a
+// restart's stop is no death): the watch follows the others only, once the
+// apply has said which it has in hand, so a daemon that dies while an
+// apply waits minutes on another unit's stop shows within seconds. After
+// each apply every unit is read again at once, judged from the apply's
+// verdicts.
 void Daemon::WatchLoop() {
   auto last_full = clock_.Monotonic() - options_.watch_refresh;
   std::optional<uint64_t> applies_seen;  // none: no apply's verdicts taken yet
@@ -186,10 +205,13 @@ void Daemon::WatchLoop() {
       clock_.SleepFor(std::chrono::milliseconds(200));
       continue;
     }
-    uint64_t edges = apply_edges_;
-    if (edges % 2 == 0 && edges != applies_seen) {
-      // An apply ended: start from its verdicts, and look at every unit.
-      applies_seen = edges;
+    // Counted at the last apply's end: the one under way, if any, has not
+    // published.
+    uint64_t ended = apply_edges_ & ~uint64_t{1};
+    if (ended != applies_seen) {
+      // An apply ended (another may have begun since): start from its
+      // verdicts, and look at every unit.
+      applies_seen = ended;
       unit_up_.clear();
       // Held here: a range-for keeps no temporary of its range's
       // expression alive, and the next apply frees the snapshot it replaces.
@@ -212,17 +234,28 @@ void Daemon::WatchLoop() {
       continue;
     }
     std::vector<std::string> changed = std::move(*waited);
-    if (apply_edges_ != applies_seen) continue;  // an apply runs, or ended: above
+    uint64_t edges_now = apply_edges_;
+    std::optional<std::vector<std::string>> in_hand;
+    if (edges_now != *applies_seen) {
+      if (edges_now != *applies_seen + 1) continue;  // an apply ended: above
+      in_hand = reconciler_.progress().InHand();
+      if (!in_hand.has_value()) continue;  // what it will touch is not known yet
+    }
     // After a failure every unit is read: a change while the watch was
     // blind sent no signal it heard.
     bool full = sight_.failing() || clock_.Monotonic() - last_full >= options_.watch_refresh;
-    if (changed.empty() && !full) continue;
     if (full) {
       changed = units;
       last_full = clock_.Monotonic();
     }
+    if (in_hand.has_value()) {
+      std::erase_if(changed, [&](const std::string& unit) {
+        return std::binary_search(in_hand->begin(), in_hand->end(), unit);
+      });
+    }
+    if (changed.empty()) continue;
     began = clock_.Monotonic();
-    std::optional<std::string> unread = WatchLook(changed, *applies_seen);
+    std::optional<std::string> unread = WatchLook(changed, edges_now);
     if (!unread.has_value()) continue;  // an apply began: its report says
     if (!unread->empty()) {
       TellSight(sight_.Failed(*unread, clock_.Monotonic(), began), Priority::kWarning);
@@ -242,7 +275,11 @@ void Daemon::TellSight(const WatchSight::Say& say, Priority priority) {
 }
 
 std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& units,
-                                             uint64_t applies_seen) {
+                                             uint64_t edges) {
+  const bool during_apply = edges % 2 == 1;
+  // Before the read: a look begun after the apply's second look began is
+  // the later of the two.
+  const uint64_t after_looks = reconciler_.progress().looks_again();
   // Read at once (pipelined): the full refresh reads every declared unit.
   std::vector<core::Result<core::UnitStatus>> statuses = watch_->ReadUnits(units);
   std::string unread;
@@ -253,21 +290,29 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
       if (unread.empty()) unread = status.error().message;
       continue;
     }
+    // A job of systemd's for it while an apply runs is most likely the
+    // apply's, reaching it through a unit it acts on (a restart carried to
+    // a unit that Requires= it): the apply's report, then the next look,
+    // say how it ends.
+    if (during_apply && status->job_queued) continue;
     bool up = false;
     {
       std::lock_guard<std::mutex> lock(publish_mu_);
-      // Read before an apply began: what it shows may be the apply's own
-      // action half done. The apply's report says how it ended.
-      if (apply_edges_ != applies_seen) return std::nullopt;
+      // Read before an apply began, or before one ended: what it shows may
+      // be the apply's own action half done. The apply's report says how
+      // it ended.
+      if (apply_edges_ != edges) return std::nullopt;
       up = board_.PublishUnit(unit, *status, clock_.Monotonic());
       metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
+      if (during_apply) later_looks_[unit] = {*status, up, after_looks};
     }
     auto was = unit_up_.find(unit);
     if (was != unit_up_.end() && was->second && !up) {
-      log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +
-                                    status->sub_state + ", Result=" + status->result +
-                                    ", NRestarts " + std::to_string(status->n_restarts) +
-                                    ") between applies");
+      log_.Line(Priority::kErr,
+                "unit " + unit + " is " + status->active_state + " (" + status->sub_state +
+                    ", Result=" + status->result + ", NRestarts " +
+                    std::to_string(status->n_restarts) + ") " +
+                    (during_apply ? "while an apply acts on other units" : "between applies"));
     }
     unit_up_[unit] = up;
   }

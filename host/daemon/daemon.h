@@ -1,8 +1,9 @@
 // The daemon of `mesh-host run`: reconcile now, every --interval, when the
 // declaration file changes (inotify on its directory, so the link's atomic
 // rename is seen; debounced), and on SIGHUP — never two applies at once; and
-// between applies, follow the declared units live, so a daemon that dies
-// shows on /status, /healthz and /metrics within seconds.
+// between applies, and during one at the units it does not act on, follow
+// the declared units live, so a daemon that dies shows on /status, /healthz
+// and /metrics within seconds.
 //
 // Signals and declaration changes come from an EventSource, read between
 // applies: an apply in progress always finishes (every file whole, the
@@ -85,11 +86,12 @@ class Daemon {
   // and systemd's STATUS=.
   void Publish(core::ApplyReport report, const std::string& why);
   void WatchLoop();
-  // The watch's look at `units`: the first unit's read error, or empty when
-  // every read worked; nothing when an apply began or ended meanwhile (the
-  // apply's own looks judge what it does to its units).
-  std::optional<std::string> WatchLook(const std::vector<std::string>& units,
-                                       uint64_t applies_seen);
+  // The watch's look at `units`, taken while apply_edges_ reads `edges`
+  // (odd: during an apply, at units it has not in hand): the first unit's
+  // read error, or empty when every read worked; nothing when an apply
+  // began or ended meanwhile (the apply's own looks judge what it does to
+  // its units).
+  std::optional<std::string> WatchLook(const std::vector<std::string>& units, uint64_t edges);
   // What WatchSight says, to the log and the board.
   void TellSight(const WatchSight::Say& say, Priority priority);
 
@@ -110,6 +112,16 @@ class Daemon {
   // and by an apply as it begins: a look read before an apply is never
   // published over that apply's verdict.
   std::mutex publish_mu_;
+  // The watch's last look at each unit it published while the apply under
+  // way ran: laid over the apply's report where the apply's own look at
+  // the unit came first. Under publish_mu_.
+  struct LaterLook {
+    core::UnitStatus status;
+    bool up = false;  // as the board judged it
+    // Progress::looks_again() when the read began.
+    uint64_t after_looks = 0;
+  };
+  std::map<std::string, LaterLook> later_looks_;
   bool recorded_shown_ = false;
   std::thread watch_thread_;
   std::map<std::string, bool> unit_up_;  // watch thread only

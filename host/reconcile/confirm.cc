@@ -278,6 +278,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
                       : services->WaitForJobs(pending, nanoseconds(0));
   nanoseconds at_second = firsts.Since();
   names.insert(names.end(), bystanders.names().begin(), bystanders.names().end());
+  if (progress != nullptr && !bystanders.names().empty()) progress->LookingAgain();
   std::vector<core::Result<core::UnitStatus>> second = services->ReadUnits(names);
   bystanders.Judge(
       plan,

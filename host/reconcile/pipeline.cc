@@ -65,6 +65,9 @@ Settled WriteAndSettle(ApplyState& s, const ReconcilerPorts& ports,
   auto step = [&] {
     if (ports.progress != nullptr) ports.progress->Step();
   };
+  if (ports.progress != nullptr) {
+    ports.progress->Handle(s.dry_run ? std::vector<std::string>() : s.plan.UnitsActedOn(s.decl));
+  }
   s.writes = s.dry_run ? NoWrites(s.plan)
                        : Write(s.decl, s.plan, s.observed.bundles, s.observed.seen, ports);
   s.owners = std::move(s.observed.owners);

@@ -408,6 +408,17 @@ bool Plan::ChangesMachine() const {
   return false;
 }
 
+std::vector<std::string> Plan::UnitsActedOn(const core::Declaration& declaration) const {
+  std::vector<std::string> acted;
+  for (const UnitPlan& u : units) {
+    if (u.action.has_value() || u.stop) acted.push_back(declaration.resources[u.index].unit().name);
+  }
+  for (const Removal& rm : removals) {
+    if (rm.stop && rm.not_now.empty()) acted.push_back(rm.entry.unit().name);
+  }
+  return acted;
+}
+
 std::vector<std::string> Wants(const core::Declaration& decl, const core::Record& record,
                                const OldEntries& olds, bool had_record,
                                std::string_view credential_key) {

@@ -304,6 +304,10 @@ struct Plan {
   // Whether the apply changes the machine at all (writes, deletes, asks
   // systemd for anything): only then is the intent saved first.
   bool ChangesMachine() const;
+  // The units the apply asks systemd to change (a start, restart, reload or
+  // stop; a removal's stop), each once: what the live watch leaves to the
+  // apply's own looks while it runs (Progress::Handle).
+  std::vector<std::string> UnitsActedOn(const core::Declaration& declaration) const;
 };
 
 // Where the host itself lives on this machine, as absolute paths: what a

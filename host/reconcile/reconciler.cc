@@ -373,6 +373,7 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
     report.result = ApplyResult::kFailed;
     report.error = "out of memory during the apply; the next apply finishes what it left undone";
   }
+  progress_.Forget();  // its units are the next look's again
   // What the pass still holds (the full pass needs every outcome until its
   // end: the unit phase and the record amend them).
   for (const ResourceOutcome& o : report.outcomes) {

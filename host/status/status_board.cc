@@ -20,8 +20,28 @@ constexpr bool OutcomesInEnumOrder() {
   }
   return static_cast<size_t>(core::Outcome::kFailed) + 1 == core::kAllOutcomes.size();
 }
-}  // namespace
 static_assert(OutcomesInEnumOrder());
+
+// Whether the picture of the unit changed.
+bool ShowLook(core::UnitSnapshot& u, const core::UnitStatus& status, bool up) {
+  bool changed = u.active_state != status.active_state || u.sub_state != status.sub_state ||
+                 u.n_restarts != status.n_restarts || u.result != status.result || u.up != up;
+  u.active_state = status.active_state;
+  u.sub_state = status.sub_state;
+  u.result = status.result;
+  u.n_restarts = status.n_restarts;
+  u.up = up;
+  return changed;
+}
+
+}  // namespace
+
+void ShowLaterLook(core::ApplyReport& report, const std::string& unit,
+                   const core::UnitStatus& status, bool up) {
+  for (core::ResourceOutcome& r : report.outcomes) {
+    if (r.declared_unit() == unit && r.unit.has_value()) ShowLook(*r.unit, status, up);
+  }
+}
 
 void StatusBoard::PublishApply(core::ApplyReport report) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -147,13 +167,7 @@ bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& s
       streak.confirmed = now - *streak.since >= settle_;
     }
     up = streak.confirmed;
-    changed = changed || u.active_state != status.active_state || u.sub_state != status.sub_state ||
-              u.n_restarts != status.n_restarts || u.result != status.result || u.up != up;
-    u.active_state = status.active_state;
-    u.sub_state = status.sub_state;
-    u.result = status.result;
-    u.n_restarts = status.n_restarts;
-    u.up = up;
+    changed = ShowLook(u, status, up) || changed;
   }
   if (changed) current_ = std::move(next);
   return up;

@@ -111,6 +111,13 @@ class StatusBoard {
   std::map<std::string, uint64_t> host_restarts_;  // by declared unit, since start
 };
 
+// A look at `unit` taken after the apply's own (the live watch's, at a unit
+// the apply did not act on, while it ran) over the report's picture of it:
+// its state, restarts and whether it is up, as PublishUnit judged them. The
+// apply's outcome stays what it did.
+void ShowLaterLook(core::ApplyReport& report, const std::string& unit,
+                   const core::UnitStatus& status, bool up);
+
 nlohmann::json ToJson(const Snapshot& snapshot);
 // Whether a resource is wrong now, as /healthz judges it: it failed, or its
 // unit is declared running and is not up.

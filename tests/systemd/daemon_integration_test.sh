@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mesh-host run against a real systemd (tests/systemd/sdbox.sh): sd_notify
 # READY=1 and WATCHDOG=1 on a test socket; /healthz, /status, /metrics; a
-# unit killed with SIGKILL shows as dead within seconds (no reconcile); SIGHUP
+# unit killed with SIGKILL shows as dead within seconds (no reconcile), and
+# so does one killed while an apply waits on another unit's stop; SIGHUP
 # applies; an atomic rename of a new declaration triggers exactly one apply; a
 # crash-looping unit's systemd restart counter rises; the bus gone, /healthz
 # says the units are unseen, on /metrics and to a real Prometheus too;
@@ -64,6 +65,38 @@ kill -HUP $HOST
 check "SIGHUP applies (the unit is started again)" 'until_true 5 "[ \$(applies) = 2 ]" && grep -q "^started web (service): was failed, started" "$T/run.log"'
 check "healthy again" 'until_true 5 "[ \$(code /healthz) = 200 ]"'
 
+# An apply that waits on one unit's stop still lets the watch follow the
+# others: slow's stop takes 8 s (ExecStop=), and web is killed while an
+# apply restarts slow. /healthz names web within seconds, that apply still
+# under way; its report, whose look at web came first, does not undo the
+# death, and the death is logged once.
+unit_active_is() { grep -q "^mesh_host_unit_active{unit=\"$1\"} $2\$" <<<"$(curl -s "$URL/metrics")"; }
+slow() {
+  svc slow "[Service]"$'\n'"ExecStart=/bin/sleep $1"$'\n'"ExecStop=/bin/sleep 8"$'\n'"TimeoutStopSec=30"$'\n'
+}
+declare_gen() {  # GENERATION RESOURCE...: the declaration, renamed into place
+  local g=$1; shift
+  printf '{"machine":"box","generation":%s,"resources":[%s]}' "$g" "$(IFS=,; echo "$*")" > "$T/etc/.declaration.json.new"
+  mv "$T/etc/.declaration.json.new" "$T/etc/declaration.json"
+}
+declare_gen 2 "$CONF" "$WEB" "$(slow infinity)"
+check "slow started" 'until_true 10 "[ \$(applies) = 3 ]" && grep -q "^created slow (service)" "$T/run.log"'
+check "healthy with slow" 'until_true 5 "[ \$(code /healthz) = 200 ]"'
+between=$(grep -c "unit web.service is failed.*between applies" "$T/run.log" || true)
+declare_gen 3 "$CONF" "$WEB" "$(slow 86400)"
+check "slow's restart waits on its stop" 'until_true 5 "[ \"\$(nsenter -t $SDBOX_PID -m -p systemctl is-active slow.service)\" = deactivating ]"'
+nsenter -t "$SDBOX_PID" -m -p systemctl kill --signal=KILL web.service
+check "killed during an apply: /healthz names web within 4 s" 'until_true 4 "curl -s $URL/healthz | grep -q \"unit web.service is failed\""'
+check "... while that apply still waits on slow's stop" '[ "$(applies)" = 3 ]'
+check "... and mesh_host_unit_active says so" 'until_true 2 "unit_active_is web.service 0"'
+check "... logged as seen during the apply" 'grep -q "^unit web.service is failed (failed, Result=signal, NRestarts 0) while an apply acts on other units" "$T/run.log"'
+check "the apply ends with slow restarted" 'until_true 20 "[ \$(applies) = 4 ]" && grep -q "^updated slow (service)" "$T/run.log"'
+check "... and web still shown dead" '[ "$(code /healthz)" = 503 ] && curl -s $URL/healthz | grep -q "unit web.service is failed"'
+sleep 1.5
+check "... its death logged once" '[ "$(grep -c "unit web.service is failed.*between applies" "$T/run.log")" = "$between" ] && [ "$(grep -c "unit web.service is failed" "$T/run.log")" = "$((between + 1))" ]'
+kill -HUP $HOST
+check "SIGHUP starts web again" 'until_true 5 "[ \$(applies) = 5 ]" && until_true 5 "[ \$(code /healthz) = 200 ]"'
+
 # The bus gone (dbus and its socket stopped in the box, so nothing starts it
 # again): the watch cannot see systemd. Within a refresh period (10 s)
 # /healthz says so instead of vouching for the last look; with the bus back
@@ -110,12 +143,11 @@ check "systemd hung: 503 as the hung read gives up, said in one line" \
 kill -CONT "$SDBOX_PID"
 check "systemd answers again: healthy within 25 s" 'until_true 25 "[ \$(code /healthz) = 200 ]"'
 
-printf '{"machine":"box","generation":2,"resources":[%s,%s,%s]}' "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" > "$T/etc/.declaration.json.new"
-mv "$T/etc/.declaration.json.new" "$T/etc/declaration.json"
-check "atomic rename triggers an apply" 'until_true 5 "[ \$(applies) = 3 ]"'
+declare_gen 4 "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" "$(slow 86400)"
+check "atomic rename triggers an apply" 'until_true 5 "[ \$(applies) = 6 ]"'
 sleep 1.5
-check "... exactly one" '[ "$(applies)" = 3 ]'
-check "/status shows generation 2" 'curl -s $URL/status | grep -q "\"generation\": 2"'
+check "... exactly one" '[ "$(applies)" = 6 ]'
+check "/status shows generation 4" 'curl -s $URL/status | grep -q "\"generation\": 4"'
 check "the crash-looping unit fails its two looks" 'grep -q "^failed flap (service): flap.service died and was restarted by systemd" "$T/run.log"'
 r1=$(curl -s $URL/metrics | sed -n 's/^mesh_host_unit_systemd_restarts_total{unit="flap.service"} //p')
 sleep 3

@@ -7,6 +7,9 @@
 
 #include <gmock/gmock.h>
 
+#include <atomic>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "host/adapters/file_declaration.h"
@@ -76,12 +79,210 @@ class DaemonTest : public reconcile::ReconcilerTest {
     return status.substr(open + 1, status.find(',', open) - open - 1);
   }
 
+  // Declares `resources` (JSON objects) as the declaration file.
+  void DeclareAll(const std::vector<nlohmann::json>& resources, uint64_t generation) {
+    testing::WriteText(dir_.Sub("declaration.json"), Decl(resources, generation).dump());
+  }
+  static nlohmann::json Service(const std::string& id, const nlohmann::json& extra = {}) {
+    nlohmann::json r = {
+        {"id", id}, {"kind", "service"}, {"unit", id + ".service"}, {"state", "running"}};
+    if (extra.is_object()) r.update(extra);
+    return r;
+  }
+
   fakes::FakeEventSource events_{clock_};
   status::StatusBoard board_;
   metrics::HostMetrics metrics_{"test"};
   int opened_ = 0;
   std::function<void(int)> on_open_;
 };
+
+// The live watch's own systemd, on the watch's thread: what the test says
+// of a unit (else active, running), read as often as the watch likes. Held
+// still while frozen, as a watch waiting for a signal is.
+class ScriptedWatch : public fakes::FakeServiceManager {
+ public:
+  explicit ScriptedWatch(fakes::FakeClock& clock) : FakeServiceManager(clock) {}
+  void Say(const std::string& unit, core::UnitStatus status) {
+    std::lock_guard lock(mu_);
+    said_[unit] = std::move(status);
+  }
+  // Frozen: the watch's next wait for a change lasts until thawed (5 s at
+  // most).
+  void Freeze(bool frozen) { frozen_ = frozen; }
+  core::Result<std::vector<std::string>> WaitForUnitChanges(const std::vector<std::string>& units,
+                                                            std::chrono::nanoseconds) override {
+    std::this_thread::sleep_for(milliseconds(2));
+    parked_ = frozen_.load();
+    for (int i = 0; i < 2500 && frozen_; ++i) std::this_thread::sleep_for(milliseconds(2));
+    parked_ = false;
+    return units;
+  }
+  // Frozen, and waiting: it reads nothing until thawed.
+  bool parked() const { return parked_; }
+  int reads() {
+    std::lock_guard lock(mu_);
+    return reads_;
+  }
+  std::vector<core::Result<core::UnitStatus>> ReadUnits(
+      const std::vector<std::string>& units) override {
+    std::lock_guard lock(mu_);
+    ++reads_;
+    std::vector<core::Result<core::UnitStatus>> out;
+    for (const std::string& u : units) {
+      auto it = said_.find(u);
+      if (it != said_.end()) {
+        out.emplace_back(it->second);
+        continue;
+      }
+      core::UnitStatus running;
+      running.load_state = "loaded";
+      running.active_state = "active";
+      running.sub_state = "running";
+      running.invocation_id = "run-of-" + u;
+      out.emplace_back(running);
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, core::UnitStatus> said_;
+  int reads_ = 0;
+  std::atomic<bool> frozen_{false};
+  std::atomic<bool> parked_{false};
+};
+
+// Tells the test what the board said of a unit as each apply's summary was
+// sent (the summary goes out with the picture, before the watch may look
+// again).
+class BoardAtStatus : public fakes::FakeNotifier {
+ public:
+  BoardAtStatus(fakes::FakeClock& clock, status::StatusBoard& board, std::string unit)
+      : FakeNotifier(clock), board_(board), unit_(std::move(unit)) {}
+  void Status(const std::string& line) override {
+    FakeNotifier::Status(line);
+    auto snap = board_.Get();
+    for (const core::ResourceOutcome& r : snap->resources) {
+      if (r.declared_unit() == unit_) failing.push_back(status::Failing(r));
+    }
+    if (on_status) on_status();
+  }
+  std::vector<bool> failing;  // per apply
+  std::function<void()> on_status;
+
+ private:
+  status::StatusBoard& board_;
+  std::string unit_;
+};
+
+class DaemonWatchTest : public DaemonTest {
+ protected:
+  // Applies generation 1 (web, and `old` when given), then on a SIGHUP
+  // generation 2 (`second`). While the second apply asks systemd for
+  // `during` (its first job), the watch's systemd says web died, and the
+  // test waits until the board shows it: the watch looked at web while
+  // the apply ran. Then the watch holds still until that apply is shown.
+  // Returns whether the board showed web failing at each apply's summary.
+  std::vector<bool> KillWebDuring(const std::vector<nlohmann::json>& second,
+                                  const std::string& during, bool* seen_during,
+                                  const core::UnitStatus& said = Dead()) {
+    on_open_ = [&](int n) {
+      if (n == 2) DeclareAll(second, 2);
+    };
+    events_.At(minutes(1), Kind::kReload, "SIGHUP");
+    events_.At(minutes(2), Kind::kStop, "Terminated");
+    services_.on_enqueue = [&](const std::string& unit) {
+      if (unit != during || opened_ != 2) return;
+      watch_.Say("web.service", said);
+      // Until the board shows it, or the watch has read three times since.
+      const int reads = watch_.reads();
+      for (int i = 0; i < 5000 && !*seen_during && watch_.reads() < reads + 3; ++i) {
+        for (const core::ResourceOutcome& r : board_.Get()->resources) {
+          *seen_during = *seen_during || (r.declared_unit() == "web.service" && status::Failing(r));
+        }
+        std::this_thread::sleep_for(milliseconds(1));
+      }
+      watch_.Freeze(true);
+      for (int i = 0; i < 5000 && !watch_.parked(); ++i)
+        std::this_thread::sleep_for(milliseconds(1));
+      // Systemd's answer to the apply's own looks stays: web running.
+    };
+    BoardAtStatus notifier(clock_, board_, "web.service");
+    notifier.on_status = [&] { watch_.Freeze(false); };
+    reconcile::Reconciler reconciler(Ports(), ReconcilerTest::Options());
+    Log log;
+    Daemon daemon(Options(), reconciler, board_, metrics_, &watch_, notifier, events_, clock_, log);
+    EXPECT_EQ(daemon.Run(), 0);
+    services_.on_enqueue = nullptr;
+    return notifier.failing;
+  }
+  static core::UnitStatus Dead() {
+    core::UnitStatus dead;
+    dead.load_state = "loaded";
+    dead.active_state = "failed";
+    dead.sub_state = "failed";
+    dead.result = "signal";
+    dead.invocation_id = "dead";
+    return dead;
+  }
+
+  fakes::FakeClock watch_clock_;
+  ScriptedWatch watch_{watch_clock_};
+};
+
+// Issue: a daemon that died while an apply ran was not shown until the
+// apply ended, and then not at all for an apply that took no second look:
+// its report, from its look before the death, called the unit up. Here
+// the apply only stops a dropped unit (no second look at web): the death
+// the watch saw during it stays shown.
+TEST_F(DaemonWatchTest, ADeathSeenDuringAnApplyIsNotUndoneByItsReport) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("old.service", {});
+  nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
+  DeclareAll({Service("web"), old}, 1);
+  bool seen_during = false;
+  std::vector<bool> failing = KillWebDuring({Service("web")}, "old.service", &seen_during);
+  EXPECT_TRUE(seen_during) << "the watch follows web while the apply stops old";
+  EXPECT_THAT(failing, ElementsAre(false, true));
+}
+
+// A unit with a job of systemd's queued while an apply runs is most likely
+// moved by it (a restart carried to a unit that Requires= the one
+// restarted): the watch leaves it to the apply.
+TEST_F(DaemonWatchTest, AUnitWithAJobQueuedDuringAnApplyIsLeftToIt) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("old.service", {});
+  nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
+  DeclareAll({Service("web"), old}, 1);
+  core::UnitStatus stopped_with_it = Dead();
+  stopped_with_it.active_state = "inactive";
+  stopped_with_it.sub_state = "dead";
+  stopped_with_it.result = "success";
+  stopped_with_it.job_queued = true;
+  bool seen_during = false;
+  std::vector<bool> failing =
+      KillWebDuring({Service("web")}, "old.service", &seen_during, stopped_with_it);
+  EXPECT_FALSE(seen_during);
+  EXPECT_THAT(failing, ElementsAre(false, false));
+}
+
+// The apply restarts the server and looks again at web after the watch
+// did: its own look (web running) is the later one and stands.
+TEST_F(DaemonWatchTest, TheApplysLaterLookStandsOverTheWatchs) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("server.service", {});
+  nlohmann::json conf = {
+      {"id", "conf"}, {"kind", "file"}, {"path", "/etc/app.conf"}, {"content", "a"}};
+  nlohmann::json server = Service("server", {{"restart_on", {"conf"}}});
+  DeclareAll({conf, Service("web"), server}, 1);
+  conf["content"] = "b";
+  bool seen_during = false;
+  std::vector<bool> failing =
+      KillWebDuring({conf, Service("web"), server}, "server.service", &seen_during);
+  EXPECT_TRUE(seen_during) << "the watch follows web while the apply restarts the server";
+  EXPECT_THAT(failing, ElementsAre(false, false));
+}
 
 TEST_F(DaemonTest, AppliesAtStartThenEveryIntervalAfterTheLast) {
   fakes::FakeNotifier notifier(clock_);

@@ -15,6 +15,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::Optional;
 using namespace std::chrono_literals;
 using Behavior = fakes::FakeServiceManager::Behavior;
 using testing::TarMember;
@@ -51,6 +52,40 @@ class UnitsTest : public ReconcilerTest {
     return r;
   }
 };
+
+// While an apply runs the daemon's live watch follows the units it does
+// not act on: the apply says which it has in hand (a restart, a removal's
+// stop; not a unit it leaves alone) before it touches any, and forgets
+// them when it ends.
+TEST_F(UnitsTest, AnApplySaysWhichUnitsItHasInHandWhileItRuns) {
+  services_.AddUnit("server.service", {});
+  services_.AddUnit("client.service", {});
+  services_.AddUnit("old.service", {});
+  auto decl = [](const std::string& conf, uint64_t generation, bool with_old) {
+    json resources = {Conf(conf), Service("server", {{"restart_on", {"jail.conf"}}}),
+                      Service("client")};
+    if (with_old) {
+      resources.push_back(
+          Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep infinity\n"}}));
+    }
+    return Decl(resources, generation).dump();
+  };
+  Reconciler reconciler(Ports(), Options());
+  ASSERT_EQ(reconciler.Apply(decl("a", 1, true)).result, ApplyResult::kOk);
+  EXPECT_EQ(reconciler.progress().InHand(), std::nullopt);
+  std::vector<std::optional<std::vector<std::string>>> in_hand;
+  services_.on_enqueue = [&](const std::string&) {
+    in_hand.push_back(reconciler.progress().InHand());
+  };
+  ApplyReport r = reconciler.Apply(decl("b", 2, false));
+  services_.on_enqueue = nullptr;
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "restarted", "unchanged", "removed"));
+  ASSERT_EQ(in_hand.size(), 2u) << "the removal's stop and the restart";
+  for (const auto& units : in_hand) {
+    EXPECT_THAT(units, Optional(ElementsAre("old.service", "server.service")));
+  }
+  EXPECT_EQ(reconciler.progress().InHand(), std::nullopt) << "forgotten when it ends";
+}
 
 // ADR 184 row 1: running at the first look and dead at the second fails the
 // apply, naming the unit and its state.

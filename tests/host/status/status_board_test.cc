@@ -83,6 +83,30 @@ TEST(StatusBoardTest, DeadUnitBetweenAppliesTurnsUnhealthy) {
   EXPECT_EQ(ToJson(*board.Get())["resources"][1]["unit"]["active_state"], "failed");
 }
 
+// The live watch saw the unit die while the apply ran (the apply did not
+// act on it, and looked at it first): the apply's picture of it is not
+// the last word, and its outcome stays what the apply did.
+TEST(StatusBoardTest, ALaterLookOverTheReportKeepsADeathSeenDuringTheApply) {
+  core::ApplyReport report = Report();
+  core::UnitStatus dead;
+  dead.active_state = "failed";
+  dead.sub_state = "failed";
+  dead.result = "signal";
+  dead.n_restarts = 3;
+  ShowLaterLook(report, "fail2ban.service", dead, /*up=*/false);
+  ShowLaterLook(report, "other.service", core::UnitStatus{}, /*up=*/false);
+  StatusBoard board;
+  board.PublishApply(std::move(report));
+  Health h = Judge(*board.Get());
+  EXPECT_FALSE(h.healthy);
+  EXPECT_THAT(h.text, HasSubstr("unit fail2ban.service is failed (failed), declared running"));
+  nlohmann::json unit = ToJson(*board.Get())["resources"][1];
+  EXPECT_EQ(unit["outcome"], "restarted");
+  EXPECT_EQ(unit["unit"]["n_restarts"], 3);
+  EXPECT_EQ(unit["unit"]["result"], "signal");
+  EXPECT_EQ(ToJson(*board.Get())["resources"][0]["outcome"], "created");
+}
+
 // Issue 14: a record that could not be saved failed the apply, but
 // /healthz stayed 200 — the apply's own failure is not health.
 TEST(StatusBoardTest, TheApplysOwnFailureIsNotHealthy) {
