@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/adapters/file_declaration.h"
+#include "host/adapters/host_paths.h"
 #include "host/adapters/one_shot_heap.h"
 #include "host/adapters/process_guard.h"
 #include "host/adapters/unit_verifier.h"
@@ -24,12 +25,18 @@
 namespace mesh::wiring {
 namespace {
 
-// --declaration as an absolute path (against the working directory), for
-// the refusal of a declared path written over it. Empty when not given.
-std::string Absolute(const std::string& path) {
-  if (path.empty() || path.starts_with('/')) return path;
-  char cwd[4096];
-  return ::getcwd(cwd, sizeof cwd) != nullptr ? std::string(cwd) + "/" + path : path;
+// Where the host lives, as the flags name it and as it resolves: what no
+// declared path may overlap. `writer`: who the host writes as.
+reconcile::HostDirs DirsOf(const cli::Flags& flags, std::optional<core::HostIds> writer) {
+  // A relative --declaration against the working directory; one that
+  // cannot be made absolute is not compared (FileDeclaration refuses it).
+  std::string declaration = adapters::AbsolutePath(flags.declaration).value_or("");
+  reconcile::HostDirs dirs{flags.root,      flags.unit_dir, flags.state_dir,
+                           flags.artifacts, writer,         declaration};
+  dirs.resolved = {adapters::ResolvedPath(flags.root), adapters::ResolvedPath(flags.unit_dir),
+                   adapters::ResolvedPath(flags.state_dir), adapters::ResolvedPath(flags.artifacts),
+                   adapters::ResolvedPath(declaration)};
+  return dirs;
 }
 
 std::string HostName() {
@@ -146,9 +153,7 @@ int Validate(const cli::Flags& flags) {
         }
         problems.Add(reconcile::CheckCredentialsPrivate(parsed, **source));
         reconcile::CheckDeclaration(parsed, core::Record{}, /*had_record=*/false, /*machine=*/"",
-                                    {flags.root, flags.unit_dir, flags.state_dir, flags.artifacts,
-                                     std::nullopt, Absolute(flags.declaration)},
-                                    problems);
+                                    DirsOf(flags, std::nullopt), problems);
         cli::Validation bundles;
         CheckBundles(parsed, flags.artifacts, flags.artifacts_given, bundles);
         for (std::string& r : bundles.refusals) problems.Add(std::move(r));
@@ -213,12 +218,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
   reconcile::ReconcilerOptions options;
   options.machine = flags.machine.empty() ? HostName() : flags.machine;
   options.settle = flags.settle;
-  options.dirs = {flags.root,
-                  flags.unit_dir,
-                  flags.state_dir,
-                  flags.artifacts,
-                  core::HostIds{::geteuid(), ::getegid()},
-                  Absolute(flags.declaration)};
+  options.dirs = DirsOf(flags, core::HostIds{::geteuid(), ::getegid()});
   options.dry_run = plan;
   options.diff = flags.diff;
   // The staged writes' batch of files (write.cc): a chunk of small files

@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <utility>
 
+#include "host/adapters/host_paths.h"
 #include "host/core/declaration.h"
 #include "host/core/sha256.h"
 
@@ -41,13 +43,9 @@ std::optional<std::string> ChangeableByOthersAt(const std::string& path, int fd,
     }
     return std::nullopt;
   };
-  std::string given = path;
-  if (given.empty() || given[0] != '/') {
-    char* cwd = ::getcwd(nullptr, 0);
-    if (cwd == nullptr) return std::string("its path cannot be resolved: ") + std::strerror(errno);
-    given = std::string(cwd) + "/" + given;
-    std::free(cwd);
-  }
+  auto absolute = AbsolutePath(path);
+  if (!absolute) return "its path cannot be resolved: " + absolute.error().message;
+  std::string given = std::move(*absolute);
   for (size_t end = given.find('/', 1);; end = given.find('/', end + 1)) {
     std::string at = given.substr(0, end);
     struct stat l;

@@ -23,54 +23,98 @@ bool Overlap(std::string_view a, std::string_view b) {
   return a == b || inside(a, b) || inside(b, a);
 }
 
-// Each resource whose path overlaps the host's own places, once.
-void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Problems& problems) {
-  std::string root = NormalDirectory(dirs.root);
-  if (root == "/") root.clear();
-  std::string units = NormalDirectory(dirs.units);
-  std::string declaration = NormalDirectory(dirs.declaration);
+// The host's own places named one way (as given, or resolved), each with
+// the words that name it.
+struct Places {
+  std::string root;  // "" for "/"
+  std::string units, state, artifacts, declaration;
+};
+
+// A place's words: its flag as given, and where it leads when resolved
+// elsewhere.
+std::string Named(std::string_view flag, const std::string& given, const std::string& at) {
+  return std::string(flag) + " " + given + (at == given ? "" : ", which is " + at) + ")";
+}
+
+// Each resource's overlap with `p`, said in `refused` where none is said
+// yet. `given`: the places as the flags named them, for the words.
+void CheckPlacesAt(const core::Declaration& decl, const Places& p, const Places& given,
+                   std::vector<std::string>& refused) {
   // What unit_text and drop_ins write, by real path: what writes it.
   std::map<std::string, std::string> unit_files;
-  if (!units.empty()) {
+  if (!p.units.empty()) {
     for (const Resource& r : decl.resources) {
       if (r.unit().text.has_value()) {
-        unit_files.emplace(units + "/" + r.unit().name,
+        unit_files.emplace(p.units + "/" + r.unit().name,
                            "the unit file that resource " + r.id + "'s unit_text writes");
       }
       for (const auto& [name, text] : r.unit().drop_ins) {
-        unit_files.emplace(units + "/" + r.unit().name + ".d/" + name,
+        unit_files.emplace(p.units + "/" + r.unit().name + ".d/" + name,
                            "a drop-in of resource " + r.id + "'s drop_ins");
       }
     }
   }
-  const std::pair<std::string, std::string_view> own[] = {
-      {NormalDirectory(dirs.state), "the host's state directory (--state-dir "},
-      {NormalDirectory(dirs.artifacts), "the artifacts directory (--artifacts "},
+  const std::pair<const std::string*, std::string> own[] = {
+      {&p.state, "the host's state directory (" + Named("--state-dir", given.state, p.state)},
+      {&p.artifacts,
+       "the artifacts directory (" + Named("--artifacts", given.artifacts, p.artifacts)},
   };
-  for (const Resource& r : decl.resources) {
-    if (!r.HasFiles()) continue;
-    std::string real = root + r.path;
+  for (size_t i = 0; i < decl.resources.size(); ++i) {
+    const Resource& r = decl.resources[i];
+    if (!r.HasFiles() || !refused[i].empty()) continue;
+    std::string real = p.root + r.path;
     std::string what;
     for (const auto& [dir, name] : own) {
-      if (what.empty() && !dir.empty() && Overlap(real, dir)) what = std::string(name) + dir + ")";
+      if (what.empty() && !dir->empty() && Overlap(real, *dir)) what = name;
     }
     // The declaration itself: a file written over it, or a tree unpacked
     // over its directory, replaces what the next apply reads.
-    if (what.empty() && !declaration.empty() &&
-        (real == declaration || (r.IsTree() && Overlap(real, declaration)))) {
-      what = "the declaration itself (--declaration " + declaration + ")";
+    if (what.empty() && !p.declaration.empty() &&
+        (real == p.declaration || (r.IsTree() && Overlap(real, p.declaration)))) {
+      what = "the declaration itself (" + Named("--declaration", given.declaration, p.declaration);
     }
-    if (what.empty() && !units.empty()) {
-      if (r.IsTree() && Overlap(real, units)) {
-        what = "the unit directory (--unit-dir " + units + ")";
+    if (what.empty() && !p.units.empty()) {
+      if (r.IsTree() && Overlap(real, p.units)) {
+        what = "the unit directory (" + Named("--unit-dir", given.units, p.units);
       } else if (auto it = unit_files.find(real); it != unit_files.end()) {
         what = it->second;
       }
     }
     if (!what.empty()) {
-      problems.Add("resource " + r.id + ", field path: \"" + r.path + "\" (" + real +
-                   ") overlaps " + what);
+      refused[i] =
+          "resource " + r.id + ", field path: \"" + r.path + "\" (" + real + ") overlaps " + what;
     }
+  }
+}
+
+Places PlacesOf(std::string_view root, std::string_view units, std::string_view state,
+                std::string_view artifacts, std::string_view declaration) {
+  Places p{NormalDirectory(root), NormalDirectory(units), NormalDirectory(state),
+           NormalDirectory(artifacts), NormalDirectory(declaration)};
+  if (p.root == "/") p.root.clear();
+  return p;
+}
+
+// Each resource whose path overlaps the host's own places, once: as the
+// flags name them, then as they resolve.
+void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Problems& problems) {
+  const Places given =
+      PlacesOf(dirs.root, dirs.units, dirs.state, dirs.artifacts, dirs.declaration);
+  std::vector<std::string> refused(decl.resources.size());
+  CheckPlacesAt(decl, given, given, refused);
+  const HostDirs::Resolved& rd = dirs.resolved;
+  Places resolved =
+      PlacesOf(rd.root.empty() ? dirs.root : rd.root, rd.units.empty() ? dirs.units : rd.units,
+               rd.state.empty() ? dirs.state : rd.state,
+               rd.artifacts.empty() ? dirs.artifacts : rd.artifacts,
+               rd.declaration.empty() ? dirs.declaration : rd.declaration);
+  if (resolved.root != given.root || resolved.units != given.units ||
+      resolved.state != given.state || resolved.artifacts != given.artifacts ||
+      resolved.declaration != given.declaration) {
+    CheckPlacesAt(decl, resolved, given, refused);
+  }
+  for (std::string& r : refused) {
+    if (!r.empty()) problems.Add(std::move(r));
   }
 }
 

@@ -320,6 +320,13 @@ struct HostDirs {
   std::string artifacts;   // --artifacts: bundles' sources
   std::optional<core::HostIds> writer;
   std::string declaration;  // --declaration, absolute: never written over
+  // The same places with every symlink on the way resolved (the wiring's
+  // adapters::ResolvedPath), for the overlap check alone: a declared path
+  // is written with none followed, at the resolved root plus the path.
+  // Empty members: not known, the above stand alone.
+  struct Resolved {
+    std::string root, units, state, artifacts, declaration;
+  } resolved;
 };
 
 // A path in normal form, as the kernel resolves it when no symlink is on

@@ -136,4 +136,20 @@ set -e
 [ "$rc" = 2 ] || fail "FIFO declaration exit $rc (124: it hung)"
 grep -q "fifo.json: not a regular file" <<<"$err" || fail "FIFO refusal message: $err"
 cmp -s "$T/state/state.json" "$T/state.before" || fail "FIFO refusal touched the record"
+# A declaration reached through a symlink may not be written over where it
+# leads: a file declared at its target is refused (validate too), and the
+# declaration stays as it was.
+mkdir -p "$T/root/etc/mesh"
+printf '{"machine": "e2e", "generation": 9, "resources": [{"id": "self", "kind": "file", "path": "/etc/mesh/gen-9.json", "content": "{}"}]}' > "$T/root/etc/mesh/gen-9.json"
+ln -s "$T/root/etc/mesh/gen-9.json" "$T/current.json"
+cp "$T/root/etc/mesh/gen-9.json" "$T/gen-9.before"
+set +e
+err=$("$BIN" apply "${F[@]/$T\/decl.json/$T/current.json}" 2>&1 >/dev/null); rc=$?
+verr=$("$BIN" validate --declaration "$T/current.json" --root "$T/root" 2>&1); vrc=$?
+set -e
+[ "$rc" = 2 ] || fail "a file over the declaration's target: exit $rc: $err"
+grep -q "overlaps the declaration itself (--declaration $T/current.json, which is $T/root/etc/mesh/gen-9.json)" <<<"$err" || fail "self through a link, words: $err"
+[ "$vrc" = 2 ] && grep -q "overlaps the declaration itself" <<<"$verr" || fail "validate of it: $vrc $verr"
+cmp -s "$T/root/etc/mesh/gen-9.json" "$T/gen-9.before" || fail "the declaration was written over"
+cmp -s "$T/state/state.json" "$T/state.before" || fail "the refusal touched the record"
 echo "e2e: all checks passed"

@@ -489,6 +489,34 @@ TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
   EXPECT_TRUE(check(json::object(), {dir}).has_value());
   self["path"] = "/etc/mesh/other.json";
   EXPECT_TRUE(check(json::object(), {self}).has_value());
+
+  // Reached through symlinks: a declared path is written with none
+  // followed, so it lands where the resolved root leads. The host's own
+  // places are compared where they resolve too, and named as given.
+  dirs = {"/",          "/etc/systemd/system",   "/var/lib/mesh-host", "/var/lib/mesh-host/art",
+          std::nullopt, "/etc/mesh/current.json"};
+  dirs.resolved = {"/", "/etc/systemd/system", "/srv/state", "/srv/state/art",
+                   "/etc/mesh/gen-12.json"};
+  self["path"] = "/etc/mesh/gen-12.json";
+  EXPECT_THAT(
+      check(json::object(), {self}).error().message,
+      HasSubstr("\"/etc/mesh/gen-12.json\" (/etc/mesh/gen-12.json) overlaps the declaration "
+                "itself (--declaration /etc/mesh/current.json, which is "
+                "/etc/mesh/gen-12.json)"));
+  EXPECT_THAT(check(json::object(), {archive("/srv")}).error().message,
+              HasSubstr("overlaps the host's state directory (--state-dir /var/lib/mesh-host, "
+                        "which is /srv/state)"));
+  self["path"] = "/etc/mesh/current.json";
+  EXPECT_THAT(check(json::object(), {self}).error().message,
+              HasSubstr("overlaps the declaration itself (--declaration /etc/mesh/current.json)"))
+      << "the link itself, as given";
+  std::string both = check(json::object(), {archive("/etc/mesh")}).error().message;
+  EXPECT_EQ(both.find("resource b,"), both.rfind("resource b,"))
+      << "refused once, as given, though its resolved place overlaps too: " << both;
+  dirs.resolved.root = "/mnt/real";
+  self["path"] = "/etc/mesh/gen-12.json";
+  EXPECT_TRUE(check(json::object(), {self}).has_value())
+      << "under a root that resolves elsewhere, it lands at /mnt/real/etc/mesh/gen-12.json";
 }
 
 }  // namespace

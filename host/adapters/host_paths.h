@@ -1,0 +1,21 @@
+// The host's own places as the kernel reaches them. A declared path is
+// written with no symlink followed on the way (posix_file_system.h), so it
+// lands at the resolved --root plus the path; the host's record, bundles,
+// unit files and declaration may be reached through symlinks. Both are
+// compared resolved, so no declaration writes over the host through one.
+#pragma once
+
+#include <string>
+
+#include "host/core/result.h"
+
+namespace mesh::adapters {
+
+// `path` against the working directory; empty stays empty.
+core::Result<std::string> AbsolutePath(const std::string& path);
+
+// `path` (absolute) with every symlink on the way resolved, as far as it
+// exists; what does not exist yet is kept as written. Empty stays empty.
+std::string ResolvedPath(const std::string& path);
+
+}  // namespace mesh::adapters
