@@ -64,13 +64,12 @@ bool Daemon::ApplyOnce(const std::string& why, bool starting) {
     // Held until the apply is counted ended: no look of the watch's is
     // published between its verdicts and the picture made of them.
     std::lock_guard<std::mutex> lock(publish_mu_);
-    // The watch looked at these after the apply did (it follows only the
-    // units the apply has not in hand, once it has said which, and keeps
-    // none it took before the apply's second look): a death it saw is not
-    // undone by the apply's older look.
-    const uint64_t second_look = reconciler_.progress().looks_again();
+    // Where the watch looked at a unit after the apply last did (one it
+    // did not act on, and did not read again once the watch's read had
+    // begun), the watch's look is the newer: a death it saw is not undone
+    // by the apply's older picture.
     for (const auto& [unit, look] : later_looks_) {
-      if (look.after_looks == second_look) {
+      if (!reconciler_.progress().ApplysLookStands(unit, look.at)) {
         status::ShowLaterLook(report, unit, look.status, look.up);
       }
     }
@@ -196,72 +195,90 @@ void Daemon::ShowRecorded() {
 // each apply every unit is read again at once, judged from the apply's
 // verdicts.
 void Daemon::WatchLoop() {
-  auto last_full = clock_.Monotonic() - options_.watch_refresh;
-  std::optional<uint64_t> applies_seen;  // none: no apply's verdicts taken yet
+  WatchState state{.last_full = clock_.Monotonic() - options_.watch_refresh};
   while (!stopping_) {
-    std::vector<std::string> units = board_.WatchedUnits();
-    if (units.empty() || watch_ == nullptr) {
-      TellSight(sight_.NothingToWatch(), Priority::kNotice);
-      clock_.SleepFor(std::chrono::milliseconds(200));
-      continue;
-    }
-    // Counted at the last apply's end: the one under way, if any, has not
-    // published.
-    uint64_t ended = apply_edges_ & ~uint64_t{1};
-    if (ended != applies_seen) {
-      // An apply ended (another may have begun since): start from its
-      // verdicts, and look at every unit.
-      applies_seen = ended;
-      unit_up_.clear();
-      // Held here: a range-for keeps no temporary of its range's
-      // expression alive, and the next apply frees the snapshot it replaces.
-      std::shared_ptr<const status::Snapshot> verdicts = board_.Get();
-      for (const core::ResourceOutcome& r : verdicts->resources) {
-        if (r.unit.has_value() && !r.declared_unit().empty()) {
-          unit_up_[r.declared_unit()] = r.unit->up;
-        }
-      }
-      last_full = clock_.Monotonic() - options_.watch_refresh;
-    }
+    // Whatever fails in a turn (an allocation while an apply is at its
+    // peak) is a turn the watch did not see: said as any blind look is,
+    // and tried again, never the daemon's end.
     auto began = clock_.Monotonic();
-    auto waited = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
-    if (!waited) {
-      // /status keeps the last look at each unit meanwhile, until sight
-      // has been lost for a refresh period; then /healthz says so.
-      TellSight(sight_.Failed(waited.error().message, clock_.Monotonic(), began),
+    try {
+      WatchTurn(state);
+    } catch (const std::exception& e) {
+      TellSight(sight_.Failed(std::string("the live unit watch failed: ") + e.what(),
+                              clock_.Monotonic(), began),
                 Priority::kWarning);
       clock_.SleepFor(kWatchRetry);
-      continue;
     }
-    std::vector<std::string> changed = std::move(*waited);
-    uint64_t edges_now = apply_edges_;
-    std::optional<std::vector<std::string>> in_hand;
-    if (edges_now != *applies_seen) {
-      if (edges_now != *applies_seen + 1) continue;  // an apply ended: above
-      in_hand = reconciler_.progress().InHand();
-      if (!in_hand.has_value()) continue;  // what it will touch is not known yet
+  }
+}
+
+void Daemon::WatchTurn(WatchState& w) {
+  std::vector<std::string> units = board_.WatchedUnits();
+  if (units.empty() || watch_ == nullptr) {
+    TellSight(sight_.NothingToWatch(), Priority::kNotice);
+    clock_.SleepFor(std::chrono::milliseconds(200));
+    return;
+  }
+  // Counted at the last apply's end: the one under way, if any, has not
+  // published.
+  uint64_t ended = apply_edges_ & ~uint64_t{1};
+  if (ended != w.applies_seen) {
+    // An apply ended (another may have begun since): start from its
+    // verdicts, and look at every unit.
+    w.applies_seen = ended;
+    unit_up_.clear();
+    // Held here: a range-for keeps no temporary of its range's
+    // expression alive, and the next apply frees the snapshot it replaces.
+    std::shared_ptr<const status::Snapshot> verdicts = board_.Get();
+    for (const core::ResourceOutcome& r : verdicts->resources) {
+      if (r.unit.has_value() && !r.declared_unit().empty()) {
+        unit_up_[r.declared_unit()] = r.unit->up;
+      }
     }
-    // After a failure every unit is read: a change while the watch was
-    // blind sent no signal it heard.
-    bool full = sight_.failing() || clock_.Monotonic() - last_full >= options_.watch_refresh;
-    if (full) {
-      changed = units;
-      last_full = clock_.Monotonic();
+    w.last_full = clock_.Monotonic() - options_.watch_refresh;
+  }
+  auto began = clock_.Monotonic();
+  auto waited = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
+  if (!waited) {
+    // /status keeps the last look at each unit meanwhile, until sight
+    // has been lost for a refresh period; then /healthz says so.
+    TellSight(sight_.Failed(waited.error().message, clock_.Monotonic(), began), Priority::kWarning);
+    clock_.SleepFor(kWatchRetry);
+    return;
+  }
+  std::vector<std::string> changed = std::move(*waited);
+  uint64_t edges_now = apply_edges_;
+  std::optional<std::vector<std::string>> in_hand;
+  if (edges_now != *w.applies_seen) {
+    if (edges_now != *w.applies_seen + 1) return;  // an apply ended: above
+    in_hand = reconciler_.progress().InHand();
+    if (!in_hand.has_value()) {
+      // What it will touch is not known yet; the changes heard meanwhile
+      // are read in full once it is.
+      w.last_full = clock_.Monotonic() - options_.watch_refresh;
+      return;
     }
-    if (in_hand.has_value()) {
-      std::erase_if(changed, [&](const std::string& unit) {
-        return std::binary_search(in_hand->begin(), in_hand->end(), unit);
-      });
-    }
-    if (changed.empty()) continue;
-    began = clock_.Monotonic();
-    std::optional<std::string> unread = WatchLook(changed, edges_now);
-    if (!unread.has_value()) continue;  // an apply began: its report says
-    if (!unread->empty()) {
-      TellSight(sight_.Failed(*unread, clock_.Monotonic(), began), Priority::kWarning);
-    } else if (full) {
-      TellSight(sight_.Saw(), Priority::kNotice);
-    }
+  }
+  // After a failure every unit is read: a change while the watch was
+  // blind sent no signal it heard.
+  bool full = sight_.failing() || clock_.Monotonic() - w.last_full >= options_.watch_refresh;
+  if (full) {
+    changed = units;
+    w.last_full = clock_.Monotonic();
+  }
+  if (in_hand.has_value()) {
+    std::erase_if(changed, [&](const std::string& unit) {
+      return std::binary_search(in_hand->begin(), in_hand->end(), unit);
+    });
+  }
+  if (changed.empty()) return;
+  began = clock_.Monotonic();
+  std::optional<std::string> unread = WatchLook(changed, edges_now);
+  if (!unread.has_value()) return;  // an apply began: its report says
+  if (!unread->empty()) {
+    TellSight(sight_.Failed(*unread, clock_.Monotonic(), began), Priority::kWarning);
+  } else if (full) {
+    TellSight(sight_.Saw(), Priority::kNotice);
   }
 }
 
@@ -277,9 +294,8 @@ void Daemon::TellSight(const WatchSight::Say& say, Priority priority) {
 std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& units,
                                              uint64_t edges) {
   const bool during_apply = edges % 2 == 1;
-  // Before the read: a look begun after the apply's second look began is
-  // the later of the two.
-  const uint64_t after_looks = reconciler_.progress().looks_again();
+  // Before the read: an apply's look that ended after this is the newer.
+  const uint64_t at = reconciler_.progress().Now();
   // Read at once (pipelined): the full refresh reads every declared unit.
   std::vector<core::Result<core::UnitStatus>> statuses = watch_->ReadUnits(units);
   std::string unread;
@@ -302,9 +318,12 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
       // be the apply's own action half done. The apply's report says how
       // it ended.
       if (apply_edges_ != edges) return std::nullopt;
+      // Taken in hand since the watch chose what to read (a rollback's
+      // pass): the apply judges it.
+      if (during_apply && reconciler_.progress().InHandNow(unit)) continue;
       up = board_.PublishUnit(unit, *status, clock_.Monotonic());
       metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
-      if (during_apply) later_looks_[unit] = {*status, up, after_looks};
+      if (during_apply) later_looks_[unit] = {*status, up, at};
     }
     auto was = unit_up_.find(unit);
     if (was != unit_up_.end() && was->second && !up) {

@@ -85,7 +85,13 @@ class Daemon {
   // The apply's outcomes and summary to the log, the board, the metrics
   // and systemd's STATUS=.
   void Publish(core::ApplyReport report, const std::string& why);
+  // What the watch carries from one turn to the next.
+  struct WatchState {
+    std::chrono::steady_clock::time_point last_full;  // its last read of every unit
+    std::optional<uint64_t> applies_seen;  // apply_edges_ at the last verdicts taken; none yet
+  };
   void WatchLoop();
+  void WatchTurn(WatchState& state);
   // The watch's look at `units`, taken while apply_edges_ reads `edges`
   // (odd: during an apply, at units it has not in hand): the first unit's
   // read error, or empty when every read worked; nothing when an apply
@@ -109,8 +115,9 @@ class Daemon {
   // runs. The watch publishes nothing it read while the count moved.
   std::atomic<uint64_t> apply_edges_{0};
   // Held by the watch from its check of apply_edges_ through its publish,
-  // and by an apply as it begins: a look read before an apply is never
-  // published over that apply's verdict.
+  // and by an apply as it begins and from its end through its Publish: a
+  // look read before an apply is never published over that apply's
+  // verdict, nor one read during it between the verdict and its picture.
   std::mutex publish_mu_;
   // The watch's last look at each unit it published while the apply under
   // way ran: laid over the apply's report where the apply's own look at
@@ -118,8 +125,7 @@ class Daemon {
   struct LaterLook {
     core::UnitStatus status;
     bool up = false;  // as the board judged it
-    // Progress::looks_again() when the read began.
-    uint64_t after_looks = 0;
+    uint64_t at = 0;  // Progress::Now() when the read began
   };
   std::map<std::string, LaterLook> later_looks_;
   bool recorded_shown_ = false;

@@ -277,7 +277,9 @@ void ApplyRun::RollBack(std::vector<Rollback> rollbacks) {
     second.rollback_pass_ = true;
     for (const Rollback& r : rollbacks) second.only_units_.push_back(scope_.units[r.unit].index);
     second.LoadRecord();
+    ports_.progress->set_looks_reported(false);
     second.Apply(std::move(*decl));
+    ports_.progress->set_looks_reported(true);
     if (again.result == ApplyResult::kRefused) why_not = again.error;
   }
   report_.daemon_reloaded = report_.daemon_reloaded || again.daemon_reloaded;

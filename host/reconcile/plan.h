@@ -305,8 +305,8 @@ struct Plan {
   // systemd for anything): only then is the intent saved first.
   bool ChangesMachine() const;
   // The units the apply asks systemd to change (a start, restart, reload or
-  // stop; a removal's stop), each once: what the live watch leaves to the
-  // apply's own looks while it runs (Progress::Handle).
+  // stop; a removal's stop), a unit possibly twice: what the live watch
+  // leaves to the apply's own looks while it runs (Progress::Handle).
   std::vector<std::string> UnitsActedOn(const core::Declaration& declaration) const;
 };
 

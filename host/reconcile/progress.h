@@ -5,12 +5,15 @@
 // watchdog the process is alive only while it moves, so an apply stuck in
 // one call is not kept alive for ever. The daemon's live watch follows
 // every declared unit the apply has not in hand while it runs, so a death
-// elsewhere shows while an apply waits minutes on one unit's stop.
+// elsewhere shows while an apply waits minutes on one unit's stop; and
+// keeps a look of its own over the apply's report only where the apply did
+// not look at that unit later.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,6 +26,14 @@ class Progress {
   void Step() noexcept { steps_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t steps() const noexcept { return steps_.load(std::memory_order_relaxed); }
 
+  // An apply begins: nothing of it is known in hand or looked at yet.
+  void Begin() {
+    std::lock_guard<std::mutex> lock(mu_);
+    looks_reported_ = true;
+    in_hand_.reset();
+    acted_.clear();
+    looked_.clear();
+  }
   // The apply is about to change the state of `units` (its plan's starts,
   // restarts, reloads and stops, its removals' stops): added to those it
   // has in hand. Told before its first write; nothing it does before
@@ -33,9 +44,12 @@ class Progress {
     in_hand_->insert(in_hand_->end(), units.begin(), units.end());
     std::sort(in_hand_->begin(), in_hand_->end());
     in_hand_->erase(std::unique(in_hand_->begin(), in_hand_->end()), in_hand_->end());
+    acted_ = *in_hand_;
   }
-  // At an apply's start and end: nothing known in hand.
-  void Forget() {
+  // The apply ends: what it had in hand is no longer (the watch follows
+  // every unit again); what it acted on and looked at stays known until
+  // the next Begin, for its report.
+  void End() {
     std::lock_guard<std::mutex> lock(mu_);
     in_hand_.reset();
   }
@@ -45,17 +59,45 @@ class Progress {
     std::lock_guard<std::mutex> lock(mu_);
     return in_hand_;
   }
-  // Told just before the apply looks again at the units it did not act on
-  // (its second look): a look of the watch's taken before that is older
-  // than the apply's own. Counted up, never reset.
-  void LookingAgain() noexcept { looks_again_.fetch_add(1, std::memory_order_acq_rel); }
-  uint64_t looks_again() const noexcept { return looks_again_.load(std::memory_order_acquire); }
+  bool InHandNow(const std::string& unit) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_hand_.has_value() && std::binary_search(in_hand_->begin(), in_hand_->end(), unit);
+  }
+
+  // A point in the order of looks: taken by the watch before it reads.
+  uint64_t Now() const noexcept { return clock_.load(std::memory_order_acquire); }
+  // The apply has just read `units` again, after it acted (its second look
+  // at the units it left alone).
+  void LookedAgain(const std::vector<std::string>& units) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!looks_reported_) return;
+    uint64_t at = clock_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    for (const std::string& u : units) looked_[u] = at;
+  }
+  // Off while a pass runs whose looks are not the report's (a rollback's
+  // second pass: only the units it puts back, which it acts on, are merged).
+  void set_looks_reported(bool reported) {
+    std::lock_guard<std::mutex> lock(mu_);
+    looks_reported_ = reported;
+  }
+  // Whether the last apply's own picture of `unit` is at least as new as
+  // a look begun at `at` (Now()): it acted on the unit, or read it again
+  // once that look had begun.
+  bool ApplysLookStands(const std::string& unit, uint64_t at) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::binary_search(acted_.begin(), acted_.end(), unit)) return true;
+    auto it = looked_.find(unit);
+    return it != looked_.end() && it->second > at;
+  }
 
  private:
   std::atomic<uint64_t> steps_{0};
-  std::atomic<uint64_t> looks_again_{0};
+  std::atomic<uint64_t> clock_{0};
   mutable std::mutex mu_;
   std::optional<std::vector<std::string>> in_hand_;
+  std::vector<std::string> acted_;          // sorted: the last apply's hands
+  std::map<std::string, uint64_t> looked_;  // by unit: the apply's last look again
+  bool looks_reported_ = true;
 };
 
 }  // namespace mesh::reconcile

@@ -361,6 +361,7 @@ ApplyReport Reconciler::Apply(std::string_view declaration_text, const OutcomeSi
 
 ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const OutcomeSink& sink) {
   ApplyReport report;
+  progress_.Begin();
   report.started_at = ports_.clock->Now();
   auto t0 = ports_.clock->Monotonic();
   // Under a memory limit an allocation may fail anywhere in the pass (its
@@ -373,7 +374,7 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
     report.result = ApplyResult::kFailed;
     report.error = "out of memory during the apply; the next apply finishes what it left undone";
   }
-  progress_.Forget();  // its units are the next look's again
+  progress_.End();  // its units are the watch's again
   // What the pass still holds (the full pass needs every outcome until its
   // end: the unit phase and the record amend them).
   for (const ResourceOutcome& o : report.outcomes) {

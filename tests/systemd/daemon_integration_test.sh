@@ -68,8 +68,8 @@ check "healthy again" 'until_true 5 "[ \$(code /healthz) = 200 ]"'
 # An apply that waits on one unit's stop still lets the watch follow the
 # others: slow's stop takes 8 s (ExecStop=), and web is killed while an
 # apply restarts slow. /healthz names web within seconds, that apply still
-# under way; its report, whose look at web came first, does not undo the
-# death, and the death is logged once.
+# under way; the apply's own second look at web, after the stop, finds it
+# dead too, and the death is logged once by the watch.
 unit_active_is() { grep -q "^mesh_host_unit_active{unit=\"$1\"} $2\$" <<<"$(curl -s "$URL/metrics")"; }
 slow() {
   svc slow "[Service]"$'\n'"ExecStart=/bin/sleep $1"$'\n'"ExecStop=/bin/sleep 8"$'\n'"TimeoutStopSec=30"$'\n'

@@ -107,14 +107,14 @@ class ScriptedWatch : public fakes::FakeServiceManager {
     std::lock_guard lock(mu_);
     said_[unit] = std::move(status);
   }
-  // Frozen: the watch's next wait for a change lasts until thawed (5 s at
+  // Frozen: the watch's next wait for a change lasts until thawed (30 s at
   // most).
   void Freeze(bool frozen) { frozen_ = frozen; }
   core::Result<std::vector<std::string>> WaitForUnitChanges(const std::vector<std::string>& units,
                                                             std::chrono::nanoseconds) override {
     std::this_thread::sleep_for(milliseconds(2));
     parked_ = frozen_.load();
-    for (int i = 0; i < 2500 && frozen_; ++i) std::this_thread::sleep_for(milliseconds(2));
+    for (int i = 0; i < 15000 && frozen_; ++i) std::this_thread::sleep_for(milliseconds(2));
     parked_ = false;
     return units;
   }
@@ -178,15 +178,17 @@ class BoardAtStatus : public fakes::FakeNotifier {
 
 class DaemonWatchTest : public DaemonTest {
  protected:
-  // Applies generation 1 (web, and `old` when given), then on a SIGHUP
-  // generation 2 (`second`). While the second apply asks systemd for
-  // `during` (its first job), the watch's systemd says web died, and the
-  // test waits until the board shows it: the watch looked at web while
-  // the apply ran. Then the watch holds still until that apply is shown.
-  // Returns whether the board showed web failing at each apply's summary.
-  std::vector<bool> KillWebDuring(const std::vector<nlohmann::json>& second,
-                                  const std::string& during, bool* seen_during,
-                                  const core::UnitStatus& said = Dead()) {
+  // Applies generation 1, then on a SIGHUP generation 2 (`second`). While
+  // the second apply asks systemd for `during` (its first job), the watch's
+  // systemd says each unit of `said` is so, and the test waits until the
+  // board shows every one of them failing or the watch has read three
+  // times since: `seen` says which it showed while the apply ran. Then the
+  // watch holds still until that apply is shown; systemd's answer to the
+  // apply's own looks stays what it was. Returns, per apply, whether the
+  // board showed web failing as the apply's summary was sent.
+  std::vector<bool> SayDuring(const std::vector<nlohmann::json>& second, const std::string& during,
+                              const std::map<std::string, core::UnitStatus>& said,
+                              std::map<std::string, bool>& seen) {
     on_open_ = [&](int n) {
       if (n == 2) DeclareAll(second, 2);
     };
@@ -194,19 +196,22 @@ class DaemonWatchTest : public DaemonTest {
     events_.At(minutes(2), Kind::kStop, "Terminated");
     services_.on_enqueue = [&](const std::string& unit) {
       if (unit != during || opened_ != 2) return;
-      watch_.Say("web.service", said);
-      // Until the board shows it, or the watch has read three times since.
+      for (const auto& [name, status] : said) watch_.Say(name, status);
       const int reads = watch_.reads();
-      for (int i = 0; i < 5000 && !*seen_during && watch_.reads() < reads + 3; ++i) {
+      auto all_seen = [&] {
         for (const core::ResourceOutcome& r : board_.Get()->resources) {
-          *seen_during = *seen_during || (r.declared_unit() == "web.service" && status::Failing(r));
+          if (said.contains(r.declared_unit()) && status::Failing(r))
+            seen[r.declared_unit()] = true;
         }
+        return seen.size() == said.size();
+      };
+      for (int i = 0; i < 5000 && !all_seen() && watch_.reads() < reads + 3; ++i) {
         std::this_thread::sleep_for(milliseconds(1));
       }
       watch_.Freeze(true);
-      for (int i = 0; i < 5000 && !watch_.parked(); ++i)
+      for (int i = 0; i < 5000 && !watch_.parked(); ++i) {
         std::this_thread::sleep_for(milliseconds(1));
-      // Systemd's answer to the apply's own looks stays: web running.
+      }
     };
     BoardAtStatus notifier(clock_, board_, "web.service");
     notifier.on_status = [&] { watch_.Freeze(false); };
@@ -241,29 +246,31 @@ TEST_F(DaemonWatchTest, ADeathSeenDuringAnApplyIsNotUndoneByItsReport) {
   services_.AddUnit("old.service", {});
   nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
   DeclareAll({Service("web"), old}, 1);
-  bool seen_during = false;
-  std::vector<bool> failing = KillWebDuring({Service("web")}, "old.service", &seen_during);
-  EXPECT_TRUE(seen_during) << "the watch follows web while the apply stops old";
+  std::map<std::string, bool> seen;
+  std::vector<bool> failing =
+      SayDuring({Service("web")}, "old.service", {{"web.service", Dead()}}, seen);
+  EXPECT_TRUE(seen["web.service"]) << "the watch follows web while the apply stops old";
   EXPECT_THAT(failing, ElementsAre(false, true));
 }
 
 // A unit with a job of systemd's queued while an apply runs is most likely
 // moved by it (a restart carried to a unit that Requires= the one
-// restarted): the watch leaves it to the apply.
+// restarted): the watch leaves it to the apply, and follows the others.
 TEST_F(DaemonWatchTest, AUnitWithAJobQueuedDuringAnApplyIsLeftToIt) {
-  services_.AddUnit("web.service", {});
-  services_.AddUnit("old.service", {});
+  for (const char* u : {"web.service", "db.service", "old.service"}) services_.AddUnit(u, {});
   nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
-  DeclareAll({Service("web"), old}, 1);
+  DeclareAll({Service("web"), Service("db"), old}, 1);
   core::UnitStatus stopped_with_it = Dead();
   stopped_with_it.active_state = "inactive";
   stopped_with_it.sub_state = "dead";
   stopped_with_it.result = "success";
   stopped_with_it.job_queued = true;
-  bool seen_during = false;
+  std::map<std::string, bool> seen;
   std::vector<bool> failing =
-      KillWebDuring({Service("web")}, "old.service", &seen_during, stopped_with_it);
-  EXPECT_FALSE(seen_during);
+      SayDuring({Service("web"), Service("db")}, "old.service",
+                {{"web.service", stopped_with_it}, {"db.service", Dead()}}, seen);
+  EXPECT_TRUE(seen["db.service"]) << "db, dead with no job, is shown during the apply";
+  EXPECT_FALSE(seen["web.service"]);
   EXPECT_THAT(failing, ElementsAre(false, false));
 }
 
@@ -277,10 +284,10 @@ TEST_F(DaemonWatchTest, TheApplysLaterLookStandsOverTheWatchs) {
   nlohmann::json server = Service("server", {{"restart_on", {"conf"}}});
   DeclareAll({conf, Service("web"), server}, 1);
   conf["content"] = "b";
-  bool seen_during = false;
+  std::map<std::string, bool> seen;
   std::vector<bool> failing =
-      KillWebDuring({conf, Service("web"), server}, "server.service", &seen_during);
-  EXPECT_TRUE(seen_during) << "the watch follows web while the apply restarts the server";
+      SayDuring({conf, Service("web"), server}, "server.service", {{"web.service", Dead()}}, seen);
+  EXPECT_TRUE(seen["web.service"]) << "the watch follows web while the apply restarts the server";
   EXPECT_THAT(failing, ElementsAre(false, false));
 }
 
