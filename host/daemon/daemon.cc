@@ -236,9 +236,15 @@ void Daemon::WatchTurn(WatchState& w) {
       }
     }
     w.last_full = clock_.Monotonic() - options_.watch_refresh;
+    w.read_now = true;
+    w.unconfirmed.clear();  // the read below finds them again, of the units declared now
   }
   auto began = clock_.Monotonic();
-  auto waited = watch_->WaitForUnitChanges(units, std::chrono::seconds(1));
+  // Right after an apply, what changed while it ran is read at once: a
+  // signal the last turn heard then was dropped with it.
+  auto waited = watch_->WaitForUnitChanges(
+      units, w.read_now ? std::chrono::seconds(0) : std::chrono::seconds(1));
+  w.read_now = false;
   if (!waited) {
     // /status keeps the last look at each unit meanwhile, until sight
     // has been lost for a refresh period; then /healthz says so.
@@ -265,6 +271,12 @@ void Daemon::WatchTurn(WatchState& w) {
   if (full) {
     changed = units;
     w.last_full = clock_.Monotonic();
+  } else {
+    // Up again and not yet for a settle: looked at every turn, so it is
+    // called up a settle after it came back, not at the next refresh.
+    changed.insert(changed.end(), w.unconfirmed.begin(), w.unconfirmed.end());
+    std::sort(changed.begin(), changed.end());
+    changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
   }
   if (in_hand.has_value()) {
     std::erase_if(changed, [&](const std::string& unit) {
@@ -273,7 +285,7 @@ void Daemon::WatchTurn(WatchState& w) {
   }
   if (changed.empty()) return;
   began = clock_.Monotonic();
-  std::optional<std::string> unread = WatchLook(changed, edges_now);
+  std::optional<std::string> unread = WatchLook(changed, edges_now, w.unconfirmed);
   if (!unread.has_value()) return;  // an apply began: its report says
   if (!unread->empty()) {
     TellSight(sight_.Failed(*unread, clock_.Monotonic(), began), Priority::kWarning);
@@ -291,8 +303,8 @@ void Daemon::TellSight(const WatchSight::Say& say, Priority priority) {
   if (say.log.has_value()) log_.Line(priority, *say.log);
 }
 
-std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& units,
-                                             uint64_t edges) {
+std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& units, uint64_t edges,
+                                             std::set<std::string>& unconfirmed) {
   const bool during_apply = edges % 2 == 1;
   // Before the read: an apply's look that ended after this is the newer.
   const uint64_t at = reconciler_.progress().Now();
@@ -306,11 +318,13 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
       if (unread.empty()) unread = status.error().message;
       continue;
     }
-    // A job of systemd's for it while an apply runs is most likely the
-    // apply's, reaching it through a unit it acts on (a restart carried to
-    // a unit that Requires= it): the apply's report, then the next look,
-    // say how it ends.
-    if (during_apply && status->job_queued) continue;
+    // Stopped cleanly with a job of systemd's queued, while an apply runs:
+    // most likely the apply's, reaching it through a unit it acts on (a
+    // restart carried to a unit that Requires= it); the apply's report,
+    // then the next look, say how it ends. One whose run ended badly is
+    // dead, whatever start waits for it (its own Restart=, queued behind
+    // the unit the apply restarts), as the apply's own verdict says.
+    if (during_apply && status->job_queued && !core::FoundFailed(*status)) continue;
     bool up = false;
     {
       std::lock_guard<std::mutex> lock(publish_mu_);
@@ -324,6 +338,11 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
       up = board_.PublishUnit(unit, *status, clock_.Monotonic());
       metrics_.ObserveUnit(unit, *status, up);  // next to the picture, before any log line
       if (during_apply) later_looks_[unit] = {*status, up, at};
+    }
+    if (!up && core::UnitUp(*status)) {
+      unconfirmed.insert(unit);
+    } else {
+      unconfirmed.erase(unit);
     }
     auto was = unit_up_.find(unit);
     if (was != unit_up_.end() && was->second && !up) {

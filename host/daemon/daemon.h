@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -89,6 +90,9 @@ class Daemon {
   struct WatchState {
     std::chrono::steady_clock::time_point last_full;  // its last read of every unit
     std::optional<uint64_t> applies_seen;  // apply_edges_ at the last verdicts taken; none yet
+    bool read_now = false;                 // an apply just ended: read without waiting for a signal
+    // Units seen up but not yet for a settle (the board's streak).
+    std::set<std::string> unconfirmed;
   };
   void WatchLoop();
   void WatchTurn(WatchState& state);
@@ -97,7 +101,9 @@ class Daemon {
   // read error, or empty when every read worked; nothing when an apply
   // began or ended meanwhile (the apply's own looks judge what it does to
   // its units).
-  std::optional<std::string> WatchLook(const std::vector<std::string>& units, uint64_t edges);
+  // `unconfirmed`: what is seen up but not yet called up, kept current.
+  std::optional<std::string> WatchLook(const std::vector<std::string>& units, uint64_t edges,
+                                       std::set<std::string>& unconfirmed);
   // What WatchSight says, to the log and the board.
   void TellSight(const WatchSight::Say& say, Priority priority);
 

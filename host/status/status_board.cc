@@ -263,6 +263,13 @@ namespace {
 bool UnitDown(const core::ResourceOutcome& r) {
   return r.unit_should_run() && r.unit.has_value() && !r.unit->active_state.empty() && !r.unit->up;
 }
+
+// A unit up again: systemd's Restart= counts its own restarts, and a start
+// by anyone else (an operator's, a job's) sets the count to 0.
+std::string WhoStartedItAgain(uint32_t n_restarts) {
+  return n_restarts > 0 ? ", restarted by systemd (NRestarts " + std::to_string(n_restarts) + ")"
+                        : ", started again (by an operator or a job: NRestarts 0)";
+}
 }  // namespace
 
 bool Failing(const core::ResourceOutcome& r) {
@@ -285,9 +292,8 @@ Health Judge(const Snapshot& s, size_t most_lines) {
       seen.active_state = r.unit->active_state;
       seen.sub_state = r.unit->sub_state;
       std::string restarted = core::UnitUp(seen)
-                                  ? ", restarted by systemd (NRestarts " +
-                                        std::to_string(r.unit->n_restarts) +
-                                        ") and not yet running for a whole --settle since"
+                                  ? WhoStartedItAgain(r.unit->n_restarts) +
+                                        " and not yet running for a whole --settle since"
                                   : "";
       wrong.push_back("unit " + r.unit->name + " is " + r.unit->active_state + " (" +
                       r.unit->sub_state + ")" + restarted + ", declared running");

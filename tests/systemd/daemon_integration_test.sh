@@ -97,6 +97,15 @@ check "... its death logged once" '[ "$(grep -c "unit web.service is failed.*bet
 kill -HUP $HOST
 check "SIGHUP starts web again" 'until_true 5 "[ \$(applies) = 5 ]" && until_true 5 "[ \$(code /healthz) = 200 ]"'
 
+# Started again by hand between applies: not said to be systemd's doing,
+# and up again a settle later, not at the watch's next 10 s refresh.
+nsenter -t "$SDBOX_PID" -m -p systemctl kill --signal=KILL web.service
+check "killed again: /healthz 503" 'until_true 5 "[ \$(code /healthz) = 503 ]"'
+nsenter -t "$SDBOX_PID" -m -p systemctl start web.service
+check "started by hand: /healthz says so" 'until_true 3 "curl -s $URL/healthz | grep -q \"unit web.service is active (running), started again (by an operator or a job: NRestarts 0)\""'
+check "... and healthy within 4 s of the start" 'until_true 4 "[ \$(code /healthz) = 200 ]"'
+check "... with no apply" '[ "$(applies)" = 5 ]'
+
 # The bus gone (dbus and its socket stopped in the box, so nothing starts it
 # again): the watch cannot see systemd. Within a refresh period (10 s)
 # /healthz says so instead of vouching for the last look; with the bus back

@@ -109,9 +109,25 @@ class ScriptedWatch : public fakes::FakeServiceManager {
   }
   // Frozen: the watch's next wait for a change lasts until thawed (30 s at
   // most).
-  void Freeze(bool frozen) { frozen_ = frozen; }
-  core::Result<std::vector<std::string>> WaitForUnitChanges(const std::vector<std::string>& units,
-                                                            std::chrono::nanoseconds) override {
+  void Freeze(bool frozen) {
+    frozen_ = frozen;
+    if (!frozen) {
+      std::lock_guard lock(mu_);
+      waits_.clear();
+      thawed_ = true;
+    }
+  }
+  // The timeouts of the waits begun since the last thaw.
+  std::vector<std::chrono::nanoseconds> WaitsSinceThaw() {
+    std::lock_guard lock(mu_);
+    return waits_;
+  }
+  core::Result<std::vector<std::string>> WaitForUnitChanges(
+      const std::vector<std::string>& units, std::chrono::nanoseconds timeout) override {
+    {
+      std::lock_guard lock(mu_);
+      if (thawed_) waits_.push_back(timeout);
+    }
     std::this_thread::sleep_for(milliseconds(2));
     parked_ = frozen_.load();
     for (int i = 0; i < 15000 && frozen_; ++i) std::this_thread::sleep_for(milliseconds(2));
@@ -149,6 +165,8 @@ class ScriptedWatch : public fakes::FakeServiceManager {
   std::mutex mu_;
   std::map<std::string, core::UnitStatus> said_;
   int reads_ = 0;
+  std::vector<std::chrono::nanoseconds> waits_;
+  bool thawed_ = false;
   std::atomic<bool> frozen_{false};
   std::atomic<bool> parked_{false};
 };
@@ -166,10 +184,8 @@ class BoardAtStatus : public fakes::FakeNotifier {
     for (const core::ResourceOutcome& r : snap->resources) {
       if (r.declared_unit() == unit_) failing.push_back(status::Failing(r));
     }
-    if (on_status) on_status();
   }
   std::vector<bool> failing;  // per apply
-  std::function<void()> on_status;
 
  private:
   status::StatusBoard& board_;
@@ -183,8 +199,8 @@ class DaemonWatchTest : public DaemonTest {
   // systemd says each unit of `said` is so, and the test waits until the
   // board shows every one of them failing or the watch has read three
   // times since: `seen` says which it showed while the apply ran. Then the
-  // watch holds still until that apply is shown; systemd's answer to the
-  // apply's own looks stays what it was. Returns, per apply, whether the
+  // watch holds still until that apply is shown and counted ended;
+  // systemd's answer to the apply's own looks stays what it was. Returns, per apply, whether the
   // board showed web failing as the apply's summary was sent.
   std::vector<bool> SayDuring(const std::vector<nlohmann::json>& second, const std::string& during,
                               const std::map<std::string, core::UnitStatus>& said,
@@ -214,10 +230,19 @@ class DaemonWatchTest : public DaemonTest {
       }
     };
     BoardAtStatus notifier(clock_, board_, "web.service");
-    notifier.on_status = [&] { watch_.Freeze(false); };
+    DaemonOptions options = Options();
+    // Once the apply is shown and counted ended, the watch goes on, and
+    // takes one more turn before the daemon stops.
+    options.release_memory = [&] {
+      if (opened_ != 2 || !watch_.parked()) return;
+      watch_.Freeze(false);
+      for (int i = 0; i < 5000 && watch_.WaitsSinceThaw().size() < 2; ++i) {
+        std::this_thread::sleep_for(milliseconds(1));
+      }
+    };
     reconcile::Reconciler reconciler(Ports(), ReconcilerTest::Options());
     Log log;
-    Daemon daemon(Options(), reconciler, board_, metrics_, &watch_, notifier, events_, clock_, log);
+    Daemon daemon(options, reconciler, board_, metrics_, &watch_, notifier, events_, clock_, log);
     EXPECT_EQ(daemon.Run(), 0);
     services_.on_enqueue = nullptr;
     return notifier.failing;
@@ -257,21 +282,45 @@ TEST_F(DaemonWatchTest, ADeathSeenDuringAnApplyIsNotUndoneByItsReport) {
 // moved by it (a restart carried to a unit that Requires= the one
 // restarted): the watch leaves it to the apply, and follows the others.
 TEST_F(DaemonWatchTest, AUnitWithAJobQueuedDuringAnApplyIsLeftToIt) {
-  for (const char* u : {"web.service", "db.service", "old.service"}) services_.AddUnit(u, {});
+  for (const char* u : {"web.service", "db.service", "app.service", "old.service"}) {
+    services_.AddUnit(u, {});
+  }
   nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
-  DeclareAll({Service("web"), Service("db"), old}, 1);
+  DeclareAll({Service("web"), Service("db"), Service("app"), old}, 1);
   core::UnitStatus stopped_with_it = Dead();
   stopped_with_it.active_state = "inactive";
   stopped_with_it.sub_state = "dead";
   stopped_with_it.result = "success";
   stopped_with_it.job_queued = true;
+  // Killed, its own Restart= start queued behind a unit it is ordered
+  // after: dead all the same.
+  core::UnitStatus killed_and_queued = stopped_with_it;
+  killed_and_queued.result = "signal";
   std::map<std::string, bool> seen;
   std::vector<bool> failing =
-      SayDuring({Service("web"), Service("db")}, "old.service",
-                {{"web.service", stopped_with_it}, {"db.service", Dead()}}, seen);
+      SayDuring({Service("web"), Service("db"), Service("app")}, "old.service",
+                {{"web.service", stopped_with_it},
+                 {"db.service", Dead()},
+                 {"app.service", killed_and_queued}},
+                seen);
   EXPECT_TRUE(seen["db.service"]) << "db, dead with no job, is shown during the apply";
+  EXPECT_TRUE(seen["app.service"]) << "app's run ended badly: a queued start hides nothing";
   EXPECT_FALSE(seen["web.service"]);
   EXPECT_THAT(failing, ElementsAre(false, false));
+}
+
+// Right after an apply the watch reads at once, not after waiting for a
+// signal: one it heard while the apply ended was dropped with that turn.
+TEST_F(DaemonWatchTest, TheWatchReadsAtOnceWhenAnApplyEnds) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("old.service", {});
+  nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
+  DeclareAll({Service("web"), old}, 1);
+  std::map<std::string, bool> seen;
+  SayDuring({Service("web")}, "old.service", {{"web.service", Dead()}}, seen);
+  std::vector<std::chrono::nanoseconds> after = watch_.WaitsSinceThaw();
+  ASSERT_FALSE(after.empty());
+  EXPECT_EQ(after.front(), std::chrono::nanoseconds(0)) << "the first wait once the apply is shown";
 }
 
 // The apply restarts the server and looks again at web after the watch

@@ -215,6 +215,24 @@ TEST(StatusBoardTest, ACrashLoopIsNeverUpBetweenApplies) {
                         "(NRestarts 7) and not yet running for a whole --settle since"));
   // It stays up now: up again once a settle has passed.
   EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 900ms));
+  {
+    // Started by someone else (NRestarts back to 0): not said to be
+    // systemd's doing.
+    StatusBoard other;
+    other.PublishApply(Report());
+    core::UnitStatus dead;
+    dead.active_state = "failed";
+    dead.sub_state = "failed";
+    other.PublishUnit("fail2ban.service", dead, t);
+    core::UnitStatus started = s;
+    started.n_restarts = 0;
+    started.invocation_id = "by-hand";
+    other.PublishUnit("fail2ban.service", started, t + 100ms);
+    EXPECT_THAT(Judge(*other.Get()).text,
+                HasSubstr("unit fail2ban.service is active (running), started again (by an "
+                          "operator or a job: NRestarts 0) and not yet running for a whole "
+                          "--settle since"));
+  }
   EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t += 200ms));
   EXPECT_TRUE(Judge(*board.Get()).healthy);
 }
