@@ -204,9 +204,13 @@ void Daemon::WatchLoop() {
     try {
       WatchTurn(state);
     } catch (const std::exception& e) {
-      TellSight(sight_.Failed(std::string("the live unit watch failed: ") + e.what(),
-                              clock_.Monotonic(), began),
-                Priority::kWarning);
+      try {
+        TellSight(sight_.Failed(std::string("the live unit watch failed: ") + e.what(),
+                                clock_.Monotonic(), began),
+                  Priority::kWarning);
+      } catch (
+          const std::exception&) {  // NOLINT(bugprone-empty-catch): nothing left to say it with
+      }
       clock_.SleepFor(kWatchRetry);
     }
   }
@@ -323,8 +327,12 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
     // restart carried to a unit that Requires= it); the apply's report,
     // then the next look, say how it ends. One whose run ended badly is
     // dead, whatever start waits for it (its own Restart=, queued behind
-    // the unit the apply restarts), as the apply's own verdict says.
-    if (during_apply && status->job_queued && !core::FoundFailed(*status)) continue;
+    // the unit the apply restarts, or systemd 254's auto-restart-queued),
+    // as the apply's own verdict says.
+    if (during_apply && status->job_queued && !core::FoundFailed(*status) &&
+        !core::AwaitingAutoRestart(*status)) {
+      continue;
+    }
     bool up = false;
     {
       std::lock_guard<std::mutex> lock(publish_mu_);

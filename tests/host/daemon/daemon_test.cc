@@ -282,11 +282,11 @@ TEST_F(DaemonWatchTest, ADeathSeenDuringAnApplyIsNotUndoneByItsReport) {
 // moved by it (a restart carried to a unit that Requires= the one
 // restarted): the watch leaves it to the apply, and follows the others.
 TEST_F(DaemonWatchTest, AUnitWithAJobQueuedDuringAnApplyIsLeftToIt) {
-  for (const char* u : {"web.service", "db.service", "app.service", "old.service"}) {
+  for (const char* u : {"web.service", "db.service", "app.service", "api.service", "old.service"}) {
     services_.AddUnit(u, {});
   }
   nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
-  DeclareAll({Service("web"), Service("db"), Service("app"), old}, 1);
+  DeclareAll({Service("web"), Service("db"), Service("app"), Service("api"), old}, 1);
   core::UnitStatus stopped_with_it = Dead();
   stopped_with_it.active_state = "inactive";
   stopped_with_it.sub_state = "dead";
@@ -296,15 +296,21 @@ TEST_F(DaemonWatchTest, AUnitWithAJobQueuedDuringAnApplyIsLeftToIt) {
   // after: dead all the same.
   core::UnitStatus killed_and_queued = stopped_with_it;
   killed_and_queued.result = "signal";
+  // systemd 254 and later: waiting for its Restart=, that start queued.
+  core::UnitStatus restart_queued = stopped_with_it;
+  restart_queued.active_state = "activating";
+  restart_queued.sub_state = "auto-restart-queued";
   std::map<std::string, bool> seen;
   std::vector<bool> failing =
-      SayDuring({Service("web"), Service("db"), Service("app")}, "old.service",
+      SayDuring({Service("web"), Service("db"), Service("app"), Service("api")}, "old.service",
                 {{"web.service", stopped_with_it},
                  {"db.service", Dead()},
-                 {"app.service", killed_and_queued}},
+                 {"app.service", killed_and_queued},
+                 {"api.service", restart_queued}},
                 seen);
   EXPECT_TRUE(seen["db.service"]) << "db, dead with no job, is shown during the apply";
   EXPECT_TRUE(seen["app.service"]) << "app's run ended badly: a queued start hides nothing";
+  EXPECT_TRUE(seen["api.service"]) << "dead, its Restart= start queued";
   EXPECT_FALSE(seen["web.service"]);
   EXPECT_THAT(failing, ElementsAre(false, false));
 }
