@@ -231,12 +231,14 @@ void Daemon::WatchTurn(WatchState& w) {
     // verdicts, and look at every unit.
     w.applies_seen = ended;
     unit_up_.clear();
+    restarts_.clear();
     // Held here: a range-for keeps no temporary of its range's
     // expression alive, and the next apply frees the snapshot it replaces.
     std::shared_ptr<const status::Snapshot> verdicts = board_.Get();
     for (const core::ResourceOutcome& r : verdicts->resources) {
       if (r.unit.has_value() && !r.declared_unit().empty()) {
         unit_up_[r.declared_unit()] = r.unit->up;
+        restarts_[r.declared_unit()] = r.unit->n_restarts;
       }
     }
     w.last_full = clock_.Monotonic() - options_.watch_refresh;
@@ -322,15 +324,18 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
       if (unread.empty()) unread = status.error().message;
       continue;
     }
-    // Stopped cleanly with a job of systemd's queued, while an apply runs:
-    // most likely the apply's, reaching it through a unit it acts on (a
-    // restart carried to a unit that Requires= it); the apply's report,
-    // then the next look, say how it ends. One whose run ended badly is
-    // dead, whatever start waits for it (its own Restart=, queued behind
-    // the unit the apply restarts, or systemd 254's auto-restart-queued),
-    // as the apply's own verdict says.
-    if (during_apply && status->job_queued && !core::FoundFailed(*status) &&
-        !core::AwaitingAutoRestart(*status)) {
+    // With a job of systemd's queued while an apply runs, and not
+    // restarted by its own Restart= since the watch last looked: most
+    // likely stopped by the apply, through a unit it acts on (a restart
+    // carried to a unit that Requires= it, which may exit non-zero on the
+    // SIGTERM systemd sends), and started again by that job. The apply's
+    // report, then the next look, say how it ends. One that systemd is
+    // restarting on its own (NRestarts grown, auto-restart) died.
+    auto seen_restarts = restarts_.find(unit);
+    if (during_apply && status->job_queued && !core::AwaitingAutoRestart(*status) &&
+        !core::RestartedSince(status->n_restarts, seen_restarts == restarts_.end()
+                                                      ? status->n_restarts
+                                                      : seen_restarts->second)) {
       continue;
     }
     bool up = false;
@@ -352,6 +357,7 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
     } else {
       unconfirmed.erase(unit);
     }
+    restarts_[unit] = status->n_restarts;
     auto was = unit_up_.find(unit);
     if (was != unit_up_.end() && was->second && !up) {
       log_.Line(Priority::kErr,

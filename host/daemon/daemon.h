@@ -137,7 +137,10 @@ class Daemon {
   bool recorded_shown_ = false;
   std::thread watch_thread_;
   std::map<std::string, bool> unit_up_;  // watch thread only
-  WatchSight sight_;                     // watch thread only
+  // NRestarts at the watch's last look (or the apply's verdict); watch
+  // thread only.
+  std::map<std::string, uint32_t> restarts_;
+  WatchSight sight_;  // watch thread only
 };
 
 }  // namespace mesh::daemon

@@ -79,18 +79,30 @@ declare_gen() {  # GENERATION RESOURCE...: the declaration, renamed into place
   printf '{"machine":"box","generation":%s,"resources":[%s]}' "$g" "$(IFS=,; echo "$*")" > "$T/etc/.declaration.json.new"
   mv "$T/etc/.declaration.json.new" "$T/etc/declaration.json"
 }
-declare_gen 2 "$CONF" "$WEB" "$(slow infinity)"
+# dep is stopped and started again with slow (Requires=, After=) and, as
+# Java does, exits 143 on the SIGTERM: never said dead during the apply.
+DEP=$(svc dep $'[Unit]\nRequires=slow.service\nAfter=slow.service\n[Service]\nExecStart=/bin/sh -c \'trap "exit 143" TERM; while :; do sleep 0.2; done\'\n')
+declare_gen 2 "$CONF" "$WEB" "$(slow infinity)" "$DEP"
 check "slow started" 'until_true 10 "[ \$(applies) = 3 ]" && grep -q "^created slow (service)" "$T/run.log"'
 check "healthy with slow" 'until_true 5 "[ \$(code /healthz) = 200 ]"'
 between=$(grep -c "unit web.service is failed.*between applies" "$T/run.log" || true)
-declare_gen 3 "$CONF" "$WEB" "$(slow 86400)"
+dep_run() { nsenter -t "$SDBOX_PID" -m -p systemctl show -p InvocationID --value dep.service; }
+dep_before=$(dep_run)
+declare_gen 3 "$CONF" "$WEB" "$(slow 86400)" "$DEP"
 check "slow's restart waits on its stop" 'until_true 5 "[ \"\$(nsenter -t $SDBOX_PID -m -p systemctl is-active slow.service)\" = deactivating ]"'
 nsenter -t "$SDBOX_PID" -m -p systemctl kill --signal=KILL web.service
 check "killed during an apply: /healthz names web within 4 s" 'until_true 4 "curl -s $URL/healthz | grep -q \"unit web.service is failed\""'
 check "... while that apply still waits on slow's stop" '[ "$(applies)" = 3 ]'
 check "... and mesh_host_unit_active says so" 'until_true 2 "unit_active_is web.service 0"'
 check "... logged as seen during the apply" 'grep -q "^unit web.service is failed (failed, Result=signal, NRestarts 0) while an apply acts on other units" "$T/run.log"'
+deps_said=0
+for _ in $(seq 200); do  # bounded: 20 s; until the apply ends
+  [ "$(applies)" = 3 ] || break
+  if curl -s "$URL/healthz" | grep -q "dep.service"; then deps_said=1; fi
+  sleep 0.1
+done
 check "the apply ends with slow restarted" 'until_true 20 "[ \$(applies) = 4 ]" && grep -q "^updated slow (service)" "$T/run.log"'
+check "... dep, stopped and started with slow, never said dead" '[ "$deps_said" = 0 ] && ! grep -q "unit dep.service" "$T/run.log" && [ "$(dep_run)" != "$dep_before" ]'
 check "... and web still shown dead" '[ "$(code /healthz)" = 503 ] && curl -s $URL/healthz | grep -q "unit web.service is failed"'
 sleep 1.5
 check "... its death logged once" '[ "$(grep -c "unit web.service is failed.*between applies" "$T/run.log")" = "$between" ] && [ "$(grep -c "unit web.service is failed" "$T/run.log")" = "$((between + 1))" ]'
@@ -152,7 +164,7 @@ check "systemd hung: 503 as the hung read gives up, said in one line" \
 kill -CONT "$SDBOX_PID"
 check "systemd answers again: healthy within 25 s" 'until_true 25 "[ \$(code /healthz) = 200 ]"'
 
-declare_gen 4 "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" "$(slow 86400)"
+declare_gen 4 "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" "$(slow 86400)" "$DEP"
 check "atomic rename triggers an apply" 'until_true 5 "[ \$(applies) = 6 ]"'
 sleep 1.5
 check "... exactly one" '[ "$(applies)" = 6 ]'

@@ -282,36 +282,48 @@ TEST_F(DaemonWatchTest, ADeathSeenDuringAnApplyIsNotUndoneByItsReport) {
 // moved by it (a restart carried to a unit that Requires= the one
 // restarted): the watch leaves it to the apply, and follows the others.
 TEST_F(DaemonWatchTest, AUnitWithAJobQueuedDuringAnApplyIsLeftToIt) {
-  for (const char* u : {"web.service", "db.service", "app.service", "api.service", "old.service"}) {
+  for (const char* u :
+       {"web.service", "db.service", "app.service", "api.service", "jvm.service", "old.service"}) {
     services_.AddUnit(u, {});
   }
   nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
-  DeclareAll({Service("web"), Service("db"), Service("app"), Service("api"), old}, 1);
+  DeclareAll({Service("web"), Service("db"), Service("app"), Service("api"), Service("jvm"), old},
+             1);
   core::UnitStatus stopped_with_it = Dead();
   stopped_with_it.active_state = "inactive";
   stopped_with_it.sub_state = "dead";
   stopped_with_it.result = "success";
   stopped_with_it.job_queued = true;
   // Killed, its own Restart= start queued behind a unit it is ordered
-  // after: dead all the same.
+  // after (NRestarts counted it): dead all the same.
   core::UnitStatus killed_and_queued = stopped_with_it;
   killed_and_queued.result = "signal";
+  killed_and_queued.n_restarts = 1;
+  // Stopped with the unit the apply acts on, and exiting 143 on systemd's
+  // SIGTERM (as Java does): failed, but its start is that job's.
+  core::UnitStatus exited_on_the_stop = stopped_with_it;
+  exited_on_the_stop.active_state = "failed";
+  exited_on_the_stop.sub_state = "failed";
+  exited_on_the_stop.result = "exit-code";
   // systemd 254 and later: waiting for its Restart=, that start queued.
   core::UnitStatus restart_queued = stopped_with_it;
   restart_queued.active_state = "activating";
   restart_queued.sub_state = "auto-restart-queued";
   std::map<std::string, bool> seen;
   std::vector<bool> failing =
-      SayDuring({Service("web"), Service("db"), Service("app"), Service("api")}, "old.service",
+      SayDuring({Service("web"), Service("db"), Service("app"), Service("api"), Service("jvm")},
+                "old.service",
                 {{"web.service", stopped_with_it},
                  {"db.service", Dead()},
                  {"app.service", killed_and_queued},
-                 {"api.service", restart_queued}},
+                 {"api.service", restart_queued},
+                 {"jvm.service", exited_on_the_stop}},
                 seen);
   EXPECT_TRUE(seen["db.service"]) << "db, dead with no job, is shown during the apply";
   EXPECT_TRUE(seen["app.service"]) << "app's run ended badly: a queued start hides nothing";
   EXPECT_TRUE(seen["api.service"]) << "dead, its Restart= start queued";
   EXPECT_FALSE(seen["web.service"]);
+  EXPECT_FALSE(seen["jvm.service"]) << "exited non-zero on the stop its queued start follows";
   EXPECT_THAT(failing, ElementsAre(false, false));
 }
 
