@@ -216,6 +216,26 @@ void Daemon::WatchLoop() {
   }
 }
 
+// An apply ended (another may have begun since): the watch starts from its
+// verdicts, and looks at every unit at once.
+void Daemon::TakeVerdicts(WatchState& w, uint64_t ended) {
+  w.applies_seen = ended;
+  unit_up_.clear();
+  restarts_.clear();
+  // Held here: a range-for keeps no temporary of its range's expression
+  // alive, and the next apply frees the snapshot it replaces.
+  std::shared_ptr<const status::Snapshot> verdicts = board_.Get();
+  for (const core::ResourceOutcome& r : verdicts->resources) {
+    if (r.unit.has_value() && !r.declared_unit().empty()) {
+      unit_up_[r.declared_unit()] = r.unit->up;
+      restarts_[r.declared_unit()] = r.unit->n_restarts;
+    }
+  }
+  w.last_full = clock_.Monotonic() - options_.watch_refresh;
+  w.read_now = true;
+  w.unconfirmed.clear();  // the read finds them again, of the units declared now
+}
+
 void Daemon::WatchTurn(WatchState& w) {
   std::vector<std::string> units = board_.WatchedUnits();
   if (units.empty() || watch_ == nullptr) {
@@ -226,25 +246,7 @@ void Daemon::WatchTurn(WatchState& w) {
   // Counted at the last apply's end: the one under way, if any, has not
   // published.
   uint64_t ended = apply_edges_ & ~uint64_t{1};
-  if (ended != w.applies_seen) {
-    // An apply ended (another may have begun since): start from its
-    // verdicts, and look at every unit.
-    w.applies_seen = ended;
-    unit_up_.clear();
-    restarts_.clear();
-    // Held here: a range-for keeps no temporary of its range's
-    // expression alive, and the next apply frees the snapshot it replaces.
-    std::shared_ptr<const status::Snapshot> verdicts = board_.Get();
-    for (const core::ResourceOutcome& r : verdicts->resources) {
-      if (r.unit.has_value() && !r.declared_unit().empty()) {
-        unit_up_[r.declared_unit()] = r.unit->up;
-        restarts_[r.declared_unit()] = r.unit->n_restarts;
-      }
-    }
-    w.last_full = clock_.Monotonic() - options_.watch_refresh;
-    w.read_now = true;
-    w.unconfirmed.clear();  // the read below finds them again, of the units declared now
-  }
+  if (ended != w.applies_seen) TakeVerdicts(w, ended);
   auto began = clock_.Monotonic();
   // Right after an apply, what changed while it ran is read at once: a
   // signal the last turn heard then was dropped with it.

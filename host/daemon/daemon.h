@@ -96,6 +96,7 @@ class Daemon {
   };
   void WatchLoop();
   void WatchTurn(WatchState& state);
+  void TakeVerdicts(WatchState& state, uint64_t ended);
   // The watch's look at `units`, taken while apply_edges_ reads `edges`
   // (odd: during an apply, at units it has not in hand): the first unit's
   // read error, or empty when every read worked; nothing when an apply
