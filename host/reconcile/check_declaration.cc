@@ -39,7 +39,7 @@ std::string Named(std::string_view flag, const std::string& given, const std::st
 // Each resource's overlap with `p`, said in `refused` where none is said
 // yet. `given`: the places as the flags named them, for the words.
 void CheckPlacesAt(const core::Declaration& decl, const Places& p, const Places& given,
-                   std::vector<std::string>& refused) {
+                   std::map<size_t, std::string>& refused) {
   // What unit_text and drop_ins write, by real path: what writes it.
   std::map<std::string, std::string> unit_files;
   if (!p.units.empty()) {
@@ -61,7 +61,7 @@ void CheckPlacesAt(const core::Declaration& decl, const Places& p, const Places&
   };
   for (size_t i = 0; i < decl.resources.size(); ++i) {
     const Resource& r = decl.resources[i];
-    if (!r.HasFiles() || !refused[i].empty()) continue;
+    if (!r.HasFiles() || refused.contains(i)) continue;
     std::string real = p.root + r.path;
     std::string what;
     for (const auto& [dir, name] : own) {
@@ -100,7 +100,7 @@ Places PlacesOf(std::string_view root, std::string_view units, std::string_view 
 void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Problems& problems) {
   const Places given =
       PlacesOf(dirs.root, dirs.units, dirs.state, dirs.artifacts, dirs.declaration);
-  std::vector<std::string> refused(decl.resources.size());
+  std::map<size_t, std::string> refused;  // by resource: few, if any
   CheckPlacesAt(decl, given, given, refused);
   const HostDirs::Resolved& rd = dirs.resolved;
   Places resolved =
@@ -113,9 +113,7 @@ void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Prob
       resolved.declaration != given.declaration) {
     CheckPlacesAt(decl, resolved, given, refused);
   }
-  for (std::string& r : refused) {
-    if (!r.empty()) problems.Add(std::move(r));
-  }
+  for (auto& [i, words] : refused) problems.Add(std::move(words));
 }
 
 }  // namespace
