@@ -215,7 +215,10 @@ class DaemonWatchTest : public DaemonTest {
       for (const auto& [name, status] : said) watch_.Say(name, status);
       const int reads = watch_.reads();
       auto all_seen = [&] {
-        for (const core::ResourceOutcome& r : board_.Get()->resources) {
+        // Held: a range-for keeps no temporary of its range's expression
+        // alive, and the watch may replace the snapshot meanwhile.
+        std::shared_ptr<const status::Snapshot> snap = board_.Get();
+        for (const core::ResourceOutcome& r : snap->resources) {
           if (said.contains(r.declared_unit()) && status::Failing(r))
             seen[r.declared_unit()] = true;
         }
