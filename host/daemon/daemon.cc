@@ -220,15 +220,13 @@ void Daemon::WatchLoop() {
 // verdicts, and looks at every unit at once.
 void Daemon::TakeVerdicts(WatchState& w, uint64_t ended) {
   w.applies_seen = ended;
-  unit_up_.clear();
-  restarts_.clear();
+  last_seen_.clear();
   // Held here: a range-for keeps no temporary of its range's expression
   // alive, and the next apply frees the snapshot it replaces.
   std::shared_ptr<const status::Snapshot> verdicts = board_.Get();
   for (const core::ResourceOutcome& r : verdicts->resources) {
     if (r.unit.has_value() && !r.declared_unit().empty()) {
-      unit_up_[r.declared_unit()] = r.unit->up;
-      restarts_[r.declared_unit()] = r.unit->n_restarts;
+      last_seen_[r.declared_unit()] = {r.unit->up, r.unit->n_restarts};
     }
   }
   w.last_full = clock_.Monotonic() - options_.watch_refresh;
@@ -333,11 +331,11 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
     // SIGTERM systemd sends), and started again by that job. The apply's
     // report, then the next look, say how it ends. One that systemd is
     // restarting on its own (NRestarts grown, auto-restart) died.
-    auto seen_restarts = restarts_.find(unit);
+    auto seen = last_seen_.find(unit);
+    const uint32_t restarts_seen =
+        seen == last_seen_.end() ? status->n_restarts : seen->second.n_restarts;
     if (during_apply && status->job_queued && !core::AwaitingAutoRestart(*status) &&
-        !core::RestartedSince(status->n_restarts, seen_restarts == restarts_.end()
-                                                      ? status->n_restarts
-                                                      : seen_restarts->second)) {
+        !core::RestartedSince(status->n_restarts, restarts_seen)) {
       continue;
     }
     bool up = false;
@@ -359,16 +357,14 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
     } else {
       unconfirmed.erase(unit);
     }
-    restarts_[unit] = status->n_restarts;
-    auto was = unit_up_.find(unit);
-    if (was != unit_up_.end() && was->second && !up) {
+    if (seen != last_seen_.end() && seen->second.up && !up) {
       log_.Line(Priority::kErr,
                 "unit " + unit + " is " + status->active_state + " (" + status->sub_state +
                     ", Result=" + status->result + ", NRestarts " +
                     std::to_string(status->n_restarts) + ") " +
                     (during_apply ? "while an apply acts on other units" : "between applies"));
     }
-    unit_up_[unit] = up;
+    last_seen_[unit] = {up, status->n_restarts};
   }
   return unread;
 }

@@ -137,10 +137,13 @@ class Daemon {
   std::map<std::string, LaterLook> later_looks_;
   bool recorded_shown_ = false;
   std::thread watch_thread_;
-  std::map<std::string, bool> unit_up_;  // watch thread only
-  // NRestarts at the watch's last look (or the apply's verdict); watch
-  // thread only.
-  std::map<std::string, uint32_t> restarts_;
+  // Each unit as the watch last saw it (or the apply's verdict said): up,
+  // and its NRestarts. Watch thread only.
+  struct LastSeen {
+    bool up = false;
+    uint32_t n_restarts = 0;
+  };
+  std::map<std::string, LastSeen> last_seen_;
   WatchSight sight_;  // watch thread only
 };
 
