@@ -30,7 +30,7 @@ class Progress {
   void Begin() {
     std::lock_guard<std::mutex> lock(mu_);
     looks_reported_ = true;
-    in_hand_.reset();
+    handled_ = false;
     acted_.clear();
     looked_.clear();
   }
@@ -40,28 +40,28 @@ class Progress {
   // touches a unit's state.
   void Handle(const std::vector<std::string>& units) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!in_hand_.has_value()) in_hand_.emplace();
-    in_hand_->insert(in_hand_->end(), units.begin(), units.end());
-    std::sort(in_hand_->begin(), in_hand_->end());
-    in_hand_->erase(std::unique(in_hand_->begin(), in_hand_->end()), in_hand_->end());
-    acted_ = *in_hand_;
+    handled_ = true;
+    acted_.insert(acted_.end(), units.begin(), units.end());
+    std::sort(acted_.begin(), acted_.end());
+    acted_.erase(std::unique(acted_.begin(), acted_.end()), acted_.end());
   }
   // The apply ends: what it had in hand is no longer (the watch follows
   // every unit again); what it acted on and looked at stays known until
   // the next Begin, for its report.
   void End() {
     std::lock_guard<std::mutex> lock(mu_);
-    in_hand_.reset();
+    handled_ = false;
   }
   // Sorted. None: the apply under way has not said yet (or none runs), so
   // what it will touch is not known.
   std::optional<std::vector<std::string>> InHand() const {
     std::lock_guard<std::mutex> lock(mu_);
-    return in_hand_;
+    if (!handled_) return std::nullopt;
+    return acted_;
   }
   bool InHandNow(const std::string& unit) const {
     std::lock_guard<std::mutex> lock(mu_);
-    return in_hand_.has_value() && std::binary_search(in_hand_->begin(), in_hand_->end(), unit);
+    return handled_ && std::binary_search(acted_.begin(), acted_.end(), unit);
   }
 
   // A point in the order of looks: taken by the watch before it reads.
@@ -94,8 +94,10 @@ class Progress {
   std::atomic<uint64_t> steps_{0};
   std::atomic<uint64_t> clock_{0};
   mutable std::mutex mu_;
-  std::optional<std::vector<std::string>> in_hand_;
-  std::vector<std::string> acted_;          // sorted: the last apply's hands
+  // The units the apply under way (or the last) acted on, sorted; in hand
+  // from its first Handle until End.
+  std::vector<std::string> acted_;
+  bool handled_ = false;
   std::map<std::string, uint64_t> looked_;  // by unit: the apply's last look again
   bool looks_reported_ = true;
 };
