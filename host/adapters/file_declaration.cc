@@ -24,14 +24,25 @@ std::unexpected<core::Error> Refuse(const std::string& path, std::string_view wh
   return core::Fail("declaration " + path + ": " + std::string(why));
 }
 
+// Where the file open as `fd` is, every symlink resolved: the file opened,
+// not one the name leads to now. Errors in strerror's words.
+core::Result<std::string> RealPathOf(int fd) {
+  char* real = ::realpath(("/proc/self/fd/" + std::to_string(fd)).c_str(), nullptr);
+  if (real == nullptr) return core::Fail(std::strerror(errno));
+  std::string out(real);
+  std::free(real);
+  return out;
+}
+
 // Why users other than root or this process's user could change the file
-// at `path` (a key, a declaration), open as `fd`, or nullopt: the file itself (`st`, through any
-// link), and every directory from the one that holds the file opened (not
-// one the name leads to now) up to /, as ssh's StrictModes checks an
-// authorized key's path; and each link on `path` as given, with the
-// directory it is in (whoever can re-point it chooses the file). Unreadable
-// is not safe.
-std::optional<std::string> ChangeableByOthersAt(const std::string& path, int fd,
+// at `path` (a key, a declaration), at `real` when opened (RealPathOf), or
+// nullopt: the file itself (`st`, through any link), and every directory
+// from the one that holds the file opened up to /, as ssh's StrictModes
+// checks an authorized key's path; and each link on `path` as given, with
+// the directory it is in (whoever can re-point it chooses the file).
+// Unreadable is not safe.
+std::optional<std::string> ChangeableByOthersAt(const std::string& path,
+                                                const core::Result<std::string>& real,
                                                 const struct stat& st) {
   auto trusted = [](uid_t uid) { return uid == 0 || uid == ::geteuid(); };
   auto loose_dir = [&](const std::string& dir) -> std::optional<std::string> {
@@ -68,10 +79,8 @@ std::optional<std::string> ChangeableByOthersAt(const std::string& path, int fd,
     return "writable by users other than its owner (mode " + core::FormatMode(st.st_mode & 07777) +
            "): chmod go-w " + path;
   }
-  char* real = ::realpath(("/proc/self/fd/" + std::to_string(fd)).c_str(), nullptr);
-  if (real == nullptr) return std::string("its path cannot be resolved: ") + std::strerror(errno);
-  std::string dir(real);
-  std::free(real);
+  if (!real) return "its path cannot be resolved: " + real.error().message;
+  std::string dir = *real;
   while (dir != "/") {
     size_t slash = dir.rfind('/');
     dir = slash == 0 ? "/" : dir.substr(0, slash);
@@ -95,11 +104,14 @@ core::Result<std::unique_ptr<FileDeclaration>> FileDeclaration::Open(const std::
     return fail("larger than the limit of " + std::to_string(core::kMaxDeclarationBytes) +
                 " bytes");
   }
-  auto changeable = ChangeableByOthersAt(path, fd.get(), st);
+  auto real = RealPathOf(fd.get());
+  auto changeable = ChangeableByOthersAt(path, real, st);
   if (changeable) changeable = "declaration " + path + ": " + *changeable;
+  std::optional<std::string> opened_at;
+  if (real) opened_at = std::move(*real);
   return std::unique_ptr<FileDeclaration>(
       new FileDeclaration(path, std::move(fd), static_cast<size_t>(st.st_size), st.st_mode & 07777,
-                          std::move(changeable)));
+                          std::move(changeable), std::move(opened_at)));
 }
 
 std::optional<ports::DeclarationSource::Exposed> FileDeclaration::ReadableByOthers() const {
@@ -186,7 +198,7 @@ core::Result<core::MinisignKey> ReadVerifyKey(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return fail("not a regular file");
   // The key decides what this host runs as root: one that someone else can
   // write, or replace in its directory, is no key (ssh's StrictModes).
-  if (auto loose = ChangeableByOthersAt(path, fd.get(), st)) return fail(*loose);
+  if (auto loose = ChangeableByOthersAt(path, RealPathOf(fd.get()), st)) return fail(*loose);
   if (static_cast<uint64_t>(st.st_size) > kMaxKeyBytes) {
     return fail("larger than " + std::to_string(kMaxKeyBytes) +
                 " bytes: not a minisign public key");

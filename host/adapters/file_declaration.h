@@ -38,21 +38,25 @@ class FileDeclaration : public ports::DeclarationSource {
   // As opened: the file's owner and mode, and the directories from the
   // one that holds it up to / (as --verify-key's are checked).
   std::optional<std::string> ChangeableByOthers() const override { return changeable_; }
+  // From the descriptor: the file read, not where the path leads now.
+  std::optional<std::string> OpenedAt() const override { return opened_at_; }
 
  private:
   FileDeclaration(std::string path, UniqueFd fd, size_t size, uint32_t mode,
-                  std::optional<std::string> changeable)
+                  std::optional<std::string> changeable, std::optional<std::string> opened_at)
       : path_(std::move(path)),
         fd_(std::move(fd)),
         size_(size),
         mode_(mode),
-        changeable_(std::move(changeable)) {}
+        changeable_(std::move(changeable)),
+        opened_at_(std::move(opened_at)) {}
 
   std::string path_;
   UniqueFd fd_;
   size_t size_;
   uint32_t mode_;
   std::optional<std::string> changeable_;
+  std::optional<std::string> opened_at_;
   std::optional<std::string> text_;
   bool released_ = false;
 };

@@ -61,6 +61,12 @@ class DeclarationSource {
   // can. The apply refuses
   // such a declaration unless its signature is checked (--verify-key).
   virtual std::optional<std::string> ChangeableByOthers() const { return std::nullopt; }
+  // Where the bytes are read from, every symlink on the way resolved, as
+  // the source opened them. No declared path may land there: under
+  // `mesh-host run` the mesh re-points a link between applies, so where the
+  // host's start resolved --declaration is not where this apply reads it.
+  // None: not a file, or its place cannot be said.
+  virtual std::optional<std::string> OpenedAt() const { return std::nullopt; }
 };
 
 }  // namespace mesh::ports

@@ -48,7 +48,9 @@ class ApplyRun {
   bool LoadIntent();
   // A first apply too large to hold whole, in chunks (chunked.h): false
   // when it is not one, and nothing was done.
-  bool ApplyInChunks(ports::DeclarationSource& source, std::string_view text);
+  bool ApplyInChunks(ports::DeclarationSource& source, std::string_view text, const HostDirs& dirs);
+  // The host's places, with the declaration where `source` opened it.
+  const HostDirs& DirsAsOpened(const ports::DeclarationSource& source);
   void Refuse(const core::Error& error) {
     report_.error = error.message;
     report_.refusals = error.details;
@@ -120,6 +122,8 @@ class ApplyRun {
   AfterApply after_;  // Decide's, taken by KeepConfirmed for AfterCommit
   // Read again (and its digest checked) for a rollback's second pass.
   ports::DeclarationSource* source_ = nullptr;
+  // options_.dirs, but for the declaration opened elsewhere (DirsAsOpened).
+  std::optional<HostDirs> dirs_as_opened_;
   // This run is a rollback's second pass: it acts on these units only (the
   // others' owed actions stay owed), and its outcomes are merged, not said.
   bool rollback_pass_ = false;

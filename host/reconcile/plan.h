@@ -323,7 +323,9 @@ struct HostDirs {
   // The same places with every symlink on the way resolved (the wiring's
   // adapters::ResolvedPath), for the overlap check alone: a declared path
   // is written with none followed, at the resolved root plus the path.
-  // Empty members: not known, the above stand alone.
+  // Empty members: not known, the above stand alone. The declaration as
+  // the host's start resolved it: an apply compares where its source opened
+  // it (ports::DeclarationSource::OpenedAt) when that is elsewhere.
   struct Resolved {
     std::string root, units, state, artifacts, declaration;
   } resolved;

@@ -127,7 +127,8 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   ports_.progress->Step();
   auto text = source.Text();
   if (!text) return Refuse(text.error());
-  if (ApplyInChunks(source, *text)) return;
+  const HostDirs& dirs = DirsAsOpened(source);
+  if (ApplyInChunks(source, *text, dirs)) return;
   auto decl =
       core::ParseDeclaration(*text, [&](const core::Declaration& parsed, core::Problems& problems) {
         // Named by a refusal too, as what was refused.
@@ -135,7 +136,7 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
         report_.generation = parsed.generation;
         report_.declaration_digest = parsed.digest;
         problems.Add(CheckCredentialsPrivate(parsed, source));
-        CheckDeclaration(parsed, *record_, had_record_, options_.machine, options_.dirs, problems);
+        CheckDeclaration(parsed, *record_, had_record_, options_.machine, dirs, problems);
         if (options_.verify_key.has_value()) {
           problems.Add(CheckSignedGeneration(parsed, *record_, had_record_));
         }
@@ -145,7 +146,16 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
   Apply(std::move(*decl));
 }
 
-bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view text) {
+const HostDirs& ApplyRun::DirsAsOpened(const ports::DeclarationSource& source) {
+  auto at = source.OpenedAt();
+  if (!at || *at == options_.dirs.resolved.declaration) return options_.dirs;
+  dirs_as_opened_ = options_.dirs;
+  dirs_as_opened_->resolved.declaration = std::move(*at);
+  return *dirs_as_opened_;
+}
+
+bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view text,
+                             const HostDirs& dirs) {
   // With --verify-key and a record, the whole pass checks the generation.
   // A file others may read that may hold credentials goes to the whole
   // pass, which refuses it if it does.
@@ -162,7 +172,7 @@ bool ApplyRun::ApplyInChunks(ports::DeclarationSource& source, std::string_view 
                   .record = record_.get(),
                   .had_record = had_record_,
                   .machine = options_.machine,
-                  .dirs = &options_.dirs,
+                  .dirs = &dirs,
                   .now = core::FormatTimestamp(report_.started_at),
                   .emit =
                       [&](ResourceOutcome&& out) {

@@ -152,4 +152,21 @@ grep -q "overlaps the declaration itself (--declaration $T/current.json, which i
 [ "$vrc" = 2 ] && grep -q "overlaps the declaration itself" <<<"$verr" || fail "validate of it: $vrc $verr"
 cmp -s "$T/root/etc/mesh/gen-9.json" "$T/gen-9.before" || fail "the declaration was written over"
 cmp -s "$T/state/state.json" "$T/state.before" || fail "the refusal touched the record"
+# Under `run`, the mesh re-points the link between applies: the daemon
+# guards the file each apply read, not the one the link led to at its start.
+printf '{"machine": "e2e", "generation": 8, "resources": []}' > "$T/root/etc/mesh/gen-8.json"
+ln -sfn "$T/root/etc/mesh/gen-8.json" "$T/current.json"
+"$BIN" run --declaration "$T/current.json" --root "$T/root" --state-dir "$T/run-state" --artifacts "$T/art" \
+  --unit-dir "$T/units" --machine e2e --listen 127.0.0.1:0 --interval 1h 2> "$T/run.log" &
+HOST=$!
+trap '[ -z "$HOST" ] || kill -KILL $HOST 2>/dev/null || true; rm -rf "$T"' EXIT
+for _ in $(seq 1 100); do grep -q "^apply ok: generation 8" "$T/run.log" && break; sleep 0.05; done
+grep -q "^apply ok: generation 8" "$T/run.log" || fail "run: no first apply: $(tail -3 "$T/run.log")"
+ln -s "$T/root/etc/mesh/gen-9.json" "$T/next.json" && mv -T "$T/next.json" "$T/current.json"
+says="overlaps the declaration itself (--declaration $T/current.json, which is $T/root/etc/mesh/gen-9.json)"
+for _ in $(seq 1 100); do grep -qF "$says" "$T/run.log" && break; sleep 0.05; done
+kill -TERM $HOST; wait $HOST || true
+HOST=
+grep -qF "$says" "$T/run.log" || fail "run, link re-pointed: $(tail -3 "$T/run.log")"
+cmp -s "$T/root/etc/mesh/gen-9.json" "$T/gen-9.before" || fail "run wrote over the declaration"
 echo "e2e: all checks passed"

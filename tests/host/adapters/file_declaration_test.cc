@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "host/core/declaration.h"
@@ -48,6 +49,27 @@ TEST(FileDeclarationTest, DigestAndTextComeFromTheFileThatWasOpened) {
   ASSERT_EQ(::rename(dir.Sub("next.json").c_str(), dir.Sub("decl.json").c_str()), 0);
   EXPECT_EQ((*decl)->Digest().value(), core::Sha256Hex("first"));
   EXPECT_EQ((*decl)->Text().value(), "first");
+}
+
+// Where the bytes were read: the file a link led to when opened, not the
+// one it leads to once the mesh re-points it (the apply guards that file).
+TEST(FileDeclarationTest, SaysTheFileItOpenedThroughALink) {
+  TempDir dir;
+  WriteText(dir.Sub("gen-12.json"), "first");
+  WriteText(dir.Sub("gen-13.json"), "second");
+  ASSERT_EQ(::symlink("gen-12.json", dir.Sub("current.json").c_str()), 0);
+  auto decl = FileDeclaration::Open(dir.Sub("current.json"));
+  ASSERT_TRUE(decl.has_value());
+  ASSERT_EQ(::symlink("gen-13.json", dir.Sub("next").c_str()), 0);
+  ASSERT_EQ(::rename(dir.Sub("next").c_str(), dir.Sub("current.json").c_str()), 0);
+  char* real = ::realpath(dir.Sub("gen-12.json").c_str(), nullptr);
+  ASSERT_NE(real, nullptr);
+  std::string gen12(real);
+  std::free(real);
+  EXPECT_EQ((*decl)->OpenedAt(), gen12);
+  auto next = FileDeclaration::Open(dir.Sub("current.json"));
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ((*next)->OpenedAt(), gen12.substr(0, gen12.size() - 7) + "13.json");
 }
 
 // Once the apply has parsed the text, a second read could be other bytes

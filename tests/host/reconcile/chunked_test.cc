@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "host/adapters/file_record_store.h"
+#include "host/core/sha256.h"
+#include "host/ports/declaration_source.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/fakes/kill_switch.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -196,6 +198,51 @@ TEST_F(ChunkedTest, ARefusalInALaterChunkIsTheWholePassesAndWritesNothing) {
   }
   EXPECT_FALSE(store_.text.has_value());
   EXPECT_FALSE(store_.intent.has_value());
+}
+
+// A declaration read from a file `at`, as FileDeclaration opens one
+// through a link.
+class ReadAt : public ports::DeclarationSource {
+ public:
+  ReadAt(const nlohmann::json& decl, std::string at) : text_(decl.dump()), at_(std::move(at)) {}
+  core::Result<std::string> Digest() override { return core::Sha256Hex(text_); }
+  core::Result<std::string_view> Text() override { return std::string_view(text_); }
+  std::optional<std::string> OpenedAt() const override { return at_; }
+
+ private:
+  std::string text_, at_;
+};
+
+// Under `mesh-host run` the mesh re-points --declaration's link between
+// applies. Each apply guards the file it read, not the one the link led to
+// when the host started: in chunks, and whole by the same host later.
+TEST_F(ChunkedTest, EachApplyGuardsTheDeclarationWhereItOpenedIt) {
+  ReconcilerPorts ports = Ports();
+  ports.root = root_faulty_.get();
+  ReconcilerOptions options = Options();
+  options.chunk = kChunk;
+  options.dirs.root = dir_.Sub("root");
+  options.dirs.declaration = Root("/etc/mesh/current.json");
+  options.dirs.resolved.declaration = Root("/etc/mesh/gen-12.json");
+  Reconciler host(ports, options);
+  json over_new = Decl(Files(Names(5)));
+  over_new["resources"][4]["path"] = "/etc/mesh/gen-13.json";
+  const std::string says = "overlaps the declaration itself (--declaration " +
+                           Root("/etc/mesh/current.json") + ", which is " +
+                           Root("/etc/mesh/gen-13.json") + ")";
+
+  ReadAt first(over_new, Root("/etc/mesh/gen-13.json"));
+  ApplyReport r = host.Apply(first);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr(says));
+
+  ReadAt at_start(Decl(Files(Names(5))), Root("/etc/mesh/gen-12.json"));
+  ASSERT_EQ(host.Apply(at_start).result, ApplyResult::kOk);
+  ReadAt swapped(over_new, Root("/etc/mesh/gen-13.json"));
+  r = host.Apply(swapped);
+  EXPECT_EQ(r.result, ApplyResult::kRefused);
+  EXPECT_THAT(r.error, HasSubstr(says));
+  EXPECT_FALSE(testing::Exists(Root("/etc/mesh/gen-13.json")));
 }
 
 TEST_F(ChunkedTest, AWriteThatFailsFailsItsResourceAloneAndIsTriedAgain) {
