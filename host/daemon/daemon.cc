@@ -189,9 +189,10 @@ void Daemon::ShowRecorded() {
 }
 
 // While an apply runs, its own looks judge the units it acts on (a
-// restart's stop is no death): the watch follows the others only, once the
-// apply has said which it has in hand, so a daemon that dies while an
-// apply waits minutes on another unit's stop shows within seconds. After
+// restart's stop is no death): the watch follows the others only (all of
+// them until the apply says which it has in hand, before its first
+// write), so a daemon that dies while an apply observes a large tree, or
+// waits minutes on another unit's stop, shows within seconds. After
 // each apply every unit is read again at once, judged from the apply's
 // verdicts.
 void Daemon::WatchLoop() {
@@ -260,16 +261,10 @@ void Daemon::WatchTurn(WatchState& w) {
   }
   std::vector<std::string> changed = std::move(*waited);
   uint64_t edges_now = apply_edges_;
-  std::optional<std::vector<std::string>> in_hand;
+  std::vector<std::string> in_hand;
   if (edges_now != *w.applies_seen) {
     if (edges_now != *w.applies_seen + 1) return;  // an apply ended: above
     in_hand = reconciler_.progress().InHand();
-    if (!in_hand.has_value()) {
-      // What it will touch is not known yet; the changes heard meanwhile
-      // are read in full once it is.
-      w.last_full = clock_.Monotonic() - options_.watch_refresh;
-      return;
-    }
   }
   // After a failure every unit is read: a change while the watch was
   // blind sent no signal it heard.
@@ -284,11 +279,9 @@ void Daemon::WatchTurn(WatchState& w) {
     std::sort(changed.begin(), changed.end());
     changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
   }
-  if (in_hand.has_value()) {
-    std::erase_if(changed, [&](const std::string& unit) {
-      return std::binary_search(in_hand->begin(), in_hand->end(), unit);
-    });
-  }
+  std::erase_if(changed, [&](const std::string& unit) {
+    return std::binary_search(in_hand.begin(), in_hand.end(), unit);
+  });
   if (changed.empty()) return;
   began = clock_.Monotonic();
   std::optional<std::string> unread = WatchLook(changed, edges_now, w.unconfirmed);
@@ -362,7 +355,7 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
                 "unit " + unit + " is " + status->active_state + " (" + status->sub_state +
                     ", Result=" + status->result + ", NRestarts " +
                     std::to_string(status->n_restarts) + ") " +
-                    (during_apply ? "while an apply acts on other units" : "between applies"));
+                    (during_apply ? "while an apply runs" : "between applies"));
     }
     last_seen_[unit] = {up, status->n_restarts};
   }

@@ -52,11 +52,12 @@ class Progress {
     std::lock_guard<std::mutex> lock(mu_);
     handled_ = false;
   }
-  // Sorted. None: the apply under way has not said yet (or none runs), so
-  // what it will touch is not known.
-  std::optional<std::vector<std::string>> InHand() const {
+  // Sorted. Empty when no apply runs, and before the one under way says:
+  // until then it has acted on no unit (its record, observation and plan
+  // only read), so the watch may follow every unit from the apply's start.
+  std::vector<std::string> InHand() const {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!handled_) return std::nullopt;
+    if (!handled_) return {};
     return acted_;
   }
   bool InHandNow(const std::string& unit) const {

@@ -94,7 +94,7 @@ nsenter -t "$SDBOX_PID" -m -p systemctl kill --signal=KILL web.service
 check "killed during an apply: /healthz names web within 4 s" 'until_true 4 "curl -s $URL/healthz | grep -q \"unit web.service is failed\""'
 check "... while that apply still waits on slow's stop" '[ "$(applies)" = 3 ]'
 check "... and mesh_host_unit_active says so" 'until_true 2 "unit_active_is web.service 0"'
-check "... logged as seen during the apply" 'grep -q "^unit web.service is failed (failed, Result=signal, NRestarts 0) while an apply acts on other units" "$T/run.log"'
+check "... logged as seen during the apply" 'grep -q "^unit web.service is failed (failed, Result=signal, NRestarts 0) while an apply runs" "$T/run.log"'
 deps_said=0
 for _ in $(seq 200); do  # bounded: 20 s; until the apply ends
   [ "$(applies)" = 3 ] || break

@@ -195,7 +195,8 @@ class BoardAtStatus : public fakes::FakeNotifier {
 class DaemonWatchTest : public DaemonTest {
  protected:
   // Applies generation 1, then on a SIGHUP generation 2 (`second`). While
-  // the second apply asks systemd for `during` (its first job), the watch's
+  // the second apply asks systemd for `during` (its first job; empty: as it
+  // opens its declaration, before it has read anything), the watch's
   // systemd says each unit of `said` is so, and the test waits until the
   // board shows every one of them failing or the watch has read three
   // times since: `seen` says which it showed while the apply ran. Then the
@@ -205,13 +206,9 @@ class DaemonWatchTest : public DaemonTest {
   std::vector<bool> SayDuring(const std::vector<nlohmann::json>& second, const std::string& during,
                               const std::map<std::string, core::UnitStatus>& said,
                               std::map<std::string, bool>& seen) {
-    on_open_ = [&](int n) {
-      if (n == 2) DeclareAll(second, 2);
-    };
     events_.At(minutes(1), Kind::kReload, "SIGHUP");
     events_.At(minutes(2), Kind::kStop, "Terminated");
-    services_.on_enqueue = [&](const std::string& unit) {
-      if (unit != during || opened_ != 2) return;
+    auto say = [&] {
       for (const auto& [name, status] : said) watch_.Say(name, status);
       const int reads = watch_.reads();
       auto all_seen = [&] {
@@ -231,6 +228,14 @@ class DaemonWatchTest : public DaemonTest {
       for (int i = 0; i < 5000 && !watch_.parked(); ++i) {
         std::this_thread::sleep_for(milliseconds(1));
       }
+    };
+    on_open_ = [&](int n) {
+      if (n != 2) return;
+      DeclareAll(second, 2);
+      if (during.empty()) say();
+    };
+    services_.on_enqueue = [&](const std::string& unit) {
+      if (unit == during && opened_ == 2) say();
     };
     BoardAtStatus notifier(clock_, board_, "web.service");
     DaemonOptions options = Options();
@@ -279,6 +284,18 @@ TEST_F(DaemonWatchTest, ADeathSeenDuringAnApplyIsNotUndoneByItsReport) {
       SayDuring({Service("web")}, "old.service", {{"web.service", Dead()}}, seen);
   EXPECT_TRUE(seen["web.service"]) << "the watch follows web while the apply stops old";
   EXPECT_THAT(failing, ElementsAre(false, true));
+}
+
+// Before an apply has acted on any unit (it reads its declaration, the
+// record, the machine; a large tree's observation takes minutes) the watch
+// follows every unit: it was blind until the apply's plan was made.
+TEST_F(DaemonWatchTest, ADeathBeforeAnApplyActsShowsWhileItRuns) {
+  services_.AddUnit("web.service", {});
+  DeclareAll({Service("web")}, 1);
+  std::map<std::string, bool> seen;
+  std::vector<bool> failing = SayDuring({Service("web")}, "", {{"web.service", Dead()}}, seen);
+  EXPECT_TRUE(seen["web.service"]) << "shown while the apply opened its declaration";
+  EXPECT_THAT(failing, ElementsAre(false, true)) << "the apply looked at web no later";
 }
 
 // A unit with a job of systemd's queued while an apply runs is most likely
