@@ -249,9 +249,12 @@ std::string FormatStatusTable(const nlohmann::json& s) {
     std::string state, restarts;
     if (const nlohmann::json* unit = Member(r, "unit"); unit != nullptr && unit->is_object()) {
       const nlohmann::json& u = *unit;
-      state = Str(u, "active_state") + "/" + Str(u, "sub_state");
+      // A unit the host could not read has null states (the bus lost).
+      bool read = Member(u, "active_state") != nullptr;
+      state = read ? Str(u, "active_state") + "/" + Str(u, "sub_state") : "not read";
       // Who restarted it: systemd on its own (Restart=), or the host.
-      restarts = "systemd " + Str(u, "n_restarts") + ", host " + Str(u, "host_restarts");
+      restarts =
+          "systemd " + (read ? Str(u, "n_restarts") : "?") + ", host " + Str(u, "host_restarts");
     }
     std::string id = Str(r, "id");
     out += Fit(id, 22) + " " + Fit(Str(r, "kind"), 10) + " " + Fit(Str(r, "outcome"), 9) + " " +

@@ -198,11 +198,16 @@ nlohmann::json ToJson(const Snapshot& s) {
                  {"applied_at", r.applied_at.empty() ? json(nullptr) : json(r.applied_at)},
                  {"digest", r.digest.empty() ? json(nullptr) : json(r.digest)}};
     if (r.unit.has_value()) {
+      // systemd names every unit's state, so none is a unit not read (the
+      // bus lost, the apply refused first): null, not a state of "".
+      auto read = [&](const auto& v) {
+        return r.unit->active_state.empty() ? json(nullptr) : json(v);
+      };
       item["unit"] = {{"name", r.unit->name},
-                      {"active_state", r.unit->active_state},
-                      {"sub_state", r.unit->sub_state},
-                      {"result", r.unit->result},
-                      {"n_restarts", r.unit->n_restarts},
+                      {"active_state", read(r.unit->active_state)},
+                      {"sub_state", read(r.unit->sub_state)},
+                      {"result", read(r.unit->result)},
+                      {"n_restarts", read(r.unit->n_restarts)},
                       {"host_restarts", r.unit->host_restarts},
                       {"declared_state", r.declared.value_or_empty().state},
                       {"held", nullptr},

@@ -117,6 +117,11 @@ TEST(StatusCommandTest, WhatAColumnCutsAndTheApplysErrorAreSaidWhole) {
   EXPECT_THAT(joined, HasSubstr("[31mtail")) << "the line's end is shown, not cut at 200";
   EXPECT_LT(table.size(), 8000u) << "a hostile line is bounded";
 
+  // A unit the host could not read: said so, not "/" and 0 restarts.
+  unit["active_state"] = unit["sub_state"] = unit["result"] = unit["n_restarts"] = nullptr;
+  table = FormatStatusTable(s);
+  EXPECT_THAT(table, HasSubstr(" not read           systemd ?, host ")) << table;
+
   // A long refusal, a peer's long key id, a word of many-byte characters:
   // still 80 columns, and never a character cut in two.
   s["error"] = "field x: " + std::string(150, 'r') + " and more words after it";

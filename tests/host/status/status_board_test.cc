@@ -67,6 +67,22 @@ TEST(StatusBoardTest, JsonShapeOfTheSpec) {
   nlohmann::json unit = ToJson(*board.Get())["resources"][1]["unit"];
   EXPECT_EQ(unit["journal"],
             nlohmann::json({{"lines", {"refusing /etc/app.conf: line 3"}}, {"note", nullptr}}));
+
+  // Not read (the bus lost): its state is not known, and says so, rather
+  // than a state of "" and 0 restarts by systemd.
+  core::ApplyReport unread = Report();
+  unread.outcomes[1].outcome = core::Outcome::kFailed;
+  unread.outcomes[1].unit->active_state.clear();
+  unread.outcomes[1].unit->sub_state.clear();
+  unread.outcomes[1].unit->result.clear();
+  unread.outcomes[1].unit->n_restarts = 0;
+  board.PublishApply(unread);
+  unit = ToJson(*board.Get())["resources"][1]["unit"];
+  for (const char* key : {"active_state", "sub_state", "result", "n_restarts"}) {
+    EXPECT_TRUE(unit[key].is_null()) << key << ": " << unit[key];
+  }
+  EXPECT_EQ(unit["name"], "fail2ban.service");
+  EXPECT_TRUE(unit["host_restarts"].is_number()) << "the host's own count is known";
 }
 
 TEST(StatusBoardTest, DeadUnitBetweenAppliesTurnsUnhealthy) {
