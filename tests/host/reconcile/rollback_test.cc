@@ -175,6 +175,36 @@ TEST_F(RollbackTest, AdrCaseIsPutBackHeldAndReleased) {
   EXPECT_EQ(Run(Jail(kFixed, 16)).result, ApplyResult::kOk);
 }
 
+// The daemon's live watch keeps a look of its own at a unit the apply did
+// not act on unless the apply read it again later (Progress). A rollback's
+// second pass reads the bystanders again too, but its outcomes are merged
+// for the units it puts back alone: its reads of the others are no newer
+// word on them, and a death the watch saw between the two passes stands.
+TEST_F(RollbackTest, TheSecondPassLooksDoNotStandOverTheWatchs) {
+  services_.AddUnit("web.service", {});
+  auto with_web = [](json decl) {
+    decl["resources"].push_back(
+        {{"id", "web"}, {"kind", "service"}, {"unit", "web.service"}, {"state", "running"}});
+    return decl.dump();
+  };
+  Reconciler reconciler(Ports(), Options());
+  ASSERT_EQ(reconciler.Apply(with_web(Jail(kGood, 14))).result, ApplyResult::kOk);
+  std::optional<uint64_t> watch_looked;  // as the put-back restart is asked for
+  int restarts = 0;
+  services_.on_enqueue = [&](const std::string& unit) {
+    if (unit == "jaild.service" && ++restarts == 2) watch_looked = reconciler.progress().Now();
+  };
+  ApplyReport refused = reconciler.Apply(with_web(Jail(kBad, 15)));
+  services_.on_enqueue = nullptr;
+  ASSERT_TRUE(Of(refused, "jaild").declared->rolled_back);
+  ASSERT_TRUE(watch_looked.has_value());
+  EXPECT_FALSE(reconciler.progress().ApplysLookStands("web.service", *watch_looked))
+      << "read again by the second pass only";
+  EXPECT_TRUE(reconciler.progress().ApplysLookStands("jaild.service", *watch_looked)) << "acted on";
+  EXPECT_TRUE(reconciler.progress().ApplysLookStands("web.service", 0))
+      << "the first pass read it again after its restart";
+}
+
 // SPEC: a template is part of its instances' definition. A template
 // declared as a `file` in --unit-dir that the daemon dies on is put back
 // like a restart_on file; before, the instance was restarted onto it, left
