@@ -10,6 +10,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "host/adapters/file_declaration.h"
@@ -136,6 +137,9 @@ class ScriptedWatch : public fakes::FakeServiceManager {
   }
   // Frozen, and waiting: it reads nothing until thawed.
   bool parked() const { return parked_; }
+  // The next `n` reads throw, as an allocation that fails at an apply's
+  // peak does.
+  void ThrowOnReads(int n) { throws_ = n; }
   int reads() {
     std::lock_guard lock(mu_);
     return reads_;
@@ -144,6 +148,7 @@ class ScriptedWatch : public fakes::FakeServiceManager {
       const std::vector<std::string>& units) override {
     std::lock_guard lock(mu_);
     ++reads_;
+    if (throws_ > 0 && throws_-- > 0) throw std::bad_alloc();
     std::vector<core::Result<core::UnitStatus>> out;
     for (const std::string& u : units) {
       auto it = said_.find(u);
@@ -169,6 +174,7 @@ class ScriptedWatch : public fakes::FakeServiceManager {
   bool thawed_ = false;
   std::atomic<bool> frozen_{false};
   std::atomic<bool> parked_{false};
+  std::atomic<int> throws_{0};
 };
 
 // Tells the test what the board said of a unit as each apply's summary was
@@ -296,6 +302,22 @@ TEST_F(DaemonWatchTest, ADeathBeforeAnApplyActsShowsWhileItRuns) {
   std::vector<bool> failing = SayDuring({Service("web")}, "", {{"web.service", Dead()}}, seen);
   EXPECT_TRUE(seen["web.service"]) << "shown while the apply opened its declaration";
   EXPECT_THAT(failing, ElementsAre(false, true)) << "the apply looked at web no later";
+}
+
+// Whatever a watch turn throws (an allocation at an apply's peak) is a
+// look the watch did not take: said, and tried again, never the daemon's
+// end (std::terminate on the watch's thread).
+TEST_F(DaemonWatchTest, AWatchTurnThatThrowsIsSaidAndTriedAgain) {
+  services_.AddUnit("web.service", {});
+  DeclareAll({Service("web")}, 1);
+  watch_.ThrowOnReads(2);
+  std::map<std::string, bool> seen;
+  ::testing::internal::CaptureStderr();
+  std::vector<bool> failing = SayDuring({Service("web")}, "", {{"web.service", Dead()}}, seen);
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("the live unit watch failed: std::bad_alloc"));
+  EXPECT_TRUE(seen["web.service"]) << "read again after the turns that threw";
+  EXPECT_THAT(failing, ElementsAre(false, true));
 }
 
 // A unit with a job of systemd's queued while an apply runs is most likely
