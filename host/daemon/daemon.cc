@@ -76,6 +76,7 @@ bool Daemon::ApplyOnce(const std::string& why, bool starting) {
     later_looks_.clear();
     Publish(std::move(report), why);
     ++apply_edges_;
+    reconciler_.progress().Shown();
   }
   if (options_.release_memory) options_.release_memory();
   return removal_waits;
@@ -351,11 +352,10 @@ std::optional<std::string> Daemon::WatchLook(const std::vector<std::string>& uni
       unconfirmed.erase(unit);
     }
     if (seen != last_seen_.end() && seen->second.up && !up) {
-      log_.Line(Priority::kErr,
-                "unit " + unit + " is " + status->active_state + " (" + status->sub_state +
-                    ", Result=" + status->result + ", NRestarts " +
-                    std::to_string(status->n_restarts) + ") " +
-                    (during_apply ? "while an apply runs" : "between applies"));
+      log_.Line(Priority::kErr, "unit " + unit + " is " + status->active_state + " (" +
+                                    status->sub_state + ", Result=" + status->result +
+                                    ", NRestarts " + std::to_string(status->n_restarts) + ") " +
+                                    (during_apply ? "while an apply runs" : "between applies"));
     }
     last_seen_[unit] = {up, status->n_restarts};
   }

@@ -164,7 +164,7 @@ class Bystanders {
       clock.SleepFor(kPoll);
       if (progress != nullptr) progress->Step();
       std::vector<core::Result<core::UnitStatus>> seen = sm.ReadUnits(again_names);
-      if (progress != nullptr) progress->LookedAgain(again_names);
+      if (progress != nullptr) progress->Looked(again_names);
       for (size_t n = 0; n < again.size(); ++n) last[again[n]] = std::move(seen[n]);
     }
     for (size_t b = 0; b < units_.size(); ++b) {
@@ -280,7 +280,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   nanoseconds at_second = firsts.Since();
   names.insert(names.end(), bystanders.names().begin(), bystanders.names().end());
   std::vector<core::Result<core::UnitStatus>> second = services->ReadUnits(names);
-  if (progress != nullptr) progress->LookedAgain(bystanders.names());
+  if (progress != nullptr) progress->Looked(bystanders.names());
   bystanders.Judge(
       plan,
       {std::make_move_iterator(second.begin() + static_cast<std::ptrdiff_t>(watches.size())),

@@ -135,6 +135,7 @@ void Observer::Units() {
   }
   if (names.empty()) return;
   std::vector<Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
+  if (ports_.progress != nullptr) ports_.progress->Looked(names);
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {
     if (decl_.resources[i].HasUnit()) out_.seen.units.emplace(i, std::move(statuses[k++]));

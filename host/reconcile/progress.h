@@ -45,16 +45,17 @@ class Progress {
     std::sort(acted_.begin(), acted_.end());
     acted_.erase(std::unique(acted_.begin(), acted_.end()), acted_.end());
   }
-  // The apply ends: what it had in hand is no longer (the watch follows
-  // every unit again); what it acted on and looked at stays known until
-  // the next Begin, for its report.
-  void End() {
+  // The apply's report is shown (the daemon published it): what it had in
+  // hand is the watch's again. Until then, after the apply has returned, a
+  // look at a unit it just stopped is no death. Without a daemon, the next
+  // Begin lets them go.
+  void Shown() {
     std::lock_guard<std::mutex> lock(mu_);
     handled_ = false;
   }
-  // Sorted. Empty when no apply runs, and before the one under way says:
-  // until then it has acted on no unit (its record, observation and plan
-  // only read), so the watch may follow every unit from the apply's start.
+  // Sorted. Empty before the apply under way says: until then it has
+  // acted on no unit (its record, observation and plan only read), so the
+  // watch may follow every unit from the apply's start.
   std::vector<std::string> InHand() const {
     std::lock_guard<std::mutex> lock(mu_);
     if (!handled_) return {};
@@ -67,9 +68,10 @@ class Progress {
 
   // A point in the order of looks: taken by the watch before it reads.
   uint64_t Now() const noexcept { return clock_.load(std::memory_order_acquire); }
-  // The apply has just read `units` again, after it acted (its second look
-  // at the units it left alone).
-  void LookedAgain(const std::vector<std::string>& units) {
+  // The apply has just read `units`: its report shows them as read then
+  // (its observation, a no-op's proof, its second look at the units it
+  // left alone).
+  void Looked(const std::vector<std::string>& units) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!looks_reported_) return;
     uint64_t at = clock_.fetch_add(1, std::memory_order_acq_rel) + 1;
@@ -82,8 +84,8 @@ class Progress {
     looks_reported_ = reported;
   }
   // Whether the last apply's own picture of `unit` is at least as new as
-  // a look begun at `at` (Now()): it acted on the unit, or read it again
-  // once that look had begun.
+  // a look begun at `at` (Now()): it acted on the unit, or read it once
+  // that look had begun.
   bool ApplysLookStands(const std::string& unit, uint64_t at) const {
     std::lock_guard<std::mutex> lock(mu_);
     if (std::binary_search(acted_.begin(), acted_.end(), unit)) return true;
@@ -96,10 +98,10 @@ class Progress {
   std::atomic<uint64_t> clock_{0};
   mutable std::mutex mu_;
   // The units the apply under way (or the last) acted on, sorted; in hand
-  // from its first Handle until End.
+  // from its first Handle until Shown or the next Begin.
   std::vector<std::string> acted_;
   bool handled_ = false;
-  std::map<std::string, uint64_t> looked_;  // by unit: the apply's last look again
+  std::map<std::string, uint64_t> looked_;  // by unit: the apply's last look
   bool looks_reported_ = true;
 };
 

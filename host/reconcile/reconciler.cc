@@ -384,7 +384,6 @@ ApplyReport Reconciler::Apply(ports::DeclarationSource& declaration, const Outco
     report.result = ApplyResult::kFailed;
     report.error = "out of memory during the apply; the next apply finishes what it left undone";
   }
-  progress_.End();  // its units are the watch's again
   // What the pass still holds (the full pass needs every outcome until its
   // end: the unit phase and the record amend them).
   for (const ResourceOutcome& o : report.outcomes) {

@@ -46,6 +46,8 @@ class Reconciler {
   void set_recorded_on_refusal(bool on) { options_.recorded_on_refusal = on; }
   // Advanced as applies make progress; read from any thread.
   const Progress& progress() const { return progress_; }
+  // The daemon's: it says when an apply's report is shown (Progress::Shown).
+  Progress& progress() { return progress_; }
 
  private:
   ReconcilerPorts ports_;

@@ -287,6 +287,7 @@ bool RecordProof::Look() {
   }
   if (names.empty()) return ReadTouched();
   std::vector<core::Result<core::UnitStatus>> statuses = ports_.services->ReadUnits(names);
+  if (ports_.progress != nullptr) ports_.progress->Looked(names);
   for (size_t k = 0; k < units_.size(); ++k) {
     if (!statuses[k] || statuses[k]->load_state == "masked") return false;
     const Unit& u = units_[k];

@@ -225,8 +225,8 @@ TEST_F(ChunkedTest, EachApplyGuardsTheDeclarationWhereItOpenedIt) {
   options.dirs.declaration = Root("/etc/mesh/current.json");
   options.dirs.resolved.declaration = Root("/etc/mesh/gen-12.json");
   Reconciler host(ports, options);
-  json over_new = Decl(Files(Names(5)));
-  over_new["resources"][4]["path"] = "/etc/mesh/gen-13.json";
+  json over_new = Decl(Files(Names(10)));  // enough to be carried in chunks
+  over_new["resources"][9]["path"] = "/etc/mesh/gen-13.json";
   const std::string says = "overlaps the declaration itself (--declaration " +
                            Root("/etc/mesh/current.json") + ", which is " +
                            Root("/etc/mesh/gen-13.json") + ")";
@@ -236,7 +236,7 @@ TEST_F(ChunkedTest, EachApplyGuardsTheDeclarationWhereItOpenedIt) {
   EXPECT_EQ(r.result, ApplyResult::kRefused);
   EXPECT_THAT(r.error, HasSubstr(says));
 
-  ReadAt at_start(Decl(Files(Names(5))), Root("/etc/mesh/gen-12.json"));
+  ReadAt at_start(Decl(Files(Names(10))), Root("/etc/mesh/gen-12.json"));
   ASSERT_EQ(host.Apply(at_start).result, ApplyResult::kOk);
   ReadAt swapped(over_new, Root("/etc/mesh/gen-13.json"));
   r = host.Apply(swapped);

@@ -70,8 +70,11 @@ TEST_F(UnitsTest, AnApplySaysWhichUnitsItHasInHandWhileItRuns) {
     return Decl(resources, generation).dump();
   };
   Reconciler reconciler(Ports(), Options());
+  EXPECT_THAT(reconciler.progress().InHand(), ElementsAre()) << "no apply yet";
   ASSERT_EQ(reconciler.Apply(decl("a", 1, true)).result, ApplyResult::kOk);
-  EXPECT_THAT(reconciler.progress().InHand(), ElementsAre());
+  EXPECT_THAT(reconciler.progress().InHand(),
+              ElementsAre("client.service", "old.service", "server.service"))
+      << "the first apply's starts";
   std::vector<std::vector<std::string>> in_hand;
   services_.on_enqueue = [&](const std::string&) {
     in_hand.push_back(reconciler.progress().InHand());
@@ -83,7 +86,50 @@ TEST_F(UnitsTest, AnApplySaysWhichUnitsItHasInHandWhileItRuns) {
   for (const auto& units : in_hand) {
     EXPECT_THAT(units, ElementsAre("old.service", "server.service"));
   }
-  EXPECT_THAT(reconciler.progress().InHand(), ElementsAre()) << "forgotten when it ends";
+  // Kept in hand after the apply returns, while the daemon has not yet
+  // published its report: a look at old.service, stopped by it, is no
+  // death. They are let go once it is shown, or as the next apply begins.
+  EXPECT_THAT(reconciler.progress().InHand(), ElementsAre("old.service", "server.service"));
+  std::vector<std::string> at_next_apply{"(not asked)"};
+  services_.on_enqueue = [&](const std::string&) {
+    at_next_apply = reconciler.progress().InHand();
+  };
+  ApplyReport third = reconciler.Apply(decl("c", 3, false));
+  services_.on_enqueue = nullptr;
+  EXPECT_THAT(Outcomes(third), ElementsAre("updated", "restarted", "unchanged"));
+  EXPECT_THAT(at_next_apply, ElementsAre("server.service")) << "old's stop is the last apply's";
+  reconciler.progress().Shown();
+  EXPECT_THAT(reconciler.progress().InHand(), ElementsAre()) << "its report shown";
+}
+
+// The daemon's watch keeps its own look at a unit over the apply's report
+// only when it is the later one. The apply's observation is a look too:
+// a watch look taken before it (a unit seen dead, then up again by its own
+// Restart= as the apply read it) does not stand over it.
+TEST_F(UnitsTest, AnApplysObservationIsALookLaterThanOneBeforeIt) {
+  services_.AddUnit("client.service", {});
+  Reconciler reconciler(Ports(), Options());
+  json decl = Decl({Conf("a"), Service("client")}, 1);
+  ASSERT_EQ(reconciler.Apply(decl.dump()).result, ApplyResult::kOk);
+  const uint64_t before = reconciler.progress().Now();
+  decl["generation"] = 2;
+  decl["resources"][0]["content"] = "b";
+  int enqueued = 0;
+  services_.on_enqueue = [&](const std::string&) { ++enqueued; };
+  ApplyReport r = reconciler.Apply(decl.dump());
+  services_.on_enqueue = nullptr;
+  ASSERT_THAT(Outcomes(r), ElementsAre("updated", "unchanged"));
+  ASSERT_EQ(enqueued, 0) << "no job: no second look, the observation is its only look";
+  EXPECT_TRUE(reconciler.progress().ApplysLookStands("client.service", before));
+  EXPECT_FALSE(
+      reconciler.progress().ApplysLookStands("client.service", reconciler.progress().Now()))
+      << "a look begun after the apply's last is the later";
+  // A no-op proven from the record reads the units too: its report shows
+  // that look.
+  const uint64_t before_noop = reconciler.progress().Now();
+  ApplyReport noop = reconciler.Apply(decl.dump());
+  ASSERT_TRUE(noop.from_record);
+  EXPECT_TRUE(reconciler.progress().ApplysLookStands("client.service", before_noop));
 }
 
 // ADR 184 row 1: running at the first look and dead at the second fails the
