@@ -26,8 +26,11 @@ namespace mesh::wiring {
 namespace {
 
 // Where the host lives, as the flags name it and as it resolves: what no
-// declared path may overlap. `writer`: who the host writes as.
-reconcile::HostDirs DirsOf(const cli::Flags& flags, std::optional<core::HostIds> writer) {
+// declared path may overlap. `writer`: who the host writes as. `opened_at`:
+// where the declaration read was (DeclarationSource::OpenedAt), rather than
+// where the flag's links lead now.
+reconcile::HostDirs DirsOf(const cli::Flags& flags, std::optional<core::HostIds> writer,
+                           const std::optional<std::string>& opened_at = std::nullopt) {
   // A relative --declaration against the working directory; one that
   // cannot be made absolute is not compared (FileDeclaration refuses it).
   std::string declaration = adapters::AbsolutePath(flags.declaration).value_or("");
@@ -35,7 +38,7 @@ reconcile::HostDirs DirsOf(const cli::Flags& flags, std::optional<core::HostIds>
                            flags.artifacts, writer,         declaration};
   dirs.resolved = {adapters::ResolvedPath(flags.root), adapters::ResolvedPath(flags.unit_dir),
                    adapters::ResolvedPath(flags.state_dir), adapters::ResolvedPath(flags.artifacts),
-                   adapters::ResolvedPath(declaration)};
+                   opened_at.value_or(adapters::ResolvedPath(declaration))};
   return dirs;
 }
 
@@ -153,7 +156,7 @@ int Validate(const cli::Flags& flags) {
         }
         problems.Add(reconcile::CheckCredentialsPrivate(parsed, **source));
         reconcile::CheckDeclaration(parsed, core::Record{}, /*had_record=*/false, /*machine=*/"",
-                                    DirsOf(flags, std::nullopt), problems);
+                                    DirsOf(flags, std::nullopt, (*source)->OpenedAt()), problems);
         cli::Validation bundles;
         CheckBundles(parsed, flags.artifacts, flags.artifacts_given, bundles);
         for (std::string& r : bundles.refusals) problems.Add(std::move(r));

@@ -6,9 +6,11 @@
 
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "host/adapters/host_paths.h"
@@ -24,13 +26,21 @@ std::unexpected<core::Error> Refuse(const std::string& path, std::string_view wh
   return core::Fail("declaration " + path + ": " + std::string(why));
 }
 
-// Where the file open as `fd` is, every symlink resolved: the file opened,
-// not one the name leads to now. Errors in strerror's words.
+// Where the file open as `fd` is, every symlink resolved, as the kernel
+// names it: the file opened, not one the name leads to now. One removed,
+// or renamed over, since it was opened is named where it was: what a
+// declared path there would write over is the file that replaced it.
 core::Result<std::string> RealPathOf(int fd) {
-  char* real = ::realpath(("/proc/self/fd/" + std::to_string(fd)).c_str(), nullptr);
-  if (real == nullptr) return core::Fail(std::strerror(errno));
-  std::string out(real);
-  std::free(real);
+  std::string link = "/proc/self/fd/" + std::to_string(fd);
+  std::array<char, PATH_MAX> buf;
+  ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+  if (n < 0) return core::Fail(std::strerror(errno));
+  if (static_cast<size_t>(n) == buf.size()) return core::Fail("its path is too long");
+  std::string out(buf.data(), static_cast<size_t>(n));
+  // "(unreachable)/…": outside this process's root; not a file's path.
+  if (out.empty() || out[0] != '/') return core::Fail("it has no path here (" + out + ")");
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (out.ends_with(kDeleted)) out.resize(out.size() - kDeleted.size());
   return out;
 }
 

@@ -3,6 +3,7 @@
 // regular file of bounded size.
 #include "host/adapters/file_declaration.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -70,6 +71,19 @@ TEST(FileDeclarationTest, SaysTheFileItOpenedThroughALink) {
   auto next = FileDeclaration::Open(dir.Sub("current.json"));
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ((*next)->OpenedAt(), gen12.substr(0, gen12.size() - 7) + "13.json");
+
+  // Renamed over as it is opened (the mesh rewrites gen-13.json): the file
+  // read is in no directory, and where it was is what a declared path
+  // there would write over. Opened here through its descriptor's link.
+  int held = ::open(dir.Sub("gen-13.json").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  WriteText(dir.Sub("gen-13.new"), "third");
+  ASSERT_EQ(::rename(dir.Sub("gen-13.new").c_str(), dir.Sub("gen-13.json").c_str()), 0);
+  auto replaced = FileDeclaration::Open("/proc/self/fd/" + std::to_string(held));
+  ::close(held);
+  ASSERT_TRUE(replaced.has_value()) << replaced.error().message;
+  EXPECT_EQ((*replaced)->Text().value(), "second");
+  EXPECT_EQ((*replaced)->OpenedAt(), gen12.substr(0, gen12.size() - 7) + "13.json");
 }
 
 // Once the apply has parsed the text, a second read could be other bytes
