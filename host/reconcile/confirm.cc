@@ -262,7 +262,19 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
          {},
          {}});
   }
-  if (watches.empty()) return out;  // nothing queued: nothing to look at, no pause
+  if (watches.empty()) {
+    // Nothing queued, so no pause. When the apply changed the machine (a
+    // file a daemon reads), the units it left alone are looked at once
+    // more as it ends: one that died while it ran fails it, as when it
+    // restarted another unit.
+    if (!plan.ChangesMachine()) return out;
+    Bystanders bystanders(decl, plan, acts);
+    if (bystanders.names().empty()) return out;
+    std::vector<core::Result<core::UnitStatus>> last = services->ReadUnits(bystanders.names());
+    if (progress != nullptr) progress->Looked(bystanders.names());
+    bystanders.Judge(plan, std::move(last), *services, clock, settle, progress, out);
+    return out;
+  }
   Bystanders bystanders(decl, plan, acts);
   FirstLooks firsts(*services, clock, watches, progress);
   firsts.Take();

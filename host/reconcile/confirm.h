@@ -27,7 +27,10 @@ struct Confirmation {
   std::string first_invocation;
 };
 
-// One per plan.units entry: set where a job was queued.
+// One per plan.units entry: set where a job was queued, and for a unit
+// left alone that went down while the apply ran (its bystanders, looked at
+// after the settle, or at once when nothing was queued but the apply
+// changed the machine).
 std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& declaration,
                                                  const Plan& plan, const std::vector<Acted>& acts,
                                                  ports::ServiceManager* services,

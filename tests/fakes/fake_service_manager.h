@@ -129,6 +129,8 @@ class FakeServiceManager : public ports::ServiceManager {
   std::function<void()> on_daemon_reload;
   // Called with the unit of each job asked for, before systemd takes it.
   std::function<void(const std::string& unit)> on_enqueue;
+  // Called with the units of each ReadUnits, before they are read.
+  std::function<void(const std::vector<std::string>& units)> on_read_units;
   // Called at each enable or disable of a unit's files, before it is done.
   std::function<void(const std::string& unit, bool enabled)> on_set_enabled;
   // The next this many reads of a unit fail as a lost connection does;
@@ -162,6 +164,7 @@ class FakeServiceManager : public ports::ServiceManager {
   core::Result<core::UnitStatus> ReadUnit(const std::string& unit);
   std::vector<core::Result<core::UnitStatus>> ReadUnits(
       const std::vector<std::string>& units) override {
+    if (on_read_units) on_read_units(units);
     std::vector<core::Result<core::UnitStatus>> out;
     out.reserve(units.size());
     for (const std::string& u : units) out.push_back(ReadUnit(u));

@@ -211,11 +211,14 @@ class DaemonWatchTest : public DaemonTest {
   // board showed web failing as the apply's summary was sent.
   std::vector<bool> SayDuring(const std::vector<nlohmann::json>& second, const std::string& during,
                               const std::map<std::string, core::UnitStatus>& said,
-                              std::map<std::string, bool>& seen) {
+                              std::map<std::string, bool>& seen, bool apply_sees_it = false) {
     events_.At(minutes(1), Kind::kReload, "SIGHUP");
     events_.At(minutes(2), Kind::kStop, "Terminated");
     auto say = [&] {
       for (const auto& [name, status] : said) watch_.Say(name, status);
+      if (apply_sees_it) {
+        for (const auto& [name, status] : said) services_.Kill(name);
+      }
       const int reads = watch_.reads();
       auto all_seen = [&] {
         // Held: a range-for keeps no temporary of its range's expression
@@ -278,16 +281,16 @@ class DaemonWatchTest : public DaemonTest {
 // Issue: a daemon that died while an apply ran was not shown until the
 // apply ended, and then not at all for an apply that took no second look:
 // its report, from its look before the death, called the unit up. Here
-// the apply only stops a dropped unit (no second look at web): the death
-// the watch saw during it stays shown.
+// the apply only stops a dropped unit, not waited on: the watch shows the
+// death while it runs, and the apply's look at web as it ends fails it.
 TEST_F(DaemonWatchTest, ADeathSeenDuringAnApplyIsNotUndoneByItsReport) {
   services_.AddUnit("web.service", {});
   services_.AddUnit("old.service", {});
   nlohmann::json old = Service("old", {{"unit_text", "[Service]\nExecStart=/bin/sleep 1d\n"}});
   DeclareAll({Service("web"), old}, 1);
   std::map<std::string, bool> seen;
-  std::vector<bool> failing =
-      SayDuring({Service("web")}, "old.service", {{"web.service", Dead()}}, seen);
+  std::vector<bool> failing = SayDuring({Service("web")}, "old.service", {{"web.service", Dead()}},
+                                        seen, /*apply_sees_it=*/true);
   EXPECT_TRUE(seen["web.service"]) << "the watch follows web while the apply stops old";
   EXPECT_THAT(failing, ElementsAre(false, true));
 }

@@ -132,6 +132,44 @@ TEST_F(UnitsTest, AnApplysObservationIsALookLaterThanOneBeforeIt) {
   EXPECT_TRUE(reconciler.progress().ApplysLookStands("client.service", before_noop));
 }
 
+// An apply that changes files and asks systemd for nothing still looks
+// again at the units it left alone as it ends: one that died while it ran
+// (a daemon that reads a file it wrote) fails it, as it does when the
+// apply restarts another unit. Before, whether it was said depended on
+// that: a files-only apply reported it "unchanged ... active (running)".
+TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
+  services_.AddUnit("client.service", {});
+  Reconciler reconciler(Ports(), Options());
+  json decl = Decl({Conf("a"), Service("client")}, 1);
+  ASSERT_EQ(reconciler.Apply(decl.dump()).result, ApplyResult::kOk);
+  decl["generation"] = 2;
+  decl["resources"][0]["content"] = "b";
+  int reads = 0;
+  services_.on_read_units = [&](const std::vector<std::string>&) {
+    if (++reads == 2) services_.Kill("client.service");  // after the observation
+  };
+  ApplyReport r = reconciler.Apply(decl.dump());
+  services_.on_read_units = nullptr;
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "failed"));
+  EXPECT_THAT(r.outcomes[1].detail, HasSubstr("went down during this apply"));
+  EXPECT_EQ(reads, 2) << "one look more, and no pause";
+  EXPECT_EQ(services_.StartsOf("client.service"), 1) << "started by the first apply only";
+
+  // Nothing changed: no look more.
+  reads = 0;
+  services_.on_read_units = [&](const std::vector<std::string>&) { ++reads; };
+  decl["generation"] = 3;
+  ASSERT_EQ(reconciler.Apply(decl.dump()).result, ApplyResult::kOk);  // client started again
+  const int with_start = reads;
+  reads = 0;
+  ApplyReport same = reconciler.Apply(decl.dump());
+  services_.on_read_units = nullptr;
+  EXPECT_EQ(same.result, ApplyResult::kOk);
+  EXPECT_LE(reads, 1) << "the observation or the record's proof alone (" << with_start
+                      << " with a start)";
+}
+
 // ADR 184 row 1: running at the first look and dead at the second fails the
 // apply, naming the unit and its state.
 TEST_F(UnitsTest, DiesAfterRestartFailsNamingUnitAndState) {
