@@ -26,19 +26,23 @@ namespace mesh::wiring {
 namespace {
 
 // Where the host lives, as the flags name it and as it resolves: what no
-// declared path may overlap. `writer`: who the host writes as. `opened_at`:
-// where the declaration read was (DeclarationSource::OpenedAt), rather than
-// where the flag's links lead now.
+// declared path may overlap. `writer`: who the host writes as. `read`: the
+// declaration read, which says where it was and the links on its way
+// (rather than where the flag leads now).
 reconcile::HostDirs DirsOf(const cli::Flags& flags, std::optional<core::HostIds> writer,
-                           const std::optional<std::string>& opened_at = std::nullopt) {
+                           const ports::DeclarationSource* read = nullptr) {
   // A relative --declaration against the working directory; one that
   // cannot be made absolute is not compared (FileDeclaration refuses it).
   std::string declaration = adapters::AbsolutePath(flags.declaration).value_or("");
   reconcile::HostDirs dirs{flags.root,      flags.unit_dir, flags.state_dir,
                            flags.artifacts, writer,         declaration};
-  dirs.resolved = {adapters::ResolvedPath(flags.root), adapters::ResolvedPath(flags.unit_dir),
+  dirs.resolved = {adapters::ResolvedPath(flags.root),      adapters::ResolvedPath(flags.unit_dir),
                    adapters::ResolvedPath(flags.state_dir), adapters::ResolvedPath(flags.artifacts),
-                   opened_at.value_or(adapters::ResolvedPath(declaration))};
+                   adapters::ResolvedPath(declaration),     adapters::LinksOnTheWay(declaration)};
+  if (auto at = read != nullptr ? read->OpenedAt() : std::nullopt) {
+    dirs.resolved.declaration = std::move(*at);
+    dirs.resolved.declaration_links = read->LinksOnTheWay();
+  }
   return dirs;
 }
 
@@ -156,7 +160,7 @@ int Validate(const cli::Flags& flags) {
         }
         problems.Add(reconcile::CheckCredentialsPrivate(parsed, **source));
         reconcile::CheckDeclaration(parsed, core::Record{}, /*had_record=*/false, /*machine=*/"",
-                                    DirsOf(flags, std::nullopt, (*source)->OpenedAt()), problems);
+                                    DirsOf(flags, std::nullopt, source->get()), problems);
         cli::Validation bundles;
         CheckBundles(parsed, flags.artifacts, flags.artifacts_given, bundles);
         for (std::string& r : bundles.refusals) problems.Add(std::move(r));

@@ -1,11 +1,13 @@
 #include "host/adapters/host_paths.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 namespace mesh::adapters {
 
@@ -40,6 +42,50 @@ std::string ResolvedPath(const std::string& path) {
     tail = tail.empty() ? leaf : leaf + "/" + tail;
     head = slash == 0 ? "/" : head.substr(0, slash);
   }
+}
+
+std::vector<std::string> LinksOnTheWay(const std::string& path) {
+  std::vector<std::string> links;
+  std::deque<std::string> parts;  // what is left to follow, first first
+  auto push_front = [&parts](const std::string& p) {
+    std::vector<std::string> split;
+    for (size_t at = 0; at <= p.size();) {
+      size_t slash = p.find('/', at);
+      if (slash == std::string::npos) slash = p.size();
+      if (slash > at) split.push_back(p.substr(at, slash - at));
+      at = slash + 1;
+    }
+    parts.insert(parts.begin(), split.begin(), split.end());
+  };
+  push_front(path);
+  std::string at = "/";          // where the way has led so far, no link in it
+  constexpr int kMaxLinks = 40;  // the kernel's ELOOP
+  while (!parts.empty()) {
+    std::string part = std::move(parts.front());
+    parts.pop_front();
+    if (part == ".") continue;
+    if (part == "..") {
+      size_t slash = at.rfind('/');
+      at = slash == 0 || slash == std::string::npos ? "/" : at.substr(0, slash);
+      continue;
+    }
+    std::string next = at == "/" ? "/" + part : at + "/" + part;
+    struct stat st;
+    if (::lstat(next.c_str(), &st) != 0) break;  // not there: no link beyond
+    if (!S_ISLNK(st.st_mode)) {
+      at = std::move(next);
+      continue;
+    }
+    if (links.size() == kMaxLinks) break;
+    char target[PATH_MAX];
+    ssize_t n = ::readlink(next.c_str(), target, sizeof target);
+    if (n <= 0 || static_cast<size_t>(n) == sizeof target) break;
+    links.push_back(next);
+    std::string to(target, static_cast<size_t>(n));
+    if (to.starts_with('/')) at = "/";
+    push_front(to);
+  }
+  return links;
 }
 
 }  // namespace mesh::adapters

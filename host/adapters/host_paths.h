@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "host/core/result.h"
 
@@ -17,5 +18,12 @@ core::Result<std::string> AbsolutePath(const std::string& path);
 // `path` (absolute) with every symlink on the way resolved, as far as it
 // exists; what does not exist yet is kept as written. Empty stays empty.
 std::string ResolvedPath(const std::string& path);
+
+// Every symlink met on the way to `path` (absolute) as the kernel follows
+// them, each named where it lies (its directory resolved): a declared path
+// written there would re-point the way, so the host's next read of `path`
+// would be of a file the declaration chose. At most 40, as the kernel's
+// own limit; none where nothing of `path` is a link.
+std::vector<std::string> LinksOnTheWay(const std::string& path);
 
 }  // namespace mesh::adapters

@@ -28,6 +28,7 @@ bool Overlap(std::string_view a, std::string_view b) {
 struct Places {
   std::string root;  // "" for "/"
   std::string units, state, artifacts, declaration;
+  std::vector<std::string> links;  // on the way to the declaration (resolved only)
 };
 
 // A place's words: its flag as given, and where it leads when resolved
@@ -73,6 +74,13 @@ void CheckPlacesAt(const core::Declaration& decl, const Places& p, const Places&
         (real == p.declaration || (r.IsTree() && Overlap(real, p.declaration)))) {
       what = "the declaration itself (" + Named("--declaration", given.declaration, p.declaration);
     }
+    // A link on its way: anything put there re-points the next read.
+    for (const std::string& link : p.links) {
+      if (what.empty() && (real == link || (r.IsTree() && Overlap(real, link)))) {
+        what = "a link on the way to the declaration (--declaration " + given.declaration +
+               ", through " + link + ")";
+      }
+    }
     if (what.empty() && !p.units.empty()) {
       if (r.IsTree() && Overlap(real, p.units)) {
         what = "the unit directory (" + Named("--unit-dir", given.units, p.units);
@@ -108,9 +116,12 @@ void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Prob
                rd.state.empty() ? dirs.state : rd.state,
                rd.artifacts.empty() ? dirs.artifacts : rd.artifacts,
                rd.declaration.empty() ? dirs.declaration : rd.declaration);
+  for (const std::string& link : rd.declaration_links) {
+    resolved.links.push_back(NormalDirectory(link));
+  }
   if (resolved.root != given.root || resolved.units != given.units ||
       resolved.state != given.state || resolved.artifacts != given.artifacts ||
-      resolved.declaration != given.declaration) {
+      resolved.declaration != given.declaration || !resolved.links.empty()) {
     CheckPlacesAt(decl, resolved, given, refused);
   }
   for (auto& [i, words] : refused) problems.Add(std::move(words));

@@ -328,6 +328,9 @@ struct HostDirs {
   // it (ports::DeclarationSource::OpenedAt) when that is elsewhere.
   struct Resolved {
     std::string root, units, state, artifacts, declaration;
+    // Each symlink on the way to the declaration, where it lies
+    // (ports::DeclarationSource::LinksOnTheWay): none may be written over.
+    std::vector<std::string> declaration_links;
   } resolved;
 };
 

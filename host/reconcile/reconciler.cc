@@ -148,9 +148,13 @@ void ApplyRun::Run(ports::DeclarationSource& source) {
 
 const HostDirs& ApplyRun::DirsAsOpened(const ports::DeclarationSource& source) {
   auto at = source.OpenedAt();
-  if (!at || *at == options_.dirs.resolved.declaration) return options_.dirs;
+  if (!at) return options_.dirs;  // not a file: as the host's start found it
+  std::vector<std::string> links = source.LinksOnTheWay();
+  const HostDirs::Resolved& start = options_.dirs.resolved;
+  if (*at == start.declaration && links == start.declaration_links) return options_.dirs;
   dirs_as_opened_ = options_.dirs;
   dirs_as_opened_->resolved.declaration = std::move(*at);
+  dirs_as_opened_->resolved.declaration_links = std::move(links);
   return *dirs_as_opened_;
 }
 

@@ -152,6 +152,20 @@ grep -q "overlaps the declaration itself (--declaration $T/current.json, which i
 [ "$vrc" = 2 ] && grep -q "overlaps the declaration itself" <<<"$verr" || fail "validate of it: $vrc $verr"
 cmp -s "$T/root/etc/mesh/gen-9.json" "$T/gen-9.before" || fail "the declaration was written over"
 cmp -s "$T/state/state.json" "$T/state.before" || fail "the refusal touched the record"
+# Nor may anything be put at a link on the way to it: a file at the middle
+# of current2.json -> mid.json -> gen-10.json, or at the link itself reached
+# through a linked directory, would be the next apply's declaration.
+printf '{"machine": "e2e", "generation": 10, "resources": [{"id": "mid", "kind": "file", "path": "/etc/mesh/mid.json", "content": "{}"}, {"id": "own", "kind": "file", "path": "/etc/mesh/current2.json", "content": "{}"}]}' > "$T/root/etc/mesh/gen-10.json"
+ln -s gen-10.json "$T/root/etc/mesh/mid.json" && ln -s mid.json "$T/root/etc/mesh/current2.json" && ln -s root "$T/rootlink"
+set +e
+err=$("$BIN" apply "${F[@]/$T\/decl.json/$T/rootlink/etc/mesh/current2.json}" 2>&1 >/dev/null); rc=$?
+set -e
+[ "$rc" = 2 ] || fail "a file over a link on the declaration's way: exit $rc: $err"
+for at in mid.json current2.json; do
+  grep -qF "(--declaration $T/rootlink/etc/mesh/current2.json, through $T/root/etc/mesh/$at)" <<<"$err" || fail "$at not refused: $err"
+  [ -L "$T/root/etc/mesh/$at" ] || fail "$at was written over"
+done
+cmp -s "$T/state/state.json" "$T/state.before" || fail "the refusal touched the record"
 # Under `run`, the mesh re-points the link between applies: the daemon
 # guards the file each apply read, not the one the link led to at its start.
 printf '{"machine": "e2e", "generation": 8, "resources": []}' > "$T/root/etc/mesh/gen-8.json"
@@ -165,8 +179,15 @@ grep -q "^apply ok: generation 8" "$T/run.log" || fail "run: no first apply: $(t
 ln -s "$T/root/etc/mesh/gen-9.json" "$T/next.json" && mv -T "$T/next.json" "$T/current.json"
 says="overlaps the declaration itself (--declaration $T/current.json, which is $T/root/etc/mesh/gen-9.json)"
 for _ in $(seq 1 100); do grep -qF "$says" "$T/run.log" && break; sleep 0.05; done
+# Then through a link it did not go through at the start.
+printf '{"machine": "e2e", "generation": 11, "resources": [{"id": "mid", "kind": "file", "path": "/etc/mesh/mid-11.json", "content": "{}"}]}' > "$T/root/etc/mesh/gen-11.json"
+ln -s gen-11.json "$T/root/etc/mesh/mid-11.json"
+ln -s "$T/root/etc/mesh/mid-11.json" "$T/next.json" && mv -T "$T/next.json" "$T/current.json"
+via="(--declaration $T/current.json, through $T/root/etc/mesh/mid-11.json)"
+for _ in $(seq 1 100); do grep -qF "$via" "$T/run.log" && break; sleep 0.05; done
 kill -TERM $HOST; wait $HOST || true
 HOST=
 grep -qF "$says" "$T/run.log" || fail "run, link re-pointed: $(tail -3 "$T/run.log")"
 cmp -s "$T/root/etc/mesh/gen-9.json" "$T/gen-9.before" || fail "run wrote over the declaration"
+grep -qF "$via" "$T/run.log" && [ -L "$T/root/etc/mesh/mid-11.json" ] || fail "run, a link on the way: $(tail -3 "$T/run.log")"
 echo "e2e: all checks passed"

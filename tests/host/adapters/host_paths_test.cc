@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "tests/testing/temp_dir.h"
 
@@ -27,6 +29,31 @@ TEST(HostPathsTest, ALinkOnTheWayIsFollowedAsFarAsThePathExists) {
   EXPECT_EQ(ResolvedPath(real + "/current/not/yet/"), real + "/gen/not/yet");
   EXPECT_EQ(ResolvedPath(""), "");
   EXPECT_EQ(ResolvedPath("/"), "/");
+}
+
+// Each link the way to the declaration goes through, where it lies: a
+// chain of links, one reached through a linked directory, a relative and
+// an absolute target, ".." after a link. A loop ends, as the kernel's.
+TEST(HostPathsTest, EveryLinkOnTheWayIsNamedWhereItLies) {
+  testing::TempDir dir;
+  std::string real = std::filesystem::canonical(dir.path()).string();
+  std::filesystem::create_directories(real + "/etc/gens");
+  { std::ofstream(real + "/etc/gens/gen-6.json") << "{}"; }
+  std::filesystem::create_symlink("gens", real + "/etc/gdir");
+  std::filesystem::create_symlink("gdir/../gdir/gen-6.json", real + "/etc/mid.json");
+  std::filesystem::create_symlink(real + "/etc/mid.json", real + "/etc/current.json");
+  std::filesystem::create_symlink(real + "/etc", real + "/etclink");
+  EXPECT_EQ(
+      LinksOnTheWay(real + "/etclink/current.json"),
+      (std::vector<std::string>{real + "/etclink", real + "/etc/current.json",
+                                real + "/etc/mid.json", real + "/etc/gdir", real + "/etc/gdir"}));
+  EXPECT_EQ(LinksOnTheWay(real + "/etc/gens/gen-6.json"), std::vector<std::string>())
+      << "no link on the way";
+  EXPECT_EQ(LinksOnTheWay(real + "/etc/not-there/x"), std::vector<std::string>());
+  EXPECT_EQ(LinksOnTheWay(""), std::vector<std::string>());
+  std::filesystem::create_symlink("b", real + "/a");
+  std::filesystem::create_symlink("a", real + "/b");
+  EXPECT_EQ(LinksOnTheWay(real + "/a").size(), 40u) << "a loop ends at the kernel's limit";
 }
 
 TEST(HostPathsTest, ARelativePathIsTakenFromTheWorkingDirectory) {

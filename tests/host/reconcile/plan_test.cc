@@ -517,6 +517,27 @@ TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
   self["path"] = "/etc/mesh/gen-12.json";
   EXPECT_TRUE(check(json::object(), {self}).has_value())
       << "under a root that resolves elsewhere, it lands at /mnt/real/etc/mesh/gen-12.json";
+
+  // The links on the way to it: whatever is put at one re-points the next
+  // read (current.json -> mid.json -> gen-12.json; a file at mid.json was
+  // applied, then read as the next declaration).
+  dirs.resolved.root = "/";
+  dirs.resolved.declaration_links = {"/etc/mesh/current.json", "/etc/mesh/mid.json", "/opt/gdir"};
+  const std::string through =
+      "overlaps a link on the way to the declaration (--declaration /etc/mesh/current.json, "
+      "through ";
+  self["path"] = "/etc/mesh/mid.json";
+  EXPECT_THAT(
+      check(json::object(), {self}).error().message,
+      HasSubstr("\"/etc/mesh/mid.json\" (/etc/mesh/mid.json) " + through + "/etc/mesh/mid.json)"));
+  json link = {{"id", "l"}, {"kind", "symlink"}, {"path", "/opt/gdir"}, {"target", "/tmp/x"}};
+  EXPECT_THAT(check(json::object(), {link}).error().message, HasSubstr(through + "/opt/gdir)"));
+  dir["path"] = "/opt/gdir";
+  EXPECT_THAT(check(json::object(), {dir}).error().message, HasSubstr(through + "/opt/gdir)"));
+  EXPECT_THAT(check(json::object(), {archive("/opt")}).error().message,
+              HasSubstr(through + "/opt/gdir)"));
+  self["path"] = "/etc/mesh/mid.json.bak";
+  EXPECT_TRUE(check(json::object(), {self}).has_value()) << "beside a link: fine";
 }
 
 }  // namespace
