@@ -37,10 +37,14 @@ core::Result<std::string> RealPathOf(int fd) {
   if (n < 0) return core::Fail(std::strerror(errno));
   if (static_cast<size_t>(n) == buf.size()) return core::Fail("its path is too long");
   std::string out(buf.data(), static_cast<size_t>(n));
-  // "(unreachable)/…": outside this process's root; not a file's path.
+  // A pipe's or a socket's name: not a file's path.
   if (out.empty() || out[0] != '/') return core::Fail("it has no path here (" + out + ")");
+  // The kernel's mark of a file in no directory; a name may end so too.
   constexpr std::string_view kDeleted = " (deleted)";
-  if (out.ends_with(kDeleted)) out.resize(out.size() - kDeleted.size());
+  struct stat st;
+  if (out.ends_with(kDeleted) && ::fstat(fd, &st) == 0 && st.st_nlink == 0) {
+    out.resize(out.size() - kDeleted.size());
+  }
   return out;
 }
 

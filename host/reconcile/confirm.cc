@@ -237,6 +237,18 @@ void LookAgainAtTheLate(ports::ServiceManager& sm, ports::Clock& clock, nanoseco
   }
 }
 
+bool WritesFilesAndStopsNothing(const Plan& plan) {
+  bool writes =
+      std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.changes(); });
+  for (const Removal& rm : plan.removals) {
+    if (rm.stop) return false;
+    writes = writes || rm.delete_unit_file || !rm.delete_paths.empty() ||
+             !rm.delete_drop_ins.empty() || !rm.delete_empty_dirs.empty();
+  }
+  return writes && std::none_of(plan.units.begin(), plan.units.end(),
+                                [](const UnitPlan& u) { return u.stop; });
+}
+
 }  // namespace
 
 std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, const Plan& plan,
@@ -263,11 +275,12 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
          {}});
   }
   if (watches.empty()) {
-    // Nothing queued, so no pause. When the apply changed the machine (a
-    // file a daemon reads), the units it left alone are looked at once
-    // more as it ends: one that died while it ran fails it, as when it
-    // restarted another unit.
-    if (!plan.ChangesMachine()) return out;
+    // Nothing queued, so no pause. When the apply wrote files (one a
+    // daemon reads) and stopped no unit, the units it left alone are looked
+    // at once more as it ends: one that died while it ran fails it, as when
+    // it restarted another unit. A stop is not waited on: what it carries
+    // to others (BindsTo=) would be judged half done.
+    if (!WritesFilesAndStopsNothing(plan)) return out;
     Bystanders bystanders(decl, plan, acts);
     if (bystanders.names().empty()) return out;
     std::vector<core::Result<core::UnitStatus>> last = services->ReadUnits(bystanders.names());
