@@ -280,7 +280,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     // at once more as it ends: one that died while it ran fails it, as when
     // it restarted another unit. A stop is not waited on: what it carries
     // to others (BindsTo=) would be judged half done.
-    if (!WritesFilesAndStopsNothing(plan)) return out;
+    if (plan.units.empty() || !WritesFilesAndStopsNothing(plan)) return out;
     Bystanders bystanders(decl, plan, acts);
     if (bystanders.names().empty()) return out;
     std::vector<core::Result<core::UnitStatus>> last = services->ReadUnits(bystanders.names());
