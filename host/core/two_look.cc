@@ -275,7 +275,8 @@ std::optional<std::chrono::nanoseconds> PauseLeft(const Look& first, const Look&
   return settle - now.in_state_for;
 }
 
-std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& last) {
+std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& last,
+                                      bool apply_acted) {
   if (!last.error.empty()) return std::nullopt;
   const UnitStatus& now = last.unit;
   // A start by anyone zeroes NRestarts (systemd's flush_n_restarts): a new
@@ -287,14 +288,17 @@ std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& last
   Verdict v;
   if (!own_restarts && UnitUp(now)) {
     v.accepted = true;
-    v.detail = StateWords(now) + ", started anew during this apply (with a unit it acted on)";
+    v.detail = StateWords(now) + ", started anew during this apply " +
+               (apply_acted ? "(with a unit it acted on)"
+                            : "(by someone else: this apply asked systemd for nothing)");
   } else if (!own_restarts && now.job_queued && !FoundFailed(now)) {
     // Stopped with a unit it requires and ordered after, which has not come
     // up yet: its start waits in systemd's queue, as a start's would.
     v.accepted = true;
     v.detail = StateWords(now) +
-               ", stopped with a unit this apply acted on; its start is queued behind one it is "
-               "ordered after";
+               (apply_acted ? ", stopped with a unit this apply acted on"
+                            : ", stopped during this apply by someone else") +
+               "; its start is queued behind one it is ordered after";
   } else if (own_restarts) {
     v.detail = "died during this apply and was restarted by systemd (NRestarts " +
                (same_run ? std::to_string(before.n_restarts) + " -> " : std::string("now ")) +

@@ -130,7 +130,10 @@ std::optional<std::chrono::nanoseconds> PauseLeft(const Look& first, const Look&
 // (its run, up, NRestarts not grown) or the look could not be taken; else
 // the verdict on what it came to: up under a run systemd did not restart on
 // its own, or waiting in systemd's queue to start, is accepted.
-std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& last);
+// `apply_acted`: the apply asked systemd for a job (else what moved the
+// unit was someone else, and the words say so).
+std::optional<Verdict> JudgeBystander(const UnitStatus& before, const Look& last,
+                                      bool apply_acted = true);
 
 // A unit's state in the words of every verdict: "failed (Result=exit-code)",
 // "inactive (dead)", "activating (auto-restart)".

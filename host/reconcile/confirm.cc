@@ -146,9 +146,10 @@ class Bystanders {
   // stopping then (PartOf= without After=: it stops beside the one acted
   // on, and may drain for seconds) is looked at again until that stop
   // phase ends or outlasts what systemd gives it.
+  // `apply_acted`: the apply queued a job (JudgeBystander's words).
   void Judge(const Plan& plan, std::vector<core::Result<core::UnitStatus>> last,
              ports::ServiceManager& sm, ports::Clock& clock, nanoseconds settle, Progress* progress,
-             std::vector<std::optional<Confirmation>>& out) {
+             bool apply_acted, std::vector<std::optional<Confirmation>>& out) {
     const auto began = clock.Monotonic();
     for (;;) {
       std::vector<size_t> again;
@@ -169,7 +170,7 @@ class Bystanders {
     }
     for (size_t b = 0; b < units_.size(); ++b) {
       core::Look now = LookOf(last[b]);
-      if (auto verdict = core::JudgeBystander(plan.units[units_[b]].status, now)) {
+      if (auto verdict = core::JudgeBystander(plan.units[units_[b]].status, now, apply_acted)) {
         std::string run = now.unit.invocation_id;
         out[units_[b]] = Confirmation{std::move(*verdict), std::move(now.unit), std::move(run)};
       }
@@ -285,7 +286,8 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     if (bystanders.names().empty()) return out;
     std::vector<core::Result<core::UnitStatus>> last = services->ReadUnits(bystanders.names());
     if (progress != nullptr) progress->Looked(bystanders.names());
-    bystanders.Judge(plan, std::move(last), *services, clock, settle, progress, out);
+    bystanders.Judge(plan, std::move(last), *services, clock, settle, progress,
+                     /*apply_acted=*/false, out);
     return out;
   }
   Bystanders bystanders(decl, plan, acts);
@@ -310,7 +312,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
       plan,
       {std::make_move_iterator(second.begin() + static_cast<std::ptrdiff_t>(watches.size())),
        std::make_move_iterator(second.end())},
-      *services, clock, settle, progress, out);
+      *services, clock, settle, progress, /*apply_acted=*/true, out);
   for (size_t n = 0; n < watches.size(); ++n) {
     TakeSecondLook(watches[n], second[n], late_or_lost, watches[n].first.job_pending);
   }

@@ -169,16 +169,32 @@ TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
   EXPECT_LE(reads, 1) << "the observation or the record's proof alone (" << with_start
                       << " with a start)";
 
+  // Restarted by someone else while it ran: no death, and the words do
+  // not lay it on the apply, which asked systemd for nothing.
+  decl["generation"] = 4;
+  decl["resources"][0]["content"] = "b2";
+  reads = 0;
+  services_.on_read_units = [&](const std::vector<std::string>&) {
+    if (++reads == 2) services_.RestartedByOther("client.service");
+  };
+  ApplyReport other = reconciler.Apply(decl.dump());
+  services_.on_read_units = nullptr;
+  EXPECT_EQ(other.result, ApplyResult::kOk);
+  EXPECT_THAT(other.outcomes[1].detail,
+              HasSubstr("started anew during this apply (by someone else: this apply asked "
+                        "systemd for nothing)"));
+
   // An apply that also stops a unit takes no look: a stop is not waited
   // on, and what it carries to others (BindsTo=) would be judged half
   // done. The watch and the next apply see a death then.
   services_.AddUnit("other.service", {.running_initially = true});
   decl["resources"].push_back(Service("other"));
-  decl["generation"] = 4;
-  ASSERT_EQ(reconciler.Apply(decl.dump()).result, ApplyResult::kOk);
+  decl["generation"] = 5;
+  ApplyReport added = reconciler.Apply(decl.dump());
+  ASSERT_EQ(added.result, ApplyResult::kOk) << added.error;
   decl["resources"][2]["state"] = "stopped";
   decl["resources"][0]["content"] = "c";
-  decl["generation"] = 5;
+  decl["generation"] = 6;
   reads = 0;
   services_.on_read_units = [&](const std::vector<std::string>&) {
     if (++reads == 2) services_.Kill("client.service");
