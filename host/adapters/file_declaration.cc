@@ -123,12 +123,14 @@ core::Result<std::unique_ptr<FileDeclaration>> FileDeclaration::Open(const std::
   if (changeable) changeable = "declaration " + path + ": " + *changeable;
   std::optional<std::string> opened_at;
   if (real) opened_at = std::move(*real);
-  auto absolute = AbsolutePath(path);
-  std::vector<std::string> links =
-      absolute ? adapters::LinksOnTheWay(*absolute) : std::vector<std::string>();
   return std::unique_ptr<FileDeclaration>(
       new FileDeclaration(path, std::move(fd), static_cast<size_t>(st.st_size), st.st_mode & 07777,
-                          std::move(changeable), std::move(opened_at), std::move(links)));
+                          std::move(changeable), std::move(opened_at)));
+}
+
+std::vector<std::string> FileDeclaration::LinksOnTheWay() const {
+  auto absolute = AbsolutePath(path_);
+  return absolute ? adapters::LinksOnTheWay(*absolute) : std::vector<std::string>();
 }
 
 std::optional<ports::DeclarationSource::Exposed> FileDeclaration::ReadableByOthers() const {

@@ -41,20 +41,19 @@ class FileDeclaration : public ports::DeclarationSource {
   std::optional<std::string> ChangeableByOthers() const override { return changeable_; }
   // From the descriptor: the file read, not where the path leads now.
   std::optional<std::string> OpenedAt() const override { return opened_at_; }
-  // As the path was followed when opened (adapters::LinksOnTheWay).
-  std::vector<std::string> LinksOnTheWay() const override { return links_; }
+  // The path followed when asked (adapters::LinksOnTheWay): only a full
+  // pass asks, so a no-op proven from the record walks nothing.
+  std::vector<std::string> LinksOnTheWay() const override;
 
  private:
   FileDeclaration(std::string path, UniqueFd fd, size_t size, uint32_t mode,
-                  std::optional<std::string> changeable, std::optional<std::string> opened_at,
-                  std::vector<std::string> links)
+                  std::optional<std::string> changeable, std::optional<std::string> opened_at)
       : path_(std::move(path)),
         fd_(std::move(fd)),
         size_(size),
         mode_(mode),
         changeable_(std::move(changeable)),
-        opened_at_(std::move(opened_at)),
-        links_(std::move(links)) {}
+        opened_at_(std::move(opened_at)) {}
 
   std::string path_;
   UniqueFd fd_;
@@ -62,7 +61,6 @@ class FileDeclaration : public ports::DeclarationSource {
   uint32_t mode_;
   std::optional<std::string> changeable_;
   std::optional<std::string> opened_at_;
-  std::vector<std::string> links_;
   std::optional<std::string> text_;
   bool released_ = false;
 };

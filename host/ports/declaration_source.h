@@ -68,8 +68,8 @@ class DeclarationSource {
   // host's start resolved --declaration is not where this apply reads it.
   // None: not a file, or its place cannot be said.
   virtual std::optional<std::string> OpenedAt() const { return std::nullopt; }
-  // Each symlink the path was reached through as it was opened, where it
-  // lies: a declared path there would re-point the way to the next read.
+  // Each symlink the path is reached through, where it lies: a declared
+  // path there would re-point the way to the next read.
   virtual std::vector<std::string> LinksOnTheWay() const { return {}; }
 };
 

@@ -243,8 +243,7 @@ bool WritesFilesAndStopsNothing(const Plan& plan) {
       std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.changes(); });
   for (const Removal& rm : plan.removals) {
     if (rm.stop) return false;
-    writes = writes || rm.delete_unit_file || !rm.delete_paths.empty() ||
-             !rm.delete_drop_ins.empty() || !rm.delete_empty_dirs.empty();
+    writes = writes || rm.DeletesFiles();
   }
   return writes && std::none_of(plan.units.begin(), plan.units.end(),
                                 [](const UnitPlan& u) { return u.stop; });

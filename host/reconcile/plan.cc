@@ -400,10 +400,7 @@ bool Plan::ChangesMachine() const {
     if (u.action.has_value() || u.stop || u.daemon_reload || u.set_enabled.has_value()) return true;
   }
   for (const Removal& rm : removals) {
-    if (rm.stop || rm.delete_unit_file || !rm.delete_paths.empty() || !rm.delete_drop_ins.empty() ||
-        !rm.delete_empty_dirs.empty()) {
-      return true;
-    }
+    if (rm.stop || rm.DeletesFiles()) return true;
   }
   return false;
 }

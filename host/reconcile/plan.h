@@ -291,6 +291,13 @@ struct Removal {
   std::vector<std::string> delete_empty_dirs;
   // While planning: directories that held `entries` when looked at.
   std::vector<std::pair<std::string, size_t>> held_dirs;
+
+  // It deletes something on disk (a path, its unit file, drop-ins, an
+  // emptied directory).
+  bool DeletesFiles() const {
+    return delete_unit_file || !delete_paths.empty() || !delete_drop_ins.empty() ||
+           !delete_empty_dirs.empty();
+  }
 };
 
 struct Plan {

@@ -30,7 +30,7 @@ class Progress {
   void Begin() {
     std::lock_guard<std::mutex> lock(mu_);
     looks_reported_ = true;
-    handled_ = false;
+    in_hand_ = false;
     acted_.clear();
     looked_.clear();
   }
@@ -40,7 +40,7 @@ class Progress {
   // touches a unit's state.
   void Handle(const std::vector<std::string>& units) {
     std::lock_guard<std::mutex> lock(mu_);
-    handled_ = true;
+    in_hand_ = true;
     acted_.insert(acted_.end(), units.begin(), units.end());
     std::sort(acted_.begin(), acted_.end());
     acted_.erase(std::unique(acted_.begin(), acted_.end()), acted_.end());
@@ -51,19 +51,19 @@ class Progress {
   // Begin lets them go.
   void Shown() {
     std::lock_guard<std::mutex> lock(mu_);
-    handled_ = false;
+    in_hand_ = false;
   }
   // Sorted. Empty before the apply under way says: until then it has
   // acted on no unit (its record, observation and plan only read), so the
   // watch may follow every unit from the apply's start.
   std::vector<std::string> InHand() const {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!handled_) return {};
+    if (!in_hand_) return {};
     return acted_;
   }
   bool InHandNow(const std::string& unit) const {
     std::lock_guard<std::mutex> lock(mu_);
-    return handled_ && std::binary_search(acted_.begin(), acted_.end(), unit);
+    return in_hand_ && std::binary_search(acted_.begin(), acted_.end(), unit);
   }
 
   // A point in the order of looks: taken by the watch before it reads.
@@ -100,7 +100,7 @@ class Progress {
   // The units the apply under way (or the last) acted on, sorted; in hand
   // from its first Handle until Shown or the next Begin.
   std::vector<std::string> acted_;
-  bool handled_ = false;
+  bool in_hand_ = false;                    // acted_ is still the apply's: not yet Shown
   std::map<std::string, uint64_t> looked_;  // by unit: the apply's last look
   bool looks_reported_ = true;
 };

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <sys/stat.h>
 
+#include <functional>
+
 #include "host/core/unit_name.h"
 #include "tests/fakes/faulty_file_system.h"
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -142,14 +144,22 @@ TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
   Reconciler reconciler(Ports(), Options());
   json decl = Decl({Conf("a"), Service("client")}, 1);
   ASSERT_EQ(reconciler.Apply(decl.dump()).result, ApplyResult::kOk);
+  // The apply of `decl`, with `meanwhile` done to systemd once its
+  // observation has read the units (at the next read); `reads` counts them.
+  int reads = 0;
+  auto apply = [&](const std::function<void()>& meanwhile) {
+    reads = 0;
+    services_.on_read_units = [&](const std::vector<std::string>&) {
+      if (++reads == 2 && meanwhile) meanwhile();
+    };
+    ApplyReport r = reconciler.Apply(decl.dump());
+    services_.on_read_units = nullptr;
+    return r;
+  };
+  auto kill_client = [&] { services_.Kill("client.service"); };
   decl["generation"] = 2;
   decl["resources"][0]["content"] = "b";
-  int reads = 0;
-  services_.on_read_units = [&](const std::vector<std::string>&) {
-    if (++reads == 2) services_.Kill("client.service");  // after the observation
-  };
-  ApplyReport r = reconciler.Apply(decl.dump());
-  services_.on_read_units = nullptr;
+  ApplyReport r = apply(kill_client);
   EXPECT_EQ(r.result, ApplyResult::kFailed);
   EXPECT_THAT(Outcomes(r), ElementsAre("updated", "failed"));
   EXPECT_THAT(r.outcomes[1].detail, HasSubstr("went down during this apply"));
@@ -157,14 +167,10 @@ TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
   EXPECT_EQ(services_.StartsOf("client.service"), 1) << "started by the first apply only";
 
   // Nothing changed: no look more.
-  reads = 0;
-  services_.on_read_units = [&](const std::vector<std::string>&) { ++reads; };
   decl["generation"] = 3;
-  ASSERT_EQ(reconciler.Apply(decl.dump()).result, ApplyResult::kOk);  // client started again
+  ASSERT_EQ(apply(nullptr).result, ApplyResult::kOk);  // client started again
   const int with_start = reads;
-  reads = 0;
-  ApplyReport same = reconciler.Apply(decl.dump());
-  services_.on_read_units = nullptr;
+  ApplyReport same = apply(nullptr);
   EXPECT_EQ(same.result, ApplyResult::kOk);
   EXPECT_LE(reads, 1) << "the observation or the record's proof alone (" << with_start
                       << " with a start)";
@@ -173,12 +179,7 @@ TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
   // not lay it on the apply, which asked systemd for nothing.
   decl["generation"] = 4;
   decl["resources"][0]["content"] = "b2";
-  reads = 0;
-  services_.on_read_units = [&](const std::vector<std::string>&) {
-    if (++reads == 2) services_.RestartedByOther("client.service");
-  };
-  ApplyReport other = reconciler.Apply(decl.dump());
-  services_.on_read_units = nullptr;
+  ApplyReport other = apply([&] { services_.RestartedByOther("client.service"); });
   EXPECT_EQ(other.result, ApplyResult::kOk);
   EXPECT_THAT(other.outcomes[1].detail,
               HasSubstr("started anew during this apply (by someone else: this apply asked "
@@ -195,12 +196,7 @@ TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
   decl["resources"][2]["state"] = "stopped";
   decl["resources"][0]["content"] = "c";
   decl["generation"] = 6;
-  reads = 0;
-  services_.on_read_units = [&](const std::vector<std::string>&) {
-    if (++reads == 2) services_.Kill("client.service");
-  };
-  ApplyReport stops = reconciler.Apply(decl.dump());
-  services_.on_read_units = nullptr;
+  ApplyReport stops = apply(kill_client);
   EXPECT_EQ(stops.result, ApplyResult::kOk);
   EXPECT_THAT(Outcomes(stops), ElementsAre("updated", "unchanged", "stopped"));
 }
