@@ -459,41 +459,60 @@ TEST(ParseListenTest, Forms) {
   EXPECT_FALSE(ParseListen("host:x"));
 }
 
+// True once the peer has closed `fd` (end of stream waiting to be read).
+bool ClosedByPeer(int fd) {
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0;
+}
+
 // The daemon hands freed memory back when the HTTP side goes quiet: only
 // once no connection is open, never while one is being served.
 TEST(ServerIdleTest, OnIdleWaitsForTheLastOpenConnection) {
-  status::StatusBoard board;
-  std::atomic<int> idle{0};
-  StatusServer server(
-      board, [] { return std::string("# metrics\n"); }, [&idle] { ++idle; });
-  auto bound = server.Start({"127.0.0.1", 0});
-  ASSERT_TRUE(bound.has_value()) << bound.error().message;
-  int port = std::stoi(bound->substr(bound->rfind(':') + 1));
+  // The server closes a keep-alive connection left idle past its limit, and
+  // is then right to call on_idle. On a loaded machine B's request can take
+  // that long, so such a try shows nothing and is made again.
+  int tries_that_showed_something = 0;
+  for (int attempt = 0; attempt < 5 && tries_that_showed_something == 0; ++attempt) {
+    status::StatusBoard board;
+    std::atomic<int> idle{0};
+    StatusServer server(
+        board, [] { return std::string("# metrics\n"); }, [&idle] { ++idle; });
+    auto bound = server.Start({"127.0.0.1", 0});
+    ASSERT_TRUE(bound.has_value()) << bound.error().message;
+    int port = std::stoi(bound->substr(bound->rfind(':') + 1));
 
-  // A: a keep-alive connection, answered once and left open.
-  int a = ConnectLoopback(port);
-  ASSERT_GE(a, 0);
-  const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_GT(::write(a, get, sizeof get - 1), 0);
-  char buf[4096];
-  ASSERT_GT(::read(a, buf, sizeof buf), 0);
+    // A: a keep-alive connection, answered once and left open.
+    int a = ConnectLoopback(port);
+    ASSERT_GE(a, 0);
+    const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_GT(::write(a, get, sizeof get - 1), 0);
+    char buf[4096];
+    ASSERT_GT(::read(a, buf, sizeof buf), 0);
 
-  // B: served and closed while A is open.
-  httplib::Client b("127.0.0.1", port);
-  b.set_keep_alive(false);
-  auto res = b.Get("/metrics");
-  ASSERT_TRUE(res);
-  b.stop();
-  for (int i = 0; i < 30; ++i) {
+    // B: served and closed while A is open.
+    httplib::Client b("127.0.0.1", port);
+    b.set_keep_alive(false);
+    auto res = b.Get("/metrics");
+    ASSERT_TRUE(res);
+    b.stop();
+    for (int i = 0; i < 30 && idle.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (idle.load() != 0 && ClosedByPeer(a)) {
+      ::close(a);
+      continue;  // A idled out: this try shows nothing.
+    }
     ASSERT_EQ(idle.load(), 0) << "called while a connection was still open";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+    ++tries_that_showed_something;
 
-  ::close(a);
-  for (int i = 0; i < 300 && idle.load() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::close(a);
+    for (int i = 0; i < 300 && idle.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(idle.load(), 1);
   }
-  EXPECT_EQ(idle.load(), 1);
+  EXPECT_EQ(tries_that_showed_something, 1) << "A idled out on every try";
 }
 
 }  // namespace
