@@ -238,6 +238,26 @@ void LookAgainAtTheLate(ports::ServiceManager& sm, ports::Clock& clock, nanoseco
   }
 }
 
+// A reload keeps the run it finds. The run the plan saw may have died
+// between the plan's look and the read as the reload was asked (after the
+// apply wrote what the daemon reads), and been restarted by systemd: both
+// looks then start from the new run and see it up. Judged as a bystander
+// from the plan's look to that read. A restart is not: it ends the run it
+// finds itself, and its looks judge the new one.
+std::optional<core::Verdict> DiedBeforeItsReload(const core::Declaration& decl, const UnitPlan& u,
+                                                 const Acted& act) {
+  if (AskedOf(u, act) != core::UnitAction::kReload || !act.before.has_value() || !u.up ||
+      !u.status.Running() || decl.resources[u.index].unit().state != core::UnitState::kRunning) {
+    return std::nullopt;
+  }
+  core::Look asked;
+  asked.unit = *act.before;
+  std::optional<core::Verdict> v = core::JudgeBystander(u.status, asked);
+  if (!v.has_value() || v->accepted) return std::nullopt;
+  v->detail += " (read as its reload was asked)";
+  return v;
+}
+
 bool WritesFilesAndStopsNothing(const Plan& plan) {
   bool writes =
       std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.changes(); });
@@ -320,9 +340,12 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
   for (size_t n = 0; n < watches.size(); ++n) {
     Watch& w = watches[n];
     const UnitPlan& u = plan.units[w.unit];
-    out[w.unit] = Confirmation{
-        core::JudgeTwoLooks(AskedOf(u, acts[w.unit]), w.job_result, w.first, w.second, elapsed[n]),
-        w.second.unit, w.first.unit.invocation_id};
+    core::Verdict v =
+        core::JudgeTwoLooks(AskedOf(u, acts[w.unit]), w.job_result, w.first, w.second, elapsed[n]);
+    if (v.accepted) {
+      if (auto died = DiedBeforeItsReload(decl, u, acts[w.unit])) v = std::move(*died);
+    }
+    out[w.unit] = Confirmation{std::move(v), w.second.unit, w.first.unit.invocation_id};
   }
   return out;
 }

@@ -34,6 +34,7 @@ void FakeServiceManager::RestartedByOther(const std::string& name) {
   u.started_real = RealNow();
   u.reloaded_real = {};
   u.invocation = next_invocation_++;
+  u.base_restarts = 0;  // as systemd's flush_n_restarts at a start
 }
 
 core::Status FakeServiceManager::ResetFailed(const std::string& unit) {
@@ -174,6 +175,7 @@ core::Result<std::string> FakeServiceManager::Enqueue(const std::string& unit,
     u.started_real = RealNow();
     u.reloaded_real = {};
     u.invocation = next_invocation_++;
+    u.base_restarts = 0;  // as systemd's flush_n_restarts at a start
   } else {
     u.reloaded_real = RealNow();
   }

@@ -526,6 +526,59 @@ TEST_F(UnitsTest, AConfigPutBackUnderAReloadByHandReloadsIt) {
   EXPECT_EQ(services_.StartsOf("jail.service"), starts);
 }
 
+// A reloaded unit that died after the apply wrote its file and before the
+// reload was asked, restarted by systemd in between: the reload keeps the
+// new run, so both looks see it up. Before, that apply said `reloaded` and
+// nothing said the death: the watch leaves a unit the apply holds to it.
+// A restart ends the run itself, and is judged on the new one.
+TEST_F(UnitsTest, AReloadedUnitThatDiedBeforeItsReloadFailsTheApply) {
+  services_.AddUnit("jail.service", {});
+  auto decl = [](const std::string& conf, const std::string& on, uint64_t generation) {
+    return Decl({Conf(conf), Service("jail", {{on, {"jail.conf"}}})}, generation);
+  };
+  ASSERT_EQ(Run(decl("R", "reload_on", 1)).result, ApplyResult::kOk);
+  // `meanwhile` done at the read of jail.service after the observation's:
+  // the read as its job is asked.
+  auto apply = [&](const json& d, const std::function<void()>& meanwhile) {
+    int reads = 0;
+    services_.on_read_units = [&](const std::vector<std::string>& names) {
+      if (std::find(names.begin(), names.end(), "jail.service") == names.end()) return;
+      if (++reads == 2) meanwhile();
+    };
+    ApplyReport r = Run(d);
+    services_.on_read_units = nullptr;
+    return r;
+  };
+  auto died = [&] { services_.RestartedBySystemd("jail.service", 1); };
+
+  ApplyReport r = apply(decl("S", "reload_on", 2), died);
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "failed"));
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
+            "failed jail (service): jail.service died during this apply and was restarted by "
+            "systemd (NRestarts 0 -> 1): active (running) (read as its reload was asked)");
+  EXPECT_EQ(services_.ReloadsOf("jail.service"), 1) << "asked, as the plan said";
+  EXPECT_THAT(Outcomes(Run(decl("S", "reload_on", 2))), ElementsAre("unchanged", "reloaded"))
+      << "owed still";
+
+  // Up as it was: reloaded.
+  ApplyReport calm = apply(decl("T", "reload_on", 3), [] {});
+  EXPECT_EQ(calm.result, ApplyResult::kOk) << calm.error;
+  EXPECT_THAT(Outcomes(calm), ElementsAre("updated", "reloaded"));
+
+  // Restarted by someone else (a new run, NRestarts 0): not a death.
+  ApplyReport other =
+      apply(decl("U", "reload_on", 4), [&] { services_.RestartedByOther("jail.service"); });
+  EXPECT_EQ(other.result, ApplyResult::kOk) << other.error;
+  EXPECT_THAT(Outcomes(other), ElementsAre("updated", "reloaded"));
+
+  // A restart_on file: the restart ends whatever run it finds.
+  ASSERT_EQ(Run(decl("U", "restart_on", 5)).result, ApplyResult::kOk);
+  ApplyReport restart = apply(decl("V", "restart_on", 6), died);
+  EXPECT_EQ(restart.result, ApplyResult::kOk) << restart.error;
+  EXPECT_THAT(Outcomes(restart), ElementsAre("updated", "restarted"));
+}
+
 // A unit the host reloaded, then an apply that daemon-reloads for another:
 // systemd forgets the reload, and so does the record, so the next no-op is
 // proven from it (not handed to a full pass by a stale reload_began).
