@@ -161,6 +161,14 @@ int Validate(const cli::Flags& flags) {
         problems.Add(reconcile::CheckCredentialsPrivate(parsed, **source));
         reconcile::CheckDeclaration(parsed, core::Record{}, /*had_record=*/false, /*machine=*/"",
                                     DirsOf(flags, std::nullopt, source->get()), problems);
+        // The look an apply takes at each path before it writes: a symlink
+        // on the way under --root refuses the declaration.
+        if (auto root = adapters::PosixFileSystem::Open(flags.root)) {
+          reconcile::RefusePathsOutsideRoot(parsed, **root, problems);
+        } else {
+          v.warnings.push_back("paths not looked at under --root " + flags.root + ": " +
+                               root.error().message);
+        }
         cli::Validation bundles;
         CheckBundles(parsed, flags.artifacts, flags.artifacts_given, bundles);
         for (std::string& r : bundles.refusals) problems.Add(std::move(r));

@@ -147,9 +147,8 @@ core::Status Observer::StatAll() {
   for (size_t k = 0; k < paths.size(); ++k) declared_stats_[looked_for[k]] = &fresh_stats_[k];
   core::Problems outside;
   for (size_t i = 0; i < n; ++i) {
-    const Result<FileInfo>* info = declared_stats_[i];
-    if (info != nullptr && !*info && info->error().kind == core::ErrorKind::kOutsideRoot) {
-      outside.Add("resource " + decl_.resources[i].id + ", field path: " + info->error().message);
+    if (declared_stats_[i] != nullptr) {
+      RefuseIfOutsideRoot(decl_.resources[i], *declared_stats_[i], outside);
     }
   }
   return outside.ToStatus();
@@ -475,6 +474,28 @@ core::Result<Observation> Observe(const core::Declaration& declaration, const co
   return observe_internal::Observer(declaration, record, olds, wants, ports, dirs, cache,
                                     kept_bundles)
       .Run();
+}
+
+void RefuseIfOutsideRoot(const core::Resource& r, const core::Result<core::FileInfo>& info,
+                         core::Problems& problems) {
+  if (!info && info.error().kind == core::ErrorKind::kOutsideRoot) {
+    problems.Add("resource " + r.id + ", field path: " + info.error().message);
+  }
+}
+
+void RefusePathsOutsideRoot(const core::Declaration& decl, ports::FileSystem& root,
+                            core::Problems& problems) {
+  std::vector<std::string_view> paths;
+  std::vector<const core::Resource*> of;
+  for (const core::Resource& r : decl.resources) {
+    if (!r.HasFiles()) continue;
+    paths.push_back(r.path);
+    of.push_back(&r);
+  }
+  std::vector<core::Result<core::FileInfo>> infos = root.StatMany(paths);
+  for (size_t k = 0; k < infos.size() && k < of.size(); ++k) {
+    RefuseIfOutsideRoot(*of[k], infos[k], problems);
+  }
 }
 
 }  // namespace mesh::reconcile

@@ -58,6 +58,18 @@ core::Result<std::vector<core::TreeEntry>> UnpackBundle(ports::ArchiveReader& ar
 core::Result<std::string> ReadBundle(const ReconcilerPorts& ports, const core::Resource& r,
                                      bool use_kept);
 
+// `r`'s declared path, as `info` (its look under --root) found it: where a
+// symlink, or anything else, would lead it out of the root, the refusal in
+// the words every apply refuses the declaration with.
+void RefuseIfOutsideRoot(const core::Resource& r, const core::Result<core::FileInfo>& info,
+                         core::Problems& problems);
+
+// Every declared path looked at under `root`, in one batch, and refused as
+// above: what `mesh-host validate` checks of the machine, as the
+// observation does before an apply touches it.
+void RefusePathsOutsideRoot(const core::Declaration& decl, ports::FileSystem& root,
+                            core::Problems& problems);
+
 // Stats already taken this apply (a failed record proof's, the look
 // ahead's), by path: not taken again. Keys are views into `paths`, or into
 // the strings `owner` holds.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `mesh-host validate` (issue 40), the built binary: a valid declaration
-# exits 0 and touches nothing (no state directory, no root, no bus); every
+# exits 0 and touches nothing (no state directory, no root made, no bus); every
 # refusal is named at once, exit 2; a bundle whose digest is wrong, a
 # signature by another key, a readable declaration holding a credential,
 # another machine's name are refused; systemd-analyze's findings on a unit
@@ -77,9 +77,18 @@ check "a file on the default state directory: exit 2, named" \
   '[ "$RC" = 2 ] && grep -q "resource record, field path: \"/var/lib/mesh-host/state.json\" (/var/lib/mesh-host/state.json) overlaps the host.s state directory (--state-dir /var/lib/mesh-host)" <<<"$ERR"'
 run --declaration "$T/places.json" --artifacts "$T/art" --root "$T/r" --state-dir "$T/s" --unit-dir "$T/u"
 check "with the host's directories elsewhere: valid" '[ "$RC" = 0 ]'
+check "a --root not there: its paths not looked at, said" \
+  'grep -q "^warning: paths not looked at under --root $T/r: " <<<"$ERR"'
 run --declaration "$T/places.json" --artifacts "$T/art" --state-dir /srv/units/
 check "--state-dir given: its overlap named" \
   '[ "$RC" = 2 ] && grep -q "resource unit, field path: \"/srv/units/x.service\" (/srv/units/x.service) overlaps the host.s state directory (--state-dir /srv/units)" <<<"$ERR"'
+# The look apply takes at each declared path under --root before it
+# writes: a symlink on the way refuses the declaration, so validate does.
+mkdir -p "$T/linked/root" "$T/elsewhere"; ln -s "$T/elsewhere" "$T/linked/root/etc"
+run --declaration "$T/d.json" --artifacts "$T/good" --root "$T/linked/root"
+check "a symlink on the way under --root: exit 2, in apply's words, nothing written" \
+  '[ "$RC" = 2 ] && grep -q "^refused: resource app.conf, field path: path /etc/app.conf: /etc is a symlink; mesh-host does not follow symlinks under its root" <<<"$ERR" && [ -z "$(ls -A "$T/elsewhere")" ]'
+check "... each path on it named" 'grep -q "^refused: resource app.token, field path: " <<<"$ERR"'
 
 echo changed > "$T/b/run"; tar -C "$T/b" -czf "$T/art/app.tar.gz" .
 run --declaration "$T/d.json" --artifacts "$T/art"
