@@ -52,8 +52,9 @@ core::Result<std::string> RealPathOf(int fd) {
 // at `path` (a key, a declaration), at `real` when opened (RealPathOf), or
 // nullopt: the file itself (`st`, through any link), and every directory
 // from the one that holds the file opened up to /, as ssh's StrictModes
-// checks an authorized key's path; and each link on `path` as given, with
-// the directory it is in (whoever can re-point it chooses the file).
+// checks an authorized key's path; and each link the kernel follows on the
+// way to it (LinksOnTheWay: those met through another link too), with the
+// directory it lies in (whoever can re-point one chooses the file).
 // Unreadable is not safe.
 std::optional<std::string> ChangeableByOthersAt(const std::string& path,
                                                 const core::Result<std::string>& real,
@@ -70,21 +71,18 @@ std::optional<std::string> ChangeableByOthersAt(const std::string& path,
   };
   auto absolute = AbsolutePath(path);
   if (!absolute) return "its path cannot be resolved: " + absolute.error().message;
-  std::string given = std::move(*absolute);
-  for (size_t end = given.find('/', 1);; end = given.find('/', end + 1)) {
-    std::string at = given.substr(0, end);
+  for (const std::string& at : LinksOnTheWay(*absolute)) {
     struct stat l;
-    if (::lstat(at.c_str(), &l) == 0 && S_ISLNK(l.st_mode)) {
-      if (!trusted(l.st_uid)) {
-        return "through the link " + at + ", owned by uid " + std::to_string(l.st_uid) +
-               ", neither root nor this process's user";
-      }
-      size_t slash = at.rfind('/');
-      if (auto loose = loose_dir(slash == 0 ? "/" : at.substr(0, slash))) {
-        return "through the link " + at + " " + *loose;
-      }
+    if (::lstat(at.c_str(), &l) != 0)
+      return "through the link " + at + ", which cannot be looked at";
+    if (!trusted(l.st_uid)) {
+      return "through the link " + at + ", owned by uid " + std::to_string(l.st_uid) +
+             ", neither root nor this process's user";
     }
-    if (end == std::string::npos) break;
+    size_t slash = at.rfind('/');
+    if (auto loose = loose_dir(slash == 0 ? "/" : at.substr(0, slash))) {
+      return "through the link " + at + " " + *loose;
+    }
   }
   if (!trusted(st.st_uid)) {
     return "owned by uid " + std::to_string(st.st_uid) + ", neither root nor this process's user";

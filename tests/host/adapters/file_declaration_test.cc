@@ -174,7 +174,20 @@ TEST(FileDeclarationTest, SaysWhoElseCanChangeIt) {
   ASSERT_TRUE(their_link.has_value());
   EXPECT_THAT((*their_link)->ChangeableByOthers().value_or(""),
               HasSubstr("through the link " + dir.Sub("link.json") + ", owned by uid 65534"));
+  // A link of root's, in root's directory, that leads through one in
+  // theirs: the way is theirs to re-point. Not on the path as given, nor
+  // on the file's real path.
+  ASSERT_EQ(::symlink(path.c_str(), dir.Sub("theirs/mid.json").c_str()), 0);
+  ASSERT_EQ(::symlink(dir.Sub("theirs/mid.json").c_str(), dir.Sub("chain.json").c_str()), 0);
+  auto chained = FileDeclaration::Open(dir.Sub("chain.json"));
+  ASSERT_TRUE(chained.has_value());
+  EXPECT_THAT((*chained)->ChangeableByOthers().value_or(""),
+              HasSubstr("through the link " + dir.Sub("theirs/mid.json") + " in " +
+                        dir.Sub("theirs") + ", which users other than root"));
   ASSERT_EQ(::chown(dir.Sub("theirs").c_str(), 0, 0), 0);
+  auto chained_root = FileDeclaration::Open(dir.Sub("chain.json"));
+  ASSERT_TRUE(chained_root.has_value());
+  EXPECT_EQ((*chained_root)->ChangeableByOthers(), std::nullopt) << "root's all the way";
 }
 
 }  // namespace
