@@ -170,8 +170,12 @@ class Bystanders {
     }
     for (size_t b = 0; b < units_.size(); ++b) {
       core::Look now = LookOf(last[b]);
-      if (auto verdict = core::JudgeBystander(plan.units[units_[b]].status, now, apply_acted)) {
-        std::string run = now.unit.invocation_id;
+      const core::UnitStatus& before = plan.units[units_[b]].status;
+      if (auto verdict = core::JudgeBystander(before, now, apply_acted)) {
+        // A death's lines are the dead run's, not those of the one
+        // systemd started since.
+        std::string run = verdict->accepted || before.invocation_id.empty() ? now.unit.invocation_id
+                                                                            : before.invocation_id;
         out[units_[b]] = Confirmation{std::move(*verdict), std::move(now.unit), std::move(run)};
       }
     }
@@ -238,23 +242,25 @@ void LookAgainAtTheLate(ports::ServiceManager& sm, ports::Clock& clock, nanoseco
   }
 }
 
-// A reload keeps the run it finds. The run the plan saw may have died
-// between the plan's look and the read as the reload was asked (after the
-// apply wrote what the daemon reads), and been restarted by systemd: both
-// looks then start from the new run and see it up. Judged as a bystander
-// from the plan's look to that read. A restart is not: it ends the run it
-// finds itself, and its looks judge the new one.
-std::optional<core::Verdict> DiedBeforeItsReload(const core::Declaration& decl, const UnitPlan& u,
-                                                 const Acted& act) {
-  if (AskedOf(u, act) != core::UnitAction::kReload || !act.before.has_value() || !u.up ||
+// A reload keeps the run it finds, and so does a start of a unit that
+// runs (a start that only has it looked at twice). The run the plan saw
+// may have died between the plan's look and the read as the job was asked
+// (after the apply wrote what the daemon reads), and been restarted by
+// systemd: both looks then start from the new run and see it up. Judged as
+// a bystander from the plan's look to that read. A restart is not: it ends
+// the run it finds itself, and its looks judge the new one.
+std::optional<core::Verdict> DiedBeforeItWasAsked(const core::Declaration& decl, const UnitPlan& u,
+                                                  const Acted& act) {
+  core::UnitAction asked = AskedOf(u, act);
+  if (asked == core::UnitAction::kRestart || !act.before.has_value() || !core::UnitUp(u.status) ||
       !u.status.Running() || decl.resources[u.index].unit().state != core::UnitState::kRunning) {
     return std::nullopt;
   }
-  core::Look asked;
-  asked.unit = *act.before;
-  std::optional<core::Verdict> v = core::JudgeBystander(u.status, asked);
+  core::Look at_ask;
+  at_ask.unit = *act.before;
+  std::optional<core::Verdict> v = core::JudgeBystander(u.status, at_ask);
   if (!v.has_value() || v->accepted) return std::nullopt;
-  v->detail += " (read as its reload was asked)";
+  v->detail += " (read as its " + std::string(core::UnitActionVerb(asked)) + " was asked)";
   return v;
 }
 
@@ -342,10 +348,15 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     const UnitPlan& u = plan.units[w.unit];
     core::Verdict v =
         core::JudgeTwoLooks(AskedOf(u, acts[w.unit]), w.job_result, w.first, w.second, elapsed[n]);
+    // The run whose lines the outcome shows: the one that died.
+    std::string run = w.first.unit.invocation_id;
     if (v.accepted) {
-      if (auto died = DiedBeforeItsReload(decl, u, acts[w.unit])) v = std::move(*died);
+      if (auto died = DiedBeforeItWasAsked(decl, u, acts[w.unit])) {
+        v = std::move(*died);
+        run = u.status.invocation_id;
+      }
     }
-    out[w.unit] = Confirmation{std::move(v), w.second.unit, w.first.unit.invocation_id};
+    out[w.unit] = Confirmation{std::move(v), w.second.unit, std::move(run)};
   }
   return out;
 }

@@ -23,7 +23,9 @@ struct Confirmation {
   core::Verdict verdict;
   core::UnitStatus last;  // the second look
   // The run the first look saw (a crash loop's second look may see the
-  // next one): whose journal lines a failure shows first.
+  // next one), or the run that died before the apply asked, or before its
+  // last look at a unit it left alone: whose journal lines a failure shows
+  // first.
   std::string first_invocation;
 };
 

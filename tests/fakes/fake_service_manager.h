@@ -79,8 +79,12 @@ class FakeServiceManager : public ports::ServiceManager {
   void Kill(const std::string& name);
   // The unit has no ExecReload: ReloadUnit is refused as systemd refuses it.
   void RefuseReload(const std::string& name) { no_reload_.insert(name); }
-  // systemd restarted the unit on its own `n` more times (Restart=).
-  void RestartedBySystemd(const std::string& name, uint32_t n) { units_[name].base_restarts += n; }
+  // systemd restarted the unit on its own `n` more times (Restart=): as
+  // systemd gives each run, the last one has an InvocationID of its own.
+  void RestartedBySystemd(const std::string& name, uint32_t n) {
+    units_[name].base_restarts += n;
+    units_[name].invocation = next_invocation_++;
+  }
   // Masked as `systemctl mask` and a daemon-reload leave it: it keeps
   // running, and systemd refuses to start, restart or reload it.
   void Mask(const std::string& name, bool masked = true) { units_[name].masked = masked; }

@@ -185,17 +185,33 @@ TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
               HasSubstr("started anew during this apply (by someone else: this apply asked "
                         "systemd for nothing)"));
 
+  // Died and brought back by its Restart=: failed, and the lines shown are
+  // those of the run that died.
+  decl["generation"] = 5;
+  decl["resources"][0]["content"] = "b3";
+  ApplyReport crashed = apply([&] {
+    auto run = services_.ReadUnits({"client.service"})[0];
+    ASSERT_TRUE(run.has_value());
+    journal_.Log(run->invocation_id, "client: lost its upstream");
+    services_.RestartedBySystemd("client.service", 1);
+  });
+  EXPECT_EQ(crashed.result, ApplyResult::kFailed);
+  EXPECT_THAT(crashed.outcomes[1].detail,
+              HasSubstr("died during this apply and was restarted by systemd (NRestarts now 1)"));
+  EXPECT_THAT(core::FormatJournalLines(crashed.outcomes[1]),
+              ElementsAre(HasSubstr("client: lost its upstream")));
+
   // An apply that also stops a unit takes no look: a stop is not waited
   // on, and what it carries to others (BindsTo=) would be judged half
   // done. The watch and the next apply see a death then.
   services_.AddUnit("other.service", {.running_initially = true});
   decl["resources"].push_back(Service("other"));
-  decl["generation"] = 5;
+  decl["generation"] = 6;
   ApplyReport added = reconciler.Apply(decl.dump());
   ASSERT_EQ(added.result, ApplyResult::kOk) << added.error;
   decl["resources"][2]["state"] = "stopped";
   decl["resources"][0]["content"] = "c";
-  decl["generation"] = 6;
+  decl["generation"] = 7;
   ApplyReport stops = apply(kill_client);
   EXPECT_EQ(stops.result, ApplyResult::kOk);
   EXPECT_THAT(Outcomes(stops), ElementsAre("updated", "unchanged", "stopped"));
@@ -530,8 +546,10 @@ TEST_F(UnitsTest, AConfigPutBackUnderAReloadByHandReloadsIt) {
 // reload was asked, restarted by systemd in between: the reload keeps the
 // new run, so both looks see it up. Before, that apply said `reloaded` and
 // nothing said the death: the watch leaves a unit the apply holds to it.
-// A restart ends the run itself, and is judged on the new one.
-TEST_F(UnitsTest, AReloadedUnitThatDiedBeforeItsReloadFailsTheApply) {
+// So for a start of a unit that runs (one systemd restarted since the
+// record: a start only has it looked at twice). A restart ends the run
+// itself, and is judged on the new one.
+TEST_F(UnitsTest, AUnitThatDiedBeforeItsReloadOrStartWasAskedFailsTheApply) {
   services_.AddUnit("jail.service", {});
   auto decl = [](const std::string& conf, const std::string& on, uint64_t generation) {
     return Decl({Conf(conf), Service("jail", {{on, {"jail.conf"}}})}, generation);
@@ -549,14 +567,24 @@ TEST_F(UnitsTest, AReloadedUnitThatDiedBeforeItsReloadFailsTheApply) {
     services_.on_read_units = nullptr;
     return r;
   };
-  auto died = [&] { services_.RestartedBySystemd("jail.service", 1); };
+  // It says why in its run's log, dies, and Restart= starts another run.
+  auto died = [&] {
+    services_.on_read_units = nullptr;  // the read below is the test's
+    auto run = services_.ReadUnits({"jail.service"})[0];
+    ASSERT_TRUE(run.has_value());
+    journal_.Log(run->invocation_id, "jail: bad pattern in jail.conf");
+    services_.RestartedBySystemd("jail.service", 1);
+  };
 
   ApplyReport r = apply(decl("S", "reload_on", 2), died);
   EXPECT_EQ(r.result, ApplyResult::kFailed);
   EXPECT_THAT(Outcomes(r), ElementsAre("updated", "failed"));
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[1]),
             "failed jail (service): jail.service died during this apply and was restarted by "
-            "systemd (NRestarts 0 -> 1): active (running) (read as its reload was asked)");
+            "systemd (NRestarts now 1): active (running) (read as its reload was asked)");
+  EXPECT_THAT(core::FormatJournalLines(r.outcomes[1]),
+              ElementsAre(HasSubstr("jail: bad pattern in jail.conf")))
+      << "the lines of the run that died";
   EXPECT_EQ(services_.ReloadsOf("jail.service"), 1) << "asked, as the plan said";
   EXPECT_THAT(Outcomes(Run(decl("S", "reload_on", 2))), ElementsAre("unchanged", "reloaded"))
       << "owed still";
@@ -572,9 +600,25 @@ TEST_F(UnitsTest, AReloadedUnitThatDiedBeforeItsReloadFailsTheApply) {
   EXPECT_EQ(other.result, ApplyResult::kOk) << other.error;
   EXPECT_THAT(Outcomes(other), ElementsAre("updated", "reloaded"));
 
+  // Restarted by systemd since the record: the plan asks a start of the
+  // running unit, which only has it looked at twice. Up as it was, that
+  // start is accepted; dead and back again before it is asked, it fails.
+  // (A new generation each: the record's proof would read the unit first.)
+  services_.RestartedBySystemd("jail.service", 1);
+  ApplyReport start = apply(decl("U", "reload_on", 5), [] {});
+  EXPECT_EQ(start.result, ApplyResult::kOk) << core::FormatOutcomeLine(start.outcomes[1]);
+  EXPECT_EQ(start.outcomes[1].outcome, core::Outcome::kStarted)
+      << core::FormatOutcomeLine(start.outcomes[1]);
+  services_.RestartedBySystemd("jail.service", 1);
+  ApplyReport died_start = apply(decl("U", "reload_on", 6), died);
+  EXPECT_EQ(died_start.result, ApplyResult::kFailed);
+  EXPECT_THAT(core::FormatOutcomeLine(died_start.outcomes[1]),
+              HasSubstr("died during this apply and was restarted by systemd (NRestarts now 3): "
+                        "active (running) (read as its start was asked)"));
+
   // A restart_on file: the restart ends whatever run it finds.
-  ASSERT_EQ(Run(decl("U", "restart_on", 5)).result, ApplyResult::kOk);
-  ApplyReport restart = apply(decl("V", "restart_on", 6), died);
+  ASSERT_EQ(Run(decl("U", "restart_on", 7)).result, ApplyResult::kOk);
+  ApplyReport restart = apply(decl("V", "restart_on", 8), died);
   EXPECT_EQ(restart.result, ApplyResult::kOk) << restart.error;
   EXPECT_THAT(Outcomes(restart), ElementsAre("updated", "restarted"));
 }
