@@ -162,9 +162,18 @@ int Validate(const cli::Flags& flags) {
         reconcile::CheckDeclaration(parsed, core::Record{}, /*had_record=*/false, /*machine=*/"",
                                     DirsOf(flags, std::nullopt, source->get()), problems);
         // The look an apply takes at each path before it writes: a symlink
-        // on the way under --root refuses the declaration.
+        // on the way under --root refuses the declaration. Under a root not
+        // given, this machine's /, it is what apply here would refuse.
         if (auto root = adapters::PosixFileSystem::Open(flags.root)) {
-          reconcile::RefusePathsOutsideRoot(parsed, **root, problems);
+          core::Problems outside;
+          reconcile::RefusePathsOutsideRoot(parsed, **root, outside);
+          if (flags.root_given) {
+            problems.Append(outside);
+          } else {
+            for (const std::string& w : outside.named()) {
+              v.warnings.push_back("apply on this machine (--root /) would refuse " + w);
+            }
+          }
         } else {
           v.warnings.push_back("paths not looked at under --root " + flags.root + ": " +
                                root.error().message);

@@ -251,6 +251,7 @@ core::Status SetValue(ValueFlags& into, Flags& flags, const std::string& name,
     if (name == "--url") flags.urls.push_back(value);
     if (name == "--targets") flags.target_files.push_back(value);
     if (name == "--artifacts") flags.artifacts_given = true;
+    if (name == "--root") flags.root_given = true;
     return core::Ok();
   }
   auto d = core::ParseDuration(value);

@@ -63,6 +63,10 @@ struct Flags {
   // --artifacts was given, not left at its default: validate then refuses
   // a declaration whose bundles it cannot read there, as apply would.
   bool artifacts_given = false;
+  // --root was given: validate then refuses a declared path that has a
+  // symlink on the way under it, as apply would; left at / (validate run
+  // where the declaration is built, another machine), it only warns.
+  bool root_given = false;
   // Flags given that the verb does not use, each in words: said on
   // stderr, then ignored.
   std::vector<std::string> ignored;

@@ -100,6 +100,8 @@ class Problems {
   }
   bool empty() const { return total_ == 0; }
   size_t total() const { return total_; }
+  // Each problem named, the first kMaxProblems of total().
+  const std::vector<std::string>& named() const { return named_; }
   // One refusal: its message, as it always read. Several: a count and
   // all of them on one line, and each in `details` for sinks with lines.
   Error ToError() const {

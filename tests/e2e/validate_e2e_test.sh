@@ -89,6 +89,20 @@ run --declaration "$T/d.json" --artifacts "$T/good" --root "$T/linked/root"
 check "a symlink on the way under --root: exit 2, in apply's words, nothing written" \
   '[ "$RC" = 2 ] && grep -q "^refused: resource app.conf, field path: path /etc/app.conf: /etc is a symlink; mesh-host does not follow symlinks under its root" <<<"$ERR" && [ -z "$(ls -A "$T/elsewhere")" ]'
 check "... each path on it named" 'grep -q "^refused: resource app.token, field path: " <<<"$ERR"'
+# --root not given: this machine's / may not be the target's (validate run
+# where the declaration is built), so what apply here would refuse is a
+# warning. A directory that is a link at / (merged /usr: /bin) shows it.
+LINKED=""; for d in /*; do if [ -L "$d" ] && [ -d "$d" ]; then LINKED=$d; break; fi; done
+if [ -n "$LINKED" ]; then
+  printf '{"machine": "edge-1", "generation": 7, "resources": [{"id": "tool", "kind": "file", "path": "%s/mesh-host-validate-never-written", "content": "x"}]}' "$LINKED" > "$T/slash.json"
+  run --declaration "$T/slash.json"
+  check "a link at this machine's / with --root not given: valid, and a warning in apply's words" \
+    '[ "$RC" = 0 ] && grep -q "^warning: apply on this machine (--root /) would refuse resource tool, field path: path $LINKED/mesh-host-validate-never-written: $LINKED is a symlink" <<<"$ERR"'
+  run --declaration "$T/slash.json" --root /
+  check "... and --root / given: refused" '[ "$RC" = 2 ] && grep -q "^refused: resource tool, field path: " <<<"$ERR"'
+else
+  echo "SKIP (LOUD): no directory at / is a link here; the warning under a root not given is not shown"
+fi
 
 echo changed > "$T/b/run"; tar -C "$T/b" -czf "$T/art/app.tar.gz" .
 run --declaration "$T/d.json" --artifacts "$T/art"
