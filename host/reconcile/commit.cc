@@ -102,18 +102,27 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
 
 // `enabled`: what the enable phase made of the unit's [Install] links,
 // said after the unit's state. A unit that cannot be made as declared
-// fails; one made so is `updated` if nothing else happened to it.
+// fails; one made so is `updated` if nothing else happened to it. After a
+// failure of the unit's own, what became of its links is said after it.
 void SettleEnablement(const SettleInputs& in, size_t k, ResourceOutcome& o) {
   const UnitPlan& u = in.plan->units[k];
   const core::Resource& r = in.declaration->resources[u.index];
-  if (!u.enable_impossible.empty()) return Fail(o, u.enable_impossible);
+  const bool failed_before = o.outcome == Outcome::kFailed;
+  auto fail = [&](std::string why) {
+    if (failed_before) {
+      o.detail += "; " + why;
+    } else {
+      Fail(o, std::move(why));
+    }
+  };
+  if (!u.enable_impossible.empty()) return fail(u.enable_impossible);
   if (!u.set_enabled.has_value()) return;
   const char* verb = *u.set_enabled ? "enable" : "disable";
   const SystemdAnswer answer =
       in.enabled != nullptr && k < in.enabled->size() ? (*in.enabled)[k] : SystemdAnswer{};
   if (!in.dry_run && !answer.asked()) return;  // not asked: failed before
   if (!in.dry_run && answer.refused()) {
-    return Fail(o, "cannot " + std::string(verb) + " " + r.unit().name + ": " + answer.error);
+    return fail("cannot " + std::string(verb) + " " + r.unit().name + ": " + answer.error);
   }
   std::string words =
       in.dry_run ? "would " + std::string(verb) + " " + r.unit().name
@@ -269,7 +278,7 @@ ResourceOutcome SettleResource(const SettleInputs& in, size_t i, size_t* unit_k,
   if (r.HasUnit()) {
     if (o.outcome != Outcome::kFailed) {
       const core::UnitStatus* up = SettleUnit(in, *unit_k, o);
-      if (o.outcome != Outcome::kFailed) SettleEnablement(in, *unit_k, o);
+      SettleEnablement(in, *unit_k, o);
       if (o.outcome == Outcome::kFailed && !in.dry_run) KeepRecordedState(step.old, entry, filled);
       bool running = r.unit().state == core::UnitState::kRunning;
       // A look the two looks did not take is the plan's, from before the

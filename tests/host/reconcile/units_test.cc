@@ -3700,6 +3700,29 @@ TEST_F(UnitsTest, EnabledIsMadeThroughSystemdWithoutARestart) {
               ElementsAre("unchanged"));
 }
 
+// A unit that dies after its restart fails; what became of its links in
+// the same apply is said after that, refused or made: before, a refused
+// enable went unsaid beside the death.
+TEST_F(UnitsTest, WhatBecameOfItsLinksIsSaidBesideAUnitsFailure) {
+  services_.AddUnit("jail.service", {Behavior::kDiesAfter, 221ms, /*running_initially=*/true});
+  json svc = Service("jail", {{"restart_on", {"jail.conf"}}});
+  testing::WriteText(Root("/etc/jail.conf"), "good");
+  ASSERT_EQ(Run(Decl({Conf("good"), svc})).result, ApplyResult::kOk);
+  svc["enabled"] = true;
+  services_.refuse_unit_files = "EnableUnitFiles: Access denied";
+  ApplyReport refused = Run(Decl({Conf("bad"), svc}, 2));
+  EXPECT_THAT(Outcomes(refused), ElementsAre("updated", "failed"));
+  EXPECT_THAT(refused.outcomes[1].detail,
+              HasSubstr("failed (Result=exit-code) 1.0 s after restart"));
+  EXPECT_THAT(refused.outcomes[1].detail,
+              HasSubstr("; cannot enable jail.service: EnableUnitFiles: Access denied"));
+
+  services_.refuse_unit_files.clear();
+  ApplyReport made = Run(Decl({Conf("worse"), svc}, 3));
+  EXPECT_THAT(Outcomes(made), ElementsAre("updated", "failed"));
+  EXPECT_THAT(made.outcomes[1].detail, HasSubstr("; enabled jail.service (it starts at boot)"));
+}
+
 TEST_F(UnitsTest, EnabledForAUnitWithoutInstallFailsAndPlanSaysWhatItWouldDo) {
   fakes::FakeServiceManager::UnitScript script{Behavior::kHealthy, {}, /*running_initially=*/true};
   script.unit_file_state = "static";
