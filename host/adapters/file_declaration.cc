@@ -53,8 +53,9 @@ core::Result<std::string> RealPathOf(int fd) {
 // nullopt: the file itself (`st`, through any link), and every directory
 // from the one that holds the file opened up to /, as ssh's StrictModes
 // checks an authorized key's path; and each link the kernel follows on the
-// way to it (LinksOnTheWay: those met through another link too), with the
-// directory it lies in (whoever can re-point one chooses the file).
+// way to it (those met through another link too), and every directory the
+// way enters (TheWayTo): whoever can re-point a link, or rename an entry in
+// one of those directories, chooses the file.
 // Unreadable is not safe.
 std::optional<std::string> ChangeableByOthersAt(const std::string& path,
                                                 const core::Result<std::string>& real,
@@ -71,7 +72,8 @@ std::optional<std::string> ChangeableByOthersAt(const std::string& path,
   };
   auto absolute = AbsolutePath(path);
   if (!absolute) return "its path cannot be resolved: " + absolute.error().message;
-  for (const std::string& at : LinksOnTheWay(*absolute)) {
+  TheWay way = TheWayTo(*absolute);
+  for (const std::string& at : way.links) {
     struct stat l;
     if (::lstat(at.c_str(), &l) != 0)
       return "through the link " + at + ", which cannot be looked at";
@@ -83,6 +85,11 @@ std::optional<std::string> ChangeableByOthersAt(const std::string& path,
     if (auto loose = loose_dir(slash == 0 ? "/" : at.substr(0, slash))) {
       return "through the link " + at + " " + *loose;
     }
+  }
+  // Whoever can rename an entry in a directory the way enters (one above a
+  // link, one a `..` climbs back through) can change where it leads.
+  for (const std::string& dir : way.directories) {
+    if (auto loose = loose_dir(dir)) return "on the way to it, " + *loose;
   }
   if (!trusted(st.st_uid)) {
     return "owned by uid " + std::to_string(st.st_uid) + ", neither root nor this process's user";

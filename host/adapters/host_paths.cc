@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <set>
 
 namespace mesh::adapters {
 
@@ -44,8 +45,13 @@ std::string ResolvedPath(const std::string& path) {
   }
 }
 
-std::vector<std::string> LinksOnTheWay(const std::string& path) {
-  std::vector<std::string> links;
+TheWay TheWayTo(const std::string& path) {
+  TheWay way;
+  std::vector<std::string>& links = way.links;
+  std::set<std::string> entered;
+  auto enter = [&](const std::string& dir) {
+    if (entered.insert(dir).second) way.directories.push_back(dir);
+  };
   std::deque<std::string> parts;  // what is left to follow, first first
   auto push_front = [&parts](const std::string& p) {
     std::vector<std::string> split;
@@ -60,6 +66,7 @@ std::vector<std::string> LinksOnTheWay(const std::string& path) {
   push_front(path);
   std::string at = "/";          // where the way has led so far, no link in it
   constexpr int kMaxLinks = 40;  // the kernel's ELOOP
+  enter(at);
   while (!parts.empty()) {
     std::string part = std::move(parts.front());
     parts.pop_front();
@@ -74,6 +81,7 @@ std::vector<std::string> LinksOnTheWay(const std::string& path) {
     if (::lstat(next.c_str(), &st) != 0) break;  // not there: no link beyond
     if (!S_ISLNK(st.st_mode)) {
       at = std::move(next);
+      if (S_ISDIR(st.st_mode)) enter(at);
       continue;
     }
     if (links.size() == kMaxLinks) break;
@@ -85,7 +93,11 @@ std::vector<std::string> LinksOnTheWay(const std::string& path) {
     if (to.starts_with('/')) at = "/";
     push_front(to);
   }
-  return links;
+  return way;
+}
+
+std::vector<std::string> LinksOnTheWay(const std::string& path) {
+  return std::move(TheWayTo(path).links);
 }
 
 }  // namespace mesh::adapters

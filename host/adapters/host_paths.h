@@ -26,4 +26,15 @@ std::string ResolvedPath(const std::string& path);
 // own limit; none where nothing of `path` is a link.
 std::vector<std::string> LinksOnTheWay(const std::string& path);
 
+// The way to `path` (absolute) as the kernel follows it: every symlink met,
+// as LinksOnTheWay names them, and every directory entered on the way
+// (resolved, "/" first, each once), those a `..` climbs back through and
+// those a link leads through included. Whoever can change one of these
+// can change where the way leads.
+struct TheWay {
+  std::vector<std::string> links;
+  std::vector<std::string> directories;
+};
+TheWay TheWayTo(const std::string& path);
+
 }  // namespace mesh::adapters

@@ -184,6 +184,22 @@ TEST(FileDeclarationTest, SaysWhoElseCanChangeIt) {
   EXPECT_THAT((*chained)->ChangeableByOthers().value_or(""),
               HasSubstr("through the link " + dir.Sub("theirs/mid.json") + " in " +
                         dir.Sub("theirs") + ", which users other than root"));
+  // A link of root's in a directory of root's, inside one of theirs: they
+  // can rename that directory away and put another of root's in its place,
+  // whose link leads elsewhere. So can they a directory a `..` climbs back
+  // through.
+  ASSERT_EQ(::mkdir(dir.Sub("theirs/roots").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(path.c_str(), dir.Sub("theirs/roots/lnk").c_str()), 0);
+  auto above = FileDeclaration::Open(dir.Sub("theirs/roots/lnk"));
+  ASSERT_TRUE(above.has_value());
+  EXPECT_THAT(
+      (*above)->ChangeableByOthers().value_or(""),
+      HasSubstr("on the way to it, in " + dir.Sub("theirs") + ", which users other than root"));
+  auto climbed = FileDeclaration::Open(dir.Sub("theirs/roots/../../decl.json"));
+  ASSERT_TRUE(climbed.has_value());
+  EXPECT_THAT(
+      (*climbed)->ChangeableByOthers().value_or(""),
+      HasSubstr("on the way to it, in " + dir.Sub("theirs") + ", which users other than root"));
   ASSERT_EQ(::chown(dir.Sub("theirs").c_str(), 0, 0), 0);
   auto chained_root = FileDeclaration::Open(dir.Sub("chain.json"));
   ASSERT_TRUE(chained_root.has_value());

@@ -56,6 +56,36 @@ TEST(HostPathsTest, EveryLinkOnTheWayIsNamedWhereItLies) {
   EXPECT_EQ(LinksOnTheWay(real + "/a").size(), 40u) << "a loop ends at the kernel's limit";
 }
 
+// Every directory the way enters, each once: those above each link, those
+// a link leads through, and those a `..` climbs back through, which are
+// not on the file's real path.
+TEST(HostPathsTest, EveryDirectoryTheWayEntersIsNamed) {
+  testing::TempDir dir;
+  std::string real = std::filesystem::canonical(dir.path()).string();
+  std::filesystem::create_directories(real + "/safe");
+  std::filesystem::create_directories(real + "/evil/sub");
+  std::filesystem::create_directories(real + "/other/in");
+  { std::ofstream(real + "/safe/real.json") << "{}"; }
+  std::filesystem::create_symlink("../../safe/real.json", real + "/other/in/lnk");
+  TheWay climbed = TheWayTo(real + "/evil/sub/../../safe/real.json");
+  EXPECT_TRUE(climbed.links.empty());
+  std::vector<std::string> prefix;
+  for (size_t at = real.find('/', 1); at != std::string::npos; at = real.find('/', at + 1)) {
+    prefix.push_back(real.substr(0, at));
+  }
+  auto with = [&](std::vector<std::string> tail) {
+    std::vector<std::string> all{"/"};
+    all.insert(all.end(), prefix.begin(), prefix.end());
+    all.push_back(real);
+    all.insert(all.end(), tail.begin(), tail.end());
+    return all;
+  };
+  EXPECT_EQ(climbed.directories, with({real + "/evil", real + "/evil/sub", real + "/safe"}));
+  TheWay linked = TheWayTo(real + "/other/in/lnk");
+  EXPECT_EQ(linked.links, std::vector<std::string>{real + "/other/in/lnk"});
+  EXPECT_EQ(linked.directories, with({real + "/other", real + "/other/in", real + "/safe"}));
+}
+
 TEST(HostPathsTest, ARelativePathIsTakenFromTheWorkingDirectory) {
   char* cwd = ::getcwd(nullptr, 0);
   ASSERT_NE(cwd, nullptr);
