@@ -243,7 +243,8 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
           S_ISLNK(st.st_mode)) {
         return Fail(core::ErrorKind::kOutsideRoot,
                     "path " + path + ": " + walked +
-                        " is a symlink; mesh-host does not follow symlinks under its root");
+                        " is a symlink; mesh-host does not follow symlinks under its root (" +
+                        root_ + ")");
       }
       if (err == ENOTDIR) return Fail("path " + path + ": " + walked + " is not a directory");
       return Fail(Errno("open", walked, err));

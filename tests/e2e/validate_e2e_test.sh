@@ -87,7 +87,7 @@ check "--state-dir given: its overlap named" \
 mkdir -p "$T/linked/root" "$T/elsewhere"; ln -s "$T/elsewhere" "$T/linked/root/etc"
 run --declaration "$T/d.json" --artifacts "$T/good" --root "$T/linked/root"
 check "a symlink on the way under --root: exit 2, in apply's words, nothing written" \
-  '[ "$RC" = 2 ] && grep -q "^refused: resource app.conf, field path: path /etc/app.conf: /etc is a symlink; mesh-host does not follow symlinks under its root" <<<"$ERR" && [ -z "$(ls -A "$T/elsewhere")" ]'
+  '[ "$RC" = 2 ] && grep -q "^refused: resource app.conf, field path: path /etc/app.conf: /etc is a symlink; mesh-host does not follow symlinks under its root ($T/linked/root)" <<<"$ERR" && [ -z "$(ls -A "$T/elsewhere")" ]'
 check "... each path on it named" 'grep -q "^refused: resource app.token, field path: " <<<"$ERR"'
 # --root not given: this machine's / may not be the target's (validate run
 # where the declaration is built), so what apply here would refuse is a
