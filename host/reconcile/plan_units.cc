@@ -185,7 +185,13 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
 void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
                 const std::vector<Removal>& removals, bool up, UnitPlan& u) {
   AskForChanges(in, i, steps, removals, u);
-  if (up || (Runs(u.status) && u.action.has_value())) return;
+  if (up) return;
+  if (Runs(u.status) && u.action.has_value()) {
+    // Up, with NRestarts grown since the record: said beside what the
+    // changes ask, as a start's outcome says it.
+    if (core::UnitUp(u.status)) u.why += "; " + WasDown(u.status, steps[i].old);
+    return;
+  }
   const Step& step = steps[i];
   bool asked = step.changes() || step.want_changed;
   // A change to load, not a want alone (its state or `enabled` declared

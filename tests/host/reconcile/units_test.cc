@@ -623,6 +623,27 @@ TEST_F(UnitsTest, AUnitThatDiedBeforeItsReloadOrStartWasAskedFailsTheApply) {
   EXPECT_THAT(Outcomes(restart), ElementsAre("updated", "restarted"));
 }
 
+// systemd restarted the unit since the host last looked, and this apply
+// reloads (or restarts) it for a change: the restart is said beside the
+// change, as it is when the apply only starts it. Before, it went unsaid.
+TEST_F(UnitsTest, ARestartBySystemdSinceTheRecordIsSaidBesideAChangesAction) {
+  services_.AddUnit("jail.service", {});
+  auto decl = [](const std::string& conf, const std::string& on, uint64_t generation) {
+    return Decl({Conf(conf), Service("jail", {{on, {"jail.conf"}}})}, generation);
+  };
+  ASSERT_EQ(Run(decl("R", "reload_on", 1)).result, ApplyResult::kOk);
+  services_.RestartedBySystemd("jail.service", 1);
+  ApplyReport reloaded = Run(decl("S", "reload_on", 2));
+  EXPECT_EQ(reloaded.result, ApplyResult::kOk);
+  EXPECT_EQ(core::FormatOutcomeLine(reloaded.outcomes[1]),
+            "reloaded jail (service): reload_on jail.conf changed; was restarted by systemd since "
+            "the host last looked (NRestarts 0 -> 1); jail.service active (running)");
+  services_.RestartedBySystemd("jail.service", 2);
+  ApplyReport restarted = Run(decl("T", "restart_on", 3));
+  EXPECT_THAT(core::FormatOutcomeLine(restarted.outcomes[1]),
+              HasSubstr("was restarted by systemd since the host last looked (NRestarts 1 -> 3)"));
+}
+
 // A unit the host reloaded, then an apply that daemon-reloads for another:
 // systemd forgets the reload, and so does the record, so the next no-op is
 // proven from it (not handed to a full pass by a stale reload_began).
@@ -690,7 +711,8 @@ TEST_F(UnitsTest, AUnitFileTouchedUnderTheRecordedRunIsLoadedAgainNotRestarted) 
   ApplyReport r = Run(decl);
   EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[0]),
             "restarted jail (service): unit file jail.service is newer than what systemd loaded "
-            "(NeedDaemonReload); jail.service active (running)");
+            "(NeedDaemonReload); was restarted by systemd since the host last looked (NRestarts "
+            "0 -> 1); jail.service active (running)");
   EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1);
 }
 
