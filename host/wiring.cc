@@ -108,6 +108,31 @@ void CheckBundles(const core::Declaration& decl, const std::string& artifacts_di
   }
 }
 
+// The look an apply takes at each path before it writes: a symlink on the
+// way under --root refuses the declaration. Under a root not given, this
+// machine's /, it is what apply here would refuse: a warning.
+void LookUnderRoot(const core::Declaration& decl, const cli::Flags& flags, core::Problems& problems,
+                   cli::Validation& v) {
+  auto root = adapters::PosixFileSystem::Open(flags.root);
+  if (!root) {
+    v.warnings.push_back("paths not looked at under --root " + flags.root + ": " +
+                         root.error().message);
+    return;
+  }
+  core::Problems outside;
+  reconcile::RefusePathsOutsideRoot(decl, **root, outside);
+  if (flags.root_given) {
+    problems.Append(outside);
+    return;
+  }
+  const std::string would = "apply on this machine (--root /) would refuse ";
+  for (const std::string& w : outside.named()) v.warnings.push_back(would + w);
+  if (outside.total() > outside.named().size()) {
+    v.warnings.push_back(would + std::to_string(outside.total() - outside.named().size()) +
+                         " more path(s) so");
+  }
+}
+
 // Every check an apply makes of the declaration before it touches the
 // machine, and systemd's own reading of the unit texts; nothing written.
 int Validate(const cli::Flags& flags) {
@@ -161,23 +186,7 @@ int Validate(const cli::Flags& flags) {
         problems.Add(reconcile::CheckCredentialsPrivate(parsed, **source));
         reconcile::CheckDeclaration(parsed, core::Record{}, /*had_record=*/false, /*machine=*/"",
                                     DirsOf(flags, std::nullopt, source->get()), problems);
-        // The look an apply takes at each path before it writes: a symlink
-        // on the way under --root refuses the declaration. Under a root not
-        // given, this machine's /, it is what apply here would refuse.
-        if (auto root = adapters::PosixFileSystem::Open(flags.root)) {
-          core::Problems outside;
-          reconcile::RefusePathsOutsideRoot(parsed, **root, outside);
-          if (flags.root_given) {
-            problems.Append(outside);
-          } else {
-            for (const std::string& w : outside.named()) {
-              v.warnings.push_back("apply on this machine (--root /) would refuse " + w);
-            }
-          }
-        } else {
-          v.warnings.push_back("paths not looked at under --root " + flags.root + ": " +
-                               root.error().message);
-        }
+        LookUnderRoot(parsed, flags, problems, v);
         cli::Validation bundles;
         CheckBundles(parsed, flags.artifacts, flags.artifacts_given, bundles);
         for (std::string& r : bundles.refusals) problems.Add(std::move(r));

@@ -15,9 +15,12 @@ using State = Acted::State;
 std::string WhyOf(const UnitPlan& u, bool dry_run) {
   std::string why = u.why;
   if (u.reason == core::RestartReason::kWasDead && !dry_run && !why.empty()) why += ", started";
-  if (!u.owed_since.has_value()) return why;
-  std::string owed = OwedSince(*u.owed_since);
-  return why.empty() ? owed : why + " (" + owed + ")";
+  if (u.owed_since.has_value()) {
+    std::string owed = OwedSince(*u.owed_since);
+    why = why.empty() ? owed : why + " (" + owed + ")";
+  }
+  if (!u.also_seen.empty()) why += (why.empty() ? "" : "; ") + u.also_seen;
+  return why;
 }
 
 // An action held back or refused, when an earlier apply already owed it.
@@ -103,7 +106,8 @@ const core::UnitStatus* SettleActed(const SettleInputs& in, const core::Resource
 // `enabled`: what the enable phase made of the unit's [Install] links,
 // said after the unit's state. A unit that cannot be made as declared
 // fails; one made so is `updated` if nothing else happened to it. After a
-// failure of the unit's own, what became of its links is said after it.
+// failure of the unit's own, links it could not make are said after it
+// (and are held or owed with it); links made are not.
 void SettleEnablement(const SettleInputs& in, size_t k, ResourceOutcome& o) {
   const UnitPlan& u = in.plan->units[k];
   const core::Resource& r = in.declaration->resources[u.index];
@@ -124,6 +128,7 @@ void SettleEnablement(const SettleInputs& in, size_t k, ResourceOutcome& o) {
   if (!in.dry_run && answer.refused()) {
     return fail("cannot " + std::string(verb) + " " + r.unit().name + ": " + answer.error);
   }
+  if (failed_before) return;
   std::string words =
       in.dry_run ? "would " + std::string(verb) + " " + r.unit().name
                  : std::string(*u.set_enabled ? "enabled " : "disabled ") + r.unit().name +

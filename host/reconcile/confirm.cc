@@ -113,6 +113,18 @@ class FirstLooks {
   std::string lost_;  // the wait for jobs lost the bus: why
 };
 
+// The run whose lines say why a unit died between `before` and `now`: the
+// earlier one when systemd's own Restart= began the later (NRestarts
+// counted on from it); else the later, which began after `before` (a
+// start since zeroed the count) and is the one that ended.
+const std::string& DeadRun(const core::UnitStatus& before, const core::UnitStatus& now) {
+  if (!before.invocation_id.empty() && now.invocation_id != before.invocation_id &&
+      now.n_restarts > before.n_restarts) {
+    return before.invocation_id;
+  }
+  return now.invocation_id;
+}
+
 core::Look LookOf(core::Result<core::UnitStatus>& seen) {
   core::Look taken;
   if (seen) {
@@ -174,8 +186,7 @@ class Bystanders {
       if (auto verdict = core::JudgeBystander(before, now, apply_acted)) {
         // A death's lines are the dead run's, not those of the one
         // systemd started since.
-        std::string run = verdict->accepted || before.invocation_id.empty() ? now.unit.invocation_id
-                                                                            : before.invocation_id;
+        std::string run = verdict->accepted ? now.unit.invocation_id : DeadRun(before, now.unit);
         out[units_[b]] = Confirmation{std::move(*verdict), std::move(now.unit), std::move(run)};
       }
     }
@@ -353,7 +364,7 @@ std::vector<std::optional<Confirmation>> Confirm(const core::Declaration& decl, 
     if (v.accepted) {
       if (auto died = DiedBeforeItWasAsked(decl, u, acts[w.unit])) {
         v = std::move(*died);
-        run = u.status.invocation_id;
+        run = DeadRun(u.status, *acts[w.unit].before);
       }
     }
     out[w.unit] = Confirmation{std::move(v), w.second.unit, std::move(run)};

@@ -206,6 +206,9 @@ struct UnitPlan {
   bool daemon_reload = false;                 // its definition must be loaded first
   std::optional<core::RestartReason> reason;  // the metric's; set with `action`
   std::string why;                            // the words: "restart_on app.conf changed"
+  // Said after `why` in this apply's outcome, never owed (its figures are
+  // this apply's): systemd restarted the unit since the record.
+  std::string also_seen;
   // Set when the action is one an earlier apply owed (the words say so).
   std::optional<uint64_t> owed_since;
   // The resources whose writes in this apply ask for the action (empty when

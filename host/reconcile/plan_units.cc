@@ -189,7 +189,7 @@ void PlanAction(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
   if (Runs(u.status) && u.action.has_value()) {
     // Up, with NRestarts grown since the record: said beside what the
     // changes ask, as a start's outcome says it.
-    if (core::UnitUp(u.status)) u.why += "; " + WasDown(u.status, steps[i].old);
+    if (core::UnitUp(u.status)) u.also_seen = WasDown(u.status, steps[i].old);
     return;
   }
   const Step& step = steps[i];
