@@ -75,8 +75,9 @@ std::optional<std::string> ChangeableByOthersAt(const std::string& path,
   TheWay way = TheWayTo(*absolute);
   for (const std::string& at : way.links) {
     struct stat l;
-    if (::lstat(at.c_str(), &l) != 0)
+    if (::lstat(at.c_str(), &l) != 0) {
       return "through the link " + at + ", which cannot be looked at";
+    }
     if (!trusted(l.st_uid)) {
       return "through the link " + at + ", owned by uid " + std::to_string(l.st_uid) +
              ", neither root nor this process's user";

@@ -72,7 +72,8 @@ const Doc kFlagDocs[] = {
      "  --state-dir DIR      where the record state.json lives (default /var/lib/mesh-host)\n"},
     {kRunBit | kApplyBit | kPlanBit | kValidateBit,
      "  --root DIR           every declared path is resolved under DIR and may not\n"
-     "                       leave it (default /)\n"},
+     "                       leave it (default /; validate: a symlink on the way\n"
+     "                       refuses only when given, else it warns)\n"},
     {kRunBit | kApplyBit | kPlanBit | kValidateBit,
      "  --artifacts DIR      where bundles named by `source` are found\n"
      "                       (default /var/lib/mesh-host/artifacts)\n"},

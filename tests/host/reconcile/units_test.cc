@@ -29,6 +29,13 @@ class UnitsTest : public ReconcilerTest {
     return r;
   }
 
+  // `line` in the journal of `unit`'s run now, as its daemon would log it.
+  void LogInItsRun(const std::string& unit, std::string line) {
+    auto run = services_.ReadUnits({unit})[0];
+    ASSERT_TRUE(run.has_value());
+    journal_.Log(run->invocation_id, std::move(line));
+  }
+
   static json Conf(const std::string& content) {
     return {
         {"id", "jail.conf"}, {"kind", "file"}, {"path", "/etc/jail.conf"}, {"content", content}};
@@ -190,9 +197,7 @@ TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
   decl["generation"] = 5;
   decl["resources"][0]["content"] = "b3";
   ApplyReport crashed = apply([&] {
-    auto run = services_.ReadUnits({"client.service"})[0];
-    ASSERT_TRUE(run.has_value());
-    journal_.Log(run->invocation_id, "client: lost its upstream");
+    LogInItsRun("client.service", "client: lost its upstream");
     services_.RestartedBySystemd("client.service", 1);
   });
   EXPECT_EQ(crashed.result, ApplyResult::kFailed);
@@ -207,13 +212,9 @@ TEST_F(UnitsTest, AFilesOnlyApplyLooksAgainAtTheUnitsItLeftAlone) {
   decl["generation"] = 6;
   decl["resources"][0]["content"] = "b4";
   ApplyReport anew = apply([&] {
-    auto old_run = services_.ReadUnits({"client.service"})[0];
-    ASSERT_TRUE(old_run.has_value());
-    journal_.Log(old_run->invocation_id, "client: stopping cleanly");
+    LogInItsRun("client.service", "client: stopping cleanly");
     services_.RestartedByOther("client.service");
-    auto new_run = services_.ReadUnits({"client.service"})[0];
-    ASSERT_TRUE(new_run.has_value());
-    journal_.Log(new_run->invocation_id, "client: bad flag in the new run");
+    LogInItsRun("client.service", "client: bad flag in the new run");
     services_.Kill("client.service");
   });
   EXPECT_EQ(anew.result, ApplyResult::kFailed);
@@ -589,10 +590,7 @@ TEST_F(UnitsTest, AUnitThatDiedBeforeItsReloadOrStartWasAskedFailsTheApply) {
   };
   // It says why in its run's log, dies, and Restart= starts another run.
   auto died = [&] {
-    services_.on_read_units = nullptr;  // the read below is the test's
-    auto run = services_.ReadUnits({"jail.service"})[0];
-    ASSERT_TRUE(run.has_value());
-    journal_.Log(run->invocation_id, "jail: bad pattern in jail.conf");
+    LogInItsRun("jail.service", "jail: bad pattern in jail.conf");
     services_.RestartedBySystemd("jail.service", 1);
   };
 
