@@ -34,11 +34,17 @@ reconcile::HostDirs DirsOf(const cli::Flags& flags, std::optional<core::HostIds>
   // A relative --declaration against the working directory; one that
   // cannot be made absolute is not compared (FileDeclaration refuses it).
   std::string declaration = adapters::AbsolutePath(flags.declaration).value_or("");
-  reconcile::HostDirs dirs{flags.root,      flags.unit_dir, flags.state_dir,
-                           flags.artifacts, writer,         declaration};
+  std::string key =
+      flags.verify_key.empty() ? "" : adapters::AbsolutePath(flags.verify_key).value_or("");
+  reconcile::HostDirs dirs{
+      flags.root, flags.unit_dir, flags.state_dir, flags.artifacts, writer, declaration, key};
   dirs.resolved = {adapters::ResolvedPath(flags.root),      adapters::ResolvedPath(flags.unit_dir),
                    adapters::ResolvedPath(flags.state_dir), adapters::ResolvedPath(flags.artifacts),
                    adapters::ResolvedPath(declaration),     adapters::LinksOnTheWay(declaration)};
+  if (!key.empty()) {
+    dirs.resolved.verify_key = adapters::ResolvedPath(key);
+    dirs.resolved.verify_key_links = adapters::LinksOnTheWay(key);
+  }
   if (auto at = read != nullptr ? read->OpenedAt() : std::nullopt) {
     dirs.resolved.declaration = std::move(*at);
     dirs.resolved.declaration_links = read->LinksOnTheWay();

@@ -15,26 +15,65 @@ using core::Resource;
 
 namespace {
 
+// `in` lies inside `dir` (not the same).
+bool Inside(std::string_view in, std::string_view dir) {
+  return in.size() > dir.size() && in.starts_with(dir) && (dir == "/" || in[dir.size()] == '/');
+}
+
 // One is the other, or inside it.
 bool Overlap(std::string_view a, std::string_view b) {
-  auto inside = [](std::string_view in, std::string_view dir) {
-    return in.size() > dir.size() && in.starts_with(dir) && (dir == "/" || in[dir.size()] == '/');
-  };
-  return a == b || inside(a, b) || inside(b, a);
+  return a == b || Inside(a, b) || Inside(b, a);
 }
 
 // The host's own places named one way (as given, or resolved), each with
 // the words that name it.
 struct Places {
   std::string root;  // "" for "/"
-  std::string units, state, artifacts, declaration;
-  std::vector<std::string> links;  // on the way to the declaration (resolved only)
+  std::string units, state, artifacts, declaration, verify_key;
+  std::vector<std::string> links;      // on the way to the declaration (resolved only)
+  std::vector<std::string> key_links;  // on the way to the verify key (resolved only)
 };
 
 // A place's words: its flag as given, and where it leads when resolved
 // elsewhere.
 std::string Named(std::string_view flag, const std::string& given, const std::string& at) {
   return std::string(flag) + " " + given + (at == given ? "" : ", which is " + at) + ")";
+}
+
+// A declared directory that the way to the declaration, or to the verify
+// key, enters, declared so that users other than root could change it:
+// they could then choose what the host applies next, and the host refuses
+// to read a declaration or key so placed (FileDeclaration), so it could not
+// apply the declaration that mends it. "" when `r` is no such directory.
+std::string LoosensTheWay(const Resource& r, const std::string& real, const Places& p,
+                          const Places& given) {
+  if (r.kind != core::Kind::kDirectory) return "";
+  std::string field, how;
+  if (r.owner != "root") {
+    field = "owner";
+    how = "\"" + r.owner + "\" would own " + real + ", ";
+  } else if ((r.mode & 022) != 0 && (r.mode & 01000) == 0) {
+    field = "mode";
+    how = "\"" + core::FormatMode(r.mode) + "\" lets users other than root change " + real + ", ";
+  } else {
+    return "";
+  }
+  auto on_the_way = [&](const std::string& to, const std::vector<std::string>& links) {
+    return (!to.empty() && Inside(to, real)) ||
+           std::any_of(links.begin(), links.end(),
+                       [&](const std::string& link) { return Inside(link, real); });
+  };
+  std::string what;
+  if (on_the_way(p.declaration, p.links)) {
+    what = "the declaration (" + Named("--declaration", given.declaration, p.declaration);
+  } else if (on_the_way(p.verify_key, p.key_links)) {
+    what = "the verify key (" + Named("--verify-key", given.verify_key, p.verify_key);
+  } else {
+    return "";
+  }
+  return "resource " + r.id + ", field " + field + ": " + how + "a directory on the way to " +
+         what + ", which the host then refuses to read: only root may own it, and only its " +
+         "owner write to it (or set the sticky bit)";
 }
 
 // Each resource's overlap with `p`, said in `refused` where none is said
@@ -91,14 +130,17 @@ void CheckPlacesAt(const core::Declaration& decl, const Places& p, const Places&
     if (!what.empty()) {
       refused[i] =
           "resource " + r.id + ", field path: \"" + r.path + "\" (" + real + ") overlaps " + what;
+    } else if (std::string loose = LoosensTheWay(r, real, p, given); !loose.empty()) {
+      refused[i] = std::move(loose);
     }
   }
 }
 
 Places PlacesOf(std::string_view root, std::string_view units, std::string_view state,
-                std::string_view artifacts, std::string_view declaration) {
-  Places p{NormalDirectory(root), NormalDirectory(units), NormalDirectory(state),
-           NormalDirectory(artifacts), NormalDirectory(declaration)};
+                std::string_view artifacts, std::string_view declaration,
+                std::string_view verify_key) {
+  Places p{NormalDirectory(root),      NormalDirectory(units),       NormalDirectory(state),
+           NormalDirectory(artifacts), NormalDirectory(declaration), NormalDirectory(verify_key)};
   if (p.root == "/") p.root.clear();
   return p;
 }
@@ -106,8 +148,8 @@ Places PlacesOf(std::string_view root, std::string_view units, std::string_view 
 // Each resource whose path overlaps the host's own places, once: as the
 // flags name them, then as they resolve.
 void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Problems& problems) {
-  const Places given =
-      PlacesOf(dirs.root, dirs.units, dirs.state, dirs.artifacts, dirs.declaration);
+  const Places given = PlacesOf(dirs.root, dirs.units, dirs.state, dirs.artifacts, dirs.declaration,
+                                dirs.verify_key);
   std::map<size_t, std::string> refused;  // by resource: few, if any
   CheckPlacesAt(decl, given, given, refused);
   const HostDirs::Resolved& rd = dirs.resolved;
@@ -115,13 +157,18 @@ void CheckPlaces(const core::Declaration& decl, const HostDirs& dirs, core::Prob
       PlacesOf(rd.root.empty() ? dirs.root : rd.root, rd.units.empty() ? dirs.units : rd.units,
                rd.state.empty() ? dirs.state : rd.state,
                rd.artifacts.empty() ? dirs.artifacts : rd.artifacts,
-               rd.declaration.empty() ? dirs.declaration : rd.declaration);
+               rd.declaration.empty() ? dirs.declaration : rd.declaration,
+               rd.verify_key.empty() ? dirs.verify_key : rd.verify_key);
   for (const std::string& link : rd.declaration_links) {
     resolved.links.push_back(NormalDirectory(link));
   }
+  for (const std::string& link : rd.verify_key_links) {
+    resolved.key_links.push_back(NormalDirectory(link));
+  }
   if (resolved.root != given.root || resolved.units != given.units ||
       resolved.state != given.state || resolved.artifacts != given.artifacts ||
-      resolved.declaration != given.declaration || !resolved.links.empty()) {
+      resolved.declaration != given.declaration || resolved.verify_key != given.verify_key ||
+      !resolved.links.empty() || !resolved.key_links.empty()) {
     CheckPlacesAt(decl, resolved, given, refused);
   }
   for (auto& [i, words] : refused) problems.Add(std::move(words));

@@ -330,6 +330,7 @@ struct HostDirs {
   std::string artifacts;   // --artifacts: bundles' sources
   std::optional<core::HostIds> writer;
   std::string declaration;  // --declaration, absolute: never written over
+  std::string verify_key;   // --verify-key, absolute; empty: none
   // The same places with every symlink on the way resolved (the wiring's
   // adapters::ResolvedPath), for the overlap check alone: a declared path
   // is written with none followed, at the resolved root plus the path.
@@ -341,6 +342,8 @@ struct HostDirs {
     // Each symlink on the way to the declaration, where it lies
     // (ports::DeclarationSource::LinksOnTheWay): none may be written over.
     std::vector<std::string> declaration_links;
+    std::string verify_key;
+    std::vector<std::string> verify_key_links;  // as declaration_links
   } resolved;
 };
 

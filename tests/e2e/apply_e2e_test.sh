@@ -166,6 +166,20 @@ for at in mid.json current2.json; do
   [ -L "$T/root/etc/mesh/$at" ] || fail "$at was written over"
 done
 cmp -s "$T/state/state.json" "$T/state.before" || fail "the refusal touched the record"
+# Nor may a directory on the way to it be opened to other users: the host
+# reads no declaration they could swap, so the next apply, the one that
+# would close it again, would be refused.
+printf '{"machine": "e2e", "generation": 9, "resources": [{"id": "open", "kind": "directory", "path": "/etc/mesh", "mode": "0777"}]}' > "$T/root/etc/mesh/open.json"
+mode_before=$(stat -c %a "$T/root/etc/mesh")
+set +e
+err=$("$BIN" apply "${F[@]/$T\/decl.json/$T/root/etc/mesh/open.json}" 2>&1 >/dev/null); rc=$?
+verr=$("$BIN" validate --declaration "$T/root/etc/mesh/open.json" --root "$T/root" 2>&1); vrc=$?
+set -e
+[ "$rc" = 2 ] || fail "a directory on the declaration's way opened: exit $rc: $err"
+grep -qF "resource open, field mode: \"0777\" lets users other than root change $T/root/etc/mesh, a directory on the way to the declaration" <<<"$err" || fail "open way, words: $err"
+[ "$vrc" = 2 ] && grep -q "a directory on the way to the declaration" <<<"$verr" || fail "validate of the open way: $vrc $verr"
+[ "$(stat -c %a "$T/root/etc/mesh")" = "$mode_before" ] || fail "the way was opened"
+cmp -s "$T/state/state.json" "$T/state.before" || fail "the refusal touched the record"
 # Under `run`, the mesh re-points the link between applies: the daemon
 # guards the file each apply read, not the one the link led to at its start.
 printf '{"machine": "e2e", "generation": 8, "resources": []}' > "$T/root/etc/mesh/gen-8.json"

@@ -540,5 +540,54 @@ TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
   EXPECT_TRUE(check(json::object(), {self}).has_value()) << "beside a link: fine";
 }
 
+// A directory resource that opened the way to the declaration to other
+// users was applied, and every apply after it was refused: the host reads
+// no declaration that others could swap (FileDeclaration), so it could not
+// apply the one that mended it.
+TEST_F(PlanTest, ADirectoryOnTheWayToTheDeclarationStaysRootsAlone) {
+  HostDirs dirs{"/srv/root",  "/srv/root/units",           "/srv/state",        "/srv/art",
+                std::nullopt, "/srv/root/etc/mesh/d.json", "/srv/keys/mesh.pub"};
+  auto check = [&](json more) {
+    Declare(json::object(), more);
+    return Checked(decl_, record_, false, "m", dirs);
+  };
+  auto directory = [](std::string path, json extra) {
+    json d = {{"id", "d"}, {"kind", "directory"}, {"path", path}};
+    d.update(extra);
+    return d;
+  };
+  EXPECT_THAT(
+      check({directory("/etc/mesh", {{"mode", "0777"}})}).error().message,
+      HasSubstr("resource d, field mode: \"0777\" lets users other than root change "
+                "/srv/root/etc/mesh, a directory on the way to the declaration (--declaration "
+                "/srv/root/etc/mesh/d.json), which the host then refuses to read"));
+  EXPECT_THAT(check({directory("/etc", {{"mode", "0775"}})}).error().message,
+              HasSubstr("field mode: \"0775\" lets users other than root change /srv/root/etc,"));
+  EXPECT_THAT(check({directory("/etc/mesh", {{"owner", "nobody"}})}).error().message,
+              HasSubstr("resource d, field owner: \"nobody\" would own /srv/root/etc/mesh, a "
+                        "directory on the way to the declaration"));
+  EXPECT_TRUE(check({directory("/etc/mesh", {{"mode", "0750"}, {"group", "adm"}})}).has_value())
+      << "no write but its owner's";
+  EXPECT_TRUE(check({directory("/etc/mesh", {{"mode", "1777"}})}).has_value())
+      << "sticky: others cannot rename root's entries";
+  EXPECT_TRUE(check({directory("/etc/other", {{"mode", "0777"}})}).has_value()) << "beside it";
+  EXPECT_TRUE(check({directory("/etc/mesh/sub", {{"mode", "0777"}})}).has_value()) << "below it";
+
+  // The verify key's way, and the ways through links, as they resolve.
+  dirs.root = "/";
+  EXPECT_THAT(check({directory("/srv/keys", {{"mode", "0777"}})}).error().message,
+              HasSubstr("a directory on the way to the verify key (--verify-key "
+                        "/srv/keys/mesh.pub)"));
+  dirs.resolved.root = "/";
+  dirs.resolved.declaration = "/opt/real/d.json";
+  dirs.resolved.declaration_links = {"/srv/root/etc/mesh/d.json"};
+  dirs.resolved.verify_key_links = {"/var/k/mesh.pub"};
+  EXPECT_THAT(check({directory("/opt", {{"mode", "0777"}})}).error().message,
+              HasSubstr("a directory on the way to the declaration (--declaration "
+                        "/srv/root/etc/mesh/d.json, which is /opt/real/d.json)"));
+  EXPECT_THAT(check({directory("/var/k", {{"owner", "daemon"}})}).error().message,
+              HasSubstr("a directory on the way to the verify key"));
+}
+
 }  // namespace
 }  // namespace mesh::reconcile
