@@ -53,7 +53,9 @@ bool ChangeReaches(const PlanInputs& in, const std::vector<Step>& steps, size_t 
 // The declared files that define `r`'s unit (its unit file or a drop-in,
 // declared as files) and change in this apply. An instance systemd loads
 // from a unit file of its own (foo@c.service) reads its template's drop-ins,
-// never the template's file: that file is not part of its definition.
+// never the template's file: that file is not part of its definition. A
+// masked one's FragmentPath is its mask, at its own name: once unmasked it
+// loads from the template again.
 std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
                               const std::vector<Step>& steps) {
   const core::Result<core::UnitStatus>* status =
@@ -61,6 +63,7 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
   bool own_file = status != nullptr && status->has_value() &&
                   r.unit().name.find('@') != std::string::npos &&
                   (*status)->fragment_path.ends_with("/" + r.unit().name) &&
+                  (*status)->load_state != "masked" &&
                   !(*status)->need_daemon_reload;  // that file may be gone since
   std::vector<size_t> out;
   for (size_t j = 0; j < steps.size(); ++j) {

@@ -5,7 +5,8 @@
 # masked) and one masked by a link to /dev/null at its unit file's place
 # (not yet loaded) get no unit file, no start, restart or reload; the
 # resource fails with `masked`; unmasked, the host manages it again, and
-# a restart its restart_on asked while it was masked is still owed.
+# a restart its restart_on asked while it was masked is still owed, as is
+# one its template's change asked of a masked instance.
 . "$(dirname "$0")/box_suite.sh" masked
 mkdir -p "$T/root"
 apply() {  # apply GENERATION VERSION: the declaration of two services, then apply
@@ -63,5 +64,34 @@ check "cron's unit file is written and cron runs" \
   'grep -q "sleep 10001$" "$UNITS/mh-cron.service" && [ "$(prop cron ActiveState)" = active ]'
 check "job's restart, owed while it was masked, is done now" \
   'grep -q "^restarted job (service): restart_on conf changed" <<<"$OUT" && [ "$(invocation job)" != "$job_inv" ] && [ "$(prop job ActiveState)" = active ]'
+
+# A template declared as a file (the box's unit directory under --root
+# $SDBOX_DIR), changed while its instance was masked. systemd gives a
+# masked unit its mask as FragmentPath, at the instance's own name, which
+# read as a unit file of its own: the template was then no part of its
+# definition, nothing was owed, and once unmasked it ran the old template,
+# `unchanged`, exit 0.
+tapply() {  # tapply GENERATION VERSION
+  printf '{"machine":"box","generation":%s,"resources":[{"id":"tpl","kind":"file","path":"/units/mh-tpl@.service","content":"[Service]\\nExecStart=/bin/sleep %s\\n"},{"id":"inst","kind":"service","unit":"mh-tpl@a.service","state":"running"}]}' "$1" "$2" > "$T/tdecl.json"
+  set +e
+  OUT=$("$BIN" apply --declaration "$T/tdecl.json" --root "$SDBOX_DIR" --state-dir "$T/tstate" \
+        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
+  RC=$?
+  set -e
+  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+}
+inst() { busctl get-property org.freedesktop.systemd1 /org/freedesktop/systemd1/unit/mh_2dtpl_40a_2eservice \
+           org.freedesktop.systemd1.Unit "$1" | cut -d' ' -f2- | tr -d '"'; }
+tapply 1 3001
+check "template: the instance starts" '[ $RC = 0 ] && [ "$(inst ActiveState)" = active ]'
+tpl_inv=$(inst InvocationID)
+inside systemctl mask mh-tpl@a.service >/dev/null 2>&1
+tapply 2 3002
+check "template changed under the masked instance: it fails masked, not restarted" \
+  '[ $RC = 1 ] && grep -q "^failed inst (service): masked" <<<"$OUT" && [ "$(inst InvocationID)" = "$tpl_inv" ]'
+inside systemctl unmask mh-tpl@a.service >/dev/null 2>&1
+tapply 2 3002
+check "unmasked: the instance is restarted onto the template it missed" \
+  '[ $RC = 0 ] && grep -q "^restarted inst (service): unit definition /units/mh-tpl@.service changed (pending since generation 2)" <<<"$OUT" && [ "$(inst InvocationID)" != "$tpl_inv" ] && inside systemctl show -p ExecStart mh-tpl@a.service | grep -q "sleep 3002"'
 
 finish

@@ -2656,6 +2656,34 @@ TEST_F(UnitsTest, AnInstanceFollowsItsTemplateAndItsDropIns) {
   EXPECT_THAT(Outcomes(d), ElementsAre("unchanged", "updated", "restarted", "unchanged"));
 }
 
+// A masked instance's FragmentPath is its mask (a link to /dev/null at
+// its own name), which read as a unit file of its own: its template's
+// file was then no part of its definition, so a template changed under
+// the mask owed it nothing. Once unmasked it ran on the old template,
+// `unchanged`, exit 0, for good.
+TEST_F(UnitsTest, AnInstanceMaskedWhileItsTemplateChangedIsRestartedOnceUnmasked) {
+  auto tpl = [](const std::string& v) {
+    return json{{"id", "tpl"},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/app@.service"},
+                {"content", "[Service]\nExecStart=/bin/sleep " + v + "\n"}};
+  };
+  services_.AddUnit("app@a.service", {});
+  json inst = Service("inst", {{"unit", "app@a.service"}});
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({tpl("1"), inst})).result, ApplyResult::kOk);
+  services_.Mask("app@a.service");
+  services_.SetFragmentPath("app@a.service", dir_.Sub("root/etc/systemd/system/app@a.service"));
+  ApplyReport masked = ApplyWithUnitsInRoot(Decl({tpl("2"), inst}, 2));
+  EXPECT_THAT(Outcomes(masked), ElementsAre("updated", "failed"));
+  services_.Mask("app@a.service", false);
+  services_.SetFragmentPath("app@a.service", dir_.Sub("root/etc/systemd/system/app@.service"));
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({tpl("2"), inst}, 2));
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "restarted"));
+  EXPECT_THAT(r.outcomes[1].detail,
+              HasSubstr("unit definition /etc/systemd/system/app@.service changed"));
+  EXPECT_EQ(services_.calls().back().kind, ports::JobKind::kRestart);
+}
+
 // A dropped unit of the host's that systemd could not be asked about (a
 // stalled bus) was not stopped, yet its unit file was deleted and its
 // entry forgotten: the daemon ran on with no definition, for good. Nothing
