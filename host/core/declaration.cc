@@ -74,7 +74,9 @@ const Resource* Declaration::Find(std::string_view id) const {
 
 Status CheckId(std::string_view id) {
   if (id.empty()) return Fail("empty id");
-  if (id.size() > 128) return Fail("id longer than 128 characters");
+  if (id.size() > kMaxIdBytes) {
+    return Fail("id longer than " + std::to_string(kMaxIdBytes) + " characters");
+  }
   auto lower_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (!lower_digit(id[0])) {
     return Fail("\"" + std::string(id) + "\" does not match [a-z0-9][a-z0-9._-]*");
@@ -264,7 +266,8 @@ void CheckReferences(const Declaration& decl, const std::set<std::string>& refus
         if (ref == r.id) {
           problems.Add(Where(r.id, i, field) + "names the resource itself");
         } else if (!decl.index.contains(ref) && !refused.contains(ref)) {
-          problems.Add(Where(r.id, i, field) + "names unknown resource \"" + ref + "\"");
+          problems.Add(Where(r.id, i, field) + "names unknown resource \"" +
+                       Printable(ref, kMaxIdBytes) + "\"");
         }
       }
     }

@@ -121,6 +121,7 @@ inline constexpr size_t kMaxResources = 100000;
 inline constexpr size_t kMaxPathBytes = 4096;
 inline constexpr size_t kMaxMachineBytes = 255;
 inline constexpr size_t kMaxDropIns = 64;
+inline constexpr size_t kMaxIdBytes = 128;
 
 // The checks that need more than the text (this machine, its record, the
 // host's own places), given to ParseDeclaration so that a refusal names

@@ -15,7 +15,11 @@ using json = nlohmann::json;
 
 // Every refusal reads "resource ID, field F: what is wrong".
 std::string Where(const std::string& id, size_t index, std::string_view field) {
-  std::string who = id.empty() ? "resource #" + std::to_string(index) : "resource " + id;
+  // An id refused for its length is cut short: a refusal is one line, and
+  // its reason comes last.
+  std::string who = id.empty()                 ? "resource #" + std::to_string(index)
+                    : id.size() <= kMaxIdBytes ? "resource " + id
+                                               : "resource " + id.substr(0, kMaxIdBytes) + "...";
   if (field.empty()) return who + ": ";
   // A field's name may be the declaration's own (an unknown one): bounded,
   // as every key a refusal names.

@@ -71,6 +71,23 @@ TEST(DeclarationTest, DefaultModes) {
   EXPECT_EQ(d->resources[0].owner, "root");
 }
 
+// A refusal names what it refuses in a bounded line: an id of a megabyte
+// was quoted whole, in the log, /status and /healthz, and journald cut the
+// line before the reason at its end.
+TEST(DeclarationTest, AnOverlongIdIsNamedCutShort) {
+  const std::string huge(1 << 20, 'a');
+  json doc = Base();
+  doc["resources"][0]["id"] = huge;
+  std::string id_words = Refusal(doc);
+  EXPECT_THAT(id_words, HasSubstr("field id: id longer than 128 characters"));
+  EXPECT_LT(id_words.size(), 1000u) << id_words.substr(0, 300);
+  doc = Base();
+  doc["resources"][2]["restart_on"] = {huge};
+  std::string ref_words = Refusal(doc);
+  EXPECT_THAT(ref_words, HasSubstr("resource fail2ban.service, field restart_on: "));
+  EXPECT_LT(ref_words.size(), 1000u) << ref_words.substr(0, 300);
+}
+
 TEST(DeclarationTest, InvalidJson) {
   auto d = ParseDeclaration("{\"machine\": ");
   ASSERT_FALSE(d);
