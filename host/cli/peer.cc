@@ -487,7 +487,6 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
   p.status = res->status;
   if (res->status != 200 && !(path == "/healthz" && res->status == 503)) {
     p.error = Answered(p, path, https, opts);
-    return p;
   }
   p.body = std::move(got.received);
   return p;

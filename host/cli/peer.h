@@ -39,7 +39,7 @@ struct Answer {
   std::string url;    // the normalised base URL
   std::string error;  // empty: `body` is the whole answer, status 200 (or /healthz's 503)
   int status = 0;     // the HTTP status, when an answer came
-  std::string body;
+  std::string body;   // with an error, what came with another status, if any
 };
 
 // The base URL: a trailing "/" or the path of /status itself (what one

@@ -20,6 +20,18 @@ namespace {
 // select them (MeshHostDown).
 constexpr std::string_view kJob = R"(job=~"mesh-host.*")";
 
+// A sample of an instant vector: its labels, each a string, and
+// [time, "value"].
+bool IsSample(const nlohmann::json& sample) {
+  const nlohmann::json* metric = Member(sample, "metric");
+  const nlohmann::json* value = Member(sample, "value");
+  return metric != nullptr && metric->is_object() &&
+         std::all_of(metric->begin(), metric->end(),
+                     [](const nlohmann::json& label) { return label.is_string(); }) &&
+         value != nullptr && value->is_array() && value->size() == 2 && (*value)[0].is_number() &&
+         (*value)[1].is_string();
+}
+
 // One instant query's result vector, or why not.
 core::Result<nlohmann::json> Query(const std::string& base, const std::string& promql,
                                    const ClientOptions& opts) {
@@ -28,15 +40,26 @@ core::Result<nlohmann::json> Query(const std::string& base, const std::string& p
   std::string not_api = core::Printable(a.url) +
                         "/api/v1/query did not answer as Prometheus's HTTP API does (is it a "
                         "Prometheus URL?)";
+  nlohmann::json doc = ParseAnswer(a.body);
   if (a.status != 0 && a.status != 200) {
+    // The API's own refusal (a query it cannot run, a timeout): its words.
+    if (Str(doc, "status") == "error" && !Str(doc, "error").empty()) {
+      return core::Fail(core::Printable(a.url) + "/api/v1/query refused the query (" +
+                        core::Printable(Str(doc, "errorType"), 40) +
+                        "): " + core::Printable(Str(doc, "error"), 200));
+    }
     return core::Fail(not_api + ": it answered " + std::to_string(a.status));
   }
   if (!a.error.empty()) return core::Fail(a.error);
-  nlohmann::json doc = ParseAnswer(a.body);
   const nlohmann::json* data = Member(doc, "data");
   const nlohmann::json* result = data != nullptr ? Member(*data, "result") : nullptr;
   if (Str(doc, "status") != "success" || result == nullptr || !result->is_array()) {
     return core::Fail(not_api);
+  }
+  // Each sample as the API gives one, else rows of nothing would be shown.
+  if (!std::all_of(result->begin(), result->end(), IsSample)) {
+    return core::Fail(not_api + ": a sample of its answer is not {\"metric\": {labels}, " +
+                      "\"value\": [time, \"value\"]}");
   }
   // A partial answer (a store or shard behind a Thanos or Mimir query
   // layer not answering) may lack the very hosts that are wrong.

@@ -1199,6 +1199,41 @@ TEST(StatusCommandTest, APartialPrometheusAnswerIsExit2) {
   serving.join();
 }
 
+// An answer whose samples are not samples (a label that is no string, a
+// value that is no [time, "value"]) was shown as rows of empty targets,
+// exit 1; a Prometheus that refused the query was "not Prometheus's API".
+TEST(StatusCommandTest, APrometheusAnswerOfNoSamplesOrARefusalIsSaidAsSuch) {
+  std::string answer = R"({"status": "success", "data": {"resultType": "vector",
+      "result": [{"metric": "x", "value": "x"}]}})";
+  int code = 200;
+  httplib::Server api;
+  api.Get("/api/v1/query", [&](const httplib::Request&, httplib::Response& res) {
+    res.status = code;
+    res.set_content(answer, "application/json");
+  });
+  int port = api.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { api.listen_after_bind(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  for (std::string sample : {R"({"metric": "x", "value": "x"})", R"({"value": [1, "1"]})",
+                             R"({"metric": {"instance": 7}, "value": [1, "1"]})",
+                             R"({"metric": {"instance": "h:1"}, "value": [1, 1]})"}) {
+    answer =
+        R"({"status": "success", "data": {"resultType": "vector", "result": [)" + sample + "]}}";
+    std::ostringstream out, err;
+    EXPECT_EQ(RunPrometheusStatus(url, out, err), 2) << sample;
+    EXPECT_THAT(err.str(), HasSubstr("a sample of its answer is not {\"metric\": {labels}"))
+        << sample;
+    EXPECT_EQ(out.str(), "") << sample;
+  }
+  code = 422;
+  answer = R"({"status": "error", "errorType": "execution", "error": "query timed out"})";
+  std::ostringstream out, err;
+  EXPECT_EQ(RunPrometheusStatus(url, out, err), 2);
+  EXPECT_THAT(err.str(), HasSubstr("/api/v1/query refused the query (execution): query timed out"));
+  api.stop();
+  serving.join();
+}
+
 // A mass failure: 200,000 resources failed across the fleet. Every sample
 // at once is 24 MiB, past the cap, and the command exited 2 saying only
 // that: the one moment its answer was wanted most.
