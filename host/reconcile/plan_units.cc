@@ -77,6 +77,16 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
   return out;
 }
 
+// Whether each of `defined_by` is written only to put back a hand edit:
+// the record holds its declared content as it is declared now.
+bool PutBackAlone(const PlanInputs& in, const std::vector<Step>& steps,
+                  const std::vector<size_t>& defined_by) {
+  return std::all_of(defined_by.begin(), defined_by.end(), [&](size_t j) {
+    const Step& s = steps[j];
+    return s.write_files && s.old != nullptr && !s.want_changed && s.old->digest == (*in.wants)[j];
+  });
+}
+
 // A unit definition of `r`'s unit that this apply deletes (a drop-in no
 // longer declared).
 std::optional<std::string> RemovedDefinition(const PlanInputs& in, const Resource& r,
@@ -147,6 +157,12 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
     // systemd flags only a file newer than its last load: one copied in
     // with its mtime kept (cp -p, rsync -a) is not, and a restart alone
     // would run the definition it has loaded.
+    u.daemon_reload = true;
+  } else if (!defined_by.empty() && PutBackAlone(in, steps, defined_by) &&
+             LoadingAgainIsEnough(step, u)) {
+    // The same for a unit definition declared as a file.
+    u.why = "its run, the one the host recorded, began on the declared unit definition " +
+            in.declaration->resources[defined_by[0]].path;
     u.daemon_reload = true;
   } else if (!defined_by.empty()) {
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,

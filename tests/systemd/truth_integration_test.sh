@@ -2,7 +2,8 @@
 # Issue 38 against a real systemd: verdicts where units are templated,
 # stopping, or dropped. Each check names the class; each fails on the
 # binary before the fix (a8b092c).
-#   2. an instance follows its template and the template's drop-ins;
+#   2. an instance follows its template and the template's drop-ins; a
+#      hand edit of the template put back restarts nothing;
 #   4. a service its timer or socket runs, declared triggered, is neither
 #      started nor stopped, and its new definition waits for its next run;
 #   6. a unit declared stopped whose stop has not finished is not stopped;
@@ -112,6 +113,13 @@ check "template drop-in changed: the instance is restarted onto it" \
   '[ $RC = 0 ] && grep -q "^restarted inst (service)" <<<"$OUT" && [ "$(invocation $INST_PATH)" != "$inv" ] && inside systemctl show -p Environment mh-tpl@a.service | grep -q "V=2"'
 apply_now
 check "template: then unchanged" '[ $RC = 0 ] && grep -q "^unchanged inst (service)" <<<"$OUT"'
+# A hand edit of the template, put back: the instance's run, the one the
+# host recorded, began on the declared template: loaded again, not restarted.
+inv=$(invocation $INST_PATH)
+sed -i 's/^ExecStart=/Environment=BY=hand\nExecStart=/' "$UNITS/mh-tpl@.service"
+apply_now
+check "a template edited by hand, put back: loaded again, not restarted" \
+  '[ $RC = 0 ] && grep -q "^updated tpl (file): .*drifted" <<<"$OUT" && grep -q "^unchanged inst (service): its run, the one the host recorded, began on the declared unit definition /units/mh-tpl@.service: loaded again (daemon-reload), not restarted" <<<"$OUT" && [ "$(invocation $INST_PATH)" = "$inv" ] && ! grep -q "BY=hand" "$UNITS/mh-tpl@.service" && [ "$(prop $INST_PATH NeedDaemonReload)" = false ]'
 
 # 4. Triggered: started by hand here, as its timer would; never by the host.
 job() { printf '{"id":"job","kind":"service","unit":"mh-job.service","state":"triggered","unit_text":"[Service]\\nExecStart=/bin/sleep %s\\n"}' "$1"; }

@@ -464,6 +464,53 @@ TEST_F(UnitsTest, AUnitFileEditedByHandIsPutBackWithoutARestart) {
   EXPECT_EQ(services_.StartsOf("jail.service"), starts + 1) << "someone else's run";
 }
 
+// The same for a unit definition declared as a file: a template and a
+// drop-in in --unit-dir, edited by hand, put back. Before, every instance
+// was restarted ("unit definition ... changed"), though its run, the one
+// the host recorded, began on the declared definition.
+TEST_F(UnitsTest, AUnitDefinitionFileEditedByHandIsPutBackWithoutARestart) {
+  auto file = [](const std::string& id, const std::string& path, const std::string& v) {
+    return json{{"id", id},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/" + path},
+                {"content", "[Service]\nExecStart=/bin/sleep " + v + "\n"}};
+  };
+  services_.AddUnit("app@a.service", {});
+  json decl = Decl({file("tpl", "app@.service", "1"), file("tpl.env", "app@.service.d/x.conf", "1"),
+                    Service("inst", {{"unit", "app@a.service"}})});
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl).result, ApplyResult::kOk);
+  int starts = services_.StartsOf("app@a.service");
+  for (std::string edited : {"app@.service", "app@.service.d/x.conf"}) {
+    testing::WriteText(Root("/etc/systemd/system/" + edited), "[Service]\nExecStart=/bin/HAND\n");
+    services_.SetNeedDaemonReload("app@a.service");
+    int reloads = services_.daemon_reloads();
+    ApplyReport r = ApplyWithUnitsInRoot(decl);
+    EXPECT_EQ(r.result, ApplyResult::kOk) << edited;
+    EXPECT_THAT(Outcomes(r), ::testing::Contains("updated")) << edited;
+    EXPECT_EQ(r.outcomes[2].outcome, core::Outcome::kUnchanged) << edited;
+    EXPECT_THAT(r.outcomes[2].detail,
+                HasSubstr("its run, the one the host recorded, began on the declared unit "
+                          "definition /etc/systemd/system/"))
+        << edited;
+    EXPECT_THAT(r.outcomes[2].detail, HasSubstr("loaded again (daemon-reload), not restarted"));
+    EXPECT_EQ(services_.StartsOf("app@a.service"), starts) << edited;
+    EXPECT_EQ(services_.daemon_reloads(), reloads + 1) << edited;
+  }
+  // Under a run someone else started since, it is restarted.
+  testing::WriteText(Root("/etc/systemd/system/app@.service"), "[Service]\nExecStart=/bin/v2\n");
+  services_.RestartedByOther("app@a.service");
+  starts = services_.StartsOf("app@a.service");
+  EXPECT_EQ(ApplyWithUnitsInRoot(decl).outcomes[2].outcome, core::Outcome::kRestarted);
+  EXPECT_EQ(services_.StartsOf("app@a.service"), starts + 1) << "someone else's run";
+  // A declared change restarts it, as before.
+  json changed = decl;
+  changed["resources"][0]["content"] = "[Service]\nExecStart=/bin/sleep 2\n";
+  changed["generation"] = 2;
+  EXPECT_THAT(ApplyWithUnitsInRoot(changed).outcomes[2].detail,
+              HasSubstr("unit definition /etc/systemd/system/app@.service changed"));
+}
+
 // A reload asked by hand onto an edit, the file then put back: the run is
 // the host's own, but what its last reload read is not known. Reloaded (a
 // restart_on file: restarted). A reload by hand alone, or a touch under
