@@ -420,7 +420,8 @@ const std::vector<FieldParser>& KindParsers(Kind kind) {
   return parsers->at(kind);
 }
 
-// id and kind: without them nothing else is read. Then every field the
+// id and kind: without them nothing else is read (an id that is there but
+// refused is enough). Then every field the
 // kind does not have (in sorted order, whatever order they came in: the
 // message does not depend on the writer's order) and every one it needs.
 // Returns the kind, when its own fields can be read (null: they cannot),
@@ -438,9 +439,14 @@ const KindSpec* ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r,
   }
   if (id_at == nullptr) return refuse(Where("", index, "id") + "missing");
   if (!id_at->is_string) return refuse(Where("", index, "id") + "must be a string");
-  const std::string& id = id_at->text;
-  if (auto st = CheckId(id); !st) return refuse(Where(id, index, "id") + st.error().message);
-  r.id = id;
+  // An id refused: the rest is read all the same, named by the resource's
+  // place, so that one round of fixes mends every field.
+  if (auto st = CheckId(id_at->text); !st) {
+    refuse(Where(id_at->text, index, "id") + st.error().message);
+  } else {
+    r.id = id_at->text;
+  }
+  const std::string& id = r.id;
   if (obj.overflowed()) {
     return refuse(Where(id, index, "") + "more than " + std::to_string(FlatObject::kMaxFields) +
                   " fields");

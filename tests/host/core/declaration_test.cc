@@ -88,6 +88,20 @@ TEST(DeclarationTest, AnOverlongIdIsNamedCutShort) {
   EXPECT_LT(ref_words.size(), 1000u) << ref_words.substr(0, 300);
 }
 
+// A refused id hid every other refusal of its resource: fixing the id
+// showed the next round.
+TEST(DeclarationTest, ARefusedIdDoesNotHideItsResourcesOtherRefusals) {
+  json doc = Base();
+  doc["resources"].push_back(
+      {{"id", "A"}, {"kind", "file"}, {"path", "rel"}, {"content", "x"}, {"mode", "9"}});
+  auto d = ParseDeclaration(doc.dump());
+  ASSERT_FALSE(d.has_value());
+  EXPECT_THAT(d.error().details,
+              ::testing::ElementsAre(HasSubstr("resource A, field id: \"A\" does not match"),
+                                     HasSubstr("resource #4, field path: \"rel\" is not absolute"),
+                                     HasSubstr("resource #4, field mode: ")));
+}
+
 TEST(DeclarationTest, InvalidJson) {
   auto d = ParseDeclaration("{\"machine\": ");
   ASSERT_FALSE(d);
