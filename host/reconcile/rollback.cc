@@ -97,16 +97,22 @@ std::vector<HeldUnit> TakeHolds(core::Declaration& decl, std::vector<std::string
 void SayHold(uint64_t generation, const core::Hold& hold, const std::string& unit, bool of_unit,
              ResourceOutcome& o) {
   core::HeldAt held{generation, hold.generation, hold.since};
+  // Compared with what was swapped in, the last good: "as declared" of
+  // the machine would say the refused content is there.
+  const std::string as_at = "as at generation " + std::to_string(generation);
   if (of_unit) {
+    // A process's own tree held too ("1 file(s) as declared, app.service
+    // active (running)").
+    if (size_t at = o.detail.find(kAsDeclared);
+        hold.wants.contains(o.id) && at != std::string::npos) {
+      o.detail.replace(at, kAsDeclared.size(), as_at);
+    }
     o.mutable_declared().held = held;
     FailWith(o, held.Words() + " (" + hold.refused + ")" +
                     (hold.rollback_failed ? "; its restart onto the last good failed too" : ""));
   } else {
-    // Compared with what was swapped in, the last good: "as declared" of
-    // the machine would say the refused content is there.
     if (o.detail.ends_with(kAsDeclared)) {
-      o.detail.replace(o.detail.size() - kAsDeclared.size(), kAsDeclared.size(),
-                       "as at generation " + std::to_string(generation));
+      o.detail.replace(o.detail.size() - kAsDeclared.size(), kAsDeclared.size(), as_at);
     }
     FailWith(o, "held at generation " + std::to_string(generation) + " since " + hold.since +
                     ": generation " + std::to_string(hold.generation) + " refused by " + unit);

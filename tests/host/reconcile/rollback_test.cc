@@ -972,6 +972,9 @@ TEST_F(RollbackTest, ABundleReplacedUnderItsNameIsPutBackFromTheKeptCopy) {
   // Held: the same declaration again reads the kept v1, restarting nothing.
   ApplyReport held = Run(App(v2, 2));
   EXPECT_THAT(Of(held, "app").detail, HasSubstr("held at generation 1"));
+  // Its tree is generation 1's, not what generation 2 declares.
+  EXPECT_THAT(Of(held, "app").detail, HasSubstr("1 file(s) as at generation 1"));
+  EXPECT_THAT(Of(held, "app").detail, Not(HasSubstr("as declared")));
   EXPECT_TRUE(held.error.empty()) << held.error;
   EXPECT_EQ(AppRun(), "v1");
 
