@@ -60,6 +60,9 @@ std::string Why(httplib::Error error, const httplib::Client& client, const Clien
   // connection once its handshake is over: the request, or the wait for
   // its answer, meets that, and the reason is not always read.
   std::string unsure;
+  // A host that speaks TLS alone reads a plain request as no handshake.
+  std::string tls_only =
+      https ? "" : ": a host that speaks TLS closes a plain http request so: https://";
   if (error == httplib::Error::Read || error == httplib::Error::Write) {
     if (std::string refused = ClientRefused(TlsReason(tls_error)); !refused.empty()) return refused;
     if (https && opts.cert.empty()) {
@@ -76,9 +79,13 @@ std::string Why(httplib::Error error, const httplib::Client& client, const Clien
       return "no connection within the connect timeout (the machine is down, or a firewall "
              "drops the packets)";
     case httplib::Error::Read:
-      return "it accepted the connection but sent no whole answer in time" + unsure;
+      // The read timeout and a close read alike; the deadline is said
+      // apart (Fetch).
+      return "it accepted the connection and closed it with no whole answer, or sent none "
+             "within the read timeout" +
+             unsure + tls_only;
     case httplib::Error::Write:
-      return "the connection closed while the request was sent" + unsure;
+      return "the connection closed while the request was sent" + unsure + tls_only;
     case httplib::Error::SSLLoadingCerts:
       return "the --ca, --cert or --key file cannot be loaded";
     case httplib::Error::SSLServerVerification: {

@@ -292,6 +292,29 @@ TEST(StatusCommandTest, ABodyCutAtTheDeadlineIsNoWholeAnswer) {
   EXPECT_THAT(err.str(), HasSubstr("no whole answer before the deadline (--timeout)"));
 }
 
+// A peer that closed the connection at once was said to have sent "no
+// whole answer in time", after 20 ms; a TLS-only host asked over http://
+// reads so too, and nothing said to try https://.
+TEST(StatusCommandTest, APeerThatClosesAtOnceIsSaidToHaveClosed) {
+  int port = 0;
+  int listener = ListenOnLoopback(&port);
+  std::thread closing([listener] {
+    int c = ::accept(listener, nullptr, nullptr);
+    if (c < 0) return;
+    char request[512];
+    (void)::recv(c, request, sizeof request, 0);
+    ::close(c);
+  });
+  std::ostringstream out, err;
+  EXPECT_EQ(RunStatus("http://127.0.0.1:" + std::to_string(port), out, err), 2);
+  EXPECT_THAT(err.str(),
+              HasSubstr("it accepted the connection and closed it with no whole answer"));
+  EXPECT_THAT(err.str(), HasSubstr("a host that speaks TLS closes a plain http request so: "
+                                   "https://"));
+  closing.join();
+  ::close(listener);
+}
+
 TEST(StatusCommandTest, AnEndlessAnswerIsCutOff) {
   httplib::Server server;
   server.Get("/status", [](const httplib::Request&, httplib::Response& res) {
