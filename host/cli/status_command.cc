@@ -289,10 +289,18 @@ struct Probe : Answer {
 // The members every mesh-host's /status has (SPEC) that a fleet's row
 // shows, each of its type: a `{"healthy": true}` from something else on
 // that port is no healthy host.
-bool IsStatusDocument(const nlohmann::json& doc) {
-  return !doc.is_discarded() && doc.is_object() && doc.contains("healthy") &&
-         doc["healthy"].is_boolean() && doc.contains("machine") && doc["machine"].is_string() &&
-         doc.contains("generation") && doc["generation"].is_number_unsigned();
+// Why `doc` is no status document, in words; "" when it is one.
+std::string NotAStatusDocument(const nlohmann::json& doc) {
+  if (doc.is_discarded()) return "not JSON (or nested too deep, or of too many values)";
+  if (!doc.is_object()) return "not a JSON object";
+  if (!doc.contains("healthy") || !doc["healthy"].is_boolean()) {
+    return "no \"healthy\" that is true or false";
+  }
+  if (!doc.contains("machine") || !doc["machine"].is_string()) return "no \"machine\" string";
+  if (!doc.contains("generation") || !doc["generation"].is_number_unsigned()) {
+    return "no \"generation\" that is a count";
+  }
+  return "";
 }
 
 // `whole`: the document as it is; else only what a fleet's row shows.
@@ -302,8 +310,8 @@ Probe FetchStatus(const std::string& given, const ClientOptions& opts, bool whol
   p.doc = whole ? ParseAnswer(p.body)
                 : ParseAnswerMembers(p.body, {"healthy", "machine", "generation"});
   p.body = std::string();  // parsed: not held through what follows
-  if (!IsStatusDocument(p.doc)) {
-    p.error = core::Printable(p.url) + "/status is not a mesh-host status document";
+  if (std::string why = NotAStatusDocument(p.doc); !why.empty()) {
+    p.error = core::Printable(p.url) + "/status is not a mesh-host status document: " + why;
   }
   return p;
 }

@@ -710,14 +710,22 @@ TEST(StatusCommandTest, AFleetRowParsesOnlyTheMembersItShows) {
 // own is no healthy mesh-host: before, {"healthy": true} printed HEALTHY
 // and exit 0, alone or as a fleet's row.
 TEST(StatusCommandTest, AHealthyFlagAloneIsNotAMeshHost) {
-  for (std::string body : {R"({"healthy": true})", R"({"healthy": true, "machine": "m"})",
-                           R"({"healthy": true, "machine": "m", "generation": -1,
-                               "last_reconcile": null, "resources": []})",
-                           R"({"healthy": true, "machine": 7, "generation": 1})"}) {
+  // Each says what it lacks.
+  for (auto [body, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"healthy": true})", "no \"machine\" string"},
+           {R"({"healthy": true, "machine": "m"})", "no \"generation\" that is a count"},
+           {R"({"healthy": true, "machine": "m", "generation": -1,
+                "last_reconcile": null, "resources": []})",
+            "no \"generation\" that is a count"},
+           {R"({"healthy": true, "machine": 7, "generation": 1})", "no \"machine\" string"},
+           {R"({"healthy": "false", "machine": "m", "generation": 1})",
+            "no \"healthy\" that is true or false"},
+           {"[]", "not a JSON object"},
+           {"<html>", "not JSON"}}) {
     FakeHost host(body, 200, "");
     std::ostringstream out, err;
     EXPECT_EQ(RunStatus("http://" + host.target(), out, err, ClientOptions{}), 2) << body;
-    EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document")) << body;
+    EXPECT_THAT(err.str(), HasSubstr("/status is not a mesh-host status document: " + why)) << body;
   }
   FakeHost whole(R"({"healthy": true, "machine": "m", "generation": 1, "last_reconcile": null,
                      "resources": []})",
