@@ -367,8 +367,13 @@ std::string JsonFixHint(std::string_view message) {
     return "the text ends too soon: a closing } or ] or a value is missing at its end";
   }
   if (has("missing closing quote")) return "a string is not closed: end it with \"";
-  if (has("control character")) {
+  if (has("control character U+000A") || has("control character U+0009") ||
+      has("control character U+000D")) {
     return "a string holds a line break or tab as it is: write it as \\n or \\t";
+  }
+  if (has("control character")) {
+    return "a string holds a control character as it is: write it escaped, as \\u0001 for "
+           "U+0001";
   }
   if (wanted == "end of input") {
     return "text follows the end of the declaration: a } or ] too many, or a second document";

@@ -123,6 +123,10 @@ TEST(DeclarationTest, InvalidJsonSaysHowToMendIt) {
               HasSubstr("a comma is missing before it"));
   EXPECT_THAT(said("{\"machine\": \"a\nb\", \"generation\": 1, \"resources\": []}"),
               HasSubstr("write it as \\n"));
+  // Another control character is no line break.
+  std::string soh = said("{\"machine\": \"a\x01b\", \"generation\": 1, \"resources\": []}");
+  EXPECT_THAT(soh, HasSubstr("a string holds a control character as it is: write it escaped"));
+  EXPECT_THAT(soh, ::testing::Not(HasSubstr("line break")));
   EXPECT_THAT(said(R"({"machine": "m", "generation": 1, "resources": [], "x": tru})"),
               HasSubstr("python3 -m json.tool FILE"));
   // What the parser expected decides before what it found: a ']' where a
