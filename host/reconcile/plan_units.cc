@@ -77,14 +77,42 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
   return out;
 }
 
-// Whether each of `defined_by` is written only to put back a hand edit:
-// the record holds its declared content as it is declared now.
-bool PutBackAlone(const PlanInputs& in, const std::vector<Step>& steps,
-                  const std::vector<size_t>& defined_by) {
-  return std::all_of(defined_by.begin(), defined_by.end(), [&](size_t j) {
+// Whether the file as `fingerprint` found it changed after unit i's run
+// began: that run read what was there before. Unknown: no.
+bool ChangedUnderTheRun(const PlanInputs& in, size_t i, std::string_view fingerprint) {
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
+  auto stamp = core::ParseFingerprint(fingerprint);
+  return status != nullptr && status->has_value() && stamp.has_value() &&
+         (*status)->started_realtime.count() > 0 &&
+         !core::RunBeganSince((*status)->started_realtime, stamp->ctime_ns);
+}
+
+// Why loading unit i's definition again is enough, when this apply writes
+// it only to put back an edit by hand made under the run the host recorded
+// (LoadingAgainIsEnough), after that run began: its own unit file, or
+// every file that defines it (the record holds each as declared now).
+// "" otherwise.
+std::string PutBackWords(const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+                         const std::vector<size_t>& defined_by, const UnitPlan& u) {
+  const Step& step = steps[i];
+  if (!LoadingAgainIsEnough(step, u)) return "";
+  const bool own = step.unit_file_put_back && !step.write_files && !step.changes_drop_ins() &&
+                   ChangedUnderTheRun(in, i, in.seen->UnitFileOf(i).fingerprint);
+  if ((step.changes() && !own) || (!own && defined_by.empty())) return "";
+  bool files = std::all_of(defined_by.begin(), defined_by.end(), [&](size_t j) {
     const Step& s = steps[j];
-    return s.write_files && s.old != nullptr && !s.want_changed && s.old->digest == (*in.wants)[j];
+    return s.write_files && s.old != nullptr && !s.want_changed &&
+           s.old->digest == (*in.wants)[j] && j < in.seen->files.size() &&
+           ChangedUnderTheRun(in, i, in.seen->files[j].fingerprint);
   });
+  if (!files) return "";
+  std::string paths;
+  for (size_t j : defined_by) {
+    paths += (paths.empty() ? "" : ", ") + in.declaration->resources[j].path;
+  }
+  const std::string began = "its run, the one the host recorded, began on the declared ";
+  if (!own) return began + "unit definition " + paths;
+  return began + "unit file" + (paths.empty() ? "" : " and unit definition " + paths);
 }
 
 // A unit definition of `r`'s unit that this apply deletes (a drop-in no
@@ -140,11 +168,10 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
     u.why = std::move(why);
     u.causes = std::move(causes);
   };
-  if (step.unit_file_put_back && !step.write_files && !step.changes_drop_ins() &&
-      LoadingAgainIsEnough(step, u)) {
-    // An edit by hand put back: the run began on the declared definition.
-    u.why = "its run, the one the host recorded, began on the declared unit file";
-  } else if (step.changes()) {
+  // An edit by hand put back stands in for the restart its write would
+  // ask, no other: whatever else asks an action still does.
+  std::string put_back = PutBackWords(in, i, steps, defined_by, u);
+  if (put_back.empty() && step.changes()) {
     // The outcome's words are the step's; these are for an owed restart.
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         step.write_unit_file && step.write_files ? "its files and unit file changed"
@@ -152,19 +179,13 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
         : step.write_files                       ? "its files changed"
                                                  : "its drop-ins changed",
         {i});
-  } else if (auto unread = AdoptedSinceItsRun(in, i, step)) {
+  } else if (auto unread = put_back.empty() ? AdoptedSinceItsRun(in, i, step) : std::nullopt) {
     ask(UnitAction::kRestart, core::RestartReason::kDeclared, std::move(*unread), {i});
     // systemd flags only a file newer than its last load: one copied in
     // with its mtime kept (cp -p, rsync -a) is not, and a restart alone
     // would run the definition it has loaded.
     u.daemon_reload = true;
-  } else if (!defined_by.empty() && PutBackAlone(in, steps, defined_by) &&
-             LoadingAgainIsEnough(step, u)) {
-    // The same for a unit definition declared as a file.
-    u.why = "its run, the one the host recorded, began on the declared unit definition " +
-            in.declaration->resources[defined_by[0]].path;
-    u.daemon_reload = true;
-  } else if (!defined_by.empty()) {
+  } else if (put_back.empty() && !defined_by.empty()) {
     ask(UnitAction::kRestart, core::RestartReason::kDeclared,
         "unit definition " + in.declaration->resources[defined_by[0]].path + " changed",
         defined_by);
@@ -186,6 +207,9 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
   } else if (!reload_deps.empty()) {
     ask(UnitAction::kReload, core::RestartReason::kReloadOn,
         "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);
+  } else if (!put_back.empty()) {
+    u.why = std::move(put_back);
+    u.daemon_reload = u.daemon_reload || !defined_by.empty();
   } else if (u.daemon_reload && LoadingAgainIsEnough(step, u)) {
     u.why = "systemd loaded " + r.unit().name +
             " before its files last changed (NeedDaemonReload); its unit file is as declared, "

@@ -94,7 +94,7 @@ class ReconcilerTest : public ::testing::Test {
 
   // A machine whose --unit-dir lies under --root (/etc/systemd/system, as
   // with the defaults), so that a declared file can land in it.
-  ApplyReport ApplyWithUnitsInRoot(const json& decl) {
+  ApplyReport ApplyWithUnitsInRoot(const json& decl, bool from_record = true) {
     if (units_in_root_ == nullptr) {
       std::filesystem::create_directories(dir_.Sub("root/etc/systemd/system"));
       units_in_root_ =
@@ -104,6 +104,7 @@ class ReconcilerTest : public ::testing::Test {
     ports.units = units_in_root_.get();
     ReconcilerOptions options = Options();
     options.dirs = {dir_.Sub("root"), dir_.Sub("root/etc/systemd/system"), "", ""};
+    options.confirm_from_record = from_record;
     return Reconciler(ports, options).Apply(decl.dump());
   }
 

@@ -439,6 +439,9 @@ TEST_F(UnitsTest, AUnitFileEditedByHandIsPutBackWithoutARestart) {
   services_.AddUnit("jail.service", {});
   json decl = Decl({Service("jail", {{"unit_text", "[Service]\nExecStart=/bin/v1\n"}})});
   ASSERT_EQ(Run(decl).result, ApplyResult::kOk);
+  // The edit comes after its run began, whatever the file system's clock
+  // granularity; a full pass records that run.
+  services_.RanSince("jail.service", 5s);
   ASSERT_EQ(Run(decl, false, /*from_record=*/false).result, ApplyResult::kOk);
   const std::string file = dir_.Sub("units") + "/jail.service";
   testing::WriteText(file, "[Unit]\nDescription=by hand\n[Service]\nExecStart=/bin/v1\n");
@@ -479,7 +482,10 @@ TEST_F(UnitsTest, AUnitDefinitionFileEditedByHandIsPutBackWithoutARestart) {
   json decl = Decl({file("tpl", "app@.service", "1"), file("tpl.env", "app@.service.d/x.conf", "1"),
                     Service("inst", {{"unit", "app@a.service"}})});
   ASSERT_EQ(ApplyWithUnitsInRoot(decl).result, ApplyResult::kOk);
-  ASSERT_EQ(ApplyWithUnitsInRoot(decl).result, ApplyResult::kOk);
+  // The edits come after its run began, whatever the file system's clock
+  // granularity; a full pass records that run.
+  services_.RanSince("app@a.service", 5s);
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl, /*from_record=*/false).result, ApplyResult::kOk);
   int starts = services_.StartsOf("app@a.service");
   for (std::string edited : {"app@.service", "app@.service.d/x.conf"}) {
     testing::WriteText(Root("/etc/systemd/system/" + edited), "[Service]\nExecStart=/bin/HAND\n");
@@ -509,6 +515,58 @@ TEST_F(UnitsTest, AUnitDefinitionFileEditedByHandIsPutBackWithoutARestart) {
   changed["generation"] = 2;
   EXPECT_THAT(ApplyWithUnitsInRoot(changed).outcomes[2].detail,
               HasSubstr("unit definition /etc/systemd/system/app@.service changed"));
+}
+
+// A put-back stands in for the restart its own write would ask, no other:
+// with a restart_on and a reload_on file changed in the same apply, the
+// restart and the reload were lost (unchanged, exit 0, the daemons on the
+// old config). And an edit the recorded run may have read (made before it
+// began) is no put-back to load alone.
+TEST_F(UnitsTest, APutBackLeavesWhatElseAsksForAnAction) {
+  auto file = [](const std::string& id, const std::string& path, const std::string& v) {
+    return json{{"id", id}, {"kind", "file"}, {"path", path}, {"content", v}};
+  };
+  services_.AddUnit("app@a.service", {});
+  services_.AddUnit("app@b.service", {});
+  auto decl = [&](const std::string& conf, uint64_t generation) {
+    return Decl({file("tpl", "/etc/systemd/system/app@.service", "[Service]\nExecStart=/bin/a\n"),
+                 file("conf", "/etc/app.conf", conf),
+                 Service("a", {{"unit", "app@a.service"}, {"restart_on", {"conf"}}}),
+                 Service("b", {{"unit", "app@b.service"}, {"reload_on", {"conf"}}})},
+                generation);
+  };
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl("1", 1)).result, ApplyResult::kOk);
+  services_.RanSince("app@a.service", 5s);
+  services_.RanSince("app@b.service", 5s);
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl("1", 1), /*from_record=*/false).result, ApplyResult::kOk);
+  const std::string tpl = Root("/etc/systemd/system/app@.service");
+  testing::WriteText(tpl, "[Service]\nExecStart=/bin/HAND\n");
+  int starts = services_.StartsOf("app@a.service");
+  int reloads = services_.ReloadsOf("app@b.service");
+  ApplyReport r = ApplyWithUnitsInRoot(decl("2", 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_THAT(Outcomes(r), ElementsAre("updated", "updated", "restarted", "reloaded"));
+  EXPECT_THAT(r.outcomes[2].detail, HasSubstr("restart_on conf changed"));
+  EXPECT_THAT(r.outcomes[3].detail, HasSubstr("reload_on conf changed"));
+  EXPECT_EQ(services_.StartsOf("app@a.service"), starts + 1);
+  EXPECT_EQ(services_.ReloadsOf("app@b.service"), reloads + 1);
+
+  // An edit made as a.service's restart was asked: the run it began may
+  // have read it. Put back, it restarts a; b's run began before it.
+  services_.RanSince("app@b.service", 5s);
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl("2", 2), /*from_record=*/false).result, ApplyResult::kOk);
+  services_.on_enqueue = [&](const std::string& unit) {
+    if (unit == "app@a.service") testing::WriteText(tpl, "[Service]\nExecStart=/bin/HAND2\n");
+  };
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl("3", 3)).outcomes[2].outcome, core::Outcome::kRestarted);
+  services_.on_enqueue = nullptr;
+  starts = services_.StartsOf("app@a.service");
+  ApplyReport after = ApplyWithUnitsInRoot(decl("3", 3));
+  EXPECT_THAT(Outcomes(after), ElementsAre("updated", "unchanged", "restarted", "unchanged"));
+  EXPECT_THAT(after.outcomes[2].detail,
+              HasSubstr("unit definition /etc/systemd/system/app@.service changed"));
+  EXPECT_THAT(after.outcomes[3].detail, HasSubstr("loaded again (daemon-reload), not restarted"));
+  EXPECT_EQ(services_.StartsOf("app@a.service"), starts + 1);
 }
 
 // A reload asked by hand onto an edit, the file then put back: the run is
