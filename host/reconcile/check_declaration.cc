@@ -49,7 +49,7 @@ std::string LoosensTheWay(const Resource& r, const std::string& real, const Plac
                           const Places& given) {
   if (r.kind != core::Kind::kDirectory) return "";
   std::string field, how;
-  if (r.owner != "root") {
+  if (r.owner != "root" && r.owner != "0") {
     field = "owner";
     how = "\"" + r.owner + "\" would own " + real + ", ";
   } else if ((r.mode & 022) != 0 && (r.mode & 01000) == 0) {
@@ -64,7 +64,9 @@ std::string LoosensTheWay(const Resource& r, const std::string& real, const Plac
                        [&](const std::string& link) { return Inside(link, real); });
   };
   std::string what;
-  if (on_the_way(p.declaration, p.links)) {
+  // A signed declaration is read wherever it lies (signature.h): its way
+  // is no one's to keep.
+  if (p.verify_key.empty() && on_the_way(p.declaration, p.links)) {
     what = "the declaration (" + Named("--declaration", given.declaration, p.declaration);
   } else if (on_the_way(p.verify_key, p.key_links)) {
     what = "the verify key (" + Named("--verify-key", given.verify_key, p.verify_key);
@@ -74,6 +76,28 @@ std::string LoosensTheWay(const Resource& r, const std::string& real, const Plac
   return "resource " + r.id + ", field " + field + ": " + how + "a directory on the way to " +
          what + ", which the host then refuses to read: only root may own it, and only its " +
          "owner write to it (or set the sticky bit)";
+}
+
+// What of the verify key's `r` at `real` overlaps: the key, a link on its
+// way, or the declaration's signature; "" when nothing.
+std::string KeyOverlap(const Resource& r, const std::string& real, const Places& p,
+                       const Places& given) {
+  auto over = [&](const std::string& place) {
+    return real == place || (r.IsTree() && Overlap(real, place));
+  };
+  if (over(p.verify_key)) {
+    return "the verify key (" + Named("--verify-key", given.verify_key, p.verify_key);
+  }
+  for (const std::string& link : p.key_links) {
+    if (over(link)) {
+      return "a link on the way to the verify key (--verify-key " + given.verify_key +
+             ", through " + link + ")";
+    }
+  }
+  if (!given.declaration.empty() && over(given.declaration + ".minisig")) {
+    return "the declaration's signature (" + given.declaration + ".minisig)";
+  }
+  return "";
 }
 
 // Each resource's overlap with `p`, said in `refused` where none is said
@@ -119,6 +143,13 @@ void CheckPlacesAt(const core::Declaration& decl, const Places& p, const Places&
         what = "a link on the way to the declaration (--declaration " + given.declaration +
                ", through " + link + ")";
       }
+    }
+    // The key every declaration must be signed with, and the signature the
+    // next apply reads: written by a declaration, the host would trust or
+    // refuse what that declaration chose (and a key another user could
+    // change, it refuses at its next start).
+    if (what.empty() && !p.verify_key.empty()) {
+      what = KeyOverlap(r, real, p, given);
     }
     if (what.empty() && !p.units.empty()) {
       if (r.IsTree() && Overlap(real, p.units)) {

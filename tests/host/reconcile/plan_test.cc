@@ -545,8 +545,8 @@ TEST_F(PlanTest, ADeclaredPathMayNotOverlapTheHostsOwnPlaces) {
 // no declaration that others could swap (FileDeclaration), so it could not
 // apply the one that mended it.
 TEST_F(PlanTest, ADirectoryOnTheWayToTheDeclarationStaysRootsAlone) {
-  HostDirs dirs{"/srv/root",  "/srv/root/units",           "/srv/state",        "/srv/art",
-                std::nullopt, "/srv/root/etc/mesh/d.json", "/srv/keys/mesh.pub"};
+  HostDirs dirs{"/srv/root", "/srv/root/units", "/srv/state",
+                "/srv/art",  std::nullopt,      "/srv/root/etc/mesh/d.json"};
   auto check = [&](json more) {
     Declare(json::object(), more);
     return Checked(decl_, record_, false, "m", dirs);
@@ -570,23 +570,46 @@ TEST_F(PlanTest, ADirectoryOnTheWayToTheDeclarationStaysRootsAlone) {
       << "no write but its owner's";
   EXPECT_TRUE(check({directory("/etc/mesh", {{"mode", "1777"}})}).has_value())
       << "sticky: others cannot rename root's entries";
+  EXPECT_TRUE(check({directory("/etc/mesh", {{"owner", "0"}})}).has_value()) << "root by uid";
   EXPECT_TRUE(check({directory("/etc/other", {{"mode", "0777"}})}).has_value()) << "beside it";
   EXPECT_TRUE(check({directory("/etc/mesh/sub", {{"mode", "0777"}})}).has_value()) << "below it";
 
-  // The verify key's way, and the ways through links, as they resolve.
+  // The way as it resolves, through links.
   dirs.root = "/";
-  EXPECT_THAT(check({directory("/srv/keys", {{"mode", "0777"}})}).error().message,
-              HasSubstr("a directory on the way to the verify key (--verify-key "
-                        "/srv/keys/mesh.pub)"));
   dirs.resolved.root = "/";
   dirs.resolved.declaration = "/opt/real/d.json";
   dirs.resolved.declaration_links = {"/srv/root/etc/mesh/d.json"};
-  dirs.resolved.verify_key_links = {"/var/k/mesh.pub"};
   EXPECT_THAT(check({directory("/opt", {{"mode", "0777"}})}).error().message,
               HasSubstr("a directory on the way to the declaration (--declaration "
                         "/srv/root/etc/mesh/d.json, which is /opt/real/d.json)"));
+
+  // The verify key's way, so too. A signed declaration is read wherever it
+  // lies: its way is free.
+  dirs.verify_key = "/srv/keys/mesh.pub";
+  EXPECT_TRUE(check({directory("/opt", {{"mode", "0777"}})}).has_value())
+      << "signed: read from a directory anyone may own";
+  EXPECT_THAT(check({directory("/srv/keys", {{"mode", "0777"}})}).error().message,
+              HasSubstr("a directory on the way to the verify key (--verify-key "
+                        "/srv/keys/mesh.pub)"));
+  dirs.resolved.verify_key_links = {"/var/k/mesh.pub"};
   EXPECT_THAT(check({directory("/var/k", {{"owner", "daemon"}})}).error().message,
               HasSubstr("a directory on the way to the verify key"));
+
+  // Nor may a declaration write the key, a link on its way, or the
+  // signature the next apply reads.
+  auto file = [](std::string path) {
+    return json{{"id", "f"}, {"kind", "file"}, {"path", path}, {"content", "x"}};
+  };
+  EXPECT_THAT(check({file("/srv/keys/mesh.pub")}).error().message,
+              HasSubstr("\"/srv/keys/mesh.pub\" (/srv/keys/mesh.pub) overlaps the verify key "
+                        "(--verify-key /srv/keys/mesh.pub)"));
+  EXPECT_THAT(check({file("/var/k/mesh.pub")}).error().message,
+              HasSubstr("overlaps a link on the way to the verify key (--verify-key "
+                        "/srv/keys/mesh.pub, through /var/k/mesh.pub)"));
+  EXPECT_THAT(check({file("/srv/root/etc/mesh/d.json.minisig")}).error().message,
+              HasSubstr("overlaps the declaration's signature "
+                        "(/srv/root/etc/mesh/d.json.minisig)"));
+  EXPECT_TRUE(check({file("/srv/keys/other.pub")}).has_value()) << "beside it";
 }
 
 }  // namespace
