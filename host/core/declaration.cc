@@ -91,8 +91,8 @@ Status CheckId(std::string_view id) {
 
 Status CheckPath(std::string_view path) {
   if (path.empty() || path[0] != '/') {
-    return Fail("\"" + std::string(path) +
-                "\" is not absolute: a path starts with \"/\" (such as \"/" + std::string(path) +
+    return Fail("\"" + Printable(path, 256) +
+                "\" is not absolute: a path starts with \"/\" (such as \"/" + Printable(path, 256) +
                 "\")");
   }
   if (path.size() > kMaxPathBytes) return Fail("path longer than 4096 bytes");
@@ -153,12 +153,12 @@ Status CheckDropInName(std::string_view name) {
 Status CheckUnitName(std::string_view unit) {
   static constexpr std::string_view kSuffixes[] = {".service", ".socket", ".timer",
                                                    ".path",    ".target", ".mount"};
-  std::string quoted = "\"" + std::string(unit) + "\"";
+  std::string quoted = "\"" + Printable(unit, 256) + "\"";
   if (unit.size() > 255) return Fail(quoted + " is longer than 255 characters");
   size_t dot = unit.rfind('.');
   if (dot == std::string_view::npos || dot == 0) {
     return Fail(quoted + " has no unit type suffix: say which unit, such as \"" +
-                std::string(unit) +
+                Printable(unit, 256) +
                 ".service\" (.service, .socket, .timer, .path, .target, .mount)");
   }
   std::string_view suffix = unit.substr(dot);
@@ -183,12 +183,12 @@ Status CheckUnitName(std::string_view unit) {
 
 Result<uint32_t> ParseMode(std::string_view mode) {
   if (mode.size() < 3 || mode.size() > 4) {
-    return Fail("\"" + std::string(mode) + "\" is not an octal mode such as \"0644\"");
+    return Fail("\"" + Printable(mode, 16) + "\" is not an octal mode such as \"0644\"");
   }
   uint32_t value = 0;
   for (char c : mode) {
     if (c < '0' || c > '7') {
-      return Fail("\"" + std::string(mode) + "\" is not an octal mode such as \"0644\"");
+      return Fail("\"" + Printable(mode, 16) + "\" is not an octal mode such as \"0644\"");
     }
     value = value * 8 + static_cast<uint32_t>(c - '0');
   }

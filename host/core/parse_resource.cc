@@ -234,7 +234,8 @@ Status ParseUserName(const Fields& in, std::string_view f, std::string& to) {
   if (!in.Has(f)) return Ok();
   auto name = in.String(f);
   if (!name) return std::unexpected(name.error());
-  if (!IsUserName(*name)) return in.Refuse(f, "\"" + *name + "\" is not a user or group name");
+  if (!IsUserName(*name))
+    return in.Refuse(f, "\"" + Printable(*name, 64) + "\" is not a user or group name");
   to = *name;
   return Ok();
 }
@@ -262,8 +263,10 @@ Status ParseSource(const Fields& in, Resource& r) {
   if (!source) return std::unexpected(source.error());
   if (source->empty() || source->find('/') != std::string::npos || *source == "." ||
       *source == ".." || source->find('\0') != std::string::npos) {
-    return in.Refuse("source", "\"" + *source + "\" must be a plain file name under --artifacts");
+    return in.Refuse("source", "\"" + Printable(*source, 128) +
+                                   "\" must be a plain file name under --artifacts");
   }
+  if (source->size() > 255) return in.Refuse("source", "a file name longer than 255 bytes");
   r.source = *source;
   return Ok();
 }
@@ -317,7 +320,7 @@ Status ParseOnFailure(const Fields& in, Resource& r) {
   auto value = in.String("on_failure");
   if (!value) return std::unexpected(value.error());
   if (*value != "fail" && *value != "rollback") {
-    return in.Refuse("on_failure", "\"" + Printable(*value) + "\" is not fail or rollback");
+    return in.Refuse("on_failure", "\"" + Printable(*value, 64) + "\" is not fail or rollback");
   }
   if (*value == "rollback" && r.unit().state != UnitState::kRunning) {
     return in.Refuse("on_failure",
@@ -348,7 +351,8 @@ Status ParseStateField(const Fields& in, Resource& r) {
   if (!state) return std::unexpected(state.error());
   auto parsed = ParseUnitState(*state);
   if (!parsed) {
-    return in.Refuse("state", "\"" + *state + "\" is not running, stopped or triggered");
+    return in.Refuse("state",
+                     "\"" + Printable(*state, 64) + "\" is not running, stopped or triggered");
   }
   const std::string& unit = r.unit().name;
   if (*parsed == UnitState::kTriggered &&
@@ -460,7 +464,7 @@ const KindSpec* ParseIdAndKind(const FlatObject& obj, size_t index, Resource& r,
   if (spec == Kinds().end()) {
     std::vector<std::string_view> kinds;
     for (const KindSpec& k : Kinds()) kinds.push_back(k.name);
-    return refuse(Where(id, index, "kind") + "unknown kind \"" + kind +
+    return refuse(Where(id, index, "kind") + "unknown kind \"" + Printable(kind, 64) +
                   "\" (expected file, credential, directory, symlink, archive, service or " +
                   "process)" + DidYouMean(kind, kinds));
   }

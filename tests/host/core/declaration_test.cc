@@ -86,6 +86,21 @@ TEST(DeclarationTest, AnOverlongIdIsNamedCutShort) {
   std::string ref_words = Refusal(doc);
   EXPECT_THAT(ref_words, HasSubstr("resource fail2ban.service, field restart_on: "));
   EXPECT_LT(ref_words.size(), 1000u) << ref_words.substr(0, 300);
+  // So is every other value a refusal quotes.
+  for (auto [at, field] : std::vector<std::pair<int, std::string>>{{0, "path"},
+                                                                   {0, "mode"},
+                                                                   {0, "owner"},
+                                                                   {0, "kind"},
+                                                                   {2, "unit"},
+                                                                   {2, "state"},
+                                                                   {2, "on_failure"},
+                                                                   {3, "source"}}) {
+    doc = Base();
+    doc["resources"][at][field] = huge;
+    std::string words = Refusal(doc);
+    EXPECT_THAT(words, HasSubstr("field " + field + ": ")) << field;
+    EXPECT_LT(words.size(), 1000u) << field << ": " << words.substr(0, 300);
+  }
 }
 
 // A refused id hid every other refusal of its resource: fixing the id
