@@ -48,6 +48,8 @@ core::Result<nlohmann::json> Query(const std::string& base, const std::string& p
                         core::Printable(Str(doc, "errorType"), 40) +
                         "): " + core::Printable(Str(doc, "error"), 200));
     }
+    // One that asks for a user says how to give one (peer.h: Answered).
+    if (a.status == 401) return core::Fail(a.error);
     return core::Fail(not_api + ": it answered " + std::to_string(a.status));
   }
   if (!a.error.empty()) return core::Fail(a.error);

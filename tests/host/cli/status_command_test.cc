@@ -1261,6 +1261,12 @@ TEST(StatusCommandTest, APrometheusAnswerOfNoSamplesOrARefusalIsSaidAsSuch) {
   std::ostringstream out, err;
   EXPECT_EQ(RunPrometheusStatus(url, out, err), 2);
   EXPECT_THAT(err.str(), HasSubstr("/api/v1/query refused the query (execution): query timed out"));
+  // Behind basic auth: how to give a user, not "is it a Prometheus URL?".
+  code = 401;
+  answer = "unauthorized";
+  std::ostringstream out401, err401;
+  EXPECT_EQ(RunPrometheusStatus(url, out401, err401), 2);
+  EXPECT_THAT(err401.str(), HasSubstr("answered 401: it asks for a user (--user"));
   api.stop();
   serving.join();
 }
