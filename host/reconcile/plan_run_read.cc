@@ -1,6 +1,7 @@
 #include "host/reconcile/plan_run_read.h"
 
 #include <chrono>
+#include <functional>
 
 #include "host/core/want.h"
 
@@ -121,6 +122,43 @@ std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
   return std::nullopt;
 }
 
+namespace {
+
+// Which part of unit i's definition, found as declared, changed since
+// the host recorded it, as `moved` judges: its unit file, a drop-in, or a
+// unit definition declared as a file (its template, a drop-in).
+std::optional<std::string> DefinitionRewritten(
+    const PlanInputs& in, size_t i, const std::vector<Step>& steps,
+    const std::function<bool(std::string_view, const std::string&)>& moved) {
+  const core::Resource& r = in.declaration->resources[i];
+  const core::RecordEntry* old = steps[i].old;
+  const UnitFileSeen& own = in.seen->UnitFileOf(i);
+  if (r.unit().text.has_value() && !steps[i].write_unit_file &&
+      moved(old->unit().file_fingerprint, own.fingerprint)) {
+    return "unit file " + r.unit().name;
+  }
+  for (const auto& [name, d] : own.drop_ins) {
+    auto recorded = old->unit().drop_ins.find(name);
+    if (r.unit().drop_ins.contains(name) && recorded != old->unit().drop_ins.end() &&
+        moved(core::DropInFingerprint(recorded->second), d.fingerprint)) {
+      return "drop-in " + r.unit().name + ".d/" + name;
+    }
+  }
+  for (size_t j = 0; j < steps.size() && j < in.seen->files.size(); ++j) {
+    const core::RecordEntry* was = steps[j].old;
+    const std::string& path = in.declaration->resources[j].path;
+    if (steps[j].unit_definition && !steps[j].changes() && was != nullptr &&
+        was->written.size() == 1 &&
+        ReadAsDefinitionOf(steps[j].defines, path, r.unit().name, false) &&
+        moved(was->written[0].fingerprint, in.seen->files[j].fingerprint)) {
+      return "unit definition " + path;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
                                               const std::vector<Step>& steps, const UnitPlan& u) {
   const core::Resource& r = in.declaration->resources[i];
@@ -151,20 +189,11 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
   auto rewritten = [&](std::string what, bool reload) {
     return Rewritten{std::move(what) + std::string(unknown), reload};
   };
-  const UnitFileSeen& own = in.seen->UnitFileOf(i);
-  // The unit file and drop-ins only under a run the host did not start:
-  // a reload runs what systemd loaded, which NeedDaemonReload tells of
+  // The unit's definition only under a run the host did not start: a
+  // reload runs what systemd loaded, which NeedDaemonReload tells of
   // (LoadingAgainIsEnough).
-  if (run_foreign && r.unit().text.has_value() && !steps[i].write_unit_file &&
-      moved(old->unit().file_fingerprint, own.fingerprint)) {
-    return rewritten("unit file " + r.unit().name, false);
-  }
-  for (const auto& [name, d] : own.drop_ins) {
-    auto recorded = old->unit().drop_ins.find(name);
-    if (run_foreign && r.unit().drop_ins.contains(name) && recorded != old->unit().drop_ins.end() &&
-        moved(core::DropInFingerprint(recorded->second), d.fingerprint)) {
-      return rewritten("drop-in " + r.unit().name + ".d/" + name, false);
-    }
+  if (auto what = run_foreign ? DefinitionRewritten(in, i, steps, moved) : std::nullopt) {
+    return rewritten(std::move(*what), false);
   }
   for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     // A forgotten reload only may have read a file: reloaded onto it, a

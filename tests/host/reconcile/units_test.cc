@@ -569,6 +569,35 @@ TEST_F(UnitsTest, APutBackLeavesWhatElseAsksForAnAction) {
   EXPECT_EQ(services_.StartsOf("app@a.service"), starts + 1);
 }
 
+// A template declared as a file, edited, loaded and run by hand, then put
+// back by hand as declared: the file reads as declared, yet the run began
+// on the edit. As for a unit_text's own file, a definition rewritten under
+// a run the host did not start restarts the unit; before, it was
+// unchanged, running the edit.
+TEST_F(UnitsTest, ADefinitionFileRewrittenUnderARunSomeoneElseStartedRestartsIt) {
+  json tpl = {{"id", "tpl"},
+              {"kind", "file"},
+              {"path", "/etc/systemd/system/app@.service"},
+              {"content", "[Service]\nExecStart=/bin/a\n"}};
+  services_.AddUnit("app@a.service", {});
+  json decl = Decl({tpl, Service("inst", {{"unit", "app@a.service"}})});
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl).result, ApplyResult::kOk);
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl, /*from_record=*/false).result, ApplyResult::kOk);
+  services_.RestartedByOther("app@a.service");  // onto an edit, loaded
+  services_.RanSince("app@a.service", 5s);
+  testing::WriteText(Root("/etc/systemd/system/app@.service"), "[Service]\nExecStart=/bin/a\n");
+  int starts = services_.StartsOf("app@a.service");
+  ApplyReport r = ApplyWithUnitsInRoot(decl);
+  EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "restarted"));
+  EXPECT_THAT(r.outcomes[1].detail,
+              HasSubstr("unit definition /etc/systemd/system/app@.service written again on the "
+                        "machine"))
+      << r.outcomes[1].detail;
+  EXPECT_EQ(services_.StartsOf("app@a.service"), starts + 1);
+  EXPECT_THAT(Outcomes(ApplyWithUnitsInRoot(decl)), ElementsAre("unchanged", "unchanged"))
+      << "once";
+}
+
 // A reload asked by hand onto an edit, the file then put back: the run is
 // the host's own, but what its last reload read is not known. Reloaded (a
 // restart_on file: restarted). A reload by hand alone, or a touch under
