@@ -193,7 +193,9 @@ std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
   // reload runs what systemd loaded, which NeedDaemonReload tells of
   // (LoadingAgainIsEnough).
   if (auto what = run_foreign ? DefinitionRewritten(in, i, steps, moved) : std::nullopt) {
-    return rewritten(std::move(*what), false);
+    Rewritten out = rewritten(std::move(*what), false);
+    out.definition = true;
+    return out;
   }
   for (const auto* list : {&r.unit().restart_on, &r.unit().reload_on}) {
     // A forgotten reload only may have read a file: reloaded onto it, a

@@ -51,6 +51,9 @@ std::optional<std::string> ChangedSinceItsRun(const PlanInputs& in, size_t i,
 struct Rewritten {
   std::string what;
   bool reload = false;
+  // A part of its definition: loaded again before the restart, which would
+  // otherwise run what systemd loaded (the edit).
+  bool definition = false;
 };
 std::optional<Rewritten> RewrittenUnderItsRun(const PlanInputs& in, size_t i,
                                               const std::vector<Step>& steps, const UnitPlan& u);

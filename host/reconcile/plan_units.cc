@@ -202,8 +202,11 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
         {i});
   } else if (auto rewritten = RewrittenUnderItsRun(in, i, steps, u)) {
     ask(rewritten->reload ? UnitAction::kReload : UnitAction::kRestart,
-        rewritten->reload ? core::RestartReason::kReloadOn : core::RestartReason::kRestartOn,
+        rewritten->reload       ? core::RestartReason::kReloadOn
+        : rewritten->definition ? core::RestartReason::kDeclared
+                                : core::RestartReason::kRestartOn,
         std::move(rewritten->what), {i});
+    u.daemon_reload = u.daemon_reload || rewritten->definition;
   } else if (!reload_deps.empty()) {
     ask(UnitAction::kReload, core::RestartReason::kReloadOn,
         "reload_on " + in.declaration->resources[reload_deps[0]].id + " changed", reload_deps);

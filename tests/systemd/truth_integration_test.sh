@@ -120,6 +120,23 @@ sed -i 's/^ExecStart=/Environment=BY=hand\nExecStart=/' "$UNITS/mh-tpl@.service"
 apply_now
 check "a template edited by hand, put back: loaded again, not restarted" \
   '[ $RC = 0 ] && grep -q "^updated tpl (file): .*drifted" <<<"$OUT" && grep -q "^unchanged inst (service): its run, the one the host recorded, began on the declared unit definition /units/mh-tpl@.service: loaded again (daemon-reload), not restarted" <<<"$OUT" && [ "$(invocation $INST_PATH)" = "$inv" ] && ! grep -q "BY=hand" "$UNITS/mh-tpl@.service" && [ "$(prop $INST_PATH NeedDaemonReload)" = false ]'
+# The same edit loaded and run by hand, then copied back as declared: the
+# file reads as declared, but the run began on the edit.
+cp "$UNITS/mh-tpl@.service" "$T/tpl.declared"
+sed -i 's/^ExecStart=/Environment=BY=hand\nExecStart=/' "$UNITS/mh-tpl@.service"
+inside systemctl daemon-reload
+inside systemctl restart mh-tpl@a.service
+runs_edit() {
+  inside sh -c 'tr "\0" "\n" </proc/$(systemctl show -p MainPID --value mh-tpl@a.service)/environ' |
+    grep -q BY=hand
+}
+check "(the run by hand runs the edit)" 'runs_edit'
+sleep 0.05
+cp "$T/tpl.declared" "$UNITS/mh-tpl@.service"
+inv=$(invocation $INST_PATH)
+apply_now
+check "a template run by hand on an edit, copied back: restarted onto the declared one" \
+  '[ $RC = 0 ] && grep -q "^restarted inst (service): unit definition /units/mh-tpl@.service written again on the machine" <<<"$OUT" && [ "$(invocation $INST_PATH)" != "$inv" ] && ! runs_edit'
 
 # 4. Triggered: started by hand here, as its timer would; never by the host.
 job() { printf '{"id":"job","kind":"service","unit":"mh-job.service","state":"triggered","unit_text":"[Service]\\nExecStart=/bin/sleep %s\\n"}' "$1"; }

@@ -587,6 +587,7 @@ TEST_F(UnitsTest, ADefinitionFileRewrittenUnderARunSomeoneElseStartedRestartsIt)
   services_.RanSince("app@a.service", 5s);
   testing::WriteText(Root("/etc/systemd/system/app@.service"), "[Service]\nExecStart=/bin/a\n");
   int starts = services_.StartsOf("app@a.service");
+  int reloads = services_.daemon_reloads();
   ApplyReport r = ApplyWithUnitsInRoot(decl);
   EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "restarted"));
   EXPECT_THAT(r.outcomes[1].detail,
@@ -594,6 +595,10 @@ TEST_F(UnitsTest, ADefinitionFileRewrittenUnderARunSomeoneElseStartedRestartsIt)
                         "machine"))
       << r.outcomes[1].detail;
   EXPECT_EQ(services_.StartsOf("app@a.service"), starts + 1);
+  // Loaded again first: a restart alone runs what systemd loaded, the edit.
+  EXPECT_EQ(services_.daemon_reloads(), reloads + 1);
+  ASSERT_TRUE(r.outcomes[1].declared.has_value());
+  EXPECT_EQ(r.outcomes[1].declared->restart_reason, core::RestartReason::kDeclared);
   EXPECT_THAT(Outcomes(ApplyWithUnitsInRoot(decl)), ElementsAre("unchanged", "unchanged"))
       << "once";
 }
