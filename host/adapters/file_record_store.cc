@@ -67,6 +67,12 @@ core::Status FileRecordStore::CheckFile(const char* name) {
   return CheckTrusted(*info, fs_->root() + name);
 }
 
+core::Status FileRecordStore::CheckDir() {
+  auto dir = fs_->StatRoot();
+  if (!dir) return std::unexpected(dir.error());
+  return CheckTrusted(*dir, fs_->root());
+}
+
 core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(
     const std::string& state_dir, bool create, bool keep, std::vector<std::string>* made) {
   if (!create && ::access(state_dir.c_str(), F_OK) != 0 && errno == ENOENT) {
@@ -97,6 +103,7 @@ core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(
 
 core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
   if (fs_ == nullptr) return std::shared_ptr<const core::Record>();
+  if (auto st = CheckDir(); !st) return std::unexpected(st.error());
   auto info = fs_->Stat(kStateFile);
   if (!info) return std::unexpected(info.error());
   if (info->type == core::FileType::kMissing) return std::shared_ptr<const core::Record>();
@@ -120,6 +127,7 @@ core::Result<std::shared_ptr<const core::Record>> FileRecordStore::Load() {
 core::Result<bool> FileRecordStore::Scan(core::RecordVisitor& visitor) {
   if (keep_) return RecordStore::Scan(visitor);
   if (fs_ == nullptr) return false;
+  if (auto st = CheckDir(); !st) return std::unexpected(st.error());
   auto info = fs_->Stat(kStateFile);
   if (info && info->type == core::FileType::kMissing) return false;
   return Read([&](std::string_view text) { return core::ScanRecord(text, visitor); },
@@ -313,6 +321,7 @@ core::Result<std::unique_ptr<ports::RecordBuilder>> FileRecordStore::BuildRecord
 
 core::Result<core::Intent> FileRecordStore::LoadIntent() {
   if (fs_ == nullptr) return core::Intent{};
+  if (auto st = CheckDir(); !st) return std::unexpected(st.error());
   // The state directory is tiny: sweep it every time, so a kill while the
   // intent itself or the record was being written leaves nothing either.
   // Best effort: a leftover that cannot be removed now is removed later.
@@ -353,6 +362,7 @@ core::Status FileRecordStore::SaveIntent(const core::Intent& intent) {
 
 core::Result<core::LastGood> FileRecordStore::LoadLastGood() {
   if (fs_ == nullptr) return core::LastGood{};
+  if (auto st = CheckDir(); !st) return std::unexpected(st.error());
   auto info = fs_->Stat(kLastGoodFile);
   if (!info) return std::unexpected(info.error());
   if (info->type == core::FileType::kMissing) return core::LastGood{};

@@ -86,6 +86,9 @@ class FileRecordStore : public ports::RecordStore {
 
   // Fails when <state-dir>/NAME exists and is not this process's own.
   core::Status CheckFile(const char* name);
+  // Fails when <state-dir> itself is no longer this process's own alone:
+  // looked at on every read, not only at Open (a daemon runs for months).
+  core::Status CheckDir();
 
   core::Result<core::FileInfo> WriteDurably(const std::string& path, std::string_view text);
   core::Result<core::FileInfo> WriteDurably(const std::string& path,

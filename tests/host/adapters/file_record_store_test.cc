@@ -387,6 +387,29 @@ TEST_F(FileRecordStoreTest, ADirectoryOwnedBySomeoneElseIsRefused) {
   EXPECT_EQ(st.st_mode & 07777, 0700u) << "a refused directory is not chmod'ed";
 }
 
+// Opened as the daemon's, then opened to others while it runs: another
+// user could delete the intent (and what is owed with it) or plant a
+// record. Each read looks at the directory again; before, only Open did.
+TEST_F(FileRecordStoreTest, ADirectoryOpenedToOthersWhileOpenIsRefusedWhenRead) {
+  for (bool keep : {true, false}) {
+    auto store = FileRecordStore::Open(state_, /*create=*/true, keep);
+    ASSERT_TRUE(store.has_value()) << store.error().message;
+    ASSERT_EQ(::chmod(state_.c_str(), 0777), 0);
+    auto loaded = (*store)->Load();
+    ASSERT_FALSE(loaded.has_value());
+    EXPECT_THAT(loaded.error().message, HasSubstr(state_ + " has mode 0777, writable by group"));
+    EXPECT_FALSE((*store)->LoadIntent().has_value());
+    EXPECT_FALSE((*store)->LoadLastGood().has_value());
+    ASSERT_EQ(::chmod(state_.c_str(), 0700), 0);
+    ASSERT_EQ(::chown(state_.c_str(), kNobody, kNobody), 0);
+    auto owned = (*store)->LoadIntent();
+    ASSERT_FALSE(owned.has_value());
+    EXPECT_THAT(owned.error().message, HasSubstr(state_ + " is owned by uid 65534"));
+    ASSERT_EQ(::chown(state_.c_str(), ::geteuid(), ::getegid()), 0);
+    EXPECT_TRUE((*store)->Load().has_value()) << "its own again";
+  }
+}
+
 TEST_F(FileRecordStoreTest, ARecordOwnedBySomeoneElseIsRefused) {
   WriteText(state_ + "/state.json", kPlanted, 0600);
   ASSERT_EQ(::chown((state_ + "/state.json").c_str(), kNobody, kNobody), 0);
