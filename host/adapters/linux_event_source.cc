@@ -20,6 +20,8 @@ namespace {
 // mode (it holds credentials and others can read it).
 constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB;
 constexpr std::chrono::milliseconds kRewatchEvery{250};
+// Of the directory above the declaration's: its own name coming or going.
+constexpr uint32_t kParentMask = IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE;
 
 sigset_t DaemonSignals() {
   sigset_t set;
@@ -70,6 +72,10 @@ core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
       new LinuxEventSource(std::move(signals), std::move(watch), std::move(dir), std::move(name)));
   source->watched_ = watched;
   source->dir_wd_ = dir_wd;
+  if (const std::string& d = source->dir_; source->watch_.valid() && d.size() > 1 && d[0] == '/') {
+    source->parent_wd_ =
+        inotify_add_watch(source->watch_.get(), SplitPath(d).first.c_str(), kParentMask);
+  }
   source->seen_ = source->Look();
   source->WatchTarget();
   return source;
@@ -103,10 +109,16 @@ void LinuxEventSource::ReadWatch() {
   alignas(inotify_event) char buf[4096];
   ssize_t len;
   bool changed = false;
-  bool other = false;  // something else in the directory
+  bool other = false;     // something else in the directory
+  bool replaced = false;  // the directory's name leads elsewhere now
   while ((len = read(watch_.get(), buf, sizeof buf)) > 0) {
     for (char* p = buf; p < buf + len;) {
       auto* ev = reinterpret_cast<inotify_event*>(p);
+      if (parent_wd_ >= 0 && ev->wd == parent_wd_) {
+        replaced |= ev->len > 0 && SplitPath(dir_).second == ev->name;
+        p += sizeof(inotify_event) + ev->len;
+        continue;
+      }
       // The signature is read with the declaration (--verify-key). Events
       // lost to an overflow may have been the declaration's.
       bool in_target = target_wd_ >= 0 && ev->wd == target_wd_;
@@ -132,6 +144,15 @@ void LinuxEventSource::ReadWatch() {
       if (ev->wd == dir_wd_) watched_ &= (ev->mask & IN_IGNORED) == 0;
       p += sizeof(inotify_event) + ev->len;
     }
+  }
+  // The watch stays with the directory it was made on: made again on what
+  // the name leads to now (Rewatch, again at every wait until there is
+  // one), which may hold another declaration.
+  if (replaced) {
+    if (dir_wd_ >= 0) (void)inotify_rm_watch(watch_.get(), dir_wd_);  // may be gone already
+    dir_wd_ = -1;
+    watched_ = false;
+    Rewatch();
   }
   // The declaration may be a link through another name in the directory
   // (a Kubernetes volume swaps "..data" to a new directory, and nothing

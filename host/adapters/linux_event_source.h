@@ -70,7 +70,11 @@ class LinuxEventSource : public ports::EventSource {
   Identity seen_;
   std::string dir_;
   std::string name_;
-  int dir_wd_ = -1;         // the watch of the declaration's own directory
+  int dir_wd_ = -1;  // the watch of the declaration's own directory
+  // The watch of the directory above it, for the name of its own: a
+  // watch follows the directory it was made on, so one moved away (or a
+  // link to it re-pointed) for another in its place is watched again.
+  int parent_wd_ = -1;
   int target_wd_ = -1;      // the target's directory's watch, when another's
   std::string target_dir_;  // that directory, as realpath names it
   std::deque<ports::Event> ready_;

@@ -83,6 +83,39 @@ TEST_F(LinuxEventSourceTest, AReplacedDirectoryIsWatchedAgain) {
   EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
 }
 
+// The watch follows the directory it was made on: one moved away for a
+// new one in its place (or a link to it re-pointed, a release layout) was
+// still watched where it went, and every change in its successor waited
+// for the interval.
+TEST_F(LinuxEventSourceTest, ADirectoryMovedAwayForAnotherIsWatchedWhereTheNameLeads) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir_.Sub("etc.new"));
+  testing::WriteText(dir_.Sub("etc.new/declaration.json"), "{\"v\": 2}");
+  fs::rename(dir_.Sub("etc"), dir_.Sub("etc.old"));
+  fs::rename(dir_.Sub("etc.new"), dir_.Sub("etc"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  EXPECT_EQ(events_->Wait(milliseconds(20)).kind, Kind::kTimeout) << "one change";
+  Replace();
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged)
+      << "the new directory is the one watched";
+  testing::WriteText(dir_.Sub("etc.old/declaration.json"), "{}");
+  EXPECT_EQ(events_->Wait(milliseconds(200)).kind, Kind::kTimeout) << "the old one is not";
+
+  // etc a link to a release directory, re-pointed to the next.
+  fs::rename(dir_.Sub("etc"), dir_.Sub("rel1"));
+  fs::create_directories(dir_.Sub("rel2"));
+  testing::WriteText(dir_.Sub("rel2/declaration.json"), "{\"v\": 3}");
+  fs::create_directory_symlink("rel1", dir_.Sub("etc"));
+  ASSERT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  fs::create_directory_symlink("rel2", dir_.Sub("etc.next"));
+  fs::rename(dir_.Sub("etc.next"), dir_.Sub("etc"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  testing::WriteText(dir_.Sub("rel2/.next"), "{}");
+  fs::rename(dir_.Sub("rel2/.next"), dir_.Sub("rel2/declaration.json"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged)
+      << "a change inside the release the link leads to now";
+}
+
 // A Kubernetes volume: declaration.json is a link through "..data", which
 // is swapped to a new directory by a rename; nothing named declaration.json
 // moves, and what it leads to is new.
