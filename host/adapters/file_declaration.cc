@@ -1,6 +1,7 @@
 #include "host/adapters/file_declaration.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,28 @@
 namespace mesh::adapters {
 
 namespace {
+
+// Whether a process has the file open for writing: a read lease cannot be
+// had then (fcntl(2), F_SETLEASE). Not known (leases off, a file system
+// without them, another owner's file without CAP_LEASE): no. The lease is
+// let go at once; a writer's open meanwhile waits that long, and the
+// signal a lease holder is sent then (SIGIO) is ignored, not fatal.
+bool OpenForWriting(int fd) {
+  static const bool ignored = [] { return ::signal(SIGIO, SIG_IGN) != SIG_ERR; }();
+  if (!ignored) return false;
+  if (::fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+    (void)::fcntl(fd, F_SETLEASE, F_UNLCK);
+    return false;
+  }
+  return errno == EAGAIN;
+}
+
+// The same file with the same bytes, as far as its stat says.
+bool SameBytes(const struct stat& a, const struct stat& b) {
+  return a.st_ino == b.st_ino && a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+         a.st_mtim.tv_nsec == b.st_mtim.tv_nsec && a.st_ctim.tv_sec == b.st_ctim.tv_sec &&
+         a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
 
 // "declaration PATH: why", the words of every refusal of the file.
 std::unexpected<core::Error> Refuse(const std::string& path, std::string_view why) {
@@ -168,8 +191,23 @@ core::Result<std::string> FileDeclaration::Digest() {
 core::Result<std::string_view> FileDeclaration::Text() {
   if (released_) return Refuse(path_, "read after its text was released");
   if (!text_.has_value()) {
+    // Written in place (rsync --inplace, dd conv=notrunc), every moment of
+    // the file may be valid JSON: the new text's head over the old one's
+    // tail. Not read while a writer has it open, nor kept if it changed
+    // while it was read; the watch's event at the writer's close reads it.
+    if (OpenForWriting(fd_.get())) {
+      return Refuse(path_,
+                    "being written: another process has it open for writing; it is read once "
+                    "closed (write it beside and rename it into place)");
+    }
+    struct stat before {};
+    struct stat after {};
+    bool stat_before = ::fstat(fd_.get(), &before) == 0;
     auto text = TextAgain();
     if (!text) return std::unexpected(text.error());
+    if (stat_before && ::fstat(fd_.get(), &after) == 0 && !SameBytes(before, after)) {
+      return Refuse(path_, "changed while it was read; the next apply reads it again");
+    }
     text_ = std::move(*text);
   }
   return std::string_view(*text_);

@@ -88,6 +88,29 @@ TEST(FileDeclarationTest, SaysTheFileItOpenedThroughALink) {
 
 // Once the apply has parsed the text, a second read could be other bytes
 // than the ones parsed: it is refused, not read again.
+// Written in place without a truncation (rsync --inplace), every moment of
+// the file was valid JSON, the new text's head over the old one's tail, and
+// a SIGHUP's apply read such a moment: applied, `apply ok`. Not read while
+// a writer has it open; read once it is closed.
+TEST(FileDeclarationTest, AFileOpenForWritingIsNotRead) {
+  testing::TempDir dir;
+  WriteText(dir.Sub("decl.json"), "{\"generation\": 1}");
+  int writer = ::open(dir.Sub("decl.json").c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(writer, 0);
+  auto decl = FileDeclaration::Open(dir.Sub("decl.json"));
+  ASSERT_TRUE(decl.has_value()) << decl.error().message;
+  auto text = (*decl)->Text();
+  ASSERT_FALSE(text.has_value());
+  EXPECT_THAT(text.error().message,
+              HasSubstr("decl.json: being written: another process has it open for writing"));
+  ::close(writer);
+  auto closed = FileDeclaration::Open(dir.Sub("decl.json"));
+  ASSERT_TRUE(closed.has_value());
+  auto read = (*closed)->Text();
+  ASSERT_TRUE(read.has_value()) << read.error().message;
+  EXPECT_EQ(*read, "{\"generation\": 1}");
+}
+
 TEST(FileDeclarationTest, NothingIsReadAgainAfterTheTextIsReleased) {
   TempDir dir;
   WriteText(dir.Sub("decl.json"), "first");
