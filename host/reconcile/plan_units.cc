@@ -179,7 +179,7 @@ void AskForChanges(const PlanInputs& in, size_t i, const std::vector<Step>& step
         : step.write_files                       ? "its files changed"
                                                  : "its drop-ins changed",
         {i});
-  } else if (auto unread = put_back.empty() ? AdoptedSinceItsRun(in, i, step) : std::nullopt) {
+  } else if (auto unread = AdoptedSinceItsRun(in, i, step)) {
     ask(UnitAction::kRestart, core::RestartReason::kDeclared, std::move(*unread), {i});
     // systemd flags only a file newer than its last load: one copied in
     // with its mtime kept (cp -p, rsync -a) is not, and a restart alone

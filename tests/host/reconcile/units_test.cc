@@ -569,6 +569,42 @@ TEST_F(UnitsTest, APutBackLeavesWhatElseAsksForAnAction) {
   EXPECT_EQ(services_.StartsOf("app@a.service"), starts + 1);
 }
 
+// A process's new unit text put in place by hand before it was declared
+// (adopted), in the apply that also put back a hand edit of a drop-in
+// declared as a file: the put-back's "load it again" hid the adoption's
+// restart, and the process ran its old unit text, exit 0, for good.
+TEST_F(UnitsTest, APutBackDoesNotHideAnAdoptedUnitText) {
+  std::string sha = Bundle("app.tar.gz", {{.name = "run", .content = "v1", .mode = 0755}});
+  services_.AddUnit("app.service", {});
+  auto decl = [&](const std::string& exec, uint64_t generation) {
+    return Decl({{{"id", "app"},
+                  {"kind", "process"},
+                  {"path", "/opt/app"},
+                  {"source", "app.tar.gz"},
+                  {"sha256", sha},
+                  {"unit", "app.service"},
+                  {"unit_text", "[Service]\nExecStart=" + exec + "\n"}},
+                 {{"id", "env"},
+                  {"kind", "file"},
+                  {"path", "/etc/systemd/system/app.service.d/10-env.conf"},
+                  {"content", "[Service]\nEnvironment=A=1\n"}}},
+                generation);
+  };
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl("/opt/app/run", 1)).result, ApplyResult::kOk);
+  services_.RanSince("app.service", 5s);
+  ASSERT_EQ(ApplyWithUnitsInRoot(decl("/opt/app/run", 1), /*from_record=*/false).result,
+            ApplyResult::kOk);
+  testing::WriteText(Root("/etc/systemd/system/app.service"),
+                     "[Service]\nExecStart=/opt/app/run --v2\n");
+  testing::WriteText(Root("/etc/systemd/system/app.service.d/10-env.conf"),
+                     "[Service]\nEnvironment=A=HAND\n");
+  int starts = services_.StartsOf("app.service");
+  ApplyReport r = ApplyWithUnitsInRoot(decl("/opt/app/run --v2", 2));
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_EQ(r.outcomes[0].outcome, core::Outcome::kRestarted) << r.outcomes[0].detail;
+  EXPECT_EQ(services_.StartsOf("app.service"), starts + 1);
+}
+
 // A template declared as a file, edited, loaded and run by hand, then put
 // back by hand as declared: the file reads as declared, yet the run began
 // on the edit. As for a unit_text's own file, a definition rewritten under
