@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <string_view>
 
 namespace mesh::adapters {
 namespace {
@@ -30,6 +31,27 @@ sigset_t DaemonSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   return set;
+}
+
+// `path` with "//", "/./" and a trailing "/" taken out ("/etc//x/" is
+// "/etc/x"), so that its directory and name are those the kernel reads:
+// "/etc/mesh-host/" split as given names a directory "" inside itself.
+// ".." stays: past a link it leads elsewhere than the spelling says.
+std::string CleanPath(const std::string& path) {
+  std::string out;
+  size_t at = 0;
+  while (at <= path.size()) {
+    size_t slash = path.find('/', at);
+    if (slash == std::string::npos) slash = path.size();
+    std::string_view part(path.data() + at, slash - at);
+    if (!part.empty() && part != ".") {
+      if (!out.empty() || (!path.empty() && path[0] == '/')) out += '/';
+      out += part;
+    }
+    at = slash + 1;
+  }
+  if (out.empty()) return !path.empty() && path[0] == '/' ? "/" : ".";
+  return out;
 }
 
 std::pair<std::string, std::string> SplitPath(const std::string& path) {
@@ -57,7 +79,7 @@ core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
   sigset_t set = DaemonSignals();
   UniqueFd signals(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals.valid()) return core::Fail(std::string("signalfd: ") + std::strerror(errno));
-  auto [dir, name] = SplitPath(declaration);
+  auto [dir, name] = SplitPath(CleanPath(declaration));
   UniqueFd watch(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
   int dir_wd = watch.valid() ? inotify_add_watch(watch.get(), dir.c_str(), kWatchMask) : -1;
   bool watched = dir_wd >= 0;
@@ -73,8 +95,10 @@ core::Result<std::unique_ptr<LinuxEventSource>> LinuxEventSource::Open(
   source->watched_ = watched;
   source->dir_wd_ = dir_wd;
   if (const std::string& d = source->dir_; source->watch_.valid() && d.size() > 1 && d[0] == '/') {
-    source->parent_wd_ =
-        inotify_add_watch(source->watch_.get(), SplitPath(d).first.c_str(), kParentMask);
+    // Added to, never in place of, a watch the same directory has already.
+    int wd = inotify_add_watch(source->watch_.get(), SplitPath(d).first.c_str(),
+                               kParentMask | IN_MASK_ADD);
+    source->parent_wd_ = wd != dir_wd ? wd : -1;
   }
   source->seen_ = source->Look();
   source->WatchTarget();
@@ -114,10 +138,15 @@ void LinuxEventSource::ReadWatch() {
   while ((len = read(watch_.get(), buf, sizeof buf)) > 0) {
     for (char* p = buf; p < buf + len;) {
       auto* ev = reinterpret_cast<inotify_event*>(p);
+      // Lost events may have been the directory's own name.
+      replaced |= (ev->mask & IN_Q_OVERFLOW) != 0;
       if (parent_wd_ >= 0 && ev->wd == parent_wd_) {
         replaced |= ev->len > 0 && SplitPath(dir_).second == ev->name;
-        p += sizeof(inotify_event) + ev->len;
-        continue;
+        // The declaration may lead into that directory too (WatchTarget).
+        if (ev->wd != target_wd_) {
+          p += sizeof(inotify_event) + ev->len;
+          continue;
+        }
       }
       // The signature is read with the declaration (--verify-key). Events
       // lost to an overflow may have been the declaration's.
@@ -153,6 +182,7 @@ void LinuxEventSource::ReadWatch() {
     dir_wd_ = -1;
     watched_ = false;
     Rewatch();
+    other = true;  // where it leads is looked at again, below
   }
   // The declaration may be a link through another name in the directory
   // (a Kubernetes volume swaps "..data" to a new directory, and nothing
@@ -180,11 +210,14 @@ void LinuxEventSource::WatchTarget() {
   ::free(real_dir);
   if (target == own) target.clear();  // no link out of its own directory
   if (target == target_dir_) return;
-  if (target_wd_ >= 0) (void)inotify_rm_watch(watch_.get(), target_wd_);  // may be gone already
+  // May be gone already; the parent's watch, when it is the same, stays.
+  if (target_wd_ >= 0 && target_wd_ != parent_wd_) {
+    (void)inotify_rm_watch(watch_.get(), target_wd_);
+  }
   target_wd_ = -1;
   target_dir_.clear();
   if (target.empty()) return;
-  int wd = inotify_add_watch(watch_.get(), target.c_str(), kWatchMask);
+  int wd = inotify_add_watch(watch_.get(), target.c_str(), kWatchMask | IN_MASK_ADD);
   if (wd < 0) return;  // seen at the next interval or SIGHUP, as before
   target_wd_ = wd;
   target_dir_ = std::move(target);

@@ -116,6 +116,34 @@ TEST_F(LinuxEventSourceTest, ADirectoryMovedAwayForAnotherIsWatchedWhereTheNameL
       << "a change inside the release the link leads to now";
 }
 
+// Spelled with "//" or "/./", the declaration's directory split as "its
+// directory's parent, name ''": the watch of the directory above was made
+// on the directory itself, in place of its own, and nothing was seen.
+TEST(LinuxEventSourceSpelledTest, ADeclarationSpelledWithDoubleSlashesIsWatched) {
+  BlockDaemonSignals();
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.Sub("etc"));
+  for (std::string spelled : {"etc//declaration.json", "etc/./declaration.json"}) {
+    std::string warning;
+    auto events = LinuxEventSource::Open(dir.Sub(spelled), &warning);
+    ASSERT_TRUE(events.has_value()) << events.error().message;
+    testing::WriteText(dir.Sub("etc/.next"), "{}");
+    std::filesystem::rename(dir.Sub("etc/.next"), dir.Sub("etc/declaration.json"));
+    EXPECT_EQ((*events)->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged) << spelled;
+  }
+}
+
+// A declaration that is a link into the directory above its own: that
+// directory is watched twice, for the link's target and for its own name.
+TEST_F(LinuxEventSourceTest, ALinkIntoTheDirectoryAboveIsFollowed) {
+  testing::WriteText(dir_.Sub("decl.json"), "{}");
+  std::filesystem::create_symlink("../decl.json", dir_.Sub("etc/declaration.json"));
+  ASSERT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+  testing::WriteText(dir_.Sub(".next"), "{\"v\": 2}");
+  std::filesystem::rename(dir_.Sub(".next"), dir_.Sub("decl.json"));
+  EXPECT_EQ(events_->Wait(milliseconds(1000)).kind, Kind::kDeclarationChanged);
+}
+
 // A Kubernetes volume: declaration.json is a link through "..data", which
 // is swapped to a new directory by a rename; nothing named declaration.json
 // moves, and what it leads to is new.
