@@ -44,16 +44,18 @@ constexpr uint64_t kMaxIntentBytes = 64ull << 20;
 core::Status CheckTrusted(const core::FileInfo& info, const std::string& shown) {
   auto euid = static_cast<uint32_t>(::geteuid());
   if (info.uid != euid) {
-    return core::Fail(shown + " is owned by uid " + std::to_string(info.uid) +
-                      ", not by this process (uid " + std::to_string(euid) +
-                      "); a record another user could have written is not trusted");
+    return core::Fail(core::ErrorKind::kUntrusted,
+                      shown + " is owned by uid " + std::to_string(info.uid) +
+                          ", not by this process (uid " + std::to_string(euid) +
+                          "); a record another user could have written is not trusted");
   }
   if ((info.mode & 022) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", info.mode);
-    return core::Fail(shown + " has mode " + mode +
-                      ", writable by group or others; a record another user could have "
-                      "written is not trusted (chmod go-w)");
+    return core::Fail(core::ErrorKind::kUntrusted,
+                      shown + " has mode " + mode +
+                          ", writable by group or others; a record another user could have "
+                          "written is not trusted (chmod go-w)");
   }
   return core::Ok();
 }

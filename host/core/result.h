@@ -40,6 +40,10 @@ enum class ErrorKind {
   // Another process holds what this one would lock: it may be using all
   // that is there, so nothing of it is this process's to remove.
   kHeld,
+  // A place of the host's own (its state directory, its record) that
+  // another user could have written: not read until it is the host's
+  // alone again. Mended by its owner and mode, never by deleting it.
+  kUntrusted,
 };
 
 struct Error {

@@ -70,9 +70,13 @@ bool ApplyRun::LoadIntent() {
     // What is owed cannot be known: guessing "nothing" could report a
     // daemon on its old config as unchanged for ever. The apply changes
     // nothing and says why, until the file is readable or removed.
+    // Not trusted (the state directory opened to others): mended by its
+    // owner and mode; removing the intent would forget what is owed.
     intent_unreadable_ = "intent not readable: " + loaded.error().message +
-                         "; nothing was changed (remove the intent file to forget what it "
-                         "left undone, or restore it)";
+                         (loaded.error().kind == core::ErrorKind::kUntrusted
+                              ? "; nothing was changed"
+                              : "; nothing was changed (remove the intent file to forget what "
+                                "it left undone, or restore it)");
     intent_ = core::Intent{};
   }
   saved_ = *intent_;

@@ -56,6 +56,7 @@ class MemoryRecordStore : public ports::RecordStore {
   }
 
   core::Result<core::Intent> LoadIntent() override {
+    if (intent_load_error.has_value()) return std::unexpected(*intent_load_error);
     if (!intent.has_value()) return core::Intent{};
     return core::ParseIntent(*intent);
   }
@@ -143,6 +144,8 @@ class MemoryRecordStore : public ports::RecordStore {
   std::optional<core::Error> fail_loads;  // what Load (and a streamed Scan) fail with
   core::RecordLimits limits;              // the reader's bounds (lowered: reached by small texts)
   bool fail_intent_saves = false;
+  // What LoadIntent fails with, when set (a state directory not trusted).
+  std::optional<core::Error> intent_load_error;
   bool fail_last_good_saves = false;
   KillSwitch* kill = nullptr;
 

@@ -666,6 +666,26 @@ TEST_F(OwedTest, AnUnreadableIntentChangesNothing) {
   EXPECT_EQ(Apply(Versioned("b", 2)).result, ApplyResult::kOk);
 }
 
+// Not read because the state directory was opened to others: mended by
+// its owner and mode. The advice to remove the intent file would have the
+// operator forget what is owed, and the next apply refuse all the same.
+TEST_F(OwedTest, AnIntentNotTrustedIsNotToldToBeRemoved) {
+  services_.AddUnit("web.service", {});
+  services_.AddUnit("cache.service", {});
+  ASSERT_EQ(Apply(Versioned("a", 1)).result, ApplyResult::kOk);
+  store_.intent_load_error = core::Error{
+      "/var/lib/mesh-host has mode 0777, writable by group or others; a record another user "
+      "could have written is not trusted (chmod go-w)",
+      core::ErrorKind::kUntrusted,
+      {}};
+  ApplyReport r = Apply(Versioned("b", 2));
+  EXPECT_EQ(r.result, ApplyResult::kFailed);
+  EXPECT_THAT(r.error, HasSubstr("has mode 0777"));
+  EXPECT_THAT(r.error, HasSubstr("nothing was changed"));
+  EXPECT_THAT(r.error, Not(HasSubstr("remove the intent file")));
+  EXPECT_EQ(testing::ReadText(Root("/etc/web.conf")), "web a");
+}
+
 // What will be owed cannot be written down (a full state disk): nothing is
 // written or asked of systemd, and the apply says so.
 TEST_F(OwedTest, AnIntentThatCannotBeSavedChangesNothing) {
