@@ -196,9 +196,9 @@ core::Result<std::string_view> FileDeclaration::Text() {
     // tail. Not read while a writer has it open, nor kept if it changed
     // while it was read; the watch's event at the writer's close reads it.
     if (OpenForWriting(fd_.get())) {
-      return Refuse(path_,
-                    "being written: another process has it open for writing; it is read once "
-                    "closed (write it beside and rename it into place)");
+      return Refuse(path_, "being written: another process has it open for writing (lsof " + path_ +
+                               " names it); it is read once closed (write it beside and rename it "
+                               "into place)");
     }
     struct stat before {};
     struct stat after {};

@@ -60,7 +60,16 @@ bool Run(const std::vector<std::string>& args, std::string& output) {
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  // The host ignores SIGIO (file_declaration.cc); the child starts with
+  // every signal as a fresh process has it.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t all;
+  sigfillset(&all);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (rc != 0) {

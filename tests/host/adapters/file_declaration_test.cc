@@ -103,6 +103,7 @@ TEST(FileDeclarationTest, AFileOpenForWritingIsNotRead) {
   ASSERT_FALSE(text.has_value());
   EXPECT_THAT(text.error().message,
               HasSubstr("decl.json: being written: another process has it open for writing"));
+  EXPECT_THAT(text.error().message, HasSubstr("(lsof " + dir.Sub("decl.json") + " names it)"));
   ::close(writer);
   auto closed = FileDeclaration::Open(dir.Sub("decl.json"));
   ASSERT_TRUE(closed.has_value());
