@@ -26,13 +26,26 @@ bool RecordedAsHeld(const core::KeptUnit& kept, const core::Record& record) {
   });
 }
 
+// Or the record still holds what was refused: the hold was saved, and the
+// apply that puts the last good back ended before its record was. The host
+// holds the unit there from the save on (the next apply puts it back), so
+// that is said from the start, not first after that apply.
+bool RecordedAsRefused(const core::KeptUnit& kept, const core::Record& record) {
+  return !kept.hold->wants.empty() &&
+         std::all_of(kept.hold->wants.begin(), kept.hold->wants.end(), [&](const auto& refused) {
+           auto entry = record.resources.find(refused.first);
+           return entry != record.resources.end() && entry->second.digest == refused.second;
+         });
+}
+
 // Each hold saved: its unit's resource and those put back under it.
 void SayHolds(const core::LastGood& last_good, const core::Record& record,
               core::RecordedState& out) {
   for (const auto& [id, kept] : last_good.units) {
     auto entry = record.resources.find(id);
     if (!kept.hold.has_value() || entry == record.resources.end() ||
-        entry->second.unit().name.empty() || !RecordedAsHeld(kept, record)) {
+        entry->second.unit().name.empty() ||
+        !(RecordedAsHeld(kept, record) || RecordedAsRefused(kept, record))) {
       continue;
     }
     for (core::ResourceOutcome& o : out.resources) {

@@ -1172,6 +1172,21 @@ TEST_F(RollbackCrashTest, AKillAnywhereConvergesToTheLastGood) {
     bool held_not_put_back = killed && kept && kept->units.contains("jaild") &&
                              kept->units.at("jaild").hold.has_value() && Jailconf() == kBad;
     if (held_not_put_back) ++holds_not_put_back;
+    // A hold saved is in force from then on, and shown from the start of
+    // the next process (its mesh_host_unit_held, MeshHostRolledBack): it
+    // was shown only once an apply had ended, when the kill came before
+    // the second pass's record.
+    if (killed && kept && kept->units.contains("jaild") &&
+        kept->units.at("jaild").hold.has_value()) {
+      auto shown = Reconciler(Ports(), Options()).Recorded(RecordedFor::kStart);
+      ASSERT_TRUE(shown.has_value());
+      const core::ResourceOutcome* unit = nullptr;
+      for (const auto& o : shown->resources) {
+        if (o.id == "jaild") unit = &o;
+      }
+      ASSERT_NE(unit, nullptr);
+      EXPECT_TRUE(unit->declared.value_or_empty().held.has_value()) << unit->detail;
+    }
     int rolled_back = 0;
     for (int after = 0; after < 2; ++after) {
       ApplyReport r = Apply(Jail(kBad, generation + 1));
