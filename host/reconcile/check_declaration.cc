@@ -78,23 +78,27 @@ std::string LoosensTheWay(const Resource& r, const std::string& real, const Plac
          "owner write to it (or set the sticky bit)";
 }
 
+// Whether `r`, landing at `real`, writes over the file `place`: as that
+// file, or as a tree unpacked over its directory (a `directory` changes no
+// bytes of it).
+bool WritesOver(const Resource& r, const std::string& real, const std::string& place) {
+  return !place.empty() && (real == place || (r.IsTree() && Overlap(real, place)));
+}
+
 // What of the verify key's `r` at `real` overlaps: the key, a link on its
 // way, or the declaration's signature; "" when nothing.
 std::string KeyOverlap(const Resource& r, const std::string& real, const Places& p,
                        const Places& given) {
-  auto over = [&](const std::string& place) {
-    return real == place || (r.IsTree() && Overlap(real, place));
-  };
-  if (over(p.verify_key)) {
+  if (WritesOver(r, real, p.verify_key)) {
     return "the verify key (" + Named("--verify-key", given.verify_key, p.verify_key);
   }
   for (const std::string& link : p.key_links) {
-    if (over(link)) {
+    if (WritesOver(r, real, link)) {
       return "a link on the way to the verify key (--verify-key " + given.verify_key +
              ", through " + link + ")";
     }
   }
-  if (!given.declaration.empty() && over(given.declaration + ".minisig")) {
+  if (!given.declaration.empty() && WritesOver(r, real, given.declaration + ".minisig")) {
     return "the declaration's signature (" + given.declaration + ".minisig)";
   }
   return "";
@@ -133,13 +137,12 @@ void CheckPlacesAt(const core::Declaration& decl, const Places& p, const Places&
     }
     // The declaration itself: a file written over it, or a tree unpacked
     // over its directory, replaces what the next apply reads.
-    if (what.empty() && !p.declaration.empty() &&
-        (real == p.declaration || (r.IsTree() && Overlap(real, p.declaration)))) {
+    if (what.empty() && WritesOver(r, real, p.declaration)) {
       what = "the declaration itself (" + Named("--declaration", given.declaration, p.declaration);
     }
     // A link on its way: anything put there re-points the next read.
     for (const std::string& link : p.links) {
-      if (what.empty() && (real == link || (r.IsTree() && Overlap(real, link)))) {
+      if (what.empty() && WritesOver(r, real, link)) {
         what = "a link on the way to the declaration (--declaration " + given.declaration +
                ", through " + link + ")";
       }

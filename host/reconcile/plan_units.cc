@@ -39,15 +39,25 @@ bool Runs(const core::UnitStatus& s) { return s.Running() && !core::AwaitingAuto
 // unit's run began before that file last changed (its ctime), so that it
 // read the old content. A run begun since (restarted by hand, or by an
 // apply cut short after its write) read this one: not restarted again.
+// Whether unit i's run began before the file, as `fingerprint` found it,
+// last changed (its ctime): that run read what was there before. None when
+// either is not known.
+std::optional<bool> RunBeganBefore(const PlanInputs& in, size_t i, std::string_view fingerprint) {
+  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
+  auto stamp = core::ParseFingerprint(fingerprint);
+  if (status == nullptr || !status->has_value() || !stamp.has_value() ||
+      (*status)->started_realtime.count() == 0) {
+    return std::nullopt;
+  }
+  return !core::RunBeganSince((*status)->started_realtime, stamp->ctime_ns);
+}
+
 bool ChangeReaches(const PlanInputs& in, const std::vector<Step>& steps, size_t i, size_t j) {
   if (steps[j].changes()) return true;
   if (!steps[j].adopted_change) return false;
-  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
-  auto stamp = j < in.seen->files.size() ? core::ParseFingerprint(in.seen->files[j].fingerprint)
-                                         : std::nullopt;
   // Not known to have read it: restarted.
-  return status == nullptr || !status->has_value() || !stamp.has_value() ||
-         !core::RunBeganSince((*status)->started_realtime, stamp->ctime_ns);
+  return j >= in.seen->files.size() ||
+         RunBeganBefore(in, i, in.seen->files[j].fingerprint).value_or(true);
 }
 
 // The declared files that define `r`'s unit (its unit file or a drop-in,
@@ -77,16 +87,6 @@ std::vector<size_t> DefinedBy(const PlanInputs& in, const Resource& r,
   return out;
 }
 
-// Whether the file as `fingerprint` found it changed after unit i's run
-// began: that run read what was there before. Unknown: no.
-bool ChangedUnderTheRun(const PlanInputs& in, size_t i, std::string_view fingerprint) {
-  const core::Result<core::UnitStatus>* status = in.seen->UnitOf(i);
-  auto stamp = core::ParseFingerprint(fingerprint);
-  return status != nullptr && status->has_value() && stamp.has_value() &&
-         (*status)->started_realtime.count() > 0 &&
-         !core::RunBeganSince((*status)->started_realtime, stamp->ctime_ns);
-}
-
 // Why loading unit i's definition again is enough, when this apply writes
 // it only to put back an edit by hand made under the run the host recorded
 // (LoadingAgainIsEnough), after that run began: its own unit file, or
@@ -97,13 +97,13 @@ std::string PutBackWords(const PlanInputs& in, size_t i, const std::vector<Step>
   const Step& step = steps[i];
   if (!LoadingAgainIsEnough(step, u)) return "";
   const bool own = step.unit_file_put_back && !step.write_files && !step.changes_drop_ins() &&
-                   ChangedUnderTheRun(in, i, in.seen->UnitFileOf(i).fingerprint);
+                   RunBeganBefore(in, i, in.seen->UnitFileOf(i).fingerprint).value_or(false);
   if ((step.changes() && !own) || (!own && defined_by.empty())) return "";
   bool files = std::all_of(defined_by.begin(), defined_by.end(), [&](size_t j) {
     const Step& s = steps[j];
     return s.write_files && s.old != nullptr && !s.want_changed &&
            s.old->digest == (*in.wants)[j] && j < in.seen->files.size() &&
-           ChangedUnderTheRun(in, i, in.seen->files[j].fingerprint);
+           RunBeganBefore(in, i, in.seen->files[j].fingerprint).value_or(false);
   });
   if (!files) return "";
   std::string paths;

@@ -33,11 +33,13 @@ fails=0
 # until_true SECONDS EXPR: EXPR evaluated every 0.05 s until it holds
 # (status 0) or SECONDS pass (status 1).
 until_true() { local end=$(( $(date +%s%N) + $1 * 1000000000 )); while [ "$(date +%s%N)" -lt "$end" ]; do eval "$2" && return 0; sleep 0.05; done; return 1; }
-# box_apply [ROOT]: `mesh-host apply` of $T/decl.json onto the box (--root
-# $T/root unless given); sets OUT and RC and shows the output indented.
+# box_apply [ROOT [STATE-DIR [DECLARATION]]]: `mesh-host apply` onto the box
+# (--root $T/root, --state-dir $T/state and $T/decl.json unless given); sets
+# OUT and RC and shows the output indented.
 box_apply() {
   set +e
-  OUT=$("$BIN" apply --declaration "$T/decl.json" --root "${1:-$T/root}" --state-dir "$T/state" \
+  OUT=$("$BIN" apply --declaration "${3:-$T/decl.json}" --root "${1:-$T/root}" \
+        --state-dir "${2:-$T/state}" \
         --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
   RC=$?
   set -e

@@ -71,14 +71,9 @@ check "job's restart, owed while it was masked, is done now" \
 # read as a unit file of its own: the template was then no part of its
 # definition, nothing was owed, and once unmasked it ran the old template,
 # `unchanged`, exit 0.
-tapply() {  # tapply GENERATION VERSION
+tapply() {  # tapply GENERATION VERSION: the template and its instance, applied
   printf '{"machine":"box","generation":%s,"resources":[{"id":"tpl","kind":"file","path":"/units/mh-tpl@.service","content":"[Service]\\nExecStart=/bin/sleep %s\\n"},{"id":"inst","kind":"service","unit":"mh-tpl@a.service","state":"running"}]}' "$1" "$2" > "$T/tdecl.json"
-  set +e
-  OUT=$("$BIN" apply --declaration "$T/tdecl.json" --root "$SDBOX_DIR" --state-dir "$T/tstate" \
-        --artifacts "$T/art" --unit-dir "$UNITS" --machine box --settle 300ms 2>&1)
-  RC=$?
-  set -e
-  printf '%s\n(exit %s)\n' "$OUT" "$RC" | sed 's/^/    /'
+  box_apply "$SDBOX_DIR" "$T/tstate" "$T/tdecl.json"
 }
 inst() { busctl get-property org.freedesktop.systemd1 /org/freedesktop/systemd1/unit/mh_2dtpl_40a_2eservice \
            org.freedesktop.systemd1.Unit "$1" | cut -d' ' -f2- | tr -d '"'; }

@@ -29,6 +29,15 @@ class UnitsTest : public ReconcilerTest {
     return r;
   }
 
+  // A unit definition declared as a file in --unit-dir (ApplyWithUnitsInRoot):
+  // `name` there, a unit that sleeps `v`.
+  static json DefinitionFile(const std::string& id, const std::string& name, const std::string& v) {
+    return json{{"id", id},
+                {"kind", "file"},
+                {"path", "/etc/systemd/system/" + name},
+                {"content", "[Service]\nExecStart=/bin/sleep " + v + "\n"}};
+  }
+
   // `line` in the journal of `unit`'s run now, as its daemon would log it.
   void LogInItsRun(const std::string& unit, std::string line) {
     auto run = services_.ReadUnits({unit})[0];
@@ -472,14 +481,9 @@ TEST_F(UnitsTest, AUnitFileEditedByHandIsPutBackWithoutARestart) {
 // was restarted ("unit definition ... changed"), though its run, the one
 // the host recorded, began on the declared definition.
 TEST_F(UnitsTest, AUnitDefinitionFileEditedByHandIsPutBackWithoutARestart) {
-  auto file = [](const std::string& id, const std::string& path, const std::string& v) {
-    return json{{"id", id},
-                {"kind", "file"},
-                {"path", "/etc/systemd/system/" + path},
-                {"content", "[Service]\nExecStart=/bin/sleep " + v + "\n"}};
-  };
   services_.AddUnit("app@a.service", {});
-  json decl = Decl({file("tpl", "app@.service", "1"), file("tpl.env", "app@.service.d/x.conf", "1"),
+  json decl = Decl({DefinitionFile("tpl", "app@.service", "1"),
+                    DefinitionFile("tpl.env", "app@.service.d/x.conf", "1"),
                     Service("inst", {{"unit", "app@a.service"}})});
   ASSERT_EQ(ApplyWithUnitsInRoot(decl).result, ApplyResult::kOk);
   // The edits come after its run began, whatever the file system's clock
@@ -2805,28 +2809,22 @@ TEST_F(UnitsTest, AUnitDefinitionDeclaredAsAFileIsLoadedBeforeTheUnitIsActedOn) 
 // Whatever systemd reads as part of the unit's definition counts.
 TEST_F(UnitsTest, AnInstanceFollowsItsTemplateAndItsDropIns) {
   auto apply = [&](const json& decl) { return ApplyWithUnitsInRoot(decl); };
-  auto file = [](const std::string& id, const std::string& path, const std::string& v) {
-    return json{{"id", id},
-                {"kind", "file"},
-                {"path", "/etc/systemd/system/" + path},
-                {"content", "[Service]\nExecStart=/bin/sleep " + v + "\n"}};
-  };
   services_.AddUnit("app@a.service", {});
   services_.AddUnit("other.service", {});
   json inst = Service("inst", {{"unit", "app@a.service"}});
   json other = Service("other");
-  ASSERT_EQ(apply(Decl({file("tpl", "app@.service", "1"),
-                        file("tpl.env", "app@.service.d/x.conf", "1"), inst, other}))
+  ASSERT_EQ(apply(Decl({DefinitionFile("tpl", "app@.service", "1"),
+                        DefinitionFile("tpl.env", "app@.service.d/x.conf", "1"), inst, other}))
                 .result,
             ApplyResult::kOk);
-  ApplyReport r = apply(Decl({file("tpl", "app@.service", "2"),
-                              file("tpl.env", "app@.service.d/x.conf", "1"), inst, other},
+  ApplyReport r = apply(Decl({DefinitionFile("tpl", "app@.service", "2"),
+                              DefinitionFile("tpl.env", "app@.service.d/x.conf", "1"), inst, other},
                              2));
   EXPECT_THAT(Outcomes(r), ElementsAre("updated", "unchanged", "restarted", "unchanged"));
   EXPECT_THAT(r.outcomes[2].detail,
               HasSubstr("unit definition /etc/systemd/system/app@.service changed"));
-  ApplyReport d = apply(Decl({file("tpl", "app@.service", "2"),
-                              file("tpl.env", "app@.service.d/x.conf", "2"), inst, other},
+  ApplyReport d = apply(Decl({DefinitionFile("tpl", "app@.service", "2"),
+                              DefinitionFile("tpl.env", "app@.service.d/x.conf", "2"), inst, other},
                              3));
   EXPECT_THAT(Outcomes(d), ElementsAre("unchanged", "updated", "restarted", "unchanged"));
 }
@@ -2837,22 +2835,18 @@ TEST_F(UnitsTest, AnInstanceFollowsItsTemplateAndItsDropIns) {
 // the mask owed it nothing. Once unmasked it ran on the old template,
 // `unchanged`, exit 0, for good.
 TEST_F(UnitsTest, AnInstanceMaskedWhileItsTemplateChangedIsRestartedOnceUnmasked) {
-  auto tpl = [](const std::string& v) {
-    return json{{"id", "tpl"},
-                {"kind", "file"},
-                {"path", "/etc/systemd/system/app@.service"},
-                {"content", "[Service]\nExecStart=/bin/sleep " + v + "\n"}};
-  };
   services_.AddUnit("app@a.service", {});
   json inst = Service("inst", {{"unit", "app@a.service"}});
-  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({tpl("1"), inst})).result, ApplyResult::kOk);
+  ASSERT_EQ(ApplyWithUnitsInRoot(Decl({DefinitionFile("tpl", "app@.service", "1"), inst})).result,
+            ApplyResult::kOk);
   services_.Mask("app@a.service");
   services_.SetFragmentPath("app@a.service", dir_.Sub("root/etc/systemd/system/app@a.service"));
-  ApplyReport masked = ApplyWithUnitsInRoot(Decl({tpl("2"), inst}, 2));
+  ApplyReport masked =
+      ApplyWithUnitsInRoot(Decl({DefinitionFile("tpl", "app@.service", "2"), inst}, 2));
   EXPECT_THAT(Outcomes(masked), ElementsAre("updated", "failed"));
   services_.Mask("app@a.service", false);
   services_.SetFragmentPath("app@a.service", dir_.Sub("root/etc/systemd/system/app@.service"));
-  ApplyReport r = ApplyWithUnitsInRoot(Decl({tpl("2"), inst}, 2));
+  ApplyReport r = ApplyWithUnitsInRoot(Decl({DefinitionFile("tpl", "app@.service", "2"), inst}, 2));
   EXPECT_THAT(Outcomes(r), ElementsAre("unchanged", "restarted"));
   EXPECT_THAT(r.outcomes[1].detail,
               HasSubstr("unit definition /etc/systemd/system/app@.service changed"));
