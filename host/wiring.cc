@@ -232,6 +232,7 @@ core::Result<std::unique_ptr<Machine>> Wire(const cli::Flags& flags, bool plan, 
     if (units) m->units = std::move(*units);
   }
   if (!m->units) m->units = adapters::PosixFileSystem::OpenOrDeferError(flags.unit_dir);
+  m->units->set_errors_name_root(true);
   auto records =
       adapters::FileRecordStore::Open(flags.state_dir, /*create=*/!plan, daemon, &m->made);
   if (!records) return fail("--state-dir: " + records.error().message);

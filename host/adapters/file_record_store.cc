@@ -84,6 +84,7 @@ core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(
   auto fs = PosixFileSystem::Open(state_dir, create, &mine);
   if (made != nullptr) made->insert(made->end(), mine.begin(), mine.end());
   if (!fs) return std::unexpected(fs.error());
+  (*fs)->set_errors_name_root(true);
   auto dir = (*fs)->StatRoot();
   if (!dir) return std::unexpected(dir.error());
   if (auto st = CheckTrusted(*dir, state_dir); !st) return std::unexpected(st.error());

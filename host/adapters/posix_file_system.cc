@@ -205,9 +205,10 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
                                              std::string* leaf) {
   if (!Reopened()) return Fail(open_error_);
   std::vector<std::string_view> comps = Components(path);
-  if (comps.empty()) return Fail("path " + path + " names the root itself");
+  if (comps.empty()) return Fail("path " + Shown(path) + " names the root itself");
   for (std::string_view c : comps) {
-    if (c == "..") return Fail(core::ErrorKind::kOutsideRoot, "path " + path + " contains ..");
+    if (c == "..")
+      return Fail(core::ErrorKind::kOutsideRoot, "path " + Shown(path) + " contains ..");
   }
   *leaf = std::string(comps.back());
   UniqueFd cur(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 0));
@@ -224,14 +225,15 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
         opened = true;
         // mkdirat's mode passes through the umask (the shipped unit's 0077
         // would make it 0700, unreadable to a service user): set it whole.
-        if (made && ::fchmod(cur.get(), kCreatedDirMode) != 0) return Fail(Errno("chmod", walked));
+        if (made && ::fchmod(cur.get(), kCreatedDirMode) != 0)
+          return Fail(Errno("chmod", Shown(walked)));
         continue;
       }
       int err = errno;
       if (err == ENOENT) {
         if (!create) return UniqueFd();
         if (::mkdirat(cur.get(), comp.c_str(), kCreatedDirMode) != 0) {
-          if (errno != EEXIST) return Fail(Errno("mkdir", walked));
+          if (errno != EEXIST) return Fail(Errno("mkdir", Shown(walked)));
         } else {
           made = true;
           Unsynced(walked);  // its entry in its parent, fsynced at Flush
@@ -242,16 +244,18 @@ Result<UniqueFd> PosixFileSystem::OpenParent(const std::string& path, bool creat
       if (::fstatat(cur.get(), comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
           S_ISLNK(st.st_mode)) {
         return Fail(core::ErrorKind::kOutsideRoot,
-                    "path " + path + ": " + walked +
+                    "path " + Shown(path) + ": " + walked +
                         " is a symlink; mesh-host does not follow symlinks under its root (" +
                         root_ + ")");
       }
-      if (err == ENOTDIR) return Fail("path " + path + ": " + walked + " is not a directory");
-      return Fail(Errno("open", walked, err));
+      if (err == ENOTDIR)
+        return Fail("path " + Shown(path) + ": " + walked + " is not a directory");
+      return Fail(Errno("open", Shown(walked), err));
     }
     // Made twice and gone twice before it could be opened: someone else
     // removes it, and the walk must not go on from the directory above.
-    if (!opened) return Fail("path " + path + ": " + walked + " is removed as soon as it is made");
+    if (!opened)
+      return Fail("path " + Shown(path) + ": " + walked + " is removed as soon as it is made");
   }
   return cur;
 }
@@ -267,7 +271,7 @@ Result<FileInfo> PosixFileSystem::Stat(const std::string& path) {
   struct stat st;
   if (::fstatat(parent->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return FileInfo{};
-    return Fail(Errno("stat", path));
+    return Fail(Errno("stat", Shown(path)));
   }
   return WithDirectoryAcl(parent->get(), leaf, FromStat(st));
 }
@@ -307,7 +311,7 @@ std::vector<Result<FileInfo>> PosixFileSystem::StatMany(std::span<const std::str
     struct stat st;
     if (::fstatat(cached_fd.get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       out.push_back(errno == ENOENT ? Result<FileInfo>(FileInfo{})
-                                    : Result<FileInfo>(Fail(Errno("stat", path))));
+                                    : Result<FileInfo>(Fail(Errno("stat", Shown(path)))));
     } else {
       out.push_back(WithDirectoryAcl(cached_fd.get(), leaf, FromStat(st)));
     }
@@ -320,16 +324,16 @@ Result<std::pair<UniqueFd, size_t>> PosixFileSystem::OpenRegular(const std::stri
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);
   if (!parent) return std::unexpected(parent.error());
-  if (!parent->valid()) return Fail("read " + path + ": no such file");
+  if (!parent->valid()) return Fail("read " + Shown(path) + ": no such file");
   // O_NONBLOCK: a FIFO planted at the path must not hang the open.
   UniqueFd fd(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid()) return Fail(Errno("open", path));
+  if (!fd.valid()) return Fail(Errno("open", Shown(path)));
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
-  if (!S_ISREG(st.st_mode)) return Fail("read " + path + ": not a regular file");
+  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", Shown(path)));
+  if (!S_ISREG(st.st_mode)) return Fail("read " + Shown(path) + ": not a regular file");
   if (static_cast<uint64_t>(st.st_size) > limit) {
-    return Fail("read " + path + ": " + std::to_string(st.st_size) +
+    return Fail("read " + Shown(path) + ": " + std::to_string(st.st_size) +
                 " bytes exceeds the limit of " + std::to_string(limit));
   }
   return std::pair<UniqueFd, size_t>(std::move(fd), static_cast<size_t>(st.st_size));
@@ -345,10 +349,10 @@ Result<std::string> PosixFileSystem::ReadLink(const std::string& path) {
   std::string leaf;
   auto parent = OpenParent(path, false, &leaf);
   if (!parent) return std::unexpected(parent.error());
-  if (!parent->valid()) return Fail("readlink " + path + ": no such file");
+  if (!parent->valid()) return Fail("readlink " + Shown(path) + ": no such file");
   char buf[PATH_MAX];
   ssize_t n = ::readlinkat(parent->get(), leaf.c_str(), buf, sizeof buf);
-  if (n < 0) return Fail(Errno("readlink", path));
+  if (n < 0) return Fail(Errno("readlink", Shown(path)));
   return std::string(buf, static_cast<size_t>(n));
 }
 
@@ -357,7 +361,7 @@ Result<std::string> PosixFileSystem::ReadFile(const std::string& path, uint64_t 
   if (!opened) return std::unexpected(opened.error());
   auto& [fd, file_size] = *opened;
   auto bytes = ReadUpTo(fd.get(), file_size);
-  if (!bytes) return Fail(Errno("read", path, bytes.error()));
+  if (!bytes) return Fail(Errno("read", Shown(path), bytes.error()));
   return std::move(*bytes);
 }
 
@@ -374,14 +378,14 @@ Result<std::string> PosixFileSystem::ReadFileAsSeen(const std::string& path, con
            now.mode == seen.mode && now.uid == seen.uid && now.gid == seen.gid;
   };
   if (!as_seen())
-    return Fail(core::ErrorKind::kChanged, "read " + path + ": not the file looked at");
+    return Fail(core::ErrorKind::kChanged, "read " + Shown(path) + ": not the file looked at");
   if (HasAccessAcl(fd.get())) {
-    return Fail(core::ErrorKind::kBeyondMode, "read " + path + ": it carries an ACL");
+    return Fail(core::ErrorKind::kBeyondMode, "read " + Shown(path) + ": it carries an ACL");
   }
   auto bytes = ReadUpTo(fd.get(), file_size);
-  if (!bytes) return Fail(Errno("read", path, bytes.error()));
+  if (!bytes) return Fail(Errno("read", Shown(path), bytes.error()));
   if (!as_seen())
-    return Fail(core::ErrorKind::kChanged, "read " + path + ": changed while it was read");
+    return Fail(core::ErrorKind::kChanged, "read " + Shown(path) + ": changed while it was read");
   return std::move(*bytes);
 }
 
@@ -392,7 +396,7 @@ Result<UniqueFd> PosixFileSystem::OpenParentToReplace(const std::string& path,
   struct stat st;
   if (::fstatat(parent->get(), leaf->c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
       S_ISDIR(st.st_mode)) {
-    return Fail(std::string(verb) + " " + path + ": a directory is in the way");
+    return Fail(std::string(verb) + " " + Shown(path) + ": a directory is in the way");
   }
   return parent;
 }
@@ -408,7 +412,7 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomicFrom(const std::string& path,
   std::string tmp = TempName(leaf);
   UniqueFd fd(
       ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Fail(Errno("create temporary file for", path));
+  if (!fd.valid()) return Fail(Errno("create temporary file for", Shown(path)));
   auto cleanup = [&](std::string message) -> Result<FileInfo> {
     fd.Reset();
     ::unlinkat(dir, tmp.c_str(), 0);
@@ -419,7 +423,7 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomicFrom(const std::string& path,
   Status produced = core::Ok();
   try {
     produced = produce([&](std::string_view piece) {
-      if (failed_write) failed_write = WriteAll(fd.get(), piece, path);
+      if (failed_write) failed_write = WriteAll(fd.get(), piece, Shown(path));
       return failed_write;
     });
   } catch (...) {  // bad_alloc: the apply says so; no temporary is left
@@ -430,15 +434,16 @@ Result<FileInfo> PosixFileSystem::WriteFileAtomicFrom(const std::string& path,
   if (!failed_write) return cleanup(failed_write.error().message);
   if (!produced) return cleanup(produced.error().message);
   // chown before chmod: chown clears set-id bits.
-  if (::fchown(fd.get(), own.uid, own.gid) != 0) return cleanup(Errno("chown", path));
-  if (auto st = DropInheritedAcl(fd.get(), path); !st) return cleanup(st.error().message);
-  if (::fchmod(fd.get(), own.mode & 07777) != 0) return cleanup(Errno("chmod", path));
-  if (::fsync(fd.get()) != 0) return cleanup(Errno("fsync", path));
-  if (::close(fd.release()) != 0) return cleanup(Errno("close", path));
+  if (::fchown(fd.get(), own.uid, own.gid) != 0) return cleanup(Errno("chown", Shown(path)));
+  if (auto st = DropInheritedAcl(fd.get(), Shown(path)); !st) return cleanup(st.error().message);
+  if (::fchmod(fd.get(), own.mode & 07777) != 0) return cleanup(Errno("chmod", Shown(path)));
+  if (::fsync(fd.get()) != 0) return cleanup(Errno("fsync", Shown(path)));
+  if (::close(fd.release()) != 0) return cleanup(Errno("close", Shown(path)));
   if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0)
-    return cleanup(Errno("rename onto", path));
+    return cleanup(Errno("rename onto", Shown(path)));
   Unsynced(path);
-  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return Fail(Errno("stat", Shown(path)));
   return FromStat(st);
 }
 
@@ -451,9 +456,9 @@ Status PosixFileSystem::Remove(const std::string& path) {
   UniqueFd tree(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (tree.valid()) {
-    if (auto held = NoMountIn(tree.get(), path, 0); !held) return held;
+    if (auto held = NoMountIn(tree.get(), Shown(path), 0); !held) return held;
   }
-  Status st = RemoveAt(parent->get(), leaf, path, 0);
+  Status st = RemoveAt(parent->get(), leaf, Shown(path), 0);
   Unsynced(path);
   return st;
 }
@@ -465,8 +470,8 @@ Status PosixFileSystem::RemoveFile(const std::string& path) {
   if (!parent->valid()) return core::Ok();
   // Without AT_REMOVEDIR, unlinkat refuses a directory (EISDIR).
   if (::unlinkat(parent->get(), leaf.c_str(), 0) != 0 && errno != ENOENT) {
-    return Fail(errno == EISDIR ? "remove " + path + ": a directory is there now: left"
-                                : Errno("unlink", path));
+    return Fail(errno == EISDIR ? "remove " + Shown(path) + ": a directory is there now: left"
+                                : Errno("unlink", Shown(path)));
   }
   Unsynced(path);
   return core::Ok();
@@ -495,7 +500,7 @@ Status PosixFileSystem::Flush() {
     auto fd = OpenDirectory(*it);
     if (!fd) return std::unexpected(fd.error());
     if (!fd->valid()) continue;  // removed since: nothing of it to keep
-    if (::fsync(fd->get()) != 0) return Fail(Errno("fsync", *it));
+    if (::fsync(fd->get()) != 0) return Fail(Errno("fsync", Shown(*it)));
   }
   return core::Ok();
 }
@@ -506,7 +511,7 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
   if (!opened->valid()) return 0;
   UniqueFd fd = std::move(*opened);
   UniqueFd dup(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
-  if (!dup.valid()) return Fail(Errno("dup", dir));
+  if (!dup.valid()) return Fail(Errno("dup", Shown(dir)));
   auto d = DirStream::Open(dup, dir);
   if (!d) return std::unexpected(d.error());
   auto names = d->Names();
@@ -529,11 +534,11 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
   }
   int removed = 0;
   for (const std::string& name : stale) {
-    if (auto st = RemoveAt(fd.get(), name, dir + "/" + name, 0); !st)
+    if (auto st = RemoveAt(fd.get(), name, Shown(dir) + "/" + name, 0); !st)
       return std::unexpected(st.error());
     ++removed;
   }
-  if (removed > 0 && ::fsync(fd.get()) != 0) return Fail(Errno("fsync", dir));
+  if (removed > 0 && ::fsync(fd.get()) != 0) return Fail(Errno("fsync", Shown(dir)));
   return removed;
 }
 

@@ -88,6 +88,11 @@ class PosixFileSystem : public ports::FileSystem {
   ~PosixFileSystem() override;
 
   const std::string& root() const { return root_; }
+  // Errors name a path as the caller gave it ("/etc/app.conf": what a
+  // declaration says), or with this set, under the root too: a store's own
+  // files ("/intent.json") mean nothing to an operator without their
+  // directory.
+  void set_errors_name_root(bool on) { errors_name_root_ = on; }
   // What the root directory itself is, read from its open descriptor (so it
   // is the directory every path is walked from, not whatever the name now
   // points at); and its mode changed the same way.
@@ -152,7 +157,13 @@ class PosixFileSystem : public ports::FileSystem {
   // Removes a staged file's temporary (best effort) and forgets it.
   void Unstage(uint64_t id);
 
+  // `path` as errors name it (set_errors_name_root).
+  std::string Shown(const std::string& path) const {
+    return errors_name_root_ && root_ != "/" ? root_ + path : path;
+  }
+
   std::string root_;
+  bool errors_name_root_ = false;
   UniqueFd root_fd_;
   std::set<std::string> unsynced_;  // directories with renames not yet fsynced
   std::map<uint64_t, Staged> staged_;

@@ -337,18 +337,19 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ReplaceTree(const std::string& p
   if (!parent) return std::unexpected(parent.error());
   int dir = parent->get();
   std::string tmp = TempName(leaf);
-  if (::mkdirat(dir, tmp.c_str(), 0700) != 0) return Fail(Errno("mkdir temporary tree for", path));
+  if (::mkdirat(dir, tmp.c_str(), 0700) != 0)
+    return Fail(Errno("mkdir temporary tree for", Shown(path)));
   auto fail = [&](std::string message) {
     // Best effort: the apply fails anyway; what cannot be removed now stays
     // as a hidden .NAME.mesh-host-tmp.* directory (see RemoveStaleTemporaries).
-    (void)RemoveAt(dir, tmp, path + " (temporary)", 0);
+    (void)RemoveAt(dir, tmp, Shown(path) + " (temporary)", 0);
     return Fail(std::move(message));
   };
   UniqueFd top(::openat(dir, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!top.valid()) return fail(Errno("open temporary tree for", path));
+  if (!top.valid()) return fail(Errno("open temporary tree for", Shown(path)));
   // Nothing unpacked inherits an ACL: the modes the bundle gives are all
   // the access its entries get (DropInheritedAcl).
-  if (auto dropped = DropInheritedAcl(top.get(), path, /*and_default=*/true); !dropped) {
+  if (auto dropped = DropInheritedAcl(top.get(), Shown(path), /*and_default=*/true); !dropped) {
     return fail(dropped.error().message);
   }
   // The tree being replaced, if any: its files that are exactly the new
@@ -357,7 +358,8 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ReplaceTree(const std::string& p
   // Swapped out, a mount in the old tree would move with it under the
   // temporary name, and the new tree take its place empty.
   if (old_top.valid()) {
-    if (auto held = NoMountIn(old_top.get(), path, 0); !held) return fail(held.error().message);
+    if (auto held = NoMountIn(old_top.get(), Shown(path), 0); !held)
+      return fail(held.error().message);
   }
 
   // Parents before children: sorted relpaths put "a" before "a/b", and a
@@ -373,21 +375,21 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ReplaceTree(const std::string& p
   std::vector<std::pair<std::string, uint32_t>> dir_modes;
   // Linked files, and what fstat said of each when its bytes were compared.
   std::vector<std::pair<const std::string*, struct stat>> linked;
-  if (auto st = FillTree(path, order, old_top.valid(), made, old, dir_modes, linked); !st) {
+  if (auto st = FillTree(Shown(path), order, old_top.valid(), made, old, dir_modes, linked); !st) {
     return fail(st.error().message);
   }
   for (auto it = dir_modes.rbegin(); it != dir_modes.rend(); ++it) {
     if (::fchmodat(top.get(), it->first.c_str(), it->second, 0) != 0) {
-      return fail(Errno("chmod", path + "/" + it->first));
+      return fail(Errno("chmod", Shown(path) + "/" + it->first));
     }
   }
-  if (::fchmod(top.get(), core::kTreeRootMode) != 0) return fail(Errno("chmod", path));
+  if (::fchmod(top.get(), core::kTreeRootMode) != 0) return fail(Errno("chmod", Shown(path)));
   // Every entry is made durable at once, before the tree is swapped in: one
   // syncfs of the file system, not one fsync per file (a bundle of hundreds
   // of files paid a journal commit each). It reports a write-back error of
   // any entry (Linux 5.8 and later: errors since `top` was opened), which
   // fails the tree before anything sees it.
-  if (::syncfs(top.get()) != 0) return fail(Errno("syncfs", path));
+  if (::syncfs(top.get()) != 0) return fail(Errno("syncfs", Shown(path)));
   if (before_swap_) before_swap_();
 
   struct stat st;
@@ -395,18 +397,18 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ReplaceTree(const std::string& p
   if (exists) {
     // One atomic step swaps the whole tree; readers never see a mix.
     if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_EXCHANGE) != 0) {
-      return fail(Errno("swap in", path));
+      return fail(Errno("swap in", Shown(path)));
     }
-    Status removed = RemoveAt(dir, tmp, path + " (old tree)", 0);
+    Status removed = RemoveAt(dir, tmp, Shown(path) + " (old tree)", 0);
     Unsynced(path);
-    return SwappedIn(dir, leaf, top.get(), path, removed, linked);
+    return SwappedIn(dir, leaf, top.get(), Shown(path), removed, linked);
   }
   // No tree there (or the one linked from was removed since it was opened).
   if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) != 0) {
-    return fail(Errno("rename into", path));
+    return fail(Errno("rename into", Shown(path)));
   }
   Unsynced(path);
-  return SwappedIn(dir, leaf, top.get(), path, core::Ok(), linked);
+  return SwappedIn(dir, leaf, top.get(), Shown(path), core::Ok(), linked);
 }
 
 Result<std::vector<TreeEntry>> PosixFileSystem::ScanTree(const std::string& path, bool hash) {
@@ -418,13 +420,14 @@ Result<std::vector<TreeEntry>> PosixFileSystem::ScanTree(const std::string& path
   struct stat st;
   if (::fstatat(parent->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return out;
-    return Fail(Errno("stat", path));
+    return Fail(Errno("stat", Shown(path)));
   }
-  if (!S_ISDIR(st.st_mode)) return Fail("scan " + path + ": not a directory");
+  if (!S_ISDIR(st.st_mode)) return Fail("scan " + Shown(path) + ": not a directory");
   UniqueFd top(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!top.valid()) return Fail(Errno("open", path));
-  if (auto s = ScanAt(top.get(), "", path, hash, 0, out); !s) return std::unexpected(s.error());
+  if (!top.valid()) return Fail(Errno("open", Shown(path)));
+  if (auto s = ScanAt(top.get(), "", Shown(path), hash, 0, out); !s)
+    return std::unexpected(s.error());
   return out;
 }
 
@@ -436,26 +439,26 @@ Result<FileInfo> PosixFileSystem::MakeDirectory(const std::string& path,
   int dir = parent->get();
   struct stat st;
   if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno != ENOENT) return Fail(Errno("stat", path));
+    if (errno != ENOENT) return Fail(Errno("stat", Shown(path)));
     // 0700 until its owner and mode are set: never briefly open to others.
     if (::mkdirat(dir, leaf.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Fail(Errno("mkdir", path));
+      return Fail(Errno("mkdir", Shown(path)));
     }
     Unsynced(path);
   } else if (!S_ISDIR(st.st_mode)) {
-    return Fail("mkdir " + path +
+    return Fail("mkdir " + Shown(path) +
                 ": something other than a directory is in the way (not "
                 "replaced: it may be someone's)");
   }
   UniqueFd fd(::openat(dir, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return Fail(Errno("open", path));
+  if (!fd.valid()) return Fail(Errno("open", Shown(path)));
   // chown before chmod: chown clears set-id bits.
-  if (::fchown(fd.get(), own.uid, own.gid) != 0) return Fail(Errno("chown", path));
-  if (auto dropped = DropInheritedAcl(fd.get(), path); !dropped) {
+  if (::fchown(fd.get(), own.uid, own.gid) != 0) return Fail(Errno("chown", Shown(path)));
+  if (auto dropped = DropInheritedAcl(fd.get(), Shown(path)); !dropped) {
     return std::unexpected(dropped.error());
   }
-  if (::fchmod(fd.get(), own.mode & 07777) != 0) return Fail(Errno("chmod", path));
-  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", path));
+  if (::fchmod(fd.get(), own.mode & 07777) != 0) return Fail(Errno("chmod", Shown(path)));
+  if (::fstat(fd.get(), &st) != 0) return Fail(Errno("stat", Shown(path)));
   return FromStat(st);
 }
 
@@ -467,7 +470,7 @@ Result<FileInfo> PosixFileSystem::MakeSymlink(const std::string& path, const std
   struct stat st;
   std::string tmp = TempName(leaf);
   if (::symlinkat(target.c_str(), dir, tmp.c_str()) != 0) {
-    return Fail(Errno("create temporary symlink for", path));
+    return Fail(Errno("create temporary symlink for", Shown(path)));
   }
   // Held open (O_PATH), the link's inode cannot be freed and its number
   // given to another link put in its place; read through the handle, it
@@ -475,28 +478,29 @@ Result<FileInfo> PosixFileSystem::MakeSymlink(const std::string& path, const std
   UniqueFd held(::openat(dir, tmp.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   struct stat made;
   if (!held.valid() || ::fstat(held.get(), &made) != 0) {
-    std::string why = Errno("open temporary symlink for", path);
+    std::string why = Errno("open temporary symlink for", Shown(path));
     ::unlinkat(dir, tmp.c_str(), 0);
     return Fail(why);
   }
   char was[PATH_MAX];
   ssize_t n = ::readlinkat(held.get(), "", was, sizeof was);
   if (!S_ISLNK(made.st_mode) || n < 0 || std::string_view(was, static_cast<size_t>(n)) != target) {
-    return Fail("symlink " + path +
+    return Fail("symlink " + Shown(path) +
                 ": its temporary link was replaced as it was made (someone "
                 "else can write its directory)");
   }
   if (before_swap_) before_swap_();
   if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) {
-    std::string why = Errno("rename onto", path);
+    std::string why = Errno("rename onto", Shown(path));
     ::unlinkat(dir, tmp.c_str(), 0);
     return Fail(why);
   }
   Unsynced(path);
-  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Fail(Errno("stat", path));
+  if (::fstatat(dir, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return Fail(Errno("stat", Shown(path)));
   // A link is never changed in place: the same inode is the link made.
   if (st.st_dev != made.st_dev || st.st_ino != made.st_ino) {
-    return Fail("symlink " + path +
+    return Fail("symlink " + Shown(path) +
                 ": what is there now is not the link the host made (someone else who can write "
                 "its directory put another in its place)");
   }
@@ -513,7 +517,7 @@ Status PosixFileSystem::RemoveEmptyDirectory(const std::string& path) {
     if (errno == ENOTEMPTY || errno == EEXIST) {
       return std::unexpected(core::Error{path + ": not empty", core::ErrorKind::kNotEmpty, {}});
     }
-    return Fail(Errno("rmdir", path));
+    return Fail(Errno("rmdir", Shown(path)));
   }
   Unsynced(path);
   return core::Ok();
@@ -526,7 +530,7 @@ Result<size_t> PosixFileSystem::CountEntries(const std::string& path) {
   if (!parent->valid()) return 0;
   UniqueFd fd(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return Fail(Errno("open", path));
+  if (!fd.valid()) return Fail(Errno("open", Shown(path)));
   auto dir = DirStream::Open(fd, path);
   if (!dir) return std::unexpected(dir.error());
   auto names = dir->Names();
@@ -547,7 +551,7 @@ Result<UniqueFd> PosixFileSystem::OpenDirectory(const std::string& path) {
   if (!parent->valid()) return UniqueFd();
   UniqueFd fd(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid() && errno != ENOENT && errno != ENOTDIR) return Fail(Errno("open", path));
+  if (!fd.valid() && errno != ENOENT && errno != ENOTDIR) return Fail(Errno("open", Shown(path)));
   return fd;
 }
 

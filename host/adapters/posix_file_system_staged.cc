@@ -39,7 +39,7 @@ Result<std::shared_ptr<PosixFileSystem::StagingDir>> PosixFileSystem::StagingDir
   auto parent = OpenParent(path, /*create=*/true, leaf);
   if (!parent) return std::unexpected(parent.error());
   struct stat st;
-  if (::fstat(parent->get(), &st) != 0) return Fail(Errno("stat parent of", path));
+  if (::fstat(parent->get(), &st) != 0) return Fail(Errno("stat parent of", Shown(path)));
   auto dir = std::make_shared<StagingDir>();
   dir->fd = std::move(*parent);
   dir->path = std::move(dir_path);
@@ -57,7 +57,7 @@ Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
   for (std::string_view c : Components(path)) normal += "/" + std::string(c);
   if (normal != path || path.find("/./") != std::string::npos || path.ends_with("/.") ||
       path.find("/../") != std::string::npos || path.ends_with("/..")) {
-    return Fail("write " + path + ": not a normal absolute path");
+    return Fail("write " + Shown(path) + ": not a normal absolute path");
   }
   std::string leaf;
   auto found = StagingDirOf(path, &leaf);
@@ -73,7 +73,7 @@ Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
     UniqueFd sync(::openat(dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!sync.valid()) {
       forget_unused();
-      return Fail(Errno("open", dir->path));
+      return Fail(Errno("open", Shown(dir->path)));
     }
     not_durable_.emplace(dir->dev, std::move(sync));
   }
@@ -82,12 +82,12 @@ Result<ports::StagedFile> PosixFileSystem::StageFile(const std::string& path,
                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) {
     forget_unused();
-    return Fail(Errno("create temporary file for", path));
+    return Fail(Errno("create temporary file for", Shown(path)));
   }
   struct stat st;
-  Status written = WriteAll(fd.get(), content, path);
-  if (written && ::fstat(fd.get(), &st) != 0) written = Fail(Errno("stat", path));
-  if (written && ::close(fd.release()) != 0) written = Fail(Errno("close", path));
+  Status written = WriteAll(fd.get(), content, Shown(path));
+  if (written && ::fstat(fd.get(), &st) != 0) written = Fail(Errno("stat", Shown(path)));
+  if (written && ::close(fd.release()) != 0) written = Fail(Errno("close", Shown(path)));
   if (!written) {
     fd.Reset();
     (void)::unlinkat(dir->fd.get(), tmp.c_str(), 0);  // best effort: the sweep's otherwise
@@ -143,9 +143,9 @@ Result<core::FileInfo> PosixFileSystem::PlaceStaged(const ports::StagedFile& sta
     Unstage(staged.id);
     return Fail(std::move(message));
   };
-  if (not_durable_.contains(s.dir->dev)) return fail("write " + path + ": not made durable");
+  if (not_durable_.contains(s.dir->dev)) return fail("write " + Shown(path) + ": not made durable");
   if (auto proven = ProveStagingDir(*s.dir); !proven) {
-    return fail("write " + path + ": " + proven.error().message);
+    return fail("write " + Shown(path) + ": " + proven.error().message);
   }
   int dir = s.dir->fd.get();
   // The temporary is opened, not named, for its owner and mode: what is
@@ -153,23 +153,24 @@ Result<core::FileInfo> PosixFileSystem::PlaceStaged(const ports::StagedFile& sta
   UniqueFd fd(::openat(dir, s.temp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st;
   if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !IsStaged(s, st)) {
-    return fail("write " + path + ": its temporary file was replaced before it was put in place");
+    return fail("write " + Shown(path) +
+                ": its temporary file was replaced before it was put in place");
   }
   // chown before chmod: chown clears set-id bits. The temporary is the
   // host's: no chown when that is the owner declared.
   if ((st.st_uid != own.uid || st.st_gid != own.gid) && ::fchown(fd.get(), own.uid, own.gid) != 0) {
-    return fail(Errno("chown", path));
+    return fail(Errno("chown", Shown(path)));
   }
-  if (auto dropped = DropInheritedAcl(fd.get(), path); !dropped) {
+  if (auto dropped = DropInheritedAcl(fd.get(), Shown(path)); !dropped) {
     return fail(dropped.error().message);
   }
-  if (::fchmod(fd.get(), own.mode & 07777) != 0) return fail(Errno("chmod", path));
+  if (::fchmod(fd.get(), own.mode & 07777) != 0) return fail(Errno("chmod", Shown(path)));
   fd.Reset();
   if (::renameat(dir, s.temp.c_str(), dir, s.leaf.c_str()) != 0) {
     if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST) {
-      return fail("write " + path + ": a directory is in the way");
+      return fail("write " + Shown(path) + ": a directory is in the way");
     }
-    return fail(Errno("rename onto", path));
+    return fail(Errno("rename onto", Shown(path)));
   }
   Unsynced(path);
   int stat_rc = ::fstatat(dir, s.leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW);
@@ -178,8 +179,8 @@ Result<core::FileInfo> PosixFileSystem::PlaceStaged(const ports::StagedFile& sta
   std::shared_ptr<StagingDir> held = s.dir;
   staged_.erase(it);
   if (held.use_count() == 2) staging_dirs_.erase(held->path);
-  if (stat_rc != 0) return Fail(Errno("stat", path, err));
-  if (!ours) return Fail("write " + path + ": replaced as it was put in place");
+  if (stat_rc != 0) return Fail(Errno("stat", Shown(path), err));
+  if (!ours) return Fail("write " + Shown(path) + ": replaced as it was put in place");
   return FromStat(st);
 }
 

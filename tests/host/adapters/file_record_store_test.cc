@@ -437,6 +437,26 @@ TEST_F(FileRecordStoreTest, ARecordPlantedAfterOpeningIsRefusedWhenRead) {
   EXPECT_THAT(intent.error().message, HasSubstr("intent.json is owned by uid 65534"));
 }
 
+// The store's files are named where the operator finds them: an error of
+// "read /intent.json" sent them to the machine's root.
+TEST_F(FileRecordStoreTest, AFileItCannotReadIsNamedInItsDirectory) {
+  auto store = FileRecordStore::Open(state_, /*create=*/true, /*keep=*/false);
+  ASSERT_TRUE(store.has_value()) << store.error().message;
+  std::filesystem::create_directory(state_ + "/intent.json");
+  std::filesystem::create_directory(state_ + "/state.json");
+  auto intent = (*store)->LoadIntent();
+  ASSERT_FALSE(intent.has_value());
+  EXPECT_THAT(intent.error().message, HasSubstr(state_ + "/intent.json: not a regular file"));
+  auto loaded = (*store)->Load();
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_THAT(loaded.error().message, HasSubstr(state_ + "/state.json"));
+  core::Record record;
+  record.machine = "m";
+  auto saved = (*store)->Save(record);
+  ASSERT_FALSE(saved.has_value());
+  EXPECT_THAT(saved.error().message, HasSubstr(state_ + "/state.json"));
+}
+
 TEST_F(FileRecordStoreTest, AGroupWritableDirectoryIsRefused) {
   ::chmod(state_.c_str(), 0770);
   auto store = FileRecordStore::Open(state_, /*create=*/false);
