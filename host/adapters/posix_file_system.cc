@@ -455,11 +455,25 @@ Status PosixFileSystem::Remove(const std::string& path) {
   // A tree holding a mount is left whole, not emptied up to the mount.
   UniqueFd tree(
       ::openat(parent->get(), leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (tree.valid()) {
-    if (auto held = NoMountIn(tree.get(), Shown(path), 0); !held) return held;
+  if (!tree.valid()) {
+    Status st = RemoveAt(parent->get(), leaf, Shown(path), 0);
+    Unsynced(path);
+    return st;
   }
-  Status st = RemoveAt(parent->get(), leaf, Shown(path), 0);
-  Unsynced(path);
+  if (auto held = NoMountIn(tree.get(), Shown(path), 0); !held) return held;
+  // Emptied where it stands, a tree cut short would be part there: the
+  // next apply would take it for someone's change and keep it. Moved aside
+  // first, durably, it is gone from its path before its first file goes.
+  std::string aside = TempName(leaf);
+  if (::renameat(parent->get(), leaf.c_str(), parent->get(), aside.c_str()) != 0) {
+    return errno == ENOENT ? core::Ok() : Fail(Errno("move aside to remove", Shown(path)));
+  }
+  if (::fsync(parent->get()) != 0) return Fail(Errno("fsync parent of", Shown(path)));
+  Status st = RemoveAt(parent->get(), aside, Shown(path), 0);
+  if (!st) {
+    std::string dir = Shown(path.substr(0, path.rfind('/')));
+    return Fail(st.error().message + " (what is left of it is in " + dir + "/" + aside + ")");
+  }
   return st;
 }
 

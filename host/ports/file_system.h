@@ -139,7 +139,10 @@ class FileSystem {
   // unit file's place) is told apart from a unit file.
   virtual core::Result<std::string> ReadLink(const std::string& path) = 0;
 
-  // Deletes a file or a whole tree; a missing path is not an error.
+  // Deletes a file or a whole tree; a missing path is not an error. A tree
+  // leaves its path at once, as a whole (moved aside under a temporary
+  // name, then emptied): one cut short is gone from its path, never half
+  // there, and what is left under that name goes with RemoveStaleTemporaries.
   virtual core::Status Remove(const std::string& path) = 0;
 
   // Deletes the file or symlink at `path`, never a directory: one put there

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -649,6 +651,45 @@ TEST_F(PosixFileSystemTest, RemoveDeletesTreesAndToleratesMissing) {
   ASSERT_TRUE(fs_->Remove("/a").has_value());
   EXPECT_FALSE(Exists(dir_.Sub("root/a")));
   EXPECT_TRUE(fs_->Remove("/not/there").has_value());
+}
+
+// Sets or clears a file's immutable flag (which even root cannot unlink
+// through); false where the file system has no such flag.
+bool SetImmutable(const std::string& path, bool on) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
+  ok = ok && ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A removal cut short (here by a file it cannot unlink; in the field by a
+// kill) left part of the tree at its path, which the next apply took for
+// someone's change and kept for good. The tree now leaves its path first.
+TEST_F(PosixFileSystemTest, ATreeRemovedPartlyIsGoneFromItsPath) {
+  for (int i = 0; i < 20; ++i) WriteText(dir_.Sub("root/opt/x/f" + std::to_string(i)), "x");
+  WriteText(dir_.Sub("root/opt/x/sub/stuck"), "x");
+  if (!SetImmutable(dir_.Sub("root/opt/x/sub/stuck"), true)) {
+    GTEST_SKIP() << "no immutable flag on this file system";
+  }
+  auto removed = fs_->Remove("/opt/x");
+  bool gone = !Exists(dir_.Sub("root/opt/x"));
+  // What was left under a temporary name, the sweep takes.
+  std::string aside;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("root/opt"))) {
+    if (e.path().filename().string().starts_with(".x.mesh-host-tmp.")) aside = e.path();
+  }
+  SetImmutable(aside.empty() ? dir_.Sub("root/opt/x/sub/stuck") : aside + "/sub/stuck", false);
+  EXPECT_FALSE(removed.has_value());
+  EXPECT_TRUE(gone) << "part of the tree is still at its path";
+  ASSERT_FALSE(aside.empty());
+  auto swept = fs_->RemoveStaleTemporaries("/opt");
+  ASSERT_TRUE(swept.has_value()) << swept.error().message;
+  EXPECT_EQ(*swept, 1);
+  EXPECT_FALSE(Exists(aside));
 }
 
 // Someone who can write the tree's parent puts a directory of their own
