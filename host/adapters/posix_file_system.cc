@@ -67,7 +67,8 @@ std::string TempName(std::string_view leaf) {
   std::string base(leaf.substr(0, 180));
   // The process id, read once: a first apply names thousands of temporaries.
   static const std::string pid = std::to_string(::getpid());
-  return "." + base + ".mesh-host-tmp." + pid + "." + std::to_string(counter.fetch_add(1));
+  return "." + base + std::string(core::kTemporaryMark) + pid + "." +
+         std::to_string(counter.fetch_add(1));
 }
 
 Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
@@ -531,12 +532,11 @@ Result<int> PosixFileSystem::RemoveStaleTemporaries(const std::string& dir) {
   auto names = d->Names();
   if (!names) return std::unexpected(names.error());
   std::vector<std::string> stale;
-  static constexpr std::string_view kMark = ".mesh-host-tmp.";
   for (std::string& entry : *names) {
     std::string_view name = entry;
-    size_t at = name.rfind(kMark);
+    size_t at = name.rfind(core::kTemporaryMark);
     if (name.empty() || name[0] != '.' || at == std::string_view::npos) continue;
-    std::string_view rest = name.substr(at + kMark.size());  // "PID.N"
+    std::string_view rest = name.substr(at + core::kTemporaryMark.size());  // "PID.N"
     pid_t pid = 0;
     auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
     if (ec != std::errc() || end == rest.data() + rest.size() || *end != '.') continue;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "host/core/file_info.h"
 #include "host/core/json_stream.h"
 #include "host/core/parse_resource.h"
 #include "host/core/printable.h"
@@ -89,6 +90,14 @@ Status CheckId(std::string_view id) {
   return Ok();
 }
 
+// A name the host gives its own temporaries: swept after an interrupted
+// apply, so a declared one would be deleted and then reported as declared.
+std::string TemporaryNamed(std::string_view name) {
+  return "\"" + Printable(name, 256) + "\" is named as the host's temporary files are (." + "NAME" +
+         std::string(kTemporaryMark) +
+         "PID.N), which it deletes after an interrupted apply: choose another name";
+}
+
 Status CheckPath(std::string_view path) {
   if (path.empty() || path[0] != '/') {
     return Fail("\"" + Printable(path, 256) +
@@ -108,6 +117,9 @@ Status CheckPath(std::string_view path) {
       return Fail("\"" + std::string(path) + "\" is not in normal form (empty or . component)");
     }
     if (comp.size() > 255) return Fail("a component of the path is longer than 255 bytes");
+    if (comp.starts_with('.') && comp.find(kTemporaryMark) != std::string_view::npos) {
+      return Fail(TemporaryNamed(comp));
+    }
     start = end + 1;
   }
   return Ok();
@@ -168,6 +180,9 @@ Status CheckUnitName(std::string_view unit) {
         " has no supported unit suffix (.service, .socket, .timer, .path, .target, .mount)");
   }
   std::string_view prefix = unit.substr(0, dot);
+  if (unit.starts_with('.') && unit.find(kTemporaryMark) != std::string_view::npos) {
+    return Fail(TemporaryNamed(unit));
+  }
   size_t at = prefix.find('@');
   if (at != std::string_view::npos &&
       (at == 0 || at + 1 == prefix.size() || prefix.find('@', at + 1) != std::string_view::npos)) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace mesh::core {
 
@@ -14,6 +15,10 @@ namespace mesh::core {
 // removal walk stop there, so a bundle that nests deeper is refused up front
 // rather than failing every apply and being orphaned when dropped.
 inline constexpr int kMaxTreeDepth = 128;
+// What marks the host's temporary names on disk (".NAME.mesh-host-tmp.PID.N"):
+// after an interrupted apply, whatever is so named in a directory the host
+// writes into is swept, so no declared path or unit may be so named.
+inline constexpr std::string_view kTemporaryMark = ".mesh-host-tmp.";
 // The longest file name component Linux takes (NAME_MAX).
 inline constexpr size_t kMaxNameBytes = 255;
 // The longest path within a tree: a tree's modes are set by paths from its

@@ -77,6 +77,8 @@ bad = [
     ("content and content_base64", res(id="a", kind="file", path="/a", content="x", content_base64="eA==")),
     ("relative path", res(id="a", kind="file", path="etc/a", content="x")),
     ("path with ..", res(id="a", kind="file", path="/etc/../a", content="x")),
+    ("path named as a temporary", res(id="a", kind="file", path="/etc/.a.mesh-host-tmp.9.0", content="x")),
+    ("unit named as a temporary", res(id="a", kind="service", unit=".a.mesh-host-tmp.9.0.service", state="running")),
     ("bad id", res(id="A b", kind="file", path="/a", content="x")),
     ("bad mode", res(id="a", kind="file", path="/a", content="x", mode="999")),
     ("bad sha256", res(id="a", kind="archive", path="/a", source="s.tgz", sha256="abc")),

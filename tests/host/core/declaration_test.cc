@@ -454,6 +454,26 @@ TEST(DeclarationTest, PathNotAbsoluteOrWithDotDot) {
   EXPECT_THAT(Refusal(doc), HasSubstr("not in normal form"));
 }
 
+// After an interrupted apply the host deletes what is named as its
+// temporaries are, in every directory it writes into: a path or unit so
+// named was deleted, then reported `unchanged … as declared`.
+TEST(DeclarationTest, NoPathOrUnitNamedAsTheHostsTemporaries) {
+  json doc = Base();
+  for (const char* path : {"/opt/.keep.mesh-host-tmp.4000000.0", "/opt/.t.mesh-host-tmp.1.0/x"}) {
+    doc["resources"][0]["path"] = path;
+    EXPECT_THAT(Refusal(doc), HasSubstr("is named as the host's temporary files are")) << path;
+  }
+  doc = Base();
+  doc["resources"][2]["unit"] = ".x.mesh-host-tmp.1.0.service";
+  EXPECT_THAT(Refusal(doc), HasSubstr("field unit: \".x.mesh-host-tmp.1.0.service\" is named as"));
+  for (const char* path : {"/opt/keep.mesh-host-tmp.1.0", "/opt/.mesh-host-tmp"}) {
+    doc = Base();
+    doc["resources"][0]["path"] = path;
+    auto d = ParseDeclaration(doc.dump());
+    EXPECT_TRUE(d.has_value()) << path << ": " << d.error().message;
+  }
+}
+
 // Issue 39 (9): the shipped unit's PrivateDevices= gives the host a /dev of
 // its own, and /proc and /sys are the kernel's: a file declared there would
 // not be where anyone looks. Refused, saying why; /devices or /system are
