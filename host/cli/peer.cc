@@ -54,8 +54,16 @@ std::string ClientRefused(const std::string& reason) {
 
 // What went wrong with a connection, in words: a timeout is a timeout, a
 // TLS failure says which check (httplib's enum names are not words).
+// `waited`: the request took the whole read timeout, so the peer went
+// silent rather than closed the connection (httplib says Read of both).
 std::string Why(httplib::Error error, const httplib::Client& client, const ClientOptions& opts,
-                bool https, unsigned long tls_error) {
+                bool https, unsigned long tls_error, std::optional<std::string> waited) {
+  if (waited.has_value() &&
+      (error == httplib::Error::Read || error == httplib::Error::SSLConnection)) {
+    return std::string("it accepted the connection but gave ") +
+           (error == httplib::Error::Read ? "no whole answer" : "no TLS handshake") + " within " +
+           *waited + ": its process may be stopped or stuck";
+  }
   // Under TLS 1.3 a host that wants a client certificate ends the
   // connection once its handshake is over: the request, or the wait for
   // its answer, meets that, and the reason is not always read.
@@ -79,11 +87,8 @@ std::string Why(httplib::Error error, const httplib::Client& client, const Clien
       return "no connection within the connect timeout (the machine is down, or a firewall "
              "drops the packets)";
     case httplib::Error::Read:
-      // The read timeout and a close read alike; the deadline is said
-      // apart (Fetch).
-      return "it accepted the connection and closed it with no whole answer, or sent none "
-             "within the read timeout" +
-             unsure + tls_only;
+      // Not waited out (that is said above): closed.
+      return "it accepted the connection and closed it with no whole answer" + unsure + tls_only;
     case httplib::Error::Write:
       return "the connection closed while the request was sent" + unsure + tls_only;
     case httplib::Error::SSLLoadingCerts:
@@ -144,6 +149,52 @@ std::string CheckClientPair(std::string_view cert_pem, std::string_view key_pem,
   }
   return "";
 }
+
+std::string CheckCaPem(std::string_view pem, const ClientOptions& opts) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> text(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      text ? PEM_read_bio_X509(text.get(), nullptr, nullptr, nullptr) : nullptr, &X509_free);
+  ERR_clear_error();
+  if (cert == nullptr) {
+    return "--ca " + core::Printable(opts.ca) +
+           ": no PEM certificate in it (the CA's certificate, \"-----BEGIN CERTIFICATE-----\")";
+  }
+  return "";
+}
+
+namespace {
+
+// Why `url` (BaseUrl of `given`) is not asked; "" when it is.
+std::string UrlRefused(const std::string& given, const std::string& url) {
+  if (url.find("://") == std::string::npos) {
+    return "--url " + core::Printable(given) + ": not a URL; it takes http://HOST:PORT";
+  }
+  // httplib throws for a scheme it does not know: checked here, never thrown.
+  if (!url.starts_with("https://") && !url.starts_with("http://")) {
+    return core::Printable(url) + ": not an http:// or https:// URL";
+  }
+  if (std::string why = CheckUrl(url); !why.empty()) {
+    std::string shown = url.substr(0, url.find("://") + 3) + "...";
+    // Not the URL itself when it carries a password.
+    if (url.find('@') == std::string::npos) shown = core::Printable(url);
+    return shown + ": " + why;
+  }
+  return "";
+}
+
+// `limit`, in words, when the request took it all since `began`.
+std::optional<std::string> WaitedOut(std::chrono::steady_clock::time_point began,
+                                     std::chrono::nanoseconds limit) {
+  if (std::chrono::steady_clock::now() - began < limit - std::chrono::milliseconds(100)) {
+    return std::nullopt;
+  }
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f s", std::chrono::duration<double>(limit).count());
+  return seconds;
+}
+
+}  // namespace
 
 std::string BaseUrl(const std::string& given) {
   std::string url = given;
@@ -421,23 +472,8 @@ Got GetFromEach(httplib::Client& client, const Resolved& resolved, const std::st
 Answer Fetch(const std::string& given, const std::string& path, const ClientOptions& opts) {
   Answer p;
   p.url = BaseUrl(given);
-  if (p.url.find("://") == std::string::npos) {
-    p.error = "--url " + core::Printable(given) + ": not a URL; it takes http://HOST:PORT";
-    return p;
-  }
-  // httplib throws for a scheme it does not know: checked here, never thrown.
+  if (p.error = UrlRefused(given, p.url); !p.error.empty()) return p;
   bool https = p.url.starts_with("https://");
-  if (!https && !p.url.starts_with("http://")) {
-    p.error = core::Printable(p.url) + ": not an http:// or https:// URL";
-    return p;
-  }
-  if (std::string why = CheckUrl(p.url); !why.empty()) {
-    std::string shown = p.url.substr(0, p.url.find("://") + 3) + "...";
-    // Not the URL itself when it carries a password.
-    if (p.url.find('@') == std::string::npos) shown = core::Printable(p.url);
-    p.error = shown + ": " + why;
-    return p;
-  }
   // Credentials go only where the scheme is https: a plain-http target of
   // a mixed fleet is asked without them (RefusesPlainHttp keeps an http
   // URL typed with --user from being asked at all).
@@ -472,8 +508,13 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
   }
   client.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read));
   std::map<std::string, std::string> asked;
+  auto began = std::chrono::steady_clock::now();
   Got got = GetFromEach(client, resolved, prefix + path, opts, connect, asked);
   const httplib::Result& res = got.result;
+  // The TLS handshake is waited for as long as the connection, the answer
+  // for the read timeout.
+  std::optional<std::string> waited =
+      WaitedOut(began, !res && res.error() == httplib::Error::SSLConnection ? connect : read);
   if (!got.too_large && !res && res.error() == httplib::Error::SSLConnection && !got.timed_out &&
       AnswersPlainHttp(server, opts, asked)) {
     p.error = core::Printable(p.url) +
@@ -483,11 +524,11 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
   }
   // A body cut at the deadline reads as whole to httplib: it is not.
   if (got.too_large || got.timed_out || !res) {
-    std::string why = got.too_large
-                          ? "its answer is larger than " + std::to_string(opts.max_bytes >> 20) +
-                                " MiB (cut off there)"
-                      : got.timed_out ? "no whole answer before the deadline (--timeout)"
-                                      : Why(res.error(), client, opts, https, got.tls_error);
+    std::string why =
+        got.too_large ? "its answer is larger than " + std::to_string(opts.max_bytes >> 20) +
+                            " MiB (cut off there)"
+        : got.timed_out ? "no whole answer before the deadline (--timeout)"
+                        : Why(res.error(), client, opts, https, got.tls_error, waited);
     p.error = core::Printable(p.url) + " unreachable: " + why;
     return p;
   }

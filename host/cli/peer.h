@@ -50,6 +50,11 @@ std::string BaseUrl(const std::string& given);
 // words; "" when it can. Checked again before each request.
 std::string CheckUrl(const std::string& url);
 
+// What makes `pem`, read from --ca, unusable: "" when it holds at least one
+// PEM certificate, else words naming the flag and file. The client loads it
+// for every connection and, when it cannot, names no file nor reason.
+std::string CheckCaPem(std::string_view pem, const ClientOptions& opts);
+
 // What makes the client certificate and key unusable, in words naming the
 // flag and file (never the key's bytes); "" when `cert_pem` holds a
 // certificate and `key_pem` its private key. An encrypted key is refused:

@@ -176,23 +176,37 @@ std::string Seconds(const nlohmann::json& last) {
   return buf;
 }
 
-// The client certificate and key, checked before any host is asked: the
-// client reads them again by path for every connection and, when they
-// cannot be used, sends nothing and names no reason.
+// The CA, client certificate and key, checked before any host is asked:
+// the client reads them again by path for every connection and, when they
+// cannot be used, sends nothing and names no file nor reason (every host
+// then reads as unreachable).
 constexpr size_t kMaxPemBytes = size_t{1} << 20;
+core::Result<std::string> ReadPem(std::string_view flag, const std::string& path,
+                                  const ClientOptions& client) {
+  std::string named = std::string(flag) + " " + core::Printable(path) + ": ";
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return core::Fail(named + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    return core::Fail(named + "not a regular file (it is read for every connection)");
+  }
+  auto text = ReadAtMost(path, kMaxPemBytes, *client.deadline);
+  if (!text) return core::Fail(named + text.error().message);
+  return text;
+}
+
 std::string CheckClientFiles(const ClientOptions& client) {
+  if (!client.ca.empty()) {
+    auto ca = ReadPem("--ca", client.ca, client);
+    if (!ca) return ca.error().message;
+    if (std::string why = CheckCaPem(*ca, client); !why.empty()) return why;
+  }
   if (client.cert.empty()) return "";
   std::string pem[2];
   const std::pair<std::string_view, const std::string*> files[] = {{"--cert", &client.cert},
                                                                    {"--key", &client.key}};
   for (size_t i = 0; i < 2; ++i) {
-    const auto& [flag, path] = files[i];
-    std::string named = std::string(flag) + " " + core::Printable(*path) + ": ";
-    struct stat st;
-    if (::stat(path->c_str(), &st) != 0) return named + std::strerror(errno);
-    if (!S_ISREG(st.st_mode)) return named + "not a regular file (it is read for every connection)";
-    auto text = ReadAtMost(*path, kMaxPemBytes, *client.deadline);
-    if (!text) return named + text.error().message;
+    auto text = ReadPem(files[i].first, *files[i].second, client);
+    if (!text) return text.error().message;
     pem[i] = std::move(*text);
   }
   std::string why = CheckClientPair(pem[0], pem[1], client);

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -34,6 +35,11 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// As mesh-host-serve's main sets it (serve_main.cc): OpenSSL writes a TLS
+// alert with write(2) to a connection the deadline shut down, and this
+// process, the client's, must get EPIPE from it, not die.
+const bool kIgnoresSigpipe = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
 
 const char* kStatus = R"({
   "machine": "edge-1", "generation": 42, "declaration_digest": "abc", "healthy": false,
@@ -275,6 +281,24 @@ TEST(StatusCommandTest, ATricklingPeerMeetsTheDeadline) {
   std::ostringstream out, err;
   EXPECT_EQ(RunStatus(peer.url(), out, err, opts), 2);
   EXPECT_THAT(err.str(), HasSubstr("no whole answer before the deadline (--timeout)"));
+}
+
+// A host whose process is stopped (kill -STOP) still has its socket accept:
+// the wait ran out, yet the words said it closed the connection and hinted
+// https://, and over TLS only that the handshake failed.
+TEST(StatusCommandTest, APeerSilentForTheReadTimeoutIsSaidSo) {
+  for (std::string scheme : {"http://", "https://"}) {
+    TricklingPeer silent("", "");
+    ClientOptions opts;
+    opts.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    std::ostringstream out, err;
+    std::string url = scheme + silent.url().substr(std::string_view("http://").size());
+    EXPECT_EQ(RunStatus(url, out, err, opts), 2);
+    EXPECT_THAT(err.str(), HasSubstr(scheme == "http://" ? "gave no whole answer within 5.0 s"
+                                                         : "gave no TLS handshake within 3.0 s"));
+    EXPECT_THAT(err.str(), HasSubstr("its process may be stopped or stuck"));
+    EXPECT_THAT(err.str(), Not(HasSubstr("closed")));
+  }
 }
 
 // An answer without a length, whose body ends only when the connection
@@ -1097,6 +1121,23 @@ TEST(StatusCommandTest, AClientCertificateThatCannotBeUsedIsExit2NamingIt) {
     EXPECT_EQ(out.str(), "") << "no host is asked";
     EXPECT_THAT(err.str(), Not(HasSubstr("Success")));
     EXPECT_THAT(err.str(), Not(HasSubstr(key_text.substr(30, 20))));
+  }
+  // A --ca that cannot be loaded made every host of a fleet read as
+  // unreachable (exit 1, "cannot be loaded", no file named): an outage.
+  const std::pair<std::string, std::string> cas[] = {
+      {d + "/ca.crtX", "--ca " + d + "/ca.crtX: No such file"},
+      {d, "--ca " + d + ": not a regular file"},
+      {d + "/a.key", "--ca " + d + "/a.key: no PEM certificate in it"},
+  };
+  for (const auto& [ca, says] : cas) {
+    ClientOptions opts;
+    opts.ca = ca;
+    std::ostringstream out, err;
+    EXPECT_EQ(RunStatusVerb({}, {targets}, {}, out, err, opts, "", std::chrono::seconds(3)), 2)
+        << says << "\n"
+        << out.str() << err.str();
+    EXPECT_THAT(err.str(), HasSubstr(says));
+    EXPECT_EQ(out.str(), "") << "no host is asked";
   }
   // The pair that belongs together goes on to ask the host (over https,
   // which this plain host does not speak).
