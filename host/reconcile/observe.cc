@@ -1,8 +1,10 @@
 #include "host/reconcile/observe.h"
 
+#include <map>
 #include <set>
 
 #include "host/core/printable.h"
+#include "host/core/sha256.h"
 #include "host/core/want.h"
 #include "host/reconcile/as_left.h"
 #include "host/reconcile/observer.h"
@@ -364,33 +366,55 @@ bool Observer::OwnedAsLeft(const std::string& path, const core::FileInfo& info) 
          AsLeft(*ports_.root, path, info, w.content_digest);
 }
 
-// The first entry under `dir` that is not the host's content, as a path:
-// not a directory, and neither the record nor a bundle's root above it
-// within `dir` says it is the host's; or a path the host wrote that is no
-// longer what it left there (a file edited, or replaced by a directory, a
-// FIFO or a link: what is in it is someone's). A declared `directory`'s
-// contents are not the host's, nor a path that was there before the host
-// managed it (which removal leaves too).
+namespace {
+
+// An entry found under a bundle's path that the bundle holds as it is
+// there: the same bytes and mode.
+bool AsInBundle(const TreeEntry& e, const std::map<std::string_view, const TreeEntry*>& bundle) {
+  auto it = bundle.find(e.relpath);
+  if (it == bundle.end() || it->second->type != e.type) return false;
+  const TreeEntry& b = *it->second;
+  return (b.mode & 07777) == (e.info.mode & 07777) &&
+         (e.type != FileType::kRegular || core::Sha256Hex(b.content) == e.content_sha256);
+}
+
+}  // namespace
+
+// An entry under `dir` that is not the host's content, as a path: not a
+// directory, and neither the record nor a bundle's root above it within
+// `dir` says it is the host's; or a path the host wrote that is no longer
+// what it left there (a file edited, or replaced by a directory, a FIFO or
+// a link: what is in it is someone's). A declared `directory`'s contents
+// are not the host's, nor a path that was there before the host managed it
+// (which removal leaves too). Named first: one that `bundle` does not hold
+// as it is (what the swap would lose), the operator's to move away.
 std::optional<std::string> Observer::NotTheHosts(const std::string& dir,
-                                                 const std::vector<TreeEntry>& entries) const {
+                                                 const std::vector<TreeEntry>& entries,
+                                                 const std::vector<TreeEntry>& bundle) const {
+  std::map<std::string_view, const TreeEntry*> by_path;
+  for (const TreeEntry& b : bundle) by_path.emplace(b.relpath, &b);
+  std::optional<std::string> first;
   for (const TreeEntry& e : entries) {
     const std::string path = dir + "/" + e.relpath;
+    std::string foreign;
     if (OwnedAs(path) != nullptr) {
-      if (!OwnedAsLeft(path, e.info)) {
-        return core::Printable(path) + " (changed since the host wrote it)";
+      if (OwnedAsLeft(path, e.info)) continue;
+      foreign = core::Printable(path) + " (changed since the host wrote it)";
+    } else {
+      if (e.type == FileType::kDirectory) continue;
+      bool hosts = false;
+      for (size_t slash = e.relpath.rfind('/'); !hosts && slash != std::string::npos && slash > 0;
+           slash = e.relpath.rfind('/', slash - 1)) {
+        const OwnedPath* above = OwnedAs(dir + "/" + e.relpath.substr(0, slash));
+        hosts = above != nullptr && above->tree();
       }
-      continue;
+      if (hosts) continue;
+      foreign = core::Printable(path);
     }
-    if (e.type == FileType::kDirectory) continue;
-    bool hosts = false;
-    for (size_t slash = e.relpath.rfind('/'); !hosts && slash != std::string::npos && slash > 0;
-         slash = e.relpath.rfind('/', slash - 1)) {
-      const OwnedPath* above = OwnedAs(dir + "/" + e.relpath.substr(0, slash));
-      hosts = above != nullptr && above->tree();
-    }
-    if (!hosts) return core::Printable(path);
+    if (!AsInBundle(e, by_path)) return foreign;
+    if (!first.has_value()) first = std::move(foreign);
   }
-  return std::nullopt;
+  return first;
 }
 
 FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::string& want) {
@@ -450,7 +474,7 @@ FilesSeen Observer::Tree(const Resource& r, const RecordEntry* old, const std::s
                (old->kind == core::KindName(core::Kind::kArchive) ||
                 old->kind == core::KindName(core::Kind::kProcess));
   if (dir && !taken && seen.found == Found::kDiffers) {
-    seen.foreign = NotTheHosts(r.path, *hashed).value_or("");
+    seen.foreign = NotTheHosts(r.path, *hashed, **bundle).value_or("");
   }
   // A file, a link or a FIFO at the path that the host did not write: as a
   // `directory` never replaces one, nor does a bundle.

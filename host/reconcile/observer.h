@@ -70,7 +70,8 @@ class Observer {
   void Shadows();
   std::optional<FileInfo> SeenUnderRoot(const std::string& path);
   std::optional<std::string> NotTheHosts(const std::string& dir,
-                                         const std::vector<TreeEntry>& entries) const;
+                                         const std::vector<TreeEntry>& entries,
+                                         const std::vector<TreeEntry>& bundle) const;
   void Dropped();
   bool WroteAsFile(const std::string& in_unit_dir) const;
   // Whether some record entry names `path` as written. The set is built at

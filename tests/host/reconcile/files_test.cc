@@ -127,6 +127,39 @@ TEST_F(FilesTest, ADeclaredDirectorysContentsAreNotTheHosts) {
   EXPECT_EQ(ReadText(Root("/opt/tools/site.conf")), "operator's");
 }
 
+// A bundle unpacked by hand at its path, then one file changed: the
+// refusal named whichever file came first in the directory (one the same as
+// the bundle's), and an operator moving it away was refused again. It
+// names what the swap would lose.
+TEST_F(FilesTest, ADirectoryInTheWayIsRefusedNamingWhatTheBundleWouldLose) {
+  std::vector<TarMember> members;
+  for (int i = 0; i < 40; ++i) {
+    members.push_back({TarMember::kFile, "f" + std::to_string(i), "same " + std::to_string(i)});
+  }
+  std::string sha = Bundle("many.tar.gz", members);
+  for (int i = 0; i < 40; ++i) {
+    WriteText(Root("/opt/many/f" + std::to_string(i)), "same " + std::to_string(i));
+    ::chmod(Root("/opt/many/f" + std::to_string(i)).c_str(), 0644);
+  }
+  WriteText(Root("/opt/many/f17"), "the operator's own\n");
+  json tree = {{"id", "many"},
+               {"kind", "archive"},
+               {"path", "/opt/many"},
+               {"source", "many.tar.gz"},
+               {"sha256", sha}};
+  ApplyReport r = Run(Decl(json::array({tree})));
+  ASSERT_EQ(r.outcomes[0].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("holds /opt/many/f17, which is not the host's"));
+  // A mode changed alone is what differs then.
+  WriteText(Root("/opt/many/f17"), "same 17");
+  ::chmod(Root("/opt/many/f17").c_str(), 0644);
+  ::chmod(Root("/opt/many/f23").c_str(), 0600);
+  r = Run(Decl(json::array({tree})));
+  ASSERT_EQ(r.outcomes[0].outcome, core::Outcome::kFailed);
+  EXPECT_THAT(r.outcomes[0].detail, HasSubstr("holds /opt/many/f23, which is not the host's"));
+  EXPECT_EQ(ReadText(Root("/opt/many/f0")), "same 0") << "nothing replaced";
+}
+
 // Killed after the tree went in and before the record said so: the intent
 // names the tree being created, and the next apply takes it as the
 // host's, whatever the daemon wrote inside meanwhile.
