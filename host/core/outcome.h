@@ -66,6 +66,11 @@ struct UnitSnapshot {
   // restarted by systemd since the host's look before): what /healthz and
   // mesh_host_unit_active hold the unit to.
   bool up = false;
+  // Restarted by systemd more than twice in 15 minutes (a crash loop, which
+  // may be slower than a settle): the longest run seen in that time, which
+  // a run must outlast by a settle to be up.
+  bool crash_loop = false;
+  std::chrono::nanoseconds loop_longest_run{0};
   // A resource failed on this unit: the last lines its failed run logged
   // (the journal, by InvocationID), bounded and escaped, oldest first; or
   // why there are none in `journal_note`. Both empty: not looked.

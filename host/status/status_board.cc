@@ -98,12 +98,17 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
     if (!r.declared_unit().empty()) {
       if (r.host_acted && r.restart_reason().has_value()) host_restarts_[r.declared_unit()]++;
       if (r.declared.value_or_empty().rollback_restart) host_restarts_[r.declared_unit()]++;
-      streaks_[r.declared_unit()] =
-          Streak{.confirmed = r.unit.has_value() && r.unit->up, .since = {}, .invocation = {}};
       if (!r.unit.has_value()) {
         r.unit = core::UnitSnapshot{};
         r.unit->name = r.declared_unit();
       }
+      // The apply's two looks passed within a run of a crash loop: the
+      // watch calls it up once the run outlasts the loop's (PublishUnit).
+      if (auto runs = runs_.find(r.declared_unit()); runs != runs_.end()) {
+        ShowLoop(runs->second, *r.unit);
+        if (r.unit->crash_loop) r.unit->up = false;
+      }
+      streaks_[r.declared_unit()] = Streak{.confirmed = r.unit->up, .since = {}, .invocation = {}};
       r.unit->host_restarts = host_restarts_[r.declared_unit()];
     }
   }
@@ -112,6 +117,7 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
   // Not after an apply that failed whole (no outcomes to go by).
   if (report.error.empty()) {
     std::erase_if(host_restarts_, [&](const auto& e) { return !streaks_.contains(e.first); });
+    std::erase_if(runs_, [&](const auto& e) { return !streaks_.contains(e.first); });
   }
   for (core::Outcome o : core::kAllOutcomes) {
     next->counts[std::string(core::OutcomeName(o))] = counts[static_cast<size_t>(o)];
@@ -153,24 +159,51 @@ bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& s
     if (r.declared_unit() != unit || !r.unit.has_value()) continue;
     core::UnitSnapshot& u = *r.unit;
     Streak& streak = streaks_[unit];
-    if (!core::UpSince(status, u.n_restarts) ||
-        (streak.since.has_value() && status.invocation_id != streak.invocation)) {
-      // Down, or a new run since the streak began (a death between two
-      // looks, missed by both): the streak starts again.
-      streak = {};
-    }
+    // Down, or a new run since the streak began (a death between two
+    // looks, missed by both): the streak starts again.
+    bool breaks = !core::UpSince(status, u.n_restarts) ||
+                  (streak.since.has_value() && status.invocation_id != streak.invocation);
+    NoteRuns(runs_[unit], streak, breaks, status, now, u);
+    if (breaks) streak = {};
     if (core::UpSince(status, u.n_restarts) && !streak.confirmed) {
       if (!streak.since.has_value()) {
         streak.since = now;
         streak.invocation = status.invocation_id;
       }
-      streak.confirmed = now - *streak.since >= settle_;
+      streak.confirmed = now - *streak.since >= settle_ + u.loop_longest_run;
     }
     up = streak.confirmed;
     changed = ShowLook(u, status, up) || changed;
   }
   if (changed) current_ = std::move(next);
   return up;
+}
+
+void StatusBoard::NoteRuns(Runs& runs, const Streak& streak, bool breaks,
+                           const core::UnitStatus& status,
+                           std::chrono::steady_clock::time_point now, core::UnitSnapshot& u) {
+  if (breaks && streak.since.has_value()) runs.last_run = now - *streak.since;
+  if (core::RestartedSince(status.n_restarts, u.n_restarts)) {
+    // Each restart the count grew by; only the last ended the run seen.
+    uint32_t grown =
+        status.n_restarts > u.n_restarts ? status.n_restarts - u.n_restarts : status.n_restarts;
+    for (uint32_t k = 1; k < std::min<uint32_t>(grown, kLoopRestarts + 1); ++k) {
+      runs.crashes.push_back({now, std::chrono::nanoseconds(0)});
+    }
+    runs.crashes.push_back({now, runs.last_run});
+    runs.last_run = std::chrono::nanoseconds(0);
+  }
+  while (!runs.crashes.empty() && now - runs.crashes.front().at > kLoopWindow) {
+    runs.crashes.pop_front();
+  }
+  ShowLoop(runs, u);
+}
+
+void StatusBoard::ShowLoop(const Runs& runs, core::UnitSnapshot& u) {
+  u.crash_loop = runs.crashes.size() > kLoopRestarts;
+  u.loop_longest_run = std::chrono::nanoseconds(0);
+  if (!u.crash_loop) return;
+  for (const Crash& c : runs.crashes) u.loop_longest_run = std::max(u.loop_longest_run, c.ran);
 }
 
 std::vector<std::string> StatusBoard::WatchedUnits() const {
@@ -275,6 +308,19 @@ std::string WhoStartedItAgain(uint32_t n_restarts) {
   return n_restarts > 0 ? ", restarted by systemd (NRestarts " + std::to_string(n_restarts) + ")"
                         : ", started again (by an operator or a job: NRestarts 0)";
 }
+
+// What an up unit waits for to be called up again: a settle, or in a loop
+// whose runs were seen to last (100 ms: the shortest --settle), more.
+std::string NotYetUp(const core::UnitSnapshot& u) {
+  if (!u.crash_loop || u.loop_longest_run < std::chrono::milliseconds(100)) {
+    return " and not yet running for a whole --settle since";
+  }
+  char longest[32];
+  std::snprintf(longest, sizeof longest, "%.1f s",
+                std::chrono::duration<double>(u.loop_longest_run).count());
+  return std::string(" more than twice in 15 minutes (a crash loop), and not yet running ") +
+         "longer than its longest run of that time (" + longest + ") and a --settle since";
+}
 }  // namespace
 
 bool Failing(const core::ResourceOutcome& r) {
@@ -296,10 +342,8 @@ Health Judge(const Snapshot& s, size_t most_lines) {
       core::UnitStatus seen;
       seen.active_state = r.unit->active_state;
       seen.sub_state = r.unit->sub_state;
-      std::string restarted = core::UnitUp(seen)
-                                  ? WhoStartedItAgain(r.unit->n_restarts) +
-                                        " and not yet running for a whole --settle since"
-                                  : "";
+      std::string restarted =
+          core::UnitUp(seen) ? WhoStartedItAgain(r.unit->n_restarts) + NotYetUp(*r.unit) : "";
       wrong.push_back("unit " + r.unit->name + " is " + r.unit->active_state + " (" +
                       r.unit->sub_state + ")" + restarted + ", declared running");
     }

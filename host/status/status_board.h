@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +80,9 @@ class StatusBoard {
   // since the host's look before (the apply's or the watch's), and — once a
   // look found it down — up again for a settle since, as two looks would
   // say: a crash loop whose every run reads "active" for a moment is not up.
+  // Once systemd restarted it more than twice in kLoopWindow (the
+  // threshold of MeshHostUnitFlapping), a run must also outlast the longest
+  // run of that window: a loop whose runs outlast a settle is not up either.
   bool PublishUnit(const std::string& unit, const core::UnitStatus& status,
                    std::chrono::steady_clock::time_point now);
   // Set while the apply under way is stuck, cleared when it moves again or
@@ -104,12 +108,37 @@ class StatusBoard {
 
   void ShowRecorded(Snapshot& next, core::RecordedState recorded);
 
+  // Per declared unit, across applies: the runs systemd ended and
+  // restarted within kLoopWindow of the last look.
+  struct Crash {
+    std::chrono::steady_clock::time_point at;  // when the watch saw NRestarts grow
+    std::chrono::nanoseconds ran{0};           // the run it ended, as seen (0: not seen)
+  };
+  struct Runs {
+    std::deque<Crash> crashes;
+    std::chrono::nanoseconds last_run{0};  // the last streak, when it broke
+  };
+  // Notes a look at `unit` in `runs` (the streak before it, whether it
+  // breaks it, and whether systemd restarted the unit since `baseline`),
+  // and sets the loop's figures on `u`.
+  static void NoteRuns(Runs& runs, const Streak& streak, bool breaks,
+                       const core::UnitStatus& status, std::chrono::steady_clock::time_point now,
+                       core::UnitSnapshot& u);
+  // Sets the loop's figures (crash_loop, loop_longest_run) on `u`.
+  static void ShowLoop(const Runs& runs, core::UnitSnapshot& u);
+
   const std::chrono::nanoseconds settle_;
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> current_;
   std::map<std::string, Streak> streaks_;
   std::map<std::string, uint64_t> host_restarts_;  // by declared unit, since start
+  std::map<std::string, Runs> runs_;               // by declared unit, since start
 };
+
+// What makes a crash loop (MeshHostUnitFlapping's words): more than
+// kLoopRestarts restarts by systemd within kLoopWindow.
+inline constexpr size_t kLoopRestarts = 2;
+inline constexpr std::chrono::minutes kLoopWindow{15};
 
 // A look at `unit` taken after the apply's own (the live watch's, at a unit
 // the apply did not act on, while it ran) over the report's picture of it:

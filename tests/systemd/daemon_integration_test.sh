@@ -18,6 +18,9 @@ WEB=$(svc web $'[Service]\nExecStart=/bin/sleep infinity\n')
 # flap dies 0.4 s into every run: the second look, a 1 s settle on, falls
 # inside a run of a new invocation, unless a restart costs some 0.1 s.
 FLAP=$(svc flap $'[Unit]\nStartLimitIntervalSec=0\n[Service]\nRestart=always\nRestartSec=0\nExecStart=/bin/sh -c \'sleep 0.4; exit 1\'\n')
+# slowflap dies 2 s into every run: each run outlasts the 1 s settle, so
+# the apply's two looks pass, but the watch must not call it up.
+SLOWFLAP=$(svc slowflap $'[Unit]\nStartLimitIntervalSec=0\n[Service]\nRestart=always\nRestartSec=0.5\nExecStart=/bin/sh -c \'sleep 2; exit 1\'\n')
 CONF='{"id":"web.conf","kind":"file","path":"/etc/web.conf","content":"v1\n"}'
 printf '{"machine":"box","generation":1,"resources":[%s,%s]}' "$CONF" "$WEB" > "$T/etc/declaration.json"
 
@@ -164,7 +167,7 @@ check "systemd hung: 503 as the hung read gives up, said in one line" \
 kill -CONT "$SDBOX_PID"
 check "systemd answers again: healthy within 25 s" 'until_true 25 "[ \$(code /healthz) = 200 ]"'
 
-declare_gen 4 "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" "$(slow 86400)" "$DEP"
+declare_gen 4 "$(sed 's/v1/v2/' <<<"$CONF")" "$WEB" "$FLAP" "$(slow 86400)" "$DEP" "$SLOWFLAP"
 check "atomic rename triggers an apply" 'until_true 5 "[ \$(applies) = 6 ]"'
 sleep 1.5
 check "... exactly one" '[ "$(applies)" = 6 ]'
@@ -174,6 +177,19 @@ r1=$(curl -s $URL/metrics | sed -n 's/^mesh_host_unit_systemd_restarts_total{uni
 sleep 3
 r2=$(curl -s $URL/metrics | sed -n 's/^mesh_host_unit_systemd_restarts_total{unit="flap.service"} //p')
 check "crash-loop: systemd restart counter rises between applies ($r1 -> $r2)" '[ -n "$r1" ] && [ -n "$r2" ] && [ "${r2%.*}" -gt "${r1%.*}" ]'
+# A loop slower than a settle read up for most of each run: /healthz and
+# mesh_host_unit_active flipped, and MeshHostDaemonDead's minute never ran
+# out. Past its third restart in 15 minutes, a run must outlast the loop's.
+slowflap_up() { sed -n 's/^mesh_host_unit_active{unit="slowflap.service"} //p' <<<"$(curl -s "$URL/metrics")"; }
+check "slow crash loop: restarted by systemd four times" \
+  'until_true 20 "[ \$(nsenter -t $SDBOX_PID -m -p systemctl show -p NRestarts --value slowflap.service) -ge 4 ]"'
+ups=0
+for _ in $(seq 24); do  # 6 s: more than two of its runs
+  [ "$(slowflap_up)" = 0 ] || ups=$((ups + 1))
+  sleep 0.25
+done
+check "... never called up since, though each run outlasts a settle ($ups of 24 looks)" '[ "$ups" = 0 ]'
+check "... and /healthz says it is a crash loop" 'curl -s $URL/healthz | grep -q "unit slowflap.service is .*more than twice in 15 minutes (a crash loop)\|unit slowflap.service is \(activating\|failed\)"'
 
 set +e
 "$BIN" status --url "$URL" > "$T/status.out"; src=$?

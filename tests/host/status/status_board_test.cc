@@ -253,6 +253,64 @@ TEST(StatusBoardTest, ACrashLoopIsNeverUpBetweenApplies) {
   EXPECT_TRUE(Judge(*board.Get()).healthy);
 }
 
+// A crash loop slower than a settle (each run 3 s, restarted after 1 s):
+// every run outlasted a settle, so the unit read up three quarters of the
+// time, /healthz flipped, and MeshHostDaemonDead's minute never ran out.
+// Once systemd restarted it more than twice in 15 minutes, a run must
+// outlast the loop's longest by a settle; an apply's two looks inside a
+// run do not call it up either.
+TEST(StatusBoardTest, ACrashLoopSlowerThanASettleIsNotUp) {
+  using namespace std::chrono_literals;
+  StatusBoard board(1s);
+  board.PublishApply(Report());  // confirmed up at NRestarts 2
+  auto t = std::chrono::steady_clock::time_point{} + 100s;
+  core::UnitStatus s;
+  s.active_state = "active";
+  s.sub_state = "running";
+  s.n_restarts = 2;
+  s.invocation_id = "run0";
+  EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t));
+  int up_looks = 0;
+  // One run: the crash, systemd's restart a second later, then looks every
+  // 200 ms for `seconds` of running; returns how many looks said up.
+  auto run = [&](uint32_t n, std::chrono::milliseconds lasts) {
+    core::UnitStatus dead = s;
+    dead.active_state = "activating";
+    dead.sub_state = "auto-restart";
+    EXPECT_FALSE(board.PublishUnit("fail2ban.service", dead, t += 10ms));
+    s.n_restarts = n;
+    s.invocation_id = "run" + std::to_string(n);
+    int up = 0;
+    for (auto ran = 0ms; ran <= lasts; ran += 200ms) {
+      up += board.PublishUnit("fail2ban.service", s, t += ran == 0ms ? 1s : 200ms);
+    }
+    return up;
+  };
+  for (uint32_t n = 3; n <= 5; ++n) up_looks += run(n, 3000ms);
+  EXPECT_GT(up_looks, 0) << "the first two crashes are not yet a loop";
+  for (uint32_t n = 6; n <= 12; ++n) {
+    EXPECT_EQ(run(n, 3000ms), 0) << "run " << n << " read up inside a crash loop";
+    EXPECT_FALSE(Judge(*board.Get()).healthy);
+  }
+  EXPECT_THAT(Judge(*board.Get()).text,
+              HasSubstr("restarted by systemd (NRestarts 12) more than twice in 15 minutes (a "
+                        "crash loop), and not yet running longer than its longest run of that "
+                        "time (2.8 s) and a --settle since"));
+  // An apply whose two looks fell inside a run does not call it up.
+  core::ApplyReport applied = Report();
+  applied.outcomes[1].unit->n_restarts = 12;
+  board.PublishApply(applied);
+  EXPECT_FALSE(Judge(*board.Get()).healthy) << "the apply's looks were inside a run";
+  EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 200ms));
+  // Mended: a run that outlasts the loop's by a settle is up.
+  int looks = 0;
+  while (!board.PublishUnit("fail2ban.service", s, t += 200ms) && ++looks < 100) {
+  }
+  EXPECT_GE(looks, 15) << "up before it outlasted the loop's runs";
+  EXPECT_LE(looks, 25);
+  EXPECT_TRUE(Judge(*board.Get()).healthy);
+}
+
 // Issue 38 (9): in a crash loop whose restarts the watch's looks missed
 // (a death between two looks, NRestarts the same at both), two looks a
 // settle apart under different invocations made it up for a moment every
