@@ -107,8 +107,14 @@ Step PlanFiles(const PlanInputs& in, const Resource& r, const RecordEntry* old,
   } else {
     step.outcome = seen.missing && old == nullptr ? Outcome::kCreated : Outcome::kUpdated;
     std::string what = tree ? "the tree was changed" : seen.drift;
-    std::string why = recorded ? "drifted: " + what + " on the machine, put back; "
-                               : ReplacedByHand(r, old, seen);
+    // Killed between its write and its record, the apply before may have
+    // made the change itself: not said to be someone's.
+    std::string where = in.owed != nullptr && in.owed->applying
+                            ? " since the host's record (the apply before was cut short, "
+                              "perhaps as it wrote it)"
+                            : " on the machine";
+    std::string why =
+        recorded ? "drifted: " + what + where + ", put back; " : ReplacedByHand(r, old, seen);
     std::string wrote =
         r.kind == core::Kind::kCredential ? "secret" : Plural(r.content.size(), "byte");
     std::string action;

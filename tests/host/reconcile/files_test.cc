@@ -177,6 +177,29 @@ TEST_F(FilesTest, ATreeAnApplyCutShortWasCreatingIsTheHosts) {
   EXPECT_EQ(ReadText(Root("/opt/tools/README")), "tools\n");
 }
 
+// Killed after a new version of a tree went in and before its record:
+// the next apply, of the version before, found the tree not as recorded
+// and said it was changed on the machine, sending the operator looking
+// for someone who had touched it.
+TEST_F(FilesTest, ADriftAfterAnApplyCutShortIsNotSaidToBeSomeones) {
+  json decl = Decl(Resources());
+  Run(decl);
+  WriteText(Root("/opt/tools/README"), "tools v2\n");  // as the cut-short apply left it
+  core::Intent cut;
+  cut.applying = true;
+  store_.intent = core::SerializeIntent(cut);
+  ApplyReport r = Run(decl);
+  ASSERT_EQ(r.outcomes[2].outcome, core::Outcome::kUpdated);
+  EXPECT_THAT(r.outcomes[2].detail,
+              HasSubstr("drifted: the tree was changed since the host's record (the apply "
+                        "before was cut short, perhaps as it wrote it), put back"));
+  EXPECT_EQ(ReadText(Root("/opt/tools/README")), "tools\n");
+  // Without a cut-short apply before, it is the machine's.
+  WriteText(Root("/opt/tools/README"), "edited\n");
+  r = Run(decl);
+  EXPECT_THAT(r.outcomes[2].detail, HasSubstr("drifted: the tree was changed on the machine"));
+}
+
 TEST_F(FilesTest, CredentialContentNeverInRecordOrOutput) {
   ApplyReport r = Run(Decl(Resources()));
   EXPECT_EQ(store_.text->find("hunter2"), std::string::npos);
