@@ -7,12 +7,14 @@ namespace mesh::reconcile {
 namespace {
 
 // Why the artifacts directory did not give `source`, in its own words: the
-// adapter names the file by its path inside that directory ("open /x:"),
-// which reads as a file at the machine's root, and a link it refuses to
-// follow as "Too many levels of symbolic links".
+// adapter names the file by its path inside that directory ("open /x:",
+// "read /x:"), which reads as a file at the machine's root, and a link it
+// refuses to follow as "Too many levels of symbolic links".
 std::string WhyNotRead(const std::string& source, std::string why) {
-  if (std::string prefix = "open /" + source + ": "; why.starts_with(prefix)) {
-    why.erase(0, prefix.size());
+  for (std::string_view verb : {"open /", "read /"}) {
+    if (std::string prefix = std::string(verb) + source + ": "; why.starts_with(prefix)) {
+      why.erase(0, prefix.size());
+    }
   }
   if (why == "Too many levels of symbolic links") {
     return "it is a symbolic link, which --artifacts does not follow (copy the file in)";

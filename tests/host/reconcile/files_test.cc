@@ -559,6 +559,12 @@ TEST_F(FilesTest, AnArtifactNotReadIsNamedInTheArtifactsDirectory) {
   r = Run(Decl(json::array({tree})));
   EXPECT_THAT(r.error, HasSubstr("(--artifacts): it is a symbolic link, which --artifacts does "
                                  "not follow (copy the file in)"));
+  // A directory there: "read /tools.tar.gz: not a regular file".
+  std::filesystem::remove(art);
+  std::filesystem::create_directory(art);
+  r = Run(Decl(json::array({tree})));
+  EXPECT_THAT(r.error, HasSubstr("cannot read tools.tar.gz from the artifacts directory "
+                                 "(--artifacts): not a regular file;"));
 }
 
 TEST_F(FilesTest, PlanWritesNothing) {
