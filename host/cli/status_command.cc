@@ -499,6 +499,20 @@ int RunStatusVerb(const std::vector<std::string>& urls, const std::vector<std::s
   } else if (const char* env = std::getenv("MESH_HOST_PASSWORD"); env != nullptr) {
     client.password = env;
   }
+  // Sent as it is, an empty password reads as a wrong one ("user prom and
+  // that password are not accepted"), and a ':' in the name ends it there.
+  if (!client.user.empty() && client.password.empty()) {
+    err << "mesh-host: --user " << core::Printable(client.user) << " has no password: "
+        << (password_file.empty()
+                ? "give --password-file FILE or MESH_HOST_PASSWORD"
+                : "--password-file " + core::Printable(password_file) + " has an empty first line")
+        << "\n";
+    return 2;
+  }
+  if (client.user.find(':') != std::string::npos) {
+    err << "mesh-host: --user: a user name holds no ':' (basic auth ends the name there)\n";
+    return 2;
+  }
   if (std::string why = CheckClientFiles(client); !why.empty()) {
     err << "mesh-host: " << why << "\n";
     return 2;

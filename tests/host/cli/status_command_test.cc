@@ -24,6 +24,7 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "host/cli/peer.h"
 #include "host/cli/prometheus_status.h"
@@ -281,6 +282,40 @@ TEST(StatusCommandTest, ATricklingPeerMeetsTheDeadline) {
   std::ostringstream out, err;
   EXPECT_EQ(RunStatus(peer.url(), out, err, opts), 2);
   EXPECT_THAT(err.str(), HasSubstr("no whole answer before the deadline (--timeout)"));
+}
+
+// --user without a password sent an empty one, and the 401 said "that
+// password is not accepted" of a password never given; a ':' in the name
+// ends it there in basic auth.
+TEST(StatusCommandTest, AUserWithoutAPasswordOrWithAColonIsExit2) {
+  ::unsetenv("MESH_HOST_PASSWORD");
+  std::string empty = ::testing::TempDir() + "/empty-password";
+  std::ofstream(empty) << "\n";
+  const std::tuple<std::string, std::string, std::string> cases[] = {
+      {"prom", "", "--user prom has no password: give --password-file FILE or MESH_HOST_PASSWORD"},
+      {"prom", empty,
+       "--user prom has no password: --password-file " + empty + " has an empty first line"},
+      {"a:b", "", "has no password"},
+  };
+  for (const auto& [user, file, says] : cases) {
+    ClientOptions opts;
+    opts.user = user;
+    std::ostringstream out, err;
+    EXPECT_EQ(RunStatusVerb({"https://127.0.0.1:1"}, {}, {}, out, err, opts, file,
+                            std::chrono::seconds(3)),
+              2);
+    EXPECT_THAT(err.str(), HasSubstr(says));
+    EXPECT_EQ(out.str(), "");
+  }
+  ::setenv("MESH_HOST_PASSWORD", "secret", 1);
+  ClientOptions colon;
+  colon.user = "a:b";
+  std::ostringstream out, err;
+  EXPECT_EQ(
+      RunStatusVerb({"https://127.0.0.1:1"}, {}, {}, out, err, colon, "", std::chrono::seconds(3)),
+      2);
+  EXPECT_THAT(err.str(), HasSubstr("--user: a user name holds no ':'"));
+  ::unsetenv("MESH_HOST_PASSWORD");
 }
 
 // A host whose process is stopped (kill -STOP) still has its socket accept:
