@@ -125,7 +125,16 @@ void AddWrapped(std::string& out, std::string_view indent, std::string_view labe
   }
 }
 
-bool Failed(const nlohmann::json& r) { return Str(r, "outcome") == "failed"; }
+// Failed, or a unit declared running that is not up: what /healthz holds
+// against the machine, first in the table as on the page.
+bool Failed(const nlohmann::json& r) {
+  if (Str(r, "outcome") == "failed") return true;
+  const nlohmann::json* unit = Member(r, "unit");
+  if (unit == nullptr || !unit->is_object()) return false;
+  const nlohmann::json* up = Member(*unit, "up");
+  return Str(*unit, "declared_state") == "running" && up != nullptr && up->is_boolean() &&
+         !up->get<bool>();
+}
 
 // The most a host sends of one journal line: kJournalLineBytes of what the
 // run wrote, each byte at most four once escaped, and the mark of a cut.

@@ -243,6 +243,9 @@ nlohmann::json ToJson(const Snapshot& s) {
                       {"n_restarts", read(r.unit->n_restarts)},
                       {"host_restarts", r.unit->host_restarts},
                       {"declared_state", r.declared.value_or_empty().state},
+                      // As /healthz holds it (declared running): up, as two
+                      // looks and the live watch say.
+                      {"up", r.unit->up},
                       {"held", nullptr},
                       {"journal", nullptr}};
       if (!r.unit->journal.empty() || !r.unit->journal_note.empty()) {

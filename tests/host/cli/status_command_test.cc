@@ -74,6 +74,27 @@ TEST(StatusCommandTest, TableFitsEightyColumnsAndSaysWhatIsWrong) {
   }
 }
 
+// A unit declared running that died after its apply: its outcome stays
+// the apply's (`unchanged`), and the table kept it in the host's order,
+// where the page and /healthz put it first.
+TEST(StatusCommandTest, AUnitNotUpIsListedAmongTheFailing) {
+  nlohmann::json s = nlohmann::json::parse(kStatus);
+  nlohmann::json dead = s["resources"][1];
+  dead["id"] = "web";
+  dead["outcome"] = "unchanged";
+  dead["unit"]["active_state"] = "inactive";
+  dead["unit"]["sub_state"] = "dead";
+  dead["unit"]["declared_state"] = "running";
+  dead["unit"]["up"] = false;
+  nlohmann::json up = dead;
+  up["id"] = "db";
+  up["unit"]["up"] = true;
+  s["resources"] = {s["resources"][0], up, dead};
+  std::string table = FormatStatusTable(s);
+  EXPECT_LT(table.find("\nweb "), table.find("fail2ban.jail")) << table;
+  EXPECT_LT(table.find("fail2ban.jail"), table.find("\ndb ")) << table;
+}
+
 // Why the host is not healthy when no resource failed: an apply stuck, or
 // units the live watch cannot see. Before, the table said NOT HEALTHY and
 // showed every unit as it last was, with no word why.
