@@ -67,8 +67,8 @@ struct UnitSnapshot {
   // mesh_host_unit_active hold the unit to.
   bool up = false;
   // Restarted by systemd more than twice in 15 minutes (a crash loop, which
-  // may be slower than a settle): the longest run seen in that time, which
-  // a run must outlast by a settle to be up.
+  // may be slower than a settle): the longer of the loop's last two runs as
+  // the watch saw them, which a run must outlast by a settle to be up.
   bool crash_loop = false;
   std::chrono::nanoseconds loop_longest_run{0};
   // A resource failed on this unit: the last lines its failed run logged

@@ -170,6 +170,7 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
         failed > 0 ? Priority::kErr : Priority::kInfo,
         "apply " + std::string(core::ApplyResultName(report.result)) + ": " + summary);
   }
+  board_.HoldLoops(report);  // the metrics and the board say alike of a crash loop
   metrics_.ObserveApply(report);
   if (report.result != core::ApplyResult::kRefused || report.recorded.has_value()) {
     reconciler_.set_recorded_on_refusal(false);  // shown: later refusals keep it

@@ -88,7 +88,10 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
   next->generation = report.generation;
   next->declaration_digest = report.declaration_digest;
   next->signer = std::move(report.signer);
-  streaks_.clear();  // only the units of this declaration are followed
+  HoldLoopsLocked(report);
+  // Only the units of this declaration are followed.
+  std::map<std::string, Streak> watched = std::move(streaks_);
+  streaks_.clear();
   std::array<int, std::size(core::kAllOutcomes)> counts{};
   next->resources.reserve(report.outcomes.size());
   for (core::ResourceOutcome& o : report.outcomes) {
@@ -102,13 +105,7 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
         r.unit = core::UnitSnapshot{};
         r.unit->name = r.declared_unit();
       }
-      // The apply's two looks passed within a run of a crash loop: the
-      // watch calls it up once the run outlasts the loop's (PublishUnit).
-      if (auto runs = runs_.find(r.declared_unit()); runs != runs_.end()) {
-        ShowLoop(runs->second, *r.unit);
-        if (r.unit->crash_loop) r.unit->up = false;
-      }
-      streaks_[r.declared_unit()] = Streak{.confirmed = r.unit->up, .since = {}, .invocation = {}};
+      streaks_[r.declared_unit()] = StreakAfter(r, watched);
       r.unit->host_restarts = host_restarts_[r.declared_unit()];
     }
   }
@@ -163,12 +160,14 @@ bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& s
     // looks, missed by both): the streak starts again.
     bool breaks = !core::UpSince(status, u.n_restarts) ||
                   (streak.since.has_value() && status.invocation_id != streak.invocation);
-    NoteRuns(runs_[unit], streak, breaks, status, now, u);
+    Runs& runs = runs_[unit];
+    NoteRuns(runs, streak, breaks, status, now, u);
     if (breaks) streak = {};
     if (core::UpSince(status, u.n_restarts) && !streak.confirmed) {
       if (!streak.since.has_value()) {
         streak.since = now;
         streak.invocation = status.invocation_id;
+        runs.last_run = std::chrono::nanoseconds(0);  // a run ended by other than a crash
       }
       streak.confirmed = now - *streak.since >= settle_ + u.loop_longest_run;
     }
@@ -179,9 +178,43 @@ bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& s
   return up;
 }
 
+void StatusBoard::HoldLoops(core::ApplyReport& report) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  HoldLoopsLocked(report);
+}
+
+// With mu_ held. The apply's two looks may fall within one run of a crash
+// loop: such a unit is up as the watch says (PublishUnit), its run timed
+// from the watch's look; one the apply acted on is in a new run, up once
+// the watch has seen it outlast the loop's.
+void StatusBoard::HoldLoopsLocked(core::ApplyReport& report) const {
+  for (core::ResourceOutcome& r : report.outcomes) {
+    if (r.declared_unit().empty() || !r.unit.has_value()) continue;
+    auto runs = runs_.find(r.declared_unit());
+    if (runs == runs_.end()) continue;
+    ShowLoop(runs->second, *r.unit);
+    if (!r.unit->crash_loop) continue;
+    auto streak = streaks_.find(r.declared_unit());
+    r.unit->up =
+        r.unit->up && !r.host_acted && streak != streaks_.end() && streak->second.confirmed;
+  }
+}
+
+// With mu_ held: the watch's streak of a unit in a crash loop that the
+// apply left alone goes on (its run already timed); any other starts from
+// the apply's word.
+StatusBoard::Streak StatusBoard::StreakAfter(const core::ResourceOutcome& r,
+                                             const std::map<std::string, Streak>& watched) {
+  auto was = watched.find(r.declared_unit());
+  if (r.unit->crash_loop && !r.host_acted && was != watched.end()) return was->second;
+  return Streak{.confirmed = r.unit->up, .since = {}, .invocation = {}};
+}
+
 void StatusBoard::NoteRuns(Runs& runs, const Streak& streak, bool breaks,
                            const core::UnitStatus& status,
                            std::chrono::steady_clock::time_point now, core::UnitSnapshot& u) {
+  // The run a break ends, as seen; held until systemd's restart says it
+  // ended in a crash, or a new run is seen (PublishUnit).
   if (breaks && streak.since.has_value()) runs.last_run = now - *streak.since;
   if (core::RestartedSince(status.n_restarts, u.n_restarts)) {
     // Each restart the count grew by; only the last ended the run seen.
@@ -203,7 +236,11 @@ void StatusBoard::ShowLoop(const Runs& runs, core::UnitSnapshot& u) {
   u.crash_loop = runs.crashes.size() > kLoopRestarts;
   u.loop_longest_run = std::chrono::nanoseconds(0);
   if (!u.crash_loop) return;
-  for (const Crash& c : runs.crashes) u.loop_longest_run = std::max(u.loop_longest_run, c.ran);
+  // The loop's latest runs: the run before it began (days, perhaps) is
+  // not one of its own.
+  for (size_t k = runs.crashes.size() - kLoopRestarts; k < runs.crashes.size(); ++k) {
+    u.loop_longest_run = std::max(u.loop_longest_run, runs.crashes[k].ran);
+  }
 }
 
 std::vector<std::string> StatusBoard::WatchedUnits() const {
@@ -322,7 +359,7 @@ std::string NotYetUp(const core::UnitSnapshot& u) {
   std::snprintf(longest, sizeof longest, "%.1f s",
                 std::chrono::duration<double>(u.loop_longest_run).count());
   return std::string(" more than twice in 15 minutes (a crash loop), and not yet running ") +
-         "longer than its longest run of that time (" + longest + ") and a --settle since";
+         "longer than its last runs (" + longest + ") and a --settle since";
 }
 }  // namespace
 

@@ -85,6 +85,10 @@ class StatusBoard {
   // run of that window: a loop whose runs outlast a settle is not up either.
   bool PublishUnit(const std::string& unit, const core::UnitStatus& status,
                    std::chrono::steady_clock::time_point now);
+  // A unit of `report` in a crash loop is up only as the watch says: the
+  // apply's two looks may fall within one of its runs. PublishApply does
+  // the same; called first by whoever shows the report elsewhere (metrics).
+  void HoldLoops(core::ApplyReport& report) const;
   // Set while the apply under way is stuck, cleared when it moves again or
   // ends (PublishApply).
   void SetStalled(std::optional<std::string> why);
@@ -126,6 +130,9 @@ class StatusBoard {
                        core::UnitSnapshot& u);
   // Sets the loop's figures (crash_loop, loop_longest_run) on `u`.
   static void ShowLoop(const Runs& runs, core::UnitSnapshot& u);
+  void HoldLoopsLocked(core::ApplyReport& report) const;
+  static Streak StreakAfter(const core::ResourceOutcome& r,
+                            const std::map<std::string, Streak>& watched);
 
   const std::chrono::nanoseconds settle_;
   mutable std::mutex mu_;

@@ -294,8 +294,8 @@ TEST(StatusBoardTest, ACrashLoopSlowerThanASettleIsNotUp) {
   }
   EXPECT_THAT(Judge(*board.Get()).text,
               HasSubstr("restarted by systemd (NRestarts 12) more than twice in 15 minutes (a "
-                        "crash loop), and not yet running longer than its longest run of that "
-                        "time (2.8 s) and a --settle since"));
+                        "crash loop), and not yet running longer than its last runs (2.8 s) and "
+                        "a --settle since"));
   // An apply whose two looks fell inside a run does not call it up.
   core::ApplyReport applied = Report();
   applied.outcomes[1].unit->n_restarts = 12;
@@ -309,6 +309,53 @@ TEST(StatusBoardTest, ACrashLoopSlowerThanASettleIsNotUp) {
   EXPECT_GE(looks, 15) << "up before it outlasted the loop's runs";
   EXPECT_LE(looks, 25);
   EXPECT_TRUE(Judge(*board.Get()).healthy);
+  // The next apply leaves it alone (still within the 15 minutes of the
+  // loop): the watch's word stands, not a new wait that would page.
+  core::ApplyReport unchanged = Report();
+  unchanged.outcomes[1].outcome = core::Outcome::kUnchanged;
+  unchanged.outcomes[1].host_acted = false;
+  unchanged.outcomes[1].unit->n_restarts = 12;
+  board.HoldLoops(unchanged);
+  EXPECT_TRUE(unchanged.outcomes[1].unit->up) << "what the metrics are told";
+  board.PublishApply(unchanged);
+  EXPECT_TRUE(Judge(*board.Get()).healthy);
+  EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t += 200ms));
+}
+
+// The run before a loop began (an hour, then a crash) is not one of the
+// loop's: a run outlasting the loop's own is up, not one outlasting the hour.
+TEST(StatusBoardTest, TheRunBeforeALoopIsNotTheLoops) {
+  using namespace std::chrono_literals;
+  StatusBoard board(1s);
+  board.PublishApply(Report());
+  auto t = std::chrono::steady_clock::time_point{} + 100s;
+  core::UnitStatus dead;
+  dead.active_state = "failed";
+  dead.sub_state = "failed";
+  dead.n_restarts = 2;
+  board.PublishUnit("fail2ban.service", dead, t);
+  // Started by hand (NRestarts back to 0): a run the watch times from its
+  // start, an hour long; then it crashes, and keeps crashing 2 s in.
+  core::UnitStatus s;
+  s.active_state = "active";
+  s.sub_state = "running";
+  s.n_restarts = 0;
+  s.invocation_id = "long";
+  board.PublishUnit("fail2ban.service", s, t += 1s);
+  dead.n_restarts = 0;
+  for (uint32_t n = 1; n <= 3; ++n) {
+    board.PublishUnit("fail2ban.service", dead, t += n == 1 ? 1h : 2s);
+    s.n_restarts = n;
+    s.invocation_id = "run" + std::to_string(n);
+    board.PublishUnit("fail2ban.service", s, t += 500ms);  // NRestarts grown: down
+    board.PublishUnit("fail2ban.service", s, t += 200ms);  // the run timed from here
+    dead.n_restarts = n;
+  }
+  EXPECT_THAT(Judge(*board.Get()).text, HasSubstr("(a crash loop)"));
+  int looks = 0;
+  while (!board.PublishUnit("fail2ban.service", s, t += 200ms) && ++looks < 1000) {
+  }
+  EXPECT_LE(looks, 20) << "held to the hour before the loop";
 }
 
 // Issue 38 (9): in a crash loop whose restarts the watch's looks missed
