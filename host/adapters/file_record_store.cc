@@ -66,13 +66,13 @@ core::Status FileRecordStore::CheckFile(const char* name) {
   auto info = fs_->Stat(name);
   if (!info) return std::unexpected(info.error());
   if (info->type == core::FileType::kMissing) return core::Ok();
-  return CheckTrusted(*info, fs_->root() + name);
+  return CheckTrusted(*info, fs_->Shown(name));
 }
 
 core::Status FileRecordStore::CheckDir() {
   auto dir = fs_->StatRoot();
   if (!dir) return std::unexpected(dir.error());
-  return CheckTrusted(*dir, fs_->root());
+  return CheckTrusted(*dir, fs_->Shown(""));
 }
 
 core::Result<std::unique_ptr<FileRecordStore>> FileRecordStore::Open(
@@ -151,7 +151,7 @@ std::invoke_result_t<Streamed, std::istream&> FileRecordStore::Read(Whole whole,
   UniqueFd& fd = opened->first;
   auto info = PosixFileSystem::StatOpened(fd.get());
   if (!info) return std::unexpected(info.error());
-  if (auto st = CheckTrusted(*info, fs_->root() + kStateFile); !st) {
+  if (auto st = CheckTrusted(*info, fs_->Shown(kStateFile)); !st) {
     return std::unexpected(st.error());
   }
   if (read != nullptr) *read = *info;
@@ -317,7 +317,7 @@ core::Result<std::unique_ptr<ports::RecordBuilder>> FileRecordStore::BuildRecord
   if (fs_ == nullptr || !writable_) return core::Fail("no writable state directory");
   int fd = ::open(fs_->root().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return core::Fail("record spill in " + fs_->root() + ": " + std::strerror(errno));
+    return core::Fail("record spill in " + fs_->Shown("") + ": " + std::strerror(errno));
   }
   return std::make_unique<SpillingBuilder>(*this, UniqueFd(fd));
 }
@@ -333,7 +333,7 @@ core::Result<core::Intent> FileRecordStore::LoadIntent() {
   auto info = fs_->Stat(kIntentFile);
   if (!info) return std::unexpected(info.error());
   if (info->type != core::FileType::kMissing) {
-    if (auto st = CheckTrusted(*info, fs_->root() + kIntentFile); !st) {
+    if (auto st = CheckTrusted(*info, fs_->Shown(kIntentFile)); !st) {
       return std::unexpected(st.error());
     }
     auto text = fs_->ReadFile(kIntentFile, kMaxIntentBytes);
@@ -369,7 +369,7 @@ core::Result<core::LastGood> FileRecordStore::LoadLastGood() {
   auto info = fs_->Stat(kLastGoodFile);
   if (!info) return std::unexpected(info.error());
   if (info->type == core::FileType::kMissing) return core::LastGood{};
-  if (auto st = CheckTrusted(*info, fs_->root() + kLastGoodFile); !st) {
+  if (auto st = CheckTrusted(*info, fs_->Shown(kLastGoodFile)); !st) {
     return std::unexpected(st.error());
   }
   auto text = fs_->ReadFile(kLastGoodFile, kMaxLastGoodBytes);
@@ -416,7 +416,7 @@ core::Status FileRecordStore::KeepArtifact(const std::string& sha256, const Arti
   if (!path) return core::Fail("not a sha256: " + sha256);
   auto info = fs_->Stat(*path);
   if (!info) return std::unexpected(info.error());
-  if (info->type == core::FileType::kRegular && CheckTrusted(*info, fs_->root() + *path)) {
+  if (info->type == core::FileType::kRegular && CheckTrusted(*info, fs_->Shown(*path))) {
     return core::Ok();
   }
   auto bytes = read();
@@ -433,7 +433,7 @@ core::Result<std::string> FileRecordStore::KeptArtifact(const std::string& sha25
   if (!info) return std::unexpected(info.error());
   if (info->type != core::FileType::kRegular)
     return core::Fail("no copy of " + sha256 + " is kept");
-  if (auto st = CheckTrusted(*info, fs_->root() + *path); !st) return std::unexpected(st.error());
+  if (auto st = CheckTrusted(*info, fs_->Shown(*path)); !st) return std::unexpected(st.error());
   return fs_->ReadFile(*path, kMaxKeptArtifactBytes);
 }
 
@@ -480,7 +480,10 @@ ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
     return bytes;
   };
   auto for_now = [&](const std::string& why) {
-    digest_key_ = {fresh(), fs_->root() + kKeyFile + ": " + why +
+    // Named once: the file system's own errors name it already.
+    std::string named =
+        why.find(kKeyFile) == std::string::npos ? fs_->Shown(kKeyFile) + ": " + why : why;
+    digest_key_ = {fresh(), named +
                                 "; credential digests use a key for this run only, so each "
                                 "credential is compared by its content"};
     return digest_key_;
@@ -503,8 +506,7 @@ ports::RecordStore::DigestKey FileRecordStore::LoadDigestKey() {
     digest_key_ = {std::move(bytes), ""};
     return digest_key_;
   }
-  if (auto st = CheckTrusted(*info, fs_->root() + kKeyFile); !st)
-    return for_now(st.error().message);
+  if (auto st = CheckTrusted(*info, fs_->Shown(kKeyFile)); !st) return for_now(st.error().message);
   if ((info->mode & 077) != 0 || info->size != kKeyBytes) {
     return for_now(
         "not a 32-byte file of mode 0600 (delete it and the next apply makes a new one)");

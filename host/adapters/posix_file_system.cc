@@ -462,18 +462,27 @@ Status PosixFileSystem::Remove(const std::string& path) {
     return st;
   }
   if (auto held = NoMountIn(tree.get(), Shown(path), 0); !held) return held;
-  // Emptied where it stands, a tree cut short would be part there: the
-  // next apply would take it for someone's change and keep it. Moved aside
-  // first, durably, it is gone from its path before its first file goes.
+  // Emptied where it stands, a tree cut short by a kill would be part
+  // there: the next apply would take it for someone's change and keep it.
+  // Moved aside first, durably, it is gone from its path before its first
+  // file goes; what a kill leaves aside, the sweep after it takes.
   std::string aside = TempName(leaf);
-  if (::renameat(parent->get(), leaf.c_str(), parent->get(), aside.c_str()) != 0) {
-    return errno == ENOENT ? core::Ok() : Fail(Errno("move aside to remove", Shown(path)));
+  if (::renameat2(parent->get(), leaf.c_str(), parent->get(), aside.c_str(), RENAME_NOREPLACE) !=
+      0) {
+    if (errno == ENOENT) return core::Ok();
+    if (errno == EBUSY) return Fail("remove " + Shown(path) + ": a file system is mounted there");
+    return Fail(Errno("move aside to remove", Shown(path)));
   }
-  if (::fsync(parent->get()) != 0) return Fail(Errno("fsync parent of", Shown(path)));
-  Status st = RemoveAt(parent->get(), aside, Shown(path), 0);
+  Status st =
+      ::fsync(parent->get()) == 0 ? core::Ok() : Fail(Errno("fsync parent of", Shown(path)));
+  if (st && before_swap_) before_swap_();
+  if (st) st = RemoveAt(parent->get(), aside, Shown(path), 0);
+  // Failed without a kill (a file it cannot unlink), what is left goes
+  // back where it was seen, and is said to be there: no sweep would find
+  // it under the temporary name.
   if (!st) {
-    std::string dir = Shown(path.substr(0, path.rfind('/')));
-    return Fail(st.error().message + " (what is left of it is in " + dir + "/" + aside + ")");
+    (void)::renameat2(parent->get(), aside.c_str(), parent->get(), leaf.c_str(), RENAME_NOREPLACE);
+    Unsynced(path);
   }
   return st;
 }

@@ -93,6 +93,14 @@ class PosixFileSystem : public ports::FileSystem {
   // files ("/intent.json") mean nothing to an operator without their
   // directory.
   void set_errors_name_root(bool on) { errors_name_root_ = on; }
+  // `path` as errors name it (set_errors_name_root): under the root, which
+  // is named once ("--state-dir /x/" is "/x").
+  std::string Shown(const std::string& path) const {
+    if (!errors_name_root_) return path;
+    std::string_view root = root_;
+    while (!root.empty() && root.back() == '/') root.remove_suffix(1);
+    return std::string(root) + path;
+  }
   // What the root directory itself is, read from its open descriptor (so it
   // is the directory every path is walked from, not whatever the name now
   // points at); and its mode changed the same way.
@@ -103,7 +111,8 @@ class PosixFileSystem : public ports::FileSystem {
   // and by MakeSymlink once its link is made, just before either is
   // renamed into place (where another process may still change a file
   // linked from the old tree, or put something else under the temporary
-  // name).
+  // name); and by Remove once a tree is moved aside, before it is emptied
+  // (where a kill leaves it).
   void set_before_swap_for_testing(std::function<void()> hook) { before_swap_ = std::move(hook); }
 
  private:
@@ -156,11 +165,6 @@ class PosixFileSystem : public ports::FileSystem {
   core::Status ProveStagingDir(StagingDir& dir);
   // Removes a staged file's temporary (best effort) and forgets it.
   void Unstage(uint64_t id);
-
-  // `path` as errors name it (set_errors_name_root).
-  std::string Shown(const std::string& path) const {
-    return errors_name_root_ && root_ != "/" ? root_ + path : path;
-  }
 
   std::string root_;
   bool errors_name_root_ = false;

@@ -512,9 +512,13 @@ Answer Fetch(const std::string& given, const std::string& path, const ClientOpti
   Got got = GetFromEach(client, resolved, prefix + path, opts, connect, asked);
   const httplib::Result& res = got.result;
   // The TLS handshake is waited for as long as the connection, the answer
-  // for the read timeout.
-  std::optional<std::string> waited =
-      WaitedOut(began, !res && res.error() == httplib::Error::SSLConnection ? connect : read);
+  // for the read timeout. Of one address only: the time of several is not
+  // the last one's.
+  std::optional<std::string> waited;
+  if (resolved.addresses.size() <= 1) {  // none: a numeric address, asked as given
+    waited =
+        WaitedOut(began, !res && res.error() == httplib::Error::SSLConnection ? connect : read);
+  }
   if (!got.too_large && !res && res.error() == httplib::Error::SSLConnection && !got.timed_out &&
       AnswersPlainHttp(server, opts, asked)) {
     p.error = core::Printable(p.url) +

@@ -141,8 +141,10 @@ class FileSystem {
 
   // Deletes a file or a whole tree; a missing path is not an error. A tree
   // leaves its path at once, as a whole (moved aside under a temporary
-  // name, then emptied): one cut short is gone from its path, never half
-  // there, and what is left under that name goes with RemoveStaleTemporaries.
+  // name, then emptied): one cut short by a kill is gone from its path,
+  // never half there, and what is left under that name goes with
+  // RemoveStaleTemporaries. One that fails (a file it cannot unlink) is put
+  // back at its path, what is left of it there.
   virtual core::Status Remove(const std::string& path) = 0;
 
   // Deletes the file or symlink at `path`, never a directory: one put there

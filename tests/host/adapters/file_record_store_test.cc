@@ -455,6 +455,17 @@ TEST_F(FileRecordStoreTest, AFileItCannotReadIsNamedInItsDirectory) {
   auto saved = (*store)->Save(record);
   ASSERT_FALSE(saved.has_value());
   EXPECT_THAT(saved.error().message, HasSubstr(state_ + "/state.json"));
+  // Given with a trailing slash, the directory is named once, as is a
+  // digest key it cannot read.
+  auto slashed = FileRecordStore::Open(state_ + "/", /*create=*/true, /*keep=*/false);
+  ASSERT_TRUE(slashed.has_value()) << slashed.error().message;
+  auto again = (*slashed)->LoadIntent();
+  ASSERT_FALSE(again.has_value());
+  EXPECT_THAT(again.error().message, HasSubstr(" " + state_ + "/intent.json:"));
+  std::filesystem::create_directory(state_ + "/digest.key");
+  auto key = (*slashed)->LoadDigestKey();
+  EXPECT_THAT(key.warning, HasSubstr(state_ + "/digest.key"));
+  EXPECT_EQ(key.warning.find("digest.key"), key.warning.rfind("digest.key")) << key.warning;
 }
 
 TEST_F(FileRecordStoreTest, AGroupWritableDirectoryIsRefused) {

@@ -666,30 +666,54 @@ bool SetImmutable(const std::string& path, bool on) {
   return ok;
 }
 
-// A removal cut short (here by a file it cannot unlink; in the field by a
-// kill) left part of the tree at its path, which the next apply took for
-// someone's change and kept for good. The tree now leaves its path first.
-TEST_F(PosixFileSystemTest, ATreeRemovedPartlyIsGoneFromItsPath) {
+// Killed while a tree of 20,000 files was being deleted, the host left
+// part of it at its path, which the next apply took for someone's change
+// and kept for good. The tree now leaves its path first: a kill there
+// leaves it under a temporary name, which the sweep after a kill removes.
+TEST_F(PosixFileSystemTest, ATreeKilledWhileRemovedIsGoneFromItsPath) {
   for (int i = 0; i < 20; ++i) WriteText(dir_.Sub("root/opt/x/f" + std::to_string(i)), "x");
-  WriteText(dir_.Sub("root/opt/x/sub/stuck"), "x");
-  if (!SetImmutable(dir_.Sub("root/opt/x/sub/stuck"), true)) {
-    GTEST_SKIP() << "no immutable flag on this file system";
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto fs = PosixFileSystem::Open(dir_.Sub("root"));
+    if (!fs) ::_exit(2);
+    (*fs)->set_before_swap_for_testing([] { ::raise(SIGKILL); });
+    (void)(*fs)->Remove("/opt/x");
+    ::_exit(3);  // not killed: the hook was not reached
   }
-  auto removed = fs_->Remove("/opt/x");
-  bool gone = !Exists(dir_.Sub("root/opt/x"));
-  // What was left under a temporary name, the sweep takes.
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_FALSE(Exists(dir_.Sub("root/opt/x"))) << "the tree is still at its path";
   std::string aside;
   for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("root/opt"))) {
     if (e.path().filename().string().starts_with(".x.mesh-host-tmp.")) aside = e.path();
   }
-  SetImmutable(aside.empty() ? dir_.Sub("root/opt/x/sub/stuck") : aside + "/sub/stuck", false);
-  EXPECT_FALSE(removed.has_value());
-  EXPECT_TRUE(gone) << "part of the tree is still at its path";
   ASSERT_FALSE(aside.empty());
   auto swept = fs_->RemoveStaleTemporaries("/opt");
   ASSERT_TRUE(swept.has_value()) << swept.error().message;
   EXPECT_EQ(*swept, 1);
   EXPECT_FALSE(Exists(aside));
+}
+
+// A removal that fails without a kill (a file it cannot unlink) leaves
+// what is left at its path, where the next apply sees it and says so; not
+// under a temporary name no sweep would look for.
+TEST_F(PosixFileSystemTest, WhatATreesRemovalCouldNotDeleteStaysAtItsPath) {
+  for (int i = 0; i < 5; ++i) WriteText(dir_.Sub("root/opt/x/f" + std::to_string(i)), "x");
+  WriteText(dir_.Sub("root/opt/x/sub/stuck"), "x");
+  if (!SetImmutable(dir_.Sub("root/opt/x/sub/stuck"), true)) {
+    GTEST_SKIP() << "no immutable flag on this file system";
+  }
+  auto removed = fs_->Remove("/opt/x");
+  bool back = Exists(dir_.Sub("root/opt/x/sub/stuck"));
+  SetImmutable(back ? dir_.Sub("root/opt/x/sub/stuck") : dir_.Sub("root/opt"), false);
+  ASSERT_FALSE(removed.has_value());
+  EXPECT_THAT(removed.error().message, HasSubstr("stuck"));
+  EXPECT_TRUE(back);
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("root/opt"))) {
+    EXPECT_FALSE(e.path().filename().string().starts_with(".x.mesh-host-tmp.")) << e.path();
+  }
 }
 
 // Someone who can write the tree's parent puts a directory of their own

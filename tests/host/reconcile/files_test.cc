@@ -2,6 +2,7 @@
 // prune, plan, refusals, and issue 210's regression.
 #include <gmock/gmock.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/host/reconcile/reconciler_fixture.h"
@@ -198,6 +199,32 @@ TEST_F(FilesTest, ADriftAfterAnApplyCutShortIsNotSaidToBeSomeones) {
   WriteText(Root("/opt/tools/README"), "edited\n");
   r = Run(decl);
   EXPECT_THAT(r.outcomes[2].detail, HasSubstr("drifted: the tree was changed on the machine"));
+}
+
+// Killed while it deleted a dropped bundle's tree, moved aside first: the
+// next apply finds the path gone and the resource still recorded. It says
+// the removal is done, forgets the resource, and sweeps what was left.
+TEST_F(FilesTest, ATreeLeftAsideByAKilledRemovalIsSweptAndTheRemovalDone) {
+  Run(Decl(Resources()));
+  pid_t dead = ::fork();  // a process that was, as the killed host was
+  if (dead == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  std::string aside = Root("/opt/.tools.mesh-host-tmp." + std::to_string(dead) + ".0");
+  std::filesystem::rename(Root("/opt/tools"), aside);
+  std::filesystem::remove(aside + "/README");  // part deleted before the kill
+  core::Intent cut;
+  cut.applying = true;
+  store_.intent = core::SerializeIntent(cut);
+  json without = Resources();
+  without.erase(2);
+  ApplyReport r = Run(Decl(without, 2));
+  ASSERT_EQ(r.outcomes.size(), 3u);
+  EXPECT_EQ(core::FormatOutcomeLine(r.outcomes[2]),
+            "removed app.tools (archive): no longer declared");
+  EXPECT_EQ(r.result, ApplyResult::kOk);
+  EXPECT_FALSE(Exists(aside)) << "what the kill left aside is swept";
+  EXPECT_FALSE(Exists(Root("/opt/tools")));
+  EXPECT_FALSE(Record()["resources"].contains("app.tools"));
 }
 
 TEST_F(FilesTest, CredentialContentNeverInRecordOrOutput) {
