@@ -188,6 +188,7 @@ void StatusBoard::HoldLoops(core::ApplyReport& report) const {
 // from the watch's look; one the apply acted on is in a new run, up once
 // the watch has seen it outlast the loop's.
 void StatusBoard::HoldLoopsLocked(core::ApplyReport& report) const {
+  if (runs_.empty()) return;  // no unit seen yet: a no-op of many files pays nothing
   for (core::ResourceOutcome& r : report.outcomes) {
     if (r.declared_unit().empty() || !r.unit.has_value()) continue;
     auto runs = runs_.find(r.declared_unit());
