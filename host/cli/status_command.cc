@@ -392,6 +392,17 @@ core::Result<std::vector<std::string>> ReadTargets(const std::string& path,
       if (!t.is_string() || t.get_ref<const std::string&>().empty()) {
         return fail("a target that is not a \"HOST:PORT\" string");
       }
+      // As Prometheus reads a target: HOST:PORT alone.
+      const std::string& target = t.get_ref<const std::string&>();
+      if (target.find("://") != std::string::npos) {
+        return fail("target \"" + core::Printable(target, 80) +
+                    "\" names a scheme: a target is HOST:PORT, its scheme the group's "
+                    "\"__scheme__\" label");
+      }
+      if (target.find('/') != std::string::npos) {
+        return fail("target \"" + core::Printable(target, 80) +
+                    "\" has a path: a target is HOST:PORT (mesh-host status asks /status)");
+      }
       urls.push_back(scheme + "://" + t.get<std::string>());
     }
   }

@@ -1006,6 +1006,17 @@ TEST(StatusCommandTest, CredentialsNeverGoOverPlainHttp) {
   }
   std::ofstream(path) << R"([{"targets": ["10.0.0.1:9479"], "labels": {"env": "prod"}}])";
   EXPECT_EQ(ReadTargets(path, "https")->at(0), "https://10.0.0.1:9479");
+  // A scheme in a target read as a port that is not a number; a path was
+  // dropped without a word. Prometheus takes neither.
+  const std::pair<const char*, const char*> wrong[] = {
+      {"http://10.0.0.1:9479", "names a scheme: a target is HOST:PORT, its scheme the group's"},
+      {"10.0.0.1:9479/metrics", "has a path: a target is HOST:PORT"}};
+  for (const auto& [target, says] : wrong) {
+    std::ofstream(path) << R"([{"targets": [")" << target << R"("]}])";
+    auto read = ReadTargets(path, "http");
+    ASSERT_FALSE(read.has_value()) << target;
+    EXPECT_THAT(read.error().message, HasSubstr(says)) << target;
+  }
 }
 
 // Issue 42 (1): one fleet, every kind of target at once. Credentials and
