@@ -281,7 +281,8 @@ core::Result<RateLimit> ParseRateLimit(const YAML::Node& node) {
     if (!text) return std::unexpected(text.error());
     auto d = GoDuration(*text);
     if (!d || d->count() < 0) {
-      return Bad("rate_limit.interval", "\"" + *text + "\" is not a duration such as 1s or 100ms");
+      return Bad("rate_limit.interval",
+                 "\"" + *text + "\" is not a duration of a day or less, such as 1s or 100ms");
     }
     limit.interval = *d;
   }

@@ -170,6 +170,7 @@ TEST(WebConfigTest, DecidesAsTheToolkit) {
            {"rate_limit:\n  interval: 1.5.5s\n  burst: 1\n", "is not a duration"},
            {"rate_limit:\n  interval: 1..s\n  burst: 1\n", "is not a duration"},
            {"rate_limit:\n  interval: 1e9s\n  burst: 1\n", "is not a duration"},
+           {"rate_limit:\n  interval: 25h\n  burst: 1\n", "is not a duration of a day or less"},
            {"rate_limit:\n  interval: 1s\n", "rate_limit.burst: 0 with an interval refuses"},
            {"rate_limit:\n  every: 1s\n", "rate_limit.every: unknown key"},
        }) {
