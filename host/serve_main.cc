@@ -61,6 +61,9 @@ daemon::DaemonOptions DaemonOptionsOf(const cli::Flags& flags, http::StatusServe
     options.on_sighup = [&server, &log, path = flags.web_config] {
       auto web = http::LoadWebConfig(path);
       auto st = web ? server.Reload(*web) : core::Status(std::unexpected(web.error()));
+      // The file's own errors name it; the server's refusals, of what it
+      // asks, are named as coming from it too.
+      if (web && !st) st = core::Fail("--web-config " + path + ": " + st.error().message);
       if (st) {
         log.Line(daemon::Priority::kNotice, "--web-config " + path + " re-read");
       } else {

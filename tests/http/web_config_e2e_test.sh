@@ -161,7 +161,7 @@ basic_auth_users:
 YML
 kill -HUP $HOST
 for _ in $(seq 1 100); do grep -q "no longer be required" log && break; sleep 0.05; done
-grep -q "client certificates would no longer be required: TLS is not loosened by a reload.*the web config in force is kept" log ||
+grep -q "^--web-config .*web.yml: tls_server_config: client certificates would no longer be required: TLS is not loosened by a reload.*the web config in force is kept" log ||
   fail "a reload dropping client certificates is not refused: $(tail -3 log)"
 [ "$(code --cacert ca.crt -u prometheus:battery-staple $U/status)" = 000 ] ||
   fail "a reload turned client certificates off"
