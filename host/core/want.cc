@@ -250,7 +250,9 @@ Status CheckEntryType(const TreeEntry& e, const std::string& name) {
       return Fail(name + " is a hard link (to \"" + e.link_target +
                   "\"); bundles may not carry links");
     case FileType::kOther:
-      return Fail(name + " is a device, fifo or socket; bundles carry files and directories only");
+      return Fail(name +
+                  " is not a file or directory (a device, fifo or socket, or a special tar entry "
+                  "such as a multi-volume part); bundles carry files and directories only");
     default:
       return Ok();
   }
