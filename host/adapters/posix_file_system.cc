@@ -479,10 +479,13 @@ Status PosixFileSystem::Remove(const std::string& path) {
   if (st) st = RemoveAt(parent->get(), aside, Shown(path), 0);
   // Failed without a kill (a file it cannot unlink), what is left goes
   // back where it was seen, and is said to be there: no sweep would find
-  // it under the temporary name.
-  if (!st) {
-    (void)::renameat2(parent->get(), aside.c_str(), parent->get(), leaf.c_str(), RENAME_NOREPLACE);
-    Unsynced(path);
+  // it under the temporary name. Something put at the path meanwhile keeps
+  // it there, and the temporary name is said instead.
+  Unsynced(path);
+  if (!st && ::renameat2(parent->get(), aside.c_str(), parent->get(), leaf.c_str(),
+                         RENAME_NOREPLACE) != 0) {
+    std::string dir = Shown(path.substr(0, path.rfind('/')));
+    return Fail(st.error().message + " (what is left of it is in " + dir + "/" + aside + ")");
   }
   return st;
 }

@@ -99,7 +99,8 @@ class PosixFileSystem : public ports::FileSystem {
     if (!errors_name_root_) return path;
     std::string_view root = root_;
     while (!root.empty() && root.back() == '/') root.remove_suffix(1);
-    return std::string(root) + path;
+    std::string shown = std::string(root) + path;
+    return shown.empty() ? "/" : shown;
   }
   // What the root directory itself is, read from its open descriptor (so it
   // is the directory every path is walked from, not whatever the name now

@@ -170,7 +170,8 @@ void Daemon::Publish(core::ApplyReport report, const std::string& why) {
         failed > 0 ? Priority::kErr : Priority::kInfo,
         "apply " + std::string(core::ApplyResultName(report.result)) + ": " + summary);
   }
-  board_.HoldLoops(report);  // the metrics and the board say alike of a crash loop
+  // The metrics and the board say alike of a crash loop.
+  board_.HoldLoops(report, clock_.Monotonic());
   metrics_.ObserveApply(report);
   if (report.result != core::ApplyResult::kRefused || report.recorded.has_value()) {
     reconciler_.set_recorded_on_refusal(false);  // shown: later refusals keep it

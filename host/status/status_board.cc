@@ -98,16 +98,7 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
     ++counts[static_cast<size_t>(o.outcome)];
     if (o.outcome == core::Outcome::kRemoved) continue;
     core::ResourceOutcome& r = next->resources.emplace_back(std::move(o));
-    if (!r.declared_unit().empty()) {
-      if (r.host_acted && r.restart_reason().has_value()) host_restarts_[r.declared_unit()]++;
-      if (r.declared.value_or_empty().rollback_restart) host_restarts_[r.declared_unit()]++;
-      if (!r.unit.has_value()) {
-        r.unit = core::UnitSnapshot{};
-        r.unit->name = r.declared_unit();
-      }
-      streaks_[r.declared_unit()] = StreakAfter(r, watched);
-      r.unit->host_restarts = host_restarts_[r.declared_unit()];
-    }
+    if (!r.declared_unit().empty()) TakeUnit(r, watched);
   }
   // Only this declaration's units are counted on: a fleet that names a
   // unit per release would otherwise grow the map for the daemon's life.
@@ -120,6 +111,23 @@ void StatusBoard::PublishApply(core::ApplyReport report) {
     next->counts[std::string(core::OutcomeName(o))] = counts[static_cast<size_t>(o)];
   }
   current_ = std::move(next);
+}
+
+// With mu_ held: a declared unit's picture and streak after an apply.
+void StatusBoard::TakeUnit(core::ResourceOutcome& r, const std::map<std::string, Streak>& watched) {
+  if (r.host_acted && r.restart_reason().has_value()) host_restarts_[r.declared_unit()]++;
+  if (r.declared.value_or_empty().rollback_restart) host_restarts_[r.declared_unit()]++;
+  if (!r.unit.has_value()) {
+    r.unit = core::UnitSnapshot{};
+    r.unit->name = r.declared_unit();
+  }
+  streaks_[r.declared_unit()] = StreakAfter(r, watched);
+  // A run the watch saw end, not yet known to have crashed, is not the
+  // next crash's: the apply's look is the baseline now.
+  if (auto runs = runs_.find(r.declared_unit()); runs != runs_.end()) {
+    runs->second.last_run = std::chrono::nanoseconds(0);
+  }
+  r.unit->host_restarts = host_restarts_[r.declared_unit()];
 }
 
 void StatusBoard::PublishRecorded(core::RecordedState recorded) {
@@ -178,15 +186,32 @@ bool StatusBoard::PublishUnit(const std::string& unit, const core::UnitStatus& s
   return up;
 }
 
-void StatusBoard::HoldLoops(core::ApplyReport& report) const {
+void StatusBoard::HoldLoops(core::ApplyReport& report, std::chrono::steady_clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Pruned here too: a watch that cannot see systemd prunes nothing.
+  for (auto& [unit, runs] : runs_) {
+    while (!runs.crashes.empty() && now - runs.crashes.front().at > kLoopWindow) {
+      runs.crashes.pop_front();
+    }
+  }
   HoldLoopsLocked(report);
 }
 
+namespace {
+
+// Whether the apply began a new run of `r`'s unit: a start or a restart
+// (a reload, a stop, a daemon-reload alone do not).
+bool NewRun(const core::ResourceOutcome& r) {
+  return r.host_acted &&
+         (r.outcome == core::Outcome::kStarted || r.outcome == core::Outcome::kRestarted);
+}
+
+}  // namespace
+
 // With mu_ held. The apply's two looks may fall within one run of a crash
 // loop: such a unit is up as the watch says (PublishUnit), its run timed
-// from the watch's look; one the apply acted on is in a new run, up once
-// the watch has seen it outlast the loop's.
+// from the watch's look; one the apply started anew is in a new run, up
+// once the watch has seen it outlast the loop's.
 void StatusBoard::HoldLoopsLocked(core::ApplyReport& report) const {
   if (runs_.empty()) return;  // no unit seen yet: a no-op of many files pays nothing
   for (core::ResourceOutcome& r : report.outcomes) {
@@ -196,8 +221,7 @@ void StatusBoard::HoldLoopsLocked(core::ApplyReport& report) const {
     ShowLoop(runs->second, *r.unit);
     if (!r.unit->crash_loop) continue;
     auto streak = streaks_.find(r.declared_unit());
-    r.unit->up =
-        r.unit->up && !r.host_acted && streak != streaks_.end() && streak->second.confirmed;
+    r.unit->up = r.unit->up && !NewRun(r) && streak != streaks_.end() && streak->second.confirmed;
   }
 }
 
@@ -207,7 +231,7 @@ void StatusBoard::HoldLoopsLocked(core::ApplyReport& report) const {
 StatusBoard::Streak StatusBoard::StreakAfter(const core::ResourceOutcome& r,
                                              const std::map<std::string, Streak>& watched) {
   auto was = watched.find(r.declared_unit());
-  if (r.unit->crash_loop && !r.host_acted && was != watched.end()) return was->second;
+  if (r.unit->crash_loop && !NewRun(r) && was != watched.end()) return was->second;
   return Streak{.confirmed = r.unit->up, .since = {}, .invocation = {}};
 }
 
@@ -218,13 +242,14 @@ void StatusBoard::NoteRuns(Runs& runs, const Streak& streak, bool breaks,
   // ended in a crash, or a new run is seen (PublishUnit).
   if (breaks && streak.since.has_value()) runs.last_run = now - *streak.since;
   if (core::RestartedSince(status.n_restarts, u.n_restarts)) {
-    // Each restart the count grew by; only the last ended the run seen.
+    // Each restart the count grew by: the first ended the run seen, the
+    // others runs unseen.
     uint32_t grown =
         status.n_restarts > u.n_restarts ? status.n_restarts - u.n_restarts : status.n_restarts;
+    runs.crashes.push_back({now, runs.last_run});
     for (uint32_t k = 1; k < std::min<uint32_t>(grown, kLoopRestarts + 1); ++k) {
       runs.crashes.push_back({now, std::chrono::nanoseconds(0)});
     }
-    runs.crashes.push_back({now, runs.last_run});
     runs.last_run = std::chrono::nanoseconds(0);
   }
   while (!runs.crashes.empty() && now - runs.crashes.front().at > kLoopWindow) {

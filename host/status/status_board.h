@@ -88,7 +88,9 @@ class StatusBoard {
   // A unit of `report` in a crash loop is up only as the watch says: the
   // apply's two looks may fall within one of its runs. PublishApply does
   // the same; called first by whoever shows the report elsewhere (metrics).
-  void HoldLoops(core::ApplyReport& report) const;
+  // `now`: the window of crashes ends there (the watch may not have
+  // looked for a while).
+  void HoldLoops(core::ApplyReport& report, std::chrono::steady_clock::time_point now);
   // Set while the apply under way is stuck, cleared when it moves again or
   // ends (PublishApply).
   void SetStalled(std::optional<std::string> why);
@@ -131,6 +133,7 @@ class StatusBoard {
   // Sets the loop's figures (crash_loop, loop_longest_run) on `u`.
   static void ShowLoop(const Runs& runs, core::UnitSnapshot& u);
   void HoldLoopsLocked(core::ApplyReport& report) const;
+  void TakeUnit(core::ResourceOutcome& r, const std::map<std::string, Streak>& watched);
   static Streak StreakAfter(const core::ResourceOutcome& r,
                             const std::map<std::string, Streak>& watched);
 

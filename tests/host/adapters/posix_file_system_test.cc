@@ -714,6 +714,22 @@ TEST_F(PosixFileSystemTest, WhatATreesRemovalCouldNotDeleteStaysAtItsPath) {
   for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("root/opt"))) {
     EXPECT_FALSE(e.path().filename().string().starts_with(".x.mesh-host-tmp.")) << e.path();
   }
+  // Something made at the path meanwhile keeps it: what is left stays
+  // aside, and the error says where.
+  ASSERT_TRUE(SetImmutable(dir_.Sub("root/opt/x/sub/stuck"), true));
+  fs_->set_before_swap_for_testing(
+      [this] { std::filesystem::create_directory(dir_.Sub("root/opt/x")); });
+  auto again = fs_->Remove("/opt/x");
+  std::string aside;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.Sub("root/opt"))) {
+    if (e.path().filename().string().starts_with(".x.mesh-host-tmp.")) aside = e.path();
+  }
+  if (!aside.empty()) SetImmutable(aside + "/sub/stuck", false);
+  ASSERT_FALSE(again.has_value());
+  ASSERT_FALSE(aside.empty());
+  EXPECT_THAT(again.error().message,
+              HasSubstr("(what is left of it is in /opt/" +
+                        std::filesystem::path(aside).filename().string() + ")"));
 }
 
 // Someone who can write the tree's parent puts a directory of their own

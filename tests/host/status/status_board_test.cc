@@ -315,7 +315,7 @@ TEST(StatusBoardTest, ACrashLoopSlowerThanASettleIsNotUp) {
   unchanged.outcomes[1].outcome = core::Outcome::kUnchanged;
   unchanged.outcomes[1].host_acted = false;
   unchanged.outcomes[1].unit->n_restarts = 12;
-  board.HoldLoops(unchanged);
+  board.HoldLoops(unchanged, t);
   EXPECT_TRUE(unchanged.outcomes[1].unit->up) << "what the metrics are told";
   board.PublishApply(unchanged);
   EXPECT_TRUE(Judge(*board.Get()).healthy);
@@ -356,6 +356,48 @@ TEST(StatusBoardTest, TheRunBeforeALoopIsNotTheLoops) {
   while (!board.PublishUnit("fail2ban.service", s, t += 200ms) && ++looks < 1000) {
   }
   EXPECT_LE(looks, 20) << "held to the hour before the loop";
+}
+
+// A review's cases: an hour-long run ended, then restarts so fast that one
+// look saw NRestarts grow by 3 (the hour was filed as the last of them, and
+// held the unit down for an hour); and a reload of a mended unit, which
+// is no new run, taken as one (it waited out the loop's runs again).
+TEST(StatusBoardTest, ABurstOfRestartsAndAReloadDoNotHoldAMendedUnitDown) {
+  using namespace std::chrono_literals;
+  StatusBoard board(1s);
+  board.PublishApply(Report());
+  auto t = std::chrono::steady_clock::time_point{} + 100s;
+  core::UnitStatus s;
+  s.active_state = "active";
+  s.sub_state = "running";
+  s.n_restarts = 0;
+  s.invocation_id = "long";
+  core::UnitStatus dead = s;
+  dead.active_state = "failed";
+  dead.sub_state = "failed";
+  dead.n_restarts = 2;
+  board.PublishUnit("fail2ban.service", dead, t);
+  board.PublishUnit("fail2ban.service", s, t += 1s);  // started by hand: timed from here
+  board.PublishUnit("fail2ban.service", s, t += 1h);
+  dead.n_restarts = 0;
+  board.PublishUnit("fail2ban.service", dead, t += 1s);
+  s.n_restarts = 3;  // three restarts between two looks
+  s.invocation_id = "after";
+  EXPECT_FALSE(board.PublishUnit("fail2ban.service", s, t += 500ms));
+  EXPECT_THAT(Judge(*board.Get()).text, HasSubstr("unit fail2ban.service is active (running)"));
+  int looks = 0;
+  while (!board.PublishUnit("fail2ban.service", s, t += 200ms) && ++looks < 1000) {
+  }
+  EXPECT_LE(looks, 10) << "held to the hour before the burst";
+  // Up again; a reload by the host (restart_on's kin, reload_on) is the
+  // same run: it stays up.
+  core::ApplyReport reloaded = Report();
+  reloaded.outcomes[1].outcome = core::Outcome::kReloaded;
+  reloaded.outcomes[1].unit->n_restarts = 3;
+  board.HoldLoops(reloaded, t);
+  EXPECT_TRUE(reloaded.outcomes[1].unit->up);
+  board.PublishApply(reloaded);
+  EXPECT_TRUE(Judge(*board.Get()).healthy) << Judge(*board.Get()).text;
 }
 
 // Issue 38 (9): in a crash loop whose restarts the watch's looks missed
