@@ -32,10 +32,11 @@ namespace {
 using namespace mesh;  // NOLINT: the one namespace of this program
 
 // TLS and basic auth of the listener, when --web-config names a file.
-core::Status ConfigureWeb(const cli::Flags& flags, http::StatusServer& server) {
+core::Status ConfigureWeb(const cli::Flags& flags, http::StatusServer& server, daemon::Log& log) {
   if (flags.web_config.empty()) return core::Ok();
   auto web = http::LoadWebConfig(flags.web_config);
   if (!web) return std::unexpected(web.error());
+  for (const std::string& w : web->warnings) log.Line(daemon::Priority::kWarning, w);
   if (auto st = server.Configure(*web); !st) {
     return core::Fail("--web-config " + flags.web_config + ": " + st.error().message);
   }
@@ -65,6 +66,7 @@ daemon::DaemonOptions DaemonOptionsOf(const cli::Flags& flags, http::StatusServe
       // asks, are named as coming from it too.
       if (web && !st) st = core::Fail("--web-config " + path + ": " + st.error().message);
       if (st) {
+        for (const std::string& w : web->warnings) log.Line(daemon::Priority::kWarning, w);
         log.Line(daemon::Priority::kNotice, "--web-config " + path + " re-read");
       } else {
         log.Line(daemon::Priority::kErr, st.error().message + "; the web config in force is kept");
@@ -94,7 +96,7 @@ int Run(const cli::Flags& flags) {
   server.set_version(mesh::VersionLine());
   // Before the state directory is made or locked: a refused web config
   // leaves the machine as it was.
-  if (auto st = ConfigureWeb(flags, server); !st) {
+  if (auto st = ConfigureWeb(flags, server, log); !st) {
     log.Line(daemon::Priority::kErr, st.error().message);
     return cli::kExitRefused;
   }

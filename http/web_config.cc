@@ -1,5 +1,6 @@
 #include "http/web_config.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -7,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -462,6 +464,17 @@ core::Result<WebConfig> LoadWebConfig(const std::string& path) {
   if (dir.empty()) dir = "/";
   auto config = ParseWebConfig(*text, dir);
   if (!config) return core::Fail("--web-config " + path + ": " + config.error().message);
+  // Taken as exporter-toolkit takes it, but said: sshd refuses such a key.
+  struct stat st {};
+  if (config->tls.has_value() && !config->tls->key_file.empty() &&
+      ::stat(config->tls->key_file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      (st.st_mode & S_IROTH) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    config->warnings.push_back("--web-config " + path + ": tls_server_config.key_file " +
+                               config->tls->key_file + " is readable by every user (mode " + mode +
+                               "): keep a private key from them (chmod o-r)");
+  }
   return config;
 }
 

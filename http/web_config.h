@@ -66,6 +66,9 @@ struct WebConfig {
   RateLimit rate_limit;
   std::map<std::string, std::string> basic_auth_users;  // user -> bcrypt hash
   std::map<std::string, std::string> headers;
+  // What is taken but worth the operator's eye (LoadWebConfig): a private
+  // key every user can read. Said in the log at start and at each reload.
+  std::vector<std::string> warnings;
 };
 
 // Parses the file's text; `dir` is the file's directory, for relative paths.

@@ -211,6 +211,29 @@ TEST(WebConfigTest, LoadNamesTheFile) {
 // on plain HTTP with no auth. A FIFO hung the start, or the daemon's loop
 // on SIGHUP; an endless file ran it out of memory. A second YAML document
 // (a file appended to) was ignored, its users with it.
+// A private key every user can read was taken without a word (sshd
+// refuses such a key): taken, as exporter-toolkit takes it, and said.
+TEST(WebConfigTest, AKeyEveryoneCanReadIsSaid) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/web-config-key";
+  ::mkdir(dir.c_str(), 0700);
+  std::ofstream(dir + "/server.crt") << "cert\n";
+  std::ofstream(dir + "/server.key") << "key\n";
+  std::string path = dir + "/web.yml";
+  std::ofstream(path) << "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n";
+  ::chmod((dir + "/server.key").c_str(), 0644);
+  auto open = LoadWebConfig(path);
+  ASSERT_TRUE(open.has_value()) << open.error().message;
+  ASSERT_EQ(open->warnings.size(), 1u);
+  EXPECT_EQ(open->warnings[0], "--web-config " + path + ": tls_server_config.key_file " + dir +
+                                   "/server.key is readable by every user (mode 0644): keep a "
+                                   "private key from them (chmod o-r)");
+  ::chmod((dir + "/server.key").c_str(), 0640);
+  auto kept = LoadWebConfig(path);
+  ASSERT_TRUE(kept.has_value()) << kept.error().message;
+  EXPECT_TRUE(kept->warnings.empty()) << "a group such as ssl-cert may read it";
+}
+
 TEST(WebConfigTest, OnlyARegularFileOfOneDocumentIsRead) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/web-config-kinds";
