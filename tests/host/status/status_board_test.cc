@@ -32,6 +32,24 @@ core::ApplyReport Report() {
   return r;
 }
 
+// A look at the unit: running, or failed, after `n_restarts` of systemd's.
+core::UnitStatus Running(uint32_t n_restarts, std::string invocation = "") {
+  core::UnitStatus s;
+  s.active_state = "active";
+  s.sub_state = "running";
+  s.n_restarts = n_restarts;
+  s.invocation_id = std::move(invocation);
+  return s;
+}
+core::UnitStatus Failed(uint32_t n_restarts) {
+  core::UnitStatus s;
+  s.active_state = "failed";
+  s.sub_state = "failed";
+  s.result = "exit-code";
+  s.n_restarts = n_restarts;
+  return s;
+}
+
 TEST(StatusBoardTest, JsonShapeOfTheSpec) {
   StatusBoard board;
   board.PublishApply(Report());
@@ -213,10 +231,7 @@ TEST(StatusBoardTest, ACrashLoopIsNeverUpBetweenApplies) {
   StatusBoard board(1s);
   board.PublishApply(Report());  // confirmed up at NRestarts 2
   auto t = std::chrono::steady_clock::time_point{} + 100s;
-  core::UnitStatus s;
-  s.active_state = "active";
-  s.sub_state = "running";
-  s.n_restarts = 2;
+  core::UnitStatus s = Running(2);
   EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t)) << "as the apply confirmed it";
   for (uint32_t run = 3; run < 8; ++run) {
     s.n_restarts = run;  // systemd restarted it
@@ -257,22 +272,18 @@ TEST(StatusBoardTest, ACrashLoopIsNeverUpBetweenApplies) {
 // every run outlasted a settle, so the unit read up three quarters of the
 // time, /healthz flipped, and MeshHostDaemonDead's minute never ran out.
 // Once systemd restarted it more than twice in 15 minutes, a run must
-// outlast the loop's longest by a settle; an apply's two looks inside a
-// run do not call it up either.
+// outlast the loop's last two runs by a settle; an apply's two looks
+// inside a run do not call it up either.
 TEST(StatusBoardTest, ACrashLoopSlowerThanASettleIsNotUp) {
   using namespace std::chrono_literals;
   StatusBoard board(1s);
   board.PublishApply(Report());  // confirmed up at NRestarts 2
   auto t = std::chrono::steady_clock::time_point{} + 100s;
-  core::UnitStatus s;
-  s.active_state = "active";
-  s.sub_state = "running";
-  s.n_restarts = 2;
-  s.invocation_id = "run0";
+  core::UnitStatus s = Running(2, "run0");
   EXPECT_TRUE(board.PublishUnit("fail2ban.service", s, t));
   int up_looks = 0;
   // One run: the crash, systemd's restart a second later, then looks every
-  // 200 ms for `seconds` of running; returns how many looks said up.
+  // 200 ms for `lasts` of running; returns how many looks said up.
   auto run = [&](uint32_t n, std::chrono::milliseconds lasts) {
     core::UnitStatus dead = s;
     dead.active_state = "activating";
@@ -329,18 +340,11 @@ TEST(StatusBoardTest, TheRunBeforeALoopIsNotTheLoops) {
   StatusBoard board(1s);
   board.PublishApply(Report());
   auto t = std::chrono::steady_clock::time_point{} + 100s;
-  core::UnitStatus dead;
-  dead.active_state = "failed";
-  dead.sub_state = "failed";
-  dead.n_restarts = 2;
+  core::UnitStatus dead = Failed(2);
   board.PublishUnit("fail2ban.service", dead, t);
   // Started by hand (NRestarts back to 0): a run the watch times from its
   // start, an hour long; then it crashes, and keeps crashing 2 s in.
-  core::UnitStatus s;
-  s.active_state = "active";
-  s.sub_state = "running";
-  s.n_restarts = 0;
-  s.invocation_id = "long";
+  core::UnitStatus s = Running(0, "long");
   board.PublishUnit("fail2ban.service", s, t += 1s);
   dead.n_restarts = 0;
   for (uint32_t n = 1; n <= 3; ++n) {
@@ -367,15 +371,8 @@ TEST(StatusBoardTest, ABurstOfRestartsAndAReloadDoNotHoldAMendedUnitDown) {
   StatusBoard board(1s);
   board.PublishApply(Report());
   auto t = std::chrono::steady_clock::time_point{} + 100s;
-  core::UnitStatus s;
-  s.active_state = "active";
-  s.sub_state = "running";
-  s.n_restarts = 0;
-  s.invocation_id = "long";
-  core::UnitStatus dead = s;
-  dead.active_state = "failed";
-  dead.sub_state = "failed";
-  dead.n_restarts = 2;
+  core::UnitStatus s = Running(0, "long");
+  core::UnitStatus dead = Failed(2);
   board.PublishUnit("fail2ban.service", dead, t);
   board.PublishUnit("fail2ban.service", s, t += 1s);  // started by hand: timed from here
   board.PublishUnit("fail2ban.service", s, t += 1h);
