@@ -204,8 +204,8 @@ class DaemonWatchTest : public DaemonTest {
   // the second apply asks systemd for `during` (its first job; empty: as it
   // opens its declaration, before it has read anything), the watch's
   // systemd says each unit of `said` is so, and the test waits until the
-  // board shows every one of them failing or the watch has read three
-  // times since: `seen` says which it showed while the apply ran. Then the
+  // board shows every one of them failing or the watch has shown three
+  // reads since: `seen` says which it showed while the apply ran. Then the
   // watch holds still until that apply is shown and counted ended;
   // systemd's answer to the apply's own looks stays what it was. Returns, per apply, whether the
   // board showed web failing as the apply's summary was sent.
@@ -230,7 +230,9 @@ class DaemonWatchTest : public DaemonTest {
         }
         return seen.size() == said.size();
       };
-      for (int i = 0; i < 5000 && !all_seen() && watch_.reads() < reads + 3; ++i) {
+      // Three reads since, each shown: the watch counts a read as it begins,
+      // and shows it after, so the third is shown once a fourth began.
+      for (int i = 0; i < 5000 && !all_seen() && watch_.reads() < reads + 4; ++i) {
         std::this_thread::sleep_for(milliseconds(1));
       }
       watch_.Freeze(true);
